@@ -34,7 +34,8 @@ class Prng {
 
   // Uniform in [0, bound); bound must be > 0. Lemire's multiply-shift, bias below 2^-32.
   uint64_t below(uint64_t bound) {
-    const unsigned __int128 product = static_cast<unsigned __int128>(next_u64()) * bound;
+    __extension__ using u128 = unsigned __int128;
+    const u128 product = static_cast<u128>(next_u64()) * bound;
     return static_cast<uint64_t>(product >> 64);
   }
 

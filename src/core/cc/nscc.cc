@@ -1,0 +1,79 @@
+// NSCC window update (see nscc.h for the rule). Arithmetic in doubles: the window is a rate
+// proxy, not a count, and fractional growth per ACK must accumulate.
+#include "core/cc/nscc.h"
+
+#include <algorithm>
+
+namespace mrc {
+
+Nscc::Nscc(const NsccConfig& config, uint32_t mtu_bytes)
+    : config_(config),
+      mtu_bytes_(mtu_bytes),
+      window_bytes_(static_cast<double>(config.initial_window_bytes)),
+      base_rtt_ns_(config.base_rtt_ns) {
+  clamp();
+}
+
+void Nscc::clamp() {
+  window_bytes_ = std::clamp(window_bytes_, static_cast<double>(config_.min_window_bytes),
+                             static_cast<double>(config_.max_window_bytes));
+}
+
+int64_t Nscc::target_delay_ns() const {
+  if (config_.target_delay_ns > 0) return config_.target_delay_ns;
+  return std::max<int64_t>(base_rtt_ns_ / 2, 1000);
+}
+
+void Nscc::end_of_round(Instant now) {
+  if (base_rtt_ns_ <= 0 || now - round_start_ < Duration{base_rtt_ns_ * 2}) return;
+  if (config_.quick_adapt && round_had_loss_) {
+    window_bytes_ = std::min(window_bytes_, static_cast<double>(round_acked_bytes_));
+    clamp();
+  }
+  round_start_ = now;
+  round_acked_bytes_ = 0;
+  round_had_loss_ = false;
+}
+
+void Nscc::on_ack(const AckSample& s) {
+  round_acked_bytes_ += s.acked_bytes;
+  if (s.rtt.ns > 0 && (base_rtt_ns_ <= 0 || (config_.base_rtt_ns == 0 && s.rtt.ns < base_rtt_ns_)))
+    base_rtt_ns_ = s.rtt.ns;
+  end_of_round(s.now);
+  if (s.rtt.ns <= 0 || s.acked_bytes == 0) return;
+  const double acked = static_cast<double>(s.acked_bytes);
+  const double target = static_cast<double>(target_delay_ns());
+  const double delay = static_cast<double>(std::max<int64_t>(s.rtt.ns - base_rtt_ns_, 0));
+  if (!s.ecn && delay < target) {
+    window_bytes_ += config_.proportional_gain * acked * (target - delay) / target;
+  } else if (!s.ecn) {
+    window_bytes_ += config_.fair_increase_mtus * mtu_bytes_ * acked / window_bytes_;
+  } else if (delay >= target && s.now - last_decrease_ >= Duration{base_rtt_ns_}) {
+    const double cut = std::min(config_.decrease_gain * (delay - target) / delay,
+                                config_.max_decrease);
+    window_bytes_ *= 1.0 - cut;
+    last_decrease_ = s.now;
+  }
+  clamp();
+}
+
+void Nscc::on_trim(Instant now, uint32_t bytes) {
+  window_bytes_ -= bytes;
+  round_had_loss_ = true;
+  end_of_round(now);
+  clamp();
+}
+
+void Nscc::on_loss(Instant now, uint32_t /*bytes*/) {
+  // A real loss in MRC is first a path signal (the EV is retired); the window reacts only
+  // through quick adapt at the end of the round.
+  round_had_loss_ = true;
+  end_of_round(now);
+}
+
+void Nscc::on_timeout(Instant /*now*/) {
+  window_bytes_ /= 2;
+  clamp();
+}
+
+}  // namespace mrc

@@ -1,0 +1,43 @@
+// NSCC-style congestion window (UET 1.0 "nscc", the MRC default), after the four-quadrant rule:
+//   no ECN, delay < target  -> proportional increase (the further below target, the faster)
+//   no ECN, delay >= target -> fair increase (about fi MTUs per RTT; converges to fairness)
+//   ECN,    delay >= target -> multiplicative decrease, at most once per base RTT
+//   ECN,    delay < target  -> no change (the EV is skipped instead: ECN steers load)
+// Trims shrink the window by the trimmed bytes; quick adapt, after losses or trims in an RTT,
+// cuts the window to what the receiver actually got in that RTT. Delay = RTT - base RTT, with
+// base RTT configured or learned as the minimum sample. Parameter names follow the OCP CC
+// profile (base_rtt, target_delay, max_cwnd, eta, fi, gamma, max_md_jump, quick adapt).
+#pragma once
+
+#include "core/cc/congestion_controller.h"
+
+namespace mrc {
+
+class Nscc final : public CongestionController {
+ public:
+  Nscc(const NsccConfig& config, uint32_t mtu_bytes);
+  void on_ack(const AckSample& sample) override;
+  void on_trim(Instant now, uint32_t bytes) override;
+  void on_loss(Instant now, uint32_t bytes) override;
+  void on_timeout(Instant now) override;
+  uint64_t window_bytes() const override { return static_cast<uint64_t>(window_bytes_); }
+  std::string_view name() const override { return "nscc"; }
+
+  Duration base_rtt() const { return Duration{base_rtt_ns_}; }
+
+ private:
+  void clamp();
+  void end_of_round(Instant now);
+  int64_t target_delay_ns() const;
+
+  NsccConfig config_;
+  double mtu_bytes_;
+  double window_bytes_;
+  int64_t base_rtt_ns_;
+  Instant last_decrease_{INT64_MIN / 2};
+  Instant round_start_{0};
+  uint64_t round_acked_bytes_ = 0;
+  bool round_had_loss_ = false;
+};
+
+}  // namespace mrc

@@ -1,0 +1,56 @@
+// Completion queues: bounded rings of work completions, shaped like verbs' ibv_wc so the OCP
+// API layer can translate one to one. A push into a full queue fails; the engine treats that as
+// a CQ overrun (an error on the QP), never as a silent loss.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/types.h"
+
+namespace mrc {
+
+enum class WcStatus : uint8_t {
+  kSuccess = 0,
+  kLocalLengthError,
+  kLocalProtectionError,
+  kWrFlushError,
+  kRemoteAccessError,
+  kRemoteOperationError,
+  kRetryExceeded,
+  kGeneralError,
+};
+const char* to_string(WcStatus s);
+
+enum class WcOpcode : uint8_t { kRdmaWrite, kRecvRdmaWithImm };
+
+struct Completion {
+  uint64_t wr_id = 0;
+  WcStatus status = WcStatus::kSuccess;
+  WcOpcode opcode = WcOpcode::kRdmaWrite;
+  bool has_immediate = false;
+  Qpn qpn{0};
+  uint32_t byte_len = 0;
+  uint32_t immediate = 0;
+};
+
+class CompletionQueue {
+ public:
+  explicit CompletionQueue(uint32_t capacity);
+
+  bool push(const Completion& c);
+  // Moves up to out.size() completions into `out`; returns how many.
+  size_t poll(std::span<Completion> out);
+  size_t size() const { return count_; }
+  uint32_t capacity() const { return static_cast<uint32_t>(ring_.size()); }
+  uint64_t overruns() const { return overruns_; }
+
+ private:
+  std::vector<Completion> ring_;
+  size_t head_ = 0;
+  size_t count_ = 0;
+  uint64_t overruns_ = 0;
+};
+
+}  // namespace mrc

@@ -1,0 +1,53 @@
+// Validation of queue-pair configuration: every limit checked with a message that names the
+// field, the bad value and the allowed range.
+#include "core/config.h"
+
+#include <cstdio>
+
+namespace mrc {
+
+namespace {
+std::string range_error(const char* field, uint64_t value, uint64_t lo, uint64_t hi) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s = %llu is out of range: must be in [%llu, %llu]", field,
+                static_cast<unsigned long long>(value), static_cast<unsigned long long>(lo),
+                static_cast<unsigned long long>(hi));
+  return buf;
+}
+}  // namespace
+
+std::string QpConfig::validate(int planes) const {
+  if (planes < 1 || planes > kMaxPlanes) return range_error("planes", planes, 1, kMaxPlanes);
+  if (mtu_bytes < 256 || mtu_bytes > 9000) return range_error("mtu_bytes", mtu_bytes, 256, 9000);
+  if (max_send_wr < 1 || max_send_wr > 65536) return range_error("max_send_wr", max_send_wr, 1, 65536);
+  if (max_recv_wr < 1 || max_recv_wr > 65536) return range_error("max_recv_wr", max_recv_wr, 1, 65536);
+  if (max_sge < 1 || max_sge > kMaxSge) return range_error("max_sge", max_sge, 1, kMaxSge);
+  if (ev_count < static_cast<uint16_t>(planes) || ev_count > 256)
+    return range_error("ev_count", ev_count, static_cast<uint64_t>(planes), 256);
+  if (ev_count % planes != 0)
+    return "ev_count = " + std::to_string(ev_count) + " must be a multiple of the number of planes (" +
+           std::to_string(planes) + ") so that every plane gets the same number of EVs";
+  if (ev_backup_per_plane > 64) return range_error("ev_backup_per_plane", ev_backup_per_plane, 0, 64);
+  if (ev_min_active < 1 || ev_min_active > ev_count)
+    return range_error("ev_min_active", ev_min_active, 1, ev_count);
+  if (ev_probe_interval_ns < 1000) return range_error("ev_probe_interval_ns", ev_probe_interval_ns, 1000, INT64_MAX);
+  if (ev_revive_probes < 1) return range_error("ev_revive_probes", ev_revive_probes, 1, 255);
+  if (mpr < 1) return range_error("mpr", mpr, 1, 255);
+  if (mpr_dest < 1) return range_error("mpr_dest", mpr_dest, 1, 255);
+  if (max_wimm < 1) return range_error("max_wimm", max_wimm, 1, 65535);
+  if (max_wimm_dest < 1 || max_wimm_dest > 4096) return range_error("max_wimm_dest", max_wimm_dest, 1, 4096);
+  if (timeout > 24) return range_error("timeout", timeout, 0, 24);
+  if (retry_linear > 7) return range_error("retry_linear", retry_linear, 0, 7);
+  if (retry_exp > kRetryInfinite) return range_error("retry_exp", retry_exp, 0, kRetryInfinite);
+  if (ack_every_packets < 1 || ack_every_packets > 64)
+    return range_error("ack_every_packets", ack_every_packets, 1, 64);
+  if (max_message_bytes < mtu_bytes || max_message_bytes > (1ull << 31) || max_message_bytes % mtu_bytes)
+    return "max_message_bytes = " + std::to_string(max_message_bytes) +
+           " must be a multiple of mtu_bytes and at most 2^31";
+  if (nscc.min_window_bytes < mtu_bytes || nscc.max_window_bytes < nscc.min_window_bytes)
+    return "nscc window bounds must satisfy mtu_bytes <= min_window_bytes <= max_window_bytes";
+  if (fixed_window_bytes < mtu_bytes) return "fixed_window_bytes must be at least mtu_bytes";
+  return {};
+}
+
+}  // namespace mrc

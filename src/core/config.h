@@ -1,0 +1,78 @@
+// Configuration of a queue pair: one plain struct with defaulted, unit-suffixed fields and a
+// validate() that says what is wrong. Names and ranges follow the OCP MRC API where it has the
+// knob (mpr, max_wimm, timeout, retry counts, EV count and ev_min_active).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/types.h"
+
+namespace mrc {
+
+enum class CcAlgorithm : uint8_t { kNscc, kAimd, kFixed };
+
+// NSCC-style window congestion control parameters (see core/cc/nscc.h).
+struct NsccConfig {
+  // Base (unloaded) RTT. 0 = learn it as the minimum RTT observed.
+  int64_t base_rtt_ns = 0;
+  // Target queueing delay above base RTT. 0 = base_rtt / 2 (learned).
+  int64_t target_delay_ns = 0;
+  uint64_t max_window_bytes = 4u << 20;
+  uint64_t min_window_bytes = 4096;
+  uint64_t initial_window_bytes = 1u << 20;
+  double proportional_gain = 0.25;  // eta: how fast the window grows while delay < target
+  double fair_increase_mtus = 1.0;  // fi: MTUs added per RTT while delay >= target, no ECN
+  double decrease_gain = 0.5;       // gamma: multiplicative decrease scale on ECN + delay
+  double max_decrease = 0.5;        // max_md_jump: largest fraction removed per decrease
+  bool quick_adapt = true;          // after losses, cut the window to what was delivered
+};
+
+struct QpConfig {
+  uint32_t mtu_bytes = 4096;
+  uint32_t max_send_wr = 256;
+  uint32_t max_recv_wr = 256;
+  uint32_t max_sge = 16;
+
+  // Entropy values: `ev_count` active EVs per QP split evenly over the planes, plus a backup
+  // set per plane that replaces EVs marked ASSUMED_BAD.
+  uint16_t ev_count = 128;
+  uint16_t ev_backup_per_plane = 8;
+  uint16_t ev_min_active = 16;
+  int64_t ev_probe_interval_ns = 50'000;
+  uint8_t ev_revive_probes = 3;
+
+  // PSN windows in units of 128 PSNs (OCP "MPR"): requester and responder.
+  uint8_t mpr = 32;
+  uint8_t mpr_dest = 32;
+  // In-flight WRITE-with-immediate messages, as requester and as responder.
+  uint16_t max_wimm = 64;
+  uint16_t max_wimm_dest = 64;
+
+  // OCP ACK timeout: 1.024 us * 2^timeout (max 24). Retries: linear (max 7), then
+  // exponential backoff (max 25; 25 = infinite).
+  uint8_t timeout = 12;
+  uint8_t retry_linear = 7;
+  uint8_t retry_exp = 7;
+
+  // Receiver SACK coalescing: a SACK every N data packets, or after this delay.
+  uint32_t ack_every_packets = 4;
+  int64_t ack_delay_ns = 2'000;
+
+  // Largest message on the wire; a longer work request is carried as several messages.
+  uint64_t max_message_bytes = 1ull << 30;
+
+  CcAlgorithm cc = CcAlgorithm::kNscc;
+  NsccConfig nscc;
+  uint64_t fixed_window_bytes = 1u << 20;
+
+  // Returns an empty string if valid, otherwise what is wrong and how to fix it.
+  std::string validate(int planes) const;
+
+  Duration ack_timeout() const { return Duration{static_cast<int64_t>(1024) << timeout}; }
+};
+
+inline constexpr uint8_t kRetryInfinite = 25;
+inline constexpr uint32_t kMaxSge = 16;
+
+}  // namespace mrc

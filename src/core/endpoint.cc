@@ -1,0 +1,111 @@
+// Endpoint: demultiplexes datagrams to queue pairs by destination QPN, arbitrates transmit
+// opportunities round-robin over queue pairs, and aggregates deadlines. See endpoint.h.
+#include "core/endpoint.h"
+
+#include <algorithm>
+
+#include "util/assert.h"
+
+namespace mrc {
+
+Endpoint::Endpoint(const EndpointConfig& config)
+    : config_(config),
+      memory_(config.max_memory_regions),
+      ports_up_((1u << config.planes) - 1) {
+  MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
+}
+
+CompletionQueue* Endpoint::create_cq(uint32_t capacity) {
+  cqs_.push_back(std::make_unique<CompletionQueue>(std::max<uint32_t>(capacity, 1)));
+  return cqs_.back().get();
+}
+
+Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t pd,
+                                                CompletionQueue* send_cq,
+                                                CompletionQueue* recv_cq) {
+  if (!memory_.pd_valid(pd)) return Err{QpError::kBadProtectionDomain};
+  if (send_cq == nullptr || recv_cq == nullptr) return Err{QpError::kNoCompletionQueue};
+  if (!config.validate(config_.planes).empty()) return Err{QpError::kBadConfig};
+  if (qps_.size() >= config_.max_queue_pairs) return Err{QpError::kTooManyQps};
+  const Qpn qpn(kFirstQpn + static_cast<uint32_t>(qps_.size()));
+  qps_.push_back(std::make_unique<QueuePair>(qpn, config, config_.planes, config_.seed, pd,
+                                             send_cq, recv_cq, &memory_));
+  qps_.back()->set_local_ports(ports_up_, Instant{0});
+  return qps_.back().get();
+}
+
+Result<Ok, QpError> Endpoint::destroy_qp(Qpn qpn) {
+  const uint32_t index = qpn.value - kFirstQpn;
+  if (qpn.value < kFirstQpn || index >= qps_.size() || !qps_[index]) return Err{QpError::kUnknownQp};
+  qps_[index].reset();
+  return Ok{};
+}
+
+QueuePair* Endpoint::qp(Qpn qpn) {
+  const uint32_t index = qpn.value - kFirstQpn;
+  if (qpn.value < kFirstQpn || index >= qps_.size()) return nullptr;
+  return qps_[index].get();
+}
+
+void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, const RxMeta& meta) {
+  ++stats_.datagrams_received;
+  wire::DecodeOptions options;
+  options.trimmed = meta.trimmed;
+  auto decoded = wire::decode(datagram, options);
+  if (!decoded.ok()) {
+    ++stats_.decode_errors[static_cast<size_t>(decoded.error()) % stats_.decode_errors.size()];
+    return;
+  }
+  const wire::Packet& packet = decoded.value();
+  const Qpn dest = std::holds_alternative<wire::DataPacket>(packet)
+                       ? std::get<wire::DataPacket>(packet).header.bth.dest_qp
+                       : std::get<wire::ControlPacket>(packet).bth.dest_qp;
+  QueuePair* target = qp(dest);
+  if (target == nullptr || meta.plane.value >= config_.planes) {
+    ++stats_.unknown_qp;
+    return;
+  }
+  target->handle(now, packet, meta);
+}
+
+size_t Endpoint::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
+  if (!port_up(plane) || qps_.empty()) return 0;
+  for (size_t i = 0; i < qps_.size(); ++i) {
+    QueuePair* qp = qps_[(transmit_cursor_ + i) % qps_.size()].get();
+    if (qp == nullptr) continue;
+    const size_t n = qp->poll_transmit(now, plane, out, meta);
+    if (n == 0) continue;
+    transmit_cursor_ = (transmit_cursor_ + i + 1) % qps_.size();
+    ++stats_.datagrams_sent;
+    return n;
+  }
+  return 0;
+}
+
+void Endpoint::handle_timeout(Instant now) {
+  for (auto& qp : qps_)
+    if (qp && qp->next_deadline() <= now) qp->on_timer(now);
+}
+
+Instant Endpoint::next_deadline() const {
+  Instant deadline = Instant::never();
+  for (const auto& qp : qps_)
+    if (qp) deadline = std::min(deadline, qp->next_deadline());
+  return deadline;
+}
+
+bool Endpoint::wants_to_send(Instant now) const {
+  for (const auto& qp : qps_)
+    if (qp && qp->wants_to_send(now)) return true;
+  return false;
+}
+
+void Endpoint::set_port_up(PlaneId plane, bool up, Instant now) {
+  MRC_ASSERT(plane.value < config_.planes);
+  const uint32_t bit = 1u << plane.value;
+  ports_up_ = up ? (ports_up_ | bit) : (ports_up_ & ~bit);
+  for (auto& qp : qps_)
+    if (qp) qp->set_local_ports(ports_up_, now);
+}
+
+}  // namespace mrc

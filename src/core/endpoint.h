@@ -1,0 +1,71 @@
+// The engine of one host ("the NIC"): its planes and port states, memory regions, completion
+// queues and queue pairs. This is the whole sans-IO call surface the datapath and the simulator
+// drive:
+//   handle_datagram(now, bytes, meta)   a datagram arrived on a plane
+//   poll_transmit(now, plane, out, meta) the plane's port can send: give me a datagram
+//   handle_timeout(now)                  the deadline from next_deadline() has passed
+//   next_deadline()                      when handle_timeout must be called next
+//   set_port_up(plane, up, now)          the local link on a plane went down or up
+// It makes no system calls, reads no clock and draws randomness only from its seed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/completion_queue.h"
+#include "core/memory_region.h"
+#include "core/queue_pair.h"
+#include "core/stats.h"
+
+namespace mrc {
+
+struct EndpointConfig {
+  int planes = 1;
+  uint32_t max_queue_pairs = 1024;
+  uint32_t max_memory_regions = 4096;
+  uint64_t seed = 1;
+};
+
+class Endpoint {
+ public:
+  static constexpr uint32_t kFirstQpn = 0x100;
+
+  explicit Endpoint(const EndpointConfig& config);
+
+  MemoryRegionTable& memory() { return memory_; }
+  CompletionQueue* create_cq(uint32_t capacity);
+  Result<QueuePair*, QpError> create_qp(const QpConfig& config, uint32_t pd,
+                                        CompletionQueue* send_cq, CompletionQueue* recv_cq);
+  Result<Ok, QpError> destroy_qp(Qpn qpn);
+  QueuePair* qp(Qpn qpn);
+
+  void handle_datagram(Instant now, std::span<const uint8_t> datagram, const RxMeta& meta);
+  size_t poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
+  void handle_timeout(Instant now);
+  Instant next_deadline() const;
+  bool wants_to_send(Instant now) const;
+
+  void set_port_up(PlaneId plane, bool up, Instant now);
+  bool port_up(PlaneId plane) const { return (ports_up_ >> plane.value) & 1; }
+  int planes() const { return config_.planes; }
+
+  const EndpointStats& stats() const { return stats_; }
+  template <typename F>
+  void for_each_qp(F&& f) {
+    for (auto& qp : qps_)
+      if (qp) f(*qp);
+  }
+
+ private:
+  EndpointConfig config_;
+  MemoryRegionTable memory_;
+  std::vector<std::unique_ptr<CompletionQueue>> cqs_;
+  std::vector<std::unique_ptr<QueuePair>> qps_;  // index = qpn - kFirstQpn
+  size_t transmit_cursor_ = 0;
+  uint32_t ports_up_;
+  EndpointStats stats_;
+};
+
+}  // namespace mrc

@@ -1,0 +1,224 @@
+// EV set: rotation, state machine, replacement from the same plane, background probing.
+// See ev_set.h for the algorithm; this file keeps every function short and the invariants
+// explicit: each plane's rotation holds exactly active_count/planes slots, all of that plane.
+#include "core/ev_set.h"
+
+#include <algorithm>
+
+#include "util/assert.h"
+
+namespace mrc {
+
+const char* to_string(EvState s) {
+  switch (s) {
+    case EvState::kGood: return "GOOD";
+    case EvState::kSkip: return "SKIP";
+    case EvState::kAssumedBad: return "ASSUMED_BAD";
+    case EvState::kDenied: return "DENIED";
+  }
+  return "?";
+}
+
+EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
+    : config_(config), prng_(seed), rotation_(config.planes), cursor_(config.planes, 0) {
+  MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
+  MRC_ASSERT(config.active_count % config.planes == 0);
+  const uint32_t per_plane = config.active_count / config.planes;
+  const uint32_t total = config.planes * (per_plane + config.backup_per_plane);
+  MRC_ASSERT(total < (1u << kSlotBits));
+  slots_.resize(total);
+  uint16_t index = 0;
+  for (int p = 0; p < config.planes; ++p) {
+    for (uint32_t i = 0; i < per_plane + config.backup_per_plane; ++i, ++index) {
+      Slot& s = slots_[index];
+      s.plane = PlaneId(static_cast<uint8_t>(p));
+      s.ev = fresh_ev(index);
+      s.active = i < per_plane;
+      if (s.active) rotation_[p].push_back(index);
+    }
+    reshuffle(PlaneId(static_cast<uint8_t>(p)));
+  }
+}
+
+Ev EvSet::fresh_ev(uint16_t slot) {
+  return Ev((prng_.next_u32() & ~((1u << kSlotBits) - 1)) | slot);
+}
+
+void EvSet::reshuffle(PlaneId plane) {
+  auto& order = rotation_[plane.value];
+  for (size_t i = order.size(); i > 1; --i) {
+    std::swap(order[i - 1], order[prng_.below(i)]);
+  }
+  cursor_[plane.value] = 0;
+}
+
+uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
+  MRC_ASSERT(plane.value < config_.planes);
+  auto& order = rotation_[plane.value];
+  uint16_t fallback = kNoSlot;
+  // Two passes at most: SKIP slots turn GOOD when passed over, so the second pass can use them.
+  for (size_t step = 0; step < 2 * order.size(); ++step) {
+    if (cursor_[plane.value] >= order.size()) reshuffle(plane);
+    const uint16_t index = order[cursor_[plane.value]++];
+    Slot& s = slots_[index];
+    if (s.state == EvState::kSkip) {
+      s.state = EvState::kGood;  // skipped for this rotation only
+      continue;
+    }
+    if (s.state != EvState::kGood) continue;
+    if (index == avoid) {
+      fallback = index;
+      continue;
+    }
+    return index;
+  }
+  return fallback;
+}
+
+uint16_t EvSet::slot_of(Ev ev) const {
+  const uint32_t index = ev.value & ((1u << kSlotBits) - 1);
+  if (index >= slots_.size() || slots_[index].ev != ev) return kNoSlot;
+  return static_cast<uint16_t>(index);
+}
+
+void EvSet::set_state(uint16_t slot, EvState state) {
+  Slot& s = slots_[slot];
+  if (s.state == state) return;
+  s.state = state;
+  ++s.stats.state_changes;
+}
+
+void EvSet::on_ecn(uint16_t slot) {
+  Slot& s = slots_[slot];
+  ++s.stats.ecn_marks;
+  if (s.state == EvState::kGood) {
+    set_state(slot, EvState::kSkip);
+    ++transitions_.to_skip;
+  }
+}
+
+void EvSet::on_trim(uint16_t slot) {
+  Slot& s = slots_[slot];
+  ++s.stats.trims;
+  if (s.state == EvState::kGood) {
+    set_state(slot, EvState::kSkip);
+    ++transitions_.to_skip;
+  }
+}
+
+uint16_t EvSet::usable_active() const {
+  uint16_t n = 0;
+  for (const Slot& s : slots_) n = static_cast<uint16_t>(n + ((s.active && usable(s.state)) ? 1 : 0));
+  return n;
+}
+
+uint16_t EvSet::usable_active(PlaneId plane) const {
+  uint16_t n = 0;
+  for (uint16_t index : rotation_[plane.value]) n = static_cast<uint16_t>(n + (usable(slots_[index].state) ? 1 : 0));
+  return n;
+}
+
+void EvSet::on_loss(uint16_t slot, Instant now) {
+  Slot& s = slots_[slot];
+  ++s.stats.losses;
+  if (s.state == EvState::kAssumedBad) {
+    s.probe_successes = 0;
+    return;
+  }
+  if (!usable(s.state)) return;
+  if (s.active && usable_active() <= config_.min_active) {
+    ++transitions_.floor_held;
+    set_state(slot, EvState::kSkip);
+    return;
+  }
+  retire(slot, now);
+}
+
+void EvSet::retire(uint16_t slot, Instant now) {
+  Slot& s = slots_[slot];
+  set_state(slot, EvState::kAssumedBad);
+  ++transitions_.to_assumed_bad;
+  s.probe_successes = 0;
+  s.failed_probes = 0;
+  s.probe_outstanding = false;
+  s.next_probe_at = now + config_.probe_interval;
+  refill(s.plane);
+}
+
+// Swaps GOOD backups of `plane` into rotation positions held by unusable active slots.
+void EvSet::refill(PlaneId plane) {
+  for (uint16_t& position : rotation_[plane.value]) {
+    if (usable(slots_[position].state)) continue;
+    for (uint16_t index = 0; index < slots_.size(); ++index) {
+      Slot& b = slots_[index];
+      if (b.active || b.plane != plane || b.state != EvState::kGood) continue;
+      slots_[position].active = false;
+      b.active = true;
+      position = index;
+      ++transitions_.replaced;
+      break;
+    }
+  }
+}
+
+void EvSet::on_probe_answered(uint16_t slot) {
+  Slot& s = slots_[slot];
+  ++s.stats.probes_answered;
+  if (s.state != EvState::kAssumedBad || !s.probe_outstanding) return;
+  s.probe_outstanding = false;
+  s.failed_probes = 0;
+  if (++s.probe_successes < config_.revive_probes) return;
+  set_state(slot, EvState::kGood);
+  s.next_probe_at = Instant::never();
+  ++transitions_.revived;
+  refill(s.plane);
+}
+
+uint16_t EvSet::probe_due(PlaneId plane, Instant now) {
+  for (uint16_t index = 0; index < slots_.size(); ++index) {
+    const Slot& s = slots_[index];
+    if (s.plane == plane && s.state == EvState::kAssumedBad && s.next_probe_at <= now) return index;
+  }
+  return kNoSlot;
+}
+
+void EvSet::on_probe_sent(uint16_t slot, Instant now) {
+  Slot& s = slots_[slot];
+  MRC_ASSERT(s.state == EvState::kAssumedBad);
+  if (s.probe_outstanding) {  // the previous probe went unanswered
+    s.probe_successes = 0;
+    if (++s.failed_probes >= config_.regenerate_after_failed_probes) {
+      s.ev = fresh_ev(slot);  // give up on this path; try a new random one
+      s.failed_probes = 0;
+      ++transitions_.regenerated;
+    }
+  }
+  s.probe_outstanding = true;
+  ++s.stats.probes_sent;
+  s.next_probe_at = now + config_.probe_interval;
+}
+
+Instant EvSet::next_probe_at() const {
+  Instant earliest = Instant::never();
+  for (const Slot& s : slots_) {
+    if (s.state == EvState::kAssumedBad) earliest = std::min(earliest, s.next_probe_at);
+  }
+  return earliest;
+}
+
+bool EvSet::set_denied(uint16_t slot, bool denied) {
+  if (slot >= slots_.size()) return false;
+  Slot& s = slots_[slot];
+  if (denied) {
+    if (s.state == EvState::kDenied) return true;
+    set_state(slot, EvState::kDenied);
+    ++transitions_.to_denied;
+    s.next_probe_at = Instant::never();
+    refill(s.plane);
+  } else if (s.state == EvState::kDenied) {
+    set_state(slot, EvState::kGood);
+  }
+  return true;
+}
+
+}  // namespace mrc

@@ -1,0 +1,126 @@
+// The entropy-value (EV) set of one queue pair and the per-EV state machine.
+//
+// Each plane owns an equal share of the active EVs plus a few backups. The sender asks for the
+// next EV of a plane; EVs are visited in a pseudo-random order that is reshuffled every rotation,
+// so consecutive packets take different paths. States (OCP MRC):
+//   GOOD         used in rotation.
+//   SKIP         ECN-marked or trimmed recently: passed over once, then GOOD again.
+//   ASSUMED_BAD  a real (untrimmed) loss or a timeout: out of rotation at once, replaced by a
+//                GOOD backup of the same plane (planes stay equally loaded), probed in the
+//                background, GOOD again after `revive_probes` consecutive answered probes. An EV
+//                that fails many probes in a row is given a fresh random value (a new path).
+//   DENIED       set by the controller; never leaves that state on its own.
+// A floor (ev_min_active) keeps a burst of losses from taking every EV out of rotation: a loss
+// that would leave fewer usable active EVs than the floor only SKIPs the EV.
+// The low kSlotBits of every EV value are its slot index, so an echoed EV maps back to its slot
+// in O(1); the remaining bits are random and give the path diversity.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/types.h"
+#include "util/prng.h"
+
+namespace mrc {
+
+enum class EvState : uint8_t { kGood, kSkip, kAssumedBad, kDenied };
+const char* to_string(EvState s);
+
+struct EvStats {
+  uint64_t packets = 0;
+  uint64_t bytes = 0;
+  uint64_t losses = 0;
+  uint64_t ecn_marks = 0;
+  uint64_t trims = 0;
+  uint64_t probes_sent = 0;
+  uint64_t probes_answered = 0;
+  uint64_t state_changes = 0;
+};
+
+struct EvTransitions {
+  uint64_t to_skip = 0;
+  uint64_t to_assumed_bad = 0;
+  uint64_t revived = 0;
+  uint64_t to_denied = 0;
+  uint64_t replaced = 0;
+  uint64_t regenerated = 0;
+  uint64_t floor_held = 0;  // losses that did not retire an EV because of ev_min_active
+};
+
+struct EvSetConfig {
+  int planes = 1;
+  uint16_t active_count = 128;  // total over planes
+  uint16_t backup_per_plane = 8;
+  uint16_t min_active = 16;
+  Duration probe_interval{50'000};
+  uint8_t revive_probes = 3;
+  uint16_t regenerate_after_failed_probes = 16;
+};
+
+class EvSet {
+ public:
+  static constexpr uint32_t kSlotBits = 11;
+  static constexpr uint16_t kNoSlot = 0xFFFF;
+
+  struct Slot {
+    Ev ev{0};
+    PlaneId plane{0};
+    EvState state = EvState::kGood;
+    bool active = false;
+    bool probe_outstanding = false;
+    uint8_t probe_successes = 0;
+    uint16_t failed_probes = 0;
+    Instant next_probe_at = Instant::never();
+    EvStats stats;
+  };
+
+  EvSet(const EvSetConfig& config, uint64_t seed);
+
+  // Next EV slot of `plane` in rotation, or kNoSlot if the plane has no usable EV. If possible
+  // the result differs from `avoid` (used so a retransmission takes another path).
+  uint16_t next(PlaneId plane, uint16_t avoid = kNoSlot);
+
+  // Slot of an echoed EV value, or kNoSlot if it is not (or no longer) one of ours.
+  uint16_t slot_of(Ev ev) const;
+
+  void on_ecn(uint16_t slot);
+  void on_trim(uint16_t slot);
+  void on_loss(uint16_t slot, Instant now);
+  void on_probe_answered(uint16_t slot);
+
+  // A slot of `plane` whose background probe is due at `now`, or kNoSlot.
+  uint16_t probe_due(PlaneId plane, Instant now);
+  void on_probe_sent(uint16_t slot, Instant now);
+  Instant next_probe_at() const;
+
+  // Controller actions.
+  bool set_denied(uint16_t slot, bool denied);
+
+  const Slot& slot(uint16_t index) const { return slots_[index]; }
+  Slot& slot(uint16_t index) { return slots_[index]; }
+  size_t size() const { return slots_.size(); }
+  int planes() const { return config_.planes; }
+  uint16_t usable_active() const;
+  uint16_t usable_active(PlaneId plane) const;
+  const EvTransitions& transitions() const { return transitions_; }
+
+ private:
+  static bool usable(EvState s) { return s == EvState::kGood || s == EvState::kSkip; }
+  Ev fresh_ev(uint16_t slot);
+  void set_state(uint16_t slot, EvState state);
+  void retire(uint16_t slot, Instant now);
+  void refill(PlaneId plane);
+  void reshuffle(PlaneId plane);
+
+  EvSetConfig config_;
+  Prng prng_;
+  std::vector<Slot> slots_;
+  std::vector<std::vector<uint16_t>> rotation_;  // per plane: active slot indices, shuffled
+  std::vector<uint32_t> cursor_;                 // per plane
+  EvTransitions transitions_;
+};
+
+}  // namespace mrc

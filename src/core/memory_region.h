@@ -1,0 +1,82 @@
+// Registered memory regions and protection domains.
+//
+// A region is a span of caller-owned memory with a local key (for the sender's gather lists)
+// and a remote key (carried in every data packet's RETH). The responder places a packet's
+// payload only after lookup_remote() has checked, overflow-safely, that the key is live, that
+// the region belongs to the QP's protection domain, that it allows remote write, and that every
+// byte [va, va+length) lies inside it. Keys carry a generation so a stale key of a deregistered
+// region never matches a new one. The table has a fixed capacity.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "util/result.h"
+
+namespace mrc {
+
+enum Access : uint32_t {
+  kAccessLocalWrite = 1u << 0,
+  kAccessRemoteWrite = 1u << 1,
+  kAccessRemoteRead = 1u << 2,  // accepted for verbs compatibility; MRC has no READ
+};
+
+struct MemoryRegionInfo {
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+  uint64_t address = 0;  // virtual address of the first byte (the pointer value, as in verbs)
+  uint64_t length = 0;
+};
+
+enum class MrError : uint8_t {
+  kTableFull,
+  kBadProtectionDomain,
+  kNullAddress,
+  kUnknownKey,
+  kWrongProtectionDomain,
+  kAccessDenied,
+  kOutOfBounds,
+};
+const char* to_string(MrError e);
+
+class MemoryRegionTable {
+ public:
+  explicit MemoryRegionTable(uint32_t capacity = 4096);
+
+  uint32_t alloc_pd();
+  bool pd_valid(uint32_t pd) const;
+  // Frees a protection domain; fails if any region still uses it.
+  bool dealloc_pd(uint32_t pd);
+
+  Result<MemoryRegionInfo, MrError> register_region(uint32_t pd, void* address, uint64_t length,
+                                                    uint32_t access);
+  Result<Ok, MrError> deregister(uint32_t lkey);
+
+  // Pointer to [va, va+length) for a remote write with `rkey` into protection domain `pd`.
+  Result<uint8_t*, MrError> lookup_remote(uint32_t rkey, uint32_t pd, uint64_t va,
+                                          uint64_t length) const;
+  // Pointer to [address, address+length) for a local gather with `lkey`.
+  Result<const uint8_t*, MrError> lookup_local(uint32_t lkey, uint32_t pd, uint64_t address,
+                                               uint64_t length) const;
+
+  uint32_t regions_in_use() const { return in_use_; }
+
+ private:
+  struct Region {
+    uint8_t* base = nullptr;
+    uint64_t length = 0;
+    uint32_t pd = 0;
+    uint32_t access = 0;
+    uint32_t generation = 0;
+    bool live = false;
+  };
+  const Region* find(uint32_t key, uint32_t pd, uint64_t va, uint64_t length,
+                     MrError* error) const;
+
+  std::vector<Region> regions_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<uint32_t> pd_refcount_;  // index = pd; UINT32_MAX = not allocated
+  uint32_t in_use_ = 0;
+};
+
+}  // namespace mrc

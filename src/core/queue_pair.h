@@ -1,0 +1,125 @@
+// A queue pair: the QP state machine (RESET -> INIT -> RTR -> RTS, and ERROR), the EV set and
+// congestion controller it owns, its requester and responder halves, the control-packet queue,
+// and plane (port) status for both ends.
+//
+// The responder exists from RTR, the requester from RTS, each sized from the configuration in
+// force at that transition (so OCP-style modify attributes can change windows before then).
+// ERROR completes every outstanding send with an error status (the failing one with "retry
+// exceeded" when the retry limit was the cause) and flushes posted receives. A plane is used
+// only while the local port and the peer's port on it are both up; port changes are announced
+// to the peer with an endpoint request (port status update), repeated until answered.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/cc/congestion_controller.h"
+#include "core/config.h"
+#include "core/control_queue.h"
+#include "core/ev_set.h"
+#include "core/requester.h"
+#include "core/responder.h"
+#include "core/stats.h"
+
+namespace mrc {
+
+enum class QpState : uint8_t { kReset, kInit, kRtr, kRts, kError };
+const char* to_string(QpState s);
+
+enum class QpError : uint8_t {
+  kBadTransition,   // the requested state change is not allowed from the current state
+  kBadConfig,       // configuration invalid (see QueuePair::config_error())
+  kUnknownQp,
+  kTooManyQps,
+  kBadProtectionDomain,
+  kNoCompletionQueue,
+};
+const char* to_string(QpError e);
+
+struct RtrAttributes {
+  Qpn dest_qp{0};
+  Psn expected_psn{0};  // first PSN the peer will send
+  uint32_t peer = 0;    // opaque peer handle echoed in TxMeta
+  uint32_t peer_ports_up = 0xFFFFFFFF;
+};
+
+struct RtsAttributes {
+  Psn initial_psn{0};   // first PSN this QP sends
+};
+
+class QueuePair {
+ public:
+  QueuePair(Qpn qpn, const QpConfig& config, int planes, uint64_t seed, uint32_t pd,
+            CompletionQueue* send_cq, CompletionQueue* recv_cq, const MemoryRegionTable* mrs);
+
+  Qpn qpn() const { return qpn_; }
+  QpState state() const { return state_; }
+  const QpConfig& config() const { return config_; }
+  // Configuration may change only in RESET or INIT (windows are sized at RTR/RTS).
+  Result<Ok, QpError> set_config(const QpConfig& config);
+  const std::string& config_error() const { return config_error_; }
+
+  Result<Ok, QpError> to_init();
+  Result<Ok, QpError> to_rtr(const RtrAttributes& attributes);
+  Result<Ok, QpError> to_rts(const RtsAttributes& attributes);
+  void to_error();
+  void to_reset();
+
+  Result<Ok, PostError> post_send(const SendWr& wr);
+  Result<Ok, PostError> post_recv(uint64_t wr_id);
+
+  void handle(Instant now, const wire::Packet& packet, const RxMeta& meta);
+  size_t poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
+  bool wants_to_send(Instant now) const;
+  void on_timer(Instant now);
+  Instant next_deadline() const;
+
+  void set_local_ports(uint32_t ports_up_mask, Instant now);
+  uint32_t usable_planes() const { return local_ports_ & peer_ports_; }
+
+  QpStats stats() const;
+  const EvSet* evs() const { return evs_ ? &*evs_ : nullptr; }
+  EvSet* evs() { return evs_ ? &*evs_ : nullptr; }
+  const CongestionController* congestion() const { return cc_.get(); }
+  int planes() const { return planes_; }
+
+ private:
+  void handle_control(Instant now, const wire::ControlPacket& packet, const RxMeta& meta);
+  void handle_endpoint_request(const wire::EndpointRequest& request, const RxMeta& meta);
+  void set_peer_ports(uint32_t mask);
+  void queue_port_status(Instant now);
+  size_t poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
+  void after_event(Instant now);
+
+  Qpn qpn_;
+  QpConfig config_;
+  std::string config_error_;
+  int planes_;
+  uint64_t seed_;
+  uint32_t pd_;
+  CompletionQueue* send_cq_;
+  CompletionQueue* recv_cq_;
+  const MemoryRegionTable* mrs_;
+  QpState state_ = QpState::kReset;
+  mutable QpStats stats_;
+  ControlQueue control_{256};
+  std::optional<EvSet> evs_;
+  std::unique_ptr<CongestionController> cc_;
+  std::optional<Responder> responder_;
+  std::optional<Requester> requester_;
+  std::vector<uint64_t> early_receives_;  // posted in INIT
+  RtrAttributes remote_;
+  uint32_t all_planes_ = 0;
+  uint32_t local_ports_ = 0;
+  uint32_t peer_ports_ = 0;
+  // Port status update to the peer, repeated until answered.
+  bool port_status_unanswered_ = false;
+  uint32_t port_status_request_id_ = 0;
+  Instant port_status_next_at_ = Instant::never();
+  uint32_t port_status_attempts_ = 0;
+};
+
+}  // namespace mrc

@@ -1,0 +1,549 @@
+// Requester: the send path of a queue pair. The algorithm is described in requester.h; this
+// file is organised as post -> poll (retransmit, probe, new data) -> acknowledgements (SACK,
+// NACK) -> loss detection -> timers -> completion.
+#include "core/requester.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "util/assert.h"
+
+namespace mrc {
+
+const char* to_string(PostError e) {
+  switch (e) {
+    case PostError::kQpState: return "queue pair is not in a state that accepts this work request";
+    case PostError::kQueueFull: return "queue is full";
+    case PostError::kTooManySge: return "too many scatter/gather elements";
+    case PostError::kBadLkey: return "lkey does not name a registered region of this PD";
+    case PostError::kLocalOutOfBounds: return "scatter/gather element outside its memory region";
+    case PostError::kAddressOverflow: return "remote address + length overflows";
+  }
+  return "?";
+}
+
+Requester::Requester(const QpConfig& config, QpStats& stats, EvSet& evs, CongestionController& cc)
+    : config_(config),
+      stats_(stats),
+      evs_(evs),
+      cc_(cc),
+      sq_(config.max_send_wr),
+      window_(static_cast<uint32_t>(config.mpr) * 128),
+      retransmits_(static_cast<uint32_t>(config.mpr) * 128),
+      tx_order_(static_cast<size_t>(config.mpr) * 128 * 2 + 64),
+      ev_last_psn_(evs.size()),
+      ev_last_tx_(evs.size(), 0) {
+  suspects_.reserve(1024);
+}
+
+void Requester::start(Psn initial_psn, Qpn dest_qp) {
+  window_.reset(initial_psn);
+  dest_qp_ = dest_qp;
+  peer_window_psns_ = window_.capacity();
+}
+
+Result<Ok, PostError> Requester::post(const SendWr& wr, const MemoryRegionTable& mrs, uint32_t pd) {
+  if (sq_tail_ - sq_head_ >= sq_.size()) return Err{PostError::kQueueFull};
+  if (wr.num_sge > config_.max_sge) return Err{PostError::kTooManySge};
+  WorkRequest& w = wr_at(sq_tail_);
+  w = WorkRequest{};
+  for (uint32_t i = 0; i < wr.num_sge; ++i) {
+    const Sge& s = wr.sg_list[i];
+    auto ptr = mrs.lookup_local(s.lkey, pd, s.address, s.length);
+    if (!ptr.ok()) {
+      return Err{ptr.error() == MrError::kOutOfBounds ? PostError::kLocalOutOfBounds
+                                                      : PostError::kBadLkey};
+    }
+    w.sge_ptr[i] = ptr.value();
+    w.sge_len[i] = s.length;
+    w.total_length += s.length;
+  }
+  if (wr.remote_addr + w.total_length < wr.remote_addr) return Err{PostError::kAddressOverflow};
+  w.wr_id = wr.wr_id;
+  w.remote_addr = wr.remote_addr;
+  w.num_sge = wr.num_sge;
+  w.rkey = wr.rkey;
+  w.immediate = wr.immediate;
+  w.with_imm = wr.opcode == SendOpcode::kWriteWithImm;
+  w.signaled = wr.signaled;
+  ++sq_tail_;
+  return Ok{};
+}
+
+// ---- transmit ---------------------------------------------------------------------------
+
+bool Requester::window_allows(uint32_t bytes) const {
+  return in_flight_bytes_ == 0 || in_flight_bytes_ + bytes <= cc_.window_bytes();
+}
+
+bool Requester::wants_to_send(Instant now) const {
+  (void)now;
+  if (failed_) return false;
+  return !retransmits_.empty() || tail_probe_pending_ || sq_next_send_ < sq_tail_;
+}
+
+size_t Requester::poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
+  if (failed_) return 0;
+  if (size_t n = poll_retransmit(now, plane, out, meta)) return n;
+  if (size_t n = poll_probe(now, plane, out, meta)) return n;
+  return poll_new(now, plane, out, meta);
+}
+
+size_t Requester::poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t> out,
+                                  TxMeta& meta) {
+  while (!retransmits_.empty()) {
+    const Psn psn = retransmits_.front();
+    if (!window_.contains(psn) || window_.at(psn).state != SentPacket::State::kLost) {
+      retransmits_.pop();  // acknowledged meanwhile
+      continue;
+    }
+    SentPacket& p = window_.at(psn);
+    if (!window_allows(cost_bytes(p))) return 0;
+    const uint16_t slot = evs_.next(plane, p.ev_slot);
+    if (slot == EvSet::kNoSlot) return 0;
+    retransmits_.pop();
+    ++stats_.retransmits;
+    ++stats_.planes[plane.value].retransmits;
+    return transmit(now, psn, slot, out, meta);
+  }
+  return 0;
+}
+
+size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
+  if (sq_next_send_ == sq_tail_) return 0;
+  const uint32_t limit = std::min(window_.capacity(), peer_window_psns_);
+  if (window_.outstanding() >= limit || tx_order_count_ == tx_order_.size()) return 0;
+  const WorkRequest& w = wr_at(sq_next_send_);
+  const uint64_t remaining = w.total_length - w.bytes_packetized;
+  const uint32_t length = static_cast<uint32_t>(std::min<uint64_t>(remaining, config_.mtu_bytes));
+  if (!window_allows(length + 64)) return 0;
+  const bool starts_imm_message =
+      w.with_imm && w.bytes_packetized % config_.max_message_bytes == 0 &&
+      w.total_length - w.bytes_packetized <= config_.max_message_bytes;
+  if (starts_imm_message && wimm_in_flight_ >= config_.max_wimm) return 0;
+  const uint16_t slot = evs_.next(plane);
+  if (slot == EvSet::kNoSlot) return 0;
+  const Psn psn = window_.next();
+  SentPacket& p = window_.push();
+  describe_next_packet(p);
+  if (starts_imm_message) ++wimm_in_flight_;
+  if (window_.outstanding() == 1) on_progress(now);  // the timers start with the first packet
+  return transmit(now, psn, slot, out, meta);
+}
+
+// Fills `p` with the next segment of the work request being packetized and advances it.
+void Requester::describe_next_packet(SentPacket& p) {
+  WorkRequest& w = wr_at(sq_next_send_);
+  const uint64_t m = config_.max_message_bytes;
+  const uint64_t message_start = w.bytes_packetized / m * m;
+  const uint64_t message_length = std::min(m, w.total_length - message_start);
+  const uint64_t in_message = w.bytes_packetized - message_start;
+  const uint32_t length =
+      static_cast<uint32_t>(std::min<uint64_t>(message_length - in_message, config_.mtu_bytes));
+  const bool first = in_message == 0;
+  const bool last = in_message + length == message_length;
+  const bool imm = w.with_imm && message_start + message_length == w.total_length;
+  using wire::Opcode;
+  p.opcode = first && last ? (imm ? Opcode::kWriteOnlyImm : Opcode::kWriteOnly)
+             : first       ? Opcode::kWriteFirst
+             : last        ? (imm ? Opcode::kWriteLastImm : Opcode::kWriteLast)
+                           : Opcode::kWriteMiddle;
+  if (first) ++next_msn_;
+  p.msn = next_msn_;
+  p.rq_msn = next_rq_msn_;
+  if (imm && last) ++next_rq_msn_;
+  p.wr_sequence = sq_next_send_;
+  p.offset = w.bytes_packetized;
+  p.length = length;
+  p.dma_length = static_cast<uint32_t>(message_length);
+  p.message_va = w.remote_addr + w.bytes_packetized;
+  p.immediate = w.immediate;
+  w.bytes_packetized += length;
+  if (w.bytes_packetized == w.total_length) {
+    w.packetized = true;
+    w.last_psn = window_.next() - 1;
+    ++sq_next_send_;
+  }
+}
+
+void Requester::gather(const WorkRequest& w, uint64_t offset, uint32_t length, uint8_t* dst) const {
+  uint32_t i = 0;
+  while (i < w.num_sge && offset >= w.sge_len[i]) offset -= w.sge_len[i++];
+  while (length > 0) {
+    MRC_ASSERT(i < w.num_sge);
+    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(w.sge_len[i] - offset, length));
+    std::memcpy(dst, w.sge_ptr[i] + offset, n);
+    dst += n;
+    length -= n;
+    offset = 0;
+    ++i;
+  }
+}
+
+size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_t> out,
+                           TxMeta& meta) {
+  SentPacket& p = window_.at(psn);
+  const EvSet::Slot& ev = evs_.slot(slot);
+  p.has_prev_on_ev = ev_last_tx_[slot] != 0;
+  p.prev_psn_on_ev = ev_last_psn_[slot];
+  p.prev_tx_on_ev = ev_last_tx_[slot];
+  p.tx_sequence = next_tx_sequence_++;
+  ev_last_psn_[slot] = psn;
+  ev_last_tx_[slot] = p.tx_sequence;
+  p.ev = ev.ev;
+  p.ev_slot = slot;
+  p.plane = ev.plane;
+  p.sent_at = now;
+  p.state = SentPacket::State::kInFlight;
+  wire::DataHeader h;
+  h.bth.opcode = p.opcode;
+  h.bth.dest_qp = dest_qp_;
+  h.bth.psn = psn;
+  h.bth.retransmit = p.transmissions++ > 0;
+  h.bth.timestamp_present = true;
+  h.bth.ack_request = wire::is_last_of_message(p.opcode);
+  h.bth.solicited = wire::has_immediate(p.opcode);
+  h.meth = {p.rq_msn, p.msn};
+  h.tseth.tx_timestamp = wire::timestamp_of(now);
+  h.reth = {p.message_va, wr_at(p.wr_sequence).rkey, p.dma_length};
+  h.immediate = p.immediate;
+  const size_t header = wire::write_data_header(h, out);
+  MRC_ASSERT(out.size() >= header + p.length + wire::kIcrcBytes);
+  gather(wr_at(p.wr_sequence), p.offset, p.length, out.data() + header);
+  const size_t length = wire::seal(out, header + p.length);
+  tx_order_[(tx_order_head_ + tx_order_count_++) % tx_order_.size()] = {psn, p.tx_sequence};
+  in_flight_bytes_ += cost_bytes(p);
+  meta = TxMeta{ev.plane, ev.ev, 0, true, static_cast<uint32_t>(header)};
+  EvStats& es = evs_.slot(slot).stats;
+  ++es.packets;
+  es.bytes += p.length;
+  ++stats_.data_packets_sent;
+  stats_.data_bytes_sent += p.length;
+  ++stats_.planes[ev.plane.value].packets_sent;
+  stats_.planes[ev.plane.value].bytes_sent += p.length;
+  return length;
+}
+
+size_t Requester::poll_probe(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
+  const uint16_t due = evs_.probe_due(plane, now);
+  if (due != EvSet::kNoSlot) {
+    evs_.on_probe_sent(due, now);
+    ++stats_.ev_probes;
+    return write_probe(now, due, out, meta);
+  }
+  if (!tail_probe_pending_) return 0;
+  const uint16_t slot = evs_.next(plane);
+  if (slot == EvSet::kNoSlot) return 0;
+  tail_probe_pending_ = false;
+  tail_probe_slot_ = slot;
+  tail_probe_ev_ = evs_.slot(slot).ev;
+  tail_probe_sent_at_ = now;
+  ++stats_.tail_probes;
+  return write_probe(now, slot, out, meta);
+}
+
+size_t Requester::write_probe(Instant now, uint16_t slot, std::span<uint8_t> out, TxMeta& meta) {
+  wire::ControlPacket c;
+  c.bth.opcode = wire::Opcode::kProbe;
+  c.bth.dest_qp = dest_qp_;
+  c.bth.psn = window_.next();
+  wire::Probe probe;
+  probe.probe_id = next_probe_id_++;
+  probe.tx_timestamp = wire::timestamp_of(now);
+  c.body = probe;
+  const EvSet::Slot& ev = evs_.slot(slot);
+  meta = TxMeta{ev.plane, ev.ev, 0, false, 0};
+  return wire::encode(wire::Packet{c}, out);
+}
+
+// ---- acknowledgements -----------------------------------------------------------------
+
+bool Requester::ack_one(Psn psn, uint64_t& acked_bytes, Instant& newest_sent) {
+  SentPacket& p = window_.at(psn);
+  if (p.state == SentPacket::State::kAcked) return false;
+  if (p.state != SentPacket::State::kLost) in_flight_bytes_ -= cost_bytes(p);
+  p.state = SentPacket::State::kAcked;
+  acked_bytes += p.length;
+  if (p.transmissions == 1 && p.sent_at > newest_sent) newest_sent = p.sent_at;
+  return true;
+}
+
+void Requester::on_sack(Instant now, const wire::Sack& sack) {
+  ++stats_.sacks_received;
+  const Psn cum = sack.cumulative_psn;
+  if (cum.since(window_.oldest()) < 0 || window_.next().since(cum) < 0) {
+    ++stats_.drops[static_cast<size_t>(DropReason::kBadAck)];  // stale or never-sent PSNs
+    return;
+  }
+  if (sack.mpr > 0) peer_window_psns_ = static_cast<uint32_t>(sack.mpr) * 128;
+  uint64_t acked = 0;
+  Instant newest_sent = newest_acked_sent_at_;
+  for (Psn psn = window_.oldest(); psn != cum; psn += 1) ack_one(psn, acked, newest_sent);
+  const Psn base = cum + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
+  for (uint32_t i = 0; i < 64; ++i) {
+    const Psn psn = base + i;
+    if (((sack.bitmap >> i) & 1) && psn.since(cum) >= 0 && window_.contains(psn))
+      ack_one(psn, acked, newest_sent);
+  }
+  newest_acked_sent_at_ = newest_sent;
+  const uint16_t echoed = evs_.slot_of(Ev(sack.echoed_entropy));
+  if (echoed != EvSet::kNoSlot && sack.skip_mode == wire::SkipMode::kSkipOnce) evs_.on_ecn(echoed);
+  if (echoed != EvSet::kNoSlot && sack.skip_mode == wire::SkipMode::kAlwaysSkip)
+    evs_.on_loss(echoed, now);
+  if (sack.probe_response) {
+    if (echoed != EvSet::kNoSlot && evs_.slot(echoed).state == EvState::kAssumedBad)
+      evs_.on_probe_answered(echoed);
+    else if (Ev(sack.echoed_entropy) == tail_probe_ev_)
+      tail_probe_answered(now, sack);
+  }
+  const Psn trigger = cum + static_cast<uint32_t>(static_cast<int32_t>(sack.ack_psn_offset));
+  Duration rtt{-1};
+  if (!sack.probe_response && window_.contains(trigger)) {
+    const SentPacket& t = window_.at(trigger);
+    if (t.ev.value == sack.echoed_entropy && wire::timestamp_of(t.sent_at) == sack.cc.echoed_timestamp) {
+      rtt = now - t.sent_at;
+      stats_.rtt.add(rtt.ns);
+      walk_same_ev(now, trigger, base, sack);
+    }
+  }
+  rack_scan(now);
+  if (acked > 0) on_progress(now);
+  cc_.on_ack(AckSample{now, acked, rtt, sack.skip_mode != wire::SkipMode::kNone, in_flight_bytes_});
+  window_.advance_oldest_to(cum);
+  complete_acknowledged();
+}
+
+// Every earlier transmission on the trigger's EV that is still unacknowledged was lost (paths
+// are FIFO); the walk follows the per-EV chain back and stops at the first packet already
+// settled, since everything before it was settled when it was.
+void Requester::walk_same_ev(Instant now, Psn trigger, Psn bitmap_base, const wire::Sack& sack) {
+  const SentPacket* p = &window_.at(trigger);
+  for (uint32_t steps = 0; p->has_prev_on_ev && steps < window_.capacity(); ++steps) {
+    const Psn psn = p->prev_psn_on_ev;
+    const uint64_t tx = p->prev_tx_on_ev;
+    if (!window_.contains(psn)) return;
+    SentPacket& q = window_.at(psn);
+    if (q.tx_sequence != tx) return;  // retransmitted since, on another EV
+    if (q.state == SentPacket::State::kAcked || q.state == SentPacket::State::kLost) return;
+    const int32_t bit = psn.since(bitmap_base);
+    const bool covered = bit >= 0 && bit < 64 && ((sack.bitmap >> bit) & 1) == 0;
+    if (covered || psn.since(sack.cumulative_psn) < 0) {
+      if (covered) declare_lost(psn, stats_.losses_fast, true, now);
+    } else if (q.state == SentPacket::State::kInFlight) {
+      const Duration grace{std::max<int64_t>(reorder_window().ns / 4, 1000)};
+      if (suspects_.size() < suspects_.capacity()) {
+        q.state = SentPacket::State::kSuspect;
+        suspects_.push_back({psn, tx, now + grace});
+      }
+    }
+    p = &q;
+  }
+}
+
+Duration Requester::reorder_window() const {
+  const int64_t srtt = stats_.rtt.smoothed_ns;
+  return Duration{std::max<int64_t>(srtt / 2, 3000)};
+}
+
+// RACK-style: walk transmissions in send order; one sent a reordering window before the newest
+// acknowledged transmission and still unacknowledged is lost.
+void Requester::rack_scan(Instant now) {
+  const Duration reorder = reorder_window();
+  while (tx_order_count_ > 0) {
+    const TxRecord r = tx_order_[tx_order_head_];
+    const bool live = window_.contains(r.psn) && window_.at(r.psn).tx_sequence == r.tx_sequence &&
+                      (window_.at(r.psn).state == SentPacket::State::kInFlight ||
+                       window_.at(r.psn).state == SentPacket::State::kSuspect);
+    if (live && !(window_.at(r.psn).sent_at + reorder < newest_acked_sent_at_)) return;
+    if (live) declare_lost(r.psn, stats_.losses_fast, true, now);
+    tx_order_head_ = (tx_order_head_ + 1) % tx_order_.size();
+    --tx_order_count_;
+  }
+}
+
+void Requester::tail_probe_answered(Instant now, const wire::Sack& sack) {
+  const Psn base = sack.cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
+  for (uint32_t i = 0; i < 64; ++i) {
+    const Psn psn = base + i;
+    if ((sack.bitmap >> i) & 1 || !window_.contains(psn)) continue;
+    const SentPacket& p = window_.at(psn);
+    const bool pending = p.state == SentPacket::State::kInFlight ||
+                         p.state == SentPacket::State::kSuspect;
+    if (pending && p.sent_at < tail_probe_sent_at_) declare_lost(psn, stats_.losses_probe, true, now);
+  }
+  tail_probe_ev_ = Ev(0);
+}
+
+void Requester::declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now) {
+  SentPacket& p = window_.at(psn);
+  MRC_ASSERT(p.state != SentPacket::State::kAcked && p.state != SentPacket::State::kLost);
+  in_flight_bytes_ -= cost_bytes(p);
+  p.state = SentPacket::State::kLost;
+  ++counter;
+  const bool queued = retransmits_.push(psn);
+  MRC_ASSERT(queued);  // the queue holds a whole window
+  if (path_failure && evs_.slot_of(p.ev) == p.ev_slot) {
+    evs_.on_loss(p.ev_slot, now);
+    cc_.on_loss(now, p.length);
+  }
+}
+
+void Requester::on_nack(Instant now, const wire::Nack& nack) {
+  const auto reason = static_cast<size_t>(nack.reason) % kNackReasonSlots;
+  ++stats_.nacks_received[reason];
+  const Psn psn = nack.nack_psn;
+  if (!window_.contains(psn)) {
+    ++stats_.drops[static_cast<size_t>(DropReason::kBadAck)];
+    return;
+  }
+  SentPacket& p = window_.at(psn);
+  const bool pending =
+      p.state == SentPacket::State::kInFlight || p.state == SentPacket::State::kSuspect;
+  if (!pending || p.ev.value != nack.echoed_entropy) return;  // stale: already handled
+  switch (nack.reason) {
+    case wire::NackReason::kTrimmed:
+    case wire::NackReason::kTrimmedLastHop:
+      if (evs_.slot_of(p.ev) == p.ev_slot) evs_.on_trim(p.ev_slot);
+      cc_.on_trim(now, p.length);
+      declare_lost(psn, stats_.losses_fast, false, now);
+      break;
+    case wire::NackReason::kPsnOutOfWindow:
+      peer_window_psns_ = std::max<uint32_t>(1, static_cast<uint32_t>(psn.since(window_.oldest())));
+      declare_lost(psn, stats_.losses_fast, false, now);
+      break;
+    default:  // no resources at the responder: try again after a while
+      if (p.state == SentPacket::State::kInFlight && suspects_.size() < suspects_.capacity()) {
+        p.state = SentPacket::State::kSuspect;
+        const Duration wait{std::max<int64_t>(stats_.rtt.smoothed_ns, 10'000)};
+        suspects_.push_back({psn, p.tx_sequence, now + wait});
+      }
+      break;
+  }
+}
+
+void Requester::on_plane_down(PlaneId plane) {
+  for (Psn psn = window_.oldest(); psn != window_.next(); psn += 1) {
+    SentPacket& p = window_.at(psn);
+    const bool pending =
+        p.state == SentPacket::State::kInFlight || p.state == SentPacket::State::kSuspect;
+    if (pending && p.plane == plane) declare_lost(psn, stats_.losses_port, false, Instant{0});
+  }
+}
+
+// ---- timers ------------------------------------------------------------------------------
+
+void Requester::on_progress(Instant now) {
+  last_progress_ = now;
+  retries_ = 0;
+  tail_probes_since_progress_ = 0;
+}
+
+Duration Requester::rto() const {
+  const Duration base = config_.ack_timeout();
+  if (retries_ <= config_.retry_linear) return base;
+  const uint32_t shift = std::min<uint32_t>(retries_ - config_.retry_linear, 20);
+  return Duration{std::min<int64_t>(base.ns << shift, int64_t{1024} << 24)};
+}
+
+Duration Requester::probe_timeout() const {
+  const RttStats& r = stats_.rtt;
+  if (r.samples == 0) return Duration{config_.ack_timeout().ns / 4};
+  const int64_t pto = std::max({2 * r.smoothed_ns, r.smoothed_ns + 4 * r.variation_ns, int64_t{5000}});
+  return Duration{pto << std::min<uint32_t>(tail_probes_since_progress_, 16)};
+}
+
+Instant Requester::next_deadline() const {
+  if (failed_) return Instant::never();
+  Instant deadline = evs_.next_probe_at();
+  for (const Suspect& s : suspects_) deadline = std::min(deadline, s.deadline);
+  if (window_.outstanding() == 0) return deadline;
+  const Instant rto_at = last_progress_ + rto();
+  deadline = std::min(deadline, rto_at);
+  const Instant probe_at = last_progress_ + probe_timeout();
+  if (!tail_probe_pending_ && probe_at < rto_at) deadline = std::min(deadline, probe_at);
+  return deadline;
+}
+
+void Requester::check_suspects(Instant now) {
+  size_t kept = 0;
+  for (const Suspect& s : suspects_) {
+    const bool live = window_.contains(s.psn) && window_.at(s.psn).tx_sequence == s.tx_sequence &&
+                      window_.at(s.psn).state == SentPacket::State::kSuspect;
+    if (!live) continue;
+    if (s.deadline <= now) {
+      declare_lost(s.psn, stats_.losses_fast, true, now);
+    } else {
+      suspects_[kept++] = s;
+    }
+  }
+  suspects_.resize(kept);
+}
+
+void Requester::on_timer(Instant now) {
+  if (failed_) return;
+  check_suspects(now);
+  if (window_.outstanding() == 0) return;
+  if (now >= last_progress_ + rto()) {
+    ++stats_.timeouts;
+    ++retries_;
+    const uint32_t limit = config_.retry_linear + config_.retry_exp;
+    if (config_.retry_exp != kRetryInfinite && retries_ > limit) {
+      failed_ = true;
+      return;
+    }
+    for (Psn psn = window_.oldest(); psn != window_.next(); psn += 1) {
+      const SentPacket& p = window_.at(psn);
+      if (p.state == SentPacket::State::kInFlight || p.state == SentPacket::State::kSuspect)
+        declare_lost(psn, stats_.losses_timeout, true, now);
+    }
+    cc_.on_timeout(now);
+    last_progress_ = now;
+    tail_probes_since_progress_ = 0;
+    return;
+  }
+  if (!tail_probe_pending_ && now >= last_progress_ + probe_timeout()) {
+    tail_probe_pending_ = true;
+    ++tail_probes_since_progress_;
+  }
+}
+
+// ---- completion ----------------------------------------------------------------------------
+
+void Requester::complete_acknowledged() {
+  while (sq_head_ < sq_next_send_) {
+    WorkRequest& w = wr_at(sq_head_);
+    MRC_ASSERT(w.packetized);
+    if (!w.last_psn.before(window_.oldest())) return;
+    if (w.with_imm) --wimm_in_flight_;
+    ++stats_.work_requests_completed;
+    if (w.signaled && cq_ != nullptr) {
+      Completion c;
+      c.wr_id = w.wr_id;
+      c.opcode = WcOpcode::kRdmaWrite;
+      c.byte_len = static_cast<uint32_t>(std::min<uint64_t>(w.total_length, UINT32_MAX));
+      cq_->push(c);
+    }
+    ++sq_head_;
+  }
+}
+
+void Requester::flush(WcStatus first, CompletionQueue* cq) {
+  for (; sq_head_ < sq_tail_; ++sq_head_) {
+    const WorkRequest& w = wr_at(sq_head_);
+    Completion c;
+    c.wr_id = w.wr_id;
+    c.status = first;
+    c.opcode = WcOpcode::kRdmaWrite;
+    if (cq != nullptr) cq->push(c);
+    first = WcStatus::kWrFlushError;
+  }
+  sq_next_send_ = sq_tail_ = sq_head_;
+  retransmits_.clear();
+  tx_order_count_ = 0;
+  suspects_.clear();
+  in_flight_bytes_ = 0;
+  wimm_in_flight_ = 0;
+  window_.reset(window_.next());
+}
+
+}  // namespace mrc

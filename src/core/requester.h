@@ -1,0 +1,163 @@
+// The sending half of a queue pair: send queue, segmentation, EV choice, loss detection and
+// retransmission, the retransmission timer and retry limits, sender completions.
+//
+// Segmentation: a work request is cut into MTU packets, grouped into wire messages of at most
+// max_message_bytes (FIRST/MIDDLE/LAST or ONLY opcodes; only the last message of a
+// WRITE-with-immediate carries the immediate). Every packet carries METH, TSETH and a RETH with
+// its own remote address, so the responder can place it on arrival in any order.
+//
+// Loss detection, fastest first:
+//  1. NACK(trimmed): retransmit at once; the EV is only SKIPped (congestion, not failure).
+//  2. Per-EV ordering: packets on one EV follow one path in order, so when a SACK shows a
+//     packet was received, every earlier unacknowledged packet on the same EV is lost. It is
+//     declared at once if the SACK's bitmap covers it, else after a short grace for SACKs
+//     overtaking each other on the reverse paths.
+//  3. Cross-path (RACK-style): a packet sent more than a reordering window before the newest
+//     acknowledged one is lost. Catches failures where the dead EV carries nothing later.
+//  4. Tail-loss probe: with data in flight and no progress for ~2 RTT, a reliability probe asks
+//     the responder for its state; packets it has not got and that were sent before the probe
+//     are lost.
+//  5. Retransmission timeout: OCP ACK timeout, `retry_linear` retries at a fixed interval then
+//     `retry_exp` with exponential backoff; past that the QP fails and every outstanding work
+//     request completes with an error.
+// A real loss (2-5) retires the EV (ASSUMED_BAD) and the packet goes out again on another EV.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/cc/congestion_controller.h"
+#include "core/completion_queue.h"
+#include "core/config.h"
+#include "core/ev_set.h"
+#include "core/memory_region.h"
+#include "core/send_window.h"
+#include "core/stats.h"
+#include "core/work_request.h"
+#include "util/result.h"
+
+namespace mrc {
+
+// Where and how the I/O layer must send a datagram the engine produced.
+struct TxMeta {
+  PlaneId plane{0};
+  Ev ev{0};
+  uint32_t peer = 0;          // opaque peer handle given at connect time
+  bool is_data = false;       // trimmable data class (else: control, high priority)
+  uint32_t header_bytes = 0;  // for data: the length a trimming switch cuts it to
+};
+
+class Requester {
+ public:
+  Requester(const QpConfig& config, QpStats& stats, EvSet& evs, CongestionController& cc);
+
+  void start(Psn initial_psn, Qpn dest_qp);
+  Result<Ok, PostError> post(const SendWr& wr, const MemoryRegionTable& mrs, uint32_t pd);
+
+  // Produces the next packet for `plane` into `out` (>= mtu + headers); returns its length or 0.
+  size_t poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
+  bool wants_to_send(Instant now) const;
+
+  void on_sack(Instant now, const wire::Sack& sack);
+  void on_nack(Instant now, const wire::Nack& nack);
+  void on_plane_down(PlaneId plane);
+  void on_timer(Instant now);
+  Instant next_deadline() const;
+
+  bool failed() const { return failed_; }
+  // Completes every outstanding work request with an error (the oldest with `first`).
+  void flush(WcStatus first, CompletionQueue* cq);
+  void set_completion_queue(CompletionQueue* cq) { cq_ = cq; }
+  uint64_t outstanding_work_requests() const { return sq_tail_ - sq_head_; }
+  uint64_t in_flight_bytes() const { return in_flight_bytes_; }
+  Duration reorder_window() const;
+
+ private:
+  struct WorkRequest {
+    uint64_t wr_id = 0;
+    uint64_t remote_addr = 0;
+    uint64_t total_length = 0;
+    uint64_t bytes_packetized = 0;
+    std::array<const uint8_t*, kMaxSge> sge_ptr{};
+    std::array<uint32_t, kMaxSge> sge_len{};
+    uint32_t num_sge = 0;
+    uint32_t rkey = 0;
+    uint32_t immediate = 0;
+    Psn last_psn;
+    bool with_imm = false;
+    bool signaled = true;
+    bool packetized = false;
+  };
+  struct TxRecord {
+    Psn psn;
+    uint64_t tx_sequence;
+  };
+  struct Suspect {
+    Psn psn;
+    uint64_t tx_sequence;
+    Instant deadline;
+  };
+
+  WorkRequest& wr_at(uint64_t seq) { return sq_[seq % sq_.size()]; }
+  size_t poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
+  size_t poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
+  size_t poll_probe(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
+  bool window_allows(uint32_t bytes) const;
+  void describe_next_packet(SentPacket& p);
+  size_t transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_t> out, TxMeta& meta);
+  void gather(const WorkRequest& wr, uint64_t offset, uint32_t length, uint8_t* dst) const;
+  size_t write_probe(Instant now, uint16_t slot, std::span<uint8_t> out, TxMeta& meta);
+
+  bool ack_one(Psn psn, uint64_t& acked_bytes, Instant& newest_sent);
+  void walk_same_ev(Instant now, Psn trigger, Psn bitmap_base, const wire::Sack& sack);
+  void rack_scan(Instant now);
+  void tail_probe_answered(Instant now, const wire::Sack& sack);
+  void declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now);
+  void check_suspects(Instant now);
+  void complete_acknowledged();
+  void on_progress(Instant now);
+  Duration rto() const;
+  Duration probe_timeout() const;
+  uint32_t cost_bytes(const SentPacket& p) const { return p.length + 64; }
+
+  const QpConfig& config_;
+  QpStats& stats_;
+  EvSet& evs_;
+  CongestionController& cc_;
+  CompletionQueue* cq_ = nullptr;
+
+  std::vector<WorkRequest> sq_;
+  uint64_t sq_head_ = 0;       // oldest incomplete
+  uint64_t sq_next_send_ = 0;  // being packetized
+  uint64_t sq_tail_ = 0;       // next free
+  uint16_t next_msn_ = 0;
+  uint16_t next_rq_msn_ = 0;
+  uint32_t wimm_in_flight_ = 0;
+
+  SendWindow window_;
+  RetransmitQueue retransmits_;
+  std::vector<TxRecord> tx_order_;  // ring, in transmission order
+  size_t tx_order_head_ = 0;
+  size_t tx_order_count_ = 0;
+  std::vector<Suspect> suspects_;
+  std::vector<Psn> ev_last_psn_;
+  std::vector<uint64_t> ev_last_tx_;  // 0 = nothing sent on this slot yet
+
+  Qpn dest_qp_{0};
+  uint32_t peer_window_psns_ = 0;
+  uint64_t next_tx_sequence_ = 1;
+  uint64_t in_flight_bytes_ = 0;
+  Instant newest_acked_sent_at_{INT64_MIN / 2};
+  Instant last_progress_{0};
+  uint32_t retries_ = 0;
+  uint32_t tail_probes_since_progress_ = 0;
+  bool tail_probe_pending_ = false;
+  uint16_t tail_probe_slot_ = EvSet::kNoSlot;
+  Ev tail_probe_ev_{0};
+  Instant tail_probe_sent_at_{0};
+  uint16_t next_probe_id_ = 1;
+  bool failed_ = false;
+};
+
+}  // namespace mrc

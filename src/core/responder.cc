@@ -1,0 +1,237 @@
+// Responder: the receive path of a queue pair; see responder.h for the algorithm.
+#include "core/responder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "util/assert.h"
+
+namespace mrc {
+
+Responder::Responder(const QpConfig& config, QpStats& stats, ControlQueue& control)
+    : config_(config),
+      stats_(stats),
+      control_(control),
+      window_(static_cast<uint32_t>(config.mpr_dest) * 128, Psn(0)),
+      rq_(config.max_recv_wr),
+      wimm_(config.max_wimm_dest) {}
+
+void Responder::start(Psn expected_psn, Qpn dest_qp, uint32_t pd, const MemoryRegionTable* mrs) {
+  window_.reset(expected_psn);
+  dest_qp_ = dest_qp;
+  pd_ = pd;
+  mrs_ = mrs;
+  trigger_psn_ = expected_psn - 1;
+}
+
+bool Responder::post_recv(uint64_t wr_id) {
+  if (rq_count_ == rq_.size()) return false;
+  rq_[(rq_head_ + rq_count_++) % rq_.size()] = wr_id;
+  return true;
+}
+
+bool Responder::length_ok(const wire::DataPacket& packet) const {
+  const wire::Opcode op = packet.header.bth.opcode;
+  const size_t n = packet.payload.size();
+  const uint32_t dma = packet.header.reth.dma_length;
+  if (n > config_.mtu_bytes || n > dma) return false;
+  if (op == wire::Opcode::kWriteFirst || op == wire::Opcode::kWriteMiddle)
+    return n == config_.mtu_bytes && dma > config_.mtu_bytes;
+  if (op == wire::Opcode::kWriteOnly || op == wire::Opcode::kWriteOnlyImm) return n == dma;
+  return n > 0 || dma == 0;  // LAST: at least one byte
+}
+
+bool Responder::place(const wire::DataPacket& packet) {
+  const wire::Reth& reth = packet.header.reth;
+  if (packet.payload.empty()) return true;
+  auto dst = mrs_->lookup_remote(reth.rkey, pd_, reth.virtual_address, packet.payload.size());
+  if (!dst.ok()) {
+    switch (dst.error()) {
+      case MrError::kOutOfBounds: drop(DropReason::kOutOfBounds); break;
+      case MrError::kAccessDenied: drop(DropReason::kAccessDenied); break;
+      default: drop(DropReason::kBadKey); break;
+    }
+    return false;
+  }
+  std::memcpy(dst.value(), packet.payload.data(), packet.payload.size());
+  return true;
+}
+
+// Ring slot for a WRITE-with-immediate's RQ message sequence number, or -1 if it lies outside
+// the max_wimm_dest messages the responder tracks.
+int Responder::wimm_slot(uint16_t rq_msn) const {
+  const uint16_t offset = static_cast<uint16_t>(rq_msn - next_rq_msn_);
+  if (offset >= wimm_.size()) return -1;
+  return static_cast<int>((wimm_head_ + offset) % wimm_.size());
+}
+
+void Responder::on_data(Instant now, const wire::DataPacket& packet, const RxMeta& meta) {
+  const Psn psn = packet.header.bth.psn;
+  const uint16_t ts = packet.header.bth.timestamp_present ? packet.header.tseth.tx_timestamp : 0;
+  switch (window_.classify(psn)) {
+    case ReceiveWindow::Verdict::kDuplicate:
+      drop(DropReason::kDuplicate);
+      send_sack(now, false, meta.ev.value, ts, wire::SkipMode::kNone);
+      return;
+    case ReceiveWindow::Verdict::kOutOfWindow:
+      drop(DropReason::kOutOfWindow);
+      send_nack(wire::NackReason::kPsnOutOfWindow, psn, meta, ts);
+      return;
+    case ReceiveWindow::Verdict::kNew:
+      break;
+  }
+  if (meta.trimmed) {
+    ++stats_.trims_received;
+    send_nack(wire::NackReason::kTrimmed, psn, meta, ts);
+    return;
+  }
+  if (!length_ok(packet)) return drop(DropReason::kBadLength);
+  const bool imm = wire::has_immediate(packet.header.bth.opcode);
+  const int slot = imm ? wimm_slot(packet.header.meth.rq_msn) : -1;
+  if (imm && (slot < 0 || wimm_[slot].valid)) {
+    drop(DropReason::kWimmOverflow);
+    send_nack(wire::NackReason::kNoResource, psn, meta, ts);
+    return;
+  }
+  if (!place(packet)) return;
+  if (imm) {
+    wimm_[slot] = {true, psn, packet.header.immediate, packet.header.reth.dma_length};
+    ++wimm_pending_;
+  }
+  window_.mark(psn);
+  ++stats_.data_packets_received;
+  stats_.data_bytes_placed += packet.payload.size();
+  ++stats_.planes[meta.plane.value].packets_received;
+  stats_.planes[meta.plane.value].bytes_received += packet.payload.size();
+  received_bytes_ += static_cast<uint32_t>(packet.payload.size());
+  note_received(now, packet, meta);
+}
+
+// Coalescing (see responder.h): decide whether this packet's arrival sends a SACK now.
+void Responder::note_received(Instant now, const wire::DataPacket& packet, const RxMeta& meta) {
+  const Psn psn = packet.header.bth.psn;
+  const Psn cum = window_.cumulative();
+  if (unreported_ > 0) {
+    const Psn low = unreported_low_.since(cum) < 0 ? cum : unreported_low_;
+    const Psn high = psn.since(unreported_high_) > 0 ? psn : unreported_high_;
+    if (high.since(low) >= 64) send_sack(now, false, trigger_ev_, trigger_timestamp_, wire::SkipMode::kNone);
+  }
+  if (unreported_ == 0) {
+    unreported_low_ = unreported_high_ = psn;
+    sack_deadline_ = now + Duration{config_.ack_delay_ns};
+  }
+  if (psn.since(unreported_low_) < 0) unreported_low_ = psn;
+  if (psn.since(unreported_high_) > 0) unreported_high_ = psn;
+  ++unreported_;
+  trigger_psn_ = psn;
+  trigger_ev_ = meta.ev.value;
+  trigger_timestamp_ = packet.header.bth.timestamp_present ? packet.header.tseth.tx_timestamp : 0;
+  if (meta.ecn_ce) ++stats_.ecn_marks_received;
+  const bool now_please = meta.ecn_ce || packet.header.bth.ack_request ||
+                          unreported_ >= config_.ack_every_packets;
+  if (now_please) {
+    send_sack(now, false, trigger_ev_, trigger_timestamp_,
+              meta.ecn_ce ? wire::SkipMode::kSkipOnce : wire::SkipMode::kNone);
+  }
+}
+
+void Responder::send_sack(Instant now, bool probe_response, uint32_t echoed_ev,
+                          uint16_t echoed_timestamp, wire::SkipMode skip) {
+  (void)now;
+  const Psn cum = window_.cumulative();
+  wire::Sack s;
+  s.skip_mode = skip;
+  s.probe_response = probe_response;
+  s.echoed_entropy = echoed_ev;
+  s.cumulative_psn = cum;
+  s.mpr = config_.mpr_dest;
+  const int32_t trigger = trigger_psn_.since(cum);
+  s.ack_psn_offset = static_cast<int16_t>(std::clamp<int32_t>(trigger, -32768, 32767));
+  Psn base = cum;
+  if (!probe_response && unreported_ > 0 && unreported_high_.since(cum) >= 64)
+    base = unreported_high_ - 63;
+  s.sack_offset = static_cast<int16_t>(base.since(cum));
+  s.bitmap = window_.bitmap(base);
+  s.cc.echoed_timestamp = echoed_timestamp;
+  s.cc.out_of_order_count = static_cast<uint16_t>(std::min<uint32_t>(window_.out_of_order(), 0x7FFF));
+  s.cc.received_bytes = received_bytes_ & 0xFFFFFF;
+  ControlItem item;
+  item.packet.bth.opcode = wire::Opcode::kSack;
+  item.packet.bth.dest_qp = dest_qp_;
+  item.packet.bth.psn = cum;
+  item.packet.body = s;
+  if (control_.push(item)) {
+    ++stats_.sacks_sent;
+  } else {
+    ++stats_.control_queue_overflows;
+  }
+  if (!probe_response) {
+    unreported_ = 0;
+    sack_deadline_ = Instant::never();
+  }
+}
+
+void Responder::send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta, uint16_t timestamp) {
+  wire::Nack n;
+  n.reason = reason;
+  n.echoed_entropy = meta.ev.value;
+  n.nack_psn = psn;
+  n.echoed_timestamp = timestamp;
+  ControlItem item;
+  item.packet.bth.opcode = wire::Opcode::kNack;
+  item.packet.bth.dest_qp = dest_qp_;
+  item.packet.bth.psn = psn;
+  item.packet.body = n;
+  if (control_.push(item)) {
+    ++stats_.nacks_sent[static_cast<size_t>(reason) % kNackReasonSlots];
+  } else {
+    ++stats_.control_queue_overflows;
+  }
+}
+
+void Responder::on_probe(Instant now, const wire::Probe& probe, const RxMeta& meta) {
+  send_sack(now, true, meta.ev.value, probe.tx_timestamp, wire::SkipMode::kNone);
+}
+
+void Responder::on_timer(Instant now) {
+  if (unreported_ > 0 && now >= sack_deadline_)
+    send_sack(now, false, trigger_ev_, trigger_timestamp_, wire::SkipMode::kNone);
+}
+
+void Responder::deliver(CompletionQueue* cq) {
+  while (wimm_pending_ > 0 && rq_count_ > 0 && cq != nullptr && cq->size() < cq->capacity()) {
+    PendingWimm& w = wimm_[wimm_head_];
+    if (!w.valid || !w.last_psn.before(window_.cumulative())) return;
+    Completion c;
+    c.wr_id = rq_[rq_head_];
+    c.opcode = WcOpcode::kRecvRdmaWithImm;
+    c.has_immediate = true;
+    c.immediate = w.immediate;
+    c.byte_len = w.length;
+    cq->push(c);
+    rq_head_ = (rq_head_ + 1) % rq_.size();
+    --rq_count_;
+    w.valid = false;
+    --wimm_pending_;
+    ++next_rq_msn_;
+    wimm_head_ = (wimm_head_ + 1) % wimm_.size();
+    ++stats_.wimm_delivered;
+  }
+}
+
+void Responder::flush(CompletionQueue* cq) {
+  for (; rq_count_ > 0; --rq_count_) {
+    Completion c;
+    c.wr_id = rq_[rq_head_];
+    c.status = WcStatus::kWrFlushError;
+    c.opcode = WcOpcode::kRecvRdmaWithImm;
+    if (cq != nullptr) cq->push(c);
+    rq_head_ = (rq_head_ + 1) % rq_.size();
+  }
+  for (PendingWimm& w : wimm_) w.valid = false;
+  wimm_pending_ = 0;
+  unreported_ = 0;
+  sack_deadline_ = Instant::never();
+}
+
+}  // namespace mrc

@@ -1,0 +1,100 @@
+// The receiving half of a queue pair: PSN window checks, placement, duplicate suppression,
+// in-order WRITE-with-immediate completions, SACK coalescing, and NACKs.
+//
+// A data packet is placed only after every check passes: QP state, PSN inside the window
+// (behind it: a duplicate, answered with a SACK; beyond it: NACK PSN_OOR_WINDOW), not already
+// received, payload length consistent with the opcode and MTU, and RETH key / protection domain
+// / access / bounds via the memory-region table. A trimmed packet (payload cut by a switch) is
+// not placed but NACKed at once so the sender retransmits without waiting. WRITE-with-immediate
+// messages are tracked by their RQ message sequence number in a ring of max_wimm_dest entries;
+// each completes (consuming a posted receive) when the cumulative PSN has passed its last
+// packet, which delivers completions in send order and guarantees that all data written before
+// it, by any message, is in memory. SACKs are coalesced (every ack_every_packets packets or
+// after ack_delay) but sent at once for an ECN mark, the end of a message, a duplicate or a
+// probe; coalescing never lets a received PSN go unreported: when the pending SACK could no
+// longer cover every unreported PSN, it is sent first.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/completion_queue.h"
+#include "core/config.h"
+#include "core/control_queue.h"
+#include "core/memory_region.h"
+#include "core/receive_window.h"
+#include "core/stats.h"
+#include "core/wire/packet.h"
+
+namespace mrc {
+
+// What the I/O layer learned about a received datagram outside its bytes.
+struct RxMeta {
+  PlaneId plane{0};
+  Ev ev{0};            // entropy the packet arrived with (UDP source port / flow label)
+  bool ecn_ce = false; // IP ECN field was Congestion Experienced
+  bool trimmed = false;
+  uint32_t peer = 0;
+};
+
+class Responder {
+ public:
+  Responder(const QpConfig& config, QpStats& stats, ControlQueue& control);
+
+  void start(Psn expected_psn, Qpn dest_qp, uint32_t pd, const MemoryRegionTable* mrs);
+  void on_data(Instant now, const wire::DataPacket& packet, const RxMeta& meta);
+  void on_probe(Instant now, const wire::Probe& probe, const RxMeta& meta);
+  bool post_recv(uint64_t wr_id);
+  // Moves deliverable WRITE-with-immediate completions into `cq` (while it has room).
+  void deliver(CompletionQueue* cq);
+  void on_timer(Instant now);
+  Instant next_deadline() const { return sack_deadline_; }
+  void flush(CompletionQueue* cq);
+  Psn cumulative() const { return window_.cumulative(); }
+  size_t posted_receives() const { return rq_count_; }
+  size_t pending_wimm() const { return wimm_pending_; }
+
+ private:
+  struct PendingWimm {
+    bool valid = false;
+    Psn last_psn;
+    uint32_t immediate = 0;
+    uint32_t length = 0;
+  };
+  void drop(DropReason reason) { ++stats_.drops[static_cast<size_t>(reason)]; }
+  bool length_ok(const wire::DataPacket& packet) const;
+  bool place(const wire::DataPacket& packet);
+  int wimm_slot(uint16_t rq_msn) const;
+  void note_received(Instant now, const wire::DataPacket& packet, const RxMeta& meta);
+  void send_sack(Instant now, bool probe_response, uint32_t echoed_ev, uint16_t echoed_timestamp,
+                 wire::SkipMode skip);
+  void send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta, uint16_t timestamp);
+
+  const QpConfig& config_;
+  QpStats& stats_;
+  ControlQueue& control_;
+  const MemoryRegionTable* mrs_ = nullptr;
+  uint32_t pd_ = 0;
+  Qpn dest_qp_{0};
+  ReceiveWindow window_;
+
+  std::vector<uint64_t> rq_;  // posted receive wr_ids, ring
+  size_t rq_head_ = 0;
+  size_t rq_count_ = 0;
+  std::vector<PendingWimm> wimm_;  // ring indexed by rq_msn
+  uint16_t next_rq_msn_ = 0;
+  size_t wimm_head_ = 0;  // ring slot of next_rq_msn_
+  size_t wimm_pending_ = 0;
+
+  // Coalescing state: the unreported PSN range and the last packet (the SACK's trigger).
+  uint32_t unreported_ = 0;
+  Psn unreported_low_;
+  Psn unreported_high_;
+  Psn trigger_psn_;
+  uint32_t trigger_ev_ = 0;
+  uint16_t trigger_timestamp_ = 0;
+  Instant sack_deadline_ = Instant::never();
+  uint32_t received_bytes_ = 0;
+};
+
+}  // namespace mrc

@@ -1,0 +1,88 @@
+// The requester's record of every packet in [oldest unacknowledged PSN, next PSN): what it
+// carries (which work request, which bytes), where it went (EV slot, plane), when, and whether
+// it is in flight, acknowledged or waiting to be retransmitted. A power-of-two ring indexed by
+// PSN, sized to the PSN window at creation: bounded memory, O(1) lookups. Each record also
+// links to the previous transmission on the same EV, which is how per-EV ordering turns "a
+// later packet on this path arrived" into "this earlier one was lost" without a per-EV list.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/types.h"
+#include "core/wire/packet.h"
+
+namespace mrc {
+
+struct SentPacket {
+  enum class State : uint8_t { kInFlight, kAcked, kLost, kSuspect };
+
+  uint64_t wr_sequence = 0;   // absolute index of the work request in the send queue
+  uint64_t offset = 0;        // byte offset of this packet's payload within the work request
+  uint64_t tx_sequence = 0;   // per-QP transmission counter of the latest transmission
+  uint64_t prev_tx_on_ev = 0; // tx_sequence of the previous transmission on the same EV
+  Instant sent_at;
+  Instant suspect_deadline;
+  Psn prev_psn_on_ev;
+  uint32_t length = 0;
+  uint32_t dma_length = 0;    // length of the wire message this packet belongs to
+  uint64_t message_va = 0;    // remote address of the first byte of this packet
+  Ev ev{0};
+  uint16_t ev_slot = 0;
+  uint16_t msn = 0;
+  uint16_t rq_msn = 0;
+  uint32_t immediate = 0;
+  PlaneId plane{0};
+  wire::Opcode opcode = wire::Opcode::kWriteOnly;
+  State state = State::kInFlight;
+  uint8_t transmissions = 0;
+  bool has_prev_on_ev = false;
+};
+
+class SendWindow {
+ public:
+  explicit SendWindow(uint32_t capacity_psns);
+  void reset(Psn initial);
+
+  Psn oldest() const { return oldest_; }   // snd_una
+  Psn next() const { return next_; }       // next new PSN
+  uint32_t outstanding() const { return static_cast<uint32_t>(next_.since(oldest_)); }
+  uint32_t capacity() const { return capacity_; }
+  bool contains(Psn psn) const {
+    const int32_t d = psn.since(oldest_);
+    return d >= 0 && d < next_.since(oldest_);
+  }
+
+  // Appends a record for PSN next() and returns it. REQUIRES outstanding() < capacity().
+  SentPacket& push();
+  SentPacket& at(Psn psn) { return ring_[psn.value & mask_]; }
+  const SentPacket& at(Psn psn) const { return ring_[psn.value & mask_]; }
+  // Drops acknowledged records from the front; returns how many.
+  uint32_t advance_oldest_to(Psn psn);
+
+ private:
+  std::vector<SentPacket> ring_;
+  uint32_t mask_ = 0;
+  uint32_t capacity_ = 0;
+  Psn oldest_;
+  Psn next_;
+};
+
+// A bounded FIFO of PSNs awaiting retransmission.
+class RetransmitQueue {
+ public:
+  explicit RetransmitQueue(uint32_t capacity) : ring_(capacity) {}
+  bool push(Psn psn);
+  bool empty() const { return count_ == 0; }
+  Psn front() const { return ring_[head_]; }
+  void pop();
+  void clear() { head_ = count_ = 0; }
+  size_t size() const { return count_; }
+
+ private:
+  std::vector<Psn> ring_;
+  size_t head_ = 0;
+  size_t count_ = 0;
+};
+
+}  // namespace mrc

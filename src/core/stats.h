@@ -1,0 +1,88 @@
+// Plain counter structs, per queue pair, per plane and per endpoint, returned by value and
+// readable at any time. Per-EV counters live in EvSet::Slot::stats.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/types.h"
+
+namespace mrc {
+
+struct RttStats {
+  int64_t min_ns = 0;
+  int64_t max_ns = 0;
+  int64_t sum_ns = 0;
+  uint64_t samples = 0;
+  int64_t smoothed_ns = 0;
+  int64_t variation_ns = 0;
+  void add(int64_t rtt_ns);
+  int64_t avg_ns() const { return samples ? sum_ns / static_cast<int64_t>(samples) : 0; }
+};
+
+struct PlaneStats {
+  uint64_t packets_sent = 0;
+  uint64_t bytes_sent = 0;      // payload bytes of data packets
+  uint64_t packets_received = 0;
+  uint64_t bytes_received = 0;  // payload bytes placed
+  uint64_t retransmits = 0;
+};
+
+// Why a received packet was not placed.
+enum class DropReason : uint8_t {
+  kDecode,          // malformed, bad ICRC (see EndpointStats::decode_errors)
+  kUnknownQp,
+  kQpState,         // QP not in a state that accepts it
+  kDuplicate,
+  kOutOfWindow,
+  kBadKey,
+  kOutOfBounds,
+  kAccessDenied,
+  kBadLength,       // payload length inconsistent with opcode / MTU / message length
+  kWimmOverflow,    // more WRITE-with-immediate messages in flight than max_wimm_dest
+  kBadAck,          // SACK/NACK for PSNs never sent
+  kUnknownEv,       // echo of an EV that is not ours
+  kCount
+};
+const char* to_string(DropReason r);
+
+inline constexpr int kNackReasonSlots = 32;
+
+struct QpStats {
+  uint64_t data_packets_sent = 0;
+  uint64_t data_bytes_sent = 0;
+  uint64_t retransmits = 0;
+  uint64_t data_packets_received = 0;
+  uint64_t data_bytes_placed = 0;
+  uint64_t sacks_sent = 0;
+  uint64_t sacks_received = 0;
+  std::array<uint64_t, kNackReasonSlots> nacks_sent{};      // index = NACK reason code
+  std::array<uint64_t, kNackReasonSlots> nacks_received{};
+  uint64_t trims_received = 0;  // trimmed packets seen as responder
+  uint64_t ecn_marks_received = 0;
+  uint64_t losses_fast = 0;     // declared by per-EV ordering
+  uint64_t losses_probe = 0;    // declared from a tail-loss probe answer
+  uint64_t losses_timeout = 0;  // declared by the retransmission timer
+  uint64_t losses_port = 0;     // in flight on a plane that went down
+  uint64_t timeouts = 0;
+  uint64_t tail_probes = 0;
+  uint64_t ev_probes = 0;
+  uint64_t wimm_delivered = 0;
+  uint64_t work_requests_completed = 0;
+  uint64_t control_queue_overflows = 0;
+  std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> drops{};
+  RttStats rtt;
+  uint64_t window_bytes = 0;
+  uint64_t in_flight_bytes = 0;
+  std::array<PlaneStats, kMaxPlanes> planes{};
+};
+
+struct EndpointStats {
+  uint64_t datagrams_received = 0;
+  uint64_t datagrams_sent = 0;
+  std::array<uint64_t, 16> decode_errors{};  // index = wire::DecodeError
+  uint64_t unknown_qp = 0;
+};
+
+}  // namespace mrc
