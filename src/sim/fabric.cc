@@ -1,0 +1,290 @@
+// The simulated multi-plane network: moves packets from host NIC ports through leaf and spine
+// switches to host NIC ports in virtual time. A packet's life per link is two events: its
+// serialization ends (wire faults are drawn then), and it arrives at the far end after the
+// propagation delay (then it is delivered to a host or forwarded by a switch into the next
+// link's output queue). Packets are moved, never copied, from hop to hop; packets in flight
+// live in a slab so that events capture only an index and std::function never allocates.
+//
+// Faults are state on links (random faults, down reasons) and planes (EV blackholes); changes
+// apply immediately or at a scheduled virtual time.
+#include "sim/fabric.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "util/assert.h"
+#include "util/prng.h"
+
+namespace mrc::sim {
+namespace {
+
+bool is_host_link(LinkClass c) {
+  return c == LinkClass::kHostUp || c == LinkClass::kHostDown;
+}
+
+uint64_t link_seed(uint64_t seed, uint32_t link) {
+  return mix64(seed ^ mix64(0x6c696e6b00000000ULL + link));  // "link" + index
+}
+
+}  // namespace
+
+Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
+               FabricCallbacks callbacks)
+    : events_(events),
+      config_(config),
+      callbacks_(std::move(callbacks)),
+      topology_(Topology::leaf_spine(config.planes, config.hosts, config.hosts_per_leaf,
+                                     config.spines, config.ecmp_salt)) {
+  MRC_ASSERT(callbacks_.deliver);
+  const uint32_t per_plane = topology_.links_per_plane();
+  links_.reserve(static_cast<size_t>(config_.planes) * per_plane);
+  for (uint32_t p = 0; p < config_.planes; ++p) {
+    for (uint32_t local = 0; local < per_plane; ++local) {
+      const Topology::LinkEnds& ends = topology_.link(local);
+      const bool host = is_host_link(ends.link_class);
+      const bool ecn = ends.link_class == LinkClass::kHostDown
+                           ? config_.ecn_last_hop
+                           : ends.link_class != LinkClass::kHostUp;
+      const uint32_t id = static_cast<uint32_t>(links_.size());
+      links_.emplace_back(LinkId(id), PlaneId(static_cast<uint8_t>(p)), ends,
+                          host ? config_.host_link : config_.fabric_link, ecn, link_seed(seed, id));
+    }
+  }
+  blackholes_.resize(config_.planes);
+  plane_delivered_.resize(config_.planes);
+  switch_down_.assign(static_cast<size_t>(config_.planes) * topology_.node_count(), 0);
+}
+
+// ---------------------------------------------------------------------------- host side
+
+bool Fabric::port_idle(HostId host, PlaneId plane) const {
+  return !links_[host_uplink(host, plane).value].busy;
+}
+
+bool Fabric::port_up(HostId host, PlaneId plane) const {
+  return links_[host_uplink(host, plane).value].up() &&
+         links_[host_downlink(host, plane).value].up();
+}
+
+void Fabric::transmit(HostId host, PlaneId plane, PacketPtr packet) {
+  MRC_ASSERT(packet != nullptr);
+  MRC_ASSERT(packet->dest_host < config_.hosts);
+  Link& uplink = link_at(host_uplink(host, plane));
+  MRC_ASSERT(!uplink.busy);  // REQUIRES port_idle
+  packet->source_host = host;
+  packet->plane = plane;
+  if (packet->id == 0) packet->id = next_packet_id_++;
+  ++packets_transmitted_;
+  if (!port_up(host, plane)) {
+    drop(uplink, std::move(packet), DropReason::kDown);
+    return;
+  }
+  if (uplink.faulty && uplink.prng.chance(uplink.faults.trim) && uplink.trim(*packet)) {
+    ++uplink.stats.trimmed_forced;
+  }
+  start_serializing(uplink, std::move(packet));
+}
+
+// ---------------------------------------------------------------------------- packet path
+
+void Fabric::start_serializing(Link& link, PacketPtr packet) {
+  MRC_DASSERT(!link.busy);
+  const int64_t now_ps = events_.now().ns * 1000;
+  MRC_DASSERT(link.free_at_ps <= now_ps);
+  // Events run on whole nanoseconds; a link that went idle less than 1 ns ago resumes at the
+  // exact end of its last packet, so back-to-back packets keep the exact line rate.
+  const int64_t start = now_ps - link.free_at_ps < 1000 ? link.free_at_ps : now_ps;
+  const int64_t end = start + link.serialization_ps(packet->wire_bytes());
+  link.busy = true;
+  link.free_at_ps = end;
+  link.serializing = std::move(packet);
+  link.serializing_generation = link.generation;
+  const uint32_t index = link.id.value;
+  events_.schedule(Instant{(end + 999) / 1000}, [this, index] { on_serialized(index); });
+}
+
+void Fabric::on_serialized(uint32_t link_index) {
+  Link& link = links_[link_index];
+  PacketPtr packet = std::move(link.serializing);
+  link.busy = false;
+  if (link.up() && link.serializing_generation == link.generation) {
+    ++link.stats.packets_sent;
+    link.stats.bytes_sent += packet->wire_bytes();
+    launch(link, std::move(packet));
+  } else {
+    drop(link, std::move(packet), DropReason::kDown);
+  }
+  if (PacketPtr next = link.dequeue()) {
+    start_serializing(link, std::move(next));
+  } else if (link.link_class == LinkClass::kHostUp && callbacks_.port_ready) {
+    callbacks_.port_ready(topology_.node(link.from).index, link.plane);
+  }
+}
+
+void Fabric::launch(Link& link, PacketPtr packet) {
+  if (!link.faulty) {
+    propagate(link, std::move(packet), Duration{0});
+    return;
+  }
+  WireOutcome outcome = apply_wire_faults(link.faults, link.prng, *packet, link.stats);
+  if (outcome.lost) {
+    drop(link, std::move(packet), DropReason::kFaultLoss);
+    return;
+  }
+  propagate(link, std::move(packet), outcome.extra_delay);
+  if (outcome.duplicate) propagate(link, std::move(outcome.duplicate), Duration{0});
+}
+
+void Fabric::propagate(Link& link, PacketPtr packet, Duration extra_delay) {
+  uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<uint32_t>(in_flight_.size());
+    in_flight_.emplace_back();
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  in_flight_[slot] = InFlight{std::move(packet), link.id.value, link.generation};
+  events_.schedule(events_.now() + link.propagation + extra_delay,
+                   [this, slot] { on_arrival(slot); });
+}
+
+void Fabric::on_arrival(uint32_t slot) {
+  InFlight& flight = in_flight_[slot];
+  PacketPtr packet = std::move(flight.packet);
+  Link& link = links_[flight.link];
+  const uint32_t generation = flight.generation;
+  free_slots_.push_back(slot);
+  if (!link.up() || generation != link.generation) {
+    drop(link, std::move(packet), DropReason::kDown);
+    return;
+  }
+  if (link.link_class == LinkClass::kHostDown) {
+    PlaneStats& plane = plane_delivered_[link.plane.value];
+    ++plane.packets_delivered;
+    plane.bytes_delivered += packet->bytes.size();
+    callbacks_.deliver(topology_.node(link.to).index, link.plane, std::move(packet));
+    return;
+  }
+  forward(link, std::move(packet));
+}
+
+void Fabric::forward(const Link& in, PacketPtr packet) {
+  const uint32_t local = topology_.next_link(in.plane, in.to, packet->dest_host, packet->ev);
+  Link& out = link_at(global(in.plane, local));
+  if (blackhole_count_ != 0 && in.link_class == LinkClass::kHostUp &&
+      ev_blackholed(in.plane, packet->ev)) {
+    drop(out, std::move(packet), DropReason::kBlackhole);
+    return;
+  }
+  offer(out, std::move(packet));
+}
+
+void Fabric::offer(Link& out, PacketPtr packet) {
+  if (!out.up()) {
+    drop(out, std::move(packet), DropReason::kDown);
+    return;
+  }
+  if (out.faulty && out.prng.chance(out.faults.trim) && out.trim(*packet)) {
+    ++out.stats.trimmed_forced;
+  }
+  if (!out.busy) {
+    start_serializing(out, std::move(packet));  // the queues are empty when the link is idle
+    return;
+  }
+  if (!out.enqueue(packet)) drop(out, std::move(packet), DropReason::kOverflow);
+}
+
+void Fabric::drop(Link& link, PacketPtr packet, DropReason reason) {
+  switch (reason) {
+    case DropReason::kOverflow:
+      ++link.stats.dropped_overflow;
+      break;
+    case DropReason::kFaultLoss:
+      ++link.stats.dropped_fault;
+      break;
+    case DropReason::kDown:
+      ++link.stats.dropped_down;
+      break;
+    case DropReason::kBlackhole:
+      ++link.stats.dropped_blackhole;
+      break;
+  }
+  if (drop_observer_) drop_observer_(link.id, *packet, reason);
+}
+
+// ---------------------------------------------------------------------------- topology
+
+LinkId Fabric::global(PlaneId plane, uint32_t local) const {
+  MRC_ASSERT(plane.value < config_.planes && local < topology_.links_per_plane());
+  return LinkId(plane.value * topology_.links_per_plane() + local);
+}
+
+LinkId Fabric::host_uplink(HostId host, PlaneId plane) const {
+  MRC_ASSERT(host < config_.hosts);
+  return global(plane, topology_.host_uplink(host));
+}
+
+LinkId Fabric::host_downlink(HostId host, PlaneId plane) const {
+  MRC_ASSERT(host < config_.hosts);
+  return global(plane, topology_.host_downlink(host));
+}
+
+LinkId Fabric::leaf_to_spine(PlaneId plane, uint32_t leaf, uint32_t spine) const {
+  const uint32_t local = topology_.link_between(leaf_switch(leaf), spine_switch(spine));
+  MRC_ASSERT(local != kNoLink);
+  return global(plane, local);
+}
+
+LinkId Fabric::spine_to_leaf(PlaneId plane, uint32_t spine, uint32_t leaf) const {
+  const uint32_t local = topology_.link_between(spine_switch(spine), leaf_switch(leaf));
+  MRC_ASSERT(local != kNoLink);
+  return global(plane, local);
+}
+
+std::vector<LinkId> Fabric::route_of(HostId src, HostId dst, PlaneId plane, Ev ev) const {
+  std::vector<LinkId> out;
+  for (const uint32_t local : topology_.route(plane, src, dst, ev)) {
+    out.push_back(global(plane, local));
+  }
+  return out;
+}
+
+uint32_t Fabric::path_of(HostId src, HostId dst, PlaneId plane, Ev ev) const {
+  for (const uint32_t local : topology_.route(plane, src, dst, ev)) {
+    const Topology::Node& node = topology_.node(topology_.link(local).to);
+    if (node.kind == NodeKind::kSwitch && node.tier == 2) return node.index;
+  }
+  return kNoSpine;
+}
+
+std::string Fabric::link_name(LinkId link) const {
+  const uint32_t per_plane = topology_.links_per_plane();
+  return "p" + std::to_string(link.value / per_plane) + ":" +
+         topology_.link_name(link.value % per_plane);
+}
+
+// ---------------------------------------------------------------------------- stats
+
+PlaneStats Fabric::plane_stats(PlaneId plane) const {
+  MRC_ASSERT(plane.value < config_.planes);
+  PlaneStats stats = plane_delivered_[plane.value];
+  const uint32_t per_plane = topology_.links_per_plane();
+  for (uint32_t local = 0; local < per_plane; ++local) {
+    stats.links.add(links_[plane.value * per_plane + local].stats);
+  }
+  return stats;
+}
+
+FabricStats Fabric::totals() const {
+  FabricStats totals;
+  totals.packets_transmitted = packets_transmitted_;
+  for (const PlaneStats& plane : plane_delivered_) {
+    totals.packets_delivered += plane.packets_delivered;
+    totals.bytes_delivered += plane.bytes_delivered;
+  }
+  for (const Link& link : links_) totals.links.add(link.stats);
+  return totals;
+}
+
+}  // namespace mrc::sim

@@ -1,0 +1,185 @@
+// The simulated network: several identical, independent planes, each a leaf-spine fabric of
+// links with output queues, that moves SimPackets between host NIC ports in virtual time, with
+// seeded faults. The host side (sim/host.*) plugs a protocol engine in through FabricCallbacks
+// and transmit().
+//
+// Determinism: the run is a pure function of the config, the seed and the calls. Every link has
+// its own Prng derived from (seed, link id), so faulting one link never changes the random
+// draws of another. No clocks, no threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "core/types.h"
+#include "sim/event_queue.h"
+#include "sim/faults.h"
+#include "sim/link.h"
+#include "sim/packet.h"
+#include "sim/topology.h"
+
+namespace mrc::sim {
+
+struct FabricConfig {
+  uint32_t planes = 4;
+  uint32_t hosts = 8;
+  uint32_t hosts_per_leaf = 1;
+  uint32_t spines = 4;       // per plane: the number of paths between hosts on different leaves
+  LinkConfig host_link{};    // host <-> leaf, both directions (the uplink has no queue: the NIC)
+  LinkConfig fabric_link{};  // leaf <-> spine, both directions
+  // Whether the leaf -> host link marks ECN. MRC deployments do not (last-hop congestion is
+  // incast, which trimming handles), so by default it does not.
+  bool ecn_last_hop = false;
+  // Seeds the switches' ECMP hashes. Independent of the run seed, so an EV's path depends on
+  // the topology only, like a real fabric's static hash configuration.
+  uint64_t ecmp_salt = 0x6d72632d65636d70;  // "mrc-ecmp"
+};
+
+// deliver is required; port_ready and port_state may be left empty. Callbacks may call back
+// into the Fabric (e.g. transmit from port_ready).
+struct FabricCallbacks {
+  std::function<void(HostId, PlaneId, PacketPtr)> deliver;   // packet arrived at host's port
+  std::function<void(HostId, PlaneId)> port_ready;           // host's transmit became idle
+  std::function<void(HostId, PlaneId, bool up)> port_state;  // host's port went down/up
+};
+
+struct PlaneStats {
+  uint64_t packets_delivered = 0;  // to host ports of this plane
+  uint64_t bytes_delivered = 0;    // datagram bytes (SimPacket::bytes)
+  LinkStats links;                 // sum over this plane's links
+};
+
+struct FabricStats {
+  uint64_t packets_transmitted = 0;  // transmit() calls
+  uint64_t packets_delivered = 0;
+  uint64_t bytes_delivered = 0;
+  LinkStats links;  // sum over every link
+};
+
+class Fabric {
+ public:
+  Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed, FabricCallbacks callbacks);
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  // ---- Host side.
+  // The NIC port is not serializing a packet, so transmit() may be called.
+  bool port_idle(HostId host, PlaneId plane) const;
+  // Both directions of the host's cable to its leaf are up.
+  bool port_up(HostId host, PlaneId plane) const;
+  // REQUIRES port_idle. Serializes at the host-link rate (no host-side queue); port_ready fires
+  // when done. Stamps packet->source_host and ->plane; assigns packet->id if it is 0. A packet
+  // transmitted while the port is down is dropped at once and counted (dropped_down on the
+  // uplink); the port stays idle and no port_ready follows.
+  void transmit(HostId host, PlaneId plane, PacketPtr packet);
+
+  // ---- Topology.
+  const FabricConfig& config() const { return config_; }
+  const Topology& topology() const { return topology_; }
+  uint32_t planes() const { return config_.planes; }
+  uint32_t hosts() const { return config_.hosts; }
+  uint32_t leaves() const { return static_cast<uint32_t>(topology_.tier(1).size()); }
+  uint32_t spines() const { return config_.spines; }
+  uint32_t leaf_of(HostId host) const { return topology_.node(topology_.edge_of(host)).index; }
+  // Paths per plane between hosts on different leaves (= spines).
+  uint32_t paths_per_plane() const { return config_.spines; }
+  // Paths per plane between two given hosts (1 on the same leaf).
+  uint32_t path_count(HostId src, HostId dst) const { return topology_.path_count(src, dst); }
+  // The spine a packet from src to dst with this EV crosses on `plane`; kNoSpine if the two
+  // hosts share a leaf.
+  uint32_t path_of(HostId src, HostId dst, PlaneId plane, Ev ev) const;
+  // Every link such a packet crosses, host uplink first.
+  std::vector<LinkId> route_of(HostId src, HostId dst, PlaneId plane, Ev ev) const;
+
+  uint32_t link_count() const { return static_cast<uint32_t>(links_.size()); }
+  LinkId host_uplink(HostId host, PlaneId plane) const;
+  LinkId host_downlink(HostId host, PlaneId plane) const;
+  LinkId leaf_to_spine(PlaneId plane, uint32_t leaf, uint32_t spine) const;
+  LinkId spine_to_leaf(PlaneId plane, uint32_t spine, uint32_t leaf) const;
+  NodeId leaf_switch(uint32_t leaf) const { return topology_.tier(1).at(leaf); }
+  NodeId spine_switch(uint32_t spine) const { return topology_.tier(2).at(spine); }
+  LinkClass link_class(LinkId link) const { return links_[link.value].link_class; }
+  PlaneId link_plane(LinkId link) const { return links_[link.value].plane; }
+  std::string link_name(LinkId link) const;  // e.g. "p1:leaf0->spine3"
+
+  // ---- Faults, immediate. (Scope semantics in faults.h.)
+  void set_faults(Scope scope, const LinkFaults& faults);
+  void set_link_faults(LinkId link, const LinkFaults& faults) {
+    set_faults(Scope::of_link(link), faults);
+  }
+  const LinkFaults& link_faults(LinkId link) const { return links_[link.value].faults; }
+  void set_up(Scope scope, bool up);
+  void set_link_up(LinkId link, bool up);
+  void set_switch_up(PlaneId plane, NodeId node, bool up);
+  void set_plane_up(PlaneId plane, bool up);
+  bool link_up(LinkId link) const { return links_[link.value].up(); }
+  // Packets on `plane` with entropy `ev` vanish at the first switch of their path (counted as
+  // dropped_blackhole on the link they would have taken); no port_state signal.
+  void set_ev_blackhole(PlaneId plane, Ev ev, bool on);
+  bool ev_blackholed(PlaneId plane, Ev ev) const;
+  // Starts flapping the links of `scope` now (see FlapSpec).
+  void start_flap(Scope scope, const FlapSpec& flap);
+  // Removes every fault: random faults, blackholes, flaps in progress; brings every link up
+  // (port_state fires for ports that come back). Packets already queued are kept. Actions
+  // registered with schedule() for later still run.
+  void heal_all();
+  void apply(const FaultAction& action);
+
+  // ---- Faults, scheduled in virtual time.
+  void schedule(Instant at, FaultAction action);
+
+  // ---- Stats (readable at any time).
+  const LinkStats& link_stats(LinkId link) const { return links_[link.value].stats; }
+  uint64_t queued_bytes(LinkId link) const { return links_[link.value].queued_bytes(); }
+  PlaneStats plane_stats(PlaneId plane) const;
+  FabricStats totals() const;
+  // Called for every dropped packet, before it is destroyed (for traces and tests).
+  void set_drop_observer(std::function<void(LinkId, const SimPacket&, DropReason)> observer) {
+    drop_observer_ = std::move(observer);
+  }
+
+ private:
+  struct InFlight {
+    PacketPtr packet;
+    uint32_t link = 0;
+    uint32_t generation = 0;
+  };
+
+  Link& link_at(LinkId id) { return links_[id.value]; }
+  LinkId global(PlaneId plane, uint32_t local) const;
+  void start_serializing(Link& link, PacketPtr packet);
+  void on_serialized(uint32_t link_index);
+  void launch(Link& link, PacketPtr packet);
+  void propagate(Link& link, PacketPtr packet, Duration extra_delay);
+  void on_arrival(uint32_t slot);
+  void forward(const Link& in, PacketPtr packet);
+  void offer(Link& out, PacketPtr packet);
+  void drop(Link& link, PacketPtr packet, DropReason reason);
+  void set_down_reason(Link& link, uint8_t reasons, bool down);
+  void set_switch_state(PlaneId plane, NodeId node, bool up);
+  void fire_port_state(const Link& link, bool was_up);
+  template <typename Fn>
+  void for_each_link(const Scope& scope, bool attached, Fn&& fn);
+  void flap_step(Scope scope, FlapSpec flap, Instant end, bool go_down, uint64_t epoch);
+
+  EventQueue& events_;
+  const FabricConfig config_;
+  FabricCallbacks callbacks_;
+  Topology topology_;
+  std::vector<Link> links_;  // plane-major: plane * links_per_plane + local
+  std::vector<InFlight> in_flight_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<std::unordered_set<uint32_t>> blackholes_;  // per plane: blackholed EVs
+  size_t blackhole_count_ = 0;
+  std::vector<uint8_t> switch_down_;  // per (plane, node)
+  std::vector<PlaneStats> plane_delivered_;
+  uint64_t packets_transmitted_ = 0;
+  uint64_t next_packet_id_ = 1;
+  uint64_t flap_epoch_ = 0;
+  std::function<void(LinkId, const SimPacket&, DropReason)> drop_observer_;
+};
+
+}  // namespace mrc::sim

@@ -1,0 +1,145 @@
+// One direction of a simulated cable plus the switch output port that feeds it: a data queue
+// and a strict-priority queue (control packets and trimmed headers), ECN marking, trimming or
+// drop-tail on overflow, serialization at the link rate and a propagation delay.
+//
+// Link holds state and the per-packet admission decision; the Fabric drives it with events.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/types.h"
+#include "sim/faults.h"
+#include "sim/packet.h"
+#include "sim/topology.h"
+#include "util/prng.h"
+
+namespace mrc::sim {
+
+enum class OverflowPolicy : uint8_t {
+  kDrop,  // drop-tail: a packet that does not fit is dropped
+  kTrim,  // a trimmable data packet that does not fit is cut to its headers and priority-queued
+};
+
+// Queueing rules: control packets (high_priority) and trimmed headers use the priority queue,
+// are never trimmed and never ECN-marked; data packets use the data queue. The host uplink has
+// no queue at all (the NIC transmits only when idle), so its queue settings are unused.
+struct LinkConfig {
+  double rate_gbps = 100.0;
+  Duration propagation{500};  // ns, cable plus switch forwarding latency
+  // Data queue limit, in wire bytes waiting (the packet being serialized is not counted).
+  uint32_t queue_limit_bytes = 256 * 1024;
+  // Mark CE on an ECN-capable packet when the data queue holds more than this at enqueue.
+  // 0 disables marking.
+  uint32_t ecn_threshold_bytes = 32 * 1024;
+  OverflowPolicy overflow = OverflowPolicy::kTrim;
+  // With kTrim: trim a trimmable data packet that would take the data queue above this
+  // (0 = the queue limit). Non-trimmable packets still use the queue limit.
+  uint32_t trim_threshold_bytes = 64 * 1024;
+  // Limit of the strict-priority queue (control packets and trimmed headers).
+  uint32_t priority_queue_limit_bytes = 64 * 1024;
+};
+
+enum class DropReason : uint8_t { kOverflow, kFaultLoss, kDown, kBlackhole };
+
+struct LinkStats {
+  uint64_t packets_sent = 0;  // serialized onto the wire while the link was up
+  uint64_t bytes_sent = 0;    // wire bytes of those
+  uint64_t dropped_overflow = 0;
+  uint64_t dropped_fault = 0;  // random loss fault
+  uint64_t dropped_down = 0;   // link down (queued, in flight, or offered while down)
+  uint64_t dropped_blackhole = 0;
+  uint64_t ecn_marked = 0;
+  uint64_t trimmed = 0;         // all trims, congestion and forced (a trimmed header can
+                                // still be dropped if the priority queue is full)
+  uint64_t trimmed_forced = 0;  // forced-trim fault
+  uint64_t duplicated = 0;
+  uint64_t corrupted = 0;
+  uint64_t reordered = 0;
+  uint64_t max_queue_bytes = 0;  // data + priority queue, high-water mark
+
+  uint64_t dropped() const {
+    return dropped_overflow + dropped_fault + dropped_down + dropped_blackhole;
+  }
+  // Sums counters; max_queue_bytes takes the maximum.
+  void add(const LinkStats& other);
+};
+
+// A FIFO of packets on a growable power-of-two ring: no allocation per packet once warm.
+class PacketFifo {
+ public:
+  bool empty() const { return count_ == 0; }
+  size_t size() const { return count_; }
+  void push(PacketPtr packet);
+  PacketPtr pop();
+
+ private:
+  std::vector<PacketPtr> ring_;
+  size_t head_ = 0;
+  size_t count_ = 0;
+};
+
+// Bits of Link::down_mask: a link is up when no reason holds it down.
+enum DownReason : uint8_t {
+  kDownLink = 1,    // set_link_up(false)
+  kDownSwitch = 2,  // a switch at either end is down
+  kDownPlane = 4,   // the whole plane is down
+  kDownFlap = 8,    // a flap is in its down phase
+};
+
+class Link {
+ public:
+  Link(LinkId id, PlaneId plane, const Topology::LinkEnds& ends, const LinkConfig& config,
+       bool ecn_enabled, uint64_t seed);
+
+  // Admits a packet into the output queues (the link is busy serializing another one).
+  // Returns false, leaving `packet` with the caller, if it must be dropped for overflow.
+  bool enqueue(PacketPtr& packet);
+  // The next packet to serialize: priority queue first.
+  PacketPtr dequeue();
+  // Cuts a trimmable packet to its headers; returns false if it cannot be trimmed.
+  bool trim(SimPacket& packet);
+  // Empties both queues into `out` (the link went down).
+  void flush(std::vector<PacketPtr>& out);
+
+  // Picoseconds to serialize `wire_bytes` at the link rate (rounded up).
+  int64_t serialization_ps(uint32_t wire_bytes) const {
+    return (static_cast<int64_t>(wire_bytes) * 8'000'000'000 + rate_kbps_ - 1) / rate_kbps_;
+  }
+  bool up() const { return down_mask == 0; }
+  uint64_t queued_bytes() const { return data_bytes_ + priority_bytes_; }
+
+  const LinkId id;
+  const PlaneId plane;
+  const NodeId from;
+  const NodeId to;
+  const LinkClass link_class;
+  const Duration propagation;
+
+  // Transmitter state, driven by the Fabric.
+  uint8_t down_mask = 0;
+  uint32_t generation = 0;  // bumped on every down transition: in-flight packets are lost
+  bool busy = false;        // serializing `serializing`; implies the queues may be non-empty
+  int64_t free_at_ps = 0;   // when the last serialization ends (sub-ns precise)
+  PacketPtr serializing;
+  uint32_t serializing_generation = 0;
+
+  LinkFaults faults;
+  bool faulty = false;  // faults.any(), cached for the fast path
+  Prng prng;            // this link's own random stream
+  LinkStats stats;
+
+ private:
+  bool admit_priority(PacketPtr& packet);
+  void note_occupancy();
+
+  const LinkConfig* config_;
+  const bool ecn_enabled_;
+  const int64_t rate_kbps_;
+  PacketFifo data_;
+  PacketFifo priority_;
+  uint64_t data_bytes_ = 0;
+  uint64_t priority_bytes_ = 0;
+};
+
+}  // namespace mrc::sim

@@ -1,0 +1,43 @@
+// A packet in flight through the simulated fabric: the datagram bytes the engine produced plus
+// the metadata a real network carries outside the UDP payload (addresses, plane, the EV as the
+// UDP source port / flow label, the ECN bits, the DSCP class that marks a trimmed packet).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/types.h"
+
+namespace mrc::sim {
+
+using HostId = uint32_t;
+
+struct SimPacket {
+  uint64_t id = 0;              // unique per run, for tracing
+  HostId source_host = 0;
+  HostId dest_host = 0;
+  PlaneId plane{0};
+  Ev ev{0};
+  bool ecn_capable = true;      // ECT: switches may mark instead of dropping
+  bool ecn_ce = false;          // CE: marked by some switch on the way
+  bool trimmed = false;         // payload was cut by a trimming switch
+  bool trimmed_last_hop = false;  // ... and the cut happened on the last hop (leaf -> host)
+  bool trimmable = true;        // data class; control packets are not trimmed
+  bool high_priority = false;   // control and trimmed headers go in the priority queue
+  uint32_t trim_to_bytes = 0;   // length after trimming (the data headers)
+  std::vector<uint8_t> bytes;   // the datagram (UDP payload)
+
+  uint32_t wire_bytes() const;  // bytes on the wire incl. per-packet overhead (IP/UDP/Eth)
+};
+
+using PacketPtr = std::unique_ptr<SimPacket>;
+
+// Per-packet overhead of Ethernet + IPv4 + UDP framing counted against link rate.
+inline constexpr uint32_t kFramingBytes = 14 + 20 + 8 + 4 /*FCS*/ + 20 /*preamble+IFG*/;
+
+inline uint32_t SimPacket::wire_bytes() const {
+  return static_cast<uint32_t>(bytes.size()) + kFramingBytes;
+}
+
+}  // namespace mrc::sim
