@@ -89,7 +89,7 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   evs_.emplace(ev, Prng::splitmix64(mix));
   cc_ = make_congestion_controller(config_);
   responder_.emplace(config_, stats_, control_);
-  responder_->start(attributes.expected_psn, attributes.dest_qp, pd_, mrs_);
+  responder_->start(attributes.expected_psn, qpn_, attributes.dest_qp, pd_, mrs_);
   for (uint64_t wr_id : early_receives_) responder_->post_recv(wr_id);
   early_receives_.clear();
   state_ = QpState::kRtr;
@@ -99,7 +99,7 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
 Result<Ok, QpError> QueuePair::to_rts(const RtsAttributes& attributes) {
   if (state_ != QpState::kRtr) return Err{QpError::kBadTransition};
   requester_.emplace(config_, stats_, *evs_, *cc_);
-  requester_->start(attributes.initial_psn, remote_.dest_qp);
+  requester_->start(attributes.initial_psn, qpn_, remote_.dest_qp);
   requester_->set_completion_queue(send_cq_);
   state_ = QpState::kRts;
   return Ok{};
@@ -118,6 +118,7 @@ void QueuePair::to_error() {
   for (uint64_t wr_id : early_receives_) {
     Completion c;
     c.wr_id = wr_id;
+    c.qpn = qpn_;
     c.status = WcStatus::kWrFlushError;
     c.opcode = WcOpcode::kRecvRdmaWithImm;
     if (recv_cq_ != nullptr) recv_cq_->push(c);

@@ -36,8 +36,9 @@ Requester::Requester(const QpConfig& config, QpStats& stats, EvSet& evs, Congest
   suspects_.reserve(1024);
 }
 
-void Requester::start(Psn initial_psn, Qpn dest_qp) {
+void Requester::start(Psn initial_psn, Qpn self_qp, Qpn dest_qp) {
   window_.reset(initial_psn);
+  self_qp_ = self_qp;
   dest_qp_ = dest_qp;
   peer_window_psns_ = window_.capacity();
 }
@@ -519,6 +520,7 @@ void Requester::complete_acknowledged() {
     if (w.signaled && cq_ != nullptr) {
       Completion c;
       c.wr_id = w.wr_id;
+      c.qpn = self_qp_;
       c.opcode = WcOpcode::kRdmaWrite;
       c.byte_len = static_cast<uint32_t>(std::min<uint64_t>(w.total_length, UINT32_MAX));
       cq_->push(c);
@@ -532,6 +534,7 @@ void Requester::flush(WcStatus first, CompletionQueue* cq) {
     const WorkRequest& w = wr_at(sq_head_);
     Completion c;
     c.wr_id = w.wr_id;
+    c.qpn = self_qp_;
     c.status = first;
     c.opcode = WcOpcode::kRdmaWrite;
     if (cq != nullptr) cq->push(c);

@@ -52,7 +52,7 @@ class Requester {
  public:
   Requester(const QpConfig& config, QpStats& stats, EvSet& evs, CongestionController& cc);
 
-  void start(Psn initial_psn, Qpn dest_qp);
+  void start(Psn initial_psn, Qpn self_qp, Qpn dest_qp);
   Result<Ok, PostError> post(const SendWr& wr, const MemoryRegionTable& mrs, uint32_t pd);
 
   // Produces the next packet for `plane` into `out` (>= mtu + headers); returns its length or 0.
@@ -144,6 +144,7 @@ class Requester {
   std::vector<Psn> ev_last_psn_;
   std::vector<uint64_t> ev_last_tx_;  // 0 = nothing sent on this slot yet
 
+  Qpn self_qp_{0};
   Qpn dest_qp_{0};
   uint32_t peer_window_psns_ = 0;
   uint64_t next_tx_sequence_ = 1;

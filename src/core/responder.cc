@@ -16,8 +16,10 @@ Responder::Responder(const QpConfig& config, QpStats& stats, ControlQueue& contr
       rq_(config.max_recv_wr),
       wimm_(config.max_wimm_dest) {}
 
-void Responder::start(Psn expected_psn, Qpn dest_qp, uint32_t pd, const MemoryRegionTable* mrs) {
+void Responder::start(Psn expected_psn, Qpn self_qp, Qpn dest_qp, uint32_t pd,
+                      const MemoryRegionTable* mrs) {
   window_.reset(expected_psn);
+  self_qp_ = self_qp;
   dest_qp_ = dest_qp;
   pd_ = pd;
   mrs_ = mrs;
@@ -204,6 +206,7 @@ void Responder::deliver(CompletionQueue* cq) {
     if (!w.valid || !w.last_psn.before(window_.cumulative())) return;
     Completion c;
     c.wr_id = rq_[rq_head_];
+    c.qpn = self_qp_;
     c.opcode = WcOpcode::kRecvRdmaWithImm;
     c.has_immediate = true;
     c.immediate = w.immediate;
@@ -223,6 +226,7 @@ void Responder::flush(CompletionQueue* cq) {
   for (; rq_count_ > 0; --rq_count_) {
     Completion c;
     c.wr_id = rq_[rq_head_];
+    c.qpn = self_qp_;
     c.status = WcStatus::kWrFlushError;
     c.opcode = WcOpcode::kRecvRdmaWithImm;
     if (cq != nullptr) cq->push(c);

@@ -41,7 +41,7 @@ class Responder {
  public:
   Responder(const QpConfig& config, QpStats& stats, ControlQueue& control);
 
-  void start(Psn expected_psn, Qpn dest_qp, uint32_t pd, const MemoryRegionTable* mrs);
+  void start(Psn expected_psn, Qpn self_qp, Qpn dest_qp, uint32_t pd, const MemoryRegionTable* mrs);
   void on_data(Instant now, const wire::DataPacket& packet, const RxMeta& meta);
   void on_probe(Instant now, const wire::Probe& probe, const RxMeta& meta);
   bool post_recv(uint64_t wr_id);
@@ -75,6 +75,7 @@ class Responder {
   ControlQueue& control_;
   const MemoryRegionTable* mrs_ = nullptr;
   uint32_t pd_ = 0;
+  Qpn self_qp_{0};
   Qpn dest_qp_{0};
   ReceiveWindow window_;
 

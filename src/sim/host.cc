@@ -1,0 +1,63 @@
+// SimHost: the simulator's datapath. One packet per idle port per opportunity (the port then
+// serializes it and calls back), one pending timer event at the engine's earliest deadline
+// (older timer events are ignored by generation).
+#include "sim/host.h"
+
+namespace mrc::sim {
+
+SimHost::SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointConfig& config)
+    : id_(id), events_(events), fabric_(fabric), endpoint_(config), buffer_(wire::kMaxDatagramBytes) {}
+
+void SimHost::on_deliver(PlaneId plane, PacketPtr packet) {
+  RxMeta meta{plane, packet->ev, packet->ecn_ce, packet->trimmed, packet->source_host};
+  endpoint_.handle_datagram(events_.now(), packet->bytes, meta);
+  kick();
+}
+
+void SimHost::on_port_ready(PlaneId plane) {
+  transmit_on(plane);
+  arm_timer();
+}
+
+void SimHost::on_port_state(PlaneId plane, bool up) {
+  endpoint_.set_port_up(plane, up, events_.now());
+  kick();
+}
+
+void SimHost::kick() {
+  for (uint32_t p = 0; p < fabric_.planes(); ++p) transmit_on(PlaneId(static_cast<uint8_t>(p)));
+  arm_timer();
+}
+
+void SimHost::transmit_on(PlaneId plane) {
+  if (!fabric_.port_idle(id_, plane) || !endpoint_.port_up(plane)) return;
+  TxMeta meta;
+  const size_t n = endpoint_.poll_transmit(events_.now(), plane, buffer_, meta);
+  if (n == 0) return;
+  auto packet = std::make_unique<SimPacket>();
+  packet->dest_host = meta.peer;
+  packet->plane = plane;
+  packet->ev = meta.ev;
+  packet->trimmable = meta.is_data;
+  packet->high_priority = !meta.is_data;
+  packet->trim_to_bytes = meta.header_bytes;
+  packet->bytes.assign(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(n));
+  fabric_.transmit(id_, plane, std::move(packet));
+}
+
+void SimHost::arm_timer() {
+  const Instant deadline = endpoint_.next_deadline();
+  if (deadline.is_never() || deadline >= timer_at_) return;
+  timer_at_ = deadline;
+  const uint64_t generation = ++timer_generation_;
+  events_.schedule(deadline, [this, generation] { on_timer(generation); });
+}
+
+void SimHost::on_timer(uint64_t generation) {
+  if (generation != timer_generation_) return;
+  timer_at_ = Instant::never();
+  endpoint_.handle_timeout(events_.now());
+  kick();
+}
+
+}  // namespace mrc::sim

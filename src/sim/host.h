@@ -1,0 +1,44 @@
+// A simulated host: one protocol engine (core::Endpoint) attached to the fabric by one NIC port
+// per plane, driven exactly as the UDP datapath drives it: datagrams in, poll_transmit when a
+// port is idle, handle_timeout at the engine's deadline, port up/down events.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/endpoint.h"
+#include "sim/event_queue.h"
+#include "sim/fabric.h"
+
+namespace mrc::sim {
+
+class SimHost {
+ public:
+  SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointConfig& config);
+
+  Endpoint& endpoint() { return endpoint_; }
+  HostId id() const { return id_; }
+
+  // Fabric callbacks.
+  void on_deliver(PlaneId plane, PacketPtr packet);
+  void on_port_ready(PlaneId plane);
+  void on_port_state(PlaneId plane, bool up);
+
+  // Gives every idle port a chance to send and re-arms the engine's timer; call after posting.
+  void kick();
+
+ private:
+  void transmit_on(PlaneId plane);
+  void arm_timer();
+  void on_timer(uint64_t generation);
+
+  HostId id_;
+  EventQueue& events_;
+  Fabric& fabric_;
+  Endpoint endpoint_;
+  std::vector<uint8_t> buffer_;
+  Instant timer_at_ = Instant::never();
+  uint64_t timer_generation_ = 0;
+};
+
+}  // namespace mrc::sim

@@ -1,0 +1,414 @@
+// Scenario runner and checker (see run.h). The run has three phases, as in TigerBeetle's VOPR:
+// faults (scheduled and seeded random ones), heal (every fault removed at heal_at), and
+// liveness (run until every operation has settled or the time limit says the run hung). The
+// checker then compares every target byte with its source and the engines' counters with the
+// workload: exactly-once placement is bytes_placed == bytes_written.
+#include "sim/run.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "sim/host.h"
+#include "util/prng.h"
+
+namespace mrc::sim {
+
+namespace {
+
+struct Op {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  bool imm = false;
+  uint32_t immediate = 0;
+  bool posted = false;
+  bool settled = false;
+  bool success = false;
+};
+
+// One direction of one queue-pair connection: writes from `src` into `dst`.
+struct Flow {
+  HostId src = 0;
+  HostId dst = 0;
+  QueuePair* sender = nullptr;
+  QueuePair* receiver = nullptr;
+  std::vector<uint8_t> source;
+  std::vector<uint8_t> target;
+  MemoryRegionInfo source_mr;
+  MemoryRegionInfo target_mr;
+  std::vector<Op> ops;
+  uint32_t next_post = 0;
+  uint32_t imm_total = 0;
+  uint32_t imm_received = 0;
+  uint32_t recv_posted = 0;
+  std::vector<uint32_t> imm_expected;  // immediates in send order
+  bool order_violation = false;
+};
+
+class Runner {
+ public:
+  Runner(const Scenario& scenario, const RunOptions& options)
+      : sc_(scenario), options_(options), prng_(scenario.seed ^ 0x5eed5eedULL) {}
+  RunReport run();
+
+ private:
+  void build();
+  void connect(HostId a, HostId b);
+  Flow& add_flow(HostId src, HostId dst, QueuePair* sender, QueuePair* receiver);
+  void post_work(Flow& flow, uint32_t index);
+  void top_up(Flow& flow);
+  void poll_completions();
+  void schedule_faults();
+  FaultAction resolve(const ScheduledFault& fault);
+  void schedule_random_faults(Instant end);
+  bool settled() const;
+  void tick();
+  void finish(RunReport& report);
+  void collect(RunReport& report);
+
+  const Scenario& sc_;
+  const RunOptions& options_;
+  Prng prng_;
+  EventQueue events_;
+  std::unique_ptr<Fabric> fabric_;
+  std::vector<std::unique_ptr<SimHost>> hosts_;
+  std::vector<uint32_t> pds_;
+  std::vector<CompletionQueue*> send_cqs_;
+  std::vector<CompletionQueue*> recv_cqs_;
+  std::vector<std::unique_ptr<Flow>> flows_;
+  RunReport report_;
+  Instant done_at_ = Instant::never();
+};
+
+void Runner::build() {
+  FabricCallbacks callbacks;
+  callbacks.deliver = [this](HostId h, PlaneId p, PacketPtr pkt) { hosts_[h]->on_deliver(p, std::move(pkt)); };
+  callbacks.port_ready = [this](HostId h, PlaneId p) { hosts_[h]->on_port_ready(p); };
+  callbacks.port_state = [this](HostId h, PlaneId p, bool up) { hosts_[h]->on_port_state(p, up); };
+  fabric_ = std::make_unique<Fabric>(events_, sc_.fabric, sc_.seed, callbacks);
+  for (HostId h = 0; h < sc_.fabric.hosts; ++h) {
+    EndpointConfig ec;
+    ec.planes = static_cast<int>(sc_.fabric.planes);
+    ec.seed = sc_.seed * 1000003 + h;
+    hosts_.push_back(std::make_unique<SimHost>(h, events_, *fabric_, ec));
+    Endpoint& e = hosts_.back()->endpoint();
+    pds_.push_back(e.memory().alloc_pd());
+    send_cqs_.push_back(e.create_cq(1 << 16));
+    recv_cqs_.push_back(e.create_cq(1 << 16));
+  }
+  const uint32_t n = sc_.fabric.hosts;
+  if (sc_.workload.pattern == Pattern::kIncast) {
+    for (HostId h = 1; h < n; ++h) connect(h, 0);
+  } else {
+    for (HostId h = 0; h < (n == 2 ? 1u : n); ++h) connect(h, (h + 1) % n);
+  }
+}
+
+void Runner::connect(HostId a, HostId b) {
+  for (uint32_t q = 0; q < sc_.workload.qps_per_flow; ++q) {
+    Endpoint& ea = hosts_[a]->endpoint();
+    Endpoint& eb = hosts_[b]->endpoint();
+    QueuePair* qa = ea.create_qp(sc_.qp, pds_[a], send_cqs_[a], recv_cqs_[a]).value();
+    QueuePair* qb = eb.create_qp(sc_.qp, pds_[b], send_cqs_[b], recv_cqs_[b]).value();
+    const Psn psn_a(static_cast<uint32_t>(prng_.next_u32()));
+    const Psn psn_b(static_cast<uint32_t>(prng_.next_u32()));
+    (void)qa->to_init();
+    (void)qb->to_init();
+    (void)qa->to_rtr(RtrAttributes{qb->qpn(), psn_b, b});
+    (void)qb->to_rtr(RtrAttributes{qa->qpn(), psn_a, a});
+    (void)qa->to_rts(RtsAttributes{psn_a});
+    (void)qb->to_rts(RtsAttributes{psn_b});
+    add_flow(a, b, qa, qb);
+    if (sc_.workload.bidirectional) add_flow(b, a, qb, qa);
+  }
+}
+
+Flow& Runner::add_flow(HostId src, HostId dst, QueuePair* sender, QueuePair* receiver) {
+  auto flow = std::make_unique<Flow>();
+  Flow& f = *flow;
+  f.src = src;
+  f.dst = dst;
+  f.sender = sender;
+  f.receiver = receiver;
+  const Workload& w = sc_.workload;
+  const uint64_t bytes = w.message_bytes * w.messages;
+  f.source.resize(bytes);
+  f.target.assign(bytes, 0);
+  for (uint64_t i = 0; i < bytes; i += 8) {
+    const uint64_t word = mix64((static_cast<uint64_t>(flows_.size()) << 40) ^ i ^ sc_.seed);
+    std::memcpy(f.source.data() + i, &word, std::min<uint64_t>(8, bytes - i));
+  }
+  const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
+  f.source_mr = hosts_[src]->endpoint().memory().register_region(pds_[src], f.source.data(), bytes, access).value();
+  f.target_mr = hosts_[dst]->endpoint().memory().register_region(pds_[dst], f.target.data(), bytes, access).value();
+  for (uint32_t i = 0; i < w.messages; ++i) {
+    Op op;
+    op.offset = i * w.message_bytes;
+    op.length = w.message_bytes;
+    op.imm = prng_.chance(w.imm_fraction);
+    op.immediate = static_cast<uint32_t>(prng_.next_u32());
+    if (op.imm) {
+      ++f.imm_total;
+      f.imm_expected.push_back(op.immediate);
+    }
+    f.ops.push_back(op);
+  }
+  flows_.push_back(std::move(flow));
+  return f;
+}
+
+void Runner::post_work(Flow& f, uint32_t index) {
+  Op& op = f.ops[index];
+  Sge sge{f.source_mr.address + op.offset, static_cast<uint32_t>(op.length), f.source_mr.lkey};
+  SendWr wr;
+  for (size_t i = 0; i < flows_.size(); ++i)
+    if (flows_[i].get() == &f) wr.wr_id = (static_cast<uint64_t>(i) << 32) | index;
+  wr.opcode = op.imm ? SendOpcode::kWriteWithImm : SendOpcode::kWrite;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.remote_addr = f.target_mr.address + op.offset;
+  wr.rkey = f.target_mr.rkey;
+  wr.immediate = op.immediate;
+  if (f.sender->post_send(wr).ok()) {
+    op.posted = true;
+    ++report_.ops_posted;
+    report_.bytes_written += op.length;
+  }
+}
+
+void Runner::top_up(Flow& f) {
+  while (f.recv_posted < f.imm_total && f.receiver->post_recv(f.recv_posted).ok()) ++f.recv_posted;
+  while (f.next_post < f.ops.size() && f.sender->state() == QpState::kRts) {
+    post_work(f, f.next_post);
+    if (!f.ops[f.next_post].posted) break;
+    ++f.next_post;
+  }
+}
+
+void Runner::poll_completions() {
+  std::vector<Completion> batch(512);
+  for (HostId h = 0; h < hosts_.size(); ++h) {
+    for (size_t n; (n = send_cqs_[h]->poll(batch)) > 0;) {
+      for (size_t i = 0; i < n; ++i) {
+        const Completion& c = batch[i];
+        Flow& f = *flows_[c.wr_id >> 32];
+        Op& op = f.ops[c.wr_id & 0xFFFFFFFF];
+        op.settled = true;
+        op.success = c.status == WcStatus::kSuccess;
+        ++(op.success ? report_.ops_completed : report_.ops_failed);
+      }
+    }
+    for (size_t n; (n = recv_cqs_[h]->poll(batch)) > 0;) {
+      for (size_t i = 0; i < n; ++i) {
+        const Completion& c = batch[i];
+        if (c.status != WcStatus::kSuccess) continue;  // flushed receives of a failed QP
+        for (auto& f : flows_) {
+          if (f->dst != h || f->receiver->qpn() != c.qpn) continue;
+          if (f->imm_received >= f->imm_expected.size() ||
+              f->imm_expected[f->imm_received] != c.immediate)
+            f->order_violation = true;
+          ++f->imm_received;
+          ++report_.wimm_delivered;
+        }
+      }
+    }
+  }
+  for (auto& f : flows_) top_up(*f);
+  for (auto& h : hosts_) h->kick();
+}
+
+bool Runner::settled() const {
+  for (const auto& f : flows_) {
+    for (const Op& op : f->ops)
+      if (!op.settled) return false;
+    bool all_ok = true;
+    for (const Op& op : f->ops) all_ok &= op.success;
+    if (all_ok && f->imm_received < f->imm_total) return false;
+  }
+  return true;
+}
+
+void Runner::tick() {
+  poll_completions();
+  uint64_t placed = 0;
+  for (auto& h : hosts_)
+    h->endpoint().for_each_qp([&](QueuePair& qp) { placed += qp.stats().data_bytes_placed; });
+  report_.progress.emplace_back(events_.now().ns, placed);
+  if (options_.on_progress) {
+    report_.sim_time_ns = events_.now().ns;
+    report_.bytes_placed = placed;
+    options_.on_progress(report_);
+  }
+  if (settled()) {
+    done_at_ = events_.now();
+    events_.stop();
+    return;
+  }
+  events_.schedule_after(options_.progress_interval, [this] { tick(); });
+}
+
+// Scenario files name links by role and indices, and blackholed EVs by slot; both become
+// concrete only once the fabric and the queue pairs exist.
+FaultAction Runner::resolve(const ScheduledFault& f) {
+  FaultAction a = f.action;
+  Scope& s = a.scope;
+  if (s.kind == Scope::Kind::kLink && s.classes != kAllLinkClasses) {
+    const HostId host = s.node.value;
+    const uint32_t leaf = s.link.value >> 16, spine = s.link.value & 0xFFFF;
+    LinkId id{0};
+    if (s.classes == bit(LinkClass::kHostUp)) id = fabric_->host_uplink(host, s.plane);
+    if (s.classes == bit(LinkClass::kHostDown)) id = fabric_->host_downlink(host, s.plane);
+    if (s.classes == bit(LinkClass::kFabricUp)) id = fabric_->leaf_to_spine(s.plane, leaf, spine);
+    if (s.classes == bit(LinkClass::kFabricDown)) id = fabric_->spine_to_leaf(s.plane, spine, leaf);
+    s = Scope::of_link(id);
+  }
+  if (f.ev_slot >= 0 && !flows_.empty() && flows_.front()->sender->evs() != nullptr) {
+    const EvSet& evs = *flows_.front()->sender->evs();
+    const EvSet::Slot& slot = evs.slot(static_cast<uint16_t>(static_cast<size_t>(f.ev_slot) % evs.size()));
+    a.ev = slot.ev;
+    a.scope.plane = slot.plane;
+  }
+  return a;
+}
+
+void Runner::schedule_faults() {
+  Instant last{0};
+  for (const ScheduledFault& f : sc_.faults) {
+    fabric_->schedule(f.at, resolve(f));
+    last = std::max(last, f.at);
+  }
+  if (sc_.random_faults) {
+    const Instant end = last + Duration::from_ms(2);
+    schedule_random_faults(end);
+    last = std::max(last, end);
+  }
+  const Instant heal = sc_.heal_at.ns > 0 ? sc_.heal_at : last + Duration::from_ms(1);
+  if (!sc_.faults.empty() || sc_.random_faults) fabric_->schedule(heal, FaultAction::heal_all());
+}
+
+// Seeded "swarm" faults: each run draws a different mix of fault kinds and intensities.
+void Runner::schedule_random_faults(Instant end) {
+  const uint32_t planes = sc_.fabric.planes;
+  auto plane = [&] { return PlaneId(static_cast<uint8_t>(prng_.below(planes))); };
+  auto at = [&] { return Instant{static_cast<int64_t>(prng_.below(static_cast<uint64_t>(end.ns)))}; };
+  const int actions = 1 + static_cast<int>(prng_.below(6));
+  for (int i = 0; i < actions; ++i) {
+    LinkFaults lf;
+    switch (prng_.below(7)) {
+      case 0: lf.loss = 0.002 + 0.05 * prng_.unit(); break;
+      case 1: lf.duplicate = 0.05 * prng_.unit(); break;
+      case 2: lf.reorder = 0.2 * prng_.unit(); break;
+      case 3: lf.corrupt = 0.02 * prng_.unit(); break;
+      case 4: lf.trim = 0.1 * prng_.unit(); break;
+      case 5: {
+        const PlaneId p = plane();
+        const Instant t = at();
+        fabric_->schedule(t, FaultAction::set_up(Scope::of_plane(p), false));
+        fabric_->schedule(t + Duration{static_cast<int64_t>(prng_.below(1'000'000))},
+                          FaultAction::set_up(Scope::of_plane(p), true));
+        continue;
+      }
+      default: {
+        FlapSpec flap;
+        flap.down_for = Duration{static_cast<int64_t>(20'000 + prng_.below(200'000))};
+        flap.up_for = Duration{static_cast<int64_t>(20'000 + prng_.below(200'000))};
+        const LinkId link = fabric_->leaf_to_spine(plane(), 0, static_cast<uint32_t>(prng_.below(sc_.fabric.spines)));
+        fabric_->schedule(at(), FaultAction::start_flap(Scope::of_link(link), flap));
+        continue;
+      }
+    }
+    const Scope scope = prng_.chance(0.5) ? Scope::fabric() : Scope::of_plane(plane());
+    fabric_->schedule(at(), FaultAction::set_faults(scope, lf));
+  }
+}
+
+void Runner::collect(RunReport& r) {
+  r.planes.assign(sc_.fabric.planes, PlaneReport{});
+  r.bytes_placed = 0;
+  for (auto& h : hosts_) {
+    r.hostile_drops += h->endpoint().stats().unknown_qp;
+    for (uint64_t e : h->endpoint().stats().decode_errors) r.hostile_drops += e;
+    h->endpoint().for_each_qp([&](QueuePair& qp) {
+      const QpStats s = qp.stats();
+      r.bytes_placed += s.data_bytes_placed;
+      r.retransmits += s.retransmits;
+      r.timeouts += s.timeouts;
+      r.trims += s.trims_received;
+      r.ecn_marks += s.ecn_marks_received;
+      for (uint64_t n : s.nacks_sent) r.nacks += n;
+      for (uint64_t d : s.drops) r.hostile_drops += d;
+      for (uint32_t p = 0; p < sc_.fabric.planes; ++p) {
+        r.planes[p].data_bytes_sent += s.planes[p].bytes_sent;
+        r.planes[p].retransmits += s.planes[p].retransmits;
+      }
+      if (const EvSet* evs = qp.evs()) {
+        const EvTransitions& t = evs->transitions();
+        r.ev_transitions.to_skip += t.to_skip;
+        r.ev_transitions.to_assumed_bad += t.to_assumed_bad;
+        r.ev_transitions.revived += t.revived;
+        r.ev_transitions.to_denied += t.to_denied;
+        r.ev_transitions.replaced += t.replaced;
+        r.ev_transitions.regenerated += t.regenerated;
+        r.ev_transitions.floor_held += t.floor_held;
+      }
+    });
+  }
+  for (uint32_t p = 0; p < sc_.fabric.planes; ++p)
+    r.planes[p].fabric_bytes_delivered = fabric_->plane_stats(PlaneId(static_cast<uint8_t>(p))).bytes_delivered;
+  const LinkStats& links = fabric_->totals().links;
+  r.fabric_drops = links.dropped_overflow + links.dropped_fault + links.dropped_down + links.dropped_blackhole;
+}
+
+void Runner::finish(RunReport& r) {
+  collect(r);
+  r.seed = sc_.seed;
+  r.sim_time_ns = events_.now().ns;
+  r.events = events_.events_run();
+  r.completion_time_ns = done_at_.is_never() ? -1 : done_at_.ns;
+  std::string& why = r.failure;
+  if (done_at_.is_never()) why = "hang: operations still outstanding at the time limit";
+  for (const auto& f : flows_) {
+    bool flow_failed = false;
+    for (const Op& op : f->ops) {
+      if (!op.settled || !op.success) {
+        flow_failed |= op.settled;
+        continue;
+      }
+      if (std::memcmp(f->source.data() + op.offset, f->target.data() + op.offset, op.length) != 0) {
+        if (why.empty()) why = "data mismatch at offset " + std::to_string(op.offset);
+      } else {
+        r.bytes_verified += op.length;
+      }
+    }
+    if (f->order_violation && why.empty()) why = "WRITE-with-immediate completions out of order";
+    if (flow_failed && !sc_.workload.expect_failure && why.empty())
+      why = "an operation failed with an error completion";
+  }
+  if (why.empty() && r.ops_failed == 0 && r.bytes_placed != r.bytes_written)
+    why = "bytes placed (" + std::to_string(r.bytes_placed) + ") != bytes written (" +
+          std::to_string(r.bytes_written) + "): not exactly once";
+  if (why.empty() && sc_.workload.expect_failure && r.ops_failed == 0)
+    why = "expected the retry limit to fail operations, but all completed";
+  r.ok = why.empty();
+}
+
+RunReport Runner::run() {
+  build();
+  for (auto& f : flows_) top_up(*f);
+  schedule_faults();
+  for (auto& h : hosts_) h->kick();
+  events_.schedule_after(options_.progress_interval, [this] { tick(); });
+  events_.run_until(sc_.time_limit);
+  poll_completions();
+  finish(report_);
+  return report_;
+}
+
+}  // namespace
+
+RunReport run_scenario(const Scenario& scenario, const RunOptions& options) {
+  Runner runner(scenario, options);
+  return runner.run();
+}
+
+}  // namespace mrc::sim

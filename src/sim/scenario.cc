@@ -1,0 +1,248 @@
+// Scenario files (TOML, read with toml++): every key is optional except where noted; unknown
+// keys are errors, so a typo never silently runs a different experiment. The schema is listed
+// in docs/SIMULATION.md.
+#include "sim/scenario.h"
+
+#include <set>
+#include <toml++/toml.h>
+
+namespace mrc::sim {
+
+namespace {
+
+struct Reader {
+  std::string& error;
+  bool ok = true;
+
+  template <typename T>
+  void get(const toml::table& t, const std::string& where, const char* key, T& out) {
+    const toml::node* n = t.get(key);
+    if (n == nullptr || !ok) return;
+    if constexpr (std::is_same_v<T, bool>) {
+      if (auto v = n->value<bool>()) { out = *v; return; }
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (auto v = n->value<double>()) { out = static_cast<T>(*v); return; }
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (auto v = n->value<std::string>()) { out = *v; return; }
+    } else {
+      if (auto v = n->value<int64_t>(); v && *v >= 0) { out = static_cast<T>(*v); return; }
+    }
+    fail(where + key + ": wrong type or negative value");
+  }
+  void fail(const std::string& message) {
+    if (ok) error = message;
+    ok = false;
+  }
+  void check_keys(const toml::table& t, const std::string& where, std::set<std::string> allowed) {
+    for (const auto& [k, v] : t) {
+      if (!allowed.count(std::string(k.str()))) fail(where + std::string(k.str()) + ": unknown key");
+    }
+  }
+};
+
+void read_link(Reader& r, const toml::table* t, const std::string& where, LinkConfig& link) {
+  if (t == nullptr) return;
+  r.check_keys(*t, where, {"rate_gbps", "propagation_ns", "queue_kib", "ecn_kib", "trim_kib", "overflow"});
+  int64_t propagation = link.propagation.ns;
+  uint32_t queue = link.queue_limit_bytes / 1024, ecn = link.ecn_threshold_bytes / 1024,
+           trim = link.trim_threshold_bytes / 1024;
+  std::string overflow = link.overflow == OverflowPolicy::kTrim ? "trim" : "drop";
+  r.get(*t, where, "rate_gbps", link.rate_gbps);
+  r.get(*t, where, "propagation_ns", propagation);
+  r.get(*t, where, "queue_kib", queue);
+  r.get(*t, where, "ecn_kib", ecn);
+  r.get(*t, where, "trim_kib", trim);
+  r.get(*t, where, "overflow", overflow);
+  if (overflow != "trim" && overflow != "drop") r.fail(where + "overflow: must be \"trim\" or \"drop\"");
+  if (link.rate_gbps <= 0) r.fail(where + "rate_gbps: must be > 0");
+  link.propagation = Duration{propagation};
+  link.queue_limit_bytes = queue * 1024;
+  link.ecn_threshold_bytes = ecn * 1024;
+  link.trim_threshold_bytes = trim * 1024;
+  link.overflow = overflow == "trim" ? OverflowPolicy::kTrim : OverflowPolicy::kDrop;
+}
+
+void read_fabric(Reader& r, const toml::table* t, Scenario& s) {
+  if (t == nullptr) return;
+  r.check_keys(*t, "fabric.", {"planes", "hosts", "spines", "hosts_per_leaf", "ecn_last_hop", "host_link", "fabric_link"});
+  r.get(*t, "fabric.", "planes", s.fabric.planes);
+  r.get(*t, "fabric.", "hosts", s.fabric.hosts);
+  r.get(*t, "fabric.", "spines", s.fabric.spines);
+  r.get(*t, "fabric.", "hosts_per_leaf", s.fabric.hosts_per_leaf);
+  r.get(*t, "fabric.", "ecn_last_hop", s.fabric.ecn_last_hop);
+  read_link(r, t->get_as<toml::table>("host_link"), "fabric.host_link.", s.fabric.host_link);
+  read_link(r, t->get_as<toml::table>("fabric_link"), "fabric.fabric_link.", s.fabric.fabric_link);
+  if (s.fabric.planes < 1 || s.fabric.planes > static_cast<uint32_t>(kMaxPlanes))
+    r.fail("fabric.planes: must be 1.." + std::to_string(kMaxPlanes));
+  if (s.fabric.hosts < 2) r.fail("fabric.hosts: need at least 2 hosts");
+  if (s.fabric.spines < 1) r.fail("fabric.spines: need at least 1 spine");
+}
+
+void read_qp(Reader& r, const toml::table* t, Scenario& s) {
+  if (t == nullptr) return;
+  r.check_keys(*t, "qp.", {"mtu", "ev_count", "ev_min_active", "mpr", "max_wimm", "timeout",
+                           "retry_linear", "retry_exp", "ack_every", "cc", "window_kib"});
+  QpConfig& q = s.qp;
+  uint32_t mtu = q.mtu_bytes, ev = q.ev_count, ev_min = q.ev_min_active, mpr = q.mpr,
+           wimm = q.max_wimm, timeout = q.timeout, lin = q.retry_linear, exp = q.retry_exp,
+           ack = q.ack_every_packets, window = static_cast<uint32_t>(q.nscc.max_window_bytes / 1024);
+  std::string cc = "nscc";
+  r.get(*t, "qp.", "mtu", mtu);
+  r.get(*t, "qp.", "ev_count", ev);
+  r.get(*t, "qp.", "ev_min_active", ev_min);
+  r.get(*t, "qp.", "mpr", mpr);
+  r.get(*t, "qp.", "max_wimm", wimm);
+  r.get(*t, "qp.", "timeout", timeout);
+  r.get(*t, "qp.", "retry_linear", lin);
+  r.get(*t, "qp.", "retry_exp", exp);
+  r.get(*t, "qp.", "ack_every", ack);
+  r.get(*t, "qp.", "cc", cc);
+  r.get(*t, "qp.", "window_kib", window);
+  if (mpr > 255 || timeout > 255 || lin > 255 || exp > 255 || ev > 65535 || ev_min > 65535 || wimm > 65535)
+    r.fail("qp: a value is larger than its field");
+  q.mtu_bytes = mtu;
+  q.max_message_bytes = (1ull << 30) / mtu * mtu;
+  q.ev_count = static_cast<uint16_t>(ev);
+  q.ev_min_active = static_cast<uint16_t>(ev_min);
+  q.mpr = q.mpr_dest = static_cast<uint8_t>(mpr);
+  q.max_wimm = q.max_wimm_dest = static_cast<uint16_t>(wimm);
+  q.timeout = static_cast<uint8_t>(timeout);
+  q.retry_linear = static_cast<uint8_t>(lin);
+  q.retry_exp = static_cast<uint8_t>(exp);
+  q.ack_every_packets = ack;
+  q.nscc.max_window_bytes = q.fixed_window_bytes = static_cast<uint64_t>(window) * 1024;
+  q.nscc.initial_window_bytes = std::min(q.nscc.initial_window_bytes, q.nscc.max_window_bytes);
+  if (cc == "nscc") q.cc = CcAlgorithm::kNscc;
+  else if (cc == "aimd") q.cc = CcAlgorithm::kAimd;
+  else if (cc == "fixed") q.cc = CcAlgorithm::kFixed;
+  else r.fail("qp.cc: must be \"nscc\", \"aimd\" or \"fixed\"");
+}
+
+void read_workload(Reader& r, const toml::table* t, Scenario& s) {
+  if (t == nullptr) return;
+  r.check_keys(*t, "workload.", {"pattern", "bidirectional", "message_bytes", "messages", "qps", "imm_fraction", "expect_failure"});
+  Workload& w = s.workload;
+  std::string pattern = "pairs";
+  r.get(*t, "workload.", "pattern", pattern);
+  r.get(*t, "workload.", "bidirectional", w.bidirectional);
+  r.get(*t, "workload.", "message_bytes", w.message_bytes);
+  r.get(*t, "workload.", "messages", w.messages);
+  r.get(*t, "workload.", "qps", w.qps_per_flow);
+  r.get(*t, "workload.", "imm_fraction", w.imm_fraction);
+  r.get(*t, "workload.", "expect_failure", w.expect_failure);
+  if (pattern == "pairs") w.pattern = Pattern::kPairs;
+  else if (pattern == "incast") w.pattern = Pattern::kIncast;
+  else r.fail("workload.pattern: must be \"pairs\" or \"incast\"");
+  if (w.message_bytes > UINT32_MAX) r.fail("workload.message_bytes: at most 4 GiB - 1 per message");
+  if (w.messages < 1 || w.qps_per_flow < 1) r.fail("workload: messages and qps must be >= 1");
+}
+
+Scope read_scope(Reader& r, const toml::table& t, const std::string& where, const FabricConfig& f) {
+  int64_t plane = -1, host = 0, leaf = 0, spine = 0;
+  std::string link = "all";
+  if (t.get("plane")) r.get(t, where, "plane", plane);
+  r.get(t, where, "host", host);
+  r.get(t, where, "leaf", leaf);
+  r.get(t, where, "spine", spine);
+  r.get(t, where, "link", link);
+  if (plane >= static_cast<int64_t>(f.planes)) r.fail(where + "plane: no such plane");
+  if (host >= f.hosts || spine >= f.spines || leaf >= (f.hosts + f.hosts_per_leaf - 1) / f.hosts_per_leaf)
+    r.fail(where + "host/leaf/spine: index out of range");
+  const PlaneId p(static_cast<uint8_t>(std::max<int64_t>(plane, 0)));
+  if (link != "all" && plane < 0) r.fail(where + "link: naming one link needs a plane");
+  if (!r.ok) return Scope::fabric();
+  // Links are named after the fabric is built; encode the request in the scope and let
+  // resolve_scope() in the runner finish it.
+  Scope s = plane < 0 ? Scope::fabric() : Scope::of_plane(p);
+  if (link == "all") return s;
+  s.kind = Scope::Kind::kLink;
+  s.plane = p;
+  if (link == "host_up") s.classes = bit(LinkClass::kHostUp);
+  else if (link == "host_down") s.classes = bit(LinkClass::kHostDown);
+  else if (link == "leaf_spine") s.classes = bit(LinkClass::kFabricUp);
+  else if (link == "spine_leaf") s.classes = bit(LinkClass::kFabricDown);
+  else r.fail(where + "link: must be all, host_up, host_down, leaf_spine or spine_leaf");
+  s.node = NodeId(static_cast<uint32_t>(host));
+  s.link = LinkId(static_cast<uint32_t>((leaf << 16) | spine));
+  return s;
+}
+
+void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
+  const std::string where = "fault[" + std::to_string(index) + "].";
+  r.check_keys(t, where, {"at_us", "action", "plane", "link", "host", "leaf", "spine", "loss",
+                          "duplicate", "reorder", "reorder_max_us", "corrupt", "trim", "ev_slot",
+                          "down_us", "up_us", "duration_us"});
+  ScheduledFault f;
+  double at_us = 0, reorder_max_us = 5, down_us = 100, up_us = 100, duration_us = 1000;
+  std::string action;
+  r.get(t, where, "at_us", at_us);
+  r.get(t, where, "action", action);
+  r.get(t, where, "reorder_max_us", reorder_max_us);
+  r.get(t, where, "down_us", down_us);
+  r.get(t, where, "up_us", up_us);
+  r.get(t, where, "duration_us", duration_us);
+  f.at = Instant{static_cast<int64_t>(at_us * 1000)};
+  f.description = action;
+  const Scope scope = read_scope(r, t, where, s.fabric);
+  LinkFaults lf;
+  r.get(t, where, "loss", lf.loss);
+  r.get(t, where, "duplicate", lf.duplicate);
+  r.get(t, where, "reorder", lf.reorder);
+  r.get(t, where, "corrupt", lf.corrupt);
+  r.get(t, where, "trim", lf.trim);
+  lf.reorder_max_delay = Duration{static_cast<int64_t>(reorder_max_us * 1000)};
+  if (action == "faults") f.action = FaultAction::set_faults(scope, lf);
+  else if (action == "down" || action == "up") f.action = FaultAction::set_up(scope, action == "up");
+  else if (action == "heal") f.action = FaultAction::heal_all();
+  else if (action == "flap") {
+    FlapSpec flap{Duration{static_cast<int64_t>(down_us * 1000)}, Duration{static_cast<int64_t>(up_us * 1000)},
+                  Duration{static_cast<int64_t>(duration_us * 1000)}};
+    f.action = FaultAction::start_flap(scope, flap);
+  } else if (action == "blackhole" || action == "unblackhole") {
+    int64_t slot = 0;
+    r.get(t, where, "ev_slot", slot);
+    f.ev_slot = static_cast<int>(slot);
+    f.action = FaultAction::blackhole(scope.plane, Ev(0), action == "blackhole");
+  } else {
+    r.fail(where + "action: must be faults, down, up, flap, blackhole, unblackhole or heal");
+  }
+  s.faults.push_back(f);
+}
+
+}  // namespace
+
+bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    error = path + ": " + std::string(e.description());
+    return false;
+  }
+  Reader r{error};
+  r.check_keys(root, "", {"name", "seed", "time_limit_ms", "heal_at_us", "random_faults", "fabric", "qp", "workload", "fault"});
+  double limit_ms = 2000, heal_us = 0;
+  r.get(root, "", "name", s.name);
+  r.get(root, "", "seed", s.seed);
+  r.get(root, "", "time_limit_ms", limit_ms);
+  r.get(root, "", "heal_at_us", heal_us);
+  r.get(root, "", "random_faults", s.random_faults);
+  s.time_limit = Instant{static_cast<int64_t>(limit_ms * 1e6)};
+  s.heal_at = Instant{static_cast<int64_t>(heal_us * 1e3)};
+  read_fabric(r, root.get_as<toml::table>("fabric"), s);
+  read_qp(r, root.get_as<toml::table>("qp"), s);
+  read_workload(r, root.get_as<toml::table>("workload"), s);
+  if (const toml::array* faults = root.get_as<toml::array>("fault")) {
+    for (size_t i = 0; i < faults->size(); ++i) {
+      if (const toml::table* t = faults->get(i)->as_table()) read_fault(r, *t, i, s);
+    }
+  }
+  if (r.ok) {
+    const std::string qp_error = s.qp.validate(static_cast<int>(s.fabric.planes));
+    if (!qp_error.empty()) r.fail("qp: " + qp_error);
+  }
+  if (!r.ok) error = path + ": " + error;
+  return r.ok;
+}
+
+}  // namespace mrc::sim

@@ -1,0 +1,57 @@
+// A simulation scenario: fabric, queue-pair configuration, workload, fault schedule and seed,
+// as read from a TOML file (docs/SIMULATION.md lists every key) or built in code by tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "sim/fabric.h"
+
+namespace mrc::sim {
+
+enum class Pattern : uint8_t {
+  kPairs,          // host i writes to host i+1 (mod N); with bidirectional also back
+  kIncast,         // every host writes to host 0
+};
+
+struct Workload {
+  Pattern pattern = Pattern::kPairs;
+  bool bidirectional = true;
+  uint64_t message_bytes = 256 * 1024;
+  uint32_t messages = 8;          // per QP
+  uint32_t qps_per_flow = 1;
+  double imm_fraction = 0.5;      // share of messages sent as WRITE-with-immediate
+  bool expect_failure = false;    // the scenario drives QPs past their retry limit
+};
+
+struct ScheduledFault {
+  Instant at;
+  FaultAction action;
+  std::string description;
+  // For blackholes named by EV slot: the EV is the one in this slot of the first QP's EV set
+  // (EV values are drawn at run time). -1: the action's EV is used as is.
+  int ev_slot = -1;
+};
+
+struct Scenario {
+  std::string name = "unnamed";
+  uint64_t seed = 1;
+  FabricConfig fabric;
+  QpConfig qp;
+  Workload workload;
+  std::vector<ScheduledFault> faults;
+  // Liveness phase: every fault is healed at this time (0: right after the last fault + 1 ms).
+  Instant heal_at{0};
+  // A run that has not completed by this simulated time has hung.
+  Instant time_limit{Duration::from_ms(2000).ns};
+  // Random faults drawn from the seed for sweeps (loss, duplication, reordering, corruption,
+  // trimming, link down/up, blackholes, flaps), in addition to `faults`.
+  bool random_faults = false;
+};
+
+// Parses a scenario file. On error, returns false and sets `error` to a message naming the key.
+bool load_scenario(const std::string& path, Scenario& out, std::string& error);
+
+}  // namespace mrc::sim
