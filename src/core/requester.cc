@@ -80,7 +80,8 @@ bool Requester::window_allows(uint32_t bytes) const {
 bool Requester::wants_to_send(Instant now) const {
   (void)now;
   if (failed_) return false;
-  return !retransmits_.empty() || tail_probe_pending_ || sq_next_send_ < sq_tail_;
+  return !retransmits_.empty() || tail_probe_pending_ || ev_probe_pending_ ||
+         sq_next_send_ < sq_tail_;
 }
 
 size_t Requester::poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
@@ -230,6 +231,7 @@ size_t Requester::poll_probe(Instant now, PlaneId plane, std::span<uint8_t> out,
   if (due != EvSet::kNoSlot) {
     evs_.on_probe_sent(due, now);
     ++stats_.ev_probes;
+    ev_probe_pending_ = evs_.next_probe_at() <= now;
     return write_probe(now, due, out, meta);
   }
   if (!tail_probe_pending_) return 0;
@@ -271,16 +273,21 @@ bool Requester::ack_one(Psn psn, uint64_t& acked_bytes, Instant& newest_sent) {
 
 void Requester::on_sack(Instant now, const wire::Sack& sack) {
   ++stats_.sacks_received;
-  const Psn cum = sack.cumulative_psn;
-  if (cum.since(window_.oldest()) < 0 || window_.next().since(cum) < 0) {
-    ++stats_.drops[static_cast<size_t>(DropReason::kBadAck)];  // stale or never-sent PSNs
+  if (window_.next().since(sack.cumulative_psn) < 0 ||
+      sack.cumulative_psn.since(window_.oldest()) < -static_cast<int32_t>(window_.capacity())) {
+    ++stats_.drops[static_cast<size_t>(DropReason::kBadAck)];  // PSNs never sent
     return;
   }
+  // SACKs take different reverse paths and may arrive out of order: an older one still carries
+  // a useful bitmap and ECN echo, so only its cumulative point is ignored.
+  const bool stale = sack.cumulative_psn.since(window_.oldest()) < 0;
+  if (stale) ++stats_.stale_sacks;
+  const Psn cum = stale ? window_.oldest() : sack.cumulative_psn;
   if (sack.mpr > 0) peer_window_psns_ = static_cast<uint32_t>(sack.mpr) * 128;
   uint64_t acked = 0;
   Instant newest_sent = newest_acked_sent_at_;
   for (Psn psn = window_.oldest(); psn != cum; psn += 1) ack_one(psn, acked, newest_sent);
-  const Psn base = cum + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
+  const Psn base = sack.cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
   for (uint32_t i = 0; i < 64; ++i) {
     const Psn psn = base + i;
     if (((sack.bitmap >> i) & 1) && psn.since(cum) >= 0 && window_.contains(psn))
@@ -297,7 +304,8 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
     else if (Ev(sack.echoed_entropy) == tail_probe_ev_)
       tail_probe_answered(now, sack);
   }
-  const Psn trigger = cum + static_cast<uint32_t>(static_cast<int32_t>(sack.ack_psn_offset));
+  const Psn trigger =
+      sack.cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack.ack_psn_offset));
   Duration rtt{-1};
   if (!sack.probe_response && window_.contains(trigger)) {
     const SentPacket& t = window_.at(trigger);
@@ -448,14 +456,18 @@ Duration Requester::rto() const {
 
 Duration Requester::probe_timeout() const {
   const RttStats& r = stats_.rtt;
-  if (r.samples == 0) return Duration{config_.ack_timeout().ns / 4};
-  const int64_t pto = std::max({2 * r.smoothed_ns, r.smoothed_ns + 4 * r.variation_ns, int64_t{5000}});
+  // Backed off per unanswered probe in both cases: without it, a path that never answered
+  // (no RTT sample yet) kept the deadline in the past and probed in a busy loop.
+  const int64_t pto =
+      r.samples == 0 ? config_.ack_timeout().ns / 4
+                     : std::max({2 * r.smoothed_ns, r.smoothed_ns + 4 * r.variation_ns, int64_t{5000}});
   return Duration{pto << std::min<uint32_t>(tail_probes_since_progress_, 16)};
 }
 
 Instant Requester::next_deadline() const {
   if (failed_) return Instant::never();
-  Instant deadline = evs_.next_probe_at();
+  // A due probe waits for a transmit opportunity (wants_to_send), not for a timer.
+  Instant deadline = ev_probe_pending_ ? Instant::never() : evs_.next_probe_at();
   for (const Suspect& s : suspects_) deadline = std::min(deadline, s.deadline);
   if (window_.outstanding() == 0) return deadline;
   const Instant rto_at = last_progress_ + rto();
@@ -482,6 +494,7 @@ void Requester::check_suspects(Instant now) {
 
 void Requester::on_timer(Instant now) {
   if (failed_) return;
+  if (evs_.next_probe_at() <= now) ev_probe_pending_ = true;
   check_suspects(now);
   if (window_.outstanding() == 0) return;
   if (now >= last_progress_ + rto()) {

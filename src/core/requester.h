@@ -154,6 +154,7 @@ class Requester {
   uint32_t retries_ = 0;
   uint32_t tail_probes_since_progress_ = 0;
   bool tail_probe_pending_ = false;
+  bool ev_probe_pending_ = false;
   uint16_t tail_probe_slot_ = EvSet::kNoSlot;
   Ev tail_probe_ev_{0};
   Instant tail_probe_sent_at_{0};

@@ -57,6 +57,7 @@ struct QpStats {
   uint64_t data_bytes_placed = 0;
   uint64_t sacks_sent = 0;
   uint64_t sacks_received = 0;
+  uint64_t stale_sacks = 0;     // arrived after a newer SACK (reverse-path reordering)
   std::array<uint64_t, kNackReasonSlots> nacks_sent{};      // index = NACK reason code
   std::array<uint64_t, kNackReasonSlots> nacks_received{};
   uint64_t trims_received = 0;  // trimmed packets seen as responder

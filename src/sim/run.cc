@@ -78,6 +78,9 @@ class Runner {
   std::vector<std::unique_ptr<Flow>> flows_;
   RunReport report_;
   Instant done_at_ = Instant::never();
+  Instant next_progress_{0};
+  // How often completion queues are polled; also the resolution of completion_time_ns.
+  static constexpr Duration kCheckInterval{2'000};
 };
 
 void Runner::build() {
@@ -233,18 +236,21 @@ void Runner::tick() {
   uint64_t placed = 0;
   for (auto& h : hosts_)
     h->endpoint().for_each_qp([&](QueuePair& qp) { placed += qp.stats().data_bytes_placed; });
-  report_.progress.emplace_back(events_.now().ns, placed);
-  if (options_.on_progress) {
-    report_.sim_time_ns = events_.now().ns;
-    report_.bytes_placed = placed;
-    options_.on_progress(report_);
+  if (events_.now() >= next_progress_) {
+    next_progress_ = events_.now() + options_.progress_interval;
+    report_.progress.emplace_back(events_.now().ns, placed);
+    if (options_.on_progress) {
+      report_.sim_time_ns = events_.now().ns;
+      report_.bytes_placed = placed;
+      options_.on_progress(report_);
+    }
   }
   if (settled()) {
     done_at_ = events_.now();
     events_.stop();
     return;
   }
-  events_.schedule_after(options_.progress_interval, [this] { tick(); });
+  events_.schedule_after(kCheckInterval, [this] { tick(); });
 }
 
 // Scenario files name links by role and indices, and blackholed EVs by slot; both become
@@ -327,7 +333,12 @@ void Runner::collect(RunReport& r) {
   r.bytes_placed = 0;
   for (auto& h : hosts_) {
     r.hostile_drops += h->endpoint().stats().unknown_qp;
-    for (uint64_t e : h->endpoint().stats().decode_errors) r.hostile_drops += e;
+    for (size_t i = 0; i < h->endpoint().stats().decode_errors.size(); ++i) {
+      const uint64_t e = h->endpoint().stats().decode_errors[i];
+      r.hostile_drops += e;
+      if (e > 0) r.refused_by_reason[std::string("decode_") + std::string(wire::to_string(static_cast<wire::DecodeError>(i)))] += e;
+    }
+    if (h->endpoint().stats().unknown_qp > 0) r.refused_by_reason["unknown_qp"] += h->endpoint().stats().unknown_qp;
     h->endpoint().for_each_qp([&](QueuePair& qp) {
       const QpStats s = qp.stats();
       r.bytes_placed += s.data_bytes_placed;
@@ -336,7 +347,11 @@ void Runner::collect(RunReport& r) {
       r.trims += s.trims_received;
       r.ecn_marks += s.ecn_marks_received;
       for (uint64_t n : s.nacks_sent) r.nacks += n;
-      for (uint64_t d : s.drops) r.hostile_drops += d;
+      for (size_t i = 0; i < s.drops.size(); ++i) {
+        r.hostile_drops += s.drops[i];
+        if (s.drops[i] > 0) r.refused_by_reason[mrc::to_string(static_cast<mrc::DropReason>(i))] += s.drops[i];
+      }
+      r.stale_sacks += s.stale_sacks;
       for (uint32_t p = 0; p < sc_.fabric.planes; ++p) {
         r.planes[p].data_bytes_sent += s.planes[p].bytes_sent;
         r.planes[p].retransmits += s.planes[p].retransmits;
@@ -397,7 +412,7 @@ RunReport Runner::run() {
   for (auto& f : flows_) top_up(*f);
   schedule_faults();
   for (auto& h : hosts_) h->kick();
-  events_.schedule_after(options_.progress_interval, [this] { tick(); });
+  events_.schedule_after(kCheckInterval, [this] { tick(); });
   events_.run_until(sc_.time_limit);
   poll_completions();
   finish(report_);

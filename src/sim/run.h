@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,11 @@ struct RunReport {
   uint64_t nacks = 0;
   uint64_t fabric_drops = 0;
   uint64_t hostile_drops = 0;   // packets the engines refused (duplicates, bad ICRC, ...)
+  std::map<std::string, uint64_t> refused_by_reason;
+  uint64_t stale_sacks = 0;
   EvTransitions ev_transitions;
   std::vector<PlaneReport> planes;
-  // Goodput samples: (time_ns, bytes placed so far) every sample interval, for plots.
+  // (time_ns, bytes placed so far) every RunOptions::progress_interval, for plots.
   std::vector<std::pair<int64_t, uint64_t>> progress;
 };
 

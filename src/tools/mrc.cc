@@ -44,6 +44,8 @@ nlohmann::json to_json(const RunReport& r, const std::string& name) {
           {"nacks", r.nacks},
           {"fabric_drops", r.fabric_drops},
           {"refused_packets", r.hostile_drops},
+          {"refused_by_reason", r.refused_by_reason},
+          {"stale_sacks", r.stale_sacks},
           {"planes", planes},
           {"ev_transitions",
            {{"to_skip", t.to_skip}, {"to_assumed_bad", t.to_assumed_bad}, {"revived", t.revived},
@@ -69,6 +71,11 @@ void print_text(const RunReport& r, const std::string& name, double wall_s) {
               static_cast<unsigned long long>(r.trims), static_cast<unsigned long long>(r.ecn_marks),
               static_cast<unsigned long long>(r.nacks), static_cast<unsigned long long>(r.fabric_drops),
               static_cast<unsigned long long>(r.hostile_drops));
+  if (!r.refused_by_reason.empty()) {
+    std::printf("  refused     ");
+    for (const auto& [reason, n] : r.refused_by_reason) std::printf(" %s=%llu", reason.c_str(), static_cast<unsigned long long>(n));
+    std::printf("\n");
+  }
   const auto& t = r.ev_transitions;
   std::printf("  EV states    %llu->SKIP, %llu->ASSUMED_BAD, %llu replaced, %llu revived, %llu regenerated, %llu held by floor\n",
               static_cast<unsigned long long>(t.to_skip), static_cast<unsigned long long>(t.to_assumed_bad),
