@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs everything mrc needs to build and test on Debian 12, from Debian's archive only.
+set -euo pipefail
+packages=(build-essential cmake ninja-build ccache pkg-config
+          libgtest-dev libgmock-dev libbenchmark-dev
+          libtomlplusplus-dev nlohmann-json3-dev libcli11-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "mrc: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
