@@ -20,7 +20,11 @@ const char* to_string(EvState s) {
 }
 
 EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
-    : config_(config), prng_(seed), rotation_(config.planes), cursor_(config.planes, 0) {
+    : config_(config),
+      prng_(seed),
+      rotation_(config.planes),
+      cursor_(config.planes, 0),
+      last_(config.planes, kNoSlot) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
   MRC_ASSERT(config.active_count % config.planes == 0);
   const uint32_t per_plane = config.active_count / config.planes;
@@ -49,6 +53,11 @@ void EvSet::reshuffle(PlaneId plane) {
   for (size_t i = order.size(); i > 1; --i) {
     std::swap(order[i - 1], order[prng_.below(i)]);
   }
+  // Never start a rotation with the slot that ended the previous one: two consecutive packets
+  // would take the same path.
+  if (order.size() > 1 && order[0] == last_[plane.value]) {
+    std::swap(order[0], order[1 + prng_.below(order.size() - 1)]);
+  }
   cursor_[plane.value] = 0;
 }
 
@@ -70,9 +79,9 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
       fallback = index;
       continue;
     }
-    return index;
+    return last_[plane.value] = index;
   }
-  return fallback;
+  return last_[plane.value] = fallback;
 }
 
 uint16_t EvSet::slot_of(Ev ev) const {

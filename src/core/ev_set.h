@@ -120,6 +120,7 @@ class EvSet {
   std::vector<Slot> slots_;
   std::vector<std::vector<uint16_t>> rotation_;  // per plane: active slot indices, shuffled
   std::vector<uint32_t> cursor_;                 // per plane
+  std::vector<uint16_t> last_;                   // per plane: the slot next() returned last
   EvTransitions transitions_;
 };
 

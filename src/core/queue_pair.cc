@@ -69,7 +69,8 @@ Result<Ok, QpError> QueuePair::set_config(const QpConfig& config) {
 
 Result<Ok, QpError> QueuePair::to_init() {
   if (state_ != QpState::kReset) return Err{QpError::kBadTransition};
-  if (!config_error_.empty()) return Err{QpError::kBadConfig};
+  // The configuration in force, not the last one offered: a refused set_config changes nothing.
+  if (!config_.validate(planes_).empty()) return Err{QpError::kBadConfig};
   state_ = QpState::kInit;
   return Ok{};
 }
