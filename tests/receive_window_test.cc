@@ -151,5 +151,34 @@ TEST(ReceiveWindow, ResetForgetsEverything) {
   for (uint32_t p = 500; p < 564; ++p) EXPECT_EQ(w.classify(Psn(p)), Verdict::kNew);
 }
 
+// The word-level bitmap against a bit-by-bit reference, for random windows, arrivals and bases
+// (before, inside, straddling and past the window; across the 2^24 wrap).
+TEST(ReceiveWindow, BitmapMatchesBitByBitReference) {
+  Prng prng(11);
+  for (int round = 0; round < 200; ++round) {
+    const uint32_t capacity = 1 + static_cast<uint32_t>(prng.below(700));
+    const Psn start(static_cast<uint32_t>(prng.below(1u << 24)));
+    ReceiveWindow w(capacity, start);
+    std::vector<Psn> received;
+    for (int i = 0; i < 400; ++i) {
+      const Psn psn = w.cumulative() + static_cast<uint32_t>(prng.below(capacity));
+      if (w.classify(psn) != ReceiveWindow::Verdict::kNew) continue;
+      w.mark(psn);
+      received.push_back(psn);
+    }
+    for (int k = 0; k < 50; ++k) {
+      const Psn base = w.cumulative() + static_cast<uint32_t>(prng.below(capacity + 200)) - 100u;
+      uint64_t expected = 0;
+      for (uint32_t i = 0; i < 64; ++i) {
+        const Psn psn = base + i;
+        const bool got = psn.since(w.cumulative()) < 0 ||
+                         std::find(received.begin(), received.end(), psn) != received.end();
+        expected |= static_cast<uint64_t>(got) << i;
+      }
+      ASSERT_EQ(w.bitmap(base), expected) << "round " << round << " capacity " << capacity;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mrc

@@ -93,6 +93,8 @@ uint16_t EvSet::slot_of(Ev ev) const {
 void EvSet::set_state(uint16_t slot, EvState state) {
   Slot& s = slots_[slot];
   if (s.state == state) return;
+  assumed_bad_ -= s.state == EvState::kAssumedBad ? 1 : 0;
+  assumed_bad_ += state == EvState::kAssumedBad ? 1 : 0;
   s.state = state;
   ++s.stats.state_changes;
 }
@@ -184,6 +186,7 @@ void EvSet::on_probe_answered(uint16_t slot) {
 }
 
 uint16_t EvSet::probe_due(PlaneId plane, Instant now) {
+  if (assumed_bad_ == 0) return kNoSlot;  // the common case, on every packet sent
   for (uint16_t index = 0; index < slots_.size(); ++index) {
     const Slot& s = slots_[index];
     if (s.plane == plane && s.state == EvState::kAssumedBad && s.next_probe_at <= now) return index;
@@ -209,6 +212,7 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now) {
 
 Instant EvSet::next_probe_at() const {
   Instant earliest = Instant::never();
+  if (assumed_bad_ == 0) return earliest;
   for (const Slot& s : slots_) {
     if (s.state == EvState::kAssumedBad) earliest = std::min(earliest, s.next_probe_at);
   }

@@ -122,6 +122,7 @@ class EvSet {
   std::vector<uint32_t> cursor_;                 // per plane
   std::vector<uint16_t> last_;                   // per plane: the slot next() returned last
   EvTransitions transitions_;
+  uint32_t assumed_bad_ = 0;  // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
 };
 
 }  // namespace mrc

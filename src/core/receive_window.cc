@@ -58,14 +58,21 @@ void ReceiveWindow::mark(Psn psn) {
 }
 
 uint64_t ReceiveWindow::bitmap(Psn base) const {
-  uint64_t out = 0;
-  for (uint32_t i = 0; i < 64; ++i) {
-    const Psn psn = base + i;
-    const int32_t d = psn.since(cumulative_);
-    const bool received = d < 0 || (static_cast<uint32_t>(d) < capacity_ && test(psn));
-    out |= static_cast<uint64_t>(received) << i;
-  }
-  return out;
+  // PSNs before the cumulative point count as received; the ring holds the rest of the window
+  // (bits behind the cumulative point are kept clear); past the window nothing is received.
+  const int32_t below = cumulative_.since(base);  // how many of the 64 are before cumulative
+  if (below >= 64) return ~uint64_t{0};
+  const uint32_t first = below > 0 ? static_cast<uint32_t>(below) : 0;
+  const uint32_t start = (base.value + first) & ring_mask_;
+  const uint32_t shift = start & 63;
+  const size_t word = start >> 6;
+  uint64_t ring = bits_[word] >> shift;
+  if (shift != 0) ring |= bits_[(word + 1) % bits_.size()] << (64 - shift);
+  ring <<= first;  // bit i of `ring` is PSN base + i for i >= first
+  const int64_t window_end = static_cast<int64_t>(below) + capacity_;  // in bit positions
+  if (window_end < 64) ring &= window_end <= 0 ? 0 : (uint64_t{1} << window_end) - 1;
+  const uint64_t received_below = first == 0 ? 0 : (first >= 64 ? ~uint64_t{0} : (uint64_t{1} << first) - 1);
+  return ring | received_below;
 }
 
 }  // namespace mrc
