@@ -1,7 +1,6 @@
 // Completion queue ring: fixed capacity chosen at creation, FIFO order preserved.
 #include "core/completion_queue.h"
 
-#include "util/assert.h"
 
 namespace mrc {
 
@@ -19,27 +18,17 @@ const char* to_string(WcStatus s) {
   return "unknown";
 }
 
-CompletionQueue::CompletionQueue(uint32_t capacity) : ring_(capacity) {
-  MRC_ASSERT(capacity > 0);
-}
+CompletionQueue::CompletionQueue(uint32_t capacity) : ring_(capacity) {}
 
 bool CompletionQueue::push(const Completion& c) {
-  if (count_ == ring_.size()) {
-    ++overruns_;
-    return false;
-  }
-  ring_[(head_ + count_) % ring_.size()] = c;
-  ++count_;
-  return true;
+  if (ring_.push(c)) return true;
+  ++overruns_;
+  return false;
 }
 
 size_t CompletionQueue::poll(std::span<Completion> out) {
   size_t n = 0;
-  while (n < out.size() && count_ > 0) {
-    out[n++] = ring_[head_];
-    head_ = (head_ + 1) % ring_.size();
-    --count_;
-  }
+  for (; n < out.size() && !ring_.empty(); ring_.pop()) out[n++] = ring_.front();
   return n;
 }
 

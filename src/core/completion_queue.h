@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/types.h"
+#include "util/bounded_fifo.h"
 
 namespace mrc {
 
@@ -42,14 +43,12 @@ class CompletionQueue {
   bool push(const Completion& c);
   // Moves up to out.size() completions into `out`; returns how many.
   size_t poll(std::span<Completion> out);
-  size_t size() const { return count_; }
-  uint32_t capacity() const { return static_cast<uint32_t>(ring_.size()); }
+  size_t size() const { return ring_.size(); }
+  uint32_t capacity() const { return static_cast<uint32_t>(ring_.capacity()); }
   uint64_t overruns() const { return overruns_; }
 
  private:
-  std::vector<Completion> ring_;
-  size_t head_ = 0;
-  size_t count_ = 0;
+  BoundedFifo<Completion> ring_;
   uint64_t overruns_ = 0;
 };
 

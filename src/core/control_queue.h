@@ -5,9 +5,9 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "core/wire/packet.h"
+#include "util/bounded_fifo.h"
 
 namespace mrc {
 
@@ -17,27 +17,6 @@ struct ControlItem {
   int plane = -1;
 };
 
-class ControlQueue {
- public:
-  explicit ControlQueue(uint32_t capacity) : ring_(capacity) {}
-  bool push(const ControlItem& item) {
-    if (count_ == ring_.size()) return false;
-    ring_[(head_ + count_++) % ring_.size()] = item;
-    return true;
-  }
-  bool empty() const { return count_ == 0; }
-  const ControlItem& front() const { return ring_[head_]; }
-  void pop() {
-    head_ = (head_ + 1) % ring_.size();
-    --count_;
-  }
-  void clear() { head_ = count_ = 0; }
-  size_t size() const { return count_; }
-
- private:
-  std::vector<ControlItem> ring_;
-  size_t head_ = 0;
-  size_t count_ = 0;
-};
+using ControlQueue = BoundedFifo<ControlItem>;
 
 }  // namespace mrc

@@ -100,7 +100,7 @@ size_t Requester::poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t>
       continue;
     }
     SentPacket& p = window_.at(psn);
-    if (!window_allows(cost_bytes(p))) return 0;
+    if (!window_allows(cost_bytes(p)) || tx_order_.full()) return 0;
     const uint16_t slot = evs_.next(plane, p.ev_slot);
     if (slot == EvSet::kNoSlot) return 0;
     retransmits_.pop();
@@ -114,7 +114,7 @@ size_t Requester::poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t>
 size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
   if (sq_next_send_ == sq_tail_) return 0;
   const uint32_t limit = std::min(window_.capacity(), peer_window_psns_);
-  if (window_.outstanding() >= limit || tx_order_count_ == tx_order_.size()) return 0;
+  if (window_.outstanding() >= limit || tx_order_.full()) return 0;
   const WorkRequest& w = wr_at(sq_next_send_);
   const uint64_t remaining = w.total_length - w.bytes_packetized;
   const uint32_t length = static_cast<uint32_t>(std::min<uint64_t>(remaining, config_.mtu_bytes));
@@ -213,7 +213,8 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   MRC_ASSERT(out.size() >= header + p.length + wire::kIcrcBytes);
   gather(wr_at(p.wr_sequence), p.offset, p.length, out.data() + header);
   const size_t length = wire::seal(out, header + p.length);
-  tx_order_[(tx_order_head_ + tx_order_count_++) % tx_order_.size()] = {psn, p.tx_sequence};
+  const bool recorded = tx_order_.push({psn, p.tx_sequence});
+  MRC_ASSERT(recorded);  // callers check tx_order_.full() first
   in_flight_bytes_ += cost_bytes(p);
   meta = TxMeta{ev.plane, ev.ev, 0, true, static_cast<uint32_t>(header)};
   EvStats& es = evs_.slot(slot).stats;
@@ -358,15 +359,14 @@ Duration Requester::reorder_window() const {
 // acknowledged transmission and still unacknowledged is lost.
 void Requester::rack_scan(Instant now) {
   const Duration reorder = reorder_window();
-  while (tx_order_count_ > 0) {
-    const TxRecord r = tx_order_[tx_order_head_];
+  while (!tx_order_.empty()) {
+    const TxRecord r = tx_order_.front();
     const bool live = window_.contains(r.psn) && window_.at(r.psn).tx_sequence == r.tx_sequence &&
                       (window_.at(r.psn).state == SentPacket::State::kInFlight ||
                        window_.at(r.psn).state == SentPacket::State::kSuspect);
     if (live && !(window_.at(r.psn).sent_at + reorder < newest_acked_sent_at_)) return;
     if (live) declare_lost(r.psn, stats_.losses_fast, true, now);
-    tx_order_head_ = (tx_order_head_ + 1) % tx_order_.size();
-    --tx_order_count_;
+    tx_order_.pop();
   }
 }
 
@@ -555,7 +555,7 @@ void Requester::flush(WcStatus first, CompletionQueue* cq) {
   }
   sq_next_send_ = sq_tail_ = sq_head_;
   retransmits_.clear();
-  tx_order_count_ = 0;
+  tx_order_.clear();
   suspects_.clear();
   in_flight_bytes_ = 0;
   wimm_in_flight_ = 0;

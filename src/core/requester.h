@@ -137,9 +137,7 @@ class Requester {
 
   SendWindow window_;
   RetransmitQueue retransmits_;
-  std::vector<TxRecord> tx_order_;  // ring, in transmission order
-  size_t tx_order_head_ = 0;
-  size_t tx_order_count_ = 0;
+  BoundedFifo<TxRecord> tx_order_;  // every transmission, in order (RACK scan)
   std::vector<Suspect> suspects_;
   std::vector<Psn> ev_last_psn_;
   std::vector<uint64_t> ev_last_tx_;  // 0 = nothing sent on this slot yet

@@ -27,9 +27,7 @@ void Responder::start(Psn expected_psn, Qpn self_qp, Qpn dest_qp, uint32_t pd,
 }
 
 bool Responder::post_recv(uint64_t wr_id) {
-  if (rq_count_ == rq_.size()) return false;
-  rq_[(rq_head_ + rq_count_++) % rq_.size()] = wr_id;
-  return true;
+  return rq_.push(wr_id);
 }
 
 bool Responder::length_ok(const wire::DataPacket& packet) const {
@@ -201,19 +199,18 @@ void Responder::on_timer(Instant now) {
 }
 
 void Responder::deliver(CompletionQueue* cq) {
-  while (wimm_pending_ > 0 && rq_count_ > 0 && cq != nullptr && cq->size() < cq->capacity()) {
+  while (wimm_pending_ > 0 && !rq_.empty() && cq != nullptr && cq->size() < cq->capacity()) {
     PendingWimm& w = wimm_[wimm_head_];
     if (!w.valid || !w.last_psn.before(window_.cumulative())) return;
     Completion c;
-    c.wr_id = rq_[rq_head_];
+    c.wr_id = rq_.front();
     c.qpn = self_qp_;
     c.opcode = WcOpcode::kRecvRdmaWithImm;
     c.has_immediate = true;
     c.immediate = w.immediate;
     c.byte_len = w.length;
     cq->push(c);
-    rq_head_ = (rq_head_ + 1) % rq_.size();
-    --rq_count_;
+    rq_.pop();
     w.valid = false;
     --wimm_pending_;
     ++next_rq_msn_;
@@ -223,14 +220,13 @@ void Responder::deliver(CompletionQueue* cq) {
 }
 
 void Responder::flush(CompletionQueue* cq) {
-  for (; rq_count_ > 0; --rq_count_) {
+  for (; !rq_.empty(); rq_.pop()) {
     Completion c;
-    c.wr_id = rq_[rq_head_];
+    c.wr_id = rq_.front();
     c.qpn = self_qp_;
     c.status = WcStatus::kWrFlushError;
     c.opcode = WcOpcode::kRecvRdmaWithImm;
     if (cq != nullptr) cq->push(c);
-    rq_head_ = (rq_head_ + 1) % rq_.size();
   }
   for (PendingWimm& w : wimm_) w.valid = false;
   wimm_pending_ = 0;

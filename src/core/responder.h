@@ -25,6 +25,7 @@
 #include "core/receive_window.h"
 #include "core/stats.h"
 #include "core/wire/packet.h"
+#include "util/bounded_fifo.h"
 
 namespace mrc {
 
@@ -51,7 +52,7 @@ class Responder {
   Instant next_deadline() const { return sack_deadline_; }
   void flush(CompletionQueue* cq);
   Psn cumulative() const { return window_.cumulative(); }
-  size_t posted_receives() const { return rq_count_; }
+  size_t posted_receives() const { return rq_.size(); }
   size_t pending_wimm() const { return wimm_pending_; }
 
  private:
@@ -79,9 +80,7 @@ class Responder {
   Qpn dest_qp_{0};
   ReceiveWindow window_;
 
-  std::vector<uint64_t> rq_;  // posted receive wr_ids, ring
-  size_t rq_head_ = 0;
-  size_t rq_count_ = 0;
+  BoundedFifo<uint64_t> rq_;  // posted receive wr_ids
   std::vector<PendingWimm> wimm_;  // ring indexed by rq_msn
   uint16_t next_rq_msn_ = 0;
   size_t wimm_head_ = 0;  // ring slot of next_rq_msn_

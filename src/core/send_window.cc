@@ -32,17 +32,4 @@ uint32_t SendWindow::advance_oldest_to(Psn psn) {
   return n;
 }
 
-bool RetransmitQueue::push(Psn psn) {
-  if (count_ == ring_.size()) return false;
-  ring_[(head_ + count_) % ring_.size()] = psn;
-  ++count_;
-  return true;
-}
-
-void RetransmitQueue::pop() {
-  MRC_ASSERT(count_ > 0);
-  head_ = (head_ + 1) % ring_.size();
-  --count_;
-}
-
 }  // namespace mrc

@@ -11,6 +11,7 @@
 
 #include "core/types.h"
 #include "core/wire/packet.h"
+#include "util/bounded_fifo.h"
 
 namespace mrc {
 
@@ -68,21 +69,7 @@ class SendWindow {
   Psn next_;
 };
 
-// A bounded FIFO of PSNs awaiting retransmission.
-class RetransmitQueue {
- public:
-  explicit RetransmitQueue(uint32_t capacity) : ring_(capacity) {}
-  bool push(Psn psn);
-  bool empty() const { return count_ == 0; }
-  Psn front() const { return ring_[head_]; }
-  void pop();
-  void clear() { head_ = count_ = 0; }
-  size_t size() const { return count_; }
-
- private:
-  std::vector<Psn> ring_;
-  size_t head_ = 0;
-  size_t count_ = 0;
-};
+// PSNs awaiting retransmission.
+using RetransmitQueue = BoundedFifo<Psn>;
 
 }  // namespace mrc
