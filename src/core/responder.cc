@@ -160,11 +160,7 @@ void Responder::send_sack(Instant now, bool probe_response, uint32_t echoed_ev,
   item.packet.bth.dest_qp = dest_qp_;
   item.packet.bth.psn = cum;
   item.packet.body = s;
-  if (control_.push(item)) {
-    ++stats_.sacks_sent;
-  } else {
-    ++stats_.control_queue_overflows;
-  }
+  push_control(item, stats_.sacks_sent);
   if (!probe_response) {
     unreported_ = 0;
     sack_deadline_ = Instant::never();
@@ -182,10 +178,14 @@ void Responder::send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta, 
   item.packet.bth.dest_qp = dest_qp_;
   item.packet.bth.psn = psn;
   item.packet.body = n;
+  push_control(item, stats_.nacks_sent[static_cast<size_t>(reason) % kNackReasonSlots]);
+}
+
+void Responder::push_control(const ControlItem& item, uint64_t& sent_counter) {
   if (control_.push(item)) {
-    ++stats_.nacks_sent[static_cast<size_t>(reason) % kNackReasonSlots];
+    ++sent_counter;
   } else {
-    ++stats_.control_queue_overflows;
+    ++stats_.control_queue_overflows;  // the next SACK repeats what this one said
   }
 }
 

@@ -70,6 +70,7 @@ class Responder {
   void send_sack(Instant now, bool probe_response, uint32_t echoed_ev, uint16_t echoed_timestamp,
                  wire::SkipMode skip);
   void send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta, uint16_t timestamp);
+  void push_control(const ControlItem& item, uint64_t& sent_counter);
 
   const QpConfig& config_;
   QpStats& stats_;
