@@ -31,6 +31,10 @@ std::string QpConfig::validate(int planes) const {
   if (ev_min_active < 1 || ev_min_active > ev_count)
     return range_error("ev_min_active", ev_min_active, 1, ev_count);
   if (ev_probe_interval_ns < 1000) return range_error("ev_probe_interval_ns", ev_probe_interval_ns, 1000, INT64_MAX);
+  if (ev_port_base != 0 &&
+      ev_port_base + static_cast<uint32_t>(ev_count + planes * ev_backup_per_plane) > 65536)
+    return "ev_port_base = " + std::to_string(ev_port_base) + " leaves too few ports for " +
+           std::to_string(ev_count + planes * ev_backup_per_plane) + " EVs";
   if (ev_revive_probes < 1) return range_error("ev_revive_probes", ev_revive_probes, 1, 255);
   if (mpr < 1) return range_error("mpr", mpr, 1, 255);
   if (mpr_dest < 1) return range_error("mpr_dest", mpr_dest, 1, 255);

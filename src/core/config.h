@@ -41,6 +41,9 @@ struct QpConfig {
   uint16_t ev_min_active = 16;
   int64_t ev_probe_interval_ns = 50'000;
   uint8_t ev_revive_probes = 3;
+  // 0: random 32-bit EVs (simulator). Otherwise EVs are UDP source ports starting here (the
+  // UDP datapath binds one send socket per port); see EvSetConfig::port_base.
+  uint16_t ev_port_base = 0;
 
   // PSN windows in units of 128 PSNs (OCP "MPR"): requester and responder.
   uint8_t mpr = 32;

@@ -45,6 +45,7 @@ EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
 }
 
 Ev EvSet::fresh_ev(uint16_t slot) {
+  if (config_.port_base != 0) return Ev(static_cast<uint32_t>(config_.port_base) + slot);
   return Ev((prng_.next_u32() & ~((1u << kSlotBits) - 1)) | slot);
 }
 
@@ -85,7 +86,8 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
 }
 
 uint16_t EvSet::slot_of(Ev ev) const {
-  const uint32_t index = ev.value & ((1u << kSlotBits) - 1);
+  const uint32_t index = config_.port_base != 0 ? ev.value - config_.port_base
+                                                : ev.value & ((1u << kSlotBits) - 1);
   if (index >= slots_.size() || slots_[index].ev != ev) return kNoSlot;
   return static_cast<uint16_t>(index);
 }
@@ -199,7 +201,7 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now) {
   MRC_ASSERT(s.state == EvState::kAssumedBad);
   if (s.probe_outstanding) {  // the previous probe went unanswered
     s.probe_successes = 0;
-    if (++s.failed_probes >= config_.regenerate_after_failed_probes) {
+    if (++s.failed_probes >= config_.regenerate_after_failed_probes && config_.port_base == 0) {
       s.ev = fresh_ev(slot);  // give up on this path; try a new random one
       s.failed_probes = 0;
       ++transitions_.regenerated;

@@ -13,7 +13,8 @@
 // A floor (ev_min_active) keeps a burst of losses from taking every EV out of rotation: a loss
 // that would leave fewer usable active EVs than the floor only SKIPs the EV.
 // The low kSlotBits of every EV value are its slot index, so an echoed EV maps back to its slot
-// in O(1); the remaining bits are random and give the path diversity.
+// in O(1); the remaining bits are random and give the path diversity. In port mode
+// (EvSetConfig::port_base) an EV is a UDP source port instead (see EvSetConfig).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +59,11 @@ struct EvSetConfig {
   Duration probe_interval{50'000};
   uint8_t revive_probes = 3;
   uint16_t regenerate_after_failed_probes = 16;
+  // 0: EVs are random 32-bit values (low kSlotBits = slot). Otherwise EVs are UDP source ports:
+  // slot i uses port port_base + i, so a UDP datapath can send EV e from the socket bound to
+  // port e and the echoed source port maps straight back to the slot. Port EVs have no spare
+  // randomness, so they are never regenerated.
+  uint16_t port_base = 0;
 };
 
 class EvSet {

@@ -86,6 +86,7 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   ev.min_active = config_.ev_min_active;
   ev.probe_interval = Duration{config_.ev_probe_interval_ns};
   ev.revive_probes = config_.ev_revive_probes;
+  ev.port_base = config_.ev_port_base;
   uint64_t mix = seed_ ^ (static_cast<uint64_t>(qpn_.value) << 32);
   evs_.emplace(ev, Prng::splitmix64(mix));
   cc_ = make_congestion_controller(config_);

@@ -1,0 +1,287 @@
+// UDP datapath: sockets, clock, epoll loop and impairments around one engine (udp_host.h).
+#include "io/udp_host.h"
+
+#include <arpa/inet.h>
+#include <netinet/ip.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+namespace mrc::io {
+
+namespace {
+
+constexpr int kReceiveBatch = 32;
+constexpr int kTransmitBurst = 32;
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string errno_text(const std::string& what, const PlaneAddress& a) {
+  return what + " " + to_string(a) + ": " + std::strerror(errno);
+}
+
+Result<int, std::string> bound_socket(const PlaneAddress& a, int buffer_bytes) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Err{errno_text("socket for", a)};
+  // Larger buffers absorb bursts; FORCE works as root, the plain option up to rmem_max.
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof buffer_bytes) != 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes);
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof buffer_bytes) != 0)
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof buffer_bytes);
+  const int on = 1;
+  setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on);
+  const int ect0 = 0x02;  // ECN-capable transport
+  setsockopt(fd, IPPROTO_IP, IP_TOS, &ect0, sizeof ect0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr = a.address;
+  sa.sin_port = htons(a.port);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    std::string e = errno_text("cannot bind", a);
+    if (errno == EADDRNOTAVAIL) e += " (is this address configured on a local interface?)";
+    if (errno == EADDRINUSE) e += " (another process uses this port: choose another with --port)";
+    close(fd);
+    return Err{e};
+  }
+  return fd;
+}
+
+}  // namespace
+
+Result<PlaneAddress, std::string> parse_plane_address(const std::string& text, uint16_t default_port) {
+  PlaneAddress a;
+  a.port = default_port;
+  std::string host = text;
+  const size_t colon = text.rfind(':');
+  if (colon != std::string::npos) {
+    host = text.substr(0, colon);
+    const std::string port = text.substr(colon + 1);
+    char* end = nullptr;
+    const long value = std::strtol(port.c_str(), &end, 10);
+    if (port.empty() || *end != '\0' || value < 1 || value > 65535)
+      return Err{"bad port in plane address '" + text + "': must be 1..65535"};
+    a.port = static_cast<uint16_t>(value);
+  }
+  if (inet_pton(AF_INET, host.c_str(), &a.address) != 1)
+    return Err{"bad plane address '" + text + "': expected an IPv4 address such as 127.0.0.1[:port]"};
+  return a;
+}
+
+std::string to_string(const PlaneAddress& a) {
+  char buf[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &a.address, buf, sizeof buf);
+  return std::string(buf) + ":" + std::to_string(a.port);
+}
+
+UdpHost::UdpHost(const UdpHostConfig& config)
+    : config_(config), prng_(config.impairment.seed), buffer_(wire::kMaxDatagramBytes) {
+  std::sort(config_.impairment.schedule.begin(), config_.impairment.schedule.end(),
+            [](const PlaneEvent& a, const PlaneEvent& b) { return a.at < b.at; });
+}
+
+Result<std::unique_ptr<UdpHost>, std::string> UdpHost::open(const UdpHostConfig& config) {
+  if (config.planes.empty() || config.planes.size() > static_cast<size_t>(kMaxPlanes))
+    return Err{std::string("need 1 to 16 plane addresses")};
+  if (config.ev_port_base + static_cast<uint32_t>(config.planes.size()) * config.ev_ports_per_plane > 65536)
+    return Err{std::string("EV source ports run past 65535: lower ev_port_base")};
+  std::unique_ptr<UdpHost> host(new UdpHost(config));
+  EndpointConfig ec;
+  ec.planes = static_cast<int>(config.planes.size());
+  ec.seed = config.seed;
+  host->endpoint_ = std::make_unique<Endpoint>(ec);
+  auto opened = host->open_sockets();
+  if (!opened.ok()) return Err{opened.error()};
+  host->clock_origin_ns_ = monotonic_ns();
+  return host;
+}
+
+Result<Ok, std::string> UdpHost::open_sockets() {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) return Err{std::string("epoll_create1: ") + std::strerror(errno)};
+  planes_.resize(config_.planes.size());
+  for (size_t p = 0; p < planes_.size(); ++p) {
+    Plane& plane = planes_[p];
+    plane.local = config_.planes[p];
+    auto rx = bound_socket(plane.local, config_.socket_buffer_bytes);
+    if (!rx.ok()) return Err{rx.error()};
+    plane.rx_fd = rx.value();
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = static_cast<uint32_t>(p);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, plane.rx_fd, &ev);
+    for (uint16_t i = 0; i < config_.ev_ports_per_plane; ++i) {
+      PlaneAddress a = plane.local;
+      a.port = static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + i);
+      auto tx = bound_socket(a, config_.socket_buffer_bytes);
+      if (!tx.ok()) return Err{tx.error() + " (EV source port; choose another --ev-port-base)"};
+      plane.tx_fds.push_back(tx.value());
+    }
+  }
+  return Ok{};
+}
+
+UdpHost::~UdpHost() {
+  for (Plane& p : planes_) {
+    if (p.rx_fd >= 0) close(p.rx_fd);
+    for (int fd : p.tx_fds) close(fd);
+  }
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+uint32_t UdpHost::add_peer(const std::vector<PlaneAddress>& planes) {
+  std::vector<sockaddr_in> addresses;
+  for (const PlaneAddress& a : planes) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr = a.address;
+    sa.sin_port = htons(a.port);
+    addresses.push_back(sa);
+  }
+  peers_.push_back(addresses);
+  return static_cast<uint32_t>(peers_.size() - 1);
+}
+
+Instant UdpHost::now() const { return Instant{monotonic_ns() - clock_origin_ns_}; }
+
+bool UdpHost::receive(int p, Instant now) {
+  Plane& plane = planes_[p];
+  static thread_local std::vector<std::vector<uint8_t>> buffers(kReceiveBatch, std::vector<uint8_t>(wire::kMaxDatagramBytes));
+  mmsghdr messages[kReceiveBatch] = {};
+  iovec iov[kReceiveBatch];
+  sockaddr_in from[kReceiveBatch];
+  alignas(cmsghdr) char control[kReceiveBatch][64];
+  for (int i = 0; i < kReceiveBatch; ++i) {
+    iov[i] = {buffers[i].data(), buffers[i].size()};
+    messages[i].msg_hdr.msg_iov = &iov[i];
+    messages[i].msg_hdr.msg_iovlen = 1;
+    messages[i].msg_hdr.msg_name = &from[i];
+    messages[i].msg_hdr.msg_namelen = sizeof from[i];
+    messages[i].msg_hdr.msg_control = control[i];
+    messages[i].msg_hdr.msg_controllen = sizeof control[i];
+  }
+  const int n = recvmmsg(plane.rx_fd, messages, kReceiveBatch, MSG_DONTWAIT, nullptr);
+  if (n <= 0) return false;
+  for (int i = 0; i < n; ++i) {
+    if (!plane.stats.up) {
+      ++plane.stats.impairment_drops;  // a plane that is down receives nothing
+      continue;
+    }
+    uint8_t tos = 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&messages[i].msg_hdr); c != nullptr; c = CMSG_NXTHDR(&messages[i].msg_hdr, c)) {
+      if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) std::memcpy(&tos, CMSG_DATA(c), 1);
+    }
+    RxMeta meta;
+    meta.plane = PlaneId(static_cast<uint8_t>(p));
+    meta.ev = Ev(ntohs(from[i].sin_port));
+    meta.ecn_ce = (tos & 0x03) == 0x03;
+    ++plane.stats.packets_received;
+    plane.stats.bytes_received += messages[i].msg_len;
+    endpoint_->handle_datagram(now, std::span<const uint8_t>(buffers[i].data(), messages[i].msg_len), meta);
+  }
+  return true;
+}
+
+void UdpHost::send_now(int p, int fd, const sockaddr_in& to, const uint8_t* bytes, size_t length) {
+  Plane& plane = planes_[p];
+  const ssize_t sent = sendto(fd, bytes, length, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+  if (sent < 0) {
+    ++plane.stats.send_errors;
+    return;
+  }
+  ++plane.stats.packets_sent;
+  plane.stats.bytes_sent += length;
+}
+
+bool UdpHost::transmit(int p, Instant now) {
+  Plane& plane = planes_[p];
+  if (!plane.stats.up) return false;
+  const Impairment& imp = config_.impairment;
+  bool any = false;
+  for (int burst = 0; burst < kTransmitBurst; ++burst) {
+    TxMeta meta;
+    const size_t n = endpoint_->poll_transmit(now, PlaneId(static_cast<uint8_t>(p)), buffer_, meta);
+    if (n == 0) break;
+    any = true;
+    if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size()) continue;
+    const uint32_t offset = meta.ev.value - config_.ev_port_base - p * config_.ev_ports_per_plane;
+    const int fd = plane.tx_fds[offset < plane.tx_fds.size() ? offset : 0];
+    const sockaddr_in& to = peers_[meta.peer][p];
+    if (imp.drop > 0 && prng_.chance(imp.drop)) {
+      ++plane.stats.impairment_drops;
+      continue;
+    }
+    Duration hold = imp.delay;
+    if (imp.reorder > 0 && prng_.chance(imp.reorder))
+      hold = hold + Duration{static_cast<int64_t>(prng_.below(static_cast<uint64_t>(imp.reorder_delay.ns) + 1))};
+    if (hold.ns > 0) {
+      delayed_.push(Delayed{now + hold, delayed_sequence_++, p, fd, to, std::vector<uint8_t>(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(n))});
+      continue;
+    }
+    send_now(p, fd, to, buffer_.data(), n);
+  }
+  return any;
+}
+
+bool UdpHost::release_delayed(Instant now) {
+  bool any = false;
+  while (!delayed_.empty() && delayed_.top().release <= now) {
+    const Delayed& d = delayed_.top();
+    if (planes_[d.plane].stats.up) send_now(d.plane, d.fd, d.to, d.bytes.data(), d.bytes.size());
+    delayed_.pop();
+    any = true;
+  }
+  return any;
+}
+
+void UdpHost::set_plane_up(int plane, bool up) {
+  if (plane < 0 || plane >= planes()) return;
+  planes_[plane].stats.up = up;
+  endpoint_->set_port_up(PlaneId(static_cast<uint8_t>(plane)), up, now());
+}
+
+void UdpHost::apply_schedule(Instant now) {
+  const auto& schedule = config_.impairment.schedule;
+  while (next_schedule_ < schedule.size() && Instant{0} + schedule[next_schedule_].at <= now) {
+    set_plane_up(schedule[next_schedule_].plane, schedule[next_schedule_].up);
+    ++next_schedule_;
+  }
+}
+
+void UdpHost::wait(Instant now, Duration max_wait) {
+  Instant until = now + max_wait;
+  until = std::min(until, endpoint_->next_deadline());
+  if (!delayed_.empty()) until = std::min(until, delayed_.top().release);
+  const auto& schedule = config_.impairment.schedule;
+  if (next_schedule_ < schedule.size()) until = std::min(until, Instant{0} + schedule[next_schedule_].at);
+  const int64_t wait_ns = std::max<int64_t>(until.ns - now.ns, 0);
+  if (wait_ns == 0) return;
+  timespec timeout{wait_ns / 1'000'000'000, wait_ns % 1'000'000'000};
+  epoll_event events[kMaxPlanes];
+  epoll_pwait2(epoll_fd_, events, kMaxPlanes, &timeout, nullptr);
+}
+
+void UdpHost::progress(Duration max_wait) {
+  Instant now = this->now();
+  apply_schedule(now);
+  bool busy = false;
+  for (int p = 0; p < planes(); ++p) busy |= receive(p, now);
+  now = this->now();
+  if (endpoint_->next_deadline() <= now) {
+    endpoint_->handle_timeout(now);
+    busy = true;
+  }
+  busy |= release_delayed(now);
+  for (int p = 0; p < planes(); ++p) busy |= transmit(p, now);
+  if (!busy) wait(now, max_wait);
+}
+
+}  // namespace mrc::io

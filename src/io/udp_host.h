@@ -1,0 +1,134 @@
+// The UDP datapath: the only layer with sockets and a clock. A UdpHost drives one engine
+// (core::Endpoint) over real UDP sockets, one plane per local address:
+//   - per plane, a receive socket on (address, port) — the MRC port, 4791 by default;
+//   - per plane, a pool of send sockets, one per EV: the engine's EVs are UDP source ports
+//     (QpConfig::ev_port_base), so ECMP switches hash each EV onto its own path, and the
+//     source port a receiver sees is the EV it echoes back;
+//   - an epoll progress loop with nanosecond timeouts (epoll_pwait2) for the engine's deadlines;
+//   - an impairment layer at the I/O boundary, off by default: drop a fraction of packets,
+//     delay and reorder them, take a plane down and up on a schedule (seen by this host's
+//     engine as its port going down), so faults can be shown without root.
+// Single-threaded: progress() does all the work; callers post work between calls.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "core/endpoint.h"
+#include "util/prng.h"
+#include "util/result.h"
+
+namespace mrc::io {
+
+struct PlaneAddress {
+  in_addr address{};
+  uint16_t port = 4791;
+};
+// Parses "127.0.0.1", "127.0.0.1:4792" (a missing port takes `default_port`).
+Result<PlaneAddress, std::string> parse_plane_address(const std::string& text, uint16_t default_port);
+std::string to_string(const PlaneAddress& a);
+
+struct PlaneEvent {
+  Duration at;    // since the host was opened
+  int plane = 0;
+  bool up = false;
+};
+
+struct Impairment {
+  double drop = 0;          // fraction of sent packets dropped
+  Duration delay{0};        // added to every sent packet
+  double reorder = 0;       // fraction of packets delayed by an extra uniform [0, reorder_delay]
+  Duration reorder_delay{Duration::from_us(200)};
+  std::vector<PlaneEvent> schedule;
+  uint64_t seed = 1;
+  bool any() const { return drop > 0 || delay.ns > 0 || reorder > 0 || !schedule.empty(); }
+};
+
+struct UdpHostConfig {
+  std::vector<PlaneAddress> planes;
+  // First EV source port; plane p uses ports [base + p*n, base + (p+1)*n) with n = ev ports
+  // per plane. Must match QpConfig::ev_port_base of every QP on this host.
+  uint16_t ev_port_base = 50000;
+  uint16_t ev_ports_per_plane = 40;
+  int socket_buffer_bytes = 8 << 20;
+  Impairment impairment;
+  uint64_t seed = 1;
+};
+
+struct UdpPlaneStats {
+  uint64_t packets_sent = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t packets_received = 0;
+  uint64_t bytes_received = 0;
+  uint64_t send_errors = 0;      // EAGAIN/ENOBUFS and others: the packet is lost, the engine recovers
+  uint64_t impairment_drops = 0;
+  bool up = true;
+};
+
+class UdpHost {
+ public:
+  // Opens every socket; the error names the address and the system error.
+  static Result<std::unique_ptr<UdpHost>, std::string> open(const UdpHostConfig& config);
+  ~UdpHost();
+  UdpHost(const UdpHost&) = delete;
+  UdpHost& operator=(const UdpHost&) = delete;
+
+  Endpoint& endpoint() { return *endpoint_; }
+  // A peer's receive addresses, one per plane; returns the handle for RtrAttributes::peer.
+  uint32_t add_peer(const std::vector<PlaneAddress>& planes);
+  // Receives, runs due timers and impairment events, transmits; if nothing could be done,
+  // sleeps until a packet arrives, a deadline passes, or `max_wait` elapses.
+  void progress(Duration max_wait);
+  Instant now() const;
+  int planes() const { return static_cast<int>(planes_.size()); }
+  const UdpPlaneStats& plane_stats(int plane) const { return planes_[plane].stats; }
+  // Takes a plane down or up now (as the impairment schedule does).
+  void set_plane_up(int plane, bool up);
+
+ private:
+  struct Plane {
+    PlaneAddress local;
+    int rx_fd = -1;
+    std::vector<int> tx_fds;
+    UdpPlaneStats stats;
+  };
+  struct Delayed {
+    Instant release;
+    uint64_t sequence;
+    int plane;
+    int fd;
+    sockaddr_in to;
+    std::vector<uint8_t> bytes;
+    bool operator>(const Delayed& o) const {
+      return release != o.release ? release > o.release : sequence > o.sequence;
+    }
+  };
+
+  explicit UdpHost(const UdpHostConfig& config);
+  Result<Ok, std::string> open_sockets();
+  bool receive(int plane, Instant now);
+  bool transmit(int plane, Instant now);
+  void send_now(int plane, int fd, const sockaddr_in& to, const uint8_t* bytes, size_t length);
+  bool release_delayed(Instant now);
+  void apply_schedule(Instant now);
+  void wait(Instant now, Duration max_wait);
+
+  UdpHostConfig config_;
+  std::unique_ptr<Endpoint> endpoint_;
+  std::vector<Plane> planes_;
+  std::vector<std::vector<sockaddr_in>> peers_;
+  int epoll_fd_ = -1;
+  int64_t clock_origin_ns_ = 0;
+  Prng prng_;
+  std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
+  uint64_t delayed_sequence_ = 0;
+  size_t next_schedule_ = 0;
+  std::vector<uint8_t> buffer_;
+};
+
+}  // namespace mrc::io
