@@ -7,4 +7,6 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
-exec ./build/release/src/mrc sim scenarios/four-planes-failover.toml "$@"
+./build/release/src/mrc sim scenarios/four-planes-failover.toml --quiet
+echo
+exec scripts/demo.sh "$@"

@@ -201,33 +201,45 @@ void UdpHost::send_now(int p, int fd, const sockaddr_in& to, const uint8_t* byte
   plane.stats.bytes_sent += length;
 }
 
+// Sends at most one packet on plane p; returns whether the engine produced one.
 bool UdpHost::transmit(int p, Instant now) {
   Plane& plane = planes_[p];
   if (!plane.stats.up) return false;
+  TxMeta meta;
+  const size_t n = endpoint_->poll_transmit(now, PlaneId(static_cast<uint8_t>(p)), buffer_, meta);
+  if (n == 0) return false;
+  if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size()) return true;
+  const uint32_t offset = meta.ev.value - config_.ev_port_base - p * config_.ev_ports_per_plane;
+  const int fd = plane.tx_fds[offset < plane.tx_fds.size() ? offset : 0];
+  const sockaddr_in& to = peers_[meta.peer][p];
   const Impairment& imp = config_.impairment;
-  bool any = false;
-  for (int burst = 0; burst < kTransmitBurst; ++burst) {
-    TxMeta meta;
-    const size_t n = endpoint_->poll_transmit(now, PlaneId(static_cast<uint8_t>(p)), buffer_, meta);
-    if (n == 0) break;
-    any = true;
-    if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size()) continue;
-    const uint32_t offset = meta.ev.value - config_.ev_port_base - p * config_.ev_ports_per_plane;
-    const int fd = plane.tx_fds[offset < plane.tx_fds.size() ? offset : 0];
-    const sockaddr_in& to = peers_[meta.peer][p];
-    if (imp.drop > 0 && prng_.chance(imp.drop)) {
-      ++plane.stats.impairment_drops;
-      continue;
-    }
-    Duration hold = imp.delay;
-    if (imp.reorder > 0 && prng_.chance(imp.reorder))
-      hold = hold + Duration{static_cast<int64_t>(prng_.below(static_cast<uint64_t>(imp.reorder_delay.ns) + 1))};
-    if (hold.ns > 0) {
-      delayed_.push(Delayed{now + hold, delayed_sequence_++, p, fd, to, std::vector<uint8_t>(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(n))});
-      continue;
-    }
-    send_now(p, fd, to, buffer_.data(), n);
+  if (imp.drop > 0 && prng_.chance(imp.drop)) {
+    ++plane.stats.impairment_drops;
+    return true;
   }
+  Duration hold = imp.delay;
+  if (imp.reorder > 0 && prng_.chance(imp.reorder))
+    hold = hold + Duration{static_cast<int64_t>(prng_.below(static_cast<uint64_t>(imp.reorder_delay.ns) + 1))};
+  if (hold.ns > 0) {
+    delayed_.push(Delayed{now + hold, delayed_sequence_++, p, fd, to,
+                          std::vector<uint8_t>(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(n))});
+    return true;
+  }
+  send_now(p, fd, to, buffer_.data(), n);
+  return true;
+}
+
+// Planes take turns, one packet each, so that no plane starves the others of the window
+// (loopback planes have no rate of their own to pace them).
+bool UdpHost::transmit_round_robin(Instant now) {
+  bool any = false;
+  for (int round = 0; round < kTransmitBurst; ++round) {
+    bool this_round = false;
+    for (int k = 0; k < planes(); ++k) this_round |= transmit((first_plane_ + k) % planes(), now);
+    any |= this_round;
+    if (!this_round) break;
+  }
+  first_plane_ = (first_plane_ + 1) % planes();
   return any;
 }
 
@@ -280,7 +292,7 @@ void UdpHost::progress(Duration max_wait) {
     busy = true;
   }
   busy |= release_delayed(now);
-  for (int p = 0; p < planes(); ++p) busy |= transmit(p, now);
+  busy |= transmit_round_robin(now);
   if (!busy) wait(now, max_wait);
 }
 

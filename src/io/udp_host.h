@@ -113,6 +113,7 @@ class UdpHost {
   Result<Ok, std::string> open_sockets();
   bool receive(int plane, Instant now);
   bool transmit(int plane, Instant now);
+  bool transmit_round_robin(Instant now);
   void send_now(int plane, int fd, const sockaddr_in& to, const uint8_t* bytes, size_t length);
   bool release_delayed(Instant now);
   void apply_schedule(Instant now);
@@ -128,6 +129,7 @@ class UdpHost {
   std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
   uint64_t delayed_sequence_ = 0;
   size_t next_schedule_ = 0;
+  int first_plane_ = 0;
   std::vector<uint8_t> buffer_;
 };
 

@@ -1,6 +1,6 @@
 // The mrc command-line tool. Subcommands:
 //   mrc sim SCENARIO.toml [--seed N] [--sweep N] [--json] [--quiet]
-// (perf, testbed, decode, ctl and allreduce-perf are planned; see the README.)
+//   mrc perf --server | --client ADDRESS [options]   (see tools/perf.h)
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +9,7 @@
 
 #include "sim/run.h"
 #include "sim/scenario.h"
+#include "tools/perf.h"
 
 namespace {
 
@@ -147,7 +148,11 @@ int main(int argc, char** argv) {
   sim->add_option("--sweep", sweep, "run N seeds starting at the seed; stop at the first failure and print the replay command");
   sim->add_flag("--json", json, "print the report as JSON");
   sim->add_flag("--quiet", quiet, "no progress output");
+  CLI::App* perf = app.add_subcommand("perf", "bandwidth and latency over real UDP planes (server and client)");
+  mrc::tools::PerfOptions perf_options;
+  mrc::tools::add_perf_options(*perf, perf_options);
   CLI11_PARSE(app, argc, argv);
   if (sim->parsed()) return run_sim(path, seed, sweep, json, quiet);
+  if (perf->parsed()) return mrc::tools::run_perf(perf_options);
   return 0;
 }

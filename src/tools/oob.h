@@ -1,0 +1,33 @@
+// Out-of-band connection setup over TCP, as perftest does: each side sends one JSON line with
+// what the other needs to bring its queue pairs to RTS (plane addresses, QPNs, initial PSNs,
+// memory keys and addresses, test parameters) and reads the other's.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace mrc::tools {
+
+class OobChannel {
+ public:
+  ~OobChannel();
+  // Server: listen on `port` (all addresses) and accept one client.
+  static OobChannel accept_one(uint16_t port, std::string& error);
+  // Client: connect to host:port, retrying for up to `timeout_ms` while the server starts.
+  static OobChannel connect_to(const std::string& host, uint16_t port, int timeout_ms, std::string& error);
+  OobChannel(OobChannel&& o) noexcept : fd_(o.fd_), listen_fd_(o.listen_fd_) { o.fd_ = o.listen_fd_ = -1; }
+  bool ok() const { return fd_ >= 0; }
+  bool send(const nlohmann::json& message);
+  // Blocks for one line; returns false on EOF, error or malformed JSON.
+  bool receive(nlohmann::json& message);
+  // Non-blocking: true and a message if a whole line is available.
+  bool try_receive(nlohmann::json& message);
+
+ private:
+  OobChannel() = default;
+  int fd_ = -1;
+  int listen_fd_ = -1;
+  std::string pending_;
+};
+
+}  // namespace mrc::tools

@@ -1,0 +1,592 @@
+// `mrc perf` (see perf.h). One PerfSide per process: a UdpHost, queue pairs to the peer, a
+// source ring and a target ring of message slots. Message i goes on QP i % qps into slot
+// i % slots as a WRITE-with-immediate carrying i; with --verify its bytes are a pattern of
+// (seed, i, offset) that the receiver checks before returning a credit (a 0-byte
+// WRITE-with-immediate with the high bit set) that frees the slot for reuse.
+#include "tools/perf.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "tools/oob.h"
+#include "util/prng.h"
+
+namespace mrc::tools {
+
+namespace {
+
+using nlohmann::json;
+constexpr uint32_t kCreditBit = 0x80000000u;
+constexpr uint64_t kSeed = 0x6d72632d70657266ULL;
+
+uint64_t pattern_word(uint64_t message, uint64_t word) { return mix64(kSeed ^ (message << 32) ^ word); }
+
+void fill_pattern(uint8_t* dst, uint64_t message, uint64_t length) {
+  for (uint64_t w = 0; w * 8 < length; ++w) {
+    const uint64_t v = pattern_word(message, w);
+    std::memcpy(dst + w * 8, &v, std::min<uint64_t>(8, length - w * 8));
+  }
+}
+
+bool check_pattern(const uint8_t* src, uint64_t message, uint64_t length) {
+  for (uint64_t w = 0; w * 8 < length; ++w) {
+    const uint64_t v = pattern_word(message, w);
+    if (std::memcmp(src + w * 8, &v, std::min<uint64_t>(8, length - w * 8)) != 0) return false;
+  }
+  return true;
+}
+
+// "2@3s" or "2@1500ms+500ms": plane 2 down at 3 s (and up again 500 ms later).
+bool parse_fail_plane(const std::string& text, std::vector<io::PlaneEvent>& out, std::string& error) {
+  auto parse_time = [](const std::string& t, double& seconds) {
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    const std::string unit(end);
+    const double scale = unit == "s" || unit.empty() ? 1 : unit == "ms" ? 1e-3 : unit == "us" ? 1e-6 : -1;
+    seconds = v * scale;
+    return end != t.c_str() && scale > 0 && v >= 0;
+  };
+  const size_t at = text.find('@');
+  const size_t plus = text.find('+');
+  double when = 0, down_for = -1;
+  if (at == std::string::npos || !parse_time(text.substr(at + 1, plus == std::string::npos ? std::string::npos : plus - at - 1), when) ||
+      (plus != std::string::npos && !parse_time(text.substr(plus + 1), down_for))) {
+    error = "--fail-plane '" + text + "': expected PLANE@TIME or PLANE@TIME+DURATION, e.g. 2@3s or 1@500ms+1s";
+    return false;
+  }
+  const int plane = std::atoi(text.substr(0, at).c_str());
+  out.push_back({Duration{static_cast<int64_t>(when * 1e9)}, plane, false});
+  if (down_for >= 0) out.push_back({Duration{static_cast<int64_t>((when + down_for) * 1e9)}, plane, true});
+  return true;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+}  // namespace
+
+namespace {
+
+class PerfSide {
+ public:
+  PerfSide(const PerfOptions& o, bool is_server) : o_(o), server_(is_server) {}
+
+  bool open(std::string& error);
+  json hello() const;
+  bool connect(const json& peer, std::string& error);
+
+  // Sender: messages of `size` bytes until `count` are sent (0: until stop_sending()).
+  void start_sending(uint64_t size, uint64_t count);
+  void stop_sending() { send_limit_ = next_message_; }
+  bool sending_done() const { return next_message_ >= send_limit_ && completed_ == next_message_; }
+  void step();  // progress + completions + posting
+
+  io::UdpHost& host() { return *host_; }
+  uint64_t messages_sent() const { return completed_; }
+  uint64_t bytes_sent() const { return bytes_completed_; }
+  uint64_t messages_received() const { return received_; }
+  uint64_t bytes_received() const { return bytes_received_; }
+  uint64_t bytes_verified() const { return bytes_verified_; }
+  uint64_t mismatches() const { return mismatches_; }
+  uint64_t send_errors() const { return send_errors_; }
+  const std::vector<double>& latencies_us() const { return latencies_us_; }
+  void clear_latencies() { latencies_us_.clear(); }
+  std::vector<QueuePair*>& qps() { return qps_; }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+
+ private:
+  void post_messages();
+  void on_completion(const Completion& c);
+  void on_receive(const Completion& c, QueuePair* qp);
+  void send_credit(QueuePair* qp, uint32_t message);
+
+  const PerfOptions& o_;
+  bool server_;
+  std::unique_ptr<io::UdpHost> host_;
+  uint32_t pd_ = 0;
+  CompletionQueue* cq_ = nullptr;
+  std::vector<QueuePair*> qps_;
+  uint32_t slots_ = 0;
+  uint64_t slot_bytes_ = 0;
+  std::vector<uint8_t> source_, target_;
+  MemoryRegionInfo source_mr_{}, target_mr_{};
+  uint64_t peer_addr_ = 0;
+  uint32_t peer_rkey_ = 0;
+  std::vector<bool> slot_busy_;
+  uint64_t size_ = 0;
+  uint64_t next_message_ = 0;
+  uint64_t send_limit_ = 0;
+  uint64_t completed_ = 0;
+  uint64_t bytes_completed_ = 0;
+  uint64_t received_ = 0;
+  uint64_t bytes_received_ = 0;
+  uint64_t bytes_verified_ = 0;
+  uint64_t mismatches_ = 0;
+  uint64_t send_errors_ = 0;
+  std::map<uint64_t, std::chrono::steady_clock::time_point> posted_at_;
+  std::vector<double> latencies_us_;
+};
+
+bool PerfSide::open(std::string& error) {
+  io::UdpHostConfig hc;
+  const uint16_t port = o_.port != 0 ? o_.port : (server_ ? 4791 : 4792);
+  for (const std::string& text : o_.planes) {
+    auto a = io::parse_plane_address(text, port);
+    if (!a.ok()) {
+      error = a.error();
+      return false;
+    }
+    hc.planes.push_back(a.value());
+  }
+  hc.ev_port_base = o_.ev_port_base != 0 ? o_.ev_port_base : (server_ ? 50000 : 51000);
+  hc.ev_ports_per_plane = static_cast<uint16_t>(o_.ev_count / o_.planes.size() + 8);
+  hc.impairment.drop = o_.drop;
+  hc.impairment.delay = Duration{static_cast<int64_t>(o_.delay_us * 1000)};
+  hc.impairment.reorder = o_.reorder;
+  for (const std::string& f : o_.fail_plane) {
+    if (!parse_fail_plane(f, hc.impairment.schedule, error)) return false;
+  }
+  for (const io::PlaneEvent& e : hc.impairment.schedule) {
+    if (e.plane < 0 || e.plane >= static_cast<int>(hc.planes.size())) {
+      error = "--fail-plane: plane " + std::to_string(e.plane) + " does not exist (planes are 0.." +
+              std::to_string(hc.planes.size() - 1) + ")";
+      return false;
+    }
+  }
+  auto host = io::UdpHost::open(hc);
+  if (!host.ok()) {
+    error = host.error();
+    return false;
+  }
+  host_ = std::move(host.value());
+  Endpoint& e = host_->endpoint();
+  pd_ = e.memory().alloc_pd();
+  cq_ = e.create_cq(1 << 16);
+  QpConfig qc;
+  qc.ev_count = static_cast<uint16_t>(o_.ev_count);
+  qc.ev_port_base = hc.ev_port_base;
+  qc.timeout = 12;
+  qc.cc = o_.cc == "aimd" ? CcAlgorithm::kAimd : o_.cc == "fixed" ? CcAlgorithm::kFixed : CcAlgorithm::kNscc;
+  qc.nscc.max_window_bytes = qc.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
+  qc.nscc.initial_window_bytes = std::min<uint64_t>(qc.nscc.initial_window_bytes, qc.nscc.max_window_bytes);
+  const std::string invalid = qc.validate(static_cast<int>(hc.planes.size()));
+  if (!invalid.empty()) {
+    error = invalid;
+    return false;
+  }
+  for (uint32_t q = 0; q < o_.qps; ++q) qps_.push_back(e.create_qp(qc, pd_, cq_, cq_).value());
+  slots_ = std::max<uint32_t>(o_.depth, 1) * 2;
+  slot_bytes_ = std::max<uint64_t>(o_.size, 8);
+  source_.resize(slots_ * slot_bytes_);
+  target_.assign(slots_ * slot_bytes_, 0);
+  for (size_t i = 0; i < source_.size(); ++i) source_[i] = static_cast<uint8_t>(i * 131 + 7);
+  slot_busy_.assign(slots_, false);
+  source_mr_ = e.memory().register_region(pd_, source_.data(), source_.size(), kAccessLocalWrite).value();
+  target_mr_ = e.memory().register_region(pd_, target_.data(), target_.size(), kAccessRemoteWrite).value();
+  return true;
+}
+
+json PerfSide::hello() const {
+  json qps = json::array();
+  for (size_t i = 0; i < qps_.size(); ++i) qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", 1000 + i * 7919}});
+  return {{"mrc_perf", 1}, {"planes", o_.planes}, {"port", o_.port != 0 ? o_.port : (server_ ? 4791 : 4792)},
+          {"qps", qps}, {"rkey", target_mr_.rkey}, {"addr", target_mr_.address}, {"len", target_.size()}};
+}
+
+bool PerfSide::connect(const json& peer, std::string& error) {
+  if (!peer.contains("mrc_perf") || peer["qps"].size() != qps_.size() || peer["planes"].size() != o_.planes.size()) {
+    error = "peer configuration does not match: both sides need the same number of planes (--planes) and QPs (--qps)";
+    return false;
+  }
+  std::vector<io::PlaneAddress> remote;
+  for (const auto& text : peer["planes"]) remote.push_back(io::parse_plane_address(text.get<std::string>(), peer["port"].get<uint16_t>()).value());
+  const uint32_t handle = host_->add_peer(remote);
+  peer_addr_ = peer["addr"].get<uint64_t>();
+  peer_rkey_ = peer["rkey"].get<uint32_t>();
+  if (peer["len"].get<uint64_t>() < slots_ * std::max<uint64_t>(o_.size, 8)) {
+    error = "peer buffer too small: use the same --size and --depth on both sides";
+    return false;
+  }
+  const json mine = hello();
+  for (size_t q = 0; q < qps_.size(); ++q) {
+    QueuePair* qp = qps_[q];
+    (void)qp->to_init();
+    (void)qp->to_rtr(RtrAttributes{Qpn(peer["qps"][q]["qpn"].get<uint32_t>()), Psn(peer["qps"][q]["psn"].get<uint32_t>()), handle});
+    (void)qp->to_rts(RtsAttributes{Psn(mine["qps"][q]["psn"].get<uint32_t>())});
+    for (uint32_t r = 0; r < 200; ++r) (void)qp->post_recv(r);
+  }
+  return true;
+}
+
+void PerfSide::start_sending(uint64_t size, uint64_t count) {
+  size_ = size;
+  send_limit_ = count == 0 ? UINT64_MAX : next_message_ + count;
+}
+
+void PerfSide::post_messages() {
+  while (next_message_ < send_limit_) {
+    const uint64_t i = next_message_;
+    const uint32_t slot = static_cast<uint32_t>(i % slots_);
+    if (slot_busy_[slot] || i - completed_ >= o_.depth) return;
+    QueuePair* qp = qps_[i % qps_.size()];
+    uint8_t* src = source_.data() + slot * slot_bytes_;
+    if (o_.verify) fill_pattern(src, i, size_);
+    Sge sge{reinterpret_cast<uint64_t>(src), static_cast<uint32_t>(size_), source_mr_.lkey};
+    SendWr wr;
+    wr.wr_id = i;
+    wr.opcode = SendOpcode::kWriteWithImm;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.remote_addr = peer_addr_ + slot * slot_bytes_;
+    wr.rkey = peer_rkey_;
+    wr.immediate = static_cast<uint32_t>(i) & ~kCreditBit;
+    if (!qp->post_send(wr).ok()) return;  // send queue full: try again after completions
+    slot_busy_[slot] = true;
+    posted_at_[i] = std::chrono::steady_clock::now();
+    ++next_message_;
+  }
+}
+
+void PerfSide::send_credit(QueuePair* qp, uint32_t message) {
+  SendWr wr;
+  wr.wr_id = UINT64_MAX;  // credits are not counted as messages
+  wr.opcode = SendOpcode::kWriteWithImm;
+  wr.remote_addr = peer_addr_;
+  wr.rkey = peer_rkey_;
+  wr.immediate = message | kCreditBit;
+  wr.signaled = false;
+  (void)qp->post_send(wr);
+}
+
+void PerfSide::on_receive(const Completion& c, QueuePair* qp) {
+  (void)qp->post_recv(c.wr_id);
+  if (c.immediate & kCreditBit) {  // the peer verified a message of ours: its slot is free
+    slot_busy_[(c.immediate & ~kCreditBit) % slots_] = false;
+    return;
+  }
+  ++received_;
+  bytes_received_ += c.byte_len;
+  if (!o_.verify) return;
+  const uint32_t slot = c.immediate % slots_;
+  if (check_pattern(target_.data() + slot * slot_bytes_, c.immediate, c.byte_len)) {
+    bytes_verified_ += c.byte_len;
+  } else {
+    ++mismatches_;
+  }
+  send_credit(qp, c.immediate);
+}
+
+void PerfSide::on_completion(const Completion& c) {
+  QueuePair* qp = nullptr;
+  for (QueuePair* q : qps_)
+    if (q->qpn() == c.qpn) qp = q;
+  if (c.status != WcStatus::kSuccess) {
+    ++send_errors_;
+    return;
+  }
+  if (c.opcode == WcOpcode::kRecvRdmaWithImm) return on_receive(c, qp);
+  if (c.wr_id == UINT64_MAX) return;
+  ++completed_;
+  bytes_completed_ += c.byte_len;
+  if (!o_.verify) slot_busy_[c.wr_id % slots_] = false;
+  auto it = posted_at_.find(c.wr_id);
+  if (it != posted_at_.end()) {
+    latencies_us_.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - it->second).count());
+    posted_at_.erase(it);
+  }
+}
+
+void PerfSide::step() {
+  host_->progress(Duration::from_us(200));
+  Completion wc[64];
+  for (size_t n; (n = cq_->poll(wc)) > 0;)
+    for (size_t k = 0; k < n; ++k) on_completion(wc[k]);
+  post_messages();
+}
+
+}  // namespace
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Interval {
+  double t_s;
+  double gbit_s;
+  std::vector<double> plane_gbit_s;
+  std::vector<bool> plane_up;
+};
+
+// Per-interval reporting: total goodput and per-plane wire throughput since the last line.
+class Reporter {
+ public:
+  Reporter(PerfSide& side, const PerfOptions& o) : side_(side), o_(o), start_(Clock::now()), last_(start_) {
+    last_plane_bytes_.assign(side.host().planes(), 0);
+  }
+  void maybe_report(bool final_line = false) {
+    const auto now = Clock::now();
+    const double dt = std::chrono::duration<double>(now - last_).count();
+    if (dt < o_.interval_s && !final_line) return;
+    if (dt <= 0) return;
+    Interval iv;
+    iv.t_s = std::chrono::duration<double>(now - start_).count();
+    const uint64_t bytes = side_.bytes_sent() + side_.bytes_received();
+    iv.gbit_s = static_cast<double>(bytes - last_bytes_) * 8 / dt / 1e9;
+    last_bytes_ = bytes;
+    for (int p = 0; p < side_.host().planes(); ++p) {
+      const auto& s = side_.host().plane_stats(p);
+      iv.plane_gbit_s.push_back(static_cast<double>(s.bytes_sent + s.bytes_received - last_plane_bytes_[p]) * 8 / dt / 1e9);
+      iv.plane_up.push_back(s.up);
+      last_plane_bytes_[p] = s.bytes_sent + s.bytes_received;
+    }
+    last_ = now;
+    intervals_.push_back(iv);
+    if (o_.json) return;
+    std::fprintf(stderr, "[%6.2fs] %7.2f Gbit/s |", iv.t_s, iv.gbit_s);
+    for (size_t p = 0; p < iv.plane_gbit_s.size(); ++p) {
+      if (iv.plane_up[p]) std::fprintf(stderr, " p%zu %6.2f", p, iv.plane_gbit_s[p]);
+      else std::fprintf(stderr, " p%zu  DOWN ", p);
+    }
+    std::fprintf(stderr, " Gbit/s\n");
+  }
+  const std::vector<Interval>& intervals() const { return intervals_; }
+  double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+ private:
+  PerfSide& side_;
+  const PerfOptions& o_;
+  Clock::time_point start_, last_;
+  uint64_t last_bytes_ = 0;
+  std::vector<uint64_t> last_plane_bytes_;
+  std::vector<Interval> intervals_;
+};
+
+json plane_and_ev_summary(PerfSide& side) {
+  json planes = json::array();
+  std::vector<uint64_t> retransmits(side.host().planes(), 0);
+  std::map<std::string, uint64_t> ev_states;
+  json worst = json::array();
+  for (QueuePair* qp : side.qps()) {
+    const QpStats s = qp->stats();
+    for (int p = 0; p < side.host().planes(); ++p) retransmits[p] += s.planes[p].retransmits;
+    if (const EvSet* evs = qp->evs()) {
+      for (size_t i = 0; i < evs->size(); ++i) {
+        const EvSet::Slot& slot = evs->slot(static_cast<uint16_t>(i));
+        if (slot.active) ++ev_states[to_string(slot.state)];
+        if (slot.stats.losses > 0)
+          worst.push_back({{"ev", slot.ev.value}, {"plane", slot.plane.value}, {"state", to_string(slot.state)},
+                           {"packets", slot.stats.packets}, {"losses", slot.stats.losses}});
+      }
+    }
+  }
+  for (int p = 0; p < side.host().planes(); ++p) {
+    const auto& s = side.host().plane_stats(p);
+    planes.push_back({{"plane", p}, {"packets_sent", s.packets_sent}, {"bytes_sent", s.bytes_sent},
+                      {"packets_received", s.packets_received}, {"bytes_received", s.bytes_received},
+                      {"retransmits", retransmits[p]}, {"send_errors", s.send_errors},
+                      {"impairment_drops", s.impairment_drops}, {"up", s.up}});
+  }
+  return {{"planes", planes}, {"active_ev_states", ev_states}, {"evs_with_losses", worst}};
+}
+
+void print_summary(const json& r) {
+  std::printf("\n%s: %llu messages of %llu bytes in %.2f s: %.2f Gbit/s, %.0f msg/s\n",
+              r["role"].get<std::string>().c_str(), static_cast<unsigned long long>(r["messages"].get<uint64_t>()),
+              static_cast<unsigned long long>(r["size"].get<uint64_t>()), r["seconds"].get<double>(),
+              r["gbit_per_s"].get<double>(), r["messages_per_s"].get<double>());
+  std::printf("latency (post to completion): p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n",
+              r["latency_us"]["p50"].get<double>(), r["latency_us"]["p99"].get<double>(), r["latency_us"]["p999"].get<double>());
+  std::printf("plane  packets_sent  MB_sent  retransmits  impairment_drops  state\n");
+  for (const auto& p : r["summary"]["planes"])
+    std::printf("%5d  %12llu  %7.1f  %11llu  %16llu  %s\n", p["plane"].get<int>(),
+                static_cast<unsigned long long>(p["packets_sent"].get<uint64_t>()), static_cast<double>(p["bytes_sent"].get<uint64_t>()) / 1e6,
+                static_cast<unsigned long long>(p["retransmits"].get<uint64_t>()),
+                static_cast<unsigned long long>(p["impairment_drops"].get<uint64_t>()), p["up"].get<bool>() ? "up" : "DOWN");
+  std::printf("active EVs by state:");
+  for (const auto& [state, n] : r["summary"]["active_ev_states"].items()) std::printf(" %s=%llu", state.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
+  std::printf("; EVs that saw losses: %zu\n", r["summary"]["evs_with_losses"].size());
+}
+
+}  // namespace
+
+namespace {
+
+json result_json(PerfSide& side, Reporter& rep, const char* role, uint64_t size, double seconds) {
+  const auto& lat = side.latencies_us();
+  const double bytes = static_cast<double>(side.bytes_sent() + side.bytes_received());
+  json intervals = json::array();
+  for (const Interval& iv : rep.intervals())
+    intervals.push_back({{"t_s", iv.t_s}, {"gbit_per_s", iv.gbit_s}, {"plane_gbit_per_s", iv.plane_gbit_s}, {"plane_up", iv.plane_up}});
+  return {{"role", role}, {"size", size}, {"messages", side.messages_sent() + side.messages_received()},
+          {"messages_sent", side.messages_sent()}, {"messages_received", side.messages_received()},
+          {"bytes", side.bytes_sent() + side.bytes_received()}, {"seconds", seconds},
+          {"gbit_per_s", seconds > 0 ? bytes * 8 / seconds / 1e9 : 0.0},
+          {"messages_per_s", seconds > 0 ? static_cast<double>(side.messages_sent() + side.messages_received()) / seconds : 0.0},
+          {"latency_us", {{"p50", percentile(lat, 0.50)}, {"p99", percentile(lat, 0.99)}, {"p999", percentile(lat, 0.999)}}},
+          {"bytes_verified", side.bytes_verified()}, {"mismatches", side.mismatches()},
+          {"error_completions", side.send_errors()}, {"intervals", intervals}, {"summary", plane_and_ev_summary(side)}};
+}
+
+// Steps `side` until `done()` or the deadline; returns false on timeout.
+template <typename Done>
+bool step_until(PerfSide& side, Reporter* rep, Done done, double timeout_s) {
+  const auto give_up = Clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!done()) {
+    if (Clock::now() > give_up) return false;
+    side.step();
+    if (rep != nullptr) rep->maybe_report();
+  }
+  return true;
+}
+
+int serve_one(const PerfOptions& o) {
+  std::string error;
+  if (!o.json) std::fprintf(stderr, "mrc perf server: %zu planes, waiting for a client on TCP port %u\n", o.planes.size(), o.oob_port);
+  OobChannel oob = OobChannel::accept_one(o.oob_port, error);
+  json peer;
+  if (!oob.ok() || !oob.receive(peer) || !peer.contains("params"))
+    return std::fprintf(stderr, "mrc perf: %s\n", error.empty() ? "client went away or spoke another protocol" : error.c_str()), 2;
+  PerfOptions mine = o;  // the client's test parameters win
+  mine.size = peer["params"]["size"];
+  mine.verify = peer["params"]["verify"];
+  mine.bidir = peer["params"]["bidir"];
+  mine.depth = peer["params"]["depth"];
+  PerfSide s(mine, true);
+  if (!s.open(error)) {
+    oob.send({{"error", error}});
+    return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  }
+  oob.send(s.hello());
+  if (!s.connect(peer, error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  Reporter rep(s, mine);
+  if (mine.bidir) s.start_sending(mine.size, 0);
+  json done;
+  step_until(s, &rep, [&] { return oob.try_receive(done); }, 1e9);
+  if (mine.bidir) s.stop_sending();
+  const uint64_t expect = done["sent"];
+  const bool ok = step_until(s, &rep, [&] { return s.messages_received() >= expect && s.sending_done(); }, 60);
+  oob.send({{"received", s.messages_received()}, {"verified", s.bytes_verified()}, {"mismatches", s.mismatches()},
+            {"sent", s.messages_sent()}, {"ok", ok}});
+  json bye;
+  step_until(s, nullptr, [&] { return oob.try_receive(bye); }, 30);
+  const json r = result_json(s, rep, "server", mine.size, rep.elapsed_s());
+  if (o.json) std::cout << r.dump(2) << "\n"; else print_summary(r);
+  return ok && s.mismatches() == 0 ? 0 : 1;
+}
+
+int run_client(const PerfOptions& o) {
+  std::string error;
+  PerfSide s(o, false);
+  if (!s.open(error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  OobChannel oob = OobChannel::connect_to(o.connect, o.oob_port, 5000, error);
+  if (!oob.ok()) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  json hello = s.hello();
+  hello["params"] = {{"size", o.size}, {"verify", o.verify}, {"bidir", o.bidir}, {"depth", o.depth}};
+  json peer;
+  if (!oob.send(hello) || !oob.receive(peer)) return std::fprintf(stderr, "mrc perf: the server closed the connection\n"), 2;
+  if (peer.contains("error")) return std::fprintf(stderr, "mrc perf: server: %s\n", peer["error"].get<std::string>().c_str()), 2;
+  if (!s.connect(peer, error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  Reporter rep(s, o);
+  json sweep = json::array();
+  std::vector<uint64_t> sizes;
+  for (uint64_t sz = o.sweep_sizes ? 4096 : o.size; sz <= o.size; sz *= 2) sizes.push_back(sz);
+  for (uint64_t size : sizes) {
+    const uint64_t count = o.iterations > 0 ? o.iterations : o.bytes > 0 ? std::max<uint64_t>(1, o.bytes / size) : 0;
+    const double duration = count == 0 ? (o.duration_s > 0 ? o.duration_s : 5.0) : 1e9;
+    const uint64_t before_bytes = s.bytes_sent(), before_msgs = s.messages_sent();
+    s.clear_latencies();
+    const auto start = Clock::now();
+    s.start_sending(size, count);
+    step_until(s, &rep, [&] {
+      if (count == 0 && std::chrono::duration<double>(Clock::now() - start).count() >= duration) s.stop_sending();
+      return s.sending_done();
+    }, 1e9);
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    const auto& lat = s.latencies_us();
+    sweep.push_back({{"size", size}, {"messages", s.messages_sent() - before_msgs}, {"seconds", secs},
+                     {"gbit_per_s", static_cast<double>(s.bytes_sent() - before_bytes) * 8 / secs / 1e9},
+                     {"messages_per_s", static_cast<double>(s.messages_sent() - before_msgs) / secs},
+                     {"p50_us", percentile(lat, 0.5)}, {"p99_us", percentile(lat, 0.99)}, {"p999_us", percentile(lat, 0.999)}});
+  }
+  rep.maybe_report(true);
+  oob.send({{"sent", s.messages_sent()}});
+  json reply;
+  step_until(s, &rep, [&] { return oob.try_receive(reply); }, 120);
+  const uint64_t expect = reply.value("sent", uint64_t{0});
+  const bool received_all = step_until(s, &rep, [&] { return s.messages_received() >= expect; }, 60);
+  oob.send({{"bye", true}});
+  json r = result_json(s, rep, "client", o.size, rep.elapsed_s());
+  r["sweep"] = sweep;
+  r["server"] = reply;
+  const bool ok = reply.value("ok", false) && received_all && reply.value("mismatches", 1) == 0 && s.mismatches() == 0 &&
+                  s.send_errors() == 0;
+  const uint64_t verified = reply.value("verified", uint64_t{0}) + s.bytes_verified();
+  r["ok"] = ok;
+  r["bytes_verified_total"] = verified;
+  if (o.json) {
+    std::cout << r.dump(2) << "\n";
+  } else {
+    if (o.sweep_sizes) {
+      std::printf("%10s %10s %10s %12s %10s %10s %10s\n", "size", "messages", "Gbit/s", "msg/s", "p50_us", "p99_us", "p99.9_us");
+      for (const auto& row : sweep)
+        std::printf("%10llu %10llu %10.2f %12.0f %10.1f %10.1f %10.1f\n", static_cast<unsigned long long>(row["size"].get<uint64_t>()),
+                    static_cast<unsigned long long>(row["messages"].get<uint64_t>()), row["gbit_per_s"].get<double>(),
+                    row["messages_per_s"].get<double>(), row["p50_us"].get<double>(), row["p99_us"].get<double>(), row["p999_us"].get<double>());
+    }
+    print_summary(r);
+    if (o.verify && ok) std::printf("every byte verified: %llu bytes written, %llu bytes checked equal at the receiver, 0 mismatches\n",
+                                    static_cast<unsigned long long>(s.bytes_sent() + s.bytes_received()), static_cast<unsigned long long>(verified));
+    if (!ok) std::printf("FAILED: %s\n", !received_all ? "messages missing" : "mismatches or error completions");
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+void add_perf_options(CLI::App& app, PerfOptions& o) {
+  app.add_flag("--server,-s", o.server, "run as server: wait for a client");
+  app.add_option("--client,-c", o.connect, "run as client of the server at this address (its TCP setup port)");
+  app.add_option("--oob-port", o.oob_port, "TCP port for connection setup (default 18515)");
+  app.add_option("--planes", o.planes, "local plane addresses, one per plane, IPv4[:port] (default 127.0.0.1-4)")->delimiter(',');
+  app.add_option("--port", o.port, "UDP receive port on every plane (default 4791 server, 4792 client)");
+  app.add_option("--ev-port-base", o.ev_port_base, "first UDP source port used for EVs (default 50000 server, 51000 client)");
+  app.add_option("--size", o.size, "message size in bytes (default 1 MiB); with --sweep-sizes the largest");
+  app.add_flag("--sweep-sizes", o.sweep_sizes, "run sizes 4 KiB, 8 KiB, ... up to --size");
+  app.add_option("--bytes", o.bytes, "bytes to send (per size)");
+  app.add_option("--duration", o.duration_s, "seconds to send (default 5 if neither --bytes nor --iterations)");
+  app.add_option("--iterations", o.iterations, "messages to send (per size)");
+  app.add_option("--qps", o.qps, "queue pairs (default 1)")->check(CLI::Range(1, 64));
+  app.add_option("--depth", o.depth, "messages in flight (default 16)")->check(CLI::Range(1, 128));
+  app.add_flag("--bidir", o.bidir, "both sides send");
+  app.add_flag("--verify", o.verify, "check every byte at the receiver");
+  app.add_option("--fail-plane", o.fail_plane, "take a local plane down at a time, e.g. 2@3s, or down then up: 2@3s+1s (repeatable)");
+  app.add_option("--drop", o.drop, "impairment: drop this fraction of sent packets")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--delay-us", o.delay_us, "impairment: delay every sent packet");
+  app.add_option("--reorder", o.reorder, "impairment: delay this fraction of packets by up to 200 us")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--interval", o.interval_s, "seconds between live report lines (default 1)");
+  app.add_flag("--json", o.json, "print the result as JSON");
+  app.add_option("--cc", o.cc, "congestion control: nscc, aimd or fixed")->check(CLI::IsMember({"nscc", "aimd", "fixed"}));
+  app.add_option("--ev-count", o.ev_count, "EVs per QP (multiple of the plane count, at most 256)");
+  app.add_option("--window-kib", o.window_kib, "largest congestion window, KiB (default 2048)");
+}
+
+int run_perf(const PerfOptions& o) {
+  if (o.server == !o.connect.empty()) {
+    std::fprintf(stderr, "mrc perf: give exactly one of --server or --client ADDRESS\n");
+    return 2;
+  }
+  if (o.server) return serve_one(o);
+  return run_client(o);
+}
+
+}  // namespace mrc::tools

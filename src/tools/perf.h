@@ -1,0 +1,47 @@
+// `mrc perf`: the bandwidth/latency tool (in the spirit of ib_write_bw and iperf3) over the UDP
+// datapath. A server and a client set up queue pairs over TCP, then the client (and with
+// --bidir the server too) writes messages as RDMA WRITE-with-immediate; live per-interval lines
+// show total and per-plane throughput; the summary gives bandwidth, message rate, latency
+// percentiles, per-plane and per-EV figures; --verify checks every byte at the receiver.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "io/udp_host.h"
+
+namespace mrc::tools {
+
+struct PerfOptions {
+  bool server = false;
+  std::string connect;  // client: the server's address (its OOB TCP listener)
+  uint16_t oob_port = 18515;
+  std::vector<std::string> planes{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"};
+  uint16_t port = 0;          // 0: 4791 for the server, 4792 for the client
+  uint16_t ev_port_base = 0;  // 0: 50000 for the server, 51000 for the client
+  uint64_t size = 1 << 20;
+  bool sweep_sizes = false;
+  uint64_t bytes = 0;
+  double duration_s = 0;
+  uint64_t iterations = 0;
+  uint32_t qps = 1;
+  uint32_t depth = 16;
+  bool bidir = false;
+  bool verify = false;
+  std::vector<std::string> fail_plane;  // "P@T" or "P@T+D"
+  double drop = 0;
+  double delay_us = 0;
+  double reorder = 0;
+  double interval_s = 1;
+  bool json = false;
+  bool once = false;
+  std::string cc = "nscc";
+  uint32_t ev_count = 128;
+  uint32_t window_kib = 2048;
+};
+
+void add_perf_options(CLI::App& app, PerfOptions& options);
+int run_perf(const PerfOptions& options);
+
+}  // namespace mrc::tools
