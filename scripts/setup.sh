@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One command: install dependencies (apt), build (release preset) and run the main demo: one
-# MRC connection over 4 planes in the deterministic simulator, plane 2 failing mid-transfer and
-# coming back, every byte verified.
+# One command: install dependencies (apt), build (release preset) and run the demos: first the
+# deterministic simulator (4 planes, plane 2 failing mid-transfer and coming back), then the same
+# over real UDP sockets between two processes on loopback (scripts/demo.sh), every byte verified.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
