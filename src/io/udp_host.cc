@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netinet/ip.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@ namespace {
 
 constexpr int kReceiveBatch = 32;
 constexpr int kTransmitBurst = 32;
+constexpr uint32_t kWakeToken = 0xFFFF;
 
 int64_t monotonic_ns() {
   timespec ts{};
@@ -107,6 +109,11 @@ Result<std::unique_ptr<UdpHost>, std::string> UdpHost::open(const UdpHostConfig&
 Result<Ok, std::string> UdpHost::open_sockets() {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return Err{std::string("epoll_create1: ") + std::strerror(errno)};
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event wake_event{};
+  wake_event.events = EPOLLIN;
+  wake_event.data.u32 = kWakeToken;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_event);
   planes_.resize(config_.planes.size());
   for (size_t p = 0; p < planes_.size(); ++p) {
     Plane& plane = planes_[p];
@@ -135,6 +142,7 @@ UdpHost::~UdpHost() {
     for (int fd : p.tx_fds) close(fd);
   }
   if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
 }
 
 uint32_t UdpHost::add_peer(const std::vector<PlaneAddress>& planes) {
@@ -268,20 +276,34 @@ void UdpHost::apply_schedule(Instant now) {
   }
 }
 
-void UdpHost::wait(Instant now, Duration max_wait) {
-  Instant until = now + max_wait;
-  until = std::min(until, endpoint_->next_deadline());
+Instant UdpHost::wake_at() const {
+  Instant until = endpoint_->next_deadline();
   if (!delayed_.empty()) until = std::min(until, delayed_.top().release);
   const auto& schedule = config_.impairment.schedule;
   if (next_schedule_ < schedule.size()) until = std::min(until, Instant{0} + schedule[next_schedule_].at);
-  const int64_t wait_ns = std::max<int64_t>(until.ns - now.ns, 0);
-  if (wait_ns == 0) return;
-  timespec timeout{wait_ns / 1'000'000'000, wait_ns % 1'000'000'000};
-  epoll_event events[kMaxPlanes];
-  epoll_pwait2(epoll_fd_, events, kMaxPlanes, &timeout, nullptr);
+  return until;
 }
 
-void UdpHost::progress(Duration max_wait) {
+void UdpHost::sleep_until(Instant until) {
+  const int64_t wait_ns = std::max<int64_t>(until.ns - now().ns, 0);
+  if (wait_ns == 0) return;
+  timespec timeout{wait_ns / 1'000'000'000, wait_ns % 1'000'000'000};
+  epoll_event events[kMaxPlanes + 1];
+  const int n = epoll_pwait2(epoll_fd_, events, kMaxPlanes + 1, &timeout, nullptr);
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.u32 == kWakeToken) {
+      uint64_t count = 0;
+      (void)!read(wake_fd_, &count, sizeof count);
+    }
+  }
+}
+
+void UdpHost::wake() {
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
+}
+
+bool UdpHost::run_once() {
   Instant now = this->now();
   apply_schedule(now);
   bool busy = false;
@@ -293,7 +315,11 @@ void UdpHost::progress(Duration max_wait) {
   }
   busy |= release_delayed(now);
   busy |= transmit_round_robin(now);
-  if (!busy) wait(now, max_wait);
+  return busy;
+}
+
+void UdpHost::progress(Duration max_wait) {
+  if (!run_once()) sleep_until(std::min(now() + max_wait, wake_at()));
 }
 
 }  // namespace mrc::io

@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 
 #include <cstdint>
+#include <span>
 #include <memory>
 #include <queue>
 #include <string>
@@ -84,6 +85,14 @@ class UdpHost {
   // Receives, runs due timers and impairment events, transmits; if nothing could be done,
   // sleeps until a packet arrives, a deadline passes, or `max_wait` elapses.
   void progress(Duration max_wait);
+  // The two halves of progress(), for a progress thread that must not hold its lock while it
+  // sleeps: run_once() does all pending work and says whether there was any; wake_at() is when
+  // the engine next needs attention; sleep_until() blocks until then, a packet, or wake().
+  bool run_once();
+  Instant wake_at() const;
+  void sleep_until(Instant until);
+  // Makes a sleeping sleep_until() return now (from any thread).
+  void wake();
   Instant now() const;
   int planes() const { return static_cast<int>(planes_.size()); }
   const UdpPlaneStats& plane_stats(int plane) const { return planes_[plane].stats; }
@@ -117,13 +126,13 @@ class UdpHost {
   void send_now(int plane, int fd, const sockaddr_in& to, const uint8_t* bytes, size_t length);
   bool release_delayed(Instant now);
   void apply_schedule(Instant now);
-  void wait(Instant now, Duration max_wait);
 
   UdpHostConfig config_;
   std::unique_ptr<Endpoint> endpoint_;
   std::vector<Plane> planes_;
   std::vector<std::vector<sockaddr_in>> peers_;
   int epoll_fd_ = -1;
+  int wake_fd_ = -1;
   int64_t clock_origin_ns_ = 0;
   Prng prng_;
   std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;

@@ -1,0 +1,129 @@
+// The native C++ API of mrc: a context (this host's planes over UDP), protection domains and
+// memory regions, completion queues you can poll or wait on through a file descriptor, and
+// queue pairs with post_write / post_write_imm / post_recv. A background progress thread runs
+// the engine; every call is thread-safe. Connection setup exchanges a ConnectionInfo out of
+// band (for example over TCP, as `mrc perf` does).
+//
+//   auto ctx = mrc::Context::open({.planes = {"127.0.0.1", "127.0.0.2"}}).value();
+//   auto* cq = ctx->create_cq(1024);
+//   auto mr = ctx->register_memory(pd, buf, len, mrc::kAccessLocalWrite | mrc::kAccessRemoteWrite);
+//   auto* qp = ctx->create_qp(pd, cq, cq).value();
+//   ... exchange qp->local_info() with the peer ...
+//   qp->connect(remote_info);
+//   qp->post_write_imm(wr_id, {local_sge}, remote_addr, rkey, imm);
+//   cq->wait(...);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/endpoint.h"
+#include "io/udp_host.h"
+
+namespace mrc {
+
+struct ApiError {
+  std::string message;
+};
+
+struct ContextOptions {
+  std::vector<std::string> planes;  // this host's address per plane, IPv4[:port]
+  uint16_t port = 4791;             // UDP receive port where an address gives none
+  uint16_t ev_port_base = 50000;    // first UDP source port for EVs
+  io::Impairment impairment;        // off by default
+  uint64_t seed = 1;
+};
+
+// What the peer needs to connect to a queue pair.
+struct ConnectionInfo {
+  uint32_t qpn = 0;
+  uint32_t psn = 0;
+  std::vector<std::string> planes;  // "address:port" per plane
+  std::string to_string() const;    // one line, for an out-of-band channel
+  static Result<ConnectionInfo, ApiError> parse(const std::string& text);
+};
+
+class Context;
+
+class Cq {
+ public:
+  // Moves up to out.size() completions into `out`; returns how many.
+  size_t poll(std::span<Completion> out);
+  // A file descriptor that is readable while completions are waiting (for poll/epoll).
+  int event_fd() const { return event_fd_; }
+  // Blocks until at least one completion is waiting or `timeout_ms` passes; returns poll().
+  size_t wait(std::span<Completion> out, int timeout_ms);
+
+ private:
+  friend class Context;
+  Context* context_ = nullptr;
+  CompletionQueue* queue_ = nullptr;
+  int event_fd_ = -1;
+  bool signalled_ = false;
+};
+
+class Qp {
+ public:
+  uint32_t qpn() const;
+  QpState state() const;
+  ConnectionInfo local_info() const;
+  // RESET -> INIT -> RTR -> RTS with the peer's information.
+  Result<Ok, ApiError> connect(const ConnectionInfo& remote);
+  Result<Ok, ApiError> post_write(uint64_t wr_id, std::span<const Sge> local, uint64_t remote_addr,
+                                  uint32_t rkey, bool signaled = true);
+  Result<Ok, ApiError> post_write_imm(uint64_t wr_id, std::span<const Sge> local,
+                                      uint64_t remote_addr, uint32_t rkey, uint32_t immediate,
+                                      bool signaled = true);
+  Result<Ok, ApiError> post_recv(uint64_t wr_id);
+  QpStats stats() const;
+
+ private:
+  friend class Context;
+  Result<Ok, ApiError> post(const SendWr& wr);
+  Context* context_ = nullptr;
+  QueuePair* qp_ = nullptr;
+  uint32_t psn_ = 0;
+};
+
+class Context {
+ public:
+  static Result<std::unique_ptr<Context>, ApiError> open(const ContextOptions& options);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int planes() const;
+  uint32_t alloc_pd();
+  Result<MemoryRegionInfo, ApiError> register_memory(uint32_t pd, void* address, uint64_t length,
+                                                     uint32_t access);
+  Result<Ok, ApiError> deregister_memory(uint32_t lkey);
+  Cq* create_cq(uint32_t capacity);
+  Result<Qp*, ApiError> create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq, const QpConfig& config = {});
+  // Takes a local plane down or up (as if its link failed), e.g. for demos and tests.
+  void set_plane_up(int plane, bool up);
+  const io::UdpPlaneStats plane_stats(int plane) const;
+
+ private:
+  friend class Cq;
+  friend class Qp;
+  Context() = default;
+  void progress_loop();
+  void signal_cqs();
+
+  ContextOptions options_;
+  std::unique_ptr<io::UdpHost> host_;
+  mutable std::mutex mutex_;
+  std::thread progress_;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<Cq>> cqs_;
+  std::vector<std::unique_ptr<Qp>> qps_;
+  std::vector<std::vector<io::PlaneAddress>> peers_;
+  uint32_t next_psn_ = 0x1000;
+};
+
+}  // namespace mrc

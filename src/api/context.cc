@@ -1,0 +1,268 @@
+// The native C++ API (include/mrc/mrc.hpp) over the engine and the UDP datapath. One progress
+// thread per context runs UdpHost::run_once() under the context's mutex and sleeps without it;
+// API calls take the mutex and wake the thread. A CQ's eventfd is made readable when the CQ
+// holds completions and reset when poll() empties it.
+#include "mrc/mrc.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <sstream>
+
+namespace mrc {
+
+std::string ConnectionInfo::to_string() const {
+  std::ostringstream out;
+  out << "mrc1 qpn=" << qpn << " psn=" << psn << " planes=";
+  for (size_t i = 0; i < planes.size(); ++i) out << (i ? "," : "") << planes[i];
+  return out.str();
+}
+
+Result<ConnectionInfo, ApiError> ConnectionInfo::parse(const std::string& text) {
+  std::istringstream in(text);
+  std::string magic, qpn, psn, planes;
+  in >> magic >> qpn >> psn >> planes;
+  ConnectionInfo info;
+  if (magic != "mrc1" || qpn.rfind("qpn=", 0) != 0 || psn.rfind("psn=", 0) != 0 || planes.rfind("planes=", 0) != 0)
+    return Err{ApiError{"not an mrc connection string: '" + text + "'"}};
+  info.qpn = static_cast<uint32_t>(std::stoul(qpn.substr(4)));
+  info.psn = static_cast<uint32_t>(std::stoul(psn.substr(4)));
+  std::istringstream list(planes.substr(7));
+  for (std::string item; std::getline(list, item, ',');) info.planes.push_back(item);
+  return info;
+}
+
+Result<std::unique_ptr<Context>, ApiError> Context::open(const ContextOptions& options) {
+  io::UdpHostConfig hc;
+  for (const std::string& text : options.planes) {
+    auto a = io::parse_plane_address(text, options.port);
+    if (!a.ok()) return Err{ApiError{a.error()}};
+    hc.planes.push_back(a.value());
+  }
+  if (hc.planes.empty()) return Err{ApiError{"a context needs at least one plane address"}};
+  hc.ev_port_base = options.ev_port_base;
+  hc.ev_ports_per_plane = static_cast<uint16_t>(256 / hc.planes.size() + 16);
+  hc.impairment = options.impairment;
+  hc.seed = options.seed;
+  auto host = io::UdpHost::open(hc);
+  if (!host.ok()) return Err{ApiError{host.error()}};
+  std::unique_ptr<Context> ctx(new Context());
+  ctx->options_ = options;
+  ctx->host_ = std::move(host.value());
+  ctx->progress_ = std::thread([c = ctx.get()] { c->progress_loop(); });
+  return ctx;
+}
+
+Context::~Context() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  host_->wake();
+  if (progress_.joinable()) progress_.join();
+  for (auto& cq : cqs_) close(cq->event_fd_);
+}
+
+void Context::progress_loop() {
+  for (;;) {
+    Instant until;
+    bool busy = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      busy = host_->run_once();
+      signal_cqs();
+      until = std::min(host_->wake_at(), host_->now() + Duration::from_ms(10));
+    }
+    if (!busy) host_->sleep_until(until);
+  }
+}
+
+void Context::signal_cqs() {
+  for (auto& cq : cqs_) {
+    if (cq->signalled_ || cq->queue_->size() == 0) continue;
+    const uint64_t one = 1;
+    (void)!write(cq->event_fd_, &one, sizeof one);
+    cq->signalled_ = true;
+  }
+}
+
+int Context::planes() const { return host_->planes(); }
+
+uint32_t Context::alloc_pd() {
+  std::lock_guard lock(mutex_);
+  return host_->endpoint().memory().alloc_pd();
+}
+
+Result<MemoryRegionInfo, ApiError> Context::register_memory(uint32_t pd, void* address, uint64_t length,
+                                                            uint32_t access) {
+  std::lock_guard lock(mutex_);
+  auto r = host_->endpoint().memory().register_region(pd, address, length, access);
+  if (!r.ok()) return Err{ApiError{std::string("register_memory: ") + to_string(r.error())}};
+  return r.value();
+}
+
+Result<Ok, ApiError> Context::deregister_memory(uint32_t lkey) {
+  std::lock_guard lock(mutex_);
+  auto r = host_->endpoint().memory().deregister(lkey);
+  if (!r.ok()) return Err{ApiError{std::string("deregister_memory: ") + to_string(r.error())}};
+  return Ok{};
+}
+
+Cq* Context::create_cq(uint32_t capacity) {
+  std::lock_guard lock(mutex_);
+  auto cq = std::make_unique<Cq>();
+  cq->context_ = this;
+  cq->queue_ = host_->endpoint().create_cq(capacity);
+  cq->event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  cqs_.push_back(std::move(cq));
+  return cqs_.back().get();
+}
+
+Result<Qp*, ApiError> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq, const QpConfig& config) {
+  std::lock_guard lock(mutex_);
+  QpConfig c = config;
+  c.ev_port_base = options_.ev_port_base;
+  const std::string invalid = c.validate(host_->planes());
+  if (!invalid.empty()) return Err{ApiError{"create_qp: " + invalid}};
+  if (c.ev_count / host_->planes() + c.ev_backup_per_plane > 256 / host_->planes() + 16)
+    return Err{ApiError{"create_qp: too many EVs per plane for this context's source-port pool"}};
+  if (send_cq == nullptr || recv_cq == nullptr) return Err{ApiError{"create_qp: send and receive CQs are required"}};
+  auto qp = host_->endpoint().create_qp(c, pd, send_cq->queue_, recv_cq->queue_);
+  if (!qp.ok()) return Err{ApiError{std::string("create_qp: ") + to_string(qp.error())}};
+  auto handle = std::make_unique<Qp>();
+  handle->context_ = this;
+  handle->qp_ = qp.value();
+  handle->psn_ = (next_psn_ += 0x10001) & Psn::kMask;
+  qps_.push_back(std::move(handle));
+  return qps_.back().get();
+}
+
+void Context::set_plane_up(int plane, bool up) {
+  {
+    std::lock_guard lock(mutex_);
+    host_->set_plane_up(plane, up);
+  }
+  host_->wake();
+}
+
+const io::UdpPlaneStats Context::plane_stats(int plane) const {
+  std::lock_guard lock(mutex_);
+  return host_->plane_stats(plane);
+}
+
+// ---- Cq ---------------------------------------------------------------------------------
+
+size_t Cq::poll(std::span<Completion> out) {
+  std::lock_guard lock(context_->mutex_);
+  const size_t n = queue_->poll(out);
+  if (queue_->size() == 0 && signalled_) {
+    uint64_t count = 0;
+    (void)!read(event_fd_, &count, sizeof count);
+    signalled_ = false;
+  }
+  return n;
+}
+
+size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
+  const size_t n = poll(out);
+  if (n > 0) return n;
+  pollfd p{event_fd_, POLLIN, 0};
+  ::poll(&p, 1, timeout_ms);
+  return poll(out);
+}
+
+// ---- Qp ---------------------------------------------------------------------------------
+
+uint32_t Qp::qpn() const { return qp_->qpn().value; }
+
+QpState Qp::state() const {
+  std::lock_guard lock(context_->mutex_);
+  return qp_->state();
+}
+
+ConnectionInfo Qp::local_info() const {
+  ConnectionInfo info;
+  info.qpn = qpn();
+  info.psn = psn_;
+  for (const std::string& text : context_->options_.planes)
+    info.planes.push_back(io::to_string(io::parse_plane_address(text, context_->options_.port).value()));
+  return info;
+}
+
+Result<Ok, ApiError> Qp::connect(const ConnectionInfo& remote) {
+  std::vector<io::PlaneAddress> addresses;
+  for (const std::string& text : remote.planes) {
+    auto a = io::parse_plane_address(text, context_->options_.port);
+    if (!a.ok()) return Err{ApiError{"connect: " + a.error()}};
+    addresses.push_back(a.value());
+  }
+  std::lock_guard lock(context_->mutex_);
+  if (static_cast<int>(addresses.size()) != context_->host_->planes())
+    return Err{ApiError{"connect: the peer has " + std::to_string(addresses.size()) + " planes, this context " +
+                        std::to_string(context_->host_->planes()) + ": both ends need the same planes"}};
+  if (qp_->state() != QpState::kReset)
+    return Err{ApiError{std::string("connect: the queue pair is in ") + to_string(qp_->state()) +
+                        "; connect() needs a new queue pair (RESET)"}};
+  const uint32_t peer = context_->host_->add_peer(addresses);
+  (void)qp_->to_init();
+  auto rtr = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer});
+  if (!rtr.ok()) return Err{ApiError{std::string("connect: ") + to_string(rtr.error())}};
+  (void)qp_->to_rts(RtsAttributes{Psn(psn_)});
+  return Ok{};
+}
+
+Result<Ok, ApiError> Qp::post(const SendWr& wr) {
+  Result<Ok, PostError> r = Ok{};
+  {
+    std::lock_guard lock(context_->mutex_);
+    r = qp_->post_send(wr);
+    if (!r.ok() && r.error() == PostError::kQpState)
+      return Err{ApiError{std::string("post: the queue pair is in ") + to_string(qp_->state()) +
+                          ", sends need RTS (call connect() first)"}};
+  }
+  if (!r.ok()) return Err{ApiError{std::string("post: ") + to_string(r.error())}};
+  context_->host_->wake();
+  return Ok{};
+}
+
+Result<Ok, ApiError> Qp::post_write(uint64_t wr_id, std::span<const Sge> local, uint64_t remote_addr,
+                                    uint32_t rkey, bool signaled) {
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.sg_list = local.data();
+  wr.num_sge = static_cast<uint32_t>(local.size());
+  wr.remote_addr = remote_addr;
+  wr.rkey = rkey;
+  wr.signaled = signaled;
+  return post(wr);
+}
+
+Result<Ok, ApiError> Qp::post_write_imm(uint64_t wr_id, std::span<const Sge> local, uint64_t remote_addr,
+                                        uint32_t rkey, uint32_t immediate, bool signaled) {
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = SendOpcode::kWriteWithImm;
+  wr.sg_list = local.data();
+  wr.num_sge = static_cast<uint32_t>(local.size());
+  wr.remote_addr = remote_addr;
+  wr.rkey = rkey;
+  wr.immediate = immediate;
+  wr.signaled = signaled;
+  return post(wr);
+}
+
+Result<Ok, ApiError> Qp::post_recv(uint64_t wr_id) {
+  std::lock_guard lock(context_->mutex_);
+  auto r = qp_->post_recv(wr_id);
+  if (!r.ok()) return Err{ApiError{std::string("post_recv: ") + to_string(r.error())}};
+  return Ok{};
+}
+
+QpStats Qp::stats() const {
+  std::lock_guard lock(context_->mutex_);
+  return qp_->stats();
+}
+
+}  // namespace mrc

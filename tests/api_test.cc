@@ -1,0 +1,118 @@
+// The native C++ API over real loopback sockets: two contexts in one process, each with its
+// own progress thread; connect by exchanging ConnectionInfo; writes with immediate waited for
+// through the CQ's file descriptor; errors that say what to fix.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "mrc/mrc.hpp"
+
+namespace mrc {
+namespace {
+
+ContextOptions options(int index) {
+  ContextOptions o;
+  for (int p = 0; p < 4; ++p) o.planes.push_back("127.0.0." + std::to_string(p + 1));
+  o.port = static_cast<uint16_t>(24000 + index);
+  o.ev_port_base = static_cast<uint16_t>(34000 + index * 400);
+  return o;
+}
+
+TEST(Api, WriteWithImmediateBetweenTwoContexts) {
+  auto a = Context::open(options(0));
+  auto b = Context::open(options(1));
+  ASSERT_TRUE(a.ok()) << a.value()->planes();
+  ASSERT_TRUE(b.ok());
+  Context& ca = *a.value();
+  Context& cb = *b.value();
+  std::vector<uint8_t> src(3 << 20), dst(3 << 20, 0);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 13 + 5);
+  const uint32_t pa = ca.alloc_pd(), pb = cb.alloc_pd();
+  const auto src_mr = ca.register_memory(pa, src.data(), src.size(), kAccessLocalWrite).value();
+  const auto dst_mr = cb.register_memory(pb, dst.data(), dst.size(), kAccessRemoteWrite).value();
+  Cq* cqa = ca.create_cq(64);
+  Cq* cqb = cb.create_cq(64);
+  Qp* qa = ca.create_qp(pa, cqa, cqa).value();
+  Qp* qb = cb.create_qp(pb, cqb, cqb).value();
+  // The info goes through its text form, as over an out-of-band channel.
+  ASSERT_TRUE(qa->connect(ConnectionInfo::parse(qb->local_info().to_string()).value()).ok());
+  ASSERT_TRUE(qb->connect(ConnectionInfo::parse(qa->local_info().to_string()).value()).ok());
+  ASSERT_TRUE(qb->post_recv(42).ok());
+  const Sge sge{src_mr.address, static_cast<uint32_t>(src.size()), src_mr.lkey};
+  ASSERT_TRUE(qa->post_write_imm(7, std::span(&sge, 1), dst_mr.address, dst_mr.rkey, 0xC0FFEE).ok());
+  Completion wc[4];
+  size_t got_b = 0, got_a = 0;
+  for (int i = 0; i < 200 && (got_b == 0 || got_a == 0); ++i) {
+    if (got_b == 0) got_b = cqb->wait(wc, 50);
+    if (got_b > 0 && got_a == 0) {
+      EXPECT_EQ(wc[0].wr_id, 42u);
+      EXPECT_EQ(wc[0].immediate, 0xC0FFEEu);
+      EXPECT_EQ(wc[0].byte_len, src.size());
+    }
+    if (got_a == 0) got_a = cqa->wait(std::span(wc + 2, 2), 50);
+  }
+  ASSERT_EQ(got_b, 1u);
+  ASSERT_EQ(got_a, 1u);
+  EXPECT_EQ(wc[2].wr_id, 7u);
+  EXPECT_EQ(wc[2].status, WcStatus::kSuccess);
+  EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), src.size()));
+  EXPECT_EQ(qb->stats().data_bytes_placed, src.size());
+}
+
+TEST(Api, ErrorsSayWhatToFix) {
+  ContextOptions bad = options(2);
+  bad.planes = {"127.0.0.1", "not-an-address"};
+  auto r = Context::open(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("not-an-address"), std::string::npos);
+  EXPECT_FALSE(Context::open(ContextOptions{}).ok());
+
+  auto ctx = Context::open(options(3));
+  ASSERT_TRUE(ctx.ok());
+  Context& c = *ctx.value();
+  Cq* cq = c.create_cq(16);
+  const uint32_t pd = c.alloc_pd();
+  Qp* qp = c.create_qp(pd, cq, cq).value();
+  const Sge none{};
+  auto early = qp->post_write(1, std::span(&none, 0), 0, 0);
+  ASSERT_FALSE(early.ok());
+  EXPECT_NE(early.error().message.find("connect()"), std::string::npos) << early.error().message;
+  ConnectionInfo two_planes{1, 1, {"127.0.0.1:1", "127.0.0.2:1"}};
+  auto mismatch = qp->connect(two_planes);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.error().message.find("same planes"), std::string::npos);
+  QpConfig silly;
+  silly.ev_count = 7;
+  auto bad_qp = c.create_qp(pd, cq, cq, silly);
+  ASSERT_FALSE(bad_qp.ok());
+  EXPECT_NE(bad_qp.error().message.find("ev_count"), std::string::npos);
+  EXPECT_FALSE(ConnectionInfo::parse("hello").ok());
+}
+
+TEST(Api, UnreachablePeerFailsWithRetryExceeded) {
+  auto ctx = Context::open(options(4));
+  ASSERT_TRUE(ctx.ok());
+  Context& c = *ctx.value();
+  Cq* cq = c.create_cq(16);
+  const uint32_t pd = c.alloc_pd();
+  QpConfig quick;
+  quick.timeout = 6;
+  quick.retry_linear = 2;
+  quick.retry_exp = 2;
+  Qp* qp = c.create_qp(pd, cq, cq, quick).value();
+  std::vector<uint8_t> buf(4096);
+  const auto mr = c.register_memory(pd, buf.data(), buf.size(), kAccessLocalWrite).value();
+  // Nobody listens on these ports.
+  ASSERT_TRUE(qp->connect(ConnectionInfo{0x100, 5, {"127.0.0.1:24999", "127.0.0.2:24999", "127.0.0.3:24999", "127.0.0.4:24999"}}).ok());
+  const Sge sge{mr.address, 4096, mr.lkey};
+  ASSERT_TRUE(qp->post_write(9, std::span(&sge, 1), 0x1000, 1).ok());
+  Completion wc[2];
+  size_t n = 0;
+  for (int i = 0; i < 100 && n == 0; ++i) n = cq->wait(wc, 50);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kRetryExceeded);
+  EXPECT_EQ(qp->state(), QpState::kError);
+}
+
+}  // namespace
+}  // namespace mrc
