@@ -461,6 +461,7 @@ int serve_one(const PerfOptions& o) {
   mine.verify = peer["params"]["verify"];
   mine.bidir = peer["params"]["bidir"];
   mine.depth = peer["params"]["depth"];
+  mine.qps = peer["params"].value("qps", 1u);
   PerfSide s(mine, true);
   if (!s.open(error)) {
     oob.send({{"error", error}});
@@ -491,7 +492,7 @@ int run_client(const PerfOptions& o) {
   OobChannel oob = OobChannel::connect_to(o.connect, o.oob_port, 5000, error);
   if (!oob.ok()) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
   json hello = s.hello();
-  hello["params"] = {{"size", o.size}, {"verify", o.verify}, {"bidir", o.bidir}, {"depth", o.depth}};
+  hello["params"] = {{"size", o.size}, {"verify", o.verify}, {"bidir", o.bidir}, {"depth", o.depth}, {"qps", o.qps}};
   json peer;
   if (!oob.send(hello) || !oob.receive(peer)) return std::fprintf(stderr, "mrc perf: the server closed the connection\n"), 2;
   if (peer.contains("error")) return std::fprintf(stderr, "mrc perf: server: %s\n", peer["error"].get<std::string>().c_str()), 2;
