@@ -187,6 +187,16 @@ void EvSet::on_probe_answered(uint16_t slot) {
   refill(s.plane);
 }
 
+void EvSet::revive(uint16_t slot) {
+  Slot& s = slots_[slot];
+  if (s.state != EvState::kAssumedBad) return;
+  set_state(slot, EvState::kGood);
+  s.next_probe_at = Instant::never();
+  s.probe_outstanding = false;
+  ++transitions_.revived;
+  refill(s.plane);
+}
+
 uint16_t EvSet::probe_due(PlaneId plane, Instant now) {
   if (assumed_bad_ == 0) return kNoSlot;  // the common case, on every packet sent
   for (uint16_t index = 0; index < slots_.size(); ++index) {

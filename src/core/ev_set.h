@@ -96,6 +96,8 @@ class EvSet {
   void on_trim(uint16_t slot);
   void on_loss(uint16_t slot, Instant now);
   void on_probe_answered(uint16_t slot);
+  // The loss that retired this EV turned out to be reordering: GOOD again at once.
+  void revive(uint16_t slot);
 
   // A slot of `plane` whose background probe is due at `now`, or kNoSlot.
   uint16_t probe_due(PlaneId plane, Instant now);

@@ -265,7 +265,15 @@ size_t Requester::write_probe(Instant now, uint16_t slot, std::span<uint8_t> out
 bool Requester::ack_one(Psn psn, uint64_t& acked_bytes, Instant& newest_sent) {
   SentPacket& p = window_.at(psn);
   if (p.state == SentPacket::State::kAcked) return false;
-  if (p.state != SentPacket::State::kLost) in_flight_bytes_ -= cost_bytes(p);
+  if (p.state == SentPacket::State::kLost) {
+    on_false_loss(p);
+  } else {
+    in_flight_bytes_ -= cost_bytes(p);
+  }
+  if (++acks_since_false_loss_ >= 1024 && reorder_scale_ > kMinReorderScale) {
+    --reorder_scale_;  // forget old reordering slowly
+    acks_since_false_loss_ = 0;
+  }
   p.state = SentPacket::State::kAcked;
   acked_bytes += p.length;
   if (p.transmissions == 1 && p.sent_at > newest_sent) newest_sent = p.sent_at;
@@ -338,7 +346,10 @@ void Requester::walk_same_ev(Instant now, Psn trigger, Psn bitmap_base, const wi
     const int32_t bit = psn.since(bitmap_base);
     const bool covered = bit >= 0 && bit < 64 && ((sack.bitmap >> bit) & 1) == 0;
     if (covered || psn.since(sack.cumulative_psn) < 0) {
-      if (covered) declare_lost(psn, stats_.losses_fast, true, now);
+      if (covered) {
+        ++stats_.losses_same_ev;
+        declare_lost(psn, stats_.losses_fast, true, now);
+      }
     } else if (q.state == SentPacket::State::kInFlight) {
       const Duration grace{std::max<int64_t>(reorder_window().ns / 4, 1000)};
       if (suspects_.size() < suspects_.capacity()) {
@@ -350,9 +361,21 @@ void Requester::walk_same_ev(Instant now, Psn trigger, Psn bitmap_base, const wi
   }
 }
 
+// Starts at srtt/2 and widens (up to 8 srtt) each time a packet declared lost is acknowledged
+// before its retransmission left, as RACK adapts its reordering window; it narrows again slowly.
 Duration Requester::reorder_window() const {
   const int64_t srtt = stats_.rtt.smoothed_ns;
-  return Duration{std::max<int64_t>(srtt / 2, 3000)};
+  return Duration{std::max<int64_t>(srtt * reorder_scale_ / 4, 3000)};
+}
+
+// The packet was acknowledged although it had been declared lost and not yet sent again: the
+// declaration was wrong (reordering, not loss). Widen the reordering window and give the EV
+// back, since its path did not fail.
+void Requester::on_false_loss(const SentPacket& p) {
+  ++stats_.false_losses;
+  acks_since_false_loss_ = 0;
+  reorder_scale_ = std::min<uint32_t>(reorder_scale_ * 2, kMaxReorderScale);
+  if (evs_.slot_of(p.ev) == p.ev_slot) evs_.revive(p.ev_slot);
 }
 
 // RACK-style: walk transmissions in send order; one sent a reordering window before the newest
@@ -365,7 +388,10 @@ void Requester::rack_scan(Instant now) {
                       (window_.at(r.psn).state == SentPacket::State::kInFlight ||
                        window_.at(r.psn).state == SentPacket::State::kSuspect);
     if (live && !(window_.at(r.psn).sent_at + reorder < newest_acked_sent_at_)) return;
-    if (live) declare_lost(r.psn, stats_.losses_fast, true, now);
+    if (live) {
+      ++stats_.losses_rack;
+      declare_lost(r.psn, stats_.losses_fast, true, now);
+    }
     tx_order_.pop();
   }
 }
@@ -414,10 +440,12 @@ void Requester::on_nack(Instant now, const wire::Nack& nack) {
     case wire::NackReason::kTrimmedLastHop:
       if (evs_.slot_of(p.ev) == p.ev_slot) evs_.on_trim(p.ev_slot);
       cc_.on_trim(now, p.length);
+      ++stats_.losses_nack;
       declare_lost(psn, stats_.losses_fast, false, now);
       break;
     case wire::NackReason::kPsnOutOfWindow:
       peer_window_psns_ = std::max<uint32_t>(1, static_cast<uint32_t>(psn.since(window_.oldest())));
+      ++stats_.losses_nack;
       declare_lost(psn, stats_.losses_fast, false, now);
       break;
     default:  // no resources at the responder: try again after a while
@@ -447,8 +475,13 @@ void Requester::on_progress(Instant now) {
   tail_probes_since_progress_ = 0;
 }
 
+// The OCP ACK timeout, but never below srtt + 4 rttvar: a software endpoint shares its CPU and
+// can be descheduled for milliseconds, which a NIC never is; a timeout shorter than the RTT the
+// QP actually sees only produces false losses.
 Duration Requester::rto() const {
-  const Duration base = config_.ack_timeout();
+  const RttStats& r = stats_.rtt;
+  const Duration base{std::max<int64_t>(config_.ack_timeout().ns,
+                                        r.samples ? r.smoothed_ns + 4 * r.variation_ns : 0)};
   if (retries_ <= config_.retry_linear) return base;
   const uint32_t shift = std::min<uint32_t>(retries_ - config_.retry_linear, 20);
   return Duration{std::min<int64_t>(base.ns << shift, int64_t{1024} << 24)};
@@ -484,6 +517,7 @@ void Requester::check_suspects(Instant now) {
                       window_.at(s.psn).state == SentPacket::State::kSuspect;
     if (!live) continue;
     if (s.deadline <= now) {
+      ++stats_.losses_same_ev_late;
       declare_lost(s.psn, stats_.losses_fast, true, now);
     } else {
       suspects_[kept++] = s;

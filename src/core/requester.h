@@ -72,6 +72,8 @@ class Requester {
   uint64_t outstanding_work_requests() const { return sq_tail_ - sq_head_; }
   uint64_t in_flight_bytes() const { return in_flight_bytes_; }
   Duration reorder_window() const;
+  static constexpr uint32_t kMinReorderScale = 2;
+  static constexpr uint32_t kMaxReorderScale = 32;
 
  private:
   struct WorkRequest {
@@ -114,6 +116,7 @@ class Requester {
   void rack_scan(Instant now);
   void tail_probe_answered(Instant now, const wire::Sack& sack);
   void declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now);
+  void on_false_loss(const SentPacket& p);
   void check_suspects(Instant now);
   void complete_acknowledged();
   void on_progress(Instant now);
@@ -158,6 +161,8 @@ class Requester {
   Instant tail_probe_sent_at_{0};
   uint16_t next_probe_id_ = 1;
   bool failed_ = false;
+  uint32_t reorder_scale_ = kMinReorderScale;  // reorder window = srtt * scale / 4
+  uint32_t acks_since_false_loss_ = 0;
 };
 
 }  // namespace mrc

@@ -62,10 +62,15 @@ struct QpStats {
   std::array<uint64_t, kNackReasonSlots> nacks_received{};
   uint64_t trims_received = 0;  // trimmed packets seen as responder
   uint64_t ecn_marks_received = 0;
-  uint64_t losses_fast = 0;     // declared by per-EV ordering
+  uint64_t losses_fast = 0;     // all of the next four
+  uint64_t losses_nack = 0;       //   a NACK (trimmed, out of window)
+  uint64_t losses_same_ev = 0;    //   per-EV ordering, shown by the SACK's bitmap
+  uint64_t losses_same_ev_late = 0;  // per-EV ordering, after the grace for SACK reordering
+  uint64_t losses_rack = 0;       //   sent a reordering window before a newer acknowledged one
   uint64_t losses_probe = 0;    // declared from a tail-loss probe answer
   uint64_t losses_timeout = 0;  // declared by the retransmission timer
   uint64_t losses_port = 0;     // in flight on a plane that went down
+  uint64_t false_losses = 0;    // declared lost, then acknowledged before being sent again
   uint64_t timeouts = 0;
   uint64_t tail_probes = 0;
   uint64_t ev_probes = 0;
