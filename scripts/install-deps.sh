@@ -3,7 +3,8 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build ccache pkg-config
           libgtest-dev libgmock-dev libbenchmark-dev
-          libtomlplusplus-dev nlohmann-json3-dev libcli11-dev)
+          libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
+          libcpp-httplib-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -14,6 +14,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "tools/metrics.h"
+#include "tools/metrics_server.h"
 #include "tools/oob.h"
 #include "util/prng.h"
 
@@ -90,6 +92,7 @@ class PerfSide {
   void stop_sending() { send_limit_ = next_message_; }
   bool sending_done() const { return next_message_ >= send_limit_ && completed_ == next_message_; }
   void step();  // progress + completions + posting
+  void attach_metrics(MetricsServer* metrics) { metrics_ = metrics; }
 
   io::UdpHost& host() { return *host_; }
   uint64_t messages_sent() const { return completed_; }
@@ -112,6 +115,7 @@ class PerfSide {
 
   const PerfOptions& o_;
   bool server_;
+  MetricsServer* metrics_ = nullptr;  // --metrics-port: refreshed from step()
   std::unique_ptr<io::UdpHost> host_;
   uint32_t pd_ = 0;
   CompletionQueue* cq_ = nullptr;
@@ -312,6 +316,8 @@ void PerfSide::step() {
   for (size_t n; (n = cq_->poll(wc)) > 0;)
     for (size_t k = 0; k < n; ++k) on_completion(wc[k]);
   post_messages();
+  if (metrics_ != nullptr)
+    metrics_->maybe_publish([&] { return render_metrics(host_->endpoint(), host_.get(), {{{"role", server_ ? "server" : "client"}}}); });
 }
 
 }  // namespace
@@ -449,8 +455,20 @@ bool step_until(PerfSide& side, Reporter* rep, Done done, double timeout_s) {
   return true;
 }
 
+// --metrics-port: listens before the test starts, so a port in use stops the run at once.
+bool start_metrics(const PerfOptions& o, std::unique_ptr<MetricsServer>& out) {
+  if (o.metrics_port == 0) return true;
+  auto m = MetricsServer::start(o.metrics_bind, o.metrics_port);
+  if (!m.ok()) return std::fprintf(stderr, "mrc perf: --metrics-port: %s\n", m.error().c_str()), false;
+  out = std::move(m.value());
+  if (!o.json) std::fprintf(stderr, "mrc perf: Prometheus metrics at http://%s:%u/metrics\n", o.metrics_bind.c_str(), out->port());
+  return true;
+}
+
 int serve_one(const PerfOptions& o) {
   std::string error;
+  std::unique_ptr<MetricsServer> metrics;
+  if (!start_metrics(o, metrics)) return 2;
   if (!o.json) std::fprintf(stderr, "mrc perf server: %zu planes, waiting for a client on TCP port %u\n", o.planes.size(), o.oob_port);
   OobChannel oob = OobChannel::accept_one(o.oob_port, error);
   json peer;
@@ -463,6 +481,7 @@ int serve_one(const PerfOptions& o) {
   mine.depth = peer["params"]["depth"];
   mine.qps = peer["params"].value("qps", 1u);
   PerfSide s(mine, true);
+  s.attach_metrics(metrics.get());
   if (!s.open(error)) {
     oob.send({{"error", error}});
     return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
@@ -487,7 +506,10 @@ int serve_one(const PerfOptions& o) {
 
 int run_client(const PerfOptions& o) {
   std::string error;
+  std::unique_ptr<MetricsServer> metrics;
+  if (!start_metrics(o, metrics)) return 2;
   PerfSide s(o, false);
+  s.attach_metrics(metrics.get());
   if (!s.open(error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
   OobChannel oob = OobChannel::connect_to(o.connect, o.oob_port, 5000, error);
   if (!oob.ok()) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
@@ -579,6 +601,8 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--cc", o.cc, "congestion control: nscc, aimd or fixed")->check(CLI::IsMember({"nscc", "aimd", "fixed"}));
   app.add_option("--ev-count", o.ev_count, "EVs per QP (multiple of the plane count, at most 256)");
   app.add_option("--window-kib", o.window_kib, "largest congestion window, KiB (default 2048)");
+  app.add_option("--metrics-port", o.metrics_port, "serve Prometheus metrics at http://BIND:PORT/metrics (default 0: off)");
+  app.add_option("--metrics-bind", o.metrics_bind, "address for --metrics-port (default 127.0.0.1)");
 }
 
 int run_perf(const PerfOptions& o) {
