@@ -377,14 +377,23 @@ class Reporter {
   std::vector<Interval> intervals_;
 };
 
+double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+
 json plane_and_ev_summary(PerfSide& side) {
   json planes = json::array();
+  json qps = json::array();
   std::vector<uint64_t> retransmits(side.host().planes(), 0);
   std::map<std::string, uint64_t> ev_states;
   json worst = json::array();
   for (QueuePair* qp : side.qps()) {
     const QpStats s = qp->stats();
     for (int p = 0; p < side.host().planes(); ++p) retransmits[p] += s.planes[p].retransmits;
+    qps.push_back({{"qpn", qp->qpn().value}, {"retransmits", s.retransmits}, {"losses_fast", s.losses_fast}, {"losses_nack", s.losses_nack}, {"losses_same_ev", s.losses_same_ev},
+                   {"losses_same_ev_late", s.losses_same_ev_late}, {"losses_rack", s.losses_rack},
+                   {"losses_probe", s.losses_probe}, {"losses_timeout", s.losses_timeout}, {"losses_port", s.losses_port}, {"false_losses", s.false_losses},
+                   {"timeouts", s.timeouts}, {"tail_probes", s.tail_probes}, {"ev_probes", s.ev_probes},
+                   {"stale_sacks", s.stale_sacks}, {"rtt_us", {{"min", us(s.rtt.min_ns)}, {"avg", us(s.rtt.avg_ns())},
+                   {"max", us(s.rtt.max_ns)}, {"smoothed", us(s.rtt.smoothed_ns)}}}, {"window_bytes", s.window_bytes}});
     if (const EvSet* evs = qp->evs()) {
       for (size_t i = 0; i < evs->size(); ++i) {
         const EvSet::Slot& slot = evs->slot(static_cast<uint16_t>(i));
@@ -402,7 +411,7 @@ json plane_and_ev_summary(PerfSide& side) {
                       {"retransmits", retransmits[p]}, {"send_errors", s.send_errors},
                       {"impairment_drops", s.impairment_drops}, {"up", s.up}});
   }
-  return {{"planes", planes}, {"active_ev_states", ev_states}, {"evs_with_losses", worst}};
+  return {{"planes", planes}, {"qps", qps}, {"active_ev_states", ev_states}, {"evs_with_losses", worst}};
 }
 
 void print_summary(const json& r) {
