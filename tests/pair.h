@@ -21,6 +21,17 @@ struct InFlight {
   RxMeta meta;
 };
 
+// A QP configuration small enough for fast tests: 16 EVs, 512-PSN windows, 262 us ACK timeout.
+inline QpConfig small_config() {
+  QpConfig c;
+  c.ev_count = 16;
+  c.ev_min_active = 4;
+  c.mpr = 4;
+  c.mpr_dest = 4;
+  c.timeout = 8;
+  return c;
+}
+
 // Return false to drop. May modify bytes and meta.
 using Filter = std::function<bool(int from, std::vector<uint8_t>& bytes, RxMeta& meta, const TxMeta& tx)>;
 

@@ -14,16 +14,7 @@ namespace mrc {
 namespace {
 
 using test::Pair;
-
-QpConfig small_config() {
-  QpConfig c;
-  c.ev_count = 16;
-  c.ev_min_active = 4;
-  c.mpr = 4;
-  c.mpr_dest = 4;
-  c.timeout = 8;  // 262 us
-  return c;
-}
+using test::small_config;
 
 // One endpoint and one queue pair, not connected to anything.
 struct Solo {
