@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Testbed.PerfVerifiedOverFourPlanes: mrc perf --verify between two network namespaces joined by
+# four 500 Mbit/s planes (scripts/testbed.sh), with plane 2's links taken down and brought back
+# up while the transfer runs. Passes when the client exits 0 having printed "every byte
+# verified". Needs root and network namespaces; otherwise exits 77, which CTest reports as
+# skipped. The testbed is always taken down, whatever happens.
+#
+#   tests/testbed_test.sh PATH/TO/mrc
+set -uo pipefail
+
+MRC=${1:?usage: testbed_test.sh PATH/TO/mrc}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TESTBED=$HERE/../scripts/testbed.sh
+PREFIX=mrctest$$
+BYTES=$((768 << 20))  # at most 2 Gbit/s over 4 x 500 Mbit/s: at least 3.2 s of transfer
+OUT=$(mktemp -d)
+
+skip() {
+  echo "SKIPPED: $*"
+  exit 77
+}
+fail() {
+  echo "FAILED: $*"
+  echo "--- client output:"
+  cat "$OUT/client" 2>/dev/null
+  echo "--- server output:"
+  cat "$OUT/server" 2>/dev/null
+  exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (it creates network namespaces); run as root to include it"
+for tool in ip:iproute2 tc:iproute2 ethtool:ethtool flock:util-linux unshare:util-linux; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || skip "'${tool%%:*}' is missing (Debian package ${tool#*:}; scripts/install-deps.sh installs it)"
+done
+unshare --net true 2>/dev/null || skip "this kernel or container does not allow network namespaces"
+[ -x "$MRC" ] || fail "no mrc binary at $MRC"
+
+server_pid="" client_pid=""
+cleanup() {
+  for pid in $client_pid $server_pid; do kill "$pid" 2>/dev/null; done
+  "$TESTBED" --prefix "$PREFIX" down >/dev/null || echo "warning: '$TESTBED --prefix $PREFIX down' failed"
+  rm -rf "$OUT"
+}
+trap cleanup EXIT
+
+"$TESTBED" --prefix "$PREFIX" --hosts 2 --planes 4 --rate 500mbit up >"$OUT/up" 2>&1 || {
+  cat "$OUT/up"
+  fail "testbed up failed"
+}
+server_planes=$("$TESTBED" --prefix "$PREFIX" addrs 0) || fail "testbed addrs 0"
+client_planes=$("$TESTBED" --prefix "$PREFIX" addrs 1) || fail "testbed addrs 1"
+echo "testbed $PREFIX: server $server_planes, client $client_planes"
+
+timeout 120 ip netns exec "$PREFIX-h0" "$MRC" perf --server --planes "$server_planes" >"$OUT/server" 2>&1 &
+server_pid=$!
+timeout 120 ip netns exec "$PREFIX-h1" "$MRC" perf --client "${server_planes%%,*}" --planes "$client_planes" \
+  --bytes "$BYTES" --verify --interval 0.5 >"$OUT/client" 2>&1 &
+client_pid=$!
+
+# Fail plane 2 once data flows (the first live line), bring it back 1 s later.
+for _ in $(seq 1 300); do
+  grep -q 'Gbit/s |' "$OUT/client" 2>/dev/null && break
+  kill -0 "$client_pid" 2>/dev/null || break
+  sleep 0.1
+done
+grep -q 'Gbit/s |' "$OUT/client" || fail "no data flowed within 30 s"
+"$TESTBED" --prefix "$PREFIX" fail 2 || fail "testbed fail 2"
+ip -n "$PREFIX-h0" -o link show h0p2 | grep -q 'state DOWN' || fail "plane 2 is not down after 'testbed fail 2'"
+echo "plane 2 down at: $(tail -1 "$OUT/client")"
+sleep 1
+kill -0 "$client_pid" 2>/dev/null || fail "the transfer ended before plane 2 came back: the fault did not happen mid-run"
+"$TESTBED" --prefix "$PREFIX" repair 2 || fail "testbed repair 2"
+echo "plane 2 up at:   $(tail -1 "$OUT/client")"
+
+wait "$client_pid"
+client_rc=$?
+client_pid=""
+wait "$server_pid"
+server_rc=$?
+server_pid=""
+cat "$OUT/client"
+[ "$client_rc" -eq 0 ] || fail "mrc perf client exited $client_rc"
+grep -q "every byte verified" "$OUT/client" || fail "the client did not print 'every byte verified'"
+[ "$server_rc" -eq 0 ] || fail "mrc perf server exited $server_rc"
+echo "PASSED: $((BYTES >> 20)) MiB verified over 4 planes with plane 2 failed and repaired mid-run"
