@@ -210,10 +210,10 @@ TEST(EvSet, AnUnansweredProbeResetsTheCount) {
   EvSet evs(make_config(1, 4, 1), 19);
   const uint16_t bad = 2;
   Instant now{0};
-  const Duration interval{50'000};
   evs.on_loss(bad, now);
   auto probe = [&](bool answered) {
-    now = now + interval;
+    // Due one interval after the last probe, doubled for each unanswered one before it.
+    now = evs.next_probe_at();
     ASSERT_EQ(evs.probe_due(plane(0), now), bad);
     evs.on_probe_sent(bad, now);
     if (answered) evs.on_probe_answered(bad);
@@ -285,7 +285,9 @@ TEST(EvSet, RegeneratedEvIsNoLongerRecognised) {
   Instant now{0};
   evs.on_loss(bad, now);
   for (int i = 0; i < 3; ++i) {  // three probes, none answered: two failures
-    now = now + Duration{50'000};
+    const Instant due = evs.next_probe_at();
+    EXPECT_EQ(due - now, Duration{50'000 << (i == 2 ? 1 : 0)});  // backoff after a failure
+    now = due;
     ASSERT_EQ(evs.probe_due(plane(0), now), bad);
     evs.on_probe_sent(bad, now);
   }

@@ -219,7 +219,10 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now) {
   }
   s.probe_outstanding = true;
   ++s.stats.probes_sent;
-  s.next_probe_at = now + config_.probe_interval;
+  // Back off while the path stays dead (up to 128 intervals), so a dead plane's EVs do not
+  // flood it with probes; the first answer brings the interval back.
+  const uint32_t backoff = std::min<uint32_t>(s.failed_probes, 7);
+  s.next_probe_at = now + Duration{config_.probe_interval.ns << backoff};
 }
 
 Instant EvSet::next_probe_at() const {

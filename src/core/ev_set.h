@@ -7,7 +7,8 @@
 //   SKIP         ECN-marked or trimmed recently: passed over once, then GOOD again.
 //   ASSUMED_BAD  a real (untrimmed) loss or a timeout: out of rotation at once, replaced by a
 //                GOOD backup of the same plane (planes stay equally loaded), probed in the
-//                background, GOOD again after `revive_probes` consecutive answered probes. An EV
+//                background (the interval doubling with each unanswered probe, up to 128x),
+//                GOOD again after `revive_probes` consecutive answered probes. An EV
 //                that fails many probes in a row is given a fresh random value (a new path).
 //   DENIED       set by the controller; never leaves that state on its own.
 // A floor (ev_min_active) keeps a burst of losses from taking every EV out of rotation: a loss

@@ -5,6 +5,8 @@
 #include <netinet/ip.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -203,6 +205,7 @@ void UdpHost::send_now(int p, int fd, const sockaddr_in& to, const uint8_t* byte
   const ssize_t sent = sendto(fd, bytes, length, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
   if (sent < 0) {
     ++plane.stats.send_errors;
+    if (errno == ENETDOWN || errno == ENETUNREACH || errno == EADDRNOTAVAIL) next_link_check_ = Instant{0};
     return;
   }
   ++plane.stats.packets_sent;
@@ -264,8 +267,35 @@ bool UdpHost::release_delayed(Instant now) {
 
 void UdpHost::set_plane_up(int plane, bool up) {
   if (plane < 0 || plane >= planes()) return;
-  planes_[plane].stats.up = up;
+  planes_[plane].admin_up = up;
+  update_plane(plane);
+}
+
+void UdpHost::update_plane(int plane) {
+  Plane& p = planes_[plane];
+  const bool up = p.link_up && p.admin_up;
+  if (up == p.stats.up) return;
+  p.stats.up = up;
   endpoint_->set_port_up(PlaneId(static_cast<uint8_t>(plane)), up, now());
+}
+
+void UdpHost::check_links(Instant now) {
+  if (now < next_link_check_) return;
+  next_link_check_ = now + Duration::from_ms(20);
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return;
+  for (int p = 0; p < planes(); ++p) {
+    bool up = false;
+    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+      const auto* sin = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+      if (sin->sin_addr.s_addr != planes_[p].local.address.s_addr) continue;
+      up = (i->ifa_flags & IFF_UP) && (i->ifa_flags & IFF_RUNNING);
+    }
+    planes_[p].link_up = up;
+    update_plane(p);
+  }
+  freeifaddrs(list);
 }
 
 void UdpHost::apply_schedule(Instant now) {
@@ -306,6 +336,7 @@ void UdpHost::wake() {
 bool UdpHost::run_once() {
   Instant now = this->now();
   apply_schedule(now);
+  check_links(now);
   bool busy = false;
   for (int p = 0; p < planes(); ++p) busy |= receive(p, now);
   now = this->now();

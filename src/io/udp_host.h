@@ -5,6 +5,9 @@
 //     (QpConfig::ev_port_base), so ECMP switches hash each EV onto its own path, and the
 //     source port a receiver sees is the EV it echoes back;
 //   - an epoll progress loop with nanosecond timeouts (epoll_pwait2) for the engine's deadlines;
+//   - link state: every 20 ms (and at once after a send fails with ENETDOWN/ENETUNREACH) the
+//     interface holding each plane's address is checked; a plane whose interface is down or
+//     not running is reported to the engine as its port going down, and back up when it returns;
 //   - an impairment layer at the I/O boundary, off by default: drop a fraction of packets,
 //     delay and reorder them, take a plane down and up on a schedule (seen by this host's
 //     engine as its port going down), so faults can be shown without root.
@@ -102,6 +105,8 @@ class UdpHost {
  private:
   struct Plane {
     PlaneAddress local;
+    bool link_up = true;   // the interface holding the address is up and running
+    bool admin_up = true;  // not taken down by set_plane_up / the impairment schedule
     int rx_fd = -1;
     std::vector<int> tx_fds;
     UdpPlaneStats stats;
@@ -126,6 +131,8 @@ class UdpHost {
   void send_now(int plane, int fd, const sockaddr_in& to, const uint8_t* bytes, size_t length);
   bool release_delayed(Instant now);
   void apply_schedule(Instant now);
+  void check_links(Instant now);
+  void update_plane(int plane);
 
   UdpHostConfig config_;
   std::unique_ptr<Endpoint> endpoint_;
@@ -139,6 +146,7 @@ class UdpHost {
   uint64_t delayed_sequence_ = 0;
   size_t next_schedule_ = 0;
   int first_plane_ = 0;
+  Instant next_link_check_{0};
   std::vector<uint8_t> buffer_;
 };
 

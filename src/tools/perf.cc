@@ -592,9 +592,10 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--planes", o.planes, "local plane addresses, one per plane, IPv4[:port] (default 127.0.0.1-4)")->delimiter(',');
   app.add_option("--port", o.port, "UDP receive port on every plane (default 4791 server, 4792 client)");
   app.add_option("--ev-port-base", o.ev_port_base, "first UDP source port used for EVs (default 50000 server, 51000 client)");
-  app.add_option("--size", o.size, "message size in bytes (default 1 MiB); with --sweep-sizes the largest");
+  app.add_option("--size", o.size, "message size in bytes, K/M/G suffixes (1024-based) allowed (default 1M); with --sweep-sizes the largest")
+      ->transform(CLI::AsSizeValue(false));
   app.add_flag("--sweep-sizes", o.sweep_sizes, "run sizes 4 KiB, 8 KiB, ... up to --size");
-  app.add_option("--bytes", o.bytes, "bytes to send (per size)");
+  app.add_option("--bytes", o.bytes, "bytes to send (per size), K/M/G suffixes allowed")->transform(CLI::AsSizeValue(false));
   app.add_option("--duration", o.duration_s, "seconds to send (default 5 if neither --bytes nor --iterations)");
   app.add_option("--iterations", o.iterations, "messages to send (per size)");
   app.add_option("--qps", o.qps, "queue pairs (default 1)")->check(CLI::Range(1, 64));
