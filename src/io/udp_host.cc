@@ -288,9 +288,13 @@ void UdpHost::check_links(Instant now) {
     bool up = false;
     for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
       if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+      // The interface whose network holds the plane's address (127.0.0.2 is lo's, for
+      // example, though only 127.0.0.1 is listed on it).
       const auto* sin = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
-      if (sin->sin_addr.s_addr != planes_[p].local.address.s_addr) continue;
-      up = (i->ifa_flags & IFF_UP) && (i->ifa_flags & IFF_RUNNING);
+      const auto* mask = reinterpret_cast<const sockaddr_in*>(i->ifa_netmask);
+      const uint32_t m = mask != nullptr ? mask->sin_addr.s_addr : 0xFFFFFFFFu;
+      if ((sin->sin_addr.s_addr & m) != (planes_[p].local.address.s_addr & m)) continue;
+      up = up || ((i->ifa_flags & IFF_UP) && (i->ifa_flags & IFF_RUNNING));
     }
     planes_[p].link_up = up;
     update_plane(p);
