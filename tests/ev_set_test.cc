@@ -276,6 +276,27 @@ TEST(EvSet, SlotOfMapsEchoedEvsBackAndRejectsForeignValues) {
   EXPECT_EQ(evs.slot_of(Ev(0xFFFFFFFFu)), EvSet::kNoSlot);
 }
 
+TEST(EvSet, ProbesBackOffWhileThePathStaysDead) {
+  EvSet evs(make_config(1, 4, 1), 5);
+  const uint16_t bad = 0;
+  Instant now{0};
+  evs.on_loss(bad, now);
+  std::vector<int64_t> gaps;
+  for (int i = 0; i < 12; ++i) {
+    const Instant due = evs.next_probe_at();
+    gaps.push_back((due - now).ns);
+    now = due;
+    ASSERT_EQ(evs.probe_due(plane(0), now), bad);
+    evs.on_probe_sent(bad, now);  // never answered
+  }
+  // 50 us until more than kProbesBeforeBackoff probes failed, then doubling, capped at 128x.
+  EXPECT_EQ(gaps[0], 50'000);
+  EXPECT_EQ(gaps[4], 50'000);
+  EXPECT_EQ(gaps[5], 100'000);
+  EXPECT_EQ(gaps[6], 200'000);
+  EXPECT_EQ(gaps[11], 50'000 * 128);
+}
+
 TEST(EvSet, RegeneratedEvIsNoLongerRecognised) {
   EvSetConfig config = make_config(1, 4, 1);
   config.regenerate_after_failed_probes = 2;
@@ -286,7 +307,7 @@ TEST(EvSet, RegeneratedEvIsNoLongerRecognised) {
   evs.on_loss(bad, now);
   for (int i = 0; i < 3; ++i) {  // three probes, none answered: two failures
     const Instant due = evs.next_probe_at();
-    EXPECT_EQ(due - now, Duration{50'000 << (i == 2 ? 1 : 0)});  // backoff after a failure
+    EXPECT_EQ(due - now, Duration{50'000});  // no backoff for the first few failures
     now = due;
     ASSERT_EQ(evs.probe_due(plane(0), now), bad);
     evs.on_probe_sent(bad, now);

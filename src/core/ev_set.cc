@@ -221,7 +221,9 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now) {
   ++s.stats.probes_sent;
   // Back off while the path stays dead (up to 128 intervals), so a dead plane's EVs do not
   // flood it with probes; the first answer brings the interval back.
-  const uint32_t backoff = std::min<uint32_t>(s.failed_probes, 7);
+  // A few lost probes are normal on a lossy path; back off only after kProbesBeforeBackoff.
+  const uint32_t backoff =
+      s.failed_probes <= kProbesBeforeBackoff ? 0 : std::min<uint32_t>(s.failed_probes - kProbesBeforeBackoff, 7);
   s.next_probe_at = now + Duration{config_.probe_interval.ns << backoff};
 }
 

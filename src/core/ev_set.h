@@ -7,7 +7,7 @@
 //   SKIP         ECN-marked or trimmed recently: passed over once, then GOOD again.
 //   ASSUMED_BAD  a real (untrimmed) loss or a timeout: out of rotation at once, replaced by a
 //                GOOD backup of the same plane (planes stay equally loaded), probed in the
-//                background (the interval doubling with each unanswered probe, up to 128x),
+//                background (after 3 unanswered probes in a row the interval doubles with each, up to 128x),
 //                GOOD again after `revive_probes` consecutive answered probes. An EV
 //                that fails many probes in a row is given a fresh random value (a new path).
 //   DENIED       set by the controller; never leaves that state on its own.
@@ -71,6 +71,7 @@ class EvSet {
  public:
   static constexpr uint32_t kSlotBits = 11;
   static constexpr uint16_t kNoSlot = 0xFFFF;
+  static constexpr uint32_t kProbesBeforeBackoff = 3;
 
   struct Slot {
     Ev ev{0};
