@@ -12,6 +12,11 @@
 #include <string_view>
 #include <vector>
 
+#if defined(__unix__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "core/wire/icrc.h"
 #include "core/wire/packet.h"
 #include "util/bytes.h"
@@ -872,8 +877,8 @@ TEST(WireIcrc, SealStoresTheCrcBigEndian) {
   }
 }
 
-// Lengths around every path boundary (16, 64, 256, 512 bytes) plus random ones, at every
-// alignment of a 64-byte line.
+// Lengths around every path boundary (16, 64, 128, 192, 256, 512 bytes) plus random ones, at
+// every alignment of a 64-byte line.
 std::vector<size_t> crc_test_lengths(Prng& rng) {
   std::vector<size_t> lengths;
   for (size_t n = 0; n <= 600; ++n) lengths.push_back(n);
@@ -910,6 +915,76 @@ TEST(WireIcrc, AllImplementationsAgreeOnRandomLengthsAndAlignments) {
   if (!clmul) GTEST_SKIP() << "no PCLMULQDQ on this CPU: only the portable CRC was checked";
   if (!vclmul) GTEST_SKIP() << "no VPCLMULQDQ on this CPU: the AVX-512 CRC was not checked";
 }
+
+// Every implementation the CPU has, each checked against the bit-at-a-time reference.
+void expect_all_match_reference(std::span<const uint8_t> bytes, const std::string& where) {
+  const uint32_t expected = reference_crc32(bytes);
+  ASSERT_EQ(detail::icrc32_portable(bytes), expected) << where;
+  ASSERT_EQ(icrc32(bytes), expected) << where;
+  if (detail::clmul_available()) {
+    ASSERT_EQ(detail::icrc32_clmul(bytes), expected) << "pclmul " << where;
+  }
+  if (detail::vclmul_available()) {
+    ASSERT_EQ(detail::icrc32_vclmul(bytes), expected) << "vpclmul " << where;
+  }
+}
+
+// Every length up to 1 KiB -- each front padding (mod 16, 64 and 256 bytes, which decides where
+// the initial register goes) and each short/long path -- at alignments spread over a 64-byte line.
+TEST(WireIcrc, EveryLengthUpTo1KiBMatchesTheBitReference) {
+  Prng rng(25);
+  Bytes buffer(1024 + 64);
+  for (auto& b : buffer) b = static_cast<uint8_t>(rng.next_u32());
+  for (size_t align : {0, 1, 3, 8, 13, 31, 47, 63}) {
+    for (size_t n = 0; n <= 1024; ++n) {
+      expect_all_match_reference(std::span(buffer).subspan(align, n),
+                                 std::to_string(n) + " @" + std::to_string(align));
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(WireIcrc, LargeRandomLengthsMatchTheBitReference) {
+  Prng rng(26);
+  Bytes buffer(70000 + 64);
+  for (auto& b : buffer) b = static_cast<uint8_t>(rng.next_u32());
+  std::vector<size_t> lengths = {4132, 4136, 9036, 65536, 65537, 70000};
+  for (int i = 0; i < 60; ++i) lengths.push_back(1025 + rng.below(70000 - 1025));
+  for (size_t n : lengths) {
+    const size_t align = rng.below(64);
+    expect_all_match_reference(std::span(buffer).subspan(align, n),
+                               std::to_string(n) + " @" + std::to_string(align));
+    if (HasFatalFailure()) return;
+  }
+}
+
+#if defined(__unix__)
+// The vector paths pad the message in front by loading bytes before it under a mask, and must
+// read nothing past its end: messages that start right after, or end right before, an
+// inaccessible page would fault if they touched it.
+TEST(WireIcrc, NoAccessOutsideTheMessageNextToInaccessiblePages) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  constexpr size_t kDataPages = 3;
+  void* mapping = mmap(nullptr, (kDataPages + 2) * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+  ASSERT_NE(mapping, MAP_FAILED);
+  auto* const first = static_cast<uint8_t*>(mapping) + page;  // guard page before and after
+  ASSERT_EQ(mprotect(first, kDataPages * page, PROT_READ | PROT_WRITE), 0);
+  const std::span<uint8_t> data(first, kDataPages * page);
+  Prng rng(27);
+  for (auto& b : data) b = static_cast<uint8_t>(rng.next_u32());
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n <= 600; ++n) lengths.push_back(n);
+  for (size_t n : {1023, 1024, 1025, 4096, 4132, 4133, 8191, 8192, 9036}) lengths.push_back(n);
+  for (size_t n : lengths) {
+    if (n > data.size()) continue;
+    expect_all_match_reference(data.first(n), "after a guard page, " + std::to_string(n));
+    expect_all_match_reference(data.last(n), "before a guard page, " + std::to_string(n));
+    if (HasFatalFailure()) break;
+  }
+  munmap(mapping, (kDataPages + 2) * page);
+}
+#endif
 
 TEST(WireIcrc, SingleBitErrorsChangeTheCrcOnEveryPath) {
   Prng rng(24);
