@@ -28,6 +28,21 @@ run_pair --bytes 33554432 --delay-us 100 --reorder 0.2
 run_pair --bytes 134217728 --fail-plane 1@100ms+200ms
 run_pair --bytes 33554432 --qps 3 --bidir --size 262144
 
+# The server dies mid-transfer: the client must fail with a message, not hang.
+port=$((port + 1))
+"$MRC" perf --server --oob-port $port --port 4895 --ev-port-base 55000 > /dev/null 2>&1 &
+srv=$!
+"$MRC" perf --client 127.0.0.1 --oob-port $port --port 4896 --ev-port-base 55500 --duration 30 > /tmp/mrc-perf-cli.$$ 2>&1 &
+cli=$!
+sleep 1
+kill -9 $srv
+for _ in $(seq 1 60); do kill -0 $cli 2>/dev/null || break; sleep 0.5; done
+if kill -0 $cli 2>/dev/null; then kill -9 $cli; fail "client still running 30 s after the server died"; fi
+wait $cli; rc=$?
+[ $rc -eq 1 ] && grep -q "FAILED: queue pair" /tmp/mrc-perf-cli.$$ || { tail -5 /tmp/mrc-perf-cli.$$; fail "dead server: rc=$rc"; }
+echo "ok: the client reports a dead server (rc=1)"
+rm -f /tmp/mrc-perf-cli.$$
+
 # Misconfiguration gives a clear message and exit status 2.
 out=$("$MRC" perf --client 127.0.0.1 --oob-port 1 --port 4893 --ev-port-base 54000 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "cannot reach the mrc perf server" || fail "unreachable server: rc=$rc $out"

@@ -104,6 +104,7 @@ bool OobChannel::try_receive(nlohmann::json& message) {
   char buf[4096];
   const ssize_t n = recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
   if (n > 0) pending_.append(buf, static_cast<size_t>(n));
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) closed_ = true;
   if (pending_.find('\n') == std::string::npos) return false;
   return receive(message);
 }

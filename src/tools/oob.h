@@ -22,12 +22,15 @@ class OobChannel {
   bool receive(nlohmann::json& message);
   // Non-blocking: true and a message if a whole line is available.
   bool try_receive(nlohmann::json& message);
+  // The peer closed the connection (or it failed): nothing more will arrive.
+  bool closed() const { return closed_; }
 
  private:
   OobChannel() = default;
   int fd_ = -1;
   int listen_fd_ = -1;
   std::string pending_;
+  bool closed_ = false;
 };
 
 }  // namespace mrc::tools

@@ -102,6 +102,8 @@ class PerfSide {
   uint64_t bytes_verified() const { return bytes_verified_; }
   uint64_t mismatches() const { return mismatches_; }
   uint64_t send_errors() const { return send_errors_; }
+  // Non-empty once a queue pair has failed: the test cannot finish and must stop.
+  const std::string& failure() const { return failure_; }
   const std::vector<double>& latencies_us() const { return latencies_us_; }
   void clear_latencies() { latencies_us_.clear(); }
   std::vector<QueuePair*>& qps() { return qps_; }
@@ -137,6 +139,7 @@ class PerfSide {
   uint64_t bytes_verified_ = 0;
   uint64_t mismatches_ = 0;
   uint64_t send_errors_ = 0;
+  std::string failure_;
   std::map<uint64_t, std::chrono::steady_clock::time_point> posted_at_;
   std::vector<double> latencies_us_;
 };
@@ -180,6 +183,7 @@ bool PerfSide::open(std::string& error) {
   qc.ev_count = static_cast<uint16_t>(o_.ev_count);
   qc.ev_port_base = hc.ev_port_base;
   qc.timeout = 12;
+  qc.retry_exp = 10;  // tolerate seconds-long scheduling stalls of a busy host (~8 s in all)
   qc.cc = o_.cc == "aimd" ? CcAlgorithm::kAimd : o_.cc == "fixed" ? CcAlgorithm::kFixed : CcAlgorithm::kNscc;
   qc.nscc.max_window_bytes = qc.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
   qc.nscc.initial_window_bytes = std::min<uint64_t>(qc.nscc.initial_window_bytes, qc.nscc.max_window_bytes);
@@ -296,6 +300,9 @@ void PerfSide::on_completion(const Completion& c) {
     if (q->qpn() == c.qpn) qp = q;
   if (c.status != WcStatus::kSuccess) {
     ++send_errors_;
+    if (failure_.empty())
+      failure_ = "queue pair " + std::to_string(c.qpn.value) + " failed: " + to_string(c.status) +
+                 (c.status == WcStatus::kRetryExceeded ? " (the peer stopped answering for longer than the retry limit)" : "");
     return;
   }
   if (c.opcode == WcOpcode::kRecvRdmaWithImm) return on_receive(c, qp);
@@ -452,12 +459,12 @@ json result_json(PerfSide& side, Reporter& rep, const char* role, uint64_t size,
           {"error_completions", side.send_errors()}, {"intervals", intervals}, {"summary", plane_and_ev_summary(side)}};
 }
 
-// Steps `side` until `done()` or the deadline; returns false on timeout.
+// Steps `side` until `done()`, the deadline, or a queue pair failing; false unless done().
 template <typename Done>
 bool step_until(PerfSide& side, Reporter* rep, Done done, double timeout_s) {
   const auto give_up = Clock::now() + std::chrono::duration<double>(timeout_s);
   while (!done()) {
-    if (Clock::now() > give_up) return false;
+    if (Clock::now() > give_up || !side.failure().empty()) return false;
     side.step();
     if (rep != nullptr) rep->maybe_report();
   }
@@ -500,14 +507,18 @@ int serve_one(const PerfOptions& o) {
   Reporter rep(s, mine);
   if (mine.bidir) s.start_sending(mine.size, 0);
   json done;
-  step_until(s, &rep, [&] { return oob.try_receive(done); }, 1e9);
+  step_until(s, &rep, [&] { return oob.try_receive(done) || oob.closed(); }, 1e9);
+  if (!s.failure().empty() || !done.contains("sent")) {
+    std::fprintf(stderr, "mrc perf: FAILED: %s\n", s.failure().empty() ? "the client went away" : s.failure().c_str());
+    return 1;
+  }
   if (mine.bidir) s.stop_sending();
   const uint64_t expect = done["sent"];
   const bool ok = step_until(s, &rep, [&] { return s.messages_received() >= expect && s.sending_done(); }, 60);
   oob.send({{"received", s.messages_received()}, {"verified", s.bytes_verified()}, {"mismatches", s.mismatches()},
             {"sent", s.messages_sent()}, {"ok", ok}});
   json bye;
-  step_until(s, nullptr, [&] { return oob.try_receive(bye); }, 30);
+  step_until(s, nullptr, [&] { return oob.try_receive(bye) || oob.closed(); }, 30);
   const json r = result_json(s, rep, "server", mine.size, rep.elapsed_s());
   if (o.json) std::cout << r.dump(2) << "\n"; else print_summary(r);
   return ok && s.mismatches() == 0 ? 0 : 1;
@@ -551,9 +562,13 @@ int run_client(const PerfOptions& o) {
                      {"p50_us", percentile(lat, 0.5)}, {"p99_us", percentile(lat, 0.99)}, {"p999_us", percentile(lat, 0.999)}});
   }
   rep.maybe_report(true);
+  if (!s.failure().empty()) {
+    std::fprintf(stderr, "mrc perf: FAILED: %s\n", s.failure().c_str());
+    return 1;
+  }
   oob.send({{"sent", s.messages_sent()}});
   json reply;
-  step_until(s, &rep, [&] { return oob.try_receive(reply); }, 120);
+  step_until(s, &rep, [&] { return oob.try_receive(reply) || oob.closed(); }, 120);
   const uint64_t expect = reply.value("sent", uint64_t{0});
   const bool received_all = step_until(s, &rep, [&] { return s.messages_received() >= expect; }, 60);
   oob.send({{"bye", true}});
