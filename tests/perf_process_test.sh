@@ -30,9 +30,9 @@ run_pair --bytes 33554432 --qps 3 --bidir --size 262144
 
 # The server dies mid-transfer: the client must fail with a message, not hang.
 port=$((port + 1))
-"$MRC" perf --server --oob-port $port --port 4895 --ev-port-base 55000 > /dev/null 2>&1 &
+"$MRC" perf --server --oob-port $port --port 4899 --ev-port-base 57000 > /dev/null 2>&1 &
 srv=$!
-"$MRC" perf --client 127.0.0.1 --oob-port $port --port 4896 --ev-port-base 55500 --duration 30 > /tmp/mrc-perf-cli.$$ 2>&1 &
+"$MRC" perf --client 127.0.0.1 --oob-port $port --port 4900 --ev-port-base 57500 --duration 30 > /tmp/mrc-perf-cli.$$ 2>&1 &
 cli=$!
 sleep 1
 kill -9 $srv
