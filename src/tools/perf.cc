@@ -524,22 +524,8 @@ int serve_one(const PerfOptions& o) {
   return ok && s.mismatches() == 0 ? 0 : 1;
 }
 
-int run_client(const PerfOptions& o) {
-  std::string error;
-  std::unique_ptr<MetricsServer> metrics;
-  if (!start_metrics(o, metrics)) return 2;
-  PerfSide s(o, false);
-  s.attach_metrics(metrics.get());
-  if (!s.open(error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
-  OobChannel oob = OobChannel::connect_to(o.connect, o.oob_port, 5000, error);
-  if (!oob.ok()) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
-  json hello = s.hello();
-  hello["params"] = {{"size", o.size}, {"verify", o.verify}, {"bidir", o.bidir}, {"depth", o.depth}, {"qps", o.qps}};
-  json peer;
-  if (!oob.send(hello) || !oob.receive(peer)) return std::fprintf(stderr, "mrc perf: the server closed the connection\n"), 2;
-  if (peer.contains("error")) return std::fprintf(stderr, "mrc perf: server: %s\n", peer["error"].get<std::string>().c_str()), 2;
-  if (!s.connect(peer, error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
-  Reporter rep(s, o);
+// Sends at each message size in turn (one size unless --sweep-sizes); one JSON row per size.
+json send_sizes(PerfSide& s, Reporter& rep, const PerfOptions& o) {
   json sweep = json::array();
   std::vector<uint64_t> sizes;
   for (uint64_t sz = o.sweep_sizes ? 4096 : o.size; sz <= o.size; sz *= 2) sizes.push_back(sz);
@@ -561,6 +547,26 @@ int run_client(const PerfOptions& o) {
                      {"messages_per_s", static_cast<double>(s.messages_sent() - before_msgs) / secs},
                      {"p50_us", percentile(lat, 0.5)}, {"p99_us", percentile(lat, 0.99)}, {"p999_us", percentile(lat, 0.999)}});
   }
+  return sweep;
+}
+
+int run_client(const PerfOptions& o) {
+  std::string error;
+  std::unique_ptr<MetricsServer> metrics;
+  if (!start_metrics(o, metrics)) return 2;
+  PerfSide s(o, false);
+  s.attach_metrics(metrics.get());
+  if (!s.open(error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  OobChannel oob = OobChannel::connect_to(o.connect, o.oob_port, 5000, error);
+  if (!oob.ok()) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  json hello = s.hello();
+  hello["params"] = {{"size", o.size}, {"verify", o.verify}, {"bidir", o.bidir}, {"depth", o.depth}, {"qps", o.qps}};
+  json peer;
+  if (!oob.send(hello) || !oob.receive(peer)) return std::fprintf(stderr, "mrc perf: the server closed the connection\n"), 2;
+  if (peer.contains("error")) return std::fprintf(stderr, "mrc perf: server: %s\n", peer["error"].get<std::string>().c_str()), 2;
+  if (!s.connect(peer, error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  Reporter rep(s, o);
+  const json sweep = send_sizes(s, rep, o);
   rep.maybe_report(true);
   if (!s.failure().empty()) {
     std::fprintf(stderr, "mrc perf: FAILED: %s\n", s.failure().c_str());
