@@ -116,6 +116,31 @@ class Hostile : public ::testing::Test {
     pair_.side[to].endpoint->handle_datagram(pair_.now(), bytes, meta);
   }
   void inject_b(const std::vector<uint8_t>& bytes, bool trimmed = false) { inject(1, bytes, trimmed); }
+  // A SACK / trimmed-NACK addressed to A's QP, encoded with a valid ICRC.
+  std::vector<uint8_t> control_to_a(Psn psn, const decltype(wire::ControlPacket::body)& body, Opcode opcode) {
+    wire::ControlPacket c;
+    c.bth.opcode = opcode;
+    c.bth.dest_qp = a().qp->qpn();
+    c.bth.psn = psn;
+    c.body = body;
+    std::vector<uint8_t> out(256);
+    out.resize(wire::encode(wire::Packet{c}, out));
+    return out;
+  }
+  std::vector<uint8_t> sack_to_a(Psn cumulative, int16_t sack_offset, uint64_t bitmap) {
+    wire::Sack s;
+    s.cumulative_psn = cumulative;
+    s.sack_offset = sack_offset;
+    s.bitmap = bitmap;
+    s.mpr = 4;
+    return control_to_a(cumulative, s, Opcode::kSack);
+  }
+  std::vector<uint8_t> nack_to_a(Psn psn) {
+    wire::Nack n;
+    n.reason = wire::NackReason::kTrimmed;
+    n.nack_psn = psn;
+    return control_to_a(psn, n, Opcode::kNack);
+  }
 
   void expect_arena_unchanged() {
     ASSERT_EQ(arena_.size(), snapshot_.size());
@@ -484,46 +509,18 @@ TEST_F(Hostile, SackOrNackForUnsentPsnsIsABadAck) {
   const Psn oldest = next - 5;                  // A's oldest unacknowledged PSN
   ASSERT_EQ(a().qp->stats().work_requests_completed, 1u);
 
-  auto sack_bytes = [&](Psn cumulative, int16_t sack_offset, uint64_t bitmap) {
-    wire::Sack s;
-    s.cumulative_psn = cumulative;
-    s.sack_offset = sack_offset;
-    s.bitmap = bitmap;
-    s.mpr = 4;
-    wire::ControlPacket c;
-    c.bth.opcode = Opcode::kSack;
-    c.bth.dest_qp = a().qp->qpn();
-    c.bth.psn = cumulative;
-    c.body = s;
-    std::vector<uint8_t> out(256);
-    out.resize(wire::encode(wire::Packet{c}, out));
-    return out;
-  };
-  auto nack_bytes = [&](Psn psn) {
-    wire::Nack n;
-    n.reason = wire::NackReason::kTrimmed;
-    n.nack_psn = psn;
-    wire::ControlPacket c;
-    c.bth.opcode = Opcode::kNack;
-    c.bth.dest_qp = a().qp->qpn();
-    c.bth.psn = psn;
-    c.body = n;
-    std::vector<uint8_t> out(256);
-    out.resize(wire::encode(wire::Packet{c}, out));
-    return out;
-  };
   const uint64_t bad = drops(a().qp, DropReason::kBadAck);
   const uint64_t retransmits = a().qp->stats().retransmits;
-  inject(0, sack_bytes(next + 1, 0, ~0ull));            // acknowledges one PSN never sent
-  inject(0, sack_bytes(next + 1000, 0, ~0ull));
-  inject(0, sack_bytes(next + (1u << 23), 0, ~0ull));
-  inject(0, nack_bytes(next));
-  inject(0, nack_bytes(next + 100));
-  inject(0, nack_bytes(oldest - 1));                   // already acknowledged long ago
+  inject(0, sack_to_a(next + 1, 0, ~0ull));            // acknowledges one PSN never sent
+  inject(0, sack_to_a(next + 1000, 0, ~0ull));
+  inject(0, sack_to_a(next + (1u << 23), 0, ~0ull));
+  inject(0, nack_to_a(next));
+  inject(0, nack_to_a(next + 100));
+  inject(0, nack_to_a(oldest - 1));                   // already acknowledged long ago
   EXPECT_EQ(drops(a().qp, DropReason::kBadAck) - bad, 6u);
   // A SACK with a sane cumulative point whose bitmap claims only never-sent PSNs.
-  inject(0, sack_bytes(oldest, 5, ~0ull));
-  inject(0, sack_bytes(oldest, 1000, ~0ull));
+  inject(0, sack_to_a(oldest, 5, ~0ull));
+  inject(0, sack_to_a(oldest, 1000, ~0ull));
   EXPECT_EQ(pair_.drain(0, false).size(), 0u);
   EXPECT_EQ(a().qp->stats().work_requests_completed, 1u);
   EXPECT_EQ(a().qp->stats().retransmits, retransmits);

@@ -161,16 +161,6 @@ void expect_valid(const Parsed& p) {
   EXPECT_FALSE(p.samples.empty());
 }
 
-QpConfig pair_config() {
-  QpConfig c;
-  c.ev_count = 16;
-  c.ev_min_active = 4;
-  c.mpr = 4;
-  c.mpr_dest = 4;
-  c.timeout = 8;
-  return c;
-}
-
 // Both directions write with every 29th datagram from A dropped, every 13th ECN-marked and
 // every 41st data packet trimmed, so losses, retransmissions, NACKs and EV transitions happen.
 void run_lossy_transfer(test::Pair& pair) {
@@ -240,7 +230,7 @@ void expect_qp_matches(const Parsed& p, const std::string& role, QueuePair& qp) 
 }
 
 TEST(Metrics, PairAfterLossyTransferParsesAndMatchesEngine) {
-  test::Pair pair(4, pair_config(), 1 << 20);
+  test::Pair pair(4, test::small_config(), 1 << 20);
   run_lossy_transfer(pair);
   const char* roles[] = {"a", "b"};
   for (int i = 0; i < 2; ++i) {
@@ -268,7 +258,7 @@ TEST(Metrics, PairAfterLossyTransferParsesAndMatchesEngine) {
 }
 
 TEST(Metrics, EvSeriesActiveOnlyOrAll) {
-  test::Pair pair(2, pair_config(), 1 << 20);
+  test::Pair pair(2, test::small_config(), 1 << 20);
   ASSERT_TRUE(pair.write(0, 0, 20000, 1).ok());
   pair.run(Instant{100'000'000});
   Endpoint& e = *pair.side[0].endpoint;
@@ -308,7 +298,7 @@ TEST(Metrics, CheckerRejectsBrokenText) {
 }
 
 TEST(Metrics, LabelValuesAreEscaped) {
-  test::Pair pair(1, pair_config(), 4096);
+  test::Pair pair(1, test::small_config(), 4096);
   const std::string odd = "a\"b\\c\nd";
   const Parsed p = parse(
       render_metrics(*pair.side[0].endpoint, nullptr, {{{"role", odd}, {"host", "h1"}}, false}));
