@@ -39,6 +39,12 @@ struct ContextOptions {
   uint64_t seed = 1;
 };
 
+// How many UDP source ports, from ContextOptions::ev_port_base on, a context with `planes`
+// planes binds for its EVs (contexts on one host need disjoint ranges).
+inline uint32_t ev_source_ports(size_t planes) {
+  return planes == 0 ? 0 : static_cast<uint32_t>(planes * (256 / planes + 16));
+}
+
 // What the peer needs to connect to a queue pair.
 struct ConnectionInfo {
   uint32_t qpn = 0;

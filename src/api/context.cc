@@ -42,7 +42,7 @@ Result<std::unique_ptr<Context>, ApiError> Context::open(const ContextOptions& o
   }
   if (hc.planes.empty()) return Err{ApiError{"a context needs at least one plane address"}};
   hc.ev_port_base = options.ev_port_base;
-  hc.ev_ports_per_plane = static_cast<uint16_t>(256 / hc.planes.size() + 16);
+  hc.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(hc.planes.size()) / hc.planes.size());
   hc.impairment = options.impairment;
   hc.seed = options.seed;
   auto host = io::UdpHost::open(hc);

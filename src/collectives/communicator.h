@@ -1,0 +1,124 @@
+// Collective communication over MRC: a group of ranks (processes or threads, on one host or
+// many), each with its own mrc Context over its host's planes and one connected queue pair to
+// every other rank. Every byte moves as RDMA WRITE(-with-immediate) through the transport's
+// registered staging slots (transport.h), so each transfer is sprayed over all planes and a
+// failed plane is routed around by the engine without the collective noticing.
+//
+// All calls are blocking, made by every rank in the same order with matching arguments (as in
+// NCCL and MPI). Counts are in elements. Out-of-place and in-place both work:
+//   all_reduce      in-place: send == recv
+//   reduce_scatter  send holds ranks() * recv_count; in-place: send + rank() * recv_count == recv
+//   all_gather      recv holds ranks() * send_count; in-place: recv + rank() * send_count == send
+//   broadcast       `send` is read at the root only; in-place: send == recv
+//   reduce          `recv` is written at the root only; in-place: send == recv
+//   all_to_all      block j of `send` goes to rank j, block i of `recv` comes from rank i;
+//                   in-place: send == recv
+//   send / recv     point to point; a large message needs the peer to be receiving (rendezvous)
+// Errors are values: a peer that vanished, a failed queue pair, a wait that made no progress
+// for `timeout`, or ranks that called different collectives. After an error the communicator
+// is failed and every later call returns the same error.
+//
+// Creation is a rendezvous through a Store (store.h): each rank publishes, per peer, its
+// connection information and staging keys under "<prefix>/conn/<from>/<to>", reads its peers',
+// connects, and waits until every rank is connected.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "collectives/store.h"
+#include "collectives/transport.h"
+#include "collectives/types.h"
+#include "mrc/mrc.hpp"
+
+namespace mrc::coll {
+
+struct CommOptions {
+  int rank = 0;
+  int ranks = 1;
+  // This rank's planes (one address per plane, the same number on every rank), its UDP receive
+  // port and its EV source ports [ev_port_base, ev_port_base + ev_source_ports(planes)).
+  // Ranks sharing a host need distinct ports: see rank_ports().
+  ContextOptions context;
+  uint32_t chunk_bytes = 256 << 10;  // staging slot size; memory: (ranks-1) x 2 x slots x chunk
+  uint32_t slots = 8;                // staging slots per peer and direction (>= 4)
+  // all_reduce of at most this many bytes uses the direct algorithm (one round of latency).
+  uint64_t direct_max_bytes = 64 << 10;
+  std::chrono::milliseconds timeout{30000};  // a wait without progress for this long fails
+  std::string prefix = "mrc";                // store keys; unique per communicator and store
+  QpConfig qp = default_qp_config();
+
+  static QpConfig default_qp_config();
+};
+
+// Ports for local rank `local_rank` of a host: receive port base_port + local_rank and a
+// disjoint EV source-port range per rank starting at ev_port_base.
+void rank_ports(ContextOptions& context, uint16_t base_port, uint16_t ev_port_base, int local_rank);
+
+enum class AllReduceAlgorithm : uint8_t {
+  kAuto,    // direct up to CommOptions::direct_max_bytes, ring above
+  kRing,    // reduce-scatter + all-gather around a ring, pipelined in chunks: bandwidth-optimal
+  kDirect,  // every rank sends its vector to every other and reduces locally: one round
+};
+const char* to_string(AllReduceAlgorithm algorithm);
+
+class Communicator {
+ public:
+  // Opens a context for this rank, connects to every peer through `store`; fails after
+  // options.timeout if some rank does not show up.
+  static Result<std::unique_ptr<Communicator>, Error> create(Store& store, const CommOptions& options);
+  // Drains outstanding writes and waits (through the store) until every rank has; see close().
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int ranks() const { return ranks_; }
+  Context& context() { return *context_; }
+  // Non-empty once the communicator has failed.
+  const std::string& failure() const { return transport_->failure(); }
+
+  Result<Ok, Error> all_reduce(const void* send, void* recv, size_t count, DataType type,
+                               ReduceOp op, AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto);
+  Result<Ok, Error> reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
+                                   ReduceOp op);
+  Result<Ok, Error> all_gather(const void* send, void* recv, size_t send_count, DataType type);
+  Result<Ok, Error> broadcast(const void* send, void* recv, size_t count, DataType type, int root);
+  Result<Ok, Error> reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                           int root);
+  Result<Ok, Error> all_to_all(const void* send, void* recv, size_t count_per_rank, DataType type);
+  Result<Ok, Error> barrier();
+  Result<Ok, Error> send(const void* data, size_t count, DataType type, int peer);
+  Result<Ok, Error> recv(void* data, size_t count, DataType type, int peer);
+
+  // Waits until every write of this rank has completed, then until every rank has done the
+  // same (through the store), so no rank tears down a connection a peer still needs. Called by
+  // the destructor if not before; skipped (returns the failure) on a failed communicator.
+  Result<Ok, Error> close();
+  // Gives up without the closing handshake (after an error, or when this rank must leave now);
+  // peers still using this rank will see it vanish.
+  void abort() { closed_ = true; }
+
+ private:
+  Communicator() = default;
+  Result<Ok, Error> connect_all(Store& store, const CommOptions& options);
+  Result<Ok, Error> store_barrier(const std::string& name);
+  Result<Ok, Error> check_root(int root) const;
+  Result<Ok, Error> all_reduce_direct(const uint8_t* send, uint8_t* recv, size_t count,
+                                      DataType type, ReduceOp op);
+  Result<Ok, Error> direct_round(const uint8_t* send, uint8_t* recv, size_t count, DataType type,
+                                 ReduceOp op, uint64_t chunk);
+
+  int rank_ = 0;
+  int ranks_ = 1;
+  CommOptions options_;
+  Store* store_ = nullptr;
+  bool closed_ = false;
+  std::unique_ptr<Context> context_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<uint8_t[]> scratch_;  // one chunk, for in-place direct all-reduce
+};
+
+}  // namespace mrc::coll

@@ -1,0 +1,292 @@
+// Flow-controlled message streams between ranks over mrc queue pairs (see transport.h for the
+// protocol). Work-request ids say what completed: kind (top byte) | peer (bits 32-55) | slot.
+#include "collectives/transport.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <sstream>
+
+namespace mrc::coll {
+
+namespace {
+
+constexpr uint32_t kCreditBit = 0x80000000u;
+constexpr uint32_t kSequenceMask = 0x7FFFFFFFu;
+constexpr uint32_t kMaxCreditsPerMessage = 0xFFFF;
+constexpr uint32_t kMaxCreditWrites = 2;  // credit messages in flight per peer
+constexpr uint64_t kKindData = 1, kKindCredit = 2, kKindReceive = 3;
+constexpr size_t kAlignment = 4096;
+
+uint64_t make_wr_id(uint64_t kind, int peer, uint32_t slot) {
+  return (kind << 56) | (static_cast<uint64_t>(peer) << 32) | slot;
+}
+uint64_t kind_of(uint64_t wr_id) { return wr_id >> 56; }
+uint32_t slot_of(uint64_t wr_id) { return static_cast<uint32_t>(wr_id); }
+
+uint32_t receives_per_peer(uint32_t slots) { return slots + kMaxCreditWrites + 4; }
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>, Error> Transport::create(Context& context, int rank, int ranks,
+                                                            const TransportOptions& options) {
+  if (options.slots < 4 || options.slots > 1024)
+    return Err{Error{"slots = " + std::to_string(options.slots) + " must be in [4, 1024]"}};
+  if (options.chunk_bytes < 64 || options.chunk_bytes > (64u << 20) || options.chunk_bytes % 64)
+    return Err{Error{"chunk_bytes = " + std::to_string(options.chunk_bytes) +
+                     " must be a multiple of 64 in [64, 64 MiB]"}};
+  std::unique_ptr<Transport> t(new Transport());
+  t->context_ = &context;
+  t->rank_ = rank;
+  t->ranks_ = ranks;
+  t->options_ = options;
+  t->pd_ = context.alloc_pd();
+  const uint32_t per_peer = receives_per_peer(options.slots) + 2 * options.slots + kMaxCreditWrites;
+  t->cq_ = context.create_cq(static_cast<uint32_t>(std::max(ranks - 1, 1)) * per_peer * 2 + 64);
+  const size_t area = static_cast<size_t>(options.slots) * options.chunk_bytes;
+  t->memory_bytes_ = std::max<size_t>(area * 2 * static_cast<size_t>(ranks), kAlignment);
+  t->memory_ = static_cast<uint8_t*>(::operator new(t->memory_bytes_, std::align_val_t(kAlignment)));
+  std::memset(t->memory_, 0, t->memory_bytes_);
+  auto send_mr = context.register_memory(t->pd_, t->memory_, t->memory_bytes_, kAccessLocalWrite);
+  if (!send_mr.ok()) return Err{Error{send_mr.error().message}};
+  t->send_mr_ = send_mr.value();
+  QpConfig qc = options.qp;
+  qc.max_send_wr = std::max<uint32_t>(qc.max_send_wr, options.slots + kMaxCreditWrites + 8);
+  qc.max_recv_wr = std::max<uint32_t>(qc.max_recv_wr, receives_per_peer(options.slots) + 8);
+  qc.max_wimm = std::max<uint16_t>(qc.max_wimm, static_cast<uint16_t>(options.slots + 8));
+  qc.max_wimm_dest = std::max<uint16_t>(qc.max_wimm_dest, static_cast<uint16_t>(receives_per_peer(options.slots) + 8));
+  t->peers_.resize(static_cast<size_t>(ranks));
+  for (int p = 0; p < ranks; ++p) {
+    if (p == rank) continue;
+    Peer& peer = t->peers_[p];
+    peer.send_area = t->memory_ + area * 2 * static_cast<size_t>(p);
+    peer.receive_area = peer.send_area + area;
+    auto mr = context.register_memory(t->pd_, peer.receive_area, area, kAccessLocalWrite | kAccessRemoteWrite);
+    if (!mr.ok()) return Err{Error{mr.error().message}};
+    peer.receive_mr = mr.value();
+    auto qp = context.create_qp(t->pd_, t->cq_, t->cq_, qc);
+    if (!qp.ok()) return Err{Error{qp.error().message}};
+    peer.qp = qp.value();
+    peer.send_busy.assign(options.slots, 0);
+    peer.arrived_bytes.assign(options.slots, 0);
+    t->qpn_to_peer_.emplace_back(peer.qp->qpn(), p);
+  }
+  std::sort(t->qpn_to_peer_.begin(), t->qpn_to_peer_.end());
+  t->last_progress_ = std::chrono::steady_clock::now();
+  return t;
+}
+
+Transport::~Transport() {
+  // The context (owned by the caller) outlives us; it stops using the memory when it closes.
+  // Deregister so that a late packet can never land in freed memory.
+  if (context_ != nullptr) {
+    for (const Peer& p : peers_)
+      if (p.qp != nullptr) (void)context_->deregister_memory(p.receive_mr.lkey);
+    if (memory_ != nullptr) (void)context_->deregister_memory(send_mr_.lkey);
+  }
+  ::operator delete(memory_, std::align_val_t(kAlignment));
+}
+
+std::string Transport::local_info(int peer) const {
+  const Peer& p = peers_[peer];
+  std::ostringstream out;
+  out << p.qp->local_info().to_string() << "|addr=" << p.receive_mr.address
+      << "|rkey=" << p.receive_mr.rkey << "|chunk=" << options_.chunk_bytes
+      << "|slots=" << options_.slots;
+  return out.str();
+}
+
+Result<Ok, Error> Transport::connect(int peer, const std::string& remote_info) {
+  std::vector<std::string> fields;
+  std::istringstream in(remote_info);
+  for (std::string field; std::getline(in, field, '|');) fields.push_back(field);
+  const std::string expected = "|chunk=" + std::to_string(options_.chunk_bytes) +
+                               "|slots=" + std::to_string(options_.slots);
+  if (fields.size() != 5 || fields[1].rfind("addr=", 0) != 0 || fields[2].rfind("rkey=", 0) != 0)
+    return Err{Error{"rank " + std::to_string(peer) + " published unreadable connection info '" +
+                     remote_info + "'"}};
+  if (remote_info.find(expected) == std::string::npos)
+    return Err{Error{"rank " + std::to_string(peer) + " uses different staging ('" + fields[3] +
+                     "', '" + fields[4] + "', here" + expected +
+                     "): every rank needs the same chunk size and slot count"}};
+  auto info = ConnectionInfo::parse(fields[0]);
+  if (!info.ok()) return Err{Error{info.error().message}};
+  Peer& p = peers_[peer];
+  p.remote_address = std::stoull(fields[1].substr(5));
+  p.remote_rkey = static_cast<uint32_t>(std::stoul(fields[2].substr(5)));
+  auto r = p.qp->connect(info.value());
+  if (!r.ok()) return Err{Error{"connecting to rank " + std::to_string(peer) + ": " + r.error().message}};
+  for (uint32_t i = 0; i < receives_per_peer(options_.slots); ++i) {
+    auto posted = p.qp->post_recv(make_wr_id(kKindReceive, peer, i));
+    if (!posted.ok()) return Err{Error{posted.error().message}};
+  }
+  return Ok{};
+}
+
+void Transport::begin(const char* operation) {
+  operation_ = operation;
+  last_progress_ = std::chrono::steady_clock::now();
+}
+
+uint8_t* Transport::send_slot(int peer) {
+  Peer& p = peers_[peer];
+  const uint32_t slot = static_cast<uint32_t>(p.sent % options_.slots);
+  if (p.sent >= p.credits + options_.slots || p.send_busy[slot]) return nullptr;
+  return p.send_area + static_cast<size_t>(slot) * options_.chunk_bytes;
+}
+
+Result<Ok, Error> Transport::post(int peer, uint32_t bytes) {
+  if (!failure_.empty()) return Err{Error{failure_}};
+  Peer& p = peers_[peer];
+  const uint32_t slot = static_cast<uint32_t>(p.sent % options_.slots);
+  MRC_ASSERT(bytes <= options_.chunk_bytes);
+  MRC_ASSERT(p.sent < p.credits + options_.slots && !p.send_busy[slot]);
+  const size_t offset = static_cast<size_t>(slot) * options_.chunk_bytes;
+  const Sge sge{reinterpret_cast<uint64_t>(p.send_area + offset), bytes, send_mr_.lkey};
+  const uint32_t immediate = static_cast<uint32_t>(p.sent) & kSequenceMask;
+  auto r = p.qp->post_write_imm(make_wr_id(kKindData, peer, slot), std::span(&sge, bytes > 0 ? 1 : 0),
+                                p.remote_address + offset, p.remote_rkey, immediate);
+  if (!r.ok()) {
+    fail(std::string(operation_) + ": writing to rank " + std::to_string(peer) + ": " + r.error().message);
+    return Err{Error{failure_}};
+  }
+  p.send_busy[slot] = 1;
+  ++p.data_writes;
+  ++p.sent;
+  return Ok{};
+}
+
+std::optional<std::span<const uint8_t>> Transport::front(int peer) const {
+  const Peer& p = peers_[peer];
+  if (p.consumed == p.arrived) return std::nullopt;
+  const uint32_t slot = static_cast<uint32_t>(p.consumed % options_.slots);
+  return std::span<const uint8_t>(p.receive_area + static_cast<size_t>(slot) * options_.chunk_bytes,
+                                  p.arrived_bytes[slot]);
+}
+
+void Transport::release(int peer) {
+  Peer& p = peers_[peer];
+  MRC_ASSERT(p.consumed < p.arrived);
+  ++p.consumed;
+  ++p.credits_owed;
+  flush_credits(peer);
+}
+
+void Transport::flush_credits(int peer) {
+  Peer& p = peers_[peer];
+  if (p.credits_owed == 0 || p.credit_writes >= kMaxCreditWrites || !failure_.empty()) return;
+  const uint32_t count = std::min(p.credits_owed, kMaxCreditsPerMessage);
+  auto r = p.qp->post_write_imm(make_wr_id(kKindCredit, peer, 0), {}, p.remote_address,
+                                p.remote_rkey, kCreditBit | count);
+  if (!r.ok()) return fail(std::string(operation_) + ": returning slots to rank " + std::to_string(peer) + ": " + r.error().message);
+  p.credits_owed -= count;
+  ++p.credit_writes;
+}
+
+void Transport::fail(std::string message) {
+  if (failure_.empty()) failure_ = std::move(message);
+}
+
+void Transport::on_receive(int peer, const Completion& c) {
+  Peer& p = peers_[peer];
+  auto reposted = p.qp->post_recv(c.wr_id);
+  if (!reposted.ok()) return fail("rank " + std::to_string(peer) + ": " + reposted.error().message);
+  if (c.immediate & kCreditBit) {
+    p.credits += c.immediate & kMaxCreditsPerMessage;
+    return;
+  }
+  const uint32_t expected = static_cast<uint32_t>(p.arrived) & kSequenceMask;
+  if (c.immediate != expected || p.arrived - p.consumed >= options_.slots || c.byte_len > options_.chunk_bytes)
+    return fail("protocol error: rank " + std::to_string(peer) + " sent message " +
+                std::to_string(c.immediate) + " (" + std::to_string(c.byte_len) + " bytes) where " +
+                std::to_string(expected) + " was expected");
+  p.arrived_bytes[p.arrived % options_.slots] = c.byte_len;
+  ++p.arrived;
+}
+
+void Transport::on_completion(const Completion& c) {
+  auto it = std::lower_bound(qpn_to_peer_.begin(), qpn_to_peer_.end(), std::make_pair(c.qpn.value, 0));
+  if (it == qpn_to_peer_.end() || it->first != c.qpn.value) return;
+  const int peer = it->second;
+  if (c.status != WcStatus::kSuccess) {
+    std::string why = to_string(c.status);
+    if (c.status == WcStatus::kRetryExceeded)
+      why += ": rank " + std::to_string(peer) + " stopped answering (it exited, crashed or is unreachable)";
+    return fail(std::string(operation_) + ": the connection to rank " + std::to_string(peer) +
+                " failed: " + why);
+  }
+  Peer& p = peers_[peer];
+  switch (kind_of(c.wr_id)) {
+    case kKindReceive: return on_receive(peer, c);
+    case kKindData:
+      p.send_busy[slot_of(c.wr_id) % options_.slots] = 0;
+      --p.data_writes;
+      return;
+    case kKindCredit:
+      --p.credit_writes;
+      return flush_credits(peer);
+    default: return;
+  }
+}
+
+Result<Ok, Error> Transport::progress(bool block) {
+  if (!failure_.empty()) return Err{Error{failure_}};
+  Completion wc[64];
+  size_t n = cq_->poll(wc);
+  if (n == 0 && block) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_progress_ > options_.timeout) {
+      fail(std::string(operation_) + ": no progress for " + std::to_string(options_.timeout.count()) +
+           " ms on rank " + std::to_string(rank_) + " (" + describe_streams() +
+           "); a peer may be stuck, gone, or calling a different collective");
+      return Err{Error{failure_}};
+    }
+    n = cq_->wait(wc, 5);
+  }
+  for (; n > 0; n = cq_->poll(wc)) {
+    last_progress_ = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < n; ++i) on_completion(wc[i]);
+  }
+  if (!failure_.empty()) return Err{Error{failure_}};
+  return Ok{};
+}
+
+Result<Ok, Error> Transport::drain() {
+  begin("drain");
+  for (;;) {
+    bool idle = true;
+    for (int p = 0; p < ranks_; ++p) {
+      if (p == rank_) continue;
+      flush_credits(p);
+      const Peer& peer = peers_[p];
+      idle = idle && peer.data_writes == 0 && peer.credit_writes == 0 && peer.credits_owed == 0;
+    }
+    if (idle) return Ok{};
+    auto r = progress(true);
+    if (!r.ok()) return r;
+  }
+}
+
+std::string Transport::describe_streams() const {
+  std::ostringstream out;
+  bool first = true;
+  for (int p = 0; p < ranks_; ++p) {
+    if (p == rank_) continue;
+    const Peer& peer = peers_[p];
+    out << (first ? "" : "; ") << "rank " << p << ": sent " << peer.sent << " (room for "
+        << (peer.credits + options_.slots - peer.sent) << "), received " << peer.arrived
+        << " (used " << peer.consumed << ")";
+    first = false;
+  }
+  return out.str();
+}
+
+Error Transport::mismatch(int peer, size_t got_bytes, size_t expected_bytes) {
+  fail(std::string(operation_) + ": rank " + std::to_string(peer) + " sent " +
+               std::to_string(got_bytes) + " bytes where rank " + std::to_string(rank_) +
+               " expected " + std::to_string(expected_bytes) +
+               ": every rank must call the same collectives, with the same counts, types and roots");
+  return Error{failure_};
+}
+
+}  // namespace mrc::coll

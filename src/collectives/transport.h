@@ -1,0 +1,122 @@
+// The collectives' transport: one rank's reliable, flow-controlled message streams to and from
+// every peer, built only on the public mrc API (include/mrc/mrc.hpp).
+//
+// Per peer there is one connected queue pair and two staging areas of `slots` x `chunk_bytes`
+// registered memory: a send area (local) and a receive area (the peer writes into it). Message
+// m to a peer is copied into send slot m % slots and written with RDMA WRITE-with-immediate
+// into the peer's receive slot m % slots; the immediate carries m (31 bits), so the receiver
+// checks the stream is in order (mrc delivers WRITE-with-immediate completions in send order).
+// The receiver returns a slot by a 0-byte WRITE-with-immediate "credit" (top bit set, low 16
+// bits = how many slots it frees, so credits coalesce). A sender may write message m only when
+// the peer has freed slot m % slots (m < credits + slots) and its own send slot's previous
+// write has completed. Nothing is ever written outside the registered staging areas, and the
+// memory is fixed at creation: peers x 2 x slots x chunk_bytes.
+//
+// Waiting: every blocking wait polls the completion queue with a deadline that moves forward
+// whenever something completes; with no progress for `timeout` the operation fails with a
+// message that names the operation and the state of every peer stream. A failed queue pair
+// (e.g. a peer that vanished: retry exceeded) fails the transport for good, with the peer named.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "collectives/store.h"
+#include "mrc/mrc.hpp"
+
+namespace mrc::coll {
+
+struct TransportOptions {
+  uint32_t chunk_bytes = 256 << 10;  // one staging slot: the pipelining unit
+  uint32_t slots = 8;                // staging slots per peer and direction (at least 4)
+  std::chrono::milliseconds timeout{30000};  // a wait with no progress for this long fails
+  QpConfig qp;                       // queue-pair settings (queue sizes are raised as needed)
+};
+
+class Transport {
+ public:
+  // Allocates and registers the staging memory and one queue pair per peer.
+  static Result<std::unique_ptr<Transport>, Error> create(Context& context, int rank, int ranks,
+                                                          const TransportOptions& options);
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  // What `peer` needs to connect to us (one line), and connecting with the peer's line.
+  std::string local_info(int peer) const;
+  Result<Ok, Error> connect(int peer, const std::string& remote_info);
+
+  int rank() const { return rank_; }
+  int ranks() const { return ranks_; }
+  uint32_t chunk_bytes() const { return options_.chunk_bytes; }
+
+  // Names the operation in progress (for timeout messages) and restarts the no-progress clock.
+  void begin(const char* operation);
+  // The next send slot to `peer` (chunk_bytes long) if the peer has room and the slot is free;
+  // nullptr otherwise. Fill it, then post(peer, bytes).
+  uint8_t* send_slot(int peer);
+  Result<Ok, Error> post(int peer, uint32_t bytes);
+  // The next message from `peer` in stream order, if it has arrived; release() frees it.
+  std::optional<std::span<const uint8_t>> front(int peer) const;
+  void release(int peer);
+  // Messages posted to / released from a peer since creation.
+  uint64_t sent(int peer) const { return peers_[peer].sent; }
+  uint64_t consumed(int peer) const { return peers_[peer].consumed; }
+  // Processes completions. With `block`, first waits (up to a few ms) for one to arrive, and
+  // fails if there has been no progress for the timeout.
+  Result<Ok, Error> progress(bool block);
+  // Waits until every write this rank posted has completed (before the context goes away).
+  Result<Ok, Error> drain();
+  // Non-empty once the transport has failed; every later operation fails with it.
+  const std::string& failure() const { return failure_; }
+  // Fails the transport for a peer that sent what this rank did not expect (the streams are out
+  // of step for good) and returns the error, naming the operation.
+  Error mismatch(int peer, size_t got_bytes, size_t expected_bytes);
+
+ private:
+  struct Peer {
+    Qp* qp = nullptr;
+    uint8_t* send_area = nullptr;
+    uint8_t* receive_area = nullptr;
+    MemoryRegionInfo receive_mr{};
+    uint64_t remote_address = 0;  // the peer's receive area for us
+    uint32_t remote_rkey = 0;
+    uint64_t sent = 0;            // data messages posted
+    uint64_t credits = 0;         // slots the peer has freed
+    uint64_t arrived = 0;         // data messages arrived
+    uint64_t consumed = 0;        // data messages released
+    uint32_t credits_owed = 0;    // released but not yet returned
+    uint32_t credit_writes = 0;   // credit messages not yet completed
+    uint32_t data_writes = 0;     // data messages not yet completed
+    std::vector<uint8_t> send_busy;
+    std::vector<uint32_t> arrived_bytes;
+  };
+  Transport() = default;
+  void on_completion(const Completion& c);
+  void on_receive(int peer, const Completion& c);
+  void flush_credits(int peer);
+  void fail(std::string message);
+  std::string describe_streams() const;
+
+  Context* context_ = nullptr;
+  int rank_ = 0;
+  int ranks_ = 1;
+  TransportOptions options_;
+  uint32_t pd_ = 0;
+  Cq* cq_ = nullptr;
+  uint8_t* memory_ = nullptr;  // all staging areas, 4 KiB aligned
+  size_t memory_bytes_ = 0;
+  MemoryRegionInfo send_mr_{};
+  std::vector<Peer> peers_;
+  std::vector<std::pair<uint32_t, int>> qpn_to_peer_;
+  std::string operation_ = "setup";
+  std::chrono::steady_clock::time_point last_progress_;
+  std::string failure_;
+};
+
+}  // namespace mrc::coll
