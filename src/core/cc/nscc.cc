@@ -24,8 +24,14 @@ int64_t Nscc::target_delay_ns() const {
   return std::max<int64_t>(base_rtt_ns_ / 2, 1000);
 }
 
+// A round spans at least one RTT as the packets see it now (base RTT plus queueing): quick
+// adapt must cut the window to what one such RTT delivered. Rounds of base RTT alone, where
+// queues are deep (no ECN to keep them short), would count a fraction of the delivered bytes
+// and collapse the window.
+int64_t Nscc::round_ns() const { return std::max(base_rtt_ns_ * 2, smoothed_rtt_ns_); }
+
 void Nscc::end_of_round(Instant now) {
-  if (base_rtt_ns_ <= 0 || now - round_start_ < Duration{base_rtt_ns_ * 2}) return;
+  if (base_rtt_ns_ <= 0 || now - round_start_ < Duration{round_ns()}) return;
   if (config_.quick_adapt && round_had_loss_) {
     window_bytes_ = std::min(window_bytes_, static_cast<double>(round_acked_bytes_));
     clamp();
@@ -39,6 +45,8 @@ void Nscc::on_ack(const AckSample& s) {
   round_acked_bytes_ += s.acked_bytes;
   if (s.rtt.ns > 0 && (base_rtt_ns_ <= 0 || (config_.base_rtt_ns == 0 && s.rtt.ns < base_rtt_ns_)))
     base_rtt_ns_ = s.rtt.ns;
+  if (s.rtt.ns > 0)
+    smoothed_rtt_ns_ = smoothed_rtt_ns_ == 0 ? s.rtt.ns : smoothed_rtt_ns_ + (s.rtt.ns - smoothed_rtt_ns_) / 8;
   end_of_round(s.now);
   if (s.rtt.ns <= 0 || s.acked_bytes == 0) return;
   const double acked = static_cast<double>(s.acked_bytes);

@@ -4,7 +4,8 @@
 //   ECN,    delay >= target -> multiplicative decrease, at most once per base RTT
 //   ECN,    delay < target  -> no change (the EV is skipped instead: ECN steers load)
 // Trims shrink the window by the trimmed bytes; quick adapt, after losses or trims in an RTT,
-// cuts the window to what the receiver actually got in that RTT. Delay = RTT - base RTT, with
+// cuts the window to what the receiver actually got in that RTT (a round lasts the smoothed
+// RTT, at least two base RTTs). Delay = RTT - base RTT, with
 // base RTT configured or learned as the minimum sample. Parameter names follow the OCP CC
 // profile (base_rtt, target_delay, max_cwnd, eta, fi, gamma, max_md_jump, quick adapt).
 #pragma once
@@ -24,16 +25,19 @@ class Nscc final : public CongestionController {
   std::string_view name() const override { return "nscc"; }
 
   Duration base_rtt() const { return Duration{base_rtt_ns_}; }
+  Duration smoothed_rtt() const { return Duration{smoothed_rtt_ns_}; }
 
  private:
   void clamp();
   void end_of_round(Instant now);
   int64_t target_delay_ns() const;
+  int64_t round_ns() const;
 
   NsccConfig config_;
   double mtu_bytes_;
   double window_bytes_;
   int64_t base_rtt_ns_;
+  int64_t smoothed_rtt_ns_ = 0;
   Instant last_decrease_{INT64_MIN / 2};
   Instant round_start_{0};
   uint64_t round_acked_bytes_ = 0;

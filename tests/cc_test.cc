@@ -1,0 +1,92 @@
+// Congestion control in isolation: NSCC's four quadrants and quick adapt, fed synthetic
+// acknowledgements at a known delivery rate and RTT.
+#include <gtest/gtest.h>
+
+#include "core/cc/nscc.h"
+
+namespace mrc {
+namespace {
+
+constexpr uint32_t kMtu = 4096;
+
+// Acknowledges one MTU every `gap_ns` for `duration_ns`, each with the given RTT and ECN echo.
+Instant feed(Nscc& cc, Instant start, int64_t duration_ns, int64_t gap_ns, int64_t rtt_ns, bool ecn) {
+  Instant now = start;
+  for (int64_t t = 0; t < duration_ns; t += gap_ns) {
+    now = start + Duration{t};
+    cc.on_ack(AckSample{.now = now, .acked_bytes = kMtu, .rtt = Duration{rtt_ns}, .ecn = ecn});
+  }
+  return now;
+}
+
+NsccConfig config_with_base_rtt(int64_t base_rtt_ns) {
+  NsccConfig c;
+  c.base_rtt_ns = base_rtt_ns;
+  c.initial_window_bytes = 256 << 10;
+  return c;
+}
+
+TEST(Nscc, GrowsProportionallyBelowTargetDelay) {
+  Nscc cc(config_with_base_rtt(10'000), kMtu);
+  const uint64_t before = cc.window_bytes();
+  feed(cc, Instant{0}, 100'000, 1'000, 11'000, false);  // delay 1 us, target 5 us
+  EXPECT_GT(cc.window_bytes(), before + 10 * kMtu);  // ~0.2 MTU per ack here
+}
+
+TEST(Nscc, GrowsSlowlyAboveTargetWithoutEcn) {
+  Nscc fast(config_with_base_rtt(10'000), kMtu);
+  Nscc fair(config_with_base_rtt(10'000), kMtu);
+  feed(fast, Instant{0}, 100'000, 1'000, 11'000, false);
+  feed(fair, Instant{0}, 100'000, 1'000, 30'000, false);  // delay 20 us > target
+  EXPECT_GT(fair.window_bytes(), 256u << 10);
+  EXPECT_LT(fair.window_bytes(), fast.window_bytes());
+}
+
+TEST(Nscc, DecreasesOnEcnWithDelayAndHoldsOnEcnAlone) {
+  Nscc marked(config_with_base_rtt(10'000), kMtu);
+  feed(marked, Instant{0}, 100'000, 1'000, 30'000, true);
+  EXPECT_LT(marked.window_bytes(), 256u << 10);
+
+  Nscc steered(config_with_base_rtt(10'000), kMtu);
+  feed(steered, Instant{0}, 100'000, 1'000, 11'000, true);  // ECN but no delay: EV's problem
+  EXPECT_EQ(steered.window_bytes(), 256u << 10);
+}
+
+TEST(Nscc, TimeoutHalvesTheWindow) {
+  Nscc cc(config_with_base_rtt(10'000), kMtu);
+  cc.on_timeout(Instant{0});
+  EXPECT_EQ(cc.window_bytes(), 128u << 10);
+}
+
+// Quick adapt on a path with little queueing: the window falls to about what two base RTTs
+// delivered.
+TEST(Nscc, QuickAdaptCutsToWhatWasDelivered) {
+  NsccConfig c = config_with_base_rtt(100'000);
+  c.initial_window_bytes = 4u << 20;
+  Nscc cc(c, kMtu);
+  // 1 MTU per 4 us (about 8 Gbit/s) at the base RTT: 200 us deliver ~200 KiB.
+  Instant now = feed(cc, Instant{0}, 1'000'000, 4'000, 100'000, false);
+  cc.on_loss(now, kMtu);
+  feed(cc, now, 400'000, 4'000, 100'000, false);
+  EXPECT_LT(cc.window_bytes(), 400u << 10);
+  EXPECT_GT(cc.window_bytes(), 100u << 10);
+}
+
+// Where queues are deep (no ECN; RTT 50x the base), a round lasts the RTT the packets see:
+// a loss cuts the window to one such RTT's delivery, not to two base RTTs' worth (which
+// would leave the path almost idle and regrow at one MTU per RTT).
+TEST(Nscc, QuickAdaptCountsAWholeRttWhenQueuesAreDeep) {
+  NsccConfig c;  // base RTT learned
+  c.initial_window_bytes = 1u << 20;
+  Nscc cc(c, kMtu);
+  cc.on_ack(AckSample{.now = Instant{0}, .acked_bytes = kMtu, .rtt = Duration{100'000}});
+  // 1 Gbit/s: one MTU every 32.768 us; RTT 5 ms delivers ~610 KiB.
+  Instant now = feed(cc, Instant{1000}, 50'000'000, 32'768, 5'000'000, false);
+  ASSERT_EQ(cc.base_rtt().ns, 100'000);
+  cc.on_loss(now, kMtu);
+  feed(cc, now, 12'000'000, 32'768, 5'000'000, false);
+  EXPECT_GT(cc.window_bytes(), 400u << 10);
+}
+
+}  // namespace
+}  // namespace mrc
