@@ -101,6 +101,7 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
 Result<Ok, QpError> QueuePair::to_rts(const RtsAttributes& attributes) {
   if (state_ != QpState::kRtr) return Err{QpError::kBadTransition};
   requester_.emplace(config_, stats_, *evs_, *cc_);
+  requester_->set_usable_planes(usable_planes());
   requester_->start(attributes.initial_psn, qpn_, remote_.dest_qp);
   requester_->set_completion_queue(send_cq_);
   state_ = QpState::kRts;
@@ -211,6 +212,7 @@ void QueuePair::handle_endpoint_request(const wire::EndpointRequest& request, co
 void QueuePair::set_peer_ports(uint32_t mask) {
   const uint32_t old_usable = usable_planes();
   peer_ports_ = mask & all_planes_;
+  if (requester_) requester_->set_usable_planes(usable_planes());
   const uint32_t lost = old_usable & ~usable_planes();
   for (int p = 0; p < planes_; ++p) {
     if ((lost >> p) & 1 && requester_) requester_->on_plane_down(PlaneId(static_cast<uint8_t>(p)));
@@ -221,6 +223,7 @@ void QueuePair::set_local_ports(uint32_t mask, Instant now) {
   const uint32_t old_usable = usable_planes();
   const bool changed = (mask & all_planes_) != local_ports_;
   local_ports_ = mask & all_planes_;
+  if (requester_) requester_->set_usable_planes(usable_planes());
   const uint32_t lost = old_usable & ~usable_planes();
   for (int p = 0; p < planes_; ++p) {
     if ((lost >> p) & 1 && requester_) requester_->on_plane_down(PlaneId(static_cast<uint8_t>(p)));

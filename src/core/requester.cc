@@ -73,8 +73,34 @@ Result<Ok, PostError> Requester::post(const SendWr& wr, const MemoryRegionTable&
 
 // ---- transmit ---------------------------------------------------------------------------
 
-bool Requester::window_allows(uint32_t bytes) const {
-  return in_flight_bytes_ == 0 || in_flight_bytes_ + bytes <= cc_.window_bytes();
+// The congestion window is one per queue pair, but each plane may hold only its share of it in
+// flight: an equal split among the planes that can send (port up at both ends, a usable EV),
+// plus one packet. Without the split, whichever port asks first after an ACK takes the freed
+// window, and a plane that is slow, queue-bound or silently dropping hoards it; with it, every
+// plane runs at its own pace and a dead plane blocks only its own share until its packets are
+// declared lost.
+bool Requester::window_allows(PlaneId plane, uint32_t bytes) const {
+  if (in_flight_bytes_ == 0) return true;
+  const uint64_t window = cc_.window_bytes();
+  if (in_flight_bytes_ + bytes > window) return false;
+  uint64_t sending = 0;
+  for (int p = 0; p < evs_.planes(); ++p) {
+    const PlaneId id(static_cast<uint8_t>(p));
+    sending += ((usable_planes_ >> p) & 1) && evs_.usable_active(id) > 0 ? 1 : 0;
+  }
+  const uint64_t share = window / std::max<uint64_t>(sending, 1) + config_.mtu_bytes + 64;
+  const uint64_t mine = plane_in_flight_bytes_[plane.value];
+  return mine == 0 || mine + bytes <= share;
+}
+
+void Requester::add_in_flight(const SentPacket& p) {
+  in_flight_bytes_ += cost_bytes(p);
+  plane_in_flight_bytes_[p.plane.value] += cost_bytes(p);
+}
+
+void Requester::remove_in_flight(const SentPacket& p) {
+  in_flight_bytes_ -= cost_bytes(p);
+  plane_in_flight_bytes_[p.plane.value] -= cost_bytes(p);
 }
 
 bool Requester::wants_to_send(Instant now) const {
@@ -100,7 +126,7 @@ size_t Requester::poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t>
       continue;
     }
     SentPacket& p = window_.at(psn);
-    if (!window_allows(cost_bytes(p)) || tx_order_.full()) return 0;
+    if (!window_allows(plane, cost_bytes(p)) || tx_order_.full()) return 0;
     const uint16_t slot = evs_.next(plane, p.ev_slot);
     if (slot == EvSet::kNoSlot) return 0;
     retransmits_.pop();
@@ -118,7 +144,7 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
   const WorkRequest& w = wr_at(sq_next_send_);
   const uint64_t remaining = w.total_length - w.bytes_packetized;
   const uint32_t length = static_cast<uint32_t>(std::min<uint64_t>(remaining, config_.mtu_bytes));
-  if (!window_allows(length + 64)) return 0;
+  if (!window_allows(plane, length + 64)) return 0;
   const bool starts_imm_message =
       w.with_imm && w.bytes_packetized % config_.max_message_bytes == 0 &&
       w.total_length - w.bytes_packetized <= config_.max_message_bytes;
@@ -215,7 +241,7 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   const size_t length = wire::seal(out, header + p.length);
   const bool recorded = tx_order_.push({psn, p.tx_sequence});
   MRC_ASSERT(recorded);  // callers check tx_order_.full() first
-  in_flight_bytes_ += cost_bytes(p);
+  add_in_flight(p);
   meta = TxMeta{ev.plane, ev.ev, 0, true, static_cast<uint32_t>(header)};
   EvStats& es = evs_.slot(slot).stats;
   ++es.packets;
@@ -230,7 +256,7 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
 size_t Requester::poll_probe(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
   const uint16_t due = evs_.probe_due(plane, now);
   if (due != EvSet::kNoSlot) {
-    evs_.on_probe_sent(due, now);
+    evs_.on_probe_sent(due, now, Duration{stats_.rtt.smoothed_ns});
     ++stats_.ev_probes;
     ev_probe_pending_ = evs_.next_probe_at() <= now;
     return write_probe(now, due, out, meta);
@@ -268,7 +294,7 @@ bool Requester::ack_one(Psn psn, uint64_t& acked_bytes, Instant& newest_sent) {
   if (p.state == SentPacket::State::kLost) {
     on_false_loss(p);
   } else {
-    in_flight_bytes_ -= cost_bytes(p);
+    remove_in_flight(p);
   }
   if (++acks_since_false_loss_ >= 1024 && reorder_scale_ > kMinReorderScale) {
     --reorder_scale_;  // forget old reordering slowly
@@ -412,7 +438,7 @@ void Requester::tail_probe_answered(Instant now, const wire::Sack& sack) {
 void Requester::declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now) {
   SentPacket& p = window_.at(psn);
   MRC_ASSERT(p.state != SentPacket::State::kAcked && p.state != SentPacket::State::kLost);
-  in_flight_bytes_ -= cost_bytes(p);
+  remove_in_flight(p);
   p.state = SentPacket::State::kLost;
   ++counter;
   const bool queued = retransmits_.push(psn);
@@ -592,6 +618,7 @@ void Requester::flush(WcStatus first, CompletionQueue* cq) {
   tx_order_.clear();
   suspects_.clear();
   in_flight_bytes_ = 0;
+  plane_in_flight_bytes_.fill(0);
   wimm_in_flight_ = 0;
   window_.reset(window_.next());
 }

@@ -23,6 +23,7 @@
 // A real loss (2-5) retires the EV (ASSUMED_BAD) and the packet goes out again on another EV.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -62,6 +63,8 @@ class Requester {
   void on_sack(Instant now, const wire::Sack& sack);
   void on_nack(Instant now, const wire::Nack& nack);
   void on_plane_down(PlaneId plane);
+  // Planes whose ports are up at both ends (bit p = plane p); the window is shared among them.
+  void set_usable_planes(uint32_t mask) { usable_planes_ = mask; }
   void on_timer(Instant now);
   Instant next_deadline() const;
 
@@ -71,6 +74,7 @@ class Requester {
   void set_completion_queue(CompletionQueue* cq) { cq_ = cq; }
   uint64_t outstanding_work_requests() const { return sq_tail_ - sq_head_; }
   uint64_t in_flight_bytes() const { return in_flight_bytes_; }
+  uint64_t in_flight_bytes(PlaneId plane) const { return plane_in_flight_bytes_[plane.value]; }
   Duration reorder_window() const;
   static constexpr uint32_t kMinReorderScale = 2;
   static constexpr uint32_t kMaxReorderScale = 32;
@@ -105,7 +109,9 @@ class Requester {
   size_t poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   size_t poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   size_t poll_probe(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
-  bool window_allows(uint32_t bytes) const;
+  bool window_allows(PlaneId plane, uint32_t bytes) const;
+  void add_in_flight(const SentPacket& p);
+  void remove_in_flight(const SentPacket& p);
   void describe_next_packet(SentPacket& p);
   size_t transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_t> out, TxMeta& meta);
   void gather(const WorkRequest& wr, uint64_t offset, uint32_t length, uint8_t* dst) const;
@@ -150,6 +156,8 @@ class Requester {
   uint32_t peer_window_psns_ = 0;
   uint64_t next_tx_sequence_ = 1;
   uint64_t in_flight_bytes_ = 0;
+  std::array<uint64_t, kMaxPlanes> plane_in_flight_bytes_{};
+  uint32_t usable_planes_ = 0xFFFFFFFFu;
   Instant newest_acked_sent_at_{INT64_MIN / 2};
   Instant last_progress_{0};
   uint32_t retries_ = 0;
