@@ -206,6 +206,31 @@ TEST(EvSet, ProbesReviveAnEvAfterEnoughAnswers) {
   EXPECT_EQ(evs.slot(bad).stats.probes_sent, 3u);
 }
 
+// Where the RTT is longer than the probe interval (deep queues, a busy host), a probe waits an
+// RTT for its answer before the next goes out: otherwise every probe would count as unanswered.
+TEST(EvSet, ProbesWaitAtLeastAnRtt) {
+  EvSet evs(make_config(1, 4, 1), 23);
+  const uint16_t bad = 1;
+  const Instant t0{1'000'000};
+  const Duration rtt{5'000'000};
+  evs.on_loss(bad, t0);
+  Instant now = evs.next_probe_at();
+  ASSERT_EQ(evs.probe_due(plane(0), now), bad);
+  evs.on_probe_sent(bad, now, rtt);
+  EXPECT_EQ(evs.next_probe_at(), now + rtt);
+  EXPECT_EQ(evs.probe_due(plane(0), now + Duration{4'999'999}), EvSet::kNoSlot);
+  for (int answered = 1; answered <= 3; ++answered) {
+    evs.on_probe_answered(bad);  // arrives an RTT later, before the next probe is due
+    now = evs.next_probe_at();
+    if (answered < 3) {
+      ASSERT_EQ(evs.probe_due(plane(0), now), bad);
+      evs.on_probe_sent(bad, now, rtt);
+    }
+  }
+  EXPECT_EQ(evs.slot(bad).state, EvState::kGood);
+  EXPECT_EQ(evs.slot(bad).failed_probes, 0);
+}
+
 TEST(EvSet, AnUnansweredProbeResetsTheCount) {
   EvSet evs(make_config(1, 4, 1), 19);
   const uint16_t bad = 2;

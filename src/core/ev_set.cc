@@ -206,7 +206,7 @@ uint16_t EvSet::probe_due(PlaneId plane, Instant now) {
   return kNoSlot;
 }
 
-void EvSet::on_probe_sent(uint16_t slot, Instant now) {
+void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
   Slot& s = slots_[slot];
   MRC_ASSERT(s.state == EvState::kAssumedBad);
   if (s.probe_outstanding) {  // the previous probe went unanswered
@@ -224,7 +224,9 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now) {
   // A few lost probes are normal on a lossy path; back off only after kProbesBeforeBackoff.
   const uint32_t backoff =
       s.failed_probes <= kProbesBeforeBackoff ? 0 : std::min<uint32_t>(s.failed_probes - kProbesBeforeBackoff, 7);
-  s.next_probe_at = now + Duration{config_.probe_interval.ns << backoff};
+  // A probe cannot be answered sooner than an RTT: never judge (and re-send) one earlier.
+  const int64_t interval_ns = std::max(config_.probe_interval.ns, rtt.ns);
+  s.next_probe_at = now + Duration{interval_ns << backoff};
 }
 
 Instant EvSet::next_probe_at() const {

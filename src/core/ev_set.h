@@ -103,7 +103,8 @@ class EvSet {
 
   // A slot of `plane` whose background probe is due at `now`, or kNoSlot.
   uint16_t probe_due(PlaneId plane, Instant now);
-  void on_probe_sent(uint16_t slot, Instant now);
+  // `rtt`: the path's smoothed RTT; the next probe of the slot waits at least that long.
+  void on_probe_sent(uint16_t slot, Instant now, Duration rtt = Duration{0});
   Instant next_probe_at() const;
 
   // Controller actions.
