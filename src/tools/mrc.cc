@@ -1,6 +1,8 @@
 // The mrc command-line tool. Subcommands:
 //   mrc sim SCENARIO.toml [--seed N] [--sweep N] [--json] [--quiet]
 //   mrc perf --server | --client ADDRESS [options]   (see tools/perf.h)
+//   mrc allreduce-perf (alias coll-perf) [--coll C] [-b -e -f] [--ranks N | --rank R ...]
+//                                                   (see tools/coll_perf.h)
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +11,7 @@
 
 #include "sim/run.h"
 #include "sim/scenario.h"
+#include "tools/coll_perf.h"
 #include "tools/perf.h"
 
 namespace {
@@ -151,8 +154,14 @@ int main(int argc, char** argv) {
   CLI::App* perf = app.add_subcommand("perf", "bandwidth and latency over real UDP planes (server and client)");
   mrc::tools::PerfOptions perf_options;
   mrc::tools::add_perf_options(*perf, perf_options);
+  CLI::App* coll_perf = app.add_subcommand(
+      "allreduce-perf", "collective bandwidth and correctness over real UDP planes, like nccl-tests (--coll for others)");
+  coll_perf->alias("coll-perf");
+  mrc::tools::CollPerfOptions coll_perf_options;
+  mrc::tools::add_coll_perf_options(*coll_perf, coll_perf_options);
   CLI11_PARSE(app, argc, argv);
   if (sim->parsed()) return run_sim(path, seed, sweep, json, quiet);
   if (perf->parsed()) return mrc::tools::run_perf(perf_options);
+  if (coll_perf->parsed()) return mrc::tools::run_coll_perf(coll_perf_options);
   return 0;
 }
