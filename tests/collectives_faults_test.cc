@@ -1,0 +1,149 @@
+// Collectives under faults: a plane taken down (and back up) in the middle of a run of large
+// ring all-reduces still gives the exact result every time; and the errors a user sees, as
+// values and without hanging: a peer that vanished, ranks that called different collectives,
+// a rank that never arrives, bad options.
+//
+// Ports: UDP 5840-5859, EV source ports 11100-14780, a range per test (see collectives_test.cc).
+#include <atomic>
+#include <cstring>
+
+#include "collectives_harness.h"
+
+namespace mrc::coll {
+namespace {
+
+std::vector<float> ramp(int rank, size_t count) {
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>((static_cast<size_t>(rank) * 5 + i) % 64);
+  return v;
+}
+
+TEST(CollectivesFaults, AllReduceStaysExactWhileAPlaneGoesDownAndComesBack) {
+  GroupConfig g{.ranks = 4, .planes = 4, .port = 5840, .ev_port_base = 11100, .chunk_bytes = 64 << 10, .slots = 8};
+  Group group(g, "plane-failure");
+  ASSERT_TRUE(group.ok());
+  constexpr size_t kCount = 1 << 19;  // 2 MiB of float32 per rank: the ring, 8 chunks a segment
+  std::vector<float> want(kCount, 0);
+  for (int r = 0; r < g.ranks; ++r) {
+    const auto x = ramp(r, kCount);
+    for (size_t i = 0; i < kCount; ++i) want[i] += x[i];
+  }
+  // Rank 0 counts finished all-reduces; the fault thread acts on those counts, not on time:
+  // down after 2, up again after 3 more, and rank 0 stops everyone 2 after that.
+  std::atomic<int> done{0}, up_at{-1};
+  std::thread fault([&] {
+    while (done.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    group.comms[0]->context().set_plane_up(1, false);
+    group.comms[2]->context().set_plane_up(3, false);
+    const int down_at = done.load();
+    while (done.load() < down_at + 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_FALSE(group.comms[0]->context().plane_stats(1).up);
+    group.comms[0]->context().set_plane_up(1, true);
+    group.comms[2]->context().set_plane_up(3, true);
+    up_at = done.load();
+  });
+  group.run([&](int rank, Communicator& c) {
+    const auto input = ramp(rank, kCount);
+    std::vector<float> out(kCount);
+    for (int iteration = 0; iteration < 200; ++iteration) {
+      std::fill(out.begin(), out.end(), -1.0f);
+      auto r = c.all_reduce(input.data(), out.data(), kCount, DataType::kFloat32, ReduceOp::kSum, AllReduceAlgorithm::kRing);
+      ASSERT_TRUE(r.ok()) << "rank " << rank << " iteration " << iteration << ": " << r.error().message;
+      ASSERT_EQ(0, std::memcmp(out.data(), want.data(), kCount * sizeof(float))) << "rank " << rank << " iteration " << iteration;
+      int stop = 0;
+      if (rank == 0) {
+        done = iteration + 1;
+        stop = up_at.load() >= 0 && iteration + 1 >= up_at.load() + 2;
+      }
+      ASSERT_TRUE(c.broadcast(&stop, &stop, 1, DataType::kInt32, 0).ok());
+      if (stop) break;
+    }
+  });
+  fault.join();
+  EXPECT_GE(up_at.load(), 5);
+  group.close();
+}
+
+// Each test its own ports: ctest runs tests in parallel.
+GroupConfig error_group(int ranks, std::chrono::milliseconds timeout, uint16_t port, uint16_t ev_port_base) {
+  GroupConfig g{.ranks = ranks, .port = port, .ev_port_base = ev_port_base, .timeout = timeout};
+  // Give up on a silent peer within milliseconds, not the default ~8 s.
+  g.qp.timeout = 8;
+  g.qp.retry_linear = 3;
+  g.qp.retry_exp = 3;
+  return g;
+}
+
+TEST(CollectivesFaults, AVanishedPeerIsAnErrorNamingIt) {
+  Group group(error_group(2, std::chrono::milliseconds(5000), 5850, 12400), "vanished");
+  ASSERT_TRUE(group.ok());
+  group.comms[1]->abort();
+  group.comms[1].reset();  // its context and sockets are gone
+  std::vector<float> data(4096, 1.0f);
+  auto r = group.comms[0]->all_reduce(data.data(), data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("rank 1"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("stopped answering"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("all_reduce"), std::string::npos) << r.error().message;
+  // The failure sticks: the next call says the same without waiting.
+  auto again = group.comms[0]->barrier();
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().message, r.error().message);
+  EXPECT_FALSE(group.comms[0]->close().ok());
+}
+
+TEST(CollectivesFaults, MismatchedCallsAreAnErrorNotAHang) {
+  Group group(error_group(2, std::chrono::milliseconds(2000), 5852, 13000), "mismatch");
+  ASSERT_TRUE(group.ok());
+  std::string errors[2];
+  group.run([&](int rank, Communicator& c) {
+    std::vector<float> data(rank == 0 ? 1000 : 2000, 1.0f);
+    auto r = c.all_reduce(data.data(), data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum, AllReduceAlgorithm::kRing);
+    EXPECT_FALSE(r.ok()) << "rank " << rank;
+    if (!r.ok()) errors[rank] = r.error().message;
+    c.abort();
+  });
+  EXPECT_TRUE(errors[0].find("the same collectives") != std::string::npos ||
+              errors[1].find("the same collectives") != std::string::npos)
+      << errors[0] << " | " << errors[1];
+}
+
+TEST(CollectivesFaults, ARankThatNeverArrivesTimesOut) {
+  Group group(error_group(2, std::chrono::milliseconds(500), 5854, 13600), "absent");
+  ASSERT_TRUE(group.ok());
+  auto r = group.comms[0]->barrier();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("barrier: no progress for 500 ms"), std::string::npos) << r.error().message;
+  for (auto& c : group.comms) {
+    c->abort();
+    c.reset();  // frees the ports for the communicator below
+  }
+
+  // Creating a communicator whose peers never show up fails after the timeout too.
+  MemoryStore lonely;
+  auto c = Communicator::create(lonely, comm_options(error_group(2, std::chrono::milliseconds(300), 5854, 13600), 0, "lonely"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("lonely/conn/1/0"), std::string::npos) << c.error().message;
+}
+
+TEST(CollectivesFaults, BadOptionsSayWhatToFix) {
+  MemoryStore store;
+  CommOptions o = comm_options(error_group(2, std::chrono::milliseconds(300), 5856, 14200), 0, "bad");
+  o.rank = 2;
+  auto r = Communicator::create(store, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("0 <= rank < ranks"), std::string::npos) << r.error().message;
+  o.rank = 0;
+  o.chunk_bytes = 1000;
+  r = Communicator::create(store, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("chunk_bytes = 1000"), std::string::npos) << r.error().message;
+  o.chunk_bytes = 4096;
+  o.slots = 2;
+  r = Communicator::create(store, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("slots = 2"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace mrc::coll
