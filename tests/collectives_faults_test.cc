@@ -14,12 +14,18 @@ namespace {
 
 std::vector<float> ramp(int rank, size_t count) {
   std::vector<float> v(count);
-  for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>((static_cast<size_t>(rank) * 5 + i) % 64);
+  for (size_t i = 0; i < count; ++i)
+    v[i] = static_cast<float>((static_cast<size_t>(rank) * 5 + i) % 64);
   return v;
 }
 
 TEST(CollectivesFaults, AllReduceStaysExactWhileAPlaneGoesDownAndComesBack) {
-  GroupConfig g{.ranks = 4, .planes = 4, .port = 5840, .ev_port_base = 11100, .chunk_bytes = 64 << 10, .slots = 8};
+  GroupConfig g{.ranks = 4,
+                .planes = 4,
+                .port = 5840,
+                .ev_port_base = 11100,
+                .chunk_bytes = 64 << 10,
+                .slots = 8};
   Group group(g, "plane-failure");
   ASSERT_TRUE(group.ok());
   constexpr size_t kCount = 1 << 19;  // 2 MiB of float32 per rank: the ring, 8 chunks a segment
@@ -47,9 +53,12 @@ TEST(CollectivesFaults, AllReduceStaysExactWhileAPlaneGoesDownAndComesBack) {
     std::vector<float> out(kCount);
     for (int iteration = 0; iteration < 200; ++iteration) {
       std::fill(out.begin(), out.end(), -1.0f);
-      auto r = c.all_reduce(input.data(), out.data(), kCount, DataType::kFloat32, ReduceOp::kSum, AllReduceAlgorithm::kRing);
-      ASSERT_TRUE(r.ok()) << "rank " << rank << " iteration " << iteration << ": " << r.error().message;
-      ASSERT_EQ(0, std::memcmp(out.data(), want.data(), kCount * sizeof(float))) << "rank " << rank << " iteration " << iteration;
+      auto r = c.all_reduce(input.data(), out.data(), kCount, DataType::kFloat32, ReduceOp::kSum,
+                            AllReduceAlgorithm::kRing);
+      ASSERT_TRUE(r.ok()) << "rank " << rank << " iteration " << iteration << ": "
+                          << r.error().message;
+      ASSERT_EQ(0, std::memcmp(out.data(), want.data(), kCount * sizeof(float)))
+          << "rank " << rank << " iteration " << iteration;
       int stop = 0;
       if (rank == 0) {
         done = iteration + 1;
@@ -65,7 +74,8 @@ TEST(CollectivesFaults, AllReduceStaysExactWhileAPlaneGoesDownAndComesBack) {
 }
 
 // Each test its own ports: ctest runs tests in parallel.
-GroupConfig error_group(int ranks, std::chrono::milliseconds timeout, uint16_t port, uint16_t ev_port_base) {
+GroupConfig error_group(int ranks, std::chrono::milliseconds timeout, uint16_t port,
+                        uint16_t ev_port_base) {
   GroupConfig g{.ranks = ranks, .port = port, .ev_port_base = ev_port_base, .timeout = timeout};
   // Give up on a silent peer within milliseconds, not the default ~8 s.
   g.qp.timeout = 8;
@@ -80,7 +90,8 @@ TEST(CollectivesFaults, AVanishedPeerIsAnErrorNamingIt) {
   group.comms[1]->abort();
   group.comms[1].reset();  // its context and sockets are gone
   std::vector<float> data(4096, 1.0f);
-  auto r = group.comms[0]->all_reduce(data.data(), data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum);
+  auto r = group.comms[0]->all_reduce(data.data(), data.data(), data.size(), DataType::kFloat32,
+                                      ReduceOp::kSum);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("rank 1"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("stopped answering"), std::string::npos) << r.error().message;
@@ -98,7 +109,8 @@ TEST(CollectivesFaults, MismatchedCallsAreAnErrorNotAHang) {
   std::string errors[2];
   group.run([&](int rank, Communicator& c) {
     std::vector<float> data(rank == 0 ? 1000 : 2000, 1.0f);
-    auto r = c.all_reduce(data.data(), data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum, AllReduceAlgorithm::kRing);
+    auto r = c.all_reduce(data.data(), data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum,
+                          AllReduceAlgorithm::kRing);
     EXPECT_FALSE(r.ok()) << "rank " << rank;
     if (!r.ok()) errors[rank] = r.error().message;
     c.abort();
@@ -113,7 +125,8 @@ TEST(CollectivesFaults, ARankThatNeverArrivesTimesOut) {
   ASSERT_TRUE(group.ok());
   auto r = group.comms[0]->barrier();
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("barrier: no progress for 500 ms"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("barrier: no progress for 500 ms"), std::string::npos)
+      << r.error().message;
   for (auto& c : group.comms) {
     c->abort();
     c.reset();  // frees the ports for the communicator below
@@ -121,14 +134,17 @@ TEST(CollectivesFaults, ARankThatNeverArrivesTimesOut) {
 
   // Creating a communicator whose peers never show up fails after the timeout too.
   MemoryStore lonely;
-  auto c = Communicator::create(lonely, comm_options(error_group(2, std::chrono::milliseconds(300), 5854, 13600), 0, "lonely"));
+  auto c = Communicator::create(
+      lonely,
+      comm_options(error_group(2, std::chrono::milliseconds(300), 5854, 13600), 0, "lonely"));
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().message.find("lonely/conn/1/0"), std::string::npos) << c.error().message;
 }
 
 TEST(CollectivesFaults, BadOptionsSayWhatToFix) {
   MemoryStore store;
-  CommOptions o = comm_options(error_group(2, std::chrono::milliseconds(300), 5856, 14200), 0, "bad");
+  CommOptions o =
+      comm_options(error_group(2, std::chrono::milliseconds(300), 5856, 14200), 0, "bad");
   o.rank = 2;
   auto r = Communicator::create(store, o);
   ASSERT_FALSE(r.ok());

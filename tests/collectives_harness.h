@@ -50,8 +50,10 @@ struct Group {
     std::vector<std::string> errors(comms.size());
     run_ranks(g.ranks, [&](int r) {
       auto c = Communicator::create(store, comm_options(g, r, prefix));
-      if (c.ok()) comms[r] = std::move(c.value());
-      else errors[r] = c.error().message;
+      if (c.ok())
+        comms[r] = std::move(c.value());
+      else
+        errors[r] = c.error().message;
     });
     for (size_t r = 0; r < comms.size(); ++r) EXPECT_TRUE(comms[r] != nullptr) << errors[r];
   }

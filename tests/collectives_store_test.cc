@@ -34,7 +34,8 @@ void expect_store_basics(Store& a, Store& b) {
   ASSERT_TRUE(late.ok()) << late.error().message;
   auto missing = b.get("never/set", milliseconds(30));
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message.find("'never/set' did not appear within 30 ms"), std::string::npos)
+  EXPECT_NE(missing.error().message.find("'never/set' did not appear within 30 ms"),
+            std::string::npos)
       << missing.error().message;
 }
 
@@ -73,11 +74,13 @@ TEST(CollectiveStores, BadSpecsAndUnreachableServers) {
   server.value().reset();  // nobody listens there now
   auto gone = TcpStore::connect("127.0.0.1", port, milliseconds(100));
   ASSERT_FALSE(gone.ok());
-  EXPECT_NE(gone.error().message.find("is rank 0 running"), std::string::npos) << gone.error().message;
+  EXPECT_NE(gone.error().message.find("is rank 0 running"), std::string::npos)
+      << gone.error().message;
 }
 
 // Two ranks meet through a real store and all-reduce.
-void all_reduce_through(const std::function<std::unique_ptr<Store>()>& open_client, const std::string& prefix) {
+void all_reduce_through(const std::function<std::unique_ptr<Store>()>& open_client,
+                        const std::string& prefix) {
   GroupConfig g{.ranks = 2, .port = 5860, .ev_port_base = 14800};
   Group::run_ranks(2, [&](int rank) {
     auto store = open_client();
@@ -94,7 +97,8 @@ void all_reduce_through(const std::function<std::unique_ptr<Store>()>& open_clie
 
 TEST(CollectiveStores, CommunicatorsMeetThroughFileAndTcpStores) {
   const std::string dir = "/tmp/mrc-store-comm-" + std::to_string(getpid());
-  all_reduce_through([&] { return std::move(open_store("file:" + dir, milliseconds(1000)).value()); }, "f");
+  all_reduce_through(
+      [&] { return std::move(open_store("file:" + dir, milliseconds(1000)).value()); }, "f");
   std::filesystem::remove_all(dir);
   auto server = TcpStoreServer::start(0);
   ASSERT_TRUE(server.ok());
@@ -113,12 +117,12 @@ TEST(CollectiveTypes, HalfPrecisionRoundTripsAndRounds) {
   }
   EXPECT_EQ(float_to_half(1.0f), 0x3C00);
   EXPECT_EQ(float_to_half(65504.0f), 0x7BFF);
-  EXPECT_EQ(float_to_half(1e6f), 0x7C00);                     // overflow: infinity
-  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3C00);       // halfway: to even
-  EXPECT_EQ(float_to_half(1.0f + 3.0f / 2048), 0x3C02);       // halfway: to even (up)
-  EXPECT_EQ(float_to_half(5.96046448e-8f), 0x0001);           // smallest subnormal
+  EXPECT_EQ(float_to_half(1e6f), 0x7C00);                // overflow: infinity
+  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3C00);  // halfway: to even
+  EXPECT_EQ(float_to_half(1.0f + 3.0f / 2048), 0x3C02);  // halfway: to even (up)
+  EXPECT_EQ(float_to_half(5.96046448e-8f), 0x0001);      // smallest subnormal
   EXPECT_EQ(float_to_bfloat16(1.0f), 0x3F80);
-  EXPECT_EQ(float_to_bfloat16(1.0f + 1.0f / 256), 0x3F80);    // halfway: to even
+  EXPECT_EQ(float_to_bfloat16(1.0f + 1.0f / 256), 0x3F80);  // halfway: to even
   EXPECT_EQ(float_to_bfloat16(1.0f + 3.0f / 256), 0x3F82);
   EXPECT_EQ(bfloat16_to_float(0x4049), 3.140625f);
   EXPECT_TRUE(std::isnan(bfloat16_to_float(float_to_bfloat16(std::nanf("")))));

@@ -9,6 +9,7 @@
 // Ports: UDP receive ports 5800-5999 and EV source ports 6000-17999, one disjoint range per
 // test (ctest runs tests in parallel) across the collectives tests; nothing else uses them.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -16,7 +17,6 @@
 #include <filesystem>
 #include <functional>
 #include <thread>
-#include <unistd.h>
 
 #include "collectives_harness.h"
 
@@ -33,37 +33,66 @@ constexpr size_t kGuardBytes = 64;
 double input_value(ReduceOp op, int rank, size_t i) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return static_cast<double>((rank * 7 + static_cast<int>(i % 1000) * 3) % 11);
+    case ReduceOp::kAvg:
+      return static_cast<double>((rank * 7 + static_cast<int>(i % 1000) * 3) % 11);
     case ReduceOp::kProd: {
       const double choices[] = {1, 2, -1};
       return choices[(static_cast<size_t>(rank) + i) % 3];
     }
     case ReduceOp::kMin:
-    case ReduceOp::kMax: return static_cast<double>((rank * 13 + static_cast<int>(i % 1000) * 7) % 100 - 50);
+    case ReduceOp::kMax:
+      return static_cast<double>((rank * 13 + static_cast<int>(i % 1000) * 7) % 100 - 50);
   }
   return 0;
 }
 
 void store_value(DataType type, uint8_t* at, double v) {
   switch (type) {
-    case DataType::kFloat32: { const float f = static_cast<float>(v); std::memcpy(at, &f, 4); return; }
-    case DataType::kFloat64: std::memcpy(at, &v, 8); return;
-    case DataType::kFloat16: { const uint16_t h = float_to_half(static_cast<float>(v)); std::memcpy(at, &h, 2); return; }
-    case DataType::kBFloat16: { const uint16_t h = float_to_bfloat16(static_cast<float>(v)); std::memcpy(at, &h, 2); return; }
-    case DataType::kInt32: { const int32_t x = static_cast<int32_t>(v); std::memcpy(at, &x, 4); return; }
-    case DataType::kInt64: { const int64_t x = static_cast<int64_t>(v); std::memcpy(at, &x, 8); return; }
-    case DataType::kUint8: *at = static_cast<uint8_t>(static_cast<int64_t>(v)); return;
+    case DataType::kFloat32: {
+      const float f = static_cast<float>(v);
+      std::memcpy(at, &f, 4);
+      return;
+    }
+    case DataType::kFloat64:
+      std::memcpy(at, &v, 8);
+      return;
+    case DataType::kFloat16: {
+      const uint16_t h = float_to_half(static_cast<float>(v));
+      std::memcpy(at, &h, 2);
+      return;
+    }
+    case DataType::kBFloat16: {
+      const uint16_t h = float_to_bfloat16(static_cast<float>(v));
+      std::memcpy(at, &h, 2);
+      return;
+    }
+    case DataType::kInt32: {
+      const int32_t x = static_cast<int32_t>(v);
+      std::memcpy(at, &x, 4);
+      return;
+    }
+    case DataType::kInt64: {
+      const int64_t x = static_cast<int64_t>(v);
+      std::memcpy(at, &x, 8);
+      return;
+    }
+    case DataType::kUint8:
+      *at = static_cast<uint8_t>(static_cast<int64_t>(v));
+      return;
   }
 }
 
-std::vector<uint8_t> make_input(DataType type, ReduceOp op, int rank, size_t count, size_t salt = 0) {
+std::vector<uint8_t> make_input(DataType type, ReduceOp op, int rank, size_t count,
+                                size_t salt = 0) {
   std::vector<uint8_t> out(count * size_of(type));
-  for (size_t i = 0; i < count; ++i) store_value(type, out.data() + i * size_of(type), input_value(op, rank, i + salt));
+  for (size_t i = 0; i < count; ++i)
+    store_value(type, out.data() + i * size_of(type), input_value(op, rank, i + salt));
   return out;
 }
 
 // The reduction of every rank's input, in rank order, then the average's division.
-std::vector<uint8_t> reference(DataType type, ReduceOp op, int ranks, size_t count, size_t salt = 0) {
+std::vector<uint8_t> reference(DataType type, ReduceOp op, int ranks, size_t count,
+                               size_t salt = 0) {
   std::vector<uint8_t> acc = make_input(type, op, 0, count, salt);
   for (int r = 1; r < ranks; ++r) {
     const std::vector<uint8_t> x = make_input(type, op, r, count, salt);
@@ -92,8 +121,9 @@ struct Guarded {
 };
 
 std::string what(const char* name, DataType t, ReduceOp op, size_t count, bool in_place, int rank) {
-  return std::string(name) + " " + to_string(t) + " " + to_string(op) + " count=" + std::to_string(count) +
-         (in_place ? " in-place" : " out-of-place") + " rank=" + std::to_string(rank);
+  return std::string(name) + " " + to_string(t) + " " + to_string(op) +
+         " count=" + std::to_string(count) + (in_place ? " in-place" : " out-of-place") +
+         " rank=" + std::to_string(rank);
 }
 
 // ---- the matrix ----------------------------------------------------------------------------
@@ -103,13 +133,16 @@ void check_all_reduce(Communicator& c, int rank, int ranks) {
   for (DataType t : kAllDataTypes)
     for (ReduceOp op : kAllReduceOps)
       for (size_t count : counts)
-        for (AllReduceAlgorithm algorithm : {AllReduceAlgorithm::kRing, AllReduceAlgorithm::kDirect, AllReduceAlgorithm::kAuto})
+        for (AllReduceAlgorithm algorithm :
+             {AllReduceAlgorithm::kRing, AllReduceAlgorithm::kDirect, AllReduceAlgorithm::kAuto})
           for (bool in_place : {false, true}) {
             const std::vector<uint8_t> input = make_input(t, op, rank, count);
             Guarded out(input.size());
             if (in_place) std::memcpy(out.data(), input.data(), input.size());
-            auto r = c.all_reduce(in_place ? out.data() : input.data(), out.data(), count, t, op, algorithm);
-            const std::string name = what("all_reduce", t, op, count, in_place, rank) + " " + to_string(algorithm);
+            auto r = c.all_reduce(in_place ? out.data() : input.data(), out.data(), count, t, op,
+                                  algorithm);
+            const std::string name =
+                what("all_reduce", t, op, count, in_place, rank) + " " + to_string(algorithm);
             ASSERT_TRUE(r.ok()) << name << ": " << r.error().message;
             EXPECT_TRUE(out.equals(reference(t, op, ranks, count))) << name;
             EXPECT_TRUE(out.guards_intact()) << name;
@@ -124,8 +157,9 @@ void check_reduce_scatter(Communicator& c, int rank, int ranks) {
           const size_t e = size_of(t), total = count * static_cast<size_t>(ranks);
           const std::vector<uint8_t> input = make_input(t, op, rank, total);
           const std::vector<uint8_t> full = reference(t, op, ranks, total);
-          const std::vector<uint8_t> want(full.begin() + static_cast<ptrdiff_t>(rank * count * e),
-                                          full.begin() + static_cast<ptrdiff_t>((rank + 1) * count * e));
+          const std::vector<uint8_t> want(
+              full.begin() + static_cast<ptrdiff_t>(rank * count * e),
+              full.begin() + static_cast<ptrdiff_t>((rank + 1) * count * e));
           Guarded buffer(in_place ? input.size() : count * e);
           if (in_place) std::memcpy(buffer.data(), input.data(), input.size());
           uint8_t* out = buffer.data() + (in_place ? rank * count * e : 0);
@@ -150,7 +184,8 @@ void check_all_gather(Communicator& c, int rank, int ranks) {
         const std::vector<uint8_t> input = make_input(t, ReduceOp::kMin, rank, count);
         Guarded out(want.size());
         if (in_place) std::memcpy(out.data() + rank * count * e, input.data(), input.size());
-        auto r = c.all_gather(in_place ? out.data() + rank * count * e : input.data(), out.data(), count, t);
+        auto r = c.all_gather(in_place ? out.data() + rank * count * e : input.data(), out.data(),
+                              count, t);
         const std::string name = what("all_gather", t, ReduceOp::kMin, count, in_place, rank);
         ASSERT_TRUE(r.ok()) << name << ": " << r.error().message;
         EXPECT_TRUE(out.equals(want)) << name;
@@ -168,7 +203,8 @@ void check_broadcast_and_reduce(Communicator& c, int rank, int ranks) {
           Guarded out(source.size());
           if (in_place) std::memcpy(out.data(), input.data(), input.size());
           auto r = c.broadcast(in_place ? out.data() : input.data(), out.data(), count, t, root);
-          std::string name = what("broadcast", t, ReduceOp::kMax, count, in_place, rank) + " root=" + std::to_string(root);
+          std::string name = what("broadcast", t, ReduceOp::kMax, count, in_place, rank) +
+                             " root=" + std::to_string(root);
           ASSERT_TRUE(r.ok()) << name << ": " << r.error().message;
           EXPECT_TRUE(out.equals(source)) << name;
           EXPECT_TRUE(out.guards_intact()) << name;
@@ -176,7 +212,8 @@ void check_broadcast_and_reduce(Communicator& c, int rank, int ranks) {
             const std::vector<uint8_t> mine = make_input(t, op, rank, count, 5);
             Guarded reduced(mine.size());
             if (in_place) std::memcpy(reduced.data(), mine.data(), mine.size());
-            auto rr = c.reduce(in_place ? reduced.data() : mine.data(), reduced.data(), count, t, op, root);
+            auto rr = c.reduce(in_place ? reduced.data() : mine.data(), reduced.data(), count, t,
+                               op, root);
             name = what("reduce", t, op, count, in_place, rank) + " root=" + std::to_string(root);
             ASSERT_TRUE(rr.ok()) << name << ": " << rr.error().message;
             if (rank == root) {
@@ -211,7 +248,8 @@ void check_all_to_all_and_point_to_point(Communicator& c, int rank, int ranks) {
   // Around the ring: rank 0 sends first, every other rank receives first.
   for (size_t count : {size_t{0}, size_t{1}, size_t{5000}}) {
     const auto mine = make_input(DataType::kInt32, ReduceOp::kMin, rank, count);
-    const auto want = make_input(DataType::kInt32, ReduceOp::kMin, (rank + ranks - 1) % ranks, count);
+    const auto want =
+        make_input(DataType::kInt32, ReduceOp::kMin, (rank + ranks - 1) % ranks, count);
     Guarded got(want.size());
     const int next = (rank + 1) % ranks, previous = (rank + ranks - 1) % ranks;
     if (rank == 0) {
@@ -244,10 +282,18 @@ void run_matrix(const GroupConfig& config) {
 }
 
 // 2 planes per rank: each context binds 2 x 144 EV source ports.
-TEST(Collectives, EveryCollectiveTypeAndOpOnTwoRanks) { run_matrix({.ranks = 2, .port = 5800, .ev_port_base = 6000}); }
-TEST(Collectives, EveryCollectiveTypeAndOpOnThreeRanks) { run_matrix({.ranks = 3, .port = 5810, .ev_port_base = 6600}); }
-TEST(Collectives, EveryCollectiveTypeAndOpOnFourRanks) { run_matrix({.ranks = 4, .port = 5820, .ev_port_base = 7500}); }
-TEST(Collectives, EveryCollectiveTypeAndOpOnEightRanks) { run_matrix({.ranks = 8, .port = 5830, .ev_port_base = 8700}); }
+TEST(Collectives, EveryCollectiveTypeAndOpOnTwoRanks) {
+  run_matrix({.ranks = 2, .port = 5800, .ev_port_base = 6000});
+}
+TEST(Collectives, EveryCollectiveTypeAndOpOnThreeRanks) {
+  run_matrix({.ranks = 3, .port = 5810, .ev_port_base = 6600});
+}
+TEST(Collectives, EveryCollectiveTypeAndOpOnFourRanks) {
+  run_matrix({.ranks = 4, .port = 5820, .ev_port_base = 7500});
+}
+TEST(Collectives, EveryCollectiveTypeAndOpOnEightRanks) {
+  run_matrix({.ranks = 8, .port = 5830, .ev_port_base = 8700});
+}
 
 }  // namespace
 }  // namespace mrc::coll

@@ -41,7 +41,8 @@ struct ChainGeometry {
 
 class BroadcastChain final : public detail::ChainJob {
  public:
-  BroadcastChain(ChainGeometry g, const uint8_t* send, uint8_t* recv) : g_(g), send_(send), recv_(recv) {}
+  BroadcastChain(ChainGeometry g, const uint8_t* send, uint8_t* recv)
+      : g_(g), send_(send), recv_(recv) {}
   uint64_t chunks() const override { return g_.chunks(); }
   size_t receive_bytes(uint64_t c) const override { return g_.length(c); }
   uint32_t inject(uint64_t c, uint8_t* slot) override {
@@ -65,7 +66,8 @@ class BroadcastChain final : public detail::ChainJob {
 
 class ReduceChain final : public detail::ChainJob {
  public:
-  ReduceChain(ChainGeometry g, const uint8_t* send, uint8_t* recv, DataType type, ReduceOp op, int ranks)
+  ReduceChain(ChainGeometry g, const uint8_t* send, uint8_t* recv, DataType type, ReduceOp op,
+              int ranks)
       : g_(g), send_(send), recv_(recv), type_(type), op_(op), ranks_(ranks) {}
   uint64_t chunks() const override { return g_.chunks(); }
   size_t receive_bytes(uint64_t c) const override { return g_.length(c); }
@@ -106,7 +108,8 @@ Result<Ok, Error> Communicator::all_reduce_direct(const uint8_t* send, uint8_t* 
   for (uint64_t reduced = 0; reduced < chunks;) {
     bool moved = false;
     for (int p = 0; p < ranks_; ++p) {
-      for (uint8_t* slot; sent[p] < chunks && (slot = transport_->send_slot(p)) != nullptr; ++sent[p]) {
+      for (uint8_t* slot; sent[p] < chunks && (slot = transport_->send_slot(p)) != nullptr;
+           ++sent[p]) {
         const size_t offset = sent[p] * chunk_bytes;
         const size_t length = std::min(chunk_bytes, bytes - offset);
         std::memcpy(slot, send + offset, length);
@@ -166,7 +169,8 @@ Result<Ok, Error> Communicator::broadcast(const void* send, void* recv, size_t c
   const size_t bytes = count * size_of(type);
   if (rank_ == root && send != recv && bytes > 0) std::memmove(recv, send, bytes);
   if (bytes == 0 || ranks_ == 1) return Ok{};
-  BroadcastChain job({bytes, options_.chunk_bytes}, static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv));
+  BroadcastChain job({bytes, options_.chunk_bytes}, static_cast<const uint8_t*>(send),
+                     static_cast<uint8_t*>(recv));
   const int position = wrap(rank_ - root, ranks_);
   return detail::run_chain(*transport_, job, position == 0 ? -1 : wrap(rank_ - 1, ranks_),
                            position == ranks_ - 1 ? -1 : wrap(rank_ + 1, ranks_));
@@ -185,7 +189,8 @@ Result<Ok, Error> Communicator::reduce(const void* send, void* recv, size_t coun
     return Ok{};
   }
   const size_t chunk_bytes = options_.chunk_bytes / size_of(type) * size_of(type);
-  ReduceChain job({bytes, chunk_bytes}, static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv), type, op, ranks_);
+  ReduceChain job({bytes, chunk_bytes}, static_cast<const uint8_t*>(send),
+                  static_cast<uint8_t*>(recv), type, op, ranks_);
   const int position = wrap(rank_ - root - 1, ranks_);
   return detail::run_chain(*transport_, job, position == 0 ? -1 : wrap(rank_ - 1, ranks_),
                            position == ranks_ - 1 ? -1 : wrap(rank_ + 1, ranks_));
@@ -210,7 +215,8 @@ Result<Ok, Error> Communicator::all_to_all(const void* send_buffer, void* recv_b
     bool moved = false;
     for (int p = 0; p < ranks_; ++p) {
       const size_t base = static_cast<size_t>(p) * block;
-      for (uint8_t* slot; sent[p] < chunks && (slot = transport_->send_slot(p)) != nullptr; ++sent[p], --remaining) {
+      for (uint8_t* slot; sent[p] < chunks && (slot = transport_->send_slot(p)) != nullptr;
+           ++sent[p], --remaining) {
         std::memcpy(slot, send + base + g.offset(sent[p]), g.length(sent[p]));
         auto r = transport_->post(p, static_cast<uint32_t>(g.length(sent[p])));
         if (!r.ok()) return r;
@@ -218,7 +224,8 @@ Result<Ok, Error> Communicator::all_to_all(const void* send_buffer, void* recv_b
       }
       for (; got[p] < sent[p] && transport_->front(p); ++got[p], --remaining) {
         auto in = transport_->front(p);
-        if (in->size() != g.length(got[p])) return Err{transport_->mismatch(p, in->size(), g.length(got[p]))};
+        if (in->size() != g.length(got[p]))
+          return Err{transport_->mismatch(p, in->size(), g.length(got[p]))};
         std::memcpy(recv + base + g.offset(got[p]), in->data(), in->size());
         transport_->release(p);
         moved = true;
@@ -246,7 +253,8 @@ Result<Ok, Error> Communicator::barrier() {
         moved = true;
       }
       if (!got[p] && transport_->front(p)) {
-        if (transport_->front(p)->size() != 0) return Err{transport_->mismatch(p, transport_->front(p)->size(), 0)};
+        if (transport_->front(p)->size() != 0)
+          return Err{transport_->mismatch(p, transport_->front(p)->size(), 0)};
         transport_->release(p);
         got[p] = 1;
         --remaining;
@@ -293,7 +301,8 @@ Result<Ok, Error> Communicator::recv(void* data, size_t count, DataType type, in
     if (in) {
       const size_t expected = g.bytes == 0 ? 0 : g.length(c);
       if (in->size() != expected) return Err{transport_->mismatch(peer, in->size(), expected)};
-      if (!in->empty()) std::memcpy(static_cast<uint8_t*>(data) + g.offset(c), in->data(), in->size());
+      if (!in->empty())
+        std::memcpy(static_cast<uint8_t*>(data) + g.offset(c), in->data(), in->size());
       transport_->release(peer);
       ++c;
     }

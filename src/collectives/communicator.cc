@@ -16,17 +16,22 @@ QpConfig CommOptions::default_qp_config() {
   return qc;
 }
 
-void rank_ports(ContextOptions& context, uint16_t base_port, uint16_t ev_port_base, int local_rank) {
+void rank_ports(ContextOptions& context, uint16_t base_port, uint16_t ev_port_base,
+                int local_rank) {
   const uint32_t stride = ev_source_ports(std::max<size_t>(context.planes.size(), 1));
   context.port = static_cast<uint16_t>(base_port + local_rank);
-  context.ev_port_base = static_cast<uint16_t>(ev_port_base + static_cast<uint32_t>(local_rank) * stride);
+  context.ev_port_base =
+      static_cast<uint16_t>(ev_port_base + static_cast<uint32_t>(local_rank) * stride);
 }
 
 const char* to_string(AllReduceAlgorithm algorithm) {
   switch (algorithm) {
-    case AllReduceAlgorithm::kAuto: return "auto";
-    case AllReduceAlgorithm::kRing: return "ring";
-    case AllReduceAlgorithm::kDirect: return "direct";
+    case AllReduceAlgorithm::kAuto:
+      return "auto";
+    case AllReduceAlgorithm::kRing:
+      return "ring";
+    case AllReduceAlgorithm::kDirect:
+      return "direct";
   }
   return "?";
 }
@@ -34,15 +39,16 @@ const char* to_string(AllReduceAlgorithm algorithm) {
 Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
                                                                   const CommOptions& options) {
   if (options.ranks < 1 || options.rank < 0 || options.rank >= options.ranks)
-    return Err{Error{"rank " + std::to_string(options.rank) + " of " + std::to_string(options.ranks) +
-                     ": need 0 <= rank < ranks"}};
+    return Err{Error{"rank " + std::to_string(options.rank) + " of " +
+                     std::to_string(options.ranks) + ": need 0 <= rank < ranks"}};
   std::unique_ptr<Communicator> c(new Communicator());
   c->rank_ = options.rank;
   c->ranks_ = options.ranks;
   c->options_ = options;
   c->store_ = &store;
   auto context = Context::open(options.context);
-  if (!context.ok()) return Err{Error{"rank " + std::to_string(options.rank) + ": " + context.error().message}};
+  if (!context.ok())
+    return Err{Error{"rank " + std::to_string(options.rank) + ": " + context.error().message}};
   c->context_ = std::move(context.value());
   TransportOptions to;
   to.chunk_bytes = options.chunk_bytes;
@@ -50,7 +56,8 @@ Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
   to.timeout = options.timeout;
   to.qp = options.qp;
   auto transport = Transport::create(*c->context_, options.rank, options.ranks, to);
-  if (!transport.ok()) return Err{Error{"rank " + std::to_string(options.rank) + ": " + transport.error().message}};
+  if (!transport.ok())
+    return Err{Error{"rank " + std::to_string(options.rank) + ": " + transport.error().message}};
   c->transport_ = std::move(transport.value());
   c->scratch_ = std::make_unique<uint8_t[]>(options.chunk_bytes);
   auto connected = c->connect_all(store, options);
@@ -118,7 +125,8 @@ Communicator::~Communicator() {
 
 Result<Ok, Error> Communicator::check_root(int root) const {
   if (root < 0 || root >= ranks_)
-    return Err{Error{"root " + std::to_string(root) + " is not a rank (0.." + std::to_string(ranks_ - 1) + ")"}};
+    return Err{Error{"root " + std::to_string(root) + " is not a rank (0.." +
+                     std::to_string(ranks_ - 1) + ")"}};
   return Ok{};
 }
 

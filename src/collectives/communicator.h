@@ -68,7 +68,8 @@ class Communicator {
  public:
   // Opens a context for this rank, connects to every peer through `store`; fails after
   // options.timeout if some rank does not show up.
-  static Result<std::unique_ptr<Communicator>, Error> create(Store& store, const CommOptions& options);
+  static Result<std::unique_ptr<Communicator>, Error> create(Store& store,
+                                                             const CommOptions& options);
   // Drains outstanding writes and waits (through the store) until every rank has; see close().
   ~Communicator();
   Communicator(const Communicator&) = delete;
@@ -81,7 +82,8 @@ class Communicator {
   const std::string& failure() const { return transport_->failure(); }
 
   Result<Ok, Error> all_reduce(const void* send, void* recv, size_t count, DataType type,
-                               ReduceOp op, AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto);
+                               ReduceOp op,
+                               AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto);
   Result<Ok, Error> reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
                                    ReduceOp op);
   Result<Ok, Error> all_gather(const void* send, void* recv, size_t send_count, DataType type);

@@ -23,7 +23,9 @@
 
 namespace mrc::coll::detail {
 
-inline int wrap(int value, int ranks) { return ((value % ranks) + ranks) % ranks; }
+inline int wrap(int value, int ranks) {
+  return ((value % ranks) + ranks) % ranks;
+}
 
 struct ByteRange {
   size_t offset = 0;  // bytes from the start of the buffer
@@ -31,7 +33,7 @@ struct ByteRange {
 };
 
 struct Segments {
-  size_t count = 0;          // elements in all
+  size_t count = 0;  // elements in all
   int parts = 1;
   size_t element_bytes = 1;
   size_t chunk_elements = 1;  // elements per chunk (a slot's worth)
@@ -52,7 +54,8 @@ class RingJob {
   // Fill `slot` with item (0, chunk); return its length.
   virtual uint32_t inject(uint64_t chunk, uint8_t* slot) = 0;
   // Item (step, chunk) arrived: produce item (step + 1, chunk) in `slot`; return its length.
-  virtual uint32_t forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) = 0;
+  virtual uint32_t forward(int step, uint64_t chunk, std::span<const uint8_t> in,
+                           uint8_t* slot) = 0;
   // Item (steps - 1, chunk) arrived.
   virtual void finish(uint64_t chunk, std::span<const uint8_t> in) = 0;
 };

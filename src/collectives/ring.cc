@@ -48,7 +48,9 @@ class SegmentRing : public detail::RingJob {
 
  protected:
   int send_segment(int step) const { return wrap(rank_ - step + send_shift_, segments_.parts); }
-  int receive_segment(int step) const { return wrap(rank_ - step + send_shift_ - 1, segments_.parts); }
+  int receive_segment(int step) const {
+    return wrap(rank_ - step + send_shift_ - 1, segments_.parts);
+  }
   ByteRange range(int segment, uint64_t chunk) const { return segments_.chunk(segment, chunk); }
 
   Segments segments_;
@@ -61,7 +63,11 @@ class AllReduceRing final : public SegmentRing {
  public:
   AllReduceRing(const Segments& s, int rank, const uint8_t* send, uint8_t* recv, DataType type,
                 ReduceOp op)
-      : SegmentRing(s, rank, 2 * (s.parts - 1), 0), send_(send), recv_(recv), type_(type), op_(op) {}
+      : SegmentRing(s, rank, 2 * (s.parts - 1), 0),
+        send_(send),
+        recv_(recv),
+        type_(type),
+        op_(op) {}
 
   uint32_t inject(uint64_t chunk, uint8_t* slot) override {
     const ByteRange r = range(send_segment(0), chunk);
@@ -99,8 +105,8 @@ class AllReduceRing final : public SegmentRing {
 // Reduce-scatter: segment r ends at rank r, so step k sends segment r-k-1.
 class ReduceScatterRing final : public SegmentRing {
  public:
-  ReduceScatterRing(const Segments& s, int rank, const uint8_t* send, uint8_t* recv,
-                    DataType type, ReduceOp op)
+  ReduceScatterRing(const Segments& s, int rank, const uint8_t* send, uint8_t* recv, DataType type,
+                    ReduceOp op)
       : SegmentRing(s, rank, s.parts - 1, -1), send_(send), recv_(recv), type_(type), op_(op) {}
 
   uint32_t inject(uint64_t chunk, uint8_t* slot) override {
@@ -135,7 +141,8 @@ class AllGatherRing final : public SegmentRing {
 
   uint32_t inject(uint64_t chunk, uint8_t* slot) override {
     const ByteRange r = range(rank_, chunk);
-    std::memcpy(slot, send_ + (r.offset - segments_.offset(rank_) * segments_.element_bytes), r.bytes);
+    std::memcpy(slot, send_ + (r.offset - segments_.offset(rank_) * segments_.element_bytes),
+                r.bytes);
     return static_cast<uint32_t>(r.bytes);
   }
   uint32_t forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) override {
@@ -169,9 +176,11 @@ Result<Ok, Error> Communicator::all_reduce(const void* send, void* recv, size_t 
   }
   if (algorithm == AllReduceAlgorithm::kDirect ||
       (algorithm == AllReduceAlgorithm::kAuto && bytes <= options_.direct_max_bytes))
-    return all_reduce_direct(static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv), count, type, op);
+    return all_reduce_direct(static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv), count,
+                             type, op);
   const Segments segments = make_segments(count, ranks_, type, options_.chunk_bytes);
-  AllReduceRing job(segments, rank_, static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv), type, op);
+  AllReduceRing job(segments, rank_, static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv),
+                    type, op);
   return detail::run_ring(*transport_, job, wrap(rank_ + 1, ranks_), wrap(rank_ - 1, ranks_));
 }
 
@@ -184,8 +193,10 @@ Result<Ok, Error> Communicator::reduce_scatter(const void* send, void* recv, siz
     if (send != recv) std::memmove(recv, send, recv_count * size_of(type));
     return Ok{};
   }
-  const Segments segments = make_segments(recv_count * static_cast<size_t>(ranks_), ranks_, type, options_.chunk_bytes);
-  ReduceScatterRing job(segments, rank_, static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv), type, op);
+  const Segments segments =
+      make_segments(recv_count * static_cast<size_t>(ranks_), ranks_, type, options_.chunk_bytes);
+  ReduceScatterRing job(segments, rank_, static_cast<const uint8_t*>(send),
+                        static_cast<uint8_t*>(recv), type, op);
   return detail::run_ring(*transport_, job, wrap(rank_ + 1, ranks_), wrap(rank_ - 1, ranks_));
 }
 
@@ -198,8 +209,10 @@ Result<Ok, Error> Communicator::all_gather(const void* send, void* recv, size_t 
   uint8_t* own = static_cast<uint8_t*>(recv) + static_cast<size_t>(rank_) * block_bytes;
   if (own != send) std::memmove(own, send, block_bytes);
   if (ranks_ == 1) return Ok{};
-  const Segments segments = make_segments(send_count * static_cast<size_t>(ranks_), ranks_, type, options_.chunk_bytes);
-  AllGatherRing job(segments, rank_, static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv));
+  const Segments segments =
+      make_segments(send_count * static_cast<size_t>(ranks_), ranks_, type, options_.chunk_bytes);
+  AllGatherRing job(segments, rank_, static_cast<const uint8_t*>(send),
+                    static_cast<uint8_t*>(recv));
   return detail::run_ring(*transport_, job, wrap(rank_ + 1, ranks_), wrap(rank_ - 1, ranks_));
 }
 

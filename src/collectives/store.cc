@@ -92,8 +92,9 @@ std::string FileStore::path_of(const std::string& key) const {
 
 Result<Ok, Error> FileStore::set(const std::string& key, const std::string& value) {
   const std::string path = path_of(key);
-  const std::string temporary = path + ".tmp." + std::to_string(getpid()) + "." +
-                                std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  const std::string temporary =
+      path + ".tmp." + std::to_string(getpid()) + "." +
+      std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out.write(value.data(), static_cast<std::streamsize>(value.size()));
@@ -133,7 +134,8 @@ void put_u32(std::string& out, uint32_t v) {
 
 uint32_t get_u32(const char* p) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   return v;
 }
 
@@ -304,7 +306,7 @@ TcpStore::~TcpStore() {
 }
 
 Result<std::optional<std::string>, Error> TcpStore::request(char kind, const std::string& key,
-                                             const std::string& value) {
+                                                            const std::string& value) {
   if (key.size() > kMaxKeyBytes || value.size() > kMaxValueBytes)
     return Err{Error{"tcp store: key or value too long for '" + key + "'"}};
   std::string frame(1, kind);

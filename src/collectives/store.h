@@ -41,7 +41,8 @@ class Store {
 class MemoryStore final : public Store {
  public:
   Result<Ok, Error> set(const std::string& key, const std::string& value) override;
-  Result<std::string, Error> get(const std::string& key, std::chrono::milliseconds timeout) override;
+  Result<std::string, Error> get(const std::string& key,
+                                 std::chrono::milliseconds timeout) override;
 
  private:
   std::mutex mutex_;
@@ -54,7 +55,8 @@ class FileStore final : public Store {
   // Creates the directory if needed.
   static Result<std::unique_ptr<FileStore>, Error> open(const std::string& directory);
   Result<Ok, Error> set(const std::string& key, const std::string& value) override;
-  Result<std::string, Error> get(const std::string& key, std::chrono::milliseconds timeout) override;
+  Result<std::string, Error> get(const std::string& key,
+                                 std::chrono::milliseconds timeout) override;
 
  private:
   explicit FileStore(std::string directory) : directory_(std::move(directory)) {}
@@ -90,12 +92,14 @@ class TcpStore final : public Store {
                                                           std::chrono::milliseconds timeout);
   ~TcpStore() override;
   Result<Ok, Error> set(const std::string& key, const std::string& value) override;
-  Result<std::string, Error> get(const std::string& key, std::chrono::milliseconds timeout) override;
+  Result<std::string, Error> get(const std::string& key,
+                                 std::chrono::milliseconds timeout) override;
 
  private:
   TcpStore() = default;
   // The value, or nothing if a get found no such key yet.
-  Result<std::optional<std::string>, Error> request(char kind, const std::string& key, const std::string& value);
+  Result<std::optional<std::string>, Error> request(char kind, const std::string& key,
+                                                    const std::string& value);
 
   std::mutex mutex_;
   int fd_ = -1;

@@ -21,10 +21,16 @@ constexpr size_t kAlignment = 4096;
 uint64_t make_wr_id(uint64_t kind, int peer, uint32_t slot) {
   return (kind << 56) | (static_cast<uint64_t>(peer) << 32) | slot;
 }
-uint64_t kind_of(uint64_t wr_id) { return wr_id >> 56; }
-uint32_t slot_of(uint64_t wr_id) { return static_cast<uint32_t>(wr_id); }
+uint64_t kind_of(uint64_t wr_id) {
+  return wr_id >> 56;
+}
+uint32_t slot_of(uint64_t wr_id) {
+  return static_cast<uint32_t>(wr_id);
+}
 
-uint32_t receives_per_peer(uint32_t slots) { return slots + kMaxCreditWrites + 4; }
+uint32_t receives_per_peer(uint32_t slots) {
+  return slots + kMaxCreditWrites + 4;
+}
 
 }  // namespace
 
@@ -45,7 +51,8 @@ Result<std::unique_ptr<Transport>, Error> Transport::create(Context& context, in
   t->cq_ = context.create_cq(static_cast<uint32_t>(std::max(ranks - 1, 1)) * per_peer * 2 + 64);
   const size_t area = static_cast<size_t>(options.slots) * options.chunk_bytes;
   t->memory_bytes_ = std::max<size_t>(area * 2 * static_cast<size_t>(ranks), kAlignment);
-  t->memory_ = static_cast<uint8_t*>(::operator new(t->memory_bytes_, std::align_val_t(kAlignment)));
+  t->memory_ =
+      static_cast<uint8_t*>(::operator new(t->memory_bytes_, std::align_val_t(kAlignment)));
   std::memset(t->memory_, 0, t->memory_bytes_);
   auto send_mr = context.register_memory(t->pd_, t->memory_, t->memory_bytes_, kAccessLocalWrite);
   if (!send_mr.ok()) return Err{Error{send_mr.error().message}};
@@ -54,14 +61,16 @@ Result<std::unique_ptr<Transport>, Error> Transport::create(Context& context, in
   qc.max_send_wr = std::max<uint32_t>(qc.max_send_wr, options.slots + kMaxCreditWrites + 8);
   qc.max_recv_wr = std::max<uint32_t>(qc.max_recv_wr, receives_per_peer(options.slots) + 8);
   qc.max_wimm = std::max<uint16_t>(qc.max_wimm, static_cast<uint16_t>(options.slots + 8));
-  qc.max_wimm_dest = std::max<uint16_t>(qc.max_wimm_dest, static_cast<uint16_t>(receives_per_peer(options.slots) + 8));
+  qc.max_wimm_dest = std::max<uint16_t>(
+      qc.max_wimm_dest, static_cast<uint16_t>(receives_per_peer(options.slots) + 8));
   t->peers_.resize(static_cast<size_t>(ranks));
   for (int p = 0; p < ranks; ++p) {
     if (p == rank) continue;
     Peer& peer = t->peers_[p];
     peer.send_area = t->memory_ + area * 2 * static_cast<size_t>(p);
     peer.receive_area = peer.send_area + area;
-    auto mr = context.register_memory(t->pd_, peer.receive_area, area, kAccessLocalWrite | kAccessRemoteWrite);
+    auto mr = context.register_memory(t->pd_, peer.receive_area, area,
+                                      kAccessLocalWrite | kAccessRemoteWrite);
     if (!mr.ok()) return Err{Error{mr.error().message}};
     peer.receive_mr = mr.value();
     auto qp = context.create_qp(t->pd_, t->cq_, t->cq_, qc);
@@ -100,8 +109,8 @@ Result<Ok, Error> Transport::connect(int peer, const std::string& remote_info) {
   std::vector<std::string> fields;
   std::istringstream in(remote_info);
   for (std::string field; std::getline(in, field, '|');) fields.push_back(field);
-  const std::string expected = "|chunk=" + std::to_string(options_.chunk_bytes) +
-                               "|slots=" + std::to_string(options_.slots);
+  const std::string expected =
+      "|chunk=" + std::to_string(options_.chunk_bytes) + "|slots=" + std::to_string(options_.slots);
   if (fields.size() != 5 || fields[1].rfind("addr=", 0) != 0 || fields[2].rfind("rkey=", 0) != 0)
     return Err{Error{"rank " + std::to_string(peer) + " published unreadable connection info '" +
                      remote_info + "'"}};
@@ -115,7 +124,8 @@ Result<Ok, Error> Transport::connect(int peer, const std::string& remote_info) {
   p.remote_address = std::stoull(fields[1].substr(5));
   p.remote_rkey = static_cast<uint32_t>(std::stoul(fields[2].substr(5)));
   auto r = p.qp->connect(info.value());
-  if (!r.ok()) return Err{Error{"connecting to rank " + std::to_string(peer) + ": " + r.error().message}};
+  if (!r.ok())
+    return Err{Error{"connecting to rank " + std::to_string(peer) + ": " + r.error().message}};
   for (uint32_t i = 0; i < receives_per_peer(options_.slots); ++i) {
     auto posted = p.qp->post_recv(make_wr_id(kKindReceive, peer, i));
     if (!posted.ok()) return Err{Error{posted.error().message}};
@@ -144,10 +154,12 @@ Result<Ok, Error> Transport::post(int peer, uint32_t bytes) {
   const size_t offset = static_cast<size_t>(slot) * options_.chunk_bytes;
   const Sge sge{reinterpret_cast<uint64_t>(p.send_area + offset), bytes, send_mr_.lkey};
   const uint32_t immediate = static_cast<uint32_t>(p.sent) & kSequenceMask;
-  auto r = p.qp->post_write_imm(make_wr_id(kKindData, peer, slot), std::span(&sge, bytes > 0 ? 1 : 0),
-                                p.remote_address + offset, p.remote_rkey, immediate);
+  auto r =
+      p.qp->post_write_imm(make_wr_id(kKindData, peer, slot), std::span(&sge, bytes > 0 ? 1 : 0),
+                           p.remote_address + offset, p.remote_rkey, immediate);
   if (!r.ok()) {
-    fail(std::string(operation_) + ": writing to rank " + std::to_string(peer) + ": " + r.error().message);
+    fail(std::string(operation_) + ": writing to rank " + std::to_string(peer) + ": " +
+         r.error().message);
     return Err{Error{failure_}};
   }
   p.send_busy[slot] = 1;
@@ -178,7 +190,9 @@ void Transport::flush_credits(int peer) {
   const uint32_t count = std::min(p.credits_owed, kMaxCreditsPerMessage);
   auto r = p.qp->post_write_imm(make_wr_id(kKindCredit, peer, 0), {}, p.remote_address,
                                 p.remote_rkey, kCreditBit | count);
-  if (!r.ok()) return fail(std::string(operation_) + ": returning slots to rank " + std::to_string(peer) + ": " + r.error().message);
+  if (!r.ok())
+    return fail(std::string(operation_) + ": returning slots to rank " + std::to_string(peer) +
+                ": " + r.error().message);
   p.credits_owed -= count;
   ++p.credit_writes;
 }
@@ -196,7 +210,8 @@ void Transport::on_receive(int peer, const Completion& c) {
     return;
   }
   const uint32_t expected = static_cast<uint32_t>(p.arrived) & kSequenceMask;
-  if (c.immediate != expected || p.arrived - p.consumed >= options_.slots || c.byte_len > options_.chunk_bytes)
+  if (c.immediate != expected || p.arrived - p.consumed >= options_.slots ||
+      c.byte_len > options_.chunk_bytes)
     return fail("protocol error: rank " + std::to_string(peer) + " sent message " +
                 std::to_string(c.immediate) + " (" + std::to_string(c.byte_len) + " bytes) where " +
                 std::to_string(expected) + " was expected");
@@ -205,19 +220,22 @@ void Transport::on_receive(int peer, const Completion& c) {
 }
 
 void Transport::on_completion(const Completion& c) {
-  auto it = std::lower_bound(qpn_to_peer_.begin(), qpn_to_peer_.end(), std::make_pair(c.qpn.value, 0));
+  auto it =
+      std::lower_bound(qpn_to_peer_.begin(), qpn_to_peer_.end(), std::make_pair(c.qpn.value, 0));
   if (it == qpn_to_peer_.end() || it->first != c.qpn.value) return;
   const int peer = it->second;
   if (c.status != WcStatus::kSuccess) {
     std::string why = to_string(c.status);
     if (c.status == WcStatus::kRetryExceeded)
-      why += ": rank " + std::to_string(peer) + " stopped answering (it exited, crashed or is unreachable)";
+      why += ": rank " + std::to_string(peer) +
+             " stopped answering (it exited, crashed or is unreachable)";
     return fail(std::string(operation_) + ": the connection to rank " + std::to_string(peer) +
                 " failed: " + why);
   }
   Peer& p = peers_[peer];
   switch (kind_of(c.wr_id)) {
-    case kKindReceive: return on_receive(peer, c);
+    case kKindReceive:
+      return on_receive(peer, c);
     case kKindData:
       p.send_busy[slot_of(c.wr_id) % options_.slots] = 0;
       --p.data_writes;
@@ -225,7 +243,8 @@ void Transport::on_completion(const Completion& c) {
     case kKindCredit:
       --p.credit_writes;
       return flush_credits(peer);
-    default: return;
+    default:
+      return;
   }
 }
 
@@ -236,8 +255,9 @@ Result<Ok, Error> Transport::progress(bool block) {
   if (n == 0 && block) {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_progress_ > options_.timeout) {
-      fail(std::string(operation_) + ": no progress for " + std::to_string(options_.timeout.count()) +
-           " ms on rank " + std::to_string(rank_) + " (" + describe_streams() +
+      fail(std::string(operation_) + ": no progress for " +
+           std::to_string(options_.timeout.count()) + " ms on rank " + std::to_string(rank_) +
+           " (" + describe_streams() +
            "); a peer may be stuck, gone, or calling a different collective");
       return Err{Error{failure_}};
     }
@@ -283,9 +303,9 @@ std::string Transport::describe_streams() const {
 
 Error Transport::mismatch(int peer, size_t got_bytes, size_t expected_bytes) {
   fail(std::string(operation_) + ": rank " + std::to_string(peer) + " sent " +
-               std::to_string(got_bytes) + " bytes where rank " + std::to_string(rank_) +
-               " expected " + std::to_string(expected_bytes) +
-               ": every rank must call the same collectives, with the same counts, types and roots");
+       std::to_string(got_bytes) + " bytes where rank " + std::to_string(rank_) + " expected " +
+       std::to_string(expected_bytes) +
+       ": every rank must call the same collectives, with the same counts, types and roots");
   return Error{failure_};
 }
 

@@ -32,10 +32,10 @@
 namespace mrc::coll {
 
 struct TransportOptions {
-  uint32_t chunk_bytes = 256 << 10;  // one staging slot: the pipelining unit
-  uint32_t slots = 8;                // staging slots per peer and direction (at least 4)
+  uint32_t chunk_bytes = 256 << 10;          // one staging slot: the pipelining unit
+  uint32_t slots = 8;                        // staging slots per peer and direction (at least 4)
   std::chrono::milliseconds timeout{30000};  // a wait with no progress for this long fails
-  QpConfig qp;                       // queue-pair settings (queue sizes are raised as needed)
+  QpConfig qp;  // queue-pair settings (queue sizes are raised as needed)
 };
 
 class Transport {
@@ -86,13 +86,13 @@ class Transport {
     MemoryRegionInfo receive_mr{};
     uint64_t remote_address = 0;  // the peer's receive area for us
     uint32_t remote_rkey = 0;
-    uint64_t sent = 0;            // data messages posted
-    uint64_t credits = 0;         // slots the peer has freed
-    uint64_t arrived = 0;         // data messages arrived
-    uint64_t consumed = 0;        // data messages released
-    uint32_t credits_owed = 0;    // released but not yet returned
-    uint32_t credit_writes = 0;   // credit messages not yet completed
-    uint32_t data_writes = 0;     // data messages not yet completed
+    uint64_t sent = 0;           // data messages posted
+    uint64_t credits = 0;        // slots the peer has freed
+    uint64_t arrived = 0;        // data messages arrived
+    uint64_t consumed = 0;       // data messages released
+    uint32_t credits_owed = 0;   // released but not yet returned
+    uint32_t credit_writes = 0;  // credit messages not yet completed
+    uint32_t data_writes = 0;    // data messages not yet completed
     std::vector<uint8_t> send_busy;
     std::vector<uint32_t> arrived_bytes;
   };

@@ -14,37 +14,56 @@ namespace mrc::coll {
 
 size_t size_of(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return 4;
-    case DataType::kFloat64: return 8;
-    case DataType::kFloat16: return 2;
-    case DataType::kBFloat16: return 2;
-    case DataType::kInt32: return 4;
-    case DataType::kInt64: return 8;
-    case DataType::kUint8: return 1;
+    case DataType::kFloat32:
+      return 4;
+    case DataType::kFloat64:
+      return 8;
+    case DataType::kFloat16:
+      return 2;
+    case DataType::kBFloat16:
+      return 2;
+    case DataType::kInt32:
+      return 4;
+    case DataType::kInt64:
+      return 8;
+    case DataType::kUint8:
+      return 1;
   }
   return 1;
 }
 
 const char* to_string(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return "float32";
-    case DataType::kFloat64: return "float64";
-    case DataType::kFloat16: return "float16";
-    case DataType::kBFloat16: return "bfloat16";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
-    case DataType::kUint8: return "uint8";
+    case DataType::kFloat32:
+      return "float32";
+    case DataType::kFloat64:
+      return "float64";
+    case DataType::kFloat16:
+      return "float16";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
+    case DataType::kUint8:
+      return "uint8";
   }
   return "?";
 }
 
 const char* to_string(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kProd: return "prod";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kAvg: return "avg";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kProd:
+      return "prod";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kAvg:
+      return "avg";
   }
   return "?";
 }
@@ -74,7 +93,7 @@ uint16_t float_to_half(float value) {
   if (exponent == 0xFF) return static_cast<uint16_t>(sign | 0x7C00u | (mantissa ? 0x200u : 0));
   const int e = static_cast<int>(exponent) - 127 + 15;
   if (e >= 31) return static_cast<uint16_t>(sign | 0x7C00u);  // overflow: infinity
-  if (e <= 0) {                                                // subnormal or zero
+  if (e <= 0) {                                               // subnormal or zero
     if (e < -10) return static_cast<uint16_t>(sign);
     mantissa |= 0x800000u;
     const uint32_t shift = static_cast<uint32_t>(14 - e);
@@ -141,10 +160,14 @@ template <typename A>
 A combine(ReduceOp op, A a, A b) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return static_cast<A>(a + b);
-    case ReduceOp::kProd: return static_cast<A>(a * b);
-    case ReduceOp::kMin: return std::min(a, b);
-    case ReduceOp::kMax: return std::max(a, b);
+    case ReduceOp::kAvg:
+      return static_cast<A>(a + b);
+    case ReduceOp::kProd:
+      return static_cast<A>(a * b);
+    case ReduceOp::kMin:
+      return std::min(a, b);
+    case ReduceOp::kMax:
+      return std::max(a, b);
   }
   return a;
 }
@@ -155,7 +178,8 @@ void pair_plain(ReduceOp op, T* target, const T* left, const T* right, size_t co
     using U = std::make_unsigned_t<T>;
     if (op == ReduceOp::kSum || op == ReduceOp::kAvg || op == ReduceOp::kProd) {
       for (size_t i = 0; i < count; ++i)
-        target[i] = static_cast<T>(combine<U>(op, static_cast<U>(left[i]), static_cast<U>(right[i])));
+        target[i] =
+            static_cast<T>(combine<U>(op, static_cast<U>(left[i]), static_cast<U>(right[i])));
       return;
     }
   }
@@ -217,13 +241,20 @@ void finalize_average(DataType type, ReduceOp op, void* data, size_t count, int 
   MRC_ASSERT(ranks >= 1);
   if (op != ReduceOp::kAvg || ranks == 1) return;
   switch (type) {
-    case DataType::kFloat32: return divide_plain(static_cast<float*>(data), count, ranks);
-    case DataType::kFloat64: return divide_plain(static_cast<double*>(data), count, ranks);
-    case DataType::kFloat16: return divide_16<Half>(static_cast<uint16_t*>(data), count, ranks);
-    case DataType::kBFloat16: return divide_16<BFloat>(static_cast<uint16_t*>(data), count, ranks);
-    case DataType::kInt32: return divide_plain(static_cast<int32_t*>(data), count, ranks);
-    case DataType::kInt64: return divide_plain(static_cast<int64_t*>(data), count, ranks);
-    case DataType::kUint8: return divide_plain(static_cast<uint8_t*>(data), count, ranks);
+    case DataType::kFloat32:
+      return divide_plain(static_cast<float*>(data), count, ranks);
+    case DataType::kFloat64:
+      return divide_plain(static_cast<double*>(data), count, ranks);
+    case DataType::kFloat16:
+      return divide_16<Half>(static_cast<uint16_t*>(data), count, ranks);
+    case DataType::kBFloat16:
+      return divide_16<BFloat>(static_cast<uint16_t*>(data), count, ranks);
+    case DataType::kInt32:
+      return divide_plain(static_cast<int32_t*>(data), count, ranks);
+    case DataType::kInt64:
+      return divide_plain(static_cast<int64_t*>(data), count, ranks);
+    case DataType::kUint8:
+      return divide_plain(static_cast<uint8_t*>(data), count, ranks);
   }
 }
 

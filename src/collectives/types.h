@@ -18,10 +18,9 @@ namespace mrc::coll {
 enum class DataType : uint8_t { kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUint8 };
 enum class ReduceOp : uint8_t { kSum, kProd, kMin, kMax, kAvg };
 
-inline constexpr DataType kAllDataTypes[] = {DataType::kFloat32, DataType::kFloat64,
-                                             DataType::kFloat16, DataType::kBFloat16,
-                                             DataType::kInt32,   DataType::kInt64,
-                                             DataType::kUint8};
+inline constexpr DataType kAllDataTypes[] = {
+    DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
+    DataType::kInt32,   DataType::kInt64,   DataType::kUint8};
 inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
                                              ReduceOp::kMax, ReduceOp::kAvg};
 

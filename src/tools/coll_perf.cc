@@ -38,20 +38,29 @@ constexpr CollectiveInfo kCollectives[] = {
     {"allgather", Kind::kAllGather}, {"broadcast", Kind::kBroadcast},
     {"reduce", Kind::kReduce},       {"alltoall", Kind::kAllToAll}};
 
-bool reduces(Kind k) { return k == Kind::kAllReduce || k == Kind::kReduceScatter || k == Kind::kReduce; }
-bool per_rank_blocks(Kind k) { return k == Kind::kReduceScatter || k == Kind::kAllGather || k == Kind::kAllToAll; }
-bool has_root(Kind k) { return k == Kind::kBroadcast || k == Kind::kReduce; }
+bool reduces(Kind k) {
+  return k == Kind::kAllReduce || k == Kind::kReduceScatter || k == Kind::kReduce;
+}
+bool per_rank_blocks(Kind k) {
+  return k == Kind::kReduceScatter || k == Kind::kAllGather || k == Kind::kAllToAll;
+}
+bool has_root(Kind k) {
+  return k == Kind::kBroadcast || k == Kind::kReduce;
+}
 
 // nccl-tests' bus bandwidth factors: what each rank's link carries relative to the size.
 double bus_factor(Kind k, int n) {
   const double ranks = n;
   switch (k) {
-    case Kind::kAllReduce: return 2 * (ranks - 1) / ranks;
+    case Kind::kAllReduce:
+      return 2 * (ranks - 1) / ranks;
     case Kind::kReduceScatter:
     case Kind::kAllGather:
-    case Kind::kAllToAll: return (ranks - 1) / ranks;
+    case Kind::kAllToAll:
+      return (ranks - 1) / ranks;
     case Kind::kBroadcast:
-    case Kind::kReduce: return 1;
+    case Kind::kReduce:
+      return 1;
   }
   return 1;
 }
@@ -62,29 +71,59 @@ double input_value(ReduceOp op, int rank, uint64_t i) {
   const int64_t k = static_cast<int64_t>(i % 1000);
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return static_cast<double>((rank * 7 + k * 3) % 11);
-    case ReduceOp::kProd: return (static_cast<uint64_t>(rank) + i) % 3 == 0 ? 1.0 : ((static_cast<uint64_t>(rank) + i) % 3 == 1 ? 2.0 : -1.0);
+    case ReduceOp::kAvg:
+      return static_cast<double>((rank * 7 + k * 3) % 11);
+    case ReduceOp::kProd:
+      return (static_cast<uint64_t>(rank) + i) % 3 == 0
+                 ? 1.0
+                 : ((static_cast<uint64_t>(rank) + i) % 3 == 1 ? 2.0 : -1.0);
     case ReduceOp::kMin:
-    case ReduceOp::kMax: return static_cast<double>((rank * 13 + k * 7) % 100 - 50);
+    case ReduceOp::kMax:
+      return static_cast<double>((rank * 13 + k * 7) % 100 - 50);
   }
   return 0;
 }
 
 void store_value(DataType type, uint8_t* at, double v) {
   switch (type) {
-    case DataType::kFloat32: { const float f = static_cast<float>(v); std::memcpy(at, &f, 4); return; }
-    case DataType::kFloat64: std::memcpy(at, &v, 8); return;
-    case DataType::kFloat16: { const uint16_t h = coll::float_to_half(static_cast<float>(v)); std::memcpy(at, &h, 2); return; }
-    case DataType::kBFloat16: { const uint16_t h = coll::float_to_bfloat16(static_cast<float>(v)); std::memcpy(at, &h, 2); return; }
-    case DataType::kInt32: { const int32_t x = static_cast<int32_t>(v); std::memcpy(at, &x, 4); return; }
-    case DataType::kInt64: { const int64_t x = static_cast<int64_t>(v); std::memcpy(at, &x, 8); return; }
-    case DataType::kUint8: *at = static_cast<uint8_t>(static_cast<int64_t>(v)); return;
+    case DataType::kFloat32: {
+      const float f = static_cast<float>(v);
+      std::memcpy(at, &f, 4);
+      return;
+    }
+    case DataType::kFloat64:
+      std::memcpy(at, &v, 8);
+      return;
+    case DataType::kFloat16: {
+      const uint16_t h = coll::float_to_half(static_cast<float>(v));
+      std::memcpy(at, &h, 2);
+      return;
+    }
+    case DataType::kBFloat16: {
+      const uint16_t h = coll::float_to_bfloat16(static_cast<float>(v));
+      std::memcpy(at, &h, 2);
+      return;
+    }
+    case DataType::kInt32: {
+      const int32_t x = static_cast<int32_t>(v);
+      std::memcpy(at, &x, 4);
+      return;
+    }
+    case DataType::kInt64: {
+      const int64_t x = static_cast<int64_t>(v);
+      std::memcpy(at, &x, 8);
+      return;
+    }
+    case DataType::kUint8:
+      *at = static_cast<uint8_t>(static_cast<int64_t>(v));
+      return;
   }
 }
 
 void fill(DataType type, ReduceOp op, int rank, uint64_t first, uint8_t* out, size_t count) {
   const size_t e = coll::size_of(type);
-  for (size_t i = 0; i < count; ++i) store_value(type, out + i * e, input_value(op, rank, first + i));
+  for (size_t i = 0; i < count; ++i)
+    store_value(type, out + i * e, input_value(op, rank, first + i));
 }
 
 struct Measured {
@@ -102,8 +141,15 @@ class Bench {
  public:
   Bench(Communicator& c, const CollPerfOptions& o, Kind kind, DataType type, ReduceOp op,
         coll::AllReduceAlgorithm algorithm)
-      : c_(c), o_(o), kind_(kind), type_(type), op_(op), algorithm_(algorithm),
-        e_(coll::size_of(type)), n_(c.ranks()), r_(c.rank()) {
+      : c_(c),
+        o_(o),
+        kind_(kind),
+        type_(type),
+        op_(op),
+        algorithm_(algorithm),
+        e_(coll::size_of(type)),
+        n_(c.ranks()),
+        r_(c.rank()) {
     send_.resize(o.max_bytes + 64);
     recv_.resize(o.max_bytes + 64);
   }
@@ -112,7 +158,9 @@ class Bench {
     return per_rank_blocks(kind_) ? bytes / e_ / static_cast<uint64_t>(n_) : bytes / e_;
   }
   size_t element_bytes() const { return e_; }
-  uint64_t total_count(uint64_t unit) const { return per_rank_blocks(kind_) ? unit * static_cast<uint64_t>(n_) : unit; }
+  uint64_t total_count(uint64_t unit) const {
+    return per_rank_blocks(kind_) ? unit * static_cast<uint64_t>(n_) : unit;
+  }
   Result<Measured, coll::Error> measure(uint64_t unit, bool in_place);
 
  private:
@@ -140,13 +188,18 @@ Result<Ok, coll::Error> Bench::run(uint64_t unit, bool in_place) {
     case Kind::kAllReduce:
       return c_.all_reduce(in_place ? recv : send_.data(), recv, unit, type_, op_, algorithm_);
     case Kind::kReduceScatter:
-      return in_place ? c_.reduce_scatter(recv, recv + static_cast<size_t>(r_) * block, unit, type_, op_)
-                      : c_.reduce_scatter(send_.data(), recv, unit, type_, op_);
+      return in_place
+                 ? c_.reduce_scatter(recv, recv + static_cast<size_t>(r_) * block, unit, type_, op_)
+                 : c_.reduce_scatter(send_.data(), recv, unit, type_, op_);
     case Kind::kAllGather:
-      return c_.all_gather(in_place ? recv + static_cast<size_t>(r_) * block : send_.data(), recv, unit, type_);
-    case Kind::kBroadcast: return c_.broadcast(in_place ? recv : send_.data(), recv, unit, type_, o_.root);
-    case Kind::kReduce: return c_.reduce(in_place ? recv : send_.data(), recv, unit, type_, op_, o_.root);
-    case Kind::kAllToAll: return c_.all_to_all(in_place ? recv : send_.data(), recv, unit, type_);
+      return c_.all_gather(in_place ? recv + static_cast<size_t>(r_) * block : send_.data(), recv,
+                           unit, type_);
+    case Kind::kBroadcast:
+      return c_.broadcast(in_place ? recv : send_.data(), recv, unit, type_, o_.root);
+    case Kind::kReduce:
+      return c_.reduce(in_place ? recv : send_.data(), recv, unit, type_, op_, o_.root);
+    case Kind::kAllToAll:
+      return c_.all_to_all(in_place ? recv : send_.data(), recv, unit, type_);
   }
   return Ok{};
 }
@@ -168,7 +221,8 @@ void Bench::expected(uint64_t unit, uint64_t first, uint8_t* out, size_t count) 
   if (kind_ == Kind::kAllGather || kind_ == Kind::kAllToAll) {
     for (size_t i = 0; i < count; ++i) {
       const uint64_t at = first + i, block = at / unit;
-      const uint64_t index = kind_ == Kind::kAllGather ? at % unit : static_cast<uint64_t>(r_) * unit + at % unit;
+      const uint64_t index =
+          kind_ == Kind::kAllGather ? at % unit : static_cast<uint64_t>(r_) * unit + at % unit;
       store_value(type_, out + i * e_, input_value(pattern, static_cast<int>(block), index));
     }
     return;
@@ -188,7 +242,8 @@ uint64_t Bench::count_wrong(uint64_t unit, bool in_place) {
   if (kind_ == Kind::kReduce && r_ != o_.root) return 0;
   const bool scatter = kind_ == Kind::kReduceScatter;
   const uint64_t count = scatter ? unit : total_count(unit);
-  const uint8_t* got = recv_.data() + (scatter && in_place ? static_cast<size_t>(r_) * unit * e_ : 0);
+  const uint8_t* got =
+      recv_.data() + (scatter && in_place ? static_cast<size_t>(r_) * unit * e_ : 0);
   std::vector<uint8_t> want;
   uint64_t wrong = 0;
   constexpr size_t kBatch = 1 << 16;
@@ -216,7 +271,8 @@ Result<Measured, coll::Error> Bench::measure(uint64_t unit, bool in_place) {
     auto r = run(unit, in_place);
     if (!r.ok()) return Err{r.error()};
   }
-  const std::chrono::duration<double, std::micro> elapsed = std::chrono::steady_clock::now() - start;
+  const std::chrono::duration<double, std::micro> elapsed =
+      std::chrono::steady_clock::now() - start;
   m.time_us = o_.iters > 0 ? elapsed.count() / o_.iters : 0;
   if (!o_.check) return m;
   fill_inputs(unit, in_place);
@@ -237,15 +293,17 @@ struct Setup {
 
 void print_header(const CollPerfOptions& o, const Setup& s, int ranks) {
   std::printf("# mrc %s-perf: %d ranks, planes", o.collective.c_str(), ranks);
-  for (size_t i = 0; i < o.planes.size(); ++i) std::printf("%s%s", i ? "," : " ", o.planes[i].c_str());
-  std::printf("; %d iters, %d warmup, chunk %u KiB x %u slots%s%s\n", o.iters, o.warmup, o.chunk_kib,
-              o.slots, s.kind == Kind::kAllReduce ? ", algorithm " : "",
+  for (size_t i = 0; i < o.planes.size(); ++i)
+    std::printf("%s%s", i ? "," : " ", o.planes[i].c_str());
+  std::printf("; %d iters, %d warmup, chunk %u KiB x %u slots%s%s\n", o.iters, o.warmup,
+              o.chunk_kib, o.slots, s.kind == Kind::kAllReduce ? ", algorithm " : "",
               s.kind == Kind::kAllReduce ? coll::to_string(s.algorithm) : "");
   std::printf("#%75s%38s\n", "out-of-place", "in-place");
   std::printf("#%11s %12s %9s %7s %5s %9s %8s %8s %6s %9s %8s %8s %6s\n", "size", "count", "type",
-              "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-  std::printf("#%11s %12s %9s %7s %5s %9s %8s %8s %6s %9s %8s %8s %6s\n", "(B)", "(elements)", "", "",
-              "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+              "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
+              "#wrong");
+  std::printf("#%11s %12s %9s %7s %5s %9s %8s %8s %6s %9s %8s %8s %6s\n", "(B)", "(elements)", "",
+              "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
   std::fflush(stdout);
 }
 
@@ -273,16 +331,26 @@ json to_json(const std::vector<Row>& rows, const Setup& s, const CollPerfOptions
     json r = {{"size", row.bytes}, {"count", row.count}};
     const char* names[2] = {"out_of_place", "in_place"};
     for (int p = 0; p < 2; ++p)
-      r[names[p]] = {{"time_us", row.placement[p].time_us}, {"algbw_gbps", algbw_gbps(row, p)},
+      r[names[p]] = {{"time_us", row.placement[p].time_us},
+                     {"algbw_gbps", algbw_gbps(row, p)},
                      {"busbw_gbps", algbw_gbps(row, p) * bus_factor(s.kind, ranks)},
                      {"wrong", row.placement[p].wrong}};
     out.push_back(r);
   }
-  return {{"collective", o.collective}, {"ranks", ranks}, {"dtype", coll::to_string(s.type)},
-          {"op", reduces(s.kind) ? coll::to_string(s.op) : "none"}, {"root", has_root(s.kind) ? o.root : -1},
-          {"algorithm", coll::to_string(s.algorithm)}, {"planes", o.planes}, {"iters", o.iters},
-          {"warmup", o.warmup}, {"checked", o.check}, {"rows", out}, {"wrong", wrong_total},
-          {"avg_busbw_gbps", busbw_avg}, {"ok", wrong_total == 0}};
+  return {{"collective", o.collective},
+          {"ranks", ranks},
+          {"dtype", coll::to_string(s.type)},
+          {"op", reduces(s.kind) ? coll::to_string(s.op) : "none"},
+          {"root", has_root(s.kind) ? o.root : -1},
+          {"algorithm", coll::to_string(s.algorithm)},
+          {"planes", o.planes},
+          {"iters", o.iters},
+          {"warmup", o.warmup},
+          {"checked", o.check},
+          {"rows", out},
+          {"wrong", wrong_total},
+          {"avg_busbw_gbps", busbw_avg},
+          {"ok", wrong_total == 0}};
 }
 
 // Measures one size on every rank; rank 0's row holds the slowest time and all wrong elements.
@@ -307,7 +375,8 @@ Result<Row, coll::Error> measure_row(Communicator& c, Bench& bench, uint64_t byt
   return row;
 }
 
-Result<std::unique_ptr<Communicator>, coll::Error> open_communicator(const CollPerfOptions& o, coll::Store& store) {
+Result<std::unique_ptr<Communicator>, coll::Error> open_communicator(const CollPerfOptions& o,
+                                                                     coll::Store& store) {
   coll::CommOptions co;
   co.rank = o.rank;
   co.ranks = o.world_size;
@@ -330,7 +399,8 @@ int sweep(Communicator& c, const CollPerfOptions& o, const Setup& s) {
   for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {
     auto row = measure_row(c, bench, bytes);
     if (!row.ok()) {
-      std::fprintf(stderr, "mrc %s-perf: rank %d: %s\n", o.collective.c_str(), c.rank(), row.error().message.c_str());
+      std::fprintf(stderr, "mrc %s-perf: rank %d: %s\n", o.collective.c_str(), c.rank(),
+                   row.error().message.c_str());
       return 1;
     }
     rows.push_back(row.value());
@@ -340,9 +410,11 @@ int sweep(Communicator& c, const CollPerfOptions& o, const Setup& s) {
     if (o.step_factor < 2) break;
   }
   const double busbw_avg = rows.empty() ? 0 : busbw_sum / static_cast<double>(rows.size());
-  if (c.rank() == 0 && o.json) std::cout << to_json(rows, s, o, c.ranks(), wrong_total, busbw_avg).dump(2) << std::endl;
+  if (c.rank() == 0 && o.json)
+    std::cout << to_json(rows, s, o, c.ranks(), wrong_total, busbw_avg).dump(2) << std::endl;
   if (c.rank() == 0 && !o.json) {
-    std::printf("# Wrong elements       : %llu %s\n", static_cast<unsigned long long>(wrong_total), wrong_total ? "FAILED" : "OK");
+    std::printf("# Wrong elements       : %llu %s\n", static_cast<unsigned long long>(wrong_total),
+                wrong_total ? "FAILED" : "OK");
     std::printf("# Avg bus bandwidth    : %.3f GB/s (out of place)\n", busbw_avg);
   }
   return wrong_total == 0 ? 0 : 1;
@@ -352,28 +424,33 @@ int run_rank(const CollPerfOptions& o, const Setup& s) {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   std::unique_ptr<coll::TcpStoreServer> server;  // rank 0 serves a tcp: store
   if (o.rank == 0 && o.store.rfind("tcp:", 0) == 0) {
-    auto started = coll::TcpStoreServer::start(static_cast<uint16_t>(std::atoi(o.store.c_str() + o.store.rfind(':') + 1)));
+    auto started = coll::TcpStoreServer::start(
+        static_cast<uint16_t>(std::atoi(o.store.c_str() + o.store.rfind(':') + 1)));
     if (!started.ok()) {
-      std::fprintf(stderr, "mrc %s-perf: rank 0: %s\n", o.collective.c_str(), started.error().message.c_str());
+      std::fprintf(stderr, "mrc %s-perf: rank 0: %s\n", o.collective.c_str(),
+                   started.error().message.c_str());
       return 1;
     }
     server = std::move(started.value());
   }
   auto store = coll::open_store(o.store, timeout);
   if (!store.ok()) {
-    std::fprintf(stderr, "mrc %s-perf: rank %d: %s\n", o.collective.c_str(), o.rank, store.error().message.c_str());
+    std::fprintf(stderr, "mrc %s-perf: rank %d: %s\n", o.collective.c_str(), o.rank,
+                 store.error().message.c_str());
     return 1;
   }
   auto comm = open_communicator(o, *store.value());
   if (!comm.ok()) {
-    std::fprintf(stderr, "mrc %s-perf: rank %d: %s\n", o.collective.c_str(), o.rank, comm.error().message.c_str());
+    std::fprintf(stderr, "mrc %s-perf: rank %d: %s\n", o.collective.c_str(), o.rank,
+                 comm.error().message.c_str());
     return 1;
   }
   int rc = sweep(*comm.value(), o, s);
   if (rc != 0) comm.value()->abort();
   auto closed = comm.value()->close();
   if (!closed.ok() && rc == 0) {
-    std::fprintf(stderr, "mrc %s-perf: rank %d: closing: %s\n", o.collective.c_str(), o.rank, closed.error().message.c_str());
+    std::fprintf(stderr, "mrc %s-perf: rank %d: closing: %s\n", o.collective.c_str(), o.rank,
+                 closed.error().message.c_str());
     rc = 1;
   }
   return rc;
@@ -413,7 +490,8 @@ int launch_local(CollPerfOptions o, const Setup& s) {
         if (other != pid) kill(other, SIGKILL);
       for (size_t r = 0; r < children.size(); ++r)
         if (children[r] == pid && !WIFEXITED(status))
-          std::fprintf(stderr, "mrc %s-perf: rank %zu died (signal %d)\n", o.collective.c_str(), r, WTERMSIG(status));
+          std::fprintf(stderr, "mrc %s-perf: rank %zu died (signal %d)\n", o.collective.c_str(), r,
+                       WTERMSIG(status));
     }
     if (failed) worst = 1;
   }
@@ -428,8 +506,12 @@ void rank_from_environment(CollPerfOptions& o) {
     const char* v = std::getenv(name);
     return v != nullptr ? std::atoi(v) : -1;
   };
-  if (o.rank < 0) o.rank = number("OMPI_COMM_WORLD_RANK") >= 0 ? number("OMPI_COMM_WORLD_RANK") : number("PMI_RANK");
-  if (o.world_size <= 0) o.world_size = number("OMPI_COMM_WORLD_SIZE") > 0 ? number("OMPI_COMM_WORLD_SIZE") : number("PMI_SIZE");
+  if (o.rank < 0)
+    o.rank =
+        number("OMPI_COMM_WORLD_RANK") >= 0 ? number("OMPI_COMM_WORLD_RANK") : number("PMI_RANK");
+  if (o.world_size <= 0)
+    o.world_size =
+        number("OMPI_COMM_WORLD_SIZE") > 0 ? number("OMPI_COMM_WORLD_SIZE") : number("PMI_SIZE");
   if (o.local_rank < 0) o.local_rank = number("OMPI_COMM_WORLD_LOCAL_RANK");
 }
 
@@ -438,36 +520,67 @@ void rank_from_environment(CollPerfOptions& o) {
 void add_coll_perf_options(CLI::App& app, CollPerfOptions& o) {
   std::vector<std::string> names;
   for (const CollectiveInfo& c : kCollectives) names.push_back(c.name);
-  app.add_option("--coll", o.collective, "collective: allreduce (default), reducescatter, allgather, broadcast, reduce, alltoall")
+  app.add_option(
+         "--coll", o.collective,
+         "collective: allreduce (default), reducescatter, allgather, broadcast, reduce, alltoall")
       ->check(CLI::IsMember(names));
-  app.add_option("-b,--minbytes", o.min_bytes, "smallest size in bytes, K/M/G suffixes (1024-based) allowed (default 8)")
+  app.add_option("-b,--minbytes", o.min_bytes,
+                 "smallest size in bytes, K/M/G suffixes (1024-based) allowed (default 8)")
       ->transform(CLI::AsSizeValue(false));
-  app.add_option("-e,--maxbytes", o.max_bytes, "largest size in bytes (default 32M)")->transform(CLI::AsSizeValue(false));
-  app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this from one row to the next (default 2; 1: one size)")
+  app.add_option("-e,--maxbytes", o.max_bytes, "largest size in bytes (default 32M)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("-f,--stepfactor", o.step_factor,
+                 "multiply the size by this from one row to the next (default 2; 1: one size)")
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("-d,--dtype", o.dtype, "element type: float32 (float), float64 (double), float16 (half), bfloat16 (bf16), int32, int64, uint8");
-  app.add_option("-o,--op", o.op, "reduction: sum (default), prod, min, max, avg (reducing collectives only)")
+  app.add_option("-d,--dtype", o.dtype,
+                 "element type: float32 (float), float64 (double), float16 (half), bfloat16 "
+                 "(bf16), int32, int64, uint8");
+  app.add_option("-o,--op", o.op,
+                 "reduction: sum (default), prod, min, max, avg (reducing collectives only)")
       ->check(CLI::IsMember({"sum", "prod", "min", "max", "avg"}));
   app.add_option("-r,--root", o.root, "root rank of broadcast and reduce (default 0)");
-  app.add_option("-n,--iters", o.iters, "timed iterations per size and placement (default 20)")->check(CLI::Range(0, 1000000));
-  app.add_option("-w,--warmup", o.warmup, "untimed iterations before them (default 5)")->check(CLI::Range(0, 1000000));
-  app.add_option("-c,--check", o.check, "1: check every output element against a reference (#wrong); 0: skip (default 1)");
-  app.add_option("-a,--algorithm", o.algorithm, "all-reduce algorithm: auto (direct up to --direct-max-bytes, else ring), ring, direct")
+  app.add_option("-n,--iters", o.iters, "timed iterations per size and placement (default 20)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("-w,--warmup", o.warmup, "untimed iterations before them (default 5)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("-c,--check", o.check,
+                 "1: check every output element against a reference (#wrong); 0: skip (default 1)");
+  app.add_option(
+         "-a,--algorithm", o.algorithm,
+         "all-reduce algorithm: auto (direct up to --direct-max-bytes, else ring), ring, direct")
       ->check(CLI::IsMember({"auto", "ring", "direct"}));
   app.add_flag("--json", o.json, "print the result as JSON (rank 0), nothing else on stdout");
-  app.add_option("--ranks", o.local_ranks, "launch this many ranks as processes on this host")->check(CLI::Range(1, 256));
-  app.add_option("--rank", o.rank, "this process's rank (instead of --ranks; default from mpirun's OMPI_COMM_WORLD_RANK or PMI_RANK)");
-  app.add_option("--world-size", o.world_size, "number of ranks (with --rank; default from OMPI_COMM_WORLD_SIZE or PMI_SIZE)");
-  app.add_option("--local-rank", o.local_rank, "rank among those on this host, for port offsets (default: OMPI_COMM_WORLD_LOCAL_RANK, else the rank)");
-  app.add_option("--store", o.store, "rendezvous store with --rank: file:DIRECTORY (shared by all ranks) or tcp:HOST:PORT (rank 0 serves it)");
-  app.add_option("--planes", o.planes, "this host's plane addresses, one per plane, same count on every host (default 127.0.0.1-4)")->delimiter(',');
-  app.add_option("--port", o.port, "UDP receive port of local rank 0; local rank i uses PORT+i (default 5791)");
-  app.add_option("--ev-port-base", o.ev_port_base, "first EV source port of local rank 0; each local rank takes the next disjoint range (default 10000)");
-  app.add_option("--chunk-kib", o.chunk_kib, "staging slot (pipelining chunk) in KiB (default 256)")->check(CLI::Range(1, 65536));
-  app.add_option("--slots", o.slots, "staging slots per peer and direction (default 8)")->check(CLI::Range(4, 1024));
-  app.add_option("--direct-max-bytes", o.direct_max_bytes, "largest all-reduce that -a auto runs with the direct algorithm (default 64K)")
+  app.add_option("--ranks", o.local_ranks, "launch this many ranks as processes on this host")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--rank", o.rank,
+                 "this process's rank (instead of --ranks; default from mpirun's "
+                 "OMPI_COMM_WORLD_RANK or PMI_RANK)");
+  app.add_option("--world-size", o.world_size,
+                 "number of ranks (with --rank; default from OMPI_COMM_WORLD_SIZE or PMI_SIZE)");
+  app.add_option("--local-rank", o.local_rank,
+                 "rank among those on this host, for port offsets (default: "
+                 "OMPI_COMM_WORLD_LOCAL_RANK, else the rank)");
+  app.add_option("--store", o.store,
+                 "rendezvous store with --rank: file:DIRECTORY (shared by all ranks) or "
+                 "tcp:HOST:PORT (rank 0 serves it)");
+  app.add_option("--planes", o.planes,
+                 "this host's plane addresses, one per plane, same count on every host (default "
+                 "127.0.0.1-4)")
+      ->delimiter(',');
+  app.add_option("--port", o.port,
+                 "UDP receive port of local rank 0; local rank i uses PORT+i (default 5791)");
+  app.add_option("--ev-port-base", o.ev_port_base,
+                 "first EV source port of local rank 0; each local rank takes the next disjoint "
+                 "range (default 10000)");
+  app.add_option("--chunk-kib", o.chunk_kib, "staging slot (pipelining chunk) in KiB (default 256)")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--slots", o.slots, "staging slots per peer and direction (default 8)")
+      ->check(CLI::Range(4, 1024));
+  app.add_option("--direct-max-bytes", o.direct_max_bytes,
+                 "largest all-reduce that -a auto runs with the direct algorithm (default 64K)")
       ->transform(CLI::AsSizeValue(false));
-  app.add_option("--timeout", o.timeout_s, "seconds without progress before a rank gives up with an error (default 30)");
+  app.add_option("--timeout", o.timeout_s,
+                 "seconds without progress before a rank gives up with an error (default 30)");
 }
 
 int run_coll_perf(CollPerfOptions o) {
@@ -482,9 +595,11 @@ int run_coll_perf(CollPerfOptions o) {
   if (!type) return fail("unknown --dtype '" + o.dtype + "'");
   s.type = *type;
   s.op = *coll::parse_reduce_op(o.op);
-  s.algorithm = o.algorithm == "ring" ? coll::AllReduceAlgorithm::kRing
-                : o.algorithm == "direct" ? coll::AllReduceAlgorithm::kDirect : coll::AllReduceAlgorithm::kAuto;
-  if (o.min_bytes == 0 || o.max_bytes < o.min_bytes) return fail("need 0 < --minbytes <= --maxbytes");
+  s.algorithm = o.algorithm == "ring"     ? coll::AllReduceAlgorithm::kRing
+                : o.algorithm == "direct" ? coll::AllReduceAlgorithm::kDirect
+                                          : coll::AllReduceAlgorithm::kAuto;
+  if (o.min_bytes == 0 || o.max_bytes < o.min_bytes)
+    return fail("need 0 < --minbytes <= --maxbytes");
   if (o.planes.empty()) return fail("--planes needs at least one address");
   if (o.local_ranks > 0) {
     if (o.root >= o.local_ranks) return fail("--root " + std::to_string(o.root) + " is not a rank");
@@ -492,9 +607,12 @@ int run_coll_perf(CollPerfOptions o) {
   }
   rank_from_environment(o);
   if (o.rank < 0 || o.world_size <= 0 || o.rank >= o.world_size)
-    return fail("give --ranks N to launch N local ranks, or --rank R --world-size N --store SPEC for each rank (or run under mpirun with --store)");
+    return fail(
+        "give --ranks N to launch N local ranks, or --rank R --world-size N --store SPEC for each "
+        "rank (or run under mpirun with --store)");
   if (o.store.empty()) return fail("--store file:DIRECTORY or tcp:HOST:PORT is needed with --rank");
-  if (o.root < 0 || o.root >= o.world_size) return fail("--root " + std::to_string(o.root) + " is not a rank");
+  if (o.root < 0 || o.root >= o.world_size)
+    return fail("--root " + std::to_string(o.root) + " is not a rank");
   return run_rank(o, s);
 }
 
