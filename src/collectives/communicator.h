@@ -45,7 +45,7 @@ struct CommOptions {
   uint32_t chunk_bytes = 256 << 10;  // staging slot size; memory: (ranks-1) x 2 x slots x chunk
   uint32_t slots = 8;                // staging slots per peer and direction (>= 4)
   // all_reduce of at most this many bytes uses the direct algorithm (one round of latency).
-  uint64_t direct_max_bytes = 64 << 10;
+  uint64_t direct_max_bytes = 16 << 10;
   std::chrono::milliseconds timeout{30000};  // a wait without progress for this long fails
   std::string prefix = "mrc";                // store keys; unique per communicator and store
   QpConfig qp = default_qp_config();

@@ -577,7 +577,7 @@ void add_coll_perf_options(CLI::App& app, CollPerfOptions& o) {
   app.add_option("--slots", o.slots, "staging slots per peer and direction (default 8)")
       ->check(CLI::Range(4, 1024));
   app.add_option("--direct-max-bytes", o.direct_max_bytes,
-                 "largest all-reduce that -a auto runs with the direct algorithm (default 64K)")
+                 "largest all-reduce that -a auto runs with the direct algorithm (default 16K)")
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--timeout", o.timeout_s,
                  "seconds without progress before a rank gives up with an error (default 30)");
