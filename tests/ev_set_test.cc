@@ -229,6 +229,15 @@ TEST(EvSet, ProbesWaitAtLeastAnRtt) {
   }
   EXPECT_EQ(evs.slot(bad).state, EvState::kGood);
   EXPECT_EQ(evs.slot(bad).failed_probes, 0);
+
+  // A dead path backs off, but never beyond 4 RTTs when they are longer than 128 intervals.
+  evs.on_loss(bad, now);
+  for (int unanswered = 0; unanswered < 12; ++unanswered) {
+    now = evs.next_probe_at();
+    ASSERT_EQ(evs.probe_due(plane(0), now), bad);
+    evs.on_probe_sent(bad, now, rtt);
+  }
+  EXPECT_EQ(evs.next_probe_at(), now + Duration{4 * rtt.ns});
 }
 
 TEST(EvSet, AnUnansweredProbeResetsTheCount) {

@@ -219,14 +219,17 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
   }
   s.probe_outstanding = true;
   ++s.stats.probes_sent;
-  // Back off while the path stays dead (up to 128 intervals), so a dead plane's EVs do not
+  // Back off while the path stays dead, so a dead plane's EVs do not
   // flood it with probes; the first answer brings the interval back.
   // A few lost probes are normal on a lossy path; back off only after kProbesBeforeBackoff.
   const uint32_t backoff =
       s.failed_probes <= kProbesBeforeBackoff ? 0 : std::min<uint32_t>(s.failed_probes - kProbesBeforeBackoff, 7);
   // A probe cannot be answered sooner than an RTT: never judge (and re-send) one earlier.
+  // The backoff is capped at 128 configured intervals or 4 RTTs, whichever is longer, so a
+  // repaired path is found again within a few RTTs.
   const int64_t interval_ns = std::max(config_.probe_interval.ns, rtt.ns);
-  s.next_probe_at = now + Duration{interval_ns << backoff};
+  const int64_t cap_ns = std::max(config_.probe_interval.ns << 7, 4 * rtt.ns);
+  s.next_probe_at = now + Duration{std::min(interval_ns << backoff, cap_ns)};
 }
 
 Instant EvSet::next_probe_at() const {

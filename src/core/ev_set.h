@@ -7,7 +7,8 @@
 //   SKIP         ECN-marked or trimmed recently: passed over once, then GOOD again.
 //   ASSUMED_BAD  a real (untrimmed) loss or a timeout: out of rotation at once, replaced by a
 //                GOOD backup of the same plane (planes stay equally loaded), probed in the
-//                background (after 3 unanswered probes in a row the interval doubles with each, up to 128x),
+//                background, at most once per RTT (after 3 unanswered probes in a row the
+//                interval doubles with each, up to 128 intervals or 4 RTTs),
 //                GOOD again after `revive_probes` consecutive answered probes. An EV
 //                that fails many probes in a row is given a fresh random value (a new path).
 //   DENIED       set by the controller; never leaves that state on its own.
