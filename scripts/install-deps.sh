@@ -5,7 +5,8 @@ packages=(build-essential cmake ninja-build ccache pkg-config
           libgtest-dev libgmock-dev libbenchmark-dev
           libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
           libcpp-httplib-dev
-          iproute2 nftables iptables ethtool libnetfilter-queue-dev)  # namespace testbed
+          iproute2 nftables iptables ethtool libnetfilter-queue-dev  # namespace testbed
+          python3-torch libtorch-dev pybind11-dev python3-pytest)    # torch backend (python/)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

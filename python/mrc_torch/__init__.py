@@ -1,0 +1,113 @@
+"""torch.distributed backend "mrc": collectives over MRC, sprayed over every plane.
+
+    import mrc_torch                      # registers the backend
+    import torch.distributed as dist
+    dist.init_process_group("mrc", rank=rank, world_size=world)   # MASTER_ADDR/PORT, or init_method
+    dist.all_reduce(tensor)
+    mrc_torch.plane_stats()               # per-plane counters of this rank
+    mrc_torch.set_plane_up(2, False)      # plane 2 of this rank fails; training goes on
+
+Each rank opens its own mrc context over its host's planes (one address per plane; the same
+number of planes on every rank) and connects to every other rank through the store torch gives
+the backend. Environment (read when a group is created):
+
+    MRC_PLANES        this host's plane addresses, comma-separated
+                      (default 127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4: loopback planes)
+    MRC_PORT          UDP receive port of local rank 0 (default 4791); local rank i of group g
+                      uses MRC_PORT + g * LOCAL_WORLD_SIZE + i
+    MRC_EV_PORT_BASE  first UDP source port of the EVs (default 20000); each rank and group takes
+                      its own range of ev_source_ports(planes) ports (320 for 4 planes) above it
+    MRC_CHUNK_BYTES   staging chunk size (default 262144); MRC_SLOTS staging slots (default 8)
+    MRC_TIMEOUT_S     a call that makes no progress for this long fails (default: the timeout
+                      given to init_process_group, 30 min)
+    LOCAL_RANK, LOCAL_WORLD_SIZE   set by torchrun; default: the rank and world size, which
+                      gives every rank of a single-host run its own ports
+"""
+
+import datetime
+import os
+
+import torch.distributed as dist
+
+from . import _C
+
+ProcessGroupMrc = _C.ProcessGroupMrc
+ev_source_ports = _C.ev_source_ports
+
+DEFAULT_PLANES = "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4"
+
+_groups_created = 0  # groups this process has created: each gets its own ports
+
+
+def _env_int(name, default):
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"mrc: {name}={value!r} is not an integer") from None
+
+
+def _planes():
+    text = os.environ.get("MRC_PLANES", DEFAULT_PLANES)
+    planes = [p.strip() for p in text.split(",") if p.strip()]
+    if not planes:
+        raise ValueError("mrc: MRC_PLANES lists no plane address")
+    return planes
+
+
+def _create(options, pg_options=None):
+    """Creator for torch.distributed (extended API): one ProcessGroupMrc per group."""
+    global _groups_created
+    if pg_options is not None:
+        raise RuntimeError("mrc: the backend takes no pg_options; use the MRC_* environment")
+    ranks = list(options.global_ranks_in_group)
+    global_rank = ranks[options.group_rank] if ranks else options.group_rank
+    world = dist.get_world_size() if dist.is_initialized() else options.group_size
+    local_rank = _env_int("LOCAL_RANK", global_rank)
+    local_world = max(_env_int("LOCAL_WORLD_SIZE", world), local_rank + 1)
+    planes = _planes()
+    slot = _groups_created * local_world + local_rank  # unique per process and group on a host
+    timeout = options.timeout
+    if not isinstance(timeout, datetime.timedelta):
+        timeout = datetime.timedelta(seconds=float(timeout))
+    timeout_s = os.environ.get("MRC_TIMEOUT_S")
+    if timeout_s:
+        timeout = datetime.timedelta(seconds=float(timeout_s))
+    pg = ProcessGroupMrc(
+        options.store,
+        options.group_rank,
+        options.group_size,
+        planes=planes,
+        port=_env_int("MRC_PORT", 4791) + slot,
+        ev_port_base=_env_int("MRC_EV_PORT_BASE", 20000) + slot * ev_source_ports(len(planes)),
+        timeout=timeout,
+        chunk_bytes=_env_int("MRC_CHUNK_BYTES", 256 << 10),
+        slots=_env_int("MRC_SLOTS", 8),
+    )
+    _groups_created += 1
+    return pg
+
+
+def _group(group):
+    pg = dist.distributed_c10d._get_default_group() if group is None else group
+    if not isinstance(pg, ProcessGroupMrc):
+        raise TypeError(f"mrc: {type(pg).__name__} is not an mrc process group")
+    return pg
+
+
+def plane_stats(group=None):
+    """This rank's per-plane counters (a list of dicts, one per plane): plane, address, up,
+    packets_sent, bytes_sent, packets_received, bytes_received, send_errors."""
+    pg = _group(group)
+    return [pg.plane_stats(p) for p in range(pg.planes)]
+
+
+def set_plane_up(plane, up, group=None):
+    """Takes plane `plane` of this rank down (up=False) or back up, as if its link failed."""
+    _group(group).set_plane_up(plane, up)
+
+
+if "MRC" not in dist.Backend._plugins:
+    dist.Backend.register_backend("mrc", _create, extended_api=True)

@@ -1,0 +1,1 @@
+# pytest suites of the torch backend, run by CTest with Debian's interpreter.

@@ -1,0 +1,84 @@
+// The Python module mrc_torch._C: the ProcessGroupMrc class (a torch.distributed.ProcessGroup)
+// with its plane controls. python/mrc_torch/__init__.py reads the environment and registers the
+// backend "mrc" with torch.distributed.
+#include <pybind11/chrono.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <string>
+
+#include "pytorch/process_group.h"
+
+namespace py = pybind11;
+using mrc::torchpg::BackendOptions;
+using mrc::torchpg::ProcessGroupMrc;
+
+namespace {
+
+uint16_t port_number(int value, const char* what) {
+  TORCH_CHECK(value > 0 && value < 65536, "mrc: ", what, " ", value, " is not a UDP port");
+  return static_cast<uint16_t>(value);
+}
+
+c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                           int size, const std::vector<std::string>& planes,
+                                           int port, int ev_port_base,
+                                           std::chrono::milliseconds timeout, uint32_t chunk_bytes,
+                                           uint32_t slots) {
+  BackendOptions o;
+  o.planes = planes;
+  o.port = port_number(port, "port");
+  o.ev_port_base = port_number(ev_port_base, "ev_port_base");
+  const uint32_t ev_ports = mrc::ev_source_ports(planes.size());
+  TORCH_CHECK(static_cast<uint32_t>(ev_port_base) + ev_ports <= 65536, "mrc: EV source ports ",
+              ev_port_base, "..", ev_port_base + static_cast<int>(ev_ports) - 1,
+              " go past 65535 (lower MRC_EV_PORT_BASE)");
+  o.timeout = timeout;
+  o.chunk_bytes = chunk_bytes;
+  o.slots = slots;
+  return c10::make_intrusive<ProcessGroupMrc>(store, rank, size, std::move(o));
+}
+
+py::dict plane_stats(const ProcessGroupMrc& pg, int plane) {
+  const mrc::torchpg::PlaneCounters s = pg.plane_stats(plane);
+  py::dict d;
+  d["plane"] = plane;
+  d["address"] = pg.plane_addresses().at(static_cast<size_t>(plane));
+  d["up"] = s.up;
+  d["packets_sent"] = s.packets_sent;
+  d["bytes_sent"] = s.bytes_sent;
+  d["packets_received"] = s.packets_received;
+  d["bytes_received"] = s.bytes_received;
+  d["send_errors"] = s.send_errors;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "mrc_torch._C: the torch.distributed process group over mrc (see mrc_torch)";
+  // ProcessGroup, Store and Work are registered with pybind11 by torch.distributed.
+  py::module_::import("torch.distributed");
+
+  py::class_<ProcessGroupMrc, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupMrc>>(
+      m, "ProcessGroupMrc",
+      "A torch.distributed process group whose collectives run over mrc: every transfer is "
+      "sprayed over all planes and survives a plane failure.")
+      .def(py::init(&create), py::arg("store"), py::arg("rank"), py::arg("size"), py::kw_only(),
+           py::arg("planes"), py::arg("port"), py::arg("ev_port_base"),
+           py::arg("timeout") = std::chrono::milliseconds(30 * 60 * 1000),
+           py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u,
+           // The rendezvous blocks until every rank has come: let other Python threads run.
+           py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("planes", &ProcessGroupMrc::planes, "number of planes")
+      .def_property_readonly("plane_addresses", &ProcessGroupMrc::plane_addresses)
+      .def("plane_stats", &plane_stats, py::arg("plane"),
+           "counters of one plane since the group was created: packets/bytes sent and received, "
+           "send errors, and whether the plane is up")
+      .def("set_plane_up", &ProcessGroupMrc::set_plane_up, py::arg("plane"), py::arg("up"),
+           "takes a plane of this rank down or up, as if its link failed or came back",
+           py::call_guard<py::gil_scoped_release>());
+
+  m.def("ev_source_ports", &mrc::ev_source_ports, py::arg("planes"),
+        "how many UDP source ports a rank with this many planes binds for its EVs");
+}

@@ -1,0 +1,160 @@
+// ProcessGroupMrc's life cycle: the store adapter, the rendezvous, the worker thread that runs
+// the queued operations in order, Work completion, and the plane controls. The collectives
+// themselves (argument checks and the tasks) are in collectives.cc.
+#include "pytorch/process_group.h"
+
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+
+#include <exception>
+#include <utility>
+
+namespace mrc::torchpg {
+namespace {
+
+std::string message_of(const std::exception& e) {
+  // c10::Error's what() carries a C++ backtrace; the short form is what a user needs.
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e))
+    return c10_error->what_without_backtrace();
+  return e.what();
+}
+
+// mrc's rendezvous Store on top of torch's (a PrefixStore over the TCPStore or FileStore that
+// init_process_group made): get() waits for the key, then reads it.
+class TorchStore final : public coll::Store {
+ public:
+  explicit TorchStore(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
+
+  Result<Ok, coll::Error> set(const std::string& key, const std::string& value) override {
+    try {
+      store_->set(key, std::vector<uint8_t>(value.begin(), value.end()));
+      return Ok{};
+    } catch (const std::exception& e) {
+      return Err{coll::Error{"store set of \"" + key + "\" failed: " + message_of(e)}};
+    }
+  }
+
+  Result<std::string, coll::Error> get(const std::string& key,
+                                       std::chrono::milliseconds timeout) override {
+    try {
+      store_->wait({key}, timeout);
+      const std::vector<uint8_t> value = store_->get(key);
+      return std::string(value.begin(), value.end());
+    } catch (const std::exception& e) {
+      return Err{coll::Error{"store get of \"" + key + "\" failed (a rank did not arrive?): " +
+                             message_of(e)}};
+    }
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Store> store_;
+};
+
+}  // namespace
+
+WorkMrc::WorkMrc(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, type),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get()))) {}
+
+void WorkMrc::complete(std::exception_ptr error) {
+  if (error) {
+    finish(error);
+    future_->setError(error);
+  } else {
+    finish();
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+}
+
+ProcessGroupMrc::ProcessGroupMrc(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                 BackendOptions options)
+    : c10d::ProcessGroup(rank, size),
+      options_(std::move(options)),
+      store_(std::make_unique<TorchStore>(store)) {
+  TORCH_CHECK(!options_.planes.empty(), "mrc: no planes given (MRC_PLANES)");
+  coll::CommOptions o;
+  o.rank = rank;
+  o.ranks = size;
+  o.context.planes = options_.planes;
+  o.context.port = options_.port;
+  o.context.ev_port_base = options_.ev_port_base;
+  o.chunk_bytes = options_.chunk_bytes;
+  o.slots = options_.slots;
+  o.timeout = options_.timeout;
+  o.prefix = "mrc";  // the store is already prefixed per group
+  auto comm = coll::Communicator::create(*store_, o);
+  TORCH_CHECK(comm.ok(), "mrc: rank ", rank, " of ", size,
+              " could not join the process group: ", comm.ok() ? "" : comm.error().message);
+  comm_ = std::move(comm.value());
+  worker_ = std::thread([this] { run_worker(); });
+  init();
+}
+
+ProcessGroupMrc::~ProcessGroupMrc() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  queued_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  // The closing handshake: no rank tears down a connection a peer still needs. A failed
+  // communicator skips it (close() returns the failure at once).
+  if (comm_) (void)comm_->close();
+  comm_.reset();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::enqueue(c10d::OpType type,
+                                                        std::vector<at::Tensor> outputs,
+                                                        Task task) {
+  auto work = c10::make_intrusive<WorkMrc>(rank_, type, std::move(outputs));
+  {
+    std::lock_guard lock(mutex_);
+    TORCH_CHECK(!stopping_, "mrc: the process group is being destroyed");
+    queue_.emplace_back(work, std::move(task));
+  }
+  queued_.notify_one();
+  return work;
+}
+
+void ProcessGroupMrc::run_worker() {
+  // Outputs are written in place, as every backend does, whatever requires_grad says.
+  at::NoGradGuard no_grad;
+  for (;;) {
+    std::pair<c10::intrusive_ptr<WorkMrc>, Task> item;
+    {
+      std::unique_lock lock(mutex_);
+      queued_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything queued has run
+      item = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    std::exception_ptr error;
+    try {
+      item.second(*comm_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    item.first->complete(error);
+  }
+}
+
+void ProcessGroupMrc::check_plane(int plane) const {
+  TORCH_CHECK(plane >= 0 && plane < planes(), "mrc: plane ", plane, " does not exist (this rank has ",
+              planes(), " planes, 0..", planes() - 1, ")");
+}
+
+PlaneCounters ProcessGroupMrc::plane_stats(int plane) const {
+  check_plane(plane);
+  const io::UdpPlaneStats s = comm_->context().plane_stats(plane);
+  return PlaneCounters{s.packets_sent,     s.bytes_sent,  s.packets_received,
+                       s.bytes_received,   s.send_errors, s.up};
+}
+
+void ProcessGroupMrc::set_plane_up(int plane, bool up) {
+  check_plane(plane);
+  comm_->context().set_plane_up(plane, up);
+}
+
+}  // namespace mrc::torchpg

@@ -1,0 +1,144 @@
+// The torch.distributed backend "mrc": a c10d::ProcessGroup (PyTorch 1.13's API) whose
+// collectives run on the mrc collectives library (src/collectives), so every tensor a rank sends
+// is sprayed over all of its planes and survives a plane failure.
+//
+// Threading. A Communicator's calls block and are not thread-safe, and torch expects every
+// collective to return at once with a Work. So each process group owns one worker thread that
+// runs the group's operations one after another in the order they were issued (the order every
+// rank issues them in); the calling thread only checks arguments (errors for wrong devices,
+// dtypes, sizes or operators are thrown at once, as c10::Error) and queues the operation. The
+// worker completes the Work and its Future (DDP chains its gradient hook on the Future), or fails
+// both with the communicator's error. Plane statistics and plane up/down go to the mrc Context,
+// which is thread-safe.
+//
+// Rendezvous goes through the c10d::Store torch passes in (a PrefixStore per group), adapted to
+// mrc's Store interface (set; get = wait + get).
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/communicator.h"
+
+namespace mrc::torchpg {
+
+// What the Python side (python/mrc_torch/__init__.py) reads from the environment.
+struct BackendOptions {
+  std::vector<std::string> planes;  // this rank's address per plane
+  uint16_t port = 4791;             // this rank's UDP receive port
+  uint16_t ev_port_base = 20000;    // first of this rank's ev_source_ports(planes) source ports
+  std::chrono::milliseconds timeout{30 * 60 * 1000};  // no progress for this long fails a call
+  uint32_t chunk_bytes = 256 << 10;
+  uint32_t slots = 8;
+};
+
+// One plane's counters (io::UdpPlaneStats) for Python.
+struct PlaneCounters {
+  uint64_t packets_sent = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t packets_received = 0;
+  uint64_t bytes_received = 0;
+  uint64_t send_errors = 0;
+  bool up = true;
+};
+
+// A queued operation: completes from the worker thread; its Future holds the output tensors.
+class WorkMrc final : public c10d::Work {
+ public:
+  WorkMrc(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // Marks the Work finished (with `error` if not null) and completes the Future.
+  void complete(std::exception_ptr error);
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class ProcessGroupMrc final : public c10d::ProcessGroup {
+ public:
+  // Opens this rank's mrc Context and connects to every other rank through `store` (blocks
+  // until all ranks have come, or throws after options.timeout).
+  ProcessGroupMrc(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                  BackendOptions options);
+  // Runs what is queued, then closes the communicator (the closing handshake with the peers).
+  ~ProcessGroupMrc() override;
+
+  const std::string getBackendName() const override { return "mrc"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  // This rank's planes: count, addresses, counters since the group was created, and taking a
+  // plane down or up locally (as if its link failed; the peers learn it from the engine).
+  int planes() const { return static_cast<int>(options_.planes.size()); }
+  const std::vector<std::string>& plane_addresses() const { return options_.planes; }
+  PlaneCounters plane_stats(int plane) const;
+  void set_plane_up(int plane, bool up);
+
+ private:
+  using Task = std::function<void(coll::Communicator&)>;
+  // Queues `task` for the worker; the Work completes when it has run (failed if it threw).
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                         Task task);
+  void run_worker();
+  void check_plane(int plane) const;
+
+  BackendOptions options_;
+  std::unique_ptr<coll::Store> store_;
+  std::unique_ptr<coll::Communicator> comm_;
+
+  std::mutex mutex_;
+  std::condition_variable queued_;
+  std::deque<std::pair<c10::intrusive_ptr<WorkMrc>, Task>> queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace mrc::torchpg
