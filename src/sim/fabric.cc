@@ -26,6 +26,14 @@ uint64_t link_seed(uint64_t seed, uint32_t link) {
   return mix64(seed ^ mix64(0x6c696e6b00000000ULL + link));  // "link" + index
 }
 
+Topology build_topology(const FabricConfig& c) {
+  Topology t = c.topology == TopologyKind::kFatTree
+                   ? Topology::fat_tree(c.planes, c.k, c.hosts, c.ecmp_salt)
+                   : Topology::leaf_spine(c.planes, c.hosts, c.hosts_per_leaf, c.spines, c.ecmp_salt);
+  t.set_routing(c.routing);
+  return t;
+}
+
 }  // namespace
 
 Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
@@ -33,8 +41,7 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
     : events_(events),
       config_(config),
       callbacks_(std::move(callbacks)),
-      topology_(Topology::leaf_spine(config.planes, config.hosts, config.hosts_per_leaf,
-                                     config.spines, config.ecmp_salt)) {
+      topology_(build_topology(config)) {
   MRC_ASSERT(callbacks_.deliver);
   const uint32_t per_plane = topology_.links_per_plane();
   links_.reserve(static_cast<size_t>(config_.planes) * per_plane);
@@ -46,8 +53,9 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
                            ? config_.ecn_last_hop
                            : ends.link_class != LinkClass::kHostUp;
       const uint32_t id = static_cast<uint32_t>(links_.size());
-      links_.emplace_back(LinkId(id), PlaneId(static_cast<uint8_t>(p)), ends,
-                          host ? config_.host_link : config_.fabric_link, ecn, link_seed(seed, id));
+      const bool core = topology_.node(ends.from).tier == 3 || topology_.node(ends.to).tier == 3;
+      const LinkConfig& lc = host ? config_.host_link : core ? config_.core_link : config_.fabric_link;
+      links_.emplace_back(LinkId(id), PlaneId(static_cast<uint8_t>(p)), ends, lc, ecn, link_seed(seed, id));
     }
   }
   blackholes_.resize(config_.planes);
@@ -170,7 +178,7 @@ void Fabric::on_arrival(uint32_t slot) {
 }
 
 void Fabric::forward(const Link& in, PacketPtr packet) {
-  const uint32_t local = topology_.next_link(in.plane, in.to, packet->dest_host, packet->ev);
+  const uint32_t local = topology_.next_link(in.plane, in.to, packet->dest_host, packet->ev, packet->id);
   Link& out = link_at(global(in.plane, local));
   if (blackhole_count_ != 0 && in.link_class == LinkClass::kHostUp &&
       ev_blackholed(in.plane, packet->ev)) {
@@ -230,16 +238,35 @@ LinkId Fabric::host_downlink(HostId host, PlaneId plane) const {
   return global(plane, topology_.host_downlink(host));
 }
 
+// The `spine`-th uplink of tier-1 switch `leaf` (leaf-spine: to spine `spine`; FatTree: to the
+// pod's aggregation switch `spine`).
+uint32_t Fabric::leaf_uplink(uint32_t leaf, uint32_t spine) const {
+  uint32_t seen = 0;
+  for (const uint32_t local : topology_.out_links(leaf_switch(leaf))) {
+    if (topology_.link(local).link_class != LinkClass::kFabricUp) continue;
+    if (seen++ == spine) return local;
+  }
+  MRC_ASSERT(false && "no such uplink");
+  return kNoLink;
+}
+
 LinkId Fabric::leaf_to_spine(PlaneId plane, uint32_t leaf, uint32_t spine) const {
-  const uint32_t local = topology_.link_between(leaf_switch(leaf), spine_switch(spine));
+  return global(plane, leaf_uplink(leaf, spine));
+}
+
+LinkId Fabric::spine_to_leaf(PlaneId plane, uint32_t spine, uint32_t leaf) const {
+  const Topology::LinkEnds& up = topology_.link(leaf_uplink(leaf, spine));
+  const uint32_t local = topology_.link_between(up.to, up.from);
   MRC_ASSERT(local != kNoLink);
   return global(plane, local);
 }
 
-LinkId Fabric::spine_to_leaf(PlaneId plane, uint32_t spine, uint32_t leaf) const {
-  const uint32_t local = topology_.link_between(spine_switch(spine), leaf_switch(leaf));
-  MRC_ASSERT(local != kNoLink);
-  return global(plane, local);
+uint32_t Fabric::leaf_uplinks() const {
+  uint32_t n = 0;
+  for (const uint32_t local : topology_.out_links(leaf_switch(0))) {
+    n += topology_.link(local).link_class == LinkClass::kFabricUp ? 1 : 0;
+  }
+  return n;
 }
 
 std::vector<LinkId> Fabric::route_of(HostId src, HostId dst, PlaneId plane, Ev ev) const {
@@ -256,6 +283,11 @@ uint32_t Fabric::path_of(HostId src, HostId dst, PlaneId plane, Ev ev) const {
     if (node.kind == NodeKind::kSwitch && node.tier == 2) return node.index;
   }
   return kNoSpine;
+}
+
+uint32_t Fabric::paths_per_plane() const {
+  if (config_.topology == TopologyKind::kFatTree) return config_.k / 2 * (config_.k / 2);
+  return config_.spines;
 }
 
 std::string Fabric::link_name(LinkId link) const {

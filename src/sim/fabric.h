@@ -1,5 +1,5 @@
-// The simulated network: several identical, independent planes, each a leaf-spine fabric of
-// links with output queues, that moves SimPackets between host NIC ports in virtual time, with
+// The simulated network: several identical, independent planes, each a leaf-spine or FatTree
+// fabric of links with output queues, that moves SimPackets between host NIC ports in virtual time, with
 // seeded faults. The host side (sim/host.*) plugs a protocol engine in through FabricCallbacks
 // and transmit().
 //
@@ -23,13 +23,19 @@
 
 namespace mrc::sim {
 
+enum class TopologyKind : uint8_t { kLeafSpine, kFatTree };
+
 struct FabricConfig {
+  TopologyKind topology = TopologyKind::kLeafSpine;
   uint32_t planes = 4;
   uint32_t hosts = 8;
-  uint32_t hosts_per_leaf = 1;
-  uint32_t spines = 4;       // per plane: the number of paths between hosts on different leaves
-  LinkConfig host_link{};    // host <-> leaf, both directions (the uplink has no queue: the NIC)
-  LinkConfig fabric_link{};  // leaf <-> spine, both directions
+  uint32_t hosts_per_leaf = 1;  // leaf-spine
+  uint32_t spines = 4;          // leaf-spine, per plane: paths between hosts on different leaves
+  uint32_t k = 4;               // FatTree arity (even): k^3/4 host ports per plane
+  Routing routing = Routing::kEcmp;
+  LinkConfig host_link{};    // host <-> edge switch, both directions (the uplink has no queue: the NIC)
+  LinkConfig fabric_link{};  // leaf <-> spine; in a FatTree edge <-> aggregation
+  LinkConfig core_link{};    // FatTree aggregation <-> core
   // Whether the leaf -> host link marks ECN. MRC deployments do not (last-hop congestion is
   // incast, which trimming handles), so by default it does not.
   bool ecn_last_hop = false;
@@ -84,12 +90,13 @@ class Fabric {
   uint32_t leaves() const { return static_cast<uint32_t>(topology_.tier(1).size()); }
   uint32_t spines() const { return config_.spines; }
   uint32_t leaf_of(HostId host) const { return topology_.node(topology_.edge_of(host)).index; }
-  // Paths per plane between hosts on different leaves (= spines).
-  uint32_t paths_per_plane() const { return config_.spines; }
+  // Paths per plane between hosts on different leaves (leaf-spine: spines; FatTree between
+  // pods: (k/2)^2).
+  uint32_t paths_per_plane() const;
   // Paths per plane between two given hosts (1 on the same leaf).
   uint32_t path_count(HostId src, HostId dst) const { return topology_.path_count(src, dst); }
-  // The spine a packet from src to dst with this EV crosses on `plane`; kNoSpine if the two
-  // hosts share a leaf.
+  // The tier-2 switch (spine; FatTree aggregation) a packet from src to dst with this EV
+  // crosses first on `plane`; kNoSpine if the two hosts share a leaf.
   uint32_t path_of(HostId src, HostId dst, PlaneId plane, Ev ev) const;
   // Every link such a packet crosses, host uplink first.
   std::vector<LinkId> route_of(HostId src, HostId dst, PlaneId plane, Ev ev) const;
@@ -97,8 +104,11 @@ class Fabric {
   uint32_t link_count() const { return static_cast<uint32_t>(links_.size()); }
   LinkId host_uplink(HostId host, PlaneId plane) const;
   LinkId host_downlink(HostId host, PlaneId plane) const;
+  // A tier-1 switch's `spine`-th uplink (leaf-spine: to that spine; FatTree: to that
+  // aggregation switch of its pod) and the same cable's other direction.
   LinkId leaf_to_spine(PlaneId plane, uint32_t leaf, uint32_t spine) const;
   LinkId spine_to_leaf(PlaneId plane, uint32_t spine, uint32_t leaf) const;
+  uint32_t leaf_uplinks() const;  // uplinks per tier-1 switch
   NodeId leaf_switch(uint32_t leaf) const { return topology_.tier(1).at(leaf); }
   NodeId spine_switch(uint32_t spine) const { return topology_.tier(2).at(spine); }
   LinkClass link_class(LinkId link) const { return links_[link.value].link_class; }
@@ -150,6 +160,7 @@ class Fabric {
 
   Link& link_at(LinkId id) { return links_[id.value]; }
   LinkId global(PlaneId plane, uint32_t local) const;
+  uint32_t leaf_uplink(uint32_t leaf, uint32_t spine) const;
   void start_serializing(Link& link, PacketPtr packet);
   void on_serialized(uint32_t link_index);
   void launch(Link& link, PacketPtr packet);

@@ -1,6 +1,6 @@
 // Fault control of the simulated fabric: which links a fault touches, link/switch/plane
 // down and up (with the NIC's view: port_state fires when either direction of a host's cable
-// changes the port's state), flapping, EV blackholes, scheduling in virtual time, and
+// changes the port's state), flapping, degraded rates, EV blackholes, scheduling in virtual time, and
 // heal_all() for the liveness phase of a test.
 //
 // A link is up when no reason holds it down (link, switch, plane, flap are separate bits), so
@@ -162,6 +162,7 @@ void Fabric::heal_all() {
   for (Link& link : links_) {
     link.faults = LinkFaults{};
     link.faulty = false;
+    link.set_rate_fraction(1.0);
     set_down_reason(link, 0xFF, false);
   }
 }
@@ -182,6 +183,9 @@ void Fabric::apply(const FaultAction& action) {
       break;
     case FaultAction::Kind::kHealAll:
       heal_all();
+      break;
+    case FaultAction::Kind::kSetRate:
+      for_each_link(action.scope, false, [&](Link& link) { link.set_rate_fraction(action.rate_fraction); });
       break;
   }
 }

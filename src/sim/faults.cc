@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "sim/link.h"
+#include "util/assert.h"
 
 namespace mrc::sim {
 
@@ -69,6 +70,15 @@ FaultAction FaultAction::start_flap(Scope scope, FlapSpec flap) {
 
 FaultAction FaultAction::heal_all() {
   return FaultAction{};
+}
+
+FaultAction FaultAction::set_rate(Scope scope, double fraction) {
+  MRC_ASSERT(fraction > 0 && fraction <= 1);
+  FaultAction action;
+  action.kind = Kind::kSetRate;
+  action.scope = scope;
+  action.rate_fraction = fraction;
+  return action;
 }
 
 }  // namespace mrc::sim

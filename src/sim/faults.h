@@ -1,6 +1,6 @@
 // What can go wrong in the simulated fabric, and where: per-link random faults (loss,
-// duplication, reordering, bit corruption, forced trimming), link/switch/plane down, flapping,
-// and silent per-EV blackholes. A Scope names the links a fault applies to; a FaultAction is a
+// duplication, reordering, bit corruption, forced trimming; a "gray" link is one with loss),
+// degraded links (a lower rate), link/switch/plane down, flapping, and silent per-EV blackholes. A Scope names the links a fault applies to; a FaultAction is a
 // fault change that can be applied now or scheduled in virtual time (Fabric::schedule).
 #pragma once
 
@@ -66,19 +66,22 @@ struct FlapSpec {
 
 // One change to the fault state, for Fabric::apply (now) or Fabric::schedule (later).
 struct FaultAction {
-  enum class Kind : uint8_t { kSetFaults, kSetUp, kBlackhole, kFlap, kHealAll };
+  enum class Kind : uint8_t { kSetFaults, kSetUp, kBlackhole, kFlap, kHealAll, kSetRate };
   Kind kind = Kind::kHealAll;
   Scope scope;
   LinkFaults faults;
   bool on = false;  // kSetUp: up; kBlackhole: blackholed
   Ev ev{0};         // kBlackhole, with scope.plane
   FlapSpec flap;
+  double rate_fraction = 1.0;  // kSetRate: the links run at this fraction of their rate
 
   static FaultAction set_faults(Scope scope, LinkFaults faults);
   static FaultAction set_up(Scope scope, bool up);
   static FaultAction blackhole(PlaneId plane, Ev ev, bool on);
   static FaultAction start_flap(Scope scope, FlapSpec flap);
   static FaultAction heal_all();
+  // A degraded link (e.g. a lane down in a 4-lane optic): serializes at `fraction` of its rate.
+  static FaultAction set_rate(Scope scope, double fraction);
 };
 
 // What the wire did to one packet (applied when its serialization ends).

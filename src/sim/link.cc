@@ -87,7 +87,7 @@ bool Link::enqueue(PacketPtr& packet) {
     if (after > trim_at && trim(*packet)) return admit_priority(packet);
   }
   if (after > config_->queue_limit_bytes) return false;
-  if (ecn_enabled_ && packet->ecn_capable && data_bytes_ > config_->ecn_threshold_bytes) {
+  if (ecn_enabled_ && packet->ecn_capable && ecn_mark_now()) {
     if (!packet->ecn_ce) ++stats.ecn_marked;
     packet->ecn_ce = true;
   }
@@ -95,6 +95,22 @@ bool Link::enqueue(PacketPtr& packet) {
   data_.push(std::move(packet));
   note_occupancy();
   return true;
+}
+
+// Step marking above the threshold, or a linear ramp up to ecn_max_bytes (a random draw only
+// on the ramp, so step-marking links never touch their random stream).
+bool Link::ecn_mark_now() {
+  const uint64_t low = config_->ecn_threshold_bytes;
+  if (data_bytes_ <= low) return false;
+  const uint64_t high = config_->ecn_max_bytes;
+  if (high <= low || data_bytes_ >= high) return true;
+  const double ramp = static_cast<double>(data_bytes_ - low) / static_cast<double>(high - low);
+  return prng.chance(config_->ecn_max_probability * ramp);
+}
+
+void Link::set_rate_fraction(double fraction) {
+  MRC_ASSERT(fraction > 0 && fraction <= 1);
+  rate_kbps_ = std::max<int64_t>(1, std::llround(config_->rate_gbps * 1e6 * fraction));
 }
 
 bool Link::admit_priority(PacketPtr& packet) {

@@ -30,8 +30,12 @@ struct LinkConfig {
   // Data queue limit, in wire bytes waiting (the packet being serialized is not counted).
   uint32_t queue_limit_bytes = 256 * 1024;
   // Mark CE on an ECN-capable packet when the data queue holds more than this at enqueue.
-  // 0 disables marking.
+  // 0 disables marking. With ecn_max_bytes above it, marking is probabilistic (RED/DCQCN
+  // style): probability ecn_max_probability x (queue - threshold) / (max - threshold) between
+  // the two, 1 above ecn_max_bytes.
   uint32_t ecn_threshold_bytes = 32 * 1024;
+  uint32_t ecn_max_bytes = 0;  // 0: step marking at ecn_threshold_bytes
+  double ecn_max_probability = 1.0;
   OverflowPolicy overflow = OverflowPolicy::kTrim;
   // With kTrim: trim a trimmable data packet that would take the data queue above this
   // (0 = the queue limit). Non-trimmable packets still use the queue limit.
@@ -107,6 +111,9 @@ class Link {
     return (static_cast<int64_t>(wire_bytes) * 8'000'000'000 + rate_kbps_ - 1) / rate_kbps_;
   }
   bool up() const { return down_mask == 0; }
+  // A degraded link: serializes at `fraction` of its configured rate from now on (1 = full).
+  void set_rate_fraction(double fraction);
+  double rate_gbps() const { return static_cast<double>(rate_kbps_) / 1e6; }
   uint64_t queued_bytes() const { return data_bytes_ + priority_bytes_; }
 
   const LinkId id;
@@ -132,10 +139,11 @@ class Link {
  private:
   bool admit_priority(PacketPtr& packet);
   void note_occupancy();
+  bool ecn_mark_now();
 
   const LinkConfig* config_;
   const bool ecn_enabled_;
-  const int64_t rate_kbps_;
+  int64_t rate_kbps_;
   PacketFifo data_;
   PacketFifo priority_;
   uint64_t data_bytes_ = 0;

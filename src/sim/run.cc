@@ -268,6 +268,9 @@ FaultAction Runner::resolve(const ScheduledFault& f) {
     if (s.classes == bit(LinkClass::kFabricDown)) id = fabric_->spine_to_leaf(s.plane, spine, leaf);
     s = Scope::of_link(id);
   }
+  if (s.kind == Scope::Kind::kSwitch) {  // (tier << 24 | index) from the scenario file
+    s.node = fabric_->topology().tier(s.node.value >> 24).at(s.node.value & 0xFFFFFF);
+  }
   if (f.ev_slot >= 0 && !flows_.empty() && flows_.front()->sender->evs() != nullptr) {
     const EvSet& evs = *flows_.front()->sender->evs();
     const EvSet::Slot& slot = evs.slot(static_cast<uint16_t>(static_cast<size_t>(f.ev_slot) % evs.size()));
@@ -318,7 +321,7 @@ void Runner::schedule_random_faults(Instant end) {
         FlapSpec flap;
         flap.down_for = Duration{static_cast<int64_t>(20'000 + prng_.below(200'000))};
         flap.up_for = Duration{static_cast<int64_t>(20'000 + prng_.below(200'000))};
-        const LinkId link = fabric_->leaf_to_spine(plane(), 0, static_cast<uint32_t>(prng_.below(sc_.fabric.spines)));
+        const LinkId link = fabric_->leaf_to_spine(plane(), 0, static_cast<uint32_t>(prng_.below(fabric_->leaf_uplinks())));
         fabric_->schedule(at(), FaultAction::start_flap(Scope::of_link(link), flap));
         continue;
       }

@@ -42,15 +42,18 @@ struct Reader {
 
 void read_link(Reader& r, const toml::table* t, const std::string& where, LinkConfig& link) {
   if (t == nullptr) return;
-  r.check_keys(*t, where, {"rate_gbps", "propagation_ns", "queue_kib", "ecn_kib", "trim_kib", "overflow"});
+  r.check_keys(*t, where, {"rate_gbps", "propagation_ns", "queue_kib", "ecn_kib", "ecn_max_kib",
+                          "ecn_max_probability", "trim_kib", "overflow"});
   int64_t propagation = link.propagation.ns;
   uint32_t queue = link.queue_limit_bytes / 1024, ecn = link.ecn_threshold_bytes / 1024,
-           trim = link.trim_threshold_bytes / 1024;
+           ecn_max = link.ecn_max_bytes / 1024, trim = link.trim_threshold_bytes / 1024;
   std::string overflow = link.overflow == OverflowPolicy::kTrim ? "trim" : "drop";
   r.get(*t, where, "rate_gbps", link.rate_gbps);
   r.get(*t, where, "propagation_ns", propagation);
   r.get(*t, where, "queue_kib", queue);
   r.get(*t, where, "ecn_kib", ecn);
+  r.get(*t, where, "ecn_max_kib", ecn_max);
+  r.get(*t, where, "ecn_max_probability", link.ecn_max_probability);
   r.get(*t, where, "trim_kib", trim);
   r.get(*t, where, "overflow", overflow);
   if (overflow != "trim" && overflow != "drop") r.fail(where + "overflow: must be \"trim\" or \"drop\"");
@@ -58,13 +61,36 @@ void read_link(Reader& r, const toml::table* t, const std::string& where, LinkCo
   link.propagation = Duration{propagation};
   link.queue_limit_bytes = queue * 1024;
   link.ecn_threshold_bytes = ecn * 1024;
+  link.ecn_max_bytes = ecn_max * 1024;
+  if (ecn_max != 0 && ecn_max <= ecn) r.fail(where + "ecn_max_kib: must be above ecn_kib (or 0 for step marking)");
+  if (link.ecn_max_probability <= 0 || link.ecn_max_probability > 1)
+    r.fail(where + "ecn_max_probability: must be in (0, 1]");
   link.trim_threshold_bytes = trim * 1024;
   link.overflow = overflow == "trim" ? OverflowPolicy::kTrim : OverflowPolicy::kDrop;
 }
 
+void read_fabric_shape(Reader& r, const toml::table& t, FabricConfig& f) {
+  std::string topology = "leaf_spine", routing = "ecmp";
+  r.get(t, "fabric.", "topology", topology);
+  r.get(t, "fabric.", "routing", routing);
+  r.get(t, "fabric.", "k", f.k);
+  if (topology == "leaf_spine") f.topology = TopologyKind::kLeafSpine;
+  else if (topology == "fat_tree") f.topology = TopologyKind::kFatTree;
+  else r.fail("fabric.topology: must be \"leaf_spine\" or \"fat_tree\"");
+  if (routing == "ecmp") f.routing = Routing::kEcmp;
+  else if (routing == "spray") f.routing = Routing::kSpray;
+  else if (routing == "source") f.routing = Routing::kSource;
+  else r.fail("fabric.routing: must be \"ecmp\", \"spray\" or \"source\"");
+  if (f.topology != TopologyKind::kFatTree) return;
+  if (f.k < 2 || f.k % 2 != 0 || f.k > 64) r.fail("fabric.k: must be even, 2..64");
+  else if (f.hosts > f.k * f.k * f.k / 4)
+    r.fail("fabric.hosts: a k=" + std::to_string(f.k) + " FatTree has " + std::to_string(f.k * f.k * f.k / 4) + " host ports");
+}
+
 void read_fabric(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
-  r.check_keys(*t, "fabric.", {"planes", "hosts", "spines", "hosts_per_leaf", "ecn_last_hop", "host_link", "fabric_link"});
+  r.check_keys(*t, "fabric.", {"planes", "hosts", "spines", "hosts_per_leaf", "ecn_last_hop", "host_link",
+                               "fabric_link", "core_link", "topology", "k", "routing"});
   r.get(*t, "fabric.", "planes", s.fabric.planes);
   r.get(*t, "fabric.", "hosts", s.fabric.hosts);
   r.get(*t, "fabric.", "spines", s.fabric.spines);
@@ -72,10 +98,13 @@ void read_fabric(Reader& r, const toml::table* t, Scenario& s) {
   r.get(*t, "fabric.", "ecn_last_hop", s.fabric.ecn_last_hop);
   read_link(r, t->get_as<toml::table>("host_link"), "fabric.host_link.", s.fabric.host_link);
   read_link(r, t->get_as<toml::table>("fabric_link"), "fabric.fabric_link.", s.fabric.fabric_link);
+  s.fabric.core_link = s.fabric.fabric_link;  // unless given
+  read_link(r, t->get_as<toml::table>("core_link"), "fabric.core_link.", s.fabric.core_link);
   if (s.fabric.planes < 1 || s.fabric.planes > static_cast<uint32_t>(kMaxPlanes))
     r.fail("fabric.planes: must be 1.." + std::to_string(kMaxPlanes));
   if (s.fabric.hosts < 2) r.fail("fabric.hosts: need at least 2 hosts");
   if (s.fabric.spines < 1) r.fail("fabric.spines: need at least 1 spine");
+  read_fabric_shape(r, *t, s.fabric);
 }
 
 void read_qp(Reader& r, const toml::table* t, Scenario& s) {
@@ -137,6 +166,34 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   if (w.messages < 1 || w.qps_per_flow < 1) r.fail("workload: messages and qps must be >= 1");
 }
 
+// A switch named by tier and index ("leaf2", "spine0"; FatTree "edge5", "agg1", "core3"). The
+// node id exists only once the topology is built: the scope carries (tier << 24 | index) and
+// the runner resolves it.
+Scope read_switch(Reader& r, const std::string& name, const std::string& where, int64_t plane,
+                  const FabricConfig& f) {
+  const bool fat = f.topology == TopologyKind::kFatTree;
+  const std::vector<std::pair<std::string, uint32_t>> tiers =
+      fat ? std::vector<std::pair<std::string, uint32_t>>{{"edge", 1}, {"agg", 2}, {"core", 3}}
+          : std::vector<std::pair<std::string, uint32_t>>{{"leaf", 1}, {"spine", 2}};
+  for (const auto& [prefix, tier] : tiers) {
+    if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 6) break;
+    const uint32_t index = static_cast<uint32_t>(std::stoul(digits));
+    const uint32_t count = fat ? (tier == 3 ? f.k * f.k / 4 : f.k * f.k / 2)
+                               : (tier == 2 ? f.spines : (f.hosts + f.hosts_per_leaf - 1) / f.hosts_per_leaf);
+    if (index >= count) break;
+    if (plane < 0) {
+      r.fail(where + "switch: naming a switch needs a plane");
+      return Scope::fabric();
+    }
+    return Scope::of_switch(PlaneId(static_cast<uint8_t>(plane)), NodeId((tier << 24) | index));
+  }
+  r.fail(where + "switch: no switch \"" + name + "\" in this fabric (" +
+         (fat ? "edgeN, aggN, coreN" : "leafN, spineN") + ")");
+  return Scope::fabric();
+}
+
 Scope read_scope(Reader& r, const toml::table& t, const std::string& where, const FabricConfig& f) {
   int64_t plane = -1, host = 0, leaf = 0, spine = 0;
   std::string link = "all";
@@ -146,8 +203,14 @@ Scope read_scope(Reader& r, const toml::table& t, const std::string& where, cons
   r.get(t, where, "spine", spine);
   r.get(t, where, "link", link);
   if (plane >= static_cast<int64_t>(f.planes)) r.fail(where + "plane: no such plane");
-  if (host >= f.hosts || spine >= f.spines || leaf >= (f.hosts + f.hosts_per_leaf - 1) / f.hosts_per_leaf)
+  const bool fat = f.topology == TopologyKind::kFatTree;
+  const int64_t leaves = fat ? f.k * f.k / 2 : (f.hosts + f.hosts_per_leaf - 1) / f.hosts_per_leaf;
+  const int64_t uplinks = fat ? f.k / 2 : f.spines;
+  if (host >= f.hosts || spine >= uplinks || leaf >= leaves)
     r.fail(where + "host/leaf/spine: index out of range");
+  std::string sw;
+  r.get(t, where, "switch", sw);
+  if (!sw.empty()) return read_switch(r, sw, where, plane, f);
   const PlaneId p(static_cast<uint8_t>(std::max<int64_t>(plane, 0)));
   if (link != "all" && plane < 0) r.fail(where + "link: naming one link needs a plane");
   if (!r.ok) return Scope::fabric();
@@ -171,7 +234,7 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
   const std::string where = "fault[" + std::to_string(index) + "].";
   r.check_keys(t, where, {"at_us", "action", "plane", "link", "host", "leaf", "spine", "loss",
                           "duplicate", "reorder", "reorder_max_us", "corrupt", "trim", "ev_slot",
-                          "down_us", "up_us", "duration_us"});
+                          "down_us", "up_us", "duration_us", "rate_fraction", "switch"});
   ScheduledFault f;
   double at_us = 0, reorder_max_us = 5, down_us = 100, up_us = 100, duration_us = 1000;
   std::string action;
@@ -194,6 +257,21 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
   if (action == "faults") f.action = FaultAction::set_faults(scope, lf);
   else if (action == "down" || action == "up") f.action = FaultAction::set_up(scope, action == "up");
   else if (action == "heal") f.action = FaultAction::heal_all();
+  else if (action == "degrade") {
+    double fraction = 0.5;
+    r.get(t, where, "rate_fraction", fraction);
+    if (fraction <= 0 || fraction > 1) r.fail(where + "rate_fraction: must be in (0, 1]");
+    else f.action = FaultAction::set_rate(scope, fraction);
+  } else if (action == "reboot") {  // down now, up again after down_us
+    f.action = FaultAction::set_up(scope, false);
+    ScheduledFault up = f;
+    up.at = f.at + Duration{static_cast<int64_t>(down_us * 1000)};
+    up.action = FaultAction::set_up(scope, true);
+    up.description = "reboot (up)";
+    s.faults.push_back(f);
+    s.faults.push_back(up);
+    return;
+  }
   else if (action == "flap") {
     FlapSpec flap{Duration{static_cast<int64_t>(down_us * 1000)}, Duration{static_cast<int64_t>(up_us * 1000)},
                   Duration{static_cast<int64_t>(duration_us * 1000)}};
@@ -204,7 +282,7 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
     f.ev_slot = static_cast<int>(slot);
     f.action = FaultAction::blackhole(scope.plane, Ev(0), action == "blackhole");
   } else {
-    r.fail(where + "action: must be faults, down, up, flap, blackhole, unblackhole or heal");
+    r.fail(where + "action: must be faults, down, up, reboot, flap, degrade, blackhole, unblackhole or heal");
   }
   s.faults.push_back(f);
 }

@@ -2,11 +2,17 @@
 // links between them, and each switch's routing table. All planes of a fabric are identical
 // copies of this template, so a link is named by (plane, local link index).
 //
-// The model is deliberately more general than the one builder it has today (leaf-spine): a
-// switch routes by the destination host's edge switch to a group of candidate output links and
-// picks one per packet by hashing the packet's EV with a per-switch salt. A 3-tier Clos/FatTree
-// builder only has to add nodes, links, groups and routes; another routing mode (per-flow
-// hashing, source routing) only has to replace next_link().
+// A switch routes by the destination host's edge switch to a group of candidate output links
+// and picks one of them per packet (next_link) by the fabric's routing mode:
+//   kEcmp   hash of the packet's flow with a per-switch salt. On a real network the EV is the
+//           UDP source port, so the 5-tuple hash gives each EV one path ("EV as entropy").
+//   kSpray  a fresh uniform choice per packet and switch (a hash of the packet id): packet
+//           spraying that ignores the EV.
+//   kSource the EV names the path (SRv6-style source routing): at a switch with n candidates,
+//           the EV's digit for that tier, so EVs 0, 1, 2, ... of a connection take distinct
+//           paths until every path is used once (no hash collisions).
+// Builders: two-tier leaf-spine (a 2-tier Clos per plane; oversubscription follows from link
+// rates and counts) and the three-tier k-ary FatTree of Al-Fares et al.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +44,7 @@ inline constexpr uint8_t bit(LinkClass c) {
 }
 
 enum class NodeKind : uint8_t { kHost, kSwitch };
+enum class Routing : uint8_t { kEcmp, kSpray, kSource };
 
 inline constexpr uint32_t kNoLink = UINT32_MAX;
 inline constexpr uint32_t kNoSpine = UINT32_MAX;
@@ -59,6 +66,13 @@ class Topology {
   // spines, every leaf connected to every spine. `salt` seeds the switches' ECMP hashes.
   static Topology leaf_spine(uint32_t planes, uint32_t hosts, uint32_t hosts_per_leaf,
                              uint32_t spines, uint64_t salt);
+  // Three-tier k-ary FatTree (k even): k pods of k/2 edge (tier 1) and k/2 aggregation (tier 2)
+  // switches, (k/2)^2 core switches (tier 3), k/2 hosts per edge switch: k^3/4 hosts, full
+  // bisection, (k/2)^2 paths between hosts in different pods. `hosts` <= k^3/4 of them are
+  // attached (the first ones); the rest of the ports stay empty.
+  static Topology fat_tree(uint32_t planes, uint32_t k, uint32_t hosts, uint64_t salt);
+  void set_routing(Routing routing) { routing_ = routing; }
+  Routing routing() const { return routing_; }
 
   uint32_t planes() const { return planes_; }
   uint32_t hosts() const { return hosts_; }
@@ -78,10 +92,12 @@ class Topology {
   // The local index of the link from -> to, or kNoLink.
   uint32_t link_between(NodeId from, NodeId to) const;
 
-  // The output link a packet to `dest` with entropy `ev` takes at switch `at` on `plane`.
-  uint32_t next_link(PlaneId plane, NodeId at, HostId dest, Ev ev) const;
+  // The output link a packet to `dest` with entropy `ev` takes at switch `at` on `plane`
+  // (`packet_id` matters only to kSpray).
+  uint32_t next_link(PlaneId plane, NodeId at, HostId dest, Ev ev, uint64_t packet_id = 0) const;
   // Every local link a packet takes from src's port to dest's port (at most 64 hops).
-  std::vector<uint32_t> route(PlaneId plane, HostId src, HostId dest, Ev ev) const;
+  std::vector<uint32_t> route(PlaneId plane, HostId src, HostId dest, Ev ev,
+                              uint64_t packet_id = 0) const;
   // Number of distinct equal-cost paths between two hosts in one plane.
   uint32_t path_count(HostId src, HostId dest) const;
 
@@ -103,8 +119,13 @@ class Topology {
   void finish(uint64_t salt);
   void set_route(NodeId at, NodeId dest_edge, uint32_t group);
 
+  void attach_hosts(const std::vector<NodeId>& edges, uint32_t hosts_per_edge);
+  void fat_tree_routes(uint32_t k);
+  uint32_t pick(const Group& group, PlaneId plane, NodeId at, Ev ev, uint64_t packet_id) const;
+
   uint32_t planes_ = 1;
   uint32_t hosts_ = 0;
+  Routing routing_ = Routing::kEcmp;
   std::vector<Node> nodes_;
   std::vector<LinkEnds> links_;
   std::vector<std::vector<NodeId>> tiers_;
@@ -121,6 +142,7 @@ class Topology {
   std::vector<Group> groups_;
   std::vector<uint32_t> group_links_;
   std::vector<uint64_t> salt_;  // per (plane, node)
+  std::vector<uint32_t> up_fanout_;  // per tier: up links of its first switch (kSource)
 };
 
 }  // namespace mrc::sim
