@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build ccache pkg-config
           libgtest-dev libgmock-dev libbenchmark-dev
           libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
-          libcpp-httplib-dev
+          libcpp-httplib-dev libibverbs-dev                          # libibverbs-dev: lib_mrc.so (OCP API)
           iproute2 nftables iptables ethtool libnetfilter-queue-dev  # namespace testbed
           python3-torch libtorch-dev pybind11-dev python3-pytest)    # torch backend (python/)
 missing=()

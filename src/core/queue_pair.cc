@@ -67,6 +67,24 @@ Result<Ok, QpError> QueuePair::set_config(const QpConfig& config) {
   return Ok{};
 }
 
+Result<Ok, QpError> QueuePair::set_requester_config(const QpConfig& config) {
+  if (state_ != QpState::kRtr) return set_config(config);
+  QpConfig next = config_;
+  next.mpr = config.mpr;
+  next.max_wimm = config.max_wimm;
+  next.timeout = config.timeout;
+  next.retry_linear = config.retry_linear;
+  next.retry_exp = config.retry_exp;
+  const std::string error = next.validate(planes_);
+  if (!error.empty()) {
+    config_error_ = error;
+    return Err{QpError::kBadConfig};
+  }
+  config_ = next;
+  config_error_.clear();
+  return Ok{};
+}
+
 Result<Ok, QpError> QueuePair::to_init() {
   if (state_ != QpState::kReset) return Err{QpError::kBadTransition};
   // The configuration in force, not the last one offered: a refused set_config changes nothing.

@@ -60,6 +60,9 @@ class QueuePair {
   const QpConfig& config() const { return config_; }
   // Configuration may change only in RESET or INIT (windows are sized at RTR/RTS).
   Result<Ok, QpError> set_config(const QpConfig& config);
+  // In RTR (the requester does not exist yet): takes the requester's settings from `config`
+  // (mpr, max_wimm, timeout, retry_linear, retry_exp), as OCP's RTR -> RTS modify sets them.
+  Result<Ok, QpError> set_requester_config(const QpConfig& config);
   const std::string& config_error() const { return config_error_; }
 
   Result<Ok, QpError> to_init();

@@ -1,0 +1,276 @@
+// The OCP MRC application API (mrc.h) except queue pairs: version and device queries, MRC
+// contexts, completion channels, CQs (poll, notify, events and their acknowledgements), QP
+// hints and asynchronous events. CQs are engine completion queues; a completion becomes a
+// struct ibv_wc here. Every call validates its handles and arguments and answers misuse with
+// errno (EINVAL, EBUSY, ENOMEM, ...), never by crashing.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "ocp/ocp_internal.h"
+
+using namespace mrc;
+using namespace mrc::ocp;
+
+namespace mrc::ocp {
+
+bool valid(const mrc_context* c) { return c != nullptr && c->magic == kMagicMrcContext; }
+bool valid(const mrc_cq* c) { return c != nullptr && c->magic == kMagicCq; }
+bool valid(const mrc_comp_channel* c) { return c != nullptr && c->magic == kMagicChannel; }
+bool valid(const mrc_qp_hint* h) { return h != nullptr && h->magic == kMagicHint; }
+bool valid(const mrc_qp* q) { return q != nullptr && q->magic == kMagicQp; }
+
+ibv_wc to_ibv_wc(const Completion& c) {
+  ibv_wc wc{};
+  wc.wr_id = c.wr_id;
+  switch (c.status) {
+    case WcStatus::kSuccess: wc.status = IBV_WC_SUCCESS; break;
+    case WcStatus::kLocalLengthError: wc.status = IBV_WC_LOC_LEN_ERR; break;
+    case WcStatus::kLocalProtectionError: wc.status = IBV_WC_LOC_PROT_ERR; break;
+    case WcStatus::kWrFlushError: wc.status = IBV_WC_WR_FLUSH_ERR; break;
+    case WcStatus::kRemoteAccessError: wc.status = IBV_WC_REM_ACCESS_ERR; break;
+    case WcStatus::kRemoteOperationError: wc.status = IBV_WC_REM_OP_ERR; break;
+    case WcStatus::kRetryExceeded: wc.status = IBV_WC_RETRY_EXC_ERR; break;
+    case WcStatus::kGeneralError: wc.status = IBV_WC_GENERAL_ERR; break;
+  }
+  wc.opcode = c.opcode == WcOpcode::kRdmaWrite ? IBV_WC_RDMA_WRITE : IBV_WC_RECV_RDMA_WITH_IMM;
+  wc.byte_len = c.byte_len;
+  if (c.has_immediate) {
+    wc.wc_flags = IBV_WC_WITH_IMM;
+    wc.imm_data = c.immediate;  // carried as the sender's big-endian bytes, as verbs does
+  }
+  wc.qp_num = c.qpn.value;
+  wc.src_qp = 0;
+  wc.pkey_index = 0;
+  return wc;
+}
+
+}  // namespace mrc::ocp
+
+extern "C" {
+
+void mrc_query_version(uint32_t* current_version, uint32_t* last_supported_version, uint32_t* vendor_version,
+                       uint32_t* last_supported_vendor_version) {
+  if (current_version != nullptr) *current_version = MRC_API_CURRENT_VERSION;
+  if (last_supported_version != nullptr) *last_supported_version = MRC_API_LAST_SUPPORTED_VERSION;
+  if (vendor_version != nullptr) *vendor_version = MRC_VENDOR_API_CURRENT_VERSION;
+  if (last_supported_vendor_version != nullptr) *last_supported_vendor_version = MRC_VENDOR_API_LAST_SUPPORTED_VERSION;
+}
+
+int mrc_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_device_attr* attr, int* supported) {
+  if (context == nullptr || attr == nullptr || supported == nullptr) return fail(EINVAL, -1);
+  if (mcontext != nullptr && (!valid(mcontext) || &mcontext->device->vctx.context != context)) return fail(EINVAL, -1);
+  std::memset(attr, 0, sizeof *attr);
+  *supported = soft_context(context) != nullptr ? 1 : 0;
+  if (*supported == 0) return 0;
+  attr->mrc_protocol_version = MRC_PROTOCOL_VERSION_1;
+  attr->wimm_attr.max_wimm = 65535;
+  attr->wimm_attr.max_wimm_dest = 4096;
+  attr->mpr_attr.max_mpr = 255;
+  attr->mpr_attr.mpr_resolution = 1;
+  attr->qp_attr.max_qp_hint = kMaxQpHints;
+  attr->cap = MRC_DEVICE_CAP_TRIM_NACK;
+  return 0;
+}
+
+int mrc_query_device(ibv_context* context, mrc_device_attr* attr, int* supported) {
+  return mrc_query_device_ex(context, nullptr, attr, supported);
+}
+
+mrc_context* mrc_create_context(ibv_context* vcontext, mrc_context_attr* context_attr) {
+  SoftContext* soft = soft_context(vcontext);
+  if (soft == nullptr) return fail<mrc_context*>(vcontext == nullptr ? EINVAL : EOPNOTSUPP, nullptr);
+  if (context_attr != nullptr && context_attr->mrc_api_version_used != 0 &&
+      (context_attr->mrc_api_version_used >> MRC_API_VER_MAJOR_OFFSET) > 1)
+    return fail<mrc_context*>(ENOTSUP, nullptr);  // written for a newer major version
+  auto* c = new mrc_context();
+  c->device = soft;
+  c->nic = soft->nic;
+  std::lock_guard lock(c->nic->mutex);
+  ++soft->mrc_contexts;
+  c->nic->contexts.push_back(c);
+  return c;
+}
+
+int mrc_destroy_context(mrc_context* mrc_ctx) {
+  if (!valid(mrc_ctx)) return fail(EINVAL, -1);
+  {
+    std::lock_guard lock(mrc_ctx->nic->mutex);
+    if (mrc_ctx->channels + mrc_ctx->cqs + mrc_ctx->qps + mrc_ctx->hints > 0) return fail(EBUSY, -1);
+    auto& list = mrc_ctx->nic->contexts;
+    list.erase(std::remove(list.begin(), list.end(), mrc_ctx), list.end());
+    --mrc_ctx->device->mrc_contexts;
+    mrc_ctx->magic = kDead;
+  }
+  delete mrc_ctx;
+  return 0;
+}
+
+int mrc_create_comp_channel(mrc_context* mrc_ctx, mrc_comp_channel** channel) {
+  if (!valid(mrc_ctx) || channel == nullptr) return fail(EINVAL, -1);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  (void)fcntl(fds[1], F_SETFL, O_NONBLOCK);  // the progress thread never blocks on it
+  auto* ch = new mrc_comp_channel();
+  ch->context = mrc_ctx;
+  ch->read_fd = fds[0];
+  ch->write_fd = fds[1];
+  std::lock_guard lock(mrc_ctx->nic->mutex);
+  ++mrc_ctx->channels;
+  *channel = ch;
+  return 0;
+}
+
+int mrc_get_comp_channel_fd(mrc_comp_channel* channel, int* fd) {
+  if (!valid(channel) || fd == nullptr) return fail(EINVAL, -1);
+  *fd = channel->read_fd;
+  return 0;
+}
+
+int mrc_destroy_comp_channel(mrc_comp_channel* channel) {
+  if (!valid(channel)) return fail(EINVAL, -1);
+  {
+    std::lock_guard lock(channel->context->nic->mutex);
+    if (channel->cqs > 0) return fail(EBUSY, -1);
+    --channel->context->channels;
+    channel->magic = kDead;
+  }
+  close(channel->read_fd);
+  close(channel->write_fd);
+  delete channel;
+  return 0;
+}
+
+mrc_cq* mrc_create_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_channel* channel, int comp_vector) {
+  if (!valid(mrc_ctx) || cqe < 1 || cqe > kMaxCqe || comp_vector != 0) return fail<mrc_cq*>(EINVAL, nullptr);
+  if (channel != nullptr && (!valid(channel) || channel->context != mrc_ctx)) return fail<mrc_cq*>(EINVAL, nullptr);
+  auto* cq = new mrc_cq();
+  cq->context = mrc_ctx;
+  cq->channel = channel;
+  cq->cq_context = cq_context;
+  std::lock_guard lock(mrc_ctx->nic->mutex);
+  cq->queue = mrc_ctx->nic->host->endpoint().create_cq(static_cast<uint32_t>(cqe));
+  if (channel != nullptr) ++channel->cqs;
+  ++mrc_ctx->cqs;
+  mrc_ctx->cq_list.push_back(cq);
+  return cq;
+}
+
+int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
+  if (!valid(cq) || cq->ev_cq || num_entries < 0 || (num_entries > 0 && wc == nullptr)) return fail(EINVAL, -1);
+  if (cq->ready.load(std::memory_order_acquire) == 0) return 0;
+  Completion batch[64];
+  int done = 0;
+  std::lock_guard lock(cq->context->nic->mutex);
+  while (done < num_entries) {
+    const size_t want = std::min<size_t>(64, static_cast<size_t>(num_entries - done));
+    const size_t n = cq->queue->poll(std::span<Completion>(batch, want));
+    for (size_t i = 0; i < n; ++i) wc[done++] = to_ibv_wc(batch[i]);
+    if (n < want) break;
+  }
+  cq->ready.store(static_cast<uint32_t>(cq->queue->size()), std::memory_order_release);
+  return done;
+}
+
+int mrc_destroy_cq(mrc_cq* cq) {
+  if (!valid(cq)) return fail(EINVAL, -1);
+  mrc_context* c = cq->context;
+  {
+    std::lock_guard lock(c->nic->mutex);
+    if (cq->qps > 0 || cq->events_delivered != cq->events_acked) return fail(EBUSY, -1);
+    if (cq->channel != nullptr) --cq->channel->cqs;
+    --c->cqs;
+    c->cq_list.erase(std::remove(c->cq_list.begin(), c->cq_list.end(), cq), c->cq_list.end());
+    cq->magic = kDead;
+    // The engine keeps its (now unused) ring: Endpoint has no CQ removal.
+  }
+  delete cq;
+  return 0;
+}
+
+int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
+  (void)solicited_only;  // every MRC receive completion counts as solicited
+  if (!valid(cq) || cq->channel == nullptr) return fail(EINVAL, -1);
+  std::lock_guard lock(cq->context->nic->mutex);
+  cq->armed = true;
+  cq->context->nic->host->wake();
+  return 0;
+}
+
+int mrc_get_cq_event(mrc_comp_channel* channel, mrc_cq** cq, void** cq_context) {
+  if (!valid(channel) || cq == nullptr || cq_context == nullptr) return fail(EINVAL, -1);
+  mrc_cq* got = nullptr;
+  const ssize_t n = read(channel->read_fd, &got, sizeof got);
+  if (n != static_cast<ssize_t>(sizeof got)) return n < 0 ? -1 : fail(EIO, -1);
+  *cq = got;
+  *cq_context = got->cq_context;
+  return 0;
+}
+
+void mrc_ack_cq_events(mrc_cq* cq, unsigned int nevents) {
+  if (!valid(cq)) return;
+  std::lock_guard lock(cq->context->nic->mutex);
+  cq->events_acked = std::min(cq->events_acked + nevents, cq->events_delivered);
+}
+
+int mrc_get_async_event(mrc_context* mrc_ctx, mrc_async_event* event) {
+  if (!valid(mrc_ctx) || event == nullptr) return fail(EINVAL, -1);
+  std::unique_lock lock(mrc_ctx->async_mutex);
+  mrc_ctx->async_ready.wait(lock, [&] { return !mrc_ctx->async_events.empty(); });
+  *event = mrc_ctx->async_events.front();
+  mrc_ctx->async_events.pop_front();
+  return 0;
+}
+
+void mrc_ack_async_event(mrc_async_event* event) { (void)event; }
+
+mrc_qp_hint* mrc_create_qp_hint(mrc_context* mrc_ctx, mrc_qp_hint_init_attr* init_attr) {
+  if (!valid(mrc_ctx) || init_attr == nullptr) return fail<mrc_qp_hint*>(EINVAL, nullptr);
+  const mrc_qp_hint_attr& a = init_attr->attr;
+  if (a.num_qps_per_peer < 0 || a.num_send_peers < 0 || a.num_remote_recv_peers < 0)
+    return fail<mrc_qp_hint*>(EINVAL, nullptr);
+  std::lock_guard lock(mrc_ctx->nic->mutex);
+  if (mrc_ctx->hints >= static_cast<int>(kMaxQpHints)) return fail<mrc_qp_hint*>(ENOMEM, nullptr);
+  auto* h = new mrc_qp_hint();
+  h->context = mrc_ctx;
+  h->attr = a;
+  ++mrc_ctx->hints;
+  return h;
+}
+
+int mrc_destroy_qp_hint(mrc_qp_hint* qp_hint) {
+  if (!valid(qp_hint)) return fail(EINVAL, -1);
+  {
+    std::lock_guard lock(qp_hint->context->nic->mutex);
+    if (qp_hint->qps > 0) return fail(EBUSY, -1);
+    --qp_hint->context->hints;
+    qp_hint->magic = kDead;
+  }
+  delete qp_hint;
+  return 0;
+}
+
+int mrc_query_qp_hint(mrc_qp_hint* qp_hint, mrc_qp_hint_attr* attr, int mask) {
+  if (!valid(qp_hint) || attr == nullptr || (mask & ~kHintMask) != 0) return fail(EINVAL, -1);
+  std::lock_guard lock(qp_hint->context->nic->mutex);
+  if (mask & MRC_QP_HINT_NUM_QPS_PER_PEER) attr->num_qps_per_peer = qp_hint->attr.num_qps_per_peer;
+  if (mask & MRC_QP_HINT_NUM_SEND_PEERS) attr->num_send_peers = qp_hint->attr.num_send_peers;
+  if (mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) attr->num_remote_recv_peers = qp_hint->attr.num_remote_recv_peers;
+  if (mask & MRC_QP_HINT_VENDOR_CFG) std::memcpy(attr->vendor_cfg, qp_hint->attr.vendor_cfg, sizeof attr->vendor_cfg);
+  return 0;
+}
+
+int mrc_modify_qp_hint(mrc_qp_hint* qp_hint, mrc_qp_hint_attr* attr, int mask) {
+  if (!valid(qp_hint) || attr == nullptr || (mask & ~kHintMask) != 0) return fail(EINVAL, -1);
+  if (attr->num_qps_per_peer < 0 || attr->num_send_peers < 0 || attr->num_remote_recv_peers < 0) return fail(EINVAL, -1);
+  std::lock_guard lock(qp_hint->context->nic->mutex);
+  if (mask & MRC_QP_HINT_NUM_QPS_PER_PEER) qp_hint->attr.num_qps_per_peer = attr->num_qps_per_peer;
+  if (mask & MRC_QP_HINT_NUM_SEND_PEERS) qp_hint->attr.num_send_peers = attr->num_send_peers;
+  if (mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) qp_hint->attr.num_remote_recv_peers = attr->num_remote_recv_peers;
+  if (mask & MRC_QP_HINT_VENDOR_CFG) std::memcpy(qp_hint->attr.vendor_cfg, attr->vendor_cfg, sizeof attr->vendor_cfg);
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,128 @@
+// Parsing of the software devices' configuration (see device_config.h): a few key=value
+// entries, validated with messages that name the source, the entry and the field.
+#include "ocp/device_config.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace mrc::ocp {
+namespace {
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+bool parse_u16(const std::string& text, uint16_t& out) {
+  if (text.empty() || text.size() > 5) return false;
+  for (char c : text)
+    if (c < '0' || c > '9') return false;
+  const unsigned long v = std::strtoul(text.c_str(), nullptr, 10);
+  if (v == 0 || v > 65535) return false;
+  out = static_cast<uint16_t>(v);
+  return true;
+}
+
+// Parses one entry; returns an error message or "".
+std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_peer) {
+  std::istringstream in(entry);
+  std::string name;
+  in >> name;
+  is_peer = name == "peer";
+  if (!is_peer) spec.name = name;
+  if (name.size() >= 64) return "device name '" + name + "' is longer than 63 characters";
+  std::string planes_text;
+  for (std::string item; in >> item;) {
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "planes") {
+      planes_text = value;
+    } else if (key == "port") {
+      if (!parse_u16(value, spec.port)) return "port=" + value + " is not a UDP port (1-65535)";
+    } else if (key == "ev-ports" && !is_peer) {
+      if (!parse_u16(value, spec.ev_port_base)) return "ev-ports=" + value + " is not a UDP port (1-65535)";
+    } else {
+      return "unknown setting '" + item + "' (known: planes=, port=" + (is_peer ? "" : ", ev-ports=") + ")";
+    }
+  }
+  if (planes_text.empty()) return "'" + name + "' needs planes=<ipv4>[,<ipv4>...]";
+  std::istringstream list(planes_text);
+  for (std::string a; std::getline(list, a, ',');) {
+    auto parsed = io::parse_plane_address(a, spec.port);
+    if (!parsed.ok()) return parsed.error();
+    parsed.value().port = spec.port;
+    spec.planes.push_back(parsed.value());
+  }
+  if (spec.planes.size() > 16) return "at most 16 planes per device";
+  return "";
+}
+
+}  // namespace
+
+DeviceConfig parse_device_config(const std::string& text, const std::string& source) {
+  DeviceConfig config;
+  config.source = source;
+  std::string normalized = text;
+  for (char& c : normalized)
+    if (c == ';') c = '\n';
+  std::istringstream in(normalized);
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    const std::string entry = trim(line.substr(0, line.find('#')));
+    if (entry.empty()) continue;
+    DeviceSpec spec;
+    bool is_peer = false;
+    const std::string error = parse_entry(entry, spec, is_peer);
+    if (!error.empty()) {
+      config.error = source + ": entry " + std::to_string(number) + " ('" + entry + "'): " + error;
+      config.devices.clear();
+      return config;
+    }
+    for (const DeviceSpec& d : config.devices)
+      if (!is_peer && d.name == spec.name) {
+        config.error = source + ": device '" + spec.name + "' is defined twice";
+        config.devices.clear();
+        return config;
+      }
+    (is_peer ? config.peers : config.devices).push_back(spec);
+  }
+  return config;
+}
+
+const DeviceConfig& device_config() {
+  static const DeviceConfig config = [] {
+    DeviceConfig c;
+    if (const char* inline_text = std::getenv("MRC_DEVICES"); inline_text != nullptr && *inline_text) {
+      c = parse_device_config(inline_text, "MRC_DEVICES");
+    } else {
+      const char* env_path = std::getenv("MRC_CONFIG");
+      const std::string path = env_path != nullptr && *env_path ? env_path : "/etc/mrc/devices.conf";
+      std::ifstream file(path);
+      if (file) {
+        std::stringstream buffer;
+        buffer << file.rdbuf();
+        c = parse_device_config(buffer.str(), path);
+      } else if (env_path != nullptr && *env_path) {
+        c.error = "MRC_CONFIG=" + path + ": cannot read the file";
+      }
+    }
+    if (!c.error.empty()) std::fprintf(stderr, "mrc: software devices unavailable: %s\n", c.error.c_str());
+    return c;
+  }();
+  return config;
+}
+
+std::optional<DeviceSpec> find_peer(const DeviceConfig& config, uint32_t ipv4) {
+  for (const auto* list : {&config.devices, &config.peers})
+    for (const DeviceSpec& spec : *list)
+      for (const io::PlaneAddress& a : spec.planes)
+        if (a.address.s_addr == ipv4) return spec;
+  return std::nullopt;
+}
+
+}  // namespace mrc::ocp

@@ -1,0 +1,49 @@
+// Configuration of mrc's software verbs devices ("mrc0", "mrc1", ...): which planes (local
+// IPv4 addresses) each device has, its MRC UDP port and the first UDP source port of its EVs,
+// plus the plane lists of remote hosts, so that a destination GID names a whole peer.
+//
+// Read once per process from, in this order:
+//   MRC_DEVICES   the configuration text itself, entries separated by ';' or newlines
+//   MRC_CONFIG    the path of a configuration file
+//   /etc/mrc/devices.conf
+// Each entry (file line) is
+//   <name> planes=<ipv4>[,<ipv4>...] [port=<udp port>] [ev-ports=<first source port>]
+//   peer planes=<ipv4>[,<ipv4>...] [port=<udp port>]
+// '#' starts a comment. Device names are what ibv_get_device_list() shows; port k of a device
+// (1-based) is its plane k. A peer is found by any of its plane addresses: local devices are
+// peers too, so two processes on one host just use two devices of one configuration.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/udp_host.h"
+
+namespace mrc::ocp {
+
+struct DeviceSpec {
+  std::string name;  // empty for a peer entry
+  std::vector<io::PlaneAddress> planes;
+  uint16_t port = 4791;
+  uint16_t ev_port_base = 50000;
+};
+
+struct DeviceConfig {
+  std::vector<DeviceSpec> devices;
+  std::vector<DeviceSpec> peers;  // remote hosts (and, implicitly, every local device)
+  std::string source;             // where it was read from, for messages
+  std::string error;              // non-empty: the configuration is unusable, and why
+};
+
+// Parses configuration text; `source` names it in error messages ("MRC_DEVICES", a path).
+DeviceConfig parse_device_config(const std::string& text, const std::string& source);
+
+// The process's configuration (read on first use; errors are printed once to stderr).
+const DeviceConfig& device_config();
+
+// The plane list of the host owning `ipv4` (network byte order), from devices and peers.
+std::optional<DeviceSpec> find_peer(const DeviceConfig& config, uint32_t ipv4);
+
+}  // namespace mrc::ocp

@@ -1,0 +1,167 @@
+// The software NIC behind an opened mrc verbs device: one engine + UDP datapath per device and
+// process, shared by every ibv_open_device() of it, with a progress thread (the same loop as
+// src/api: run the datapath under the lock, sleep without it). After each round the thread
+// delivers what an application waits for outside the CQs: completion-channel events for armed
+// CQs, asynchronous events (a QP entering ERROR, a port going down or up) and EV events.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "mrc/mrc.hpp"
+#include "ocp/ctl.h"
+#include "ocp/ocp_internal.h"
+
+namespace mrc::ocp {
+
+namespace {
+
+std::mutex g_nics_mutex;
+std::vector<std::unique_ptr<Nic>> g_nics;  // index = device index
+
+Result<std::unique_ptr<io::UdpHost>, std::string> open_host(const DeviceSpec& spec) {
+  io::UdpHostConfig hc;
+  hc.planes = spec.planes;
+  hc.ev_port_base = spec.ev_port_base;
+  hc.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(spec.planes.size()) / spec.planes.size());
+  return io::UdpHost::open(hc);
+}
+
+void signal_channel(mrc_cq* cq) {
+  cq->armed = false;
+  ++cq->events_delivered;
+  (void)!write(cq->channel->write_fd, &cq, sizeof cq);
+}
+
+}  // namespace
+
+void mrc_context_push(mrc_context* context, ibv_event_type type, mrc_qp* qp, int port) {
+  mrc_async_event event{};
+  event.event_type = type;
+  if (qp != nullptr) event.element.qp = qp;
+  else event.element.port_num = port;
+  context->push_async(event);
+}
+
+bool Nic::port_up(int plane) const { return host->plane_stats(plane).up; }
+
+uint32_t Nic::peer_handle(const std::vector<io::PlaneAddress>& planes) {
+  for (size_t i = 0; i < peers.size(); ++i) {
+    bool same = peers[i].size() == planes.size();
+    for (size_t k = 0; same && k < planes.size(); ++k)
+      same = peers[i][k].address.s_addr == planes[k].address.s_addr && peers[i][k].port == planes[k].port;
+    if (same) return peer_handles[i];
+  }
+  peers.push_back(planes);
+  peer_handles.push_back(host->add_peer(planes));
+  return peer_handles.back();
+}
+
+void Nic::after_progress() {
+  for (int p = 0; p < static_cast<int>(reported_up.size()); ++p) {
+    const bool up = port_up(p);
+    if (up == reported_up[p]) continue;
+    reported_up[p] = up;
+    for (mrc_context* c : contexts)
+      mrc_context_push(c, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, nullptr, p + 1);
+  }
+  for (mrc_context* c : contexts) {
+    for (mrc_cq* cq : c->cq_list) {
+      if (cq->queue != nullptr) cq->ready.store(static_cast<uint32_t>(cq->queue->size()), std::memory_order_release);
+      if (cq->armed && cq->channel != nullptr && cq->queue != nullptr && cq->queue->size() > 0) signal_channel(cq);
+    }
+    for (mrc_qp* qp : c->qp_list) {
+      if (qp->fatal_reported || qp->qp->state() != QpState::kError || qp->state == IBV_QPS_ERR) continue;
+      qp->fatal_reported = true;
+      qp->state = IBV_QPS_ERR;
+      mrc_context_push(c, IBV_EVENT_QP_FATAL, qp, 0);
+    }
+  }
+  ctl_after_progress(*this);
+}
+
+void Nic::loop() {
+  for (;;) {
+    Instant until;
+    bool busy = false;
+    {
+      std::lock_guard lock(mutex);
+      if (stopping) return;
+      busy = host->run_once();
+      after_progress();
+      until = std::min(host->wake_at(), host->now() + Duration::from_ms(10));
+    }
+    if (!busy) host->sleep_until(until);
+  }
+}
+
+Nic* nic_open(int index) {
+  std::lock_guard lock(g_nics_mutex);
+  const DeviceConfig& config = device_config();
+  if (index < 0 || index >= static_cast<int>(config.devices.size())) return fail<Nic*>(ENODEV, nullptr);
+  if (g_nics.size() < config.devices.size()) g_nics.resize(config.devices.size());
+  if (g_nics[index]) {
+    ++g_nics[index]->opens;
+    return g_nics[index].get();
+  }
+  auto host = open_host(config.devices[index]);
+  if (!host.ok()) {
+    std::fprintf(stderr, "mrc: cannot open device %s: %s\n", config.devices[index].name.c_str(),
+                 host.error().c_str());
+    return fail<Nic*>(host.error().find("in use") != std::string::npos ? EBUSY : EIO, nullptr);
+  }
+  auto nic = std::make_unique<Nic>();
+  nic->spec = &config.devices[index];
+  nic->host = std::move(host.value());
+  nic->admin_up.assign(nic->spec->planes.size(), true);
+  nic->reported_up.assign(nic->spec->planes.size(), true);
+  nic->opens = 1;
+  Nic* raw = nic.get();
+  nic->progress = std::thread([raw] { raw->loop(); });
+  g_nics[index] = std::move(nic);
+  return raw;
+}
+
+void nic_close(Nic* nic) {
+  std::unique_ptr<Nic> doomed;
+  {
+    std::lock_guard lock(g_nics_mutex);
+    if (--nic->opens > 0) return;
+    for (auto& n : g_nics)
+      if (n.get() == nic) doomed = std::move(n);
+  }
+  {
+    std::lock_guard lock(doomed->mutex);
+    doomed->stopping = true;
+  }
+  doomed->host->wake();
+  if (doomed->progress.joinable()) doomed->progress.join();
+}
+
+bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid_type* type) {
+  if (port < 1 || port > static_cast<int>(spec.planes.size()) || index < 0 || index > 3) return false;
+  std::memset(gid, 0, sizeof *gid);
+  const uint32_t ip = spec.planes[port - 1].address.s_addr;  // network order
+  const auto* b = reinterpret_cast<const uint8_t*>(&ip);
+  if (index < 2) {
+    // fe80::/64 with the EUI-64 interface id of a locally administered MAC 02:00:<ipv4>.
+    const uint8_t link_local[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x00, b[0], 0xff, 0xfe, b[1], b[2], b[3]};
+    std::memcpy(gid->raw, link_local, 16);
+  } else {
+    gid->raw[10] = 0xff;
+    gid->raw[11] = 0xff;
+    std::memcpy(gid->raw + 12, b, 4);
+  }
+  if (type != nullptr) *type = index % 2 == 0 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
+  return true;
+}
+
+}  // namespace mrc::ocp
+
+void mrc_context::push_async(const mrc_async_event& event) {
+  std::lock_guard lock(async_mutex);
+  if (async_events.size() >= kMaxAsyncEvents) async_events.pop_front();  // oldest lost first
+  async_events.push_back(event);
+  async_ready.notify_all();
+}

@@ -1,0 +1,199 @@
+// The objects behind lib_mrc.so's C handles. Two families:
+//   - the software verbs device (what libibverbs would give for a real NIC): SoftDevice (an
+//     ibv_device), SoftContext (an opened device: an ibv_context inside a verbs_context),
+//     SoftPd and SoftMr;
+//   - the OCP MRC objects: mrc_context, mrc_comp_channel, mrc_cq, mrc_qp_hint, mrc_qp.
+// Every opened device in a process shares one Nic: the engine (core::Endpoint) on its UDP
+// datapath (io::UdpHost) and a progress thread. Nic::mutex guards the engine and every object
+// hanging off it; the progress thread holds it only while working, as src/api does.
+// Handles carry a magic number so a stale or foreign pointer is refused (EINVAL), not followed.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cerrno>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+#include "io/udp_host.h"
+#include "mrc.h"
+#include "mrc_ctl.h"
+#include "ocp/device_config.h"
+
+namespace mrc::ocp {
+
+enum Magic : uint32_t {
+  kMagicContext = 0x4d524331,
+  kMagicPd = 0x4d524332,
+  kMagicMr = 0x4d524333,
+  kMagicMrcContext = 0x4d524334,
+  kMagicChannel = 0x4d524335,
+  kMagicCq = 0x4d524336,
+  kMagicHint = 0x4d524337,
+  kMagicQp = 0x4d524338,
+  kDead = 0xdeadbeef,
+};
+
+// Controller state of a device (mrc_ctl.h): profiles by id, kept by the Nic.
+struct EvProfile {
+  mrc_ctl_profile_state state = MRC_CTL_PROFILE_INIT;
+  mrc_ctl_ev_mode mode = MRC_CTL_EV_MODE_AUTO;
+  uint64_t fmt_id = 0;
+  uint32_t count = 0;
+  uint32_t min_active = 0;
+  int event_mask = 0;
+  std::vector<mrc_ctl_ev_field> fields;
+  std::vector<mrc_ctl_ev_op_entry> evs;  // explicit / denied EVs (value, port, state)
+  int qps = 0;                           // QPs using it
+};
+struct EvFmtProfile {
+  mrc_ctl_profile_state state = MRC_CTL_PROFILE_INIT;
+  mrc_ctl_ev_fmt_mode mode = MRC_CTL_EV_FMT_MODE_UDP;
+  std::vector<mrc_ctl_ev_fmt_field> fields;
+};
+struct CcProfile {
+  mrc_ctl_profile_state state = MRC_CTL_PROFILE_INIT;
+  std::string algorithm;  // "" = congestion control off
+  bool has_config = false;
+  mrc_ctl_cc_nscc_cfg nscc{};
+  int qps = 0;
+};
+
+struct Nic {
+  const DeviceSpec* spec = nullptr;
+  std::unique_ptr<io::UdpHost> host;
+  std::mutex mutex;
+  std::thread progress;
+  bool stopping = false;
+  int opens = 0;
+  std::vector<mrc_context*> contexts;
+  std::vector<bool> admin_up;      // per port (plane); false = MRC_CTL_PORT_ADMIN_DISABLED
+  std::vector<bool> reported_up;   // per port, last state announced as an async event
+  std::map<uint64_t, EvProfile> ev_profiles;
+  std::map<uint64_t, EvFmtProfile> ev_fmt_profiles;
+  std::map<uint64_t, CcProfile> cc_profiles;
+  std::vector<std::vector<io::PlaneAddress>> peers;  // handles from UdpHost::add_peer
+  std::vector<uint32_t> peer_handles;
+
+  void loop();
+  void after_progress();  // under mutex: CQ notifications, async and EV events
+  bool port_up(int plane) const;
+  uint32_t peer_handle(const std::vector<io::PlaneAddress>& planes);
+};
+
+struct SoftDevice {
+  ibv_device device;
+  int index = 0;  // into device_config().devices
+};
+
+struct SoftContext {
+  uint32_t magic = kMagicContext;
+  Nic* nic = nullptr;
+  int pds = 0;
+  int mrc_contexts = 0;
+  verbs_context vctx;  // ends with the ibv_context handed out
+};
+
+struct SoftPd {
+  ibv_pd pd;
+  uint32_t magic = kMagicPd;
+  uint32_t engine_pd = 0;
+  int users = 0;  // memory regions and QPs
+  SoftContext* owner = nullptr;
+};
+
+struct SoftMr {
+  ibv_mr mr;
+  uint32_t magic = kMagicMr;
+  SoftPd* pd = nullptr;
+};
+
+// Lookups: the object behind a verbs handle if it is one of ours, else nullptr.
+SoftContext* soft_context(ibv_context* context);
+SoftPd* soft_pd(ibv_pd* pd);
+SoftDevice* soft_device(ibv_device* device);
+// Opens (or shares) the Nic of device `index`; errno set on failure.
+Nic* nic_open(int index);
+void nic_close(Nic* nic);
+// The GID of `port` (1-based) at `index` (0-3: link-local RoCEv1/v2, IPv4 RoCEv1/v2).
+bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid_type* type);
+
+// Sets errno and returns `value` (for "return fail(EINVAL, -1)").
+template <typename T>
+T fail(int error, T value) {
+  errno = error;
+  return value;
+}
+
+}  // namespace mrc::ocp
+
+struct mrc_context {
+  uint32_t magic = mrc::ocp::kMagicMrcContext;
+  mrc::ocp::SoftContext* device = nullptr;
+  mrc::ocp::Nic* nic = nullptr;
+  int channels = 0, cqs = 0, qps = 0, hints = 0;
+  std::vector<mrc_cq*> cq_list;
+  std::vector<mrc_qp*> qp_list;
+  // Asynchronous events, bounded; their own lock (the progress thread adds under Nic::mutex).
+  std::mutex async_mutex;
+  std::condition_variable async_ready;
+  std::deque<mrc_async_event> async_events;
+  static constexpr size_t kMaxAsyncEvents = 256;
+  void push_async(const mrc_async_event& event);
+};
+
+struct mrc_comp_channel {
+  uint32_t magic = mrc::ocp::kMagicChannel;
+  mrc_context* context = nullptr;
+  int read_fd = -1, write_fd = -1;  // a pipe carrying mrc_cq pointers
+  int cqs = 0;
+};
+
+struct mrc_cq {
+  uint32_t magic = mrc::ocp::kMagicCq;
+  mrc_context* context = nullptr;
+  mrc::CompletionQueue* queue = nullptr;  // engine CQ (nullptr for an EV event CQ)
+  mrc_comp_channel* channel = nullptr;
+  void* cq_context = nullptr;
+  bool armed = false;
+  // Completions waiting, as of the last progress round or poll: lets mrc_poll_cq() on an
+  // empty CQ return without taking Nic::mutex (a spinning poller would starve the engine).
+  std::atomic<uint32_t> ready{0};
+  unsigned events_delivered = 0, events_acked = 0;  // guarded by Nic::mutex
+  int qps = 0;
+  // EV event CQ: bounded queue and count of events that did not fit.
+  bool ev_cq = false;
+  uint32_t ev_capacity = 0;
+  std::deque<mrc_ctl_ev_event> ev_events;
+  uint32_t ev_dropped = 0;
+};
+
+struct mrc_qp_hint {
+  uint32_t magic = mrc::ocp::kMagicHint;
+  mrc_context* context = nullptr;
+  mrc_qp_hint_attr attr{};
+  int qps = 0;
+};
+
+struct mrc_qp {
+  uint32_t magic = mrc::ocp::kMagicQp;
+  mrc_context* context = nullptr;
+  mrc::QueuePair* qp = nullptr;
+  mrc_qp_init_attr init{};
+  mrc::QpConfig config;           // in force or to be applied at the next transition
+  ibv_qp_state state = IBV_QPS_RESET;
+  ibv_qp_attr vattr{};            // verbs attributes as last set (for mrc_query_qp)
+  mrc_qp_attr mattr{};            // MRC attributes as last set
+  uint64_t ev_profile = 0, cc_profile = 0;
+  bool has_ev_profile = false, has_cc_profile = false;
+  bool fatal_reported = false;
+};

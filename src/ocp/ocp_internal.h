@@ -1,0 +1,24 @@
+// Helpers shared by the lib_mrc.so sources: handle validation, limits, the completion
+// translation and the controller hooks the progress thread calls.
+#pragma once
+
+#include <algorithm>
+
+#include "ocp/objects.h"
+
+namespace mrc::ocp {
+
+inline constexpr uint32_t kMaxQpHints = 1024;
+inline constexpr int kMaxCqe = 1 << 20;
+inline constexpr int kHintMask = MRC_QP_HINT_NUM_QPS_PER_PEER | MRC_QP_HINT_NUM_SEND_PEERS |
+                                 MRC_QP_HINT_NUM_REMOTE_RECV_PEERS | MRC_QP_HINT_VENDOR_CFG;
+
+bool valid(const mrc_context* c);
+bool valid(const mrc_cq* c);
+bool valid(const mrc_comp_channel* c);
+bool valid(const mrc_qp_hint* h);
+bool valid(const mrc_qp* q);
+
+ibv_wc to_ibv_wc(const Completion& c);
+
+}  // namespace mrc::ocp

@@ -1,0 +1,413 @@
+// OCP MRC queue pairs over engine QueuePairs: create, modify through RESET -> INIT -> RTR ->
+// RTS (and to ERROR or RESET) with verbs and MRC attribute masks, query, post and destroy.
+//
+// MRC attributes are staged in a QpConfig and handed to the engine at the transition that
+// sizes what they configure: responder settings (mpr_dest, max_wimm_dest) before RTR, the
+// requester's (mpr, max_wimm, timeout, retries) before RTS. The peer is named by the RoCEv2
+// destination GID of IBV_QP_AV; its plane list comes from the device configuration.
+// Verbs attributes that the OCP API does not use (port, verbs timeout and retry counts, RNR,
+// RD atomics, alternate path) are accepted and ignored, as OCP's own examples pass them.
+#include <arpa/inet.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "ocp/ctl.h"
+#include "ocp/ocp_internal.h"
+
+using namespace mrc;
+using namespace mrc::ocp;
+
+namespace {
+
+constexpr int kIgnoredVerbs = IBV_QP_PORT | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                              IBV_QP_MIN_RNR_TIMER | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
+                              IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE | IBV_QP_PKEY_INDEX |
+                              IBV_QP_EN_SQD_ASYNC_NOTIFY | IBV_QP_QKEY;
+constexpr int kUsedVerbs = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_AV | IBV_QP_PATH_MTU |
+                           IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_SQ_PSN;
+constexpr int kInitGroup = MRC_QP_HINT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID;
+constexpr int kRtrGroup = MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_CAP;
+constexpr int kRtsGroup = MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_QP_TIMEOUT;
+constexpr int kKnownMrc = kInitGroup | kRtrGroup | kRtsGroup | MRC_QP_VENDOR_CFG;
+
+ibv_qp_state engine_state(const mrc_qp& qp) {
+  switch (qp.qp->state()) {
+    case QpState::kReset: return IBV_QPS_RESET;
+    case QpState::kInit: return IBV_QPS_INIT;
+    case QpState::kRtr: return IBV_QPS_RTR;
+    case QpState::kRts: return IBV_QPS_RTS;
+    case QpState::kError: return IBV_QPS_ERR;
+  }
+  return IBV_QPS_ERR;
+}
+
+// Hands the staged configuration to the engine if the QP's state still allows it.
+int push_config(mrc_qp& qp, const QpConfig& next) {
+  Result<Ok, QpError> r = Ok{};
+  switch (qp.qp->state()) {
+    case QpState::kReset:
+    case QpState::kInit: r = qp.qp->set_config(next); break;
+    case QpState::kRtr: r = qp.qp->set_requester_config(next); break;
+    default: return EINVAL;
+  }
+  if (!r.ok()) {
+    std::fprintf(stderr, "mrc: modify_qp: %s\n", qp.qp->config_error().c_str());
+    return EINVAL;
+  }
+  qp.config = next;
+  return 0;
+}
+
+int check_mrc_values(const mrc_qp_attr& a, int mask) {
+  if ((mask & MRC_QP_MPR) && a.mpr.mpr == 0) return EINVAL;
+  if ((mask & MRC_QP_MPR_DEST) && a.mpr.mpr_dest == 0) return EINVAL;
+  if ((mask & MRC_QP_MAX_WIMM) && a.wimm.max_wimm == 0) return EINVAL;
+  if ((mask & MRC_QP_MAX_WIMM_DEST) && (a.wimm.max_wimm_dest == 0 || a.wimm.max_wimm_dest > 4096)) return EINVAL;
+  if ((mask & MRC_QP_TIMEOUT) && a.timeout > 24) return EINVAL;
+  if ((mask & MRC_QP_RETRY_CNT) && (a.retry.linear_cnt > 7 || a.retry.exp_cnt > 25)) return EINVAL;
+  if (mask & MRC_QP_CAP) {
+    if (a.cap & MRC_QP_CAP_DYNAMIC_MPR) return EOPNOTSUPP;  // not advertised by the device
+    if (a.cap & ~static_cast<uint32_t>(MRC_QP_CAP_TRIM_NACK_DEST_UNSUPPORTED | MRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED))
+      return EINVAL;
+  }
+  return 0;
+}
+
+int check_groups(ibv_qp_state state, int mask) {
+  const bool configurable = state == IBV_QPS_RESET || state == IBV_QPS_INIT;
+  if ((mask & (kInitGroup | kRtrGroup)) && !configurable) return EINVAL;
+  if ((mask & kRtsGroup) && !configurable && state != IBV_QPS_RTR) return EINVAL;
+  return 0;
+}
+
+// Profiles and the hint: reference counts move only once everything else has succeeded.
+int stage_profiles(mrc_qp& qp, const mrc_qp_attr& a, int mask, QpConfig& next) {
+  Nic& nic = *qp.context->nic;
+  if (mask & MRC_QP_EV_PROFILE_ID)
+    if (int e = ctl_apply_ev_profile(nic, a.profile.ev_profile_id, next)) return e;
+  if (mask & MRC_QP_CC_PROFILE_ID)
+    if (int e = ctl_apply_cc_profile(nic, a.profile.cc_profile_id, next)) return e;
+  if ((mask & MRC_QP_HINT) && a.qp_hint != nullptr && (!valid(a.qp_hint) || a.qp_hint->context != qp.context))
+    return EINVAL;
+  return 0;
+}
+
+void commit_profiles(mrc_qp& qp, const mrc_qp_attr& a, int mask) {
+  Nic& nic = *qp.context->nic;
+  if (mask & MRC_QP_EV_PROFILE_ID) {
+    if (qp.has_ev_profile) --nic.ev_profiles[qp.ev_profile].qps;
+    qp.ev_profile = a.profile.ev_profile_id;
+    qp.has_ev_profile = true;
+    ++nic.ev_profiles[qp.ev_profile].qps;
+  }
+  if (mask & MRC_QP_CC_PROFILE_ID) {
+    if (qp.has_cc_profile) --nic.cc_profiles[qp.cc_profile].qps;
+    qp.cc_profile = a.profile.cc_profile_id;
+    qp.has_cc_profile = true;
+    ++nic.cc_profiles[qp.cc_profile].qps;
+  }
+  if (mask & MRC_QP_HINT) {
+    if (qp.mattr.qp_hint != nullptr) --qp.mattr.qp_hint->qps;
+    qp.mattr.qp_hint = a.qp_hint;
+    if (a.qp_hint != nullptr) ++a.qp_hint->qps;
+  }
+}
+
+int apply_mrc_attrs(mrc_qp& qp, const mrc_qp_attr* a, int mask, QpConfig& next) {
+  if (mask == 0) return 0;
+  if (a == nullptr || (mask & ~kKnownMrc) != 0) return EINVAL;
+  if (int e = check_mrc_values(*a, mask)) return e;
+  if (int e = check_groups(qp.state, mask)) return e;
+  if (int e = stage_profiles(qp, *a, mask, next)) return e;
+  if (mask & MRC_QP_MPR) next.mpr = a->mpr.mpr;
+  if (mask & MRC_QP_MPR_DEST) next.mpr_dest = a->mpr.mpr_dest;
+  if (mask & MRC_QP_MAX_WIMM) next.max_wimm = a->wimm.max_wimm;
+  if (mask & MRC_QP_MAX_WIMM_DEST) next.max_wimm_dest = a->wimm.max_wimm_dest;
+  if (mask & MRC_QP_TIMEOUT) next.timeout = a->timeout;
+  if (mask & MRC_QP_RETRY_CNT) {
+    next.retry_linear = a->retry.linear_cnt;
+    next.retry_exp = a->retry.exp_cnt;
+  }
+  return 0;
+}
+
+void remember_mrc_attrs(mrc_qp& qp, const mrc_qp_attr* a, int mask) {
+  if (mask == 0) return;
+  commit_profiles(qp, *a, mask);
+  if (mask & MRC_QP_CAP) qp.mattr.cap = a->cap;
+  if (mask & MRC_QP_VENDOR_CFG) std::memcpy(qp.mattr.vendor_cfg, a->vendor_cfg, sizeof a->vendor_cfg);
+}
+
+int apply_verbs_attrs(mrc_qp& qp, const ibv_qp_attr* v, int mask, QpConfig& next) {
+  if (mask == 0) return 0;
+  if (v == nullptr || (mask & ~(kUsedVerbs | kIgnoredVerbs)) != 0) return EINVAL;
+  if (mask & IBV_QP_PATH_MTU) {
+    if (v->path_mtu < IBV_MTU_256 || v->path_mtu > IBV_MTU_4096) return EINVAL;
+    if (qp.state != IBV_QPS_RESET && qp.state != IBV_QPS_INIT) return EINVAL;
+    next.mtu_bytes = 128u << v->path_mtu;
+  }
+  if ((mask & IBV_QP_ACCESS_FLAGS) &&
+      (v->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) != 0)
+    return EINVAL;
+  if ((mask & (IBV_QP_RQ_PSN | IBV_QP_SQ_PSN | IBV_QP_DEST_QPN)) &&
+      ((v->rq_psn | v->sq_psn) > Psn::kMask || v->dest_qp_num > 0xFFFFFF))
+    return EINVAL;
+  return 0;
+}
+
+void remember_verbs_attrs(mrc_qp& qp, const ibv_qp_attr* v, int mask) {
+  if (mask == 0) return;
+  if (mask & IBV_QP_PATH_MTU) qp.vattr.path_mtu = v->path_mtu;
+  if (mask & IBV_QP_ACCESS_FLAGS) qp.vattr.qp_access_flags = v->qp_access_flags;
+  if (mask & IBV_QP_AV) qp.vattr.ah_attr = v->ah_attr;
+  if (mask & IBV_QP_DEST_QPN) qp.vattr.dest_qp_num = v->dest_qp_num;
+  if (mask & IBV_QP_RQ_PSN) qp.vattr.rq_psn = v->rq_psn;
+  if (mask & IBV_QP_SQ_PSN) qp.vattr.sq_psn = v->sq_psn;
+}
+
+// The peer's planes from the destination GID (an IPv4-mapped RoCEv2 GID).
+int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
+  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  const ibv_gid& gid = ah.grh.dgid;
+  if (!ah.is_global || std::memcmp(gid.raw, kMapped, sizeof kMapped) != 0) {
+    std::fprintf(stderr, "mrc: modify_qp(RTR): the destination must be an IPv4 RoCEv2 GID (is_global=1)\n");
+    return EINVAL;
+  }
+  uint32_t ip = 0;
+  std::memcpy(&ip, gid.raw + 12, 4);
+  auto peer = find_peer(device_config(), ip);
+  Nic& nic = *qp.context->nic;
+  char text[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &ip, text, sizeof text);
+  if (!peer) {
+    std::fprintf(stderr, "mrc: modify_qp(RTR): %s is not a plane of any device or peer in %s\n", text,
+                 device_config().source.empty() ? "the configuration (MRC_DEVICES)" : device_config().source.c_str());
+    return EINVAL;
+  }
+  if (peer->planes.size() != nic.spec->planes.size()) {
+    std::fprintf(stderr, "mrc: modify_qp(RTR): peer %s has %zu planes, device %s has %zu: both ends need the same\n",
+                 text, peer->planes.size(), nic.spec->name.c_str(), nic.spec->planes.size());
+    return EINVAL;
+  }
+  handle = nic.peer_handle(peer->planes);
+  return 0;
+}
+
+int transition(mrc_qp& qp, ibv_qp_state to, const ibv_qp_attr* v, int mask) {
+  const ibv_qp_state from = qp.state;
+  if (to == IBV_QPS_ERR) {
+    qp.qp->to_error();
+  } else if (to == IBV_QPS_RESET) {
+    qp.qp->to_reset();
+  } else if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) {
+    if (!qp.qp->to_init().ok()) return EINVAL;
+  } else if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
+    constexpr int kNeeded = IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+    if ((mask & kNeeded) != kNeeded) return EINVAL;
+    uint32_t peer = 0;
+    if (int e = resolve_peer(qp, v->ah_attr, peer)) return e;
+    RtrAttributes rtr{Qpn(v->dest_qp_num), Psn(v->rq_psn), peer};
+    if (!qp.qp->to_rtr(rtr).ok()) return EINVAL;
+    ctl_qp_connected(*qp.context->nic, qp);
+  } else if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
+    if (!(mask & IBV_QP_SQ_PSN)) return EINVAL;
+    if (!qp.qp->to_rts(RtsAttributes{Psn(v->sq_psn)}).ok()) return EINVAL;
+  } else if (from != to || (to != IBV_QPS_INIT && to != IBV_QPS_RTR && to != IBV_QPS_RTS)) {
+    return EINVAL;  // skipped states, SQD/SQE, or a backward move other than RESET/ERR
+  }
+  qp.state = to;
+  qp.fatal_reported = to == IBV_QPS_ERR;
+  return 0;
+}
+
+int modify_locked(mrc_qp& qp, ibv_qp_attr* v, int vmask, mrc_qp_attr* m, int mmask) {
+  qp.state = engine_state(qp);  // the engine may have moved the QP to ERROR on its own
+  if ((vmask & IBV_QP_CUR_STATE) && v != nullptr && v->cur_qp_state != qp.state) return EINVAL;
+  const ibv_qp_state to = (vmask & IBV_QP_STATE) && v != nullptr ? v->qp_state : qp.state;
+  QpConfig next = qp.config;
+  if (int e = apply_verbs_attrs(qp, v, vmask, next)) return e;
+  if (int e = apply_mrc_attrs(qp, m, mmask, next)) return e;
+  const bool config_changes = vmask & IBV_QP_PATH_MTU || mmask & (kInitGroup | kRtrGroup | kRtsGroup);
+  if (config_changes && to != IBV_QPS_ERR && to != IBV_QPS_RESET)
+    if (int e = push_config(qp, next)) return e;
+  if (int e = transition(qp, to, v, vmask)) return e;
+  remember_verbs_attrs(qp, v, vmask);
+  remember_mrc_attrs(qp, m, mmask);
+  return 0;
+}
+
+int post_error(PostError e) { return e == PostError::kQueueFull ? ENOMEM : EINVAL; }
+
+int post_one(mrc_qp& qp, const ibv_send_wr& wr) {
+  if (wr.opcode != IBV_WR_RDMA_WRITE && wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM) return EINVAL;
+  if (wr.send_flags & IBV_SEND_INLINE) return EINVAL;  // max_inline_data is 0
+  if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > qp.init.cap.max_send_sge ||
+      (wr.num_sge > 0 && wr.sg_list == nullptr))
+    return EINVAL;
+  Sge sges[kMaxSge];
+  for (int i = 0; i < wr.num_sge; ++i) sges[i] = Sge{wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
+  SendWr s;
+  s.wr_id = wr.wr_id;
+  s.opcode = wr.opcode == IBV_WR_RDMA_WRITE ? SendOpcode::kWrite : SendOpcode::kWriteWithImm;
+  s.sg_list = sges;
+  s.num_sge = static_cast<uint32_t>(wr.num_sge);
+  s.remote_addr = wr.wr.rdma.remote_addr;
+  s.rkey = wr.wr.rdma.rkey;
+  s.immediate = wr.imm_data;
+  s.signaled = qp.init.sq_sig_all != 0 || (wr.send_flags & IBV_SEND_SIGNALED) != 0;
+  auto r = qp.qp->post_send(s);
+  return r.ok() ? 0 : post_error(r.error());
+}
+
+}  // namespace
+
+extern "C" {
+
+mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
+  if (!valid(mrc_ctx) || attr == nullptr || !valid(attr->send_cq) || !valid(attr->recv_cq))
+    return fail<mrc_qp*>(EINVAL, nullptr);
+  SoftPd* pd = soft_pd(attr->pd);
+  ibv_qp_cap& cap = attr->cap;
+  if (pd == nullptr || pd->owner != mrc_ctx->device || attr->send_cq->context != mrc_ctx ||
+      attr->recv_cq->context != mrc_ctx || attr->send_cq->ev_cq || attr->recv_cq->ev_cq)
+    return fail<mrc_qp*>(EINVAL, nullptr);
+  if (attr->protocol_version != MRC_PROTOCOL_VERSION_0 && attr->protocol_version != MRC_PROTOCOL_VERSION_1)
+    return fail<mrc_qp*>(EOPNOTSUPP, nullptr);
+  if (cap.max_send_wr < 1 || cap.max_send_wr > 65536 || cap.max_recv_wr > 65536 || cap.max_send_sge > kMaxSge ||
+      cap.max_recv_sge > kMaxSge || cap.max_inline_data > 0)
+    return fail<mrc_qp*>(EINVAL, nullptr);
+  Nic& nic = *mrc_ctx->nic;
+  QpConfig config;
+  config.max_send_wr = cap.max_send_wr;
+  config.max_recv_wr = std::max<uint32_t>(cap.max_recv_wr, 1);
+  config.max_sge = std::max<uint32_t>({cap.max_send_sge, cap.max_recv_sge, 1});
+  config.ev_port_base = nic.spec->ev_port_base;
+  std::lock_guard lock(nic.mutex);
+  auto created = nic.host->endpoint().create_qp(config, pd->engine_pd, attr->send_cq->queue, attr->recv_cq->queue);
+  if (!created.ok()) return fail<mrc_qp*>(created.error() == QpError::kTooManyQps ? ENOMEM : EINVAL, nullptr);
+  cap.max_recv_wr = config.max_recv_wr;
+  cap.max_send_sge = cap.max_recv_sge = config.max_sge;
+  auto* qp = new mrc_qp();
+  qp->context = mrc_ctx;
+  qp->qp = created.value();
+  qp->init = *attr;
+  qp->config = config;
+  ++attr->send_cq->qps;
+  ++attr->recv_cq->qps;
+  ++pd->users;
+  ++mrc_ctx->qps;
+  mrc_ctx->qp_list.push_back(qp);
+  return qp;
+}
+
+int mrc_destroy_qp(mrc_qp* qp) {
+  if (!valid(qp)) return fail(EINVAL, -1);
+  mrc_context* c = qp->context;
+  {
+    std::lock_guard lock(c->nic->mutex);
+    (void)c->nic->host->endpoint().destroy_qp(qp->qp->qpn());
+    --qp->init.send_cq->qps;
+    --qp->init.recv_cq->qps;
+    --soft_pd(qp->init.pd)->users;
+    if (qp->mattr.qp_hint != nullptr) --qp->mattr.qp_hint->qps;
+    if (qp->has_ev_profile) --c->nic->ev_profiles[qp->ev_profile].qps;
+    if (qp->has_cc_profile) --c->nic->cc_profiles[qp->cc_profile].qps;
+    --c->qps;
+    c->qp_list.erase(std::remove(c->qp_list.begin(), c->qp_list.end(), qp), c->qp_list.end());
+    qp->magic = kDead;
+  }
+  delete qp;
+  return 0;
+}
+
+int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* vattr, int vattr_mask, mrc_qp_attr* mrc_attr, int mrc_attr_mask) {
+  if (!valid(qp)) return fail(EINVAL, -1);
+  int e = 0;
+  {
+    std::lock_guard lock(qp->context->nic->mutex);
+    e = modify_locked(*qp, vattr, vattr_mask, mrc_attr, mrc_attr_mask);
+  }
+  qp->context->nic->host->wake();
+  return e == 0 ? 0 : fail(e, -1);
+}
+
+int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* vattr, int vattr_mask, mrc_qp_attr* mrc_attr, int mrc_attr_mask,
+                 mrc_qp_init_attr* init_attr) {
+  (void)vattr_mask;
+  (void)mrc_attr_mask;  // everything is cheap to fill: all fields are returned
+  if (!valid(qp)) return fail(EINVAL, -1);
+  std::lock_guard lock(qp->context->nic->mutex);
+  qp->state = engine_state(*qp);
+  if (vattr != nullptr) {
+    *vattr = qp->vattr;
+    vattr->qp_state = vattr->cur_qp_state = qp->state;
+    vattr->cap = qp->init.cap;
+    vattr->port_num = 1;
+    vattr->timeout = qp->config.timeout;
+    vattr->retry_cnt = qp->config.retry_linear;
+    vattr->path_mtu = static_cast<ibv_mtu>(__builtin_ctz(qp->config.mtu_bytes) - 7);
+  }
+  if (mrc_attr != nullptr) {
+    *mrc_attr = qp->mattr;
+    mrc_attr->mpr.mpr = qp->config.mpr;
+    mrc_attr->mpr.mpr_dest = qp->config.mpr_dest;
+    mrc_attr->wimm.max_wimm = qp->config.max_wimm;
+    mrc_attr->wimm.max_wimm_dest = qp->config.max_wimm_dest;
+    mrc_attr->timeout = qp->config.timeout;
+    mrc_attr->retry.linear_cnt = qp->config.retry_linear;
+    mrc_attr->retry.exp_cnt = qp->config.retry_exp;
+    mrc_attr->profile.ev_profile_id = qp->ev_profile;
+    mrc_attr->profile.cc_profile_id = qp->cc_profile;
+  }
+  if (init_attr != nullptr) *init_attr = qp->init;
+  return 0;
+}
+
+int mrc_get_qpn(mrc_qp* qp, uint32_t* qpn) {
+  if (!valid(qp) || qpn == nullptr) return fail(EINVAL, -1);
+  *qpn = qp->qp->qpn().value;
+  return 0;
+}
+
+int mrc_post_send(mrc_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  if (!valid(qp) || wr == nullptr) {
+    if (bad_wr != nullptr) *bad_wr = wr;
+    errno = EINVAL;
+    return EINVAL;
+  }
+  int e = 0;
+  {
+    std::lock_guard lock(qp->context->nic->mutex);
+    for (; wr != nullptr && e == 0; wr = e == 0 ? wr->next : wr) e = post_one(*qp, *wr);
+  }
+  qp->context->nic->host->wake();
+  if (e == 0) return 0;
+  if (bad_wr != nullptr) *bad_wr = wr;
+  errno = e;
+  return e;
+}
+
+int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  if (!valid(qp) || wr == nullptr) {
+    if (bad_wr != nullptr) *bad_wr = wr;
+    return fail(EINVAL, -1);
+  }
+  std::lock_guard lock(qp->context->nic->mutex);
+  for (; wr != nullptr; wr = wr->next) {
+    int e = 0;
+    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > std::max<uint32_t>(qp->init.cap.max_recv_sge, 1)) {
+      e = EINVAL;
+    } else if (auto r = qp->qp->post_recv(wr->wr_id); !r.ok()) {
+      e = post_error(r.error());
+    }
+    if (e != 0) {
+      if (bad_wr != nullptr) *bad_wr = wr;
+      return fail(e, -1);
+    }
+  }
+  return 0;
+}
+
+}  // extern "C"
