@@ -1,1 +1,20 @@
-# pytest suites of the torch backend, run by CTest with Debian's interpreter.
+# pytest suites of the torch backend, run by CTest with the interpreter the module was built for
+# (Debian's /usr/bin/python3). Each file owns a UDP port range, so CTest may run them in parallel:
+#   test_backend.py 20000-24999, test_training.py 25000-29999.
+execute_process(COMMAND ${Python3_EXECUTABLE} -c "import pytest" RESULT_VARIABLE MRC_NO_PYTEST
+                OUTPUT_QUIET ERROR_QUIET)
+if(MRC_NO_PYTEST)
+  message(STATUS "mrc: torch backend tests skipped: no pytest for ${Python3_EXECUTABLE} "
+                 "(apt-get install python3-pytest)")
+  return()
+endif()
+
+foreach(suite Backend Training)
+  string(TOLOWER ${suite} file)
+  add_test(NAME Torch.${suite}
+           COMMAND ${Python3_EXECUTABLE} -m pytest -p no:cacheprovider -q -rfE
+                   ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_${file}.py)
+  set_tests_properties(Torch.${suite} PROPERTIES
+    TIMEOUT 300
+    ENVIRONMENT "PYTHONPATH=${CMAKE_CURRENT_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+endforeach()

@@ -1,0 +1,46 @@
+"""The "mrc" torch.distributed backend, collective by collective, with 2 and 3 ranks as processes.
+
+The ranks run every check of backend_ranks.py once (one start of the processes per world size);
+each test here asserts its check passed on every rank. UDP ports 20000-24999 belong to this file.
+"""
+
+import json
+
+import pytest
+
+from conftest import HERE, python, rank_env, run_ranks
+
+# world size: (UDP receive ports from, EV source ports from); a group is 2 contexts per rank.
+PORTS = {2: (20000, 20100), 3: (22000, 22100)}
+
+
+@pytest.fixture(scope="module", params=sorted(PORTS), ids=lambda w: f"{w}ranks")
+def results(request, tmp_path_factory):
+    world = request.param
+    tmp = tmp_path_factory.mktemp(f"backend{world}")
+    outs = [tmp / f"rank{r}.json" for r in range(world)]
+    commands = [[python(), str(HERE / "backend_ranks.py"), str(r), str(world), str(tmp / "store"),
+                 str(outs[r])] for r in range(world)]
+    port, ev_port_base = PORTS[world]
+    ran = run_ranks(commands, rank_env(port=port, ev_port_base=ev_port_base))
+    for r, (code, output) in enumerate(ran):
+        assert code == 0, f"rank {r} exited with {code}:\n{output}"
+    return [json.loads(o.read_text()) for o in outs]
+
+
+CHECKS = [
+    "allreduce_ops_float32", "allreduce_dtypes", "allreduce_large_and_noncontiguous",
+    "allreduce_async_future", "allreduce_coalesced", "broadcast_any_dtype", "reduce_to_root",
+    "allgather", "reduce_scatter", "alltoall_equal_and_uneven", "gather_scatter", "send_recv",
+    "barrier_and_subgroup", "errors_dtype_op_device", "plane_stats_count_traffic",
+]
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_check(results, check):
+    for rank, result in enumerate(results):
+        assert result.get(check) == "ok", f"rank {rank}, {check}:\n{result.get(check, 'not run')}"
+
+
+def test_every_check_listed(results):
+    assert sorted(results[0]) == sorted(CHECKS)
