@@ -18,7 +18,8 @@ namespace mrc::ocp {
 namespace {
 
 std::mutex g_nics_mutex;
-std::vector<std::unique_ptr<Nic>> g_nics;  // index = device index
+// Never destroyed: at exit() the progress threads simply end with the process.
+auto& g_nics = *new std::vector<std::unique_ptr<Nic>>();  // index = device index
 
 Result<std::unique_ptr<io::UdpHost>, std::string> open_host(const DeviceSpec& spec) {
   io::UdpHostConfig hc;

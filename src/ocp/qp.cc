@@ -284,9 +284,15 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   config.max_recv_wr = std::max<uint32_t>(cap.max_recv_wr, 1);
   config.max_sge = std::max<uint32_t>({cap.max_send_sge, cap.max_recv_sge, 1});
   config.ev_port_base = nic.spec->ev_port_base;
+  const auto planes = static_cast<uint16_t>(nic.spec->planes.size());
+  config.ev_count = static_cast<uint16_t>(config.ev_count / planes * planes);  // an equal share per plane
   std::lock_guard lock(nic.mutex);
   auto created = nic.host->endpoint().create_qp(config, pd->engine_pd, attr->send_cq->queue, attr->recv_cq->queue);
-  if (!created.ok()) return fail<mrc_qp*>(created.error() == QpError::kTooManyQps ? ENOMEM : EINVAL, nullptr);
+  if (!created.ok()) {
+    if (created.error() == QpError::kBadConfig)
+      std::fprintf(stderr, "mrc: create_qp: %s\n", config.validate(static_cast<int>(planes)).c_str());
+    return fail<mrc_qp*>(created.error() == QpError::kTooManyQps ? ENOMEM : EINVAL, nullptr);
+  }
   cap.max_recv_wr = config.max_recv_wr;
   cap.max_send_sge = cap.max_recv_sge = config.max_sge;
   auto* qp = new mrc_qp();
