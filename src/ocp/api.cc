@@ -4,6 +4,7 @@
 // struct ibv_wc here. Every call validates its handles and arguments and answers misuse with
 // errno (EINVAL, EBUSY, ENOMEM, ...), never by crashing.
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -160,7 +161,10 @@ mrc_cq* mrc_create_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_
 
 int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
   if (!valid(cq) || cq->ev_cq || num_entries < 0 || (num_entries > 0 && wc == nullptr)) return fail(EINVAL, -1);
-  if (cq->ready.load(std::memory_order_acquire) == 0) return 0;
+  if (cq->ready.load(std::memory_order_acquire) == 0) {
+    sched_yield();  // a spinning poller leaves the core to the progress thread if it needs it
+    return 0;
+  }
   Completion batch[64];
   int done = 0;
   std::lock_guard lock(cq->context->nic->mutex);
