@@ -1,31 +1,481 @@
-// The OCP MRC controller API (mrc_ctl.h) over the engine of this process's devices.
+// The OCP MRC controller API (mrc_ctl.h) acting on the engine of this process's devices.
+//
+// mrc's EVs are UDP source ports (EV format mode UDP): an EV value holds the port in its first
+// two bytes, big-endian, and the EV's port (1-based) is its plane. Every QP of a device uses
+// the same source ports for the same EV slots, so an EV names one path for all QPs.
+//   - EV profiles: AUTO mode (the engine picks EVs; the profile sets how many and the floor of
+//     active ones). Profile 0 always exists, ONLINE, and holds every QP created without
+//     MRC_QP_EV_PROFILE_ID. MODIFY_EV_STATE denies or allows an EV in every QP of the profile
+//     (and in QPs that connect later); QUERY_EV_STATE / QUERY_EV_ARRAY read the engine's states.
+//   - CC profiles: "uet-1.0-nscc" parameters map onto NsccConfig; no algorithm = fixed window.
+//   - EV events: the progress thread compares EV states after each round; changes to
+//     ASSUMED_BAD or back to GOOD matching a profile's event mask go to every EV event CQ.
+//   - Ports: admin down takes the plane out exactly as a link failure does.
+// Refused: explicit and generated EV modes, EV field operations, REPLACE_EV, endpoint
+// requests (EV probes, port status updates): EOPNOTSUPP.
 #include "ocp/ctl.h"
 
 #include <cerrno>
+#include <cstring>
+#include <unistd.h>
 
 #include "ocp/ocp_internal.h"
 
+using namespace mrc;
+using namespace mrc::ocp;
+
+namespace {
+
+const char* const kAlgorithms[] = {"uet-1.0-nscc", nullptr};
+
+bool ok_ctx(const mrc_context* c) { return valid(c); }
+
+EvProfile& profile0(Nic& nic) {
+  EvProfile& p = nic.ev_profiles[0];
+  if (p.state == MRC_CTL_PROFILE_INIT) p.state = MRC_CTL_PROFILE_ONLINE;
+  return p;
+}
+
+mrc_ctl_ev_state to_ctl(EvState s) {
+  switch (s) {
+    case EvState::kGood:
+    case EvState::kSkip: return MRC_CTL_EV_GOOD;
+    case EvState::kAssumedBad: return MRC_CTL_EV_ASSUMED_BAD;
+    case EvState::kDenied: return MRC_CTL_EV_DENIED;
+  }
+  return MRC_CTL_EV_UNKNOWN;
+}
+
+uint16_t ev_port(const mrc_ctl_ev& ev) { return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]); }
+
+mrc_ctl_ev make_ev(const EvSet::Slot& s) {
+  mrc_ctl_ev ev{};
+  ev.val[0] = static_cast<uint8_t>(s.ev.value >> 8);
+  ev.val[1] = static_cast<uint8_t>(s.ev.value);
+  ev.port = static_cast<uint8_t>(s.plane.value + 1);
+  return ev;
+}
+
+uint16_t find_slot(const EvSet& evs, const mrc_ctl_ev& ev) {
+  for (uint16_t i = 0; i < evs.size(); ++i)
+    if (evs.slot(i).ev.value == ev_port(ev) && evs.slot(i).plane.value + 1 == ev.port) return i;
+  return EvSet::kNoSlot;
+}
+
+template <typename F>
+void for_each_profile_qp(Nic& nic, uint64_t id, F&& f) {
+  for (mrc_context* c : nic.contexts)
+    for (mrc_qp* qp : c->qp_list)
+      if ((qp->has_ev_profile ? qp->ev_profile : 0) == id && qp->qp->evs() != nullptr) f(*qp);
+}
+
+int ev_op(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool modify) {
+  auto& op = a.ev_op;
+  if (op.entry_count < 0 || (op.entry_count > 0 && op.entries == nullptr)) return EINVAL;
+  if (op.op == MRC_CTL_EV_OP_REPLACE_EV) return EOPNOTSUPP;
+  if (op.op == MRC_CTL_EV_OP_MODIFY_EV_STATE) {
+    if (!modify) return EINVAL;
+    for (int i = 0; i < op.entry_count; ++i) {
+      const mrc_ctl_ev_op_entry& e = op.entries[i];
+      if (e.state != MRC_CTL_EV_DENIED && e.state != MRC_CTL_EV_GOOD) return EINVAL;
+      const bool deny = e.state == MRC_CTL_EV_DENIED;
+      std::erase_if(p.evs, [&](const mrc_ctl_ev_op_entry& x) { return std::memcmp(&x.ev, &e.ev, sizeof e.ev) == 0; });
+      if (deny) p.evs.push_back(e);
+      for_each_profile_qp(nic, id, [&](mrc_qp& qp) {
+        const uint16_t slot = find_slot(*qp.qp->evs(), e.ev);
+        if (slot != EvSet::kNoSlot) qp.qp->evs()->set_denied(slot, deny);
+      });
+    }
+    return 0;
+  }
+  const EvSet* evs = nullptr;
+  for_each_profile_qp(nic, id, [&](mrc_qp& qp) { evs = evs != nullptr ? evs : qp.qp->evs(); });
+  if (op.op == MRC_CTL_EV_OP_QUERY_EV_STATE) {
+    for (int i = 0; i < op.entry_count; ++i) {
+      const uint16_t slot = evs != nullptr ? find_slot(*evs, op.entries[i].ev) : EvSet::kNoSlot;
+      if (evs == nullptr || slot == EvSet::kNoSlot) return ENOENT;
+      op.entries[i].state = to_ctl(evs->slot(slot).state);
+    }
+    return 0;
+  }
+  if (op.op != MRC_CTL_EV_OP_QUERY_EV_ARRAY) return EINVAL;
+  if (evs == nullptr) {
+    op.entry_count = 0;  // no connected QP uses the profile yet
+    return 0;
+  }
+  const int n = static_cast<int>(evs->size());
+  if (op.entry_count < n) {
+    op.entry_count = n;
+    return E2BIG;
+  }
+  for (int i = 0; i < n; ++i) {
+    const EvSet::Slot& s = evs->slot(static_cast<uint16_t>(i));
+    op.entries[i] = mrc_ctl_ev_op_entry{make_ev(s), {}, to_ctl(s.state), 0};
+  }
+  op.entry_count = n;
+  return 0;
+}
+
+int ev_state_change(EvProfile& p, mrc_ctl_profile_state to) {
+  if (to == p.state) return 0;
+  const bool allowed = (p.state == MRC_CTL_PROFILE_INIT && to == MRC_CTL_PROFILE_OFFLINE) ||
+                       (p.state == MRC_CTL_PROFILE_OFFLINE && to != MRC_CTL_PROFILE_OFFLINE) ||
+                       (p.state == MRC_CTL_PROFILE_ONLINE && to == MRC_CTL_PROFILE_OFFLINE);
+  if (!allowed) return EINVAL;
+  if (p.state == MRC_CTL_PROFILE_ONLINE && p.qps > 0) return EBUSY;
+  if (to == MRC_CTL_PROFILE_ONLINE && p.count == 0) return EINVAL;
+  p.state = to;
+  return 0;
+}
+
+int modify_ev_profile(Nic& nic, uint64_t id, mrc_ctl_ev_profile_attr& a, int mask) {
+  constexpr int kKnown = MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
+                         MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK |
+                         MRC_CTL_EV_PROFILE_EV_OP | MRC_CTL_EV_PROFILE_EV_FIELDS_OP | MRC_CTL_EV_PROFILE_VENDOR_CFG;
+  if ((mask & ~kKnown) || ((mask & MRC_CTL_EV_PROFILE_EV_OP) && (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP))) return EINVAL;
+  if (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) return EOPNOTSUPP;  // generated EVs
+  EvProfile& p = id == 0 ? profile0(nic) : nic.ev_profiles[id];
+  const bool online = p.state == MRC_CTL_PROFILE_ONLINE;
+  const int planes = static_cast<int>(nic.spec->planes.size());
+  if ((mask & (MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT |
+               MRC_CTL_EV_PROFILE_MIN_ACTIVE)) && (online || id == 0))
+    return EBUSY;  // only an OFFLINE profile is reconfigured; profile 0 is fixed
+  if ((mask & MRC_CTL_EV_PROFILE_MODE) && a.ev_mode != MRC_CTL_EV_MODE_AUTO) return EOPNOTSUPP;
+  if ((mask & MRC_CTL_EV_PROFILE_COUNT) && (a.ev_count < static_cast<uint32_t>(planes) || a.ev_count > 256)) return E2BIG;
+  if ((mask & MRC_CTL_EV_PROFILE_EVENT_MASK) && (a.ev_event_mask & ~(MRC_CTL_EV_GOOD | MRC_CTL_EV_ASSUMED_BAD))) return EINVAL;
+  if (mask & MRC_CTL_EV_PROFILE_COUNT) p.count = a.ev_count / planes * planes;  // aligned to the planes
+  if (mask & MRC_CTL_EV_PROFILE_MIN_ACTIVE) {
+    if (a.ev_min_active < 1 || a.ev_min_active > p.count) return EINVAL;
+    p.min_active = a.ev_min_active;
+  }
+  if (mask & MRC_CTL_EV_PROFILE_FMT_ID) p.fmt_id = a.ev_fmt_profile_id;
+  if (mask & MRC_CTL_EV_PROFILE_EVENT_MASK) p.event_mask = a.ev_event_mask;
+  if (mask & MRC_CTL_EV_PROFILE_EV_OP)
+    if (int e = ev_op(nic, id, p, a, true)) return e;
+  if (mask & MRC_CTL_EV_PROFILE_STATE)
+    if (int e = ev_state_change(p, a.profile_state)) return e;
+  return 0;
+}
+
+int cc_modify(CcProfile& p, mrc_ctl_cc_profile_attr& a, int mask) {
+  constexpr int kKnown = MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG |
+                         MRC_CTL_CC_PROFILE_VENDOR_CFG;
+  if (mask & ~kKnown) return EINVAL;
+  const bool online = p.state == MRC_CTL_PROFILE_ONLINE;
+  if ((mask & (MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG)) && online) return EBUSY;
+  if (mask & MRC_CTL_CC_PROFILE_ALGORITHM) {
+    if (a.algorithm != nullptr && std::strcmp(a.algorithm, kAlgorithms[0]) != 0) return EINVAL;
+    p.algorithm = a.algorithm != nullptr ? a.algorithm : "";
+    p.has_config = false;
+  }
+  if (mask & MRC_CTL_CC_PROFILE_CONFIG) {
+    if (p.algorithm.empty() || a.cc_config == nullptr) return EINVAL;
+    const auto* c = static_cast<const mrc_ctl_cc_nscc_cfg*>(a.cc_config);
+    if (c->max_cwnd != 0 && c->max_cwnd < 4096) return EINVAL;
+    p.nscc = *c;
+    p.has_config = true;
+  }
+  if (!(mask & MRC_CTL_CC_PROFILE_STATE) || a.profile_state == p.state) return 0;
+  const auto to = a.profile_state;
+  if (online && p.qps > 0) return EBUSY;
+  if (to == MRC_CTL_PROFILE_ONLINE && (p.state != MRC_CTL_PROFILE_OFFLINE || (!p.algorithm.empty() && !p.has_config)))
+    return EINVAL;
+  if (to == MRC_CTL_PROFILE_OFFLINE && p.state == MRC_CTL_PROFILE_INIT && !(mask & MRC_CTL_CC_PROFILE_ALGORITHM))
+    return EINVAL;
+  if (to == MRC_CTL_PROFILE_INIT && p.state != MRC_CTL_PROFILE_OFFLINE) return EINVAL;
+  p.state = to;
+  return 0;
+}
+
+void push_ev_event(Nic& nic, uint64_t profile, const EvSet::Slot& s, mrc_ctl_ev_state state) {
+  for (mrc_context* c : nic.contexts)
+    for (mrc_cq* cq : c->cq_list) {
+      if (!cq->ev_cq) continue;
+      if (cq->ev_events.size() >= cq->ev_capacity) {
+        ++cq->ev_dropped;
+        continue;
+      }
+      mrc_ctl_ev_event e{};
+      e.profile_id = profile;
+      e.ev = make_ev(s);
+      e.drop_count = cq->ev_dropped;
+      e.state = state;
+      cq->ev_dropped = 0;
+      cq->ev_events.push_back(e);
+    }
+}
+
+void scan_qp(Nic& nic, mrc_qp& qp) {
+  const EvSet* evs = qp.qp->evs();
+  if (evs == nullptr) return;
+  const EvTransitions& t = evs->transitions();
+  const uint64_t total = t.to_assumed_bad + t.revived + t.to_denied + t.replaced;
+  if (total == qp.ev_transitions_seen && qp.ev_seen.size() == evs->size()) return;
+  qp.ev_transitions_seen = total;
+  const uint64_t id = qp.has_ev_profile ? qp.ev_profile : 0;
+  const int mask = id == 0 ? profile0(nic).event_mask : nic.ev_profiles[id].event_mask;
+  qp.ev_seen.resize(evs->size(), static_cast<uint8_t>(EvState::kGood));
+  for (uint16_t i = 0; i < evs->size(); ++i) {
+    const auto now = static_cast<uint8_t>(evs->slot(i).state == EvState::kSkip ? EvState::kGood : evs->slot(i).state);
+    if (now == qp.ev_seen[i]) continue;
+    const mrc_ctl_ev_state state = to_ctl(static_cast<EvState>(now));
+    const bool report = (state == MRC_CTL_EV_ASSUMED_BAD && (mask & MRC_CTL_EV_ASSUMED_BAD)) ||
+                        (state == MRC_CTL_EV_GOOD && qp.ev_seen[i] == static_cast<uint8_t>(EvState::kAssumedBad) &&
+                         (mask & MRC_CTL_EV_GOOD));
+    qp.ev_seen[i] = now;
+    if (report) push_ev_event(nic, id, evs->slot(i), state);
+  }
+}
+
+}  // namespace
+
 namespace mrc::ocp {
 
-void ctl_after_progress(Nic& nic) { (void)nic; }
+void ctl_after_progress(Nic& nic) {
+  for (mrc_context* c : nic.contexts) {
+    for (mrc_qp* qp : c->qp_list) scan_qp(nic, *qp);
+    for (mrc_cq* cq : c->cq_list)
+      if (cq->ev_cq && cq->armed && cq->channel != nullptr && !cq->ev_events.empty()) {
+        cq->armed = false;
+        ++cq->events_delivered;
+        (void)!write(cq->channel->write_fd, &cq, sizeof cq);
+      }
+  }
+}
 
 int ctl_apply_ev_profile(Nic& nic, uint64_t id, QpConfig& config) {
-  (void)config;
+  if (id == 0) profile0(nic);
   auto it = nic.ev_profiles.find(id);
   if (it == nic.ev_profiles.end() || it->second.state != MRC_CTL_PROFILE_ONLINE) return EINVAL;
+  if (it->second.count > 0) config.ev_count = static_cast<uint16_t>(it->second.count);
+  if (it->second.min_active > 0) config.ev_min_active = static_cast<uint16_t>(it->second.min_active);
+  config.ev_min_active = std::min(config.ev_min_active, config.ev_count);
   return 0;
 }
 
 int ctl_apply_cc_profile(Nic& nic, uint64_t id, QpConfig& config) {
-  (void)config;
   auto it = nic.cc_profiles.find(id);
   if (it == nic.cc_profiles.end() || it->second.state != MRC_CTL_PROFILE_ONLINE) return EINVAL;
+  const CcProfile& p = it->second;
+  if (p.algorithm.empty()) {
+    config.cc = CcAlgorithm::kFixed;  // congestion control off: a fixed window
+    config.fixed_window_bytes = config.nscc.max_window_bytes;
+    return 0;
+  }
+  config.cc = CcAlgorithm::kNscc;
+  NsccConfig& n = config.nscc;
+  const mrc_ctl_cc_nscc_cfg& c = p.nscc;
+  n.quick_adapt = c.disable_qa == 0;
+  n.base_rtt_ns = c.base_rtt;
+  n.target_delay_ns = c.target_delay;
+  if (c.max_cwnd != 0) n.max_window_bytes = c.max_cwnd;
+  n.min_window_bytes = std::min(n.min_window_bytes, n.max_window_bytes);
+  n.initial_window_bytes = std::min(n.initial_window_bytes, n.max_window_bytes);
+  if (c.eta > 0) n.proportional_gain = c.eta;
+  if (c.fi > 0) n.fair_increase_mtus = c.fi;
+  if (c.gamma > 0) n.decrease_gain = c.gamma;
+  if (c.max_md_jump > 0) n.max_decrease = c.max_md_jump;
   return 0;
 }
 
 void ctl_qp_connected(Nic& nic, mrc_qp& qp) {
-  (void)nic;
-  (void)qp;
+  const uint64_t id = qp.has_ev_profile ? qp.ev_profile : 0;
+  EvSet* evs = qp.qp->evs();
+  if (evs == nullptr) return;
+  for (const mrc_ctl_ev_op_entry& e : (id == 0 ? profile0(nic) : nic.ev_profiles[id]).evs) {
+    const uint16_t slot = find_slot(*evs, e.ev);
+    if (slot != EvSet::kNoSlot) evs->set_denied(slot, true);
+  }
 }
 
 }  // namespace mrc::ocp
+
+extern "C" {
+
+void mrc_ctl_query_version(uint32_t* current_version, uint32_t* last_supported_version, uint32_t* vendor_version,
+                           uint32_t* last_supported_vendor_version) {
+  if (current_version != nullptr) *current_version = MRC_CTL_API_CURRENT_VERSION;
+  if (last_supported_version != nullptr) *last_supported_version = MRC_CTL_API_LAST_SUPPORTED_VERSION;
+  if (vendor_version != nullptr) *vendor_version = MRC_CTL_VENDOR_API_CURRENT_VERSION;
+  if (last_supported_vendor_version != nullptr)
+    *last_supported_vendor_version = MRC_CTL_VENDOR_API_LAST_SUPPORTED_VERSION;
+}
+
+int mrc_ctl_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_ctl_device_attr* attr, int* supported) {
+  SoftContext* soft = soft_context(context);
+  if (context == nullptr || attr == nullptr) return fail(EINVAL, -1);
+  if (mcontext != nullptr && (!ok_ctx(mcontext) || mcontext->device != soft)) return fail(EINVAL, -1);
+  std::memset(attr, 0, sizeof *attr);
+  if (supported != nullptr) *supported = soft != nullptr;
+  if (soft == nullptr) return supported != nullptr ? 0 : fail(EOPNOTSUPP, -1);
+  const auto planes = static_cast<uint32_t>(soft->nic->spec->planes.size());
+  attr->mrc_ctl_protocol_version = MRC_CTL_PROTOCOL_VERSION_1;
+  attr->ev.ev_max_fmt_profiles = 64;
+  attr->ev.ev_max_profiles = 64;
+  attr->ev.ev_max_count = 256;
+  attr->ev.ev_free_count = 256;
+  attr->ev.ev_max_count_profile = 256;
+  attr->ev.ev_count_align = planes;
+  attr->ev.ev_max_width = 16;
+  attr->ev.ev_fmt_mode_mask = MRC_CTL_EV_FMT_MODE_UDP;
+  attr->ev.ev_mode_mask = MRC_CTL_EV_MODE_AUTO;
+  attr->cc.cc_max_profiles = 64;
+  attr->cc.algorithms = const_cast<const char**>(kAlgorithms);
+  attr->phy_port_mask = ((1u << planes) - 1) << 1;
+  attr->opt_attr = MRC_CTL_OPT_CAP_EV_EVENT | MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT;
+  return 0;
+}
+
+int mrc_ctl_query_device(ibv_context* context, mrc_ctl_device_attr* ctl_attr) {
+  return mrc_ctl_query_device_ex(context, nullptr, ctl_attr, nullptr);
+}
+
+int mrc_ctl_query_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_attr* attr, int attr_mask) {
+  if (!ok_ctx(context) || attr == nullptr || attr_mask & ~MRC_CTL_PORT_ADMIN_STATE) return fail(EINVAL, -1);
+  Nic& nic = *context->nic;
+  if (port_num < 1 || port_num > nic.spec->planes.size()) return fail(EINVAL, -1);
+  std::lock_guard lock(nic.mutex);
+  attr->port_admin_state = nic.admin_up[port_num - 1] ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED;
+  return 0;
+}
+
+int mrc_ctl_modify_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_attr* attr, int attr_mask) {
+  if (!ok_ctx(context) || attr == nullptr || attr_mask & ~MRC_CTL_PORT_ADMIN_STATE) return fail(EINVAL, -1);
+  Nic& nic = *context->nic;
+  if (port_num < 1 || port_num > nic.spec->planes.size()) return fail(EINVAL, -1);
+  if (!(attr_mask & MRC_CTL_PORT_ADMIN_STATE)) return 0;
+  if (attr->port_admin_state != MRC_CTL_PORT_ADMIN_ENABLED && attr->port_admin_state != MRC_CTL_PORT_ADMIN_DISABLED)
+    return fail(EINVAL, -1);
+  {
+    std::lock_guard lock(nic.mutex);
+    const bool up = attr->port_admin_state == MRC_CTL_PORT_ADMIN_ENABLED;
+    nic.admin_up[port_num - 1] = up;
+    nic.host->set_plane_up(port_num - 1, up);
+  }
+  nic.host->wake();
+  return 0;
+}
+
+int mrc_ctl_modify_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, int mask) {
+  if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
+  std::lock_guard lock(mrc_ctx->nic->mutex);
+  EvFmtProfile& p = mrc_ctx->nic->ev_fmt_profiles[id];
+  if ((mask & MRC_CTL_EV_FMT_PROFILE_MODE) && attr->ev_fmt_mode != MRC_CTL_EV_FMT_MODE_UDP) return fail(EOPNOTSUPP, -1);
+  if (mask & MRC_CTL_EV_FMT_PROFILE_OP) {
+    auto& op = attr->ev_fmt_op;
+    if (op.op != MRC_CTL_EV_FMT_OP_MODIFY_FIELDS || op.fmt_field_count < 1 || op.fmt_fields == nullptr) return fail(EINVAL, -1);
+    int width = 0;
+    for (int i = 0; i < op.fmt_field_count; ++i) width += op.fmt_fields[i].width;
+    if (width > 16) return fail(E2BIG, -1);  // a UDP source port
+    p.fields.assign(op.fmt_fields, op.fmt_fields + op.fmt_field_count);
+  }
+  if (mask & MRC_CTL_EV_FMT_PROFILE_STATE) p.state = attr->profile_state;
+  return 0;
+}
+
+int mrc_ctl_query_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, int mask) {
+  if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
+  std::lock_guard lock(mrc_ctx->nic->mutex);
+  auto it = mrc_ctx->nic->ev_fmt_profiles.find(id);
+  if (it == mrc_ctx->nic->ev_fmt_profiles.end()) return fail(EINVAL, -1);
+  attr->profile_state = attr->cur_profile_state = it->second.state;
+  attr->ev_fmt_mode = it->second.mode;
+  if (mask & MRC_CTL_EV_FMT_PROFILE_OP) {
+    const int n = static_cast<int>(it->second.fields.size());
+    if (attr->ev_fmt_op.fmt_field_count < n || attr->ev_fmt_op.fmt_fields == nullptr) {
+      attr->ev_fmt_op.fmt_field_count = n;
+      return fail(E2BIG, -1);
+    }
+    std::copy(it->second.fields.begin(), it->second.fields.end(), attr->ev_fmt_op.fmt_fields);
+    attr->ev_fmt_op.fmt_field_count = n;
+  }
+  return 0;
+}
+
+int mrc_ctl_modify_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int mask) {
+  if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
+  std::lock_guard lock(mrc_ctx->nic->mutex);
+  const int e = modify_ev_profile(*mrc_ctx->nic, id, *attr, mask);
+  return e == 0 ? 0 : fail(e, -1);
+}
+
+int mrc_ctl_query_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int mask) {
+  if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
+  if ((mask & MRC_CTL_EV_PROFILE_EV_OP) && (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP)) return fail(EINVAL, -1);
+  if (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) return fail(EOPNOTSUPP, -1);
+  Nic& nic = *mrc_ctx->nic;
+  std::lock_guard lock(nic.mutex);
+  if (id != 0 && nic.ev_profiles.find(id) == nic.ev_profiles.end()) return fail(EINVAL, -1);
+  EvProfile& p = id == 0 ? profile0(nic) : nic.ev_profiles[id];
+  attr->profile_state = attr->cur_profile_state = p.state;
+  attr->ev_mode = p.mode;
+  attr->ev_fmt_profile_id = p.fmt_id;
+  attr->ev_count = p.count;
+  attr->ev_min_active = p.min_active;
+  attr->ev_event_mask = p.event_mask;
+  if (mask & MRC_CTL_EV_PROFILE_EV_OP)
+    if (int e = ev_op(nic, id, p, *attr, false)) return fail(e, -1);
+  return 0;
+}
+
+int mrc_ctl_modify_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr, int mask) {
+  if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
+  std::lock_guard lock(mrc_ctx->nic->mutex);
+  const int e = cc_modify(mrc_ctx->nic->cc_profiles[id], *attr, mask);
+  return e == 0 ? 0 : fail(e, -1);
+}
+
+int mrc_ctl_query_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr, int mask) {
+  (void)mask;
+  if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
+  std::lock_guard lock(mrc_ctx->nic->mutex);
+  auto it = mrc_ctx->nic->cc_profiles.find(id);
+  if (it == mrc_ctx->nic->cc_profiles.end()) return fail(EINVAL, -1);
+  attr->profile_state = attr->cur_profile_state = it->second.state;
+  attr->algorithm = it->second.algorithm.empty() ? nullptr : kAlgorithms[0];
+  attr->cc_config = it->second.has_config ? &it->second.nscc : nullptr;
+  return 0;
+}
+
+mrc_cq* mrc_ctl_create_ev_event_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_channel* channel,
+                                   int comp_vector) {
+  if (!ok_ctx(mrc_ctx) || cqe < 1 || cqe > kMaxCqe || comp_vector != 0) return fail<mrc_cq*>(EINVAL, nullptr);
+  if (channel != nullptr && (!valid(channel) || channel->context != mrc_ctx)) return fail<mrc_cq*>(EINVAL, nullptr);
+  auto* cq = new mrc_cq();
+  cq->context = mrc_ctx;
+  cq->channel = channel;
+  cq->cq_context = cq_context;
+  cq->ev_cq = true;
+  cq->ev_capacity = static_cast<uint32_t>(cqe);
+  std::lock_guard lock(mrc_ctx->nic->mutex);
+  if (channel != nullptr) ++channel->cqs;
+  ++mrc_ctx->cqs;
+  mrc_ctx->cq_list.push_back(cq);
+  return cq;
+}
+
+int mrc_ctl_poll_ev_event(mrc_cq* ev_cq, int num_entries, mrc_ctl_ev_event* ev_event) {
+  if (!valid(ev_cq) || !ev_cq->ev_cq || num_entries < 0 || (num_entries > 0 && ev_event == nullptr)) return -EINVAL;
+  std::lock_guard lock(ev_cq->context->nic->mutex);
+  int n = 0;
+  for (; n < num_entries && !ev_cq->ev_events.empty(); ++n) {
+    ev_event[n] = ev_cq->ev_events.front();
+    ev_cq->ev_events.pop_front();
+  }
+  return n;
+}
+
+int mrc_ctl_ep_batch_send_wait(mrc_context* mrc_ctx, uint8_t req_tc, mrc_ctl_ep_op_type op_type, mrc_ctl_ep_req* req,
+                               int num_req, uint32_t rsp_timeout, mrc_ctl_ep_rsp* rsp, int* num_rsp) {
+  (void)req_tc;
+  (void)op_type;
+  (void)req;
+  (void)num_req;
+  (void)rsp_timeout;
+  (void)rsp;
+  if (num_rsp != nullptr) *num_rsp = 0;
+  if (!ok_ctx(mrc_ctx)) return fail(EINVAL, -1);
+  return fail(EOPNOTSUPP, -1);  // connectionless endpoint requests are not implemented yet
+}
+
+}  // extern "C"

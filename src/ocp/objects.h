@@ -196,4 +196,7 @@ struct mrc_qp {
   uint64_t ev_profile = 0, cc_profile = 0;
   bool has_ev_profile = false, has_cc_profile = false;
   bool fatal_reported = false;
+  // EV states as last seen by the controller's event scan, and the transition count then.
+  std::vector<uint8_t> ev_seen;
+  uint64_t ev_transitions_seen = 0;
 };

@@ -22,6 +22,15 @@
     }                                                                           \
   } while (0)
 
+/* `call` must fail (non-zero) with errno `err`. */
+#define EXPECT_ERRNO(call, err)                                                              \
+  do {                                                                                       \
+    errno = 0;                                                                               \
+    long rc_ = (long)(call);                                                                 \
+    CHECK(rc_ != 0 && errno == (err), "%s gave %ld, errno %d; expected errno %d", #call, rc_, \
+          errno, (err));                                                                     \
+  } while (0)
+
 /* What one side tells the other to connect (sent over TCP by the two-process programs). */
 struct peer_info {
   uint32_t qpn;
