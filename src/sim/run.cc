@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <unordered_map>
 
 #include "sim/host.h"
+#include "sim/workload.h"
 #include "util/prng.h"
 
 namespace mrc::sim {
@@ -17,13 +19,18 @@ namespace mrc::sim {
 namespace {
 
 struct Op {
-  uint64_t offset = 0;
+  uint32_t flow = 0;
+  uint64_t offset = 0;  // in the flow's buffers
   uint64_t length = 0;
   bool imm = false;
   uint32_t immediate = 0;
   bool posted = false;
   bool settled = false;
   bool success = false;
+  bool delivered = false;
+  uint32_t waiting_for = 0;  // transfers not yet delivered among those it is planned after
+  Instant ready_at = Instant::never();  // set once waiting_for reaches 0 (plus the delay)
+  Instant delivered_at = Instant::never();
 };
 
 // One direction of one queue-pair connection: writes from `src` into `dst`.
@@ -36,13 +43,16 @@ struct Flow {
   std::vector<uint8_t> target;
   MemoryRegionInfo source_mr;
   MemoryRegionInfo target_mr;
-  std::vector<Op> ops;
+  std::vector<uint32_t> ops;  // transfer indices, in posting order
   uint32_t next_post = 0;
+  uint32_t settled = 0;
+  uint32_t failed = 0;
   uint32_t imm_total = 0;
   uint32_t imm_received = 0;
   uint32_t recv_posted = 0;
-  std::vector<uint32_t> imm_expected;  // immediates in send order
+  std::vector<uint32_t> imm_order;  // WRITE-with-immediate transfers, in send order
   bool order_violation = false;
+  bool done = false;
 };
 
 class Runner {
@@ -53,18 +63,24 @@ class Runner {
 
  private:
   void build();
-  void connect(HostId a, HostId b);
-  Flow& add_flow(HostId src, HostId dst, QueuePair* sender, QueuePair* receiver);
-  void post_work(Flow& flow, uint32_t index);
+  void build_flows();
+  QueuePair* connect(HostId a, HostId b, QueuePair*& back);
+  void setup_buffers(Flow& flow, uint32_t index);
+  void post_work(Flow& flow, uint32_t transfer);
   void top_up(Flow& flow);
+  void on_send_completion(const Completion& c);
+  void on_recv_completion(HostId host, const Completion& c);
+  void on_delivered(uint32_t transfer);
+  void update_done(Flow& flow);
   void poll_completions();
   void schedule_faults();
   FaultAction resolve(const ScheduledFault& fault);
   void schedule_random_faults(Instant end);
-  bool settled() const;
+  bool settled() const { return flows_done_ == flows_.size(); }
   void tick();
   void finish(RunReport& report);
   void collect(RunReport& report);
+  void report_groups(RunReport& report) const;
 
   const Scenario& sc_;
   const RunOptions& options_;
@@ -75,7 +91,12 @@ class Runner {
   std::vector<uint32_t> pds_;
   std::vector<CompletionQueue*> send_cqs_;
   std::vector<CompletionQueue*> recv_cqs_;
+  WorkloadPlan plan_;
+  std::vector<Op> ops_;                         // one per planned transfer
+  std::vector<std::vector<uint32_t>> waiters_;  // per transfer: transfers planned after it
   std::vector<std::unique_ptr<Flow>> flows_;
+  std::unordered_map<uint64_t, uint32_t> flow_of_receiver_;  // (host << 32 | qpn) -> flow
+  size_t flows_done_ = 0;
   RunReport report_;
   Instant done_at_ = Instant::never();
   Instant next_progress_{0};
@@ -99,73 +120,99 @@ void Runner::build() {
     send_cqs_.push_back(e.create_cq(1 << 16));
     recv_cqs_.push_back(e.create_cq(1 << 16));
   }
-  const uint32_t n = sc_.fabric.hosts;
-  if (sc_.workload.pattern == Pattern::kIncast) {
-    for (HostId h = 1; h < n; ++h) connect(h, 0);
-  } else {
-    for (HostId h = 0; h < (n == 2 ? 1u : n); ++h) connect(h, (h + 1) % n);
+  plan_ = plan_workload(sc_.workload, sc_.fabric.hosts, prng_);
+  build_flows();
+}
+
+// Every planned flow gets its own connected queue pair; pairs of flows in opposite directions
+// between the same hosts (bidirectional pairs) share one.
+void Runner::build_flows() {
+  ops_.resize(plan_.transfers.size());
+  waiters_.resize(plan_.transfers.size());
+  for (const PlannedFlow& pf : plan_.flows) {
+    auto flow = std::make_unique<Flow>();
+    flow->src = pf.src;
+    flow->dst = pf.dst;
+    flows_.push_back(std::move(flow));
+  }
+  for (uint32_t t = 0; t < plan_.transfers.size(); ++t) {
+    const Transfer& tr = plan_.transfers[t];
+    Op& op = ops_[t];
+    op.flow = tr.flow;
+    op.length = tr.bytes;
+    op.imm = tr.imm;
+    op.immediate = static_cast<uint32_t>(prng_.next_u32());
+    op.waiting_for = static_cast<uint32_t>(tr.after.size());
+    for (const uint32_t before : tr.after) waiters_[before].push_back(t);
+    if (op.waiting_for == 0) op.ready_at = Instant{0} + tr.delay;
+    flows_[tr.flow]->ops.push_back(t);
+  }
+  for (uint32_t i = 0; i < flows_.size(); ++i) {
+    Flow& f = *flows_[i];
+    if (f.sender == nullptr) {
+      QueuePair* back = nullptr;
+      f.sender = connect(f.src, f.dst, back);
+      f.receiver = back;
+      for (uint32_t j = i + 1; j < flows_.size(); ++j) {  // the reverse flow, if planned
+        Flow& r = *flows_[j];
+        if (r.sender == nullptr && r.src == f.dst && r.dst == f.src && sc_.workload.pattern == Pattern::kPairs) {
+          r.sender = back;
+          r.receiver = f.sender;
+          break;
+        }
+      }
+    }
+    flow_of_receiver_[(static_cast<uint64_t>(f.dst) << 32) | f.receiver->qpn().value] = i;
+    setup_buffers(f, i);
   }
 }
 
-void Runner::connect(HostId a, HostId b) {
-  for (uint32_t q = 0; q < sc_.workload.qps_per_flow; ++q) {
-    Endpoint& ea = hosts_[a]->endpoint();
-    Endpoint& eb = hosts_[b]->endpoint();
-    QueuePair* qa = ea.create_qp(sc_.qp, pds_[a], send_cqs_[a], recv_cqs_[a]).value();
-    QueuePair* qb = eb.create_qp(sc_.qp, pds_[b], send_cqs_[b], recv_cqs_[b]).value();
-    const Psn psn_a(static_cast<uint32_t>(prng_.next_u32()));
-    const Psn psn_b(static_cast<uint32_t>(prng_.next_u32()));
-    (void)qa->to_init();
-    (void)qb->to_init();
-    (void)qa->to_rtr(RtrAttributes{qb->qpn(), psn_b, b});
-    (void)qb->to_rtr(RtrAttributes{qa->qpn(), psn_a, a});
-    (void)qa->to_rts(RtsAttributes{psn_a});
-    (void)qb->to_rts(RtsAttributes{psn_b});
-    add_flow(a, b, qa, qb);
-    if (sc_.workload.bidirectional) add_flow(b, a, qb, qa);
-  }
+QueuePair* Runner::connect(HostId a, HostId b, QueuePair*& back) {
+  Endpoint& ea = hosts_[a]->endpoint();
+  Endpoint& eb = hosts_[b]->endpoint();
+  QueuePair* qa = ea.create_qp(sc_.qp, pds_[a], send_cqs_[a], recv_cqs_[a]).value();
+  QueuePair* qb = eb.create_qp(sc_.qp, pds_[b], send_cqs_[b], recv_cqs_[b]).value();
+  const Psn psn_a(static_cast<uint32_t>(prng_.next_u32()));
+  const Psn psn_b(static_cast<uint32_t>(prng_.next_u32()));
+  (void)qa->to_init();
+  (void)qb->to_init();
+  (void)qa->to_rtr(RtrAttributes{qb->qpn(), psn_b, b});
+  (void)qb->to_rtr(RtrAttributes{qa->qpn(), psn_a, a});
+  (void)qa->to_rts(RtsAttributes{psn_a});
+  (void)qb->to_rts(RtsAttributes{psn_b});
+  back = qb;
+  return qa;
 }
 
-Flow& Runner::add_flow(HostId src, HostId dst, QueuePair* sender, QueuePair* receiver) {
-  auto flow = std::make_unique<Flow>();
-  Flow& f = *flow;
-  f.src = src;
-  f.dst = dst;
-  f.sender = sender;
-  f.receiver = receiver;
-  const Workload& w = sc_.workload;
-  const uint64_t bytes = w.message_bytes * w.messages;
+void Runner::setup_buffers(Flow& f, uint32_t index) {
+  uint64_t bytes = 0;
+  for (const uint32_t t : f.ops) {
+    ops_[t].offset = bytes;
+    bytes += ops_[t].length;
+    if (ops_[t].imm) {
+      ++f.imm_total;
+      f.imm_order.push_back(t);
+    }
+  }
   f.source.resize(bytes);
   f.target.assign(bytes, 0);
   for (uint64_t i = 0; i < bytes; i += 8) {
-    const uint64_t word = mix64((static_cast<uint64_t>(flows_.size()) << 40) ^ i ^ sc_.seed);
+    const uint64_t word = mix64((static_cast<uint64_t>(index) << 40) ^ i ^ sc_.seed);
     std::memcpy(f.source.data() + i, &word, std::min<uint64_t>(8, bytes - i));
   }
   const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
-  f.source_mr = hosts_[src]->endpoint().memory().register_region(pds_[src], f.source.data(), bytes, access).value();
-  f.target_mr = hosts_[dst]->endpoint().memory().register_region(pds_[dst], f.target.data(), bytes, access).value();
-  for (uint32_t i = 0; i < w.messages; ++i) {
-    Op op;
-    op.offset = i * w.message_bytes;
-    op.length = w.message_bytes;
-    op.imm = prng_.chance(w.imm_fraction);
-    op.immediate = static_cast<uint32_t>(prng_.next_u32());
-    if (op.imm) {
-      ++f.imm_total;
-      f.imm_expected.push_back(op.immediate);
-    }
-    f.ops.push_back(op);
-  }
-  flows_.push_back(std::move(flow));
-  return f;
+  const uint64_t region = std::max<uint64_t>(bytes, 1);
+  if (f.source.empty()) f.source.resize(1), f.target.resize(1);
+  f.source_mr = hosts_[f.src]->endpoint().memory().register_region(pds_[f.src], f.source.data(), region, access).value();
+  f.target_mr = hosts_[f.dst]->endpoint().memory().register_region(pds_[f.dst], f.target.data(), region, access).value();
+  update_done(f);
 }
 
-void Runner::post_work(Flow& f, uint32_t index) {
-  Op& op = f.ops[index];
+void Runner::post_work(Flow& f, uint32_t transfer) {
+  Op& op = ops_[transfer];
   Sge sge{f.source_mr.address + op.offset, static_cast<uint32_t>(op.length), f.source_mr.lkey};
   SendWr wr;
-  for (size_t i = 0; i < flows_.size(); ++i)
-    if (flows_[i].get() == &f) wr.wr_id = (static_cast<uint64_t>(i) << 32) | index;
+  wr.wr_id = transfer;
   wr.opcode = op.imm ? SendOpcode::kWriteWithImm : SendOpcode::kWrite;
   wr.sg_list = &sge;
   wr.num_sge = 1;
@@ -179,56 +226,88 @@ void Runner::post_work(Flow& f, uint32_t index) {
   }
 }
 
+// Posts the flow's next transfers in order while each is ready (everything it waits for
+// delivered and its delay passed); a transfer whose delay is still running wakes the flow up
+// when it ends.
 void Runner::top_up(Flow& f) {
   while (f.recv_posted < f.imm_total && f.receiver->post_recv(f.recv_posted).ok()) ++f.recv_posted;
   while (f.next_post < f.ops.size() && f.sender->state() == QpState::kRts) {
-    post_work(f, f.next_post);
-    if (!f.ops[f.next_post].posted) break;
+    const uint32_t t = f.ops[f.next_post];
+    const Op& op = ops_[t];
+    if (op.ready_at.is_never()) break;
+    if (op.ready_at > events_.now()) {
+      Flow* flow = &f;
+      events_.schedule(op.ready_at, [this, flow] {
+        top_up(*flow);
+        hosts_[flow->src]->kick();
+      });
+      break;
+    }
+    post_work(f, t);
+    if (!op.posted) break;
     ++f.next_post;
   }
+}
+
+void Runner::on_delivered(uint32_t transfer) {
+  Op& op = ops_[transfer];
+  if (op.delivered) return;
+  op.delivered = true;
+  op.delivered_at = events_.now();
+  for (const uint32_t w : waiters_[transfer]) {
+    Op& next = ops_[w];
+    if (--next.waiting_for == 0) {
+      next.ready_at = events_.now() + plan_.transfers[w].delay;
+    }
+  }
+}
+
+void Runner::update_done(Flow& f) {
+  const bool done = f.settled == f.ops.size() && (f.failed > 0 || f.imm_received >= f.imm_total);
+  if (done && !f.done) ++flows_done_;
+  f.done = done;
+}
+
+void Runner::on_send_completion(const Completion& c) {
+  const uint32_t t = static_cast<uint32_t>(c.wr_id);
+  Op& op = ops_[t];
+  Flow& f = *flows_[op.flow];
+  op.settled = true;
+  op.success = c.status == WcStatus::kSuccess;
+  ++(op.success ? report_.ops_completed : report_.ops_failed);
+  ++f.settled;
+  if (!op.success) ++f.failed;
+  if (op.success && !op.imm) on_delivered(t);
+  update_done(f);
+}
+
+void Runner::on_recv_completion(HostId host, const Completion& c) {
+  if (c.status != WcStatus::kSuccess) return;  // flushed receives of a failed QP
+  const auto it = flow_of_receiver_.find((static_cast<uint64_t>(host) << 32) | c.qpn.value);
+  if (it == flow_of_receiver_.end()) return;
+  Flow& f = *flows_[it->second];
+  if (f.imm_received >= f.imm_order.size() || ops_[f.imm_order[f.imm_received]].immediate != c.immediate) {
+    f.order_violation = true;
+  } else {
+    on_delivered(f.imm_order[f.imm_received]);
+  }
+  ++f.imm_received;
+  ++report_.wimm_delivered;
+  update_done(f);
 }
 
 void Runner::poll_completions() {
   std::vector<Completion> batch(512);
   for (HostId h = 0; h < hosts_.size(); ++h) {
     for (size_t n; (n = send_cqs_[h]->poll(batch)) > 0;) {
-      for (size_t i = 0; i < n; ++i) {
-        const Completion& c = batch[i];
-        Flow& f = *flows_[c.wr_id >> 32];
-        Op& op = f.ops[c.wr_id & 0xFFFFFFFF];
-        op.settled = true;
-        op.success = c.status == WcStatus::kSuccess;
-        ++(op.success ? report_.ops_completed : report_.ops_failed);
-      }
+      for (size_t i = 0; i < n; ++i) on_send_completion(batch[i]);
     }
     for (size_t n; (n = recv_cqs_[h]->poll(batch)) > 0;) {
-      for (size_t i = 0; i < n; ++i) {
-        const Completion& c = batch[i];
-        if (c.status != WcStatus::kSuccess) continue;  // flushed receives of a failed QP
-        for (auto& f : flows_) {
-          if (f->dst != h || f->receiver->qpn() != c.qpn) continue;
-          if (f->imm_received >= f->imm_expected.size() ||
-              f->imm_expected[f->imm_received] != c.immediate)
-            f->order_violation = true;
-          ++f->imm_received;
-          ++report_.wimm_delivered;
-        }
-      }
+      for (size_t i = 0; i < n; ++i) on_recv_completion(h, batch[i]);
     }
   }
   for (auto& f : flows_) top_up(*f);
   for (auto& h : hosts_) h->kick();
-}
-
-bool Runner::settled() const {
-  for (const auto& f : flows_) {
-    for (const Op& op : f->ops)
-      if (!op.settled) return false;
-    bool all_ok = true;
-    for (const Op& op : f->ops) all_ok &= op.success;
-    if (all_ok && f->imm_received < f->imm_total) return false;
-  }
-  return true;
 }
 
 void Runner::tick() {
@@ -377,8 +456,37 @@ void Runner::collect(RunReport& r) {
   r.fabric_drops = links.dropped_overflow + links.dropped_fault + links.dropped_down + links.dropped_blackhole;
 }
 
+void Runner::report_groups(RunReport& r) const {
+  r.groups.assign(plan_.group_names.size(), GroupReport{});
+  for (size_t g = 0; g < r.groups.size(); ++g) r.groups[g].name = plan_.group_names[g];
+  std::vector<bool> incomplete(r.groups.size(), false);
+  std::vector<int64_t> fct;
+  for (uint32_t t = 0; t < ops_.size(); ++t) {
+    const Op& op = ops_[t];
+    if (op.delivered) fct.push_back(op.delivered_at.ns - op.ready_at.ns);
+    const uint32_t g = plan_.transfers[t].group;
+    if (g == kNoGroup) continue;
+    GroupReport& gr = r.groups[g];
+    gr.bytes += op.length;
+    if (!op.ready_at.is_never() && (gr.start_ns < 0 || op.ready_at.ns < gr.start_ns)) gr.start_ns = op.ready_at.ns;
+    if (!op.delivered) incomplete[g] = true;
+    else gr.end_ns = std::max(gr.end_ns, op.delivered_at.ns);
+  }
+  for (size_t g = 0; g < r.groups.size(); ++g) {
+    if (incomplete[g]) r.groups[g].end_ns = -1;
+  }
+  r.group_bytes = plan_.group_bytes;
+  if (fct.empty()) return;
+  std::sort(fct.begin(), fct.end());
+  const auto at = [&](double q) { return fct[std::min(fct.size() - 1, static_cast<size_t>(q * static_cast<double>(fct.size())))]; };
+  r.fct_p50_ns = at(0.5);
+  r.fct_p99_ns = at(0.99);
+  r.fct_max_ns = fct.back();
+}
+
 void Runner::finish(RunReport& r) {
   collect(r);
+  report_groups(r);
   r.seed = sc_.seed;
   r.sim_time_ns = events_.now().ns;
   r.events = events_.events_run();
@@ -387,7 +495,8 @@ void Runner::finish(RunReport& r) {
   if (done_at_.is_never()) why = "hang: operations still outstanding at the time limit";
   for (const auto& f : flows_) {
     bool flow_failed = false;
-    for (const Op& op : f->ops) {
+    for (const uint32_t t : f->ops) {
+      const Op& op = ops_[t];
       if (!op.settled || !op.success) {
         flow_failed |= op.settled;
         continue;

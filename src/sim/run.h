@@ -23,6 +23,14 @@ struct PlaneReport {
   uint64_t fabric_bytes_delivered = 0;
 };
 
+// A group of transfers (one all-reduce iteration / training step, or the incast's victim).
+struct GroupReport {
+  std::string name;
+  int64_t start_ns = -1;  // when its first transfer could start (after any compute delay)
+  int64_t end_ns = -1;    // when its last transfer was delivered; -1 if one never was
+  uint64_t bytes = 0;     // payload of its transfers
+};
+
 struct RunReport {
   bool ok = false;
   std::string failure;  // empty if ok
@@ -48,6 +56,12 @@ struct RunReport {
   uint64_t stale_sacks = 0;
   EvTransitions ev_transitions;
   std::vector<PlaneReport> planes;
+  // Transfer completion times (ready to delivered), over every delivered transfer.
+  int64_t fct_p50_ns = -1;
+  int64_t fct_p99_ns = -1;
+  int64_t fct_max_ns = -1;
+  std::vector<GroupReport> groups;
+  uint64_t group_bytes = 0;  // ring_allreduce: the vector per host (algbw = this / duration)
   // (time_ns, bytes placed so far) every RunOptions::progress_interval, for plots.
   std::vector<std::pair<int64_t, uint64_t>> progress;
 };

@@ -149,21 +149,40 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
 
 void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
-  r.check_keys(*t, "workload.", {"pattern", "bidirectional", "message_bytes", "messages", "qps", "imm_fraction", "expect_failure"});
+  r.check_keys(*t, "workload.", {"pattern", "bidirectional", "victim", "message_bytes", "messages", "iterations",
+                                 "compute_us", "qps", "imm_fraction", "expect_failure"});
   Workload& w = s.workload;
   std::string pattern = "pairs";
+  double compute_us = 0;
   r.get(*t, "workload.", "pattern", pattern);
   r.get(*t, "workload.", "bidirectional", w.bidirectional);
+  r.get(*t, "workload.", "victim", w.victim);
   r.get(*t, "workload.", "message_bytes", w.message_bytes);
   r.get(*t, "workload.", "messages", w.messages);
+  r.get(*t, "workload.", "iterations", w.iterations);
+  r.get(*t, "workload.", "compute_us", compute_us);
   r.get(*t, "workload.", "qps", w.qps_per_flow);
   r.get(*t, "workload.", "imm_fraction", w.imm_fraction);
   r.get(*t, "workload.", "expect_failure", w.expect_failure);
-  if (pattern == "pairs") w.pattern = Pattern::kPairs;
-  else if (pattern == "incast") w.pattern = Pattern::kIncast;
-  else r.fail("workload.pattern: must be \"pairs\" or \"incast\"");
+  w.compute = Duration{static_cast<int64_t>(compute_us * 1000)};
+  const std::vector<std::pair<std::string, Pattern>> patterns = {
+      {"pairs", Pattern::kPairs}, {"incast", Pattern::kIncast}, {"permutation", Pattern::kPermutation},
+      {"all_to_all", Pattern::kAllToAll}, {"ring_allreduce", Pattern::kRingAllreduce}};
+  bool known = false;
+  for (const auto& [name, value] : patterns) {
+    if (name == pattern) w.pattern = value, known = true;
+  }
+  if (!known) r.fail("workload.pattern: must be pairs, incast, permutation, all_to_all or ring_allreduce");
   if (w.message_bytes > UINT32_MAX) r.fail("workload.message_bytes: at most 4 GiB - 1 per message");
-  if (w.messages < 1 || w.qps_per_flow < 1) r.fail("workload: messages and qps must be >= 1");
+  if (w.messages < 1 || w.qps_per_flow < 1 || w.iterations < 1)
+    r.fail("workload: messages, iterations and qps must be >= 1");
+  if (w.pattern == Pattern::kRingAllreduce && w.message_bytes < s.fabric.hosts)
+    r.fail("workload.message_bytes: a ring all-reduce needs at least one byte per host");
+  // Every payload byte is held twice (source and target) for the exactly-once check.
+  constexpr uint64_t kMaxPlannedBytes = 4ull << 30;
+  if (r.ok && planned_bytes(w, s.fabric.hosts) > kMaxPlannedBytes)
+    r.fail("workload: " + std::to_string(planned_bytes(w, s.fabric.hosts) >> 20) +
+           " MiB of writes in all; the simulator holds each byte twice and allows 4096 MiB");
 }
 
 // A switch named by tier and index ("leaf2", "spine0"; FatTree "edge5", "agg1", "core3"). The

@@ -8,23 +8,9 @@
 
 #include "core/config.h"
 #include "sim/fabric.h"
+#include "sim/workload.h"
 
 namespace mrc::sim {
-
-enum class Pattern : uint8_t {
-  kPairs,          // host i writes to host i+1 (mod N); with bidirectional also back
-  kIncast,         // every host writes to host 0
-};
-
-struct Workload {
-  Pattern pattern = Pattern::kPairs;
-  bool bidirectional = true;
-  uint64_t message_bytes = 256 * 1024;
-  uint32_t messages = 8;          // per QP
-  uint32_t qps_per_flow = 1;
-  double imm_fraction = 0.5;      // share of messages sent as WRITE-with-immediate
-  bool expect_failure = false;    // the scenario drives QPs past their retry limit
-};
 
 struct ScheduledFault {
   Instant at;

@@ -1,0 +1,79 @@
+// Workloads as a plan: the connections (flows) a run needs and the transfers (RDMA WRITEs) on
+// them, each with the transfers it must wait for and a compute delay after them. The runner
+// posts a transfer once everything it waits for has been delivered and its delay has passed,
+// so collectives and training steps are expressed as data dependencies, as in a real
+// collective library: ring all-reduce step s on host i waits for the chunk host i received in
+// step s-1.
+//
+// Patterns:
+//   pairs          host i -> i+1 (and back if bidirectional), `messages` writes each
+//   incast         every host -> host 0; with `victim`, also host N-1 -> host 1 (a bystander
+//                  flow sharing host 0's leaf when hosts_per_leaf >= 2)
+//   permutation    host i -> perm(i), a seeded random single-cycle permutation (no fixed point)
+//   all_to_all     every host -> every other host
+//   ring_allreduce `iterations` ring all-reduces of `message_bytes` per host: 2(N-1) steps of
+//                  a 1/N chunk, step s waiting for the chunk received in step s-1; each
+//                  iteration starts `compute_us` after the previous one ended at that host
+//                  (compute_us > 0: a training-step model; each iteration is one step)
+// A transfer delivered means: its WRITE-with-immediate was received (receive completion at
+// the destination), or for a plain WRITE its send completion (the data is placed when ACKed).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/types.h"
+#include "sim/packet.h"
+#include "util/prng.h"
+
+namespace mrc::sim {
+
+enum class Pattern : uint8_t { kPairs, kIncast, kPermutation, kAllToAll, kRingAllreduce };
+
+struct Workload {
+  Pattern pattern = Pattern::kPairs;
+  bool bidirectional = true;      // pairs
+  bool victim = false;            // incast
+  uint64_t message_bytes = 256 * 1024;  // per write; ring_allreduce: the vector per host
+  uint32_t messages = 8;          // writes per flow (not ring_allreduce)
+  uint32_t iterations = 1;        // ring_allreduce
+  Duration compute{0};            // ring_allreduce: compute time before each iteration
+  uint32_t qps_per_flow = 1;
+  double imm_fraction = 0.5;      // share of messages sent as WRITE-with-immediate
+  bool expect_failure = false;    // the scenario drives QPs past their retry limit
+};
+
+inline constexpr uint32_t kNoGroup = UINT32_MAX;
+
+struct PlannedFlow {
+  HostId src = 0;
+  HostId dst = 0;
+};
+
+struct Transfer {
+  uint32_t flow = 0;
+  uint64_t bytes = 0;
+  bool imm = false;
+  std::vector<uint32_t> after;  // transfers to be delivered first
+  Duration delay{0};            // after the last of them (or the start)
+  uint32_t group = kNoGroup;    // e.g. the all-reduce iteration, for reports
+};
+
+struct WorkloadPlan {
+  std::vector<PlannedFlow> flows;  // each is one QP pair (several with qps_per_flow)
+  std::vector<Transfer> transfers; // per flow, posted in index order
+  std::vector<std::string> group_names;
+  uint64_t group_bytes = 0;        // ring_allreduce: the vector per host, for algbw
+};
+
+// Builds the plan; `prng` decides WRITE-with-immediate shares and permutations.
+WorkloadPlan plan_workload(const Workload& workload, uint32_t hosts, Prng& prng);
+
+// Payload bytes the plan will write (each is held twice in memory: source and target).
+uint64_t planned_bytes(const Workload& workload, uint32_t hosts);
+
+const char* to_string(Pattern pattern);
+
+}  // namespace mrc::sim

@@ -1,0 +1,204 @@
+// `mrc sim` (see sim_cli.h): report formatting (text and JSON) and the seed-sweep loop.
+// Collective workloads also get per-iteration times with algorithm and bus bandwidth (as
+// nccl-tests defines them: busbw = algbw x 2(N-1)/N for a ring all-reduce), and every run
+// reports its speed: events per wall-second and simulated Gbit per wall-second.
+#include "tools/sim_cli.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "sim/run.h"
+#include "sim/scenario.h"
+
+namespace mrc::tools {
+namespace {
+
+using sim::GroupReport;
+using sim::RunReport;
+
+using ull = unsigned long long;
+
+struct RunContext {
+  std::string name;
+  uint32_t hosts = 0;
+  sim::Pattern pattern = sim::Pattern::kPairs;
+  double wall_s = 0;
+};
+
+double group_ms(const GroupReport& g) {
+  return g.end_ns < 0 || g.start_ns < 0 ? -1 : static_cast<double>(g.end_ns - g.start_ns) / 1e6;
+}
+
+// algbw and busbw in Gbit/s for one ring all-reduce iteration (-1 if it never finished).
+std::pair<double, double> bandwidths(const RunReport& r, const GroupReport& g, uint32_t hosts) {
+  const double ms = group_ms(g);
+  if (ms <= 0 || r.group_bytes == 0) return {-1, -1};
+  const double algbw = static_cast<double>(r.group_bytes) * 8 / (ms * 1e6);
+  return {algbw, algbw * 2.0 * (hosts - 1) / hosts};
+}
+
+nlohmann::json groups_json(const RunReport& r, const RunContext& c) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const GroupReport& g : r.groups) {
+    nlohmann::json j = {{"name", g.name}, {"start_ns", g.start_ns}, {"end_ns", g.end_ns}, {"bytes", g.bytes},
+                        {"duration_ms", group_ms(g)}};
+    if (c.pattern == sim::Pattern::kRingAllreduce) {
+      const auto [alg, bus] = bandwidths(r, g, c.hosts);
+      j["algbw_gbit_per_s"] = alg;
+      j["busbw_gbit_per_s"] = bus;
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+nlohmann::json to_json(const RunReport& r, const RunContext& c) {
+  nlohmann::json planes = nlohmann::json::array();
+  for (size_t p = 0; p < r.planes.size(); ++p) {
+    planes.push_back({{"plane", p},
+                      {"data_bytes_sent", r.planes[p].data_bytes_sent},
+                      {"retransmits", r.planes[p].retransmits},
+                      {"fabric_bytes_delivered", r.planes[p].fabric_bytes_delivered}});
+  }
+  const auto& t = r.ev_transitions;
+  return {{"scenario", c.name}, {"ok", r.ok}, {"failure", r.failure}, {"seed", r.seed},
+          {"bytes_written", r.bytes_written}, {"bytes_verified", r.bytes_verified},
+          {"bytes_placed", r.bytes_placed}, {"ops_posted", r.ops_posted},
+          {"ops_completed", r.ops_completed}, {"ops_failed", r.ops_failed},
+          {"wimm_delivered", r.wimm_delivered}, {"sim_time_ns", r.sim_time_ns},
+          {"completion_time_ns", r.completion_time_ns}, {"events", r.events},
+          {"wall_s", c.wall_s}, {"events_per_wall_s", c.wall_s > 0 ? static_cast<double>(r.events) / c.wall_s : 0.0},
+          {"retransmits", r.retransmits}, {"timeouts", r.timeouts}, {"trims", r.trims},
+          {"ecn_marks", r.ecn_marks}, {"nacks", r.nacks}, {"fabric_drops", r.fabric_drops},
+          {"refused_packets", r.hostile_drops}, {"refused_by_reason", r.refused_by_reason},
+          {"stale_sacks", r.stale_sacks}, {"planes", planes},
+          {"fct_ns", {{"p50", r.fct_p50_ns}, {"p99", r.fct_p99_ns}, {"max", r.fct_max_ns}}},
+          {"groups", groups_json(r, c)},
+          {"ev_transitions",
+           {{"to_skip", t.to_skip}, {"to_assumed_bad", t.to_assumed_bad}, {"revived", t.revived},
+            {"to_denied", t.to_denied}, {"replaced", t.replaced}, {"regenerated", t.regenerated},
+            {"floor_held", t.floor_held}}}};
+}
+
+void print_groups(const RunReport& r, const RunContext& c) {
+  if (r.groups.empty()) return;
+  const bool ring = c.pattern == sim::Pattern::kRingAllreduce;
+  std::vector<double> ms;
+  for (const GroupReport& g : r.groups) {
+    if (group_ms(g) >= 0) ms.push_back(group_ms(g));
+    if (r.groups.size() > 8 && &g != &r.groups.front() && &g != &r.groups.back()) continue;
+    if (ring) {
+      const auto [alg, bus] = bandwidths(r, g, c.hosts);
+      std::printf("  %-12s %.3f ms, algbw %.1f Gbit/s, busbw %.1f Gbit/s\n", g.name.c_str(), group_ms(g), alg, bus);
+    } else {
+      std::printf("  %-12s %.3f ms for %.2f MB\n", g.name.c_str(), group_ms(g), static_cast<double>(g.bytes) / 1e6);
+    }
+  }
+  if (ms.size() < 2) return;
+  std::sort(ms.begin(), ms.end());
+  std::printf("  per group    p50 %.3f ms, p99 %.3f ms, max %.3f ms over %zu\n", ms[ms.size() / 2],
+              ms[std::min(ms.size() - 1, ms.size() * 99 / 100)], ms.back(), ms.size());
+}
+
+void print_text(const RunReport& r, const RunContext& c) {
+  std::printf("scenario %s, seed %llu: %s\n", c.name.c_str(), static_cast<ull>(r.seed),
+              r.ok ? "OK" : ("FAILED: " + r.failure).c_str());
+  const double t_ms = static_cast<double>(r.completion_time_ns > 0 ? r.completion_time_ns : r.sim_time_ns) / 1e6;
+  std::printf("  operations   %llu posted, %llu completed, %llu failed; %llu write-with-imm delivered\n",
+              static_cast<ull>(r.ops_posted), static_cast<ull>(r.ops_completed), static_cast<ull>(r.ops_failed),
+              static_cast<ull>(r.wimm_delivered));
+  std::printf("  bytes        %llu written, %llu placed, %llu verified equal to source\n",
+              static_cast<ull>(r.bytes_written), static_cast<ull>(r.bytes_placed), static_cast<ull>(r.bytes_verified));
+  std::printf("  time         %.3f ms simulated (%.1f Gbit/s goodput)\n", t_ms,
+              t_ms > 0 ? static_cast<double>(r.bytes_verified) * 8 / (t_ms * 1e6) : 0.0);
+  std::printf("  speed        %llu events in %.2f s wall: %.2f M events/s, %.1f simulated Gbit per wall-second\n",
+              static_cast<ull>(r.events), c.wall_s, c.wall_s > 0 ? static_cast<double>(r.events) / c.wall_s / 1e6 : 0.0,
+              c.wall_s > 0 ? static_cast<double>(r.bytes_verified) * 8 / 1e9 / c.wall_s : 0.0);
+  if (r.fct_p50_ns >= 0)
+    std::printf("  transfers    completion time p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+                static_cast<double>(r.fct_p50_ns) / 1e6, static_cast<double>(r.fct_p99_ns) / 1e6,
+                static_cast<double>(r.fct_max_ns) / 1e6);
+  print_groups(r, c);
+  std::printf("  recovery     %llu retransmits, %llu timeouts, %llu trims, %llu ECN marks, %llu NACKs, %llu fabric drops, %llu refused\n",
+              static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims),
+              static_cast<ull>(r.ecn_marks), static_cast<ull>(r.nacks), static_cast<ull>(r.fabric_drops),
+              static_cast<ull>(r.hostile_drops));
+  if (!r.refused_by_reason.empty()) {
+    std::printf("  refused     ");
+    for (const auto& [reason, n] : r.refused_by_reason) std::printf(" %s=%llu", reason.c_str(), static_cast<ull>(n));
+    std::printf("\n");
+  }
+  const auto& t = r.ev_transitions;
+  std::printf("  EV states    %llu->SKIP, %llu->ASSUMED_BAD, %llu replaced, %llu revived, %llu regenerated, %llu held by floor\n",
+              static_cast<ull>(t.to_skip), static_cast<ull>(t.to_assumed_bad), static_cast<ull>(t.replaced),
+              static_cast<ull>(t.revived), static_cast<ull>(t.regenerated), static_cast<ull>(t.floor_held));
+  for (size_t p = 0; p < r.planes.size(); ++p) {
+    std::printf("  plane %zu      %.2f MB data sent, %llu retransmits\n", p,
+                static_cast<double>(r.planes[p].data_bytes_sent) / 1e6, static_cast<ull>(r.planes[p].retransmits));
+  }
+  if (r.ok && r.bytes_verified == r.bytes_written) std::printf("  every byte arrived exactly once and equals its source\n");
+}
+
+// Progress on stderr: a line rewritten in place on a terminal, else a new line every 2 s of wall
+// time (logs stay readable).
+sim::RunOptions progress_options() {
+  sim::RunOptions options;
+  options.progress_interval = Duration::from_us(500);
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  options.on_progress = [tty, last](const RunReport& r) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!tty && now - *last < std::chrono::seconds(2)) return;
+    *last = now;
+    std::fprintf(stderr, tty ? "\r  t=%8.3f ms  placed %10.2f MB" : "  t=%8.3f ms  placed %10.2f MB\n",
+                 static_cast<double>(r.sim_time_ns) / 1e6, static_cast<double>(r.bytes_placed) / 1e6);
+  };
+  return options;
+}
+
+}  // namespace
+
+int run_sim(const std::string& path, std::optional<uint64_t> seed, uint64_t sweep, bool json, bool quiet) {
+  sim::Scenario scenario;
+  std::string error;
+  if (!sim::load_scenario(path, scenario, error)) {
+    std::fprintf(stderr, "mrc sim: %s\n", error.c_str());
+    return 2;
+  }
+  if (seed) scenario.seed = *seed;
+  const uint64_t first = scenario.seed;
+  const uint64_t runs = sweep > 0 ? sweep : 1;
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  nlohmann::json results = nlohmann::json::array();
+  for (uint64_t i = 0; i < runs; ++i) {
+    scenario.seed = first + i;
+    const auto start = std::chrono::steady_clock::now();
+    const sim::RunOptions options = !quiet && !json && runs == 1 ? progress_options() : sim::RunOptions{};
+    const RunReport r = sim::run_scenario(scenario, options);
+    RunContext c{scenario.name, scenario.fabric.hosts, scenario.workload.pattern,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+    if (options.on_progress && tty) std::fprintf(stderr, "\n");
+    if (json) results.push_back(to_json(r, c));
+    else if (runs == 1 || !r.ok) print_text(r, c);
+    else if (!quiet && (i + 1) % 100 == 0)
+      std::fprintf(stderr, "  %llu/%llu seeds ok\n", static_cast<ull>(i + 1), static_cast<ull>(runs));
+    if (!r.ok) {
+      if (json) std::cout << (runs == 1 ? results[0] : results).dump(2) << "\n";
+      std::fprintf(stderr, "mrc sim: seed %llu failed; replay with: mrc sim %s --seed %llu\n",
+                   static_cast<ull>(r.seed), path.c_str(), static_cast<ull>(r.seed));
+      return 1;
+    }
+  }
+  if (json) std::cout << (runs == 1 ? results[0] : results).dump(2) << "\n";
+  else if (runs > 1) std::printf("sweep: %llu seeds from %llu, all ok\n", static_cast<ull>(runs), static_cast<ull>(first));
+  return 0;
+}
+
+}  // namespace mrc::tools

@@ -1,0 +1,124 @@
+// Workload plans (flows and dependent transfers) and the runner executing them: permutation,
+// all-to-all, incast with a victim, and ring all-reduce iterations whose steps wait for the
+// chunk received in the step before.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "sim/run.h"
+#include "sim/workload.h"
+
+namespace mrc::sim {
+namespace {
+
+TEST(Workload, PermutationIsASingleCycle) {
+  Workload w;
+  w.pattern = Pattern::kPermutation;
+  w.messages = 1;
+  Prng prng(7);
+  const WorkloadPlan plan = plan_workload(w, 64, prng);
+  ASSERT_EQ(plan.flows.size(), 64u);
+  std::set<HostId> receivers;
+  for (const PlannedFlow& f : plan.flows) {
+    EXPECT_NE(f.src, f.dst);
+    receivers.insert(f.dst);
+  }
+  EXPECT_EQ(receivers.size(), 64u);
+  HostId h = 0;  // following the permutation from host 0 visits every host once
+  for (int step = 1; step < 64; ++step) {
+    h = plan.flows[h].dst;
+    EXPECT_NE(h, 0u) << "cycle closed after " << step;
+  }
+  EXPECT_EQ(plan.flows[h].dst, 0u);
+}
+
+TEST(Workload, RingAllreduceStepsWaitForTheChunkReceivedBefore) {
+  Workload w;
+  w.pattern = Pattern::kRingAllreduce;
+  w.message_bytes = 1000;  // 4 chunks of 250
+  w.iterations = 2;
+  w.compute = Duration::from_us(10);
+  Prng prng(1);
+  const WorkloadPlan plan = plan_workload(w, 4, prng);
+  ASSERT_EQ(plan.flows.size(), 4u);
+  ASSERT_EQ(plan.transfers.size(), 2u * 6 * 4);  // iterations x 2(N-1) steps x N flows
+  uint64_t bytes_per_iteration = 0;
+  for (size_t t = 0; t < plan.transfers.size(); ++t) {
+    const Transfer& tr = plan.transfers[t];
+    const size_t step = t / 4 % 6, iteration = t / 24;
+    EXPECT_TRUE(tr.imm);
+    EXPECT_EQ(tr.group, iteration);
+    if (iteration == 0) bytes_per_iteration += tr.bytes;
+    if (step == 0 && iteration == 0) {
+      EXPECT_TRUE(tr.after.empty());
+    } else {
+      ASSERT_EQ(tr.after.size(), 1u);
+      const Transfer& before = plan.transfers[tr.after[0]];
+      EXPECT_EQ(plan.flows[before.flow].dst, plan.flows[tr.flow].src);  // what this host received
+    }
+    EXPECT_EQ(tr.delay.ns, step == 0 ? 10'000 : 0);
+  }
+  EXPECT_EQ(bytes_per_iteration, 2u * 3 * 1000);  // each host sends 2(N-1)/N of the vector
+}
+
+Scenario workload_scenario(Pattern pattern) {
+  Scenario s;
+  s.name = "workload";
+  s.seed = 11;
+  s.fabric.planes = 2;
+  s.fabric.hosts = 8;
+  s.fabric.hosts_per_leaf = 2;
+  s.fabric.spines = 2;
+  s.qp.ev_count = 32;
+  s.workload.pattern = pattern;
+  s.workload.message_bytes = 32 * 1024;
+  s.workload.messages = 2;
+  return s;
+}
+
+void expect_exactly_once(const RunReport& r) {
+  EXPECT_TRUE(r.ok) << r.failure << " (replay: build the scenario of this test with seed " << r.seed << ")";
+  EXPECT_EQ(r.bytes_verified, r.bytes_written);
+  EXPECT_EQ(r.bytes_placed, r.bytes_written);
+  EXPECT_EQ(r.ops_completed, r.ops_posted);
+}
+
+TEST(SimWorkload, PermutationAllToAllAndIncastWithVictim) {
+  for (const Pattern p : {Pattern::kPermutation, Pattern::kAllToAll, Pattern::kIncast}) {
+    Scenario s = workload_scenario(p);
+    s.workload.victim = true;
+    const RunReport r = run_scenario(s);
+    expect_exactly_once(r);
+    EXPECT_GT(r.fct_p50_ns, 0) << to_string(p);
+    EXPECT_LE(r.fct_p50_ns, r.fct_p99_ns);
+    if (p == Pattern::kAllToAll) {
+      EXPECT_EQ(r.ops_posted, 8u * 7 * 2);
+    }
+    if (p == Pattern::kIncast) {
+      ASSERT_EQ(r.groups.size(), 1u);
+      EXPECT_EQ(r.groups[0].name, "victim");
+      EXPECT_GT(r.groups[0].end_ns, 0);
+    }
+  }
+}
+
+TEST(SimWorkload, RingAllreduceIterationsFollowEachOther) {
+  Scenario s = workload_scenario(Pattern::kRingAllreduce);
+  s.workload.message_bytes = 1 << 20;
+  s.workload.iterations = 3;
+  s.workload.compute = Duration::from_us(20);
+  const RunReport r = run_scenario(s);
+  expect_exactly_once(r);
+  ASSERT_EQ(r.groups.size(), 3u);
+  EXPECT_EQ(r.group_bytes, 1u << 20);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_GT(r.groups[k].end_ns, r.groups[k].start_ns);
+    EXPECT_EQ(r.groups[k].bytes, 2u * 7 * (1u << 20));  // N hosts x 2(N-1) chunks of M/N
+    if (k > 0) {
+      EXPECT_GE(r.groups[k].start_ns, r.groups[k - 1].start_ns + 20'000);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mrc::sim
