@@ -6,6 +6,7 @@
 // is no real clock anywhere.
 #include "sim/event_queue.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "util/assert.h"
@@ -16,22 +17,33 @@ void EventQueue::schedule(Instant at, Callback callback) {
   MRC_ASSERT(callback);
   MRC_ASSERT(!at.is_never());
   if (at < now_) at = now_;
-  heap_.push(Event{at, next_sequence_++, std::move(callback)});
+  uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<uint32_t>(callbacks_.size());
+    callbacks_.push_back(std::move(callback));
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    callbacks_[slot] = std::move(callback);
+  }
+  heap_.push_back(Key{at, next_sequence_++, slot});
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
 }
 
 bool EventQueue::run_one(Instant until) {
-  if (heap_.empty() || heap_.top().at > until) {
+  if (heap_.empty() || heap_.front().at > until) {
     if (!until.is_never() && until > now_) now_ = until;
     return false;
   }
-  // priority_queue only exposes a const top(); moving the callback out before pop() is safe
-  // because the heap order depends on (at, sequence) alone, which stay intact.
-  Event event = std::move(const_cast<Event&>(heap_.top()));
-  heap_.pop();
-  MRC_ASSERT(event.at >= now_);
-  now_ = event.at;
+  std::pop_heap(heap_.begin(), heap_.end(), Later{});
+  const Key key = heap_.back();
+  heap_.pop_back();
+  MRC_ASSERT(key.at >= now_);
+  now_ = key.at;
   ++events_run_;
-  event.callback();
+  Callback callback = std::move(callbacks_[key.slot]);
+  free_slots_.push_back(key.slot);
+  callback();
   return true;
 }
 
