@@ -62,7 +62,8 @@ def parse_args(argv=None):
     p.add_argument("--init-method", default=None,
                    help="rendezvous URL (default: a file store in a temporary directory)")
     p.add_argument("--testbed", action="store_true",
-                   help="run rank i in namespace mrctb-h<i> of scripts/testbed.sh (root; 2 hosts)")
+                   help="run rank i in namespace <prefix>-h<i> of scripts/testbed.sh (root; 2 hosts)")
+    p.add_argument("--testbed-prefix", default="mrctb", help="the testbed's --prefix (default mrctb)")
     p.add_argument("--json", default=None, help="write rank 0's per-step record here")
     p.add_argument("--quiet", action="store_true", help="only the summary")
     args = p.parse_args(argv)
@@ -71,6 +72,8 @@ def parse_args(argv=None):
         args.cut_steps = args.steps // 3 if args.cut_steps is None else args.cut_steps
     if args.backend == "gloo" and (args.compare_gloo or args.cut_plane is not None):
         p.error("--compare-gloo and --cut-plane need --backend mrc")
+    if args.testbed and args.cut_plane == 0:
+        p.error("--testbed: plane 0 carries the TCP store and Gloo; cut another plane")
     return args
 
 
@@ -128,7 +131,7 @@ def set_plane(args, rank, up):
     if args.testbed:
         if rank == 0:
             verb = "repair" if up else "fail"
-            subprocess.run([str(REPO / "scripts/testbed.sh"), verb, str(args.cut_plane)], check=True,
+            subprocess.run(testbed_command(args, verb, str(args.cut_plane)), check=True,
                            stdout=subprocess.DEVNULL)
     else:
         mrc_torch.set_plane_up(args.cut_plane, up)
@@ -186,7 +189,9 @@ def train_steps(rank, world, args, trainer, gloo):
              "plane_down": is_down(args, step)}
         if gloo is not None:
             gloo_trainer, gloo_group = gloo
+            start = time.perf_counter()
             gloo_loss = gloo_trainer.step(x, y)
+            r["gloo_time_ms"] = (time.perf_counter() - start) * 1e3
             r["local_gloo_loss"] = float(gloo_loss)
             r["gloo_loss"] = mean_over_ranks(gloo_loss, gloo_group, world)
         r["loss"] = mean_over_ranks(loss, None, world)
@@ -227,6 +232,9 @@ def summarize(records, problems, world, args):
         total = [sum(r["plane_bytes"][p] for r in records) for p in range(len(records[0]["plane_bytes"]))]
         print("# rank 0 sent per plane: " + "  ".join(f"p{p} {b / 1e6:.2f} MB" for p, b in enumerate(total)))
     if args.compare_gloo:
+        gloo_times = [r["gloo_time_ms"] for r in records]
+        print(f"# the same steps over gloo: step time mean {sum(gloo_times) / len(gloo_times):.2f} ms, "
+              f"max {max(gloo_times):.2f} ms")
         worst = max(abs(r["local_loss"] - r["local_gloo_loss"]) for r in records)
         print(f"# gloo comparison: largest loss difference {worst:.3g} over {len(records)} steps "
               f"(rtol {args.rtol:g}): {'MATCH' if not any('gloo' in p for p in problems) else 'DIFFER'}")
@@ -277,17 +285,20 @@ def spawned_rank(rank, world, args, init_method):
 
 # ---- launching -----------------------------------------------------------------------------
 
+def testbed_command(args, *words):
+    return [str(REPO / "scripts/testbed.sh"), "--prefix", args.testbed_prefix, *words]
+
+
 def launch_testbed(args):
-    """Rank i in namespace mrctb-h<i> with that host's plane addresses (root, testbed up)."""
-    testbed = str(REPO / "scripts/testbed.sh")
+    """Rank i in namespace <prefix>-h<i> with that host's plane addresses (root, testbed up)."""
     procs = []
     for rank in range(args.ranks):
-        planes = subprocess.run([testbed, "addrs", str(rank)], check=True, capture_output=True,
-                                text=True).stdout.strip()
+        planes = subprocess.run(testbed_command(args, "addrs", str(rank)), check=True,
+                                capture_output=True, text=True).stdout.strip()
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(args.ranks), MASTER_ADDR="198.18.0.1",
                    MASTER_PORT=os.environ.get("MASTER_PORT", "29531"), MRC_PLANES=planes,
                    GLOO_SOCKET_IFNAME=f"h{rank}p0")
-        procs.append(subprocess.Popen(["ip", "netns", "exec", f"mrctb-h{rank}", sys.executable,
+        procs.append(subprocess.Popen(["ip", "netns", "exec", f"{args.testbed_prefix}-h{rank}", sys.executable,
                                        __file__] + sys.argv[1:], env=env))
     return max(p.wait() for p in procs)
 
