@@ -1,7 +1,7 @@
 """The "mrc" torch.distributed backend, collective by collective, with 2 and 3 ranks as processes.
 
 The ranks run every check of backend_ranks.py once (one start of the processes per world size);
-each test here asserts its check passed on every rank. UDP ports 20000-24999 belong to this file.
+each test here asserts its check passed on every rank. UDP ports 25000-28599 belong to this file.
 """
 
 import json
@@ -11,7 +11,7 @@ import pytest
 from conftest import HERE, python, rank_env, run_ranks
 
 # world size: (UDP receive ports from, EV source ports from); a group is 2 contexts per rank.
-PORTS = {2: (20000, 20100), 3: (22000, 22100)}
+PORTS = {2: (25000, 25100), 3: (26500, 26600)}
 
 
 @pytest.fixture(scope="module", params=sorted(PORTS), ids=lambda w: f"{w}ranks")

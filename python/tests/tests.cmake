@@ -1,6 +1,7 @@
 # pytest suites of the torch backend, run by CTest with the interpreter the module was built for
-# (Debian's /usr/bin/python3). Each file owns a UDP port range, so CTest may run them in parallel:
-#   test_backend.py 20000-24999, test_training.py 25000-29999.
+# (Debian's /usr/bin/python3). Each file owns UDP port ranges no other test uses, so CTest may run
+# them in parallel with each other and the rest: test_backend.py 25000-28599, test_training.py
+# 28600-29999 and 22000-23999 (20000-21999 and 24000-24999 belong to C++ and shell tests).
 execute_process(COMMAND ${Python3_EXECUTABLE} -c "import pytest" RESULT_VARIABLE MRC_NO_PYTEST
                 OUTPUT_QUIET ERROR_QUIET)
 if(MRC_NO_PYTEST)
