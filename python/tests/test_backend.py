@@ -44,3 +44,14 @@ def test_check(results, check):
 
 def test_every_check_listed(results):
     assert sorted(results[0]) == sorted(CHECKS)
+
+
+def test_vanished_peer_fails_the_work(tmp_path):
+    # Two planes, so the EV ports fit the range 23400-23999 (no other test uses it).
+    env = rank_env(port=23400, ev_port_base=23410, MRC_PLANES="127.0.0.1,127.0.0.2")
+    commands = [[python(), str(HERE / "vanish_ranks.py"), str(r), str(tmp_path / "store")]
+                for r in range(2)]
+    (code, output), (code1, output1) = run_ranks(commands, env, timeout=90)
+    assert code1 == 0, output1
+    assert code == 0, output
+    assert "connection to rank 1" in output, output

@@ -23,7 +23,8 @@ using coll::Communicator;
 using coll::DataType;
 
 void check(const char* call, const Result<Ok, coll::Error>& result) {
-  if (!result.ok()) throw std::runtime_error(std::string("mrc ") + call + ": " + result.error().message);
+  if (!result.ok())
+    throw std::runtime_error(std::string("mrc ") + call + ": " + result.error().message);
 }
 
 std::optional<DataType> reducible_type(at::ScalarType type) {
@@ -98,9 +99,15 @@ void check_like(const std::vector<at::Tensor>& tensors, const at::Tensor& like, 
   }
 }
 
-size_t count_of(const at::Tensor& t) { return static_cast<size_t>(t.numel()); }
-size_t bytes_of(const at::Tensor& t) { return t.nbytes(); }
-uint8_t* bytes_at(const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
+size_t count_of(const at::Tensor& t) {
+  return static_cast<size_t>(t.numel());
+}
+size_t bytes_of(const at::Tensor& t) {
+  return t.nbytes();
+}
+uint8_t* bytes_at(const at::Tensor& t) {
+  return static_cast<uint8_t*>(t.data_ptr());
+}
 
 // Writes `buffer` (a contiguous stand-in for `target`) back when it is a copy.
 void write_back(const at::Tensor& target, const at::Tensor& buffer) {
@@ -202,7 +209,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::allreduce(std::vector<at::Tensor
   const coll::ReduceOp op = reduce_op(opts.reduceOp, "allreduce");
   return enqueue(OpType::ALLREDUCE, tensors, [tensor, type, op](Communicator& c) {
     const at::Tensor buffer = tensor.contiguous();
-    check("allreduce", c.all_reduce(buffer.data_ptr(), buffer.data_ptr(), count_of(buffer), type, op));
+    check("allreduce",
+          c.all_reduce(buffer.data_ptr(), buffer.data_ptr(), count_of(buffer), type, op));
     write_back(tensor, buffer);
   });
 }
@@ -252,8 +260,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::allgather(
   std::vector<at::Tensor> out = outputs[0];
   return enqueue(OpType::ALLGATHER, out, [input, out](Communicator& c) {
     const at::Tensor in = input.contiguous();
-    const at::Tensor flat = at::empty({static_cast<int64_t>(out.size()) * in.numel()}, in.options());
-    check("allgather", c.all_gather(in.data_ptr(), flat.data_ptr(), bytes_of(in), DataType::kUint8));
+    const at::Tensor flat =
+        at::empty({static_cast<int64_t>(out.size()) * in.numel()}, in.options());
+    check("allgather",
+          c.all_gather(in.data_ptr(), flat.data_ptr(), bytes_of(in), DataType::kUint8));
     unflatten(flat, out);
   });
 }
@@ -275,9 +285,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::_allgather_base(at::Tensor& outp
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::gather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                       std::vector<at::Tensor>& inputs,
-                                                       const c10d::GatherOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::gather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::GatherOptions& opts) {
   const at::Tensor input = single(inputs, "gather");
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "mrc gather: root ", opts.rootRank,
               " is not a rank");
@@ -308,9 +318,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::gather(std::vector<std::vector<a
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::scatter(std::vector<at::Tensor>& outputs,
-                                                        std::vector<std::vector<at::Tensor>>& inputs,
-                                                        const c10d::ScatterOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ScatterOptions& opts) {
   const at::Tensor output = single(outputs, "scatter");
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "mrc scatter: root ", opts.rootRank,
               " is not a rank");
@@ -364,16 +374,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::_reduce_scatter_base(
   check_tensor(input, "_reduce_scatter_base");
   const DataType type = reduce_type(output, "_reduce_scatter_base");
   const coll::ReduceOp op = reduce_op(opts.reduceOp, "_reduce_scatter_base");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "mrc _reduce_scatter_base: dtypes differ");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(),
+              "mrc _reduce_scatter_base: dtypes differ");
   TORCH_CHECK(input.numel() == output.numel() * size_, "mrc _reduce_scatter_base: the input has ",
               input.numel(), " elements, it needs ", size_, " x ", output.numel());
-  return enqueue(OpType::_REDUCE_SCATTER_BASE, {output}, [input, output, type, op](Communicator& c) {
-    const at::Tensor in = input.contiguous();
-    const at::Tensor buffer = output.contiguous();
-    check("_reduce_scatter_base",
-          c.reduce_scatter(in.data_ptr(), buffer.data_ptr(), count_of(buffer), type, op));
-    write_back(output, buffer);
-  });
+  return enqueue(
+      OpType::_REDUCE_SCATTER_BASE, {output}, [input, output, type, op](Communicator& c) {
+        const at::Tensor in = input.contiguous();
+        const at::Tensor buffer = output.contiguous();
+        check("_reduce_scatter_base",
+              c.reduce_scatter(in.data_ptr(), buffer.data_ptr(), count_of(buffer), type, op));
+        write_back(output, buffer);
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -407,9 +419,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::alltoall_base(at::Tensor& output
 c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::alltoall(std::vector<at::Tensor>& outputs,
                                                          std::vector<at::Tensor>& inputs,
                                                          const c10d::AllToAllOptions&) {
-  TORCH_CHECK(outputs.size() == static_cast<size_t>(size_) &&
-                  inputs.size() == static_cast<size_t>(size_),
-              "mrc alltoall: needs ", size_, " input and ", size_, " output tensors");
+  TORCH_CHECK(
+      outputs.size() == static_cast<size_t>(size_) && inputs.size() == static_cast<size_t>(size_),
+      "mrc alltoall: needs ", size_, " input and ", size_, " output tensors");
   for (const at::Tensor& t : outputs) check_tensor(t, "alltoall");
   for (const at::Tensor& t : inputs) {
     check_tensor(t, "alltoall");
@@ -435,8 +447,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::alltoall(std::vector<at::Tensor>
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::send(std::vector<at::Tensor>& tensors,
-                                                     int dst_rank, int /*tag*/) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                                     int /*tag*/) {
   const at::Tensor tensor = single(tensors, "send");
   TORCH_CHECK(dst_rank >= 0 && dst_rank < size_ && dst_rank != rank_, "mrc send: rank ", dst_rank,
               " is not another rank of the group");
@@ -446,8 +458,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::send(std::vector<at::Tensor>& te
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::recv(std::vector<at::Tensor>& tensors,
-                                                     int src_rank, int /*tag*/) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                                     int /*tag*/) {
   const at::Tensor tensor = single(tensors, "recv");
   TORCH_CHECK(src_rank >= 0 && src_rank < size_ && src_rank != rank_, "mrc recv: rank ", src_rank,
               " is not another rank of the group (receiving from any rank is not supported)");

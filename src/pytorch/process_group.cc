@@ -6,11 +6,14 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <exception>
 #include <utility>
 
 namespace mrc::torchpg {
 namespace {
+
+constexpr std::chrono::milliseconds kCloseWait{60'000};
 
 std::string message_of(const std::exception& e) {
   // c10::Error's what() carries a C++ backtrace; the short form is what a user needs.
@@ -37,17 +40,21 @@ class TorchStore final : public coll::Store {
   Result<std::string, coll::Error> get(const std::string& key,
                                        std::chrono::milliseconds timeout) override {
     try {
-      store_->wait({key}, timeout);
+      store_->wait({key}, std::min(timeout, wait_limit_));
       const std::vector<uint8_t> value = store_->get(key);
       return std::string(value.begin(), value.end());
     } catch (const std::exception& e) {
-      return Err{coll::Error{"store get of \"" + key + "\" failed (a rank did not arrive?): " +
-                             message_of(e)}};
+      return Err{coll::Error{"store get of \"" + key +
+                             "\" failed (a rank did not arrive?): " + message_of(e)}};
     }
   }
 
+  // Later gets wait at most `limit` (set before the closing handshake, from one thread).
+  void limit_waits(std::chrono::milliseconds limit) { wait_limit_ = limit; }
+
  private:
   c10::intrusive_ptr<c10d::Store> store_;
+  std::chrono::milliseconds wait_limit_ = std::chrono::milliseconds::max();
 };
 
 }  // namespace
@@ -55,8 +62,9 @@ class TorchStore final : public coll::Store {
 WorkMrc::WorkMrc(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+}
 
 void WorkMrc::complete(std::exception_ptr error) {
   if (error) {
@@ -100,8 +108,13 @@ ProcessGroupMrc::~ProcessGroupMrc() {
   queued_.notify_all();
   if (worker_.joinable()) worker_.join();
   // The closing handshake: no rank tears down a connection a peer still needs. A failed
-  // communicator skips it (close() returns the failure at once).
-  if (comm_) (void)comm_->close();
+  // communicator skips it (close() returns the failure at once). A peer that crashed or exited
+  // without destroying its group never arrives: wait for it at most kCloseWait, not the
+  // group's timeout (30 minutes by default), so this process can still exit.
+  if (comm_) {
+    static_cast<TorchStore&>(*store_).limit_waits(std::min(options_.timeout, kCloseWait));
+    (void)comm_->close();
+  }
   comm_.reset();
 }
 
@@ -141,15 +154,15 @@ void ProcessGroupMrc::run_worker() {
 }
 
 void ProcessGroupMrc::check_plane(int plane) const {
-  TORCH_CHECK(plane >= 0 && plane < planes(), "mrc: plane ", plane, " does not exist (this rank has ",
-              planes(), " planes, 0..", planes() - 1, ")");
+  TORCH_CHECK(plane >= 0 && plane < planes(), "mrc: plane ", plane,
+              " does not exist (this rank has ", planes(), " planes, 0..", planes() - 1, ")");
 }
 
 PlaneCounters ProcessGroupMrc::plane_stats(int plane) const {
   check_plane(plane);
   const io::UdpPlaneStats s = comm_->context().plane_stats(plane);
-  return PlaneCounters{s.packets_sent,     s.bytes_sent,  s.packets_received,
-                       s.bytes_received,   s.send_errors, s.up};
+  return PlaneCounters{s.packets_sent,   s.bytes_sent,  s.packets_received,
+                       s.bytes_received, s.send_errors, s.up};
 }
 
 void ProcessGroupMrc::set_plane_up(int plane, bool up) {
