@@ -112,6 +112,7 @@ class Fabric {
   NodeId leaf_switch(uint32_t leaf) const { return topology_.tier(1).at(leaf); }
   NodeId spine_switch(uint32_t spine) const { return topology_.tier(2).at(spine); }
   LinkClass link_class(LinkId link) const { return links_[link.value].link_class; }
+  double link_rate_gbps(LinkId link) const { return links_[link.value].rate_gbps(); }
   PlaneId link_plane(LinkId link) const { return links_[link.value].plane; }
   std::string link_name(LinkId link) const;  // e.g. "p1:leaf0->spine3"
 

@@ -78,9 +78,11 @@ class Runner {
   void schedule_random_faults(Instant end);
   bool settled() const { return flows_done_ == flows_.size(); }
   void tick();
+  uint64_t placed_bytes();
   void finish(RunReport& report);
   void collect(RunReport& report);
   void report_groups(RunReport& report) const;
+  void report_links(RunReport& report) const;
 
   const Scenario& sc_;
   const RunOptions& options_;
@@ -99,7 +101,9 @@ class Runner {
   size_t flows_done_ = 0;
   RunReport report_;
   Instant done_at_ = Instant::never();
+  Instant heal_at_ = Instant::never();
   Instant next_progress_{0};
+  Instant next_sample_{0};
   // How often completion queues are polled; also the resolution of completion_time_ns.
   static constexpr Duration kCheckInterval{2'000};
 };
@@ -310,16 +314,27 @@ void Runner::poll_completions() {
   for (auto& h : hosts_) h->kick();
 }
 
-void Runner::tick() {
-  poll_completions();
+uint64_t Runner::placed_bytes() {
   uint64_t placed = 0;
   for (auto& h : hosts_)
     h->endpoint().for_each_qp([&](QueuePair& qp) { placed += qp.stats().data_bytes_placed; });
-  if (events_.now() >= next_progress_) {
-    next_progress_ = events_.now() + options_.progress_interval;
-    report_.progress.emplace_back(events_.now().ns, placed);
-    if (options_.on_progress) {
-      report_.sim_time_ns = events_.now().ns;
+  return placed;
+}
+
+// Completions are polled every kCheckInterval; the series for plots is sampled every
+// sample_interval and the progress callback called every progress_interval.
+void Runner::tick() {
+  poll_completions();
+  const Instant now = events_.now();
+  if (now >= next_sample_ || (options_.on_progress && now >= next_progress_)) {
+    const uint64_t placed = placed_bytes();
+    if (now >= next_sample_) {
+      next_sample_ = now + options_.sample_interval;
+      report_.progress.emplace_back(now.ns, placed);
+    }
+    if (options_.on_progress && now >= next_progress_) {
+      next_progress_ = now + options_.progress_interval;
+      report_.sim_time_ns = now.ns;
       report_.bytes_placed = placed;
       options_.on_progress(report_);
     }
@@ -371,7 +386,10 @@ void Runner::schedule_faults() {
     last = std::max(last, end);
   }
   const Instant heal = sc_.heal_at.ns > 0 ? sc_.heal_at : last + Duration::from_ms(1);
-  if (!sc_.faults.empty() || sc_.random_faults) fabric_->schedule(heal, FaultAction::heal_all());
+  if (!sc_.faults.empty() || sc_.random_faults) {
+    fabric_->schedule(heal, FaultAction::heal_all());
+    heal_at_ = heal;
+  }
 }
 
 // Seeded "swarm" faults: each run draws a different mix of fault kinds and intensities.
@@ -478,15 +496,39 @@ void Runner::report_groups(RunReport& r) const {
   r.group_bytes = plan_.group_bytes;
   if (fct.empty()) return;
   std::sort(fct.begin(), fct.end());
+  r.fct_ns = fct;
   const auto at = [&](double q) { return fct[std::min(fct.size() - 1, static_cast<size_t>(q * static_cast<double>(fct.size())))]; };
   r.fct_p50_ns = at(0.5);
   r.fct_p99_ns = at(0.99);
   r.fct_max_ns = fct.back();
 }
 
+void Runner::report_links(RunReport& r) const {
+  const double seconds = static_cast<double>(done_at_.is_never() ? events_.now().ns : done_at_.ns) / 1e9;
+  static const char* const kClasses[] = {"?", "host_up", "host_down", "?", "fabric_up", "?", "?", "?", "fabric_down"};
+  for (uint32_t i = 0; i < fabric_->link_count(); ++i) {
+    const LinkId id(i);
+    const LinkStats& st = fabric_->link_stats(id);
+    LinkReport l;
+    l.name = fabric_->link_name(id);
+    l.plane = fabric_->link_plane(id).value;
+    l.link_class = kClasses[static_cast<uint8_t>(fabric_->link_class(id))];
+    l.bytes_sent = st.bytes_sent;
+    l.drops = st.dropped();
+    l.ecn_marked = st.ecn_marked;
+    l.trimmed = st.trimmed;
+    const double capacity = fabric_->link_rate_gbps(id) * 1e9 / 8 * seconds;
+    l.utilization = capacity > 0 ? static_cast<double>(st.bytes_sent) / capacity : 0;
+    r.links.push_back(std::move(l));
+  }
+  for (const ScheduledFault& f : sc_.faults) r.faults.push_back({f.at.ns, f.description});
+  if (!heal_at_.is_never()) r.faults.push_back({heal_at_.ns, "heal all"});
+}
+
 void Runner::finish(RunReport& r) {
   collect(r);
   report_groups(r);
+  report_links(r);
   r.seed = sc_.seed;
   r.sim_time_ns = events_.now().ns;
   r.events = events_.events_run();
@@ -527,6 +569,7 @@ RunReport Runner::run() {
   events_.schedule_after(kCheckInterval, [this] { tick(); });
   events_.run_until(sc_.time_limit);
   poll_completions();
+  report_.progress.emplace_back(events_.now().ns, placed_bytes());  // the series ends at the end
   finish(report_);
   return report_;
 }

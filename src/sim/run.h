@@ -31,6 +31,23 @@ struct GroupReport {
   uint64_t bytes = 0;     // payload of its transfers
 };
 
+// One link direction's load over the run, for utilisation tables and heat maps.
+struct LinkReport {
+  std::string name;        // e.g. "p1:leaf0->spine3"
+  uint32_t plane = 0;
+  std::string link_class;  // host_up, host_down, fabric_up, fabric_down
+  uint64_t bytes_sent = 0; // wire bytes
+  uint64_t drops = 0;
+  uint64_t ecn_marked = 0;
+  uint64_t trimmed = 0;
+  double utilization = 0;  // bytes_sent / (rate x completion time)
+};
+
+struct FaultMark {
+  int64_t at_ns = 0;
+  std::string what;
+};
+
 struct RunReport {
   bool ok = false;
   std::string failure;  // empty if ok
@@ -60,9 +77,12 @@ struct RunReport {
   int64_t fct_p50_ns = -1;
   int64_t fct_p99_ns = -1;
   int64_t fct_max_ns = -1;
+  std::vector<int64_t> fct_ns;  // every delivered transfer's completion time, sorted
   std::vector<GroupReport> groups;
+  std::vector<LinkReport> links;
+  std::vector<FaultMark> faults;  // the scenario's scheduled faults and the heal
   uint64_t group_bytes = 0;  // ring_allreduce: the vector per host (algbw = this / duration)
-  // (time_ns, bytes placed so far) every RunOptions::progress_interval, for plots.
+  // (time_ns, bytes placed so far) every RunOptions::sample_interval, for plots.
   std::vector<std::pair<int64_t, uint64_t>> progress;
 };
 
@@ -70,6 +90,8 @@ struct RunOptions {
   // Called about every `progress_interval` of simulated time with the report so far.
   std::function<void(const RunReport&)> on_progress;
   Duration progress_interval{Duration::from_us(100)};
+  // How often RunReport::progress samples the bytes placed (simulated time).
+  Duration sample_interval{Duration::from_us(10)};
 };
 
 RunReport run_scenario(const Scenario& scenario, const RunOptions& options = {});

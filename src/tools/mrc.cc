@@ -1,5 +1,5 @@
 // The mrc command-line tool. Subcommands:
-//   mrc sim SCENARIO.toml [--seed N] [--sweep N] [--json] [--quiet]
+//   mrc sim SCENARIO.toml [--seed N] [--sweep N] [--json] [--quiet] [--report DIR]
 //   mrc perf --server | --client ADDRESS [options]   (see tools/perf.h)
 //   mrc allreduce-perf (alias coll-perf) [--coll C] [-b -e -f] [--ranks N | --rank R ...]
 //                                                   (see tools/coll_perf.h)
@@ -16,15 +16,14 @@ int main(int argc, char** argv) {
   CLI::App app{"mrc: an open software implementation of MRC (Multipath Reliable Connection)"};
   app.require_subcommand(1);
   CLI::App* sim = app.add_subcommand("sim", "run a simulation scenario (TOML) on the deterministic fabric simulator");
-  std::string path;
-  std::optional<uint64_t> seed;
-  uint64_t sweep = 0;
-  bool json = false, quiet = false;
-  sim->add_option("scenario", path, "scenario file (see scenarios/ and docs/SIMULATION.md)")->required()->check(CLI::ExistingFile);
-  sim->add_option("--seed", seed, "seed (overrides the scenario's)");
-  sim->add_option("--sweep", sweep, "run N seeds starting at the seed; stop at the first failure and print the replay command");
-  sim->add_flag("--json", json, "print the report as JSON");
-  sim->add_flag("--quiet", quiet, "no progress output");
+  mrc::tools::SimOptions sim_options;
+  sim->add_option("scenario", sim_options.path, "scenario file (see scenarios/ and docs/SIMULATION.md)")->required()->check(CLI::ExistingFile);
+  sim->add_option("--seed", sim_options.seed, "seed (overrides the scenario's)");
+  sim->add_option("--sweep", sim_options.sweep, "run N seeds starting at the seed; stop at the first failure and print the replay command");
+  sim->add_flag("--json", sim_options.json, "print the report as JSON");
+  sim->add_flag("--quiet", sim_options.quiet, "no progress output");
+  sim->add_option("--report", sim_options.report_dir,
+                  "write report.json, report.md and (with python3-matplotlib) report.png into this directory");
   CLI::App* perf = app.add_subcommand("perf", "bandwidth and latency over real UDP planes (server and client)");
   mrc::tools::PerfOptions perf_options;
   mrc::tools::add_perf_options(*perf, perf_options);
@@ -34,7 +33,7 @@ int main(int argc, char** argv) {
   mrc::tools::CollPerfOptions coll_perf_options;
   mrc::tools::add_coll_perf_options(*coll_perf, coll_perf_options);
   CLI11_PARSE(app, argc, argv);
-  if (sim->parsed()) return mrc::tools::run_sim(path, seed, sweep, json, quiet);
+  if (sim->parsed()) return mrc::tools::run_sim(sim_options);
   if (perf->parsed()) return mrc::tools::run_perf(perf_options);
   if (coll_perf->parsed()) return mrc::tools::run_coll_perf(coll_perf_options);
   return 0;

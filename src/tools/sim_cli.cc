@@ -7,8 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -163,40 +167,118 @@ sim::RunOptions progress_options() {
   return options;
 }
 
+// Everything in to_json plus the series a plot needs.
+nlohmann::json full_json(const RunReport& r, const RunContext& c, const sim::Scenario& sc) {
+  nlohmann::json j = to_json(r, c);
+  nlohmann::json t = nlohmann::json::array(), placed = nlohmann::json::array();
+  for (const auto& [time_ns, bytes] : r.progress) t.push_back(time_ns), placed.push_back(bytes);
+  j["series"] = {{"t_ns", t}, {"placed_bytes", placed}};
+  j["fct_all_ns"] = r.fct_ns;
+  nlohmann::json links = nlohmann::json::array();
+  for (const sim::LinkReport& l : r.links) {
+    links.push_back({{"name", l.name}, {"plane", l.plane}, {"class", l.link_class}, {"bytes_sent", l.bytes_sent},
+                     {"drops", l.drops}, {"ecn_marked", l.ecn_marked}, {"trimmed", l.trimmed},
+                     {"utilization", l.utilization}});
+  }
+  j["links"] = links;
+  nlohmann::json faults = nlohmann::json::array();
+  for (const sim::FaultMark& f : r.faults) faults.push_back({{"at_ns", f.at_ns}, {"what", f.what}});
+  j["faults"] = faults;
+  j["fabric"] = {{"topology", sc.fabric.topology == sim::TopologyKind::kFatTree ? "fat_tree" : "leaf_spine"},
+                 {"planes", sc.fabric.planes}, {"hosts", sc.fabric.hosts},
+                 {"host_link_gbps", sc.fabric.host_link.rate_gbps}};
+  j["workload"] = sim::to_string(sc.workload.pattern);
+  return j;
+}
+
+void write_markdown(const RunReport& r, const RunContext& c, std::FILE* out) {
+  std::fprintf(out, "# %s, seed %llu: %s\n\n", c.name.c_str(), static_cast<ull>(r.seed), r.ok ? "OK" : r.failure.c_str());
+  std::fprintf(out, "| | |\n|---|---|\n| bytes written / verified | %llu / %llu |\n| completion | %.3f ms simulated |\n"
+               "| transfers p50 / p99 / max | %.3f / %.3f / %.3f ms |\n| retransmits, timeouts, trims, ECN marks | %llu, %llu, %llu, %llu |\n"
+               "| speed | %.2f M events/s |\n\n",
+               static_cast<ull>(r.bytes_written), static_cast<ull>(r.bytes_verified), static_cast<double>(r.completion_time_ns) / 1e6,
+               static_cast<double>(r.fct_p50_ns) / 1e6, static_cast<double>(r.fct_p99_ns) / 1e6, static_cast<double>(r.fct_max_ns) / 1e6,
+               static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims), static_cast<ull>(r.ecn_marks),
+               c.wall_s > 0 ? static_cast<double>(r.events) / c.wall_s / 1e6 : 0.0);
+  if (!r.groups.empty()) {
+    std::fprintf(out, "| group | ms | algbw Gbit/s | busbw Gbit/s |\n|---|---:|---:|---:|\n");
+    for (const GroupReport& g : r.groups) {
+      const auto [alg, bus] = bandwidths(r, g, c.hosts);
+      std::fprintf(out, "| %s | %.3f | %.1f | %.1f |\n", g.name.c_str(), group_ms(g), alg, bus);
+    }
+    std::fprintf(out, "\n");
+  }
+  std::vector<const sim::LinkReport*> busiest;
+  for (const sim::LinkReport& l : r.links) busiest.push_back(&l);
+  std::sort(busiest.begin(), busiest.end(), [](auto* a, auto* b) { return a->utilization > b->utilization; });
+  std::fprintf(out, "| busiest links | utilisation | drops | ECN marks | trims |\n|---|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < std::min<size_t>(10, busiest.size()); ++i) {
+    const sim::LinkReport& l = *busiest[i];
+    std::fprintf(out, "| %s | %.3f | %llu | %llu | %llu |\n", l.name.c_str(), l.utilization, static_cast<ull>(l.drops),
+                 static_cast<ull>(l.ecn_marked), static_cast<ull>(l.trimmed));
+  }
+}
+
+// report.json, report.md, and report.png by scripts/sim_plot.py when matplotlib is present.
+bool write_report(const std::string& dir, const RunReport& r, const RunContext& c, const sim::Scenario& sc) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string json_path = dir + "/report.json";
+  std::FILE* json = std::fopen(json_path.c_str(), "w");
+  std::FILE* md = std::fopen((dir + "/report.md").c_str(), "w");
+  if (json == nullptr || md == nullptr) {
+    std::fprintf(stderr, "mrc sim: cannot write into %s: %s\n", dir.c_str(), std::strerror(errno));
+    if (json) std::fclose(json);
+    if (md) std::fclose(md);
+    return false;
+  }
+  std::fputs(full_json(r, c, sc).dump(1).c_str(), json);
+  std::fclose(json);
+  write_markdown(r, c, md);
+  std::fclose(md);
+  const std::string script = std::string(MRC_SOURCE_DIR) + "/scripts/sim_plot.py";
+  const std::string command = "/usr/bin/python3 '" + script + "' '" + json_path + "' '" + dir + "/report.png' 2>&1";
+  const int status = std::system(command.c_str());
+  if (status != 0) std::fprintf(stderr, "mrc sim: no plot (%s needs /usr/bin/python3 with matplotlib)\n", script.c_str());
+  std::fprintf(stderr, "mrc sim: report in %s\n", dir.c_str());
+  return true;
+}
+
 }  // namespace
 
-int run_sim(const std::string& path, std::optional<uint64_t> seed, uint64_t sweep, bool json, bool quiet) {
+int run_sim(const SimOptions& o) {
   sim::Scenario scenario;
   std::string error;
-  if (!sim::load_scenario(path, scenario, error)) {
+  if (!sim::load_scenario(o.path, scenario, error)) {
     std::fprintf(stderr, "mrc sim: %s\n", error.c_str());
     return 2;
   }
-  if (seed) scenario.seed = *seed;
+  if (o.seed) scenario.seed = *o.seed;
   const uint64_t first = scenario.seed;
-  const uint64_t runs = sweep > 0 ? sweep : 1;
+  const uint64_t runs = o.sweep > 0 ? o.sweep : 1;
   const bool tty = isatty(STDERR_FILENO) != 0;
   nlohmann::json results = nlohmann::json::array();
   for (uint64_t i = 0; i < runs; ++i) {
     scenario.seed = first + i;
     const auto start = std::chrono::steady_clock::now();
-    const sim::RunOptions options = !quiet && !json && runs == 1 ? progress_options() : sim::RunOptions{};
+    const sim::RunOptions options = !o.quiet && !o.json && runs == 1 ? progress_options() : sim::RunOptions{};
     const RunReport r = sim::run_scenario(scenario, options);
     RunContext c{scenario.name, scenario.fabric.hosts, scenario.workload.pattern,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
     if (options.on_progress && tty) std::fprintf(stderr, "\n");
-    if (json) results.push_back(to_json(r, c));
+    if (o.json) results.push_back(to_json(r, c));
     else if (runs == 1 || !r.ok) print_text(r, c);
-    else if (!quiet && (i + 1) % 100 == 0)
+    else if (!o.quiet && (i + 1) % 100 == 0)
       std::fprintf(stderr, "  %llu/%llu seeds ok\n", static_cast<ull>(i + 1), static_cast<ull>(runs));
+    if (!o.report_dir.empty() && runs == 1 && !write_report(o.report_dir, r, c, scenario)) return 2;
     if (!r.ok) {
-      if (json) std::cout << (runs == 1 ? results[0] : results).dump(2) << "\n";
+      if (o.json) std::cout << (runs == 1 ? results[0] : results).dump(2) << "\n";
       std::fprintf(stderr, "mrc sim: seed %llu failed; replay with: mrc sim %s --seed %llu\n",
-                   static_cast<ull>(r.seed), path.c_str(), static_cast<ull>(r.seed));
+                   static_cast<ull>(r.seed), o.path.c_str(), static_cast<ull>(r.seed));
       return 1;
     }
   }
-  if (json) std::cout << (runs == 1 ? results[0] : results).dump(2) << "\n";
+  if (o.json) std::cout << (runs == 1 ? results[0] : results).dump(2) << "\n";
   else if (runs > 1) std::printf("sweep: %llu seeds from %llu, all ok\n", static_cast<ull>(runs), static_cast<ull>(first));
   return 0;
 }

@@ -8,7 +8,19 @@
 
 namespace mrc::tools {
 
-// Exit status: 0 every run passed its checks, 1 a run failed, 2 the scenario file is invalid.
-int run_sim(const std::string& path, std::optional<uint64_t> seed, uint64_t sweep, bool json, bool quiet);
+struct SimOptions {
+  std::string path;
+  std::optional<uint64_t> seed;
+  uint64_t sweep = 0;
+  bool json = false;
+  bool quiet = false;
+  // Directory for report.json (everything, with series), report.md (tables) and, when Python's
+  // matplotlib is there, report.png. Empty: none.
+  std::string report_dir;
+};
+
+// Exit status: 0 every run passed its checks, 1 a run failed, 2 the scenario file is invalid
+// (or the report directory cannot be written).
+int run_sim(const SimOptions& options);
 
 }  // namespace mrc::tools
