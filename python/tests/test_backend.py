@@ -1,7 +1,8 @@
 """The "mrc" torch.distributed backend, collective by collective, with 2 and 3 ranks as processes.
 
 The ranks run every check of backend_ranks.py once (one start of the processes per world size);
-each test here asserts its check passed on every rank. UDP ports 25000-28599 belong to this file.
+each test here asserts its check passed on every rank. UDP ports 25000-28599 and 23400-23999
+belong to this file.
 """
 
 import json

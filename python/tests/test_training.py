@@ -1,7 +1,7 @@
 """The DDP example (python/examples/ddp_train.py) as a test: it trains over mrc and, in the same
 processes, over Gloo; the losses must agree at every step, and a plane taken down for a stretch
 of steps must carry nothing meanwhile while no step is lost. UDP ports 28600-29999 and
-22000-23999 belong to this file."""
+22000-23399 belong to this file."""
 
 import json
 
