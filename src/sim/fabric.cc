@@ -66,7 +66,8 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
 // ---------------------------------------------------------------------------- host side
 
 bool Fabric::port_idle(HostId host, PlaneId plane) const {
-  return !links_[host_uplink(host, plane).value].busy;
+  const Link& uplink = links_[host_uplink(host, plane).value];
+  return !uplink.busy && !uplink.paused;
 }
 
 bool Fabric::port_up(HostId host, PlaneId plane) const {
@@ -115,6 +116,7 @@ void Fabric::on_serialized(uint32_t link_index) {
   Link& link = links_[link_index];
   PacketPtr packet = std::move(link.serializing);
   link.busy = false;
+  if (packet->pfc_ingress != UINT32_MAX) release(*packet);  // it left the switch
   if (link.up() && link.serializing_generation == link.generation) {
     ++link.stats.packets_sent;
     link.stats.bytes_sent += packet->wire_bytes();
@@ -122,6 +124,7 @@ void Fabric::on_serialized(uint32_t link_index) {
   } else {
     drop(link, std::move(packet), DropReason::kDown);
   }
+  if (link.paused) return;  // PFC: resume() restarts it
   if (PacketPtr next = link.dequeue()) {
     start_serializing(link, std::move(next));
   } else if (link.link_class == LinkClass::kHostUp && callbacks_.port_ready) {
@@ -185,7 +188,44 @@ void Fabric::forward(const Link& in, PacketPtr packet) {
     drop(out, std::move(packet), DropReason::kBlackhole);
     return;
   }
+  if (out.config().lossless) hold(links_[in.id.value], *packet);
   offer(out, std::move(packet));
+}
+
+// ---------------------------------------------------------------------------- PFC (lossless)
+// Ingress accounting: a lossless switch counts, per ingress link, the bytes it holds that
+// arrived on it (queued or being serialized at an output), pauses that link above xoff and
+// resumes it at xon. The pause takes effect at once (no PAUSE frame delay: the headroom margin
+// covers what is on the wire), applies to the whole link (no priority classes) and a paused
+// transmitter finishes its current packet.
+
+void Fabric::hold(Link& in, SimPacket& packet) {
+  const LinkConfig& c = in.config();
+  packet.pfc_ingress = in.id.value;
+  packet.pfc_bytes = packet.wire_bytes();
+  in.pfc_held_bytes += packet.pfc_bytes;
+  in.stats.pfc_max_held_bytes = std::max(in.stats.pfc_max_held_bytes, in.pfc_held_bytes);
+  if (in.pfc_held_bytes > uint64_t{c.pfc_xoff_bytes} + c.pfc_headroom_bytes) ++in.stats.pfc_headroom_overruns;
+  if (!in.paused && in.pfc_held_bytes > c.pfc_xoff_bytes) {
+    in.paused = true;
+    in.paused_since_ns = events_.now().ns;
+    ++in.stats.pfc_pauses;
+  }
+}
+
+void Fabric::release(SimPacket& packet) {
+  Link& in = links_[packet.pfc_ingress];
+  packet.pfc_ingress = UINT32_MAX;
+  in.pfc_held_bytes -= std::min<uint64_t>(in.pfc_held_bytes, packet.pfc_bytes);
+  if (!in.paused || in.pfc_held_bytes > in.config().pfc_xon_bytes) return;
+  in.paused = false;
+  in.stats.pfc_paused_ns += static_cast<uint64_t>(events_.now().ns - in.paused_since_ns);
+  if (in.busy) return;
+  if (PacketPtr next = in.dequeue()) {
+    start_serializing(in, std::move(next));
+  } else if (in.link_class == LinkClass::kHostUp && callbacks_.port_ready) {
+    callbacks_.port_ready(topology_.node(in.from).index, in.plane);
+  }
 }
 
 void Fabric::offer(Link& out, PacketPtr packet) {
@@ -196,7 +236,7 @@ void Fabric::offer(Link& out, PacketPtr packet) {
   if (out.faulty && out.prng.chance(out.faults.trim) && out.trim(*packet)) {
     ++out.stats.trimmed_forced;
   }
-  if (!out.busy) {
+  if (!out.busy && !out.paused) {
     start_serializing(out, std::move(packet));  // the queues are empty when the link is idle
     return;
   }
@@ -204,6 +244,7 @@ void Fabric::offer(Link& out, PacketPtr packet) {
 }
 
 void Fabric::drop(Link& link, PacketPtr packet, DropReason reason) {
+  if (packet->pfc_ingress != UINT32_MAX) release(*packet);
   switch (reason) {
     case DropReason::kOverflow:
       ++link.stats.dropped_overflow;

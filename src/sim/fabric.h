@@ -170,6 +170,8 @@ class Fabric {
   void forward(const Link& in, PacketPtr packet);
   void offer(Link& out, PacketPtr packet);
   void drop(Link& link, PacketPtr packet, DropReason reason);
+  void hold(Link& in, SimPacket& packet);  // PFC ingress accounting (lossless links)
+  void release(SimPacket& packet);
   void set_down_reason(Link& link, uint8_t reasons, bool down);
   void set_switch_state(PlaneId plane, NodeId node, bool up);
   void fire_port_state(const Link& link, bool was_up);

@@ -9,10 +9,11 @@
 #include "core/endpoint.h"
 #include "sim/event_queue.h"
 #include "sim/fabric.h"
+#include "sim/transport.h"
 
 namespace mrc::sim {
 
-class SimHost {
+class SimHost final : public SimTransport {
  public:
   SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointConfig& config);
 
@@ -20,12 +21,12 @@ class SimHost {
   HostId id() const { return id_; }
 
   // Fabric callbacks.
-  void on_deliver(PlaneId plane, PacketPtr packet);
-  void on_port_ready(PlaneId plane);
-  void on_port_state(PlaneId plane, bool up);
+  void on_deliver(PlaneId plane, PacketPtr packet) override;
+  void on_port_ready(PlaneId plane) override;
+  void on_port_state(PlaneId plane, bool up) override;
 
   // Gives every idle port a chance to send and re-arms the engine's timer; call after posting.
-  void kick();
+  void kick() override;
 
  private:
   void transmit_on(PlaneId plane);

@@ -26,6 +26,10 @@ void LinkStats::add(const LinkStats& o) {
   corrupted += o.corrupted;
   reordered += o.reordered;
   max_queue_bytes = std::max(max_queue_bytes, o.max_queue_bytes);
+  pfc_pauses += o.pfc_pauses;
+  pfc_paused_ns += o.pfc_paused_ns;
+  pfc_max_held_bytes = std::max(pfc_max_held_bytes, o.pfc_max_held_bytes);
+  pfc_headroom_overruns += o.pfc_headroom_overruns;
 }
 
 void PacketFifo::push(PacketPtr packet) {
@@ -79,14 +83,14 @@ bool Link::enqueue(PacketPtr& packet) {
   if (packet->trimmed || packet->high_priority) return admit_priority(packet);
   const uint64_t wire = packet->wire_bytes();
   const uint64_t after = data_bytes_ + wire;
-  if (config_->overflow == OverflowPolicy::kTrim) {
+  if (config_->overflow == OverflowPolicy::kTrim && !config_->lossless) {
     const uint64_t trim_at =
         config_->trim_threshold_bytes != 0
             ? std::min(config_->trim_threshold_bytes, config_->queue_limit_bytes)
             : config_->queue_limit_bytes;
     if (after > trim_at && trim(*packet)) return admit_priority(packet);
   }
-  if (after > config_->queue_limit_bytes) return false;
+  if (after > config_->queue_limit_bytes && !config_->lossless) return false;
   if (ecn_enabled_ && packet->ecn_capable && ecn_mark_now()) {
     if (!packet->ecn_ce) ++stats.ecn_marked;
     packet->ecn_ce = true;
@@ -115,7 +119,7 @@ void Link::set_rate_fraction(double fraction) {
 
 bool Link::admit_priority(PacketPtr& packet) {
   const uint64_t wire = packet->wire_bytes();
-  if (priority_bytes_ + wire > config_->priority_queue_limit_bytes) return false;
+  if (priority_bytes_ + wire > config_->priority_queue_limit_bytes && !config_->lossless) return false;
   priority_bytes_ += wire;
   priority_.push(std::move(packet));
   note_occupancy();

@@ -42,6 +42,14 @@ struct LinkConfig {
   uint32_t trim_threshold_bytes = 64 * 1024;
   // Limit of the strict-priority queue (control packets and trimmed headers).
   uint32_t priority_queue_limit_bytes = 64 * 1024;
+  // PFC-like lossless switch queues (the roce_pfc baseline): no trimming, no queue limit on the
+  // output queues; instead the switch at this link's far end pauses this link while it holds
+  // more than pfc_xoff_bytes that arrived on it, and resumes it at pfc_xon_bytes or below
+  // (Fabric::hold/release). Headroom: the bytes still on the wire when the pause takes effect.
+  bool lossless = false;
+  uint32_t pfc_xoff_bytes = 96 * 1024;
+  uint32_t pfc_xon_bytes = 64 * 1024;
+  uint32_t pfc_headroom_bytes = 64 * 1024;
 };
 
 enum class DropReason : uint8_t { kOverflow, kFaultLoss, kDown, kBlackhole };
@@ -61,6 +69,10 @@ struct LinkStats {
   uint64_t corrupted = 0;
   uint64_t reordered = 0;
   uint64_t max_queue_bytes = 0;  // data + priority queue, high-water mark
+  uint64_t pfc_pauses = 0;       // lossless: times this link was paused by its far end
+  uint64_t pfc_paused_ns = 0;    // ... and for how long in all
+  uint64_t pfc_max_held_bytes = 0;  // most bytes from this link held at once in the switch
+  uint64_t pfc_headroom_overruns = 0;  // packets held beyond xoff + headroom (a real switch drops)
 
   uint64_t dropped() const {
     return dropped_overflow + dropped_fault + dropped_down + dropped_blackhole;
@@ -111,6 +123,7 @@ class Link {
     return (static_cast<int64_t>(wire_bytes) * 8'000'000'000 + rate_kbps_ - 1) / rate_kbps_;
   }
   bool up() const { return down_mask == 0; }
+  const LinkConfig& config() const { return *config_; }
   // A degraded link: serializes at `fraction` of its configured rate from now on (1 = full).
   void set_rate_fraction(double fraction);
   double rate_gbps() const { return static_cast<double>(rate_kbps_) / 1e6; }
@@ -130,6 +143,11 @@ class Link {
   int64_t free_at_ps = 0;   // when the last serialization ends (sub-ns precise)
   PacketPtr serializing;
   uint32_t serializing_generation = 0;
+  // PFC (lossless): the far-end switch holds pfc_held_bytes that arrived on this link and has
+  // paused it (the transmitter finishes its current packet, then waits).
+  bool paused = false;
+  uint64_t pfc_held_bytes = 0;
+  int64_t paused_since_ns = 0;
 
   LinkFaults faults;
   bool faulty = false;  // faults.any(), cached for the fast path

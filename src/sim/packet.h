@@ -26,6 +26,8 @@ struct SimPacket {
   bool trimmable = true;        // data class; control packets are not trimmed
   bool high_priority = false;   // control and trimmed headers go in the priority queue
   uint32_t trim_to_bytes = 0;   // length after trimming (the data headers)
+  uint32_t pfc_ingress = UINT32_MAX;  // lossless switch: the link it arrived on, while held
+  uint32_t pfc_bytes = 0;             // ... and the bytes it counts there
   std::vector<uint8_t> bytes;   // the datagram (UDP payload)
 
   uint32_t wire_bytes() const;  // bytes on the wire incl. per-packet overhead (IP/UDP/Eth)

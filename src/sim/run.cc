@@ -10,6 +10,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "sim/baseline.h"
 #include "sim/host.h"
 #include "sim/workload.h"
 #include "util/prng.h"
@@ -39,6 +40,8 @@ struct Flow {
   HostId dst = 0;
   QueuePair* sender = nullptr;
   QueuePair* receiver = nullptr;
+  BaselineConn* base_sender = nullptr;  // baseline transports instead of the engine's QPs
+  BaselineConn* base_receiver = nullptr;
   std::vector<uint8_t> source;
   std::vector<uint8_t> target;
   MemoryRegionInfo source_mr;
@@ -63,7 +66,13 @@ class Runner {
 
  private:
   void build();
+  void build_hosts();
   void build_flows();
+  void connect_flow(uint32_t index);
+  uint32_t receiver_id(const Flow& f) const { return f.receiver != nullptr ? f.receiver->qpn().value : f.base_receiver->id(); }
+  bool sender_ready(const Flow& f) const {
+    return f.sender != nullptr ? f.sender->state() == QpState::kRts : !f.base_sender->failed();
+  }
   QueuePair* connect(HostId a, HostId b, QueuePair*& back);
   void setup_buffers(Flow& flow, uint32_t index);
   void post_work(Flow& flow, uint32_t transfer);
@@ -81,6 +90,7 @@ class Runner {
   uint64_t placed_bytes();
   void finish(RunReport& report);
   void collect(RunReport& report);
+  void collect_baseline(RunReport& report);
   void report_groups(RunReport& report) const;
   void report_links(RunReport& report) const;
 
@@ -89,7 +99,10 @@ class Runner {
   Prng prng_;
   EventQueue events_;
   std::unique_ptr<Fabric> fabric_;
-  std::vector<std::unique_ptr<SimHost>> hosts_;
+  const bool baseline_ = sc_.transport.kind != TransportKind::kMrc;
+  std::vector<std::unique_ptr<SimHost>> hosts_;               // MRC
+  std::vector<std::unique_ptr<BaselineHost>> base_hosts_;     // baselines
+  std::vector<SimTransport*> transports_;                     // either, per host
   std::vector<uint32_t> pds_;
   std::vector<CompletionQueue*> send_cqs_;
   std::vector<CompletionQueue*> recv_cqs_;
@@ -110,10 +123,24 @@ class Runner {
 
 void Runner::build() {
   FabricCallbacks callbacks;
-  callbacks.deliver = [this](HostId h, PlaneId p, PacketPtr pkt) { hosts_[h]->on_deliver(p, std::move(pkt)); };
-  callbacks.port_ready = [this](HostId h, PlaneId p) { hosts_[h]->on_port_ready(p); };
-  callbacks.port_state = [this](HostId h, PlaneId p, bool up) { hosts_[h]->on_port_state(p, up); };
+  callbacks.deliver = [this](HostId h, PlaneId p, PacketPtr pkt) { transports_[h]->on_deliver(p, std::move(pkt)); };
+  callbacks.port_ready = [this](HostId h, PlaneId p) { transports_[h]->on_port_ready(p); };
+  callbacks.port_state = [this](HostId h, PlaneId p, bool up) { transports_[h]->on_port_state(p, up); };
   fabric_ = std::make_unique<Fabric>(events_, sc_.fabric, sc_.seed, callbacks);
+  build_hosts();
+  plan_ = plan_workload(sc_.workload, sc_.fabric.hosts, prng_);
+  build_flows();
+}
+
+// One transport per host: the engine (SimHost) or a baseline (BaselineHost).
+void Runner::build_hosts() {
+  if (baseline_) {
+    for (HostId h = 0; h < sc_.fabric.hosts; ++h) {
+      base_hosts_.push_back(std::make_unique<BaselineHost>(h, events_, *fabric_, sc_.transport, sc_.qp.mtu_bytes));
+      transports_.push_back(base_hosts_.back().get());
+    }
+    return;
+  }
   for (HostId h = 0; h < sc_.fabric.hosts; ++h) {
     EndpointConfig ec;
     ec.planes = static_cast<int>(sc_.fabric.planes);
@@ -126,9 +153,8 @@ void Runner::build() {
     // gigabytes of CQ memory.
     send_cqs_.push_back(e.create_cq(4096));
     recv_cqs_.push_back(e.create_cq(4096));
+    transports_.push_back(hosts_.back().get());
   }
-  plan_ = plan_workload(sc_.workload, sc_.fabric.hosts, prng_);
-  build_flows();
 }
 
 // Every planned flow gets its own connected queue pair; pairs of flows in opposite directions
@@ -156,21 +182,34 @@ void Runner::build_flows() {
   }
   for (uint32_t i = 0; i < flows_.size(); ++i) {
     Flow& f = *flows_[i];
-    if (f.sender == nullptr) {
-      QueuePair* back = nullptr;
-      f.sender = connect(f.src, f.dst, back);
-      f.receiver = back;
-      for (uint32_t j = i + 1; j < flows_.size(); ++j) {  // the reverse flow, if planned
-        Flow& r = *flows_[j];
-        if (r.sender == nullptr && r.src == f.dst && r.dst == f.src && sc_.workload.pattern == Pattern::kPairs) {
-          r.sender = back;
-          r.receiver = f.sender;
-          break;
-        }
-      }
-    }
-    flow_of_receiver_[(static_cast<uint64_t>(f.dst) << 32) | f.receiver->qpn().value] = i;
+    if (f.sender == nullptr && f.base_sender == nullptr) connect_flow(i);
+    flow_of_receiver_[(static_cast<uint64_t>(f.dst) << 32) | receiver_id(f)] = i;
     setup_buffers(f, i);
+  }
+}
+
+void Runner::connect_flow(uint32_t i) {
+  Flow& f = *flows_[i];
+  QueuePair* back = nullptr;
+  BaselinePair pair;
+  if (baseline_) {
+    pair = connect_baseline(*base_hosts_[f.src], *base_hosts_[f.dst], sc_.qp);
+    f.base_sender = pair.a;
+    f.base_receiver = pair.b;
+  } else {
+    f.sender = connect(f.src, f.dst, back);
+    f.receiver = back;
+  }
+  for (uint32_t j = i + 1; j < flows_.size(); ++j) {  // the reverse flow, if planned
+    Flow& r = *flows_[j];
+    if (r.sender == nullptr && r.base_sender == nullptr && r.src == f.dst && r.dst == f.src &&
+        sc_.workload.pattern == Pattern::kPairs) {
+      r.sender = back;
+      r.receiver = f.sender;
+      r.base_sender = pair.b;
+      r.base_receiver = pair.a;
+      break;
+    }
   }
 }
 
@@ -210,6 +249,11 @@ void Runner::setup_buffers(Flow& f, uint32_t index) {
   const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
   const uint64_t region = std::max<uint64_t>(bytes, 1);
   if (f.source.empty()) f.source.resize(1), f.target.resize(1);
+  if (baseline_) {
+    f.base_receiver->bind_target(f.target.data(), bytes);
+    update_done(f);
+    return;
+  }
   f.source_mr = hosts_[f.src]->endpoint().memory().register_region(pds_[f.src], f.source.data(), region, access).value();
   f.target_mr = hosts_[f.dst]->endpoint().memory().register_region(pds_[f.dst], f.target.data(), region, access).value();
   update_done(f);
@@ -217,6 +261,15 @@ void Runner::setup_buffers(Flow& f, uint32_t index) {
 
 void Runner::post_work(Flow& f, uint32_t transfer) {
   Op& op = ops_[transfer];
+  if (baseline_) {
+    const BaseWr wr{transfer, f.source.data() + op.offset, op.length, op.offset, op.imm, op.immediate};
+    if (f.base_sender->post(wr)) {
+      op.posted = true;
+      ++report_.ops_posted;
+      report_.bytes_written += op.length;
+    }
+    return;
+  }
   Sge sge{f.source_mr.address + op.offset, static_cast<uint32_t>(op.length), f.source_mr.lkey};
   SendWr wr;
   wr.wr_id = transfer;
@@ -237,8 +290,8 @@ void Runner::post_work(Flow& f, uint32_t transfer) {
 // delivered and its delay passed); a transfer whose delay is still running wakes the flow up
 // when it ends.
 void Runner::top_up(Flow& f) {
-  while (f.recv_posted < f.imm_total && f.receiver->post_recv(f.recv_posted).ok()) ++f.recv_posted;
-  while (f.next_post < f.ops.size() && f.sender->state() == QpState::kRts) {
+  while (f.receiver != nullptr && f.recv_posted < f.imm_total && f.receiver->post_recv(f.recv_posted).ok()) ++f.recv_posted;
+  while (f.next_post < f.ops.size() && sender_ready(f)) {
     const uint32_t t = f.ops[f.next_post];
     const Op& op = ops_[t];
     if (op.ready_at.is_never()) break;
@@ -246,7 +299,7 @@ void Runner::top_up(Flow& f) {
       Flow* flow = &f;
       events_.schedule(op.ready_at, [this, flow] {
         top_up(*flow);
-        hosts_[flow->src]->kick();
+        transports_[flow->src]->kick();
       });
       break;
     }
@@ -305,6 +358,14 @@ void Runner::on_recv_completion(HostId host, const Completion& c) {
 
 void Runner::poll_completions() {
   std::vector<Completion> batch(512);
+  for (HostId h = 0; h < base_hosts_.size(); ++h) {
+    for (size_t n; (n = base_hosts_[h]->poll_send(batch)) > 0;) {
+      for (size_t i = 0; i < n; ++i) on_send_completion(batch[i]);
+    }
+    for (size_t n; (n = base_hosts_[h]->poll_recv(batch)) > 0;) {
+      for (size_t i = 0; i < n; ++i) on_recv_completion(h, batch[i]);
+    }
+  }
   for (HostId h = 0; h < hosts_.size(); ++h) {
     for (size_t n; (n = send_cqs_[h]->poll(batch)) > 0;) {
       for (size_t i = 0; i < n; ++i) on_send_completion(batch[i]);
@@ -314,11 +375,14 @@ void Runner::poll_completions() {
     }
   }
   for (auto& f : flows_) top_up(*f);
-  for (auto& h : hosts_) h->kick();
+  for (SimTransport* t : transports_) t->kick();
 }
 
 uint64_t Runner::placed_bytes() {
   uint64_t placed = 0;
+  for (auto& h : base_hosts_) {
+    for (const auto& c : h->connections()) placed += c->stats().data_bytes_placed;
+  }
   for (auto& h : hosts_)
     h->endpoint().for_each_qp([&](QueuePair& qp) { placed += qp.stats().data_bytes_placed; });
   return placed;
@@ -368,7 +432,8 @@ FaultAction Runner::resolve(const ScheduledFault& f) {
   if (s.kind == Scope::Kind::kSwitch) {  // (tier << 24 | index) from the scenario file
     s.node = fabric_->topology().tier(s.node.value >> 24).at(s.node.value & 0xFFFFFF);
   }
-  if (f.ev_slot >= 0 && !flows_.empty() && flows_.front()->sender->evs() != nullptr) {
+  if (f.ev_slot >= 0 && !flows_.empty() && flows_.front()->sender != nullptr &&
+      flows_.front()->sender->evs() != nullptr) {
     const EvSet& evs = *flows_.front()->sender->evs();
     const EvSet::Slot& slot = evs.slot(static_cast<uint16_t>(static_cast<size_t>(f.ev_slot) % evs.size()));
     a.ev = slot.ev;
@@ -434,6 +499,8 @@ void Runner::schedule_random_faults(Instant end) {
 void Runner::collect(RunReport& r) {
   r.planes.assign(sc_.fabric.planes, PlaneReport{});
   r.bytes_placed = 0;
+  r.transport = to_string(sc_.transport.kind);
+  collect_baseline(r);
   for (auto& h : hosts_) {
     r.hostile_drops += h->endpoint().stats().unknown_qp;
     for (size_t i = 0; i < h->endpoint().stats().decode_errors.size(); ++i) {
@@ -475,6 +542,35 @@ void Runner::collect(RunReport& r) {
     r.planes[p].fabric_bytes_delivered = fabric_->plane_stats(PlaneId(static_cast<uint8_t>(p))).bytes_delivered;
   const LinkStats& links = fabric_->totals().links;
   r.fabric_drops = links.dropped_overflow + links.dropped_fault + links.dropped_down + links.dropped_blackhole;
+  r.pfc_pauses = links.pfc_pauses;
+  r.pfc_paused_ns = links.pfc_paused_ns;
+  r.pfc_headroom_overruns = links.pfc_headroom_overruns;
+}
+
+void Runner::collect_baseline(RunReport& r) {
+  BaselineReport& b = r.baseline;
+  for (auto& h : base_hosts_) {
+    b.control_dropped += h->control_dropped();
+    for (const auto& conn : h->connections()) {
+      const BaseStats& s = conn->stats();
+      r.bytes_placed += s.data_bytes_placed;
+      r.retransmits += s.retransmits;
+      r.timeouts += s.timeouts;
+      r.trims += s.trimmed_discarded;
+      r.ecn_marks += s.ecn_marks_received;
+      r.nacks += s.naks_sent;
+      b.cnps += s.cnps_sent;
+      b.rate_cuts += s.rate_cuts;
+      b.duplicates += s.duplicates;
+      b.out_of_order_dropped += s.out_of_order_dropped;
+      b.fast_retransmits += s.fast_retransmits;
+      b.reinjected += s.reinjected;
+      for (uint32_t p = 0; p < sc_.fabric.planes && p < s.plane_bytes_sent.size(); ++p) {
+        r.planes[p].data_bytes_sent += s.plane_bytes_sent[p];
+        r.planes[p].retransmits += s.plane_retransmits[p];
+      }
+    }
+  }
 }
 
 void Runner::report_groups(RunReport& r) const {
@@ -568,7 +664,7 @@ RunReport Runner::run() {
   build();
   for (auto& f : flows_) top_up(*f);
   schedule_faults();
-  for (auto& h : hosts_) h->kick();
+  for (SimTransport* t : transports_) t->kick();
   events_.schedule_after(kCheckInterval, [this] { tick(); });
   events_.run_until(sc_.time_limit);
   poll_completions();

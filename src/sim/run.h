@@ -48,8 +48,20 @@ struct FaultMark {
   std::string what;
 };
 
+// Counters only the baseline transports have (zero for MRC).
+struct BaselineReport {
+  uint64_t cnps = 0;                  // RoCE: CNPs sent by the notification points
+  uint64_t rate_cuts = 0;             // RoCE: DCQCN rate decreases
+  uint64_t duplicates = 0;            // data packets received again (not placed)
+  uint64_t out_of_order_dropped = 0;  // RoCE: discarded by the go-back-N responder
+  uint64_t fast_retransmits = 0;      // MPTCP: on three duplicate ACKs
+  uint64_t reinjected = 0;            // MPTCP: packets re-sent on another subflow
+  uint64_t control_dropped = 0;       // host control FIFO full
+};
+
 struct RunReport {
   bool ok = false;
+  std::string transport = "mrc";  // mrc | roce | roce_pfc | mptcp
   std::string failure;  // empty if ok
   uint64_t seed = 0;
   uint64_t bytes_written = 0;   // payload bytes of all posted writes
@@ -71,6 +83,11 @@ struct RunReport {
   uint64_t hostile_drops = 0;   // packets the engines refused (duplicates, bad ICRC, ...)
   std::map<std::string, uint64_t> refused_by_reason;
   uint64_t stale_sacks = 0;
+  // PFC (roce_pfc): pauses, total paused link-time, packets held beyond xoff + headroom.
+  uint64_t pfc_pauses = 0;
+  uint64_t pfc_paused_ns = 0;
+  uint64_t pfc_headroom_overruns = 0;
+  BaselineReport baseline;
   EvTransitions ev_transitions;
   std::vector<PlaneReport> planes;
   // Transfer completion times (ready to delivered), over every delivered transfer.

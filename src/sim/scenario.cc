@@ -185,6 +185,77 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
            " MiB of writes in all; the simulator holds each byte twice and allows 4096 MiB");
 }
 
+void read_dcqcn(Reader& r, const toml::table& t, DcqcnConfig& d) {
+  const std::string w = "transport.";
+  double alpha_us = static_cast<double>(d.alpha_period.ns) / 1e3, increase_us = static_cast<double>(d.increase_period.ns) / 1e3,
+         cnp_us = static_cast<double>(d.cnp_interval.ns) / 1e3;
+  uint64_t byte_counter_kib = d.byte_counter / 1024;
+  r.get(t, w, "dcqcn", d.enabled);
+  r.get(t, w, "dcqcn_g", d.g);
+  r.get(t, w, "dcqcn_alpha_us", alpha_us);
+  r.get(t, w, "dcqcn_increase_us", increase_us);
+  r.get(t, w, "dcqcn_byte_counter_kib", byte_counter_kib);
+  r.get(t, w, "dcqcn_f", d.fast_recovery_steps);
+  r.get(t, w, "dcqcn_ai_gbps", d.additive_gbps);
+  r.get(t, w, "dcqcn_hai_gbps", d.hyper_gbps);
+  r.get(t, w, "dcqcn_min_gbps", d.min_rate_gbps);
+  r.get(t, w, "cnp_interval_us", cnp_us);
+  if (d.g <= 0 || d.g > 1) r.fail(w + "dcqcn_g: must be in (0, 1]");
+  if (alpha_us <= 0 || increase_us <= 0) r.fail(w + "dcqcn_alpha_us, dcqcn_increase_us: must be > 0");
+  if (byte_counter_kib == 0 || d.min_rate_gbps <= 0) r.fail(w + "dcqcn_byte_counter_kib, dcqcn_min_gbps: must be > 0");
+  d.alpha_period = Duration{static_cast<int64_t>(alpha_us * 1e3)};
+  d.increase_period = Duration{static_cast<int64_t>(increase_us * 1e3)};
+  d.cnp_interval = Duration{static_cast<int64_t>(cnp_us * 1e3)};
+  d.byte_counter = byte_counter_kib * 1024;
+}
+
+void read_mptcp(Reader& r, const toml::table& t, MptcpConfig& m) {
+  const std::string w = "transport.";
+  double rto_min_us = static_cast<double>(m.rto_min.ns) / 1e3, rto_max_us = static_cast<double>(m.rto_max.ns) / 1e3;
+  r.get(t, w, "subflows", m.subflows);
+  r.get(t, w, "coupled", m.coupled);
+  r.get(t, w, "initial_window", m.initial_window_packets);
+  r.get(t, w, "max_window", m.max_window_packets);
+  r.get(t, w, "rto_min_us", rto_min_us);
+  r.get(t, w, "rto_max_us", rto_max_us);
+  r.get(t, w, "subflow_dead_after", m.subflow_dead_after);
+  if (m.subflows < 1 || m.subflows > 64) r.fail(w + "subflows: must be 1..64");
+  if (m.initial_window_packets < 1 || m.max_window_packets < m.initial_window_packets)
+    r.fail(w + "initial_window, max_window: need 1 <= initial_window <= max_window");
+  if (rto_min_us <= 0 || rto_max_us < rto_min_us) r.fail(w + "rto_min_us, rto_max_us: need 0 < rto_min_us <= rto_max_us");
+  if (m.subflow_dead_after < 1) r.fail(w + "subflow_dead_after: must be >= 1");
+  m.rto_min = Duration{static_cast<int64_t>(rto_min_us * 1e3)};
+  m.rto_max = Duration{static_cast<int64_t>(rto_max_us * 1e3)};
+}
+
+// [transport]: which transport every host runs, with the baselines' parameters. roce_pfc makes
+// every switch queue of the fabric lossless (PFC-like pause instead of drop or trim).
+void read_transport(Reader& r, const toml::table* t, Scenario& s) {
+  if (t == nullptr) return;
+  r.check_keys(*t, "transport.", {"kind", "subflows", "coupled", "initial_window", "max_window", "rto_min_us",
+                                  "rto_max_us", "subflow_dead_after", "dcqcn", "dcqcn_g", "dcqcn_alpha_us",
+                                  "dcqcn_increase_us", "dcqcn_byte_counter_kib", "dcqcn_f", "dcqcn_ai_gbps",
+                                  "dcqcn_hai_gbps", "dcqcn_min_gbps", "cnp_interval_us", "pfc_xoff_kib",
+                                  "pfc_xon_kib", "pfc_headroom_kib"});
+  TransportConfig& c = s.transport;
+  std::string kind = "mrc";
+  r.get(*t, "transport.", "kind", kind);
+  if (kind == "mrc") c.kind = TransportKind::kMrc;
+  else if (kind == "roce") c.kind = TransportKind::kRoce;
+  else if (kind == "roce_pfc") c.kind = TransportKind::kRocePfc;
+  else if (kind == "mptcp") c.kind = TransportKind::kMptcp;
+  else r.fail("transport.kind: must be \"mrc\", \"roce\", \"roce_pfc\" or \"mptcp\"");
+  read_dcqcn(r, *t, c.dcqcn);
+  read_mptcp(r, *t, c.mptcp);
+  uint32_t xoff = c.pfc.xoff_bytes / 1024, xon = c.pfc.xon_bytes / 1024, headroom = c.pfc.headroom_bytes / 1024;
+  r.get(*t, "transport.", "pfc_xoff_kib", xoff);
+  r.get(*t, "transport.", "pfc_xon_kib", xon);
+  r.get(*t, "transport.", "pfc_headroom_kib", headroom);
+  if (xon > xoff || xoff == 0) r.fail("transport.pfc_xon_kib: need 0 < pfc_xon_kib <= pfc_xoff_kib");
+  c.pfc = PfcConfig{xoff * 1024, xon * 1024, headroom * 1024};
+  if (c.kind == TransportKind::kRocePfc) make_lossless(s.fabric, c.pfc);
+}
+
 // A switch named by tier and index ("leaf2", "spine0"; FatTree "edge5", "agg1", "core3"). The
 // node id exists only once the topology is built: the scope carries (tier << 24 | index) and
 // the runner resolves it.
@@ -308,6 +379,15 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
 
 }  // namespace
 
+void make_lossless(FabricConfig& fabric, const PfcConfig& pfc) {
+  for (LinkConfig* l : {&fabric.host_link, &fabric.fabric_link, &fabric.core_link}) {
+    l->lossless = true;
+    l->pfc_xoff_bytes = pfc.xoff_bytes;
+    l->pfc_xon_bytes = pfc.xon_bytes;
+    l->pfc_headroom_bytes = pfc.headroom_bytes;
+  }
+}
+
 bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
   toml::table root;
   try {
@@ -317,7 +397,8 @@ bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
     return false;
   }
   Reader r{error};
-  r.check_keys(root, "", {"name", "seed", "time_limit_ms", "heal_at_us", "random_faults", "fabric", "qp", "workload", "fault"});
+  r.check_keys(root, "", {"name", "seed", "time_limit_ms", "heal_at_us", "random_faults", "fabric", "qp", "workload",
+                          "fault", "transport"});
   double limit_ms = 2000, heal_us = 0;
   r.get(root, "", "name", s.name);
   r.get(root, "", "seed", s.seed);
@@ -328,6 +409,7 @@ bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
   s.heal_at = Instant{static_cast<int64_t>(heal_us * 1e3)};
   read_fabric(r, root.get_as<toml::table>("fabric"), s);
   read_qp(r, root.get_as<toml::table>("qp"), s);
+  read_transport(r, root.get_as<toml::table>("transport"), s);
   read_workload(r, root.get_as<toml::table>("workload"), s);
   if (const toml::array* faults = root.get_as<toml::array>("fault")) {
     for (size_t i = 0; i < faults->size(); ++i) {

@@ -8,6 +8,7 @@
 
 #include "core/config.h"
 #include "sim/fabric.h"
+#include "sim/transport.h"
 #include "sim/workload.h"
 
 namespace mrc::sim {
@@ -25,7 +26,8 @@ struct Scenario {
   std::string name = "unnamed";
   uint64_t seed = 1;
   FabricConfig fabric;
-  QpConfig qp;
+  QpConfig qp;               // MRC queue pairs; mtu, timeout, retry_linear, ack_every also baselines
+  TransportConfig transport;  // [transport]: mrc (the engine) or a baseline
   Workload workload;
   std::vector<ScheduledFault> faults;
   // Liveness phase: every fault is healed at this time (0: right after the last fault + 1 ms).
@@ -36,6 +38,9 @@ struct Scenario {
   // trimming, link down/up, blackholes, flaps), in addition to `faults`.
   bool random_faults = false;
 };
+
+// Makes every switch queue of the fabric PFC-lossless with these thresholds (roce_pfc).
+void make_lossless(FabricConfig& fabric, const PfcConfig& pfc);
 
 // Parses a scenario file. On error, returns false and sets `error` to a message naming the key.
 bool load_scenario(const std::string& path, Scenario& out, std::string& error);

@@ -72,7 +72,12 @@ nlohmann::json to_json(const RunReport& r, const RunContext& c) {
                       {"fabric_bytes_delivered", r.planes[p].fabric_bytes_delivered}});
   }
   const auto& t = r.ev_transitions;
-  return {{"scenario", c.name}, {"ok", r.ok}, {"failure", r.failure}, {"seed", r.seed},
+  const auto& b = r.baseline;
+  return {{"scenario", c.name}, {"ok", r.ok}, {"failure", r.failure}, {"seed", r.seed}, {"transport", r.transport},
+          {"baseline", {{"cnps", b.cnps}, {"rate_cuts", b.rate_cuts}, {"duplicates", b.duplicates},
+                        {"out_of_order_dropped", b.out_of_order_dropped}, {"fast_retransmits", b.fast_retransmits},
+                        {"reinjected", b.reinjected}, {"control_dropped", b.control_dropped}}},
+          {"pfc", {{"pauses", r.pfc_pauses}, {"paused_ns", r.pfc_paused_ns}, {"headroom_overruns", r.pfc_headroom_overruns}}},
           {"bytes_written", r.bytes_written}, {"bytes_verified", r.bytes_verified},
           {"bytes_placed", r.bytes_placed}, {"ops_posted", r.ops_posted},
           {"ops_completed", r.ops_completed}, {"ops_failed", r.ops_failed},
@@ -112,8 +117,8 @@ void print_groups(const RunReport& r, const RunContext& c) {
 }
 
 void print_text(const RunReport& r, const RunContext& c) {
-  std::printf("scenario %s, seed %llu: %s\n", c.name.c_str(), static_cast<ull>(r.seed),
-              r.ok ? "OK" : ("FAILED: " + r.failure).c_str());
+  std::printf("scenario %s, seed %llu, transport %s: %s\n", c.name.c_str(), static_cast<ull>(r.seed),
+              r.transport.c_str(), r.ok ? "OK" : ("FAILED: " + r.failure).c_str());
   const double t_ms = static_cast<double>(r.completion_time_ns > 0 ? r.completion_time_ns : r.sim_time_ns) / 1e6;
   std::printf("  operations   %llu posted, %llu completed, %llu failed; %llu write-with-imm delivered\n",
               static_cast<ull>(r.ops_posted), static_cast<ull>(r.ops_completed), static_cast<ull>(r.ops_failed),
@@ -139,6 +144,15 @@ void print_text(const RunReport& r, const RunContext& c) {
     for (const auto& [reason, n] : r.refused_by_reason) std::printf(" %s=%llu", reason.c_str(), static_cast<ull>(n));
     std::printf("\n");
   }
+  const auto& b = r.baseline;
+  if (r.transport != "mrc")
+    std::printf("  baseline     %llu CNPs, %llu rate cuts, %llu duplicates, %llu out-of-order discarded, %llu fast retransmits, %llu reinjected\n",
+                static_cast<ull>(b.cnps), static_cast<ull>(b.rate_cuts), static_cast<ull>(b.duplicates),
+                static_cast<ull>(b.out_of_order_dropped), static_cast<ull>(b.fast_retransmits), static_cast<ull>(b.reinjected));
+  if (r.pfc_pauses > 0)
+    std::printf("  PFC          %llu pauses, %.3f ms of paused link-time, %llu packets beyond headroom\n",
+                static_cast<ull>(r.pfc_pauses), static_cast<double>(r.pfc_paused_ns) / 1e6,
+                static_cast<ull>(r.pfc_headroom_overruns));
   const auto& t = r.ev_transitions;
   std::printf("  EV states    %llu->SKIP, %llu->ASSUMED_BAD, %llu replaced, %llu revived, %llu regenerated, %llu held by floor\n",
               static_cast<ull>(t.to_skip), static_cast<ull>(t.to_assumed_bad), static_cast<ull>(t.replaced),

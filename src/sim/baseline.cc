@@ -1,0 +1,206 @@
+// BaselineHost: the datapath shared by the baseline transports (see baseline.h). A port that
+// goes idle sends its oldest control packet if any (ACK/NAK/CNP, high priority, never trimmed),
+// else asks the connections in round-robin order for a data packet allowed now on that plane;
+// one pending timer event at the earliest connection deadline (older ones ignored by
+// generation), as SimHost does for the engine.
+#include "sim/baseline.h"
+
+#include <cstring>
+
+#include "sim/mptcp.h"
+#include "sim/roce.h"
+#include "util/assert.h"
+
+namespace mrc::sim {
+
+const char* to_string(TransportKind kind) {
+  switch (kind) {
+    case TransportKind::kMrc: return "mrc";
+    case TransportKind::kRoce: return "roce";
+    case TransportKind::kRocePfc: return "roce_pfc";
+    case TransportKind::kMptcp: return "mptcp";
+  }
+  return "?";
+}
+
+namespace {
+
+std::vector<uint8_t> encode(const BaseHeader& h, const uint8_t* payload) {
+  std::vector<uint8_t> bytes;
+  bytes.reserve(kBaseHeaderBytes + h.length);
+  const auto* header = reinterpret_cast<const uint8_t*>(&h);
+  bytes.insert(bytes.end(), header, header + kBaseHeaderBytes);
+  if (h.length > 0 && payload != nullptr) bytes.insert(bytes.end(), payload, payload + h.length);
+  return bytes;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------- BaselineConn
+
+BaselineConn::BaselineConn(BaselineHost& host, uint32_t id) : host_(host), id_(id) {
+  stats_.plane_bytes_sent.assign(host.planes(), 0);
+  stats_.plane_retransmits.assign(host.planes(), 0);
+}
+
+bool BaselineConn::place(const BaseHeader& h, std::span<const uint8_t> payload) {
+  if (payload.size() != h.length || target_ == nullptr || h.offset > target_size_ ||
+      target_size_ - h.offset < h.length) {
+    return false;
+  }
+  std::memcpy(target_ + h.offset, payload.data(), payload.size());
+  stats_.data_bytes_placed += payload.size();
+  return true;
+}
+
+PacketPtr BaselineConn::make_data(Instant now, PlaneId plane, Ev ev, BaseHeader h,
+                                  const uint8_t* payload) {
+  h.kind = static_cast<uint8_t>(BaseKind::kData);
+  h.dest_conn = peer_conn_;
+  h.echo_ns = now.ns;
+  auto packet = std::make_unique<SimPacket>();
+  packet->dest_host = peer_host_;
+  packet->plane = plane;
+  packet->ev = ev;
+  packet->trimmable = true;
+  packet->trim_to_bytes = kBaseHeaderBytes;
+  packet->bytes = encode(h, payload);
+  ++stats_.data_packets_sent;
+  stats_.data_bytes_sent += h.length;
+  stats_.plane_bytes_sent[plane.value] += h.length;
+  return packet;
+}
+
+void BaselineConn::send_control(PlaneId plane, Ev ev, const BaseHeader& h) {
+  auto packet = std::make_unique<SimPacket>();
+  packet->dest_host = peer_host_;
+  packet->plane = plane;
+  packet->ev = ev;
+  packet->trimmable = false;
+  packet->high_priority = true;
+  BaseHeader c = h;
+  c.dest_conn = peer_conn_;
+  c.length = 0;
+  packet->bytes = encode(c, nullptr);
+  host_.queue_control(plane, std::move(packet));
+}
+
+// ---------------------------------------------------------------------------- BaselineHost
+
+BaselineHost::BaselineHost(HostId id, EventQueue& events, Fabric& fabric,
+                           const TransportConfig& config, uint32_t mtu_bytes)
+    : id_(id), events_(events), fabric_(fabric), config_(config), mtu_(mtu_bytes) {
+  control_.resize(fabric.planes());
+  next_conn_.assign(fabric.planes(), 0);
+}
+
+BaselineConn& BaselineHost::add_connection(const QpConfig& qp) {
+  const uint32_t id = static_cast<uint32_t>(conns_.size()) + 1;
+  if (config_.kind == TransportKind::kMptcp) {
+    conns_.push_back(std::make_unique<MptcpConn>(*this, id, qp));
+  } else {
+    conns_.push_back(std::make_unique<RoceQp>(*this, id, qp));
+  }
+  return *conns_.back();
+}
+
+BaselineConn* BaselineHost::connection(uint32_t id) {
+  if (id == 0 || id > conns_.size()) return nullptr;
+  return conns_[id - 1].get();
+}
+
+size_t BaselineHost::drain(std::deque<Completion>& from, std::vector<Completion>& out) {
+  const size_t n = std::min(from.size(), out.size());
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = from.front();
+    from.pop_front();
+  }
+  return n;
+}
+
+void BaselineHost::queue_control(PlaneId plane, PacketPtr packet) {
+  std::deque<PacketPtr>& q = control_[plane.value];
+  if (q.size() >= kControlQueuePackets) {
+    ++control_dropped_;
+    return;
+  }
+  q.push_back(std::move(packet));
+}
+
+void BaselineHost::on_deliver(PlaneId plane, PacketPtr packet) {
+  (void)plane;
+  if (packet->bytes.size() < kBaseHeaderBytes) return;
+  BaseHeader h;
+  std::memcpy(&h, packet->bytes.data(), kBaseHeaderBytes);
+  if (BaselineConn* conn = connection(h.dest_conn)) {
+    const std::span<const uint8_t> payload(packet->bytes.data() + kBaseHeaderBytes,
+                                           packet->bytes.size() - kBaseHeaderBytes);
+    conn->on_packet(events_.now(), h, payload, *packet);
+  }
+  kick();
+}
+
+void BaselineHost::on_port_ready(PlaneId plane) {
+  transmit_on(plane);
+  arm_timer();
+}
+
+void BaselineHost::on_port_state(PlaneId plane, bool up) {
+  (void)plane;
+  (void)up;
+  kick();
+}
+
+void BaselineHost::kick() {
+  for (uint32_t p = 0; p < fabric_.planes(); ++p) transmit_on(PlaneId(static_cast<uint8_t>(p)));
+  arm_timer();
+}
+
+void BaselineHost::transmit_on(PlaneId plane) {
+  if (!fabric_.port_idle(id_, plane) || !fabric_.port_up(id_, plane)) return;
+  std::deque<PacketPtr>& control = control_[plane.value];
+  if (!control.empty()) {
+    PacketPtr packet = std::move(control.front());
+    control.pop_front();
+    fabric_.transmit(id_, plane, std::move(packet));
+    return;
+  }
+  const size_t n = conns_.size();
+  size_t& next = next_conn_[plane.value];
+  for (size_t i = 0; i < n; ++i) {
+    BaselineConn& conn = *conns_[(next + i) % n];
+    if (PacketPtr packet = conn.poll_transmit(events_.now(), plane)) {
+      next = (next + i + 1) % n;
+      fabric_.transmit(id_, plane, std::move(packet));
+      return;
+    }
+  }
+}
+
+void BaselineHost::arm_timer() {
+  Instant deadline = Instant::never();
+  const Instant now = events_.now();
+  for (const auto& conn : conns_) deadline = std::min(deadline, conn->next_deadline(now));
+  if (deadline.is_never() || deadline >= timer_at_) return;
+  timer_at_ = deadline;
+  const uint64_t generation = ++timer_generation_;
+  events_.schedule(deadline, [this, generation] { on_timer(generation); });
+}
+
+void BaselineHost::on_timer(uint64_t generation) {
+  if (generation != timer_generation_) return;
+  timer_at_ = Instant::never();
+  const Instant now = events_.now();
+  for (const auto& conn : conns_) conn->on_timer(now);
+  kick();
+}
+
+BaselinePair connect_baseline(BaselineHost& a, BaselineHost& b, const QpConfig& qp) {
+  BaselineConn& ca = a.add_connection(qp);
+  BaselineConn& cb = b.add_connection(qp);
+  ca.set_peer(b.id(), cb.id());
+  cb.set_peer(a.id(), ca.id());
+  return {&ca, &cb};
+}
+
+}  // namespace mrc::sim
