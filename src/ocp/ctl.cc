@@ -11,13 +11,22 @@
 //   - EV events: the progress thread compares EV states after each round; changes to
 //     ASSUMED_BAD or back to GOOD matching a profile's event mask go to every EV event CQ.
 //   - Ports: admin down takes the plane out exactly as a link failure does.
-// Refused: explicit and generated EV modes, EV field operations, REPLACE_EV, endpoint
-// requests (EV probes, port status updates): EOPNOTSUPP.
+//   - EV probes: an endpoint request "EV probe" sent by a connected QP to its peer on the EV
+//     asked for (QueuePair::probe_ev); the engine measures the answer's RTT. The destination
+//     GID must be a plane of the peer of one of the device's connected QPs: our UDP datapath
+//     reaches hosts through QPs' peers, and a probe leaves from the EV's own source port.
+//   - Every EV state change is also logged for `mrcctl watch` (Nic::watch_log).
+// Refused: explicit and generated EV modes, EV field operations, REPLACE_EV, port status
+// update requests (the engine sends its own): EOPNOTSUPP.
 #include "ocp/ctl.h"
 
-#include <cerrno>
-#include <cstring>
+#include <arpa/inet.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
 
 #include "ocp/ocp_internal.h"
 
@@ -205,6 +214,15 @@ void push_ev_event(Nic& nic, uint64_t profile, const EvSet::Slot& s, mrc_ctl_ev_
     }
 }
 
+void log_watch_event(Nic& nic, const mrc_qp& qp, uint64_t profile, const EvSet::Slot& s, mrc_ctl_ev_state state) {
+  if (nic.watch_log.size() >= Nic::kWatchLog) nic.watch_log.pop_front();
+  nic.watch_log.push_back(WatchEvent{++nic.watch_seq, qp.qp->qpn().value, profile, make_ev(s), state});
+  if (nic.watch_wake_fd >= 0) {
+    const uint64_t one = 1;
+    (void)!write(nic.watch_wake_fd, &one, sizeof one);
+  }
+}
+
 void scan_qp(Nic& nic, mrc_qp& qp) {
   const EvSet* evs = qp.qp->evs();
   if (evs == nullptr) return;
@@ -224,6 +242,116 @@ void scan_qp(Nic& nic, mrc_qp& qp) {
                          (mask & MRC_CTL_EV_GOOD));
     qp.ev_seen[i] = now;
     if (report) push_ev_event(nic, id, evs->slot(i), state);
+    log_watch_event(nic, qp, id, evs->slot(i), state);
+  }
+}
+
+
+// ---- EV probes ----------------------------------------------------------------------------
+
+bool ipv4_of(const ibv_gid& gid, uint32_t& ip) {
+  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(gid.raw, kMapped, sizeof kMapped) != 0) return false;
+  std::memcpy(&ip, gid.raw + 12, 4);
+  return true;
+}
+
+bool is_zero(const ibv_gid& gid) {
+  static const uint8_t kZero[16] = {};
+  return std::memcmp(gid.raw, kZero, sizeof kZero) == 0;
+}
+
+bool qp_alive(Nic& nic, const mrc_qp* qp) {
+  for (mrc_context* c : nic.contexts)
+    for (mrc_qp* q : c->qp_list)
+      if (q == qp) return true;
+  return false;
+}
+
+struct ProbeTarget {
+  mrc_qp* qp = nullptr;
+  uint16_t slot = EvSet::kNoSlot;
+};
+
+// The connected QP and EV slot a probe request names (errno value, 0 = found): the EV's port
+// is the plane; sgid (if given) is our address on it, dgid the peer's address on it.
+int probe_target(Nic& nic, const mrc_ctl_ep_req& r, ProbeTarget& out) {
+  const size_t planes = nic.spec->planes.size();
+  uint32_t dip = 0, sip = 0;
+  if (r.ev_fmt_mode != MRC_CTL_EV_FMT_MODE_UDP) return EOPNOTSUPP;
+  if (r.req_ev.port < 1 || r.req_ev.port > planes || !ipv4_of(r.dgid, dip)) return EINVAL;
+  const int plane = r.req_ev.port - 1;
+  if (!is_zero(r.sgid) && (!ipv4_of(r.sgid, sip) || sip != nic.spec->planes[plane].address.s_addr)) return EINVAL;
+  const auto dest = find_peer(device_config(), dip);
+  if (!dest || dest->planes.size() != planes || dest->planes[plane].address.s_addr != dip) return EINVAL;
+  for (mrc_context* c : nic.contexts)
+    for (mrc_qp* q : c->qp_list) {
+      uint32_t qip = 0;
+      if ((q->state != IBV_QPS_RTR && q->state != IBV_QPS_RTS) || q->qp->evs() == nullptr) continue;
+      if (!ipv4_of(q->vattr.ah_attr.grh.dgid, qip)) continue;
+      const auto peer = find_peer(device_config(), qip);
+      if (!peer || peer->planes.front().address.s_addr != dest->planes.front().address.s_addr) continue;
+      const uint16_t slot = find_slot(*q->qp->evs(), r.req_ev);
+      if (slot == EvSet::kNoSlot) return EINVAL;  // not one of the source ports QPs use
+      out = ProbeTarget{q, slot};
+      return 0;
+    }
+  return EHOSTUNREACH;  // no connected QP to that host
+}
+
+// Queues every probe (request id = batch << 16 | index), or none (errno value).
+int probe_send(Nic& nic, const mrc_ctl_ep_req* req, int n, std::vector<ProbeTarget>& targets, uint32_t batch) {
+  std::lock_guard lock(nic.mutex);
+  targets.assign(static_cast<size_t>(n), {});
+  for (int i = 0; i < n; ++i)
+    if (int e = probe_target(nic, req[i], targets[i])) return e;
+  for (const ProbeTarget& t : targets) t.qp->qp->forget_ev_probes();
+  for (int i = 0; i < n; ++i)
+    if (!targets[i].qp->qp->probe_ev(targets[i].slot, batch << 16 | static_cast<uint32_t>(i))) {
+      for (const ProbeTarget& t : targets) t.qp->qp->forget_ev_probes();
+      return EAGAIN;
+    }
+  return 0;
+}
+
+// Moves answers of this batch into rsp (arrival order); answers of older batches are dropped.
+void probe_collect(Nic& nic, const std::vector<ProbeTarget>& targets, const mrc_ctl_ep_req* req, uint32_t batch,
+                   mrc_ctl_ep_rsp* rsp, int& got, bool forget) {
+  std::lock_guard lock(nic.mutex);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    mrc_qp* qp = targets[i].qp;
+    bool first = true;
+    for (size_t k = 0; k < i && first; ++k) first = targets[k].qp != qp;
+    if (!first || !qp_alive(nic, qp)) continue;
+    while (got < static_cast<int>(targets.size())) {
+      const auto a = qp->qp->take_ev_probe_answer();
+      if (!a) break;
+      const uint32_t index = a->request_id & 0xffff;
+      if (a->request_id >> 16 != batch || index >= targets.size()) continue;
+      const auto rtt = std::clamp<int64_t>(a->rtt.ns, 0, UINT32_MAX);
+      rsp[got++] = mrc_ctl_ep_rsp{req[index].req_id, static_cast<uint8_t>(a->plane.value + 1),
+                                  static_cast<unsigned>(rtt), 0};
+    }
+    if (forget) qp->qp->forget_ev_probes();
+  }
+}
+
+int probe_batch(Nic& nic, const mrc_ctl_ep_req* req, int n, uint32_t timeout_ns, mrc_ctl_ep_rsp* rsp, int& got) {
+  std::lock_guard batch_lock(nic.probe_mutex);
+  const uint32_t batch = ++nic.probe_batch & 0xffff;
+  std::vector<ProbeTarget> targets;
+  if (int e = probe_send(nic, req, n, targets, batch)) return e;
+  nic.host->wake();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
+  for (;;) {
+    const bool late = std::chrono::steady_clock::now() >= deadline;
+    probe_collect(nic, targets, req, batch, rsp, got, late);
+    if (got == n) {
+      probe_collect(nic, targets, req, batch, rsp, got, true);  // forgets the probes
+      return 0;
+    }
+    if (late) return ETIMEDOUT;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }
 
@@ -322,7 +450,7 @@ int mrc_ctl_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_ctl
   attr->cc.cc_max_profiles = 64;
   attr->cc.algorithms = const_cast<const char**>(kAlgorithms);
   attr->phy_port_mask = ((1u << planes) - 1) << 1;
-  attr->opt_attr = MRC_CTL_OPT_CAP_EV_EVENT | MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT;
+  attr->opt_attr = MRC_CTL_OPT_CAP_EV_EVENT | MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT | MRC_CTL_OPT_CAP_EP_OP_EV_PROBE;
   return 0;
 }
 
@@ -467,15 +595,14 @@ int mrc_ctl_poll_ev_event(mrc_cq* ev_cq, int num_entries, mrc_ctl_ev_event* ev_e
 
 int mrc_ctl_ep_batch_send_wait(mrc_context* mrc_ctx, uint8_t req_tc, mrc_ctl_ep_op_type op_type, mrc_ctl_ep_req* req,
                                int num_req, uint32_t rsp_timeout, mrc_ctl_ep_rsp* rsp, int* num_rsp) {
-  (void)req_tc;
-  (void)op_type;
-  (void)req;
-  (void)num_req;
-  (void)rsp_timeout;
-  (void)rsp;
+  (void)req_tc;  // control packets use the engine's control class
   if (num_rsp != nullptr) *num_rsp = 0;
-  if (!ok_ctx(mrc_ctx)) return fail(EINVAL, -1);
-  return fail(EOPNOTSUPP, -1);  // connectionless endpoint requests are not implemented yet
+  if (!ok_ctx(mrc_ctx) || num_rsp == nullptr || num_req < 0 || (num_req > 0 && (req == nullptr || rsp == nullptr)))
+    return fail(EINVAL, -1);
+  if (op_type == MRC_CTL_EP_OP_PORT_STATUS_UPDATE) return fail(EOPNOTSUPP, -1);  // the engine sends its own
+  if (op_type != MRC_CTL_EP_OP_EV_PROBE || num_req > static_cast<int>(QueuePair::kMaxEvProbes)) return fail(EINVAL, -1);
+  const int e = probe_batch(*mrc_ctx->nic, req, num_req, rsp_timeout, rsp, *num_rsp);
+  return e == 0 ? 0 : fail(e, -1);
 }
 
 }  // extern "C"

@@ -45,8 +45,13 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
       if (!parse_u16(value, spec.port)) return "port=" + value + " is not a UDP port (1-65535)";
     } else if (key == "ev-ports" && !is_peer) {
       if (!parse_u16(value, spec.ev_port_base)) return "ev-ports=" + value + " is not a UDP port (1-65535)";
+    } else if (key == "drop" && !is_peer) {
+      char* end = nullptr;
+      spec.drop = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(spec.drop >= 0 && spec.drop < 1))
+        return "drop=" + value + " is not a fraction in [0, 1)";
     } else {
-      return "unknown setting '" + item + "' (known: planes=, port=" + (is_peer ? "" : ", ev-ports=") + ")";
+      return "unknown setting '" + item + "' (known: planes=, port=" + (is_peer ? "" : ", ev-ports=, drop=") + ")";
     }
   }
   if (planes_text.empty()) return "'" + name + "' needs planes=<ipv4>[,<ipv4>...]";

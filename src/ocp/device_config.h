@@ -7,7 +7,7 @@
 //   MRC_CONFIG    the path of a configuration file
 //   /etc/mrc/devices.conf
 // Each entry (file line) is
-//   <name> planes=<ipv4>[,<ipv4>...] [port=<udp port>] [ev-ports=<first source port>]
+//   <name> planes=<ipv4>[,<ipv4>...] [port=<udp port>] [ev-ports=<first source port>] [drop=<fraction>]
 //   peer planes=<ipv4>[,<ipv4>...] [port=<udp port>]
 // '#' starts a comment. Device names are what ibv_get_device_list() shows; port k of a device
 // (1-based) is its plane k. A peer is found by any of its plane addresses: local devices are
@@ -28,6 +28,7 @@ struct DeviceSpec {
   std::vector<io::PlaneAddress> planes;
   uint16_t port = 4791;
   uint16_t ev_port_base = 50000;
+  double drop = 0;  // fraction of sent packets the datapath drops (impairment, for tests and demos)
 };
 
 struct DeviceConfig {

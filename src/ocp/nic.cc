@@ -3,14 +3,18 @@
 // src/api: run the datapath under the lock, sleep without it). After each round the thread
 // delivers what an application waits for outside the CQs: completion-channel events for armed
 // CQs, asynchronous events (a QP entering ERROR, a port going down or up) and EV events.
+// Each opened device is also served to other processes on its control socket (ctl_server.h)
+// unless MRC_CTL_SOCKET=off.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "mrc/mrc.hpp"
 #include "ocp/ctl.h"
+#include "ocp/ctl_server.h"
 #include "ocp/ocp_internal.h"
 
 namespace mrc::ocp {
@@ -25,6 +29,7 @@ Result<std::unique_ptr<io::UdpHost>, std::string> open_host(const DeviceSpec& sp
   io::UdpHostConfig hc;
   hc.planes = spec.planes;
   hc.ev_port_base = spec.ev_port_base;
+  hc.impairment.drop = spec.drop;
   hc.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(spec.planes.size()) / spec.planes.size());
   return io::UdpHost::open(hc);
 }
@@ -44,6 +49,8 @@ void mrc_context_push(mrc_context* context, ibv_event_type type, mrc_qp* qp, int
   else event.element.port_num = port;
   context->push_async(event);
 }
+
+Nic::~Nic() = default;
 
 bool Nic::port_up(int plane) const { return host->plane_stats(plane).up; }
 
@@ -120,6 +127,8 @@ Nic* nic_open(int index) {
   nic->opens = 1;
   Nic* raw = nic.get();
   nic->progress = std::thread([raw] { raw->loop(); });
+  const char* serve = std::getenv("MRC_CTL_SOCKET");
+  if (serve == nullptr || std::strcmp(serve, "off") != 0) nic->ctl_server = CtlServer::start(*nic);
   g_nics[index] = std::move(nic);
   return raw;
 }
@@ -132,6 +141,8 @@ void nic_close(Nic* nic) {
     for (auto& n : g_nics)
       if (n.get() == nic) doomed = std::move(n);
   }
+  if (!doomed) return;
+  doomed->ctl_server.reset();  // no controller request in flight past this point
   {
     std::lock_guard lock(doomed->mutex);
     doomed->stopping = true;

@@ -68,6 +68,17 @@ struct CcProfile {
   int qps = 0;
 };
 
+class CtlServer;
+
+// An EV state change as `mrcctl watch` sees it: every QP, every change, whatever the masks.
+struct WatchEvent {
+  uint64_t seq = 0;
+  uint32_t qpn = 0;
+  uint64_t profile = 0;
+  mrc_ctl_ev ev{};
+  mrc_ctl_ev_state state = MRC_CTL_EV_UNKNOWN;
+};
+
 struct Nic {
   const DeviceSpec* spec = nullptr;
   std::unique_ptr<io::UdpHost> host;
@@ -83,7 +94,18 @@ struct Nic {
   std::map<uint64_t, CcProfile> cc_profiles;
   std::vector<std::vector<io::PlaneAddress>> peers;  // handles from UdpHost::add_peer
   std::vector<uint32_t> peer_handles;
+  // EV state changes for watchers of the control socket: the newest kWatchLog, numbered.
+  static constexpr size_t kWatchLog = 1024;
+  std::deque<WatchEvent> watch_log;
+  uint64_t watch_seq = 0;
+  int watch_wake_fd = -1;  // eventfd written when watch_log grows (the control server polls it)
+  // EV probes (mrc_ctl_ep_batch_send_wait): one batch at a time, numbered.
+  std::mutex probe_mutex;
+  uint32_t probe_batch = 0;
+  // The control socket serving this device to other processes (ctl_server.h); may be absent.
+  std::unique_ptr<CtlServer> ctl_server;
 
+  ~Nic();
   void loop();
   void after_progress();  // under mutex: CQ notifications, async and EV events
   bool port_up(int plane) const;

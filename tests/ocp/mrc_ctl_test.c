@@ -83,6 +83,7 @@ static void check_device(struct end *a) {
   struct mrc_ctl_ep_req req;
   int n = 0;
   memset(&req, 0, sizeof req);
+  /* a zeroed request names no EV of ours (probes themselves: mrc_ctl_events.c) */
   EXPECT_ERRNO(mrc_ctl_ep_batch_send_wait(a->ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &req, 1, 1000000, &rsp, &n), EOPNOTSUPP);
 }
 

@@ -1,0 +1,296 @@
+// Operations of the control socket (see ctl_ops.h and ctl_socket.h for the protocol):
+//   device                          name, pid, planes (address, admin and link state, packets),
+//                                   EV modes, CC algorithms, QP count
+//   port-set   port, admin         "up" / "down" (mrc_ctl_modify_port)
+//   ev-profiles                     every EV profile (profile 0 included) and its denied EVs
+//   ev-states  [profile] [qpn]      per connected QP: every EV, its state and counters
+//   ev-set     profile, ev, port, state    "denied" / "good" (MODIFY_EV_STATE)
+//   cc-profiles                     every CC profile and its NSCC parameters
+//   probe      ev, port, [qpn] [count] [timeout_ms]   EV probes (mrc_ctl_ep_batch_send_wait)
+//   watch                           then one line per EV state change
+// EVs are named as mrc_ctl.h's UDP mode has them: the UDP source port ("ev") and the port
+// (plane + 1) it leaves from.
+#include "ocp/ctl_ops.h"
+
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "ocp/ocp_internal.h"
+
+namespace mrc::ocp {
+namespace {
+
+using nlohmann::json;
+
+struct Refusal {
+  int error;
+  std::string message;
+};
+
+json refuse(int error, const std::string& message) {
+  const char* name = error == EINVAL ? "EINVAL" : error == ENOENT ? "ENOENT" : error == EBUSY ? "EBUSY"
+                     : error == EOPNOTSUPP ? "EOPNOTSUPP" : error == E2BIG ? "E2BIG" : error == ETIMEDOUT ? "ETIMEDOUT"
+                     : error == EHOSTUNREACH ? "EHOSTUNREACH" : error == EAGAIN ? "EAGAIN" : "error";
+  return json{{"ok", false}, {"errno", error}, {"error", name}, {"message", message}};
+}
+
+// A member as an unsigned integer in [0, max]; `fallback` when absent.
+bool get_uint(const json& j, const char* key, uint64_t max, uint64_t& out, bool required) {
+  auto it = j.find(key);
+  if (it == j.end()) return !required;
+  if (!it->is_number_unsigned() || it->get<uint64_t>() > max) return false;
+  out = it->get<uint64_t>();
+  return true;
+}
+
+std::string ipv4_text(in_addr a) {
+  char text[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &a, text, sizeof text);
+  return text;
+}
+
+uint16_t ev_value(const mrc_ctl_ev& ev) { return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]); }
+
+mrc_ctl_ev make_ev(uint64_t value, uint64_t port) {
+  mrc_ctl_ev ev{};
+  ev.val[0] = static_cast<uint8_t>(value >> 8);
+  ev.val[1] = static_cast<uint8_t>(value);
+  ev.port = static_cast<uint8_t>(port);
+  return ev;
+}
+
+const char* profile_state_name(mrc_ctl_profile_state s) {
+  return s == MRC_CTL_PROFILE_ONLINE ? "online" : s == MRC_CTL_PROFILE_OFFLINE ? "offline" : "init";
+}
+
+const char* engine_state_name(EvState s) {
+  switch (s) {
+    case EvState::kGood: return "good";
+    case EvState::kSkip: return "skip";
+    case EvState::kAssumedBad: return "assumed_bad";
+    case EvState::kDenied: return "denied";
+  }
+  return "unknown";
+}
+
+json op_device(Nic& nic) {
+  json planes = json::array();
+  int qps = 0;
+  std::lock_guard lock(nic.mutex);
+  for (size_t p = 0; p < nic.spec->planes.size(); ++p) {
+    const io::UdpPlaneStats& st = nic.host->plane_stats(static_cast<int>(p));
+    planes.push_back({{"port", p + 1}, {"address", ipv4_text(nic.spec->planes[p].address)},
+                      {"udp_port", nic.spec->planes[p].port}, {"admin", nic.admin_up[p] ? "up" : "down"},
+                      {"link", st.up ? "up" : "down"}, {"packets_sent", st.packets_sent},
+                      {"packets_received", st.packets_received}});
+  }
+  for (mrc_context* c : nic.contexts) qps += static_cast<int>(c->qp_list.size());
+  return json{{"ok", true}, {"device", nic.spec->name}, {"pid", getpid()}, {"planes", planes}, {"qps", qps},
+              {"ev_fmt_modes", {"udp"}}, {"ev_modes", {"auto"}}, {"ev_max", 256},
+              {"ev_ports", nic.spec->ev_port_base}, {"cc_algorithms", {"uet-1.0-nscc"}}};
+}
+
+json op_port_set(mrc_context& ctx, const json& req) {
+  uint64_t port = 0;
+  const auto admin = req.find("admin");
+  if (!get_uint(req, "port", 255, port, true) || admin == req.end() || !admin->is_string() ||
+      (*admin != "up" && *admin != "down"))
+    return refuse(EINVAL, "port-set needs \"port\": N and \"admin\": \"up\" | \"down\"");
+  mrc_ctl_port_attr attr{*admin == "up" ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED};
+  if (mrc_ctl_modify_port(&ctx, static_cast<uint8_t>(port), &attr, MRC_CTL_PORT_ADMIN_STATE) != 0)
+    return refuse(errno, "no port " + std::to_string(port) + " on this device");
+  return json{{"ok", true}};
+}
+
+json event_mask_json(int mask) {
+  json m = json::array();
+  if (mask & MRC_CTL_EV_ASSUMED_BAD) m.push_back("assumed_bad");
+  if (mask & MRC_CTL_EV_GOOD) m.push_back("good");
+  return m;
+}
+
+json op_ev_profiles(Nic& nic, mrc_context& ctx) {
+  mrc_ctl_ev_profile_attr attr{};
+  (void)mrc_ctl_query_ev_profile(&ctx, 0, &attr, 0);  // profile 0 exists from its first use
+  json list = json::array();
+  std::lock_guard lock(nic.mutex);
+  for (const auto& [id, p] : nic.ev_profiles) {
+    json denied = json::array();
+    for (const mrc_ctl_ev_op_entry& e : p.evs) denied.push_back({{"ev", ev_value(e.ev)}, {"port", e.ev.port}});
+    int qps = 0;
+    for (mrc_context* c : nic.contexts)
+      for (mrc_qp* q : c->qp_list) qps += (q->has_ev_profile ? q->ev_profile : 0) == id;
+    list.push_back({{"id", id}, {"state", profile_state_name(p.state)}, {"mode", "auto"}, {"count", p.count},
+                    {"min_active", p.min_active}, {"event_mask", event_mask_json(p.event_mask)},
+                    {"denied", denied}, {"qps", qps}});
+  }
+  return json{{"ok", true}, {"profiles", list}};
+}
+
+json qp_evs(const mrc_qp& q) {
+  json evs = json::array();
+  const EvSet& set = *q.qp->evs();
+  for (uint16_t i = 0; i < set.size(); ++i) {
+    const EvSet::Slot& s = set.slot(i);
+    evs.push_back({{"ev", s.ev.value}, {"port", s.plane.value + 1}, {"state", engine_state_name(s.state)},
+                   {"active", s.active}, {"packets", s.stats.packets}, {"losses", s.stats.losses},
+                   {"probes_sent", s.stats.probes_sent}, {"probes_answered", s.stats.probes_answered}});
+  }
+  return evs;
+}
+
+json op_ev_states(Nic& nic, const json& req) {
+  uint64_t profile = 0, qpn = 0;
+  const bool by_profile = req.contains("profile"), by_qpn = req.contains("qpn");
+  if (!get_uint(req, "profile", UINT64_MAX, profile, false) || !get_uint(req, "qpn", 0xffffff, qpn, false))
+    return refuse(EINVAL, "\"profile\" and \"qpn\" are unsigned integers");
+  json qps = json::array();
+  std::lock_guard lock(nic.mutex);
+  for (mrc_context* c : nic.contexts)
+    for (mrc_qp* q : c->qp_list) {
+      const uint64_t id = q->has_ev_profile ? q->ev_profile : 0;
+      if ((by_profile && id != profile) || (by_qpn && q->qp->qpn().value != qpn)) continue;
+      if (q->qp->evs() == nullptr || qps.size() >= 64) continue;  // not connected yet; at most 64 QPs
+      uint32_t ip = 0;
+      std::memcpy(&ip, q->vattr.ah_attr.grh.dgid.raw + 12, 4);
+      qps.push_back({{"qpn", q->qp->qpn().value}, {"profile", id}, {"state", to_string(q->qp->state())},
+                     {"peer", ipv4_text(in_addr{ip})}, {"dest_qpn", q->vattr.dest_qp_num}, {"evs", qp_evs(*q)}});
+    }
+  if (by_qpn && qps.empty()) return refuse(ENOENT, "no connected QP " + std::to_string(qpn));
+  return json{{"ok", true}, {"qps", qps}};
+}
+
+json op_ev_set(mrc_context& ctx, const json& req) {
+  uint64_t profile = 0, value = 0, port = 0;
+  const auto state = req.find("state");
+  if (!get_uint(req, "profile", UINT64_MAX, profile, false) || !get_uint(req, "ev", 65535, value, true) ||
+      !get_uint(req, "port", 255, port, true) || state == req.end() || !state->is_string() ||
+      (*state != "denied" && *state != "good"))
+    return refuse(EINVAL, "ev-set needs \"ev\": <source port>, \"port\": N, \"state\": \"denied\" | \"good\"");
+  mrc_ctl_ev_profile_attr attr{};
+  if (mrc_ctl_query_ev_profile(&ctx, profile, &attr, 0) != 0)
+    return refuse(ENOENT, "no EV profile " + std::to_string(profile));
+  mrc_ctl_ev_op_entry entry{make_ev(value, port), {}, *state == "denied" ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD, 0};
+  attr.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
+  attr.ev_op.entries = &entry;
+  attr.ev_op.entry_count = 1;
+  if (mrc_ctl_modify_ev_profile(&ctx, profile, &attr, MRC_CTL_EV_PROFILE_EV_OP) != 0)
+    return refuse(errno, "EV profile " + std::to_string(profile) + " refused the change");
+  // Tell whether the EV exists in the profile's live QPs (a deny of an unknown EV is kept for
+  // QPs that connect later, as the API does, but the user should know).
+  entry.state = MRC_CTL_EV_UNKNOWN;
+  attr.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_STATE;
+  const bool live = mrc_ctl_query_ev_profile(&ctx, profile, &attr, MRC_CTL_EV_PROFILE_EV_OP) == 0;
+  return json{{"ok", true}, {"in_live_qps", live}};
+}
+
+json op_cc_profiles(Nic& nic) {
+  json list = json::array();
+  std::lock_guard lock(nic.mutex);
+  for (const auto& [id, p] : nic.cc_profiles) {
+    json entry{{"id", id}, {"state", profile_state_name(p.state)},
+               {"algorithm", p.algorithm.empty() ? "none" : p.algorithm}};
+    if (p.has_config) {
+      const mrc_ctl_cc_nscc_cfg& c = p.nscc;
+      entry["config"] = {{"base_rtt_ns", c.base_rtt}, {"target_delay_ns", c.target_delay}, {"max_cwnd", c.max_cwnd},
+                         {"eta", c.eta}, {"fi", c.fi}, {"gamma", c.gamma}, {"max_md_jump", c.max_md_jump},
+                         {"disable_qa", c.disable_qa}};
+    }
+    list.push_back(entry);
+  }
+  return json{{"ok", true}, {"profiles", list}};
+}
+
+// The destination of a probe: the peer address, on the EV's plane, of QP `qpn` (0: the first
+// connected QP whose EV set holds the EV).
+bool probe_dest(Nic& nic, uint64_t qpn, const mrc_ctl_ev& ev, mrc_ctl_ep_req& r) {
+  std::lock_guard lock(nic.mutex);
+  for (mrc_context* c : nic.contexts)
+    for (mrc_qp* q : c->qp_list) {
+      if ((qpn != 0 && q->qp->qpn().value != qpn) || q->qp->evs() == nullptr) continue;
+      bool holds = false;
+      for (uint16_t i = 0; i < q->qp->evs()->size() && !holds; ++i)
+        holds = q->qp->evs()->slot(i).ev.value == ev_value(ev) && q->qp->evs()->slot(i).plane.value + 1 == ev.port;
+      uint32_t ip = 0;
+      std::memcpy(&ip, q->vattr.ah_attr.grh.dgid.raw + 12, 4);
+      const auto peer = find_peer(device_config(), ip);
+      if (!holds || !peer || ev.port > peer->planes.size()) continue;
+      r.dgid.raw[10] = r.dgid.raw[11] = 0xff;
+      std::memcpy(r.dgid.raw + 12, &peer->planes[ev.port - 1].address.s_addr, 4);
+      return true;
+    }
+  return false;
+}
+
+json op_probe(Nic& nic, mrc_context& ctx, const json& req) {
+  uint64_t value = 0, port = 0, qpn = 0, count = 1, timeout_ms = 1000;
+  if (!get_uint(req, "ev", 65535, value, true) || !get_uint(req, "port", 255, port, true) ||
+      !get_uint(req, "qpn", 0xffffff, qpn, false) || !get_uint(req, "count", 64, count, false) || count == 0 ||
+      !get_uint(req, "timeout_ms", 5000, timeout_ms, false))
+    return refuse(EINVAL, "probe needs \"ev\": <source port>, \"port\": N [, \"qpn\", \"count\" 1-64, \"timeout_ms\" <= 5000]");
+  std::vector<mrc_ctl_ep_req> reqs(count);
+  reqs[0].ev_fmt_mode = MRC_CTL_EV_FMT_MODE_UDP;
+  reqs[0].req_ev = make_ev(value, port);
+  if (!probe_dest(nic, qpn, reqs[0].req_ev, reqs[0]))
+    return refuse(ENOENT, "EV " + std::to_string(value) + " port " + std::to_string(port) + " is not an EV of " +
+                              (qpn != 0 ? "QP " + std::to_string(qpn) : std::string("any connected QP")));
+  for (uint64_t i = 0; i < count; ++i) {
+    reqs[i] = reqs[0];
+    reqs[i].req_id = static_cast<uint16_t>(i + 1);
+  }
+  std::vector<mrc_ctl_ep_rsp> rsps(count);
+  int got = 0;
+  const int rc = mrc_ctl_ep_batch_send_wait(&ctx, 0, MRC_CTL_EP_OP_EV_PROBE, reqs.data(), static_cast<int>(count),
+                                            static_cast<uint32_t>(timeout_ms * 1'000'000), rsps.data(), &got);
+  if (rc != 0 && errno != ETIMEDOUT) return refuse(errno, "mrc_ctl_ep_batch_send_wait failed");
+  json answers = json::array();
+  for (int i = 0; i < got; ++i)
+    answers.push_back({{"req_id", rsps[i].req_id}, {"port", rsps[i].port}, {"rtt_ns", rsps[i].rtt}});
+  return json{{"ok", true}, {"sent", count}, {"answered", got}, {"answers", answers}};
+}
+
+json dispatch(Nic& nic, mrc_context& ctx, const json& req, bool& watch) {
+  const auto op = req.find("op");
+  if (op == req.end() || !op->is_string()) return refuse(EINVAL, "a request is {\"op\": \"...\", ...}");
+  const std::string name = *op;
+  if (name == "device") return op_device(nic);
+  if (name == "port-set") return op_port_set(ctx, req);
+  if (name == "ev-profiles") return op_ev_profiles(nic, ctx);
+  if (name == "ev-states") return op_ev_states(nic, req);
+  if (name == "ev-set") return op_ev_set(ctx, req);
+  if (name == "cc-profiles") return op_cc_profiles(nic);
+  if (name == "probe") return op_probe(nic, ctx, req);
+  if (name == "watch") {
+    watch = true;
+    return json{{"ok", true}, {"watching", nic.spec->name}};
+  }
+  return refuse(EINVAL, "unknown op '" + name +
+                            "' (device, port-set, ev-profiles, ev-states, ev-set, cc-profiles, probe, watch)");
+}
+
+}  // namespace
+
+const char* ctl_state_name(mrc_ctl_ev_state state) {
+  return state == MRC_CTL_EV_ASSUMED_BAD ? "assumed_bad" : state == MRC_CTL_EV_DENIED ? "denied"
+         : state == MRC_CTL_EV_GOOD      ? "good"
+                                         : "unknown";
+}
+
+json ctl_watch_line(const WatchEvent& e) {
+  return json{{"event", "ev"}, {"seq", e.seq}, {"qpn", e.qpn}, {"profile", e.profile},
+              {"ev", ev_value(e.ev)}, {"port", e.ev.port}, {"state", ctl_state_name(e.state)}};
+}
+
+json ctl_handle(Nic& nic, mrc_context& ctx, const std::string& line, bool& watch) {
+  const json req = json::parse(line, nullptr, false);
+  if (req.is_discarded() || !req.is_object()) return refuse(EINVAL, "malformed request: not a JSON object");
+  try {
+    return dispatch(nic, ctx, req, watch);
+  } catch (const std::exception& e) {  // a type nlohmann refused; never leaves the server
+    return refuse(EINVAL, std::string("malformed request: ") + e.what());
+  }
+}
+
+}  // namespace mrc::ocp
