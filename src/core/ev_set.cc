@@ -131,6 +131,13 @@ uint16_t EvSet::usable_active(PlaneId plane) const {
   return n;
 }
 
+bool EvSet::has_usable(PlaneId plane) const {
+  for (uint16_t index : rotation_[plane.value]) {
+    if (usable(slots_[index].state)) return true;
+  }
+  return false;
+}
+
 void EvSet::on_loss(uint16_t slot, Instant now) {
   Slot& s = slots_[slot];
   ++s.stats.losses;

@@ -117,6 +117,8 @@ class EvSet {
   int planes() const { return config_.planes; }
   uint16_t usable_active() const;
   uint16_t usable_active(PlaneId plane) const;
+  // Whether the plane has at least one usable EV in rotation (stops at the first).
+  bool has_usable(PlaneId plane) const;
   const EvTransitions& transitions() const { return transitions_; }
 
  private:

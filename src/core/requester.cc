@@ -83,14 +83,14 @@ bool Requester::window_allows(PlaneId plane, uint32_t bytes) const {
   if (in_flight_bytes_ == 0) return true;
   const uint64_t window = cc_.window_bytes();
   if (in_flight_bytes_ + bytes > window) return false;
+  const uint64_t mine = plane_in_flight_bytes_[plane.value];
+  if (mine == 0) return true;
   uint64_t sending = 0;
   for (int p = 0; p < evs_.planes(); ++p) {
-    const PlaneId id(static_cast<uint8_t>(p));
-    sending += ((usable_planes_ >> p) & 1) && evs_.usable_active(id) > 0 ? 1 : 0;
+    sending += ((usable_planes_ >> p) & 1) && evs_.has_usable(PlaneId(static_cast<uint8_t>(p))) ? 1 : 0;
   }
   const uint64_t share = window / std::max<uint64_t>(sending, 1) + config_.mtu_bytes + 64;
-  const uint64_t mine = plane_in_flight_bytes_[plane.value];
-  return mine == 0 || mine + bytes <= share;
+  return mine + bytes <= share;
 }
 
 void Requester::add_in_flight(const SentPacket& p) {
