@@ -62,6 +62,8 @@ def _create(options, pg_options=None):
     global _groups_created
     if pg_options is not None:
         raise RuntimeError("mrc: the backend takes no pg_options; use the MRC_* environment")
+    if not dist.is_initialized():
+        _groups_created = 0  # a new default group: destroy_process_group() freed every port
     ranks = list(options.global_ranks_in_group)
     global_rank = ranks[options.group_rank] if ranks else options.group_rank
     world = dist.get_world_size() if dist.is_initialized() else options.group_size
