@@ -7,6 +7,8 @@
 
 #include <cstring>
 
+#include "core/wire/packet.h"
+
 #include "sim/mptcp.h"
 #include "sim/roce.h"
 #include "util/assert.h"
@@ -25,13 +27,26 @@ const char* to_string(TransportKind kind) {
 
 namespace {
 
+// Header, payload and a 4-byte ICRC over both (RoCE's invariant CRC; a corrupted packet is
+// discarded by the receiving NIC).
 std::vector<uint8_t> encode(const BaseHeader& h, const uint8_t* payload) {
   std::vector<uint8_t> bytes;
-  bytes.reserve(kBaseHeaderBytes + h.length);
+  bytes.reserve(kBaseHeaderBytes + h.length + kBaseIcrcBytes);
   const auto* header = reinterpret_cast<const uint8_t*>(&h);
   bytes.insert(bytes.end(), header, header + kBaseHeaderBytes);
   if (h.length > 0 && payload != nullptr) bytes.insert(bytes.end(), payload, payload + h.length);
+  const uint32_t icrc = wire::icrc32(bytes);
+  const auto* crc = reinterpret_cast<const uint8_t*>(&icrc);
+  bytes.insert(bytes.end(), crc, crc + kBaseIcrcBytes);
   return bytes;
+}
+
+bool icrc_ok(const std::vector<uint8_t>& bytes) {
+  if (bytes.size() < kBaseHeaderBytes + kBaseIcrcBytes) return false;
+  const size_t covered = bytes.size() - kBaseIcrcBytes;
+  uint32_t icrc = 0;
+  std::memcpy(&icrc, bytes.data() + covered, kBaseIcrcBytes);
+  return icrc == wire::icrc32(std::span<const uint8_t>(bytes.data(), covered));
 }
 
 }  // namespace
@@ -129,12 +144,18 @@ void BaselineHost::queue_control(PlaneId plane, PacketPtr packet) {
 
 void BaselineHost::on_deliver(PlaneId plane, PacketPtr packet) {
   (void)plane;
-  if (packet->bytes.size() < kBaseHeaderBytes) return;
+  // A trimmed packet reaches the transport (which counts it as a loss: no trimming support);
+  // any other must pass the ICRC.
+  if (packet->bytes.size() < kBaseHeaderBytes || (!packet->trimmed && !icrc_ok(packet->bytes))) {
+    ++corrupt_dropped_;
+    return;
+  }
   BaseHeader h;
   std::memcpy(&h, packet->bytes.data(), kBaseHeaderBytes);
   if (BaselineConn* conn = connection(h.dest_conn)) {
+    const size_t trailer = packet->trimmed ? 0 : kBaseIcrcBytes;
     const std::span<const uint8_t> payload(packet->bytes.data() + kBaseHeaderBytes,
-                                           packet->bytes.size() - kBaseHeaderBytes);
+                                           packet->bytes.size() - kBaseHeaderBytes - trailer);
     conn->on_packet(events_.now(), h, payload, *packet);
   }
   kick();

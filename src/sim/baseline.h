@@ -1,7 +1,7 @@
 // Baseline transports in the simulator (RoCEv2 RC with go-back-N and DCQCN, MPTCP-like coupled
 // subflows), so that comparisons with MRC run the same workloads over the same fabrics and are
 // checked the same way. They are models, not engines: a fixed 64-byte header carried in the
-// datagram, real payload bytes copied from the source buffer and placed at their offset in the
+// datagram and a 4-byte ICRC trailer, real payload bytes copied from the source buffer and placed at their offset in the
 // target buffer, completions in the engine's Completion format so the runner's checker reads
 // them exactly as it reads MRC's.
 //
@@ -44,6 +44,7 @@ struct BaseHeader {
 };
 inline constexpr uint32_t kBaseHeaderBytes = sizeof(BaseHeader);
 static_assert(kBaseHeaderBytes == 64);
+inline constexpr uint32_t kBaseIcrcBytes = 4;  // trailer after the payload
 
 // A message (transfer) posted on a baseline connection: a WRITE(-with-immediate) of `length`
 // bytes from `source` to `remote_offset` in the peer's bound target buffer.
@@ -141,6 +142,7 @@ class BaselineHost final : public SimTransport {
 
   void queue_control(PlaneId plane, PacketPtr packet);
   uint64_t control_dropped() const { return control_dropped_; }
+  uint64_t corrupt_dropped() const { return corrupt_dropped_; }  // failed the ICRC
 
   // SimTransport.
   void on_deliver(PlaneId plane, PacketPtr packet) override;
@@ -167,6 +169,7 @@ class BaselineHost final : public SimTransport {
   std::deque<Completion> send_done_;
   std::deque<Completion> recv_done_;
   uint64_t control_dropped_ = 0;
+  uint64_t corrupt_dropped_ = 0;
   Instant timer_at_ = Instant::never();
   uint64_t timer_generation_ = 0;
 };

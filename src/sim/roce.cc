@@ -45,6 +45,7 @@ void Dcqcn::on_timer(Instant now) {
     increase();
     increase_at_ = limited() ? now + config_.increase_period : Instant::never();
   }
+  if (!limited()) alpha_at_ = increase_at_ = Instant::never();  // back at line rate: idle
 }
 
 Instant Dcqcn::next_deadline() const { return std::min(alpha_at_, increase_at_); }

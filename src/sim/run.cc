@@ -551,6 +551,8 @@ void Runner::collect_baseline(RunReport& r) {
   BaselineReport& b = r.baseline;
   for (auto& h : base_hosts_) {
     b.control_dropped += h->control_dropped();
+    r.hostile_drops += h->corrupt_dropped();
+    if (h->corrupt_dropped() > 0) r.refused_by_reason["bad_icrc"] += h->corrupt_dropped();
     for (const auto& conn : h->connections()) {
       const BaseStats& s = conn->stats();
       r.bytes_placed += s.data_bytes_placed;
