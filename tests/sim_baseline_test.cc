@@ -30,7 +30,6 @@ Scenario scenario(TransportKind kind, uint64_t seed = 1) {
   s.fabric.fabric_link.overflow = OverflowPolicy::kDrop;
   s.fabric.core_link.overflow = OverflowPolicy::kDrop;
   s.fabric.ecn_last_hop = true;  // DCQCN deployments mark at every hop, incast included
-  if (kind == TransportKind::kRocePfc) make_lossless(s.fabric, s.transport.pfc);
   s.qp.timeout = 8;  // 262 us
   s.workload.pattern = Pattern::kPairs;
   s.workload.bidirectional = true;

@@ -126,7 +126,9 @@ void Runner::build() {
   callbacks.deliver = [this](HostId h, PlaneId p, PacketPtr pkt) { transports_[h]->on_deliver(p, std::move(pkt)); };
   callbacks.port_ready = [this](HostId h, PlaneId p) { transports_[h]->on_port_ready(p); };
   callbacks.port_state = [this](HostId h, PlaneId p, bool up) { transports_[h]->on_port_state(p, up); };
-  fabric_ = std::make_unique<Fabric>(events_, sc_.fabric, sc_.seed, callbacks);
+  FabricConfig fabric = sc_.fabric;
+  if (sc_.transport.kind == TransportKind::kRocePfc) make_lossless(fabric, sc_.transport.pfc);
+  fabric_ = std::make_unique<Fabric>(events_, fabric, sc_.seed, callbacks);
   build_hosts();
   plan_ = plan_workload(sc_.workload, sc_.fabric.hosts, prng_);
   build_flows();
