@@ -291,18 +291,18 @@ TEST(BaselineMptcp, LiaIsNoMoreAggressiveThanOneTcpOnTheBestPath) {
   EXPECT_NEAR(per_rtt, 1.0 / 4, 1e-12);  // max_i cwnd_i / total: the largest subflow's share
 }
 
-// Coupled subflows sharing one bottleneck take no more than one TCP would: with LIA the
-// connection's windows grow slower than with uncoupled Reno subflows, so it loses less there.
+// Coupled subflows sharing one bottleneck take no more than one TCP would: four 8-subflow
+// connections into one 100G port (4:1 incast on one leaf). With LIA the windows grow slower than
+// with uncoupled Reno subflows (32 Reno flows), so the bottleneck queue overflows less.
 TEST(BaselineMptcp, CoupledSubflowsAreGentlerThanUncoupledOnASharedBottleneck) {
   uint64_t drops[2] = {0, 0};
   for (const bool coupled : {true, false}) {
     Scenario s = scenario(TransportKind::kMptcp);
     s.fabric.planes = 1;
-    s.fabric.hosts = 2;
-    s.fabric.hosts_per_leaf = 2;  // same leaf: every subflow shares the leaf -> host link
-    s.fabric.host_link.rate_gbps = 100;
-    s.workload.bidirectional = false;
-    s.workload.message_bytes = 4'000'000;
+    s.fabric.hosts = 5;
+    s.fabric.hosts_per_leaf = 5;
+    s.workload.pattern = Pattern::kIncast;
+    s.workload.message_bytes = 2'000'000;
     s.workload.messages = 8;
     s.transport.mptcp.subflows = 8;
     s.transport.mptcp.coupled = coupled;
@@ -310,7 +310,8 @@ TEST(BaselineMptcp, CoupledSubflowsAreGentlerThanUncoupledOnASharedBottleneck) {
     expect_exactly_once(r);
     drops[coupled ? 0 : 1] = r.fabric_drops;
   }
-  EXPECT_LE(drops[0], drops[1]);
+  EXPECT_GT(drops[1], 0u);
+  EXPECT_LT(drops[0], drops[1]);
 }
 
 TEST(BaselineScenarios, FilesLoadAndRun) {
