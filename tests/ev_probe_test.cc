@@ -15,7 +15,9 @@ TEST(EvProbe, AnsweredWithRttOnTheChosenEv) {
   Pair pair(2, small_config(), 1 << 16, 1, Duration{5000});
   QueuePair& qp = *pair.side[0].qp;
   const uint16_t slot = 3;
-  const EvSet::Slot ev = qp.evs()->slot(slot);
+  const EvSet* evs = qp.evs();
+  ASSERT_NE(evs, nullptr);
+  const EvSet::Slot ev = evs->slot(slot);
   Ev seen{0};
   pair.filter = [&](int from, std::vector<uint8_t>&, RxMeta&, const TxMeta& tx) {
     if (from == 0 && !tx.is_data) seen = tx.ev;
@@ -34,13 +36,15 @@ TEST(EvProbe, AnsweredWithRttOnTheChosenEv) {
 TEST(EvProbe, DeniedEvIsStillProbedAndTrafficIsUnchanged) {
   Pair pair(2, small_config(), 1 << 16);
   QueuePair& qp = *pair.side[0].qp;
-  ASSERT_TRUE(qp.evs()->set_denied(0, true));
+  EvSet* evs = qp.evs();
+  ASSERT_NE(evs, nullptr);
+  ASSERT_TRUE(evs->set_denied(0, true));
   ASSERT_TRUE(qp.probe_ev(0, 1));
   ASSERT_TRUE(pair.write(0, 0, 4096, 9).ok());
   pair.run(Instant{1'000'000});
   EXPECT_TRUE(qp.take_ev_probe_answer().has_value());
   EXPECT_EQ(pair.drain(0, false).size(), 1u);
-  EXPECT_EQ(qp.evs()->slot(0).state, EvState::kDenied);
+  EXPECT_EQ(evs->slot(0).state, EvState::kDenied);
 }
 
 TEST(EvProbe, LostProbeGivesNoAnswerAndIsForgotten) {
@@ -57,7 +61,9 @@ TEST(EvProbe, LostProbeGivesNoAnswerAndIsForgotten) {
 TEST(EvProbe, RefusedWhenNotConnectedBadSlotOrFull) {
   Pair pair(2, small_config(), 1 << 16);
   QueuePair& qp = *pair.side[0].qp;
-  EXPECT_FALSE(qp.probe_ev(static_cast<uint16_t>(qp.evs()->size()), 1));
+  const EvSet* evs = qp.evs();
+  ASSERT_NE(evs, nullptr);
+  EXPECT_FALSE(qp.probe_ev(static_cast<uint16_t>(evs->size()), 1));
   for (size_t i = 0; i < QueuePair::kMaxEvProbes; ++i) ASSERT_TRUE(qp.probe_ev(0, static_cast<uint32_t>(i)));
   EXPECT_FALSE(qp.probe_ev(0, 999));
   qp.to_reset();
