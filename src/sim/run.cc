@@ -13,6 +13,7 @@
 #include "sim/baseline.h"
 #include "sim/host.h"
 #include "sim/workload.h"
+#include "util/zeroed_buffer.h"
 #include "util/prng.h"
 
 namespace mrc::sim {
@@ -42,8 +43,8 @@ struct Flow {
   QueuePair* receiver = nullptr;
   BaselineConn* base_sender = nullptr;  // baseline transports instead of the engine's QPs
   BaselineConn* base_receiver = nullptr;
-  std::vector<uint8_t> source;
-  std::vector<uint8_t> target;
+  ZeroedBuffer source;
+  ZeroedBuffer target;
   MemoryRegionInfo source_mr;
   MemoryRegionInfo target_mr;
   std::vector<uint32_t> ops;  // transfer indices, in posting order
@@ -242,15 +243,18 @@ void Runner::setup_buffers(Flow& f, uint32_t index) {
       f.imm_order.push_back(t);
     }
   }
-  f.source.resize(bytes);
-  f.target.assign(bytes, 0);
+  f.source = ZeroedBuffer(bytes);
+  f.target = ZeroedBuffer(bytes);
+  // Word k of flow `index` holds (k + 1) x an odd constant, XOR a per-flow key: distinct for
+  // every offset and flow (so a byte placed at the wrong offset or from another flow is seen),
+  // one multiply per 8 bytes.
+  const uint64_t key = mix64((static_cast<uint64_t>(index) << 40) ^ sc_.seed);
   for (uint64_t i = 0; i < bytes; i += 8) {
-    const uint64_t word = mix64((static_cast<uint64_t>(index) << 40) ^ i ^ sc_.seed);
+    const uint64_t word = ((i / 8 + 1) * 0x9E3779B97F4A7C15ULL) ^ key;
     std::memcpy(f.source.data() + i, &word, std::min<uint64_t>(8, bytes - i));
   }
   const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
   const uint64_t region = std::max<uint64_t>(bytes, 1);
-  if (f.source.empty()) f.source.resize(1), f.target.resize(1);
   if (baseline_) {
     f.base_receiver->bind_target(f.target.data(), bytes);
     update_done(f);
