@@ -249,10 +249,14 @@ void Runner::setup_buffers(Flow& f, uint32_t index) {
   // every offset and flow (so a byte placed at the wrong offset or from another flow is seen),
   // one multiply per 8 bytes.
   const uint64_t key = mix64((static_cast<uint64_t>(index) << 40) ^ sc_.seed);
-  for (uint64_t i = 0; i < bytes; i += 8) {
-    const uint64_t word = ((i / 8 + 1) * 0x9E3779B97F4A7C15ULL) ^ key;
-    std::memcpy(f.source.data() + i, &word, std::min<uint64_t>(8, bytes - i));
+  const auto word = [key](uint64_t k) { return ((k + 1) * 0x9E3779B97F4A7C15ULL) ^ key; };
+  uint8_t* out = f.source.data();
+  for (uint64_t k = 0; k < bytes / 8; ++k) {
+    const uint64_t w = word(k);
+    std::memcpy(out + 8 * k, &w, 8);
   }
+  const uint64_t tail = word(bytes / 8);
+  std::memcpy(out + bytes / 8 * 8, &tail, bytes % 8);
   const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
   const uint64_t region = std::max<uint64_t>(bytes, 1);
   if (baseline_) {
