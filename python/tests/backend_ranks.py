@@ -8,6 +8,7 @@ usage: backend_ranks.py RANK WORLD STORE_FILE OUT
 """
 
 import datetime
+import faulthandler
 import json
 import sys
 import traceback
@@ -261,6 +262,7 @@ def plane_stats_count_traffic():
 
 def main():
     store_file, out_path = sys.argv[3], sys.argv[4]
+    faulthandler.dump_traceback_later(float(__import__("os").environ.get("MRC_TEST_HANG_S", "100")), exit=True)  # a hang shows where, before the test's 120 s
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")  # torch's deprecation notes for _all_gather_base and others
     dist.init_process_group("mrc", init_method=f"file://{store_file}", rank=RANK, world_size=WORLD,

@@ -4,6 +4,8 @@ interpreter running pytest), each with the MRC_* ports of its test, and wait for
 import os
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -25,20 +27,27 @@ def rank_env(port, ev_port_base, **extra):
 
 
 def run_ranks(commands, env, timeout=120):
-    """Runs one process per command; returns [(returncode, output)], killing all on timeout."""
-    procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for c in commands]
-    results = []
+    """Runs one process per command; returns [(returncode, output)], killing all on timeout.
+    Output goes to files, so a rank that writes a lot never blocks on a full pipe."""
+    logs = [tempfile.TemporaryFile(mode="w+") for _ in commands]
+    procs = [subprocess.Popen(c, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+             for c, log in zip(commands, logs)]
+    deadline = time.monotonic() + timeout
     try:
         for p in procs:
-            out, _ = p.communicate(timeout=timeout)
-            results.append((p.returncode, out))
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         for p in procs:
             p.kill()
-        outs = [p.communicate()[0] for p in procs]
-        raise AssertionError("ranks timed out:\n" + "\n".join(o or "" for o in outs)) from None
-    return results
+            p.wait()
+    outputs = []
+    for log in logs:
+        log.seek(0)
+        outputs.append(log.read())
+        log.close()
+    if any(p.returncode is None or p.returncode < 0 for p in procs):
+        raise AssertionError("ranks timed out or were killed:\n" + "\n".join(outputs))
+    return [(p.returncode, out) for p, out in zip(procs, outputs)]
 
 
 def python():

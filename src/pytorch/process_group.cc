@@ -1,9 +1,11 @@
 // ProcessGroupMrc's life cycle: the store adapter, the rendezvous, the worker thread that runs
 // the queued operations in order, Work completion, and the plane controls. The collectives
 // themselves (argument checks and the tasks) are in collectives.cc.
+// Python.h first: it defines feature macros the C library headers must see.
 #include "pytorch/process_group.h"
 
 #include <ATen/core/grad_mode.h>
+#include <Python.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -57,6 +59,24 @@ class TorchStore final : public coll::Store {
   std::chrono::milliseconds wait_limit_ = std::chrono::milliseconds::max();
 };
 
+// Lets other threads take the GIL for this scope if this thread holds it. The worker needs it
+// to drop the last reference to a tensor that Python also knew (and to run Python callbacks of
+// a Future), so a thread that waits for the worker must not hold it: Python destroys a group
+// with the GIL held.
+class GilReleasedIfHeld {
+ public:
+  GilReleasedIfHeld()
+      : state_(Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr) {}
+  ~GilReleasedIfHeld() {
+    if (state_ != nullptr) PyEval_RestoreThread(state_);
+  }
+  GilReleasedIfHeld(const GilReleasedIfHeld&) = delete;
+  GilReleasedIfHeld& operator=(const GilReleasedIfHeld&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
 }  // namespace
 
 WorkMrc::WorkMrc(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
@@ -101,6 +121,7 @@ ProcessGroupMrc::ProcessGroupMrc(const c10::intrusive_ptr<c10d::Store>& store, i
 }
 
 ProcessGroupMrc::~ProcessGroupMrc() {
+  GilReleasedIfHeld gil_released;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
