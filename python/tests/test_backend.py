@@ -55,4 +55,7 @@ def test_vanished_peer_fails_the_work(tmp_path):
     (code, output), (code1, output1) = run_ranks(commands, env, timeout=90)
     assert code1 == 0, output1
     assert code == 0, output
-    assert "connection to rank 1" in output, output
+    # Either the queue pair to rank 1 ran out of retries ("the connection to rank 1 failed") or,
+    # on a loaded machine where the retries take longer, the collective's no-progress timeout
+    # fired first; both errors name rank 1.
+    assert "connection to rank 1" in output or ("no progress" in output and "rank 1" in output), output

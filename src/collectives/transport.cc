@@ -273,6 +273,10 @@ Result<Ok, Error> Transport::progress(bool block) {
 
 Result<Ok, Error> Transport::drain() {
   begin("drain");
+  return settle();
+}
+
+Result<Ok, Error> Transport::settle() {
   for (;;) {
     bool idle = true;
     for (int p = 0; p < ranks_; ++p) {
