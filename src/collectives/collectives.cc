@@ -11,8 +11,8 @@
 //   - all-to-all: every pair exchanges its block directly, chunk by chunk, all peers at once;
 //     chunk c from a peer is consumed only after this rank has sent its own chunk c to that
 //     peer, which makes in-place use safe.
-//   - barrier: a 0-byte message to every peer, then one from every peer, then every write
-//     acknowledged.
+//   - barrier: a 0-byte message to every peer, then one from every peer, then the own
+//     messages acknowledged.
 //   - send/recv: one stream of chunks to or from one peer.
 #include <algorithm>
 #include <cstring>
@@ -265,9 +265,11 @@ Result<Ok, Error> Communicator::barrier() {
     auto r = transport_->progress(!moved);
     if (!r.ok()) return r;
   }
-  // Nothing this rank sent is still in flight when the barrier returns, so a rank may exit (or
-  // lose its process) right after it without leaving a peer waiting for a message or a credit.
-  return transport_->settle();
+  // Every barrier message this rank sent has been acknowledged when the barrier returns, so a
+  // rank may exit right after it without leaving a peer waiting for its message. (Its peers
+  // acknowledge at once: a barrier message is one packet that requests an ACK, answered by the
+  // engine before the application sees it.)
+  return transport_->settle_data();
 }
 
 Result<Ok, Error> Communicator::send(const void* data, size_t count, DataType type, int peer) {

@@ -273,10 +273,6 @@ Result<Ok, Error> Transport::progress(bool block) {
 
 Result<Ok, Error> Transport::drain() {
   begin("drain");
-  return settle();
-}
-
-Result<Ok, Error> Transport::settle() {
   for (;;) {
     bool idle = true;
     for (int p = 0; p < ranks_; ++p) {
@@ -285,6 +281,16 @@ Result<Ok, Error> Transport::settle() {
       const Peer& peer = peers_[p];
       idle = idle && peer.data_writes == 0 && peer.credit_writes == 0 && peer.credits_owed == 0;
     }
+    if (idle) return Ok{};
+    auto r = progress(true);
+    if (!r.ok()) return r;
+  }
+}
+
+Result<Ok, Error> Transport::settle_data() {
+  for (;;) {
+    bool idle = true;
+    for (int p = 0; p < ranks_; ++p) idle = idle && (p == rank_ || peers_[p].data_writes == 0);
     if (idle) return Ok{};
     auto r = progress(true);
     if (!r.ok()) return r;

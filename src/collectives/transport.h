@@ -72,9 +72,10 @@ class Transport {
   Result<Ok, Error> progress(bool block);
   // Waits until every write this rank posted has completed (before the context goes away).
   Result<Ok, Error> drain();
-  // Waits until every write this rank posted (data and credits) has been acknowledged, under
-  // the current operation's name.
-  Result<Ok, Error> settle();
+  // Waits until every data write this rank posted has been acknowledged, under the current
+  // operation's name. Credits are left: a peer that exits right after the operation could never
+  // acknowledge the credit for its own last message.
+  Result<Ok, Error> settle_data();
   // Non-empty once the transport has failed; every later operation fails with it.
   const std::string& failure() const { return failure_; }
   // Fails the transport for a peer that sent what this rank did not expect (the streams are out
