@@ -61,6 +61,41 @@ TEST(Workload, RingAllreduceStepsWaitForTheChunkReceivedBefore) {
   EXPECT_EQ(bytes_per_iteration, 2u * 3 * 1000);  // each host sends 2(N-1)/N of the vector
 }
 
+// `qps` used to be ignored by ring_allreduce (always one QP per ring neighbour), so RoCE with
+// 4 or 16 QPs per connection (MRC paper §5.2.7) could not be modelled: each step's chunk is
+// now split over the QPs, and the next step waits for every part.
+TEST(Workload, RingAllreduceSplitsEachStepOverTheQps) {
+  Workload w;
+  w.pattern = Pattern::kRingAllreduce;
+  w.message_bytes = 1003;  // 4 chunks: 250, 250, 250, 253
+  w.qps_per_flow = 3;
+  w.iterations = 2;
+  Prng prng(1);
+  const WorkloadPlan plan = plan_workload(w, 4, prng);
+  ASSERT_EQ(plan.flows.size(), 4u * 3);
+  for (uint32_t f = 0; f < plan.flows.size(); ++f) {
+    EXPECT_EQ(plan.flows[f].src, f / 3);
+    EXPECT_EQ(plan.flows[f].dst, (f / 3 + 1) % 4);
+  }
+  ASSERT_EQ(plan.transfers.size(), 2u * 6 * 4 * 3);
+  uint64_t bytes = 0;
+  for (size_t t = 0; t < plan.transfers.size(); ++t) {
+    const Transfer& tr = plan.transfers[t];
+    bytes += tr.bytes;
+    EXPECT_EQ(tr.flow, t % 12);
+    if (t < 12) {
+      EXPECT_TRUE(tr.after.empty());
+      continue;
+    }
+    ASSERT_EQ(tr.after.size(), 3u);  // every part of what this host received in the step before
+    for (size_t a : tr.after) {
+      EXPECT_LT(a, t);
+      EXPECT_EQ(plan.flows[plan.transfers[a].flow].dst, plan.flows[tr.flow].src);
+    }
+  }
+  EXPECT_EQ(bytes, 2u * 2 * 3 * 1003);  // iterations x 2(N-1) x the vector: the same bytes as with one QP
+}
+
 Scenario workload_scenario(Pattern pattern) {
   Scenario s;
   s.name = "workload";

@@ -141,6 +141,8 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   q.ack_every_packets = ack;
   q.nscc.max_window_bytes = q.fixed_window_bytes = static_cast<uint64_t>(window) * 1024;
   q.nscc.initial_window_bytes = std::min(q.nscc.initial_window_bytes, q.nscc.max_window_bytes);
+  // The minimum window is one packet: without this every mtu above the 4 KiB default was refused.
+  q.nscc.min_window_bytes = std::max<uint64_t>(q.nscc.min_window_bytes, mtu);
   if (cc == "nscc") q.cc = CcAlgorithm::kNscc;
   else if (cc == "aimd") q.cc = CcAlgorithm::kAimd;
   else if (cc == "fixed") q.cc = CcAlgorithm::kFixed;

@@ -32,31 +32,44 @@ std::vector<HostId> single_cycle(uint32_t hosts, Prng& prng) {
   return perm;
 }
 
-// Ring all-reduce: flow i is host i -> i+1. Step s of iteration k on flow i sends chunk
-// (i - s) mod N during reduce-scatter (s < N-1) and (i - s + 1) mod N during all-gather; it
-// waits for step s-1 of flow i-1 (the chunk host i just received), and step 0 waits for the
-// previous iteration's last step into host i plus the compute time.
+// Ring all-reduce: flow i is host i -> i+1 (with `qps` Q > 1, flows i*Q .. i*Q+Q-1, and each
+// step's chunk is split over the Q queue pairs, the last part taking the remainder). Step s of
+// iteration k on flow i sends chunk (i - s) mod N during reduce-scatter (s < N-1) and
+// (i - s + 1) mod N during all-gather; it waits for step s-1 of flow i-1 (every part of the chunk
+// host i just received), and step 0 waits for the previous iteration's last step into host i
+// plus the compute time.
 void plan_ring_allreduce(WorkloadPlan& plan, const Workload& w, uint32_t n) {
-  for (HostId h = 0; h < n; ++h) plan.flows.push_back({h, (h + 1) % n});
+  const uint32_t qps = w.qps_per_flow;
+  for (HostId h = 0; h < n; ++h) {
+    for (uint32_t q = 0; q < qps; ++q) plan.flows.push_back({h, (h + 1) % n});
+  }
   const uint32_t steps = 2 * (n - 1);
   const uint64_t chunk = w.message_bytes / n;
   const uint64_t last_chunk = w.message_bytes - chunk * (n - 1);
-  const auto index = [&](uint32_t k, uint32_t s, uint32_t i) { return (k * steps + s) * n + i; };
+  const auto index = [&](uint32_t k, uint32_t s, uint32_t i, uint32_t q) {
+    return ((k * steps + s) * n + i) * qps + q;
+  };
   for (uint32_t k = 0; k < w.iterations; ++k) {
     plan.group_names.push_back("allreduce " + std::to_string(k));
     for (uint32_t s = 0; s < steps; ++s) {
       for (uint32_t i = 0; i < n; ++i) {
         const uint32_t c = s < n - 1 ? (i + n - s) % n : (i + n + 1 - (s - (n - 1)) % n) % n;
-        Transfer t;
-        t.flow = i;
-        t.bytes = c == n - 1 ? last_chunk : chunk;
-        t.imm = true;
-        t.group = k;
-        const uint32_t prev = (i + n - 1) % n;
-        if (s > 0) t.after.push_back(index(k, s - 1, prev));
-        if (s == 0 && k > 0) t.after.push_back(index(k - 1, steps - 1, prev));
-        if (s == 0) t.delay = w.compute;
-        plan.transfers.push_back(std::move(t));
+        const uint64_t bytes = c == n - 1 ? last_chunk : chunk;
+        const uint64_t part = bytes / qps;
+        for (uint32_t q = 0; q < qps; ++q) {
+          Transfer t;
+          t.flow = i * qps + q;
+          t.bytes = q == qps - 1 ? bytes - part * (qps - 1) : part;
+          t.imm = true;
+          t.group = k;
+          const uint32_t prev = (i + n - 1) % n;
+          for (uint32_t p = 0; p < qps; ++p) {
+            if (s > 0) t.after.push_back(index(k, s - 1, prev, p));
+            if (s == 0 && k > 0) t.after.push_back(index(k - 1, steps - 1, prev, p));
+          }
+          if (s == 0) t.delay = w.compute;
+          plan.transfers.push_back(std::move(t));
+        }
       }
     }
   }
