@@ -58,6 +58,42 @@ BaselineConn::BaselineConn(BaselineHost& host, uint32_t id) : host_(host), id_(i
   stats_.plane_retransmits.assign(host.planes(), 0);
 }
 
+uint64_t BaselineConn::queue_message(const BaseWr& wr, uint64_t next, uint32_t mtu) {
+  const uint64_t packets = std::max<uint64_t>(1, (wr.length + mtu - 1) / mtu);
+  messages_.push_back(Message{wr, next, packets});
+  return next + packets;
+}
+
+const BaselineConn::Message* BaselineConn::message_of(uint64_t seq) const {
+  const auto it = std::upper_bound(messages_.begin(), messages_.end(), seq,
+                                   [](uint64_t s, const Message& m) { return s < m.first; });
+  if (it == messages_.begin()) return nullptr;
+  const Message& m = *std::prev(it);
+  return seq < m.first + m.packets ? &m : nullptr;
+}
+
+void BaselineConn::complete_through(uint64_t acked) {
+  while (!messages_.empty() && messages_.front().first + messages_.front().packets <= acked) {
+    Completion c;
+    c.wr_id = messages_.front().wr.wr_id;
+    c.qpn = Qpn(id_);
+    c.byte_len = static_cast<uint32_t>(messages_.front().wr.length);
+    host_.complete_send(c);
+    messages_.pop_front();
+  }
+}
+
+void BaselineConn::fail_messages() {
+  for (const Message& m : messages_) {
+    Completion c;
+    c.wr_id = m.wr.wr_id;
+    c.status = WcStatus::kRetryExceeded;
+    c.qpn = Qpn(id_);
+    host_.complete_send(c);
+  }
+  messages_.clear();
+}
+
 bool BaselineConn::place(const BaseHeader& h, std::span<const uint8_t> payload) {
   if (payload.size() != h.length || target_ == nullptr || h.offset > target_size_ ||
       target_size_ - h.offset < h.length) {

@@ -106,6 +106,22 @@ class BaselineConn {
  protected:
   // Copies a data packet's payload to the target buffer; false if it is out of bounds.
   bool place(const BaseHeader& h, std::span<const uint8_t> payload);
+
+  // The work requests not yet acknowledged, in sequence order: each is ceil(length / mtu)
+  // packets (at least one) numbered from the sequence number it was queued at.
+  struct Message {
+    BaseWr wr;
+    uint64_t first = 0;
+    uint64_t packets = 0;
+  };
+  // Queues `wr` from sequence number `next`; returns the next free one.
+  uint64_t queue_message(const BaseWr& wr, uint64_t next, uint32_t mtu);
+  const Message* message_of(uint64_t seq) const;
+  // Completes every message whose packets are all below `acked`.
+  void complete_through(uint64_t acked);
+  // Completes every queued message with kRetryExceeded (the connection failed).
+  void fail_messages();
+  std::deque<Message> messages_;
   PacketPtr make_data(Instant now, PlaneId plane, Ev ev, BaseHeader h, const uint8_t* payload);
   void send_control(PlaneId plane, Ev ev, const BaseHeader& h);
 

@@ -39,18 +39,8 @@ MptcpConn::MptcpConn(BaselineHost& host, uint32_t id, const QpConfig& qp)
 
 bool MptcpConn::post(const BaseWr& wr) {
   if (failed_) return false;
-  const uint64_t packets = std::max<uint64_t>(1, (wr.length + mtu_ - 1) / mtu_);
-  msgs_.push_back(Msg{wr, next_dsn_, packets});
-  next_dsn_ += packets;
+  next_dsn_ = queue_message(wr, next_dsn_, mtu_);
   return true;
-}
-
-const MptcpConn::Msg* MptcpConn::message_of(uint64_t dsn) const {
-  const auto it = std::upper_bound(msgs_.begin(), msgs_.end(), dsn,
-                                   [](uint64_t d, const Msg& m) { return d < m.first_dsn; });
-  if (it == msgs_.begin()) return nullptr;
-  const Msg& m = *std::prev(it);
-  return dsn < m.first_dsn + m.packets ? &m : nullptr;
 }
 
 // ---------------------------------------------------------------------------- sender
@@ -106,13 +96,13 @@ PacketPtr MptcpConn::send_on(Instant now, Subflow& sf) {
 }
 
 PacketPtr MptcpConn::build(Instant now, Subflow& sf, uint64_t ssn, uint64_t dsn) {
-  const Msg* m = message_of(dsn);
+  const Message* m = message_of(dsn);
   BaseHeader h;
   h.subflow = sf.index;
   h.seq = ssn;
   h.dsn = dsn;
   if (m != nullptr) {
-    const uint64_t k = dsn - m->first_dsn;
+    const uint64_t k = dsn - m->first;
     h.offset = m->wr.remote_offset + k * mtu_;
     h.length = static_cast<uint32_t>(std::min<uint64_t>(mtu_, m->wr.length - std::min(m->wr.length, k * mtu_)));
     if (k + 1 == m->packets) {
@@ -121,7 +111,7 @@ PacketPtr MptcpConn::build(Instant now, Subflow& sf, uint64_t ssn, uint64_t dsn)
     }
   }  // else: already data-acknowledged (a stale retransmission): an empty keepalive of the SSN
   if (sf.rto_at.is_never()) sf.rto_at = now + sf.rto;
-  return make_data(now, sf.plane, sf.ev, h, m != nullptr ? m->wr.source + (dsn - m->first_dsn) * mtu_ : nullptr);
+  return make_data(now, sf.plane, sf.ev, h, m != nullptr ? m->wr.source + (dsn - m->first) * mtu_ : nullptr);
 }
 
 // ---------------------------------------------------------------------------- receiver
@@ -193,14 +183,7 @@ void MptcpConn::on_ack(Instant now, const BaseHeader& h) {
   Subflow& sf = subflows_[h.subflow];
   if (h.data_ack > data_una_ && h.data_ack <= next_new_) {
     data_una_ = h.data_ack;
-    while (!msgs_.empty() && msgs_.front().first_dsn + msgs_.front().packets <= data_una_) {
-      Completion c;
-      c.wr_id = msgs_.front().wr.wr_id;
-      c.qpn = Qpn(id_);
-      c.byte_len = static_cast<uint32_t>(msgs_.front().wr.length);
-      host_.complete_send(c);
-      msgs_.pop_front();
-    }
+    complete_through(data_una_);
   }
   if (sf.dead) return;
   if (h.echo_ns > 0 && h.echo_ns <= now.ns) sample_rtt(sf, Duration{now.ns - h.echo_ns});
@@ -337,14 +320,7 @@ void MptcpConn::reinject(const Subflow& sf) {
 
 void MptcpConn::fail() {
   failed_ = true;
-  for (const Msg& m : msgs_) {
-    Completion c;
-    c.wr_id = m.wr.wr_id;
-    c.status = WcStatus::kRetryExceeded;
-    c.qpn = Qpn(id_);
-    host_.complete_send(c);
-  }
-  msgs_.clear();
+  fail_messages();
 }
 
 }  // namespace mrc::sim

@@ -48,11 +48,6 @@ class MptcpConn final : public BaselineConn {
   Ev subflow_ev(size_t subflow) const { return subflows_[subflow].ev; }
 
  private:
-  struct Msg {
-    BaseWr wr;
-    uint64_t first_dsn = 0;
-    uint64_t packets = 0;
-  };
   struct Subflow {
     uint16_t index = 0;
     PlaneId plane{0};
@@ -85,7 +80,6 @@ class MptcpConn final : public BaselineConn {
     uint32_t immediate = 0;
   };
 
-  const Msg* message_of(uint64_t dsn) const;
   PacketPtr send_on(Instant now, Subflow& sf);
   PacketPtr build(Instant now, Subflow& sf, uint64_t ssn, uint64_t dsn);
   void receive_data(Instant now, const BaseHeader& h, std::span<const uint8_t> payload,
@@ -104,7 +98,6 @@ class MptcpConn final : public BaselineConn {
   const uint32_t mtu_;
   std::vector<Subflow> subflows_;
   // Connection-level sender.
-  std::deque<Msg> msgs_;  // not yet data-acknowledged, in DSN order
   uint64_t next_dsn_ = 0;  // first DSN of the next posted message
   uint64_t next_new_ = 0;  // next DSN never sent
   uint64_t data_una_ = 0;

@@ -78,26 +78,16 @@ RoceQp::RoceQp(BaselineHost& host, uint32_t id, const QpConfig& qp)
 
 bool RoceQp::post(const BaseWr& wr) {
   if (failed_) return false;
-  const uint64_t packets = std::max<uint64_t>(1, (wr.length + mtu_ - 1) / mtu_);
-  msgs_.push_back(Msg{wr, next_psn_, packets});
-  next_psn_ += packets;
+  next_psn_ = queue_message(wr, next_psn_, mtu_);
   return true;
-}
-
-const RoceQp::Msg* RoceQp::message_of(uint64_t psn) const {
-  const auto it = std::upper_bound(msgs_.begin(), msgs_.end(), psn,
-                                   [](uint64_t p, const Msg& m) { return p < m.first_psn; });
-  if (it == msgs_.begin()) return nullptr;
-  const Msg& m = *std::prev(it);
-  return psn < m.first_psn + m.packets ? &m : nullptr;
 }
 
 PacketPtr RoceQp::poll_transmit(Instant now, PlaneId plane) {
   if (failed_ || plane != plane_ || snd_nxt_ >= next_psn_ || now < next_send_at_) return nullptr;
   if (snd_nxt_ - snd_una_ >= kPsnWindow) return nullptr;
-  const Msg* m = message_of(snd_nxt_);
+  const Message* m = message_of(snd_nxt_);
   if (m == nullptr) return nullptr;
-  const uint64_t k = snd_nxt_ - m->first_psn;
+  const uint64_t k = snd_nxt_ - m->first;
   BaseHeader h;
   h.seq = snd_nxt_;
   h.offset = m->wr.remote_offset + k * mtu_;
@@ -201,14 +191,7 @@ void RoceQp::on_ack(Instant now, uint64_t next_expected) {
   snd_nxt_ = std::max(snd_nxt_, snd_una_);
   retries_ = 0;
   rto_at_ = snd_una_ < max_sent_ ? now + rto_ : Instant::never();
-  while (!msgs_.empty() && msgs_.front().first_psn + msgs_.front().packets <= snd_una_) {
-    Completion c;
-    c.wr_id = msgs_.front().wr.wr_id;
-    c.qpn = Qpn(id_);
-    c.byte_len = static_cast<uint32_t>(msgs_.front().wr.length);
-    host_.complete_send(c);
-    msgs_.pop_front();
-  }
+  complete_through(snd_una_);
 }
 
 Instant RoceQp::next_deadline(Instant now) const {
@@ -232,14 +215,7 @@ void RoceQp::on_timer(Instant now) {
 void RoceQp::fail() {
   failed_ = true;
   rto_at_ = Instant::never();
-  for (const Msg& m : msgs_) {
-    Completion c;
-    c.wr_id = m.wr.wr_id;
-    c.status = WcStatus::kRetryExceeded;
-    c.qpn = Qpn(id_);
-    host_.complete_send(c);
-  }
-  msgs_.clear();
+  fail_messages();
 }
 
 }  // namespace mrc::sim

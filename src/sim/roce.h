@@ -65,13 +65,6 @@ class RoceQp final : public BaselineConn {
   const Dcqcn& dcqcn() const { return dcqcn_; }
 
  private:
-  struct Msg {
-    BaseWr wr;
-    uint64_t first_psn = 0;
-    uint64_t packets = 0;
-  };
-
-  const Msg* message_of(uint64_t psn) const;
   void receive_data(Instant now, const BaseHeader& h, std::span<const uint8_t> payload,
                     const SimPacket& packet);
   void on_ack(Instant now, uint64_t next_expected);
@@ -87,7 +80,6 @@ class RoceQp final : public BaselineConn {
   PlaneId plane_;
   Ev ev_;
   // Requester.
-  std::deque<Msg> msgs_;  // unacknowledged, in PSN order
   uint64_t next_psn_ = 0;  // the first PSN of the next posted message
   uint64_t snd_una_ = 0;
   uint64_t snd_nxt_ = 0;
