@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Runs the scenarios that reproduce published results (docs/SIMULATION.md, "Published results
+reproduced") and prints a markdown table of what they measure.
+
+  bench/published.py [--mrc build/pub/src/mrc] [--only PREFIX ...] [--quick] [--out FILE]
+
+Each experiment is a scenario file in scenarios/ plus overrides (key = value lines replaced in
+their [section], a [[fault]] block appended for random drop). Runs one simulation at a time.
+--quick keeps only the smaller message size of the 64-host sweep.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCEN = os.path.join(ROOT, "scenarios")
+MiB = 1 << 20
+
+
+def override(text, sets):
+    """sets: {"section.key": value}; replaces `key = ...` inside [section] or adds it there."""
+    lines = text.split("\n")
+    for dotted, value in sets.items():
+        section, key = dotted.rsplit(".", 1)
+        val = json.dumps(value) if isinstance(value, str) else (
+            "true" if value is True else "false" if value is False else repr(value))
+        start = next(i for i, l in enumerate(lines) if l.strip() == "[%s]" % section)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("[")), len(lines))
+        for i in range(start + 1, end):
+            if re.match(r"\s*%s\s*=" % re.escape(key), lines[i]):
+                lines[i] = "%s = %s" % (key, val)
+                break
+        else:
+            lines.insert(start + 1, "%s = %s" % (key, val))
+    return "\n".join(lines)
+
+
+def run(mrc, scenario, sets=None, loss=0.0, report=False):
+    text = open(os.path.join(SCEN, scenario)).read()
+    text = override(text, sets or {})
+    if loss > 0:
+        text += "\n[[fault]]\nat_us = 0\naction = \"faults\"\nloss = %g\n" % loss
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "s.toml")
+        open(path, "w").write(text)
+        cmd = [mrc, "sim", path, "--json", "--quiet"]
+        if report:
+            cmd += ["--report", os.path.join(d, "r")]
+        t0 = time.time()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.time() - t0
+        if p.returncode == 2 or not p.stdout.strip():
+            raise SystemExit("%s: %s" % (scenario, p.stderr.strip()))
+        r = json.loads(p.stdout)
+        if report:
+            r["_report"] = json.load(open(os.path.join(d, "r", "report.json")))
+    r["_wall"] = wall
+    return r
+
+
+def gbps(nbytes, ns):
+    return nbytes * 8 / ns if ns > 0 else 0.0
+
+
+def steady_utilisation(rep, hosts, rate_gbps):
+    """Aggregate goodput / (hosts x rate) from 10% of the first flow's completion time to that
+    completion (every flow still running: a permutation's steady state)."""
+    s = rep["series"]
+    first = min(rep["fct_all_ns"])
+    t0, t1 = 0.1 * first, first
+    def at(t):
+        ts, b = s["t_ns"], s["placed_bytes"]
+        for i in range(1, len(ts)):
+            if ts[i] >= t:
+                f = (t - ts[i - 1]) / (ts[i] - ts[i - 1])
+                return b[i - 1] + f * (b[i] - b[i - 1])
+        return b[-1]
+    return gbps(at(t1) - at(t0), t1 - t0) / (hosts * rate_gbps)
+
+
+def row(exp, cfg, r, metric, note=""):
+    ok = "ok" if r["ok"] else "FAIL " + r.get("failure", "")
+    return "| %s | %s | %s | %.3f ms | %d | %d | %.1f s | %.2f | %s %s |" % (
+        exp, cfg, metric, r["completion_time_ns"] / 1e6, r["retransmits"], r["timeouts"],
+        r["_wall"], r["events_per_wall_s"] / 1e6, ok, note)
+
+
+def mrc64(mrc, quick, out):
+    sizes = [4 * MiB] if quick else [4 * MiB, 16 * MiB]
+    configs = [("MRC 4x100G, 1 QP, 256 EVs", "mrc", 1)] + [
+        ("RoCE+PFC 400G, %d QP" % q, "roce", q) for q in (1, 4, 16)]
+    for wl in ("ring", "a2a"):
+        for size in sizes:
+            for loss in (0.0, 0.001, 0.01):
+                for name, kind, qps in configs:
+                    sets = {"workload.qps": qps}
+                    if wl == "ring":
+                        sets["workload.message_bytes"] = size
+                    else:  # size per host, spread over 63 peers and the QPs
+                        sets["workload.message_bytes"] = size // 64 // qps
+                    r = run(mrc, "mrc64-%s-%s.toml" % (wl, kind), sets, loss)
+                    if wl == "ring":
+                        g = r["groups"][0] if r["groups"] else {"busbw_gbit_per_s": 0}
+                        m = "busbw %.0f Gbit/s (%.0f %%)" % (g["busbw_gbit_per_s"], g["busbw_gbit_per_s"] / 4)
+                    else:
+                        g = gbps(r["bytes_written"], r["completion_time_ns"]) / 64
+                        m = "per host %.0f Gbit/s (%.0f %%)" % (g, g / 4)
+                    out(row("64-GPU %s %d MiB, drop %g %%" % (wl, size // MiB, loss * 100), name, r, m))
+
+
+def incast(mrc, quick, out):
+    for f, name in (("mrc", "MRC (trimming, NSCC)"), ("roce", "RoCE + DCQCN, lossy"),
+                    ("roce-pfc", "RoCE + DCQCN + PFC")):
+        r = run(mrc, "mrc-incast-victim-%s.toml" % f)
+        v = next(g for g in r["groups"] if g["name"] == "victim")
+        t = gbps(v["bytes"], v["end_ns"] - v["start_ns"])
+        out(row("7:1 incast + victim", name, r, "victim %.0f Gbit/s (%.0f %% of 400G)" % (t, t / 4)))
+
+
+def ev(mrc, quick, out):
+    for name, r in (("no fault", run_nofault(mrc, "mrc-ev-drop20.toml")),
+                    ("20 % drop on one of 16 paths", run(mrc, "mrc-ev-drop20.toml"))):
+        g = gbps(r["bytes_written"], r["completion_time_ns"])
+        e = r["ev_transitions"]
+        out(row("EV failover, 8 planes x 2 paths", name, r,
+                "%.0f Gbit/s (%.0f %% of 800G)" % (g, g / 8),
+                "(%d EVs ->ASSUMED_BAD, %d replaced)" % (e["to_assumed_bad"], e["replaced"])))
+
+
+def run_nofault(mrc, scenario):
+    text = open(os.path.join(SCEN, scenario)).read()
+    text = text[:text.index("[[fault]]")] if "[[fault]]" in text else text
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as t:
+        t.write(text)
+    try:
+        t0 = time.time()
+        p = subprocess.run([mrc, "sim", t.name, "--json", "--quiet"], capture_output=True, text=True)
+        r = json.loads(p.stdout)
+        r["_wall"] = time.time() - t0
+        return r
+    finally:
+        os.unlink(t.name)
+
+
+def ndp(mrc, quick, out, k12=False):
+    files = [("ndp-fattree-k8-mrc.toml", {}, "MRC per-EV ECMP"),
+             ("ndp-fattree-k8-mrc.toml", {"fabric.routing": "spray"}, "MRC spray"),
+             ("ndp-fattree-k8-mptcp.toml", {}, "MPTCP 8 subflows"),
+             ("ndp-fattree-k8-roce.toml", {}, "RoCE 1 QP (single path)")]
+    for f, sets, name in files:
+        for k, hosts in ((8, 128),) + (((12, 432),) if k12 else ()):
+            s = dict(sets)
+            if k == 12:
+                s.update({"fabric.k": 12, "fabric.hosts": 432})
+            r = run(mrc, f, s, report=True)
+            u = steady_utilisation(r["_report"], hosts, 10)
+            fct = r["_report"]["fct_all_ns"]
+            slow = min(gbps(r["bytes_written"] / hosts, t) for t in fct)
+            out(row("NDP FatTree k=%d permutation" % k, name, r,
+                    "utilisation %.1f %% (slowest flow %.1f Gbit/s)" % (u * 100, slow)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mrc", default=os.path.join(ROOT, "build/pub/src/mrc"))
+    ap.add_argument("--only", nargs="*", default=["mrc64", "incast", "ev", "ndp"])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--k12", action="store_true", help="also the 432-host FatTree (slow)")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    f = open(a.out, "a") if a.out else None
+
+    def out(line):
+        print(line, flush=True)
+        if f:
+            f.write(line + "\n")
+            f.flush()
+    out("| experiment | configuration | measured | sim time | retransmits | timeouts | wall | M events/s | check |")
+    out("|---|---|---|---|---|---|---|---|---|")
+    for name in a.only:
+        if name == "ndp":
+            ndp(a.mrc, a.quick, out, a.k12)
+        else:
+            globals()[name](a.mrc, a.quick, out)
+
+
+if __name__ == "__main__":
+    main()
