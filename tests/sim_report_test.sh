@@ -34,4 +34,6 @@ if "$MRC" sim "$SRC/scenarios/four-planes-failover.toml" --quiet --report "$dir/
   fail "a report directory inside a file was accepted"
 fi
 grep -q "cannot write" "$dir/err2.txt" || fail "no clear error for an unwritable report directory: $(cat "$dir/err2.txt")"
+out=$("$MRC" sim "$SRC/scenarios/four-planes-failover.toml" --sweep 3 --report "$dir/s" 2>&1) && fail "--report with --sweep was accepted"
+echo "$out" | grep -q "describes one run" || fail "no clear error for --report with --sweep: $out"
 echo "ok"

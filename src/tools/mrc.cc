@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   sim->add_flag("--json", sim_options.json, "print the report as JSON");
   sim->add_flag("--quiet", sim_options.quiet, "no progress output");
   sim->add_option("--report", sim_options.report_dir,
-                  "write report.json, report.md and (with python3-matplotlib) report.png into this directory");
+                  "write report.json, report.md and (with python3-matplotlib) report.png into this directory (one run, not with --sweep)");
   CLI::App* perf = app.add_subcommand("perf", "bandwidth and latency over real UDP planes (server and client)");
   mrc::tools::PerfOptions perf_options;
   mrc::tools::add_perf_options(*perf, perf_options);

@@ -268,6 +268,10 @@ int run_sim(const SimOptions& o) {
     return 2;
   }
   if (o.seed) scenario.seed = *o.seed;
+  if (!o.report_dir.empty() && o.sweep > 1) {
+    std::fprintf(stderr, "mrc sim: --report describes one run; use it with --seed S instead of --sweep\n");
+    return 2;
+  }
   const uint64_t first = scenario.seed;
   const uint64_t runs = o.sweep > 0 ? o.sweep : 1;
   const bool tty = isatty(STDERR_FILENO) != 0;
