@@ -32,6 +32,10 @@ std::optional<DataType> parse_data_type(const std::string& text);
 std::optional<ReduceOp> parse_reduce_op(const std::string& text);
 
 // IEEE binary16 and bfloat16 conversions (round to nearest even; NaN stays NaN).
+// Writes `value` at `at` as one element of `type` (rounded or truncated as a cast would):
+// how benchmarks and tests build inputs of any type from one formula.
+void store_value(DataType type, uint8_t* at, double value);
+
 uint16_t float_to_half(float value);
 float half_to_float(uint16_t bits);
 uint16_t float_to_bfloat16(float value);

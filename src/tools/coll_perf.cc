@@ -25,6 +25,7 @@ namespace {
 using coll::Communicator;
 using coll::DataType;
 using coll::ReduceOp;
+using coll::store_value;
 using nlohmann::json;
 
 enum class Kind { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll };
@@ -82,42 +83,6 @@ double input_value(ReduceOp op, int rank, uint64_t i) {
       return static_cast<double>((rank * 13 + k * 7) % 100 - 50);
   }
   return 0;
-}
-
-void store_value(DataType type, uint8_t* at, double v) {
-  switch (type) {
-    case DataType::kFloat32: {
-      const float f = static_cast<float>(v);
-      std::memcpy(at, &f, 4);
-      return;
-    }
-    case DataType::kFloat64:
-      std::memcpy(at, &v, 8);
-      return;
-    case DataType::kFloat16: {
-      const uint16_t h = coll::float_to_half(static_cast<float>(v));
-      std::memcpy(at, &h, 2);
-      return;
-    }
-    case DataType::kBFloat16: {
-      const uint16_t h = coll::float_to_bfloat16(static_cast<float>(v));
-      std::memcpy(at, &h, 2);
-      return;
-    }
-    case DataType::kInt32: {
-      const int32_t x = static_cast<int32_t>(v);
-      std::memcpy(at, &x, 4);
-      return;
-    }
-    case DataType::kInt64: {
-      const int64_t x = static_cast<int64_t>(v);
-      std::memcpy(at, &x, 8);
-      return;
-    }
-    case DataType::kUint8:
-      *at = static_cast<uint8_t>(static_cast<int64_t>(v));
-      return;
-  }
 }
 
 void fill(DataType type, ReduceOp op, int rank, uint64_t first, uint8_t* out, size_t count) {
