@@ -35,6 +35,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 STAMP=$(date +%Y%m%d-%H%M%S)
+COMMAND_LINE="bench/allreduce_compare.sh $*"
 
 RATE=250mbit PLANES=4 RANKS="2 4" MIN=1K MAX=64M TRANSPORTS="mrc gloo mpi" GLOO_PLANE=1
 FAIL=1 FAIL_RANKS="" FAIL_PLANE="" FAIL_SIZE=16M FAIL_SECONDS=12 FAIL_AT=3 FAIL_FOR=3 RUN_LIMIT=120
@@ -99,7 +100,7 @@ while [ $# -gt 0 ]; do
     *) echo "allreduce_compare.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
 done
-COMMAND_LINE="bench/allreduce_compare.sh $*"
+
 FAIL_RANKS=${FAIL_RANKS:-$RANKS}
 FAIL_PLANE=${FAIL_PLANE:-$GLOO_PLANE}
 
@@ -220,7 +221,7 @@ wait_for_quiet() {
 nic_bytes() {  # host 0's per-plane rx+tx bytes, "p0 p1 p2 p3"
   local p out=()
   for ((p = 0; p < PLANES; p++)); do
-    out+=("$(ip netns exec "$(NS 0)" awk -v d="h0p$p:" '$1 == d { print $2 + $10 }' /proc/net/dev)")
+    out+=("$(ip netns exec "$(NS 0)" awk -v d="h0p$p:" '$1 == d { printf "%.0f\n", $2 + $10 }' /proc/net/dev)")
   done
   echo "${out[*]}"
 }
@@ -355,9 +356,9 @@ EOF
   # than the rendezvous needs), not at the launch: start-up times differ (torch's import takes
   # seconds on a busy machine), and a plane cut during Gloo's connect is another experiment.
   local base sum td=""
-  base=$(echo "$nb0" | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; print s }')
+  base=$(echo "$nb0" | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; printf "%.0f\n", s }')
   for _ in $(seq 1 $((RUN_LIMIT * 20))); do
-    sum=$(nic_bytes | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; print s }')
+    sum=$(nic_bytes | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; printf "%.0f\n", s }')
     [ "$sum" -gt $((base + 1048576)) ] && { td=$(now_ns); break; }
     kill -0 "${RUN_PIDS[0]}" 2>/dev/null || break
     sleep 0.05

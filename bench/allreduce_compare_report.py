@@ -108,10 +108,11 @@ def main():
         m = re.search(r"sweep-n(\d+)-(\w+)$", d)
         n, t = int(m.group(1)), m.group(2)
         meta = read_kv(os.path.join(d, "meta.txt"))
-        nb0 = [int(x) for x in meta.get("nic_bytes_h0_before", "").split()]
-        nb1 = [int(x) for x in meta.get("nic_bytes_h0_after", "").split()]
+        nb0 = [int(float(x)) for x in meta.get("nic_bytes_h0_before", "").split()]
+        nb1 = [int(float(x)) for x in meta.get("nic_bytes_h0_after", "").split()]
         sweeps.setdefault(str(n), {})[t] = {
             "rows": sweep_rows(d, t, n), "exit_ok": rc_ok(meta), "load_start": float(meta.get("load_start", "nan")),
+            "busy_cores_start": float(meta.get("busy_cores_start") or "nan"),
             "loadavg": meta.get("loadavg"),
             "host0_plane_bytes": [y - x for x, y in zip(nb0, nb1)] if nb0 and nb1 else None}
 
@@ -159,7 +160,8 @@ def main():
         tf, tr, t0 = int(meta.get("fail_ns", 0)), int(meta.get("repair_ns", 0)), int(meta.get("t0_ns", 0))
         tend = int(meta.get("tend_ns", 0))
         e = {"size": size, "exit_codes": meta.get("rc"), "completed": rc_ok(meta),
-             "load_start": float(meta.get("load_start", "nan")), "fail_s": (tf - t0) / 1e9,
+             "load_start": float(meta.get("load_start", "nan")),
+             "busy_cores_start": float(meta.get("busy_cores_start") or "nan"), "fail_s": (tf - t0) / 1e9,
              "repair_s": (tr - t0) / 1e9, "wall_s": (tend - t0) / 1e9,
              "running_at_fail": meta.get("running_at_fail") == "1",
              "running_at_repair": meta.get("running_at_repair") == "1",
@@ -181,14 +183,26 @@ def main():
             e["stderr_tail"] = errs[-600:] if errs.strip() else ""
         else:
             its = json_lines(os.path.join(d, "rank0.out"))
-            tl = [{"t_s": (i["start_ns"] - t0) / 1e9, "dur_s": (i["end_ns"] - i["start_ns"]) / 1e9,
-                   "busbw": size / ((i["end_ns"] - i["start_ns"]) / 1e9) / 1e9 * bus, "wrong": i["wrong"]} for i in its]
+            # Each iteration is the all-reduce plus its check and the 1-element "go on?" all-reduce;
+            # "gap" is the time from the previous all-reduce's end to this one's (a stall can sit
+            # in the small all-reduces between two timed ones), "busbw" is size over that gap.
+            tl = []
+            prev = None
+            for i in its:
+                gap = (i["end_ns"] - (prev if prev is not None else i["start_ns"])) / 1e9
+                tl.append({"t_s": (i["start_ns"] - t0) / 1e9, "dur_s": (i["end_ns"] - i["start_ns"]) / 1e9,
+                           "end_s": (i["end_ns"] - t0) / 1e9, "gap_s": gap,
+                           "busbw": size / gap / 1e9 * bus, "wrong": i["wrong"]})
+                prev = i["end_ns"]
             before = [x["dur_s"] for x in tl if x["t_s"] + x["dur_s"] < (tf - t0) / 1e9]
             e["iterations"] = len(tl)
             e["wrong"] = sum(x["wrong"] for x in tl)
             e["correct"] = e["completed"] and e["wrong"] == 0 and len(tl) > 0
             e["median_iter_before_fail_s"] = statistics.median(before) if before else None
             e["longest_iter_s"] = max((x["dur_s"] for x in tl), default=None)
+            e["median_gap_before_fail_s"] = statistics.median([x["gap_s"] for x in tl[1:] if x["end_s"] < (tf - t0) / 1e9] or [float("nan")])
+            e["longest_gap_s"] = max((x["gap_s"] for x in tl[1:]), default=None)
+            e["stall_s"] = (e["longest_gap_s"] - e["median_gap_before_fail_s"]) if e["longest_gap_s"] else None
             span = [x for x in tl if x["t_s"] < (tr - t0) / 1e9 and x["t_s"] + x["dur_s"] > (tf - t0) / 1e9]
             e["iterations_overlapping_outage"] = len(span)
             e["timeline"] = tl
@@ -244,27 +258,29 @@ def main():
         ff = fails[fn]
         shade = None
         for t, e in ff.items():
+            f0 = e["fail_s"]  # each run's own cut time: x = seconds since the cut
             if shade is None:
-                shade = (e["fail_s"], e["repair_s"])
+                shade = (0, e["repair_s"] - f0)
             if t == "mrc":
                 if e.get("busbw"):
-                    ax.hlines(e["busbw"], e.get("data_s") or 0, e["wall_s"], color=COLORS["mrc"], lw=2,
+                    ax.hlines(e["busbw"], (e.get("data_s") or 0) - f0, e["wall_s"] - f0, color=COLORS["mrc"], lw=2,
                               label=f"{NAMES['mrc']}: average over the run ({e.get('wrong')} wrong)")
             elif e.get("timeline"):
                 xs, ys = [], []
-                for x in e["timeline"]:
-                    xs += [x["t_s"], x["t_s"] + x["dur_s"]]
+                for x in e["timeline"][1:]:
+                    xs += [x["end_s"] - x["gap_s"] - f0, x["end_s"] - f0]
                     ys += [x["busbw"], x["busbw"]]
                 ax.plot(xs, ys, color=COLORS.get(t), lw=1.2,
-                        label=f"{NAMES.get(t, t)}: per iteration ({'completed' if e['completed'] else 'FAILED'}, {e['wrong']} wrong)")
+                        label=f"{NAMES.get(t, t)}: each all-reduce, end to end ({'completed' if e['completed'] else 'FAILED'}, {e['wrong']} wrong)")
         if shade:
             ax.axvspan(shade[0], shade[1], color="red", alpha=0.12, label=f"plane {ctx.get('fail_plane')} down")
-        ax.set_xlabel("seconds since launch")
+        ax.set_xlabel("seconds since the plane was cut")
         ax.set_ylabel("busbw (GB/s)")
         size = next(iter(ff.values()))["size"]
         ax.set_title(f"failure run: {fn} ranks, {size >> 20} MiB all-reduces, plane {ctx.get('fail_plane')} cut")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.35)
+        ax.legend(fontsize=7, loc="upper left")
     for k in range(2, len(axes[1])):
         axes[1][k].axis("off")
     fig.suptitle(f"all-reduce on the namespace testbed: mrc vs Gloo vs Open MPI ({ctx.get('date', '')}, load at start "
@@ -287,13 +303,15 @@ def main():
                 r = next((r for r in sweeps[n][t]["rows"] if r["size"] == s), None)
                 line += (f"{r['busbw']:.4f} ({r['time_us']:.0f})" if r else "-").rjust(24)
             print(line)
+        print("  load1 / busy cores at start: " + ", ".join(
+            f"{t} {sweeps[n][t]['load_start']:.2f}/{sweeps[n][t]['busy_cores_start']:.2f}" for t in ts))
         tg = targets.get(n, {})
         print(f"  largest size: mrc/capacity {tg.get('busbw_over_capacity')}, mrc/gloo {tg.get('mrc_over_gloo')}, mrc/mpi {tg.get('mrc_over_mpi')}")
     for n, ff in fails.items():
         for t, e in ff.items():
-            print(f"fail n={n} {t}: completed {e['completed']} correct {e.get('correct')} wrong {e.get('wrong')} wall {e['wall_s']:.1f}s "
+            print(f"fail n={n} {t} (load1 {e['load_start']:.2f}, busy {e['busy_cores_start']:.2f}): completed {e['completed']} correct {e.get('correct')} wrong {e.get('wrong')} wall {e['wall_s']:.1f}s "
                   + (f"avg busbw {e.get('busbw')} (clean time {e.get('clean_time_us')} us, now {e.get('time_us')} us)" if t == "mrc" else
-                     f"iters {e.get('iterations')} median-before {e.get('median_iter_before_fail_s')} longest {e.get('longest_iter_s')}"))
+                     f"iters {e.get('iterations')} median gap before {e.get('median_gap_before_fail_s'):.3f} longest gap {e.get('longest_gap_s'):.3f} stall {e.get('stall_s'):.2f}"))
 
 
 if __name__ == "__main__":
