@@ -39,7 +39,7 @@ COMMAND_LINE="bench/allreduce_compare.sh $*"
 
 RATE=250mbit PLANES=4 RANKS="2 4" MIN=1K MAX=64M TRANSPORTS="mrc gloo mpi" GLOO_PLANE=1
 FAIL=1 FAIL_RANKS="" FAIL_PLANE="" FAIL_SIZE=16M FAIL_SECONDS=12 FAIL_AT=3 FAIL_FOR=3 RUN_LIMIT=120
-MAX_LOAD=1.0 MAX_WAIT=900 PREFIX=mrcar INSTALL=1 BUILD=1 BUILD_DIR=build/cmp MRC=""
+MAX_LOAD=1.0 MAX_WAIT=900 PREFIX=mrcar INSTALL=1 BUILD=1 BUILD_DIR=build/cmp MRC="" MRC_TORCH_PATH=""
 OUT="bench/results/allreduce-compare-$(date +%F).json" PLOT=docs/img/allreduce_compare.png
 RAW="bench/results/raw/allreduce-$STAMP"
 
@@ -67,6 +67,9 @@ usage: sudo bench/allreduce_compare.sh [options]
   --no-build           do not build (use --mrc PATH or $BUILD_DIR/src/mrc as it is)
   --build-dir DIR      where mrc is built (default $BUILD_DIR)
   --mrc PATH           the mrc binary to use (implies --no-build)
+  --mrc-torch DIR      also run the failure runs through the mrc torch backend (DIR holds the
+                       built mrc_torch package, e.g. build/release/python): a per-iteration
+                       timeline for mrc, which allreduce-perf does not give
 EOF
 }
 
@@ -96,6 +99,7 @@ while [ $# -gt 0 ]; do
     --no-build) BUILD=0; shift ;;
     --build-dir) BUILD_DIR=$2; shift 2 ;;
     --mrc) MRC=$2; BUILD=0; shift 2 ;;
+    --mrc-torch) MRC_TORCH_PATH=$(cd "$2" && pwd); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "allreduce_compare.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -254,6 +258,19 @@ launch_gloo() {  # DIR N MODE ARGS...
     RUN_PIDS+=("$!")
   done
 }
+launch_mrc_torch() {  # DIR N MODE ARGS...: bench/torch_allreduce.py over the mrc backend
+  local dir=$1 n=$2 r
+  shift 2
+  next_port
+  RUN_PIDS=()
+  for ((r = 0; r < n; r++)); do
+    ip netns exec "$(NS "$r")" env RANK="$r" WORLD_SIZE="$n" PYTHONPATH="$MRC_TORCH_PATH" OMP_NUM_THREADS=1 \
+      MRC_PLANES="$(for ((p = 0; p < PLANES; p++)); do printf '%s,' "$(addr "$r" "$p")"; done | sed 's/,$//')" \
+      timeout -k 5 "$RUN_LIMIT" "$PY" bench/torch_allreduce.py --backend mrc --init "tcp://$(addr 0 0):$STORE_PORT" \
+      --timeout "$RUN_LIMIT" "$@" >"$dir/rank$r.out" 2>"$dir/rank$r.err" &
+    RUN_PIDS+=("$!")
+  done
+}
 launch_mpi() {  # DIR N MODE ARGS...
   local dir=$1 n=$2 r hosts=""
   shift 2
@@ -351,6 +368,7 @@ EOF
     mrc) launch_mrc "$dir" "$n" -b "$FAIL_B" -e "$FAIL_B" -f 1 -n "$iters" -w 1 ;;
     gloo) launch_gloo "$dir" "$n" timeline "$FAIL_B" "$FAIL_SECONDS" ;;
     mpi) launch_mpi "$dir" "$n" timeline "$FAIL_B" "$FAIL_SECONDS" ;;
+    mrc_torch) launch_mrc_torch "$dir" "$n" timeline "$FAIL_B" "$FAIL_SECONDS" ;;
   esac
   # The clock of the fault starts when the all-reduces do (host 0's NICs have moved 1 MiB more
   # than the rendezvous needs), not at the launch: start-up times differ (torch's import takes
@@ -403,6 +421,7 @@ done
 if [ "$FAIL" = 1 ]; then
   for n in $FAIL_RANKS; do
     for t in $TRANSPORTS; do fail_run "$n" "$t"; done
+    [ -z "$MRC_TORCH_PATH" ] || fail_run "$n" mrc_torch
   done
 fi
 

@@ -21,8 +21,9 @@ import os
 import re
 import statistics
 
-NAMES = {"mrc": "mrc (4 planes)", "gloo": "torch Gloo (1 plane)", "mpi": "Open MPI TCP BTL (4 planes)"}
-COLORS = {"mrc": "#1f77b4", "gloo": "#2ca02c", "mpi": "#d62728"}
+NAMES = {"mrc": "mrc (4 planes)", "gloo": "torch Gloo (1 plane)", "mpi": "Open MPI TCP BTL (4 planes)",
+         "mrc_torch": "mrc torch backend (4 planes)"}
+COLORS = {"mrc": "#1f77b4", "gloo": "#2ca02c", "mpi": "#d62728", "mrc_torch": "#17becf"}
 
 
 def read_kv(path):
