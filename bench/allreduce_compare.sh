@@ -166,23 +166,8 @@ MPIBIN=$RAW/bin/mpi_allreduce
 mpicc -O2 -o "$MPIBIN" bench/mpi_allreduce.c
 
 # --- testbed (always taken down: EXIT trap)
-TB=(scripts/testbed.sh --prefix "$PREFIX")
-PIDS=()
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  "${TB[@]}" down >/dev/null 2>&1 || say "WARNING: '${TB[*]} down' failed; run it by hand"
-  [ "$rc" = 0 ] || say "failed (exit $rc); testbed '$PREFIX' taken down; raw files in $RAW"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-if "${TB[@]}" status >/dev/null 2>&1; then
-  say "a testbed '$PREFIX' is up from an earlier run: taking it down first"
-  "${TB[@]}" down >/dev/null
-fi
+# shellcheck source=bench/testbed_session.sh
+. bench/testbed_session.sh
 say "testbed: $HOSTS hosts x $PLANES planes at $RATE each, a router per plane and host"
 "${TB[@]}" --hosts "$HOSTS" --planes "$PLANES" --rate "$RATE" --router up >"$RAW/testbed-up.txt"
 addr() { echo "198.18.$2.$(($1 + 1))"; }  # host, plane (docs/TESTBED.md)

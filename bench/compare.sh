@@ -129,23 +129,8 @@ SAMPLER=$REPO/build/release/bench/netdev_sample
 for b in "$MRC" "$BLAST" "$SAMPLER"; do [ -x "$b" ] || die "$b is missing (build without --no-build)"; done
 
 # --- testbed (always taken down: EXIT trap)
-TB=(scripts/testbed.sh --prefix "$PREFIX")
-PIDS=()
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  "${TB[@]}" down >/dev/null 2>&1 || say "WARNING: '${TB[*]} down' failed; run it by hand"
-  [ "$rc" = 0 ] || say "failed (exit $rc); testbed '$PREFIX' taken down; raw files in $RAW"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-if "${TB[@]}" status >/dev/null 2>&1; then
-  say "a testbed '$PREFIX' is up from an earlier run: taking it down first"
-  "${TB[@]}" down >/dev/null
-fi
+# shellcheck source=bench/testbed_session.sh
+. bench/testbed_session.sh
 mkdir -p "$RAW"
 say "testbed: 2 hosts x $PLANES planes at $RATE each"
 "${TB[@]}" --planes "$PLANES" --rate "$RATE" up >"$RAW/testbed-up.txt"
