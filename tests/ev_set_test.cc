@@ -352,5 +352,22 @@ TEST(EvSet, RegeneratedEvIsNoLongerRecognised) {
   EXPECT_EQ(evs.slot_of(evs.slot(bad).ev), bad);
 }
 
+TEST(EvSet, PortModeGivesEachPlaneItsOwnStridedPortRange) {
+  EvSetConfig c = make_config(4, 32, 2);
+  c.port_base = 40000;
+  c.port_stride = 80;  // the datapath binds 80 ports per plane; a plane uses 8 + 2 of them
+  EvSet evs(c, 1);
+  for (uint16_t i = 0; i < evs.size(); ++i) {
+    const EvSet::Slot& s = evs.slot(i);
+    const uint32_t first = 40000u + s.plane.value * 80u;
+    EXPECT_GE(s.ev.value, first) << "slot " << i;
+    EXPECT_LT(s.ev.value, first + 10) << "slot " << i;
+    EXPECT_EQ(evs.slot_of(s.ev), i);
+  }
+  EXPECT_EQ(evs.slot_of(Ev(40000 + 10)), EvSet::kNoSlot);   // inside plane 0's range, unused
+  EXPECT_EQ(evs.slot_of(Ev(40000 + 4 * 80)), EvSet::kNoSlot);  // past the last plane
+  EXPECT_EQ(evs.slot_of(Ev(39999)), EvSet::kNoSlot);
+}
+
 }  // namespace
 }  // namespace mrc

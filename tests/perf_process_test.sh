@@ -32,12 +32,13 @@ run_pair --bytes 33554432 --qps 3 --bidir --size 262144
 port=$((port + 1))
 "$MRC" perf --server --oob-port $port --port 4899 --ev-port-base 57000 > /dev/null 2>&1 &
 srv=$!
-"$MRC" perf --client 127.0.0.1 --oob-port $port --port 4900 --ev-port-base 57500 --duration 30 > /tmp/mrc-perf-cli.$$ 2>&1 &
+"$MRC" perf --client 127.0.0.1 --oob-port $port --port 4900 --ev-port-base 57500 --duration 140 > /tmp/mrc-perf-cli.$$ 2>&1 &
 cli=$!
 sleep 1
 kill -9 $srv
 # Only a hang guard: the retries (srtt + 4 rttvar, doubling ten times) take ~8 s on an idle
-# machine and much longer on a loaded one, where RTT estimates grow.
+# machine and much longer on a loaded one, where RTT estimates grow (37 s seen with load 7 on
+# 2 cores: a 30 s run ended first and the client saw the server's closed connection instead).
 for _ in $(seq 1 300); do kill -0 $cli 2>/dev/null || break; sleep 0.5; done
 if kill -0 $cli 2>/dev/null; then kill -9 $cli; fail "client still running 150 s after the server died"; fi
 wait $cli; rc=$?

@@ -3,6 +3,7 @@
 // configuration. No root needed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "io/udp_host.h"
@@ -28,16 +29,19 @@ UdpHostConfig host_config(int index, uint16_t port_salt, const Impairment& impai
     c.planes.push_back(a);
   }
   c.ev_port_base = static_cast<uint16_t>(30000 + port_salt * 400 + index * 200);
-  c.ev_ports_per_plane = 40;
+  c.ev_ports_per_plane = 48;  // more than the 40 EVs a plane uses: ports are strided per plane
   c.impairment = impairment;
   c.seed = 7 + static_cast<uint64_t>(index);
   return c;
 }
 
 // Connects two hosts, writes `bytes` each way (with immediates), returns true if all verified.
-void transfer(uint16_t salt, const Impairment& impairment, size_t bytes) {
+// With `ev_list` as (plane, index into the plane's source ports), every QP uses only those EVs.
+void transfer(uint16_t salt, const Impairment& impairment, size_t bytes,
+              const std::vector<std::pair<int, int>>& ev_list = {}) {
   Side side[2];
   QpConfig qc;
+  qc.ev_min_active = ev_list.empty() ? qc.ev_min_active : 1;
   qc.ev_count = 128;
   qc.timeout = 10;
   qc.nscc.max_window_bytes = 512 << 10;
@@ -50,6 +54,11 @@ void transfer(uint16_t salt, const Impairment& impairment, size_t bytes) {
     side[i].pd = e.memory().alloc_pd();
     side[i].cq = e.create_cq(4096);
     qc.ev_port_base = host_config(i, salt, impairment).ev_port_base;
+    qc.ev_ports_per_plane = host_config(i, salt, impairment).ev_ports_per_plane;
+    qc.ev_list.clear();
+    for (auto [plane, index] : ev_list)
+      qc.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(plane)),
+                                      Ev(qc.ev_port_base + static_cast<uint32_t>(plane * qc.ev_ports_per_plane + index))});
     side[i].qp = e.create_qp(qc, side[i].pd, side[i].cq, side[i].cq).value();
     side[i].source.resize(bytes);
     Prng prng(static_cast<uint64_t>(i) + salt);
@@ -97,10 +106,25 @@ void transfer(uint16_t salt, const Impairment& impairment, size_t bytes) {
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(0, std::memcmp(side[i].source.data(), side[1 - i].target.data(), bytes));
     EXPECT_EQ(side[1 - i].qp->stats().data_bytes_placed, bytes);
+    // Every packet left from its own EV's source port on its own plane.
+    for (int p = 0; p < 4; ++p) EXPECT_EQ(side[i].host->plane_stats(p).ev_port_mismatches, 0u) << "plane " << p;
+    if (ev_list.empty()) continue;
+    const EvSet& evs = *side[i].qp->evs();
+    for (uint16_t k = 0; k < evs.size(); ++k) EXPECT_GT(evs.slot(k).stats.packets, 0u) << "listed EV " << k;
+    for (int p = 0; p < 4; ++p) {
+      const bool listed = std::any_of(ev_list.begin(), ev_list.end(), [&](auto e) { return e.first == p; });
+      if (!listed) {
+        EXPECT_EQ(side[i].qp->stats().planes[p].packets_sent, 0u) << "plane " << p << " has no listed EV";
+      }
+    }
   }
 }
 
 TEST(UdpLoopback, CleanTransferBothWays) { transfer(1, Impairment{}, 8 << 20); }
+
+// An explicit EV list (OCP EV mode EXP): two EVs on plane 0, one listed twice on plane 2,
+// none on planes 1 and 3, which then carry nothing.
+TEST(UdpLoopback, ExplicitEvListOnly) { transfer(5, Impairment{}, 4 << 20, {{0, 0}, {0, 7}, {2, 3}, {2, 3}}); }
 
 TEST(UdpLoopback, RandomDrop) {
   Impairment i;

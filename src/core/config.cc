@@ -22,19 +22,9 @@ std::string QpConfig::validate(int planes) const {
   if (max_send_wr < 1 || max_send_wr > 65536) return range_error("max_send_wr", max_send_wr, 1, 65536);
   if (max_recv_wr < 1 || max_recv_wr > 65536) return range_error("max_recv_wr", max_recv_wr, 1, 65536);
   if (max_sge < 1 || max_sge > kMaxSge) return range_error("max_sge", max_sge, 1, kMaxSge);
-  if (ev_count < static_cast<uint16_t>(planes) || ev_count > 256)
-    return range_error("ev_count", ev_count, static_cast<uint64_t>(planes), 256);
-  if (ev_count % planes != 0)
-    return "ev_count = " + std::to_string(ev_count) + " must be a multiple of the number of planes (" +
-           std::to_string(planes) + ") so that every plane gets the same number of EVs";
-  if (ev_backup_per_plane > 64) return range_error("ev_backup_per_plane", ev_backup_per_plane, 0, 64);
-  if (ev_min_active < 1 || ev_min_active > ev_count)
-    return range_error("ev_min_active", ev_min_active, 1, ev_count);
+  std::string ev_error = ev_list.empty() ? validate_auto_evs(planes) : validate_ev_list(planes);
+  if (!ev_error.empty()) return ev_error;
   if (ev_probe_interval_ns < 1000) return range_error("ev_probe_interval_ns", ev_probe_interval_ns, 1000, INT64_MAX);
-  if (ev_port_base != 0 &&
-      ev_port_base + static_cast<uint32_t>(ev_count + planes * ev_backup_per_plane) > 65536)
-    return "ev_port_base = " + std::to_string(ev_port_base) + " leaves too few ports for " +
-           std::to_string(ev_count + planes * ev_backup_per_plane) + " EVs";
   if (ev_revive_probes < 1) return range_error("ev_revive_probes", ev_revive_probes, 1, 255);
   if (mpr < 1) return range_error("mpr", mpr, 1, 255);
   if (mpr_dest < 1) return range_error("mpr_dest", mpr_dest, 1, 255);
@@ -51,6 +41,50 @@ std::string QpConfig::validate(int planes) const {
   if (nscc.min_window_bytes < mtu_bytes || nscc.max_window_bytes < nscc.min_window_bytes)
     return "nscc window bounds must satisfy mtu_bytes <= min_window_bytes <= max_window_bytes";
   if (fixed_window_bytes < mtu_bytes) return "fixed_window_bytes must be at least mtu_bytes";
+  return {};
+}
+
+std::string QpConfig::validate_auto_evs(int planes) const {
+  if (ev_count < static_cast<uint16_t>(planes) || ev_count > 256)
+    return range_error("ev_count", ev_count, static_cast<uint64_t>(planes), 256);
+  if (ev_count % planes != 0)
+    return "ev_count = " + std::to_string(ev_count) + " must be a multiple of the number of planes (" +
+           std::to_string(planes) + ") so that every plane gets the same number of EVs";
+  if (ev_backup_per_plane > 64) return range_error("ev_backup_per_plane", ev_backup_per_plane, 0, 64);
+  if (ev_min_active < 1 || ev_min_active > ev_count)
+    return range_error("ev_min_active", ev_min_active, 1, ev_count);
+  const uint32_t slots_per_plane = ev_count / planes + ev_backup_per_plane;
+  if (ev_ports_per_plane != 0 && ev_ports_per_plane < slots_per_plane)
+    return "ev_ports_per_plane = " + std::to_string(ev_ports_per_plane) + " is fewer than the " +
+           std::to_string(slots_per_plane) + " EVs a plane needs (ev_count/planes + ev_backup_per_plane)";
+  const uint32_t stride = ev_ports_per_plane != 0 ? ev_ports_per_plane : slots_per_plane;
+  if (ev_port_base != 0 && ev_port_base + planes * stride > 65536)
+    return "ev_port_base = " + std::to_string(ev_port_base) + " leaves too few ports for " +
+           std::to_string(planes * stride) + " EV source ports";
+  return {};
+}
+
+// An explicit list: bounded, planes in range, one plane per EV value (an echoed EV must map back
+// to one slot), and the floor no higher than the number of distinct EVs.
+std::string QpConfig::validate_ev_list(int planes) const {
+  if (ev_list.size() > kMaxExplicitEvs) return range_error("ev_list entries", ev_list.size(), 1, kMaxExplicitEvs);
+  std::vector<ExplicitEv> distinct;
+  for (const ExplicitEv& e : ev_list) {
+    if (e.plane.value >= planes)
+      return "ev_list: EV " + std::to_string(e.ev.value) + " names plane " + std::to_string(e.plane.value) +
+             " but the QP has " + std::to_string(planes) + " planes";
+    bool seen = false;
+    for (const ExplicitEv& d : distinct) {
+      if (d.ev != e.ev) continue;
+      if (d.plane != e.plane)
+        return "ev_list: EV " + std::to_string(e.ev.value) + " is listed on planes " +
+               std::to_string(d.plane.value) + " and " + std::to_string(e.plane.value) + "; an EV belongs to one plane";
+      seen = true;
+    }
+    if (!seen) distinct.push_back(e);
+  }
+  if (ev_min_active < 1 || ev_min_active > distinct.size())
+    return range_error("ev_min_active (explicit list: at most its distinct EVs)", ev_min_active, 1, distinct.size());
   return {};
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/types.h"
 
@@ -44,6 +45,12 @@ struct QpConfig {
   // 0: random 32-bit EVs (simulator). Otherwise EVs are UDP source ports starting here (the
   // UDP datapath binds one send socket per port); see EvSetConfig::port_base.
   uint16_t ev_port_base = 0;
+  // Source ports the datapath binds per plane (plane p owns [base + p*n, base + (p+1)*n));
+  // 0 = just enough for ev_count/planes + ev_backup_per_plane.
+  uint16_t ev_ports_per_plane = 0;
+  // Non-empty: OCP explicit EV mode. These EVs (and only these) are used, each on its plane,
+  // an EV listed k times taking k shares; ev_count and ev_backup_per_plane are then ignored.
+  std::vector<ExplicitEv> ev_list;
 
   // PSN windows in units of 128 PSNs (OCP "MPR"): requester and responder.
   uint8_t mpr = 32;
@@ -71,11 +78,15 @@ struct QpConfig {
 
   // Returns an empty string if valid, otherwise what is wrong and how to fix it.
   std::string validate(int planes) const;
+  std::string validate_auto_evs(int planes) const;
+  std::string validate_ev_list(int planes) const;
 
   Duration ack_timeout() const { return Duration{static_cast<int64_t>(1024) << timeout}; }
 };
 
 inline constexpr uint8_t kRetryInfinite = 25;
 inline constexpr uint32_t kMaxSge = 16;
+// Entries of an explicit EV list (QpConfig::ev_list): the engine's slot index has 11 bits.
+inline constexpr size_t kMaxExplicitEvs = 1024;
 
 }  // namespace mrc

@@ -1,6 +1,7 @@
 // EV set: rotation, state machine, replacement from the same plane, background probing.
 // See ev_set.h for the algorithm; this file keeps every function short and the invariants
-// explicit: each plane's rotation holds exactly active_count/planes slots, all of that plane.
+// explicit: in auto mode each plane's rotation holds exactly active_count/planes slots, all of
+// that plane; in explicit mode it holds the plane's listed EVs, with repeats.
 #include "core/ev_set.h"
 
 #include <algorithm>
@@ -26,26 +27,62 @@ EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
       cursor_(config.planes, 0),
       last_(config.planes, kNoSlot) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
-  MRC_ASSERT(config.active_count % config.planes == 0);
-  const uint32_t per_plane = config.active_count / config.planes;
-  const uint32_t total = config.planes * (per_plane + config.backup_per_plane);
+  if (config.explicit_evs.empty()) {
+    build_auto();
+  } else {
+    build_explicit();
+  }
+  for (int p = 0; p < config.planes; ++p) reshuffle(PlaneId(static_cast<uint8_t>(p)));
+}
+
+void EvSet::build_auto() {
+  MRC_ASSERT(config_.active_count % config_.planes == 0);
+  const uint32_t per_plane = config_.active_count / config_.planes;
+  slots_per_plane_ = per_plane + config_.backup_per_plane;
+  port_stride_ = config_.port_stride != 0 ? config_.port_stride : slots_per_plane_;
+  MRC_ASSERT(port_stride_ >= slots_per_plane_);
+  const uint32_t total = config_.planes * slots_per_plane_;
   MRC_ASSERT(total < (1u << kSlotBits));
   slots_.resize(total);
   uint16_t index = 0;
-  for (int p = 0; p < config.planes; ++p) {
-    for (uint32_t i = 0; i < per_plane + config.backup_per_plane; ++i, ++index) {
+  for (int p = 0; p < config_.planes; ++p) {
+    for (uint32_t i = 0; i < per_plane + config_.backup_per_plane; ++i, ++index) {
       Slot& s = slots_[index];
       s.plane = PlaneId(static_cast<uint8_t>(p));
       s.ev = fresh_ev(index);
       s.active = i < per_plane;
       if (s.active) rotation_[p].push_back(index);
     }
-    reshuffle(PlaneId(static_cast<uint8_t>(p)));
+  }
+}
+
+// One slot per distinct EV, in order of first appearance; every listing adds a rotation entry.
+void EvSet::build_explicit() {
+  for (const ExplicitEv& e : config_.explicit_evs) {
+    MRC_ASSERT(e.plane.value < config_.planes);
+    auto it = std::lower_bound(explicit_index_.begin(), explicit_index_.end(), std::make_pair(e.ev.value, uint16_t{0}));
+    uint16_t index = 0;
+    if (it != explicit_index_.end() && it->first == e.ev.value) {
+      index = it->second;
+      MRC_ASSERT(slots_[index].plane == e.plane);
+    } else {
+      MRC_ASSERT(slots_.size() < (1u << kSlotBits));
+      index = static_cast<uint16_t>(slots_.size());
+      Slot& s = slots_.emplace_back();
+      s.plane = e.plane;
+      s.ev = e.ev;
+      s.active = true;
+      explicit_index_.insert(it, {e.ev.value, index});
+    }
+    rotation_[e.plane.value].push_back(index);
   }
 }
 
 Ev EvSet::fresh_ev(uint16_t slot) {
-  if (config_.port_base != 0) return Ev(static_cast<uint32_t>(config_.port_base) + slot);
+  if (config_.port_base != 0) {
+    const uint32_t plane = slot / slots_per_plane_;
+    return Ev(config_.port_base + plane * port_stride_ + slot % slots_per_plane_);
+  }
   return Ev((prng_.next_u32() & ~((1u << kSlotBits) - 1)) | slot);
 }
 
@@ -86,8 +123,16 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
 }
 
 uint16_t EvSet::slot_of(Ev ev) const {
-  const uint32_t index = config_.port_base != 0 ? ev.value - config_.port_base
-                                                : ev.value & ((1u << kSlotBits) - 1);
+  if (is_explicit()) {
+    auto it = std::lower_bound(explicit_index_.begin(), explicit_index_.end(), std::make_pair(ev.value, uint16_t{0}));
+    return it != explicit_index_.end() && it->first == ev.value ? it->second : kNoSlot;
+  }
+  uint32_t index = ev.value & ((1u << kSlotBits) - 1);
+  if (config_.port_base != 0) {
+    const uint32_t offset = ev.value - config_.port_base;  // wraps for ports below the base
+    if (offset % port_stride_ >= slots_per_plane_) return kNoSlot;
+    index = offset / port_stride_ * slots_per_plane_ + offset % port_stride_;
+  }
   if (index >= slots_.size() || slots_[index].ev != ev) return kNoSlot;
   return static_cast<uint16_t>(index);
 }
@@ -127,7 +172,7 @@ uint16_t EvSet::usable_active() const {
 
 uint16_t EvSet::usable_active(PlaneId plane) const {
   uint16_t n = 0;
-  for (uint16_t index : rotation_[plane.value]) n = static_cast<uint16_t>(n + (usable(slots_[index].state) ? 1 : 0));
+  for (const Slot& s : slots_) n = static_cast<uint16_t>(n + ((s.plane == plane && s.active && usable(s.state)) ? 1 : 0));
   return n;
 }
 
@@ -167,6 +212,7 @@ void EvSet::retire(uint16_t slot, Instant now) {
 
 // Swaps GOOD backups of `plane` into rotation positions held by unusable active slots.
 void EvSet::refill(PlaneId plane) {
+  if (is_explicit()) return;  // no backups: the controller's list is the whole set
   for (uint16_t& position : rotation_[plane.value]) {
     if (usable(slots_[position].state)) continue;
     for (uint16_t index = 0; index < slots_.size(); ++index) {
@@ -218,7 +264,8 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
   MRC_ASSERT(s.state == EvState::kAssumedBad);
   if (s.probe_outstanding) {  // the previous probe went unanswered
     s.probe_successes = 0;
-    if (++s.failed_probes >= config_.regenerate_after_failed_probes && config_.port_base == 0) {
+    if (++s.failed_probes >= config_.regenerate_after_failed_probes && config_.port_base == 0 &&
+        !is_explicit()) {
       s.ev = fresh_ev(slot);  // give up on this path; try a new random one
       s.failed_probes = 0;
       ++transitions_.regenerated;

@@ -17,11 +17,18 @@
 // The low kSlotBits of every EV value are its slot index, so an echoed EV maps back to its slot
 // in O(1); the remaining bits are random and give the path diversity. In port mode
 // (EvSetConfig::port_base) an EV is a UDP source port instead (see EvSetConfig).
+// Explicit mode (EvSetConfig::explicit_evs, OCP EV mode EXP): the controller lists the EVs and
+// their planes. Each distinct EV is one slot, always active; an EV listed k times appears k
+// times in its plane's rotation (so it carries k shares of the plane's packets). There are no
+// backups and no regeneration: an ASSUMED_BAD EV leaves the rotation until probes revive it,
+// and a plane whose listed EVs are all unusable carries nothing. Echoed EVs map back to slots
+// by binary search over the sorted list instead of the slot bits.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/types.h"
@@ -62,10 +69,16 @@ struct EvSetConfig {
   uint8_t revive_probes = 3;
   uint16_t regenerate_after_failed_probes = 16;
   // 0: EVs are random 32-bit values (low kSlotBits = slot). Otherwise EVs are UDP source ports:
-  // slot i uses port port_base + i, so a UDP datapath can send EV e from the socket bound to
-  // port e and the echoed source port maps straight back to the slot. Port EVs have no spare
-  // randomness, so they are never regenerated.
+  // the j-th slot of plane p uses port port_base + p * port_stride + j, so a UDP datapath that
+  // binds port_stride source ports per plane can send EV e from the socket bound to port e, and
+  // the echoed source port maps straight back to the slot. Port EVs have no spare randomness,
+  // so they are never regenerated.
   uint16_t port_base = 0;
+  // Ports per plane in port mode; 0 = the plane's slot count (ports packed back to back).
+  uint16_t port_stride = 0;
+  // Non-empty: explicit mode; active_count and backup_per_plane are ignored. Every plane must
+  // be < planes and an EV value may not appear on two planes (QpConfig::validate checks).
+  std::vector<ExplicitEv> explicit_evs;
 };
 
 class EvSet {
@@ -119,10 +132,13 @@ class EvSet {
   uint16_t usable_active(PlaneId plane) const;
   // Whether the plane has at least one usable EV in rotation (stops at the first).
   bool has_usable(PlaneId plane) const;
+  bool is_explicit() const { return !config_.explicit_evs.empty(); }
   const EvTransitions& transitions() const { return transitions_; }
 
  private:
   static bool usable(EvState s) { return s == EvState::kGood || s == EvState::kSkip; }
+  void build_auto();
+  void build_explicit();
   Ev fresh_ev(uint16_t slot);
   void set_state(uint16_t slot, EvState state);
   void retire(uint16_t slot, Instant now);
@@ -136,6 +152,9 @@ class EvSet {
   std::vector<uint32_t> cursor_;                 // per plane
   std::vector<uint16_t> last_;                   // per plane: the slot next() returned last
   EvTransitions transitions_;
+  std::vector<std::pair<uint32_t, uint16_t>> explicit_index_;
+  uint32_t slots_per_plane_ = 0;  // auto mode: active share + backups
+  uint32_t port_stride_ = 0;      // auto port mode: ports per plane  // explicit mode: (EV value, slot), sorted
   uint32_t assumed_bad_ = 0;  // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
 };
 

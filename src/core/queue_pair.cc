@@ -105,6 +105,8 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   ev.probe_interval = Duration{config_.ev_probe_interval_ns};
   ev.revive_probes = config_.ev_revive_probes;
   ev.port_base = config_.ev_port_base;
+  ev.port_stride = config_.ev_ports_per_plane;
+  ev.explicit_evs = config_.ev_list;
   uint64_t mix = seed_ ^ (static_cast<uint64_t>(qpn_.value) << 32);
   evs_.emplace(ev, Prng::splitmix64(mix));
   cc_ = make_congestion_controller(config_);

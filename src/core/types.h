@@ -52,6 +52,13 @@ struct HostTag {};
 using Ev = StrongId<EvTag, uint32_t>;
 // Index of a plane (one NIC port per plane), 0..kMaxPlanes-1.
 using PlaneId = StrongId<PlaneTag, uint8_t>;
+// One entry of an explicit EV list (OCP EV mode EXP): the controller names the path and its
+// plane. An EV listed twice is used twice as often.
+struct ExplicitEv {
+  PlaneId plane{0};
+  Ev ev{0};
+  constexpr bool operator==(const ExplicitEv&) const = default;
+};
 // A 24-bit queue-pair number.
 using Qpn = StrongId<QpnTag, uint32_t>;
 

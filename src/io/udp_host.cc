@@ -221,6 +221,7 @@ bool UdpHost::transmit(int p, Instant now) {
   if (n == 0) return false;
   if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size()) return true;
   const uint32_t offset = meta.ev.value - config_.ev_port_base - p * config_.ev_ports_per_plane;
+  if (offset >= plane.tx_fds.size()) ++plane.stats.ev_port_mismatches;
   const int fd = plane.tx_fds[offset < plane.tx_fds.size() ? offset : 0];
   const sockaddr_in& to = peers_[meta.peer][p];
   const Impairment& imp = config_.impairment;

@@ -71,6 +71,9 @@ struct UdpPlaneStats {
   uint64_t bytes_received = 0;
   uint64_t send_errors = 0;      // EAGAIN/ENOBUFS and others: the packet is lost, the engine recovers
   uint64_t impairment_drops = 0;
+  // Packets whose EV is not one of this plane's source ports (QpConfig::ev_port_base /
+  // ev_ports_per_plane disagree with this host's): sent from the plane's first port instead.
+  uint64_t ev_port_mismatches = 0;
   bool up = true;
 };
 
