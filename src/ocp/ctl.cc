@@ -16,18 +16,24 @@
 //     GID must be a plane of the peer of one of the device's connected QPs: our UDP datapath
 //     reaches hosts through QPs' peers, and a probe leaves from the EV's own source port.
 //   - Every EV state change is also logged for `mrcctl watch` (Nic::watch_log).
-// Refused: explicit and generated EV modes, EV field operations, REPLACE_EV, port status
+//   - Explicit EV profiles (mode EXP): INIT -> OFFLINE creates ev_count unpopulated entries;
+//     REPLACE_EV fills them (while OFFLINE) with EVs the device can send: value = one of the
+//     plane's EV source ports, port = the plane; ONLINE needs every entry populated. A QP of the
+//     profile then uses exactly those EVs (QpConfig::ev_list), copies as weights.
+// Refused: generated EV mode and EV field operations, REPLACE_EV on AUTO profiles, port status
 // update requests (the engine sends its own): EOPNOTSUPP.
 #include "ocp/ctl.h"
 
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
 
+#include "mrc/mrc.hpp"
 #include "ocp/ocp_internal.h"
 
 using namespace mrc;
@@ -78,51 +84,144 @@ void for_each_profile_qp(Nic& nic, uint64_t id, F&& f) {
       if ((qp->has_ev_profile ? qp->ev_profile : 0) == id && qp->qp->evs() != nullptr) f(*qp);
 }
 
+// EV format profile 0 is the device's own (UDP source ports); others must be UDP too.
+bool udp_format(const Nic& nic, uint64_t id) {
+  if (id == 0) return true;
+  auto it = nic.ev_fmt_profiles.find(id);
+  return it != nic.ev_fmt_profiles.end() && it->second.mode == MRC_CTL_EV_FMT_MODE_UDP &&
+         it->second.state != MRC_CTL_PROFILE_INIT;
+}
+
+bool same_ev(const mrc_ctl_ev& a, const mrc_ctl_ev& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+bool is_unpopulated(const mrc_ctl_ev& ev) {
+  static const mrc_ctl_ev kUnpopulated{};
+  return same_ev(ev, kUnpopulated);
+}
+
+// An EV this device can send: port = a plane, value = one of that plane's EV source ports
+// (first two bytes, big-endian), every other byte zero.
+bool valid_device_ev(const Nic& nic, const mrc_ctl_ev& ev) {
+  const size_t planes = nic.spec->planes.size();
+  if (ev.port < 1 || ev.port > planes) return false;
+  for (size_t i = 2; i < sizeof ev.val; ++i)
+    if (ev.val[i] != 0) return false;
+  const uint32_t per_plane = mrc::ev_source_ports(planes) / static_cast<uint32_t>(planes);
+  const uint32_t first = nic.spec->ev_port_base + (ev.port - 1u) * per_plane;
+  return ev_port(ev) >= first && ev_port(ev) < first + per_plane;
+}
+
+mrc_ctl_ev_state listed_state(const EvProfile& p, const mrc_ctl_ev& ev) {
+  if (is_unpopulated(ev)) return MRC_CTL_EV_UNKNOWN;
+  for (const mrc_ctl_ev_op_entry& d : p.evs)
+    if (same_ev(d.ev, ev)) return MRC_CTL_EV_DENIED;
+  return MRC_CTL_EV_GOOD;
+}
+
+bool listed(const EvProfile& p, const mrc_ctl_ev& ev) {
+  return std::any_of(p.list.begin(), p.list.end(), [&](const mrc_ctl_ev& x) { return same_ev(x, ev); });
+}
+
+int ev_modify_state(Nic& nic, uint64_t id, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
+  if (e.state != MRC_CTL_EV_DENIED && e.state != MRC_CTL_EV_GOOD) return EINVAL;
+  if (p.mode == MRC_CTL_EV_MODE_EXP && !listed(p, e.ev)) return ENOENT;
+  const bool deny = e.state == MRC_CTL_EV_DENIED;
+  std::erase_if(p.evs, [&](const mrc_ctl_ev_op_entry& x) { return same_ev(x.ev, e.ev); });
+  if (deny) p.evs.push_back(e);
+  for_each_profile_qp(nic, id, [&](mrc_qp& qp) {
+    const uint16_t slot = find_slot(*qp.qp->evs(), e.ev);
+    if (slot != EvSet::kNoSlot) qp.qp->evs()->set_denied(slot, deny);
+  });
+  return 0;
+}
+
+// REPLACE_EV on an explicit profile that is OFFLINE (this device does not advertise
+// MRC_CTL_OPT_CAP_EV_PROFILE_MODIFY_ONLINE): the first (or every) copy of `ev` becomes `ev_new`.
+int ev_replace(const Nic& nic, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
+  if (p.mode != MRC_CTL_EV_MODE_EXP) return EOPNOTSUPP;  // AUTO: the engine picks its EVs
+  if (p.state != MRC_CTL_PROFILE_OFFLINE) return p.state == MRC_CTL_PROFILE_ONLINE ? EBUSY : EINVAL;
+  if (!valid_device_ev(nic, e.ev_new)) return EINVAL;
+  if (e.state != 0 && e.state != MRC_CTL_EV_GOOD && e.state != MRC_CTL_EV_DENIED) return EINVAL;
+  bool found = false;
+  for (mrc_ctl_ev& x : p.list) {
+    if (!same_ev(x, e.ev) || (found && !(e.flags & MRC_CTL_EV_OP_F_ALL_COPIES))) continue;
+    x = e.ev_new;
+    found = true;
+  }
+  if (!found) return ENOENT;
+  std::erase_if(p.evs, [&](const mrc_ctl_ev_op_entry& x) { return same_ev(x.ev, e.ev_new); });
+  if (e.state == MRC_CTL_EV_DENIED) p.evs.push_back(mrc_ctl_ev_op_entry{e.ev_new, {}, MRC_CTL_EV_DENIED, 0});
+  return 0;
+}
+
+int ev_query_state(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_op_entry& e) {
+  if (evs == nullptr) {
+    if (p.mode != MRC_CTL_EV_MODE_EXP || !listed(p, e.ev) || is_unpopulated(e.ev)) return ENOENT;
+    e.state = listed_state(p, e.ev);
+    return 0;
+  }
+  const uint16_t slot = find_slot(*evs, e.ev);
+  if (slot == EvSet::kNoSlot) return ENOENT;
+  e.state = to_ctl(evs->slot(slot).state);
+  return 0;
+}
+
+// The EV array: an explicit profile's list (copies included, states from a connected QP if
+// there is one); an AUTO profile's EVs as a connected QP of the profile uses them.
+int ev_query_array(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_profile_attr& a) {
+  auto& op = a.ev_op;
+  const bool exp = p.mode == MRC_CTL_EV_MODE_EXP;
+  const int n = exp ? static_cast<int>(p.list.size()) : evs != nullptr ? static_cast<int>(evs->size()) : 0;
+  if (op.entry_count < n) {
+    op.entry_count = n;
+    return n == 0 ? 0 : E2BIG;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (exp) {
+      const mrc_ctl_ev& ev = p.list[static_cast<size_t>(i)];
+      const uint16_t slot = evs != nullptr && !is_unpopulated(ev) ? find_slot(*evs, ev) : EvSet::kNoSlot;
+      const mrc_ctl_ev_state state = slot != EvSet::kNoSlot ? to_ctl(evs->slot(slot).state) : listed_state(p, ev);
+      op.entries[i] = mrc_ctl_ev_op_entry{ev, {}, state, 0};
+    } else {
+      const EvSet::Slot& s = evs->slot(static_cast<uint16_t>(i));
+      op.entries[i] = mrc_ctl_ev_op_entry{make_ev(s), {}, to_ctl(s.state), 0};
+    }
+  }
+  op.entry_count = n;
+  return 0;
+}
+
 int ev_op(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool modify) {
   auto& op = a.ev_op;
   if (op.entry_count < 0 || (op.entry_count > 0 && op.entries == nullptr)) return EINVAL;
-  if (op.op == MRC_CTL_EV_OP_REPLACE_EV) return EOPNOTSUPP;
-  if (op.op == MRC_CTL_EV_OP_MODIFY_EV_STATE) {
+  if (op.op == MRC_CTL_EV_OP_REPLACE_EV || op.op == MRC_CTL_EV_OP_MODIFY_EV_STATE) {
     if (!modify) return EINVAL;
-    for (int i = 0; i < op.entry_count; ++i) {
-      const mrc_ctl_ev_op_entry& e = op.entries[i];
-      if (e.state != MRC_CTL_EV_DENIED && e.state != MRC_CTL_EV_GOOD) return EINVAL;
-      const bool deny = e.state == MRC_CTL_EV_DENIED;
-      std::erase_if(p.evs, [&](const mrc_ctl_ev_op_entry& x) { return std::memcmp(&x.ev, &e.ev, sizeof e.ev) == 0; });
-      if (deny) p.evs.push_back(e);
-      for_each_profile_qp(nic, id, [&](mrc_qp& qp) {
-        const uint16_t slot = find_slot(*qp.qp->evs(), e.ev);
-        if (slot != EvSet::kNoSlot) qp.qp->evs()->set_denied(slot, deny);
-      });
+    for (int i = 0; i < op.entry_count; ++i) {  // stops at the first failing entry, as OCP says
+      const int e = op.op == MRC_CTL_EV_OP_REPLACE_EV ? ev_replace(nic, p, op.entries[i])
+                                                      : ev_modify_state(nic, id, p, op.entries[i]);
+      if (e != 0) return e;
     }
     return 0;
   }
   const EvSet* evs = nullptr;
   for_each_profile_qp(nic, id, [&](mrc_qp& qp) { evs = evs != nullptr ? evs : qp.qp->evs(); });
   if (op.op == MRC_CTL_EV_OP_QUERY_EV_STATE) {
-    for (int i = 0; i < op.entry_count; ++i) {
-      const uint16_t slot = evs != nullptr ? find_slot(*evs, op.entries[i].ev) : EvSet::kNoSlot;
-      if (evs == nullptr || slot == EvSet::kNoSlot) return ENOENT;
-      op.entries[i].state = to_ctl(evs->slot(slot).state);
-    }
+    for (int i = 0; i < op.entry_count; ++i)
+      if (int e = ev_query_state(evs, p, op.entries[i])) return e;
     return 0;
   }
   if (op.op != MRC_CTL_EV_OP_QUERY_EV_ARRAY) return EINVAL;
-  if (evs == nullptr) {
-    op.entry_count = 0;  // no connected QP uses the profile yet
-    return 0;
+  return ev_query_array(evs, p, a);
+}
+
+size_t distinct_evs(const std::vector<mrc_ctl_ev>& list) {
+  size_t n = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    bool repeat = false;
+    for (size_t j = 0; j < i && !repeat; ++j) repeat = same_ev(list[i], list[j]);
+    n += repeat ? 0 : 1;
   }
-  const int n = static_cast<int>(evs->size());
-  if (op.entry_count < n) {
-    op.entry_count = n;
-    return E2BIG;
-  }
-  for (int i = 0; i < n; ++i) {
-    const EvSet::Slot& s = evs->slot(static_cast<uint16_t>(i));
-    op.entries[i] = mrc_ctl_ev_op_entry{make_ev(s), {}, to_ctl(s.state), 0};
-  }
-  op.entry_count = n;
-  return 0;
+  return n;
 }
 
 int ev_state_change(EvProfile& p, mrc_ctl_profile_state to) {
@@ -133,7 +232,33 @@ int ev_state_change(EvProfile& p, mrc_ctl_profile_state to) {
   if (!allowed) return EINVAL;
   if (p.state == MRC_CTL_PROFILE_ONLINE && p.qps > 0) return EBUSY;
   if (to == MRC_CTL_PROFILE_ONLINE && p.count == 0) return EINVAL;
+  if (to == MRC_CTL_PROFILE_ONLINE && p.mode == MRC_CTL_EV_MODE_EXP) {
+    // Every entry must be replaced first, and the floor must be reachable.
+    if (std::any_of(p.list.begin(), p.list.end(), is_unpopulated)) return EINVAL;
+    if (p.min_active > distinct_evs(p.list)) return EINVAL;
+  }
+  if (to == MRC_CTL_PROFILE_OFFLINE && p.state == MRC_CTL_PROFILE_INIT && p.mode == MRC_CTL_EV_MODE_EXP)
+    p.list.assign(p.count, mrc_ctl_ev{});  // INIT -> OFFLINE: the explicit array starts unpopulated
   p.state = to;
+  return 0;
+}
+
+// MODE and COUNT: an explicit profile takes any count up to 256 (each EV names its own plane);
+// an AUTO profile's count is aligned down to the planes, so each plane gets the same share.
+int ev_mode_count(EvProfile& p, const mrc_ctl_ev_profile_attr& a, int mask, int planes) {
+  if (mask & MRC_CTL_EV_PROFILE_MODE) {
+    if (a.ev_mode == MRC_CTL_EV_MODE_GEN) return EOPNOTSUPP;
+    if (a.ev_mode != MRC_CTL_EV_MODE_AUTO && a.ev_mode != MRC_CTL_EV_MODE_EXP) return EINVAL;
+    p.mode = a.ev_mode;
+  }
+  if (mask & MRC_CTL_EV_PROFILE_COUNT) {
+    const bool exp = p.mode == MRC_CTL_EV_MODE_EXP;
+    if (a.ev_count < (exp ? 1u : static_cast<uint32_t>(planes)) || a.ev_count > 256) return E2BIG;
+    p.count = exp ? a.ev_count : a.ev_count / planes * planes;
+  }
+  if (p.state == MRC_CTL_PROFILE_OFFLINE && p.mode == MRC_CTL_EV_MODE_EXP && p.list.size() != p.count)
+    p.list.resize(p.count, mrc_ctl_ev{});  // a changed count: new entries start unpopulated
+  if (p.mode != MRC_CTL_EV_MODE_EXP) p.list.clear();
   return 0;
 }
 
@@ -149,17 +274,16 @@ int modify_ev_profile(Nic& nic, uint64_t id, mrc_ctl_ev_profile_attr& a, int mas
   if ((mask & (MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT |
                MRC_CTL_EV_PROFILE_MIN_ACTIVE)) && (online || id == 0))
     return EBUSY;  // only an OFFLINE profile is reconfigured; profile 0 is fixed
-  if ((mask & MRC_CTL_EV_PROFILE_MODE) && a.ev_mode != MRC_CTL_EV_MODE_AUTO) return EOPNOTSUPP;
-  if ((mask & MRC_CTL_EV_PROFILE_COUNT) && (a.ev_count < static_cast<uint32_t>(planes) || a.ev_count > 256)) return E2BIG;
   if ((mask & MRC_CTL_EV_PROFILE_EVENT_MASK) && (a.ev_event_mask & ~(MRC_CTL_EV_GOOD | MRC_CTL_EV_ASSUMED_BAD))) return EINVAL;
-  if (mask & MRC_CTL_EV_PROFILE_COUNT) p.count = a.ev_count / planes * planes;  // aligned to the planes
+  if ((mask & MRC_CTL_EV_PROFILE_FMT_ID) && !udp_format(nic, a.ev_fmt_profile_id)) return EINVAL;
+  if (int e = ev_mode_count(p, a, mask, planes)) return e;
   if (mask & MRC_CTL_EV_PROFILE_MIN_ACTIVE) {
     if (a.ev_min_active < 1 || a.ev_min_active > p.count) return EINVAL;
     p.min_active = a.ev_min_active;
   }
   if (mask & MRC_CTL_EV_PROFILE_FMT_ID) p.fmt_id = a.ev_fmt_profile_id;
   if (mask & MRC_CTL_EV_PROFILE_EVENT_MASK) p.event_mask = a.ev_event_mask;
-  if (mask & MRC_CTL_EV_PROFILE_EV_OP)
+  if (mask & MRC_CTL_EV_PROFILE_EV_OP)  // before STATE: REPLACE_EV may come with the move ONLINE
     if (int e = ev_op(nic, id, p, a, true)) return e;
   if (mask & MRC_CTL_EV_PROFILE_STATE)
     if (int e = ev_state_change(p, a.profile_state)) return e;
@@ -375,6 +499,16 @@ int ctl_apply_ev_profile(Nic& nic, uint64_t id, QpConfig& config) {
   if (id == 0) profile0(nic);
   auto it = nic.ev_profiles.find(id);
   if (it == nic.ev_profiles.end() || it->second.state != MRC_CTL_PROFILE_ONLINE) return EINVAL;
+  if (it->second.mode == MRC_CTL_EV_MODE_EXP) {
+    config.ev_list.clear();
+    for (const mrc_ctl_ev& ev : it->second.list)
+      config.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(ev.port - 1)), Ev(ev_port(ev))});
+    const auto distinct = static_cast<uint16_t>(distinct_evs(it->second.list));
+    config.ev_min_active = it->second.min_active > 0 ? static_cast<uint16_t>(it->second.min_active)
+                                                      : std::min<uint16_t>(config.ev_min_active, distinct);
+    return 0;
+  }
+  config.ev_list.clear();
   if (it->second.count > 0) config.ev_count = static_cast<uint16_t>(it->second.count);
   if (it->second.min_active > 0) config.ev_min_active = static_cast<uint16_t>(it->second.min_active);
   config.ev_min_active = std::min(config.ev_min_active, config.ev_count);
@@ -446,7 +580,7 @@ int mrc_ctl_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_ctl
   attr->ev.ev_count_align = planes;
   attr->ev.ev_max_width = 16;
   attr->ev.ev_fmt_mode_mask = MRC_CTL_EV_FMT_MODE_UDP;
-  attr->ev.ev_mode_mask = MRC_CTL_EV_MODE_AUTO;
+  attr->ev.ev_mode_mask = MRC_CTL_EV_MODE_AUTO | MRC_CTL_EV_MODE_EXP;
   attr->cc.cc_max_profiles = 64;
   attr->cc.algorithms = const_cast<const char**>(kAlgorithms);
   attr->phy_port_mask = ((1u << planes) - 1) << 1;

@@ -122,9 +122,16 @@ json op_ev_profiles(Nic& nic, mrc_context& ctx) {
     int qps = 0;
     for (mrc_context* c : nic.contexts)
       for (mrc_qp* q : c->qp_list) qps += (q->has_ev_profile ? q->ev_profile : 0) == id;
-    list.push_back({{"id", id}, {"state", profile_state_name(p.state)}, {"mode", "auto"}, {"count", p.count},
-                    {"min_active", p.min_active}, {"event_mask", event_mask_json(p.event_mask)},
-                    {"denied", denied}, {"qps", qps}});
+    json entry = {{"id", id}, {"state", profile_state_name(p.state)},
+                  {"mode", p.mode == MRC_CTL_EV_MODE_EXP ? "explicit" : "auto"}, {"count", p.count},
+                  {"min_active", p.min_active}, {"event_mask", event_mask_json(p.event_mask)},
+                  {"denied", denied}, {"qps", qps}};
+    if (p.mode == MRC_CTL_EV_MODE_EXP) {
+      json evs = json::array();  // unpopulated entries show as ev 0, port 0
+      for (const mrc_ctl_ev& ev : p.list) evs.push_back({{"ev", ev_value(ev)}, {"port", ev.port}});
+      entry["evs"] = evs;
+    }
+    list.push_back(entry);
   }
   return json{{"ok", true}, {"profiles", list}};
 }

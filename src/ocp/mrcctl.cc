@@ -31,7 +31,8 @@ const char* const kUsage = R"(usage: mrcctl [-j|--json] OBJECT COMMAND [ARGUMENT
   dev [show [DEV]]                          devices (configured or serving a control socket)
   port show DEV                             ports (planes): address, admin and link state, packets
   port set DEV PORT up|down                 administrative state of a port; down takes the plane out
-  ev profile show DEV                       EV profiles (count, floor, event mask, denied EVs)
+  ev profile show DEV                       EV profiles (mode, count, floor, event mask, denied
+                                            EVs; an explicit profile's EV array)
   ev show DEV [profile ID] [qp QPN]         EV states of every connected QP
   ev deny DEV EV PORT [profile ID]          deny an EV in every QP of the profile (default 0)
   ev allow DEV EV PORT [profile ID]         allow it again
@@ -212,6 +213,11 @@ void print_ev_profiles(const json& answer) {
                 p["id"].get<unsigned long long>(), p.value("state", "?").c_str(), p.value("mode", "?").c_str(),
                 p.value("count", 0u), p.value("min_active", 0u), mask.empty() ? "none" : mask.c_str(),
                 p.value("qps", 0), denied.empty() ? "" : "  denied", denied.c_str());
+    if (!p.contains("evs")) continue;
+    std::string evs;  // explicit profile: its EV array, EV/port, copies included
+    for (const json& e : p["evs"])
+      evs += " " + std::to_string(e["ev"].get<int>()) + "/" + std::to_string(e["port"].get<int>());
+    std::printf("  evs%s\n", evs.c_str());
   }
 }
 

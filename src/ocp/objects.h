@@ -52,7 +52,8 @@ struct EvProfile {
   uint32_t min_active = 0;
   int event_mask = 0;
   std::vector<mrc_ctl_ev_field> fields;
-  std::vector<mrc_ctl_ev_op_entry> evs;  // explicit / denied EVs (value, port, state)
+  std::vector<mrc_ctl_ev_op_entry> evs;  // denied EVs (value, port, state)
+  std::vector<mrc_ctl_ev> list;          // mode EXP: the explicit array (zero = unpopulated)
   int qps = 0;                           // QPs using it
 };
 struct EvFmtProfile {

@@ -49,7 +49,7 @@ static void setup_profiles(struct end *a) {
   struct mrc_ctl_ev_profile_attr ev;
   memset(&ev, 0, sizeof ev);
   ev.profile_state = MRC_CTL_PROFILE_OFFLINE;
-  ev.ev_mode = MRC_CTL_EV_MODE_EXP;
+  ev.ev_mode = MRC_CTL_EV_MODE_GEN; /* explicit EVs: mrc_ctl_explicit.c */
   EXPECT_ERRNO(mrc_ctl_modify_ev_profile(a->ctx, 5, &ev, MRC_CTL_EV_PROFILE_MODE), EOPNOTSUPP);
   ev.ev_mode = MRC_CTL_EV_MODE_AUTO;
   ev.ev_count = 64;
