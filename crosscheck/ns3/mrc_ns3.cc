@@ -80,6 +80,7 @@ struct SwitchCounters {
 };
 SwitchCounters g_switch;
 uint64_t g_fault_drops = 0;
+uint64_t g_ring_bytes = 0;  // --ring-compensation
 
 // A switch output port as src/sim/link.cc models it.
 class MrcTrimQueueDisc : public QueueDisc {
@@ -89,11 +90,14 @@ class MrcTrimQueueDisc : public QueueDisc {
     return tid;
   }
   MrcTrimQueueDisc() : QueueDisc(QueueDiscSizePolicy::NO_LIMITS) {}
-  void Configure(const xcheck::LinkParams& c) {
-    queue_limit_ = c.queue_limit;
+  // `ring_bytes` > 0: subtract the bytes the device's transmit ring holds beyond this queue
+  // disc (one packet) from the data thresholds, for the experiment in SIMULATION.md.
+  void Configure(const xcheck::LinkParams& c, uint64_t ring_bytes) {
+    const auto less = [ring_bytes](uint64_t v) { return v > ring_bytes ? v - ring_bytes : 1; };
+    queue_limit_ = less(c.queue_limit);
     trim_ = c.trim;
-    trim_at_ = c.trim_at;
-    ecn_threshold_ = c.ecn_threshold;
+    trim_at_ = less(c.trim_at);
+    ecn_threshold_ = c.ecn_threshold > 0 ? less(c.ecn_threshold) : 0;
     priority_limit_ = c.priority_limit;
   }
 
@@ -473,7 +477,7 @@ void Network::Build() {
   for (uint32_t h = 0; h < info_.hosts; ++h) {
     NetDeviceContainer d = host_p2p.Install(hosts_.Get(h), leaves_.Get(h / info_.hosts_per_leaf));
     QueueDiscContainer q = tch.Install(d.Get(1));  // leaf -> host
-    DynamicCast<MrcTrimQueueDisc>(q.Get(0))->Configure(info_.host_link);
+    DynamicCast<MrcTrimQueueDisc>(q.Get(0))->Configure(info_.host_link, g_ring_bytes);
     Ipv4InterfaceContainer ifs = address.Assign(d);
     address.NewNetwork();
     TrafficControlHelper none;
@@ -487,8 +491,8 @@ void Network::Build() {
     for (uint32_t s = 0; s < info_.spines; ++s) {
       NetDeviceContainer d = fabric_p2p.Install(leaves_.Get(l), spines_.Get(s));
       QueueDiscContainer q = tch.Install(d);
-      DynamicCast<MrcTrimQueueDisc>(q.Get(0))->Configure(info_.fabric_link);
-      DynamicCast<MrcTrimQueueDisc>(q.Get(1))->Configure(info_.fabric_link);
+      DynamicCast<MrcTrimQueueDisc>(q.Get(0))->Configure(info_.fabric_link, g_ring_bytes);
+      DynamicCast<MrcTrimQueueDisc>(q.Get(1))->Configure(info_.fabric_link, g_ring_bytes);
       address.Assign(d);
       address.NewNetwork();
       fabric_links_[l * info_.spines + s] = {DynamicCast<PointToPointNetDevice>(d.Get(0)),
@@ -539,17 +543,22 @@ int main(int argc, char** argv) {
   CommandLine cmd(__FILE__);
   cmd.AddValue("scenario", "mrc sim scenario file (TOML)", scenario_path);
   cmd.AddValue("seed", "override the scenario's seed (0: keep)", seed);
+  bool ring = false;
+  cmd.AddValue("ring-compensation",
+               "lower the switch queue thresholds by one MTU packet, the one a port's transmit ring holds", ring);
   cmd.Parse(argc, argv);
   if (scenario_path.empty()) {
     std::fprintf(stderr, "usage: mrc-ns3 --scenario=FILE.toml [--seed=N]\n");
     return 2;
   }
   std::string error;
+  g_ring_bytes = 0;
   std::unique_ptr<xcheck::Engine> engine = xcheck::Engine::load(scenario_path, seed, error);
   if (!engine) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 2;
   }
+  if (ring) g_ring_bytes = engine->info().mtu_wire_bytes;
   Network net(*engine);
   net.Build();
   engine->start();

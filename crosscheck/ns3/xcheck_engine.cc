@@ -146,6 +146,9 @@ void EngineImpl::fill_info() {
   info_.host_link = params(f.host_link, f.ecn_last_hop);
   info_.fabric_link = params(f.fabric_link, true);
   info_.time_limit_ns = sc_.time_limit.ns;
+  // A full-size packet in the middle of a message: BTH, METH, TSETH, payload, ICRC, framing.
+  info_.mtu_wire_bytes = static_cast<uint32_t>(sc_.qp.mtu_bytes + wire::kBthBytes + wire::kMethBytes +
+                                               wire::kTsethBytes + wire::kIcrcBytes + sim::kFramingBytes);
   // As src/sim/run.cc: every fault is healed at heal_at (0: 1 ms after the last fault).
   int64_t last = 0;
   std::vector<LinkFault> touched;

@@ -43,6 +43,7 @@ struct ScenarioInfo {
   LinkParams host_link;       // leaf -> host output port (ECN only with ecn_last_hop)
   LinkParams fabric_link;     // leaf <-> spine output ports
   int64_t time_limit_ns = 0;
+  uint32_t mtu_wire_bytes = 0;  // a full data packet on the wire, as the simulator counts it
   std::vector<LinkFault> faults;  // including the heal
 };
 
