@@ -57,6 +57,7 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
     return;
   }
   const wire::Packet& packet = decoded.value();
+  if (handle_endpoint_packet(now, packet, meta)) return;
   const Qpn dest = std::holds_alternative<wire::DataPacket>(packet)
                        ? std::get<wire::DataPacket>(packet).header.bth.dest_qp
                        : std::get<wire::ControlPacket>(packet).bth.dest_qp;
@@ -68,8 +69,29 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
   target->handle(now, packet, meta);
 }
 
+// QPN 0: an EV probe request (answered whatever QPs exist) or the answer to one of ours.
+bool Endpoint::handle_endpoint_packet(Instant now, const wire::Packet& packet, const RxMeta& meta) {
+  const auto* control = std::get_if<wire::ControlPacket>(&packet);
+  if (control == nullptr || control->bth.dest_qp.value != 0 || meta.plane.value >= config_.planes) return false;
+  if (const auto* request = std::get_if<wire::EndpointRequest>(&control->body)) {
+    prober_.on_request(now, *request, meta, ports_up_);
+  } else if (const auto* response = std::get_if<wire::EndpointResponse>(&control->body)) {
+    prober_.on_response(now, *response, meta);
+  } else {
+    ++stats_.unknown_qp;
+  }
+  return true;
+}
+
 size_t Endpoint::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
-  if (!port_up(plane) || qps_.empty()) return 0;
+  if (!port_up(plane)) return 0;
+  if (prober_.wants_to_send()) {
+    if (const size_t n = prober_.poll(now, plane, out, meta)) {
+      ++stats_.datagrams_sent;
+      return n;
+    }
+  }
+  if (qps_.empty()) return 0;
   for (size_t i = 0; i < qps_.size(); ++i) {
     QueuePair* qp = qps_[(transmit_cursor_ + i) % qps_.size()].get();
     if (qp == nullptr) continue;
@@ -95,6 +117,7 @@ Instant Endpoint::next_deadline() const {
 }
 
 bool Endpoint::wants_to_send(Instant now) const {
+  if (prober_.wants_to_send()) return true;
   for (const auto& qp : qps_)
     if (qp && qp->wants_to_send(now)) return true;
   return false;

@@ -6,6 +6,7 @@
 //   handle_timeout(now)                  the deadline from next_deadline() has passed
 //   next_deadline()                      when handle_timeout must be called next
 //   set_port_up(plane, up, now)          the local link on a plane went down or up
+// Datagrams to QPN 0 are the endpoint's own: connectionless EV probes and their answers.
 // It makes no system calls, reads no clock and draws randomness only from its seed.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "core/completion_queue.h"
+#include "core/ev_prober.h"
 #include "core/memory_region.h"
 #include "core/queue_pair.h"
 #include "core/stats.h"
@@ -51,6 +53,9 @@ class Endpoint {
   bool port_up(PlaneId plane) const { return (ports_up_ >> plane.value) & 1; }
   int planes() const { return config_.planes; }
 
+  // Controller EV probes to any host, with or without a QP to it (see ev_prober.h).
+  EvProber& prober() { return prober_; }
+
   const EndpointStats& stats() const { return stats_; }
   template <typename F>
   void for_each_qp(F&& f) {
@@ -59,6 +64,8 @@ class Endpoint {
   }
 
  private:
+  bool handle_endpoint_packet(Instant now, const wire::Packet& packet, const RxMeta& meta);
+
   EndpointConfig config_;
   MemoryRegionTable memory_;
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
@@ -66,6 +73,7 @@ class Endpoint {
   size_t transmit_cursor_ = 0;
   uint32_t ports_up_;
   EndpointStats stats_;
+  EvProber prober_;
 };
 
 }  // namespace mrc

@@ -159,7 +159,6 @@ void QueuePair::to_reset() {
   evs_.reset();
   early_receives_.clear();
   control_.clear();
-  forget_ev_probes();
   port_status_unanswered_ = false;
   state_ = QpState::kReset;
 }
@@ -206,7 +205,6 @@ void QueuePair::handle_control(Instant now, const wire::ControlPacket& packet, c
   } else if (const auto* request = std::get_if<wire::EndpointRequest>(&packet.body)) {
     handle_endpoint_request(*request, meta);
   } else if (const auto* response = std::get_if<wire::EndpointResponse>(&packet.body)) {
-    if (response->op == wire::EndpointOp::kEvProbe) on_ev_probe_answer(now, *response, meta);
     if (response->op == wire::EndpointOp::kPortStatusUpdate &&
         response->request_id == port_status_request_id_) {
       port_status_unanswered_ = false;
@@ -287,7 +285,6 @@ size_t QueuePair::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> o
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return 0;
   if (((usable_planes() >> plane.value) & 1) == 0) return 0;
   if (size_t n = poll_control(plane, out, meta)) return n;
-  if (size_t n = poll_ev_probe(now, plane, out, meta)) return n;
   if (!requester_) return 0;
   const size_t n = requester_->poll(now, plane, out, meta);
   meta.peer = remote_.peer;
@@ -296,62 +293,8 @@ size_t QueuePair::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> o
 
 bool QueuePair::wants_to_send(Instant now) const {
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return false;
-  const bool probe_unsent = std::any_of(ev_probes_.begin(), ev_probes_.end(),
-                                        [](const EvProbe& p) { return p.sent_at == Instant::never(); });
-  return !control_.empty() || probe_unsent || (requester_ && requester_->wants_to_send(now)) ||
+  return !control_.empty() || (requester_ && requester_->wants_to_send(now)) ||
          (evs_ && evs_->next_probe_at() <= now);
-}
-
-// ---- controller EV probes -----------------------------------------------------------------
-
-bool QueuePair::probe_ev(uint16_t slot, uint32_t request_id) {
-  if ((state_ != QpState::kRtr && state_ != QpState::kRts) || !evs_ || slot >= evs_->size()) return false;
-  if (ev_probes_.size() >= kMaxEvProbes) return false;
-  ev_probes_.push_back(EvProbe{request_id, slot, Instant::never()});
-  return true;
-}
-
-std::optional<EvProbeAnswer> QueuePair::take_ev_probe_answer() {
-  if (ev_probe_answers_.empty()) return std::nullopt;
-  EvProbeAnswer answer = ev_probe_answers_.front();
-  ev_probe_answers_.pop_front();
-  return answer;
-}
-
-void QueuePair::forget_ev_probes() {
-  ev_probes_.clear();
-  ev_probe_answers_.clear();
-}
-
-size_t QueuePair::poll_ev_probe(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
-  for (EvProbe& p : ev_probes_) {
-    const EvSet::Slot& ev = evs_->slot(p.slot);
-    if (p.sent_at != Instant::never() || ev.plane != plane) continue;
-    wire::EndpointRequest request;
-    request.op = wire::EndpointOp::kEvProbe;
-    request.port_status_mask = local_ports_;
-    request.request_id = p.request_id;
-    request.tx_timestamp = wire::timestamp_of(now);
-    wire::ControlPacket c;
-    c.bth.opcode = wire::Opcode::kEndpointRequest;
-    c.bth.dest_qp = remote_.dest_qp;
-    c.body = request;
-    p.sent_at = now;
-    meta = TxMeta{plane, ev.ev, remote_.peer, false, 0};
-    return wire::encode(wire::Packet{c}, out);
-  }
-  return 0;
-}
-
-void QueuePair::on_ev_probe_answer(Instant now, const wire::EndpointResponse& response, const RxMeta& meta) {
-  for (size_t i = 0; i < ev_probes_.size(); ++i) {
-    const EvProbe& p = ev_probes_[i];
-    if (p.request_id != response.request_id || p.sent_at == Instant::never()) continue;
-    if (ev_probe_answers_.size() < kMaxEvProbes)
-      ev_probe_answers_.push_back(EvProbeAnswer{p.request_id, meta.plane, now - p.sent_at});
-    ev_probes_.erase(ev_probes_.begin() + static_cast<std::ptrdiff_t>(i));
-    return;
-  }
 }
 
 // ---- timers --------------------------------------------------------------------------------

@@ -47,14 +47,6 @@ struct RtrAttributes {
   uint32_t peer_ports_up = 0xFFFFFFFF;
 };
 
-// A controller EV probe answered by the peer QP: the plane the answer arrived on and the time
-// from sending the request to the answer's arrival.
-struct EvProbeAnswer {
-  uint32_t request_id = 0;
-  PlaneId plane{0};
-  Duration rtt{0};
-};
-
 struct RtsAttributes {
   Psn initial_psn{0};   // first PSN this QP sends
 };
@@ -92,15 +84,6 @@ class QueuePair {
   void set_local_ports(uint32_t ports_up_mask, Instant now);
   uint32_t usable_planes() const { return local_ports_ & peer_ports_; }
 
-  // Controller EV probes (the OCP endpoint request "EV probe"): an endpoint request sent to the
-  // peer QP on the EV of `slot`, whatever that EV's state, and answered by the peer on any EV.
-  // probe_ev() is false if the QP is not connected (RTR/RTS), the slot does not exist or
-  // kMaxEvProbes probes are outstanding. Answers are kept (at most kMaxEvProbes) in arrival
-  // order until taken; forget_ev_probes() drops outstanding probes and untaken answers.
-  static constexpr size_t kMaxEvProbes = 256;
-  bool probe_ev(uint16_t slot, uint32_t request_id);
-  std::optional<EvProbeAnswer> take_ev_probe_answer();
-  void forget_ev_probes();
 
   QpStats stats() const;
   const EvSet* evs() const { return evs_ ? &*evs_ : nullptr; }
@@ -114,8 +97,6 @@ class QueuePair {
   void set_peer_ports(uint32_t mask);
   void queue_port_status(Instant now);
   size_t poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
-  size_t poll_ev_probe(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
-  void on_ev_probe_answer(Instant now, const wire::EndpointResponse& response, const RxMeta& meta);
   void after_event(Instant now);
 
   Qpn qpn_;
@@ -144,14 +125,6 @@ class QueuePair {
   uint32_t port_status_request_id_ = 0;
   Instant port_status_next_at_ = Instant::never();
   uint32_t port_status_attempts_ = 0;
-  // Controller EV probes: outstanding (sent_at = never until transmitted) and answered.
-  struct EvProbe {
-    uint32_t request_id = 0;
-    uint16_t slot = 0;
-    Instant sent_at = Instant::never();
-  };
-  std::vector<EvProbe> ev_probes_;
-  std::deque<EvProbeAnswer> ev_probe_answers_;
 };
 
 }  // namespace mrc

@@ -47,6 +47,10 @@ struct TxMeta {
   uint32_t peer = 0;          // opaque peer handle given at connect time
   bool is_data = false;       // trimmable data class (else: control, high priority)
   uint32_t header_bytes = 0;  // for data: the length a trimming switch cuts it to
+  // An answer to a connectionless request (EvProber): send it back to the request's sender,
+  // reply_to = that datagram's RxMeta::source, rather than to a peer handle's address.
+  bool reply = false;
+  uint64_t reply_to = 0;
 };
 
 class Requester {

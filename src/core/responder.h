@@ -36,6 +36,7 @@ struct RxMeta {
   bool ecn_ce = false; // IP ECN field was Congestion Experienced
   bool trimmed = false;
   uint32_t peer = 0;
+  uint64_t source = 0;  // the datapath's token for the sender (UdpHost: IPv4 << 16 | UDP port)
 };
 
 class Responder {

@@ -192,6 +192,7 @@ bool UdpHost::receive(int p, Instant now) {
     RxMeta meta;
     meta.plane = PlaneId(static_cast<uint8_t>(p));
     meta.ev = Ev(ntohs(from[i].sin_port));
+    meta.source = static_cast<uint64_t>(ntohl(from[i].sin_addr.s_addr)) << 16 | ntohs(from[i].sin_port);
     meta.ecn_ce = (tos & 0x03) == 0x03;
     ++plane.stats.packets_received;
     plane.stats.bytes_received += messages[i].msg_len;
@@ -219,6 +220,14 @@ bool UdpHost::transmit(int p, Instant now) {
   TxMeta meta;
   const size_t n = endpoint_->poll_transmit(now, PlaneId(static_cast<uint8_t>(p)), buffer_, meta);
   if (n == 0) return false;
+  if (meta.reply) {  // an answer to a connectionless request: from the MRC port, to its sender's
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(static_cast<uint32_t>(meta.reply_to >> 16));
+    to.sin_port = htons(plane.local.port);
+    send_now(p, plane.rx_fd, to, buffer_.data(), n);
+    return true;
+  }
   if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size()) return true;
   const uint32_t offset = meta.ev.value - config_.ev_port_base - p * config_.ev_ports_per_plane;
   if (offset >= plane.tx_fds.size()) ++plane.stats.ev_port_mismatches;

@@ -11,10 +11,9 @@
 //   - EV events: the progress thread compares EV states after each round; changes to
 //     ASSUMED_BAD or back to GOOD matching a profile's event mask go to every EV event CQ.
 //   - Ports: admin down takes the plane out exactly as a link failure does.
-//   - EV probes: an endpoint request "EV probe" sent by a connected QP to its peer on the EV
-//     asked for (QueuePair::probe_ev); the engine measures the answer's RTT. The destination
-//     GID must be a plane of the peer of one of the device's connected QPs: our UDP datapath
-//     reaches hosts through QPs' peers, and a probe leaves from the EV's own source port.
+//   - EV probes: connectionless endpoint requests "EV probe" (QPN 0, Endpoint::prober) sent on
+//     exactly the EV asked for, to any IPv4 host; its endpoint answers whether or not a QP
+//     joins us, and the engine measures the RTT.
 //   - Every EV state change is also logged for `mrcctl watch` (Nic::watch_log).
 //   - Explicit EV profiles (mode EXP): INIT -> OFFLINE creates ev_count unpopulated entries;
 //     REPLACE_EV fills them (while OFFLINE) with EVs the device can send: value = one of the
@@ -385,42 +384,34 @@ bool is_zero(const ibv_gid& gid) {
   return std::memcmp(gid.raw, kZero, sizeof kZero) == 0;
 }
 
-bool qp_alive(Nic& nic, const mrc_qp* qp) {
-  for (mrc_context* c : nic.contexts)
-    for (mrc_qp* q : c->qp_list)
-      if (q == qp) return true;
-  return false;
-}
 
 struct ProbeTarget {
-  mrc_qp* qp = nullptr;
-  uint16_t slot = EvSet::kNoSlot;
+  uint32_t peer = 0;  // the UDP host's peer handle
+  PlaneId plane{0};
+  Ev ev{0};
 };
 
-// The connected QP and EV slot a probe request names (errno value, 0 = found): the EV's port
-// is the plane; sgid (if given) is our address on it, dgid the peer's address on it.
+// The host, plane and EV a probe request names (errno value, 0 = found): the EV's port is the
+// plane and its value one of our source ports there; sgid (if given) is our address on it; dgid
+// is any IPv4 RoCEv2 GID — a configured host's plane (reached at that host's port) or any
+// other address (reached at our own MRC port on the plane, the RoCEv2 convention). No QP is
+// needed: the peer's endpoint answers probes itself (Endpoint::prober).
 int probe_target(Nic& nic, const mrc_ctl_ep_req& r, ProbeTarget& out) {
   const size_t planes = nic.spec->planes.size();
   uint32_t dip = 0, sip = 0;
   if (r.ev_fmt_mode != MRC_CTL_EV_FMT_MODE_UDP) return EOPNOTSUPP;
-  if (r.req_ev.port < 1 || r.req_ev.port > planes || !ipv4_of(r.dgid, dip)) return EINVAL;
+  if (!valid_device_ev(nic, r.req_ev) || !ipv4_of(r.dgid, dip) || dip == 0) return EINVAL;
   const int plane = r.req_ev.port - 1;
   if (!is_zero(r.sgid) && (!ipv4_of(r.sgid, sip) || sip != nic.spec->planes[plane].address.s_addr)) return EINVAL;
+  std::vector<io::PlaneAddress> addresses(planes);  // unused planes stay 0.0.0.0
   const auto dest = find_peer(device_config(), dip);
-  if (!dest || dest->planes.size() != planes || dest->planes[plane].address.s_addr != dip) return EINVAL;
-  for (mrc_context* c : nic.contexts)
-    for (mrc_qp* q : c->qp_list) {
-      uint32_t qip = 0;
-      if ((q->state != IBV_QPS_RTR && q->state != IBV_QPS_RTS) || q->qp->evs() == nullptr) continue;
-      if (!ipv4_of(q->vattr.ah_attr.grh.dgid, qip)) continue;
-      const auto peer = find_peer(device_config(), qip);
-      if (!peer || peer->planes.front().address.s_addr != dest->planes.front().address.s_addr) continue;
-      const uint16_t slot = find_slot(*q->qp->evs(), r.req_ev);
-      if (slot == EvSet::kNoSlot) return EINVAL;  // not one of the source ports QPs use
-      out = ProbeTarget{q, slot};
-      return 0;
-    }
-  return EHOSTUNREACH;  // no connected QP to that host
+  if (dest && dest->planes.size() == planes && dest->planes[plane].address.s_addr == dip) {
+    addresses = dest->planes;
+  } else {
+    addresses[plane] = io::PlaneAddress{in_addr{dip}, nic.spec->planes[plane].port};
+  }
+  out = ProbeTarget{nic.peer_handle(addresses), PlaneId(static_cast<uint8_t>(plane)), Ev(ev_port(r.req_ev))};
+  return 0;
 }
 
 // Queues every probe (request id = batch << 16 | index), or none (errno value).
@@ -429,12 +420,15 @@ int probe_send(Nic& nic, const mrc_ctl_ep_req* req, int n, std::vector<ProbeTarg
   targets.assign(static_cast<size_t>(n), {});
   for (int i = 0; i < n; ++i)
     if (int e = probe_target(nic, req[i], targets[i])) return e;
-  for (const ProbeTarget& t : targets) t.qp->qp->forget_ev_probes();
-  for (int i = 0; i < n; ++i)
-    if (!targets[i].qp->qp->probe_ev(targets[i].slot, batch << 16 | static_cast<uint32_t>(i))) {
-      for (const ProbeTarget& t : targets) t.qp->qp->forget_ev_probes();
+  EvProber& prober = nic.host->endpoint().prober();
+  prober.forget();  // answers of an earlier, timed-out batch are of no use now
+  for (int i = 0; i < n; ++i) {
+    const ProbeTarget& t = targets[static_cast<size_t>(i)];
+    if (!prober.probe(t.peer, t.plane, t.ev, batch << 16 | static_cast<uint32_t>(i))) {
+      prober.forget();
       return EAGAIN;
     }
+  }
   return 0;
 }
 
@@ -442,22 +436,17 @@ int probe_send(Nic& nic, const mrc_ctl_ep_req* req, int n, std::vector<ProbeTarg
 void probe_collect(Nic& nic, const std::vector<ProbeTarget>& targets, const mrc_ctl_ep_req* req, uint32_t batch,
                    mrc_ctl_ep_rsp* rsp, int& got, bool forget) {
   std::lock_guard lock(nic.mutex);
-  for (size_t i = 0; i < targets.size(); ++i) {
-    mrc_qp* qp = targets[i].qp;
-    bool first = true;
-    for (size_t k = 0; k < i && first; ++k) first = targets[k].qp != qp;
-    if (!first || !qp_alive(nic, qp)) continue;
-    while (got < static_cast<int>(targets.size())) {
-      const auto a = qp->qp->take_ev_probe_answer();
-      if (!a) break;
-      const uint32_t index = a->request_id & 0xffff;
-      if (a->request_id >> 16 != batch || index >= targets.size()) continue;
-      const auto rtt = std::clamp<int64_t>(a->rtt.ns, 0, UINT32_MAX);
-      rsp[got++] = mrc_ctl_ep_rsp{req[index].req_id, static_cast<uint8_t>(a->plane.value + 1),
-                                  static_cast<unsigned>(rtt), 0};
-    }
-    if (forget) qp->qp->forget_ev_probes();
+  EvProber& prober = nic.host->endpoint().prober();
+  while (got < static_cast<int>(targets.size())) {
+    const auto a = prober.take_answer();
+    if (!a) break;
+    const uint32_t index = a->request_id & 0xffff;
+    if (a->request_id >> 16 != batch || index >= targets.size()) continue;
+    const auto rtt = std::clamp<int64_t>(a->rtt.ns, 0, UINT32_MAX);
+    rsp[got++] = mrc_ctl_ep_rsp{req[index].req_id, static_cast<uint8_t>(a->plane.value + 1),
+                                static_cast<unsigned>(rtt), 0};
   }
+  if (forget) prober.forget();
 }
 
 int probe_batch(Nic& nic, const mrc_ctl_ep_req* req, int n, uint32_t timeout_ns, mrc_ctl_ep_rsp* rsp, int& got) {
@@ -734,7 +723,7 @@ int mrc_ctl_ep_batch_send_wait(mrc_context* mrc_ctx, uint8_t req_tc, mrc_ctl_ep_
   if (!ok_ctx(mrc_ctx) || num_rsp == nullptr || num_req < 0 || (num_req > 0 && (req == nullptr || rsp == nullptr)))
     return fail(EINVAL, -1);
   if (op_type == MRC_CTL_EP_OP_PORT_STATUS_UPDATE) return fail(EOPNOTSUPP, -1);  // the engine sends its own
-  if (op_type != MRC_CTL_EP_OP_EV_PROBE || num_req > static_cast<int>(QueuePair::kMaxEvProbes)) return fail(EINVAL, -1);
+  if (op_type != MRC_CTL_EP_OP_EV_PROBE || num_req > static_cast<int>(EvProber::kMaxProbes)) return fail(EINVAL, -1);
   const int e = probe_batch(*mrc_ctx->nic, req, num_req, rsp_timeout, rsp, *num_rsp);
   return e == 0 ? 0 : fail(e, -1);
 }

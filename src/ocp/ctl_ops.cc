@@ -6,7 +6,7 @@
 //   ev-states  [profile] [qpn]      per connected QP: every EV, its state and counters
 //   ev-set     profile, ev, port, state    "denied" / "good" (MODIFY_EV_STATE)
 //   cc-profiles                     every CC profile and its NSCC parameters
-//   probe      ev, port, [qpn] [count] [timeout_ms]   EV probes (mrc_ctl_ep_batch_send_wait)
+//   probe      ev, port, [qpn or to] [count] [timeout_ms]   EV probes (mrc_ctl_ep_batch_send_wait)
 //   watch                           then one line per EV state change
 // EVs are named as mrc_ctl.h's UDP mode has them: the UDP source port ("ev") and the port
 // (plane + 1) it leaves from.
@@ -233,14 +233,21 @@ bool probe_dest(Nic& nic, uint64_t qpn, const mrc_ctl_ev& ev, mrc_ctl_ep_req& r)
 
 json op_probe(Nic& nic, mrc_context& ctx, const json& req) {
   uint64_t value = 0, port = 0, qpn = 0, count = 1, timeout_ms = 1000;
+  const auto to = req.find("to");
   if (!get_uint(req, "ev", 65535, value, true) || !get_uint(req, "port", 255, port, true) ||
       !get_uint(req, "qpn", 0xffffff, qpn, false) || !get_uint(req, "count", 64, count, false) || count == 0 ||
-      !get_uint(req, "timeout_ms", 5000, timeout_ms, false))
-    return refuse(EINVAL, "probe needs \"ev\": <source port>, \"port\": N [, \"qpn\", \"count\" 1-64, \"timeout_ms\" <= 5000]");
+      !get_uint(req, "timeout_ms", 5000, timeout_ms, false) || (to != req.end() && !to->is_string()))
+    return refuse(EINVAL, "probe needs \"ev\": <source port>, \"port\": N [, \"qpn\" or \"to\": \"a.b.c.d\", \"count\" 1-64, \"timeout_ms\" <= 5000]");
   std::vector<mrc_ctl_ep_req> reqs(count);
   reqs[0].ev_fmt_mode = MRC_CTL_EV_FMT_MODE_UDP;
   reqs[0].req_ev = make_ev(value, port);
-  if (!probe_dest(nic, qpn, reqs[0].req_ev, reqs[0]))
+  in_addr address{};
+  if (to != req.end()) {
+    if (inet_pton(AF_INET, to->get<std::string>().c_str(), &address) != 1)
+      return refuse(EINVAL, "\"to\": " + to->get<std::string>() + " is not an IPv4 address");
+    reqs[0].dgid.raw[10] = reqs[0].dgid.raw[11] = 0xff;
+    std::memcpy(reqs[0].dgid.raw + 12, &address.s_addr, 4);
+  } else if (!probe_dest(nic, qpn, reqs[0].req_ev, reqs[0]))
     return refuse(ENOENT, "EV " + std::to_string(value) + " port " + std::to_string(port) + " is not an EV of " +
                               (qpn != 0 ? "QP " + std::to_string(qpn) : std::string("any connected QP")));
   for (uint64_t i = 0; i < count; ++i) {

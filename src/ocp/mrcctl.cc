@@ -36,8 +36,9 @@ const char* const kUsage = R"(usage: mrcctl [-j|--json] OBJECT COMMAND [ARGUMENT
   ev show DEV [profile ID] [qp QPN]         EV states of every connected QP
   ev deny DEV EV PORT [profile ID]          deny an EV in every QP of the profile (default 0)
   ev allow DEV EV PORT [profile ID]         allow it again
-  ev probe DEV EV PORT [qp QPN] [count N] [timeout MS]
-                                            EV probes to the QP's peer; prints each RTT
+  ev probe DEV EV PORT [qp QPN | to ADDRESS] [count N] [timeout MS]
+                                            EV probes (connectionless) to the QP's peer or to
+                                            any host's address on the plane; prints each RTT
   cc show DEV                               congestion control profiles
   watch DEV [count N]                       EV state changes of every QP as they happen
 
@@ -237,7 +238,12 @@ void print_ev_states(const json& answer) {
 bool options_after(const std::vector<std::string>& a, size_t from, const std::set<std::string>& names, json& out) {
   for (size_t i = from; i < a.size(); i += 2) {
     uint64_t v = 0;
-    if (!names.count(a[i]) || i + 1 >= a.size() || !parse_uint(a[i + 1], UINT32_MAX, v)) return false;
+    if (!names.count(a[i]) || i + 1 >= a.size()) return false;
+    if (a[i] == "to") {  // an address, checked by the device's owner
+      out["to"] = a[i + 1];
+      continue;
+    }
+    if (!parse_uint(a[i + 1], UINT32_MAX, v)) return false;
     out[a[i] == "qp" ? "qpn" : a[i] == "timeout" ? "timeout_ms" : a[i]] = v;
   }
   return true;
@@ -272,12 +278,12 @@ int cmd_ev(const Options& o, const std::vector<std::string>& a) {
     });
   }
   req = json::object();
-  if (ev_args && a[1] == "probe" && options_after(a, 5, {"qp", "count", "timeout"}, req)) {
+  if (ev_args && a[1] == "probe" && options_after(a, 5, {"qp", "to", "count", "timeout"}, req)) {
     req.update({{"ev", ev}, {"port", port}});
     return cmd_ev_probe(o, a, req);
   }
   return usage_error("ev profile show DEV | ev show DEV [profile ID] [qp QPN] | ev deny|allow DEV EV PORT "
-                     "[profile ID] | ev probe DEV EV PORT [qp QPN] [count N] [timeout MS]");
+                     "[profile ID] | ev probe DEV EV PORT [qp QPN | to ADDRESS] [count N] [timeout MS]");
 }
 
 int cmd_cc(const Options& o, const std::vector<std::string>& a) {

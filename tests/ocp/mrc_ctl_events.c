@@ -2,7 +2,8 @@
  *   - mrc_ctl_ep_batch_send_wait sends EV probes on chosen EVs (one per plane used) to the
  *     peer of a connected QP and returns one answer per request with the port it arrived on
  *     and an RTT; misuse gives the documented errno (bad EV or GID EINVAL, other EV formats and
- *     port status requests EOPNOTSUPP, no QP to that host EHOSTUNREACH);
+ *     port status requests EOPNOTSUPP, an address where nobody answers ETIMEDOUT); probes with
+ *     no QP at all: mrc_ctl_explicit.c;
  *   - with device A dropping a fraction of its packets (drop= in MRC_DEVICES), the engine marks
  *     an EV ASSUMED_BAD, and the EV event CQ reports it for profile 0 once its event mask asks.
  *
@@ -77,10 +78,13 @@ static void check_probes(struct end *a, struct end *b) {
   CHECK(rsp[0].req_id != rsp[1].req_id, "one answer per request");
   printf("EV probes: rtt %u ns and %u ns\n", rsp[0].rtt, rsp[1].rtt);
   struct mrc_ctl_ep_req bad = req[0];
-  bad.req_ev.val[0] ^= 0x80; /* a source port no QP uses */
+  bad.req_ev.val[0] ^= 0x80; /* not one of the device's source ports on that plane */
   EXPECT_ERRNO(mrc_ctl_ep_batch_send_wait(a->ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, 1000000, rsp, &got), EINVAL);
   bad = req[0];
-  bad.dgid.raw[15] ^= 0x40; /* no device or peer has this address */
+  bad.dgid.raw[15] ^= 0x40; /* no device or peer has this address: sent, never answered */
+  EXPECT_ERRNO(mrc_ctl_ep_batch_send_wait(a->ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, 20000000, rsp, &got), ETIMEDOUT);
+  CHECK(got == 0, "no answer from an address where nobody listens");
+  bad.dgid.raw[10] = 0; /* not an IPv4-mapped GID */
   EXPECT_ERRNO(mrc_ctl_ep_batch_send_wait(a->ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, 1000000, rsp, &got), EINVAL);
   bad = req[0];
   bad.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_STEV;

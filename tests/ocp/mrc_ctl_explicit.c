@@ -7,7 +7,9 @@
  *     reads GOOD, a device EV that is not listed is unknown to the QP (ENOENT);
  *   - denying every listed EV of plane 1 leaves traffic on planes 2 and 3, and the EV array
  *     (copies included) reads the denied ones as DENIED;
- *   - generated EVs (MRC_CTL_EV_MODE_GEN) are refused with EOPNOTSUPP.
+ *   - generated EVs (MRC_CTL_EV_MODE_GEN) are refused with EOPNOTSUPP;
+ *   - EV probes need no QP: before any QP exists, probes on EVs of planes 1 and 3 are
+ *     answered by device B's endpoint, with the port and an RTT.
  * mrc EVs are UDP source ports: value = port in the first two bytes (big-endian), port = plane;
  * plane p (1-based) owns ports [base + (p-1)*n, base + p*n), n = 256/planes + 16.
  *
@@ -125,6 +127,28 @@ static void check_engine(struct end *a, struct end *b, const struct peer_info *b
         "EV array: plane 1 denied, the copy listed twice");
 }
 
+/* Connectionless EV probes from A to B's addresses, on EVs no QP uses (there is no QP yet). */
+static void check_probes_without_qp(struct end *a, struct end *b) {
+  struct mrc_ctl_ep_req req[2];
+  struct mrc_ctl_ep_rsp rsp[2];
+  memset(req, 0, sizeof req);
+  for (int i = 0; i < 2; i++) {
+    req[i].req_id = (uint16_t)(21 + i);
+    req[i].ev_fmt_mode = MRC_CTL_EV_FMT_MODE_UDP;
+    req[i].req_ev = make_ev(i == 0 ? 1 : 3, 50u + (uint32_t)i);
+    CHECK(ibv_query_gid(b->dev, req[i].req_ev.port, 3, &req[i].dgid) == 0, "B's GID on port %u", req[i].req_ev.port);
+  }
+  int got = -1;
+  CHECK(mrc_ctl_ep_batch_send_wait(a->ctx, 0, MRC_CTL_EP_OP_EV_PROBE, req, 2, 2000000000u, rsp, &got) == 0 && got == 2,
+        "two connectionless probes answered (got %d)", got);
+  for (int i = 0; i < 2; i++) {
+    const uint8_t want = rsp[i].req_id == 21 ? 1 : 3;
+    CHECK((rsp[i].req_id == 21 || rsp[i].req_id == 22) && rsp[i].port == want && rsp[i].rtt > 0,
+          "answer %u on port %u, rtt %u ns", rsp[i].req_id, rsp[i].port, rsp[i].rtt);
+  }
+  printf("connectionless EV probes: rtt %u ns and %u ns\n", rsp[0].rtt, rsp[1].rtt);
+}
+
 int main(int argc, char **argv) {
   CHECK(argc >= 4, "usage: mrc_ctl_explicit <device A> <device B> <A's ev-ports base>");
   g_base = (uint32_t)atoi(argv[3]);
@@ -137,6 +161,7 @@ int main(int argc, char **argv) {
   CHECK(mrc_ctl_query_device(a.dev, &d) == 0 && (d.ev.ev_mode_mask & MRC_CTL_EV_MODE_EXP), "EXP EV mode offered");
   end_info(&a, 0x30, &ai);
   end_info(&b, 0x40, &bi);
+  check_probes_without_qp(&a, &b);
   build_profile(a.ctx);
   struct mrc_qp_attr m;
   memset(&m, 0, sizeof m);

@@ -88,6 +88,10 @@ grep -Eq "^8 sent, [1-8] answered" "$out" || fail "probe answered"
 grep -q "rtt" "$out" || fail "probe prints an RTT"
 [ "$("$mrcctl" -j ev probe mrc0 "$ev" "$port" count 4 | json 'd["sent"]')" = 4 ] || fail "probe --json"
 expect_exit 1 "is not an EV of any connected QP" -- "$mrcctl" ev probe mrc0 1 1
+# Connectionless: to mrc1's address on plane 2, on an EV (source port) no QP of mrc0 uses.
+"$mrcctl" ev probe mrc0 36250 2 to 127.0.1.15 count 8 timeout 2000 >"$out"
+grep -Eq "^8 sent, [1-8] answered" "$out" || fail "connectionless probe answered"
+expect_exit 1 "not an IPv4 address" -- "$mrcctl" ev probe mrc0 36250 2 to nowhere
 
 # watch sees an EV go ASSUMED_BAD (the owner keeps sending; mrc0 drops packets).
 (set +o pipefail; timeout 120 "$mrcctl" watch mrc0 | grep -m1 "assumed_bad" >"$out") || true
