@@ -19,8 +19,10 @@
 //     REPLACE_EV fills them (while OFFLINE) with EVs the device can send: value = one of the
 //     plane's EV source ports, port = the plane; ONLINE needs every entry populated. A QP of the
 //     profile then uses exactly those EVs (QpConfig::ev_list), copies as weights.
-// Refused: generated EV mode and EV field operations, REPLACE_EV on AUTO profiles, port status
-// update requests (the engine sends its own): EOPNOTSUPP.
+//   - Generated EV profiles (mode GEN): field rules (EV_FIELDS_OP, ev_gen.h) set while OFFLINE;
+//     the move ONLINE draws ev_count EVs from them (seeded), which QPs then use as a list.
+// Refused: REPLACE_EV on AUTO and GEN profiles, field rules on AUTO and EXP profiles, port
+// status update requests (the engine sends its own): EOPNOTSUPP.
 #include "ocp/ctl.h"
 
 #include <arpa/inet.h>
@@ -33,6 +35,7 @@
 #include <thread>
 
 #include "mrc/mrc.hpp"
+#include "ocp/ev_gen.h"
 #include "ocp/ocp_internal.h"
 
 using namespace mrc;
@@ -110,6 +113,18 @@ bool valid_device_ev(const Nic& nic, const mrc_ctl_ev& ev) {
   return ev_port(ev) >= first && ev_port(ev) < first + per_plane;
 }
 
+// EXP and GEN profiles hold an EV array (QpConfig::ev_list for their QPs); AUTO ones do not.
+bool has_list(const EvProfile& p) { return p.mode != MRC_CTL_EV_MODE_AUTO; }
+
+std::vector<PortRange> plane_ranges(const Nic& nic) {
+  const size_t planes = nic.spec->planes.size();
+  const uint32_t per_plane = mrc::ev_source_ports(planes) / static_cast<uint32_t>(planes);
+  std::vector<PortRange> out;
+  for (size_t p = 0; p < planes; ++p)
+    out.push_back(PortRange{nic.spec->ev_port_base + static_cast<uint32_t>(p) * per_plane, per_plane});
+  return out;
+}
+
 mrc_ctl_ev_state listed_state(const EvProfile& p, const mrc_ctl_ev& ev) {
   if (is_unpopulated(ev)) return MRC_CTL_EV_UNKNOWN;
   for (const mrc_ctl_ev_op_entry& d : p.evs)
@@ -123,7 +138,7 @@ bool listed(const EvProfile& p, const mrc_ctl_ev& ev) {
 
 int ev_modify_state(Nic& nic, uint64_t id, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
   if (e.state != MRC_CTL_EV_DENIED && e.state != MRC_CTL_EV_GOOD) return EINVAL;
-  if (p.mode == MRC_CTL_EV_MODE_EXP && !listed(p, e.ev)) return ENOENT;
+  if (has_list(p) && p.state == MRC_CTL_PROFILE_ONLINE && !listed(p, e.ev)) return ENOENT;
   const bool deny = e.state == MRC_CTL_EV_DENIED;
   std::erase_if(p.evs, [&](const mrc_ctl_ev_op_entry& x) { return same_ev(x.ev, e.ev); });
   if (deny) p.evs.push_back(e);
@@ -137,7 +152,7 @@ int ev_modify_state(Nic& nic, uint64_t id, EvProfile& p, const mrc_ctl_ev_op_ent
 // REPLACE_EV on an explicit profile that is OFFLINE (this device does not advertise
 // MRC_CTL_OPT_CAP_EV_PROFILE_MODIFY_ONLINE): the first (or every) copy of `ev` becomes `ev_new`.
 int ev_replace(const Nic& nic, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
-  if (p.mode != MRC_CTL_EV_MODE_EXP) return EOPNOTSUPP;  // AUTO: the engine picks its EVs
+  if (p.mode != MRC_CTL_EV_MODE_EXP) return EOPNOTSUPP;  // AUTO: the engine picks; GEN: the rules do
   if (p.state != MRC_CTL_PROFILE_OFFLINE) return p.state == MRC_CTL_PROFILE_ONLINE ? EBUSY : EINVAL;
   if (!valid_device_ev(nic, e.ev_new)) return EINVAL;
   if (e.state != 0 && e.state != MRC_CTL_EV_GOOD && e.state != MRC_CTL_EV_DENIED) return EINVAL;
@@ -155,7 +170,7 @@ int ev_replace(const Nic& nic, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
 
 int ev_query_state(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_op_entry& e) {
   if (evs == nullptr) {
-    if (p.mode != MRC_CTL_EV_MODE_EXP || !listed(p, e.ev) || is_unpopulated(e.ev)) return ENOENT;
+    if (!has_list(p) || !listed(p, e.ev) || is_unpopulated(e.ev)) return ENOENT;
     e.state = listed_state(p, e.ev);
     return 0;
   }
@@ -169,7 +184,7 @@ int ev_query_state(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_op_entry& e)
 // there is one); an AUTO profile's EVs as a connected QP of the profile uses them.
 int ev_query_array(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_profile_attr& a) {
   auto& op = a.ev_op;
-  const bool exp = p.mode == MRC_CTL_EV_MODE_EXP;
+  const bool exp = has_list(p);
   const int n = exp ? static_cast<int>(p.list.size()) : evs != nullptr ? static_cast<int>(evs->size()) : 0;
   if (op.entry_count < n) {
     op.entry_count = n;
@@ -213,6 +228,35 @@ int ev_op(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool 
   return ev_query_array(evs, p, a);
 }
 
+// EV field rules of a GEN profile: set while OFFLINE (checked against ev_gen.h's rules and the
+// profile's EV format), read at any time.
+int ev_fields_op(const Nic& nic, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool modify) {
+  auto& op = a.ev_fields_op;
+  if (op.field_count < 0 || (op.field_count > 0 && op.fields == nullptr)) return EINVAL;
+  if (op.op == MRC_CTL_EV_FIELDS_OP_QUERY_FIELDS) {
+    const int n = static_cast<int>(p.fields.size());
+    const bool room = op.field_count >= n;
+    for (int i = 0; room && i < n; ++i) op.fields[i] = p.fields[static_cast<size_t>(i)];
+    op.field_count = n;
+    return room ? 0 : E2BIG;
+  }
+  if (op.op != MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS || !modify) return EINVAL;
+  if (p.mode != MRC_CTL_EV_MODE_GEN) return EOPNOTSUPP;  // AUTO picks, EXP lists ports as they are
+  if (p.state != MRC_CTL_PROFILE_OFFLINE) return p.state == MRC_CTL_PROFILE_ONLINE ? EBUSY : EINVAL;
+  if (op.field_count > kMaxEvFields) return E2BIG;
+  std::vector<mrc_ctl_ev_field> fields(op.fields, op.fields + op.field_count);
+  if (!check_ev_fields(fields).empty()) return EINVAL;
+  auto fmt = nic.ev_fmt_profiles.find(p.fmt_id);
+  if (p.fmt_id != 0 && fmt != nic.ev_fmt_profiles.end() && !fmt->second.fields.empty()) {
+    uint32_t fmt_width = 0, width = 0;
+    for (const auto& f : fmt->second.fields) fmt_width += f.width;
+    for (const auto& f : fields) width += f.width;
+    if (fields.size() > fmt->second.fields.size() || width > fmt_width) return EINVAL;
+  }
+  p.fields = std::move(fields);
+  return 0;
+}
+
 size_t distinct_evs(const std::vector<mrc_ctl_ev>& list) {
   size_t n = 0;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -223,7 +267,17 @@ size_t distinct_evs(const std::vector<mrc_ctl_ev>& list) {
   return n;
 }
 
-int ev_state_change(EvProfile& p, mrc_ctl_profile_state to) {
+// OFFLINE -> ONLINE of a GEN profile: draw its EVs from the field rules (seeded by the device
+// name and profile id, so the same rules give the same EVs).
+int generate_list(const Nic& nic, uint64_t id, EvProfile& p) {
+  if (p.fields.empty()) return EINVAL;
+  uint64_t seed = id * 0x9E3779B97F4A7C15ull;
+  for (char c : nic.spec->name) seed = (seed ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
+  p.list = generate_evs(p.fields, p.count, plane_ranges(nic), seed);
+  return p.list.empty() ? EINVAL : 0;  // the rules reach none of the device's source ports
+}
+
+int ev_state_change(const Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_profile_state to) {
   if (to == p.state) return 0;
   const bool allowed = (p.state == MRC_CTL_PROFILE_INIT && to == MRC_CTL_PROFILE_OFFLINE) ||
                        (p.state == MRC_CTL_PROFILE_OFFLINE && to != MRC_CTL_PROFILE_OFFLINE) ||
@@ -236,28 +290,34 @@ int ev_state_change(EvProfile& p, mrc_ctl_profile_state to) {
     if (std::any_of(p.list.begin(), p.list.end(), is_unpopulated)) return EINVAL;
     if (p.min_active > distinct_evs(p.list)) return EINVAL;
   }
+  if (to == MRC_CTL_PROFILE_ONLINE && p.mode == MRC_CTL_EV_MODE_GEN)
+    if (int e = generate_list(nic, id, p)) return e;
+  if (to != MRC_CTL_PROFILE_ONLINE && p.mode == MRC_CTL_EV_MODE_GEN) p.list.clear();
   if (to == MRC_CTL_PROFILE_OFFLINE && p.state == MRC_CTL_PROFILE_INIT && p.mode == MRC_CTL_EV_MODE_EXP)
     p.list.assign(p.count, mrc_ctl_ev{});  // INIT -> OFFLINE: the explicit array starts unpopulated
   p.state = to;
   return 0;
 }
 
-// MODE and COUNT: an explicit profile takes any count up to 256 (each EV names its own plane);
+// MODE and COUNT: an explicit or generated profile takes any count up to 256 (each EV names
+// its own plane);
 // an AUTO profile's count is aligned down to the planes, so each plane gets the same share.
 int ev_mode_count(EvProfile& p, const mrc_ctl_ev_profile_attr& a, int mask, int planes) {
   if (mask & MRC_CTL_EV_PROFILE_MODE) {
-    if (a.ev_mode == MRC_CTL_EV_MODE_GEN) return EOPNOTSUPP;
-    if (a.ev_mode != MRC_CTL_EV_MODE_AUTO && a.ev_mode != MRC_CTL_EV_MODE_EXP) return EINVAL;
+    if (a.ev_mode != MRC_CTL_EV_MODE_AUTO && a.ev_mode != MRC_CTL_EV_MODE_EXP && a.ev_mode != MRC_CTL_EV_MODE_GEN)
+      return EINVAL;
     p.mode = a.ev_mode;
   }
   if (mask & MRC_CTL_EV_PROFILE_COUNT) {
-    const bool exp = p.mode == MRC_CTL_EV_MODE_EXP;
+    const bool exp = has_list(p);
     if (a.ev_count < (exp ? 1u : static_cast<uint32_t>(planes)) || a.ev_count > 256) return E2BIG;
     p.count = exp ? a.ev_count : a.ev_count / planes * planes;
   }
   if (p.state == MRC_CTL_PROFILE_OFFLINE && p.mode == MRC_CTL_EV_MODE_EXP && p.list.size() != p.count)
     p.list.resize(p.count, mrc_ctl_ev{});  // a changed count: new entries start unpopulated
-  if (p.mode != MRC_CTL_EV_MODE_EXP) p.list.clear();
+  if (p.mode == MRC_CTL_EV_MODE_AUTO || (p.mode == MRC_CTL_EV_MODE_GEN && p.state != MRC_CTL_PROFILE_ONLINE))
+    p.list.clear();
+  if (p.mode != MRC_CTL_EV_MODE_GEN) p.fields.clear();
   return 0;
 }
 
@@ -266,7 +326,6 @@ int modify_ev_profile(Nic& nic, uint64_t id, mrc_ctl_ev_profile_attr& a, int mas
                          MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK |
                          MRC_CTL_EV_PROFILE_EV_OP | MRC_CTL_EV_PROFILE_EV_FIELDS_OP | MRC_CTL_EV_PROFILE_VENDOR_CFG;
   if ((mask & ~kKnown) || ((mask & MRC_CTL_EV_PROFILE_EV_OP) && (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP))) return EINVAL;
-  if (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) return EOPNOTSUPP;  // generated EVs
   EvProfile& p = id == 0 ? profile0(nic) : nic.ev_profiles[id];
   const bool online = p.state == MRC_CTL_PROFILE_ONLINE;
   const int planes = static_cast<int>(nic.spec->planes.size());
@@ -284,8 +343,14 @@ int modify_ev_profile(Nic& nic, uint64_t id, mrc_ctl_ev_profile_attr& a, int mas
   if (mask & MRC_CTL_EV_PROFILE_EVENT_MASK) p.event_mask = a.ev_event_mask;
   if (mask & MRC_CTL_EV_PROFILE_EV_OP)  // before STATE: REPLACE_EV may come with the move ONLINE
     if (int e = ev_op(nic, id, p, a, true)) return e;
+  // Field rules come with the move INIT -> OFFLINE (after it) or with the move ONLINE (before it).
+  const bool fields_after = (mask & MRC_CTL_EV_PROFILE_STATE) && p.state == MRC_CTL_PROFILE_INIT;
+  if ((mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) && !fields_after)
+    if (int e = ev_fields_op(nic, p, a, true)) return e;
   if (mask & MRC_CTL_EV_PROFILE_STATE)
-    if (int e = ev_state_change(p, a.profile_state)) return e;
+    if (int e = ev_state_change(nic, id, p, a.profile_state)) return e;
+  if ((mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) && fields_after)
+    if (int e = ev_fields_op(nic, p, a, true)) return e;
   return 0;
 }
 
@@ -488,13 +553,14 @@ int ctl_apply_ev_profile(Nic& nic, uint64_t id, QpConfig& config) {
   if (id == 0) profile0(nic);
   auto it = nic.ev_profiles.find(id);
   if (it == nic.ev_profiles.end() || it->second.state != MRC_CTL_PROFILE_ONLINE) return EINVAL;
-  if (it->second.mode == MRC_CTL_EV_MODE_EXP) {
+  if (has_list(it->second)) {
     config.ev_list.clear();
     for (const mrc_ctl_ev& ev : it->second.list)
       config.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(ev.port - 1)), Ev(ev_port(ev))});
     const auto distinct = static_cast<uint16_t>(distinct_evs(it->second.list));
-    config.ev_min_active = it->second.min_active > 0 ? static_cast<uint16_t>(it->second.min_active)
-                                                      : std::min<uint16_t>(config.ev_min_active, distinct);
+    // A generated list may repeat an EV: the floor can be at most its distinct EVs.
+    config.ev_min_active = std::min<uint16_t>(
+        it->second.min_active > 0 ? static_cast<uint16_t>(it->second.min_active) : config.ev_min_active, distinct);
     return 0;
   }
   config.ev_list.clear();
@@ -569,7 +635,7 @@ int mrc_ctl_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_ctl
   attr->ev.ev_count_align = planes;
   attr->ev.ev_max_width = 16;
   attr->ev.ev_fmt_mode_mask = MRC_CTL_EV_FMT_MODE_UDP;
-  attr->ev.ev_mode_mask = MRC_CTL_EV_MODE_AUTO | MRC_CTL_EV_MODE_EXP;
+  attr->ev.ev_mode_mask = MRC_CTL_EV_MODE_AUTO | MRC_CTL_EV_MODE_EXP | MRC_CTL_EV_MODE_GEN;
   attr->cc.cc_max_profiles = 64;
   attr->cc.algorithms = const_cast<const char**>(kAlgorithms);
   attr->phy_port_mask = ((1u << planes) - 1) << 1;
@@ -653,7 +719,6 @@ int mrc_ctl_modify_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_prof
 int mrc_ctl_query_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   if ((mask & MRC_CTL_EV_PROFILE_EV_OP) && (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP)) return fail(EINVAL, -1);
-  if (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) return fail(EOPNOTSUPP, -1);
   Nic& nic = *mrc_ctx->nic;
   std::lock_guard lock(nic.mutex);
   if (id != 0 && nic.ev_profiles.find(id) == nic.ev_profiles.end()) return fail(EINVAL, -1);
@@ -666,6 +731,8 @@ int mrc_ctl_query_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profi
   attr->ev_event_mask = p.event_mask;
   if (mask & MRC_CTL_EV_PROFILE_EV_OP)
     if (int e = ev_op(nic, id, p, *attr, false)) return fail(e, -1);
+  if (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP)
+    if (int e = ev_fields_op(nic, p, *attr, false)) return fail(e, -1);
   return 0;
 }
 

@@ -123,13 +123,23 @@ json op_ev_profiles(Nic& nic, mrc_context& ctx) {
     for (mrc_context* c : nic.contexts)
       for (mrc_qp* q : c->qp_list) qps += (q->has_ev_profile ? q->ev_profile : 0) == id;
     json entry = {{"id", id}, {"state", profile_state_name(p.state)},
-                  {"mode", p.mode == MRC_CTL_EV_MODE_EXP ? "explicit" : "auto"}, {"count", p.count},
+                  {"mode", p.mode == MRC_CTL_EV_MODE_EXP   ? "explicit"
+                           : p.mode == MRC_CTL_EV_MODE_GEN ? "generated"
+                                                           : "auto"},
+                  {"count", p.count},
                   {"min_active", p.min_active}, {"event_mask", event_mask_json(p.event_mask)},
                   {"denied", denied}, {"qps", qps}};
-    if (p.mode == MRC_CTL_EV_MODE_EXP) {
-      json evs = json::array();  // unpopulated entries show as ev 0, port 0
+    if (p.mode != MRC_CTL_EV_MODE_AUTO) {
+      json evs = json::array();  // unpopulated entries show as ev 0, port 0; GEN: drawn when ONLINE
       for (const mrc_ctl_ev& ev : p.list) evs.push_back({{"ev", ev_value(ev)}, {"port", ev.port}});
       entry["evs"] = evs;
+    }
+    if (p.mode == MRC_CTL_EV_MODE_GEN) {
+      json fields = json::array();
+      for (const mrc_ctl_ev_field& f : p.fields)
+        fields.push_back({{"width", f.width}, {"init_val", f.init_val}, {"min_val", f.min_val},
+                          {"max_val", f.max_val}, {"mask", f.mask}});
+      entry["fields"] = fields;
     }
     list.push_back(entry);
   }

@@ -32,7 +32,8 @@ const char* const kUsage = R"(usage: mrcctl [-j|--json] OBJECT COMMAND [ARGUMENT
   port show DEV                             ports (planes): address, admin and link state, packets
   port set DEV PORT up|down                 administrative state of a port; down takes the plane out
   ev profile show DEV                       EV profiles (mode, count, floor, event mask, denied
-                                            EVs; an explicit profile's EV array)
+                                            EVs; an explicit or generated profile's EV array
+                                            and a generated one's field rules)
   ev show DEV [profile ID] [qp QPN]         EV states of every connected QP
   ev deny DEV EV PORT [profile ID]          deny an EV in every QP of the profile (default 0)
   ev allow DEV EV PORT [profile ID]         allow it again
@@ -214,6 +215,11 @@ void print_ev_profiles(const json& answer) {
                 p["id"].get<unsigned long long>(), p.value("state", "?").c_str(), p.value("mode", "?").c_str(),
                 p.value("count", 0u), p.value("min_active", 0u), mask.empty() ? "none" : mask.c_str(),
                 p.value("qps", 0), denied.empty() ? "" : "  denied", denied.c_str());
+    if (p.contains("fields")) {
+      for (const json& f : p["fields"])
+        std::printf("  field width %u init %u range %u-%u mask 0x%x\n", f.value("width", 0u), f.value("init_val", 0u),
+                    f.value("min_val", 0u), f.value("max_val", 0u), f.value("mask", 0u));
+    }
     if (!p.contains("evs")) continue;
     std::string evs;  // explicit profile: its EV array, EV/port, copies included
     for (const json& e : p["evs"])
