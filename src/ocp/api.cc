@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ocp/ctl_remote.h"
 #include "ocp/ocp_internal.h"
 
 using namespace mrc;
@@ -147,6 +148,7 @@ int mrc_destroy_comp_channel(mrc_comp_channel* channel) {
 mrc_cq* mrc_create_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_channel* channel, int comp_vector) {
   if (!valid(mrc_ctx) || cqe < 1 || cqe > kMaxCqe || comp_vector != 0) return fail<mrc_cq*>(EINVAL, nullptr);
   if (channel != nullptr && (!valid(channel) || channel->context != mrc_ctx)) return fail<mrc_cq*>(EINVAL, nullptr);
+  if (mrc_ctx->nic->remote()) return fail<mrc_cq*>(EBUSY, nullptr);  // controller-only: no data path
   auto* cq = new mrc_cq();
   cq->context = mrc_ctx;
   cq->channel = channel;
@@ -181,6 +183,8 @@ int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
 int mrc_destroy_cq(mrc_cq* cq) {
   if (!valid(cq)) return fail(EINVAL, -1);
   mrc_context* c = cq->context;
+  if (cq->remote_id != 0)  // an EV event CQ in the owning process
+    if (const int e = remote_destroy_ev_cq(*c->nic, cq->remote_id); e != 0 && e != EIO) return fail(e, -1);
   {
     std::lock_guard lock(c->nic->mutex);
     if (cq->qps > 0 || cq->events_delivered != cq->events_acked) return fail(EBUSY, -1);

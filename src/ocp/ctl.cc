@@ -35,6 +35,7 @@
 #include <thread>
 
 #include "mrc/mrc.hpp"
+#include "ocp/ctl_remote.h"
 #include "ocp/ev_gen.h"
 #include "ocp/ocp_internal.h"
 
@@ -607,6 +608,13 @@ void ctl_qp_connected(Nic& nic, mrc_qp& qp) {
 
 }  // namespace mrc::ocp
 
+namespace {
+
+// A forwarded call's result as the API returns it: 0, or -1 with errno.
+int forwarded(int e) { return e == 0 ? 0 : mrc::ocp::fail(e, -1); }
+
+}  // namespace
+
 extern "C" {
 
 void mrc_ctl_query_version(uint32_t* current_version, uint32_t* last_supported_version, uint32_t* vendor_version,
@@ -651,6 +659,7 @@ int mrc_ctl_query_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_attr
   if (!ok_ctx(context) || attr == nullptr || attr_mask & ~MRC_CTL_PORT_ADMIN_STATE) return fail(EINVAL, -1);
   Nic& nic = *context->nic;
   if (port_num < 1 || port_num > nic.spec->planes.size()) return fail(EINVAL, -1);
+  if (nic.remote()) return forwarded(remote_port(nic, false, port_num, attr, attr_mask));
   std::lock_guard lock(nic.mutex);
   attr->port_admin_state = nic.admin_up[port_num - 1] ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED;
   return 0;
@@ -661,6 +670,7 @@ int mrc_ctl_modify_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_att
   Nic& nic = *context->nic;
   if (port_num < 1 || port_num > nic.spec->planes.size()) return fail(EINVAL, -1);
   if (!(attr_mask & MRC_CTL_PORT_ADMIN_STATE)) return 0;
+  if (nic.remote()) return forwarded(remote_port(nic, true, port_num, attr, attr_mask));
   if (attr->port_admin_state != MRC_CTL_PORT_ADMIN_ENABLED && attr->port_admin_state != MRC_CTL_PORT_ADMIN_DISABLED)
     return fail(EINVAL, -1);
   {
@@ -675,6 +685,7 @@ int mrc_ctl_modify_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_att
 
 int mrc_ctl_modify_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
+  if (mrc_ctx->nic->remote()) return forwarded(remote_ev_fmt_profile(*mrc_ctx->nic, true, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
   EvFmtProfile& p = mrc_ctx->nic->ev_fmt_profiles[id];
   if ((mask & MRC_CTL_EV_FMT_PROFILE_MODE) && attr->ev_fmt_mode != MRC_CTL_EV_FMT_MODE_UDP) return fail(EOPNOTSUPP, -1);
@@ -692,6 +703,7 @@ int mrc_ctl_modify_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_
 
 int mrc_ctl_query_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
+  if (mrc_ctx->nic->remote()) return forwarded(remote_ev_fmt_profile(*mrc_ctx->nic, false, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
   auto it = mrc_ctx->nic->ev_fmt_profiles.find(id);
   if (it == mrc_ctx->nic->ev_fmt_profiles.end()) return fail(EINVAL, -1);
@@ -711,6 +723,7 @@ int mrc_ctl_query_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_f
 
 int mrc_ctl_modify_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
+  if (mrc_ctx->nic->remote()) return forwarded(remote_ev_profile(*mrc_ctx->nic, true, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
   const int e = modify_ev_profile(*mrc_ctx->nic, id, *attr, mask);
   return e == 0 ? 0 : fail(e, -1);
@@ -720,6 +733,7 @@ int mrc_ctl_query_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profi
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   if ((mask & MRC_CTL_EV_PROFILE_EV_OP) && (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP)) return fail(EINVAL, -1);
   Nic& nic = *mrc_ctx->nic;
+  if (nic.remote()) return forwarded(remote_ev_profile(nic, false, id, attr, mask));
   std::lock_guard lock(nic.mutex);
   if (id != 0 && nic.ev_profiles.find(id) == nic.ev_profiles.end()) return fail(EINVAL, -1);
   EvProfile& p = id == 0 ? profile0(nic) : nic.ev_profiles[id];
@@ -738,14 +752,15 @@ int mrc_ctl_query_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profi
 
 int mrc_ctl_modify_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr, int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
+  if (mrc_ctx->nic->remote()) return forwarded(remote_cc_profile(*mrc_ctx->nic, true, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
   const int e = cc_modify(mrc_ctx->nic->cc_profiles[id], *attr, mask);
   return e == 0 ? 0 : fail(e, -1);
 }
 
 int mrc_ctl_query_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr, int mask) {
-  (void)mask;
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
+  if (mrc_ctx->nic->remote()) return forwarded(remote_cc_profile(*mrc_ctx->nic, false, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
   auto it = mrc_ctx->nic->cc_profiles.find(id);
   if (it == mrc_ctx->nic->cc_profiles.end()) return fail(EINVAL, -1);
@@ -759,7 +774,13 @@ mrc_cq* mrc_ctl_create_ev_event_cq(mrc_context* mrc_ctx, int cqe, void* cq_conte
                                    int comp_vector) {
   if (!ok_ctx(mrc_ctx) || cqe < 1 || cqe > kMaxCqe || comp_vector != 0) return fail<mrc_cq*>(EINVAL, nullptr);
   if (channel != nullptr && (!valid(channel) || channel->context != mrc_ctx)) return fail<mrc_cq*>(EINVAL, nullptr);
+  uint64_t remote_id = 0;
+  if (mrc_ctx->nic->remote()) {
+    if (channel != nullptr) return fail<mrc_cq*>(EOPNOTSUPP, nullptr);  // remote EV CQs are polled
+    if (const int e = remote_create_ev_cq(*mrc_ctx->nic, cqe, remote_id)) return fail<mrc_cq*>(e, nullptr);
+  }
   auto* cq = new mrc_cq();
+  cq->remote_id = remote_id;
   cq->context = mrc_ctx;
   cq->channel = channel;
   cq->cq_context = cq_context;
@@ -774,6 +795,11 @@ mrc_cq* mrc_ctl_create_ev_event_cq(mrc_context* mrc_ctx, int cqe, void* cq_conte
 
 int mrc_ctl_poll_ev_event(mrc_cq* ev_cq, int num_entries, mrc_ctl_ev_event* ev_event) {
   if (!valid(ev_cq) || !ev_cq->ev_cq || num_entries < 0 || (num_entries > 0 && ev_event == nullptr)) return -EINVAL;
+  if (ev_cq->remote_id != 0) {
+    int got = 0;
+    const int e = remote_poll_ev_cq(*ev_cq->context->nic, ev_cq->remote_id, num_entries, ev_event, got);
+    return e != 0 ? -e : got;
+  }
   std::lock_guard lock(ev_cq->context->nic->mutex);
   int n = 0;
   for (; n < num_entries && !ev_cq->ev_events.empty(); ++n) {
@@ -791,6 +817,8 @@ int mrc_ctl_ep_batch_send_wait(mrc_context* mrc_ctx, uint8_t req_tc, mrc_ctl_ep_
     return fail(EINVAL, -1);
   if (op_type == MRC_CTL_EP_OP_PORT_STATUS_UPDATE) return fail(EOPNOTSUPP, -1);  // the engine sends its own
   if (op_type != MRC_CTL_EP_OP_EV_PROBE || num_req > static_cast<int>(EvProber::kMaxProbes)) return fail(EINVAL, -1);
+  if (mrc_ctx->nic->remote())
+    return forwarded(remote_ep_batch(*mrc_ctx->nic, op_type, req, num_req, rsp_timeout, rsp, *num_rsp));
   const int e = probe_batch(*mrc_ctx->nic, req, num_req, rsp_timeout, rsp, *num_rsp);
   return e == 0 ? 0 : fail(e, -1);
 }

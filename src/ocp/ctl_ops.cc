@@ -8,6 +8,8 @@
 //   cc-profiles                     every CC profile and its NSCC parameters
 //   probe      ev, port, [qpn or to] [count] [timeout_ms]   EV probes (mrc_ctl_ep_batch_send_wait)
 //   watch                           then one line per EV state change
+//   call       fn, ...              an mrc_ctl_* call forwarded by a controller-only context
+//                                   (ctl_remote.h)
 // EVs are named as mrc_ctl.h's UDP mode has them: the UDP source port ("ev") and the port
 // (plane + 1) it leaves from.
 #include "ocp/ctl_ops.h"
@@ -275,7 +277,7 @@ json op_probe(Nic& nic, mrc_context& ctx, const json& req) {
   return json{{"ok", true}, {"sent", count}, {"answered", got}, {"answers", answers}};
 }
 
-json dispatch(Nic& nic, mrc_context& ctx, const json& req, bool& watch) {
+json dispatch(Nic& nic, mrc_context& ctx, const json& req, CtlSession& session) {
   const auto op = req.find("op");
   if (op == req.end() || !op->is_string()) return refuse(EINVAL, "a request is {\"op\": \"...\", ...}");
   const std::string name = *op;
@@ -286,8 +288,9 @@ json dispatch(Nic& nic, mrc_context& ctx, const json& req, bool& watch) {
   if (name == "ev-set") return op_ev_set(ctx, req);
   if (name == "cc-profiles") return op_cc_profiles(nic);
   if (name == "probe") return op_probe(nic, ctx, req);
+  if (name == "call") return serve_call(nic, ctx, session, req);
   if (name == "watch") {
-    watch = true;
+    session.watch = true;
     return json{{"ok", true}, {"watching", nic.spec->name}};
   }
   return refuse(EINVAL, "unknown op '" + name +
@@ -307,11 +310,11 @@ json ctl_watch_line(const WatchEvent& e) {
               {"ev", ev_value(e.ev)}, {"port", e.ev.port}, {"state", ctl_state_name(e.state)}};
 }
 
-json ctl_handle(Nic& nic, mrc_context& ctx, const std::string& line, bool& watch) {
+json ctl_handle(Nic& nic, mrc_context& ctx, const std::string& line, CtlSession& session) {
   const json req = json::parse(line, nullptr, false);
   if (req.is_discarded() || !req.is_object()) return refuse(EINVAL, "malformed request: not a JSON object");
   try {
-    return dispatch(nic, ctx, req, watch);
+    return dispatch(nic, ctx, req, session);
   } catch (const std::exception& e) {  // a type nlohmann refused; never leaves the server
     return refuse(EINVAL, std::string("malformed request: ") + e.what());
   }

@@ -8,12 +8,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "ocp/ctl_remote.h"
 #include "ocp/objects.h"
 
 namespace mrc::ocp {
 
-// Handles one request line. `watch` is set when the client asked to watch EV events.
-nlohmann::json ctl_handle(Nic& nic, mrc_context& ctx, const std::string& line, bool& watch);
+// Handles one request line of a client's session (session.watch is set when the client asks to
+// watch EV events; forwarded calls keep their EV event CQs there).
+nlohmann::json ctl_handle(Nic& nic, mrc_context& ctx, const std::string& line, CtlSession& session);
 // A watch line for one logged EV state change.
 nlohmann::json ctl_watch_line(const WatchEvent& event);
 const char* ctl_state_name(mrc_ctl_ev_state state);

@@ -16,10 +16,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
 #include "ocp/ctl_ops.h"
+#include "ocp/ctl_remote.h"
 #include "ocp/ctl_socket.h"
 #include "ocp/ocp_internal.h"
 
@@ -30,6 +32,7 @@ struct Client {
   std::string buffer;
   bool watching = false;
   uint64_t seen = 0;  // last watch event sent
+  std::shared_ptr<CtlSession> session = std::make_shared<CtlSession>();  // forwarded calls' objects
 };
 
 struct CtlServer::Impl {
@@ -47,6 +50,7 @@ struct CtlServer::Impl {
   bool read_client(Client& c);  // false: drop the client
   bool send_line(Client& c, const std::string& line);
   void send_watch_events();
+  void drop_closed();  // forgets closed clients and what their forwarded calls created
 };
 
 namespace {
@@ -137,8 +141,9 @@ bool CtlServer::Impl::read_client(Client& c) {
     if (end > kCtlRequestMax) break;  // refused below
     const std::string line = c.buffer.substr(0, end);
     c.buffer.erase(0, end + 1);
-    bool watch = false;
-    const auto response = ctl_handle(nic, ctx, line, watch);
+    CtlSession& session = *c.session;
+    const auto response = ctl_handle(nic, ctx, line, session);
+    const bool watch = session.watch;
     if (watch && !c.watching) {
       std::lock_guard lock(nic.mutex);
       c.seen = nic.watch_seq;  // events from now on
@@ -147,7 +152,7 @@ bool CtlServer::Impl::read_client(Client& c) {
     if (!send_line(c, response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))) return false;
   }
   if (c.buffer.size() > kCtlRequestMax) {  // a line longer than the limit, ended or not
-    send_line(c, R"({"ok":false,"errno":7,"error":"E2BIG","message":"request line longer than 4096 bytes"})");
+    send_line(c, R"({"ok":false,"errno":7,"error":"E2BIG","message":"request line longer than 1 MiB"})");
     return false;
   }
   return true;
@@ -175,6 +180,12 @@ void CtlServer::Impl::send_watch_events() {
       }
     }
   }
+  drop_closed();
+}
+
+void CtlServer::Impl::drop_closed() {
+  for (Client& c : clients)
+    if (c.fd < 0) end_session(*c.session);
   std::erase_if(clients, [](const Client& c) { return c.fd < 0; });
 }
 
@@ -190,7 +201,7 @@ void CtlServer::Impl::run() {
         close(clients[i - 3].fd);
         clients[i - 3].fd = -1;
       }
-    std::erase_if(clients, [](const Client& c) { return c.fd < 0; });
+    drop_closed();
     if (fds[2].revents) send_watch_events();
     if (fds[1].revents) accept_client();
   }
@@ -212,6 +223,7 @@ std::unique_ptr<CtlServer> CtlServer::start(Nic& nic) {
   {
     std::lock_guard lock(nic.mutex);
     nic.watch_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    nic.contexts.push_back(&impl->ctx);  // so EV event CQs of remote controllers get events
   }
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->run(); });
@@ -222,11 +234,16 @@ CtlServer::~CtlServer() {
   const uint64_t one = 1;
   (void)!write(impl_->stop_fd, &one, sizeof one);
   if (impl_->thread.joinable()) impl_->thread.join();
-  for (const Client& c : impl_->clients) close(c.fd);
+  for (Client& c : impl_->clients) {
+    close(c.fd);
+    end_session(*c.session);
+  }
   unlink(impl_->path.c_str());
   close(impl_->listen_fd);
   close(impl_->stop_fd);
   std::lock_guard lock(impl_->nic.mutex);
+  auto& contexts = impl_->nic.contexts;
+  contexts.erase(std::remove(contexts.begin(), contexts.end(), &impl_->ctx), contexts.end());
   close(impl_->nic.watch_wake_fd);
   impl_->nic.watch_wake_fd = -1;
 }

@@ -15,7 +15,7 @@
 
 namespace mrc::ocp {
 
-inline constexpr size_t kCtlRequestMax = 4096;      // bytes in one request line
+inline constexpr size_t kCtlRequestMax = 1 << 20;   // bytes in one request line
 inline constexpr size_t kCtlResponseMax = 4 << 20;  // bytes in one response line
 inline constexpr int kCtlMaxClients = 8;            // connections served at once
 

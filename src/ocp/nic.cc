@@ -15,6 +15,7 @@
 #include "mrc/mrc.hpp"
 #include "ocp/ctl.h"
 #include "ocp/ctl_server.h"
+#include "ocp/ctl_socket.h"
 #include "ocp/ocp_internal.h"
 
 namespace mrc::ocp {
@@ -50,7 +51,9 @@ void mrc_context_push(mrc_context* context, ibv_event_type type, mrc_qp* qp, int
   context->push_async(event);
 }
 
-Nic::~Nic() = default;
+Nic::~Nic() {
+  if (remote_fd >= 0) close(remote_fd);
+}
 
 bool Nic::port_up(int plane) const { return host->plane_stats(plane).up; }
 
@@ -104,6 +107,19 @@ void Nic::loop() {
   }
 }
 
+// Under g_nics_mutex: a Nic without a host, whose controller calls go over `fd` (ctl_remote.h).
+static Nic* open_remote(int index, int fd) {
+  auto nic = std::make_unique<Nic>();
+  nic->spec = &device_config().devices[index];
+  nic->remote_fd = fd;
+  nic->admin_up.assign(nic->spec->planes.size(), true);
+  nic->reported_up.assign(nic->spec->planes.size(), true);
+  nic->opens = 1;
+  Nic* raw = nic.get();
+  g_nics[index] = std::move(nic);
+  return raw;
+}
+
 Nic* nic_open(int index) {
   std::lock_guard lock(g_nics_mutex);
   const DeviceConfig& config = device_config();
@@ -115,9 +131,13 @@ Nic* nic_open(int index) {
   }
   auto host = open_host(config.devices[index]);
   if (!host.ok()) {
+    // Owned by another process that serves its controller: a controller-only device.
+    const bool in_use = host.error().find("in use") != std::string::npos;
+    const int fd = in_use ? ctl_connect(ctl_socket_path(config.devices[index].name)) : -1;
+    if (fd >= 0) return open_remote(index, fd);
     std::fprintf(stderr, "mrc: cannot open device %s: %s\n", config.devices[index].name.c_str(),
                  host.error().c_str());
-    return fail<Nic*>(host.error().find("in use") != std::string::npos ? EBUSY : EIO, nullptr);
+    return fail<Nic*>(in_use ? EBUSY : EIO, nullptr);
   }
   auto nic = std::make_unique<Nic>();
   nic->spec = &config.devices[index];
@@ -147,7 +167,7 @@ void nic_close(Nic* nic) {
     std::lock_guard lock(doomed->mutex);
     doomed->stopping = true;
   }
-  doomed->host->wake();
+  if (doomed->host) doomed->host->wake();
   if (doomed->progress.joinable()) doomed->progress.join();
 }
 

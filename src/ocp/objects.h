@@ -105,6 +105,13 @@ struct Nic {
   uint32_t probe_batch = 0;
   // The control socket serving this device to other processes (ctl_server.h); may be absent.
   std::unique_ptr<CtlServer> ctl_server;
+  // A controller-only device (ctl_remote.h): another process owns it; host is null, and
+  // mrc_ctl_* calls go over this connection to the owner's control socket.
+  int remote_fd = -1;
+  std::mutex remote_mutex;
+  std::string remote_buffer;
+  std::map<uint64_t, mrc_ctl_cc_nscc_cfg> remote_cc_configs;  // returned by remote CC queries
+  bool remote() const { return host == nullptr; }
 
   ~Nic();
   void loop();
@@ -198,6 +205,7 @@ struct mrc_cq {
   uint32_t ev_capacity = 0;
   std::deque<mrc_ctl_ev_event> ev_events;
   uint32_t ev_dropped = 0;
+  uint64_t remote_id = 0;  // an EV event CQ living in the owning process (ctl_remote.h)
 };
 
 struct mrc_qp_hint {

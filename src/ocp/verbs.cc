@@ -16,6 +16,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "ocp/ctl_remote.h"
 #include "ocp/objects.h"
 
 using namespace mrc;
@@ -279,9 +280,14 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr, size
   if (soft == nullptr || attr == nullptr) return EINVAL;
   if (port_num < 1 || port_num > soft->nic->spec->planes.size()) return EINVAL;
   ibv_port_attr a{};
-  {
+  bool up = false;
+  if (soft->nic->remote()) {
+    if (const int e = remote_port_up(*soft->nic, port_num - 1, up)) return e;
+  } else {
     std::lock_guard lock(soft->nic->mutex);
-    const bool up = soft->nic->port_up(port_num - 1);
+    up = soft->nic->port_up(port_num - 1);
+  }
+  {
     a.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
     a.phys_state = up ? 5 : 3;  // LinkUp : Disabled
   }

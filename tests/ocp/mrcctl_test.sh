@@ -3,10 +3,12 @@
 # from mrc0 to mrc1, mrc0 dropping 2% of its packets) and mrcctl shows and changes its state over
 # the control socket. Checks: socket cleanup and permissions, every show command with and
 # without --json, port down/up, EV deny/allow, EV probes, `watch` seeing ASSUMED_BAD, clear
-# errors, and a server that survives malformed requests. No timing thresholds.
+# errors, a server that survives malformed requests, and mrc_ctl_* C calls from a third
+# process (mrc_ctl_remote, a controller-only context). No timing thresholds.
 set -euo pipefail
 mrcctl="$1"
 owner="$2"
+remote="$3"  # mrc_ctl_* calls from a process that does not own the device
 export XDG_RUNTIME_DIR=$(mktemp -d)
 unset MRC_CTL_SOCKET
 export MRC_CTL_DIR="$XDG_RUNTIME_DIR/mrc"  # root would use /run/mrc otherwise
@@ -93,6 +95,13 @@ expect_exit 1 "is not an EV of any connected QP" -- "$mrcctl" ev probe mrc0 1 1
 grep -Eq "^8 sent, [1-8] answered" "$out" || fail "connectionless probe answered"
 expect_exit 1 "not an IPv4 address" -- "$mrcctl" ev probe mrc0 36250 2 to nowhere
 
+# mrc_ctl_* C calls from a third process: a controller-only context on mrc0 (mrc1 is opened
+# too, for its GIDs, also controller-only).
+"$remote" mrc0 mrc1 36100 >"$out" 2>&1 || fail "mrc_ctl_remote"
+grep -q "act on the owner's engine" "$out" || fail "mrc_ctl_remote did not finish"
+"$mrcctl" ev profile show mrc0 >"$out"
+grep -q "profile 21  online   mode explicit  count 2" "$out" || fail "the remote process's profile is the owner's"
+
 # watch sees an EV go ASSUMED_BAD (the owner keeps sending; mrc0 drops packets).
 (set +o pipefail; timeout 120 "$mrcctl" watch mrc0 | grep -m1 "assumed_bad" >"$out") || true
 grep -Eq "^qp [0-9]+  profile 0  ev [0-9]+ port [0-9]  assumed_bad" "$out" || fail "watch saw no ASSUMED_BAD"
@@ -104,11 +113,13 @@ python3 - "$dir/mrc0.sock" <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
 for bad in ["not json", "[1,2]", '{"op": 7}', '{"op": "port-set", "port": "x", "admin": "up"}', '{"op": "nope"}',
-            '{"op": "ev-set", "ev": -1, "port": 1, "state": "denied"}', '{"op": "probe", "ev": 1, "port": 1, "count": 1000}']:
+            '{"op": "ev-set", "ev": -1, "port": 1, "state": "denied"}', '{"op": "probe", "ev": 1, "port": 1, "count": 1000}',
+            '{"op": "call", "fn": "nope"}', '{"op": "call", "fn": "modify_ev_profile", "attr": "zz"}',
+            '{"op": "call", "fn": "query_ev_profile", "attr": "00"}', '{"op": "call", "fn": "ep_batch", "n": 99999}']:
     f.write(bad + "\n"); f.flush()
     r = json.loads(f.readline()); assert r["ok"] is False and r["errno"] > 0, (bad, r)
 f.write('{"op": "device"}\n'); f.flush(); assert json.loads(f.readline())["ok"] is True
-f.write("x" * 5000 + "\n"); f.flush(); r = json.loads(f.readline()); assert r["error"] == "E2BIG", r
+f.write("x" * (1 << 20 | 1) + "\n"); f.flush(); r = json.loads(f.readline()); assert r["error"] == "E2BIG", r
 PY
 "$mrcctl" port show mrc0 >/dev/null || fail "server alive after malformed requests"
 
