@@ -19,6 +19,9 @@
 // every target byte equals its source, bytes placed == bytes written.
 //
 // Output: one JSON object on stdout with the keys `mrc sim --json` uses for the same things.
+//   mrc-ns3 --scenario=scenarios/xcheck-ecmp.toml [--seed=N] [--ring-compensation=true]
+// --ring-compensation lowers every switch threshold by one full packet, the packet an ns-3
+// device's transmit queue holds outside the queue disc (the experiment in SIMULATION.md).
 // This file is C++17 (ns-3 3.37's headers are not C++20); the engine is behind xcheck_engine.h.
 #include <ns3/applications-module.h>
 #include <ns3/core-module.h>
