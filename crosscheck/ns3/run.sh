@@ -57,7 +57,7 @@ ninja -C "$build-ns3" -j "$jobs"
 # 3. Run both simulators on every cross-check scenario and seed.
 out="$here/results"
 mkdir -p "$out/raw"
-rm -f "$out"/raw/*.json
+if [[ -n "$only" ]]; then rm -f "$out"/raw/xcheck-"$only"-s*.json; else rm -f "$out"/raw/*.json; fi
 for f in "$src"/scenarios/xcheck-*.toml; do
   name="$(basename "$f" .toml)"
   [[ -n "$only" && "$name" != "xcheck-$only" ]] && continue
