@@ -26,7 +26,7 @@ ORDER = list(DESCRIPTIONS)
 def load_runs(raw):
     runs = {}
     for path in sorted(glob.glob(os.path.join(raw, "*.json"))):
-        m = re.match(r"(.*)-s(\d+)-(mrc|ns3|ns3r)\.json$", os.path.basename(path))
+        m = re.match(r"(.*)-s(\d+)-(mrc|ns3|ns3r|ns3f|ns3rf)\.json$", os.path.basename(path))
         if not m:
             continue
         name, seed, sim = m.group(1), int(m.group(2)), m.group(3)
@@ -102,7 +102,7 @@ def main():
     for name in names:
         rate = line_rate_gbps(scenario_dir, name)
         entry = {"description": DESCRIPTIONS.get(name, name), "line_rate_gbps": rate, "runs": {}, "summary": {}}
-        for sim in ("mrc", "ns3", "ns3r"):
+        for sim in ("mrc", "ns3", "ns3r", "ns3f", "ns3rf"):
             per_seed = {seed: metrics(j, rate) for seed, j in sorted(runs[name].get(sim, {}).items())}
             entry["runs"][sim] = per_seed
             keys = next(iter(per_seed.values())).keys() if per_seed else []
@@ -115,7 +115,8 @@ def main():
             entry["summary"][sim]["failures"] = sorted({m["failure"] for m in per_seed.values() if not m["ok"]})
         result["scenarios"][name] = entry
         for sim, label in (("mrc", "ours (`mrc sim`)"), ("ns3", "ns-3 3.37"),
-                           ("ns3r", "ns-3, thresholds − 1 packet")):
+                           ("ns3r", "ns-3, thresholds − 1 packet"), ("ns3f", "ns-3, framing 66 B"),
+                           ("ns3rf", "ns-3, both")):
             s = entry["summary"].get(sim, {})
             if not s.get("runs"):
                 continue
@@ -148,6 +149,23 @@ def main():
             a = e["runs"]["mrc"].get(seed, {}).get("completion_ms")
             b = e["runs"].get("ns3", {}).get(seed, {}).get("completion_ms")
             cells.append(f"{a:.3f} / {b:.3f} ({100 * (b - a) / a:+.1f} %)" if a and b else "—")
+        md.append(f"| {e['description']} | " + " | ".join(cells) + " |")
+    # Paired by seed: (ns-3 variant - ours) / ours, completion time.
+    variants = [("ns3", "ns-3"), ("ns3r", "thresholds − 1 packet"), ("ns3f", "framing 66 B"), ("ns3rf", "both")]
+    md += ["", "Completion time, ns-3 − ours in % of ours, paired by seed: mean ± s.d. (min, max)", "",
+           "| configuration | " + " | ".join(label for _, label in variants) + " |", "|---|" + "---|" * len(variants)]
+    for name in names:
+        e = result["scenarios"][name]
+        cells = []
+        for sim, _ in variants:
+            d = []
+            for seed, m in e["runs"]["mrc"].items():
+                b = e["runs"].get(sim, {}).get(seed, {}).get("completion_ms")
+                if m.get("completion_ms") and b:
+                    d.append(100 * (b - m["completion_ms"]) / m["completion_ms"])
+            sd = statistics.stdev(d) if len(d) > 1 else 0.0
+            cells.append(f"{statistics.mean(d):+.1f} ± {sd:.1f} ({min(d):+.1f}, {max(d):+.1f})" if d else "—")
+            e.setdefault("paired_completion_diff_pct", {})[sim] = d
         md.append(f"| {e['description']} | " + " | ".join(cells) + " |")
     failures = [(n, sim, f) for n, e in result["scenarios"].items() for sim in e["summary"]
                 for f in e["summary"][sim]["failures"]]

@@ -21,7 +21,8 @@
 // Output: one JSON object on stdout with the keys `mrc sim --json` uses for the same things.
 //   mrc-ns3 --scenario=scenarios/xcheck-ecmp.toml [--seed=N] [--ring-compensation=true]
 // --ring-compensation lowers every switch threshold by one full packet, the packet an ns-3
-// device's transmit queue holds outside the queue disc (the experiment in SIMULATION.md).
+// device's transmit queue holds outside the queue disc; --match-framing pads every packet to our
+// 66 bytes of per-packet framing (the experiments in SIMULATION.md).
 // This file is C++17 (ns-3 3.37's headers are not C++20); the engine is behind xcheck_engine.h.
 #include <ns3/applications-module.h>
 #include <ns3/core-module.h>
@@ -84,6 +85,10 @@ struct SwitchCounters {
 SwitchCounters g_switch;
 uint64_t g_fault_drops = 0;
 uint64_t g_ring_bytes = 0;  // --ring-compensation
+// --match-framing: bytes of padding after each datagram so that a packet takes as long on an ns-3
+// link (IP + UDP + PPP = 30 bytes of overhead) as on ours (66 bytes); receivers strip it.
+constexpr uint32_t kFramingPadding = 66 - 30;
+uint32_t g_padding = 0;
 
 // A switch output port as src/sim/link.cc models it.
 class MrcTrimQueueDisc : public QueueDisc {
@@ -105,7 +110,7 @@ class MrcTrimQueueDisc : public QueueDisc {
   }
 
  private:
-  static uint32_t Wire(const Ptr<QueueDiscItem>& item) { return item->GetSize() + kEthernetFraming; }
+  static uint32_t Wire(const Ptr<QueueDiscItem>& item) { return item->GetSize() + kEthernetFraming - g_padding; }
 
   bool AdmitPriority(Ptr<QueueDiscItem> item) {
     const uint32_t wire = Wire(item);
@@ -131,6 +136,7 @@ class MrcTrimQueueDisc : public QueueDisc {
         UdpHeader udp;
         p->RemoveHeader(udp);
         if (tag.length < p->GetSize()) p->RemoveAtEnd(p->GetSize() - tag.length);
+        if (g_padding > 0) p->AddPaddingAtEnd(g_padding);
         udp.ForcePayloadSize(static_cast<uint16_t>(p->GetSize() + udp.GetSerializedSize()));
         p->AddHeader(udp);
         Ipv4Header header = ip->GetHeader();
@@ -334,6 +340,7 @@ class MrcHostApp : public Application {
     const size_t n = engine_->poll_transmit(id_, Now(), buffer_.data(), buffer_.size(), tx);
     if (n == 0) return;
     Ptr<Packet> p = Create<Packet>(buffer_.data(), static_cast<uint32_t>(n));
+    if (g_padding > 0) p->AddPaddingAtEnd(g_padding);
     if (tx.is_data) {
       TrimLengthTag tag;
       tag.length = tx.header_bytes;
@@ -358,7 +365,7 @@ class MrcHostApp : public Application {
       SocketIpTosTag tos;
       uint8_t t = 0;
       if (p->RemovePacketTag(tos)) t = tos.GetTos();
-      const uint32_t size = p->GetSize();
+      const uint32_t size = p->GetSize() - g_padding;
       if (rx_buffer_.size() < size) rx_buffer_.resize(size);
       p->CopyData(rx_buffer_.data(), size);
       xcheck::RxInfo rx;
@@ -547,6 +554,10 @@ int main(int argc, char** argv) {
   cmd.AddValue("scenario", "mrc sim scenario file (TOML)", scenario_path);
   cmd.AddValue("seed", "override the scenario's seed (0: keep)", seed);
   bool ring = false;
+  bool match_framing = false;
+  cmd.AddValue("match-framing",
+               "pad every packet so that it takes as long on a link as in our simulator (66 bytes of framing)",
+               match_framing);
   cmd.AddValue("ring-compensation",
                "lower the switch queue thresholds by one MTU packet, the one a port's transmit ring holds", ring);
   cmd.Parse(argc, argv);
@@ -556,6 +567,7 @@ int main(int argc, char** argv) {
   }
   std::string error;
   g_ring_bytes = 0;
+  if (match_framing) g_padding = kFramingPadding;
   std::unique_ptr<xcheck::Engine> engine = xcheck::Engine::load(scenario_path, seed, error);
   if (!engine) {
     std::fprintf(stderr, "%s\n", error.c_str());

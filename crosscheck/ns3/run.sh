@@ -65,10 +65,15 @@ for f in "$src"/scenarios/xcheck-*.toml; do
     echo "== $name seed $seed"
     "$build/src/mrc" sim "$f" --seed "$seed" --json --quiet > "$out/raw/$name-s$seed-mrc.json" || true
     "$build-ns3/mrc-ns3" --scenario="$f" --seed="$seed" > "$out/raw/$name-s$seed-ns3.json" || true
-    # The same with the switch thresholds lowered by the packet a port's transmit ring holds
-    # beyond ns-3's queue disc (SIMULATION.md: the ring is the main modelling difference).
+    # Experiments on the two modelling differences SIMULATION.md names: switch thresholds lowered
+    # by the packet a port's transmit ring holds beyond ns-3's queue disc (r), packets padded to
+    # our 66 bytes of framing (f), and both (rf).
     "$build-ns3/mrc-ns3" --scenario="$f" --seed="$seed" --ring-compensation=true \
       > "$out/raw/$name-s$seed-ns3r.json" || true
+    "$build-ns3/mrc-ns3" --scenario="$f" --seed="$seed" --match-framing=true \
+      > "$out/raw/$name-s$seed-ns3f.json" || true
+    "$build-ns3/mrc-ns3" --scenario="$f" --seed="$seed" --ring-compensation=true --match-framing=true \
+      > "$out/raw/$name-s$seed-ns3rf.json" || true
   done
 done
 
