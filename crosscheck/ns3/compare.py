@@ -17,6 +17,7 @@ DESCRIPTIONS = {
     "xcheck-spray": "spray, trimming",
     "xcheck-ecmp": "per-flow ECMP, trimming",
     "xcheck-ecmp-linkdown": "per-flow ECMP, trimming, leaf0-spine0 failed at 200 us",
+    "xcheck-spray-linkdown": "spray, trimming, leaf0-spine0 failed at 200 us",
     "xcheck-shallow-trim": "per-flow ECMP, shallow buffers, trimming",
     "xcheck-shallow-drop": "per-flow ECMP, shallow buffers, drop-tail",
 }
