@@ -48,6 +48,13 @@ const char* const kAlgorithms[] = {"uet-1.0-nscc", nullptr};
 
 bool ok_ctx(const mrc_context* c) { return valid(c); }
 
+// A requested profile state; an unknown value maps to one no transition accepts (EINVAL).
+mrc_ctl_profile_state profile_state(const mrc_ctl_profile_state& requested) {
+  const int64_t v = raw(requested);
+  return v >= MRC_CTL_PROFILE_INIT && v <= MRC_CTL_PROFILE_ONLINE ? static_cast<mrc_ctl_profile_state>(v)
+                                                                   : static_cast<mrc_ctl_profile_state>(3);
+}
+
 EvProfile& profile0(Nic& nic) {
   EvProfile& p = nic.ev_profiles[0];
   if (p.state == MRC_CTL_PROFILE_INIT) p.state = MRC_CTL_PROFILE_ONLINE;
@@ -138,7 +145,7 @@ bool listed(const EvProfile& p, const mrc_ctl_ev& ev) {
 }
 
 int ev_modify_state(Nic& nic, uint64_t id, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
-  if (e.state != MRC_CTL_EV_DENIED && e.state != MRC_CTL_EV_GOOD) return EINVAL;
+  if (raw(e.state) != MRC_CTL_EV_DENIED && raw(e.state) != MRC_CTL_EV_GOOD) return EINVAL;
   if (has_list(p) && p.state == MRC_CTL_PROFILE_ONLINE && !listed(p, e.ev)) return ENOENT;
   const bool deny = e.state == MRC_CTL_EV_DENIED;
   std::erase_if(p.evs, [&](const mrc_ctl_ev_op_entry& x) { return same_ev(x.ev, e.ev); });
@@ -156,7 +163,7 @@ int ev_replace(const Nic& nic, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
   if (p.mode != MRC_CTL_EV_MODE_EXP) return EOPNOTSUPP;  // AUTO: the engine picks; GEN: the rules do
   if (p.state != MRC_CTL_PROFILE_OFFLINE) return p.state == MRC_CTL_PROFILE_ONLINE ? EBUSY : EINVAL;
   if (!valid_device_ev(nic, e.ev_new)) return EINVAL;
-  if (e.state != 0 && e.state != MRC_CTL_EV_GOOD && e.state != MRC_CTL_EV_DENIED) return EINVAL;
+  if (raw(e.state) != 0 && raw(e.state) != MRC_CTL_EV_GOOD && raw(e.state) != MRC_CTL_EV_DENIED) return EINVAL;
   bool found = false;
   for (mrc_ctl_ev& x : p.list) {
     if (!same_ev(x, e.ev) || (found && !(e.flags & MRC_CTL_EV_OP_F_ALL_COPIES))) continue;
@@ -209,10 +216,10 @@ int ev_query_array(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_profile_attr
 int ev_op(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool modify) {
   auto& op = a.ev_op;
   if (op.entry_count < 0 || (op.entry_count > 0 && op.entries == nullptr)) return EINVAL;
-  if (op.op == MRC_CTL_EV_OP_REPLACE_EV || op.op == MRC_CTL_EV_OP_MODIFY_EV_STATE) {
+  if (raw(op.op) == MRC_CTL_EV_OP_REPLACE_EV || raw(op.op) == MRC_CTL_EV_OP_MODIFY_EV_STATE) {
     if (!modify) return EINVAL;
     for (int i = 0; i < op.entry_count; ++i) {  // stops at the first failing entry, as OCP says
-      const int e = op.op == MRC_CTL_EV_OP_REPLACE_EV ? ev_replace(nic, p, op.entries[i])
+      const int e = raw(op.op) == MRC_CTL_EV_OP_REPLACE_EV ? ev_replace(nic, p, op.entries[i])
                                                       : ev_modify_state(nic, id, p, op.entries[i]);
       if (e != 0) return e;
     }
@@ -220,12 +227,12 @@ int ev_op(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool 
   }
   const EvSet* evs = nullptr;
   for_each_profile_qp(nic, id, [&](mrc_qp& qp) { evs = evs != nullptr ? evs : qp.qp->evs(); });
-  if (op.op == MRC_CTL_EV_OP_QUERY_EV_STATE) {
+  if (raw(op.op) == MRC_CTL_EV_OP_QUERY_EV_STATE) {
     for (int i = 0; i < op.entry_count; ++i)
       if (int e = ev_query_state(evs, p, op.entries[i])) return e;
     return 0;
   }
-  if (op.op != MRC_CTL_EV_OP_QUERY_EV_ARRAY) return EINVAL;
+  if (raw(op.op) != MRC_CTL_EV_OP_QUERY_EV_ARRAY) return EINVAL;
   return ev_query_array(evs, p, a);
 }
 
@@ -234,14 +241,14 @@ int ev_op(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool 
 int ev_fields_op(const Nic& nic, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool modify) {
   auto& op = a.ev_fields_op;
   if (op.field_count < 0 || (op.field_count > 0 && op.fields == nullptr)) return EINVAL;
-  if (op.op == MRC_CTL_EV_FIELDS_OP_QUERY_FIELDS) {
+  if (raw(op.op) == MRC_CTL_EV_FIELDS_OP_QUERY_FIELDS) {
     const int n = static_cast<int>(p.fields.size());
     const bool room = op.field_count >= n;
     for (int i = 0; room && i < n; ++i) op.fields[i] = p.fields[static_cast<size_t>(i)];
     op.field_count = n;
     return room ? 0 : E2BIG;
   }
-  if (op.op != MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS || !modify) return EINVAL;
+  if (raw(op.op) != MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS || !modify) return EINVAL;
   if (p.mode != MRC_CTL_EV_MODE_GEN) return EOPNOTSUPP;  // AUTO picks, EXP lists ports as they are
   if (p.state != MRC_CTL_PROFILE_OFFLINE) return p.state == MRC_CTL_PROFILE_ONLINE ? EBUSY : EINVAL;
   if (op.field_count > kMaxEvFields) return E2BIG;
@@ -305,9 +312,9 @@ int ev_state_change(const Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_profile_s
 // an AUTO profile's count is aligned down to the planes, so each plane gets the same share.
 int ev_mode_count(EvProfile& p, const mrc_ctl_ev_profile_attr& a, int mask, int planes) {
   if (mask & MRC_CTL_EV_PROFILE_MODE) {
-    if (a.ev_mode != MRC_CTL_EV_MODE_AUTO && a.ev_mode != MRC_CTL_EV_MODE_EXP && a.ev_mode != MRC_CTL_EV_MODE_GEN)
-      return EINVAL;
-    p.mode = a.ev_mode;
+    const int64_t mode = raw(a.ev_mode);
+    if (mode != MRC_CTL_EV_MODE_AUTO && mode != MRC_CTL_EV_MODE_EXP && mode != MRC_CTL_EV_MODE_GEN) return EINVAL;
+    p.mode = static_cast<mrc_ctl_ev_mode>(mode);
   }
   if (mask & MRC_CTL_EV_PROFILE_COUNT) {
     const bool exp = has_list(p);
@@ -349,7 +356,7 @@ int modify_ev_profile(Nic& nic, uint64_t id, mrc_ctl_ev_profile_attr& a, int mas
   if ((mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) && !fields_after)
     if (int e = ev_fields_op(nic, p, a, true)) return e;
   if (mask & MRC_CTL_EV_PROFILE_STATE)
-    if (int e = ev_state_change(nic, id, p, a.profile_state)) return e;
+    if (int e = ev_state_change(nic, id, p, profile_state(a.profile_state))) return e;
   if ((mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) && fields_after)
     if (int e = ev_fields_op(nic, p, a, true)) return e;
   return 0;
@@ -373,8 +380,8 @@ int cc_modify(CcProfile& p, mrc_ctl_cc_profile_attr& a, int mask) {
     p.nscc = *c;
     p.has_config = true;
   }
-  if (!(mask & MRC_CTL_CC_PROFILE_STATE) || a.profile_state == p.state) return 0;
-  const auto to = a.profile_state;
+  const mrc_ctl_profile_state to = profile_state(a.profile_state);
+  if (!(mask & MRC_CTL_CC_PROFILE_STATE) || to == p.state) return 0;
   if (online && p.qps > 0) return EBUSY;
   if (to == MRC_CTL_PROFILE_ONLINE && (p.state != MRC_CTL_PROFILE_OFFLINE || (!p.algorithm.empty() && !p.has_config)))
     return EINVAL;
@@ -465,7 +472,7 @@ struct ProbeTarget {
 int probe_target(Nic& nic, const mrc_ctl_ep_req& r, ProbeTarget& out) {
   const size_t planes = nic.spec->planes.size();
   uint32_t dip = 0, sip = 0;
-  if (r.ev_fmt_mode != MRC_CTL_EV_FMT_MODE_UDP) return EOPNOTSUPP;
+  if (raw(r.ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_UDP) return EOPNOTSUPP;
   if (!valid_device_ev(nic, r.req_ev) || !ipv4_of(r.dgid, dip) || dip == 0) return EINVAL;
   const int plane = r.req_ev.port - 1;
   if (!is_zero(r.sgid) && (!ipv4_of(r.sgid, sip) || sip != nic.spec->planes[plane].address.s_addr)) return EINVAL;
@@ -671,7 +678,7 @@ int mrc_ctl_modify_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_att
   if (port_num < 1 || port_num > nic.spec->planes.size()) return fail(EINVAL, -1);
   if (!(attr_mask & MRC_CTL_PORT_ADMIN_STATE)) return 0;
   if (nic.remote()) return forwarded(remote_port(nic, true, port_num, attr, attr_mask));
-  if (attr->port_admin_state != MRC_CTL_PORT_ADMIN_ENABLED && attr->port_admin_state != MRC_CTL_PORT_ADMIN_DISABLED)
+  if (raw(attr->port_admin_state) != MRC_CTL_PORT_ADMIN_ENABLED && raw(attr->port_admin_state) != MRC_CTL_PORT_ADMIN_DISABLED)
     return fail(EINVAL, -1);
   {
     std::lock_guard lock(nic.mutex);
@@ -688,16 +695,21 @@ int mrc_ctl_modify_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_
   if (mrc_ctx->nic->remote()) return forwarded(remote_ev_fmt_profile(*mrc_ctx->nic, true, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
   EvFmtProfile& p = mrc_ctx->nic->ev_fmt_profiles[id];
-  if ((mask & MRC_CTL_EV_FMT_PROFILE_MODE) && attr->ev_fmt_mode != MRC_CTL_EV_FMT_MODE_UDP) return fail(EOPNOTSUPP, -1);
+  if ((mask & MRC_CTL_EV_FMT_PROFILE_MODE) && raw(attr->ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_UDP) return fail(EOPNOTSUPP, -1);
   if (mask & MRC_CTL_EV_FMT_PROFILE_OP) {
     auto& op = attr->ev_fmt_op;
-    if (op.op != MRC_CTL_EV_FMT_OP_MODIFY_FIELDS || op.fmt_field_count < 1 || op.fmt_fields == nullptr) return fail(EINVAL, -1);
+    if (raw(op.op) != MRC_CTL_EV_FMT_OP_MODIFY_FIELDS || op.fmt_field_count < 1 || op.fmt_fields == nullptr) return fail(EINVAL, -1);
+    if (op.fmt_field_count > 16) return fail(E2BIG, -1);
     int width = 0;
     for (int i = 0; i < op.fmt_field_count; ++i) width += op.fmt_fields[i].width;
     if (width > 16) return fail(E2BIG, -1);  // a UDP source port
     p.fields.assign(op.fmt_fields, op.fmt_fields + op.fmt_field_count);
   }
-  if (mask & MRC_CTL_EV_FMT_PROFILE_STATE) p.state = attr->profile_state;
+  if (mask & MRC_CTL_EV_FMT_PROFILE_STATE) {
+    const mrc_ctl_profile_state to = profile_state(attr->profile_state);
+    if (to > MRC_CTL_PROFILE_ONLINE) return fail(EINVAL, -1);
+    p.state = to;
+  }
   return 0;
 }
 

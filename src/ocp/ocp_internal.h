@@ -3,6 +3,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #include "ocp/objects.h"
 
@@ -20,5 +22,15 @@ bool valid(const mrc_qp_hint* h);
 bool valid(const mrc_qp* q);
 
 ibv_wc to_ibv_wc(const Completion& c);
+
+// The integer an enum member of a caller's structure holds. A C caller may put any value there;
+// loading it as the enum type would be undefined for values outside the enum's range, so it is
+// read as its underlying integer and compared with the enumerators.
+template <typename E>
+int64_t raw(const E& e) {
+  std::underlying_type_t<E> v;
+  std::memcpy(&v, &e, sizeof v);
+  return static_cast<int64_t>(v);
+}
 
 }  // namespace mrc::ocp

@@ -260,8 +260,8 @@ void print_header(const CollPerfOptions& o, const Setup& s, int ranks) {
   std::printf("# mrc %s-perf: %d ranks, planes", o.collective.c_str(), ranks);
   for (size_t i = 0; i < o.planes.size(); ++i)
     std::printf("%s%s", i ? "," : " ", o.planes[i].c_str());
-  std::printf("; %d iters, %d warmup, chunk %u KiB x %u slots%s%s\n", o.iters, o.warmup,
-              o.chunk_kib, o.slots, s.kind == Kind::kAllReduce ? ", algorithm " : "",
+  std::printf("; %d iters, %d warmup, chunk %u KiB x %u slots, mtu %u%s%s\n", o.iters, o.warmup,
+              o.chunk_kib, o.slots, o.mtu_bytes, s.kind == Kind::kAllReduce ? ", algorithm " : "",
               s.kind == Kind::kAllReduce ? coll::to_string(s.algorithm) : "");
   std::printf("#%75s%38s\n", "out-of-place", "in-place");
   std::printf("#%11s %12s %9s %7s %5s %9s %8s %8s %6s %9s %8s %8s %6s\n", "size", "count", "type",
@@ -311,6 +311,7 @@ json to_json(const std::vector<Row>& rows, const Setup& s, const CollPerfOptions
           {"planes", o.planes},
           {"iters", o.iters},
           {"warmup", o.warmup},
+          {"mtu_bytes", o.mtu_bytes},
           {"checked", o.check},
           {"rows", out},
           {"wrong", wrong_total},
@@ -348,6 +349,8 @@ Result<std::unique_ptr<Communicator>, coll::Error> open_communicator(const CollP
   co.context.planes = o.planes;
   coll::rank_ports(co.context, o.port, o.ev_port_base, o.local_rank >= 0 ? o.local_rank : o.rank);
   co.chunk_bytes = o.chunk_kib << 10;
+  co.qp.mtu_bytes = o.mtu_bytes;
+  co.qp.max_message_bytes = (1ull << 30) / o.mtu_bytes * o.mtu_bytes;  // a whole number of packets
   co.slots = o.slots;
   co.direct_max_bytes = o.direct_max_bytes;
   co.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
@@ -539,6 +542,10 @@ void add_coll_perf_options(CLI::App& app, CollPerfOptions& o) {
                  "range (default 10000)");
   app.add_option("--chunk-kib", o.chunk_kib, "staging slot (pipelining chunk) in KiB (default 256)")
       ->check(CLI::Range(1, 65536));
+  app.add_option("--mtu", o.mtu_bytes,
+                 "payload bytes per packet, 256-9000 (default 4096; the IP MTU must hold it plus ~90 "
+                 "bytes of headers: 8192 suits 9000-byte links)")
+      ->check(CLI::Range(256, 9000));
   app.add_option("--slots", o.slots, "staging slots per peer and direction (default 8)")
       ->check(CLI::Range(4, 1024));
   app.add_option("--direct-max-bytes", o.direct_max_bytes,
