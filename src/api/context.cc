@@ -126,7 +126,7 @@ Result<Qp*, ApiError> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq, 
   c.ev_port_base = options_.ev_port_base;
   c.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(host_->planes()) / host_->planes());
   const std::string invalid = c.validate(host_->planes());
-  if (!invalid.empty()) return Err{ApiError{"create_qp: " + invalid + " (this context's source-port pool)"}};
+  if (!invalid.empty()) return Err{ApiError{"create_qp: " + invalid}};
   if (send_cq == nullptr || recv_cq == nullptr) return Err{ApiError{"create_qp: send and receive CQs are required"}};
   auto qp = host_->endpoint().create_qp(c, pd, send_cq->queue_, recv_cq->queue_);
   if (!qp.ok()) return Err{ApiError{std::string("create_qp: ") + to_string(qp.error())}};
