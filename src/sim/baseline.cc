@@ -140,7 +140,7 @@ void BaselineConn::send_control(PlaneId plane, Ev ev, const BaseHeader& h) {
 
 BaselineHost::BaselineHost(HostId id, EventQueue& events, Fabric& fabric,
                            const TransportConfig& config, uint32_t mtu_bytes)
-    : id_(id), events_(events), fabric_(fabric), config_(config), mtu_(mtu_bytes) {
+    : id_(id), events_(events), fabric_(fabric), config_(config), mtu_(mtu_bytes), schedule_(fabric.planes()) {
   control_.resize(fabric.planes());
   next_conn_.assign(fabric.planes(), 0);
 }
@@ -152,6 +152,7 @@ BaselineConn& BaselineHost::add_connection(const QpConfig& qp) {
   } else {
     conns_.push_back(std::make_unique<RoceQp>(*this, id, qp));
   }
+  schedule_.add();
   return *conns_.back();
 }
 
@@ -193,6 +194,7 @@ void BaselineHost::on_deliver(PlaneId plane, PacketPtr packet) {
     const std::span<const uint8_t> payload(packet->bytes.data() + kBaseHeaderBytes,
                                            packet->bytes.size() - kBaseHeaderBytes - trailer);
     conn->on_packet(events_.now(), h, payload, *packet);
+    touch(h.dest_conn);
   }
   kick();
 }
@@ -222,12 +224,19 @@ void BaselineHost::transmit_on(PlaneId plane) {
     fabric_.transmit(id_, plane, std::move(packet));
     return;
   }
+  // The connections that may send now, in round-robin order: the ones a scan over all of them
+  // would have found a packet at (the others would have returned none).
   const size_t n = conns_.size();
   size_t& next = next_conn_[plane.value];
-  for (size_t i = 0; i < n; ++i) {
-    BaselineConn& conn = *conns_[(next + i) % n];
-    if (PacketPtr packet = conn.poll_transmit(events_.now(), plane)) {
-      next = (next + i + 1) % n;
+  schedule_.refresh(events_.now(), conns_);
+  scratch_.clear();
+  schedule_.ready_from(events_.now(), plane, static_cast<uint32_t>(n == 0 ? 0 : next % n), scratch_);
+  for (const uint32_t index : scratch_) {
+    BaselineConn& conn = *conns_[index];
+    PacketPtr packet = conn.poll_transmit(events_.now(), plane);
+    schedule_.touch(index);
+    if (packet) {
+      next = (index + 1) % n;
       fabric_.transmit(id_, plane, std::move(packet));
       return;
     }
@@ -235,9 +244,8 @@ void BaselineHost::transmit_on(PlaneId plane) {
 }
 
 void BaselineHost::arm_timer() {
-  Instant deadline = Instant::never();
-  const Instant now = events_.now();
-  for (const auto& conn : conns_) deadline = std::min(deadline, conn->next_deadline(now));
+  schedule_.refresh(events_.now(), conns_);
+  const Instant deadline = schedule_.next_deadline();
   if (deadline.is_never() || deadline >= timer_at_) return;
   timer_at_ = deadline;
   const uint64_t generation = ++timer_generation_;
@@ -248,7 +256,13 @@ void BaselineHost::on_timer(uint64_t generation) {
   if (generation != timer_generation_) return;
   timer_at_ = Instant::never();
   const Instant now = events_.now();
-  for (const auto& conn : conns_) conn->on_timer(now);
+  schedule_.refresh(now, conns_);
+  std::vector<uint32_t> due;
+  schedule_.due(now, due);
+  for (const uint32_t index : due) {
+    conns_[index]->on_timer(now);
+    schedule_.touch(index);
+  }
   kick();
 }
 

@@ -18,6 +18,7 @@
 
 #include "core/completion_queue.h"
 #include "core/config.h"
+#include "sim/conn_schedule.h"
 #include "sim/event_queue.h"
 #include "sim/fabric.h"
 #include "sim/transport.h"
@@ -102,6 +103,12 @@ class BaselineConn {
   // packet already allowed waits for its port to go idle, not for a timer.
   virtual Instant next_deadline(Instant now) const = 0;
   virtual void on_timer(Instant now) = 0;
+  // The earliest time poll_transmit(plane) may return a packet if nothing else happens to the
+  // connection (<= now: it may send now); never if it cannot until it is touched again.
+  virtual Instant send_ready_at(Instant now, PlaneId plane) const = 0;
+  // on_timer must run at every host timer, due or not (the host used to call every connection's
+  // on_timer; a connection for which that is not a no-op says so here).
+  virtual bool wants_every_timer() const { return false; }
 
  protected:
   // Copies a data packet's payload to the target buffer; false if it is out of bounds.
@@ -156,6 +163,9 @@ class BaselineHost final : public SimTransport {
   size_t poll_send(std::vector<Completion>& out) { return drain(send_done_, out); }
   size_t poll_recv(std::vector<Completion>& out) { return drain(recv_done_, out); }
 
+  // A connection's state may have changed outside the host's own calls (a post).
+  void touch(uint32_t conn_id) { schedule_.touch(conn_id - 1); }
+
   void queue_control(PlaneId plane, PacketPtr packet);
   uint64_t control_dropped() const { return control_dropped_; }
   uint64_t corrupt_dropped() const { return corrupt_dropped_; }  // failed the ICRC
@@ -182,6 +192,8 @@ class BaselineHost final : public SimTransport {
   std::vector<std::unique_ptr<BaselineConn>> conns_;
   std::vector<std::deque<PacketPtr>> control_;  // per plane
   std::vector<size_t> next_conn_;               // per plane: round-robin position
+  ConnSchedule schedule_;                       // which connections have work (no O(n) scans)
+  std::vector<uint32_t> scratch_;
   std::deque<Completion> send_done_;
   std::deque<Completion> recv_done_;
   uint64_t control_dropped_ = 0;

@@ -40,6 +40,7 @@ MptcpConn::MptcpConn(BaselineHost& host, uint32_t id, const QpConfig& qp)
 bool MptcpConn::post(const BaseWr& wr) {
   if (failed_) return false;
   next_dsn_ = queue_message(wr, next_dsn_, mtu_);
+  host_.touch(id_);
   return true;
 }
 
@@ -59,6 +60,22 @@ PacketPtr MptcpConn::poll_transmit(Instant now, PlaneId plane) {
     if (PacketPtr p = send_on(now, *order[i])) return p;
   }
   return nullptr;
+}
+
+// Now if some live subflow on the plane would send (send_on's conditions), else never; a
+// reinjected DSN already data-acknowledged counts, so this may say now when poll_transmit
+// then finds nothing (the host re-reads the connection after asking).
+Instant MptcpConn::send_ready_at(Instant now, PlaneId plane) const {
+  if (failed_) return Instant::never();
+  const bool data = !reinject_.empty() || next_new_ < next_dsn_;
+  for (const Subflow& sf : subflows_) {
+    if (sf.plane != plane || sf.dead) continue;
+    if (sf.retransmit_head && sf.snd_una < sf.max_sent) return now;
+    const uint64_t in_flight = sf.snd_nxt - sf.snd_una;
+    if (static_cast<double>(in_flight) + 1 > std::floor(sf.cwnd)) continue;
+    if (sf.snd_nxt < sf.max_sent || data) return now;
+  }
+  return Instant::never();
 }
 
 // The subflow's own retransmission first (fast retransmit of its head, then SSNs rewound by an

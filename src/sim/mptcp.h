@@ -40,6 +40,7 @@ class MptcpConn final : public BaselineConn {
                  const SimPacket& packet) override;
   Instant next_deadline(Instant now) const override;
   void on_timer(Instant now) override;
+  Instant send_ready_at(Instant now, PlaneId plane) const override;
 
   size_t subflow_count() const { return subflows_.size(); }
   double cwnd(size_t subflow) const { return subflows_[subflow].cwnd; }

@@ -79,6 +79,7 @@ RoceQp::RoceQp(BaselineHost& host, uint32_t id, const QpConfig& qp)
 bool RoceQp::post(const BaseWr& wr) {
   if (failed_) return false;
   next_psn_ = queue_message(wr, next_psn_, mtu_);
+  host_.touch(id_);
   return true;
 }
 
@@ -110,6 +111,14 @@ PacketPtr RoceQp::poll_transmit(Instant now, PlaneId plane) {
     next_send_at_ = now + Duration{static_cast<int64_t>(ns)};
   }
   return packet;
+}
+
+// Exactly the conditions under which poll_transmit returns a packet, but pacing in the future.
+Instant RoceQp::send_ready_at(Instant now, PlaneId plane) const {
+  (void)now;
+  if (failed_ || plane != plane_ || snd_nxt_ >= next_psn_ || snd_nxt_ - snd_una_ >= kPsnWindow) return Instant::never();
+  if (message_of(snd_nxt_) == nullptr) return Instant::never();
+  return next_send_at_;
 }
 
 void RoceQp::on_packet(Instant now, const BaseHeader& h, std::span<const uint8_t> payload,

@@ -28,6 +28,9 @@ class Dcqcn {
   double target_gbps() const { return rt_; }
   double alpha() const { return alpha_; }
   bool limited() const { return rc_ < line_; }
+  // Back at line rate with timers still set (by a byte-counter increase): the next on_timer
+  // call, due or not, stops them.
+  bool idle_timers() const { return !limited() && !next_deadline().is_never(); }
   void on_cnp(Instant now);
   void on_sent(uint64_t bytes);
   void on_timer(Instant now);
@@ -59,6 +62,8 @@ class RoceQp final : public BaselineConn {
                  const SimPacket& packet) override;
   Instant next_deadline(Instant now) const override;
   void on_timer(Instant now) override;
+  Instant send_ready_at(Instant now, PlaneId plane) const override;
+  bool wants_every_timer() const override { return dcqcn_.idle_timers(); }
 
   PlaneId plane() const { return plane_; }
   Ev ev() const { return ev_; }

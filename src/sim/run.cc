@@ -37,6 +37,7 @@ struct Op {
 
 // One direction of one queue-pair connection: writes from `src` into `dst`.
 struct Flow {
+  uint32_t index = 0;  // in Runner::flows_
   HostId src = 0;
   HostId dst = 0;
   QueuePair* sender = nullptr;
@@ -77,7 +78,8 @@ class Runner {
   QueuePair* connect(HostId a, HostId b, QueuePair*& back);
   void setup_buffers(Flow& flow, uint32_t index);
   void post_work(Flow& flow, uint32_t transfer);
-  void top_up(Flow& flow);
+  bool top_up(Flow& flow);  // true: stays on the list to top up at the next tick
+  void mark_dirty(uint32_t flow);
   void on_send_completion(const Completion& c);
   void on_recv_completion(HostId host, const Completion& c);
   void on_delivered(uint32_t transfer);
@@ -111,7 +113,13 @@ class Runner {
   std::vector<Op> ops_;                         // one per planned transfer
   std::vector<std::vector<uint32_t>> waiters_;  // per transfer: transfers planned after it
   std::vector<std::unique_ptr<Flow>> flows_;
+  // Flows to top up at the next tick (something changed, or a post is still waiting), so a
+  // tick costs the flows with work, not all of them; topped up in index order, as before.
+  std::vector<uint32_t> dirty_flows_;
+  std::vector<uint8_t> flow_dirty_;
   std::unordered_map<uint64_t, uint32_t> flow_of_receiver_;  // (host << 32 | qpn) -> flow
+  // While connecting pairs: per (src << 32 | dst), its flows' indices, the lowest last.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> unpaired_;
   size_t flows_done_ = 0;
   RunReport report_;
   Instant done_at_ = Instant::never();
@@ -167,6 +175,7 @@ void Runner::build_flows() {
   waiters_.resize(plan_.transfers.size());
   for (const PlannedFlow& pf : plan_.flows) {
     auto flow = std::make_unique<Flow>();
+    flow->index = static_cast<uint32_t>(flows_.size());
     flow->src = pf.src;
     flow->dst = pf.dst;
     flows_.push_back(std::move(flow));
@@ -182,6 +191,9 @@ void Runner::build_flows() {
     for (const uint32_t before : tr.after) waiters_[before].push_back(t);
     if (op.waiting_for == 0) op.ready_at = Instant{0} + tr.delay;
     flows_[tr.flow]->ops.push_back(t);
+  }
+  for (uint32_t i = static_cast<uint32_t>(flows_.size()); sc_.workload.pattern == Pattern::kPairs && i-- > 0;) {
+    unpaired_[(static_cast<uint64_t>(flows_[i]->src) << 32) | flows_[i]->dst].push_back(i);
   }
   for (uint32_t i = 0; i < flows_.size(); ++i) {
     Flow& f = *flows_[i];
@@ -203,16 +215,19 @@ void Runner::connect_flow(uint32_t i) {
     f.sender = connect(f.src, f.dst, back);
     f.receiver = back;
   }
-  for (uint32_t j = i + 1; j < flows_.size(); ++j) {  // the reverse flow, if planned
+  if (sc_.workload.pattern != Pattern::kPairs) return;
+  // The reverse flow, if planned: the first later unconnected flow from f.dst to f.src.
+  std::vector<uint32_t>& later = unpaired_[(static_cast<uint64_t>(f.dst) << 32) | f.src];
+  while (!later.empty()) {
+    const uint32_t j = later.back();
+    later.pop_back();
     Flow& r = *flows_[j];
-    if (r.sender == nullptr && r.base_sender == nullptr && r.src == f.dst && r.dst == f.src &&
-        sc_.workload.pattern == Pattern::kPairs) {
-      r.sender = back;
-      r.receiver = f.sender;
-      r.base_sender = pair.b;
-      r.base_receiver = pair.a;
-      break;
-    }
+    if (j <= i || r.sender != nullptr || r.base_sender != nullptr) continue;
+    r.sender = back;
+    r.receiver = f.sender;
+    r.base_sender = pair.b;
+    r.base_receiver = pair.a;
+    break;
   }
 }
 
@@ -299,8 +314,15 @@ void Runner::post_work(Flow& f, uint32_t transfer) {
 // Posts the flow's next transfers in order while each is ready (everything it waits for
 // delivered and its delay passed); a transfer whose delay is still running wakes the flow up
 // when it ends.
-void Runner::top_up(Flow& f) {
-  while (f.receiver != nullptr && f.recv_posted < f.imm_total && f.receiver->post_recv(f.recv_posted).ok()) ++f.recv_posted;
+bool Runner::top_up(Flow& f) {
+  bool again = false;
+  while (f.receiver != nullptr && f.recv_posted < f.imm_total) {
+    if (!f.receiver->post_recv(f.recv_posted).ok()) {
+      again = true;
+      break;
+    }
+    ++f.recv_posted;
+  }
   while (f.next_post < f.ops.size() && sender_ready(f)) {
     const uint32_t t = f.ops[f.next_post];
     const Op& op = ops_[t];
@@ -308,15 +330,22 @@ void Runner::top_up(Flow& f) {
     if (op.ready_at > events_.now()) {
       Flow* flow = &f;
       events_.schedule(op.ready_at, [this, flow] {
-        top_up(*flow);
+        if (top_up(*flow)) mark_dirty(flow->index);
         transports_[flow->src]->kick();
       });
-      break;
+      return true;
     }
     post_work(f, t);
-    if (!op.posted) break;
+    if (!op.posted) return true;
     ++f.next_post;
   }
+  return again;
+}
+
+void Runner::mark_dirty(uint32_t flow) {
+  if (flow_dirty_[flow]) return;
+  flow_dirty_[flow] = 1;
+  dirty_flows_.push_back(flow);
 }
 
 void Runner::on_delivered(uint32_t transfer) {
@@ -328,6 +357,7 @@ void Runner::on_delivered(uint32_t transfer) {
     Op& next = ops_[w];
     if (--next.waiting_for == 0) {
       next.ready_at = events_.now() + plan_.transfers[w].delay;
+      mark_dirty(next.flow);
     }
   }
 }
@@ -348,6 +378,7 @@ void Runner::on_send_completion(const Completion& c) {
   ++f.settled;
   if (!op.success) ++f.failed;
   if (op.success && !op.imm) on_delivered(t);
+  mark_dirty(op.flow);
   update_done(f);
 }
 
@@ -356,6 +387,7 @@ void Runner::on_recv_completion(HostId host, const Completion& c) {
   const auto it = flow_of_receiver_.find((static_cast<uint64_t>(host) << 32) | c.qpn.value);
   if (it == flow_of_receiver_.end()) return;
   Flow& f = *flows_[it->second];
+  mark_dirty(it->second);
   if (f.imm_received >= f.imm_order.size() || ops_[f.imm_order[f.imm_received]].immediate != c.immediate) {
     f.order_violation = true;
   } else {
@@ -384,7 +416,13 @@ void Runner::poll_completions() {
       for (size_t i = 0; i < n; ++i) on_recv_completion(h, batch[i]);
     }
   }
-  for (auto& f : flows_) top_up(*f);
+  std::vector<uint32_t> dirty;
+  dirty.swap(dirty_flows_);
+  std::sort(dirty.begin(), dirty.end());
+  for (const uint32_t i : dirty) flow_dirty_[i] = 0;
+  for (const uint32_t i : dirty) {
+    if (top_up(*flows_[i])) mark_dirty(i);
+  }
   for (SimTransport* t : transports_) t->kick();
 }
 
@@ -674,7 +712,10 @@ void Runner::finish(RunReport& r) {
 
 RunReport Runner::run() {
   build();
-  for (auto& f : flows_) top_up(*f);
+  flow_dirty_.assign(flows_.size(), 0);
+  for (auto& f : flows_) {
+    if (top_up(*f)) mark_dirty(f->index);
+  }
   schedule_faults();
   for (SimTransport* t : transports_) t->kick();
   events_.schedule_after(kCheckInterval, [this] { tick(); });

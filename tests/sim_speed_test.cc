@@ -1,0 +1,86 @@
+// The simulator's speed work must not change what it simulates: runs with many queue pairs per
+// host (all-to-all, 6 QPs per host pair, random loss, DCQCN, timeouts) are pinned to the
+// numbers the simulator produced before the per-connection scheduling (ConnSchedule), the
+// flow dirty list and the other speed changes (tree f045589). A change that moves them changes
+// behaviour; if that is intended, re-pin them and say why in the commit.
+#include <gtest/gtest.h>
+
+#include "sim/run.h"
+#include "sim/scenario.h"
+
+namespace mrc::sim {
+namespace {
+
+Scenario many_qps(TransportKind kind) {
+  Scenario s;
+  s.name = "many-qps";
+  s.seed = 3;
+  s.transport.kind = kind;
+  s.transport.mptcp.subflows = 2;
+  s.fabric.planes = 2;
+  s.fabric.hosts = 8;
+  s.fabric.hosts_per_leaf = 2;
+  s.fabric.spines = 2;
+  s.fabric.ecn_last_hop = true;
+  const OverflowPolicy overflow = kind == TransportKind::kMrc ? OverflowPolicy::kTrim : OverflowPolicy::kDrop;
+  s.fabric.host_link.overflow = overflow;
+  s.fabric.fabric_link.overflow = overflow;
+  s.fabric.core_link.overflow = overflow;
+  s.qp.timeout = 8;
+  s.workload.pattern = Pattern::kAllToAll;
+  s.workload.message_bytes = 40'000;
+  s.workload.messages = 2;
+  s.workload.qps_per_flow = 6;
+  s.workload.imm_fraction = 0.5;
+  s.time_limit = Instant{Duration::from_ms(200).ns};
+  ScheduledFault loss;
+  loss.at = Instant{0};
+  loss.action = FaultAction::set_faults(Scope::fabric(), LinkFaults{.loss = 0.002});
+  s.faults.push_back(loss);
+  return s;
+}
+
+struct Pinned {
+  uint64_t events;
+  int64_t completion_time_ns;
+  uint64_t retransmits, timeouts, ecn_marks, nacks, fabric_drops;
+  uint64_t cnps, duplicates, reinjected;
+};
+
+void expect_pinned(const RunReport& r, const Pinned& p) {
+  EXPECT_TRUE(r.ok) << r.failure;
+  EXPECT_EQ(r.bytes_verified, r.bytes_written);
+  EXPECT_EQ(r.events, p.events);
+  EXPECT_EQ(r.completion_time_ns, p.completion_time_ns);
+  EXPECT_EQ(r.retransmits, p.retransmits);
+  EXPECT_EQ(r.timeouts, p.timeouts);
+  EXPECT_EQ(r.ecn_marks, p.ecn_marks);
+  EXPECT_EQ(r.nacks, p.nacks);
+  EXPECT_EQ(r.fabric_drops, p.fabric_drops);
+  EXPECT_EQ(r.baseline.cnps, p.cnps);
+  EXPECT_EQ(r.baseline.duplicates, p.duplicates);
+  EXPECT_EQ(r.baseline.reinjected, p.reinjected);
+}
+
+TEST(SimManyQps, RoceRunIsUnchanged) {
+  expect_pinned(run_scenario(many_qps(TransportKind::kRoce)),
+                {73229, 402000, 143, 3, 2264, 44, 64, 426, 1, 0});
+}
+
+TEST(SimManyQps, RocePfcRunIsUnchanged) {
+  expect_pinned(run_scenario(many_qps(TransportKind::kRocePfc)),
+                {73164, 410000, 139, 4, 2247, 43, 64, 421, 5, 0});
+}
+
+TEST(SimManyQps, MptcpRunIsUnchanged) {
+  expect_pinned(run_scenario(many_qps(TransportKind::kMptcp)),
+                {100780, 1146000, 44, 12, 4571, 0, 87, 0, 24, 23});
+}
+
+TEST(SimManyQps, MrcRunIsUnchanged) {
+  expect_pinned(run_scenario(many_qps(TransportKind::kMrc)),
+                {105783, 190000, 56, 0, 1184, 1, 88, 0, 0, 0});
+}
+
+}  // namespace
+}  // namespace mrc::sim
