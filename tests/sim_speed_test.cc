@@ -5,6 +5,9 @@
 // behaviour; if that is intended, re-pin them and say why in the commit.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include "sim/payload_free.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
 
@@ -80,6 +83,49 @@ TEST(SimManyQps, MptcpRunIsUnchanged) {
 TEST(SimManyQps, MrcRunIsUnchanged) {
   expect_pinned(run_scenario(many_qps(TransportKind::kMrc)),
                 {105783, 190000, 56, 0, 1184, 1, 88, 0, 0, 0});
+}
+
+// Payload-free runs simulate exactly what payload runs do (same events, same recovery) and
+// still pass the checker.
+TEST(SimPayloadFree, SameRunWithoutPerFlowBuffers) {
+  for (const TransportKind kind : {TransportKind::kMrc, TransportKind::kRoce, TransportKind::kMptcp}) {
+    Scenario s = many_qps(kind);
+    const RunReport with = run_scenario(s);
+    s.payload = false;
+    const RunReport without = run_scenario(s);
+    EXPECT_TRUE(without.ok) << without.failure;
+    EXPECT_FALSE(without.payload);
+    EXPECT_EQ(without.events, with.events);
+    EXPECT_EQ(without.completion_time_ns, with.completion_time_ns);
+    EXPECT_EQ(without.retransmits, with.retransmits);
+    EXPECT_EQ(without.bytes_placed, with.bytes_placed);
+    EXPECT_EQ(without.bytes_verified, without.bytes_written);
+  }
+}
+
+// The payload-free checks can fail: a byte placed twice or missing, a corrupted or misplaced
+// byte in the scratch.
+TEST(SimPayloadFree, CheckerSeesDuplicateMissingAndWrongBytes) {
+  EXPECT_EQ(check_placed_once(3, 8192, 8192), "");
+  EXPECT_NE(check_placed_once(3, 8192 + 4096, 8192), "");  // a packet placed twice
+  EXPECT_NE(check_placed_once(3, 4096, 8192), "");         // a packet never placed
+  SharedPayload shared(10'000, 7);
+  EXPECT_NE(shared.check_target(10'000), "");  // nothing placed yet
+  std::memcpy(shared.target(), shared.source(), 10'000);
+  EXPECT_EQ(shared.check_target(10'000), "");
+  shared.target()[4321] ^= 1;  // corrupted
+  EXPECT_NE(shared.check_target(10'000), "");
+  std::memcpy(shared.target(), shared.source(), 10'000);
+  std::memcpy(shared.target() + 4096, shared.source(), 4096);  // a packet at the wrong offset
+  EXPECT_NE(shared.check_target(10'000), "");
+  EXPECT_EQ(shared.check_target(4096), "");
+}
+
+TEST(SimPayloadFree, ScenarioKeyIsRead) {
+  Scenario s;
+  std::string error;
+  ASSERT_TRUE(load_scenario(MRC_SOURCE_DIR "/scenarios/fabric-1024-ring-payload-free.toml", s, error)) << error;
+  EXPECT_FALSE(s.payload);
 }
 
 }  // namespace

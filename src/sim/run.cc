@@ -12,6 +12,7 @@
 
 #include "sim/baseline.h"
 #include "sim/host.h"
+#include "sim/payload_free.h"
 #include "sim/workload.h"
 #include "util/zeroed_buffer.h"
 #include "util/prng.h"
@@ -48,6 +49,7 @@ struct Flow {
   ZeroedBuffer target;
   MemoryRegionInfo source_mr;
   MemoryRegionInfo target_mr;
+  uint64_t bytes = 0;         // of all its transfers
   std::vector<uint32_t> ops;  // transfer indices, in posting order
   uint32_t next_post = 0;
   uint32_t settled = 0;
@@ -77,6 +79,10 @@ class Runner {
   }
   QueuePair* connect(HostId a, HostId b, QueuePair*& back);
   void setup_buffers(Flow& flow, uint32_t index);
+  void setup_shared(Flow& flow);
+  uint64_t at(const Op& op) const { return sc_.payload ? op.offset : 0; }  // in the flow's buffers
+  void check_payload(const Flow& flow, RunReport& report, std::string& why) const;
+  void check_payload_free(const Flow& flow, RunReport& report, std::string& why) const;
   void post_work(Flow& flow, uint32_t transfer);
   bool top_up(Flow& flow);  // true: stays on the list to top up at the next tick
   void mark_dirty(uint32_t flow);
@@ -113,6 +119,10 @@ class Runner {
   std::vector<Op> ops_;                         // one per planned transfer
   std::vector<std::vector<uint32_t>> waiters_;  // per transfer: transfers planned after it
   std::vector<std::unique_ptr<Flow>> flows_;
+  // Payload-free runs: one source and one scratch for every transfer, registered once per host.
+  SharedPayload shared_;
+  std::vector<MemoryRegionInfo> shared_source_mr_;
+  std::vector<MemoryRegionInfo> shared_target_mr_;
   // Flows to top up at the next tick (something changed, or a post is still waiting), so a
   // tick costs the flows with work, not all of them; topped up in index order, as before.
   std::vector<uint32_t> dirty_flows_;
@@ -258,20 +268,17 @@ void Runner::setup_buffers(Flow& f, uint32_t index) {
       f.imm_order.push_back(t);
     }
   }
+  f.bytes = bytes;
+  if (!sc_.payload) {
+    setup_shared(f);
+    update_done(f);
+    return;
+  }
   f.source = ZeroedBuffer(bytes);
   f.target = ZeroedBuffer(bytes);
-  // Word k of flow `index` holds (k + 1) x an odd constant, XOR a per-flow key: distinct for
-  // every offset and flow (so a byte placed at the wrong offset or from another flow is seen),
-  // one multiply per 8 bytes.
-  const uint64_t key = mix64((static_cast<uint64_t>(index) << 40) ^ sc_.seed);
-  const auto word = [key](uint64_t k) { return ((k + 1) * 0x9E3779B97F4A7C15ULL) ^ key; };
-  uint8_t* out = f.source.data();
-  for (uint64_t k = 0; k < bytes / 8; ++k) {
-    const uint64_t w = word(k);
-    std::memcpy(out + 8 * k, &w, 8);
-  }
-  const uint64_t tail = word(bytes / 8);
-  std::memcpy(out + bytes / 8 * 8, &tail, bytes % 8);
+  // Word k of flow `index` holds a pattern of (k, a per-flow key): distinct for every offset
+  // and flow, so a byte placed at the wrong offset or from another flow is seen.
+  fill_pattern(f.source.data(), bytes, mix64((static_cast<uint64_t>(index) << 40) ^ sc_.seed));
   const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
   const uint64_t region = std::max<uint64_t>(bytes, 1);
   if (baseline_) {
@@ -284,10 +291,34 @@ void Runner::setup_buffers(Flow& f, uint32_t index) {
   update_done(f);
 }
 
+// Payload-free: the run's shared source and scratch (allocated for the longest transfer on
+// first use), registered once on each host that sends or receives.
+void Runner::setup_shared(Flow& f) {
+  if (shared_.size() == 0) {
+    uint64_t longest = 1;
+    for (const Op& op : ops_) longest = std::max(longest, op.length);
+    shared_ = SharedPayload(longest, sc_.seed);
+    shared_source_mr_.assign(sc_.fabric.hosts, MemoryRegionInfo{});
+    shared_target_mr_.assign(sc_.fabric.hosts, MemoryRegionInfo{});
+  }
+  if (baseline_) {
+    f.base_receiver->bind_target(shared_.target(), shared_.size());
+    return;
+  }
+  const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
+  const auto reg = [&](HostId h, uint8_t* base, MemoryRegionInfo& mr) {
+    if (mr.length == 0) mr = hosts_[h]->endpoint().memory().register_region(pds_[h], base, shared_.size(), access).value();
+    return mr;
+  };
+  f.source_mr = reg(f.src, shared_.source(), shared_source_mr_[f.src]);
+  f.target_mr = reg(f.dst, shared_.target(), shared_target_mr_[f.dst]);
+}
+
 void Runner::post_work(Flow& f, uint32_t transfer) {
   Op& op = ops_[transfer];
   if (baseline_) {
-    const BaseWr wr{transfer, f.source.data() + op.offset, op.length, op.offset, op.imm, op.immediate};
+    const uint8_t* source = sc_.payload ? f.source.data() : shared_.source();
+    const BaseWr wr{transfer, source + at(op), op.length, at(op), op.imm, op.immediate};
     if (f.base_sender->post(wr)) {
       op.posted = true;
       ++report_.ops_posted;
@@ -295,13 +326,13 @@ void Runner::post_work(Flow& f, uint32_t transfer) {
     }
     return;
   }
-  Sge sge{f.source_mr.address + op.offset, static_cast<uint32_t>(op.length), f.source_mr.lkey};
+  Sge sge{f.source_mr.address + at(op), static_cast<uint32_t>(op.length), f.source_mr.lkey};
   SendWr wr;
   wr.wr_id = transfer;
   wr.opcode = op.imm ? SendOpcode::kWriteWithImm : SendOpcode::kWrite;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.remote_addr = f.target_mr.address + op.offset;
+  wr.remote_addr = f.target_mr.address + at(op);
   wr.rkey = f.target_mr.rkey;
   wr.immediate = op.immediate;
   if (f.sender->post_send(wr).ok()) {
@@ -679,28 +710,20 @@ void Runner::finish(RunReport& r) {
   report_groups(r);
   report_links(r);
   r.seed = sc_.seed;
+  r.payload = sc_.payload;
   r.sim_time_ns = events_.now().ns;
   r.events = events_.events_run();
   r.completion_time_ns = done_at_.is_never() ? -1 : done_at_.ns;
   std::string& why = r.failure;
   if (done_at_.is_never()) why = "hang: operations still outstanding at the time limit";
   for (const auto& f : flows_) {
-    bool flow_failed = false;
-    for (const uint32_t t : f->ops) {
-      const Op& op = ops_[t];
-      if (!op.settled || !op.success) {
-        flow_failed |= op.settled;
-        continue;
-      }
-      if (std::memcmp(f->source.data() + op.offset, f->target.data() + op.offset, op.length) != 0) {
-        if (why.empty()) why = "data mismatch at offset " + std::to_string(op.offset);
-      } else {
-        r.bytes_verified += op.length;
-      }
-    }
-    if (f->order_violation && why.empty()) why = "WRITE-with-immediate completions out of order";
-    if (flow_failed && !sc_.workload.expect_failure && why.empty())
-      why = "an operation failed with an error completion";
+    if (sc_.payload) check_payload(*f, r, why);
+    else check_payload_free(*f, r, why);
+  }
+  if (!sc_.payload && why.empty()) {
+    uint64_t longest = 0;
+    for (const Op& op : ops_) longest = op.settled && op.success ? std::max(longest, op.length) : longest;
+    why = shared_.check_target(longest);
   }
   if (why.empty() && r.ops_failed == 0 && r.bytes_placed != r.bytes_written)
     why = "bytes placed (" + std::to_string(r.bytes_placed) + ") != bytes written (" +
@@ -708,6 +731,45 @@ void Runner::finish(RunReport& r) {
   if (why.empty() && sc_.workload.expect_failure && r.ops_failed == 0)
     why = "expected the retry limit to fail operations, but all completed";
   r.ok = why.empty();
+}
+
+// Every completed transfer's target bytes equal their source.
+void Runner::check_payload(const Flow& f, RunReport& r, std::string& why) const {
+  bool flow_failed = false;
+  for (const uint32_t t : f.ops) {
+    const Op& op = ops_[t];
+    if (!op.settled || !op.success) {
+      flow_failed |= op.settled;
+      continue;
+    }
+    if (std::memcmp(f.source.data() + op.offset, f.target.data() + op.offset, op.length) != 0) {
+      if (why.empty()) why = "data mismatch at offset " + std::to_string(op.offset);
+    } else {
+      r.bytes_verified += op.length;
+    }
+  }
+  if (f.order_violation && why.empty()) why = "WRITE-with-immediate completions out of order";
+  if (flow_failed && !sc_.workload.expect_failure && why.empty())
+    why = "an operation failed with an error completion";
+}
+
+// Payload-free: a flow whose transfers all completed placed exactly their bytes, once (a flow
+// still outstanding is a hang, reported as such).
+void Runner::check_payload_free(const Flow& f, RunReport& r, std::string& why) const {
+  bool flow_failed = false, outstanding = false;
+  for (const uint32_t t : f.ops) {
+    flow_failed |= ops_[t].settled && !ops_[t].success;
+    outstanding |= !ops_[t].settled;
+  }
+  if (f.order_violation && why.empty()) why = "WRITE-with-immediate completions out of order";
+  if (flow_failed && !sc_.workload.expect_failure && why.empty())
+    why = "an operation failed with an error completion";
+  if (flow_failed || outstanding) return;
+  const uint64_t placed = f.receiver != nullptr ? f.receiver->stats().data_bytes_placed
+                                                : f.base_receiver->stats().data_bytes_placed;
+  const std::string error = check_placed_once(f.index, placed, f.bytes);
+  if (error.empty()) r.bytes_verified += f.bytes;
+  else if (why.empty()) why = error;
 }
 
 RunReport Runner::run() {

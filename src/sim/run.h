@@ -65,7 +65,9 @@ struct RunReport {
   std::string failure;  // empty if ok
   uint64_t seed = 0;
   uint64_t bytes_written = 0;   // payload bytes of all posted writes
-  uint64_t bytes_verified = 0;  // bytes compared equal to their source
+  bool payload = true;           // false: a payload-free run (Scenario::payload)
+  uint64_t bytes_verified = 0;  // bytes compared equal to their source (payload-free: bytes of
+                                // completed transfers whose flow placed exactly its bytes once)
   uint64_t bytes_placed = 0;    // bytes the responders placed (exactly once: == bytes_written)
   uint64_t ops_posted = 0;
   uint64_t ops_completed = 0;

@@ -180,9 +180,10 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
     r.fail("workload: messages, iterations and qps must be >= 1");
   if (w.pattern == Pattern::kRingAllreduce && w.message_bytes < s.fabric.hosts)
     r.fail("workload.message_bytes: a ring all-reduce needs at least one byte per host");
-  // Every payload byte is held twice (source and target) for the exactly-once check.
+  // Every payload byte is held twice (source and target) for the exactly-once check, unless
+  // the run is payload-free.
   constexpr uint64_t kMaxPlannedBytes = 4ull << 30;
-  if (r.ok && planned_bytes(w, s.fabric.hosts) > kMaxPlannedBytes)
+  if (r.ok && s.payload && planned_bytes(w, s.fabric.hosts) > kMaxPlannedBytes)
     r.fail("workload: " + std::to_string(planned_bytes(w, s.fabric.hosts) >> 20) +
            " MiB of writes in all; the simulator holds each byte twice and allows 4096 MiB");
 }
@@ -399,14 +400,15 @@ bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
     return false;
   }
   Reader r{error};
-  r.check_keys(root, "", {"name", "seed", "time_limit_ms", "heal_at_us", "random_faults", "fabric", "qp", "workload",
-                          "fault", "transport"});
+  r.check_keys(root, "", {"name", "seed", "time_limit_ms", "heal_at_us", "random_faults", "payload", "fabric", "qp",
+                          "workload", "fault", "transport"});
   double limit_ms = 2000, heal_us = 0;
   r.get(root, "", "name", s.name);
   r.get(root, "", "seed", s.seed);
   r.get(root, "", "time_limit_ms", limit_ms);
   r.get(root, "", "heal_at_us", heal_us);
   r.get(root, "", "random_faults", s.random_faults);
+  r.get(root, "", "payload", s.payload);
   s.time_limit = Instant{static_cast<int64_t>(limit_ms * 1e6)};
   s.heal_at = Instant{static_cast<int64_t>(heal_us * 1e3)};
   read_fabric(r, root.get_as<toml::table>("fabric"), s);

@@ -37,6 +37,12 @@ struct Scenario {
   // Random faults drawn from the seed for sweeps (loss, duplication, reordering, corruption,
   // trimming, link down/up, blackholes, flaps), in addition to `faults`.
   bool random_faults = false;
+  // false: payload-free run for fabric scale. No per-flow buffers: every transfer of a host is
+  // sent from one shared pattern buffer and placed into one shared scratch buffer (each as long
+  // as the longest transfer), so memory is per host, not per byte written. The engines still
+  // copy, checksum and place every payload byte; the checker counts each flow's placed bytes
+  // (exactly once) and compares every host's scratch with the pattern (docs/SIMULATION.md).
+  bool payload = true;
 };
 
 // Makes every switch queue of the fabric PFC-lossless with these thresholds (roce_pfc).
