@@ -79,7 +79,7 @@ class TestNet {
 
   // Queues a packet at src's port on `plane` and transmits what the port allows now.
   uint64_t send(HostId src, HostId dst, PlaneId plane, Ev ev, uint32_t size = kPayload100ns) {
-    auto packet = std::make_unique<SimPacket>();
+    auto packet = make_packet();
     packet->id = next_id_++;
     packet->dest_host = dst;
     packet->ev = ev;

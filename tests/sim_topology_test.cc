@@ -123,7 +123,7 @@ namespace mrc::sim {
 namespace {
 
 PacketPtr data_packet(uint32_t payload) {
-  auto p = std::make_unique<SimPacket>();
+  auto p = make_packet();
   p->bytes.resize(payload);
   p->trim_to_bytes = 64;
   return p;

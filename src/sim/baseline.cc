@@ -29,8 +29,8 @@ namespace {
 
 // Header, payload and a 4-byte ICRC over both (RoCE's invariant CRC; a corrupted packet is
 // discarded by the receiving NIC).
-std::vector<uint8_t> encode(const BaseHeader& h, const uint8_t* payload) {
-  std::vector<uint8_t> bytes;
+void encode(const BaseHeader& h, const uint8_t* payload, std::vector<uint8_t>& bytes) {
+  bytes.clear();
   bytes.reserve(kBaseHeaderBytes + h.length + kBaseIcrcBytes);
   const auto* header = reinterpret_cast<const uint8_t*>(&h);
   bytes.insert(bytes.end(), header, header + kBaseHeaderBytes);
@@ -38,7 +38,6 @@ std::vector<uint8_t> encode(const BaseHeader& h, const uint8_t* payload) {
   const uint32_t icrc = wire::icrc32(bytes);
   const auto* crc = reinterpret_cast<const uint8_t*>(&icrc);
   bytes.insert(bytes.end(), crc, crc + kBaseIcrcBytes);
-  return bytes;
 }
 
 bool icrc_ok(const std::vector<uint8_t>& bytes) {
@@ -109,13 +108,13 @@ PacketPtr BaselineConn::make_data(Instant now, PlaneId plane, Ev ev, BaseHeader 
   h.kind = static_cast<uint8_t>(BaseKind::kData);
   h.dest_conn = peer_conn_;
   h.echo_ns = now.ns;
-  auto packet = std::make_unique<SimPacket>();
+  auto packet = make_packet();
   packet->dest_host = peer_host_;
   packet->plane = plane;
   packet->ev = ev;
   packet->trimmable = true;
   packet->trim_to_bytes = kBaseHeaderBytes;
-  packet->bytes = encode(h, payload);
+  encode(h, payload, packet->bytes);
   ++stats_.data_packets_sent;
   stats_.data_bytes_sent += h.length;
   stats_.plane_bytes_sent[plane.value] += h.length;
@@ -123,7 +122,7 @@ PacketPtr BaselineConn::make_data(Instant now, PlaneId plane, Ev ev, BaseHeader 
 }
 
 void BaselineConn::send_control(PlaneId plane, Ev ev, const BaseHeader& h) {
-  auto packet = std::make_unique<SimPacket>();
+  auto packet = make_packet();
   packet->dest_host = peer_host_;
   packet->plane = plane;
   packet->ev = ev;
@@ -132,7 +131,7 @@ void BaselineConn::send_control(PlaneId plane, Ev ev, const BaseHeader& h) {
   BaseHeader c = h;
   c.dest_conn = peer_conn_;
   c.length = 0;
-  packet->bytes = encode(c, nullptr);
+  encode(c, nullptr, packet->bytes);
   host_.queue_control(plane, std::move(packet));
 }
 

@@ -24,7 +24,7 @@ WireOutcome apply_wire_faults(const LinkFaults& faults, Prng& prng, SimPacket& p
     ++stats.corrupted;
   }
   if (prng.chance(faults.duplicate)) {
-    outcome.duplicate = std::make_unique<SimPacket>(packet);
+    outcome.duplicate = make_packet(packet);
     ++stats.duplicated;
   }
   if (prng.chance(faults.reorder) && faults.reorder_max_delay.ns > 0) {

@@ -34,7 +34,7 @@ void SimHost::transmit_on(PlaneId plane) {
   TxMeta meta;
   const size_t n = endpoint_.poll_transmit(events_.now(), plane, buffer_, meta);
   if (n == 0) return;
-  auto packet = std::make_unique<SimPacket>();
+  auto packet = make_packet();
   packet->dest_host = meta.peer;
   packet->plane = plane;
   packet->ev = meta.ev;

@@ -1,0 +1,59 @@
+// The packet pool (see packet.h): per thread, bounded; a recycled packet is reset to the
+// defaults except for its byte buffer's capacity.
+#include "sim/packet.h"
+
+#include <memory>
+#include <vector>
+
+namespace mrc::sim {
+
+namespace {
+
+// At most this many idle packets are kept (a few MiB of buffers); beyond it they are freed.
+constexpr size_t kMaxPooled = 1 << 16;
+
+struct Pool {
+  std::vector<SimPacket*> idle;
+  ~Pool() {
+    for (SimPacket* p : idle) delete p;
+  }
+};
+
+Pool& pool() {
+  thread_local Pool p;
+  return p;
+}
+
+}  // namespace
+
+void PacketRecycler::operator()(SimPacket* packet) const {
+  Pool& p = pool();
+  if (p.idle.size() >= kMaxPooled) {
+    delete packet;
+    return;
+  }
+  std::vector<uint8_t> bytes = std::move(packet->bytes);
+  bytes.clear();
+  *packet = SimPacket{};
+  packet->bytes = std::move(bytes);
+  p.idle.push_back(packet);
+}
+
+PacketPtr make_packet() {
+  Pool& p = pool();
+  if (p.idle.empty()) return PacketPtr(new SimPacket());
+  SimPacket* packet = p.idle.back();
+  p.idle.pop_back();
+  return PacketPtr(packet);
+}
+
+PacketPtr make_packet(const SimPacket& other) {
+  PacketPtr packet = make_packet();
+  std::vector<uint8_t> bytes = std::move(packet->bytes);
+  *packet = other;
+  bytes.assign(other.bytes.begin(), other.bytes.end());
+  packet->bytes = std::move(bytes);
+  return packet;
+}
+
+}  // namespace mrc::sim
