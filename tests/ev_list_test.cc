@@ -1,5 +1,5 @@
 // Explicit EV lists (OCP EV mode EXP): EvSet uses exactly the listed EVs on their planes, with
-// repeats as weights, maps echoed EVs back by value, has no backups and never regenerates;
+// repeats as weights (an ECN mark skips every copy for the rest of the rotation), maps echoed EVs back by value, has no backups and never regenerates;
 // QpConfig::validate refuses bad lists; two QPs given the same one-EV list send every packet
 // on that one EV (the MRC paper's "two flows forced onto one EV").
 #include <gtest/gtest.h>
@@ -49,6 +49,16 @@ TEST(EvList, AnEvListedTwiceCarriesTwoShares) {
   for (int i = 0; i < 300; ++i) ++seen[evs.slot(evs.next(plane(0))).ev.value];
   EXPECT_EQ(seen[5], 200);
   EXPECT_EQ(seen[6], 100);
+}
+
+TEST(EvList, AnEcnMarkSkipsEveryCopyForTheRestOfTheRotation) {
+  EvSet evs(listed(1, {ev(0, 5), ev(0, 5), ev(0, 5), ev(0, 6)}), 4);
+  evs.on_ecn(evs.slot_of(Ev(5)));  // at the start of a rotation
+  EXPECT_EQ(evs.slot(evs.next(plane(0))).ev.value, 6u);  // all three copies of 5 passed over
+  std::map<uint32_t, int> seen;
+  for (int i = 0; i < 4; ++i) ++seen[evs.slot(evs.next(plane(0))).ev.value];  // the next rotation
+  EXPECT_EQ(seen[5], 3);
+  EXPECT_EQ(seen[6], 1);
 }
 
 TEST(EvList, PlaneWithoutListedEvsHasNothingToSend) {

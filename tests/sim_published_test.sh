@@ -11,7 +11,7 @@ trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 files=(mrc64-ring-mrc mrc64-ring-roce mrc64-a2a-mrc mrc64-a2a-roce
-       mrc-incast-victim-mrc mrc-incast-victim-roce mrc-incast-victim-roce-pfc mrc-ev-drop20
+       mrc-incast-victim-mrc mrc-incast-victim-roce mrc-incast-victim-roce-pfc mrc-ev-drop20 mrc-two-flows-one-ev
        ndp-fattree-k8-mrc ndp-fattree-k8-mptcp ndp-fattree-k8-roce)
 check_ok() {  # FILE: run it, require exit 0 and "ok": true
   "$MRC" sim "$1" --json --quiet > "$dir/out.json" 2> "$dir/err.txt" \

@@ -3,6 +3,7 @@
 // chunk received in the step before.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
 
 #include "sim/run.h"
@@ -153,6 +154,44 @@ TEST(SimWorkload, RingAllreduceIterationsFollowEachOther) {
       EXPECT_GE(r.groups[k].start_ns, r.groups[k - 1].start_ns + 20'000);
     }
   }
+}
+
+}  // namespace
+}  // namespace mrc::sim
+
+namespace mrc::sim {
+namespace {
+
+std::string load_text(const std::string& text, Scenario& s) {
+  const std::string path = testing::TempDir() + "/flows_scenario.toml";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  std::string error;
+  return load_scenario(path, s, error) ? "" : error;
+}
+
+// pattern = "flows" with an explicit [source, destination] list, and [qp] ev_list (explicit EVs).
+TEST(SimScenario, FlowsPatternAndExplicitEvList) {
+  const std::string fabric = "[fabric]\nplanes = 2\nhosts = 4\nhosts_per_leaf = 2\nspines = 2\n";
+  Scenario s;
+  ASSERT_EQ(load_text(fabric + "[qp]\nev_list = [[0, 7], [1, 9], [1, 9]]\nev_min_active = 1\n"
+                               "[workload]\npattern = \"flows\"\nflows = [[0, 2], [3, 1]]\n", s), "");
+  ASSERT_EQ(s.workload.flows.size(), 2u);
+  EXPECT_EQ(s.workload.flows[1], std::make_pair(HostId{3}, HostId{1}));
+  ASSERT_EQ(s.qp.ev_list.size(), 3u);
+  EXPECT_EQ(s.qp.ev_list[1].plane.value, 1);
+  EXPECT_EQ(s.qp.ev_list[1].ev.value, 9u);
+  Scenario bad;
+  EXPECT_NE(load_text(fabric + "[workload]\npattern = \"flows\"\nflows = [[1, 1]]\n", bad).find("sends to itself"),
+            std::string::npos);
+  EXPECT_NE(load_text(fabric + "[workload]\npattern = \"flows\"\nflows = [[0, 4]]\n", bad).find("0..3"),
+            std::string::npos);
+  EXPECT_NE(load_text(fabric + "[workload]\npattern = \"pairs\"\nflows = [[0, 1]]\n", bad).find("exactly when"),
+            std::string::npos);
+  EXPECT_NE(load_text(fabric + "[qp]\nev_list = [[2, 1]]\nev_min_active = 1\n", bad).find("names plane 2"),
+            std::string::npos);
+  EXPECT_NE(load_text(fabric + "[qp]\nev_list = [[0, 1, 2]]\n", bad).find("[a, b]"), std::string::npos);
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
       prng_(seed),
       rotation_(config.planes),
       cursor_(config.planes, 0),
-      last_(config.planes, kNoSlot) {
+      last_(config.planes, kNoSlot),
+      round_(config.planes, 0) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
   if (config.explicit_evs.empty()) {
     build_auto();
@@ -97,6 +98,7 @@ void EvSet::reshuffle(PlaneId plane) {
     std::swap(order[0], order[1 + prng_.below(order.size() - 1)]);
   }
   cursor_[plane.value] = 0;
+  ++round_[plane.value];
 }
 
 uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
@@ -110,9 +112,10 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
     Slot& s = slots_[index];
     if (s.state == EvState::kSkip) {
       s.state = EvState::kGood;  // skipped for this rotation only
+      s.skip_round = round_[plane.value];
       continue;
     }
-    if (s.state != EvState::kGood) continue;
+    if (s.state != EvState::kGood || s.skip_round == round_[plane.value]) continue;  // (another copy)
     if (index == avoid) {
       fallback = index;
       continue;

@@ -21,7 +21,8 @@
 // their planes. Each distinct EV is one slot, always active; an EV listed k times appears k
 // times in its plane's rotation (so it carries k shares of the plane's packets). There are no
 // backups and no regeneration: an ASSUMED_BAD EV leaves the rotation until probes revive it,
-// and a plane whose listed EVs are all unusable carries nothing. Echoed EVs map back to slots
+// and a plane whose listed EVs are all unusable carries nothing. A SKIP (ECN mark, trim) passes
+// over every copy of the EV for the rest of that rotation, so the marked path's share drops. Echoed EVs map back to slots
 // by binary search over the sorted list instead of the slot bits.
 #pragma once
 
@@ -95,6 +96,7 @@ class EvSet {
     bool probe_outstanding = false;
     uint8_t probe_successes = 0;
     uint16_t failed_probes = 0;
+    uint32_t skip_round = UINT32_MAX;  // the plane's rotation in which a SKIP was spent
     Instant next_probe_at = Instant::never();
     EvStats stats;
   };
@@ -151,6 +153,7 @@ class EvSet {
   std::vector<std::vector<uint16_t>> rotation_;  // per plane: active slot indices, shuffled
   std::vector<uint32_t> cursor_;                 // per plane
   std::vector<uint16_t> last_;                   // per plane: the slot next() returned last
+  std::vector<uint32_t> round_;                  // per plane: rotations so far
   EvTransitions transitions_;
   std::vector<std::pair<uint32_t, uint16_t>> explicit_index_;
   uint32_t slots_per_plane_ = 0;  // auto mode: active share + backups

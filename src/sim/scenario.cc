@@ -29,6 +29,21 @@ struct Reader {
     }
     fail(where + key + ": wrong type or negative value");
   }
+  // An array of [a, b] pairs of non-negative integers, each at most `max`.
+  void get_pairs(const toml::table& t, const std::string& where, const char* key, uint64_t max,
+                 std::vector<std::pair<uint64_t, uint64_t>>& out) {
+    const toml::array* a = t.get_as<toml::array>(key);
+    if (t.get(key) == nullptr || !ok) return;
+    if (a == nullptr) return fail(where + key + ": must be an array of [a, b] pairs");
+    for (const toml::node& n : *a) {
+      const toml::array* p = n.as_array();
+      const auto x = p != nullptr && p->size() == 2 ? (*p)[0].value<int64_t>() : std::nullopt;
+      const auto y = p != nullptr && p->size() == 2 ? (*p)[1].value<int64_t>() : std::nullopt;
+      if (!x || !y || *x < 0 || *y < 0 || static_cast<uint64_t>(*x) > max || static_cast<uint64_t>(*y) > max)
+        return fail(where + key + ": every entry must be [a, b] with integers 0.." + std::to_string(max));
+      out.emplace_back(static_cast<uint64_t>(*x), static_cast<uint64_t>(*y));
+    }
+  }
   void fail(const std::string& message) {
     if (ok) error = message;
     ok = false;
@@ -110,7 +125,7 @@ void read_fabric(Reader& r, const toml::table* t, Scenario& s) {
 void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
   r.check_keys(*t, "qp.", {"mtu", "ev_count", "ev_min_active", "mpr", "max_wimm", "timeout",
-                           "retry_linear", "retry_exp", "ack_every", "cc", "window_kib"});
+                           "retry_linear", "retry_exp", "ack_every", "cc", "window_kib", "ev_list"});
   QpConfig& q = s.qp;
   uint32_t mtu = q.mtu_bytes, ev = q.ev_count, ev_min = q.ev_min_active, mpr = q.mpr,
            wimm = q.max_wimm, timeout = q.timeout, lin = q.retry_linear, exp = q.retry_exp,
@@ -147,12 +162,21 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   else if (cc == "aimd") q.cc = CcAlgorithm::kAimd;
   else if (cc == "fixed") q.cc = CcAlgorithm::kFixed;
   else r.fail("qp.cc: must be \"nscc\", \"aimd\" or \"fixed\"");
+  // ev_list = [[plane, ev], ...]: every QP uses exactly these EVs (explicit EV mode).
+  std::vector<std::pair<uint64_t, uint64_t>> list;
+  r.get_pairs(*t, "qp.", "ev_list", UINT32_MAX, list);
+  for (const auto& [plane, value] : list)
+    q.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(std::min<uint64_t>(plane, 255))), Ev(static_cast<uint32_t>(value))});
+  if (r.ok && !q.ev_list.empty()) {
+    const std::string problem = q.validate(static_cast<int>(s.fabric.planes));
+    if (!problem.empty()) r.fail("qp.ev_list: " + problem);
+  }
 }
 
 void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
   r.check_keys(*t, "workload.", {"pattern", "bidirectional", "victim", "message_bytes", "messages", "iterations",
-                                 "compute_us", "qps", "imm_fraction", "expect_failure"});
+                                 "compute_us", "qps", "imm_fraction", "expect_failure", "flows"});
   Workload& w = s.workload;
   std::string pattern = "pairs";
   double compute_us = 0;
@@ -169,12 +193,20 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   w.compute = Duration{static_cast<int64_t>(compute_us * 1000)};
   const std::vector<std::pair<std::string, Pattern>> patterns = {
       {"pairs", Pattern::kPairs}, {"incast", Pattern::kIncast}, {"permutation", Pattern::kPermutation},
-      {"all_to_all", Pattern::kAllToAll}, {"ring_allreduce", Pattern::kRingAllreduce}};
+      {"all_to_all", Pattern::kAllToAll}, {"ring_allreduce", Pattern::kRingAllreduce}, {"flows", Pattern::kFlows}};
   bool known = false;
   for (const auto& [name, value] : patterns) {
     if (name == pattern) w.pattern = value, known = true;
   }
-  if (!known) r.fail("workload.pattern: must be pairs, incast, permutation, all_to_all or ring_allreduce");
+  if (!known) r.fail("workload.pattern: must be pairs, incast, permutation, all_to_all, ring_allreduce or flows");
+  std::vector<std::pair<uint64_t, uint64_t>> flows;
+  r.get_pairs(*t, "workload.", "flows", s.fabric.hosts - 1, flows);
+  for (const auto& [src, dst] : flows) {
+    if (src == dst) r.fail("workload.flows: [" + std::to_string(src) + ", " + std::to_string(dst) + "] sends to itself");
+    w.flows.emplace_back(static_cast<HostId>(src), static_cast<HostId>(dst));
+  }
+  if (r.ok && (w.pattern == Pattern::kFlows) != !w.flows.empty())
+    r.fail("workload.flows: given exactly when pattern = \"flows\" (a list of [source, destination] hosts)");
   if (w.message_bytes > UINT32_MAX) r.fail("workload.message_bytes: at most 4 GiB - 1 per message");
   if (w.messages < 1 || w.qps_per_flow < 1 || w.iterations < 1)
     r.fail("workload: messages, iterations and qps must be >= 1");

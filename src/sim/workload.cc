@@ -88,6 +88,9 @@ WorkloadPlan plan_workload(const Workload& w, uint32_t hosts, Prng& prng) {
         if (w.bidirectional) add_messages(plan, w, (h + 1) % hosts, h, prng);
       }
       break;
+    case Pattern::kFlows:
+      for (const auto& [src, dst] : w.flows) add_messages(plan, w, src, dst, prng);
+      break;
     case Pattern::kIncast:
       for (HostId h = 1; h < hosts; ++h) add_messages(plan, w, h, 0, prng);
       if (w.victim && hosts >= 3) {
@@ -122,6 +125,7 @@ uint64_t planned_bytes(const Workload& w, uint32_t hosts) {
   switch (w.pattern) {
     case Pattern::kPairs: return (n == 2 ? 1 : n) * (w.bidirectional ? 2 : 1) * per_flow;
     case Pattern::kIncast: return (n - 1 + (w.victim && n >= 3 ? 1 : 0)) * per_flow;
+    case Pattern::kFlows: return w.flows.size() * per_flow;
     case Pattern::kPermutation: return n * per_flow;
     case Pattern::kAllToAll: return n * (n - 1) * per_flow;
     case Pattern::kRingAllreduce: return 2 * (n - 1) * w.message_bytes / n * n * w.iterations + 2 * n * w.iterations;
@@ -136,6 +140,7 @@ const char* to_string(Pattern pattern) {
     case Pattern::kPermutation: return "permutation";
     case Pattern::kAllToAll: return "all_to_all";
     case Pattern::kRingAllreduce: return "ring_allreduce";
+    case Pattern::kFlows: return "flows";
   }
   return "?";
 }

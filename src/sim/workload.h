@@ -30,7 +30,7 @@
 
 namespace mrc::sim {
 
-enum class Pattern : uint8_t { kPairs, kIncast, kPermutation, kAllToAll, kRingAllreduce };
+enum class Pattern : uint8_t { kPairs, kIncast, kPermutation, kAllToAll, kRingAllreduce, kFlows };
 
 struct Workload {
   Pattern pattern = Pattern::kPairs;
@@ -43,6 +43,7 @@ struct Workload {
   uint32_t qps_per_flow = 1;
   double imm_fraction = 0.5;      // share of messages sent as WRITE-with-immediate
   bool expect_failure = false;    // the scenario drives QPs past their retry limit
+  std::vector<std::pair<HostId, HostId>> flows;  // pattern flows: source -> destination, each
 };
 
 inline constexpr uint32_t kNoGroup = UINT32_MAX;
