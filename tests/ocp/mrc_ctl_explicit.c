@@ -197,28 +197,15 @@ static void build_profile(struct mrc_context *ctx) {
   EXPECT_ERRNO(replace(ctx, make_ev(1, 0), make_ev(1, 2)), EBUSY); /* no MODIFY_ONLINE capability */
 }
 
-static void traffic(struct end *a, struct end *b, const struct peer_info *bi, uint32_t count) {
-  for (uint32_t i = 0; i < count; i++) {
-    memset(a->buf, (int)(i + 1), 8192);
-    CHECK(post_write(a->qp, a->mr, a->buf, 8192, bi->addr, bi->rkey, 1, htonl(i), 1, i) == 0, "post");
-    struct ibv_wc wc = wait_wc(b->recv_cq);
-    CHECK(wc.status == IBV_WC_SUCCESS && ntohl(wc.imm_data) == i, "receive %u", i);
-    CHECK(b->buf[8191] == (uint8_t)(i + 1), "data of message %u in place", i);
-    CHECK(post_recvs(b->qp, 1) == 0, "post_recv");
-    wc = wait_wc(a->send_cq);
-    CHECK(wc.status == IBV_WC_SUCCESS, "send completion: %s", ibv_wc_status_str(wc.status));
-  }
-}
-
 static void check_engine(struct end *a, struct end *b, const struct peer_info *bi) {
-  traffic(a, b, bi, 30);
+  write_messages(a, b, bi, 30);
   CHECK(state_of(a->ctx, make_ev(2, 3)) == MRC_CTL_EV_GOOD, "listed EV reads GOOD in the QP");
   struct mrc_ctl_ev_op_entry e = {.ev = make_ev(1, 2)}; /* a device EV the list does not name */
   EXPECT_ERRNO(ev_op(a->ctx, MRC_CTL_EV_OP_QUERY_EV_STATE, &e, 1, 1), ENOENT);
   struct mrc_ctl_ev_op_entry deny[2] = {{.ev = make_ev(1, 0), .state = MRC_CTL_EV_DENIED},
                                         {.ev = make_ev(1, 1), .state = MRC_CTL_EV_DENIED}};
   CHECK(ev_op(a->ctx, MRC_CTL_EV_OP_MODIFY_EV_STATE, deny, 2, 0) == 0, "deny plane 1's EVs");
-  traffic(a, b, bi, 30);
+  write_messages(a, b, bi, 30);
   struct mrc_ctl_ev_op_entry array[8];
   CHECK(ev_op(a->ctx, MRC_CTL_EV_OP_QUERY_EV_ARRAY, array, 8, 1) == 0, "QUERY_EV_ARRAY");
   CHECK(array[0].state == MRC_CTL_EV_DENIED && array[1].state == MRC_CTL_EV_DENIED &&
@@ -251,7 +238,7 @@ static void check_probes_without_qp(struct end *a, struct end *b) {
 
 /* The QP uses generated profile 10: its EVs and only those; plane 1's denied, traffic goes on. */
 static void check_engine_generated(struct end *a, struct end *b, const struct peer_info *bi) {
-  traffic(a, b, bi, 30);
+  write_messages(a, b, bi, 30);
   struct mrc_ctl_ev_op_entry array[12];
   CHECK(ev_op(a->ctx, MRC_CTL_EV_OP_QUERY_EV_ARRAY, array, 12, 1) == 0, "QUERY_EV_ARRAY");
   for (int i = 0; i < 12; i++) CHECK(array[i].state == MRC_CTL_EV_GOOD, "generated EV %d GOOD in the QP", i);
@@ -265,7 +252,7 @@ static void check_engine_generated(struct end *a, struct end *b, const struct pe
     struct mrc_ctl_ev_op_entry deny = {.ev = array[i].ev, .state = MRC_CTL_EV_DENIED};
     CHECK(ev_op(a->ctx, MRC_CTL_EV_OP_MODIFY_EV_STATE, &deny, 1, 0) == 0, "deny a plane-1 EV");
   }
-  traffic(a, b, bi, 30);
+  write_messages(a, b, bi, 30);
 }
 
 int main(int argc, char **argv) {

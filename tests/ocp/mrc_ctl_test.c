@@ -14,19 +14,6 @@
 #include "mrc_ctl.h"
 #include "ocp_common.h"
 
-static void traffic(struct end *a, struct end *b, const struct peer_info *bi, uint32_t count) {
-  for (uint32_t i = 0; i < count; i++) {
-    memset(a->buf, (int)(i + 1), 8192);
-    CHECK(post_write(a->qp, a->mr, a->buf, 8192, bi->addr, bi->rkey, 1, htonl(i), 1, i) == 0, "post");
-    struct ibv_wc wc = wait_wc(b->recv_cq);
-    CHECK(wc.status == IBV_WC_SUCCESS && ntohl(wc.imm_data) == i, "receive %u", i);
-    CHECK(b->buf[8191] == (uint8_t)(i + 1), "data of message %u in place", i);
-    CHECK(post_recvs(b->qp, 1) == 0, "post_recv");
-    wc = wait_wc(a->send_cq);
-    CHECK(wc.status == IBV_WC_SUCCESS, "send completion: %s", ibv_wc_status_str(wc.status));
-  }
-}
-
 static void setup_profiles(struct end *a) {
   struct mrc_ctl_cc_profile_attr cc;
   struct mrc_ctl_cc_nscc_cfg nscc;
@@ -103,7 +90,7 @@ static void check_port_down(struct end *a, struct end *b, const struct peer_info
     mrc_ack_async_event(&ev);
   } while (ev.event_type != IBV_EVENT_PORT_ERR);
   CHECK(ev.element.port_num == 2, "PORT_ERR names port 2");
-  traffic(a, b, bi, 50);
+  write_messages(a, b, bi, 50);
   p.port_admin_state = MRC_CTL_PORT_ADMIN_ENABLED;
   CHECK(mrc_ctl_modify_port(a->ctx, 2, &p, MRC_CTL_PORT_ADMIN_STATE) == 0, "port 2 admin up");
   CHECK(ibv_query_port(a->dev, 2, &pa) == 0 && pa.state == IBV_PORT_ACTIVE, "ibv_query_port reads ACTIVE");
@@ -133,7 +120,7 @@ static void check_ev_states(struct end *a, struct end *b, const struct peer_info
   q.ev_op.entry_count = 1;
   CHECK(mrc_ctl_query_ev_profile(a->ctx, 5, &q, MRC_CTL_EV_PROFILE_EV_OP) == 0 && e.state == MRC_CTL_EV_DENIED,
         "the EV reads DENIED");
-  traffic(a, b, bi, 20);
+  write_messages(a, b, bi, 20);
   e.state = MRC_CTL_EV_GOOD;
   CHECK(mrc_ctl_modify_ev_profile(a->ctx, 5, &m, MRC_CTL_EV_PROFILE_EV_OP) == 0, "allow the EV");
   CHECK(mrc_ctl_query_ev_profile(a->ctx, 5, &q, MRC_CTL_EV_PROFILE_EV_OP) == 0 && e.state == MRC_CTL_EV_GOOD,
@@ -169,7 +156,7 @@ int main(int argc, char **argv) {
   EXPECT_ERRNO(mrc_ctl_modify_cc_profile(a.ctx, 7, &cc, MRC_CTL_CC_PROFILE_STATE), EBUSY);
   struct mrc_cq *evcq = mrc_ctl_create_ev_event_cq(a.ctx, 64, NULL, NULL, 0);
   CHECK(evcq != NULL, "mrc_ctl_create_ev_event_cq");
-  traffic(&a, &b, &bi, 20);
+  write_messages(&a, &b, &bi, 20);
   check_port_down(&a, &b, &bi);
   check_ev_states(&a, &b, &bi);
   struct mrc_ctl_ev_event events[8];

@@ -4,6 +4,7 @@
 #ifndef MRC_OCP_COMMON_H
 #define MRC_OCP_COMMON_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -182,6 +183,21 @@ static inline int post_recvs(struct mrc_qp *qp, int count) {
     if (mrc_post_recv(qp, &wr, &bad)) return -1;
   }
   return 0;
+}
+
+/* `count` 8 KiB WRITE-with-immediates from a to b, one at a time: each arrives in place with its
+ * immediate (b's receive is replaced), and a's send completes. */
+static inline void write_messages(struct end *a, struct end *b, const struct peer_info *bi, uint32_t count) {
+  for (uint32_t i = 0; i < count; i++) {
+    memset(a->buf, (int)(i + 1), 8192);
+    CHECK(post_write(a->qp, a->mr, a->buf, 8192, bi->addr, bi->rkey, 1, htonl(i), 1, i) == 0, "post");
+    struct ibv_wc wc = wait_wc(b->recv_cq);
+    CHECK(wc.status == IBV_WC_SUCCESS && ntohl(wc.imm_data) == i, "receive %u", i);
+    CHECK(b->buf[8191] == (uint8_t)(i + 1), "data of message %u in place", i);
+    CHECK(post_recvs(b->qp, 1) == 0, "post_recv");
+    wc = wait_wc(a->send_cq);
+    CHECK(wc.status == IBV_WC_SUCCESS, "send completion: %s", ibv_wc_status_str(wc.status));
+  }
 }
 
 #endif
