@@ -39,7 +39,7 @@ COMMAND_LINE="bench/allreduce_compare.sh $*"
 
 RATE=250mbit PLANES=4 RANKS="2 4" MIN=1K MAX=64M TRANSPORTS="mrc gloo mpi" GLOO_PLANE=1
 FAIL=1 FAIL_RANKS="" FAIL_PLANE="" FAIL_SIZE=16M FAIL_SECONDS=12 FAIL_AT=3 FAIL_FOR=3 RUN_LIMIT=120
-MAX_LOAD=1.0 MAX_WAIT=900 PREFIX=mrcar INSTALL=1 BUILD=1 BUILD_DIR=build/cmp MRC="" MRC_TORCH_PATH=""
+MRC_MTU=8192 MAX_LOAD=1.0 MAX_WAIT=900 PREFIX=mrcar INSTALL=1 BUILD=1 BUILD_DIR=build/cmp MRC="" MRC_TORCH_PATH=""
 OUT="bench/results/allreduce-compare-$(date +%F).json" PLOT=docs/img/allreduce_compare.png
 RAW="bench/results/raw/allreduce-$STAMP"
 
@@ -51,6 +51,8 @@ usage: sudo bench/allreduce_compare.sh [options]
   --min SIZE --max SIZE  all-reduce sizes, K/M suffixes, factor 4 (default $MIN..$MAX)
   --transports LIST    subset of "mrc gloo mpi" (default all)
   --gloo-plane P       the plane whose interface Gloo uses (default $GLOO_PLANE)
+  --mrc-mtu BYTES      mrc payload per packet (default $MRC_MTU: the testbed links carry 9000-byte
+                       frames, as Gloo's and Open MPI's TCP segments use them)
   --no-fail            skip the failure runs
   --fail-ranks LIST    rank counts of the failure runs (default: --ranks)
   --fail-plane P       plane taken down (default: --gloo-plane)
@@ -81,6 +83,7 @@ while [ $# -gt 0 ]; do
     --max) MAX=$2; shift 2 ;;
     --transports) TRANSPORTS=$2; shift 2 ;;
     --gloo-plane) GLOO_PLANE=$2; shift 2 ;;
+    --mrc-mtu) MRC_MTU=$2; shift 2 ;;
     --no-fail) FAIL=0; shift ;;
     --fail-ranks) FAIL_RANKS=$2; shift 2 ;;
     --fail-plane) FAIL_PLANE=$2; shift 2 ;;
@@ -227,7 +230,7 @@ launch_mrc() {  # DIR N ARGS...
   for ((r = 0; r < n; r++)); do
     ip netns exec "$(NS "$r")" timeout -k 5 "$RUN_LIMIT" "$MRC" allreduce-perf --rank "$r" --world-size "$n" \
       --store "tcp:$(addr 0 0):$STORE_PORT" --planes "$(for ((p = 0; p < PLANES; p++)); do printf '%s,' "$(addr "$r" "$p")"; done | sed 's/,$//')" \
-      --json "$@" >"$dir/rank$r.out" 2>"$dir/rank$r.err" &
+      --mtu "$MRC_MTU" --json "$@" >"$dir/rank$r.out" 2>"$dir/rank$r.err" &
     RUN_PIDS+=("$!")
   done
 }
@@ -425,6 +428,7 @@ rate $RATE
 planes $PLANES
 hosts $HOSTS
 gloo_plane $GLOO_PLANE
+mrc_mtu $MRC_MTU
 fail_plane $FAIL_PLANE
 fail_at_s $FAIL_AT
 fail_for_s $FAIL_FOR
