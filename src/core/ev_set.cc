@@ -26,7 +26,8 @@ EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
       rotation_(config.planes),
       cursor_(config.planes, 0),
       last_(config.planes, kNoSlot),
-      round_(config.planes, 0) {
+      round_(config.planes, 0),
+      plane_probe_at_(config.planes, Instant::never()) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
   if (config.explicit_evs.empty()) {
     build_auto();
@@ -145,6 +146,7 @@ void EvSet::set_state(uint16_t slot, EvState state) {
   if (s.state == state) return;
   assumed_bad_ -= s.state == EvState::kAssumedBad ? 1 : 0;
   assumed_bad_ += state == EvState::kAssumedBad ? 1 : 0;
+  probe_times_dirty_ |= s.state == EvState::kAssumedBad || state == EvState::kAssumedBad;
   s.state = state;
   ++s.stats.state_changes;
 }
@@ -253,8 +255,21 @@ void EvSet::revive(uint16_t slot) {
   refill(s.plane);
 }
 
+void EvSet::refresh_probe_times() const {
+  if (!probe_times_dirty_) return;
+  std::fill(plane_probe_at_.begin(), plane_probe_at_.end(), Instant::never());
+  for (const Slot& s : slots_) {
+    if (s.state == EvState::kAssumedBad)
+      plane_probe_at_[s.plane.value] = std::min(plane_probe_at_[s.plane.value], s.next_probe_at);
+  }
+  probe_at_ = *std::min_element(plane_probe_at_.begin(), plane_probe_at_.end());
+  probe_times_dirty_ = false;
+}
+
 uint16_t EvSet::probe_due(PlaneId plane, Instant now) {
   if (assumed_bad_ == 0) return kNoSlot;  // the common case, on every packet sent
+  refresh_probe_times();
+  if (now < plane_probe_at_[plane.value]) return kNoSlot;
   for (uint16_t index = 0; index < slots_.size(); ++index) {
     const Slot& s = slots_[index];
     if (s.plane == plane && s.state == EvState::kAssumedBad && s.next_probe_at <= now) return index;
@@ -287,15 +302,13 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
   const int64_t interval_ns = std::max(config_.probe_interval.ns, rtt.ns);
   const int64_t cap_ns = std::max(config_.probe_interval.ns << 7, 4 * rtt.ns);
   s.next_probe_at = now + Duration{std::min(interval_ns << backoff, cap_ns)};
+  probe_times_dirty_ = true;
 }
 
 Instant EvSet::next_probe_at() const {
-  Instant earliest = Instant::never();
-  if (assumed_bad_ == 0) return earliest;
-  for (const Slot& s : slots_) {
-    if (s.state == EvState::kAssumedBad) earliest = std::min(earliest, s.next_probe_at);
-  }
-  return earliest;
+  if (assumed_bad_ == 0) return Instant::never();
+  refresh_probe_times();
+  return probe_at_;
 }
 
 bool EvSet::set_denied(uint16_t slot, bool denied) {

@@ -159,6 +159,12 @@ class EvSet {
   uint32_t slots_per_plane_ = 0;  // auto mode: active share + backups
   uint32_t port_stride_ = 0;      // auto port mode: ports per plane  // explicit mode: (EV value, slot), sorted
   uint32_t assumed_bad_ = 0;  // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
+  // Earliest next_probe_at of each plane's ASSUMED_BAD slots and of all: recomputed (one scan)
+  // at the first query after a change, so the per-packet check stays O(1) while EVs are bad.
+  void refresh_probe_times() const;
+  mutable std::vector<Instant> plane_probe_at_;
+  mutable Instant probe_at_ = Instant::never();
+  mutable bool probe_times_dirty_ = true;
 };
 
 }  // namespace mrc
