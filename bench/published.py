@@ -26,6 +26,10 @@ def override(text, sets):
     """sets: {"section.key": value}; replaces `key = ...` inside [section] or adds it there."""
     lines = text.split("\n")
     for dotted, value in sets.items():
+        if "." not in dotted:  # a top-level key: before the first [section]
+            first = next(i for i, l in enumerate(lines) if l.startswith("["))
+            lines.insert(first, "%s = %s" % (dotted, "true" if value is True else "false" if value is False else repr(value)))
+            continue
         section, key = dotted.rsplit(".", 1)
         val = json.dumps(value) if isinstance(value, str) else (
             "true" if value is True else "false" if value is False else repr(value))
@@ -148,6 +152,23 @@ def two_flows(mrc, quick, out):
                 "(%d SKIPs)" % e["to_skip"]))
 
 
+def large(mrc, quick, out):
+    """Payload-free runs at sizes the payload limit (4 GiB of writes) rules out: the 64-host
+    all-to-all at 64 and 256 MiB per host (0 and 1 % drop) and the NDP permutation at 64 MiB."""
+    sizes = [64 * MiB] if quick else [64 * MiB, 256 * MiB]
+    for size in sizes:
+        for loss in (0.0, 0.01):
+            r = run(mrc, "mrc64-a2a-mrc.toml", {"payload": False, "workload.message_bytes": size // 64}, loss)
+            g = gbps(r["bytes_written"], r["completion_time_ns"]) / 64
+            out(row("64-GPU a2a %d MiB, drop %g %%, payload-free" % (size // MiB, loss * 100),
+                    "MRC 4x100G, 1 QP, 256 EVs", r, "per host %.0f Gbit/s (%.0f %%)" % (g, g / 4)))
+    r = run(mrc, "ndp-fattree-k8-mrc.toml", {"payload": False, "workload.message_bytes": 64 * MiB}, report=True)
+    u = steady_utilisation(r["_report"], 128, 10)
+    slow = min(gbps(r["bytes_written"] / 128, t) for t in r["_report"]["fct_all_ns"])
+    out(row("NDP FatTree k=8 permutation, 64 MiB, payload-free", "MRC per-EV ECMP", r,
+            "utilisation %.1f %% (slowest flow %.1f Gbit/s)" % (u * 100, slow)))
+
+
 def run_nofault(mrc, scenario):
     text = open(os.path.join(SCEN, scenario)).read()
     text = text[:text.index("[[fault]]")] if "[[fault]]" in text else text
@@ -184,7 +205,8 @@ def ndp(mrc, quick, out, k12=False):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mrc", default=os.path.join(ROOT, "build/pub/src/mrc"))
-    ap.add_argument("--only", nargs="*", default=["mrc64", "incast", "ev", "two_flows", "ndp"])
+    ap.add_argument("--only", nargs="*", default=["mrc64", "incast", "ev", "two_flows", "ndp"],
+                    help="also: large (payload-free runs at 64-256 MiB per host, minutes each)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--k12", action="store_true", help="also the 432-host FatTree (slow)")
     ap.add_argument("--out")
