@@ -35,37 +35,58 @@ UdpHostConfig host_config(int index, uint16_t port_salt, const Impairment& impai
   return c;
 }
 
-// Connects two hosts, writes `bytes` each way (with immediates), returns true if all verified.
-// With `ev_list` as (plane, index into the plane's source ports), every QP uses only those EVs.
-void transfer(uint16_t salt, const Impairment& impairment, size_t bytes,
-              const std::vector<std::pair<int, int>>& ev_list = {}) {
-  Side side[2];
+using EvList = std::vector<std::pair<int, int>>;  // (plane, index into the plane's source ports)
+
+// Opens side i's host, PD, CQ, buffers and QP (using exactly `ev_list`'s EVs if it is given).
+void open_side(Side& side, int i, uint16_t salt, const Impairment& impairment, size_t bytes, const EvList& ev_list) {
   QpConfig qc;
   qc.ev_min_active = ev_list.empty() ? qc.ev_min_active : 1;
   qc.ev_count = 128;
   qc.timeout = 10;
   qc.nscc.max_window_bytes = 512 << 10;
   qc.nscc.initial_window_bytes = 256 << 10;
+  auto host = UdpHost::open(host_config(i, salt, i == 0 ? impairment : Impairment{}));
+  ASSERT_TRUE(host.ok()) << host.error();
+  side.host = std::move(host.value());
+  Endpoint& e = side.host->endpoint();
+  side.pd = e.memory().alloc_pd();
+  side.cq = e.create_cq(4096);
+  qc.ev_port_base = host_config(i, salt, impairment).ev_port_base;
+  qc.ev_ports_per_plane = host_config(i, salt, impairment).ev_ports_per_plane;
+  for (auto [plane, index] : ev_list)
+    qc.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(plane)),
+                                    Ev(qc.ev_port_base + static_cast<uint32_t>(plane * qc.ev_ports_per_plane + index))});
+  side.qp = e.create_qp(qc, side.pd, side.cq, side.cq).value();
+  side.source.resize(bytes);
+  Prng prng(static_cast<uint64_t>(i) + salt);
+  for (auto& b : side.source) b = static_cast<uint8_t>(prng.next_u32());
+  side.target.assign(bytes, 0);
+  side.source_mr = e.memory().register_region(side.pd, side.source.data(), bytes, kAccessLocalWrite).value();
+  side.target_mr = e.memory().register_region(side.pd, side.target.data(), bytes, kAccessRemoteWrite).value();
+}
+
+// Every packet left from its own EV's source port on its own plane; with an EV list, every
+// listed EV carried packets and planes without one carried none.
+void check_paths(const Side& side, const EvList& ev_list) {
+  for (int p = 0; p < 4; ++p) EXPECT_EQ(side.host->plane_stats(p).ev_port_mismatches, 0u) << "plane " << p;
+  if (ev_list.empty()) return;
+  const EvSet* evs = side.qp->evs();
+  ASSERT_NE(evs, nullptr);
+  for (uint16_t k = 0; k < evs->size(); ++k) EXPECT_GT(evs->slot(k).stats.packets, 0u) << "listed EV " << k;
+  for (int p = 0; p < 4; ++p) {
+    const bool listed = std::any_of(ev_list.begin(), ev_list.end(), [&](auto e) { return e.first == p; });
+    if (!listed) {
+      EXPECT_EQ(side.qp->stats().planes[p].packets_sent, 0u) << "plane " << p << " has no listed EV";
+    }
+  }
+}
+
+// Connects two hosts, writes `bytes` each way (with immediates) and verifies every byte.
+void transfer(uint16_t salt, const Impairment& impairment, size_t bytes, const EvList& ev_list = {}) {
+  Side side[2];
   for (int i = 0; i < 2; ++i) {
-    auto host = UdpHost::open(host_config(i, salt, i == 0 ? impairment : Impairment{}));
-    ASSERT_TRUE(host.ok()) << host.error();
-    side[i].host = std::move(host.value());
-    Endpoint& e = side[i].host->endpoint();
-    side[i].pd = e.memory().alloc_pd();
-    side[i].cq = e.create_cq(4096);
-    qc.ev_port_base = host_config(i, salt, impairment).ev_port_base;
-    qc.ev_ports_per_plane = host_config(i, salt, impairment).ev_ports_per_plane;
-    qc.ev_list.clear();
-    for (auto [plane, index] : ev_list)
-      qc.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(plane)),
-                                      Ev(qc.ev_port_base + static_cast<uint32_t>(plane * qc.ev_ports_per_plane + index))});
-    side[i].qp = e.create_qp(qc, side[i].pd, side[i].cq, side[i].cq).value();
-    side[i].source.resize(bytes);
-    Prng prng(static_cast<uint64_t>(i) + salt);
-    for (auto& b : side[i].source) b = static_cast<uint8_t>(prng.next_u32());
-    side[i].target.assign(bytes, 0);
-    side[i].source_mr = e.memory().register_region(side[i].pd, side[i].source.data(), bytes, kAccessLocalWrite).value();
-    side[i].target_mr = e.memory().register_region(side[i].pd, side[i].target.data(), bytes, kAccessRemoteWrite).value();
+    open_side(side[i], i, salt, impairment, bytes, ev_list);
+    if (::testing::Test::HasFatalFailure()) return;
   }
   for (int i = 0; i < 2; ++i) {
     Side& o = side[1 - i];
@@ -106,18 +127,7 @@ void transfer(uint16_t salt, const Impairment& impairment, size_t bytes,
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(0, std::memcmp(side[i].source.data(), side[1 - i].target.data(), bytes));
     EXPECT_EQ(side[1 - i].qp->stats().data_bytes_placed, bytes);
-    // Every packet left from its own EV's source port on its own plane.
-    for (int p = 0; p < 4; ++p) EXPECT_EQ(side[i].host->plane_stats(p).ev_port_mismatches, 0u) << "plane " << p;
-    if (ev_list.empty()) continue;
-    const EvSet* evs = side[i].qp->evs();
-    ASSERT_NE(evs, nullptr);
-    for (uint16_t k = 0; k < evs->size(); ++k) EXPECT_GT(evs->slot(k).stats.packets, 0u) << "listed EV " << k;
-    for (int p = 0; p < 4; ++p) {
-      const bool listed = std::any_of(ev_list.begin(), ev_list.end(), [&](auto e) { return e.first == p; });
-      if (!listed) {
-        EXPECT_EQ(side[i].qp->stats().planes[p].packets_sent, 0u) << "plane " << p << " has no listed EV";
-      }
-    }
+    check_paths(side[i], ev_list);
   }
 }
 
