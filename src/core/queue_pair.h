@@ -87,7 +87,10 @@ class QueuePair {
 
   QpStats stats() const;
   const EvSet* evs() const { return evs_ ? &*evs_ : nullptr; }
-  EvSet* evs() { return evs_ ? &*evs_ : nullptr; }
+  EvSet* evs() {  // a controller may change EV states through it
+    deadline_stale_ = true;
+    return evs_ ? &*evs_ : nullptr;
+  }
   const CongestionController* congestion() const { return cc_.get(); }
   int planes() const { return planes_; }
 
@@ -98,6 +101,7 @@ class QueuePair {
   void queue_port_status(Instant now);
   size_t poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   void after_event(Instant now);
+  Instant compute_deadline() const;
 
   Qpn qpn_;
   QpConfig config_;
@@ -125,6 +129,8 @@ class QueuePair {
   uint32_t port_status_request_id_ = 0;
   Instant port_status_next_at_ = Instant::never();
   uint32_t port_status_attempts_ = 0;
+  mutable Instant deadline_cache_ = Instant::never();
+  mutable bool deadline_stale_ = true;
 };
 
 }  // namespace mrc
