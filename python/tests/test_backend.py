@@ -1,8 +1,8 @@
 """The "mrc" torch.distributed backend, collective by collective, with 2 and 3 ranks as processes.
 
 The ranks run every check of backend_ranks.py once (one start of the processes per world size);
-each test here asserts its check passed on every rank. UDP ports 25000-28599 and 23400-23999
-belong to this file.
+each test here asserts its check passed on every rank (2 ranks with 8192-byte packets, 3 with
+4096). UDP ports 25000-28599 and 23400-23999 belong to this file.
 """
 
 import json
@@ -13,6 +13,8 @@ from conftest import HERE, python, rank_env, run_ranks
 
 # world size: (UDP receive ports from, EV source ports from); a group is 2 contexts per rank.
 PORTS = {2: (25000, 25100), 3: (26500, 26600)}
+# The 2-rank run uses 8192-byte packets (MRC_MTU), the 3-rank run the default 4096.
+MTU = {2: 8192, 3: 4096}
 
 
 @pytest.fixture(scope="module", params=sorted(PORTS), ids=lambda w: f"{w}ranks")
@@ -23,7 +25,7 @@ def results(request, tmp_path_factory):
     commands = [[python(), str(HERE / "backend_ranks.py"), str(r), str(world), str(tmp / "store"),
                  str(outs[r])] for r in range(world)]
     port, ev_port_base = PORTS[world]
-    ran = run_ranks(commands, rank_env(port=port, ev_port_base=ev_port_base))
+    ran = run_ranks(commands, rank_env(port=port, ev_port_base=ev_port_base, MRC_MTU=MTU[world]))
     for r, (code, output) in enumerate(ran):
         assert code == 0, f"rank {r} exited with {code}:\n{output}"
     return [json.loads(o.read_text()) for o in outs]
@@ -45,6 +47,16 @@ def test_check(results, check):
 
 def test_every_check_listed(results):
     assert sorted(results[0]) == sorted(CHECKS)
+
+
+def test_bad_mtu_is_refused_with_a_message(tmp_path):
+    # Refused before any socket is opened: the ports are never bound.
+    env = rank_env(port=23990, ev_port_base=23991, MRC_PLANES="127.0.0.1", MRC_MTU=20000)
+    script = ("import datetime, torch.distributed as dist, mrc_torch\n"
+              f"dist.init_process_group('mrc', init_method='file://{tmp_path / 'store'}', rank=0, world_size=1,"
+              " timeout=datetime.timedelta(seconds=10))\n")
+    [(code, output)] = run_ranks([[python(), "-c", script]], env, timeout=60)
+    assert code != 0 and "MRC_MTU 20000" in output and "256-9000" in output, output
 
 
 def test_vanished_peer_fails_the_work(tmp_path):

@@ -24,7 +24,7 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
                                            int size, const std::vector<std::string>& planes,
                                            int port, int ev_port_base,
                                            std::chrono::milliseconds timeout, uint32_t chunk_bytes,
-                                           uint32_t slots) {
+                                           uint32_t slots, uint32_t mtu) {
   BackendOptions o;
   o.planes = planes;
   o.port = port_number(port, "port");
@@ -36,6 +36,9 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
   o.timeout = timeout;
   o.chunk_bytes = chunk_bytes;
   o.slots = slots;
+  TORCH_CHECK(mtu >= 256 && mtu <= 9000, "mrc: MRC_MTU ", mtu,
+              " is not a packet payload size (256-9000; the links' MTU must hold it plus ~90 bytes)");
+  o.mtu_bytes = mtu;
   return c10::make_intrusive<ProcessGroupMrc>(store, rank, size, std::move(o));
 }
 
@@ -67,7 +70,7 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init(&create), py::arg("store"), py::arg("rank"), py::arg("size"), py::kw_only(),
            py::arg("planes"), py::arg("port"), py::arg("ev_port_base"),
            py::arg("timeout") = std::chrono::milliseconds(30 * 60 * 1000),
-           py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u,
+           py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 4096u,
            // The rendezvous blocks until every rank has come: let other Python threads run.
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("planes", &ProcessGroupMrc::planes, "number of planes")

@@ -40,6 +40,7 @@ struct BackendOptions {
   std::chrono::milliseconds timeout{30 * 60 * 1000};  // no progress for this long fails a call
   uint32_t chunk_bytes = 256 << 10;
   uint32_t slots = 8;
+  uint32_t mtu_bytes = 4096;  // payload per packet (QpConfig::mtu_bytes)
 };
 
 // One plane's counters (io::UdpPlaneStats) for Python.
