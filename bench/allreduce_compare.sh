@@ -161,8 +161,6 @@ if [ "$BUILD" = 1 ]; then
 fi
 MRC=${MRC:-$REPO/$BUILD_DIR/src/mrc}
 [ -x "$MRC" ] || die "$MRC is missing (build without --no-build, or give --mrc PATH)"
-GIT_COMMIT=$(git rev-parse HEAD)
-GIT_DIRTY=$(git status --porcelain --untracked-files=no | awk '{print $2}' | tr '\n' ' ')
 mkdir -p "$RAW/bin"
 RAW=$(cd "$RAW" && pwd)
 MPIBIN=$RAW/bin/mpi_allreduce
@@ -413,15 +411,7 @@ if [ "$FAIL" = 1 ]; then
   done
 fi
 
-cat >"$RAW/context.txt" <<EOF
-command $COMMAND_LINE
-date $(date -u +%FT%TZ)
-git_commit $GIT_COMMIT
-git_dirty $GIT_DIRTY
-cpu_model $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
-nproc $(nproc)
-kernel $(uname -r)
-mem_total_kb $(awk '/MemTotal/ {print $2}' /proc/meminfo)
+{ machine_context; cat <<EOF
 openmpi $(mpirun --version 2>/dev/null | head -1)
 torch $("$PY" -c 'import torch; print(torch.__version__)')
 rate $RATE
@@ -438,6 +428,7 @@ max_load $MAX_LOAD
 waited_s $WAITED
 elapsed_s $((($(now_ns) - START_NS) / 1000000000))
 EOF
+} >"$RAW/context.txt"
 mkdir -p "$(dirname "$OUT")" "$(dirname "$PLOT")"
 "$PY" bench/allreduce_compare_report.py --raw "$RAW" --out "$OUT" --plot "$PLOT"
 say "summary $OUT, plot $PLOT, raw files $RAW"

@@ -30,6 +30,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 STAMP=$(date +%Y%m%d-%H%M%S)
+COMMAND_LINE="bench/compare.sh $*"
 
 RATE=250mbit PLANES=4 DURATION=10 FAIL_AT=3 FAIL_FOR=2 FAIL_PLANE=2 LOSS=1 UNSHAPED_DURATION=8
 MAX_LOAD=1.0 MAX_WAIT=900 PREFIX=mrccmp INSTALL=1 BUILD=1 TCP_PLANE=""
@@ -85,7 +86,6 @@ while [ $# -gt 0 ]; do
   esac
 done
 TCP_PLANE=${TCP_PLANE:-$FAIL_PLANE}
-COMMAND_LINE="bench/compare.sh $*"
 
 say() { echo "compare.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -121,8 +121,6 @@ if [ "$BUILD" = 1 ]; then
   cmake --preset release >/dev/null
   cmake --build --preset release --target mrc udp_gso_blast netdev_sample -j2 >/dev/null
 fi
-GIT_COMMIT=$(git rev-parse HEAD)  # the tree that was built (others may commit during the run)
-GIT_DIRTY=$(git status --porcelain --untracked-files=no | awk '{print $2}' | tr '\n' ' ')
 MRC=$REPO/build/release/src/mrc
 BLAST=$REPO/build/release/bench/udp_gso_blast
 SAMPLER=$REPO/build/release/bench/netdev_sample
@@ -330,15 +328,7 @@ for scenario in $SCENARIOS; do
 done
 
 # --- context of the run, then the summary JSON and the plot
-cat >"$RAW/context.txt" <<EOF
-command $COMMAND_LINE
-date $(date -u +%FT%TZ)
-git_commit $GIT_COMMIT
-git_dirty $GIT_DIRTY
-cpu_model $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
-nproc $(nproc)
-kernel $(uname -r)
-mem_total_kb $(awk '/MemTotal/ {print $2}' /proc/meminfo)
+{ machine_context; cat <<EOF
 iperf3 $(iperf3 --version | head -1)
 tcp_congestion_control $TCP_CC
 rate $RATE
@@ -354,6 +344,7 @@ mrc_datagram $MRC_DATAGRAM
 max_load $MAX_LOAD
 waited_s $WAITED
 EOF
+} >"$RAW/context.txt"
 mkdir -p "$(dirname "$OUT")" "$(dirname "$PLOT")"
 "$PY" bench/compare_report.py --raw "$RAW" --out "$OUT" --plot "$PLOT"
 say "summary $OUT, plot $PLOT, raw files $RAW"
