@@ -2,6 +2,7 @@
 // field, the bad value and the allowed range.
 #include "core/config.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace mrc {
@@ -15,6 +16,13 @@ std::string range_error(const char* field, uint64_t value, uint64_t lo, uint64_t
   return buf;
 }
 }  // namespace
+
+void QpConfig::set_mtu(uint32_t bytes) {
+  mtu_bytes = bytes;
+  if (bytes == 0) return;  // validate() says what is wrong
+  max_message_bytes = (1ull << 30) / bytes * bytes;
+  nscc.min_window_bytes = std::max<uint64_t>(nscc.min_window_bytes, bytes);
+}
 
 std::string QpConfig::validate(int planes) const {
   if (planes < 1 || planes > kMaxPlanes) return range_error("planes", planes, 1, kMaxPlanes);

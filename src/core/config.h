@@ -76,6 +76,10 @@ struct QpConfig {
   NsccConfig nscc;
   uint64_t fixed_window_bytes = 1u << 20;
 
+  // Payload bytes per packet, with what follows from it: the largest message a whole number of
+  // packets (at most 1 GiB) and a minimum congestion window of at least one packet.
+  void set_mtu(uint32_t bytes);
+
   // Returns an empty string if valid, otherwise what is wrong and how to fix it.
   std::string validate(int planes) const;
   std::string validate_auto_evs(int planes) const;

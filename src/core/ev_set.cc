@@ -48,7 +48,7 @@ void EvSet::build_auto() {
   slots_.resize(total);
   uint16_t index = 0;
   for (int p = 0; p < config_.planes; ++p) {
-    for (uint32_t i = 0; i < per_plane + config_.backup_per_plane; ++i, ++index) {
+    for (uint32_t i = 0; i < slots_per_plane_; ++i, ++index) {
       Slot& s = slots_[index];
       s.plane = PlaneId(static_cast<uint8_t>(p));
       s.ev = fresh_ev(index);
@@ -58,11 +58,15 @@ void EvSet::build_auto() {
   }
 }
 
+std::vector<std::pair<uint32_t, uint16_t>>::const_iterator EvSet::explicit_lower_bound(Ev ev) const {
+  return std::lower_bound(explicit_index_.begin(), explicit_index_.end(), std::make_pair(ev.value, uint16_t{0}));
+}
+
 // One slot per distinct EV, in order of first appearance; every listing adds a rotation entry.
 void EvSet::build_explicit() {
   for (const ExplicitEv& e : config_.explicit_evs) {
     MRC_ASSERT(e.plane.value < config_.planes);
-    auto it = std::lower_bound(explicit_index_.begin(), explicit_index_.end(), std::make_pair(e.ev.value, uint16_t{0}));
+    auto it = explicit_lower_bound(e.ev);
     uint16_t index = 0;
     if (it != explicit_index_.end() && it->first == e.ev.value) {
       index = it->second;
@@ -128,7 +132,7 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
 
 uint16_t EvSet::slot_of(Ev ev) const {
   if (is_explicit()) {
-    auto it = std::lower_bound(explicit_index_.begin(), explicit_index_.end(), std::make_pair(ev.value, uint16_t{0}));
+    auto it = explicit_lower_bound(ev);
     return it != explicit_index_.end() && it->first == ev.value ? it->second : kNoSlot;
   }
   uint32_t index = ev.value & ((1u << kSlotBits) - 1);

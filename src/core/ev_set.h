@@ -141,6 +141,8 @@ class EvSet {
   static bool usable(EvState s) { return s == EvState::kGood || s == EvState::kSkip; }
   void build_auto();
   void build_explicit();
+  // The first entry of explicit_index_ not below `ev`'s value.
+  std::vector<std::pair<uint32_t, uint16_t>>::const_iterator explicit_lower_bound(Ev ev) const;
   Ev fresh_ev(uint16_t slot);
   void set_state(uint16_t slot, EvState state);
   void retire(uint16_t slot, Instant now);

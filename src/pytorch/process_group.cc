@@ -110,9 +110,7 @@ ProcessGroupMrc::ProcessGroupMrc(const c10::intrusive_ptr<c10d::Store>& store, i
   o.context.ev_port_base = options_.ev_port_base;
   o.chunk_bytes = options_.chunk_bytes;
   o.slots = options_.slots;
-  o.qp.mtu_bytes = options_.mtu_bytes;
-  o.qp.max_message_bytes = (1ull << 30) / options_.mtu_bytes * options_.mtu_bytes;  // whole packets
-  o.qp.nscc.min_window_bytes = std::max<uint64_t>(o.qp.nscc.min_window_bytes, options_.mtu_bytes);
+  o.qp.set_mtu(options_.mtu_bytes);
   o.timeout = options_.timeout;
   o.prefix = "mrc";  // the store is already prefixed per group
   auto comm = coll::Communicator::create(*store_, o);

@@ -144,8 +144,7 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   r.get(*t, "qp.", "window_kib", window);
   if (mpr > 255 || timeout > 255 || lin > 255 || exp > 255 || ev > 65535 || ev_min > 65535 || wimm > 65535)
     r.fail("qp: a value is larger than its field");
-  q.mtu_bytes = mtu;
-  q.max_message_bytes = (1ull << 30) / mtu * mtu;
+  q.set_mtu(mtu);  // the minimum window is one packet: without it every mtu above 4 KiB was refused
   q.ev_count = static_cast<uint16_t>(ev);
   q.ev_min_active = static_cast<uint16_t>(ev_min);
   q.mpr = q.mpr_dest = static_cast<uint8_t>(mpr);
@@ -156,8 +155,6 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   q.ack_every_packets = ack;
   q.nscc.max_window_bytes = q.fixed_window_bytes = static_cast<uint64_t>(window) * 1024;
   q.nscc.initial_window_bytes = std::min(q.nscc.initial_window_bytes, q.nscc.max_window_bytes);
-  // The minimum window is one packet: without this every mtu above the 4 KiB default was refused.
-  q.nscc.min_window_bytes = std::max<uint64_t>(q.nscc.min_window_bytes, mtu);
   if (cc == "nscc") q.cc = CcAlgorithm::kNscc;
   else if (cc == "aimd") q.cc = CcAlgorithm::kAimd;
   else if (cc == "fixed") q.cc = CcAlgorithm::kFixed;

@@ -349,9 +349,7 @@ Result<std::unique_ptr<Communicator>, coll::Error> open_communicator(const CollP
   co.context.planes = o.planes;
   coll::rank_ports(co.context, o.port, o.ev_port_base, o.local_rank >= 0 ? o.local_rank : o.rank);
   co.chunk_bytes = o.chunk_kib << 10;
-  co.qp.mtu_bytes = o.mtu_bytes;
-  co.qp.nscc.min_window_bytes = std::max<uint64_t>(co.qp.nscc.min_window_bytes, o.mtu_bytes);  // >= a packet
-  co.qp.max_message_bytes = (1ull << 30) / o.mtu_bytes * o.mtu_bytes;  // a whole number of packets
+  co.qp.set_mtu(o.mtu_bytes);
   co.slots = o.slots;
   co.direct_max_bytes = o.direct_max_bytes;
   co.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
