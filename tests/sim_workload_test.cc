@@ -97,6 +97,57 @@ TEST(Workload, RingAllreduceSplitsEachStepOverTheQps) {
   EXPECT_EQ(bytes, 2u * 2 * 3 * 1003);  // iterations x 2(N-1) x the vector: the same bytes as with one QP
 }
 
+// `slices`: each chunk goes as S slices and slice j waits only for slice j of the step before
+// (NCCL's pipelining); `ring_order = shuffled`: the ring visits every host once, in a seeded
+// order.
+TEST(Workload, RingAllreduceSlicesPipelineAndShuffledRanksFormOneRing) {
+  Workload w;
+  w.pattern = Pattern::kRingAllreduce;
+  w.message_bytes = 4003;  // chunks 500 x 7 + 503, each in 3 slices
+  w.slices = 3;
+  w.qps_per_flow = 2;
+  w.iterations = 2;
+  w.ring_order = RingOrder::kShuffled;
+  constexpr uint32_t n = 8, per_step = 3 * 2;
+  Prng prng(5);
+  const WorkloadPlan plan = plan_workload(w, n, prng);
+  ASSERT_EQ(plan.flows.size(), n * 2);
+  std::set<HostId> sources;
+  HostId h = plan.flows[0].src;  // following rank r -> r+1 from rank 0 visits every host once
+  for (uint32_t r = 0; r < n; ++r) {
+    EXPECT_EQ(plan.flows[r * 2].src, h);
+    EXPECT_EQ(plan.flows[r * 2 + 1].src, h);
+    sources.insert(h);
+    h = plan.flows[r * 2].dst;
+  }
+  EXPECT_EQ(h, plan.flows[0].src);
+  EXPECT_EQ(sources.size(), n);
+  bool moved = false;
+  for (uint32_t r = 0; r < n; ++r) moved |= plan.flows[r * 2].src != r;
+  EXPECT_TRUE(moved) << "seed 5 should not leave the hosts in order";
+  const uint32_t steps = 2 * (n - 1);
+  ASSERT_EQ(plan.transfers.size(), 2u * steps * n * per_step);
+  uint64_t bytes = 0;
+  for (size_t t = 0; t < plan.transfers.size(); ++t) {
+    const Transfer& tr = plan.transfers[t];
+    bytes += tr.bytes;
+    const size_t part = t % per_step, step = t / (n * per_step) % steps, iteration = t / (n * per_step * steps);
+    if (step == 0 && iteration == 0) {
+      EXPECT_TRUE(tr.after.empty());
+    } else if (step == 0) {
+      EXPECT_EQ(tr.after.size(), per_step);  // the whole result of the previous iteration
+    } else {
+      ASSERT_EQ(tr.after.size(), 2u);  // both QPs' parts of the same slice, one step before
+      for (size_t a : tr.after) {
+        EXPECT_EQ(a % per_step / 2, part / 2);                       // the same slice
+        EXPECT_EQ(a / (n * per_step), t / (n * per_step) - 1);        // of the step before
+        EXPECT_EQ(plan.flows[plan.transfers[a].flow].dst, plan.flows[tr.flow].src);  // into this host
+      }
+    }
+  }
+  EXPECT_EQ(bytes, 2u * 2 * (n - 1) * 4003);
+}
+
 Scenario workload_scenario(Pattern pattern) {
   Scenario s;
   s.name = "workload";
@@ -154,6 +205,18 @@ TEST(SimWorkload, RingAllreduceIterationsFollowEachOther) {
       EXPECT_GE(r.groups[k].start_ns, r.groups[k - 1].start_ns + 20'000);
     }
   }
+}
+
+TEST(SimWorkload, PipelinedShuffledRingDeliversEveryByteOnce) {
+  Scenario s = workload_scenario(Pattern::kRingAllreduce);
+  s.workload.message_bytes = 1 << 20;
+  s.workload.slices = 4;
+  s.workload.ring_order = RingOrder::kShuffled;
+  const RunReport r = run_scenario(s);
+  expect_exactly_once(r);
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].bytes, 2u * 7 * (1u << 20));
+  EXPECT_EQ(r.ops_completed, 2u * 7 * 8 * 4);  // 2(N-1) steps x N ranks x 4 slices
 }
 
 }  // namespace

@@ -575,6 +575,15 @@ void Runner::schedule_random_faults(Instant end) {
   }
 }
 
+void add_loss_causes(std::map<std::string, uint64_t>& causes, const QpStats& s) {
+  const std::pair<const char*, uint64_t> counts[] = {
+      {"nack", s.losses_nack},       {"same_ev", s.losses_same_ev}, {"same_ev_late", s.losses_same_ev_late},
+      {"rack", s.losses_rack},       {"probe", s.losses_probe},     {"timeout", s.losses_timeout},
+      {"port", s.losses_port},       {"false", s.false_losses},     {"tail_probes", s.tail_probes}};
+  for (const auto& [name, n] : counts)
+    if (n > 0) causes[name] += n;
+}
+
 void Runner::collect(RunReport& r) {
   r.planes.assign(sc_.fabric.planes, PlaneReport{});
   r.bytes_placed = 0;
@@ -601,6 +610,7 @@ void Runner::collect(RunReport& r) {
         if (s.drops[i] > 0) r.refused_by_reason[mrc::to_string(static_cast<mrc::DropReason>(i))] += s.drops[i];
       }
       r.stale_sacks += s.stale_sacks;
+      add_loss_causes(r.losses_by_cause, s);
       for (uint32_t p = 0; p < sc_.fabric.planes; ++p) {
         r.planes[p].data_bytes_sent += s.planes[p].bytes_sent;
         r.planes[p].retransmits += s.planes[p].retransmits;

@@ -85,6 +85,9 @@ struct RunReport {
   uint64_t hostile_drops = 0;   // packets the engines refused (duplicates, bad ICRC, ...)
   std::map<std::string, uint64_t> refused_by_reason;
   uint64_t stale_sacks = 0;
+  // MRC requesters: why packets were declared lost (nack, same_ev, same_ev_late, rack, probe,
+  // timeout, port) and how often a declared loss was then acknowledged (false), tail probes sent.
+  std::map<std::string, uint64_t> losses_by_cause;
   // PFC (roce_pfc): pauses, total paused link-time, packets held beyond xoff + headroom.
   uint64_t pfc_pauses = 0;
   uint64_t pfc_paused_ns = 0;

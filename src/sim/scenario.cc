@@ -173,7 +173,8 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
 void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
   r.check_keys(*t, "workload.", {"pattern", "bidirectional", "victim", "message_bytes", "messages", "iterations",
-                                 "compute_us", "qps", "imm_fraction", "expect_failure", "flows"});
+                                 "compute_us", "qps", "imm_fraction", "expect_failure", "flows", "slices",
+                                 "ring_order"});
   Workload& w = s.workload;
   std::string pattern = "pairs";
   double compute_us = 0;
@@ -187,6 +188,11 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   r.get(*t, "workload.", "qps", w.qps_per_flow);
   r.get(*t, "workload.", "imm_fraction", w.imm_fraction);
   r.get(*t, "workload.", "expect_failure", w.expect_failure);
+  r.get(*t, "workload.", "slices", w.slices);
+  std::string ring_order = "hosts";
+  r.get(*t, "workload.", "ring_order", ring_order);
+  if (ring_order == "shuffled") w.ring_order = RingOrder::kShuffled;
+  else if (ring_order != "hosts") r.fail("workload.ring_order: must be hosts or shuffled");
   w.compute = Duration{static_cast<int64_t>(compute_us * 1000)};
   const std::vector<std::pair<std::string, Pattern>> patterns = {
       {"pairs", Pattern::kPairs}, {"incast", Pattern::kIncast}, {"permutation", Pattern::kPermutation},
@@ -205,10 +211,10 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   if (r.ok && (w.pattern == Pattern::kFlows) != !w.flows.empty())
     r.fail("workload.flows: given exactly when pattern = \"flows\" (a list of [source, destination] hosts)");
   if (w.message_bytes > UINT32_MAX) r.fail("workload.message_bytes: at most 4 GiB - 1 per message");
-  if (w.messages < 1 || w.qps_per_flow < 1 || w.iterations < 1)
-    r.fail("workload: messages, iterations and qps must be >= 1");
-  if (w.pattern == Pattern::kRingAllreduce && w.message_bytes < s.fabric.hosts)
-    r.fail("workload.message_bytes: a ring all-reduce needs at least one byte per host");
+  if (w.messages < 1 || w.qps_per_flow < 1 || w.iterations < 1 || w.slices < 1)
+    r.fail("workload: messages, iterations, qps and slices must be >= 1");
+  if (w.pattern == Pattern::kRingAllreduce && w.message_bytes < uint64_t{s.fabric.hosts} * w.slices)
+    r.fail("workload.message_bytes: a ring all-reduce needs at least one byte per host and slice");
   // Every payload byte is held twice (source and target) for the exactly-once check, unless
   // the run is payload-free.
   constexpr uint64_t kMaxPlannedBytes = 4ull << 30;

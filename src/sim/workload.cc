@@ -32,43 +32,63 @@ std::vector<HostId> single_cycle(uint32_t hosts, Prng& prng) {
   return perm;
 }
 
-// Ring all-reduce: flow i is host i -> i+1 (with `qps` Q > 1, flows i*Q .. i*Q+Q-1, and each
-// step's chunk is split over the Q queue pairs, the last part taking the remainder). Step s of
-// iteration k on flow i sends chunk (i - s) mod N during reduce-scatter (s < N-1) and
-// (i - s + 1) mod N during all-gather; it waits for step s-1 of flow i-1 (every part of the chunk
-// host i just received), and step 0 waits for the previous iteration's last step into host i
-// plus the compute time.
-void plan_ring_allreduce(WorkloadPlan& plan, const Workload& w, uint32_t n) {
-  const uint32_t qps = w.qps_per_flow;
-  for (HostId h = 0; h < n; ++h) {
-    for (uint32_t q = 0; q < qps; ++q) plan.flows.push_back({h, (h + 1) % n});
+// The ring's ranks: rank r is host order[r]; flow r carries rank r -> rank r+1.
+std::vector<HostId> ring_ranks(const Workload& w, uint32_t n, Prng& prng) {
+  std::vector<HostId> order(n);
+  for (HostId h = 0; h < n; ++h) order[h] = h;
+  if (w.ring_order == RingOrder::kShuffled) {
+    for (uint32_t i = n - 1; i > 0; --i) std::swap(order[i], order[prng.below(i + 1)]);
+  }
+  return order;
+}
+
+// Splits `bytes` into `parts` nearly equal parts; the last takes the remainder.
+uint64_t part_bytes(uint64_t bytes, uint32_t parts, uint32_t index) {
+  const uint64_t part = bytes / parts;
+  return index == parts - 1 ? bytes - part * (parts - 1) : part;
+}
+
+// Ring all-reduce over N ranks: flow r is rank r -> r+1 (with `qps` Q > 1, flows r*Q .. r*Q+Q-1,
+// and each slice is split over the Q queue pairs). Step s of iteration k on rank r sends chunk
+// (r - s) mod N during reduce-scatter (s < N-1) and (r - s + 1) mod N during all-gather, as
+// `slices` S slices; slice j waits for slice j of step s-1 of rank r-1 (what rank r just
+// received of it), so with S > 1 the steps pipeline as in NCCL. Step 0 waits for every slice of
+// the previous iteration's last step into rank r, plus the compute time.
+void plan_ring_allreduce(WorkloadPlan& plan, const Workload& w, uint32_t n, Prng& prng) {
+  const uint32_t qps = w.qps_per_flow, slices = w.slices, per_step = slices * qps;
+  const std::vector<HostId> order = ring_ranks(w, n, prng);
+  for (uint32_t r = 0; r < n; ++r) {
+    for (uint32_t q = 0; q < qps; ++q) plan.flows.push_back({order[r], order[(r + 1) % n]});
   }
   const uint32_t steps = 2 * (n - 1);
   const uint64_t chunk = w.message_bytes / n;
   const uint64_t last_chunk = w.message_bytes - chunk * (n - 1);
-  const auto index = [&](uint32_t k, uint32_t s, uint32_t i, uint32_t q) {
-    return ((k * steps + s) * n + i) * qps + q;
+  const auto index = [&](uint32_t k, uint32_t s, uint32_t r, uint32_t part) {
+    return ((k * steps + s) * n + r) * per_step + part;
   };
   for (uint32_t k = 0; k < w.iterations; ++k) {
     plan.group_names.push_back("allreduce " + std::to_string(k));
     for (uint32_t s = 0; s < steps; ++s) {
-      for (uint32_t i = 0; i < n; ++i) {
-        const uint32_t c = s < n - 1 ? (i + n - s) % n : (i + n + 1 - (s - (n - 1)) % n) % n;
+      for (uint32_t r = 0; r < n; ++r) {
+        const uint32_t c = s < n - 1 ? (r + n - s) % n : (r + n + 1 - (s - (n - 1)) % n) % n;
         const uint64_t bytes = c == n - 1 ? last_chunk : chunk;
-        const uint64_t part = bytes / qps;
-        for (uint32_t q = 0; q < qps; ++q) {
-          Transfer t;
-          t.flow = i * qps + q;
-          t.bytes = q == qps - 1 ? bytes - part * (qps - 1) : part;
-          t.imm = true;
-          t.group = k;
-          const uint32_t prev = (i + n - 1) % n;
-          for (uint32_t p = 0; p < qps; ++p) {
-            if (s > 0) t.after.push_back(index(k, s - 1, prev, p));
-            if (s == 0 && k > 0) t.after.push_back(index(k - 1, steps - 1, prev, p));
+        const uint32_t prev = (r + n - 1) % n;
+        for (uint32_t j = 0; j < slices; ++j) {
+          const uint64_t slice = part_bytes(bytes, slices, j);
+          for (uint32_t q = 0; q < qps; ++q) {
+            Transfer t;
+            t.flow = r * qps + q;
+            t.bytes = part_bytes(slice, qps, q);
+            t.imm = true;
+            t.group = k;
+            if (s > 0) {
+              for (uint32_t p = 0; p < qps; ++p) t.after.push_back(index(k, s - 1, prev, j * qps + p));
+            } else if (k > 0) {
+              for (uint32_t p = 0; p < per_step; ++p) t.after.push_back(index(k - 1, steps - 1, prev, p));
+            }
+            if (s == 0) t.delay = w.compute;
+            plan.transfers.push_back(std::move(t));
           }
-          if (s == 0) t.delay = w.compute;
-          plan.transfers.push_back(std::move(t));
         }
       }
     }
@@ -113,7 +133,7 @@ WorkloadPlan plan_workload(const Workload& w, uint32_t hosts, Prng& prng) {
       }
       break;
     case Pattern::kRingAllreduce:
-      plan_ring_allreduce(plan, w, hosts);
+      plan_ring_allreduce(plan, w, hosts, prng);
       break;
   }
   return plan;

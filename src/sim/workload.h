@@ -14,7 +14,12 @@
 //   ring_allreduce `iterations` ring all-reduces of `message_bytes` per host: 2(N-1) steps of
 //                  a 1/N chunk, step s waiting for the chunk received in step s-1; each
 //                  iteration starts `compute_us` after the previous one ended at that host
-//                  (compute_us > 0: a training-step model; each iteration is one step)
+//                  (compute_us > 0: a training-step model; each iteration is one step).
+//                  `slices` > 1 pipelines each step as NCCL does: a chunk is sent as that many
+//                  slices and slice j of step s waits only for slice j of step s-1. With
+//                  `ring_order` kShuffled the ring visits the hosts in a seeded random order
+//                  (ranks placed anywhere in the fabric, as a scheduler does) instead of
+//                  host i -> i+1 (one flow per leaf crosses the spines)
 // A transfer delivered means: its WRITE-with-immediate was received (receive completion at
 // the destination), or for a plain WRITE its send completion (the data is placed when ACKed).
 #pragma once
@@ -31,6 +36,7 @@
 namespace mrc::sim {
 
 enum class Pattern : uint8_t { kPairs, kIncast, kPermutation, kAllToAll, kRingAllreduce, kFlows };
+enum class RingOrder : uint8_t { kHosts, kShuffled };
 
 struct Workload {
   Pattern pattern = Pattern::kPairs;
@@ -40,6 +46,8 @@ struct Workload {
   uint32_t messages = 8;          // writes per flow (not ring_allreduce)
   uint32_t iterations = 1;        // ring_allreduce
   Duration compute{0};            // ring_allreduce: compute time before each iteration
+  uint32_t slices = 1;            // ring_allreduce: pipelined slices per chunk
+  RingOrder ring_order = RingOrder::kHosts;  // ring_allreduce
   uint32_t qps_per_flow = 1;
   double imm_fraction = 0.5;      // share of messages sent as WRITE-with-immediate
   bool expect_failure = false;    // the scenario drives QPs past their retry limit

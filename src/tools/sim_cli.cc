@@ -87,7 +87,7 @@ nlohmann::json to_json(const RunReport& r, const RunContext& c) {
           {"retransmits", r.retransmits}, {"timeouts", r.timeouts}, {"trims", r.trims},
           {"ecn_marks", r.ecn_marks}, {"nacks", r.nacks}, {"fabric_drops", r.fabric_drops},
           {"refused_packets", r.hostile_drops}, {"refused_by_reason", r.refused_by_reason},
-          {"stale_sacks", r.stale_sacks}, {"planes", planes},
+          {"stale_sacks", r.stale_sacks}, {"losses_by_cause", r.losses_by_cause}, {"planes", planes},
           {"fct_ns", {{"p50", r.fct_p50_ns}, {"p99", r.fct_p99_ns}, {"max", r.fct_max_ns}}},
           {"groups", groups_json(r, c)},
           {"ev_transitions",
@@ -116,6 +116,14 @@ void print_groups(const RunReport& r, const RunContext& c) {
               ms[std::min(ms.size() - 1, ms.size() * 99 / 100)], ms.back(), ms.size());
 }
 
+
+void print_counts(const char* label, const std::map<std::string, uint64_t>& counts) {
+  if (counts.empty()) return;
+  std::printf("%s", label);
+  for (const auto& [name, n] : counts) std::printf(" %s=%llu", name.c_str(), static_cast<unsigned long long>(n));
+  std::printf("\n");
+}
+
 void print_text(const RunReport& r, const RunContext& c) {
   std::printf("scenario %s, seed %llu, transport %s: %s\n", c.name.c_str(), static_cast<ull>(r.seed),
               r.transport.c_str(), r.ok ? "OK" : ("FAILED: " + r.failure).c_str());
@@ -140,11 +148,8 @@ void print_text(const RunReport& r, const RunContext& c) {
               static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims),
               static_cast<ull>(r.ecn_marks), static_cast<ull>(r.nacks), static_cast<ull>(r.fabric_drops),
               static_cast<ull>(r.hostile_drops));
-  if (!r.refused_by_reason.empty()) {
-    std::printf("  refused     ");
-    for (const auto& [reason, n] : r.refused_by_reason) std::printf(" %s=%llu", reason.c_str(), static_cast<ull>(n));
-    std::printf("\n");
-  }
+  print_counts("  refused     ", r.refused_by_reason);
+  print_counts("  losses      ", r.losses_by_cause);
   const auto& b = r.baseline;
   if (r.transport != "mrc")
     std::printf("  baseline     %llu CNPs, %llu rate cuts, %llu duplicates, %llu out-of-order discarded, %llu fast retransmits, %llu reinjected\n",
