@@ -5,12 +5,14 @@
 
 namespace mrc {
 
+namespace {
+constexpr uint32_t kInitialRecords = 64;
+}  // namespace
+
 SendWindow::SendWindow(uint32_t capacity_psns) : capacity_(capacity_psns) {
-  uint32_t size = 64;
-  while (size < capacity_psns) size <<= 1;
-  ring_.resize(size);
-  mask_ = size - 1;
   MRC_ASSERT(capacity_psns >= 1 && capacity_psns <= (1u << 16));
+  ring_.resize(kInitialRecords);
+  mask_ = kInitialRecords - 1;
 }
 
 void SendWindow::reset(Psn initial) {
@@ -19,10 +21,24 @@ void SendWindow::reset(Psn initial) {
 
 SentPacket& SendWindow::push() {
   MRC_ASSERT(outstanding() < capacity_);
+  if (outstanding() == ring_.size()) grow();
   SentPacket& p = ring_[next_.value & mask_];
   p = SentPacket{};
   next_ += 1;
   return p;
+}
+
+// Doubles the ring, moving the live records [oldest, next) to their slots under the new mask.
+// Capacities are at most 2^16 and 2^24 is a multiple of every ring size, so PSN wrap-around
+// keeps the indexing exact.
+void SendWindow::grow() {
+  const size_t size = ring_.size() * 2;
+  std::vector<SentPacket> bigger(size);
+  const uint32_t mask = static_cast<uint32_t>(size) - 1;
+  for (Psn psn = oldest_; psn != next_; psn += 1)
+    bigger[psn.value & mask] = ring_[psn.value & mask_];
+  ring_ = std::move(bigger);
+  mask_ = mask;
 }
 
 uint32_t SendWindow::advance_oldest_to(Psn psn) {

@@ -1,9 +1,12 @@
 // The requester's record of every packet in [oldest unacknowledged PSN, next PSN): what it
 // carries (which work request, which bytes), where it went (EV slot, plane), when, and whether
 // it is in flight, acknowledged or waiting to be retransmitted. A power-of-two ring indexed by
-// PSN, sized to the PSN window at creation: bounded memory, O(1) lookups. Each record also
-// links to the previous transmission on the same EV, which is how per-EV ordering turns "a
-// later packet on this path arrived" into "this earlier one was lost" without a per-EV list.
+// PSN: O(1) lookups, memory bounded by the PSN window. The ring starts at 64 records and doubles
+// when a push needs room (up to the window), so a QP that sends little never touches the pages
+// of a whole window; only the records of [oldest, next) exist, and only those are read. Each
+// record also links to the previous transmission on the same EV, which is how per-EV ordering
+// turns "a later packet on this path arrived" into "this earlier one was lost" without a per-EV
+// list.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +57,8 @@ class SendWindow {
     return d >= 0 && d < next_.since(oldest_);
   }
 
-  // Appends a record for PSN next() and returns it. REQUIRES outstanding() < capacity().
+  // Appends a record for PSN next() and returns it (growing the ring if it is full).
+  // REQUIRES outstanding() < capacity().
   SentPacket& push();
   SentPacket& at(Psn psn) { return ring_[psn.value & mask_]; }
   const SentPacket& at(Psn psn) const { return ring_[psn.value & mask_]; }
@@ -62,6 +66,8 @@ class SendWindow {
   uint32_t advance_oldest_to(Psn psn);
 
  private:
+  void grow();
+
   std::vector<SentPacket> ring_;
   uint32_t mask_ = 0;
   uint32_t capacity_ = 0;

@@ -1,6 +1,9 @@
 // A first-in first-out ring with a capacity fixed at construction: push fails when full rather
-// than growing, so every queue in the engine has a limit. Used for control packets,
-// retransmissions, the transmission order, posted receives and completion queues.
+// than growing past it, so every queue in the engine has a limit. The storage starts at 64
+// entries (or the capacity if smaller) and doubles when a push needs room, so a queue that stays
+// short never touches the memory of its whole capacity (a host has ~1000 QPs, each with several
+// queues). Used for control packets, retransmissions, the transmission order, posted receives
+// and completion queues.
 #pragma once
 
 #include <cstddef>
@@ -13,10 +16,14 @@ namespace mrc {
 template <typename T>
 class BoundedFifo {
  public:
-  explicit BoundedFifo(size_t capacity) : ring_(capacity) { MRC_ASSERT(capacity > 0); }
+  explicit BoundedFifo(size_t capacity)
+      : ring_(capacity < kInitialEntries ? capacity : kInitialEntries), capacity_(capacity) {
+    MRC_ASSERT(capacity > 0);
+  }
 
   bool push(const T& value) {
-    if (count_ == ring_.size()) return false;
+    if (count_ == capacity_) return false;
+    if (count_ == ring_.size()) grow();
     ring_[(head_ + count_) % ring_.size()] = value;
     ++count_;
     return true;
@@ -32,12 +39,24 @@ class BoundedFifo {
   }
   void clear() { head_ = count_ = 0; }
   bool empty() const { return count_ == 0; }
-  bool full() const { return count_ == ring_.size(); }
+  bool full() const { return count_ == capacity_; }
   size_t size() const { return count_; }
-  size_t capacity() const { return ring_.size(); }
+  size_t capacity() const { return capacity_; }
 
  private:
+  static constexpr size_t kInitialEntries = 64;
+
+  // Doubles the storage (at most to the capacity), the oldest entry moving to index 0.
+  void grow() {
+    const size_t size = ring_.size() * 2 < capacity_ ? ring_.size() * 2 : capacity_;
+    std::vector<T> bigger(size);
+    for (size_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) % ring_.size()];
+    ring_ = std::move(bigger);
+    head_ = 0;
+  }
+
   std::vector<T> ring_;
+  size_t capacity_;
   size_t head_ = 0;
   size_t count_ = 0;
 };
