@@ -3,6 +3,7 @@
 #include "core/endpoint.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "util/assert.h"
 
@@ -30,6 +31,8 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
   const Qpn qpn(kFirstQpn + static_cast<uint32_t>(qps_.size()));
   qps_.push_back(std::make_unique<QueuePair>(qpn, config, config_.planes, config_.seed, pd,
                                              send_cq, recv_cq, &memory_));
+  schedule_->add();
+  qps_.back()->attach(schedule_.get(), static_cast<uint32_t>(qps_.size() - 1));
   qps_.back()->set_local_ports(ports_up_, Instant{0});
   return qps_.back().get();
 }
@@ -38,6 +41,7 @@ Result<Ok, QpError> Endpoint::destroy_qp(Qpn qpn) {
   const uint32_t index = qpn.value - kFirstQpn;
   if (qpn.value < kFirstQpn || index >= qps_.size() || !qps_[index]) return Err{QpError::kUnknownQp};
   qps_[index].reset();
+  schedule_->touch(index);
   return Ok{};
 }
 
@@ -92,28 +96,40 @@ size_t Endpoint::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> ou
     }
   }
   if (qps_.empty()) return 0;
-  for (size_t i = 0; i < qps_.size(); ++i) {
-    QueuePair* qp = qps_[(transmit_cursor_ + i) % qps_.size()].get();
-    if (qp == nullptr) continue;
-    const size_t n = qp->poll_transmit(now, plane, out, meta);
-    if (n == 0) continue;
-    transmit_cursor_ = (transmit_cursor_ + i + 1) % qps_.size();
-    ++stats_.datagrams_sent;
-    return n;
+  schedule_->refresh(qps_);
+  schedule_->promote(now);
+  // Round robin from the cursor over the QPs that may send: [cursor, count), then [0, cursor).
+  // The others would produce nothing and change nothing (QueuePair::send_ready_at).
+  const auto count = static_cast<uint32_t>(qps_.size());
+  const auto cursor = static_cast<uint32_t>(transmit_cursor_);
+  for (const auto& [from, to] : {std::pair{cursor, count}, std::pair{0u, cursor}}) {
+    for (uint32_t i = schedule_->next_ready(from, to); i < to;
+         i = schedule_->next_ready(i + 1, to)) {
+      const size_t n = qps_[i]->poll_transmit(now, plane, out, meta);
+      if (n == 0) continue;
+      transmit_cursor_ = (i + 1) % count;
+      ++stats_.datagrams_sent;
+      return n;
+    }
   }
   return 0;
 }
 
+// The QPs are independent, so calling the due ones in index order is what a scan over all of
+// them did.
 void Endpoint::handle_timeout(Instant now) {
-  for (auto& qp : qps_)
-    if (qp && qp->next_deadline() <= now) qp->on_timer(now);
+  schedule_->refresh(qps_);
+  due_.clear();
+  schedule_->due(now, due_);
+  for (const uint32_t index : due_) {
+    QueuePair* qp = qps_[index].get();
+    if (qp != nullptr && qp->next_deadline() <= now) qp->on_timer(now);
+  }
 }
 
 Instant Endpoint::next_deadline() const {
-  Instant deadline = Instant::never();
-  for (const auto& qp : qps_)
-    if (qp) deadline = std::min(deadline, qp->next_deadline());
-  return deadline;
+  schedule_->refresh(qps_);
+  return schedule_->next_deadline();
 }
 
 bool Endpoint::wants_to_send(Instant now) const {

@@ -7,7 +7,8 @@
 //   next_deadline()                      when handle_timeout must be called next
 //   set_port_up(plane, up, now)          the local link on a plane went down or up
 // Datagrams to QPN 0 are the endpoint's own: connectionless EV probes and their answers.
-// It makes no system calls, reads no clock and draws randomness only from its seed.
+// Deadlines and transmit opportunities reach only the QPs that have something due or queued
+// (qp_schedule.h), in the order a scan over every QP would. It makes no system calls, reads no clock and draws randomness only from its seed.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "core/completion_queue.h"
 #include "core/ev_prober.h"
 #include "core/memory_region.h"
+#include "core/qp_schedule.h"
 #include "core/queue_pair.h"
 #include "core/stats.h"
 
@@ -70,6 +72,9 @@ class Endpoint {
   MemoryRegionTable memory_;
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   std::vector<std::unique_ptr<QueuePair>> qps_;  // index = qpn - kFirstQpn
+  // Owned through a pointer: QPs keep its address, which must survive moving the endpoint.
+  std::unique_ptr<QpSchedule> schedule_ = std::make_unique<QpSchedule>();
+  std::vector<uint32_t> due_;  // scratch for handle_timeout
   size_t transmit_cursor_ = 0;
   uint32_t ports_up_;
   EndpointStats stats_;

@@ -56,7 +56,7 @@ QueuePair::QueuePair(Qpn qpn, const QpConfig& config, int planes, uint64_t seed,
 }
 
 Result<Ok, QpError> QueuePair::set_config(const QpConfig& config) {
-  deadline_stale_ = true;
+  changed();
   if (state_ != QpState::kReset && state_ != QpState::kInit) return Err{QpError::kBadTransition};
   const std::string error = config.validate(planes_);
   if (!error.empty()) {
@@ -69,7 +69,7 @@ Result<Ok, QpError> QueuePair::set_config(const QpConfig& config) {
 }
 
 Result<Ok, QpError> QueuePair::set_requester_config(const QpConfig& config) {
-  deadline_stale_ = true;
+  changed();
   if (state_ != QpState::kRtr) return set_config(config);
   QpConfig next = config_;
   next.mpr = config.mpr;
@@ -88,7 +88,7 @@ Result<Ok, QpError> QueuePair::set_requester_config(const QpConfig& config) {
 }
 
 Result<Ok, QpError> QueuePair::to_init() {
-  deadline_stale_ = true;
+  changed();
   if (state_ != QpState::kReset) return Err{QpError::kBadTransition};
   // The configuration in force, not the last one offered: a refused set_config changes nothing.
   if (!config_.validate(planes_).empty()) return Err{QpError::kBadConfig};
@@ -97,7 +97,7 @@ Result<Ok, QpError> QueuePair::to_init() {
 }
 
 Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
-  deadline_stale_ = true;
+  changed();
   if (state_ != QpState::kInit) return Err{QpError::kBadTransition};
   remote_ = attributes;
   peer_ports_ = attributes.peer_ports_up & all_planes_;
@@ -123,7 +123,7 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
 }
 
 Result<Ok, QpError> QueuePair::to_rts(const RtsAttributes& attributes) {
-  deadline_stale_ = true;
+  changed();
   if (state_ != QpState::kRtr) return Err{QpError::kBadTransition};
   requester_.emplace(config_, stats_, *evs_, *cc_);
   requester_->set_usable_planes(usable_planes());
@@ -134,7 +134,7 @@ Result<Ok, QpError> QueuePair::to_rts(const RtsAttributes& attributes) {
 }
 
 void QueuePair::to_error() {
-  deadline_stale_ = true;
+  changed();
   if (state_ == QpState::kError || state_ == QpState::kReset) {
     state_ = state_ == QpState::kReset ? QpState::kReset : QpState::kError;
     return;
@@ -159,7 +159,7 @@ void QueuePair::to_error() {
 }
 
 void QueuePair::to_reset() {
-  deadline_stale_ = true;
+  changed();
   requester_.reset();
   responder_.reset();
   cc_.reset();
@@ -171,13 +171,13 @@ void QueuePair::to_reset() {
 }
 
 Result<Ok, PostError> QueuePair::post_send(const SendWr& wr) {
-  deadline_stale_ = true;
+  changed();
   if (state_ != QpState::kRts) return Err{PostError::kQpState};
   return requester_->post(wr, *mrs_, pd_);
 }
 
 Result<Ok, PostError> QueuePair::post_recv(uint64_t wr_id) {
-  deadline_stale_ = true;
+  changed();
   if (state_ == QpState::kInit) {  // held until the responder exists (RTR)
     if (early_receives_.size() >= config_.max_recv_wr) return Err{PostError::kQueueFull};
     early_receives_.push_back(wr_id);
@@ -192,7 +192,7 @@ Result<Ok, PostError> QueuePair::post_recv(uint64_t wr_id) {
 // ---- receive ---------------------------------------------------------------------------
 
 void QueuePair::handle(Instant now, const wire::Packet& packet, const RxMeta& meta) {
-  deadline_stale_ = true;
+  changed();
   if (state_ != QpState::kRtr && state_ != QpState::kRts) {
     ++stats_.drops[static_cast<size_t>(DropReason::kQpState)];
     return;
@@ -250,7 +250,7 @@ void QueuePair::set_peer_ports(uint32_t mask) {
 }
 
 void QueuePair::set_local_ports(uint32_t mask, Instant now) {
-  deadline_stale_ = true;
+  changed();
   const uint32_t old_usable = usable_planes();
   const bool changed = (mask & all_planes_) != local_ports_;
   local_ports_ = mask & all_planes_;
@@ -293,7 +293,7 @@ size_t QueuePair::poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& me
 }
 
 size_t QueuePair::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
-  deadline_stale_ = true;
+  changed();
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return 0;
   if (((usable_planes() >> plane.value) & 1) == 0) return 0;
   if (size_t n = poll_control(plane, out, meta)) return n;
@@ -304,9 +304,17 @@ size_t QueuePair::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> o
 }
 
 bool QueuePair::wants_to_send(Instant now) const {
-  if (state_ != QpState::kRtr && state_ != QpState::kRts) return false;
-  return !control_.empty() || (requester_ && requester_->wants_to_send(now)) ||
-         (evs_ && evs_->next_probe_at() <= now);
+  return send_ready_at() <= now;
+}
+
+// Mirrors poll_transmit: with the control queue empty and nothing for the requester (no
+// retransmission, probe or new data; Requester::wants_to_send does not depend on the time),
+// only an EV probe can produce a packet, and EvSet::probe_due finds none before next_probe_at.
+Instant QueuePair::send_ready_at() const {
+  if (state_ != QpState::kRtr && state_ != QpState::kRts) return Instant::never();
+  if (!control_.empty() || (requester_ && requester_->wants_to_send(Instant::never())))
+    return QpSchedule::kReadyNow;
+  return evs_ ? evs_->next_probe_at() : Instant::never();
 }
 
 // ---- timers --------------------------------------------------------------------------------
@@ -330,7 +338,7 @@ Instant QueuePair::compute_deadline() const {
 }
 
 void QueuePair::on_timer(Instant now) {
-  deadline_stale_ = true;
+  changed();
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return;
   responder_->on_timer(now);
   if (requester_) requester_->on_timer(now);
@@ -349,6 +357,11 @@ void QueuePair::after_event(Instant now) {
   (void)now;
   if (responder_) responder_->deliver(recv_cq_);
   if (requester_ && requester_->failed()) to_error();
+}
+
+EvSet* QueuePair::evs() {
+  changed();
+  return evs_ ? &*evs_ : nullptr;
 }
 
 QpStats QueuePair::stats() const {

@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "core/control_queue.h"
 #include "core/ev_set.h"
+#include "core/qp_schedule.h"
 #include "core/requester.h"
 #include "core/responder.h"
 #include "core/stats.h"
@@ -77,9 +78,17 @@ class QueuePair {
 
   void handle(Instant now, const wire::Packet& packet, const RxMeta& meta);
   size_t poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
-  bool wants_to_send(Instant now) const;
+  bool wants_to_send(Instant now) const;  // send_ready_at() <= now
+  // The earliest time poll_transmit may produce a packet: QpSchedule::kReadyNow if something is
+  // queued, else the next EV probe time, else never. Before it poll_transmit changes nothing.
+  Instant send_ready_at() const;
   void on_timer(Instant now);
   Instant next_deadline() const;
+  // The owning endpoint's schedule, told of every call that may change this QP's state.
+  void attach(QpSchedule* schedule, uint32_t index) {
+    schedule_ = schedule;
+    schedule_index_ = index;
+  }
 
   void set_local_ports(uint32_t ports_up_mask, Instant now);
   uint32_t usable_planes() const { return local_ports_ & peer_ports_; }
@@ -87,10 +96,7 @@ class QueuePair {
 
   QpStats stats() const;
   const EvSet* evs() const { return evs_ ? &*evs_ : nullptr; }
-  EvSet* evs() {  // a controller may change EV states through it
-    deadline_stale_ = true;
-    return evs_ ? &*evs_ : nullptr;
-  }
+  EvSet* evs();  // a controller may change EV states through it
   const CongestionController* congestion() const { return cc_.get(); }
   int planes() const { return planes_; }
 
@@ -102,6 +108,12 @@ class QueuePair {
   size_t poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   void after_event(Instant now);
   Instant compute_deadline() const;
+  // Called first by every call that may change the state: the deadline is re-computed and the
+  // endpoint's schedule re-reads this QP.
+  void changed() {
+    deadline_stale_ = true;
+    if (schedule_ != nullptr) schedule_->touch(schedule_index_);
+  }
 
   Qpn qpn_;
   QpConfig config_;
@@ -131,6 +143,8 @@ class QueuePair {
   uint32_t port_status_attempts_ = 0;
   mutable Instant deadline_cache_ = Instant::never();
   mutable bool deadline_stale_ = true;
+  QpSchedule* schedule_ = nullptr;
+  uint32_t schedule_index_ = 0;
 };
 
 }  // namespace mrc

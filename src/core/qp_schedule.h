@@ -1,0 +1,72 @@
+// Which queue pairs of an endpoint have work, without asking all of them: the earliest QP
+// deadline, the QPs whose timers are due, and the QPs that may produce a packet now, in the
+// same round-robin order a scan over every QP would visit them.
+//
+// A QP's deadline and its readiness to send are pure functions of its state, and every call
+// that may change that state tells the schedule (QueuePair::changed). The schedule re-reads
+// only those QPs, once, before the next question. A QP that has nothing queued but an EV probe
+// due later waits in a heap and becomes a candidate when the clock passes that time. Readiness
+// is a superset: a candidate may still find its window full or its plane unusable, but a QP
+// that is not a candidate would have produced nothing and changed nothing. With ~100 QPs per
+// host this makes an event O(log n) instead of O(n) (BENCHMARKS.md, "Simulator speed").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/types.h"
+
+namespace mrc {
+
+class QueuePair;
+
+class QpSchedule {
+ public:
+  using Qps = std::vector<std::unique_ptr<QueuePair>>;
+  // QueuePair::send_ready_at() of a QP with something to send whatever the time.
+  static constexpr Instant kReadyNow{INT64_MIN};
+
+  // A QP was added (index = previous count) or its state may have changed (or it was removed).
+  void add();
+  void touch(uint32_t index) {
+    if (dirty_flag_[index]) return;
+    dirty_flag_[index] = 1;
+    dirty_.push_back(index);
+  }
+
+  // Re-reads every touched QP; call before the questions below.
+  void refresh(const Qps& qps);
+  // Makes the QPs whose probe time has come candidates to send.
+  void promote(Instant now);
+  // The first candidate in [from, to), or `to` if none.
+  uint32_t next_ready(uint32_t from, uint32_t to) const;
+
+  // The earliest deadline of any QP (never if none).
+  Instant next_deadline();
+  // The QPs whose deadline is at or before `now`, in index order (each is re-read afterwards).
+  void due(Instant now, std::vector<uint32_t>& out);
+
+ private:
+  struct Entry {
+    Instant at;
+    uint32_t index;
+    bool operator>(const Entry& o) const { return at != o.at ? at > o.at : index > o.index; }
+  };
+  using Heap = std::vector<Entry>;  // a min-heap under Entry::operator>; lazy (stale entries)
+  static void push(Heap& heap, Entry e);
+  static Entry pop(Heap& heap);
+  static void compact(Heap& heap, const std::vector<Instant>& current);
+  void set_ready(uint32_t index, bool ready);
+
+  uint32_t count_ = 0;
+  std::vector<uint8_t> dirty_flag_;
+  std::vector<uint32_t> dirty_;
+  std::vector<Instant> deadline_;  // per QP, as last read; heap entries not matching are stale
+  Heap deadlines_;
+  std::vector<uint64_t> ready_;    // bit set of candidates
+  std::vector<Instant> wake_at_;   // per QP: its live entry in wakes_, or never
+  Heap wakes_;
+};
+
+}  // namespace mrc
