@@ -27,7 +27,8 @@ Requester::Requester(const QpConfig& config, QpStats& stats, EvSet& evs, Congest
       stats_(stats),
       evs_(evs),
       cc_(cc),
-      sq_(config.max_send_wr),
+      sq_(std::min<uint32_t>(config.max_send_wr, 16)),
+      sq_capacity_(config.max_send_wr),
       window_(static_cast<uint32_t>(config.mpr) * 128),
       retransmits_(static_cast<uint32_t>(config.mpr) * 128),
       tx_order_(static_cast<size_t>(config.mpr) * 128 * 2 + 64),
@@ -44,8 +45,9 @@ void Requester::start(Psn initial_psn, Qpn self_qp, Qpn dest_qp) {
 }
 
 Result<Ok, PostError> Requester::post(const SendWr& wr, const MemoryRegionTable& mrs, uint32_t pd) {
-  if (sq_tail_ - sq_head_ >= sq_.size()) return Err{PostError::kQueueFull};
+  if (sq_tail_ - sq_head_ >= sq_capacity_) return Err{PostError::kQueueFull};
   if (wr.num_sge > config_.max_sge) return Err{PostError::kTooManySge};
+  if (sq_tail_ - sq_head_ >= sq_.size()) grow_send_queue();
   WorkRequest& w = wr_at(sq_tail_);
   w = WorkRequest{};
   for (uint32_t i = 0; i < wr.num_sge; ++i) {
@@ -69,6 +71,14 @@ Result<Ok, PostError> Requester::post(const SendWr& wr, const MemoryRegionTable&
   w.signaled = wr.signaled;
   ++sq_tail_;
   return Ok{};
+}
+
+// The send queue starts small (most QPs of a many-QP host hold a few work requests) and doubles
+// up to max_send_wr; the outstanding requests [head, tail) move to their slots in the new ring.
+void Requester::grow_send_queue() {
+  std::vector<WorkRequest> bigger(std::min<uint64_t>(sq_.size() * 2, sq_capacity_));
+  for (uint64_t seq = sq_head_; seq < sq_tail_; ++seq) bigger[seq % bigger.size()] = wr_at(seq);
+  sq_ = std::move(bigger);
 }
 
 // ---- transmit ---------------------------------------------------------------------------

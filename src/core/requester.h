@@ -110,6 +110,7 @@ class Requester {
   };
 
   WorkRequest& wr_at(uint64_t seq) { return sq_[seq % sq_.size()]; }
+  void grow_send_queue();
   size_t poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   size_t poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   size_t poll_probe(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
@@ -140,7 +141,8 @@ class Requester {
   CongestionController& cc_;
   CompletionQueue* cq_ = nullptr;
 
-  std::vector<WorkRequest> sq_;
+  std::vector<WorkRequest> sq_;  // ring by sequence; grows by doubling up to sq_capacity_
+  uint64_t sq_capacity_ = 0;     // max_send_wr
   uint64_t sq_head_ = 0;       // oldest incomplete
   uint64_t sq_next_send_ = 0;  // being packetized
   uint64_t sq_tail_ = 0;       // next free
