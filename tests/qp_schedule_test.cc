@@ -11,18 +11,18 @@
 namespace mrc {
 namespace {
 
-constexpr int kQps = 4;
+constexpr int kQps = 9;  // Endpoint::kScheduleFrom or more: the schedule, not the scan
 
 struct Host {
   std::unique_ptr<Endpoint> endpoint;
   std::vector<QueuePair*> qps;
-  std::vector<uint8_t> memory = std::vector<uint8_t>(1 << 16, 7);
+  std::vector<uint8_t> memory = std::vector<uint8_t>(1 << 17, 7);
   MemoryRegionInfo mr;
 };
 
 // Endpoints 0 and 1 with kQps QPs each, QP i of one connected to QP i of the other; TxMeta::peer
 // of QP i is i, so a transmitted packet names the QP that produced it.
-std::vector<Host> connected_hosts() {
+std::vector<Host> connected_hosts(int qps = kQps) {
   std::vector<Host> hosts(2);
   for (int h = 0; h < 2; ++h) {
     Host& host = hosts[h];
@@ -33,11 +33,11 @@ std::vector<Host> connected_hosts() {
     host.mr = host.endpoint->memory()
                   .register_region(pd, host.memory.data(), host.memory.size(), access)
                   .value();
-    for (int i = 0; i < kQps; ++i)
+    for (int i = 0; i < qps; ++i)
       host.qps.push_back(host.endpoint->create_qp(test::small_config(), pd, cq, cq).value());
   }
   for (int h = 0; h < 2; ++h) {
-    for (int i = 0; i < kQps; ++i) {
+    for (int i = 0; i < qps; ++i) {
       QueuePair* qp = hosts[h].qps[i];
       (void)qp->to_init();
       const Qpn peer_qp = hosts[1 - h].qps[i]->qpn();
@@ -64,8 +64,11 @@ Instant scanned_deadline(Endpoint& endpoint) {
   return deadline;
 }
 
-TEST(QpSchedule, RoundRobinOverTheQpsWithWork) {
-  std::vector<Host> hosts = connected_hosts();
+// Few QPs (a scan) and many (the schedule) give the same order.
+class QpScheduleRoundRobin : public ::testing::TestWithParam<int> {};
+
+TEST_P(QpScheduleRoundRobin, OverTheQpsWithWork) {
+  std::vector<Host> hosts = connected_hosts(GetParam());
   write(hosts[0], hosts[1], 1, 32 * 1024);
   write(hosts[0], hosts[1], 3, 32 * 1024);
   std::vector<uint32_t> order;
@@ -82,6 +85,8 @@ TEST(QpSchedule, RoundRobinOverTheQpsWithWork) {
   EXPECT_EQ(meta.peer, 3u);
   EXPECT_EQ(hosts[0].endpoint->next_deadline(), scanned_deadline(*hosts[0].endpoint));
 }
+
+INSTANTIATE_TEST_SUITE_P(QpCounts, QpScheduleRoundRobin, ::testing::Values(4, kQps));
 
 // Both directions of every QP, ideal 2 us links, with a check after every step that the
 // endpoint's deadline is the earliest QP deadline.

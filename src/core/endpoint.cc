@@ -96,15 +96,17 @@ size_t Endpoint::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> ou
     }
   }
   if (qps_.empty()) return 0;
-  schedule_->refresh(qps_);
-  schedule_->promote(now);
+  if (!scans()) {
+    schedule_->refresh(qps_);
+    schedule_->promote(now);
+  }
   // Round robin from the cursor over the QPs that may send: [cursor, count), then [0, cursor).
   // The others would produce nothing and change nothing (QueuePair::send_ready_at).
   const auto count = static_cast<uint32_t>(qps_.size());
   const auto cursor = static_cast<uint32_t>(transmit_cursor_);
   for (const auto& [from, to] : {std::pair{cursor, count}, std::pair{0u, cursor}}) {
-    for (uint32_t i = schedule_->next_ready(from, to); i < to;
-         i = schedule_->next_ready(i + 1, to)) {
+    for (uint32_t i = next_candidate(from, to); i < to; i = next_candidate(i + 1, to)) {
+      if (qps_[i] == nullptr) continue;
       const size_t n = qps_[i]->poll_transmit(now, plane, out, meta);
       if (n == 0) continue;
       transmit_cursor_ = (i + 1) % count;
@@ -115,9 +117,14 @@ size_t Endpoint::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> ou
   return 0;
 }
 
-// The QPs are independent, so calling the due ones in index order is what a scan over all of
-// them did.
+// With the schedule: the QPs are independent, so calling the due ones in index order is what a
+// scan over all of them does.
 void Endpoint::handle_timeout(Instant now) {
+  if (scans()) {
+    for (auto& qp : qps_)
+      if (qp && qp->next_deadline() <= now) qp->on_timer(now);
+    return;
+  }
   schedule_->refresh(qps_);
   due_.clear();
   schedule_->due(now, due_);
@@ -128,8 +135,14 @@ void Endpoint::handle_timeout(Instant now) {
 }
 
 Instant Endpoint::next_deadline() const {
-  schedule_->refresh(qps_);
-  return schedule_->next_deadline();
+  if (!scans()) {
+    schedule_->refresh(qps_);
+    return schedule_->next_deadline();
+  }
+  Instant deadline = Instant::never();
+  for (const auto& qp : qps_)
+    if (qp) deadline = std::min(deadline, qp->next_deadline());
+  return deadline;
 }
 
 bool Endpoint::wants_to_send(Instant now) const {

@@ -8,7 +8,8 @@
 //   set_port_up(plane, up, now)          the local link on a plane went down or up
 // Datagrams to QPN 0 are the endpoint's own: connectionless EV probes and their answers.
 // Deadlines and transmit opportunities reach only the QPs that have something due or queued
-// (qp_schedule.h), in the order a scan over every QP would. It makes no system calls, reads no clock and draws randomness only from its seed.
+// (qp_schedule.h), in the order a scan over every QP would. It makes no system calls, reads no
+// clock and draws randomness only from its seed.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +68,14 @@ class Endpoint {
 
  private:
   bool handle_endpoint_packet(Instant now, const wire::Packet& packet, const RxMeta& meta);
+  // Below kScheduleFrom QPs a scan over all of them costs less than keeping the schedule (a
+  // QP re-read costs about as much as asking a few QPs); the schedule then only collects the
+  // touched QPs, and re-reads them all at its first use.
+  static constexpr size_t kScheduleFrom = 8;
+  bool scans() const { return qps_.size() < kScheduleFrom; }
+  uint32_t next_candidate(uint32_t from, uint32_t to) const {
+    return scans() ? from : schedule_->next_ready(from, to);
+  }
 
   EndpointConfig config_;
   MemoryRegionTable memory_;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/time_heap.h"
 #include "core/types.h"
 
 namespace mrc {
@@ -48,25 +49,14 @@ class QpSchedule {
   void due(Instant now, std::vector<uint32_t>& out);
 
  private:
-  struct Entry {
-    Instant at;
-    uint32_t index;
-    bool operator>(const Entry& o) const { return at != o.at ? at > o.at : index > o.index; }
-  };
-  using Heap = std::vector<Entry>;  // a min-heap under Entry::operator>; lazy (stale entries)
-  static void push(Heap& heap, Entry e);
-  static Entry pop(Heap& heap);
-  static void compact(Heap& heap, const std::vector<Instant>& current);
   void set_ready(uint32_t index, bool ready);
 
   uint32_t count_ = 0;
   std::vector<uint8_t> dirty_flag_;
   std::vector<uint32_t> dirty_;
-  std::vector<Instant> deadline_;  // per QP, as last read; heap entries not matching are stale
-  Heap deadlines_;
-  std::vector<uint64_t> ready_;    // bit set of candidates
-  std::vector<Instant> wake_at_;   // per QP: its live entry in wakes_, or never
-  Heap wakes_;
+  TimeHeap deadlines_;           // per QP, as last read
+  std::vector<uint64_t> ready_;  // bit set of candidates
+  TimeHeap wakes_;               // QPs with nothing queued but an EV probe due at that time
 };
 
 }  // namespace mrc
