@@ -7,8 +7,10 @@
 // only those QPs, once, before the next question. A QP that has nothing queued but an EV probe
 // due later waits in a heap and becomes a candidate when the clock passes that time. Readiness
 // is a superset: a candidate may still find its window full or its plane unusable, but a QP
-// that is not a candidate would have produced nothing and changed nothing. With ~100 QPs per
-// host this makes an event O(log n) instead of O(n) (BENCHMARKS.md, "Simulator speed").
+// that is not a candidate would have produced nothing and changed nothing. An event then costs
+// work for the QPs it touched (O(log n) heap updates each) and a bit-set walk over the QPs with
+// work, instead of a call to every QP (BENCHMARKS.md, "Simulator speed"). The endpoint uses it
+// from Endpoint::kScheduleFrom QPs on.
 #pragma once
 
 #include <cstdint>
