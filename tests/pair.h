@@ -1,6 +1,6 @@
 // A minimal two-endpoint harness for engine tests: endpoints A and B joined plane by plane by
 // ideal links with a fixed one-way delay, driven in virtual time. A `filter` hook can drop,
-// mark or rewrite datagrams in flight. The real fault simulator is in src/sim; this exists so
+// mark or rewrite datagrams in flight, a `hold` hook delay one. The real fault simulator is in src/sim; this exists so
 // core tests do not depend on it.
 #pragma once
 
@@ -34,6 +34,8 @@ inline QpConfig small_config() {
 
 // Return false to drop. May modify bytes and meta.
 using Filter = std::function<bool(int from, std::vector<uint8_t>& bytes, RxMeta& meta, const TxMeta& tx)>;
+// Extra one-way delay for one datagram (a slow path or a queue it waited in).
+using Delay = std::function<Duration(int from, const std::vector<uint8_t>& bytes, const TxMeta& tx)>;
 
 struct Side {
   std::unique_ptr<Endpoint> endpoint;
@@ -122,7 +124,8 @@ class Pair {
           RxMeta rx{tx.plane, tx.ev, false, false, static_cast<uint32_t>(i)};
           ++sent_;
           if (filter && !filter(i, buf, rx, tx)) continue;
-          const Instant arrive = now_ + delay_ + Duration{static_cast<int64_t>(serial_++ % 7)};
+          const Duration extra = hold ? hold(i, buf, tx) : Duration{0};
+          const Instant arrive = now_ + delay_ + extra + Duration{static_cast<int64_t>(serial_++ % 7)};
           queue_.emplace(std::make_pair(arrive, serial_), InFlight{arrive, 1 - i, std::move(buf), rx});
         }
       }
@@ -148,6 +151,7 @@ class Pair {
   uint64_t sent() const { return sent_; }
   Side side[2];
   Filter filter;
+  Delay hold;
 
  private:
   int planes_;

@@ -27,6 +27,11 @@ struct NsccConfig {
   double decrease_gain = 0.5;       // gamma: multiplicative decrease scale on ECN + delay
   double max_decrease = 0.5;        // max_md_jump: largest fraction removed per decrease
   bool quick_adapt = true;          // after losses, cut the window to what was delivered
+  // Quick adapt acts only on a round that delivered less than max_window >> qa_gate (a QP
+  // that delivered more is not in an incast; a lost packet there is a path signal). 0: always.
+  uint8_t qa_gate = 3;
+  // Quick adapt also acts when the average queueing delay exceeds this. 0 = 4 x target delay.
+  int64_t qa_threshold_ns = 0;
 };
 
 struct QpConfig {

@@ -35,6 +35,7 @@ Requester::Requester(const QpConfig& config, QpStats& stats, EvSet& evs, Congest
       ev_last_psn_(evs.size()),
       ev_last_tx_(evs.size(), 0) {
   suspects_.reserve(1024);
+  newest_acked_sent_at_.fill(Instant{INT64_MIN / 2});
 }
 
 void Requester::start(Psn initial_psn, Qpn self_qp, Qpn dest_qp) {
@@ -228,6 +229,10 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   p.tx_sequence = next_tx_sequence_++;
   ev_last_psn_[slot] = psn;
   ev_last_tx_[slot] = p.tx_sequence;
+  if (p.transmissions == 0) {
+    p.first_ev = ev.ev;
+    p.first_timestamp = wire::timestamp_of(now);
+  }
   p.ev = ev.ev;
   p.ev_slot = slot;
   p.plane = ev.plane;
@@ -277,6 +282,7 @@ size_t Requester::poll_probe(Instant now, PlaneId plane, std::span<uint8_t> out,
   tail_probe_pending_ = false;
   tail_probe_slot_ = slot;
   tail_probe_ev_ = evs_.slot(slot).ev;
+  tail_probe_plane_ = plane;
   tail_probe_sent_at_ = now;
   ++stats_.tail_probes;
   return write_probe(now, slot, out, meta);
@@ -298,7 +304,7 @@ size_t Requester::write_probe(Instant now, uint16_t slot, std::span<uint8_t> out
 
 // ---- acknowledgements -----------------------------------------------------------------
 
-bool Requester::ack_one(Psn psn, uint64_t& acked_bytes, Instant& newest_sent) {
+bool Requester::ack_one(Psn psn, uint64_t& acked_bytes) {
   SentPacket& p = window_.at(psn);
   if (p.state == SentPacket::State::kAcked) return false;
   if (p.state == SentPacket::State::kLost) {
@@ -312,7 +318,8 @@ bool Requester::ack_one(Psn psn, uint64_t& acked_bytes, Instant& newest_sent) {
   }
   p.state = SentPacket::State::kAcked;
   acked_bytes += p.length;
-  if (p.transmissions == 1 && p.sent_at > newest_sent) newest_sent = p.sent_at;
+  Instant& newest = newest_acked_sent_at_[p.plane.value];
+  if (p.transmissions == 1 && p.sent_at > newest) newest = p.sent_at;
   return true;
 }
 
@@ -330,15 +337,13 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
   const Psn cum = stale ? window_.oldest() : sack.cumulative_psn;
   if (sack.mpr > 0) peer_window_psns_ = static_cast<uint32_t>(sack.mpr) * 128;
   uint64_t acked = 0;
-  Instant newest_sent = newest_acked_sent_at_;
-  for (Psn psn = window_.oldest(); psn != cum; psn += 1) ack_one(psn, acked, newest_sent);
+  for (Psn psn = window_.oldest(); psn != cum; psn += 1) ack_one(psn, acked);
   const Psn base = sack.cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
   for (uint32_t i = 0; i < 64; ++i) {
     const Psn psn = base + i;
     if (((sack.bitmap >> i) & 1) && psn.since(cum) >= 0 && window_.contains(psn))
-      ack_one(psn, acked, newest_sent);
+      ack_one(psn, acked);
   }
-  newest_acked_sent_at_ = newest_sent;
   const uint16_t echoed = evs_.slot_of(Ev(sack.echoed_entropy));
   if (echoed != EvSet::kNoSlot && sack.skip_mode == wire::SkipMode::kSkipOnce) evs_.on_ecn(echoed);
   if (echoed != EvSet::kNoSlot && sack.skip_mode == wire::SkipMode::kAlwaysSkip)
@@ -358,6 +363,9 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
       rtt = now - t.sent_at;
       stats_.rtt.add(rtt.ns);
       walk_same_ev(now, trigger, base, sack);
+    } else if (t.transmissions > 1 && t.first_ev.value == sack.echoed_entropy &&
+               t.first_timestamp == sack.cc.echoed_timestamp) {
+      on_spurious_retransmit(t);
     }
   }
   rack_scan(now);
@@ -397,7 +405,7 @@ void Requester::walk_same_ev(Instant now, Psn trigger, Psn bitmap_base, const wi
   }
 }
 
-// Starts at srtt/2 and widens (up to 8 srtt) each time a packet declared lost is acknowledged
+// Starts at srtt (spraying over paths whose queues differ makes srtt/2 fire on reordering) and widens (up to 8 srtt) each time a packet declared lost is acknowledged
 // before its retransmission left, as RACK adapts its reordering window; it narrows again slowly.
 Duration Requester::reorder_window() const {
   const int64_t srtt = stats_.rtt.smoothed_ns;
@@ -414,8 +422,19 @@ void Requester::on_false_loss(const SentPacket& p) {
   if (evs_.slot_of(p.ev) == p.ev_slot) evs_.revive(p.ev_slot);
 }
 
+// Eifel-style: after a retransmission the SACK echoes the first transmission, so that copy
+// arrived and the retransmission was not needed (the loss was reordering, or its path only
+// slow). As for a false loss: widen the reordering window and give the first EV back.
+void Requester::on_spurious_retransmit(const SentPacket& p) {
+  ++stats_.spurious_retransmits;
+  acks_since_false_loss_ = 0;
+  reorder_scale_ = std::min<uint32_t>(reorder_scale_ * 2, kMaxReorderScale);
+  const uint16_t slot = evs_.slot_of(p.first_ev);
+  if (slot != EvSet::kNoSlot && evs_.slot(slot).state == EvState::kAssumedBad) evs_.revive(slot);
+}
+
 // RACK-style: walk transmissions in send order; one sent a reordering window before the newest
-// acknowledged transmission and still unacknowledged is lost.
+// acknowledged transmission on its plane and still unacknowledged is lost.
 void Requester::rack_scan(Instant now) {
   const Duration reorder = reorder_window();
   while (!tx_order_.empty()) {
@@ -423,7 +442,7 @@ void Requester::rack_scan(Instant now) {
     const bool live = window_.contains(r.psn) && window_.at(r.psn).tx_sequence == r.tx_sequence &&
                       (window_.at(r.psn).state == SentPacket::State::kInFlight ||
                        window_.at(r.psn).state == SentPacket::State::kSuspect);
-    if (live && !(window_.at(r.psn).sent_at + reorder < newest_acked_sent_at_)) return;
+    if (live && !(window_.at(r.psn).sent_at + reorder < newest_acked_sent_at_[window_.at(r.psn).plane.value])) return;
     if (live) {
       ++stats_.losses_rack;
       declare_lost(r.psn, stats_.losses_fast, true, now);
@@ -432,7 +451,11 @@ void Requester::rack_scan(Instant now) {
   }
 }
 
+// The probe's answer shows what the receiver lacks. A packet it lacks is lost only if it went on
+// the probe's plane (another plane's queues may simply be deeper) a reordering window before the
+// probe (control packets overtake queued data on their own path too).
 void Requester::tail_probe_answered(Instant now, const wire::Sack& sack) {
+  const Instant sent_before = tail_probe_sent_at_ + Duration{-reorder_window().ns};
   const Psn base = sack.cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
   for (uint32_t i = 0; i < 64; ++i) {
     const Psn psn = base + i;
@@ -440,7 +463,8 @@ void Requester::tail_probe_answered(Instant now, const wire::Sack& sack) {
     const SentPacket& p = window_.at(psn);
     const bool pending = p.state == SentPacket::State::kInFlight ||
                          p.state == SentPacket::State::kSuspect;
-    if (pending && p.sent_at < tail_probe_sent_at_) declare_lost(psn, stats_.losses_probe, true, now);
+    if (pending && p.plane == tail_probe_plane_ && p.sent_at < sent_before)
+      declare_lost(psn, stats_.losses_probe, true, now);
   }
   tail_probe_ev_ = Ev(0);
 }

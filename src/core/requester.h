@@ -80,7 +80,7 @@ class Requester {
   uint64_t in_flight_bytes() const { return in_flight_bytes_; }
   uint64_t in_flight_bytes(PlaneId plane) const { return plane_in_flight_bytes_[plane.value]; }
   Duration reorder_window() const;
-  static constexpr uint32_t kMinReorderScale = 2;
+  static constexpr uint32_t kMinReorderScale = 4;
   static constexpr uint32_t kMaxReorderScale = 32;
 
  private:
@@ -122,12 +122,13 @@ class Requester {
   void gather(const WorkRequest& wr, uint64_t offset, uint32_t length, uint8_t* dst) const;
   size_t write_probe(Instant now, uint16_t slot, std::span<uint8_t> out, TxMeta& meta);
 
-  bool ack_one(Psn psn, uint64_t& acked_bytes, Instant& newest_sent);
+  bool ack_one(Psn psn, uint64_t& acked_bytes);
   void walk_same_ev(Instant now, Psn trigger, Psn bitmap_base, const wire::Sack& sack);
   void rack_scan(Instant now);
   void tail_probe_answered(Instant now, const wire::Sack& sack);
   void declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now);
   void on_false_loss(const SentPacket& p);
+  void on_spurious_retransmit(const SentPacket& p);
   void check_suspects(Instant now);
   void complete_acknowledged();
   void on_progress(Instant now);
@@ -164,7 +165,9 @@ class Requester {
   uint64_t in_flight_bytes_ = 0;
   std::array<uint64_t, kMaxPlanes> plane_in_flight_bytes_{};
   uint32_t usable_planes_ = 0xFFFFFFFFu;
-  Instant newest_acked_sent_at_{INT64_MIN / 2};
+  // Per plane: the planes are separate fabrics whose queues differ by up to a whole buffer,
+  // so RACK compares a packet only with later ones on its own plane.
+  std::array<Instant, kMaxPlanes> newest_acked_sent_at_{};  // filled with the distant past
   Instant last_progress_{0};
   uint32_t retries_ = 0;
   uint32_t tail_probes_since_progress_ = 0;
@@ -172,6 +175,7 @@ class Requester {
   bool ev_probe_pending_ = false;
   uint16_t tail_probe_slot_ = EvSet::kNoSlot;
   Ev tail_probe_ev_{0};
+  PlaneId tail_probe_plane_{0};
   Instant tail_probe_sent_at_{0};
   uint16_t next_probe_id_ = 1;
   bool failed_ = false;

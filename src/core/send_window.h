@@ -32,6 +32,8 @@ struct SentPacket {
   uint32_t dma_length = 0;    // length of the wire message this packet belongs to
   uint64_t message_va = 0;    // remote address of the first byte of this packet
   Ev ev{0};
+  Ev first_ev{0};              // EV and wire timestamp of the first transmission: a SACK
+  uint16_t first_timestamp = 0; //   echoing them after a retransmission shows it arrived
   uint16_t ev_slot = 0;
   uint16_t msn = 0;
   uint16_t rq_msn = 0;

@@ -71,6 +71,7 @@ struct QpStats {
   uint64_t losses_timeout = 0;  // declared by the retransmission timer
   uint64_t losses_port = 0;     // in flight on a plane that went down
   uint64_t false_losses = 0;    // declared lost, then acknowledged before being sent again
+  uint64_t spurious_retransmits = 0;  // a SACK echoed the copy before the retransmission
   uint64_t timeouts = 0;
   uint64_t tail_probes = 0;
   uint64_t ev_probes = 0;

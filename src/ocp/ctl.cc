@@ -591,6 +591,8 @@ int ctl_apply_cc_profile(Nic& nic, uint64_t id, QpConfig& config) {
   NsccConfig& n = config.nscc;
   const mrc_ctl_cc_nscc_cfg& c = p.nscc;
   n.quick_adapt = c.disable_qa == 0;
+  if (c.qa_gate != 0) n.qa_gate = c.qa_gate;  // 0, like the other zero fields: the default
+  n.qa_threshold_ns = c.qa_threshold;
   n.base_rtt_ns = c.base_rtt;
   n.target_delay_ns = c.target_delay;
   if (c.max_cwnd != 0) n.max_window_bytes = c.max_cwnd;

@@ -215,7 +215,7 @@ json op_cc_profiles(Nic& nic) {
       const mrc_ctl_cc_nscc_cfg& c = p.nscc;
       entry["config"] = {{"base_rtt_ns", c.base_rtt}, {"target_delay_ns", c.target_delay}, {"max_cwnd", c.max_cwnd},
                          {"eta", c.eta}, {"fi", c.fi}, {"gamma", c.gamma}, {"max_md_jump", c.max_md_jump},
-                         {"disable_qa", c.disable_qa}};
+                         {"disable_qa", c.disable_qa}, {"qa_gate", c.qa_gate}, {"qa_threshold_ns", c.qa_threshold}};
     }
     list.push_back(entry);
   }

@@ -122,10 +122,34 @@ void read_fabric(Reader& r, const toml::table* t, Scenario& s) {
   read_fabric_shape(r, *t, s.fabric);
 }
 
+// The congestion-control and acknowledgement knobs scenarios sweep (NSCC's are those of the OCP
+// CC profile).
+void read_cc_knobs(Reader& r, const toml::table& t, QpConfig& q) {
+  NsccConfig& n = q.nscc;
+  uint64_t initial_kib = n.initial_window_bytes / 1024;
+  double target_us = static_cast<double>(n.target_delay_ns) / 1e3;
+  double ack_delay_us = static_cast<double>(q.ack_delay_ns) / 1e3;
+  uint32_t qa_gate = n.qa_gate;
+  r.get(t, "qp.", "initial_window_kib", initial_kib);
+  r.get(t, "qp.", "target_delay_us", target_us);
+  r.get(t, "qp.", "quick_adapt", n.quick_adapt);
+  r.get(t, "qp.", "qa_gate", qa_gate);
+  r.get(t, "qp.", "ack_delay_us", ack_delay_us);
+  if (target_us < 0) r.fail("qp.target_delay_us: must be >= 0 (0: half the base RTT)");
+  if (initial_kib < 1 || initial_kib * 1024 > n.max_window_bytes) r.fail("qp.initial_window_kib: must be 1..window_kib");
+  if (qa_gate > 63) r.fail("qp.qa_gate: a shift of the maximum window, 0..63 (0: quick adapt on every lossy round)");
+  if (ack_delay_us < 0 || ack_delay_us > 1000) r.fail("qp.ack_delay_us: must be 0..1000");
+  n.initial_window_bytes = initial_kib * 1024;
+  n.target_delay_ns = static_cast<int64_t>(target_us * 1e3);
+  n.qa_gate = static_cast<uint8_t>(std::min<uint32_t>(qa_gate, 63));
+  q.ack_delay_ns = static_cast<int64_t>(ack_delay_us * 1e3);
+}
+
 void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
   r.check_keys(*t, "qp.", {"mtu", "ev_count", "ev_min_active", "mpr", "max_wimm", "timeout",
-                           "retry_linear", "retry_exp", "ack_every", "cc", "window_kib", "ev_list"});
+                           "retry_linear", "retry_exp", "ack_every", "cc", "window_kib", "ev_list",
+                           "initial_window_kib", "target_delay_us", "quick_adapt", "qa_gate", "ack_delay_us"});
   QpConfig& q = s.qp;
   uint32_t mtu = q.mtu_bytes, ev = q.ev_count, ev_min = q.ev_min_active, mpr = q.mpr,
            wimm = q.max_wimm, timeout = q.timeout, lin = q.retry_linear, exp = q.retry_exp,
@@ -155,6 +179,7 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   q.ack_every_packets = ack;
   q.nscc.max_window_bytes = q.fixed_window_bytes = static_cast<uint64_t>(window) * 1024;
   q.nscc.initial_window_bytes = std::min(q.nscc.initial_window_bytes, q.nscc.max_window_bytes);
+  read_cc_knobs(r, *t, q);
   if (cc == "nscc") q.cc = CcAlgorithm::kNscc;
   else if (cc == "aimd") q.cc = CcAlgorithm::kAimd;
   else if (cc == "fixed") q.cc = CcAlgorithm::kFixed;

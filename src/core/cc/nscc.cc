@@ -5,6 +5,9 @@
 #include <algorithm>
 
 namespace mrc {
+namespace {
+constexpr double kDelayAverageWeight = 1.0 / 80;
+}  // namespace
 
 Nscc::Nscc(const NsccConfig& config, uint32_t mtu_bytes)
     : config_(config),
@@ -32,7 +35,10 @@ int64_t Nscc::round_ns() const { return std::max(base_rtt_ns_ * 2, smoothed_rtt_
 
 void Nscc::end_of_round(Instant now) {
   if (base_rtt_ns_ <= 0 || now - round_start_ < Duration{round_ns()}) return;
-  if (config_.quick_adapt && round_had_loss_) {
+  const int64_t qa_threshold = config_.qa_threshold_ns > 0 ? config_.qa_threshold_ns : 4 * target_delay_ns();
+  const bool trigger = round_had_loss_ || avg_delay_ns_ > static_cast<double>(qa_threshold);
+  const bool gate = config_.qa_gate == 0 || round_acked_bytes_ < (config_.max_window_bytes >> std::min<uint8_t>(config_.qa_gate, 63));
+  if (config_.quick_adapt && trigger && gate) {
     window_bytes_ = std::min(window_bytes_, static_cast<double>(round_acked_bytes_));
     clamp();
   }
@@ -52,12 +58,13 @@ void Nscc::on_ack(const AckSample& s) {
   const double acked = static_cast<double>(s.acked_bytes);
   const double target = static_cast<double>(target_delay_ns());
   const double delay = static_cast<double>(std::max<int64_t>(s.rtt.ns - base_rtt_ns_, 0));
+  avg_delay_ns_ += (delay - avg_delay_ns_) * kDelayAverageWeight;
   if (!s.ecn && delay < target) {
     window_bytes_ += config_.proportional_gain * acked * (target - delay) / target;
   } else if (!s.ecn) {
     window_bytes_ += config_.fair_increase_mtus * mtu_bytes_ * acked / window_bytes_;
-  } else if (delay >= target && s.now - last_decrease_ >= Duration{base_rtt_ns_}) {
-    const double cut = std::min(config_.decrease_gain * (delay - target) / delay,
+  } else if (delay >= target && avg_delay_ns_ > target && s.now - last_decrease_ >= Duration{base_rtt_ns_}) {
+    const double cut = std::min(config_.decrease_gain * (avg_delay_ns_ - target) / avg_delay_ns_,
                                 config_.max_decrease);
     window_bytes_ *= 1.0 - cut;
     last_decrease_ = s.now;

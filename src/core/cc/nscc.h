@@ -1,11 +1,16 @@
 // NSCC-style congestion window (UET 1.0 "nscc", the MRC default), after the four-quadrant rule:
 //   no ECN, delay < target  -> proportional increase (the further below target, the faster)
 //   no ECN, delay >= target -> fair increase (about fi MTUs per RTT; converges to fairness)
-//   ECN,    delay >= target -> multiplicative decrease, at most once per base RTT
+//   ECN,    delay >= target -> multiplicative decrease, at most once per base RTT, by
+//                              gamma x (avg - target) / avg of the *average* delay (an EWMA,
+//                              weight 1/80 per sample, as UET's avg_delay): with spraying, one
+//                              sample's delay is one path's queue, the average is the QP's
 //   ECN,    delay < target  -> no change (the EV is skipped instead: ECN steers load)
-// Trims shrink the window by the trimmed bytes; quick adapt, after losses or trims in an RTT,
-// cuts the window to what the receiver actually got in that RTT (a round lasts the smoothed
-// RTT, at least two base RTTs). Delay = RTT - base RTT, with
+// Trims shrink the window by the trimmed bytes; quick adapt, after losses or trims in an RTT
+// or an average delay above qa_threshold (default 4 x target), cuts the window to what the
+// receiver actually got in that RTT (a round lasts the smoothed RTT, at least two base RTTs),
+// but only if that was less than max_window >> qa_gate (UET's gate: a QP that delivers that
+// much is not in an incast, and one lost packet there is a path signal, not a rate signal). Delay = RTT - base RTT, with
 // base RTT configured or learned as the minimum sample. Parameter names follow the OCP CC
 // profile (base_rtt, target_delay, max_cwnd, eta, fi, gamma, max_md_jump, quick adapt).
 #pragma once
@@ -38,6 +43,7 @@ class Nscc final : public CongestionController {
   double window_bytes_;
   int64_t base_rtt_ns_;
   int64_t smoothed_rtt_ns_ = 0;
+  double avg_delay_ns_ = 0;
   Instant last_decrease_{INT64_MIN / 2};
   Instant round_start_{0};
   uint64_t round_acked_bytes_ = 0;
