@@ -80,8 +80,6 @@ class Requester {
   uint64_t in_flight_bytes() const { return in_flight_bytes_; }
   uint64_t in_flight_bytes(PlaneId plane) const { return plane_in_flight_bytes_[plane.value]; }
   Duration reorder_window() const;
-  Duration cross_plane_window(PlaneId plane) const;
-  bool overdue(Instant sent_at, PlaneId plane, Instant newest_same, Instant newest_any) const;
   static constexpr uint32_t kMinReorderScale = 4;
   static constexpr uint32_t kMaxReorderScale = 32;
 
@@ -130,11 +128,12 @@ class Requester {
   void tail_probe_answered(Instant now, const wire::Sack& sack);
   void declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now);
   void on_false_loss(const SentPacket& p);
-  void on_spurious_retransmit(Instant now, const SentPacket& p);
+  void on_spurious_retransmit(const SentPacket& p);
   void check_suspects(Instant now);
   void complete_acknowledged();
   void on_progress(Instant now);
   Duration rto() const;
+  Duration base_probe_timeout() const;
   Duration probe_timeout() const;
   uint32_t cost_bytes(const SentPacket& p) const { return p.length + 64; }
 
@@ -169,8 +168,7 @@ class Requester {
   uint32_t usable_planes_ = 0xFFFFFFFFu;
   // Per plane: the planes are separate fabrics whose queues differ by up to a whole buffer,
   // so RACK compares a packet only with later ones on its own plane.
-  std::array<Instant, kMaxPlanes> newest_acked_sent_at_{};  // filled with the distant past
-  std::array<RttStats, kMaxPlanes> plane_rtt_{};  // RTT samples per plane (cross-plane RACK)
+  Instant newest_acked_sent_at_{INT64_MIN / 2};
   Instant last_progress_{0};
   uint32_t retries_ = 0;
   uint32_t tail_probes_since_progress_ = 0;
@@ -178,7 +176,6 @@ class Requester {
   bool ev_probe_pending_ = false;
   uint16_t tail_probe_slot_ = EvSet::kNoSlot;
   Ev tail_probe_ev_{0};
-  PlaneId tail_probe_plane_{0};
   Instant tail_probe_sent_at_{0};
   uint16_t next_probe_id_ = 1;
   bool failed_ = false;

@@ -127,11 +127,7 @@ void Responder::note_received(Instant now, const wire::DataPacket& packet, const
   trigger_ev_ = meta.ev.value;
   trigger_timestamp_ = packet.header.bth.timestamp_present ? packet.header.tseth.tx_timestamp : 0;
   if (meta.ecn_ce) ++stats_.ecn_marks_received;
-  // A packet that fills a hole (the cumulative point jumps past it) is acknowledged at once,
-  // as TCP receivers do: the sender learns of the recovery, and whether the copy that filled
-  // it was the first transmission (spurious retransmission, see Requester), before anything else.
-  const bool filled_hole = cum.since(psn) > 1;
-  const bool now_please = meta.ecn_ce || packet.header.bth.ack_request || filled_hole ||
+  const bool now_please = meta.ecn_ce || packet.header.bth.ack_request ||
                           unreported_ >= config_.ack_every_packets;
   if (now_please) {
     send_sack(now, false, trigger_ev_, trigger_timestamp_,

@@ -10,9 +10,9 @@
 // each completes (consuming a posted receive) when the cumulative PSN has passed its last
 // packet, which delivers completions in send order and guarantees that all data written before
 // it, by any message, is in memory. SACKs are coalesced (every ack_every_packets packets or
-// after ack_delay) but sent at once for an ECN mark, the end of a message, a packet that fills
-// a hole, a duplicate or a probe; coalescing never lets a received PSN go unreported: when the
-// pending SACK could no longer cover every unreported PSN, it is sent first.
+// after ack_delay) but sent at once for an ECN mark, the end of a message, a duplicate or a
+// probe; coalescing never lets a received PSN go unreported: when the pending SACK could no
+// longer cover every unreported PSN, it is sent first.
 #pragma once
 
 #include <cstdint>

@@ -34,7 +34,6 @@ struct SentPacket {
   Ev ev{0};
   Ev first_ev{0};              // EV and wire timestamp of the first transmission: a SACK
   uint16_t first_timestamp = 0; //   echoing them after a retransmission shows it arrived
-  PlaneId first_plane{0};
   uint16_t ev_slot = 0;
   uint16_t msn = 0;
   uint16_t rq_msn = 0;
