@@ -80,7 +80,7 @@ struct Guarded {
     return true;
   }
   bool equals(const std::vector<uint8_t>& want, size_t at = 0) const {
-    return std::memcmp(storage.data() + at, want.data(), want.size()) == 0;
+    return want.empty() || std::memcmp(storage.data() + at, want.data(), want.size()) == 0;  // no null data to memcmp
   }
 };
 
