@@ -1,5 +1,6 @@
-// Congestion control in isolation: NSCC's four quadrants and quick adapt, fed synthetic
-// acknowledgements at a known delivery rate and RTT.
+// Congestion control in isolation: NSCC's four quadrants, quick adapt and its gate, and the
+// decrease sized by the average delay, fed synthetic acknowledgements at a known delivery rate
+// and RTT.
 #include <gtest/gtest.h>
 
 #include "core/cc/nscc.h"
@@ -86,6 +87,43 @@ TEST(Nscc, QuickAdaptCountsAWholeRttWhenQueuesAreDeep) {
   cc.on_loss(now, kMtu);
   feed(cc, now, 12'000'000, 32'768, 5'000'000, false);
   EXPECT_GT(cc.window_bytes(), 400u << 10);
+}
+
+// UET's qa_gate: a round that delivered more than max_window >> qa_gate is not an incast, and
+// a loss in it does not cut the window; with the gate off (0) the same loss does.
+TEST(Nscc, QuickAdaptIsGatedByWhatTheRoundDelivered) {
+  NsccConfig c = config_with_base_rtt(10'000);
+  c.initial_window_bytes = 2u << 20;
+  c.max_window_bytes = 4u << 20;  // gate 3: rounds delivering >= 512 KiB are spared; the window
+                                  // grows to 4 MiB at zero queueing before the loss
+  NsccConfig ungated = c;
+  ungated.qa_gate = 0;
+  Nscc gated_cc(c, kMtu), ungated_cc(ungated, kMtu);
+  for (Nscc* cc : {&gated_cc, &ungated_cc}) {
+    // 1 MTU per 50 ns (~650 Gbit/s): a 20 us round delivers ~1.6 MiB.
+    Instant now = feed(*cc, Instant{0}, 100'000, 50, 10'000, false);
+    cc->on_loss(now, kMtu);
+    feed(*cc, now, 10'000, 50, 10'000, false);  // the lossy round ends within these 10 us
+  }
+  EXPECT_GT(gated_cc.window_bytes(), 3u << 20);    // grown towards max_window, not cut
+  EXPECT_LT(ungated_cc.window_bytes(), 2u << 20);  // cut to one round's ~1.6 MiB
+}
+
+// The multiplicative decrease follows the average queueing delay: one path's burst of marked,
+// delayed acknowledgements after a long calm does not cut the window; the same marks once the
+// delay has stayed high do.
+TEST(Nscc, DecreaseFollowsTheAverageDelayNotOneSample) {
+  Nscc calm(config_with_base_rtt(10'000), kMtu);
+  Instant now = feed(calm, Instant{0}, 200'000, 1'000, 11'000, false);  // 1 us of queueing
+  const uint64_t before = calm.window_bytes();
+  feed(calm, now + Duration{1'000}, 3'000, 1'000, 40'000, true);  // three samples at 30 us, ECN
+  EXPECT_GE(calm.window_bytes(), before);
+
+  Nscc loaded(config_with_base_rtt(10'000), kMtu);
+  now = feed(loaded, Instant{0}, 200'000, 1'000, 40'000, false);  // 30 us of queueing throughout
+  const uint64_t loaded_before = loaded.window_bytes();
+  feed(loaded, now + Duration{1'000}, 3'000, 1'000, 40'000, true);
+  EXPECT_LT(loaded.window_bytes(), loaded_before);
 }
 
 }  // namespace

@@ -411,13 +411,19 @@ Duration Requester::reorder_window() const {
   return Duration{std::max<int64_t>(srtt * reorder_scale_ / 4, 3000)};
 }
 
+// Reordering was mistaken for loss: double the window (up to kMaxReorderScale) and restart the
+// count of acknowledgements after which it narrows again.
+void Requester::widen_reorder_window() {
+  acks_since_false_loss_ = 0;
+  reorder_scale_ = std::min<uint32_t>(reorder_scale_ * 2, kMaxReorderScale);
+}
+
 // The packet was acknowledged although it had been declared lost and not yet sent again: the
 // declaration was wrong (reordering, not loss). Widen the reordering window and give the EV
 // back, since its path did not fail.
 void Requester::on_false_loss(const SentPacket& p) {
   ++stats_.false_losses;
-  acks_since_false_loss_ = 0;
-  reorder_scale_ = std::min<uint32_t>(reorder_scale_ * 2, kMaxReorderScale);
+  widen_reorder_window();
   if (evs_.slot_of(p.ev) == p.ev_slot) evs_.revive(p.ev_slot);
 }
 
@@ -426,8 +432,7 @@ void Requester::on_false_loss(const SentPacket& p) {
 // slow). As for a false loss: widen the reordering window and give the first EV back.
 void Requester::on_spurious_retransmit(const SentPacket& p) {
   ++stats_.spurious_retransmits;
-  acks_since_false_loss_ = 0;
-  reorder_scale_ = std::min<uint32_t>(reorder_scale_ * 2, kMaxReorderScale);
+  widen_reorder_window();
   const uint16_t slot = evs_.slot_of(p.first_ev);
   if (slot != EvSet::kNoSlot && evs_.slot(slot).state == EvState::kAssumedBad) evs_.revive(slot);
 }

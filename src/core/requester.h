@@ -129,6 +129,7 @@ class Requester {
   void declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now);
   void on_false_loss(const SentPacket& p);
   void on_spurious_retransmit(const SentPacket& p);
+  void widen_reorder_window();
   void check_suspects(Instant now);
   void complete_acknowledged();
   void on_progress(Instant now);
