@@ -48,48 +48,57 @@ uint64_t part_bytes(uint64_t bytes, uint32_t parts, uint32_t index) {
   return index == parts - 1 ? bytes - part * (parts - 1) : part;
 }
 
+// The ring's dimensions: N ranks, 2(N-1) steps, each step's chunk as `slices` slices of `qps`
+// parts; transfer index of part `part` (slice * qps + qp) of step s of iteration k on rank r.
+struct RingShape {
+  uint32_t n, qps, slices, per_step, steps;
+  uint32_t index(uint32_t k, uint32_t s, uint32_t r, uint32_t part) const {
+    return ((k * steps + s) * n + r) * per_step + part;
+  }
+};
+
+// Step s of iteration k on rank r: `bytes` as slices of parts. Slice j waits for slice j of
+// step s-1 of rank r-1; step 0 for all of the previous iteration's last step there, plus compute.
+void add_ring_step(WorkloadPlan& plan, const Workload& w, const RingShape& g, uint32_t k, uint32_t s,
+                   uint32_t r, uint64_t bytes) {
+  const uint32_t prev = (r + g.n - 1) % g.n;
+  for (uint32_t j = 0; j < g.slices; ++j) {
+    const uint64_t slice = part_bytes(bytes, g.slices, j);
+    for (uint32_t q = 0; q < g.qps; ++q) {
+      Transfer t;
+      t.flow = r * g.qps + q;
+      t.bytes = part_bytes(slice, g.qps, q);
+      t.imm = true;
+      t.group = k;
+      if (s > 0) {
+        for (uint32_t p = 0; p < g.qps; ++p) t.after.push_back(g.index(k, s - 1, prev, j * g.qps + p));
+      } else if (k > 0) {
+        for (uint32_t p = 0; p < g.per_step; ++p) t.after.push_back(g.index(k - 1, g.steps - 1, prev, p));
+      }
+      if (s == 0) t.delay = w.compute;
+      plan.transfers.push_back(std::move(t));
+    }
+  }
+}
+
 // Ring all-reduce over N ranks: flow r is rank r -> r+1 (with `qps` Q > 1, flows r*Q .. r*Q+Q-1,
 // and each slice is split over the Q queue pairs). Step s of iteration k on rank r sends chunk
 // (r - s) mod N during reduce-scatter (s < N-1) and (r - s + 1) mod N during all-gather, as
-// `slices` S slices; slice j waits for slice j of step s-1 of rank r-1 (what rank r just
-// received of it), so with S > 1 the steps pipeline as in NCCL. Step 0 waits for every slice of
-// the previous iteration's last step into rank r, plus the compute time.
+// `slices` S slices (add_ring_step), so with S > 1 the steps pipeline as in NCCL.
 void plan_ring_allreduce(WorkloadPlan& plan, const Workload& w, uint32_t n, Prng& prng) {
-  const uint32_t qps = w.qps_per_flow, slices = w.slices, per_step = slices * qps;
+  const RingShape g{n, w.qps_per_flow, w.slices, w.slices * w.qps_per_flow, 2 * (n - 1)};
   const std::vector<HostId> order = ring_ranks(w, n, prng);
   for (uint32_t r = 0; r < n; ++r) {
-    for (uint32_t q = 0; q < qps; ++q) plan.flows.push_back({order[r], order[(r + 1) % n]});
+    for (uint32_t q = 0; q < g.qps; ++q) plan.flows.push_back({order[r], order[(r + 1) % n]});
   }
-  const uint32_t steps = 2 * (n - 1);
   const uint64_t chunk = w.message_bytes / n;
   const uint64_t last_chunk = w.message_bytes - chunk * (n - 1);
-  const auto index = [&](uint32_t k, uint32_t s, uint32_t r, uint32_t part) {
-    return ((k * steps + s) * n + r) * per_step + part;
-  };
   for (uint32_t k = 0; k < w.iterations; ++k) {
     plan.group_names.push_back("allreduce " + std::to_string(k));
-    for (uint32_t s = 0; s < steps; ++s) {
+    for (uint32_t s = 0; s < g.steps; ++s) {
       for (uint32_t r = 0; r < n; ++r) {
         const uint32_t c = s < n - 1 ? (r + n - s) % n : (r + n + 1 - (s - (n - 1)) % n) % n;
-        const uint64_t bytes = c == n - 1 ? last_chunk : chunk;
-        const uint32_t prev = (r + n - 1) % n;
-        for (uint32_t j = 0; j < slices; ++j) {
-          const uint64_t slice = part_bytes(bytes, slices, j);
-          for (uint32_t q = 0; q < qps; ++q) {
-            Transfer t;
-            t.flow = r * qps + q;
-            t.bytes = part_bytes(slice, qps, q);
-            t.imm = true;
-            t.group = k;
-            if (s > 0) {
-              for (uint32_t p = 0; p < qps; ++p) t.after.push_back(index(k, s - 1, prev, j * qps + p));
-            } else if (k > 0) {
-              for (uint32_t p = 0; p < per_step; ++p) t.after.push_back(index(k - 1, steps - 1, prev, p));
-            }
-            if (s == 0) t.delay = w.compute;
-            plan.transfers.push_back(std::move(t));
-          }
-        }
+        add_ring_step(plan, w, g, k, s, r, c == n - 1 ? last_chunk : chunk);
       }
     }
   }

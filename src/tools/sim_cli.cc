@@ -116,11 +116,10 @@ void print_groups(const RunReport& r, const RunContext& c) {
               ms[std::min(ms.size() - 1, ms.size() * 99 / 100)], ms.back(), ms.size());
 }
 
-
 void print_counts(const char* label, const std::map<std::string, uint64_t>& counts) {
   if (counts.empty()) return;
   std::printf("%s", label);
-  for (const auto& [name, n] : counts) std::printf(" %s=%llu", name.c_str(), static_cast<unsigned long long>(n));
+  for (const auto& [name, n] : counts) std::printf(" %s=%llu", name.c_str(), static_cast<ull>(n));
   std::printf("\n");
 }
 
