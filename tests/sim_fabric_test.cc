@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -199,6 +201,53 @@ TEST(EventQueueTest, StopEndsRunUntil) {
   EXPECT_EQ(runs, 2);
   q.run_until(Instant::never());
   EXPECT_EQ(runs, 5);
+}
+
+// The wheel (events due within kWheelNs), the far heap and the moves between them keep the
+// exact (time, scheduling order) of one reference ordered set, for delays from 0 (and the
+// past) to well beyond the wheel, with boxed (large) and inline callables and run_one(until)
+// stops in between.
+TEST(EventQueueTest, WheelAndFarHeapKeepTimeThenSchedulingOrder) {
+  EventQueue q;
+  Prng prng(7);
+  std::set<std::pair<int64_t, uint64_t>> expected;  // (time, sequence) of pending events
+  uint64_t sequence = 0, ran = 0;
+  std::function<void(uint64_t)> body;
+  auto add = [&] {
+    const uint64_t kind = prng.below(6);
+    const int64_t delay = kind == 0   ? 0
+                          : kind == 1 ? -static_cast<int64_t>(prng.below(50))
+                          : kind == 2 ? static_cast<int64_t>(prng.below(400))
+                          : kind == 3 ? static_cast<int64_t>(prng.below(9000))
+                          : kind == 4 ? static_cast<int64_t>(8192 + prng.below(3))
+                                      : static_cast<int64_t>(prng.below(200'000));
+    const int64_t at = std::max(q.now().ns, q.now().ns + delay);
+    const uint64_t id = sequence++;
+    expected.emplace(at, id);
+    if (prng.below(4) == 0) {
+      const std::array<uint64_t, 8> big{id};  // boxed: larger than the inline storage
+      q.schedule(Instant{q.now().ns + delay}, [&body, big] { body(big[0]); });
+    } else {
+      q.schedule(Instant{q.now().ns + delay}, [&body, id] { body(id); });
+    }
+  };
+  body = [&](uint64_t id) {
+    ASSERT_FALSE(expected.empty());
+    EXPECT_EQ(*expected.begin(), std::make_pair(q.now().ns, id));
+    expected.erase(expected.begin());
+    if (++ran < 20'000) {
+      for (uint64_t n = prng.below(3) + (expected.size() < 50 ? 1 : 0); n > 0; --n) add();
+    }
+  };
+  for (int i = 0; i < 100; ++i) add();
+  while (!expected.empty()) {
+    const Instant stop{q.now().ns + static_cast<int64_t>(prng.below(20'000))};
+    while (q.run_one(stop)) {
+    }
+    EXPECT_EQ(q.pending(), expected.size());
+  }
+  EXPECT_EQ(q.events_run(), ran);
+  EXPECT_GE(ran, 20'000u);
 }
 
 // ================================================================ timing and topology

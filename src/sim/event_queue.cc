@@ -1,49 +1,136 @@
-// The simulator's clock and scheduler: a binary heap of (time, sequence) events.
+// The simulator's clock and scheduler: a timing wheel of one bucket per nanosecond for the
+// events due soon, a binary heap of (time, sequence) keys for the later ones (event_queue.h).
 //
 // The sequence number breaks ties between events at the same instant in scheduling order, which
-// is what makes a run a pure function of its inputs: no two events are ever "equal", so the
-// heap's internal order never leaks into the simulation. Time jumps from event to event; there
-// is no real clock anywhere.
+// is what makes a run a pure function of its inputs: no two events are ever "equal", so neither
+// the heap's internal order nor the wheel's layout leaks into the simulation. Time jumps from
+// event to event; there is no real clock anywhere.
 #include "sim/event_queue.h"
 
 #include <algorithm>
+#include <bit>
+#include <functional>
 #include <utility>
 
 #include "util/assert.h"
 
 namespace mrc::sim {
 
-void EventQueue::schedule(Instant at, Callback callback) {
-  MRC_ASSERT(callback);
+EventQueue::~EventQueue() {
+  for (const Bucket& bucket : buckets_) {
+    for (uint32_t slot = bucket.head; slot != kNone; slot = events_[slot].next) {
+      events_[slot].call(events_[slot], false);
+    }
+  }
+  for (const Key key : far_) events_[key_slot(key)].call(events_[key_slot(key)], false);
+}
+
+EventQueue::Event& EventQueue::push(Instant at) {
   MRC_ASSERT(!at.is_never());
   if (at < now_) at = now_;
   uint32_t slot;
   if (free_slots_.empty()) {
-    slot = static_cast<uint32_t>(callbacks_.size());
-    callbacks_.push_back(std::move(callback));
+    slot = static_cast<uint32_t>(events_.size());
+    MRC_ASSERT(slot < (1u << kSlotBits));
+    events_.emplace_back();
   } else {
     slot = free_slots_.back();
     free_slots_.pop_back();
-    callbacks_[slot] = std::move(callback);
   }
-  heap_.push_back(Key{at, next_sequence_++, slot});
-  std::push_heap(heap_.begin(), heap_.end(), Later{});
+  const uint64_t sequence = next_sequence_++;
+  if (at.ns - now_.ns < kWheelNs) {
+    append(static_cast<uint32_t>(at.ns) & kWheelMask, slot);
+  } else {
+    MRC_ASSERT(sequence < (uint64_t{1} << (64 - kSlotBits)));
+    far_.push_back(make_key(at, sequence, slot));
+    std::push_heap(far_.begin(), far_.end(), std::greater<Key>{});
+  }
+  return events_[slot];
+}
+
+void EventQueue::append(uint32_t bucket, uint32_t slot) {
+  events_[slot].next = kNone;
+  Bucket& b = buckets_[bucket];
+  if (b.head == kNone) {
+    b.head = slot;
+    words_[bucket >> 6] |= uint64_t{1} << (bucket & 63);
+    summary_[bucket >> 12] |= uint64_t{1} << ((bucket >> 6) & 63);
+  } else {
+    events_[b.tail].next = slot;
+  }
+  b.tail = slot;
+  ++in_wheel_;
+}
+
+uint32_t EventQueue::first_bucket() const {
+  const uint32_t start = static_cast<uint32_t>(now_.ns) & kWheelMask;
+  const uint32_t word = start >> 6;
+  if (const uint64_t bits = words_[word] & (~uint64_t{0} << (start & 63))) {
+    return (word << 6) | static_cast<uint32_t>(std::countr_zero(bits));
+  }
+  // The first non-empty word after `word`, else (wrapping) the first one from word 0.
+  for (const uint32_t from : {word + 1, 0u}) {
+    for (uint32_t s = from >> 6; s < kSummaryWords && from < kWords; ++s) {
+      uint64_t mask = summary_[s];
+      if (s == (from >> 6)) mask &= ~uint64_t{0} << (from & 63);
+      if (mask == 0) continue;
+      const uint32_t w = (s << 6) | static_cast<uint32_t>(std::countr_zero(mask));
+      return (w << 6) | static_cast<uint32_t>(std::countr_zero(words_[w]));
+    }
+  }
+  MRC_ASSERT(false && "the wheel holds an event");
+  return 0;
+}
+
+Instant EventQueue::next_time(uint32_t& bucket) const {
+  if (in_wheel_ != 0) {
+    bucket = first_bucket();
+    const uint32_t ahead = (bucket - static_cast<uint32_t>(now_.ns)) & kWheelMask;
+    return Instant{now_.ns + ahead};
+  }
+  if (!far_.empty()) {
+    const Instant at = key_time(far_.front());
+    bucket = static_cast<uint32_t>(at.ns) & kWheelMask;
+    return at;
+  }
+  return Instant::never();
+}
+
+void EventQueue::advance(Instant to) {
+  now_ = to;
+  while (!far_.empty() && key_time(far_.front()).ns - now_.ns < kWheelNs) {
+    std::pop_heap(far_.begin(), far_.end(), std::greater<Key>{});
+    const Key key = far_.back();
+    far_.pop_back();
+    append(static_cast<uint32_t>(key_time(key).ns) & kWheelMask, key_slot(key));
+  }
 }
 
 bool EventQueue::run_one(Instant until) {
-  if (heap_.empty() || heap_.front().at > until) {
-    if (!until.is_never() && until > now_) now_ = until;
+  uint32_t bucket = 0;
+  const Instant at = next_time(bucket);
+  if (at.is_never() || at > until) {
+    if (!until.is_never() && until > now_) advance(until);
     return false;
   }
-  std::pop_heap(heap_.begin(), heap_.end(), Later{});
-  const Key key = heap_.back();
-  heap_.pop_back();
-  MRC_ASSERT(key.at >= now_);
-  now_ = key.at;
+  MRC_ASSERT(at >= now_);
+  // Far events it brings into the wheel are at least kWheelNs after `at`: not in `bucket`.
+  advance(at);
+  Bucket& b = buckets_[bucket];
+  const uint32_t slot = b.head;
+  MRC_DASSERT(slot != kNone);
+  b.head = events_[slot].next;
+  if (b.head == kNone) {
+    b.tail = kNone;
+    uint64_t& word = words_[bucket >> 6];
+    word &= ~(uint64_t{1} << (bucket & 63));
+    if (word == 0) summary_[bucket >> 12] &= ~(uint64_t{1} << ((bucket >> 6) & 63));
+  }
+  --in_wheel_;
   ++events_run_;
-  Callback callback = std::move(callbacks_[key.slot]);
-  free_slots_.push_back(key.slot);
-  callback();
+  Event event = events_[slot];
+  free_slots_.push_back(slot);
+  event.call(event, true);
   return true;
 }
 

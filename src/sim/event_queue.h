@@ -3,10 +3,26 @@
 // Events are (time, sequence) ordered: two events at the same instant run in the order they were
 // scheduled, so a run is a pure function of its inputs and seed. The clock only moves when the
 // next event is popped; nothing reads a real clock.
+//
+// Events due within kWheelNs of the clock wait in a timing wheel of one bucket per nanosecond
+// (a FIFO of the events at that instant, found through a two-level bit map); later ones wait in
+// a binary heap and move into the wheel, in (time, sequence) order, as soon as the clock comes
+// within kWheelNs of them, before anything else can be filed at their time. So every bucket
+// holds its instant's events in sequence order, and a packet's hop costs O(1) instead of two
+// heap sifts over every pending event.
+//
+// An event is any callable. Small trivially copyable ones (a lambda capturing `this` and an
+// index or two: every event of the fabric and the hosts) are stored inline in a 24-byte record
+// and run through one function pointer, with no allocation and no std::function; larger ones
+// are boxed on the heap.
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/types.h"
@@ -15,13 +31,20 @@ namespace mrc::sim {
 
 class EventQueue {
  public:
-  using Callback = std::function<void()>;
+  EventQueue() = default;
+  EventQueue(const EventQueue&) = delete;
+  EventQueue& operator=(const EventQueue&) = delete;
+  ~EventQueue();
 
   Instant now() const { return now_; }
 
   // Runs `callback` at `at` (clamped to now if in the past).
-  void schedule(Instant at, Callback callback);
-  void schedule_after(Duration delay, Callback callback) { schedule(now_ + delay, std::move(callback)); }
+  template <typename F>
+  void schedule(Instant at, F&& callback);
+  template <typename F>
+  void schedule_after(Duration delay, F&& callback) {
+    schedule(now_ + delay, std::forward<F>(callback));
+  }
 
   // Pops and runs the earliest event; returns false if none is left or its time is after
   // `until`, in which case the clock advances to `until` (if not never).
@@ -32,29 +55,89 @@ class EventQueue {
   void stop() { stopped_ = true; }
   bool stopped() const { return stopped_; }
 
-  size_t pending() const { return heap_.size(); }
+  size_t pending() const { return in_wheel_ + far_.size(); }
   uint64_t events_run() const { return events_run_; }
 
  private:
-  // The heap holds small keys; callbacks stay put in a slab, so sifting moves 24 bytes instead
-  // of a std::function.
-  struct Key {
-    Instant at;
-    uint64_t sequence;
-    uint32_t slot;
+  static constexpr size_t kInlineBytes = 16;
+  static constexpr uint32_t kNone = UINT32_MAX;
+  // A stored callable: `call(event, true)` runs it, `call(event, false)` only destroys it (an
+  // event still pending when the queue goes away). Trivially copyable, so it is copied out of
+  // the slab before it runs (running it may schedule and grow the slab).
+  struct Event {
+    void (*call)(Event&, bool run);
+    alignas(8) unsigned char storage[kInlineBytes];
+    uint32_t next;  // the next event of its wheel bucket, or kNone
   };
-  struct Later {
-    bool operator()(const Key& a, const Key& b) const {
-      return a.at != b.at ? a.at > b.at : a.sequence > b.sequence;
-    }
+  template <typename Fn>
+  static constexpr bool kInline = sizeof(Fn) <= kInlineBytes && alignof(Fn) <= 8 &&
+                                  std::is_trivially_copyable_v<Fn> &&
+                                  std::is_trivially_destructible_v<Fn>;
+
+  // The wheel: bucket t % kWheelNs holds the events at t, for every t in [now, now + kWheelNs).
+  static constexpr unsigned kWheelBits = 13;
+  static constexpr int64_t kWheelNs = int64_t{1} << kWheelBits;
+  static constexpr uint32_t kWheelMask = static_cast<uint32_t>(kWheelNs - 1);
+  static constexpr size_t kWords = static_cast<size_t>(kWheelNs / 64);  // one bit per bucket
+  static constexpr size_t kSummaryWords = (kWords + 63) / 64;           // one bit per word
+  struct Bucket {
+    uint32_t head = kNone;
+    uint32_t tail = kNone;
   };
-  std::vector<Key> heap_;  // a binary heap under Later
-  std::vector<Callback> callbacks_;
+
+  // The far heap orders 16-byte keys: the time, then (sequence << kSlotBits | slot). The
+  // sequence is unique, so the slot bits never decide an order; one 128-bit comparison orders
+  // two keys.
+  static constexpr unsigned kSlotBits = 24;
+  __extension__ typedef unsigned __int128 Key;
+  static Key make_key(Instant at, uint64_t sequence, uint32_t slot) {
+    return (static_cast<Key>(static_cast<uint64_t>(at.ns)) << 64) | (sequence << kSlotBits) | slot;
+  }
+  static Instant key_time(Key k) { return Instant{static_cast<int64_t>(static_cast<uint64_t>(k >> 64))}; }
+  static uint32_t key_slot(Key k) { return static_cast<uint32_t>(k) & ((1u << kSlotBits) - 1); }
+
+  // Files a new event at `at` and returns its record to fill in.
+  Event& push(Instant at);
+  void append(uint32_t bucket, uint32_t slot);
+  // The first non-empty bucket at or after now's (the wheel holds an event).
+  uint32_t first_bucket() const;
+  // The time of the earliest pending event (never if none).
+  Instant next_time(uint32_t& bucket) const;
+  // Moves the far events due within the wheel's span of now into the wheel.
+  void advance(Instant to);
+
+  std::vector<Bucket> buckets_ = std::vector<Bucket>(static_cast<size_t>(kWheelNs));
+  uint64_t words_[kWords] = {};
+  uint64_t summary_[kSummaryWords] = {};
+  size_t in_wheel_ = 0;
+  std::vector<Key> far_;  // a min-heap of the events kWheelNs or more ahead when filed
+  std::vector<Event> events_;  // the slab, indexed by slot
   std::vector<uint32_t> free_slots_;
   Instant now_{0};
   uint64_t next_sequence_ = 0;
   uint64_t events_run_ = 0;
   bool stopped_ = false;
 };
+
+template <typename F>
+void EventQueue::schedule(Instant at, F&& callback) {
+  using Fn = std::decay_t<F>;
+  Event& event = push(at);
+  if constexpr (kInline<Fn>) {
+    ::new (static_cast<void*>(event.storage)) Fn(std::forward<F>(callback));
+    event.call = [](Event& e, bool run) {
+      if (run) (*std::launder(reinterpret_cast<Fn*>(e.storage)))();
+    };
+  } else {
+    Fn* boxed = new Fn(std::forward<F>(callback));
+    std::memcpy(event.storage, &boxed, sizeof boxed);
+    event.call = [](Event& e, bool run) {
+      Fn* f;
+      std::memcpy(&f, e.storage, sizeof f);
+      std::unique_ptr<Fn> owner(f);
+      if (run) (*f)();
+    };
+  }
+}
 
 }  // namespace mrc::sim
