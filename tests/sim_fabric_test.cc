@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,7 +35,7 @@ std::vector<uint8_t> pattern(uint64_t id, size_t size) {
   return bytes;
 }
 
-uint64_t digest(const std::vector<uint8_t>& bytes) {
+uint64_t digest(std::span<const uint8_t> bytes) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (const uint8_t b : bytes) h = (h ^ b) * 0x100000001b3ULL;
   return h;
@@ -86,7 +87,8 @@ class TestNet {
     packet->dest_host = dst;
     packet->ev = ev;
     packet->trim_to_bytes = kTrimTo;
-    packet->bytes = pattern(packet->id, size);
+    const std::vector<uint8_t> bytes = pattern(packet->id, size);
+    packet->bytes.assign(bytes.begin(), bytes.end());
     const uint64_t id = packet->id;
     backlog_[{src, plane.value}].push_back(std::move(packet));
     pump(src, plane);
@@ -119,7 +121,7 @@ class TestNet {
       deliveries.push_back(Delivery{events.now().ns, host, plane.value, p->id, p->ev.value,
                                     static_cast<uint32_t>(p->bytes.size()), p->trimmed,
                                     p->trimmed_last_hop, p->ecn_ce, digest(p->bytes)});
-      if (keep_bytes) payloads.push_back(std::move(p->bytes));
+      if (keep_bytes) payloads.emplace_back(p->bytes.begin(), p->bytes.end());
     };
     cb.port_ready = [this](HostId host, PlaneId plane) {
       ready_ns.push_back(events.now().ns);

@@ -29,7 +29,7 @@ namespace {
 
 // Header, payload and a 4-byte ICRC over both (RoCE's invariant CRC; a corrupted packet is
 // discarded by the receiving NIC).
-void encode(const BaseHeader& h, const uint8_t* payload, std::vector<uint8_t>& bytes) {
+void encode(const BaseHeader& h, const uint8_t* payload, PacketBytes& bytes) {
   bytes.clear();
   bytes.reserve(kBaseHeaderBytes + h.length + kBaseIcrcBytes);
   const auto* header = reinterpret_cast<const uint8_t*>(&h);
@@ -40,7 +40,7 @@ void encode(const BaseHeader& h, const uint8_t* payload, std::vector<uint8_t>& b
   bytes.insert(bytes.end(), crc, crc + kBaseIcrcBytes);
 }
 
-bool icrc_ok(const std::vector<uint8_t>& bytes) {
+bool icrc_ok(std::span<const uint8_t> bytes) {
   if (bytes.size() < kBaseHeaderBytes + kBaseIcrcBytes) return false;
   const size_t covered = bytes.size() - kBaseIcrcBytes;
   uint32_t icrc = 0;

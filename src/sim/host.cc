@@ -1,12 +1,13 @@
 // SimHost: the simulator's datapath. One packet per idle port per opportunity (the port then
 // serializes it and calls back), one pending timer event at the engine's earliest deadline
-// (older timer events are ignored by generation).
+// (older timer events are ignored by generation). The engine writes each datagram into the
+// packet that carries it.
 #include "sim/host.h"
 
 namespace mrc::sim {
 
 SimHost::SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointConfig& config)
-    : id_(id), events_(events), fabric_(fabric), endpoint_(config), buffer_(wire::kMaxDatagramBytes) {}
+    : id_(id), events_(events), fabric_(fabric), endpoint_(config) {}
 
 void SimHost::on_deliver(PlaneId plane, PacketPtr packet) {
   RxMeta meta{plane, packet->ev, packet->ecn_ce, packet->trimmed, packet->source_host};
@@ -31,17 +32,23 @@ void SimHost::kick() {
 
 void SimHost::transmit_on(PlaneId plane) {
   if (!fabric_.port_idle(id_, plane) || !endpoint_.port_up(plane)) return;
+  // The engine writes the datagram straight into the packet's bytes (sized without zeroing);
+  // a packet it had nothing for waits for the next opportunity.
+  if (spare_ == nullptr) {
+    spare_ = make_packet();
+    spare_->bytes.resize(wire::kMaxDatagramBytes);
+  }
   TxMeta meta;
-  const size_t n = endpoint_.poll_transmit(events_.now(), plane, buffer_, meta);
+  const size_t n = endpoint_.poll_transmit(events_.now(), plane, spare_->bytes, meta);
   if (n == 0) return;
-  auto packet = make_packet();
+  PacketPtr packet = std::move(spare_);
+  packet->bytes.resize(n);
   packet->dest_host = meta.peer;
   packet->plane = plane;
   packet->ev = meta.ev;
   packet->trimmable = meta.is_data;
   packet->high_priority = !meta.is_data;
   packet->trim_to_bytes = meta.header_bytes;
-  packet->bytes.assign(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(n));
   fabric_.transmit(id_, plane, std::move(packet));
 }
 

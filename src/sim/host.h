@@ -37,7 +37,7 @@ class SimHost final : public SimTransport {
   EventQueue& events_;
   Fabric& fabric_;
   Endpoint endpoint_;
-  std::vector<uint8_t> buffer_;
+  PacketPtr spare_;  // bytes sized for any datagram, handed to the engine to write into
   Instant timer_at_ = Instant::never();
   uint64_t timer_generation_ = 0;
 };

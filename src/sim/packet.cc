@@ -32,7 +32,7 @@ void PacketRecycler::operator()(SimPacket* packet) const {
     delete packet;
     return;
   }
-  std::vector<uint8_t> bytes = std::move(packet->bytes);
+  PacketBytes bytes = std::move(packet->bytes);
   bytes.clear();
   *packet = SimPacket{};
   packet->bytes = std::move(bytes);
@@ -49,7 +49,7 @@ PacketPtr make_packet() {
 
 PacketPtr make_packet(const SimPacket& other) {
   PacketPtr packet = make_packet();
-  std::vector<uint8_t> bytes = std::move(packet->bytes);
+  PacketBytes bytes = std::move(packet->bytes);
   *packet = other;
   bytes.assign(other.bytes.begin(), other.bytes.end());
   packet->bytes = std::move(bytes);

@@ -9,10 +9,15 @@
 #include <vector>
 
 #include "core/types.h"
+#include "util/default_init_allocator.h"
 
 namespace mrc::sim {
 
 using HostId = uint32_t;
+
+// A datagram's bytes. Growing it does not zero the new bytes (they are always written before
+// they are read), so a host can let its engine write a datagram straight into a packet.
+using PacketBytes = std::vector<uint8_t, DefaultInitAllocator<uint8_t>>;
 
 struct SimPacket {
   uint64_t id = 0;              // unique per run, for tracing
@@ -29,7 +34,7 @@ struct SimPacket {
   uint32_t trim_to_bytes = 0;   // length after trimming (the data headers)
   uint32_t pfc_ingress = UINT32_MAX;  // lossless switch: the link it arrived on, while held
   uint32_t pfc_bytes = 0;             // ... and the bytes it counts there
-  std::vector<uint8_t> bytes;   // the datagram (UDP payload)
+  PacketBytes bytes;            // the datagram (UDP payload)
 
   uint32_t wire_bytes() const;  // bytes on the wire incl. per-packet overhead (IP/UDP/Eth)
 };
