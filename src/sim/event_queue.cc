@@ -16,6 +16,8 @@
 
 namespace mrc::sim {
 
+#define MRC_INLINE [[gnu::always_inline]] inline
+
 EventQueue::~EventQueue() {
   for (const Bucket& bucket : buckets_) {
     for (uint32_t slot = bucket.head; slot != kNone; slot = events_[slot].next) {
@@ -23,6 +25,67 @@ EventQueue::~EventQueue() {
     }
   }
   for (const Key key : far_) events_[key_slot(key)].call(events_[key_slot(key)], false);
+}
+
+// The helpers of the per-event path are inlined (a call each cost about a tenth of the queue's
+// instructions).
+MRC_INLINE void EventQueue::append(uint32_t bucket, uint32_t slot) {
+  events_[slot].next = kNone;
+  Bucket& b = buckets_[bucket];
+  if (b.head == kNone) {
+    b.head = slot;
+    words_[bucket >> 6] |= uint64_t{1} << (bucket & 63);
+    summary_[bucket >> 12] |= uint64_t{1} << ((bucket >> 6) & 63);
+  } else {
+    events_[b.tail].next = slot;
+  }
+  b.tail = slot;
+  ++in_wheel_;
+}
+
+MRC_INLINE uint32_t EventQueue::first_bucket() const {
+  const uint32_t start = static_cast<uint32_t>(now_.ns) & kWheelMask;
+  const uint32_t word = start >> 6;
+  if (const uint64_t bits = words_[word] & (~uint64_t{0} << (start & 63))) {
+    return (word << 6) | static_cast<uint32_t>(std::countr_zero(bits));
+  }
+  return first_bucket_after(word);
+}
+
+// The first non-empty word after `word`, else (wrapping) the first one from word 0.
+uint32_t EventQueue::first_bucket_after(uint32_t word) const {
+  for (const uint32_t from : {word + 1, 0u}) {
+    for (uint32_t s = from >> 6; s < kSummaryWords && from < kWords; ++s) {
+      uint64_t mask = summary_[s];
+      if (s == (from >> 6)) mask &= ~uint64_t{0} << (from & 63);
+      if (mask == 0) continue;
+      const uint32_t w = (s << 6) | static_cast<uint32_t>(std::countr_zero(mask));
+      return (w << 6) | static_cast<uint32_t>(std::countr_zero(words_[w]));
+    }
+  }
+  MRC_ASSERT(false && "the wheel holds an event");
+  return 0;
+}
+
+MRC_INLINE Instant EventQueue::next_time(uint32_t& bucket) const {
+  if (in_wheel_ != 0) {
+    bucket = first_bucket();
+    const uint32_t ahead = (bucket - static_cast<uint32_t>(now_.ns)) & kWheelMask;
+    return Instant{now_.ns + ahead};
+  }
+  bucket = static_cast<uint32_t>(far_at_.ns) & kWheelMask;
+  return far_at_;
+}
+
+MRC_INLINE void EventQueue::advance(Instant to) {
+  now_ = to;
+  while (far_at_.ns - now_.ns < kWheelNs) {
+    std::pop_heap(far_.begin(), far_.end(), std::greater<Key>{});
+    const Key key = far_.back();
+    far_.pop_back();
+    far_at_ = far_.empty() ? Instant::never() : key_time(far_.front());
+    append(static_cast<uint32_t>(key_time(key).ns) & kWheelMask, key_slot(key));
+  }
 }
 
 EventQueue::Event& EventQueue::push(Instant at) {
@@ -44,66 +107,9 @@ EventQueue::Event& EventQueue::push(Instant at) {
     MRC_ASSERT(sequence < (uint64_t{1} << (64 - kSlotBits)));
     far_.push_back(make_key(at, sequence, slot));
     std::push_heap(far_.begin(), far_.end(), std::greater<Key>{});
+    far_at_ = key_time(far_.front());
   }
   return events_[slot];
-}
-
-void EventQueue::append(uint32_t bucket, uint32_t slot) {
-  events_[slot].next = kNone;
-  Bucket& b = buckets_[bucket];
-  if (b.head == kNone) {
-    b.head = slot;
-    words_[bucket >> 6] |= uint64_t{1} << (bucket & 63);
-    summary_[bucket >> 12] |= uint64_t{1} << ((bucket >> 6) & 63);
-  } else {
-    events_[b.tail].next = slot;
-  }
-  b.tail = slot;
-  ++in_wheel_;
-}
-
-uint32_t EventQueue::first_bucket() const {
-  const uint32_t start = static_cast<uint32_t>(now_.ns) & kWheelMask;
-  const uint32_t word = start >> 6;
-  if (const uint64_t bits = words_[word] & (~uint64_t{0} << (start & 63))) {
-    return (word << 6) | static_cast<uint32_t>(std::countr_zero(bits));
-  }
-  // The first non-empty word after `word`, else (wrapping) the first one from word 0.
-  for (const uint32_t from : {word + 1, 0u}) {
-    for (uint32_t s = from >> 6; s < kSummaryWords && from < kWords; ++s) {
-      uint64_t mask = summary_[s];
-      if (s == (from >> 6)) mask &= ~uint64_t{0} << (from & 63);
-      if (mask == 0) continue;
-      const uint32_t w = (s << 6) | static_cast<uint32_t>(std::countr_zero(mask));
-      return (w << 6) | static_cast<uint32_t>(std::countr_zero(words_[w]));
-    }
-  }
-  MRC_ASSERT(false && "the wheel holds an event");
-  return 0;
-}
-
-Instant EventQueue::next_time(uint32_t& bucket) const {
-  if (in_wheel_ != 0) {
-    bucket = first_bucket();
-    const uint32_t ahead = (bucket - static_cast<uint32_t>(now_.ns)) & kWheelMask;
-    return Instant{now_.ns + ahead};
-  }
-  if (!far_.empty()) {
-    const Instant at = key_time(far_.front());
-    bucket = static_cast<uint32_t>(at.ns) & kWheelMask;
-    return at;
-  }
-  return Instant::never();
-}
-
-void EventQueue::advance(Instant to) {
-  now_ = to;
-  while (!far_.empty() && key_time(far_.front()).ns - now_.ns < kWheelNs) {
-    std::pop_heap(far_.begin(), far_.end(), std::greater<Key>{});
-    const Key key = far_.back();
-    far_.pop_back();
-    append(static_cast<uint32_t>(key_time(key).ns) & kWheelMask, key_slot(key));
-  }
 }
 
 bool EventQueue::run_one(Instant until) {
@@ -139,5 +145,7 @@ void EventQueue::run_until(Instant until) {
   while (!stopped_ && run_one(until)) {
   }
 }
+
+#undef MRC_INLINE
 
 }  // namespace mrc::sim

@@ -99,8 +99,10 @@ class EventQueue {
   // Files a new event at `at` and returns its record to fill in.
   Event& push(Instant at);
   void append(uint32_t bucket, uint32_t slot);
-  // The first non-empty bucket at or after now's (the wheel holds an event).
+  // The first non-empty bucket at or after now's (the wheel holds an event); the search past
+  // now's word of the bit map.
   uint32_t first_bucket() const;
+  uint32_t first_bucket_after(uint32_t word) const;
   // The time of the earliest pending event (never if none).
   Instant next_time(uint32_t& bucket) const;
   // Moves the far events due within the wheel's span of now into the wheel.
@@ -111,6 +113,7 @@ class EventQueue {
   uint64_t summary_[kSummaryWords] = {};
   size_t in_wheel_ = 0;
   std::vector<Key> far_;  // a min-heap of the events kWheelNs or more ahead when filed
+  Instant far_at_ = Instant::never();  // the time of its earliest, never if it is empty
   std::vector<Event> events_;  // the slab, indexed by slot
   std::vector<uint32_t> free_slots_;
   Instant now_{0};
