@@ -41,9 +41,10 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
     : events_(events),
       config_(config),
       callbacks_(std::move(callbacks)),
-      topology_(build_topology(config)) {
+      topology_(build_topology(config)),
+      per_plane_(topology_.links_per_plane()) {
   MRC_ASSERT(callbacks_.deliver);
-  const uint32_t per_plane = topology_.links_per_plane();
+  const uint32_t per_plane = per_plane_;
   links_.reserve(static_cast<size_t>(config_.planes) * per_plane);
   for (uint32_t p = 0; p < config_.planes; ++p) {
     for (uint32_t local = 0; local < per_plane; ++local) {
@@ -58,17 +59,20 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
       links_.emplace_back(LinkId(id), PlaneId(static_cast<uint8_t>(p)), ends, lc, ecn, link_seed(seed, id));
     }
   }
+  host_ports_.resize(2 * static_cast<size_t>(config_.hosts) * config_.planes);
+  for (HostId h = 0; h < config_.hosts; ++h) {
+    for (uint32_t p = 0; p < config_.planes; ++p) {
+      const PlaneId plane(static_cast<uint8_t>(p));
+      host_ports_[2 * (static_cast<size_t>(h) * config_.planes + p)] = global(plane, topology_.host_uplink(h)).value;
+      host_ports_[2 * (static_cast<size_t>(h) * config_.planes + p) + 1] = global(plane, topology_.host_downlink(h)).value;
+    }
+  }
   blackholes_.resize(config_.planes);
   plane_delivered_.resize(config_.planes);
   switch_down_.assign(static_cast<size_t>(config_.planes) * topology_.node_count(), 0);
 }
 
 // ---------------------------------------------------------------------------- host side
-
-bool Fabric::port_idle(HostId host, PlaneId plane) const {
-  const Link& uplink = links_[host_uplink(host, plane).value];
-  return !uplink.busy && !uplink.paused;
-}
 
 bool Fabric::port_up(HostId host, PlaneId plane) const {
   return links_[host_uplink(host, plane).value].up() &&
@@ -265,18 +269,8 @@ void Fabric::drop(Link& link, PacketPtr packet, DropReason reason) {
 // ---------------------------------------------------------------------------- topology
 
 LinkId Fabric::global(PlaneId plane, uint32_t local) const {
-  MRC_ASSERT(plane.value < config_.planes && local < topology_.links_per_plane());
-  return LinkId(plane.value * topology_.links_per_plane() + local);
-}
-
-LinkId Fabric::host_uplink(HostId host, PlaneId plane) const {
-  MRC_ASSERT(host < config_.hosts);
-  return global(plane, topology_.host_uplink(host));
-}
-
-LinkId Fabric::host_downlink(HostId host, PlaneId plane) const {
-  MRC_ASSERT(host < config_.hosts);
-  return global(plane, topology_.host_downlink(host));
+  MRC_ASSERT(plane.value < config_.planes && local < per_plane_);
+  return LinkId(plane.value * per_plane_ + local);
 }
 
 // The `spine`-th uplink of tier-1 switch `leaf` (leaf-spine: to spine `spine`; FatTree: to the

@@ -20,6 +20,7 @@
 #include "sim/link.h"
 #include "sim/packet.h"
 #include "sim/topology.h"
+#include "util/assert.h"
 
 namespace mrc::sim {
 
@@ -73,7 +74,10 @@ class Fabric {
 
   // ---- Host side.
   // The NIC port is not serializing a packet, so transmit() may be called.
-  bool port_idle(HostId host, PlaneId plane) const;
+  bool port_idle(HostId host, PlaneId plane) const {
+    const Link& uplink = links_[host_uplink(host, plane).value];
+    return !uplink.busy && !uplink.paused;
+  }
   // Both directions of the host's cable to its leaf are up.
   bool port_up(HostId host, PlaneId plane) const;
   // REQUIRES port_idle. Serializes at the host-link rate (no host-side queue); port_ready fires
@@ -102,8 +106,8 @@ class Fabric {
   std::vector<LinkId> route_of(HostId src, HostId dst, PlaneId plane, Ev ev) const;
 
   uint32_t link_count() const { return static_cast<uint32_t>(links_.size()); }
-  LinkId host_uplink(HostId host, PlaneId plane) const;
-  LinkId host_downlink(HostId host, PlaneId plane) const;
+  LinkId host_uplink(HostId host, PlaneId plane) const { return LinkId(host_port(host, plane)[0]); }
+  LinkId host_downlink(HostId host, PlaneId plane) const { return LinkId(host_port(host, plane)[1]); }
   // A tier-1 switch's `spine`-th uplink (leaf-spine: to that spine; FatTree: to that
   // aggregation switch of its pod) and the same cable's other direction.
   LinkId leaf_to_spine(PlaneId plane, uint32_t leaf, uint32_t spine) const;
@@ -160,6 +164,11 @@ class Fabric {
   };
 
   Link& link_at(LinkId id) { return links_[id.value]; }
+  // The global ids of the host's uplink and downlink on `plane` (host_ports_).
+  const uint32_t* host_port(HostId host, PlaneId plane) const {
+    MRC_ASSERT(host < config_.hosts && plane.value < config_.planes);
+    return &host_ports_[2 * (static_cast<size_t>(host) * config_.planes + plane.value)];
+  }
   LinkId global(PlaneId plane, uint32_t local) const;
   uint32_t leaf_uplink(uint32_t leaf, uint32_t spine) const;
   void start_serializing(Link& link, PacketPtr packet);
@@ -183,6 +192,8 @@ class Fabric {
   const FabricConfig config_;
   FabricCallbacks callbacks_;
   Topology topology_;
+  const uint32_t per_plane_;  // links per plane
+  std::vector<uint32_t> host_ports_;  // per (host, plane): global uplink, downlink
   std::vector<Link> links_;  // plane-major: plane * links_per_plane + local
   std::vector<InFlight> in_flight_;
   std::vector<uint32_t> free_slots_;
