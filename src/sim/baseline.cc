@@ -29,15 +29,14 @@ namespace {
 
 // Header, payload and a 4-byte ICRC over both (RoCE's invariant CRC; a corrupted packet is
 // discarded by the receiving NIC).
+// Sized once and written with memcpy (PacketBytes grows without zeroing; see packet.h).
 void encode(const BaseHeader& h, const uint8_t* payload, PacketBytes& bytes) {
-  bytes.clear();
-  bytes.reserve(kBaseHeaderBytes + h.length + kBaseIcrcBytes);
-  const auto* header = reinterpret_cast<const uint8_t*>(&h);
-  bytes.insert(bytes.end(), header, header + kBaseHeaderBytes);
-  if (h.length > 0 && payload != nullptr) bytes.insert(bytes.end(), payload, payload + h.length);
-  const uint32_t icrc = wire::icrc32(bytes);
-  const auto* crc = reinterpret_cast<const uint8_t*>(&icrc);
-  bytes.insert(bytes.end(), crc, crc + kBaseIcrcBytes);
+  const size_t body = h.length > 0 && payload != nullptr ? h.length : 0;
+  bytes.resize(kBaseHeaderBytes + body + kBaseIcrcBytes);
+  std::memcpy(bytes.data(), &h, kBaseHeaderBytes);
+  if (body > 0) std::memcpy(bytes.data() + kBaseHeaderBytes, payload, body);
+  const uint32_t icrc = wire::icrc32(std::span<const uint8_t>(bytes.data(), kBaseHeaderBytes + body));
+  std::memcpy(bytes.data() + kBaseHeaderBytes + body, &icrc, kBaseIcrcBytes);
 }
 
 bool icrc_ok(std::span<const uint8_t> bytes) {

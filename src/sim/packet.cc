@@ -2,6 +2,7 @@
 // defaults except for its byte buffer's capacity.
 #include "sim/packet.h"
 
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -51,7 +52,8 @@ PacketPtr make_packet(const SimPacket& other) {
   PacketPtr packet = make_packet();
   PacketBytes bytes = std::move(packet->bytes);
   *packet = other;
-  bytes.assign(other.bytes.begin(), other.bytes.end());
+  bytes.resize(other.bytes.size());  // no insert/assign: see PacketBytes
+  if (!bytes.empty()) std::memcpy(bytes.data(), other.bytes.data(), bytes.size());
   packet->bytes = std::move(bytes);
   return packet;
 }

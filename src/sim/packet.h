@@ -16,7 +16,9 @@ namespace mrc::sim {
 using HostId = uint32_t;
 
 // A datagram's bytes. Growing it does not zero the new bytes (they are always written before
-// they are read), so a host can let its engine write a datagram straight into a packet.
+// they are read), so a host can let its engine write a datagram straight into a packet. Fill it
+// with resize() and memcpy, not insert() or assign() from a range: with a non-standard
+// allocator those construct byte by byte.
 using PacketBytes = std::vector<uint8_t, DefaultInitAllocator<uint8_t>>;
 
 struct SimPacket {

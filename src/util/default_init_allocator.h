@@ -1,7 +1,9 @@
 // An allocator whose value-initialising construct() default-initialises instead, so
 // std::vector<uint8_t, DefaultInitAllocator<uint8_t>>::resize(n) grows without zero-filling the
 // new bytes. For buffers that are always written before they are read (the simulator's packet
-// bytes: the engine writes a datagram straight into them, no copy and no memset).
+// bytes: the engine writes a datagram straight into them, no copy and no memset). Cost: a vector
+// with any allocator but std::allocator copies ranges (insert, assign, copy construction)
+// element by element instead of with memmove, so fill one with resize and memcpy.
 #pragma once
 
 #include <memory>
