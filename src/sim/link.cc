@@ -57,14 +57,14 @@ Link::Link(LinkId id_, PlaneId plane_, const Topology::LinkEnds& ends, const Lin
            bool ecn_enabled, uint64_t seed)
     : id(id_),
       plane(plane_),
+      link_class(ends.link_class),
       from(ends.from),
       to(ends.to),
-      link_class(ends.link_class),
       propagation(config.propagation),
-      prng(seed),
       config_(&config),
+      rate_kbps_(std::llround(config.rate_gbps * 1e6)),
       ecn_enabled_(ecn_enabled && config.ecn_threshold_bytes > 0),
-      rate_kbps_(std::llround(config.rate_gbps * 1e6)) {
+      prng(seed) {
   MRC_ASSERT(rate_kbps_ > 0);
   MRC_ASSERT(config.propagation.ns >= 0);
 }

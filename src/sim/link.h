@@ -57,6 +57,7 @@ enum class DropReason : uint8_t { kOverflow, kFaultLoss, kDown, kBlackhole };
 struct LinkStats {
   uint64_t packets_sent = 0;  // serialized onto the wire while the link was up
   uint64_t bytes_sent = 0;    // wire bytes of those
+  uint64_t max_queue_bytes = 0;  // data + priority queue, high-water mark
   uint64_t dropped_overflow = 0;
   uint64_t dropped_fault = 0;  // random loss fault
   uint64_t dropped_down = 0;   // link down (queued, in flight, or offered while down)
@@ -68,7 +69,6 @@ struct LinkStats {
   uint64_t duplicated = 0;
   uint64_t corrupted = 0;
   uint64_t reordered = 0;
-  uint64_t max_queue_bytes = 0;  // data + priority queue, high-water mark
   uint64_t pfc_pauses = 0;       // lossless: times this link was paused by its far end
   uint64_t pfc_paused_ns = 0;    // ... and for how long in all
   uint64_t pfc_max_held_bytes = 0;  // most bytes from this link held at once in the switch
@@ -129,30 +129,26 @@ class Link {
   double rate_gbps() const { return static_cast<double>(rate_kbps_) / 1e6; }
   uint64_t queued_bytes() const { return data_bytes_ + priority_bytes_; }
 
+  // Members in the order a packet's hop reads them: the transmitter state, then the queues,
+  // then the counters; the fault state and PFC bookkeeping, rarely read, come last. A hop then
+  // touches about four of the link's seven cache lines instead of six.
   const LinkId id;
   const PlaneId plane;
-  const NodeId from;
-  const NodeId to;
   const LinkClass link_class;
-  const Duration propagation;
-
   // Transmitter state, driven by the Fabric.
   uint8_t down_mask = 0;
-  uint32_t generation = 0;  // bumped on every down transition: in-flight packets are lost
-  bool busy = false;        // serializing `serializing`; implies the queues may be non-empty
-  int64_t free_at_ps = 0;   // when the last serialization ends (sub-ns precise)
-  PacketPtr serializing;
-  uint32_t serializing_generation = 0;
+  bool busy = false;     // serializing `serializing`; implies the queues may be non-empty
+  bool faulty = false;   // faults.any(), cached for the fast path
   // PFC (lossless): the far-end switch holds pfc_held_bytes that arrived on this link and has
   // paused it (the transmitter finishes its current packet, then waits).
   bool paused = false;
-  uint64_t pfc_held_bytes = 0;
-  int64_t paused_since_ns = 0;
-
-  LinkFaults faults;
-  bool faulty = false;  // faults.any(), cached for the fast path
-  Prng prng;            // this link's own random stream
-  LinkStats stats;
+  const NodeId from;
+  const NodeId to;
+  uint32_t generation = 0;  // bumped on every down transition: in-flight packets are lost
+  uint32_t serializing_generation = 0;
+  const Duration propagation;
+  int64_t free_at_ps = 0;   // when the last serialization ends (sub-ns precise)
+  PacketPtr serializing;
 
  private:
   bool admit_priority(PacketPtr& packet);
@@ -160,12 +156,19 @@ class Link {
   bool ecn_mark_now();
 
   const LinkConfig* config_;
-  const bool ecn_enabled_;
   int64_t rate_kbps_;
-  PacketFifo data_;
-  PacketFifo priority_;
   uint64_t data_bytes_ = 0;
   uint64_t priority_bytes_ = 0;
+  const bool ecn_enabled_;
+  PacketFifo data_;
+  PacketFifo priority_;
+
+ public:
+  LinkStats stats;
+  uint64_t pfc_held_bytes = 0;
+  int64_t paused_since_ns = 0;
+  LinkFaults faults;
+  Prng prng;  // this link's own random stream
 };
 
 }  // namespace mrc::sim
