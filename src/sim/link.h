@@ -130,8 +130,8 @@ class Link {
   uint64_t queued_bytes() const { return data_bytes_ + priority_bytes_; }
 
   // Members in the order a packet's hop reads them: the transmitter state, then the queues,
-  // then the counters; the fault state and PFC bookkeeping, rarely read, come last. A hop then
-  // touches about four of the link's seven cache lines instead of six.
+  // then the counters; the fault state and PFC bookkeeping, rarely read, come last, so a hop
+  // touches fewer of the link's cache lines (BENCHMARKS.md, "Session 5").
   const LinkId id;
   const PlaneId plane;
   const LinkClass link_class;
