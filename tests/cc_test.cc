@@ -67,10 +67,29 @@ TEST(Nscc, QuickAdaptCutsToWhatWasDelivered) {
   Nscc cc(c, kMtu);
   // 1 MTU per 4 us (about 8 Gbit/s) at the base RTT: 200 us deliver ~200 KiB.
   Instant now = feed(cc, Instant{0}, 1'000'000, 4'000, 100'000, false);
-  cc.on_loss(now, kMtu);
+  cc.on_trim(now, kMtu);
   feed(cc, now, 400'000, 4'000, 100'000, false);
   EXPECT_LT(cc.window_bytes(), 400u << 10);
   EXPECT_GT(cc.window_bytes(), 100u << 10);
+}
+
+// A loss (not a trim) on a path without queueing is random loss, a path signal for the EV set:
+// the window stays. The same loss while the average delay is above target is congestion (a
+// drop-tail fabric) and quick adapt cuts the window.
+TEST(Nscc, ALossOnAQuietPathIsNotARateSignal) {
+  NsccConfig c = config_with_base_rtt(100'000);
+  c.initial_window_bytes = 4u << 20;
+  Nscc quiet(c, kMtu), queued(c, kMtu);
+  Instant now = feed(quiet, Instant{0}, 1'000'000, 4'000, 100'000, false);
+  quiet.on_loss(now, kMtu);
+  feed(quiet, now, 400'000, 4'000, 100'000, false);
+  EXPECT_GT(quiet.window_bytes(), 3u << 20);
+  // RTT 2.5x the base: the average delay is above the default target (half the base RTT) but
+  // below the quick-adapt threshold (4 x target), so only the loss can cut the window.
+  now = feed(queued, Instant{0}, 1'000'000, 4'000, 250'000, false);
+  queued.on_loss(now, kMtu);
+  feed(queued, now, 700'000, 4'000, 250'000, false);
+  EXPECT_LT(queued.window_bytes(), 1u << 20);
 }
 
 // Where queues are deep (no ECN; RTT 50x the base), a round lasts the RTT the packets see:
@@ -90,7 +109,7 @@ TEST(Nscc, QuickAdaptCountsAWholeRttWhenQueuesAreDeep) {
 }
 
 // UET's qa_gate: a round that delivered more than max_window >> qa_gate is not an incast, and
-// a loss in it does not cut the window; with the gate off (0) the same loss does.
+// a trim in it does not cut the window; with the gate off (0) the same trim does.
 TEST(Nscc, QuickAdaptIsGatedByWhatTheRoundDelivered) {
   NsccConfig c = config_with_base_rtt(10'000);
   c.initial_window_bytes = 2u << 20;
@@ -102,8 +121,8 @@ TEST(Nscc, QuickAdaptIsGatedByWhatTheRoundDelivered) {
   for (Nscc* cc : {&gated_cc, &ungated_cc}) {
     // 1 MTU per 50 ns (~650 Gbit/s): a 20 us round delivers ~1.6 MiB.
     Instant now = feed(*cc, Instant{0}, 100'000, 50, 10'000, false);
-    cc->on_loss(now, kMtu);
-    feed(*cc, now, 10'000, 50, 10'000, false);  // the lossy round ends within these 10 us
+    cc->on_trim(now, kMtu);
+    feed(*cc, now, 10'000, 50, 10'000, false);  // the trimmed round ends within these 10 us
   }
   EXPECT_GT(gated_cc.window_bytes(), 3u << 20);    // grown towards max_window, not cut
   EXPECT_LT(ungated_cc.window_bytes(), 2u << 20);  // cut to one round's ~1.6 MiB

@@ -21,6 +21,7 @@ EvSetConfig listed(int planes, std::vector<ExplicitEv> list, uint16_t min_active
   c.planes = planes;
   c.min_active = min_active;
   c.explicit_evs = std::move(list);
+  c.loss_strike_uses = 0;  // one strike: the tests here are about what retirement does
   return c;
 }
 

@@ -1,6 +1,7 @@
 // The entropy-value set (src/core/ev_set.h) on its own: the split over planes, the rotation,
 // SKIP, retirement to ASSUMED_BAD with same-plane replacement, the ev_min_active floor,
-// background probes and revival, DENIED, and the mapping of echoed EVs back to slots.
+// background probes and revival, DENIED, the mapping of echoed EVs back to slots, and the two
+// strikes before a loss retires an EV.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -20,6 +21,7 @@ EvSetConfig make_config(int planes, uint16_t active, uint16_t backups, uint16_t 
   c.min_active = min_active;
   c.probe_interval = Duration{50'000};
   c.revive_probes = 3;
+  c.loss_strike_uses = 0;  // one strike: most tests here are about what retirement does
   return c;
 }
 
@@ -367,6 +369,31 @@ TEST(EvSet, PortModeGivesEachPlaneItsOwnStridedPortRange) {
   EXPECT_EQ(evs.slot_of(Ev(40000 + 10)), EvSet::kNoSlot);   // inside plane 0's range, unused
   EXPECT_EQ(evs.slot_of(Ev(40000 + 4 * 80)), EvSet::kNoSlot);  // past the last plane
   EXPECT_EQ(evs.slot_of(Ev(39999)), EvSet::kNoSlot);
+}
+
+// Two strikes: a first loss only SKIPs the EV (passed over once, then in rotation again); a
+// second loss within loss_strike_uses uses of it retires it; a loss after more uses than that
+// is a first strike again (random loss: no retirement, no probes).
+TEST(EvSet, ASecondLossSoonAfterTheFirstRetiresTheEv) {
+  EvSetConfig c = make_config(1, 8, 2);
+  c.loss_strike_uses = 2;
+  EvSet evs(c, 5);
+  const uint16_t ev = *active_slots(evs, plane(0)).begin();
+  evs.on_loss(ev, Instant{0});
+  EXPECT_EQ(evs.slot(ev).state, EvState::kSkip);
+  EXPECT_EQ(evs.transitions().to_assumed_bad, 0u);
+  evs.on_loss(ev, Instant{0});  // a second packet on the same path, lost too (in flight)
+  EXPECT_EQ(evs.slot(ev).state, EvState::kAssumedBad);
+
+  EvSet random_loss(c, 5);
+  const uint16_t other = *active_slots(random_loss, plane(0)).begin();
+  random_loss.on_loss(other, Instant{0});
+  size_t uses = 0;
+  for (size_t i = 0; i < 64 && uses < 2; ++i) uses += random_loss.next(plane(0)) == other ? 1 : 0;
+  ASSERT_EQ(uses, 2u);  // SKIPped once, then used twice: the strike has expired
+  random_loss.on_loss(other, Instant{0});
+  EXPECT_EQ(random_loss.slot(other).state, EvState::kSkip);
+  EXPECT_EQ(random_loss.transitions().to_assumed_bad, 0u);
 }
 
 }  // namespace

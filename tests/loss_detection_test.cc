@@ -34,7 +34,9 @@ DataInfo data_info(const std::vector<uint8_t>& bytes) {
 // acknowledged (A's tail probes are held too, so that their answers do not acknowledge it
 // first). A must count the retransmission as spurious and give the EV back.
 TEST(LossDetection, RecognisesARetransmissionWhoseOriginalArrived) {
-  Pair pair(1, small_config(), 1 << 20);
+  QpConfig config = small_config();
+  config.ev_loss_strike_uses = 0;  // one strike, so that the loss retires the EV to give back
+  Pair pair(1, config, 1 << 20);
   const Psn slow = Psn(77 + 10);  // A's initial PSN is 77
   pair.hold = [&](int from, const std::vector<uint8_t>& bytes, const TxMeta&) {
     const DataInfo d = data_info(bytes);

@@ -205,7 +205,7 @@ void expect_qp_matches(const Parsed& p, const std::string& role, QueuePair& qp) 
   EXPECT_EQ(p.value("mrc_qp_losses_total", with("detector", "fast")), s.losses_fast);
   EXPECT_EQ(p.value("mrc_qp_losses_total", with("detector", "timeout")), s.losses_timeout);
   EXPECT_EQ(p.sum("mrc_qp_losses_total", l),
-            s.losses_fast + s.losses_probe + s.losses_timeout + s.losses_port);
+            s.losses_fast + s.losses_probe + s.losses_tail + s.losses_timeout + s.losses_port);
   const auto trimmed = static_cast<size_t>(wire::NackReason::kTrimmed);
   EXPECT_EQ(p.value("mrc_qp_nacks_sent_total", with("reason", "TRIMMED")), s.nacks_sent[trimmed]);
   EXPECT_EQ(p.value("mrc_qp_nacks_received_total", with("reason", "TRIMMED")),

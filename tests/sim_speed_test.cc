@@ -84,7 +84,7 @@ TEST(SimManyQps, MptcpRunIsUnchanged) {
 
 TEST(SimManyQps, MrcRunIsUnchanged) {
   expect_pinned(run_scenario(many_qps(TransportKind::kMrc)),
-                {105594, 194000, 48, 0, 1203, 1, 88, 0, 0, 0});
+                {104835, 184000, 53, 0, 1114, 3, 87, 0, 0, 0});
 }
 
 // Payload-free runs simulate exactly what payload runs do (same events, same recovery) and

@@ -47,6 +47,8 @@ struct QpConfig {
   uint16_t ev_min_active = 16;
   int64_t ev_probe_interval_ns = 50'000;
   uint8_t ev_revive_probes = 3;
+  // A first loss on an EV only SKIPs it; a second within this many uses retires it (EvSetConfig).
+  uint8_t ev_loss_strike_uses = 2;
   // 0: random 32-bit EVs (simulator). Otherwise EVs are UDP source ports starting here (the
   // UDP datapath binds one send socket per port); see EvSetConfig::port_base.
   uint16_t ev_port_base = 0;

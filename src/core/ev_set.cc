@@ -125,6 +125,7 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
       fallback = index;
       continue;
     }
+    if (s.strike_uses > 0) --s.strike_uses;
     return last_[plane.value] = index;
   }
   return last_[plane.value] = fallback;
@@ -205,6 +206,13 @@ void EvSet::on_loss(uint16_t slot, Instant now) {
     set_state(slot, EvState::kSkip);
     return;
   }
+  if (config_.loss_strike_uses > 0 && s.strike_uses == 0) {  // a first strike: SKIP only
+    s.strike_uses = config_.loss_strike_uses;
+    set_state(slot, EvState::kSkip);
+    ++transitions_.to_skip;
+    return;
+  }
+  s.strike_uses = 0;
   retire(slot, now);
 }
 

@@ -5,7 +5,8 @@
 // so consecutive packets take different paths. States (OCP MRC):
 //   GOOD         used in rotation.
 //   SKIP         ECN-marked or trimmed recently: passed over once, then GOOD again.
-//   ASSUMED_BAD  a real (untrimmed) loss or a timeout: out of rotation at once, replaced by a
+//   ASSUMED_BAD  a second real (untrimmed) loss within loss_strike_uses uses of the EV after a
+//                first (which only SKIPs it), or a timeout: out of rotation at once, replaced by a
 //                GOOD backup of the same plane (planes stay equally loaded), probed in the
 //                background, at most once per RTT (after 3 unanswered probes in a row the
 //                interval doubles with each, up to 128 intervals or 4 RTTs),
@@ -68,6 +69,12 @@ struct EvSetConfig {
   uint16_t min_active = 16;
   Duration probe_interval{50'000};
   uint8_t revive_probes = 3;
+  // Two strikes: a first loss on an EV only SKIPs it; a second one within this many uses of
+  // the EV (or already in flight) retires it. A failed path loses the next packet too and is
+  // retired one packet later; random loss (1 % per link: ~4 % per packet, a repeat within two
+  // uses of an EV ~8 %) no longer retires an EV per loss, whose probes and replacements cost
+  // as much as the retransmission. 0: every loss retires (one strike).
+  uint8_t loss_strike_uses = 2;
   uint16_t regenerate_after_failed_probes = 16;
   // 0: EVs are random 32-bit values (low kSlotBits = slot). Otherwise EVs are UDP source ports:
   // the j-th slot of plane p uses port port_base + p * port_stride + j, so a UDP datapath that
@@ -95,6 +102,7 @@ class EvSet {
     bool active = false;
     bool probe_outstanding = false;
     uint8_t probe_successes = 0;
+    uint8_t strike_uses = 0;  // after a first loss: uses left in which a second one retires it
     uint16_t failed_probes = 0;
     uint32_t skip_round = UINT32_MAX;  // the plane's rotation in which a SKIP was spent
     Instant next_probe_at = Instant::never();

@@ -108,6 +108,7 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   ev.min_active = config_.ev_min_active;
   ev.probe_interval = Duration{config_.ev_probe_interval_ns};
   ev.revive_probes = config_.ev_revive_probes;
+  ev.loss_strike_uses = config_.ev_loss_strike_uses;
   ev.port_base = config_.ev_port_base;
   ev.port_stride = config_.ev_ports_per_plane;
   ev.explicit_evs = config_.ev_list;

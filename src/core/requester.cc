@@ -554,11 +554,14 @@ Duration Requester::rto() const {
   return Duration{std::min<int64_t>(base.ns << shift, int64_t{1024} << 24)};
 }
 
-// max(2 srtt, srtt + 4 rttvar, 5 us), or a quarter of the ACK timeout before any RTT sample.
+// max(2 srtt, srtt + 4 rttvar, 5 us), or a quarter of the ACK timeout before any RTT sample;
+// with nothing new to send, max(1.5 srtt, 5 us): the tail is resent then (resend_tail), and
+// every microsecond of it is the collective's completion time.
 Duration Requester::base_probe_timeout() const {
   const RttStats& r = stats_.rtt;
-  return Duration{r.samples == 0 ? config_.ack_timeout().ns / 4
-                                 : std::max({2 * r.smoothed_ns, r.smoothed_ns + 4 * r.variation_ns, int64_t{5000}})};
+  if (r.samples == 0) return Duration{config_.ack_timeout().ns / 4};
+  if (nothing_new_to_send()) return Duration{std::max<int64_t>(r.smoothed_ns * 3 / 2, 5000)};
+  return Duration{std::max({2 * r.smoothed_ns, r.smoothed_ns + 4 * r.variation_ns, int64_t{5000}})};
 }
 
 // Backed off per unanswered probe: without it, a path that never answered (no RTT sample yet)
@@ -620,9 +623,28 @@ void Requester::on_timer(Instant now) {
     return;
   }
   if (!tail_probe_pending_ && now >= last_progress_ + probe_timeout()) {
-    tail_probe_pending_ = true;
     ++tail_probes_since_progress_;
+    if (nothing_new_to_send() && resend_tail(now)) return;
+    tail_probe_pending_ = true;
   }
+}
+
+// The tail timer fired with nothing new to send: no later packet can be acknowledged, so RACK
+// will never see these losses, and a probe would cost a round trip before the retransmission
+// it leads to. Every packet still unacknowledged a smoothed RTT after it left is resent now
+// (its SACK, like a probe's, reports what else is missing; a copy that was only late is
+// recognised as spurious). Returns whether anything was resent.
+bool Requester::resend_tail(Instant now) {
+  const Instant sent_before = now + Duration{-stats_.rtt.smoothed_ns};
+  bool any = false;
+  for (Psn psn = window_.oldest(); psn != window_.next(); psn += 1) {
+    const SentPacket& p = window_.at(psn);
+    const bool pending = p.state == SentPacket::State::kInFlight || p.state == SentPacket::State::kSuspect;
+    if (!pending || !(p.sent_at < sent_before)) continue;
+    declare_lost(psn, stats_.losses_tail, true, now);
+    any = true;
+  }
+  return any;
 }
 
 // ---- completion ----------------------------------------------------------------------------

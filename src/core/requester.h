@@ -14,13 +14,19 @@
 //     overtaking each other on the reverse paths.
 //  3. Cross-path (RACK-style): a packet sent more than a reordering window before the newest
 //     acknowledged one is lost. Catches failures where the dead EV carries nothing later.
-//  4. Tail-loss probe: with data in flight and no progress for ~2 RTT, a reliability probe asks
-//     the responder for its state; packets it has not got and that were sent before the probe
-//     are lost.
+//  4. Tail: with data in flight and no progress for ~2 RTT, a reliability probe asks the
+//     responder for its state; packets it has not got and that were sent before the probe are
+//     lost. When there is nothing new to send (the end of a message: no later packet can ever
+//     be acknowledged, so 2 and 3 cannot fire), the timer is 1.5 smoothed RTTs and instead of
+//     a probe it resends every packet unacknowledged for a smoothed RTT, as TCP's tail loss
+//     probe resends the last segment: the repair takes one round trip instead of two, and the
+//     resent packets' SACKs report the rest. Under random loss the flows that finish last are
+//     those whose last packets were lost, so this sets the completion time of a collective.
 //  5. Retransmission timeout: OCP ACK timeout, `retry_linear` retries at a fixed interval then
 //     `retry_exp` with exponential backoff; past that the QP fails and every outstanding work
 //     request completes with an error.
-// A real loss (2-5) retires the EV (ASSUMED_BAD) and the packet goes out again on another EV.
+// A real loss (2-5) is reported to the EV set (a second loss on the same EV soon after retires
+// it, see ev_set.h) and the packet goes out again on another EV.
 #pragma once
 
 #include <array>
@@ -126,6 +132,8 @@ class Requester {
   void walk_same_ev(Instant now, Psn trigger, Psn bitmap_base, const wire::Sack& sack);
   void rack_scan(Instant now);
   void tail_probe_answered(Instant now, const wire::Sack& sack);
+  bool resend_tail(Instant now);
+  bool nothing_new_to_send() const { return sq_next_send_ == sq_tail_; }
   void declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now);
   void on_false_loss(const SentPacket& p);
   void on_spurious_retransmit(const SentPacket& p);

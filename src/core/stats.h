@@ -68,6 +68,7 @@ struct QpStats {
   uint64_t losses_same_ev_late = 0;  // per-EV ordering, after the grace for SACK reordering
   uint64_t losses_rack = 0;       //   sent a reordering window before a newer acknowledged one
   uint64_t losses_probe = 0;    // declared from a tail-loss probe answer
+  uint64_t losses_tail = 0;     // resent by the tail timer with nothing new to send
   uint64_t losses_timeout = 0;  // declared by the retransmission timer
   uint64_t losses_port = 0;     // in flight on a plane that went down
   uint64_t false_losses = 0;    // declared lost, then acknowledged before being sent again

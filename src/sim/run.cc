@@ -578,8 +578,8 @@ void Runner::schedule_random_faults(Instant end) {
 void add_loss_causes(std::map<std::string, uint64_t>& causes, const QpStats& s) {
   const std::pair<const char*, uint64_t> counts[] = {
       {"nack", s.losses_nack},       {"same_ev", s.losses_same_ev}, {"same_ev_late", s.losses_same_ev_late},
-      {"rack", s.losses_rack},       {"probe", s.losses_probe},     {"timeout", s.losses_timeout},
-      {"port", s.losses_port},       {"false", s.false_losses},     {"tail_probes", s.tail_probes},
+      {"rack", s.losses_rack},       {"probe", s.losses_probe},     {"tail", s.losses_tail},
+      {"timeout", s.losses_timeout}, {"port", s.losses_port},       {"false", s.false_losses},     {"tail_probes", s.tail_probes},
       {"spurious", s.spurious_retransmits}};
   for (const auto& [name, n] : counts)
     if (n > 0) causes[name] += n;

@@ -135,6 +135,10 @@ void read_cc_knobs(Reader& r, const toml::table& t, QpConfig& q) {
   r.get(t, "qp.", "quick_adapt", n.quick_adapt);
   r.get(t, "qp.", "qa_gate", qa_gate);
   r.get(t, "qp.", "ack_delay_us", ack_delay_us);
+  r.get(t, "qp.", "eta", n.proportional_gain);
+  r.get(t, "qp.", "fi", n.fair_increase_mtus);
+  if (!(n.proportional_gain > 0 && n.proportional_gain <= 16)) r.fail("qp.eta: the proportional gain, must be in (0, 16]");
+  if (!(n.fair_increase_mtus > 0 && n.fair_increase_mtus <= 64)) r.fail("qp.fi: MTUs per RTT, must be in (0, 64]");
   if (target_us < 0) r.fail("qp.target_delay_us: must be >= 0 (0: half the base RTT)");
   if (initial_kib < 1 || initial_kib * 1024 > n.max_window_bytes) r.fail("qp.initial_window_kib: must be 1..window_kib");
   if (qa_gate > 63) r.fail("qp.qa_gate: a shift of the maximum window, 0..63 (0: quick adapt on every lossy round)");
@@ -149,7 +153,8 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
   r.check_keys(*t, "qp.", {"mtu", "ev_count", "ev_min_active", "mpr", "max_wimm", "timeout",
                            "retry_linear", "retry_exp", "ack_every", "cc", "window_kib", "ev_list",
-                           "initial_window_kib", "target_delay_us", "quick_adapt", "qa_gate", "ack_delay_us"});
+                           "initial_window_kib", "target_delay_us", "quick_adapt", "qa_gate", "ack_delay_us",
+                           "eta", "fi"});
   QpConfig& q = s.qp;
   uint32_t mtu = q.mtu_bytes, ev = q.ev_count, ev_min = q.ev_min_active, mpr = q.mpr,
            wimm = q.max_wimm, timeout = q.timeout, lin = q.retry_linear, exp = q.retry_exp,

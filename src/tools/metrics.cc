@@ -164,7 +164,7 @@ void render_qp_reasons(MetricsWriter& w, const QpStats& s, const MetricLabels& l
               s.nacks_received[code]);
   }
   const std::pair<const char*, uint64_t> losses[] = {{"fast", s.losses_fast},
-                                                     {"probe", s.losses_probe},
+                                                     {"probe", s.losses_probe}, {"tail", s.losses_tail},
                                                      {"timeout", s.losses_timeout},
                                                      {"port", s.losses_port}};
   for (const auto& [detector, n] : losses)

@@ -397,7 +397,7 @@ json plane_and_ev_summary(PerfSide& side) {
     for (int p = 0; p < side.host().planes(); ++p) retransmits[p] += s.planes[p].retransmits;
     qps.push_back({{"qpn", qp->qpn().value}, {"retransmits", s.retransmits}, {"losses_fast", s.losses_fast}, {"losses_nack", s.losses_nack}, {"losses_same_ev", s.losses_same_ev},
                    {"losses_same_ev_late", s.losses_same_ev_late}, {"losses_rack", s.losses_rack},
-                   {"losses_probe", s.losses_probe}, {"losses_timeout", s.losses_timeout}, {"losses_port", s.losses_port}, {"false_losses", s.false_losses}, {"spurious_retransmits", s.spurious_retransmits},
+                   {"losses_probe", s.losses_probe}, {"losses_tail", s.losses_tail}, {"losses_timeout", s.losses_timeout}, {"losses_port", s.losses_port}, {"false_losses", s.false_losses}, {"spurious_retransmits", s.spurious_retransmits},
                    {"timeouts", s.timeouts}, {"tail_probes", s.tail_probes}, {"ev_probes", s.ev_probes},
                    {"stale_sacks", s.stale_sacks}, {"rtt_us", {{"min", us(s.rtt.min_ns)}, {"avg", us(s.rtt.avg_ns())},
                    {"max", us(s.rtt.max_ns)}, {"smoothed", us(s.rtt.smoothed_ns)}}}, {"window_bytes", s.window_bytes}});

@@ -80,9 +80,11 @@ void Nscc::on_trim(Instant now, uint32_t bytes) {
 }
 
 void Nscc::on_loss(Instant now, uint32_t /*bytes*/) {
-  // A real loss in MRC is first a path signal (the EV is retired); the window reacts only
-  // through quick adapt at the end of the round.
-  round_had_loss_ = true;
+  // A real loss in MRC is first a path signal (the EV set reacts). It is a rate signal only
+  // with evidence of congestion, an average delay above target (a drop-tail fabric without
+  // trimming): then quick adapt acts at the end of the round. Random loss on quiet paths does
+  // not shrink the window; doing so cut 1 %-loss all-to-alls to a fraction of the line rate.
+  if (avg_delay_ns_ > static_cast<double>(target_delay_ns())) round_had_loss_ = true;
   end_of_round(now);
 }
 

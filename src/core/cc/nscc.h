@@ -6,8 +6,9 @@
 //                              weight 1/80 per sample, as UET's avg_delay): with spraying, one
 //                              sample's delay is one path's queue, the average is the QP's
 //   ECN,    delay < target  -> no change (the EV is skipped instead: ECN steers load)
-// Trims shrink the window by the trimmed bytes; quick adapt, after losses or trims in an RTT
-// or an average delay above qa_threshold (default 4 x target), cuts the window to what the
+// Trims shrink the window by the trimmed bytes; quick adapt, after trims in an RTT, losses
+// while the average delay is above target (congestion drops; random loss on quiet paths is a
+// path signal only), or an average delay above qa_threshold (default 4 x target), cuts the window to what the
 // receiver actually got in that RTT (a round lasts the smoothed RTT, at least two base RTTs),
 // but only if that was less than max_window >> qa_gate (UET's gate: a QP that delivers that
 // much is not in an incast, and one lost packet there is a path signal, not a rate signal). Delay = RTT - base RTT, with
