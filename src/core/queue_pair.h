@@ -95,6 +95,9 @@ class QueuePair {
 
 
   QpStats stats() const;
+  // stats().data_bytes_placed without copying the whole QpStats (the simulator samples it for
+  // every QP at a fixed interval).
+  uint64_t data_bytes_placed() const { return stats_.data_bytes_placed; }
   const EvSet* evs() const { return evs_ ? &*evs_ : nullptr; }
   EvSet* evs();  // a controller may change EV states through it
   const CongestionController* congestion() const { return cc_.get(); }

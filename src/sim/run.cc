@@ -463,7 +463,7 @@ uint64_t Runner::placed_bytes() {
     for (const auto& c : h->connections()) placed += c->stats().data_bytes_placed;
   }
   for (auto& h : hosts_)
-    h->endpoint().for_each_qp([&](QueuePair& qp) { placed += qp.stats().data_bytes_placed; });
+    h->endpoint().for_each_qp([&](QueuePair& qp) { placed += qp.data_bytes_placed(); });
   return placed;
 }
 
