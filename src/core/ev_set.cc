@@ -53,7 +53,10 @@ void EvSet::build_auto() {
       s.plane = PlaneId(static_cast<uint8_t>(p));
       s.ev = fresh_ev(index);
       s.active = i < per_plane;
-      if (s.active) rotation_[p].push_back(index);
+      if (s.active) {
+        rotation_[p].push_back(index);
+        count_usable(s.plane, 1);
+      }
     }
   }
 }
@@ -78,6 +81,7 @@ void EvSet::build_explicit() {
       s.plane = e.plane;
       s.ev = e.ev;
       s.active = true;
+      count_usable(s.plane, 1);
       explicit_index_.insert(it, {e.ev.value, index});
     }
     rotation_[e.plane.value].push_back(index);
@@ -152,6 +156,7 @@ void EvSet::set_state(uint16_t slot, EvState state) {
   assumed_bad_ -= s.state == EvState::kAssumedBad ? 1 : 0;
   assumed_bad_ += state == EvState::kAssumedBad ? 1 : 0;
   probe_times_dirty_ |= s.state == EvState::kAssumedBad || state == EvState::kAssumedBad;
+  if (s.active && usable(s.state) != usable(state)) count_usable(s.plane, usable(state) ? 1 : -1);
   s.state = state;
   ++s.stats.state_changes;
 }
@@ -172,25 +177,6 @@ void EvSet::on_trim(uint16_t slot) {
     set_state(slot, EvState::kSkip);
     ++transitions_.to_skip;
   }
-}
-
-uint16_t EvSet::usable_active() const {
-  uint16_t n = 0;
-  for (const Slot& s : slots_) n = static_cast<uint16_t>(n + ((s.active && usable(s.state)) ? 1 : 0));
-  return n;
-}
-
-uint16_t EvSet::usable_active(PlaneId plane) const {
-  uint16_t n = 0;
-  for (const Slot& s : slots_) n = static_cast<uint16_t>(n + ((s.plane == plane && s.active && usable(s.state)) ? 1 : 0));
-  return n;
-}
-
-bool EvSet::has_usable(PlaneId plane) const {
-  for (uint16_t index : rotation_[plane.value]) {
-    if (usable(slots_[index].state)) return true;
-  }
-  return false;
 }
 
 void EvSet::on_loss(uint16_t slot, Instant now) {
@@ -235,8 +221,9 @@ void EvSet::refill(PlaneId plane) {
     for (uint16_t index = 0; index < slots_.size(); ++index) {
       Slot& b = slots_[index];
       if (b.active || b.plane != plane || b.state != EvState::kGood) continue;
-      slots_[position].active = false;
+      slots_[position].active = false;  // unusable: not counted
       b.active = true;
+      count_usable(plane, 1);
       position = index;
       ++transitions_.replaced;
       break;

@@ -27,6 +27,7 @@
 // by binary search over the sorted list instead of the slot bits.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -138,10 +139,13 @@ class EvSet {
   Slot& slot(uint16_t index) { return slots_[index]; }
   size_t size() const { return slots_.size(); }
   int planes() const { return config_.planes; }
-  uint16_t usable_active() const;
-  uint16_t usable_active(PlaneId plane) const;
-  // Whether the plane has at least one usable EV in rotation (stops at the first).
-  bool has_usable(PlaneId plane) const;
+  // Active slots that are usable (GOOD or SKIP), in all and per plane: counts kept up to date
+  // by every change of a slot's state or activity, so these are O(1) (asked on every packet).
+  uint16_t usable_active() const { return usable_active_all_; }
+  uint16_t usable_active(PlaneId plane) const { return usable_active_[plane.value]; }
+  // Whether the plane has at least one usable EV in rotation. A plane's rotation holds exactly
+  // its active slots (explicit mode: every slot, with repeats), so this is usable_active > 0.
+  bool has_usable(PlaneId plane) const { return usable_active_[plane.value] > 0; }
   bool is_explicit() const { return !config_.explicit_evs.empty(); }
   const EvTransitions& transitions() const { return transitions_; }
 
@@ -153,6 +157,11 @@ class EvSet {
   std::vector<std::pair<uint32_t, uint16_t>>::const_iterator explicit_lower_bound(Ev ev) const;
   Ev fresh_ev(uint16_t slot);
   void set_state(uint16_t slot, EvState state);
+  // Adds `delta` to the usable-active counts of `plane` (a slot became or stopped being one).
+  void count_usable(PlaneId plane, int delta) {
+    usable_active_[plane.value] = static_cast<uint16_t>(usable_active_[plane.value] + delta);
+    usable_active_all_ = static_cast<uint16_t>(usable_active_all_ + delta);
+  }
   void retire(uint16_t slot, Instant now);
   void refill(PlaneId plane);
   void reshuffle(PlaneId plane);
@@ -168,6 +177,8 @@ class EvSet {
   std::vector<std::pair<uint32_t, uint16_t>> explicit_index_;
   uint32_t slots_per_plane_ = 0;  // auto mode: active share + backups
   uint32_t port_stride_ = 0;      // auto port mode: ports per plane  // explicit mode: (EV value, slot), sorted
+  std::array<uint16_t, kMaxPlanes> usable_active_{};  // per plane: active slots GOOD or SKIP
+  uint16_t usable_active_all_ = 0;
   uint32_t assumed_bad_ = 0;  // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
   // Earliest next_probe_at of each plane's ASSUMED_BAD slots and of all: recomputed (one scan)
   // at the first query after a change, so the per-packet check stays O(1) while EVs are bad.
