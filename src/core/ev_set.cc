@@ -45,19 +45,19 @@ void EvSet::build_auto() {
   MRC_ASSERT(port_stride_ >= slots_per_plane_);
   const uint32_t total = config_.planes * slots_per_plane_;
   MRC_ASSERT(total < (1u << kSlotBits));
-  slots_.resize(total);
+  // Sized once: a run with thousands of QPs builds thousands of these at setup.
+  slots_.reserve(total);
   uint16_t index = 0;
   for (int p = 0; p < config_.planes; ++p) {
+    rotation_[p].reserve(per_plane);
     for (uint32_t i = 0; i < slots_per_plane_; ++i, ++index) {
-      Slot& s = slots_[index];
+      Slot& s = slots_.emplace_back();
       s.plane = PlaneId(static_cast<uint8_t>(p));
       s.ev = fresh_ev(index);
       s.active = i < per_plane;
-      if (s.active) {
-        rotation_[p].push_back(index);
-        count_usable(s.plane, 1);
-      }
+      if (s.active) rotation_[p].push_back(index);
     }
+    count_usable(PlaneId(static_cast<uint8_t>(p)), static_cast<int>(per_plane));
   }
 }
 
