@@ -41,16 +41,16 @@ QueuePair::QueuePair(Qpn qpn, const QpConfig& config, int planes, uint64_t seed,
                      CompletionQueue* send_cq, CompletionQueue* recv_cq,
                      const MemoryRegionTable* mrs)
     : qpn_(qpn),
+      all_planes_((1u << planes) - 1),
+      local_ports_((1u << planes) - 1),
+      peer_ports_((1u << planes) - 1),
       config_(config),
       planes_(planes),
       seed_(seed),
       pd_(pd),
       send_cq_(send_cq),
       recv_cq_(recv_cq),
-      mrs_(mrs),
-      all_planes_((1u << planes) - 1),
-      local_ports_((1u << planes) - 1),
-      peer_ports_((1u << planes) - 1) {
+      mrs_(mrs) {
   MRC_ASSERT(planes >= 1 && planes <= kMaxPlanes);
   config_error_ = config_.validate(planes);
 }

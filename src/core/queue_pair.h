@@ -118,7 +118,25 @@ class QueuePair {
     if (schedule_ != nullptr) schedule_->touch(schedule_index_);
   }
 
+  // What every packet, timer and schedule re-read of the QP reads comes first, together (the
+  // first touch of a QP among thousands is a cache miss; the QpStats, configuration and halves
+  // below span kilobytes).
   Qpn qpn_;
+  QpState state_ = QpState::kReset;
+  mutable bool deadline_stale_ = true;
+  // Port status update to the peer, repeated until answered.
+  bool port_status_unanswered_ = false;
+  uint32_t schedule_index_ = 0;
+  QpSchedule* schedule_ = nullptr;
+  mutable Instant deadline_cache_ = Instant::never();
+  Instant port_status_next_at_ = Instant::never();
+  uint32_t all_planes_ = 0;
+  uint32_t local_ports_ = 0;
+  uint32_t peer_ports_ = 0;
+  uint32_t port_status_request_id_ = 0;
+  uint32_t port_status_attempts_ = 0;
+  RtrAttributes remote_;
+  ControlQueue control_{256};
   QpConfig config_;
   std::string config_error_;
   int planes_;
@@ -127,27 +145,12 @@ class QueuePair {
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;
   const MemoryRegionTable* mrs_;
-  QpState state_ = QpState::kReset;
   mutable QpStats stats_;
-  ControlQueue control_{256};
   std::optional<EvSet> evs_;
   std::unique_ptr<CongestionController> cc_;
   std::optional<Responder> responder_;
   std::optional<Requester> requester_;
   std::vector<uint64_t> early_receives_;  // posted in INIT
-  RtrAttributes remote_;
-  uint32_t all_planes_ = 0;
-  uint32_t local_ports_ = 0;
-  uint32_t peer_ports_ = 0;
-  // Port status update to the peer, repeated until answered.
-  bool port_status_unanswered_ = false;
-  uint32_t port_status_request_id_ = 0;
-  Instant port_status_next_at_ = Instant::never();
-  uint32_t port_status_attempts_ = 0;
-  mutable Instant deadline_cache_ = Instant::never();
-  mutable bool deadline_stale_ = true;
-  QpSchedule* schedule_ = nullptr;
-  uint32_t schedule_index_ = 0;
 };
 
 }  // namespace mrc
