@@ -23,10 +23,6 @@ const char* to_string(EvState s) {
 EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
     : config_(config),
       prng_(seed),
-      rotation_(config.planes),
-      cursor_(config.planes, 0),
-      last_(config.planes, kNoSlot),
-      round_(config.planes, 0),
       plane_probe_at_(config.planes, Instant::never()) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
   if (config.explicit_evs.empty()) {
@@ -47,15 +43,17 @@ void EvSet::build_auto() {
   MRC_ASSERT(total < (1u << kSlotBits));
   // Sized once: a run with thousands of QPs builds thousands of these at setup.
   slots_.reserve(total);
+  order_.reserve(config_.active_count);
   uint16_t index = 0;
   for (int p = 0; p < config_.planes; ++p) {
-    rotation_[p].reserve(per_plane);
+    rotations_[p].begin = static_cast<uint32_t>(order_.size());
+    rotations_[p].size = per_plane;
     for (uint32_t i = 0; i < slots_per_plane_; ++i, ++index) {
       Slot& s = slots_.emplace_back();
       s.plane = PlaneId(static_cast<uint8_t>(p));
       s.ev = fresh_ev(index);
       s.active = i < per_plane;
-      if (s.active) rotation_[p].push_back(index);
+      if (s.active) order_.push_back(index);
     }
     count_usable(PlaneId(static_cast<uint8_t>(p)), static_cast<int>(per_plane));
   }
@@ -67,6 +65,7 @@ std::vector<std::pair<uint32_t, uint16_t>>::const_iterator EvSet::explicit_lower
 
 // One slot per distinct EV, in order of first appearance; every listing adds a rotation entry.
 void EvSet::build_explicit() {
+  std::vector<std::vector<uint16_t>> listed(config_.planes);  // per plane, in listing order
   for (const ExplicitEv& e : config_.explicit_evs) {
     MRC_ASSERT(e.plane.value < config_.planes);
     auto it = explicit_lower_bound(e.ev);
@@ -84,7 +83,12 @@ void EvSet::build_explicit() {
       count_usable(s.plane, 1);
       explicit_index_.insert(it, {e.ev.value, index});
     }
-    rotation_[e.plane.value].push_back(index);
+    listed[e.plane.value].push_back(index);
+  }
+  for (int p = 0; p < config_.planes; ++p) {
+    rotations_[p].begin = static_cast<uint32_t>(order_.size());
+    rotations_[p].size = static_cast<uint32_t>(listed[p].size());
+    order_.insert(order_.end(), listed[p].begin(), listed[p].end());
   }
 }
 
@@ -97,42 +101,44 @@ Ev EvSet::fresh_ev(uint16_t slot) {
 }
 
 void EvSet::reshuffle(PlaneId plane) {
-  auto& order = rotation_[plane.value];
+  const std::span<uint16_t> order = rotation(plane);
+  Rotation& r = rotations_[plane.value];
   for (size_t i = order.size(); i > 1; --i) {
     std::swap(order[i - 1], order[prng_.below(i)]);
   }
   // Never start a rotation with the slot that ended the previous one: two consecutive packets
   // would take the same path.
-  if (order.size() > 1 && order[0] == last_[plane.value]) {
+  if (order.size() > 1 && order[0] == r.last) {
     std::swap(order[0], order[1 + prng_.below(order.size() - 1)]);
   }
-  cursor_[plane.value] = 0;
-  ++round_[plane.value];
+  r.cursor = 0;
+  ++r.round;
 }
 
 uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
   MRC_ASSERT(plane.value < config_.planes);
-  auto& order = rotation_[plane.value];
+  const std::span<uint16_t> order = rotation(plane);
+  Rotation& r = rotations_[plane.value];
   uint16_t fallback = kNoSlot;
   // Two passes at most: SKIP slots turn GOOD when passed over, so the second pass can use them.
   for (size_t step = 0; step < 2 * order.size(); ++step) {
-    if (cursor_[plane.value] >= order.size()) reshuffle(plane);
-    const uint16_t index = order[cursor_[plane.value]++];
+    if (r.cursor >= order.size()) reshuffle(plane);
+    const uint16_t index = order[r.cursor++];
     Slot& s = slots_[index];
     if (s.state == EvState::kSkip) {
       s.state = EvState::kGood;  // skipped for this rotation only
-      s.skip_round = round_[plane.value];
+      s.skip_round = r.round;
       continue;
     }
-    if (s.state != EvState::kGood || s.skip_round == round_[plane.value]) continue;  // (another copy)
+    if (s.state != EvState::kGood || s.skip_round == r.round) continue;  // (another copy)
     if (index == avoid) {
       fallback = index;
       continue;
     }
     if (s.strike_uses > 0) --s.strike_uses;
-    return last_[plane.value] = index;
+    return r.last = index;
   }
-  return last_[plane.value] = fallback;
+  return r.last = fallback;
 }
 
 uint16_t EvSet::slot_of(Ev ev) const {
@@ -216,7 +222,7 @@ void EvSet::retire(uint16_t slot, Instant now) {
 // Swaps GOOD backups of `plane` into rotation positions held by unusable active slots.
 void EvSet::refill(PlaneId plane) {
   if (is_explicit()) return;  // no backups: the controller's list is the whole set
-  for (uint16_t& position : rotation_[plane.value]) {
+  for (uint16_t& position : rotation(plane)) {
     if (usable(slots_[position].state)) continue;
     for (uint16_t index = 0; index < slots_.size(); ++index) {
       Slot& b = slots_[index];

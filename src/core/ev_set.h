@@ -169,10 +169,23 @@ class EvSet {
   EvSetConfig config_;
   Prng prng_;
   std::vector<Slot> slots_;
-  std::vector<std::vector<uint16_t>> rotation_;  // per plane: active slot indices, shuffled
-  std::vector<uint32_t> cursor_;                 // per plane
-  std::vector<uint16_t> last_;                   // per plane: the slot next() returned last
-  std::vector<uint32_t> round_;                  // per plane: rotations so far
+  // A plane's rotation: where it lies in order_, the next position in it, the slot next()
+  // returned last and the rotations so far. Kept in the object rather than in per-plane
+  // vectors of their own: next() runs on every packet, and each separate block it read first
+  // was one more cache miss.
+  struct Rotation {
+    uint32_t begin = 0;
+    uint32_t size = 0;
+    uint32_t cursor = 0;
+    uint32_t round = 0;
+    uint16_t last = kNoSlot;
+  };
+  std::span<uint16_t> rotation(PlaneId plane) {
+    const Rotation& r = rotations_[plane.value];
+    return {order_.data() + r.begin, r.size};
+  }
+  std::vector<uint16_t> order_;  // every plane's active slot indices, shuffled, plane after plane
+  std::array<Rotation, kMaxPlanes> rotations_{};
   EvTransitions transitions_;
   std::vector<std::pair<uint32_t, uint16_t>> explicit_index_;
   uint32_t slots_per_plane_ = 0;  // auto mode: active share + backups
