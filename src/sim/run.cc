@@ -275,7 +275,9 @@ void Runner::setup_buffers(Flow& f, uint32_t index) {
     return;
   }
   f.source = ZeroedBuffer(bytes);
+  f.source.prefault();  // filled whole just below
   f.target = ZeroedBuffer(bytes);
+  f.target.prefault();  // written whole by a run that completes (one that fails holds more)
   // Word k of flow `index` holds a pattern of (k, a per-flow key): distinct for every offset
   // and flow, so a byte placed at the wrong offset or from another flow is seen.
   fill_pattern(f.source.data(), bytes, mix64((static_cast<uint64_t>(index) << 40) ^ sc_.seed));

@@ -9,6 +9,8 @@
 #include <memory>
 #include <new>
 
+#include <sys/mman.h>
+
 namespace mrc {
 
 class ZeroedBuffer {
@@ -23,6 +25,18 @@ class ZeroedBuffer {
   const uint8_t* data() const { return bytes_.get(); }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  // For a buffer about to be written whole: maps its pages now, in one call, instead of one
+  // page fault per page on first touch (the kernel still zeroes each page; what goes is the
+  // trap per 4 KiB). Only the whole pages inside the block; best effort (kernels before 5.14
+  // refuse it and the pages fault in as before). Setup time, never the engine.
+  void prefault() {
+#ifdef MADV_POPULATE_WRITE
+    const uintptr_t page = 4096;
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(bytes_.get()) + page - 1) & ~(page - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes_.get()) + size_) & ~(page - 1);
+    if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#endif
+  }
 
  private:
   struct Free {
