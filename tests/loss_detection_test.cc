@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "core/cc/nscc.h"
 #include "core/wire/packet.h"
 #include "pair.h"
 
@@ -81,6 +82,30 @@ TEST(LossDetection, ASlowerPlaneIsNotLoss) {
   EXPECT_GT(s.planes[1].packets_sent, warm.planes[1].packets_sent);
   EXPECT_EQ(s.losses_rack, warm.losses_rack);
   EXPECT_EQ(s.losses_probe, warm.losses_probe);
+}
+
+// The responder holds SACKs up to ack_delay (12 us here) and says for how long (the SACK's
+// hold code); congestion control subtracts it. Eight packets, the last held 50 us on its way:
+// the first seven are acknowledged by the timer, ~12 us after they arrived. NSCC's base RTT
+// must be the link's round trip (4 us plus serialization), not the timer's 16 us; the loss
+// timers keep the raw round trip.
+TEST(LossDetection, HeldSacksAreNotQueueingDelay) {
+  QpConfig config = small_config();
+  config.ack_delay_ns = 12'000;
+  config.ack_every_packets = 64;
+  Pair pair(1, config, 1 << 20);
+  pair.hold = [&](int from, const std::vector<uint8_t>& bytes, const TxMeta&) {
+    const DataInfo d = data_info(bytes);
+    return from == 0 && d.data && d.psn == Psn(77 + 7) ? Duration{50'000} : Duration{0};
+  };
+  ASSERT_TRUE(pair.write(0, 0, 8 * config.mtu_bytes, 1).ok());
+  pair.run(Instant{10'000'000});
+  ASSERT_EQ(pair.drain(0, false).size(), 1u);
+  const auto* nscc = dynamic_cast<const Nscc*>(pair.side[0].qp->congestion());
+  ASSERT_NE(nscc, nullptr);
+  EXPECT_LT(nscc->base_rtt().ns, 8'000);
+  const QpStats s = pair.side[0].qp->stats();
+  EXPECT_GE(s.rtt.smoothed_ns, 12'000);  // the raw samples include the hold
 }
 
 }  // namespace

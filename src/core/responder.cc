@@ -71,7 +71,7 @@ void Responder::on_data(Instant now, const wire::DataPacket& packet, const RxMet
   switch (window_.classify(psn)) {
     case ReceiveWindow::Verdict::kDuplicate:
       drop(DropReason::kDuplicate);
-      send_sack(now, false, meta.ev.value, ts, wire::SkipMode::kNone);
+      send_sack(now, false, meta.ev.value, ts, wire::SkipMode::kNone, now);
       return;
     case ReceiveWindow::Verdict::kOutOfWindow:
       drop(DropReason::kOutOfWindow);
@@ -114,7 +114,7 @@ void Responder::note_received(Instant now, const wire::DataPacket& packet, const
   if (unreported_ > 0) {
     const Psn low = unreported_low_.since(cum) < 0 ? cum : unreported_low_;
     const Psn high = psn.since(unreported_high_) > 0 ? psn : unreported_high_;
-    if (high.since(low) >= 64) send_sack(now, false, trigger_ev_, trigger_timestamp_, wire::SkipMode::kNone);
+    if (high.since(low) >= 64) send_pending_sack(now, wire::SkipMode::kNone);
   }
   if (unreported_ == 0) {
     unreported_low_ = unreported_high_ = psn;
@@ -126,18 +126,17 @@ void Responder::note_received(Instant now, const wire::DataPacket& packet, const
   trigger_psn_ = psn;
   trigger_ev_ = meta.ev.value;
   trigger_timestamp_ = packet.header.bth.timestamp_present ? packet.header.tseth.tx_timestamp : 0;
+  trigger_at_ = now;
   if (meta.ecn_ce) ++stats_.ecn_marks_received;
   const bool now_please = meta.ecn_ce || packet.header.bth.ack_request ||
                           unreported_ >= config_.ack_every_packets;
   if (now_please) {
-    send_sack(now, false, trigger_ev_, trigger_timestamp_,
-              meta.ecn_ce ? wire::SkipMode::kSkipOnce : wire::SkipMode::kNone);
+    send_pending_sack(now, meta.ecn_ce ? wire::SkipMode::kSkipOnce : wire::SkipMode::kNone);
   }
 }
 
 void Responder::send_sack(Instant now, bool probe_response, uint32_t echoed_ev,
-                          uint16_t echoed_timestamp, wire::SkipMode skip) {
-  (void)now;
+                          uint16_t echoed_timestamp, wire::SkipMode skip, Instant trigger_at) {
   const Psn cum = window_.cumulative();
   wire::Sack s;
   s.skip_mode = skip;
@@ -145,6 +144,7 @@ void Responder::send_sack(Instant now, bool probe_response, uint32_t echoed_ev,
   s.echoed_entropy = echoed_ev;
   s.cumulative_psn = cum;
   s.mpr = config_.mpr_dest;
+  s.cc_flags = wire::sack_hold_code(now - trigger_at);
   const int32_t trigger = trigger_psn_.since(cum);
   s.ack_psn_offset = static_cast<int16_t>(std::clamp<int32_t>(trigger, -32768, 32767));
   Psn base = cum;
@@ -190,12 +190,12 @@ void Responder::push_control(const ControlItem& item, uint64_t& sent_counter) {
 }
 
 void Responder::on_probe(Instant now, const wire::Probe& probe, const RxMeta& meta) {
-  send_sack(now, true, meta.ev.value, probe.tx_timestamp, wire::SkipMode::kNone);
+  send_sack(now, true, meta.ev.value, probe.tx_timestamp, wire::SkipMode::kNone, now);
 }
 
 void Responder::on_timer(Instant now) {
   if (unreported_ > 0 && now >= sack_deadline_)
-    send_sack(now, false, trigger_ev_, trigger_timestamp_, wire::SkipMode::kNone);
+    send_pending_sack(now, wire::SkipMode::kNone);
 }
 
 void Responder::deliver(CompletionQueue* cq) {

@@ -12,7 +12,9 @@
 // it, by any message, is in memory. SACKs are coalesced (every ack_every_packets packets or
 // after ack_delay) but sent at once for an ECN mark, the end of a message, a duplicate or a
 // probe; coalescing never lets a received PSN go unreported: when the pending SACK could no
-// longer cover every unreported PSN, it is sent first.
+// longer cover every unreported PSN, it is sent first. Each SACK carries how long it was held
+// after its trigger arrived (wire::sack_hold_code), so the requester's congestion control
+// sees the network's delay and not the coalescing timer.
 #pragma once
 
 #include <cstdint>
@@ -68,8 +70,12 @@ class Responder {
   bool place(const wire::DataPacket& packet);
   int wimm_slot(uint16_t rq_msn) const;
   void note_received(Instant now, const wire::DataPacket& packet, const RxMeta& meta);
+  // `trigger_at`: when the packet whose EV and timestamp are echoed arrived (the hold).
   void send_sack(Instant now, bool probe_response, uint32_t echoed_ev, uint16_t echoed_timestamp,
-                 wire::SkipMode skip);
+                 wire::SkipMode skip, Instant trigger_at);
+  void send_pending_sack(Instant now, wire::SkipMode skip) {
+    send_sack(now, false, trigger_ev_, trigger_timestamp_, skip, trigger_at_);
+  }
   void send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta, uint16_t timestamp);
   void push_control(const ControlItem& item, uint64_t& sent_counter);
 
@@ -95,6 +101,7 @@ class Responder {
   Psn trigger_psn_;
   uint32_t trigger_ev_ = 0;
   uint16_t trigger_timestamp_ = 0;
+  Instant trigger_at_{0};
   Instant sack_deadline_ = Instant::never();
   uint32_t received_bytes_ = 0;
 };

@@ -162,6 +162,19 @@ struct Sack {
   bool operator==(const Sack&) const = default;
 };
 
+// Our use of the SACK's 4 cc_flags bits: how long the responder held the SACK after its
+// trigger arrived, in units of kSackHoldUnitNs, rounded down; kSackHoldSaturated: that long or
+// longer. The requester's congestion control subtracts it from the RTT sample (QUIC's ACK
+// Delay); 0, what SACKs without the field carry, claims no hold.
+inline constexpr int64_t kSackHoldUnitNs = 1024;
+inline constexpr uint8_t kSackHoldSaturated = 15;
+constexpr uint8_t sack_hold_code(Duration held) {
+  if (held.ns <= 0) return 0;
+  const int64_t units = held.ns / kSackHoldUnitNs;
+  return static_cast<uint8_t>(units >= kSackHoldSaturated ? kSackHoldSaturated : units);
+}
+constexpr Duration sack_hold_of(uint8_t code) { return Duration{(code & 0x0F) * kSackHoldUnitNs}; }
+
 // Reliability NACK header, 20 bytes.
 struct Nack {
   NackReason reason = NackReason::kTrimmed;
