@@ -102,7 +102,7 @@ void check_all_reduce(Communicator& c, int rank, int ranks) {
           for (bool in_place : {false, true}) {
             const std::vector<uint8_t> input = make_input(t, op, rank, count);
             Guarded out(input.size());
-            if (in_place) std::memcpy(out.data(), input.data(), input.size());
+            if (in_place && !input.empty()) std::memcpy(out.data(), input.data(), input.size());
             auto r = c.all_reduce(in_place ? out.data() : input.data(), out.data(), count, t, op,
                                   algorithm);
             const std::string name =
@@ -165,7 +165,7 @@ void check_broadcast_and_reduce(Communicator& c, int rank, int ranks) {
           const std::vector<uint8_t> source = make_input(t, ReduceOp::kMax, root, count);
           const std::vector<uint8_t> input = make_input(t, ReduceOp::kMax, rank, count);
           Guarded out(source.size());
-          if (in_place) std::memcpy(out.data(), input.data(), input.size());
+          if (in_place && !input.empty()) std::memcpy(out.data(), input.data(), input.size());
           auto r = c.broadcast(in_place ? out.data() : input.data(), out.data(), count, t, root);
           std::string name = what("broadcast", t, ReduceOp::kMax, count, in_place, rank) +
                              " root=" + std::to_string(root);
@@ -202,7 +202,7 @@ void check_all_to_all_and_point_to_point(Communicator& c, int rank, int ranks) {
           want.insert(want.end(), theirs.begin(), theirs.end());
         }
         Guarded out(want.size());
-        if (in_place) std::memcpy(out.data(), input.data(), input.size());
+        if (in_place && !input.empty()) std::memcpy(out.data(), input.data(), input.size());
         auto r = c.all_to_all(in_place ? out.data() : input.data(), out.data(), count, t);
         const std::string name = what("all_to_all", t, ReduceOp::kMin, count, in_place, rank);
         ASSERT_TRUE(r.ok()) << name << ": " << r.error().message;
