@@ -453,8 +453,7 @@ void Requester::rack_scan(Instant now) {
   while (!tx_order_.empty()) {
     const TxRecord r = tx_order_.front();
     const bool live = window_.contains(r.psn) && window_.at(r.psn).tx_sequence == r.tx_sequence &&
-                      (window_.at(r.psn).state == SentPacket::State::kInFlight ||
-                       window_.at(r.psn).state == SentPacket::State::kSuspect);
+                      window_.at(r.psn).pending();
     if (live && !(window_.at(r.psn).sent_at + reorder < newest_acked_sent_at_)) return;
     if (live) {
       ++stats_.losses_rack;
@@ -474,9 +473,7 @@ void Requester::tail_probe_answered(Instant now, const wire::Sack& sack) {
     const Psn psn = base + i;
     if ((sack.bitmap >> i) & 1 || !window_.contains(psn)) continue;
     const SentPacket& p = window_.at(psn);
-    const bool pending = p.state == SentPacket::State::kInFlight ||
-                         p.state == SentPacket::State::kSuspect;
-    if (pending && p.sent_at < sent_before) declare_lost(psn, stats_.losses_probe, true, now);
+    if (p.pending() && p.sent_at < sent_before) declare_lost(psn, stats_.losses_probe, true, now);
   }
   tail_probe_ev_ = Ev(0);
 }
@@ -504,9 +501,7 @@ void Requester::on_nack(Instant now, const wire::Nack& nack) {
     return;
   }
   SentPacket& p = window_.at(psn);
-  const bool pending =
-      p.state == SentPacket::State::kInFlight || p.state == SentPacket::State::kSuspect;
-  if (!pending || p.ev.value != nack.echoed_entropy) return;  // stale: already handled
+  if (!p.pending() || p.ev.value != nack.echoed_entropy) return;  // stale: already handled
   switch (nack.reason) {
     case wire::NackReason::kTrimmed:
     case wire::NackReason::kTrimmedLastHop:
@@ -531,12 +526,8 @@ void Requester::on_nack(Instant now, const wire::Nack& nack) {
 }
 
 void Requester::on_plane_down(PlaneId plane) {
-  for (Psn psn = window_.oldest(); psn != window_.next(); psn += 1) {
-    SentPacket& p = window_.at(psn);
-    const bool pending =
-        p.state == SentPacket::State::kInFlight || p.state == SentPacket::State::kSuspect;
-    if (pending && p.plane == plane) declare_lost(psn, stats_.losses_port, false, Instant{0});
-  }
+  declare_lost_where([plane](const SentPacket& p) { return p.plane == plane; }, stats_.losses_port,
+                     false, Instant{0});
 }
 
 // ---- timers ------------------------------------------------------------------------------
@@ -617,11 +608,7 @@ void Requester::on_timer(Instant now) {
       failed_ = true;
       return;
     }
-    for (Psn psn = window_.oldest(); psn != window_.next(); psn += 1) {
-      const SentPacket& p = window_.at(psn);
-      if (p.state == SentPacket::State::kInFlight || p.state == SentPacket::State::kSuspect)
-        declare_lost(psn, stats_.losses_timeout, true, now);
-    }
+    declare_lost_where([](const SentPacket&) { return true; }, stats_.losses_timeout, true, now);
     cc_.on_timeout(now);
     last_progress_ = now;
     tail_probes_since_progress_ = 0;
@@ -641,15 +628,8 @@ void Requester::on_timer(Instant now) {
 // recognised as spurious). Returns whether anything was resent.
 bool Requester::resend_tail(Instant now) {
   const Instant sent_before = now + Duration{-stats_.rtt.smoothed_ns};
-  bool any = false;
-  for (Psn psn = window_.oldest(); psn != window_.next(); psn += 1) {
-    const SentPacket& p = window_.at(psn);
-    const bool pending = p.state == SentPacket::State::kInFlight || p.state == SentPacket::State::kSuspect;
-    if (!pending || !(p.sent_at < sent_before)) continue;
-    declare_lost(psn, stats_.losses_tail, true, now);
-    any = true;
-  }
-  return any;
+  return declare_lost_where([sent_before](const SentPacket& p) { return p.sent_at < sent_before; },
+                            stats_.losses_tail, true, now) > 0;
 }
 
 // ---- completion ----------------------------------------------------------------------------

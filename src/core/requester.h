@@ -135,6 +135,17 @@ class Requester {
   bool resend_tail(Instant now);
   bool nothing_new_to_send() const { return sq_next_send_ == sq_tail_; }
   void declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now);
+  // Declares lost every pending packet of the window that `which` selects; returns how many.
+  template <typename Which>
+  size_t declare_lost_where(Which which, uint64_t& counter, bool path_failure, Instant now) {
+    size_t n = 0;
+    for (Psn psn = window_.oldest(); psn != window_.next(); psn += 1) {
+      if (!window_.at(psn).pending() || !which(window_.at(psn))) continue;
+      declare_lost(psn, counter, path_failure, now);
+      ++n;
+    }
+    return n;
+  }
   void on_false_loss(const SentPacket& p);
   void on_spurious_retransmit(const SentPacket& p);
   void widen_reorder_window();

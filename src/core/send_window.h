@@ -41,6 +41,8 @@ struct SentPacket {
   PlaneId plane{0};
   wire::Opcode opcode = wire::Opcode::kWriteOnly;
   State state = State::kInFlight;
+  // Sent and not yet settled: in flight, or suspected lost (see Requester::walk_same_ev).
+  bool pending() const { return state == State::kInFlight || state == State::kSuspect; }
   uint8_t transmissions = 0;
   bool has_prev_on_ev = false;
 };
