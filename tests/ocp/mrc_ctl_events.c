@@ -4,7 +4,8 @@
  *     and an RTT; misuse gives the documented errno (bad EV or GID EINVAL, other EV formats and
  *     port status requests EOPNOTSUPP, an address where nobody answers ETIMEDOUT); probes with
  *     no QP at all: mrc_ctl_explicit.c;
- *   - with device A dropping a fraction of its packets (drop= in MRC_DEVICES), the engine marks
+ *   - with device A dropping a fraction of its packets (drop= in MRC_DEVICES, 5 %: a first loss on
+ *     an EV only SKIPs it, so retirement needs a second loss on the same EV soon after), the engine marks
  *     an EV ASSUMED_BAD, and the EV event CQ reports it for profile 0 once its event mask asks.
  *
  *   mrc_ctl_events <device A> <device B>            the checks above

@@ -12,7 +12,7 @@ remote="$3"  # mrc_ctl_* calls from a process that does not own the device
 export XDG_RUNTIME_DIR=$(mktemp -d)
 unset MRC_CTL_SOCKET
 export MRC_CTL_DIR="$XDG_RUNTIME_DIR/mrc"  # root would use /run/mrc otherwise
-export MRC_DEVICES="mrc0 planes=127.0.1.11,127.0.1.12,127.0.1.13 port=36001 ev-ports=36100 drop=0.02;mrc1 planes=127.0.1.14,127.0.1.15,127.0.1.16 port=36001 ev-ports=36500"
+export MRC_DEVICES="mrc0 planes=127.0.1.11,127.0.1.12,127.0.1.13 port=36001 ev-ports=36100 drop=0.05;mrc1 planes=127.0.1.14,127.0.1.15,127.0.1.16 port=36001 ev-ports=36500"
 dir="$MRC_CTL_DIR"
 out="$XDG_RUNTIME_DIR/out"
 fifo="$XDG_RUNTIME_DIR/stdin"
