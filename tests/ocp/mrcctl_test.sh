@@ -47,8 +47,14 @@ mkfifo "$fifo"
 "$owner" --serve mrc0 mrc1 <"$fifo" >"$XDG_RUNTIME_DIR/owner.log" 2>&1 &
 pid=$!
 exec 3>"$fifo"
-for i in $(seq 1 300); do grep -q ready "$XDG_RUNTIME_DIR/owner.log" 2>/dev/null && break; sleep 0.1; done
-grep -q ready "$XDG_RUNTIME_DIR/owner.log" || { cat "$XDG_RUNTIME_DIR/owner.log"; fail "owner not ready"; }
+# "^ready qpn", not "ready": "Address already in use" contains it, and a failed owner then
+# looked ready (the stale socket still in place: "socket mode 755").
+for i in $(seq 1 300); do
+  grep -q "^ready qpn" "$XDG_RUNTIME_DIR/owner.log" 2>/dev/null && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+grep -q "^ready qpn" "$XDG_RUNTIME_DIR/owner.log" || { cat "$XDG_RUNTIME_DIR/owner.log"; fail "owner not ready"; }
 [ "$(stat -c %a "$dir/mrc0.sock")" = 600 ] || fail "socket mode $(stat -c %a "$dir/mrc0.sock")"
 [ "$(stat -c %a "$dir")" = 700 ] || fail "directory mode"
 
