@@ -396,5 +396,19 @@ TEST(EvSet, ASecondLossSoonAfterTheFirstRetiresTheEv) {
   EXPECT_EQ(random_loss.transitions().to_assumed_bad, 0u);
 }
 
+// A strike from a loss that proved to be reordering (revive) is forgotten: the next loss on the
+// EV is a first strike again.
+TEST(EvSet, RevivingForgetsTheStrike) {
+  EvSetConfig c = make_config(1, 8, 2);
+  c.loss_strike_uses = 2;
+  EvSet evs(c, 5);
+  const uint16_t ev = *active_slots(evs, plane(0)).begin();
+  evs.on_loss(ev, Instant{0});
+  evs.revive(ev);
+  evs.on_loss(ev, Instant{0});
+  EXPECT_EQ(evs.slot(ev).state, EvState::kSkip);
+  EXPECT_EQ(evs.transitions().to_assumed_bad, 0u);
+}
+
 }  // namespace
 }  // namespace mrc

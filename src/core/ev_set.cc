@@ -252,6 +252,7 @@ void EvSet::on_probe_answered(uint16_t slot) {
 
 void EvSet::revive(uint16_t slot) {
   Slot& s = slots_[slot];
+  s.strike_uses = 0;  // the loss that struck it was not one
   if (s.state != EvState::kAssumedBad) return;
   set_state(slot, EvState::kGood);
   s.next_probe_at = Instant::never();

@@ -123,7 +123,8 @@ class EvSet {
   void on_trim(uint16_t slot);
   void on_loss(uint16_t slot, Instant now);
   void on_probe_answered(uint16_t slot);
-  // The loss that retired this EV turned out to be reordering: GOOD again at once.
+  // The loss that struck or retired this EV turned out to be reordering: its strike is
+  // forgotten, and a retired EV is GOOD again at once.
   void revive(uint16_t slot);
 
   // A slot of `plane` whose background probe is due at `now`, or kNoSlot.

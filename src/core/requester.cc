@@ -439,7 +439,7 @@ void Requester::on_spurious_retransmit(const SentPacket& p) {
   ++stats_.spurious_retransmits;
   widen_reorder_window();
   const uint16_t slot = evs_.slot_of(p.first_ev);
-  if (slot != EvSet::kNoSlot && evs_.slot(slot).state == EvState::kAssumedBad) evs_.revive(slot);
+  if (slot != EvSet::kNoSlot) evs_.revive(slot);
 }
 
 // RACK-style: walk transmissions in send order; one sent a reordering window before the newest
