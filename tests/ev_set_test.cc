@@ -374,9 +374,14 @@ TEST(EvSet, PortModeGivesEachPlaneItsOwnStridedPortRange) {
 // Two strikes: a first loss only SKIPs the EV (passed over once, then in rotation again); a
 // second loss within loss_strike_uses uses of it retires it; a loss after more uses than that
 // is a first strike again (random loss: no retirement, no probes).
-TEST(EvSet, ASecondLossSoonAfterTheFirstRetiresTheEv) {
+EvSetConfig two_strikes() {
   EvSetConfig c = make_config(1, 8, 2);
   c.loss_strike_uses = 2;
+  return c;
+}
+
+TEST(EvSet, ASecondLossSoonAfterTheFirstRetiresTheEv) {
+  const EvSetConfig c = two_strikes();
   EvSet evs(c, 5);
   const uint16_t ev = *active_slots(evs, plane(0)).begin();
   evs.on_loss(ev, Instant{0});
@@ -399,9 +404,7 @@ TEST(EvSet, ASecondLossSoonAfterTheFirstRetiresTheEv) {
 // A strike from a loss that proved to be reordering (revive) is forgotten: the next loss on the
 // EV is a first strike again.
 TEST(EvSet, RevivingForgetsTheStrike) {
-  EvSetConfig c = make_config(1, 8, 2);
-  c.loss_strike_uses = 2;
-  EvSet evs(c, 5);
+  EvSet evs(two_strikes(), 5);
   const uint16_t ev = *active_slots(evs, plane(0)).begin();
   evs.on_loss(ev, Instant{0});
   evs.revive(ev);

@@ -369,10 +369,8 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
   if (acked > 0) on_progress(now);
   // Congestion control sees the network's delay: the responder's hold comes off the sample
   // (the loss timers keep the raw round trip: they wait for SACKs, held ones included).
-  const Duration cc_rtt = rtt.ns > 0 && (sack.cc_flags & 0x0F) != wire::kSackHoldSaturated
-                              ? Duration{std::max<int64_t>(rtt.ns - wire::sack_hold_of(sack.cc_flags).ns, 1)}
-                              : Duration{-1};
-  cc_.on_ack(AckSample{now, acked, cc_rtt, sack.skip_mode != wire::SkipMode::kNone, in_flight_bytes_});
+  cc_.on_ack(AckSample{now, acked, wire::rtt_less_hold(rtt, sack.cc_flags),
+                       sack.skip_mode != wire::SkipMode::kNone, in_flight_bytes_});
   window_.advance_oldest_to(cum);
   complete_acknowledged();
 }

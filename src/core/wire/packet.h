@@ -174,6 +174,13 @@ constexpr uint8_t sack_hold_code(Duration held) {
   return static_cast<uint8_t>(units >= kSackHoldSaturated ? kSackHoldSaturated : units);
 }
 constexpr Duration sack_hold_of(uint8_t code) { return Duration{(code & 0x0F) * kSackHoldUnitNs}; }
+// A SACK's round trip less its hold: the network's part, or -1 (no sample) if the hold is
+// unknown (saturated) or there was no round trip to begin with.
+constexpr Duration rtt_less_hold(Duration rtt, uint8_t code) {
+  if (rtt.ns <= 0 || (code & 0x0F) == kSackHoldSaturated) return Duration{-1};
+  const int64_t less = rtt.ns - sack_hold_of(code).ns;
+  return Duration{less > 1 ? less : 1};
+}
 
 // Reliability NACK header, 20 bytes.
 struct Nack {
