@@ -21,6 +21,9 @@ assert r["series"]["placed_bytes"][-1] == r["bytes_written"]
 assert len(r["links"]) > 0 and all(0 <= l["utilization"] <= 1.01 for l in r["links"])
 assert [f["what"] for f in r["faults"]] == ["down", "up", "heal all"], r["faults"]
 assert len(r["fct_all_ns"]) == r["ops_completed"]
+# the speed is reported for the whole run and for the event loop alone (setup excluded)
+assert 0 <= r["setup_wall_s"] <= r["wall_s"], (r["setup_wall_s"], r["wall_s"])
+assert r["loop_events_per_wall_s"] >= r["events_per_wall_s"] > 0
 PY
 grep -q "busiest links" "$dir/r/report.md" || fail "report.md has no link table"
 if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then

@@ -794,6 +794,7 @@ RunReport Runner::run() {
   schedule_faults();
   for (SimTransport* t : transports_) t->kick();
   events_.schedule_after(kCheckInterval, [this] { tick(); });
+  if (options_.on_built) options_.on_built();
   events_.run_until(sc_.time_limit);
   poll_completions();
   report_.progress.emplace_back(events_.now().ns, placed_bytes());  // the series ends at the end

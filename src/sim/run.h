@@ -111,6 +111,9 @@ struct RunReport {
 struct RunOptions {
   // Called about every `progress_interval` of simulated time with the report so far.
   std::function<void(const RunReport&)> on_progress;
+  // Called once, when the fabric, hosts, queue pairs and workload are built and the first
+  // event is about to run (so a caller can time the setup apart from the event loop).
+  std::function<void()> on_built;
   Duration progress_interval{Duration::from_us(100)};
   // How often RunReport::progress samples the bytes placed (simulated time).
   Duration sample_interval{Duration::from_us(10)};
