@@ -14,9 +14,11 @@ run_pair() {  # extra client flags...
   local out
   out=$("$MRC" perf --client 127.0.0.1 --oob-port $port --port 4892 --ev-port-base 53000 --json --verify "$@" 2>&1)
   local rc=$?
+  # A client that failed leaves a server waiting for it: stop it, so a failure is reported
+  # now instead of as the test's timeout.
+  [ $rc -eq 0 ] || { kill $srv 2>/dev/null; wait $srv; echo "$out" | tail -20; tail -5 /tmp/mrc-perf-srv.$$; fail "client exit $rc for: $*"; }
   wait $srv
   local src=$?
-  [ $rc -eq 0 ] || { echo "$out" | tail -20; fail "client exit $rc for: $*"; }
   [ $src -eq 0 ] || { tail -20 /tmp/mrc-perf-srv.$$; fail "server exit $src for: $*"; }
   echo "$out" | grep -q '"ok": true' || fail "client did not report ok for: $*"
   echo "ok: $*"
