@@ -433,3 +433,28 @@ TEST(QpState, BadConfigIsRefusedAtCreationAndByModify) {
 
 }  // namespace
 }  // namespace mrc
+
+namespace mrc {
+namespace {
+
+// The hook a poller of many queues uses (the simulator polls only the hosts it named): it
+// fires when a push makes the queue non-empty, not for pushes into a non-empty queue, and not
+// for a push that overruns.
+TEST(CompletionQueueNotify, FiresWhenTheQueueBecomesNonEmpty) {
+  CompletionQueue cq(2);
+  int calls = 0;
+  cq.set_on_nonempty([&] { ++calls; });
+  EXPECT_TRUE(cq.push(Completion{1}));
+  EXPECT_TRUE(cq.push(Completion{2}));
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(cq.push(Completion{3}));  // full: an overrun, no event
+  EXPECT_EQ(calls, 1);
+  std::vector<Completion> out(4);
+  EXPECT_EQ(cq.poll(out), 2u);
+  EXPECT_TRUE(cq.push(Completion{4}));
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(cq.overruns(), 1u);
+}
+
+}  // namespace
+}  // namespace mrc

@@ -21,7 +21,11 @@ const char* to_string(WcStatus s) {
 CompletionQueue::CompletionQueue(uint32_t capacity) : ring_(capacity) {}
 
 bool CompletionQueue::push(const Completion& c) {
-  if (ring_.push(c)) return true;
+  const bool was_empty = ring_.empty();
+  if (ring_.push(c)) {
+    if (was_empty && on_nonempty_) on_nonempty_();
+    return true;
+  }
   ++overruns_;
   return false;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -46,10 +47,14 @@ class CompletionQueue {
   size_t size() const { return ring_.size(); }
   uint32_t capacity() const { return static_cast<uint32_t>(ring_.capacity()); }
   uint64_t overruns() const { return overruns_; }
+  // Called when a push makes the queue non-empty (in verbs terms, a completion channel's
+  // event), so a poller of many queues can visit only those that hold something.
+  void set_on_nonempty(std::function<void()> callback) { on_nonempty_ = std::move(callback); }
 
  private:
   BoundedFifo<Completion> ring_;
   uint64_t overruns_ = 0;
+  std::function<void()> on_nonempty_;
 };
 
 }  // namespace mrc

@@ -71,7 +71,7 @@ class Endpoint {
   // Below kScheduleFrom QPs a scan over all of them costs less than keeping the schedule (a
   // QP re-read costs about as much as asking a few QPs); the schedule then only collects the
   // touched QPs, and re-reads them all at its first use.
-  static constexpr size_t kScheduleFrom = 8;
+  static constexpr size_t kScheduleFrom = 2;
   bool scans() const { return qps_.size() < kScheduleFrom; }
   uint32_t next_candidate(uint32_t from, uint32_t to) const {
     return scans() ? from : schedule_->next_ready(from, to);

@@ -25,13 +25,21 @@ void SimHost::on_port_state(PlaneId plane, bool up) {
   kick();
 }
 
+// Each idle port gets a packet while the engine has one: once it has nothing, the remaining
+// planes' polls would find nothing either (Endpoint::wants_to_send is a superset of what a poll
+// sends, and a poll that sends nothing changes nothing).
+// A poll that sends nothing changes nothing, so the engine is asked again only after a send.
 void SimHost::kick() {
-  for (uint32_t p = 0; p < fabric_.planes(); ++p) transmit_on(PlaneId(static_cast<uint8_t>(p)));
+  const Instant now = events_.now();
+  bool more = endpoint_.wants_to_send(now);
+  for (uint32_t p = 0; p < fabric_.planes() && more; ++p) {
+    if (transmit_on(PlaneId(static_cast<uint8_t>(p)))) more = endpoint_.wants_to_send(now);
+  }
   arm_timer();
 }
 
-void SimHost::transmit_on(PlaneId plane) {
-  if (!fabric_.port_idle(id_, plane) || !endpoint_.port_up(plane)) return;
+bool SimHost::transmit_on(PlaneId plane) {
+  if (!fabric_.port_idle(id_, plane) || !endpoint_.port_up(plane)) return false;
   // The engine writes the datagram straight into the packet's bytes (sized without zeroing);
   // a packet it had nothing for waits for the next opportunity.
   if (spare_ == nullptr) {
@@ -40,7 +48,7 @@ void SimHost::transmit_on(PlaneId plane) {
   }
   TxMeta meta;
   const size_t n = endpoint_.poll_transmit(events_.now(), plane, spare_->bytes, meta);
-  if (n == 0) return;
+  if (n == 0) return false;
   PacketPtr packet = std::move(spare_);
   packet->bytes.resize(n);
   packet->dest_host = meta.peer;
@@ -50,6 +58,7 @@ void SimHost::transmit_on(PlaneId plane) {
   packet->high_priority = !meta.is_data;
   packet->trim_to_bytes = meta.header_bytes;
   fabric_.transmit(id_, plane, std::move(packet));
+  return true;
 }
 
 void SimHost::arm_timer() {

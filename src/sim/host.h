@@ -29,7 +29,7 @@ class SimHost final : public SimTransport {
   void kick() override;
 
  private:
-  void transmit_on(PlaneId plane);
+  bool transmit_on(PlaneId plane);  // whether a packet was sent
   void arm_timer();
   void on_timer(uint64_t generation);
 

@@ -91,6 +91,11 @@ class Runner {
   void on_delivered(uint32_t transfer);
   void update_done(Flow& flow);
   void poll_completions();
+  void note_cq_ready(HostId h) {
+    if (cq_ready_[h] != 0) return;
+    cq_ready_[h] = 1;
+    cq_ready_hosts_.push_back(h);
+  }
   void schedule_faults();
   FaultAction resolve(const ScheduledFault& fault);
   void schedule_random_faults(Instant end);
@@ -115,6 +120,10 @@ class Runner {
   std::vector<uint32_t> pds_;
   std::vector<CompletionQueue*> send_cqs_;
   std::vector<CompletionQueue*> recv_cqs_;
+  // MRC hosts whose send or receive CQ became non-empty since the last poll (each once, in
+  // the order they became so; the poll sorts them): a poll visits those, not every host.
+  std::vector<HostId> cq_ready_hosts_;
+  std::vector<uint8_t> cq_ready_;
   WorkloadPlan plan_;
   std::vector<Op> ops_;                         // one per planned transfer
   std::vector<std::vector<uint32_t>> waiters_;  // per transfer: transfers planned after it
@@ -162,6 +171,7 @@ void Runner::build_hosts() {
     }
     return;
   }
+  cq_ready_.assign(sc_.fabric.hosts, 0);
   for (HostId h = 0; h < sc_.fabric.hosts; ++h) {
     EndpointConfig ec;
     ec.planes = static_cast<int>(sc_.fabric.planes);
@@ -174,6 +184,8 @@ void Runner::build_hosts() {
     // gigabytes of CQ memory.
     send_cqs_.push_back(e.create_cq(4096));
     recv_cqs_.push_back(e.create_cq(4096));
+    send_cqs_.back()->set_on_nonempty([this, h] { note_cq_ready(h); });
+    recv_cqs_.back()->set_on_nonempty([this, h] { note_cq_ready(h); });
     transports_.push_back(hosts_.back().get());
   }
 }
@@ -441,7 +453,12 @@ void Runner::poll_completions() {
       for (size_t i = 0; i < n; ++i) on_recv_completion(h, batch[i]);
     }
   }
-  for (HostId h = 0; h < hosts_.size(); ++h) {
+  // In host order, as a poll of every host would (the others' queues are empty).
+  std::vector<HostId> ready;
+  ready.swap(cq_ready_hosts_);
+  std::sort(ready.begin(), ready.end());
+  for (const HostId h : ready) {
+    cq_ready_[h] = 0;
     for (size_t n; (n = send_cqs_[h]->poll(batch)) > 0;) {
       for (size_t i = 0; i < n; ++i) on_send_completion(batch[i]);
     }
@@ -456,6 +473,9 @@ void Runner::poll_completions() {
   for (const uint32_t i : dirty) {
     if (top_up(*flows_[i])) mark_dirty(i);
   }
+  // Every host, not only those of these flows: a host can also have become able to send
+  // without an event of its own (an EV probe due while its QP's probe latch was set), and a
+  // kick that finds nothing to send costs one question to the engine.
   for (SimTransport* t : transports_) t->kick();
 }
 
