@@ -105,3 +105,36 @@ TEST(EvProbe, PortStatusRequestsToQpnZeroAreIgnored) {
 
 }  // namespace
 }  // namespace mrc
+
+namespace mrc {
+namespace {
+
+// The requester latches "a background probe is due" until it can send one, and its deadline
+// leaves probe times out meanwhile (a due probe waits for a transmit opportunity, not a timer).
+// If the due EV recovers before its probe goes out, a poll that finds no probe due must drop
+// the latch: kept, it hid the next EV's probe time from a driver that sleeps until the deadline.
+TEST(EvBackgroundProbe, DeadlineShowsTheNextProbeOnceNoneIsDue) {
+  test::Pair pair(2, test::small_config(), 1 << 16);
+  QueuePair* qp = pair.side[0].qp;
+  EvSet& evs = *qp->evs();
+  const Instant t0{1'000'000};
+  const uint16_t a = evs.next(PlaneId(1));
+  const uint16_t b = evs.next(PlaneId(1));
+  ASSERT_NE(a, b);
+  for (int strike = 0; strike < 2; ++strike) evs.on_loss(a, t0);
+  for (int strike = 0; strike < 2; ++strike) evs.on_loss(b, t0 + Duration::from_us(30));
+  ASSERT_EQ(evs.slot(a).state, EvState::kAssumedBad);
+  ASSERT_EQ(evs.slot(b).state, EvState::kAssumedBad);
+  const Instant a_due = evs.slot(a).next_probe_at;
+  const Instant b_due = evs.slot(b).next_probe_at;
+  ASSERT_LT(a_due, b_due);
+  qp->on_timer(a_due);  // a's probe is due: latched
+  evs.revive(a);        // and a recovers before the probe goes out
+  std::vector<uint8_t> buffer(wire::kMaxDatagramBytes);
+  TxMeta meta;
+  EXPECT_EQ(qp->poll_transmit(a_due, PlaneId(0), buffer, meta), 0u);  // nothing to send
+  EXPECT_EQ(qp->next_deadline(), b_due);
+}
+
+}  // namespace
+}  // namespace mrc

@@ -275,6 +275,10 @@ size_t Requester::poll_probe(Instant now, PlaneId plane, std::span<uint8_t> out,
     ev_probe_pending_ = evs_.next_probe_at() <= now;
     return write_probe(now, due, out, meta);
   }
+  // No probe due on this plane, and none on any other: the EV that was due has recovered (or
+  // was denied) meanwhile. Drop the latch, so next_deadline() includes the next probe time
+  // again; kept, it hid that time from a driver that sleeps until the deadline.
+  if (ev_probe_pending_ && evs_.next_probe_at() > now) ev_probe_pending_ = false;
   if (!tail_probe_pending_) return 0;
   const uint16_t slot = evs_.next(plane);
   if (slot == EvSet::kNoSlot) return 0;
