@@ -121,9 +121,10 @@ def mrc64(mrc, quick, out):
 
 
 def incast(mrc, quick, out):
-    for f, name in (("mrc", "MRC (trimming, NSCC)"), ("roce", "RoCE + DCQCN, lossy"),
-                    ("roce-pfc", "RoCE + DCQCN + PFC")):
-        r = run(mrc, "mrc-incast-victim-%s.toml" % f)
+    for f, name, sets in (("mrc", "MRC (trimming, NSCC)", None),
+                          ("mrc", "MRC, trim_decrease = 0.25 (ours, off by default)", {"qp.trim_decrease": 0.25}),
+                          ("roce", "RoCE + DCQCN, lossy", None), ("roce-pfc", "RoCE + DCQCN + PFC", None)):
+        r = run(mrc, "mrc-incast-victim-%s.toml" % f, sets)
         v = next(g for g in r["groups"] if g["name"] == "victim")
         t = gbps(v["bytes"], v["end_ns"] - v["start_ns"])
         out(row("7:1 incast + victim", name, r, "victim %.0f Gbit/s (%.0f %% of 400G)" % (t, t / 4)))

@@ -147,3 +147,42 @@ TEST(Nscc, DecreaseFollowsTheAverageDelayNotOneSample) {
 
 }  // namespace
 }  // namespace mrc
+
+namespace mrc {
+namespace {
+
+// trim_decrease (off by default): a trim also takes that fraction of the window, once per base
+// RTT, never before an RTT sample; later trims in the same base RTT take only their bytes.
+TEST(Nscc, TrimDecreaseCutsAFractionOncePerBaseRtt) {
+  NsccConfig c = config_with_base_rtt(10'000);
+  c.quick_adapt = false;  // the trims' own effect only
+  Nscc plain(c, kMtu);
+  c.trim_decrease = 0.25;
+  Nscc cut(c, kMtu);
+  const double w = 256 << 10;
+  for (Nscc* cc : {&plain, &cut}) cc->on_trim(Instant{1'000'000}, kMtu);
+  EXPECT_EQ(plain.window_bytes(), static_cast<uint64_t>(w - kMtu));
+  EXPECT_EQ(cut.window_bytes(), static_cast<uint64_t>(w * 0.75 - kMtu));
+  cut.on_trim(Instant{1'005'000}, kMtu);  // within the base RTT: the bytes only
+  EXPECT_EQ(cut.window_bytes(), static_cast<uint64_t>(w * 0.75 - 2 * kMtu));
+  cut.on_trim(Instant{1'011'000}, kMtu);  // a base RTT later: another quarter
+  EXPECT_EQ(cut.window_bytes(), static_cast<uint64_t>((w * 0.75 - 2 * kMtu) * 0.75 - kMtu));
+
+  NsccConfig learn;  // base RTT learned from samples: none yet, so no fraction is taken
+  learn.trim_decrease = 0.5;
+  learn.initial_window_bytes = 256 << 10;
+  Nscc blind(learn, kMtu);
+  blind.on_trim(Instant{0}, kMtu);
+  EXPECT_EQ(blind.window_bytes(), static_cast<uint64_t>(w - kMtu));
+}
+
+TEST(Nscc, TrimDecreaseOutOfRangeIsRefused) {
+  QpConfig q;
+  q.nscc.trim_decrease = 0.95;
+  EXPECT_NE(q.validate(1).find("trim_decrease"), std::string::npos);
+  q.nscc.trim_decrease = 0.5;
+  EXPECT_EQ(q.validate(1), "");
+}
+
+}  // namespace
+}  // namespace mrc

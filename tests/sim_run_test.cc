@@ -173,7 +173,7 @@ TEST(SimRun, BadScenarioFilesAreRefusedWithTheKey) {
   const std::string path = testing::TempDir() + "/bad.toml";
   for (const char* text : {"[fabric]\nplanes = 0\n", "[qp]\nev_count = 130\n", "[fabirc]\n",
                            "[[fault]]\naction = \"explode\"\n", "[workload]\npattern = 3\n",
-                           "[qp]\neta = 0.0\n", "[qp]\nfi = -1.0\n"}) {
+                           "[qp]\neta = 0.0\n", "[qp]\nfi = -1.0\n", "[qp]\ntrim_decrease = 0.95\n"}) {
     FILE* f = std::fopen(path.c_str(), "w");
     std::fputs(text, f);
     std::fclose(f);

@@ -32,6 +32,12 @@ struct NsccConfig {
   uint8_t qa_gate = 3;
   // Quick adapt also acts when the average queueing delay exceeds this. 0 = 4 x target delay.
   int64_t qa_threshold_ns = 0;
+  // A trim also removes this fraction of the window, at most once per base RTT and not before
+  // the first RTT sample (0: off, the default; at most 0.9). MRC leaves the last hop without
+  // ECN, so NSCC has no multiplicative decrease where an incast queues: trims alone (which take
+  // only the trimmed bytes) let incast senders keep unequal shares. Not part of UET's NSCC as
+  // written; it costs permutations whose trims are on fabric paths (docs/SIMULATION.md).
+  double trim_decrease = 0;
 };
 
 struct QpConfig {

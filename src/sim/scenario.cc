@@ -137,6 +137,9 @@ void read_cc_knobs(Reader& r, const toml::table& t, QpConfig& q) {
   r.get(t, "qp.", "ack_delay_us", ack_delay_us);
   r.get(t, "qp.", "eta", n.proportional_gain);
   r.get(t, "qp.", "fi", n.fair_increase_mtus);
+  r.get(t, "qp.", "trim_decrease", n.trim_decrease);
+  if (!(n.trim_decrease >= 0 && n.trim_decrease <= 0.9))
+    r.fail("qp.trim_decrease: the fraction of the window a trim removes once per base RTT, must be in [0, 0.9] (0: off)");
   if (!(n.proportional_gain > 0 && n.proportional_gain <= 16)) r.fail("qp.eta: the proportional gain, must be in (0, 16]");
   if (!(n.fair_increase_mtus > 0 && n.fair_increase_mtus <= 64)) r.fail("qp.fi: MTUs per RTT, must be in (0, 64]");
   if (target_us < 0) r.fail("qp.target_delay_us: must be >= 0 (0: half the base RTT)");
@@ -154,7 +157,7 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   r.check_keys(*t, "qp.", {"mtu", "ev_count", "ev_min_active", "mpr", "max_wimm", "timeout",
                            "retry_linear", "retry_exp", "ack_every", "cc", "window_kib", "ev_list",
                            "initial_window_kib", "target_delay_us", "quick_adapt", "qa_gate", "ack_delay_us",
-                           "eta", "fi"});
+                           "eta", "fi", "trim_decrease"});
   QpConfig& q = s.qp;
   uint32_t mtu = q.mtu_bytes, ev = q.ev_count, ev_min = q.ev_min_active, mpr = q.mpr,
            wimm = q.max_wimm, timeout = q.timeout, lin = q.retry_linear, exp = q.retry_exp,

@@ -73,6 +73,10 @@ void Nscc::on_ack(const AckSample& s) {
 }
 
 void Nscc::on_trim(Instant now, uint32_t bytes) {
+  if (config_.trim_decrease > 0 && base_rtt_ns_ > 0 && now - last_decrease_ >= Duration{base_rtt_ns_}) {
+    window_bytes_ *= 1.0 - config_.trim_decrease;
+    last_decrease_ = now;
+  }
   window_bytes_ -= bytes;
   round_had_loss_ = true;
   end_of_round(now);

@@ -6,7 +6,8 @@
 //                              weight 1/80 per sample, as UET's avg_delay): with spraying, one
 //                              sample's delay is one path's queue, the average is the QP's
 //   ECN,    delay < target  -> no change (the EV is skipped instead: ECN steers load)
-// Trims shrink the window by the trimmed bytes; quick adapt, after trims in an RTT, losses
+// Trims shrink the window by the trimmed bytes (and, with trim_decrease, by a fraction of it
+// once per base RTT: our addition for incast at an ECN-free last hop); quick adapt, after trims in an RTT, losses
 // while the average delay is above target (congestion drops; random loss on quiet paths is a
 // path signal only), or an average delay above qa_threshold (default 4 x target), cuts the window to what the
 // receiver actually got in that RTT (a round lasts the smoothed RTT, at least two base RTTs),
