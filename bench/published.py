@@ -121,8 +121,8 @@ def mrc64(mrc, quick, out):
 
 
 def incast(mrc, quick, out):
-    for f, name, sets in (("mrc", "MRC (trimming, NSCC)", None),
-                          ("mrc", "MRC, trim_decrease = 0.25 (ours, off by default)", {"qp.trim_decrease": 0.25}),
+    for f, name, sets in (("mrc", "MRC (trimming, NSCC, rcv_cwnd_pen)", None),
+                          ("mrc", "MRC without rcv_cwnd_pen (incast_penalty = 0)", {"qp.incast_penalty": 0}),
                           ("roce", "RoCE + DCQCN, lossy", None), ("roce-pfc", "RoCE + DCQCN + PFC", None)):
         r = run(mrc, "mrc-incast-victim-%s.toml" % f, sets)
         v = next(g for g in r["groups"] if g["name"] == "victim")

@@ -151,15 +151,21 @@ TEST(Nscc, DecreaseFollowsTheAverageDelayNotOneSample) {
 namespace mrc {
 namespace {
 
-// trim_decrease (off by default): a trim also takes that fraction of the window, once per base
-// RTT, never before an RTT sample; later trims in the same base RTT take only their bytes.
-TEST(Nscc, TrimDecreaseCutsAFractionOncePerBaseRtt) {
+// A SACK's rcv_cwnd_pen (the receiver sees an incast) makes the next trim take pen/128 of the
+// window, once per base RTT, never before an RTT sample; without it a trim takes its bytes.
+Instant ack_with_penalty(Nscc& cc, Instant now, uint8_t penalty) {
+  cc.on_ack(AckSample{.now = now, .acked_bytes = 0, .rtt = Duration{-1}, .receiver_penalty = penalty});
+  return now;
+}
+
+TEST(Nscc, ReceiverPenaltyMakesATrimARateSignal) {
   NsccConfig c = config_with_base_rtt(10'000);
   c.quick_adapt = false;  // the trims' own effect only
   Nscc plain(c, kMtu);
-  c.trim_decrease = 0.25;
   Nscc cut(c, kMtu);
   const double w = 256 << 10;
+  ack_with_penalty(plain, Instant{999'000}, 0);
+  ack_with_penalty(cut, Instant{999'000}, 32);  // a quarter
   for (Nscc* cc : {&plain, &cut}) cc->on_trim(Instant{1'000'000}, kMtu);
   EXPECT_EQ(plain.window_bytes(), static_cast<uint64_t>(w - kMtu));
   EXPECT_EQ(cut.window_bytes(), static_cast<uint64_t>(w * 0.75 - kMtu));
@@ -167,20 +173,24 @@ TEST(Nscc, TrimDecreaseCutsAFractionOncePerBaseRtt) {
   EXPECT_EQ(cut.window_bytes(), static_cast<uint64_t>(w * 0.75 - 2 * kMtu));
   cut.on_trim(Instant{1'011'000}, kMtu);  // a base RTT later: another quarter
   EXPECT_EQ(cut.window_bytes(), static_cast<uint64_t>((w * 0.75 - 2 * kMtu) * 0.75 - kMtu));
+  ack_with_penalty(cut, Instant{1'012'000}, 0);  // the incast is over
+  const uint64_t before = cut.window_bytes();
+  cut.on_trim(Instant{1'030'000}, kMtu);
+  EXPECT_EQ(cut.window_bytes(), before - kMtu);
 
   NsccConfig learn;  // base RTT learned from samples: none yet, so no fraction is taken
-  learn.trim_decrease = 0.5;
   learn.initial_window_bytes = 256 << 10;
   Nscc blind(learn, kMtu);
+  ack_with_penalty(blind, Instant{0}, 64);
   blind.on_trim(Instant{0}, kMtu);
   EXPECT_EQ(blind.window_bytes(), static_cast<uint64_t>(w - kMtu));
 }
 
-TEST(Nscc, TrimDecreaseOutOfRangeIsRefused) {
+TEST(Nscc, IncastPenaltyOutOfRangeIsRefused) {
   QpConfig q;
-  q.nscc.trim_decrease = 0.95;
-  EXPECT_NE(q.validate(1).find("trim_decrease"), std::string::npos);
-  q.nscc.trim_decrease = 0.5;
+  q.incast_penalty = 128;
+  EXPECT_NE(q.validate(1).find("incast_penalty"), std::string::npos);
+  q.incast_penalty = 127;
   EXPECT_EQ(q.validate(1), "");
 }
 

@@ -46,8 +46,8 @@ std::string QpConfig::validate(int planes) const {
   if (max_message_bytes < mtu_bytes || max_message_bytes > (1ull << 31) || max_message_bytes % mtu_bytes)
     return "max_message_bytes = " + std::to_string(max_message_bytes) +
            " must be a multiple of mtu_bytes and at most 2^31";
-  if (!(nscc.trim_decrease >= 0 && nscc.trim_decrease <= 0.9))
-    return "nscc.trim_decrease = " + std::to_string(nscc.trim_decrease) + " must be in [0, 0.9]";
+  if (incast_penalty > 127) return range_error("incast_penalty", incast_penalty, 0, 127);
+  if (incast_window_ns < 0) return range_error("incast_window_ns", incast_window_ns, 0, INT64_MAX);
   if (nscc.min_window_bytes < mtu_bytes || nscc.max_window_bytes < nscc.min_window_bytes)
     return "nscc window bounds must satisfy mtu_bytes <= min_window_bytes <= max_window_bytes";
   if (fixed_window_bytes < mtu_bytes) return "fixed_window_bytes must be at least mtu_bytes";

@@ -32,12 +32,6 @@ struct NsccConfig {
   uint8_t qa_gate = 3;
   // Quick adapt also acts when the average queueing delay exceeds this. 0 = 4 x target delay.
   int64_t qa_threshold_ns = 0;
-  // A trim also removes this fraction of the window, at most once per base RTT and not before
-  // the first RTT sample (0: off, the default; at most 0.9). MRC leaves the last hop without
-  // ECN, so NSCC has no multiplicative decrease where an incast queues: trims alone (which take
-  // only the trimmed bytes) let incast senders keep unequal shares. Not part of UET's NSCC as
-  // written; it costs permutations whose trims are on fabric paths (docs/SIMULATION.md).
-  double trim_decrease = 0;
 };
 
 struct QpConfig {
@@ -81,6 +75,12 @@ struct QpConfig {
   // Receiver SACK coalescing: a SACK every N data packets, or after this delay.
   uint32_t ack_every_packets = 4;
   int64_t ack_delay_ns = 2'000;
+  // Receiver back-pressure (rcv_cwnd_pen, our semantics; see core/incast_detector.h): while
+  // trims of two or more of the endpoint's QPs fall within incast_window_ns, its SACKs carry
+  // incast_penalty (0..127; 0: never), and a sender's trim then removes penalty/128 of its
+  // window, at most once per base RTT.
+  int64_t incast_window_ns = 10'000;
+  uint8_t incast_penalty = 64;
 
   // Largest message on the wire; a longer work request is carried as several messages.
   uint64_t max_message_bytes = 1ull << 30;

@@ -19,6 +19,7 @@
 
 #include "core/completion_queue.h"
 #include "core/ev_prober.h"
+#include "core/incast_detector.h"
 #include "core/memory_region.h"
 #include "core/qp_schedule.h"
 #include "core/queue_pair.h"
@@ -83,6 +84,8 @@ class Endpoint {
   std::vector<std::unique_ptr<QueuePair>> qps_;  // index = qpn - kFirstQpn
   // Owned through a pointer: QPs keep its address, which must survive moving the endpoint.
   std::unique_ptr<QpSchedule> schedule_ = std::make_unique<QpSchedule>();
+  // Owned through a pointer for the same reason: the QPs' responders keep its address.
+  std::unique_ptr<IncastDetector> incast_ = std::make_unique<IncastDetector>();
   std::vector<uint32_t> due_;  // scratch for handle_timeout
   size_t transmit_cursor_ = 0;
   uint32_t ports_up_;

@@ -116,6 +116,7 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   evs_.emplace(ev, Prng::splitmix64(mix));
   cc_ = make_congestion_controller(config_);
   responder_.emplace(config_, stats_, control_);
+  responder_->set_incast_detector(incast_, schedule_index_);
   responder_->start(attributes.expected_psn, qpn_, attributes.dest_qp, pd_, mrs_);
   for (uint64_t wr_id : early_receives_) responder_->post_recv(wr_id);
   early_receives_.clear();

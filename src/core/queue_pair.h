@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "core/control_queue.h"
 #include "core/ev_set.h"
+#include "core/incast_detector.h"
 #include "core/qp_schedule.h"
 #include "core/requester.h"
 #include "core/responder.h"
@@ -85,9 +86,10 @@ class QueuePair {
   void on_timer(Instant now);
   Instant next_deadline() const;
   // The owning endpoint's schedule, told of every call that may change this QP's state.
-  void attach(QpSchedule* schedule, uint32_t index) {
+  void attach(QpSchedule* schedule, uint32_t index, IncastDetector* incast = nullptr) {
     schedule_ = schedule;
     schedule_index_ = index;
+    incast_ = incast;
   }
 
   void set_local_ports(uint32_t ports_up_mask, Instant now);
@@ -128,6 +130,7 @@ class QueuePair {
   bool port_status_unanswered_ = false;
   uint32_t schedule_index_ = 0;
   QpSchedule* schedule_ = nullptr;
+  IncastDetector* incast_ = nullptr;  // the endpoint's, shared by its QPs' responders
   mutable Instant deadline_cache_ = Instant::never();
   Instant port_status_next_at_ = Instant::never();
   uint32_t all_planes_ = 0;

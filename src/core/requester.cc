@@ -374,7 +374,8 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
   // Congestion control sees the network's delay: the responder's hold comes off the sample
   // (the loss timers keep the raw round trip: they wait for SACKs, held ones included).
   cc_.on_ack(AckSample{now, acked, wire::rtt_less_hold(rtt, sack.cc_flags),
-                       sack.skip_mode != wire::SkipMode::kNone, in_flight_bytes_});
+                       sack.skip_mode != wire::SkipMode::kNone, in_flight_bytes_,
+                       sack.cc.receiver_cwnd_penalty});
   window_.advance_oldest_to(cum);
   complete_acknowledged();
 }

@@ -82,6 +82,7 @@ void Responder::on_data(Instant now, const wire::DataPacket& packet, const RxMet
   }
   if (meta.trimmed) {
     ++stats_.trims_received;
+    if (incast_ != nullptr) incast_->note_trim(now, incast_id_, Duration{config_.incast_window_ns});
     send_nack(wire::NackReason::kTrimmed, psn, meta, ts);
     return;
   }
@@ -145,6 +146,7 @@ void Responder::send_sack(Instant now, bool probe_response, uint32_t echoed_ev,
   s.cumulative_psn = cum;
   s.mpr = config_.mpr_dest;
   s.cc_flags = wire::sack_hold_code(now - trigger_at);
+  s.cc.receiver_cwnd_penalty = incast_ != nullptr && incast_->incast(now) ? config_.incast_penalty : 0;
   const int32_t trigger = trigger_psn_.since(cum);
   s.ack_psn_offset = static_cast<int16_t>(std::clamp<int32_t>(trigger, -32768, 32767));
   Psn base = cum;

@@ -23,6 +23,7 @@
 #include "core/completion_queue.h"
 #include "core/config.h"
 #include "core/control_queue.h"
+#include "core/incast_detector.h"
 #include "core/memory_region.h"
 #include "core/receive_window.h"
 #include "core/stats.h"
@@ -47,6 +48,11 @@ class Responder {
 
   void start(Psn expected_psn, Qpn self_qp, Qpn dest_qp, uint32_t pd, const MemoryRegionTable* mrs);
   void on_data(Instant now, const wire::DataPacket& packet, const RxMeta& meta);
+  // The endpoint's incast detector (may be null) and this QP's id in it.
+  void set_incast_detector(IncastDetector* detector, uint32_t id) {
+    incast_ = detector;
+    incast_id_ = id;
+  }
   void on_probe(Instant now, const wire::Probe& probe, const RxMeta& meta);
   bool post_recv(uint64_t wr_id);
   // Moves deliverable WRITE-with-immediate completions into `cq` (while it has room).
@@ -59,6 +65,8 @@ class Responder {
   size_t pending_wimm() const { return wimm_pending_; }
 
  private:
+  IncastDetector* incast_ = nullptr;
+  uint32_t incast_id_ = 0;
   struct PendingWimm {
     bool valid = false;
     Psn last_psn;

@@ -137,9 +137,14 @@ void read_cc_knobs(Reader& r, const toml::table& t, QpConfig& q) {
   r.get(t, "qp.", "ack_delay_us", ack_delay_us);
   r.get(t, "qp.", "eta", n.proportional_gain);
   r.get(t, "qp.", "fi", n.fair_increase_mtus);
-  r.get(t, "qp.", "trim_decrease", n.trim_decrease);
-  if (!(n.trim_decrease >= 0 && n.trim_decrease <= 0.9))
-    r.fail("qp.trim_decrease: the fraction of the window a trim removes once per base RTT, must be in [0, 0.9] (0: off)");
+  uint32_t penalty = q.incast_penalty;
+  double incast_window_us = static_cast<double>(q.incast_window_ns) / 1e3;
+  r.get(t, "qp.", "incast_penalty", penalty);
+  r.get(t, "qp.", "incast_window_us", incast_window_us);
+  if (penalty > 127) r.fail("qp.incast_penalty: the rcv_cwnd_pen an incast receiver sends, 0..127 (0: none)");
+  if (!(incast_window_us >= 0 && incast_window_us <= 1000)) r.fail("qp.incast_window_us: must be 0..1000");
+  q.incast_penalty = static_cast<uint8_t>(std::min<uint32_t>(penalty, 127));
+  q.incast_window_ns = static_cast<int64_t>(incast_window_us * 1e3);
   if (!(n.proportional_gain > 0 && n.proportional_gain <= 16)) r.fail("qp.eta: the proportional gain, must be in (0, 16]");
   if (!(n.fair_increase_mtus > 0 && n.fair_increase_mtus <= 64)) r.fail("qp.fi: MTUs per RTT, must be in (0, 64]");
   if (target_us < 0) r.fail("qp.target_delay_us: must be >= 0 (0: half the base RTT)");
@@ -157,7 +162,7 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   r.check_keys(*t, "qp.", {"mtu", "ev_count", "ev_min_active", "mpr", "max_wimm", "timeout",
                            "retry_linear", "retry_exp", "ack_every", "cc", "window_kib", "ev_list",
                            "initial_window_kib", "target_delay_us", "quick_adapt", "qa_gate", "ack_delay_us",
-                           "eta", "fi", "trim_decrease"});
+                           "eta", "fi", "incast_penalty", "incast_window_us"});
   QpConfig& q = s.qp;
   uint32_t mtu = q.mtu_bytes, ev = q.ev_count, ev_min = q.ev_min_active, mpr = q.mpr,
            wimm = q.max_wimm, timeout = q.timeout, lin = q.retry_linear, exp = q.retry_exp,

@@ -49,6 +49,7 @@ void Nscc::end_of_round(Instant now) {
 
 void Nscc::on_ack(const AckSample& s) {
   round_acked_bytes_ += s.acked_bytes;
+  receiver_penalty_ = s.receiver_penalty;
   if (s.rtt.ns > 0 && (base_rtt_ns_ <= 0 || (config_.base_rtt_ns == 0 && s.rtt.ns < base_rtt_ns_)))
     base_rtt_ns_ = s.rtt.ns;
   if (s.rtt.ns > 0)
@@ -73,8 +74,13 @@ void Nscc::on_ack(const AckSample& s) {
 }
 
 void Nscc::on_trim(Instant now, uint32_t bytes) {
-  if (config_.trim_decrease > 0 && base_rtt_ns_ > 0 && now - last_decrease_ >= Duration{base_rtt_ns_}) {
-    window_bytes_ *= 1.0 - config_.trim_decrease;
+  // An incast at the receiver (its SACKs carry rcv_cwnd_pen, core/incast_detector.h): the trim
+  // is a rate signal, and takes pen/128 of the window, at most once per base RTT and not before
+  // the first RTT sample. Elsewhere a trim is a path signal (the EV is skipped) and takes only
+  // its own bytes.
+  const double cut = receiver_penalty_ / 128.0;
+  if (cut > 0 && base_rtt_ns_ > 0 && now - last_decrease_ >= Duration{base_rtt_ns_}) {
+    window_bytes_ *= 1.0 - cut;
     last_decrease_ = now;
   }
   window_bytes_ -= bytes;

@@ -6,8 +6,9 @@
 //                              weight 1/80 per sample, as UET's avg_delay): with spraying, one
 //                              sample's delay is one path's queue, the average is the QP's
 //   ECN,    delay < target  -> no change (the EV is skipped instead: ECN steers load)
-// Trims shrink the window by the trimmed bytes (and, with trim_decrease, by a fraction of it
-// once per base RTT: our addition for incast at an ECN-free last hop); quick adapt, after trims in an RTT, losses
+// Trims shrink the window by the trimmed bytes, and while the receiver reports an incast
+// (rcv_cwnd_pen, our semantics) by pen/128 of it once per base RTT: MRC has no ECN on the last
+// hop, so without this there is no multiplicative decrease where an incast queues; quick adapt, after trims in an RTT, losses
 // while the average delay is above target (congestion drops; random loss on quiet paths is a
 // path signal only), or an average delay above qa_threshold (default 4 x target), cuts the window to what the
 // receiver actually got in that RTT (a round lasts the smoothed RTT, at least two base RTTs),
@@ -47,6 +48,7 @@ class Nscc final : public CongestionController {
   int64_t smoothed_rtt_ns_ = 0;
   double avg_delay_ns_ = 0;
   Instant last_decrease_{INT64_MIN / 2};
+  uint8_t receiver_penalty_ = 0;  // rcv_cwnd_pen of the latest SACK
   Instant round_start_{0};
   uint64_t round_acked_bytes_ = 0;
   bool round_had_loss_ = false;
