@@ -69,9 +69,10 @@ class Endpoint {
 
  private:
   bool handle_endpoint_packet(Instant now, const wire::Packet& packet, const RxMeta& meta);
-  // Below kScheduleFrom QPs a scan over all of them costs less than keeping the schedule (a
-  // QP re-read costs about as much as asking a few QPs); the schedule then only collects the
-  // touched QPs, and re-reads them all at its first use.
+  // A single QP is asked directly; from kScheduleFrom QPs on, the schedule answers (a scan asked
+  // every QP at every opportunity: in a 1024-host ring, whose hosts have two QPs, polls of the
+  // idle one were most of the run; BENCHMARKS.md, "Session 6"). Below it, the schedule only
+  // collects the touched QPs, and re-reads them all at its first use.
   static constexpr size_t kScheduleFrom = 2;
   bool scans() const { return qps_.size() < kScheduleFrom; }
   uint32_t next_candidate(uint32_t from, uint32_t to) const {

@@ -27,8 +27,8 @@ void SimHost::on_port_state(PlaneId plane, bool up) {
 
 // Each idle port gets a packet while the engine has one: once it has nothing, the remaining
 // planes' polls would find nothing either (Endpoint::wants_to_send is a superset of what a poll
-// sends, and a poll that sends nothing changes nothing).
-// A poll that sends nothing changes nothing, so the engine is asked again only after a send.
+// sends). A poll that sends nothing changes nothing, so the engine is asked again only after a
+// send.
 void SimHost::kick() {
   const Instant now = events_.now();
   bool more = endpoint_.wants_to_send(now);
