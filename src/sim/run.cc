@@ -473,9 +473,10 @@ void Runner::poll_completions() {
   for (const uint32_t i : dirty) {
     if (top_up(*flows_[i])) mark_dirty(i);
   }
-  // Every host, not only those of these flows: a host can also have become able to send
-  // without an event of its own (an EV probe due while its QP's probe latch was set), and a
-  // kick that finds nothing to send costs one question to the engine.
+  // Every host, not only those of these flows: a host can also have something to send on a
+  // port that went idle earlier (SimHost::on_port_ready polls only its own plane, so an EV probe
+  // that came due for another, idle plane waits for a kick), and a kick that finds nothing to
+  // send costs one question to the engine.
   for (SimTransport* t : transports_) t->kick();
 }
 
