@@ -58,6 +58,12 @@ struct QpConfig {
   // Non-empty: OCP explicit EV mode. These EVs (and only these) are used, each on its plane,
   // an EV listed k times taking k shares; ev_count and ev_backup_per_plane are then ignored.
   std::vector<ExplicitEv> ev_list;
+  // Receiver back-pressure (rcv_cwnd_pen, our semantics; see core/incast_detector.h): while
+  // trims of two or more of the endpoint's QPs fall within incast_window_ns, its SACKs carry
+  // incast_penalty (0..127; 0: never), and a sender's trim then removes penalty/128 of its
+  // window, at most once per base RTT.
+  int64_t incast_window_ns = 10'000;
+  uint8_t incast_penalty = 64;
 
   // PSN windows in units of 128 PSNs (OCP "MPR"): requester and responder.
   uint8_t mpr = 32;
@@ -75,12 +81,6 @@ struct QpConfig {
   // Receiver SACK coalescing: a SACK every N data packets, or after this delay.
   uint32_t ack_every_packets = 4;
   int64_t ack_delay_ns = 2'000;
-  // Receiver back-pressure (rcv_cwnd_pen, our semantics; see core/incast_detector.h): while
-  // trims of two or more of the endpoint's QPs fall within incast_window_ns, its SACKs carry
-  // incast_penalty (0..127; 0: never), and a sender's trim then removes penalty/128 of its
-  // window, at most once per base RTT.
-  int64_t incast_window_ns = 10'000;
-  uint8_t incast_penalty = 64;
 
   // Largest message on the wire; a longer work request is carried as several messages.
   uint64_t max_message_bytes = 1ull << 30;
