@@ -96,10 +96,7 @@ size_t Endpoint::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> ou
     }
   }
   if (qps_.empty()) return 0;
-  if (!scans()) {
-    schedule_->refresh(qps_);
-    schedule_->promote(now);
-  }
+  if (!scans()) update_schedule(now);
   // Round robin from the cursor over the QPs that may send: [cursor, count), then [0, cursor).
   // The others would produce nothing and change nothing (QueuePair::send_ready_at).
   const auto count = static_cast<uint32_t>(qps_.size());
@@ -150,8 +147,7 @@ Instant Endpoint::next_deadline() const {
 bool Endpoint::wants_to_send(Instant now) const {
   if (prober_.wants_to_send()) return true;
   if (!scans()) {
-    schedule_->refresh(qps_);
-    schedule_->promote(now);
+    update_schedule(now);
     const auto count = static_cast<uint32_t>(qps_.size());
     return schedule_->next_ready(0, count) < count;
   }

@@ -75,6 +75,11 @@ class Endpoint {
   // collects the touched QPs, and re-reads them all at its first use.
   static constexpr size_t kScheduleFrom = 2;
   bool scans() const { return qps_.size() < kScheduleFrom; }
+  // Re-reads the touched QPs and lets QPs whose probe time has come become candidates.
+  void update_schedule(Instant now) const {
+    schedule_->refresh(qps_);
+    schedule_->promote(now);
+  }
   uint32_t next_candidate(uint32_t from, uint32_t to) const {
     return scans() ? from : schedule_->next_ready(from, to);
   }

@@ -6,7 +6,9 @@ namespace mrc {
 
 void IncastDetector::note_trim(Instant now, uint32_t qp, Duration window) {
   bool other = false;
-  for (const Trim& t : recent_) other = other || (t.qp != qp && t.qp != UINT32_MAX && now - t.at <= window);
+  for (const Trim& t : recent_) {
+    if (t.qp != qp && t.qp != UINT32_MAX && now - t.at <= window) other = true;
+  }
   recent_[next_] = Trim{now, qp};
   next_ = (next_ + 1) % kRecent;
   if (other) incast_until_ = now + window;

@@ -35,6 +35,9 @@ struct RunContext {
   sim::Pattern pattern = sim::Pattern::kPairs;
   double wall_s = 0;
   double setup_wall_s = 0;  // building fabric, hosts, QPs and workload, before the first event
+  double events_per_s(const RunReport& r) const {
+    return wall_s > 0 ? static_cast<double>(r.events) / wall_s : 0.0;
+  }
   // Events per wall-second of the event loop alone (the setup excluded).
   double loop_events_per_s(const RunReport& r) const {
     return wall_s > setup_wall_s ? static_cast<double>(r.events) / (wall_s - setup_wall_s) : 0.0;
@@ -88,7 +91,7 @@ nlohmann::json to_json(const RunReport& r, const RunContext& c) {
           {"ops_completed", r.ops_completed}, {"ops_failed", r.ops_failed},
           {"wimm_delivered", r.wimm_delivered}, {"sim_time_ns", r.sim_time_ns},
           {"completion_time_ns", r.completion_time_ns}, {"events", r.events},
-          {"wall_s", c.wall_s}, {"events_per_wall_s", c.wall_s > 0 ? static_cast<double>(r.events) / c.wall_s : 0.0},
+          {"wall_s", c.wall_s}, {"events_per_wall_s", c.events_per_s(r)},
           {"setup_wall_s", c.setup_wall_s}, {"loop_events_per_wall_s", c.loop_events_per_s(r)},
           {"retransmits", r.retransmits}, {"timeouts", r.timeouts}, {"trims", r.trims},
           {"ecn_marks", r.ecn_marks}, {"nacks", r.nacks}, {"fabric_drops", r.fabric_drops},
@@ -142,7 +145,7 @@ void print_text(const RunReport& r, const RunContext& c) {
   std::printf("  time         %.3f ms simulated (%.1f Gbit/s goodput)\n", t_ms,
               t_ms > 0 ? static_cast<double>(r.bytes_verified) * 8 / (t_ms * 1e6) : 0.0);
   std::printf("  speed        %llu events in %.2f s wall: %.2f M events/s, %.1f simulated Gbit per wall-second\n",
-              static_cast<ull>(r.events), c.wall_s, c.wall_s > 0 ? static_cast<double>(r.events) / c.wall_s / 1e6 : 0.0,
+              static_cast<ull>(r.events), c.wall_s, c.events_per_s(r) / 1e6,
               c.wall_s > 0 ? static_cast<double>(r.bytes_verified) * 8 / 1e9 / c.wall_s : 0.0);
   std::printf("               setup %.2f s, then the event loop %.2f M events/s\n", c.setup_wall_s,
               c.loop_events_per_s(r) / 1e6);
@@ -229,7 +232,7 @@ void write_markdown(const RunReport& r, const RunContext& c, std::FILE* out) {
                static_cast<ull>(r.bytes_written), static_cast<ull>(r.bytes_verified), static_cast<double>(r.completion_time_ns) / 1e6,
                static_cast<double>(r.fct_p50_ns) / 1e6, static_cast<double>(r.fct_p99_ns) / 1e6, static_cast<double>(r.fct_max_ns) / 1e6,
                static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims), static_cast<ull>(r.ecn_marks),
-               c.wall_s > 0 ? static_cast<double>(r.events) / c.wall_s / 1e6 : 0.0, c.loop_events_per_s(r) / 1e6,
+               c.events_per_s(r) / 1e6, c.loop_events_per_s(r) / 1e6,
                c.setup_wall_s);
   if (!r.groups.empty()) {
     std::fprintf(out, "| group | ms | algbw Gbit/s | busbw Gbit/s |\n|---|---:|---:|---:|\n");

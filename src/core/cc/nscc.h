@@ -8,13 +8,14 @@
 //   ECN,    delay < target  -> no change (the EV is skipped instead: ECN steers load)
 // Trims shrink the window by the trimmed bytes, and while the receiver reports an incast
 // (rcv_cwnd_pen, our semantics) by pen/128 of it once per base RTT: MRC has no ECN on the last
-// hop, so without this there is no multiplicative decrease where an incast queues; quick adapt, after trims in an RTT, losses
-// while the average delay is above target (congestion drops; random loss on quiet paths is a
-// path signal only), or an average delay above qa_threshold (default 4 x target), cuts the window to what the
-// receiver actually got in that RTT (a round lasts the smoothed RTT, at least two base RTTs),
-// but only if that was less than max_window >> qa_gate (UET's gate: a QP that delivers that
-// much is not in an incast, and one lost packet there is a path signal, not a rate signal). Delay = RTT - base RTT, with
-// base RTT configured or learned as the minimum sample. Parameter names follow the OCP CC
+// hop, so without this there is no multiplicative decrease where an incast queues. Quick
+// adapt, after trims in an RTT, losses while the average delay is above target (congestion
+// drops; random loss on quiet paths is a path signal only), or an average delay above
+// qa_threshold (default 4 x target), cuts the window to what the receiver actually got in that
+// RTT (a round lasts the smoothed RTT, at least two base RTTs), but only if that was less than
+// max_window >> qa_gate (UET's gate: a QP that delivers that much is not in an incast, and one
+// lost packet there is a path signal, not a rate signal). Delay = RTT - base RTT, with base
+// RTT configured or learned as the minimum sample. Parameter names follow the OCP CC
 // profile (base_rtt, target_delay, max_cwnd, eta, fi, gamma, max_md_jump, quick adapt).
 #pragma once
 
