@@ -2,7 +2,9 @@
 // WRITE-with-immediate ordering, loss recovery, trimming, hostile packets, QP state machine.
 #include <gtest/gtest.h>
 
+#include "core/wire/packet.h"
 #include "pair.h"
+#include "util/bytes.h"
 #include "util/prng.h"
 
 namespace mrc {
@@ -33,6 +35,52 @@ TEST(Engine, WritesOfManySizesArriveIntact) {
     if (start > 0) {
       EXPECT_EQ(pair.side[1].target[start - 1], 0);  // nothing written outside
     }
+  }
+}
+
+// ICRC offload (EndpointConfig::icrc_offload): data packets leave with a zero ICRC field and
+// TxMeta::icrc_deferred. A datapath that computes the ICRC, as a NIC would, gets every byte
+// through, and the one packet it corrupts afterwards is refused as bad ICRC and sent again; one
+// that vouches for the bytes (RxMeta::icrc_checked) needs no ICRC at all; one that does neither
+// has every data packet refused.
+TEST(Engine, IcrcOffloadLeavesTheIcrcToTheDatapath) {
+  enum Mode { kSeal, kVouch, kNeither };
+  for (const Mode mode : {kSeal, kVouch, kNeither}) {
+    SCOPED_TRACE(mode);
+    Pair pair(2, small_config(), 1 << 18, 1, Duration{2000}, /*icrc_offload=*/true);
+    uint64_t data = 0, deferred = 0, zero_icrc = 0;
+    pair.filter = [&](int, std::vector<uint8_t>& bytes, RxMeta& rx, const TxMeta& tx) {
+      if (!tx.is_data) {
+        EXPECT_FALSE(tx.icrc_deferred);  // control packets are sealed by the engine
+        return true;
+      }
+      ++data;
+      deferred += tx.icrc_deferred ? 1 : 0;
+      zero_icrc += load_be32(bytes.data() + bytes.size() - wire::kIcrcBytes) == 0 ? 1 : 0;
+      if (mode == kVouch) rx.icrc_checked = true;
+      if (mode == kSeal) {
+        wire::seal(bytes, bytes.size() - wire::kIcrcBytes);
+        if (data == 5) bytes[bytes.size() / 2] ^= 0x10;
+      }
+      return true;
+    };
+    const uint64_t length = 100'000;
+    ASSERT_TRUE(pair.write(0, 0, length, 1).ok());
+    pair.run(Instant{mode == kNeither ? 2'000'000 : 100'000'000});
+    const uint64_t bad_icrc = pair.side[1].endpoint->stats().decode_errors[static_cast<size_t>(wire::DecodeError::kBadIcrc)];
+    EXPECT_GT(data, 0u);
+    EXPECT_EQ(deferred, data);
+    EXPECT_EQ(zero_icrc, data);
+    if (mode == kNeither) {
+      EXPECT_EQ(bad_icrc, data);
+      EXPECT_EQ(pair.side[1].target[0], 0);
+      continue;
+    }
+    EXPECT_EQ(bad_icrc, mode == kSeal ? 1u : 0u);
+    const auto done = pair.drain(0, false);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(0, std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), length));
   }
 }
 

@@ -129,6 +129,36 @@ TEST(SimRun, SameSeedSameRun) {
               a.completion_time_ns != c.completion_time_ns);
 }
 
+// ICRC offload moves the ICRC from the engines to the fabric and changes nothing else: with bits
+// flipped and packets trimmed on every link, a run with it and one without are the same run,
+// and the corrupted packets are refused as bad ICRC in both (the fault computes the ICRC the
+// sender left to the fabric before it flips a bit).
+TEST(SimRun, IcrcOffloadChangesNothingButWhoComputesTheIcrc) {
+  for (const TransportKind kind : {TransportKind::kMrc, TransportKind::kRoce}) {
+    SCOPED_TRACE(to_string(kind));
+    Scenario s = base_scenario(4);
+    s.transport.kind = kind;
+    LinkFaults f;
+    f.corrupt = 0.03;
+    f.trim = 0.02;
+    s.faults.push_back({Instant{1000}, FaultAction::set_faults(Scope::fabric(), f), "corrupt"});
+    s.heal_at = Instant{Duration::from_us(800).ns};
+    s.icrc_offload = false;
+    const RunReport engine = run_scenario(s);
+    s.icrc_offload = true;
+    const RunReport offload = run_scenario(s);
+    expect_exactly_once(engine);
+    expect_exactly_once(offload);
+    EXPECT_EQ(offload.events, engine.events);
+    EXPECT_EQ(offload.retransmits, engine.retransmits);
+    EXPECT_EQ(offload.completion_time_ns, engine.completion_time_ns);
+    EXPECT_EQ(offload.refused_by_reason, engine.refused_by_reason);
+    const char* bad_icrc = kind == TransportKind::kMrc ? "decode_bad ICRC" : "bad_icrc";
+    ASSERT_EQ(offload.refused_by_reason.count(bad_icrc), 1u);
+    EXPECT_GT(offload.refused_by_reason.at(bad_icrc), 0u);
+  }
+}
+
 TEST(SimRun, ScenarioFilesLoadAndRun) {
   for (const char* name : {"four-planes-failover", "loss-1pct", "incast-trim", "blackhole-ev",
                            "retry-exhausted", "swarm", "shared-bottleneck", "fat-tree-permutation"}) {

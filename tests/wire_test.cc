@@ -332,6 +332,28 @@ TEST(WireRoundTrip, WriteDataHeaderPlusSealEqualsEncode) {
   }
 }
 
+// ICRC offload: seal_deferred reserves the ICRC's place (zeros), the datagram fails the ICRC
+// check until a datapath seals it, and sealed it equals the engine-sealed packet.
+TEST(WireRoundTrip, SealDeferredLeavesAZeroIcrcThatSealFillsIn) {
+  Prng rng(6);
+  Bytes payload(3000, 0x3C);
+  const DataPacket packet{random_data_header(rng, Opcode::kWriteOnly, true), payload};
+  const Bytes expected = encode_bytes(packet);
+  Bytes buffer(kMaxDatagramBytes, 0xFF);
+  const size_t header = write_data_header(packet.header, buffer);
+  std::memcpy(buffer.data() + header, payload.data(), payload.size());
+  const size_t length = seal_deferred(buffer, header + payload.size());
+  buffer.resize(length);
+  ASSERT_EQ(length, expected.size());
+  EXPECT_EQ(load_be32(buffer.data() + length - kIcrcBytes), 0u);
+  EXPECT_FALSE(decode(buffer).ok());
+  DecodeOptions trusted;
+  trusted.verify_icrc = false;
+  EXPECT_TRUE(decode(buffer, trusted).ok());
+  seal(buffer, length - kIcrcBytes);
+  EXPECT_EQ(buffer, expected);
+}
+
 TEST(WireRoundTrip, EncodeReturnsZeroWhenBufferTooSmall) {
   Prng rng(5);
   Bytes payload(100, 1);

@@ -32,7 +32,8 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
   qps_.push_back(std::make_unique<QueuePair>(qpn, config, config_.planes, config_.seed, pd,
                                              send_cq, recv_cq, &memory_));
   schedule_->add();
-  qps_.back()->attach(schedule_.get(), static_cast<uint32_t>(qps_.size() - 1), incast_.get());
+  qps_.back()->attach(schedule_.get(), static_cast<uint32_t>(qps_.size() - 1), incast_.get(),
+                      config_.icrc_offload);
   qps_.back()->set_local_ports(ports_up_, Instant{0});
   return qps_.back().get();
 }
@@ -55,6 +56,7 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
   ++stats_.datagrams_received;
   wire::DecodeOptions options;
   options.trimmed = meta.trimmed;
+  options.verify_icrc = !meta.icrc_checked;
   auto decoded = wire::decode(datagram, options);
   if (!decoded.ok()) {
     ++stats_.decode_errors[static_cast<size_t>(decoded.error()) % stats_.decode_errors.size()];

@@ -86,10 +86,13 @@ class QueuePair {
   void on_timer(Instant now);
   Instant next_deadline() const;
   // The owning endpoint's schedule, told of every call that may change this QP's state.
-  void attach(QpSchedule* schedule, uint32_t index, IncastDetector* incast = nullptr) {
+  // `icrc_offload`: the endpoint's EndpointConfig::icrc_offload.
+  void attach(QpSchedule* schedule, uint32_t index, IncastDetector* incast = nullptr,
+              bool icrc_offload = false) {
     schedule_ = schedule;
     schedule_index_ = index;
     incast_ = incast;
+    icrc_offload_ = icrc_offload;
   }
 
   void set_local_ports(uint32_t ports_up_mask, Instant now);
@@ -128,6 +131,7 @@ class QueuePair {
   mutable bool deadline_stale_ = true;
   // Port status update to the peer, repeated until answered.
   bool port_status_unanswered_ = false;
+  bool icrc_offload_ = false;  // data packets leave with the ICRC to the datapath
   uint32_t schedule_index_ = 0;
   QpSchedule* schedule_ = nullptr;
   IncastDetector* incast_ = nullptr;  // the endpoint's, shared by its QPs' responders

@@ -252,11 +252,13 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   const size_t header = wire::write_data_header(h, out);
   MRC_ASSERT(out.size() >= header + p.length + wire::kIcrcBytes);
   gather(wr_at(p.wr_sequence), p.offset, p.length, out.data() + header);
-  const size_t length = wire::seal(out, header + p.length);
+  const size_t length = icrc_offload_ ? wire::seal_deferred(out, header + p.length)
+                                      : wire::seal(out, header + p.length);
   const bool recorded = tx_order_.push({psn, p.tx_sequence});
   MRC_ASSERT(recorded);  // callers check tx_order_.full() first
   add_in_flight(p);
   meta = TxMeta{ev.plane, ev.ev, 0, true, static_cast<uint32_t>(header)};
+  meta.icrc_deferred = icrc_offload_;
   EvStats& es = evs_.slot(slot).stats;
   ++es.packets;
   es.bytes += p.length;

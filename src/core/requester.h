@@ -57,6 +57,10 @@ struct TxMeta {
   // reply_to = that datagram's RxMeta::source, rather than to a peer handle's address.
   bool reply = false;
   uint64_t reply_to = 0;
+  // A data packet whose ICRC field the engine left zero (ICRC offload, EndpointConfig): the
+  // datapath computes it (wire::seal over the datagram minus its last 4 bytes) or, like the
+  // simulator's fabric, carries the bytes unchanged and vouches for them at the receiver.
+  bool icrc_deferred = false;
 };
 
 class Requester {
@@ -75,6 +79,8 @@ class Requester {
   void on_plane_down(PlaneId plane);
   // Planes whose ports are up at both ends (bit p = plane p); the window is shared among them.
   void set_usable_planes(uint32_t mask) { usable_planes_ = mask; }
+  // Data packets leave with their ICRC field zero and TxMeta::icrc_deferred (ICRC offload).
+  void set_icrc_offload(bool offload) { icrc_offload_ = offload; }
   void on_timer(Instant now);
   Instant next_deadline() const;
 
@@ -199,6 +205,7 @@ class Requester {
   Instant tail_probe_sent_at_{0};
   uint16_t next_probe_id_ = 1;
   bool failed_ = false;
+  bool icrc_offload_ = false;
   uint32_t reorder_scale_ = kMinReorderScale;  // reorder window = srtt * scale / 4
   uint32_t acks_since_false_loss_ = 0;
 };

@@ -40,6 +40,10 @@ struct RxMeta {
   bool trimmed = false;
   uint32_t peer = 0;
   uint64_t source = 0;  // the datapath's token for the sender (UdpHost: IPv4 << 16 | UDP port)
+  // The datapath has checked the ICRC (offload), or vouches that the bytes are exactly what the
+  // sender's engine wrote: the endpoint does not check it again. A datapath that cannot say so
+  // leaves it false, and the endpoint checks every ICRC.
+  bool icrc_checked = false;
 };
 
 class Responder {

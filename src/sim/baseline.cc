@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/wire/packet.h"
+#include "util/bytes.h"
 
 #include "sim/mptcp.h"
 #include "sim/roce.h"
@@ -27,24 +28,28 @@ const char* to_string(TransportKind kind) {
 
 namespace {
 
-// Header, payload and a 4-byte ICRC over both (RoCE's invariant CRC; a corrupted packet is
-// discarded by the receiving NIC).
+// Header, payload and a 4-byte ICRC over both, as the MRC engine's (wire::seal; RoCE's
+// invariant CRC: a corrupted packet is discarded by the receiving NIC). With ICRC offload the
+// field is left to the datapath (SimPacket::icrc_deferred).
 // Sized once and written with memcpy (PacketBytes grows without zeroing; see packet.h).
-void encode(const BaseHeader& h, const uint8_t* payload, PacketBytes& bytes) {
+void encode(const BaseHeader& h, const uint8_t* payload, SimPacket& packet, bool icrc_offload) {
+  PacketBytes& bytes = packet.bytes;
   const size_t body = h.length > 0 && payload != nullptr ? h.length : 0;
   bytes.resize(kBaseHeaderBytes + body + kBaseIcrcBytes);
   std::memcpy(bytes.data(), &h, kBaseHeaderBytes);
   if (body > 0) std::memcpy(bytes.data() + kBaseHeaderBytes, payload, body);
-  const uint32_t icrc = wire::icrc32(std::span<const uint8_t>(bytes.data(), kBaseHeaderBytes + body));
-  std::memcpy(bytes.data() + kBaseHeaderBytes + body, &icrc, kBaseIcrcBytes);
+  packet.icrc_deferred = icrc_offload;
+  if (icrc_offload) {
+    wire::seal_deferred(bytes, kBaseHeaderBytes + body);
+  } else {
+    wire::seal(bytes, kBaseHeaderBytes + body);
+  }
 }
 
 bool icrc_ok(std::span<const uint8_t> bytes) {
   if (bytes.size() < kBaseHeaderBytes + kBaseIcrcBytes) return false;
   const size_t covered = bytes.size() - kBaseIcrcBytes;
-  uint32_t icrc = 0;
-  std::memcpy(&icrc, bytes.data() + covered, kBaseIcrcBytes);
-  return icrc == wire::icrc32(std::span<const uint8_t>(bytes.data(), covered));
+  return load_be32(bytes.data() + covered) == wire::icrc32(bytes.first(covered));
 }
 
 }  // namespace
@@ -113,7 +118,7 @@ PacketPtr BaselineConn::make_data(Instant now, PlaneId plane, Ev ev, BaseHeader 
   packet->ev = ev;
   packet->trimmable = true;
   packet->trim_to_bytes = kBaseHeaderBytes;
-  encode(h, payload, packet->bytes);
+  encode(h, payload, *packet, host_.icrc_offload());
   ++stats_.data_packets_sent;
   stats_.data_bytes_sent += h.length;
   stats_.plane_bytes_sent[plane.value] += h.length;
@@ -130,7 +135,7 @@ void BaselineConn::send_control(PlaneId plane, Ev ev, const BaseHeader& h) {
   BaseHeader c = h;
   c.dest_conn = peer_conn_;
   c.length = 0;
-  encode(c, nullptr, packet->bytes);
+  encode(c, nullptr, *packet, host_.icrc_offload());
   host_.queue_control(plane, std::move(packet));
 }
 
@@ -181,7 +186,8 @@ void BaselineHost::on_deliver(PlaneId plane, PacketPtr packet) {
   (void)plane;
   // A trimmed packet reaches the transport (which counts it as a loss: no trimming support);
   // any other must pass the ICRC.
-  if (packet->bytes.size() < kBaseHeaderBytes || (!packet->trimmed && !icrc_ok(packet->bytes))) {
+  const bool check_icrc = !packet->trimmed && !packet->icrc_deferred;
+  if (packet->bytes.size() < kBaseHeaderBytes || (check_icrc && !icrc_ok(packet->bytes))) {
     ++corrupt_dropped_;
     return;
   }

@@ -169,6 +169,9 @@ class BaselineHost final : public SimTransport {
   void queue_control(PlaneId plane, PacketPtr packet);
   uint64_t control_dropped() const { return control_dropped_; }
   uint64_t corrupt_dropped() const { return corrupt_dropped_; }  // failed the ICRC
+  // ICRC offload (Scenario::icrc_offload): packets leave with their ICRC to the fabric.
+  void set_icrc_offload(bool offload) { icrc_offload_ = offload; }
+  bool icrc_offload() const { return icrc_offload_; }
 
   // SimTransport.
   void on_deliver(PlaneId plane, PacketPtr packet) override;
@@ -198,6 +201,7 @@ class BaselineHost final : public SimTransport {
   std::deque<Completion> recv_done_;
   uint64_t control_dropped_ = 0;
   uint64_t corrupt_dropped_ = 0;
+  bool icrc_offload_ = false;
   Instant timer_at_ = Instant::never();
   uint64_t timer_generation_ = 0;
 };

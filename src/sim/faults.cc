@@ -19,6 +19,7 @@ WireOutcome apply_wire_faults(const LinkFaults& faults, Prng& prng, SimPacket& p
     return outcome;
   }
   if (prng.chance(faults.corrupt) && !packet.bytes.empty()) {
+    seal_deferred_icrc(packet);  // the receiver checks what the sender's ICRC would have been
     const uint64_t bit_index = prng.below(packet.bytes.size() * 8);
     packet.bytes[bit_index / 8] ^= static_cast<uint8_t>(1u << (bit_index % 8));
     ++stats.corrupted;

@@ -11,6 +11,7 @@ SimHost::SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointCo
 
 void SimHost::on_deliver(PlaneId plane, PacketPtr packet) {
   RxMeta meta{plane, packet->ev, packet->ecn_ce, packet->trimmed, packet->source_host};
+  meta.icrc_checked = packet->icrc_deferred;  // bytes unchanged since the sender wrote them
   endpoint_.handle_datagram(events_.now(), packet->bytes, meta);
   kick();
 }
@@ -57,6 +58,7 @@ bool SimHost::transmit_on(PlaneId plane) {
   packet->trimmable = meta.is_data;
   packet->high_priority = !meta.is_data;
   packet->trim_to_bytes = meta.header_bytes;
+  packet->icrc_deferred = meta.icrc_deferred;
   fabric_.transmit(id_, plane, std::move(packet));
   return true;
 }

@@ -73,6 +73,7 @@ bool Link::trim(SimPacket& packet) {
   if (!packet.trimmable || packet.trimmed || packet.trim_to_bytes == 0) return false;
   if (packet.trim_to_bytes < packet.bytes.size()) packet.bytes.resize(packet.trim_to_bytes);
   packet.trimmed = true;
+  packet.icrc_deferred = false;  // cut off with the payload
   packet.trimmed_last_hop = link_class == LinkClass::kHostDown;
   ++stats.trimmed;
   return true;

@@ -2,6 +2,8 @@
 // defaults except for its byte buffer's capacity.
 #include "sim/packet.h"
 
+#include "core/wire/packet.h"
+
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -56,6 +58,13 @@ PacketPtr make_packet(const SimPacket& other) {
   if (!bytes.empty()) std::memcpy(bytes.data(), other.bytes.data(), bytes.size());
   packet->bytes = std::move(bytes);
   return packet;
+}
+
+void seal_deferred_icrc(SimPacket& packet) {
+  if (!packet.icrc_deferred) return;
+  packet.icrc_deferred = false;
+  if (packet.bytes.size() < wire::kIcrcBytes) return;
+  wire::seal(packet.bytes, packet.bytes.size() - wire::kIcrcBytes);
 }
 
 }  // namespace mrc::sim

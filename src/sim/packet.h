@@ -33,6 +33,11 @@ struct SimPacket {
   bool trimmed_last_hop = false;  // ... and the cut happened on the last hop (leaf -> host)
   bool trimmable = true;        // data class; control packets are not trimmed
   bool high_priority = false;   // control and trimmed headers go in the priority queue
+  // ICRC offload: the last 4 bytes are an ICRC the sender left to the datapath, not computed
+  // yet, and the bytes are still exactly what the sender wrote, so the receiving host tells its
+  // transport they need no check (RxMeta::icrc_checked). A wire fault that changes the bytes
+  // computes the ICRC first (seal_deferred_icrc), so the receiver checks it as before.
+  bool icrc_deferred = false;
   uint32_t trim_to_bytes = 0;   // length after trimming (the data headers)
   uint32_t pfc_ingress = UINT32_MAX;  // lossless switch: the link it arrived on, while held
   uint32_t pfc_bytes = 0;             // ... and the bytes it counts there
@@ -53,6 +58,10 @@ using PacketPtr = std::unique_ptr<SimPacket, PacketRecycler>;
 PacketPtr make_packet();
 // A copy of `other` (a duplicate made by a wire fault).
 PacketPtr make_packet(const SimPacket& other);
+
+// Computes a deferred ICRC (the big-endian CRC-32 of every byte before the last 4, as
+// wire::seal) into the last 4 bytes and clears icrc_deferred. No-op for a packet without one.
+void seal_deferred_icrc(SimPacket& packet);
 
 // Per-packet overhead of Ethernet + IPv4 + UDP framing counted against link rate.
 inline constexpr uint32_t kFramingBytes = 14 + 20 + 8 + 4 /*FCS*/ + 20 /*preamble+IFG*/;

@@ -167,6 +167,7 @@ void Runner::build_hosts() {
   if (baseline_) {
     for (HostId h = 0; h < sc_.fabric.hosts; ++h) {
       base_hosts_.push_back(std::make_unique<BaselineHost>(h, events_, *fabric_, sc_.transport, sc_.qp.mtu_bytes));
+      base_hosts_.back()->set_icrc_offload(sc_.icrc_offload);
       transports_.push_back(base_hosts_.back().get());
     }
     return;
@@ -176,6 +177,7 @@ void Runner::build_hosts() {
     EndpointConfig ec;
     ec.planes = static_cast<int>(sc_.fabric.planes);
     ec.seed = sc_.seed * 1000003 + h;
+    ec.icrc_offload = sc_.icrc_offload;
     hosts_.push_back(std::make_unique<SimHost>(h, events_, *fabric_, ec));
     Endpoint& e = hosts_.back()->endpoint();
     pds_.push_back(e.memory().alloc_pd());
@@ -745,6 +747,7 @@ void Runner::finish(RunReport& r) {
   report_links(r);
   r.seed = sc_.seed;
   r.payload = sc_.payload;
+  r.icrc_offload = sc_.icrc_offload;
   r.sim_time_ns = events_.now().ns;
   r.events = events_.events_run();
   r.completion_time_ns = done_at_.is_never() ? -1 : done_at_.ns;

@@ -43,6 +43,12 @@ struct Scenario {
   // copy, checksum and place every payload byte; the checker counts each flow's placed bytes
   // (exactly once) and compares every host's scratch with the pattern (docs/SIMULATION.md).
   bool payload = true;
+  // The hosts' NICs compute and check the ICRC of data packets (as a NIC's checksum offload,
+  // EndpointConfig::icrc_offload): the engines leave it to the fabric, which carries the bytes
+  // unchanged and tells the receiver so; a wire fault that changes a packet's bytes computes
+  // its ICRC first, so the receiver checks it. Results are the same either way (a test checks
+  // it); false makes the engines compute and check every data packet's ICRC themselves.
+  bool icrc_offload = true;
 };
 
 // Makes every switch queue of the fabric PFC-lossless with these thresholds (roce_pfc).

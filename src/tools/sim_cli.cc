@@ -87,6 +87,7 @@ nlohmann::json to_json(const RunReport& r, const RunContext& c) {
                         {"reinjected", b.reinjected}, {"control_dropped", b.control_dropped}}},
           {"pfc", {{"pauses", r.pfc_pauses}, {"paused_ns", r.pfc_paused_ns}, {"headroom_overruns", r.pfc_headroom_overruns}}},
           {"bytes_written", r.bytes_written}, {"bytes_verified", r.bytes_verified}, {"payload", r.payload},
+          {"icrc_offload", r.icrc_offload},
           {"bytes_placed", r.bytes_placed}, {"ops_posted", r.ops_posted},
           {"ops_completed", r.ops_completed}, {"ops_failed", r.ops_failed},
           {"wimm_delivered", r.wimm_delivered}, {"sim_time_ns", r.sim_time_ns},

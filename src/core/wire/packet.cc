@@ -535,6 +535,12 @@ size_t seal(std::span<uint8_t> out, size_t length) {
   return length + kIcrcBytes;
 }
 
+size_t seal_deferred(std::span<uint8_t> out, size_t length) {
+  MRC_ASSERT(length <= out.size() && out.size() - length >= kIcrcBytes);
+  store_be32(out.data() + length, 0);
+  return length + kIcrcBytes;
+}
+
 size_t encode(const Packet& packet, std::span<uint8_t> out) {
   if (const auto* data = std::get_if<DataPacket>(&packet)) return encode_data(*data, out);
   return encode_control(std::get<ControlPacket>(packet), out);

@@ -288,6 +288,9 @@ size_t write_data_header(const DataHeader& h, std::span<uint8_t> out);
 // Appends the ICRC over out[0, length) at out[length]; returns length + kIcrcBytes.
 // REQUIRES: out.size() >= length + kIcrcBytes.
 size_t seal(std::span<uint8_t> out, size_t length);
+// Reserves the ICRC's place at out[length] (zeros) for a datapath that computes it (ICRC
+// offload); returns length + kIcrcBytes. seal() over the same bytes then yields the packet.
+size_t seal_deferred(std::span<uint8_t> out, size_t length);
 
 // Encodes any packet (headers, payload, ICRC) into `out`; returns the datagram length, or 0 if
 // `out` is too small. REQUIRES: the packet's bth.opcode agrees with its body type.
