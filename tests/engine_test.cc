@@ -2,6 +2,8 @@
 // WRITE-with-immediate ordering, loss recovery, trimming, hostile packets, QP state machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/wire/packet.h"
 #include "pair.h"
 #include "util/bytes.h"
@@ -82,6 +84,37 @@ TEST(Engine, IcrcOffloadLeavesTheIcrcToTheDatapath) {
     EXPECT_EQ(done[0].status, WcStatus::kSuccess);
     EXPECT_EQ(0, std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), length));
   }
+}
+
+// Virtual payload (EndpointConfig::virtual_payload): the same packets of the same sizes, the
+// write completes and is counted as placed, and neither region is read or written for payload:
+// the target stays as it was.
+TEST(Engine, VirtualPayloadSendsTheSamePacketsAndWritesNothing) {
+  std::vector<size_t> sizes[2];
+  for (const bool virtual_payload : {false, true}) {
+    Pair pair(2, small_config(), 1 << 18, 1, Duration{2000}, /*icrc_offload=*/false, virtual_payload);
+    pair.filter = [&](int, std::vector<uint8_t>& bytes, RxMeta&, const TxMeta&) {
+      sizes[virtual_payload].push_back(bytes.size());
+      return true;
+    };
+    const uint64_t length = 100'000;
+    ASSERT_TRUE(pair.write(0, 0, length, 1, /*imm=*/true, 7).ok());
+    ASSERT_TRUE(pair.side[1].qp->post_recv(9).ok());
+    pair.run(Instant{100'000'000});
+    const auto done = pair.drain(0, false);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, WcStatus::kSuccess);
+    const auto received = pair.drain(1, true);
+    ASSERT_EQ(received.size(), 1u);
+    EXPECT_EQ(received[0].immediate, 7u);
+    EXPECT_EQ(pair.side[1].qp->data_bytes_placed(), length);
+    const bool placed = std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), length) == 0;
+    EXPECT_EQ(placed, !virtual_payload);
+    if (virtual_payload) {
+      EXPECT_TRUE(std::all_of(pair.side[1].target.begin(), pair.side[1].target.end(), [](uint8_t b) { return b == 0; }));
+    }
+  }
+  EXPECT_EQ(sizes[0], sizes[1]);
 }
 
 TEST(Engine, WriteWithImmediateCompletesInOrder) {

@@ -52,11 +52,11 @@ struct Side {
 class Pair {
  public:
   Pair(int planes, const QpConfig& config, size_t buffer_bytes, uint64_t seed = 1,
-       Duration delay = Duration{2000}, bool icrc_offload = false)
+       Duration delay = Duration{2000}, bool icrc_offload = false, bool virtual_payload = false)
       : planes_(planes), delay_(delay) {
     for (int i = 0; i < 2; ++i) {
       Side& s = side[i];
-      s.endpoint = std::make_unique<Endpoint>(EndpointConfig{planes, 64, 64, seed + i, icrc_offload});
+      s.endpoint = std::make_unique<Endpoint>(EndpointConfig{planes, 64, 64, seed + i, icrc_offload, virtual_payload});
       s.pd = s.endpoint->memory().alloc_pd();
       s.send_cq = s.endpoint->create_cq(4096);
       s.recv_cq = s.endpoint->create_cq(4096);

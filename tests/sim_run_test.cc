@@ -129,15 +129,17 @@ TEST(SimRun, SameSeedSameRun) {
               a.completion_time_ns != c.completion_time_ns);
 }
 
-// ICRC offload moves the ICRC from the engines to the fabric and changes nothing else: with bits
-// flipped and packets trimmed on every link, a run with it and one without are the same run,
-// and the corrupted packets are refused as bad ICRC in both (the fault computes the ICRC the
-// sender left to the fabric before it flips a bit).
-TEST(SimRun, IcrcOffloadChangesNothingButWhoComputesTheIcrc) {
-  for (const TransportKind kind : {TransportKind::kMrc, TransportKind::kRoce}) {
+// ICRC offload moves the ICRC from the engines to the fabric, and a virtual payload leaves the
+// payload bytes unmoved; neither changes anything else. With bits flipped and packets trimmed
+// on every link, the runs with them are the run without (payload-free, so that a virtual
+// payload is allowed), and the corrupted packets are refused as bad ICRC in every one (the
+// fault computes the ICRC the sender left to the fabric before it flips a bit).
+TEST(SimRun, IcrcOffloadAndVirtualPayloadChangeNothingButTheWork) {
+  for (const TransportKind kind : {TransportKind::kMrc, TransportKind::kRoce, TransportKind::kMptcp}) {
     SCOPED_TRACE(to_string(kind));
     Scenario s = base_scenario(4);
     s.transport.kind = kind;
+    s.payload = false;
     LinkFaults f;
     f.corrupt = 0.03;
     f.trim = 0.02;
@@ -145,18 +147,26 @@ TEST(SimRun, IcrcOffloadChangesNothingButWhoComputesTheIcrc) {
     s.heal_at = Instant{Duration::from_us(800).ns};
     s.icrc_offload = false;
     const RunReport engine = run_scenario(s);
-    s.icrc_offload = true;
-    const RunReport offload = run_scenario(s);
     expect_exactly_once(engine);
-    expect_exactly_once(offload);
-    EXPECT_EQ(offload.events, engine.events);
-    EXPECT_EQ(offload.retransmits, engine.retransmits);
-    EXPECT_EQ(offload.completion_time_ns, engine.completion_time_ns);
-    EXPECT_EQ(offload.refused_by_reason, engine.refused_by_reason);
     const char* bad_icrc = kind == TransportKind::kMrc ? "decode_bad ICRC" : "bad_icrc";
-    ASSERT_EQ(offload.refused_by_reason.count(bad_icrc), 1u);
-    EXPECT_GT(offload.refused_by_reason.at(bad_icrc), 0u);
+    ASSERT_EQ(engine.refused_by_reason.count(bad_icrc), 1u);
+    EXPECT_GT(engine.refused_by_reason.at(bad_icrc), 0u);
+    for (const auto& [icrc_offload, move_payload] : {std::pair{true, true}, {true, false}, {false, false}}) {
+      SCOPED_TRACE("icrc_offload " + std::to_string(icrc_offload) + ", move_payload " + std::to_string(move_payload));
+      s.icrc_offload = icrc_offload;
+      s.move_payload = move_payload;
+      const RunReport r = run_scenario(s);
+      expect_exactly_once(r);
+      EXPECT_EQ(r.events, engine.events);
+      EXPECT_EQ(r.retransmits, engine.retransmits);
+      EXPECT_EQ(r.completion_time_ns, engine.completion_time_ns);
+      EXPECT_EQ(r.refused_by_reason, engine.refused_by_reason);
+      EXPECT_EQ(r.bytes_placed, engine.bytes_placed);
+    }
   }
+  Scenario s = base_scenario(4);  // a payload run compares bytes, so it needs them moved
+  s.move_payload = false;
+  EXPECT_FALSE(run_scenario(s).ok);
 }
 
 TEST(SimRun, ScenarioFilesLoadAndRun) {
@@ -203,7 +213,8 @@ TEST(SimRun, BadScenarioFilesAreRefusedWithTheKey) {
   const std::string path = testing::TempDir() + "/bad.toml";
   for (const char* text : {"[fabric]\nplanes = 0\n", "[qp]\nev_count = 130\n", "[fabirc]\n",
                            "[[fault]]\naction = \"explode\"\n", "[workload]\npattern = 3\n",
-                           "[qp]\neta = 0.0\n", "[qp]\nfi = -1.0\n", "[qp]\nincast_penalty = 128\n"}) {
+                           "[qp]\neta = 0.0\n", "[qp]\nfi = -1.0\n", "[qp]\nincast_penalty = 128\n",
+                           "move_payload = false\n"}) {
     FILE* f = std::fopen(path.c_str(), "w");
     std::fputs(text, f);
     std::fclose(f);

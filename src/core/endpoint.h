@@ -37,6 +37,12 @@ struct EndpointConfig {
   // untouched to a receiver it tells so, RxMeta::icrc_checked). Control packets are always
   // sealed by the engine (they are a few dozen bytes).
   bool icrc_offload = false;
+  // Virtual payload, for simulations at fabric scale: payload bytes are never moved. A data
+  // packet carries its headers and the length of its payload, whose bytes are left as the
+  // datagram buffer held them (not gathered from the memory region), and a received payload is
+  // checked and counted but not written to its region. Every protocol decision is the same (it
+  // never reads payload bytes); no region is written. The simulator's `move_payload = false`.
+  bool virtual_payload = false;
 };
 
 class Endpoint {

@@ -86,13 +86,14 @@ class QueuePair {
   void on_timer(Instant now);
   Instant next_deadline() const;
   // The owning endpoint's schedule, told of every call that may change this QP's state.
-  // `icrc_offload`: the endpoint's EndpointConfig::icrc_offload.
+  // `icrc_offload`, `virtual_payload`: the endpoint's EndpointConfig fields of those names.
   void attach(QpSchedule* schedule, uint32_t index, IncastDetector* incast = nullptr,
-              bool icrc_offload = false) {
+              bool icrc_offload = false, bool virtual_payload = false) {
     schedule_ = schedule;
     schedule_index_ = index;
     incast_ = incast;
     icrc_offload_ = icrc_offload;
+    virtual_payload_ = virtual_payload;
   }
 
   void set_local_ports(uint32_t ports_up_mask, Instant now);
@@ -149,6 +150,7 @@ class QueuePair {
   int planes_;
   uint64_t seed_;
   uint32_t pd_;
+  bool virtual_payload_ = false;  // payload bytes are neither gathered nor placed
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;
   const MemoryRegionTable* mrs_;

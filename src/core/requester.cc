@@ -251,7 +251,7 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   h.immediate = p.immediate;
   const size_t header = wire::write_data_header(h, out);
   MRC_ASSERT(out.size() >= header + p.length + wire::kIcrcBytes);
-  gather(wr_at(p.wr_sequence), p.offset, p.length, out.data() + header);
+  if (!virtual_payload_) gather(wr_at(p.wr_sequence), p.offset, p.length, out.data() + header);
   const size_t length = icrc_offload_ ? wire::seal_deferred(out, header + p.length)
                                       : wire::seal(out, header + p.length);
   const bool recorded = tx_order_.push({psn, p.tx_sequence});

@@ -81,6 +81,8 @@ class Requester {
   void set_usable_planes(uint32_t mask) { usable_planes_ = mask; }
   // Data packets leave with their ICRC field zero and TxMeta::icrc_deferred (ICRC offload).
   void set_icrc_offload(bool offload) { icrc_offload_ = offload; }
+  // Data packets carry their payload's length but not its bytes (EndpointConfig).
+  void set_virtual_payload(bool virtual_payload) { virtual_payload_ = virtual_payload; }
   void on_timer(Instant now);
   Instant next_deadline() const;
 
@@ -208,6 +210,7 @@ class Requester {
   bool icrc_offload_ = false;
   uint32_t reorder_scale_ = kMinReorderScale;  // reorder window = srtt * scale / 4
   uint32_t acks_since_false_loss_ = 0;
+  bool virtual_payload_ = false;  // last: the per-packet fields above keep their offsets
 };
 
 }  // namespace mrc

@@ -53,7 +53,7 @@ bool Responder::place(const wire::DataPacket& packet) {
     }
     return false;
   }
-  std::memcpy(dst.value(), packet.payload.data(), packet.payload.size());
+  if (!virtual_payload_) std::memcpy(dst.value(), packet.payload.data(), packet.payload.size());
   return true;
 }
 

@@ -32,12 +32,14 @@ namespace {
 // invariant CRC: a corrupted packet is discarded by the receiving NIC). With ICRC offload the
 // field is left to the datapath (SimPacket::icrc_deferred).
 // Sized once and written with memcpy (PacketBytes grows without zeroing; see packet.h).
-void encode(const BaseHeader& h, const uint8_t* payload, SimPacket& packet, bool icrc_offload) {
+// With a virtual payload the body keeps whatever bytes the buffer held.
+void encode(const BaseHeader& h, const uint8_t* payload, SimPacket& packet, bool icrc_offload,
+            bool virtual_payload = false) {
   PacketBytes& bytes = packet.bytes;
   const size_t body = h.length > 0 && payload != nullptr ? h.length : 0;
   bytes.resize(kBaseHeaderBytes + body + kBaseIcrcBytes);
   std::memcpy(bytes.data(), &h, kBaseHeaderBytes);
-  if (body > 0) std::memcpy(bytes.data() + kBaseHeaderBytes, payload, body);
+  if (body > 0 && !virtual_payload) std::memcpy(bytes.data() + kBaseHeaderBytes, payload, body);
   packet.icrc_deferred = icrc_offload;
   if (icrc_offload) {
     wire::seal_deferred(bytes, kBaseHeaderBytes + body);
@@ -102,7 +104,7 @@ bool BaselineConn::place(const BaseHeader& h, std::span<const uint8_t> payload) 
       target_size_ - h.offset < h.length) {
     return false;
   }
-  std::memcpy(target_ + h.offset, payload.data(), payload.size());
+  if (!host_.virtual_payload()) std::memcpy(target_ + h.offset, payload.data(), payload.size());
   stats_.data_bytes_placed += payload.size();
   return true;
 }
@@ -118,7 +120,7 @@ PacketPtr BaselineConn::make_data(Instant now, PlaneId plane, Ev ev, BaseHeader 
   packet->ev = ev;
   packet->trimmable = true;
   packet->trim_to_bytes = kBaseHeaderBytes;
-  encode(h, payload, *packet, host_.icrc_offload());
+  encode(h, payload, *packet, host_.icrc_offload(), host_.virtual_payload());
   ++stats_.data_packets_sent;
   stats_.data_bytes_sent += h.length;
   stats_.plane_bytes_sent[plane.value] += h.length;

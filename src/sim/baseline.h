@@ -172,6 +172,10 @@ class BaselineHost final : public SimTransport {
   // ICRC offload (Scenario::icrc_offload): packets leave with their ICRC to the fabric.
   void set_icrc_offload(bool offload) { icrc_offload_ = offload; }
   bool icrc_offload() const { return icrc_offload_; }
+  // Virtual payload (Scenario::move_payload = false): data packets carry no payload bytes and
+  // received payloads are counted, not written.
+  void set_virtual_payload(bool virtual_payload) { virtual_payload_ = virtual_payload; }
+  bool virtual_payload() const { return virtual_payload_; }
 
   // SimTransport.
   void on_deliver(PlaneId plane, PacketPtr packet) override;
@@ -202,6 +206,7 @@ class BaselineHost final : public SimTransport {
   uint64_t control_dropped_ = 0;
   uint64_t corrupt_dropped_ = 0;
   bool icrc_offload_ = false;
+  bool virtual_payload_ = false;
   Instant timer_at_ = Instant::never();
   uint64_t timer_generation_ = 0;
 };

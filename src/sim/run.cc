@@ -168,6 +168,7 @@ void Runner::build_hosts() {
     for (HostId h = 0; h < sc_.fabric.hosts; ++h) {
       base_hosts_.push_back(std::make_unique<BaselineHost>(h, events_, *fabric_, sc_.transport, sc_.qp.mtu_bytes));
       base_hosts_.back()->set_icrc_offload(sc_.icrc_offload);
+      base_hosts_.back()->set_virtual_payload(!sc_.move_payload);
       transports_.push_back(base_hosts_.back().get());
     }
     return;
@@ -178,6 +179,7 @@ void Runner::build_hosts() {
     ec.planes = static_cast<int>(sc_.fabric.planes);
     ec.seed = sc_.seed * 1000003 + h;
     ec.icrc_offload = sc_.icrc_offload;
+    ec.virtual_payload = !sc_.move_payload;
     hosts_.push_back(std::make_unique<SimHost>(h, events_, *fabric_, ec));
     Endpoint& e = hosts_.back()->endpoint();
     pds_.push_back(e.memory().alloc_pd());
@@ -748,6 +750,7 @@ void Runner::finish(RunReport& r) {
   r.seed = sc_.seed;
   r.payload = sc_.payload;
   r.icrc_offload = sc_.icrc_offload;
+  r.move_payload = sc_.move_payload;
   r.sim_time_ns = events_.now().ns;
   r.events = events_.events_run();
   r.completion_time_ns = done_at_.is_never() ? -1 : done_at_.ns;
@@ -757,7 +760,7 @@ void Runner::finish(RunReport& r) {
     if (sc_.payload) check_payload(*f, r, why);
     else check_payload_free(*f, r, why);
   }
-  if (!sc_.payload && why.empty()) {
+  if (!sc_.payload && sc_.move_payload && why.empty()) {
     uint64_t longest = 0;
     for (const Op& op : ops_) longest = op.settled && op.success ? std::max(longest, op.length) : longest;
     why = shared_.check_target(longest);
@@ -810,6 +813,11 @@ void Runner::check_payload_free(const Flow& f, RunReport& r, std::string& why) c
 }
 
 RunReport Runner::run() {
+  if (sc_.payload && !sc_.move_payload) {
+    RunReport r;
+    r.failure = "move_payload = false needs payload = false (a payload run compares every byte)";
+    return r;
+  }
   build();
   flow_dirty_.assign(flows_.size(), 0);
   for (auto& f : flows_) {

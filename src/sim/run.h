@@ -67,6 +67,7 @@ struct RunReport {
   uint64_t bytes_written = 0;   // payload bytes of all posted writes
   bool payload = true;           // false: a payload-free run (Scenario::payload)
   bool icrc_offload = true;      // the fabric, not the engines, computed the ICRCs (Scenario)
+  bool move_payload = true;      // false: no payload bytes were moved (Scenario)
   uint64_t bytes_verified = 0;  // bytes compared equal to their source (payload-free: bytes of
                                 // completed transfers whose flow placed exactly its bytes once)
   uint64_t bytes_placed = 0;    // bytes the responders placed (exactly once: == bytes_written)

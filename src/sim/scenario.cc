@@ -473,7 +473,7 @@ bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
     return false;
   }
   Reader r{error};
-  r.check_keys(root, "", {"name", "seed", "time_limit_ms", "heal_at_us", "random_faults", "payload", "icrc_offload", "fabric", "qp",
+  r.check_keys(root, "", {"name", "seed", "time_limit_ms", "heal_at_us", "random_faults", "payload", "icrc_offload", "move_payload", "fabric", "qp",
                           "workload", "fault", "transport"});
   double limit_ms = 2000, heal_us = 0;
   r.get(root, "", "name", s.name);
@@ -483,6 +483,9 @@ bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
   r.get(root, "", "random_faults", s.random_faults);
   r.get(root, "", "payload", s.payload);
   r.get(root, "", "icrc_offload", s.icrc_offload);
+  r.get(root, "", "move_payload", s.move_payload);
+  if (!s.move_payload && s.payload)
+    r.fail("move_payload = false needs payload = false (a payload run compares every byte)");
   s.time_limit = Instant{static_cast<int64_t>(limit_ms * 1e6)};
   s.heal_at = Instant{static_cast<int64_t>(heal_us * 1e3)};
   read_fabric(r, root.get_as<toml::table>("fabric"), s);

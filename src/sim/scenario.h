@@ -49,6 +49,13 @@ struct Scenario {
   // its ICRC first, so the receiver checks it. Results are the same either way (a test checks
   // it); false makes the engines compute and check every data packet's ICRC themselves.
   bool icrc_offload = true;
+  // false (payload-free runs only): packets carry their headers and their payload's length but
+  // no payload bytes are moved. The engines gather nothing into a data packet and place
+  // nothing from one (EndpointConfig::virtual_payload; the baselines likewise); every protocol
+  // decision, packet size and event is the same (a test checks it). The checker counts each
+  // flow's placed bytes (exactly once) but has no bytes to compare. The simulator's fastest
+  // mode for fabric scale, as simulators that never carry payload (htsim) run.
+  bool move_payload = true;
 };
 
 // Makes every switch queue of the fabric PFC-lossless with these thresholds (roce_pfc).

@@ -87,7 +87,7 @@ nlohmann::json to_json(const RunReport& r, const RunContext& c) {
                         {"reinjected", b.reinjected}, {"control_dropped", b.control_dropped}}},
           {"pfc", {{"pauses", r.pfc_pauses}, {"paused_ns", r.pfc_paused_ns}, {"headroom_overruns", r.pfc_headroom_overruns}}},
           {"bytes_written", r.bytes_written}, {"bytes_verified", r.bytes_verified}, {"payload", r.payload},
-          {"icrc_offload", r.icrc_offload},
+          {"icrc_offload", r.icrc_offload}, {"move_payload", r.move_payload},
           {"bytes_placed", r.bytes_placed}, {"ops_posted", r.ops_posted},
           {"ops_completed", r.ops_completed}, {"ops_failed", r.ops_failed},
           {"wimm_delivered", r.wimm_delivered}, {"sim_time_ns", r.sim_time_ns},
@@ -142,7 +142,9 @@ void print_text(const RunReport& r, const RunContext& c) {
               static_cast<ull>(r.wimm_delivered));
   std::printf("  bytes        %llu written, %llu placed, %llu verified %s\n", static_cast<ull>(r.bytes_written),
               static_cast<ull>(r.bytes_placed), static_cast<ull>(r.bytes_verified),
-              r.payload ? "equal to source" : "by count (payload-free: shared buffers)");
+              r.payload        ? "equal to source"
+              : r.move_payload ? "by count (payload-free: shared buffers)"
+                               : "by count (payload-free, no payload bytes moved)");
   std::printf("  time         %.3f ms simulated (%.1f Gbit/s goodput)\n", t_ms,
               t_ms > 0 ? static_cast<double>(r.bytes_verified) * 8 / (t_ms * 1e6) : 0.0);
   std::printf("  speed        %llu events in %.2f s wall: %.2f M events/s, %.1f simulated Gbit per wall-second\n",
@@ -179,8 +181,9 @@ void print_text(const RunReport& r, const RunContext& c) {
                 static_cast<double>(r.planes[p].data_bytes_sent) / 1e6, static_cast<ull>(r.planes[p].retransmits));
   }
   if (r.ok && r.bytes_verified == r.bytes_written) {
-    std::printf(r.payload ? "  every byte arrived exactly once and equals its source\n"
-                          : "  every flow placed exactly its bytes once; the shared scratch equals the pattern\n");
+    std::printf(r.payload        ? "  every byte arrived exactly once and equals its source\n"
+                : r.move_payload ? "  every flow placed exactly its bytes once; the shared scratch equals the pattern\n"
+                                 : "  every flow placed exactly its bytes once (counted: no payload bytes moved)\n");
   }
 }
 
