@@ -154,28 +154,29 @@ def two_flows(mrc, quick, out):
 
 
 def large(mrc, quick, out):
-    """Payload-free runs at sizes the payload limit (4 GiB of writes) rules out: the 64-host
-    all-to-all (MRC at 0 and 1 % drop, RoCE + PFC 1 QP), the 64-host ring all-reduce (shuffled
-    ranks, 8 slices) and the NDP permutation, at 64 MiB per host and more (--quick: 64 MiB)."""
+    """Payload-free runs (no payload bytes moved: the same runs, faster) at sizes the payload
+    limit (4 GiB of writes) rules out: the 64-host all-to-all (MRC at 0 and 1 % drop, RoCE +
+    PFC 1 QP), the 64-host ring all-reduce (shuffled ranks, 8 slices) and the NDP permutation,
+    at 64 MiB per host and more (--quick: 64 MiB)."""
     sizes = [64 * MiB] if quick else [64 * MiB, 256 * MiB, 1024 * MiB]
     for size in sizes:
         for kind, loss, name in (("mrc", 0.0, "MRC 4x100G, 1 QP, 256 EVs"), ("mrc", 0.01, "MRC 4x100G, 1 QP, 256 EVs"),
                                  ("roce", 0.0, "RoCE+PFC 400G, 1 QP")):
             if loss > 0 and size > 256 * MiB:
                 continue  # 1 % drop at 1 GiB per host: hours on this machine
-            r = run(mrc, "mrc64-a2a-%s.toml" % kind, {"payload": False, "workload.message_bytes": size // 64}, loss)
+            r = run(mrc, "mrc64-a2a-%s.toml" % kind, {"payload": False, "move_payload": False, "workload.message_bytes": size // 64}, loss)
             g = gbps(r["bytes_written"], r["completion_time_ns"]) / 64
             out(row("64-GPU a2a %d MiB, drop %g %%, payload-free" % (size // MiB, loss * 100),
                     name, r, "per host %.0f Gbit/s (%.1f %%)" % (g, g / 4)))
     for size in sizes[:2]:
         for kind, name in (("mrc", "MRC 4x100G, 1 QP, 256 EVs"), ("roce", "RoCE+PFC 400G, 1 QP")):
-            r = run(mrc, "mrc64-ring-%s.toml" % kind, {"payload": False, "workload.message_bytes": size})
+            r = run(mrc, "mrc64-ring-%s.toml" % kind, {"payload": False, "move_payload": False, "workload.message_bytes": size})
             g = r["groups"][0] if r["groups"] else {"busbw_gbit_per_s": 0}
             out(row("64-GPU ring %d MiB, shuffled ranks, payload-free" % (size // MiB), name, r,
                     "busbw %.0f Gbit/s (%.1f %%)" % (g["busbw_gbit_per_s"], g["busbw_gbit_per_s"] / 4)))
     for f, name in (("ndp-fattree-k8-mrc.toml", "MRC per-EV ECMP, 8-packet queues"),
                     ("ndp-fattree-k8-mrc-deep.toml", "MRC per-EV ECMP, 900 KiB buffers")):
-        r = run(mrc, f, {"payload": False, "workload.message_bytes": 64 * MiB}, report=True)
+        r = run(mrc, f, {"payload": False, "move_payload": False, "workload.message_bytes": 64 * MiB}, report=True)
         u = steady_utilisation(r["_report"], 128, 10)
         slow = min(gbps(r["bytes_written"] / 128, t) for t in r["_report"]["fct_all_ns"])
         out(row("NDP FatTree k=8 permutation, 64 MiB, payload-free", name, r,

@@ -130,10 +130,12 @@ TEST(SimPayloadFree, ScenarioKeyIsRead) {
   std::string error;
   ASSERT_TRUE(load_scenario(MRC_SOURCE_DIR "/scenarios/fabric-1024-ring-payload-free.toml", s, error)) << error;
   EXPECT_FALSE(s.payload);
+  EXPECT_FALSE(s.move_payload);
   // Its RoCE twin (the simulator's own speed at 1024 hosts): same hosts, ring and bytes.
   Scenario roce;
   ASSERT_TRUE(load_scenario(MRC_SOURCE_DIR "/scenarios/fabric-1024-ring-roce.toml", roce, error)) << error;
   EXPECT_FALSE(roce.payload);
+  EXPECT_FALSE(roce.move_payload);
   EXPECT_EQ(roce.transport.kind, TransportKind::kRoce);
   EXPECT_EQ(roce.fabric.hosts, s.fabric.hosts);
   EXPECT_EQ(roce.workload.message_bytes, s.workload.message_bytes);
