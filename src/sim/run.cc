@@ -813,9 +813,9 @@ void Runner::check_payload_free(const Flow& f, RunReport& r, std::string& why) c
 }
 
 RunReport Runner::run() {
-  if (sc_.payload && !sc_.move_payload) {
+  if (std::string e = payload_modes_error(sc_); !e.empty()) {
     RunReport r;
-    r.failure = "move_payload = false needs payload = false (a payload run compares every byte)";
+    r.failure = std::move(e);
     return r;
   }
   build();

@@ -464,6 +464,11 @@ void make_lossless(FabricConfig& fabric, const PfcConfig& pfc) {
   }
 }
 
+std::string payload_modes_error(const Scenario& s) {
+  if (s.payload && !s.move_payload) return "move_payload = false needs payload = false (a payload run compares every byte)";
+  return "";
+}
+
 bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
   toml::table root;
   try {
@@ -484,8 +489,7 @@ bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
   r.get(root, "", "payload", s.payload);
   r.get(root, "", "icrc_offload", s.icrc_offload);
   r.get(root, "", "move_payload", s.move_payload);
-  if (!s.move_payload && s.payload)
-    r.fail("move_payload = false needs payload = false (a payload run compares every byte)");
+  if (const std::string e = payload_modes_error(s); !e.empty()) r.fail(e);
   s.time_limit = Instant{static_cast<int64_t>(limit_ms * 1e6)};
   s.heal_at = Instant{static_cast<int64_t>(heal_us * 1e3)};
   read_fabric(r, root.get_as<toml::table>("fabric"), s);

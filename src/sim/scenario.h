@@ -64,4 +64,8 @@ void make_lossless(FabricConfig& fabric, const PfcConfig& pfc);
 // Parses a scenario file. On error, returns false and sets `error` to a message naming the key.
 bool load_scenario(const std::string& path, Scenario& out, std::string& error);
 
+// Empty if the scenario's payload modes go together, else why not (a payload run compares
+// every byte, so it must move them). Checked by load_scenario and by run_scenario.
+std::string payload_modes_error(const Scenario& s);
+
 }  // namespace mrc::sim

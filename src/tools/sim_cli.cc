@@ -133,11 +133,13 @@ void print_counts(const char* label, const std::map<std::string, uint64_t>& coun
   std::printf("\n");
 }
 
-// How the run carried payload bytes (Scenario::payload, move_payload).
-const char* payload_mode(const RunReport& r) {
-  return r.payload        ? "payload in per-flow buffers, every byte compared"
-         : r.move_payload ? "payload-free (shared buffers, counted)"
-                          : "payload-free, no payload bytes moved (counted)";
+// How the run carried payload bytes and who computed the ICRCs (Scenario::payload,
+// move_payload, icrc_offload).
+std::string modes(const RunReport& r) {
+  const char* payload = r.payload        ? "payload in per-flow buffers, every byte compared"
+                        : r.move_payload ? "payload-free (shared buffers, counted)"
+                                         : "payload-free, no payload bytes moved (counted)";
+  return std::string(payload) + "; ICRC " + (r.icrc_offload ? "offloaded to the simulated NICs" : "in the engines");
 }
 
 void print_text(const RunReport& r, const RunContext& c) {
@@ -150,8 +152,7 @@ void print_text(const RunReport& r, const RunContext& c) {
   std::printf("  bytes        %llu written, %llu placed, %llu verified %s\n", static_cast<ull>(r.bytes_written),
               static_cast<ull>(r.bytes_placed), static_cast<ull>(r.bytes_verified),
               r.payload ? "equal to source" : "by count");
-  std::printf("  modes        %s; ICRC %s\n", payload_mode(r),
-              r.icrc_offload ? "offloaded to the simulated NICs" : "in the engines");
+  std::printf("  modes        %s\n", modes(r).c_str());
   std::printf("  time         %.3f ms simulated (%.1f Gbit/s goodput)\n", t_ms,
               t_ms > 0 ? static_cast<double>(r.bytes_verified) * 8 / (t_ms * 1e6) : 0.0);
   std::printf("  speed        %llu events in %.2f s wall: %.2f M events/s, %.1f simulated Gbit per wall-second\n",
@@ -240,12 +241,12 @@ void write_markdown(const RunReport& r, const RunContext& c, std::FILE* out) {
   std::fprintf(out, "| | |\n|---|---|\n| bytes written / verified | %llu / %llu |\n| completion | %.3f ms simulated |\n"
                "| transfers p50 / p99 / max | %.3f / %.3f / %.3f ms |\n| retransmits, timeouts, trims, ECN marks | %llu, %llu, %llu, %llu |\n"
                "| speed | %.2f M events/s (the event loop %.2f M events/s after %.2f s of setup) |\n"
-               "| modes | %s; ICRC %s |\n\n",
+               "| modes | %s |\n\n",
                static_cast<ull>(r.bytes_written), static_cast<ull>(r.bytes_verified), static_cast<double>(r.completion_time_ns) / 1e6,
                static_cast<double>(r.fct_p50_ns) / 1e6, static_cast<double>(r.fct_p99_ns) / 1e6, static_cast<double>(r.fct_max_ns) / 1e6,
                static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims), static_cast<ull>(r.ecn_marks),
                c.events_per_s(r) / 1e6, c.loop_events_per_s(r) / 1e6,
-               c.setup_wall_s, payload_mode(r), r.icrc_offload ? "offloaded to the simulated NICs" : "in the engines");
+               c.setup_wall_s, modes(r).c_str());
   if (!r.groups.empty()) {
     std::fprintf(out, "| group | ms | algbw Gbit/s | busbw Gbit/s |\n|---|---:|---:|---:|\n");
     for (const GroupReport& g : r.groups) {
