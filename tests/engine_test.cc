@@ -40,8 +40,8 @@ TEST(Engine, WritesOfManySizesArriveIntact) {
   }
 }
 
-// ICRC offload (EndpointConfig::icrc_offload): data packets leave with a zero ICRC field and
-// TxMeta::icrc_deferred. A datapath that computes the ICRC, as a NIC would, gets every byte
+// ICRC offload (EndpointConfig::icrc_offload): packets, data and control, leave with a zero ICRC
+// field and TxMeta::icrc_deferred. A datapath that computes the ICRC, as a NIC would, gets every byte
 // through, and the one packet it corrupts afterwards is refused as bad ICRC and sent again; one
 // that vouches for the bytes (RxMeta::icrc_checked) needs no ICRC at all; one that does neither
 // has every data packet refused.
@@ -50,35 +50,38 @@ TEST(Engine, IcrcOffloadLeavesTheIcrcToTheDatapath) {
   for (const Mode mode : {kSeal, kVouch, kNeither}) {
     SCOPED_TRACE(mode);
     Pair pair(2, small_config(), 1 << 18, 1, Duration{2000}, /*icrc_offload=*/true);
-    uint64_t data = 0, deferred = 0, zero_icrc = 0;
-    pair.filter = [&](int, std::vector<uint8_t>& bytes, RxMeta& rx, const TxMeta& tx) {
-      if (!tx.is_data) {
-        EXPECT_FALSE(tx.icrc_deferred);  // control packets are sealed by the engine
-        return true;
-      }
-      ++data;
+    uint64_t packets = 0, data = 0, deferred = 0, zero_icrc = 0, to_side1 = 0;
+    pair.filter = [&](int from, std::vector<uint8_t>& bytes, RxMeta& rx, const TxMeta& tx) {
+      // Every packet, data or control (the receiver's SACKs), leaves for the datapath to seal.
+      ++packets;
+      data += tx.is_data ? 1 : 0;
+      to_side1 += from == 0 ? 1 : 0;
       deferred += tx.icrc_deferred ? 1 : 0;
       zero_icrc += load_be32(bytes.data() + bytes.size() - wire::kIcrcBytes) == 0 ? 1 : 0;
       if (mode == kVouch) rx.icrc_checked = true;
       if (mode == kSeal) {
         wire::seal(bytes, bytes.size() - wire::kIcrcBytes);
-        if (data == 5) bytes[bytes.size() / 2] ^= 0x10;
+        if (tx.is_data && data == 5) bytes[bytes.size() / 2] ^= 0x10;
       }
       return true;
     };
     const uint64_t length = 100'000;
     ASSERT_TRUE(pair.write(0, 0, length, 1).ok());
     pair.run(Instant{mode == kNeither ? 2'000'000 : 100'000'000});
-    const uint64_t bad_icrc = pair.side[1].endpoint->stats().decode_errors[static_cast<size_t>(wire::DecodeError::kBadIcrc)];
+    const auto bad_icrc = [&](int side) {
+      return pair.side[side].endpoint->stats().decode_errors[static_cast<size_t>(wire::DecodeError::kBadIcrc)];
+    };
     EXPECT_GT(data, 0u);
-    EXPECT_EQ(deferred, data);
-    EXPECT_EQ(zero_icrc, data);
+    EXPECT_EQ(deferred, packets);
+    EXPECT_EQ(zero_icrc, packets);
     if (mode == kNeither) {
-      EXPECT_EQ(bad_icrc, data);
+      EXPECT_EQ(bad_icrc(1), to_side1);
       EXPECT_EQ(pair.side[1].target[0], 0);
       continue;
     }
-    EXPECT_EQ(bad_icrc, mode == kSeal ? 1u : 0u);
+    EXPECT_GT(packets, data);  // SACKs came back, and were accepted: the write completed
+    EXPECT_EQ(bad_icrc(1), mode == kSeal ? 1u : 0u);
+    EXPECT_EQ(bad_icrc(0), 0u);
     const auto done = pair.drain(0, false);
     ASSERT_EQ(done.size(), 1u);
     EXPECT_EQ(done[0].status, WcStatus::kSuccess);

@@ -14,6 +14,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
       memory_(config.max_memory_regions),
       ports_up_((1u << config.planes) - 1) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
+  prober_.set_icrc_offload(config.icrc_offload);
 }
 
 CompletionQueue* Endpoint::create_cq(uint32_t capacity) {

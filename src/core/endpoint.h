@@ -32,10 +32,9 @@ struct EndpointConfig {
   uint32_t max_queue_pairs = 1024;
   uint32_t max_memory_regions = 4096;
   uint64_t seed = 1;
-  // ICRC offload (as a NIC's checksum offload): data packets leave the engine with their ICRC
-  // field zero and TxMeta::icrc_deferred set, and the datapath fills it in (or carries the bytes
-  // untouched to a receiver it tells so, RxMeta::icrc_checked). Control packets are always
-  // sealed by the engine (they are a few dozen bytes).
+  // ICRC offload (as a NIC's checksum offload): packets (data and control) leave the engine
+  // with their ICRC field zero and TxMeta::icrc_deferred set, and the datapath fills it in (or
+  // carries the bytes untouched to a receiver it tells so, RxMeta::icrc_checked).
   bool icrc_offload = false;
   // Virtual payload, for simulations at fabric scale: payload bytes are never moved. A data
   // packet carries its headers and the length of its payload, whose bytes are left as the

@@ -8,7 +8,7 @@ namespace mrc {
 namespace {
 
 size_t encode_endpoint(const wire::EndpointRequest* request, const wire::EndpointResponse* response,
-                       std::span<uint8_t> out) {
+                       std::span<uint8_t> out, bool defer_icrc) {
   wire::ControlPacket c;
   c.bth.opcode = request != nullptr ? wire::Opcode::kEndpointRequest : wire::Opcode::kEndpointResponse;
   c.bth.dest_qp = Qpn(0);
@@ -17,7 +17,7 @@ size_t encode_endpoint(const wire::EndpointRequest* request, const wire::Endpoin
   } else {
     c.body = *response;
   }
-  const size_t n = wire::encode(wire::Packet{c}, out);
+  const size_t n = wire::encode(wire::Packet{c}, out, defer_icrc);
   MRC_ASSERT(n > 0);
   return n;
 }
@@ -76,7 +76,8 @@ size_t EvProber::poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta
     meta = TxMeta{plane, it->to.ev, it->to.peer, false, 0};
     meta.reply = true;
     meta.reply_to = it->to.source;
-    const size_t n = encode_endpoint(nullptr, &it->body, out);
+    meta.icrc_deferred = icrc_offload_;
+    const size_t n = encode_endpoint(nullptr, &it->body, out, icrc_offload_);
     responses_.erase(it);
     return n;
   }
@@ -90,7 +91,8 @@ size_t EvProber::poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta
     p.sent_at = now;
     --unsent_;
     meta = TxMeta{plane, p.ev, p.peer, false, 0};
-    return encode_endpoint(&request, nullptr, out);
+    meta.icrc_deferred = icrc_offload_;
+    return encode_endpoint(&request, nullptr, out, icrc_offload_);
   }
   return 0;
 }

@@ -289,11 +289,12 @@ size_t QueuePair::poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& me
   if (control_.empty()) return 0;
   const uint16_t slot = evs_->next(plane);
   if (slot == EvSet::kNoSlot) return 0;
-  const size_t n = wire::encode(wire::Packet{control_.front().packet}, out);
+  const size_t n = wire::encode(wire::Packet{control_.front().packet}, out, icrc_offload_);
   MRC_ASSERT(n > 0);
   control_.pop();
   const EvSet::Slot& ev = evs_->slot(slot);
   meta = TxMeta{plane, ev.ev, remote_.peer, false, 0};
+  meta.icrc_deferred = icrc_offload_;
   return n;
 }
 

@@ -132,7 +132,7 @@ class QueuePair {
   mutable bool deadline_stale_ = true;
   // Port status update to the peer, repeated until answered.
   bool port_status_unanswered_ = false;
-  bool icrc_offload_ = false;  // data packets leave with the ICRC to the datapath
+  bool icrc_offload_ = false;  // packets leave with the ICRC to the datapath
   uint32_t schedule_index_ = 0;
   QpSchedule* schedule_ = nullptr;
   IncastDetector* incast_ = nullptr;  // the endpoint's, shared by its QPs' responders

@@ -303,7 +303,8 @@ size_t Requester::write_probe(Instant now, uint16_t slot, std::span<uint8_t> out
   c.body = probe;
   const EvSet::Slot& ev = evs_.slot(slot);
   meta = TxMeta{ev.plane, ev.ev, 0, false, 0};
-  return wire::encode(wire::Packet{c}, out);
+  meta.icrc_deferred = icrc_offload_;
+  return wire::encode(wire::Packet{c}, out, icrc_offload_);
 }
 
 // ---- acknowledgements -----------------------------------------------------------------

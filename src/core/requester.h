@@ -79,7 +79,8 @@ class Requester {
   void on_plane_down(PlaneId plane);
   // Planes whose ports are up at both ends (bit p = plane p); the window is shared among them.
   void set_usable_planes(uint32_t mask) { usable_planes_ = mask; }
-  // Data packets leave with their ICRC field zero and TxMeta::icrc_deferred (ICRC offload).
+  // Packets (data and probes) leave with their ICRC field zero and TxMeta::icrc_deferred (ICRC
+  // offload).
   void set_icrc_offload(bool offload) { icrc_offload_ = offload; }
   // Data packets carry their payload's length but not its bytes (EndpointConfig).
   void set_virtual_payload(bool virtual_payload) { virtual_payload_ = virtual_payload; }

@@ -387,17 +387,17 @@ struct PutBody {
   void operator()(const Probe& b) const { put_probe(b, p); }
 };
 
-size_t encode_control(const ControlPacket& packet, std::span<uint8_t> out) {
+size_t encode_control(const ControlPacket& packet, std::span<uint8_t> out, bool defer_icrc) {
   const Opcode op = std::visit(OpcodeOf{}, packet.body);
   MRC_ASSERT(op == packet.bth.opcode);
   const size_t length = kBthBytes + control_body_bytes(op);
   if (out.size() < length + kIcrcBytes) return 0;
   put_bth(packet.bth, out.data());
   std::visit(PutBody{out.data() + kBthBytes}, packet.body);
-  return seal(out, length);
+  return defer_icrc ? seal_deferred(out, length) : seal(out, length);
 }
 
-size_t encode_data(const DataPacket& packet, std::span<uint8_t> out) {
+size_t encode_data(const DataPacket& packet, std::span<uint8_t> out, bool defer_icrc) {
   MRC_ASSERT(is_data(packet.header.bth.opcode));
   MRC_ASSERT(packet.payload.size() <= kMaxPayloadBytes);
   const size_t header =
@@ -408,7 +408,7 @@ size_t encode_data(const DataPacket& packet, std::span<uint8_t> out) {
   if (!packet.payload.empty()) {
     std::memcpy(out.data() + header, packet.payload.data(), packet.payload.size());
   }
-  return seal(out, length);
+  return defer_icrc ? seal_deferred(out, length) : seal(out, length);
 }
 
 // ---- Decoding ---------------------------------------------------------------------------------
@@ -541,9 +541,11 @@ size_t seal_deferred(std::span<uint8_t> out, size_t length) {
   return length + kIcrcBytes;
 }
 
-size_t encode(const Packet& packet, std::span<uint8_t> out) {
-  if (const auto* data = std::get_if<DataPacket>(&packet)) return encode_data(*data, out);
-  return encode_control(std::get<ControlPacket>(packet), out);
+size_t encode(const Packet& packet, std::span<uint8_t> out, bool defer_icrc) {
+  if (const auto* data = std::get_if<DataPacket>(&packet)) {
+    return encode_data(*data, out, defer_icrc);
+  }
+  return encode_control(std::get<ControlPacket>(packet), out, defer_icrc);
 }
 
 Result<Packet, DecodeError> decode(std::span<const uint8_t> datagram, DecodeOptions options) {

@@ -293,8 +293,10 @@ size_t seal(std::span<uint8_t> out, size_t length);
 size_t seal_deferred(std::span<uint8_t> out, size_t length);
 
 // Encodes any packet (headers, payload, ICRC) into `out`; returns the datagram length, or 0 if
-// `out` is too small. REQUIRES: the packet's bth.opcode agrees with its body type.
-size_t encode(const Packet& packet, std::span<uint8_t> out);
+// `out` is too small. `defer_icrc`: leave the ICRC field zero for the datapath to fill, as
+// seal_deferred() does (ICRC offload). REQUIRES: the packet's bth.opcode agrees with its body
+// type.
+size_t encode(const Packet& packet, std::span<uint8_t> out, bool defer_icrc = false);
 
 struct DecodeOptions {
   // Trimmed packets arrive without their payload and ICRC: the header is decoded, the payload
