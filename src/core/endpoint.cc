@@ -11,8 +11,8 @@ namespace mrc {
 
 Endpoint::Endpoint(const EndpointConfig& config)
     : config_(config),
-      memory_(config.max_memory_regions),
-      ports_up_((1u << config.planes) - 1) {
+      ports_up_((1u << config.planes) - 1),
+      memory_(config.max_memory_regions) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
   prober_.set_icrc_offload(config.icrc_offload);
 }

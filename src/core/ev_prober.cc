@@ -28,6 +28,7 @@ bool EvProber::probe(uint32_t peer, PlaneId plane, Ev ev, uint32_t request_id) {
   if (probes_.size() >= kMaxProbes) return false;
   probes_.push_back(Probe{request_id, peer, plane, ev, Instant::never()});
   ++unsent_;
+  ++to_send_;
   return true;
 }
 
@@ -41,6 +42,7 @@ std::optional<EvProbeAnswer> EvProber::take_answer() {
 void EvProber::forget() {
   probes_.clear();
   answers_.clear();
+  to_send_ -= unsent_;
   unsent_ = 0;
 }
 
@@ -57,6 +59,7 @@ void EvProber::on_request(Instant now, const wire::EndpointRequest& request, con
   response.request_id = request.request_id;
   response.echoed_timestamp = request.tx_timestamp;
   responses_.push_back(Response{response, meta});
+  ++to_send_;
 }
 
 void EvProber::on_response(Instant now, const wire::EndpointResponse& response, const RxMeta& meta) {
@@ -79,6 +82,7 @@ size_t EvProber::poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta
     meta.icrc_deferred = icrc_offload_;
     const size_t n = encode_endpoint(nullptr, &it->body, out, icrc_offload_);
     responses_.erase(it);
+    --to_send_;
     return n;
   }
   if (unsent_ == 0) return 0;
@@ -90,6 +94,7 @@ size_t EvProber::poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta
     request.tx_timestamp = wire::timestamp_of(now);
     p.sent_at = now;
     --unsent_;
+    --to_send_;
     meta = TxMeta{plane, p.ev, p.peer, false, 0};
     meta.icrc_deferred = icrc_offload_;
     return encode_endpoint(&request, nullptr, out, icrc_offload_);

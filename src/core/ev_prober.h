@@ -45,7 +45,7 @@ class EvProber {
 
   // The next probe or answer to send on `plane`, or 0.
   size_t poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
-  bool wants_to_send() const { return unsent_ > 0 || !responses_.empty(); }
+  bool wants_to_send() const { return to_send_ > 0; }
   // Probes and answers leave with the ICRC to the datapath (EndpointConfig::icrc_offload).
   void set_icrc_offload(bool offload) { icrc_offload_ = offload; }
   uint64_t responses_dropped() const { return responses_dropped_; }
@@ -62,8 +62,11 @@ class EvProber {
     wire::EndpointResponse body;
     RxMeta to;  // the request's arrival: plane, sender
   };
+  // Unsent probes plus answers waiting: first, as the one field every transmit opportunity of
+  // the endpoint reads (the rest is touched only when probing).
+  uint32_t to_send_ = 0;
+  uint32_t unsent_ = 0;
   std::vector<Probe> probes_;
-  size_t unsent_ = 0;
   std::deque<EvProbeAnswer> answers_;
   std::deque<Response> responses_;
   uint64_t responses_dropped_ = 0;

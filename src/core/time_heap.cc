@@ -10,59 +10,61 @@ namespace mrc {
 void TimeHeap::resize(uint32_t count) {
   MRC_ASSERT(count >= pos_.size());
   pos_.resize(count, kAbsent);
-  at_.resize(count, Instant::never());
 }
 
-void TimeHeap::place(std::size_t position, uint32_t id) {
-  heap_[position] = id;
-  pos_[id] = static_cast<uint32_t>(position);
+void TimeHeap::place(std::size_t position, const Entry& entry) {
+  heap_[position] = entry;
+  pos_[entry.id] = static_cast<uint32_t>(position);
 }
 
 void TimeHeap::sift_up(std::size_t position) {
-  const uint32_t id = heap_[position];
+  const Entry entry = heap_[position];
   while (position > 0) {
     const std::size_t parent = (position - 1) / 2;
-    if (!less(id, heap_[parent])) break;
+    if (!less(entry, heap_[parent])) break;
     place(position, heap_[parent]);
     position = parent;
   }
-  place(position, id);
+  place(position, entry);
 }
 
 void TimeHeap::sift_down(std::size_t position) {
-  const uint32_t id = heap_[position];
+  const Entry entry = heap_[position];
   const std::size_t n = heap_.size();
   for (;;) {
     std::size_t child = 2 * position + 1;
     if (child >= n) break;
     if (child + 1 < n && less(heap_[child + 1], heap_[child])) ++child;
-    if (!less(heap_[child], id)) break;
+    if (!less(heap_[child], entry)) break;
     place(position, heap_[child]);
     position = child;
   }
-  place(position, id);
+  place(position, entry);
 }
 
 void TimeHeap::set(uint32_t id, Instant at) {
-  const Instant old = at_[id];
-  if (at == old) return;
-  at_[id] = at;
   const uint32_t position = pos_[id];
-  if (at.is_never()) {  // remove: the last entry fills the hole
-    const uint32_t last = heap_.back();
-    heap_.pop_back();
-    pos_[id] = kAbsent;
-    if (last == id) return;
-    place(position, last);
-    sift_down(position);
-    sift_up(pos_[last]);
-    return;
-  }
   if (position == kAbsent) {
-    heap_.push_back(id);
+    if (at.is_never()) return;
+    heap_.push_back(Entry{at, id});
     pos_[id] = static_cast<uint32_t>(heap_.size() - 1);
     sift_up(heap_.size() - 1);
-  } else if (at < old) {
+    return;
+  }
+  const Instant old = heap_[position].at;
+  if (at == old) return;
+  if (at.is_never()) {  // remove: the last entry fills the hole
+    const Entry last = heap_.back();
+    heap_.pop_back();
+    pos_[id] = kAbsent;
+    if (last.id == id) return;
+    place(position, last);
+    sift_down(position);
+    sift_up(pos_[last.id]);
+    return;
+  }
+  heap_[position].at = at;
+  if (at < old) {
     sift_up(position);
   } else {
     sift_down(position);

@@ -21,17 +21,20 @@ namespace mrc::sim {
 
 namespace {
 
+// What the run reads of a transfer while it runs, in one record (at fabric scale each transfer's
+// first touch is a miss to memory; the plan's Transfer is read only to build and report).
 struct Op {
   uint32_t flow = 0;
+  uint32_t immediate = 0;
   uint64_t offset = 0;  // in the flow's buffers
   uint64_t length = 0;
+  uint32_t waiting_for = 0;  // transfers not yet delivered among those it is planned after
   bool imm = false;
-  uint32_t immediate = 0;
   bool posted = false;
   bool settled = false;
   bool success = false;
   bool delivered = false;
-  uint32_t waiting_for = 0;  // transfers not yet delivered among those it is planned after
+  Duration delay{0};  // the plan's: from the last transfer it waits for to its ready time
   Instant ready_at = Instant::never();  // set once waiting_for reaches 0 (plus the delay)
   Instant delivered_at = Instant::never();
 };
@@ -72,6 +75,7 @@ class Runner {
   void build();
   void build_hosts();
   void build_flows();
+  void build_waiters();
   void connect_flow(uint32_t index);
   uint32_t receiver_id(const Flow& f) const { return f.receiver != nullptr ? f.receiver->qpn().value : f.base_receiver->id(); }
   bool sender_ready(const Flow& f) const {
@@ -126,7 +130,10 @@ class Runner {
   std::vector<uint8_t> cq_ready_;
   WorkloadPlan plan_;
   std::vector<Op> ops_;                         // one per planned transfer
-  std::vector<std::vector<uint32_t>> waiters_;  // per transfer: transfers planned after it
+  // Per transfer t, the transfers planned after it: waiter_list_[waiter_begin_[t] ..
+  // waiter_begin_[t + 1]), in index order (one flat array, not a vector per transfer).
+  std::vector<uint32_t> waiter_begin_;
+  std::vector<uint32_t> waiter_list_;
   std::vector<std::unique_ptr<Flow>> flows_;
   // Payload-free runs: one source and one scratch for every transfer, registered once per host.
   SharedPayload shared_;
@@ -194,11 +201,26 @@ void Runner::build_hosts() {
   }
 }
 
+// Counting sort of the plan's (before, after) pairs by `before`, each list in index order.
+void Runner::build_waiters() {
+  const size_t count = plan_.transfers.size();
+  waiter_begin_.assign(count + 1, 0);
+  for (const Transfer& tr : plan_.transfers) {
+    for (const uint32_t before : tr.after) ++waiter_begin_[before + 1];
+  }
+  for (size_t t = 0; t < count; ++t) waiter_begin_[t + 1] += waiter_begin_[t];
+  waiter_list_.resize(waiter_begin_[count]);
+  std::vector<uint32_t> next(waiter_begin_.begin(), waiter_begin_.end() - 1);
+  for (uint32_t t = 0; t < count; ++t) {
+    for (const uint32_t before : plan_.transfers[t].after) waiter_list_[next[before]++] = t;
+  }
+}
+
 // Every planned flow gets its own connected queue pair; pairs of flows in opposite directions
 // between the same hosts (bidirectional pairs) share one.
 void Runner::build_flows() {
   ops_.resize(plan_.transfers.size());
-  waiters_.resize(plan_.transfers.size());
+  build_waiters();
   for (const PlannedFlow& pf : plan_.flows) {
     auto flow = std::make_unique<Flow>();
     flow->index = static_cast<uint32_t>(flows_.size());
@@ -214,7 +236,7 @@ void Runner::build_flows() {
     op.imm = tr.imm;
     op.immediate = static_cast<uint32_t>(prng_.next_u32());
     op.waiting_for = static_cast<uint32_t>(tr.after.size());
-    for (const uint32_t before : tr.after) waiters_[before].push_back(t);
+    op.delay = tr.delay;
     if (op.waiting_for == 0) op.ready_at = Instant{0} + tr.delay;
     flows_[tr.flow]->ops.push_back(t);
   }
@@ -402,10 +424,10 @@ void Runner::on_delivered(uint32_t transfer) {
   if (op.delivered) return;
   op.delivered = true;
   op.delivered_at = events_.now();
-  for (const uint32_t w : waiters_[transfer]) {
-    Op& next = ops_[w];
+  for (uint32_t i = waiter_begin_[transfer]; i < waiter_begin_[transfer + 1]; ++i) {
+    Op& next = ops_[waiter_list_[i]];
     if (--next.waiting_for == 0) {
-      next.ready_at = events_.now() + plan_.transfers[w].delay;
+      next.ready_at = events_.now() + next.delay;
       mark_dirty(next.flow);
     }
   }
