@@ -147,6 +147,29 @@ TEST_F(MemoryRegion, RegistrationErrors) {
   EXPECT_EQ(table_.deregister(0xFFFFFF00u).error(), MrError::kUnknownKey);
 }
 
+// The table grows with its registrations; keys come out as from a stack of every slot with
+// freed slots on top: freed slots last-freed first, then unused ones in ascending order. Keys
+// are (slot << 8 | generation).
+TEST(MemoryRegionTable, SlotsComeFreedFirstThenAscendingUpToTheCapacity) {
+  MemoryRegionTable table(6);
+  const uint32_t pd = table.alloc_pd();
+  uint8_t byte = 0;
+  auto reg = [&] { return table.register_region(pd, &byte, 1, kAccessRemoteWrite); };
+  std::vector<uint32_t> keys;
+  for (int i = 0; i < 4; ++i) keys.push_back(reg().value().lkey);
+  EXPECT_EQ(keys, (std::vector<uint32_t>{0x001, 0x101, 0x201, 0x301}));
+  ASSERT_TRUE(table.deregister(keys[1]).ok());
+  ASSERT_TRUE(table.deregister(keys[2]).ok());
+  EXPECT_EQ(reg().value().lkey, 0x202u);  // the last freed, next generation
+  EXPECT_EQ(reg().value().lkey, 0x102u);
+  EXPECT_EQ(reg().value().lkey, 0x401u);  // then the unused ones
+  EXPECT_EQ(reg().value().lkey, 0x501u);
+  EXPECT_EQ(reg().error(), MrError::kTableFull);
+  EXPECT_EQ(table.lookup_remote(0x601, pd, reinterpret_cast<uint64_t>(&byte), 1).error(), MrError::kUnknownKey);
+  EXPECT_EQ(table.lookup_remote(0x401, pd, reinterpret_cast<uint64_t>(&byte), 1).value(), &byte);
+  EXPECT_EQ(table.regions_in_use(), 6u);
+}
+
 TEST_F(MemoryRegion, EmptyRegionAcceptsOnlyEmptyRanges) {
   const auto empty = table_.register_region(pd_, buffer_.data(), 0, kRemote).value();
   EXPECT_TRUE(table_.lookup_remote(empty.rkey, pd_, empty.address, 0).ok());

@@ -1,8 +1,10 @@
-// Memory-region table: fixed-capacity slots; a key is (slot << 8 | generation) so that a key
+// Memory-region table: slots up to a fixed capacity; a key is (slot << 8 | generation) so that a key
 // of a deregistered region is rejected even after its slot is reused (until the 8-bit
 // generation wraps). Local and remote keys are equal, as in soft-RoCE. Bounds checks are
 // written so that no addition can overflow: a hostile VA near 2^64 must fail, not wrap.
 #include "core/memory_region.h"
+
+#include <algorithm>
 
 #include "util/assert.h"
 
@@ -21,10 +23,27 @@ const char* to_string(MrError e) {
   return "unknown";
 }
 
-MemoryRegionTable::MemoryRegionTable(uint32_t capacity) : regions_(capacity) {
+// The table grows with its registrations, up to `capacity` (an endpoint of a simulated fabric
+// registers two regions of its 4096: a table allocated whole cost 144 KiB per host, zeroed, and
+// spread every host's engine state 144 KiB apart). Slots are handed out as from a stack holding
+// [capacity - 1 .. 0] with freed slots pushed on top: the freed ones first (last freed first),
+// then the never-used ones in ascending order.
+MemoryRegionTable::MemoryRegionTable(uint32_t capacity) : capacity_(capacity) {
   MRC_ASSERT(capacity > 0 && capacity < (1u << 24));
-  free_slots_.reserve(capacity);
-  for (uint32_t i = capacity; i > 0; --i) free_slots_.push_back(i - 1);
+}
+
+std::optional<uint32_t> MemoryRegionTable::take_slot() {
+  if (!free_slots_.empty()) {
+    const uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+  if (regions_.size() >= capacity_) return std::nullopt;
+  if (regions_.size() == regions_.capacity()) {
+    regions_.reserve(std::min<size_t>(capacity_, std::max<size_t>(4, 2 * regions_.size())));
+  }
+  regions_.emplace_back();
+  return static_cast<uint32_t>(regions_.size() - 1);
 }
 
 uint32_t MemoryRegionTable::alloc_pd() {
@@ -54,9 +73,9 @@ Result<MemoryRegionInfo, MrError> MemoryRegionTable::register_region(uint32_t pd
                                                                      uint32_t access) {
   if (!pd_valid(pd)) return Err{MrError::kBadProtectionDomain};
   if (address == nullptr && length > 0) return Err{MrError::kNullAddress};
-  if (free_slots_.empty()) return Err{MrError::kTableFull};
-  const uint32_t slot = free_slots_.back();
-  free_slots_.pop_back();
+  const std::optional<uint32_t> taken = take_slot();
+  if (!taken) return Err{MrError::kTableFull};
+  const uint32_t slot = *taken;
   Region& r = regions_[slot];
   r.base = static_cast<uint8_t*>(address);
   r.length = length;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "util/result.h"
@@ -73,8 +74,12 @@ class MemoryRegionTable {
   const Region* find(uint32_t key, uint32_t pd, uint64_t va, uint64_t length,
                      MrError* error) const;
 
-  std::vector<Region> regions_;
-  std::vector<uint32_t> free_slots_;
+  // A free slot (see the constructor), or none if all `capacity_` are in use.
+  std::optional<uint32_t> take_slot();
+
+  uint32_t capacity_;
+  std::vector<Region> regions_;      // every slot ever used
+  std::vector<uint32_t> free_slots_;  // deregistered slots, reused last-freed first
   std::vector<uint32_t> pd_refcount_;  // index = pd; UINT32_MAX = not allocated
   uint32_t in_use_ = 0;
 };
