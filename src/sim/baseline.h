@@ -12,6 +12,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -158,8 +159,16 @@ class BaselineHost final : public SimTransport {
   const std::vector<std::unique_ptr<BaselineConn>>& connections() const { return conns_; }
 
   // Completions, in the engine's format (qpn = connection id).
-  void complete_send(const Completion& c) { send_done_.push_back(c); }
-  void complete_recv(const Completion& c) { recv_done_.push_back(c); }
+  void complete_send(const Completion& c) {
+    send_done_.push_back(c);
+    if (on_completion_) on_completion_();
+  }
+  void complete_recv(const Completion& c) {
+    recv_done_.push_back(c);
+    if (on_completion_) on_completion_();
+  }
+  // Called on every completion (as a CQ's on_nonempty: the application learns of it at once).
+  void set_on_completion(std::function<void()> f) { on_completion_ = std::move(f); }
   size_t poll_send(std::vector<Completion>& out) { return drain(send_done_, out); }
   size_t poll_recv(std::vector<Completion>& out) { return drain(recv_done_, out); }
 
@@ -201,6 +210,7 @@ class BaselineHost final : public SimTransport {
   std::vector<size_t> next_conn_;               // per plane: round-robin position
   ConnSchedule schedule_;                       // which connections have work (no O(n) scans)
   std::vector<uint32_t> scratch_;
+  std::function<void()> on_completion_;
   std::deque<Completion> send_done_;
   std::deque<Completion> recv_done_;
   uint64_t control_dropped_ = 0;

@@ -94,8 +94,24 @@ class Runner {
   void on_recv_completion(HostId host, const Completion& c);
   void on_delivered(uint32_t transfer);
   void update_done(Flow& flow);
-  void poll_completions();
+  // The application's side of the run, at every completion: it drains the completion queues,
+  // posts what became ready and kicks the hosts it posted on, at the instant a completion
+  // appears (one poll event per instant with new completions), as an application that polls
+  // its CQs in a loop would. The 2 us tick polls too, and then kicks every host.
+  void poll_completions(bool kick_all);
+  void drain_completions();
   void note_cq_ready(HostId h) {
+    if (!poll_pending_) {
+      poll_pending_ = true;
+      events_.schedule(events_.now(), [this] {
+        poll_pending_ = false;
+        poll_completions(false);
+        if (settled()) {
+          done_at_ = events_.now();
+          events_.stop();
+        }
+      });
+    }
     if (cq_ready_[h] != 0) return;
     cq_ready_[h] = 1;
     cq_ready_hosts_.push_back(h);
@@ -128,6 +144,10 @@ class Runner {
   // the order they became so; the poll sorts them): a poll visits those, not every host.
   std::vector<HostId> cq_ready_hosts_;
   std::vector<uint8_t> cq_ready_;
+  bool poll_pending_ = false;
+  std::vector<Completion> batch_ = std::vector<Completion>(512);  // poll scratch
+  std::vector<HostId> scratch_hosts_;
+  std::vector<uint32_t> scratch_flows_;
   WorkloadPlan plan_;
   std::vector<Op> ops_;                         // one per planned transfer
   // Per transfer t, the transfers planned after it: waiter_list_[waiter_begin_[t] ..
@@ -171,16 +191,17 @@ void Runner::build() {
 
 // One transport per host: the engine (SimHost) or a baseline (BaselineHost).
 void Runner::build_hosts() {
+  cq_ready_.assign(sc_.fabric.hosts, 0);
   if (baseline_) {
     for (HostId h = 0; h < sc_.fabric.hosts; ++h) {
       base_hosts_.push_back(std::make_unique<BaselineHost>(h, events_, *fabric_, sc_.transport, sc_.qp.mtu_bytes));
       base_hosts_.back()->set_icrc_offload(sc_.icrc_offload);
       base_hosts_.back()->set_virtual_payload(!sc_.move_payload);
+      base_hosts_.back()->set_on_completion([this, h] { note_cq_ready(h); });
       transports_.push_back(base_hosts_.back().get());
     }
     return;
   }
-  cq_ready_.assign(sc_.fabric.hosts, 0);
   for (HostId h = 0; h < sc_.fabric.hosts; ++h) {
     EndpointConfig ec;
     ec.planes = static_cast<int>(sc_.fabric.planes);
@@ -469,35 +490,53 @@ void Runner::on_recv_completion(HostId host, const Completion& c) {
   update_done(f);
 }
 
-void Runner::poll_completions() {
-  std::vector<Completion> batch(512);
-  for (HostId h = 0; h < base_hosts_.size(); ++h) {
-    for (size_t n; (n = base_hosts_[h]->poll_send(batch)) > 0;) {
-      for (size_t i = 0; i < n; ++i) on_send_completion(batch[i]);
-    }
-    for (size_t n; (n = base_hosts_[h]->poll_recv(batch)) > 0;) {
-      for (size_t i = 0; i < n; ++i) on_recv_completion(h, batch[i]);
-    }
-  }
-  // In host order, as a poll of every host would (the others' queues are empty).
-  std::vector<HostId> ready;
+// The hosts with new completions, in host order (as a poll of every host would find them: the
+// others' queues are empty).
+void Runner::drain_completions() {
+  std::vector<HostId>& ready = scratch_hosts_;
+  ready.clear();
   ready.swap(cq_ready_hosts_);
   std::sort(ready.begin(), ready.end());
   for (const HostId h : ready) {
     cq_ready_[h] = 0;
-    for (size_t n; (n = send_cqs_[h]->poll(batch)) > 0;) {
-      for (size_t i = 0; i < n; ++i) on_send_completion(batch[i]);
+    if (baseline_) {
+      for (size_t n; (n = base_hosts_[h]->poll_send(batch_)) > 0;) {
+        for (size_t i = 0; i < n; ++i) on_send_completion(batch_[i]);
+      }
+      for (size_t n; (n = base_hosts_[h]->poll_recv(batch_)) > 0;) {
+        for (size_t i = 0; i < n; ++i) on_recv_completion(h, batch_[i]);
+      }
+      continue;
     }
-    for (size_t n; (n = recv_cqs_[h]->poll(batch)) > 0;) {
-      for (size_t i = 0; i < n; ++i) on_recv_completion(h, batch[i]);
+    for (size_t n; (n = send_cqs_[h]->poll(batch_)) > 0;) {
+      for (size_t i = 0; i < n; ++i) on_send_completion(batch_[i]);
+    }
+    for (size_t n; (n = recv_cqs_[h]->poll(batch_)) > 0;) {
+      for (size_t i = 0; i < n; ++i) on_recv_completion(h, batch_[i]);
     }
   }
-  std::vector<uint32_t> dirty;
+}
+
+void Runner::poll_completions(bool kick_all) {
+  drain_completions();
+  std::vector<uint32_t>& dirty = scratch_flows_;
+  dirty.clear();
   dirty.swap(dirty_flows_);
   std::sort(dirty.begin(), dirty.end());
   for (const uint32_t i : dirty) flow_dirty_[i] = 0;
+  std::vector<HostId>& posted_on = scratch_hosts_;
+  posted_on.clear();
   for (const uint32_t i : dirty) {
-    if (top_up(*flows_[i])) mark_dirty(i);
+    Flow& f = *flows_[i];
+    if (top_up(f)) mark_dirty(i);
+    posted_on.push_back(f.src);
+    posted_on.push_back(f.dst);
+  }
+  if (!kick_all) {
+    std::sort(posted_on.begin(), posted_on.end());
+    posted_on.erase(std::unique(posted_on.begin(), posted_on.end()), posted_on.end());
+    for (const HostId h : posted_on) transports_[h]->kick();
+    return;
   }
   // Every host, not only those of these flows: a host can also have something to send on a
   // port that went idle earlier (SimHost::on_port_ready polls only its own plane, so an EV probe
@@ -519,7 +558,7 @@ uint64_t Runner::placed_bytes() {
 // Completions are polled every kCheckInterval; the series for plots is sampled every
 // sample_interval and the progress callback called every progress_interval.
 void Runner::tick() {
-  poll_completions();
+  poll_completions(true);
   const Instant now = events_.now();
   if (now >= next_sample_ || (options_.on_progress && now >= next_progress_)) {
     const uint64_t placed = placed_bytes();
@@ -850,7 +889,7 @@ RunReport Runner::run() {
   events_.schedule_after(kCheckInterval, [this] { tick(); });
   if (options_.on_built) options_.on_built();
   events_.run_until(sc_.time_limit);
-  poll_completions();
+  poll_completions(true);
   report_.progress.emplace_back(events_.now().ns, placed_bytes());  // the series ends at the end
   finish(report_);
   return report_;
