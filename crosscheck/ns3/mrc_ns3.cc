@@ -414,7 +414,14 @@ class Network {
   explicit Network(xcheck::Engine& engine) : engine_(engine), info_(engine.info()) {}
   void Build();
   void ScheduleFaults();
-  void StartTicks() { Simulator::Schedule(NanoSeconds(2000), &Network::Tick, this); }
+  void StartTicks() {
+    engine_.set_on_completion([this] {
+      if (poll_pending_) return;
+      poll_pending_ = true;
+      Simulator::ScheduleNow(&Network::Poll, this);
+    });
+    Simulator::Schedule(NanoSeconds(2000), &Network::Tick, this);
+  }
   int64_t done_at() const { return done_at_; }
   uint64_t packets_sent() const {
     uint64_t n = 0;
@@ -423,16 +430,24 @@ class Network {
   }
 
  private:
-  // As src/sim/run.cc: completions are polled every 2 us (also the resolution of the
-  // completion time), then every host is given a chance to send.
-  void Tick() {
+  // As src/sim/run.cc: completions are polled at the instant a completion queue becomes
+  // non-empty and every 2 us, then every host is given a chance to send (run.cc kicks only
+  // the hosts it posted on at the instant polls; a kick that finds nothing changes nothing).
+  bool PollAndKick() {
     const bool done = engine_.tick();
     for (auto& a : apps_) a->Kick();
-    if (done) {
+    if (done && done_at_ < 0) {
       done_at_ = Simulator::Now().GetNanoSeconds();
       Simulator::Stop();
-      return;
     }
+    return done;
+  }
+  void Poll() {
+    poll_pending_ = false;
+    PollAndKick();
+  }
+  void Tick() {
+    if (PollAndKick()) return;
     Simulator::Schedule(NanoSeconds(2000), &Network::Tick, this);
   }
   void SetLinkFailed(uint32_t leaf, uint32_t spine, bool leaf_to_spine, bool failed);
@@ -446,6 +461,7 @@ class Network {
   // leaf-spine cables: [leaf * spines + spine] = (leaf-side device, spine-side device)
   std::vector<std::pair<Ptr<PointToPointNetDevice>, Ptr<PointToPointNetDevice>>> fabric_links_;
   int64_t done_at_ = -1;
+  bool poll_pending_ = false;  // a Poll is scheduled at the current instant
 };
 
 void SetLinkAttributes(PointToPointHelper& p2p, const xcheck::LinkParams& c) {

@@ -89,6 +89,11 @@ class EngineImpl final : public Engine {
   int64_t next_deadline(uint32_t host) const override { return hosts_[host]->next_deadline().ns; }
   void start() override;
   bool tick() override;
+  void set_on_completion(std::function<void()> f) override {
+    on_completion_ = std::move(f);
+    for (CompletionQueue* cq : scq_) cq->set_on_nonempty([this] { on_completion_(); });
+    for (CompletionQueue* cq : rcq_) cq->set_on_nonempty([this] { on_completion_(); });
+  }
   std::string check_and_report(bool completed) override;
 
  private:
@@ -98,6 +103,7 @@ class EngineImpl final : public Engine {
 
   sim::Scenario sc_;
   ScenarioInfo info_;
+  std::function<void()> on_completion_;
   Prng prng_;
   std::vector<std::unique_ptr<Endpoint>> hosts_;
   std::vector<uint32_t> pds_;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,6 +81,9 @@ class Engine {
   virtual void start() = 0;
   // Polls completions and posts what became ready; true once every flow has settled.
   virtual bool tick() = 0;
+  // Called whenever a host's completion queue becomes non-empty (src/sim/run.cc polls at that
+  // instant, as an application polling its CQs would).
+  virtual void set_on_completion(std::function<void()> f) = 0;
   // Checks the run (bytes equal their source, exactly once, in-order immediates) and returns
   // the engine's part of the JSON report: "ok": ..., "failure": ..., ... (no braces).
   virtual std::string check_and_report(bool completed) = 0;
