@@ -100,18 +100,9 @@ class Runner {
   // its CQs in a loop would. The 2 us tick polls too, and then kicks every host.
   void poll_completions(bool kick_all);
   void drain_completions();
+  void schedule_poll();
   void note_cq_ready(HostId h) {
-    if (!poll_pending_) {
-      poll_pending_ = true;
-      events_.schedule(events_.now(), [this] {
-        poll_pending_ = false;
-        poll_completions(false);
-        if (settled()) {
-          done_at_ = events_.now();
-          events_.stop();
-        }
-      });
-    }
+    schedule_poll();
     if (cq_ready_[h] != 0) return;
     cq_ready_[h] = 1;
     cq_ready_hosts_.push_back(h);
@@ -120,6 +111,13 @@ class Runner {
   FaultAction resolve(const ScheduledFault& fault);
   void schedule_random_faults(Instant end);
   bool settled() const { return flows_done_ == flows_.size(); }
+  // Ends the run (its completion time: now) once every flow has settled.
+  bool stop_if_settled() {
+    if (!settled()) return false;
+    done_at_ = events_.now();
+    events_.stop();
+    return true;
+  }
   void tick();
   uint64_t placed_bytes();
   void finish(RunReport& report);
@@ -490,6 +488,17 @@ void Runner::on_recv_completion(HostId host, const Completion& c) {
   update_done(f);
 }
 
+// One poll at the current instant, however many completions appear in it.
+void Runner::schedule_poll() {
+  if (poll_pending_) return;
+  poll_pending_ = true;
+  events_.schedule(events_.now(), [this] {
+    poll_pending_ = false;
+    poll_completions(false);
+    stop_if_settled();
+  });
+}
+
 // The hosts with new completions, in host order (as a poll of every host would find them: the
 // others' queues are empty).
 void Runner::drain_completions() {
@@ -573,11 +582,7 @@ void Runner::tick() {
       options_.on_progress(report_);
     }
   }
-  if (settled()) {
-    done_at_ = events_.now();
-    events_.stop();
-    return;
-  }
+  if (stop_if_settled()) return;
   events_.schedule_after(kCheckInterval, [this] { tick(); });
 }
 
