@@ -537,9 +537,10 @@ void Runner::poll_completions(bool kick_all) {
   posted_on.clear();
   for (const uint32_t i : dirty) {
     Flow& f = *flows_[i];
+    const uint32_t sends = f.next_post, receives = f.recv_posted;
     if (top_up(f)) mark_dirty(i);
-    posted_on.push_back(f.src);
-    posted_on.push_back(f.dst);
+    if (f.next_post != sends) posted_on.push_back(f.src);
+    if (f.recv_posted != receives) posted_on.push_back(f.dst);
   }
   if (!kick_all) {
     std::sort(posted_on.begin(), posted_on.end());
