@@ -39,30 +39,32 @@ struct Op {
   Instant delivered_at = Instant::never();
 };
 
-// One direction of one queue-pair connection: writes from `src` into `dst`.
+// One direction of one queue-pair connection: writes from `src` into `dst`. What posting and
+// completing a transfer read comes first, together (each flow is touched once per step of a
+// ring, cold at fabric scale).
 struct Flow {
+  QueuePair* sender = nullptr;
+  QueuePair* receiver = nullptr;
+  std::vector<uint32_t> ops;  // transfer indices, in posting order
+  uint32_t next_post = 0;
+  uint32_t recv_posted = 0;
+  uint32_t imm_total = 0;
+  uint32_t settled = 0;
+  uint32_t failed = 0;
+  uint32_t imm_received = 0;
+  bool order_violation = false;
+  bool done = false;
   uint32_t index = 0;  // in Runner::flows_
   HostId src = 0;
   HostId dst = 0;
-  QueuePair* sender = nullptr;
-  QueuePair* receiver = nullptr;
-  BaselineConn* base_sender = nullptr;  // baseline transports instead of the engine's QPs
-  BaselineConn* base_receiver = nullptr;
-  ZeroedBuffer source;
-  ZeroedBuffer target;
   MemoryRegionInfo source_mr;
   MemoryRegionInfo target_mr;
-  uint64_t bytes = 0;         // of all its transfers
-  std::vector<uint32_t> ops;  // transfer indices, in posting order
-  uint32_t next_post = 0;
-  uint32_t settled = 0;
-  uint32_t failed = 0;
-  uint32_t imm_total = 0;
-  uint32_t imm_received = 0;
-  uint32_t recv_posted = 0;
+  BaselineConn* base_sender = nullptr;  // baseline transports instead of the engine's QPs
+  BaselineConn* base_receiver = nullptr;
   std::vector<uint32_t> imm_order;  // WRITE-with-immediate transfers, in send order
-  bool order_violation = false;
-  bool done = false;
+  uint64_t bytes = 0;               // of all its transfers
+  ZeroedBuffer source;
+  ZeroedBuffer target;
 };
 
 class Runner {
