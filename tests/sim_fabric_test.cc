@@ -87,6 +87,8 @@ class TestNet {
     packet->dest_host = dst;
     packet->ev = ev;
     packet->trim_to_bytes = kTrimTo;
+    packet->trimmable = !control;
+    packet->high_priority = control;
     const std::vector<uint8_t> bytes = pattern(packet->id, size);
     packet->bytes.assign(bytes.begin(), bytes.end());
     const uint64_t id = packet->id;
@@ -104,6 +106,7 @@ class TestNet {
                                              [&](const Delivery& d) { return d.ev == ev.value; }));
   }
 
+  bool control = false;  // what send() queues: control packets (no data) or data packets
   EventQueue events;
   std::vector<Delivery> deliveries;
   std::vector<PortEvent> port_events;
@@ -543,6 +546,25 @@ TEST(FabricFaultTest, ForcedTrimmingTrimsEveryDataPacket) {
   }
   EXPECT_EQ(net.fabric.link_stats(link).trimmed_forced, 100u);
   EXPECT_EQ(net.fabric.link_stats(link).trimmed, 100u);
+}
+
+// Drops of packets without data (control packets, trimmed headers) are also counted apart.
+TEST(FabricFaultTest, DropsOfPacketsWithoutDataAreCountedApart) {
+  TestNet net(make_config(2, 1, 1));
+  const LinkId link = net.fabric.spine_to_leaf(kP0, 0, 1);
+  net.fabric.set_link_up(link, false);
+  stream(net, 12);
+  net.run();
+  net.control = true;
+  stream(net, 5, net.events.now());
+  net.run();
+  net.control = false;
+  net.fabric.set_link_faults(net.fabric.host_uplink(0, kP0), LinkFaults{.trim = 1.0});
+  stream(net, 3, net.events.now());
+  net.run();
+  EXPECT_TRUE(net.deliveries.empty());
+  EXPECT_EQ(net.fabric.link_stats(link).dropped_down, 20u);
+  EXPECT_EQ(net.fabric.link_stats(link).dropped_control, 8u);  // 5 control, 3 trimmed headers
 }
 
 TEST(FabricFaultTest, FabricLinkDownDropsSilently) {

@@ -249,6 +249,7 @@ void Fabric::offer(Link& out, PacketPtr packet) {
 
 void Fabric::drop(Link& link, PacketPtr packet, DropReason reason) {
   if (packet->pfc_ingress != UINT32_MAX) release(*packet);
+  if (!packet->trimmable || packet->trimmed) ++link.stats.dropped_control;
   switch (reason) {
     case DropReason::kOverflow:
       ++link.stats.dropped_overflow;

@@ -19,6 +19,7 @@ void LinkStats::add(const LinkStats& o) {
   dropped_fault += o.dropped_fault;
   dropped_down += o.dropped_down;
   dropped_blackhole += o.dropped_blackhole;
+  dropped_control += o.dropped_control;
   ecn_marked += o.ecn_marked;
   trimmed += o.trimmed;
   trimmed_forced += o.trimmed_forced;

@@ -62,6 +62,8 @@ struct LinkStats {
   uint64_t dropped_fault = 0;  // random loss fault
   uint64_t dropped_down = 0;   // link down (queued, in flight, or offered while down)
   uint64_t dropped_blackhole = 0;
+  uint64_t dropped_control = 0;  // of all the drops above, packets that carried no data (SACKs,
+                                 // NACKs, probes, endpoint requests, trimmed headers)
   uint64_t ecn_marked = 0;
   uint64_t trimmed = 0;         // all trims, congestion and forced (a trimmed header can
                                 // still be dropped if the priority queue is full)

@@ -727,7 +727,8 @@ void Runner::collect(RunReport& r) {
   for (uint32_t p = 0; p < sc_.fabric.planes; ++p)
     r.planes[p].fabric_bytes_delivered = fabric_->plane_stats(PlaneId(static_cast<uint8_t>(p))).bytes_delivered;
   const LinkStats& links = fabric_->totals().links;
-  r.fabric_drops = links.dropped_overflow + links.dropped_fault + links.dropped_down + links.dropped_blackhole;
+  r.fabric_drops = links.dropped();
+  r.fabric_drops_control = links.dropped_control;
   r.pfc_pauses = links.pfc_pauses;
   r.pfc_paused_ns = links.pfc_paused_ns;
   r.pfc_headroom_overruns = links.pfc_headroom_overruns;

@@ -84,6 +84,7 @@ struct RunReport {
   uint64_t ecn_marks = 0;
   uint64_t nacks = 0;
   uint64_t fabric_drops = 0;
+  uint64_t fabric_drops_control = 0;  // of those, packets without data (SACKs, NACKs, probes, trimmed headers)
   uint64_t hostile_drops = 0;   // packets the engines refused (duplicates, bad ICRC, ...)
   std::map<std::string, uint64_t> refused_by_reason;
   uint64_t stale_sacks = 0;

@@ -96,6 +96,7 @@ nlohmann::json to_json(const RunReport& r, const RunContext& c) {
           {"setup_wall_s", c.setup_wall_s}, {"loop_events_per_wall_s", c.loop_events_per_s(r)},
           {"retransmits", r.retransmits}, {"timeouts", r.timeouts}, {"trims", r.trims},
           {"ecn_marks", r.ecn_marks}, {"nacks", r.nacks}, {"fabric_drops", r.fabric_drops},
+          {"fabric_drops_control", r.fabric_drops_control},
           {"refused_packets", r.hostile_drops}, {"refused_by_reason", r.refused_by_reason},
           {"stale_sacks", r.stale_sacks}, {"losses_by_cause", r.losses_by_cause}, {"planes", planes},
           {"fct_ns", {{"p50", r.fct_p50_ns}, {"p99", r.fct_p99_ns}, {"max", r.fct_max_ns}}},
@@ -165,10 +166,10 @@ void print_text(const RunReport& r, const RunContext& c) {
                 static_cast<double>(r.fct_p50_ns) / 1e6, static_cast<double>(r.fct_p99_ns) / 1e6,
                 static_cast<double>(r.fct_max_ns) / 1e6);
   print_groups(r, c);
-  std::printf("  recovery     %llu retransmits, %llu timeouts, %llu trims, %llu ECN marks, %llu NACKs, %llu fabric drops, %llu refused\n",
+  std::printf("  recovery     %llu retransmits, %llu timeouts, %llu trims, %llu ECN marks, %llu NACKs, %llu fabric drops (%llu of them control), %llu refused\n",
               static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims),
               static_cast<ull>(r.ecn_marks), static_cast<ull>(r.nacks), static_cast<ull>(r.fabric_drops),
-              static_cast<ull>(r.hostile_drops));
+              static_cast<ull>(r.fabric_drops_control), static_cast<ull>(r.hostile_drops));
   print_counts("  refused     ", r.refused_by_reason);
   print_counts("  losses      ", r.losses_by_cause);
   const auto& b = r.baseline;
