@@ -14,7 +14,6 @@ Endpoint::Endpoint(const EndpointConfig& config)
       ports_up_((1u << config.planes) - 1),
       memory_(config.max_memory_regions) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
-  prober_.set_icrc_offload(config.icrc_offload);
 }
 
 CompletionQueue* Endpoint::create_cq(uint32_t capacity) {
@@ -34,7 +33,7 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
                                              send_cq, recv_cq, &memory_));
   schedule_->add();
   qps_.back()->attach(schedule_.get(), static_cast<uint32_t>(qps_.size() - 1), incast_.get(),
-                      config_.icrc_offload, config_.virtual_payload);
+                      config_.virtual_payload);
   qps_.back()->set_local_ports(ports_up_, Instant{0});
   return qps_.back().get();
 }
@@ -90,13 +89,24 @@ bool Endpoint::handle_endpoint_packet(Instant now, const wire::Packet& packet, c
   return true;
 }
 
+// Every packet's producer leaves its ICRC field zero; here it is sealed, or left to the
+// datapath with ICRC offload (EndpointConfig::icrc_offload).
 size_t Endpoint::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
+  const size_t n = next_datagram(now, plane, out, meta);
+  if (n == 0) return 0;
+  ++stats_.datagrams_sent;
+  if (config_.icrc_offload) {
+    meta.icrc_deferred = true;
+  } else {
+    wire::seal(out, n - wire::kIcrcBytes);
+  }
+  return n;
+}
+
+size_t Endpoint::next_datagram(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
   if (!port_up(plane)) return 0;
   if (prober_.wants_to_send()) {
-    if (const size_t n = prober_.poll(now, plane, out, meta)) {
-      ++stats_.datagrams_sent;
-      return n;
-    }
+    if (const size_t n = prober_.poll(now, plane, out, meta)) return n;
   }
   if (qps_.empty()) return 0;
   if (!scans()) update_schedule(now);
@@ -110,7 +120,6 @@ size_t Endpoint::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> ou
       const size_t n = qps_[i]->poll_transmit(now, plane, out, meta);
       if (n == 0) continue;
       transmit_cursor_ = (i + 1) % count;
-      ++stats_.datagrams_sent;
       return n;
     }
   }

@@ -34,7 +34,8 @@ struct EndpointConfig {
   uint64_t seed = 1;
   // ICRC offload (as a NIC's checksum offload): packets (data and control) leave the engine
   // with their ICRC field zero and TxMeta::icrc_deferred set, and the datapath fills it in (or
-  // carries the bytes untouched to a receiver it tells so, RxMeta::icrc_checked).
+  // carries the bytes untouched to a receiver it tells so, RxMeta::icrc_checked). Decided in
+  // Endpoint::poll_transmit alone: every producer leaves the field zero.
   bool icrc_offload = false;
   // Virtual payload, for simulations at fabric scale: payload bytes are never moved. A data
   // packet carries its headers and the length of its payload, whose bytes are left as the
@@ -79,6 +80,8 @@ class Endpoint {
 
  private:
   bool handle_endpoint_packet(Instant now, const wire::Packet& packet, const RxMeta& meta);
+  // The next datagram from the prober or a QP, its ICRC field zero; 0 if none.
+  size_t next_datagram(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   // A single QP is asked directly; from kScheduleFrom QPs on, the schedule answers (a scan asked
   // every QP at every opportunity: in a 1024-host ring, whose hosts have two QPs, polls of the
   // idle one were most of the run; BENCHMARKS.md, "Session 6"). Below it, the schedule only

@@ -8,7 +8,7 @@ namespace mrc {
 namespace {
 
 size_t encode_endpoint(const wire::EndpointRequest* request, const wire::EndpointResponse* response,
-                       std::span<uint8_t> out, bool defer_icrc) {
+                       std::span<uint8_t> out) {
   wire::ControlPacket c;
   c.bth.opcode = request != nullptr ? wire::Opcode::kEndpointRequest : wire::Opcode::kEndpointResponse;
   c.bth.dest_qp = Qpn(0);
@@ -17,7 +17,7 @@ size_t encode_endpoint(const wire::EndpointRequest* request, const wire::Endpoin
   } else {
     c.body = *response;
   }
-  const size_t n = wire::encode(wire::Packet{c}, out, defer_icrc);
+  const size_t n = wire::encode(wire::Packet{c}, out, /*defer_icrc=*/true);  // Endpoint seals
   MRC_ASSERT(n > 0);
   return n;
 }
@@ -79,8 +79,7 @@ size_t EvProber::poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta
     meta = TxMeta{plane, it->to.ev, it->to.peer, false, 0};
     meta.reply = true;
     meta.reply_to = it->to.source;
-    meta.icrc_deferred = icrc_offload_;
-    const size_t n = encode_endpoint(nullptr, &it->body, out, icrc_offload_);
+    const size_t n = encode_endpoint(nullptr, &it->body, out);
     responses_.erase(it);
     --to_send_;
     return n;
@@ -96,8 +95,7 @@ size_t EvProber::poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta
     --unsent_;
     --to_send_;
     meta = TxMeta{plane, p.ev, p.peer, false, 0};
-    meta.icrc_deferred = icrc_offload_;
-    return encode_endpoint(&request, nullptr, out, icrc_offload_);
+    return encode_endpoint(&request, nullptr, out);
   }
   return 0;
 }

@@ -46,8 +46,6 @@ class EvProber {
   // The next probe or answer to send on `plane`, or 0.
   size_t poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   bool wants_to_send() const { return to_send_ > 0; }
-  // Probes and answers leave with the ICRC to the datapath (EndpointConfig::icrc_offload).
-  void set_icrc_offload(bool offload) { icrc_offload_ = offload; }
   uint64_t responses_dropped() const { return responses_dropped_; }
 
  private:
@@ -70,7 +68,6 @@ class EvProber {
   std::deque<EvProbeAnswer> answers_;
   std::deque<Response> responses_;
   uint64_t responses_dropped_ = 0;
-  bool icrc_offload_ = false;
 };
 
 }  // namespace mrc

@@ -130,7 +130,6 @@ Result<Ok, QpError> QueuePair::to_rts(const RtsAttributes& attributes) {
   if (state_ != QpState::kRtr) return Err{QpError::kBadTransition};
   requester_.emplace(config_, stats_, *evs_, *cc_);
   requester_->set_usable_planes(usable_planes());
-  requester_->set_icrc_offload(icrc_offload_);
   requester_->set_virtual_payload(virtual_payload_);
   requester_->start(attributes.initial_psn, qpn_, remote_.dest_qp);
   requester_->set_completion_queue(send_cq_);
@@ -289,12 +288,11 @@ size_t QueuePair::poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& me
   if (control_.empty()) return 0;
   const uint16_t slot = evs_->next(plane);
   if (slot == EvSet::kNoSlot) return 0;
-  const size_t n = wire::encode(wire::Packet{control_.front().packet}, out, icrc_offload_);
+  const size_t n = wire::encode(wire::Packet{control_.front().packet}, out, /*defer_icrc=*/true);
   MRC_ASSERT(n > 0);
   control_.pop();
   const EvSet::Slot& ev = evs_->slot(slot);
   meta = TxMeta{plane, ev.ev, remote_.peer, false, 0};
-  meta.icrc_deferred = icrc_offload_;
   return n;
 }
 

@@ -86,13 +86,12 @@ class QueuePair {
   void on_timer(Instant now);
   Instant next_deadline() const;
   // The owning endpoint's schedule, told of every call that may change this QP's state.
-  // `icrc_offload`, `virtual_payload`: the endpoint's EndpointConfig fields of those names.
+  // `virtual_payload`: the endpoint's EndpointConfig field of that name.
   void attach(QpSchedule* schedule, uint32_t index, IncastDetector* incast = nullptr,
-              bool icrc_offload = false, bool virtual_payload = false) {
+              bool virtual_payload = false) {
     schedule_ = schedule;
     schedule_index_ = index;
     incast_ = incast;
-    icrc_offload_ = icrc_offload;
     virtual_payload_ = virtual_payload;
   }
 
@@ -132,7 +131,6 @@ class QueuePair {
   mutable bool deadline_stale_ = true;
   // Port status update to the peer, repeated until answered.
   bool port_status_unanswered_ = false;
-  bool icrc_offload_ = false;  // packets leave with the ICRC to the datapath
   uint32_t schedule_index_ = 0;
   QpSchedule* schedule_ = nullptr;
   IncastDetector* incast_ = nullptr;  // the endpoint's, shared by its QPs' responders

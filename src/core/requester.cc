@@ -252,13 +252,11 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   const size_t header = wire::write_data_header(h, out);
   MRC_ASSERT(out.size() >= header + p.length + wire::kIcrcBytes);
   if (!virtual_payload_) gather(wr_at(p.wr_sequence), p.offset, p.length, out.data() + header);
-  const size_t length = icrc_offload_ ? wire::seal_deferred(out, header + p.length)
-                                      : wire::seal(out, header + p.length);
+  const size_t length = wire::seal_deferred(out, header + p.length);  // Endpoint seals
   const bool recorded = tx_order_.push({psn, p.tx_sequence});
   MRC_ASSERT(recorded);  // callers check tx_order_.full() first
   add_in_flight(p);
   meta = TxMeta{ev.plane, ev.ev, 0, true, static_cast<uint32_t>(header)};
-  meta.icrc_deferred = icrc_offload_;
   EvStats& es = evs_.slot(slot).stats;
   ++es.packets;
   es.bytes += p.length;
@@ -303,8 +301,7 @@ size_t Requester::write_probe(Instant now, uint16_t slot, std::span<uint8_t> out
   c.body = probe;
   const EvSet::Slot& ev = evs_.slot(slot);
   meta = TxMeta{ev.plane, ev.ev, 0, false, 0};
-  meta.icrc_deferred = icrc_offload_;
-  return wire::encode(wire::Packet{c}, out, icrc_offload_);
+  return wire::encode(wire::Packet{c}, out, /*defer_icrc=*/true);
 }
 
 // ---- acknowledgements -----------------------------------------------------------------

@@ -79,9 +79,6 @@ class Requester {
   void on_plane_down(PlaneId plane);
   // Planes whose ports are up at both ends (bit p = plane p); the window is shared among them.
   void set_usable_planes(uint32_t mask) { usable_planes_ = mask; }
-  // Packets (data and probes) leave with their ICRC field zero and TxMeta::icrc_deferred (ICRC
-  // offload).
-  void set_icrc_offload(bool offload) { icrc_offload_ = offload; }
   // Data packets carry their payload's length but not its bytes (EndpointConfig).
   void set_virtual_payload(bool virtual_payload) { virtual_payload_ = virtual_payload; }
   void on_timer(Instant now);
@@ -208,7 +205,6 @@ class Requester {
   Instant tail_probe_sent_at_{0};
   uint16_t next_probe_id_ = 1;
   bool failed_ = false;
-  bool icrc_offload_ = false;
   uint32_t reorder_scale_ = kMinReorderScale;  // reorder window = srtt * scale / 4
   uint32_t acks_since_false_loss_ = 0;
   bool virtual_payload_ = false;  // last: the per-packet fields above keep their offsets
