@@ -113,7 +113,7 @@ size_t Endpoint::next_datagram(Instant now, PlaneId plane, std::span<uint8_t> ou
   // Round robin from the cursor over the QPs that may send: [cursor, count), then [0, cursor).
   // The others would produce nothing and change nothing (QueuePair::send_ready_at).
   const auto count = static_cast<uint32_t>(qps_.size());
-  const auto cursor = static_cast<uint32_t>(transmit_cursor_);
+  const uint32_t cursor = transmit_cursor_;
   for (const auto& [from, to] : {std::pair{cursor, count}, std::pair{0u, cursor}}) {
     for (uint32_t i = next_candidate(from, to); i < to; i = next_candidate(i + 1, to)) {
       if (qps_[i] == nullptr) continue;

@@ -541,6 +541,7 @@ void Runner::poll_completions(bool kick_all) {
     Flow& f = *flows_[i];
     const uint32_t sends = f.next_post, receives = f.recv_posted;
     if (top_up(f)) mark_dirty(i);
+    if (kick_all) continue;
     if (f.next_post != sends) posted_on.push_back(f.src);
     if (f.recv_posted != receives) posted_on.push_back(f.dst);
   }
