@@ -14,6 +14,7 @@
 #include "sim/host.h"
 #include "sim/payload_free.h"
 #include "sim/workload.h"
+#include "util/index_set.h"
 #include "util/zeroed_buffer.h"
 #include "util/prng.h"
 
@@ -29,6 +30,7 @@ struct Op {
   uint64_t offset = 0;  // in the flow's buffers
   uint64_t length = 0;
   uint32_t waiting_for = 0;  // transfers not yet delivered among those it is planned after
+  uint32_t group = kNoGroup;  // the plan's (e.g. the all-reduce iteration), for reports
   bool imm = false;
   bool posted = false;
   bool settled = false;
@@ -105,9 +107,7 @@ class Runner {
   void schedule_poll();
   void note_cq_ready(HostId h) {
     schedule_poll();
-    if (cq_ready_[h] != 0) return;
-    cq_ready_[h] = 1;
-    cq_ready_hosts_.push_back(h);
+    cq_ready_.insert(h);
   }
   void schedule_faults();
   FaultAction resolve(const ScheduledFault& fault);
@@ -140,15 +140,14 @@ class Runner {
   std::vector<uint32_t> pds_;
   std::vector<CompletionQueue*> send_cqs_;
   std::vector<CompletionQueue*> recv_cqs_;
-  // MRC hosts whose send or receive CQ became non-empty since the last poll (each once, in
-  // the order they became so; the poll sorts them): a poll visits those, not every host.
-  std::vector<HostId> cq_ready_hosts_;
-  std::vector<uint8_t> cq_ready_;
+  // Hosts whose send or receive CQ became non-empty since the last poll: a poll visits
+  // those, in host order, not every host.
+  IndexSet cq_ready_;
   bool poll_pending_ = false;
   std::vector<Completion> batch_ = std::vector<Completion>(512);  // poll scratch
-  std::vector<HostId> scratch_hosts_;
-  std::vector<uint32_t> scratch_flows_;
-  WorkloadPlan plan_;
+  IndexSet scratch_hosts_;
+  IndexSet scratch_flows_;
+  WorkloadPlan plan_;  // its transfers are dropped once built into ops_
   std::vector<Op> ops_;                         // one per planned transfer
   // Per transfer t, the transfers planned after it: waiter_list_[waiter_begin_[t] ..
   // waiter_begin_[t + 1]), in index order (one flat array, not a vector per transfer).
@@ -159,10 +158,9 @@ class Runner {
   SharedPayload shared_;
   std::vector<MemoryRegionInfo> shared_source_mr_;
   std::vector<MemoryRegionInfo> shared_target_mr_;
-  // Flows to top up at the next tick (something changed, or a post is still waiting), so a
-  // tick costs the flows with work, not all of them; topped up in index order, as before.
-  std::vector<uint32_t> dirty_flows_;
-  std::vector<uint8_t> flow_dirty_;
+  // Flows to top up at the next poll (something changed, or a post is still waiting), so a
+  // poll costs the flows with work, not all of them; topped up in index order.
+  IndexSet dirty_flows_;
   std::unordered_map<uint64_t, uint32_t> flow_of_receiver_;  // (host << 32 | qpn) -> flow
   // While connecting pairs: per (src << 32 | dst), its flows' indices, the lowest last.
   std::unordered_map<uint64_t, std::vector<uint32_t>> unpaired_;
@@ -187,11 +185,15 @@ void Runner::build() {
   build_hosts();
   plan_ = plan_workload(sc_.workload, sc_.fabric.hosts, prng_);
   build_flows();
+  // Everything the run needs of each transfer is in its Op now; at fabric scale the plan's
+  // own records (one small vector each) are a few hundred megabytes.
+  std::vector<Transfer>().swap(plan_.transfers);
 }
 
 // One transport per host: the engine (SimHost) or a baseline (BaselineHost).
 void Runner::build_hosts() {
-  cq_ready_.assign(sc_.fabric.hosts, 0);
+  cq_ready_.reset(sc_.fabric.hosts);
+  scratch_hosts_.reset(sc_.fabric.hosts);
   if (baseline_) {
     for (HostId h = 0; h < sc_.fabric.hosts; ++h) {
       base_hosts_.push_back(std::make_unique<BaselineHost>(h, events_, *fabric_, sc_.transport, sc_.qp.mtu_bytes));
@@ -258,6 +260,7 @@ void Runner::build_flows() {
     op.immediate = static_cast<uint32_t>(prng_.next_u32());
     op.waiting_for = static_cast<uint32_t>(tr.after.size());
     op.delay = tr.delay;
+    op.group = tr.group;
     if (op.waiting_for == 0) op.ready_at = Instant{0} + tr.delay;
     flows_[tr.flow]->ops.push_back(t);
   }
@@ -435,9 +438,7 @@ bool Runner::top_up(Flow& f) {
 }
 
 void Runner::mark_dirty(uint32_t flow) {
-  if (flow_dirty_[flow]) return;
-  flow_dirty_[flow] = 1;
-  dirty_flows_.push_back(flow);
+  dirty_flows_.insert(flow);
 }
 
 void Runner::on_delivered(uint32_t transfer) {
@@ -504,12 +505,9 @@ void Runner::schedule_poll() {
 // The hosts with new completions, in host order (as a poll of every host would find them: the
 // others' queues are empty).
 void Runner::drain_completions() {
-  std::vector<HostId>& ready = scratch_hosts_;
-  ready.clear();
-  ready.swap(cq_ready_hosts_);
-  std::sort(ready.begin(), ready.end());
-  for (const HostId h : ready) {
-    cq_ready_[h] = 0;
+  IndexSet& ready = scratch_hosts_;
+  ready.swap(cq_ready_);
+  ready.drain([this](HostId h) {
     if (baseline_) {
       for (size_t n; (n = base_hosts_[h]->poll_send(batch_)) > 0;) {
         for (size_t i = 0; i < n; ++i) on_send_completion(batch_[i]);
@@ -517,7 +515,7 @@ void Runner::drain_completions() {
       for (size_t n; (n = base_hosts_[h]->poll_recv(batch_)) > 0;) {
         for (size_t i = 0; i < n; ++i) on_recv_completion(h, batch_[i]);
       }
-      continue;
+      return;
     }
     for (size_t n; (n = send_cqs_[h]->poll(batch_)) > 0;) {
       for (size_t i = 0; i < n; ++i) on_send_completion(batch_[i]);
@@ -525,30 +523,24 @@ void Runner::drain_completions() {
     for (size_t n; (n = recv_cqs_[h]->poll(batch_)) > 0;) {
       for (size_t i = 0; i < n; ++i) on_recv_completion(h, batch_[i]);
     }
-  }
+  });
 }
 
 void Runner::poll_completions(bool kick_all) {
   drain_completions();
-  std::vector<uint32_t>& dirty = scratch_flows_;
-  dirty.clear();
+  IndexSet& dirty = scratch_flows_;
   dirty.swap(dirty_flows_);
-  std::sort(dirty.begin(), dirty.end());
-  for (const uint32_t i : dirty) flow_dirty_[i] = 0;
-  std::vector<HostId>& posted_on = scratch_hosts_;
-  posted_on.clear();
-  for (const uint32_t i : dirty) {
+  IndexSet& posted_on = scratch_hosts_;  // empty: drain_completions drained it
+  dirty.drain([&](uint32_t i) {
     Flow& f = *flows_[i];
     const uint32_t sends = f.next_post, receives = f.recv_posted;
     if (top_up(f)) mark_dirty(i);
-    if (kick_all) continue;
-    if (f.next_post != sends) posted_on.push_back(f.src);
-    if (f.recv_posted != receives) posted_on.push_back(f.dst);
-  }
+    if (kick_all) return;
+    if (f.next_post != sends) posted_on.insert(f.src);
+    if (f.recv_posted != receives) posted_on.insert(f.dst);
+  });
   if (!kick_all) {
-    std::sort(posted_on.begin(), posted_on.end());
-    posted_on.erase(std::unique(posted_on.begin(), posted_on.end()), posted_on.end());
-    for (const HostId h : posted_on) transports_[h]->kick();
+    posted_on.drain([this](HostId h) { transports_[h]->kick(); });
     return;
   }
   // Every host, not only those of these flows: a host can also have something to send on a
@@ -771,7 +763,7 @@ void Runner::report_groups(RunReport& r) const {
   for (uint32_t t = 0; t < ops_.size(); ++t) {
     const Op& op = ops_[t];
     if (op.delivered) fct.push_back(op.delivered_at.ns - op.ready_at.ns);
-    const uint32_t g = plan_.transfers[t].group;
+    const uint32_t g = op.group;
     if (g == kNoGroup) continue;
     GroupReport& gr = r.groups[g];
     gr.bytes += op.length;
@@ -890,7 +882,8 @@ RunReport Runner::run() {
     return r;
   }
   build();
-  flow_dirty_.assign(flows_.size(), 0);
+  dirty_flows_.reset(flows_.size());
+  scratch_flows_.reset(flows_.size());
   for (auto& f : flows_) {
     if (top_up(*f)) mark_dirty(f->index);
   }
