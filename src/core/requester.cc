@@ -33,9 +33,7 @@ Requester::Requester(const QpConfig& config, QpStats& stats, EvSet& evs, Congest
       retransmits_(static_cast<uint32_t>(config.mpr) * 128),
       tx_order_(static_cast<size_t>(config.mpr) * 128 * 2 + 64),
       ev_last_psn_(evs.size()),
-      ev_last_tx_(evs.size(), 0) {
-  suspects_.reserve(1024);
-}
+      ev_last_tx_(evs.size(), 0) {}
 
 void Requester::start(Psn initial_psn, Qpn self_qp, Qpn dest_qp) {
   window_.reset(initial_psn);
@@ -401,7 +399,7 @@ void Requester::walk_same_ev(Instant now, Psn trigger, Psn bitmap_base, const wi
       }
     } else if (q.state == SentPacket::State::kInFlight) {
       const Duration grace{std::max<int64_t>(reorder_window().ns / 4, 1000)};
-      if (suspects_.size() < suspects_.capacity()) {
+      if (suspects_.size() < kMaxSuspects) {
         q.state = SentPacket::State::kSuspect;
         suspects_.push_back({psn, tx, now + grace});
       }
@@ -519,7 +517,7 @@ void Requester::on_nack(Instant now, const wire::Nack& nack) {
       declare_lost(psn, stats_.losses_fast, false, now);
       break;
     default:  // no resources at the responder: try again after a while
-      if (p.state == SentPacket::State::kInFlight && suspects_.size() < suspects_.capacity()) {
+      if (p.state == SentPacket::State::kInFlight && suspects_.size() < kMaxSuspects) {
         p.state = SentPacket::State::kSuspect;
         const Duration wait{std::max<int64_t>(stats_.rtt.smoothed_ns, 10'000)};
         suspects_.push_back({psn, p.tx_sequence, now + wait});

@@ -181,6 +181,9 @@ class Requester {
   SendWindow window_;
   RetransmitQueue retransmits_;
   BoundedFifo<TxRecord> tx_order_;  // every transmission, in order (RACK scan)
+  // Packets awaiting the grace of per-EV loss detection: at most kMaxSuspects (beyond that a
+  // packet waits for RACK or the tail probe instead); grown on demand, as most QPs never have one.
+  static constexpr size_t kMaxSuspects = 1024;
   std::vector<Suspect> suspects_;
   std::vector<Psn> ev_last_psn_;
   std::vector<uint64_t> ev_last_tx_;  // 0 = nothing sent on this slot yet
