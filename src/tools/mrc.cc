@@ -1,5 +1,5 @@
 // The mrc command-line tool. Subcommands:
-//   mrc sim SCENARIO.toml [--seed N] [--sweep N] [--json] [--quiet] [--report DIR]
+//   mrc sim SCENARIO.toml [--seed N] [--sweep N] [--json] [--quiet] [--no-huge-pages] [--report DIR]
 //   mrc perf --server | --client ADDRESS [options]   (see tools/perf.h)
 //   mrc allreduce-perf (alias coll-perf) [--coll C] [-b -e -f] [--ranks N | --rank R ...]
 //                                                   (see tools/coll_perf.h)
@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
   sim->add_option("--sweep", sim_options.sweep, "run N seeds starting at the seed; stop at the first failure and print the replay command");
   sim->add_flag("--json", sim_options.json, "print the report as JSON");
   sim->add_flag("--quiet", sim_options.quiet, "no progress output");
+  sim->add_flag("!--no-huge-pages", sim_options.huge_pages,
+                "keep the built run's heap on 4 KiB pages (by default it is moved onto transparent huge "
+                "pages, which makes runs of hundreds of hosts faster; results are the same either way)");
   sim->add_option("--report", sim_options.report_dir,
                   "write report.json, report.md and (with python3-matplotlib) report.png into this directory (one run, not with --sweep)");
   CLI::App* perf = app.add_subcommand("perf", "bandwidth and latency over real UDP planes (server and client)");

@@ -20,6 +20,7 @@
 
 #include "sim/run.h"
 #include "sim/scenario.h"
+#include "tools/huge_pages.h"
 
 namespace mrc::tools {
 namespace {
@@ -35,6 +36,7 @@ struct RunContext {
   sim::Pattern pattern = sim::Pattern::kPairs;
   double wall_s = 0;
   double setup_wall_s = 0;  // building fabric, hosts, QPs and workload, before the first event
+  size_t huge_page_bytes = 0;  // of the heap moved onto huge pages once built (--no-huge-pages: 0)
   double events_per_s(const RunReport& r) const {
     return wall_s > 0 ? static_cast<double>(r.events) / wall_s : 0.0;
   }
@@ -94,6 +96,7 @@ nlohmann::json to_json(const RunReport& r, const RunContext& c) {
           {"completion_time_ns", r.completion_time_ns}, {"events", r.events},
           {"wall_s", c.wall_s}, {"events_per_wall_s", c.events_per_s(r)},
           {"setup_wall_s", c.setup_wall_s}, {"loop_events_per_wall_s", c.loop_events_per_s(r)},
+          {"huge_page_bytes", c.huge_page_bytes},
           {"retransmits", r.retransmits}, {"timeouts", r.timeouts}, {"trims", r.trims},
           {"ecn_marks", r.ecn_marks}, {"nacks", r.nacks}, {"fabric_drops", r.fabric_drops},
           {"fabric_drops_control", r.fabric_drops_control},
@@ -159,8 +162,8 @@ void print_text(const RunReport& r, const RunContext& c) {
   std::printf("  speed        %llu events in %.2f s wall: %.2f M events/s, %.1f simulated Gbit per wall-second\n",
               static_cast<ull>(r.events), c.wall_s, c.events_per_s(r) / 1e6,
               c.wall_s > 0 ? static_cast<double>(r.bytes_verified) * 8 / 1e9 / c.wall_s : 0.0);
-  std::printf("               setup %.2f s, then the event loop %.2f M events/s\n", c.setup_wall_s,
-              c.loop_events_per_s(r) / 1e6);
+  std::printf("               setup %.2f s, then the event loop %.2f M events/s (%.0f MiB of heap on huge pages)\n",
+              c.setup_wall_s, c.loop_events_per_s(r) / 1e6, static_cast<double>(c.huge_page_bytes) / (1 << 20));
   if (r.fct_p50_ns >= 0)
     std::printf("  transfers    completion time p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
                 static_cast<double>(r.fct_p50_ns) / 1e6, static_cast<double>(r.fct_p99_ns) / 1e6,
@@ -315,10 +318,15 @@ int run_sim(const SimOptions& o) {
     const auto start = std::chrono::steady_clock::now();
     sim::RunOptions options = !o.quiet && !o.json && runs == 1 ? progress_options() : sim::RunOptions{};
     double setup_s = 0;
-    options.on_built = [&] { setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    size_t huge_bytes = 0;
+    options.on_built = [&] {
+      if (o.huge_pages) huge_bytes = back_heap_with_huge_pages().bytes_collapsed;
+      setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
     const RunReport r = sim::run_scenario(scenario, options);
     RunContext c{scenario.name, scenario.fabric.hosts, scenario.workload.pattern,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), setup_s};
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), setup_s,
+                 huge_bytes};
     if (options.on_progress && tty) std::fprintf(stderr, "\n");
     if (o.json) results.push_back(to_json(r, c));
     else if (runs == 1 || !r.ok) print_text(r, c);

@@ -14,6 +14,8 @@ struct SimOptions {
   uint64_t sweep = 0;
   bool json = false;
   bool quiet = false;
+  // Once a run is built, move its heap onto transparent huge pages (huge_pages.h).
+  bool huge_pages = true;
   // Directory for report.json (everything, with series), report.md (tables) and, when Python's
   // matplotlib is there, report.png. Empty: none.
   std::string report_dir;
