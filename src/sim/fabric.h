@@ -78,6 +78,11 @@ class Fabric {
     const Link& uplink = links_[host_uplink(host, plane).value];
     return !uplink.busy && !uplink.paused;
   }
+  // Whether a switch can pause a host's uplink (PFC, lossless links), leaving an idle port
+  // not ready; otherwise a port is ready again at its port_ready callback.
+  bool can_pause_hosts() const {
+    return config_.host_link.lossless || config_.fabric_link.lossless || config_.core_link.lossless;
+  }
   // Both directions of the host's cable to its leaf are up.
   bool port_up(HostId host, PlaneId plane) const;
   // REQUIRES port_idle. Serializes at the host-link rate (no host-side queue); port_ready fires

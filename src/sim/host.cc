@@ -7,7 +7,7 @@
 namespace mrc::sim {
 
 SimHost::SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointConfig& config)
-    : id_(id), events_(events), fabric_(fabric), endpoint_(config) {}
+    : id_(id), events_(events), fabric_(fabric), endpoint_(config), ask_fabric_(fabric.can_pause_hosts()) {}
 
 void SimHost::on_deliver(PlaneId plane, PacketPtr packet) {
   RxMeta meta{plane, packet->ev, packet->ecn_ce, packet->trimmed, packet->source_host};
@@ -17,6 +17,7 @@ void SimHost::on_deliver(PlaneId plane, PacketPtr packet) {
 }
 
 void SimHost::on_port_ready(PlaneId plane) {
+  busy_ports_ &= ~(1u << plane.value);
   transmit_on(plane);
   arm_timer();
 }
@@ -40,7 +41,7 @@ void SimHost::kick() {
 }
 
 bool SimHost::transmit_on(PlaneId plane) {
-  if (!fabric_.port_idle(id_, plane) || !endpoint_.port_up(plane)) return false;
+  if (!port_idle(plane) || !endpoint_.port_up(plane)) return false;
   // The engine writes the datagram straight into the packet's bytes (sized without zeroing);
   // a packet it had nothing for waits for the next opportunity.
   if (spare_ == nullptr) {
@@ -60,6 +61,7 @@ bool SimHost::transmit_on(PlaneId plane) {
   packet->trim_to_bytes = meta.header_bytes;
   packet->icrc_deferred = meta.icrc_deferred;
   fabric_.transmit(id_, plane, std::move(packet));
+  if (!fabric_.port_idle(id_, plane)) busy_ports_ |= 1u << plane.value;  // not if dropped at once (port down)
   return true;
 }
 

@@ -30,6 +30,9 @@ class SimHost final : public SimTransport {
 
  private:
   bool transmit_on(PlaneId plane);  // whether a packet was sent
+  bool port_idle(PlaneId plane) const {
+    return ask_fabric_ ? fabric_.port_idle(id_, plane) : ((busy_ports_ >> plane.value) & 1) == 0;
+  }
   void arm_timer();
   void on_timer(uint64_t generation);
 
@@ -38,6 +41,13 @@ class SimHost final : public SimTransport {
   Fabric& fabric_;
   Endpoint endpoint_;
   PacketPtr spare_;  // bytes sized for any datagram, handed to the engine to write into
+  // The ports serializing a packet (bit p = plane p), kept here so that the questions of every
+  // kick need not read the fabric's links: set after a transmit that left the port busy,
+  // cleared at port_ready (which always follows: the uplink has no queue). Where switches can
+  // pause a host's uplink (lossless links) a port may be idle yet not ready, so the fabric is
+  // asked instead.
+  uint32_t busy_ports_ = 0;
+  bool ask_fabric_ = false;
   Instant timer_at_ = Instant::never();
   uint64_t timer_generation_ = 0;
 };
