@@ -186,14 +186,16 @@ class EvSet {
     return {order_.data() + r.begin, r.size};
   }
   std::vector<uint16_t> order_;  // every plane's active slot indices, shuffled, plane after plane
+  // Asked on every packet and at every re-read of the QP's deadline, so next to what next()
+  // reads (the rotations follow), not at the object's end.
+  std::array<uint16_t, kMaxPlanes> usable_active_{};  // per plane: active slots GOOD or SKIP
+  uint16_t usable_active_all_ = 0;
+  uint32_t assumed_bad_ = 0;  // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
   std::array<Rotation, kMaxPlanes> rotations_{};
   EvTransitions transitions_;
   std::vector<std::pair<uint32_t, uint16_t>> explicit_index_;
   uint32_t slots_per_plane_ = 0;  // auto mode: active share + backups
   uint32_t port_stride_ = 0;      // auto port mode: ports per plane  // explicit mode: (EV value, slot), sorted
-  std::array<uint16_t, kMaxPlanes> usable_active_{};  // per plane: active slots GOOD or SKIP
-  uint16_t usable_active_all_ = 0;
-  uint32_t assumed_bad_ = 0;  // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
   // Earliest next_probe_at of each plane's ASSUMED_BAD slots and of all: recomputed (one scan)
   // at the first query after a change, so the per-packet check stays O(1) while EVs are bad.
   void refresh_probe_times() const;
