@@ -22,10 +22,13 @@ void QpSchedule::add() {
 void QpSchedule::set_ready(uint32_t index, bool ready) {
   uint64_t& word = ready_[index / 64];
   const uint64_t bit = uint64_t{1} << (index % 64);
-  word = ready ? (word | bit) : (word & ~bit);
+  if (((word & bit) != 0) == ready) return;
+  word ^= bit;
+  ready_count_ = ready ? ready_count_ + 1 : ready_count_ - 1;
 }
 
 void QpSchedule::refresh(const Qps& qps) {
+  if (dirty_.empty()) return;
   for (const uint32_t index : dirty_) {
     dirty_flag_[index] = 0;
     const QueuePair* qp = qps[index].get();
@@ -35,18 +38,21 @@ void QpSchedule::refresh(const Qps& qps) {
     wakes_.set(index, ready == kReadyNow ? Instant::never() : ready);
   }
   dirty_.clear();
+  deadline_top_ = top_at(deadlines_);
+  wake_top_ = top_at(wakes_);
 }
 
 void QpSchedule::promote(Instant now) {
-  while (!wakes_.empty() && wakes_.top_at() <= now) {
+  while (wake_top_ <= now && !wakes_.empty()) {
     const uint32_t index = wakes_.top();
     wakes_.set(index, Instant::never());  // queued again when the QP is next re-read
     set_ready(index, true);
+    wake_top_ = top_at(wakes_);
   }
 }
 
 uint32_t QpSchedule::next_ready(uint32_t from, uint32_t to) const {
-  if (from >= to) return to;
+  if (from >= to || ready_count_ == 0) return to;
   uint32_t w = from / 64;
   uint64_t word = ready_[w] & (~uint64_t{0} << (from % 64));
   while (word == 0) {
@@ -56,10 +62,6 @@ uint32_t QpSchedule::next_ready(uint32_t from, uint32_t to) const {
   return std::min(to, w * 64 + static_cast<uint32_t>(std::countr_zero(word)));
 }
 
-Instant QpSchedule::next_deadline() {
-  return deadlines_.empty() ? Instant::never() : deadlines_.top_at();
-}
-
 void QpSchedule::due(Instant now, std::vector<uint32_t>& out) {
   while (!deadlines_.empty() && deadlines_.top_at() <= now) {
     const uint32_t index = deadlines_.top();
@@ -67,6 +69,7 @@ void QpSchedule::due(Instant now, std::vector<uint32_t>& out) {
     touch(index);
     out.push_back(index);
   }
+  deadline_top_ = top_at(deadlines_);
   std::sort(out.begin(), out.end());
 }
 
