@@ -19,6 +19,7 @@
 
 #include "core/time_heap.h"
 #include "core/types.h"
+#include "util/small_vector.h"
 
 namespace mrc {
 
@@ -57,14 +58,14 @@ class alignas(64) QpSchedule {
 
   // First, together: all that the questions of a schedule with no touched QP read (at fabric
   // scale every question is a cache miss per line it reads, and most find nothing to do).
-  std::vector<uint32_t> dirty_;
+  SmallVector<uint32_t, 4> dirty_;
   Instant deadline_top_ = Instant::never();  // the earliest of deadlines_
   Instant wake_top_ = Instant::never();      // the earliest of wakes_
   uint32_t ready_count_ = 0;                 // candidates: bits set in ready_
   uint32_t count_ = 0;
-  std::vector<uint8_t> dirty_flag_;
+  SmallVector<uint8_t, 8> dirty_flag_;
   TimeHeap deadlines_;           // per QP, as last read
-  std::vector<uint64_t> ready_;  // bit set of candidates
+  SmallVector<uint64_t, 1> ready_;  // bit set of candidates
   TimeHeap wakes_;               // QPs with nothing queued but an EV probe due at that time
 };
 

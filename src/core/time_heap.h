@@ -6,9 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "core/types.h"
+#include "util/small_vector.h"
 
 namespace mrc {
 
@@ -40,8 +40,11 @@ class TimeHeap {
   void sift_up(std::size_t position);
   void sift_down(std::size_t position);
 
-  std::vector<Entry> heap_;
-  std::vector<uint32_t> pos_;  // per id: index in heap_, or kAbsent (no time)
+  // Inline up to kInline ids (an endpoint with a few QPs: the heap is part of its schedule's
+  // lines, not two more allocations to miss).
+  static constexpr uint32_t kInline = 4;
+  SmallVector<Entry, kInline> heap_;
+  SmallVector<uint32_t, kInline> pos_;  // per id: index in heap_, or kAbsent (no time)
 };
 
 }  // namespace mrc

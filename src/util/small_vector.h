@@ -1,0 +1,94 @@
+// A vector of trivially copyable elements whose first N live inside the object: a container
+// that usually holds a few elements (an endpoint's queue pairs in its schedule) costs no
+// allocation of its own and shares the cache lines of the object that holds it, instead of
+// one more line to miss wherever the allocator put it. Past N it moves to the heap, doubling.
+// Only what its users need: no copies (moves only), no insert or erase in the middle.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "util/assert.h"
+
+namespace mrc {
+
+template <typename T, uint32_t N>
+class SmallVector {
+  static_assert(std::is_trivially_copyable_v<T> && N > 0);
+
+ public:
+  SmallVector() = default;
+  SmallVector(const SmallVector&) = delete;
+  SmallVector& operator=(const SmallVector&) = delete;
+  SmallVector(SmallVector&& other) noexcept { take(other); }
+  SmallVector& operator=(SmallVector&& other) noexcept {
+    if (this != &other) {
+      heap_.reset();
+      take(other);
+    }
+    return *this;
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T* data() { return heap_ ? heap_.get() : inline_; }
+  const T* data() const { return heap_ ? heap_.get() : inline_; }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+  T& front() { return data()[0]; }
+  const T& front() const { return data()[0]; }
+  T& back() { return data()[size_ - 1]; }
+  const T& back() const { return data()[size_ - 1]; }
+  T* begin() { return data(); }
+  T* end() { return data() + size_; }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size_; }
+
+  void push_back(const T& value) {
+    if (size_ == capacity_) grow(size_ + 1);
+    data()[size_++] = value;
+  }
+  void pop_back() {
+    MRC_DASSERT(size_ > 0);
+    --size_;
+  }
+  void clear() { size_ = 0; }
+  // Grows with copies of `value` or shrinks to `n` elements.
+  void resize(uint32_t n, const T& value = T{}) {
+    if (n > capacity_) grow(n);
+    for (uint32_t i = size_; i < n; ++i) data()[i] = value;
+    size_ = n;
+  }
+
+ private:
+  void grow(uint32_t at_least) {
+    uint32_t capacity = capacity_ * 2;
+    if (capacity < at_least) capacity = at_least;
+    auto bigger = std::make_unique<T[]>(capacity);
+    std::memcpy(static_cast<void*>(bigger.get()), data(), sizeof(T) * size_);
+    heap_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+  void take(SmallVector& other) {
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    if (other.heap_) {
+      heap_ = std::move(other.heap_);
+    } else {
+      std::memcpy(static_cast<void*>(inline_), other.inline_, sizeof(T) * size_);
+    }
+    other.size_ = 0;
+    other.capacity_ = N;
+  }
+
+  uint32_t size_ = 0;
+  uint32_t capacity_ = N;
+  std::unique_ptr<T[]> heap_;  // the elements once there are more than N
+  T inline_[N];
+};
+
+}  // namespace mrc
