@@ -4,6 +4,7 @@
 #include "core/requester.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "util/assert.h"
@@ -338,10 +339,9 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
   uint64_t acked = 0;
   for (Psn psn = window_.oldest(); psn != cum; psn += 1) ack_one(psn, acked);
   const Psn base = sack.cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
-  for (uint32_t i = 0; i < 64; ++i) {
-    const Psn psn = base + i;
-    if (((sack.bitmap >> i) & 1) && psn.since(cum) >= 0 && window_.contains(psn))
-      ack_one(psn, acked);
+  for (uint64_t bits = sack.bitmap; bits != 0; bits &= bits - 1) {  // the set bits, in order
+    const Psn psn = base + static_cast<uint32_t>(std::countr_zero(bits));
+    if (psn.since(cum) >= 0 && window_.contains(psn)) ack_one(psn, acked);
   }
   const uint16_t echoed = evs_.slot_of(Ev(sack.echoed_entropy));
   if (echoed != EvSet::kNoSlot && sack.skip_mode == wire::SkipMode::kSkipOnce) evs_.on_ecn(echoed);
