@@ -92,13 +92,13 @@ EventQueue::Event& EventQueue::push(Instant at) {
   MRC_ASSERT(!at.is_never());
   if (at < now_) at = now_;
   uint32_t slot;
-  if (free_slots_.empty()) {
+  if (free_head_ == kNone) {
     slot = static_cast<uint32_t>(events_.size());
     MRC_ASSERT(slot < (1u << kSlotBits));
     events_.emplace_back();
   } else {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
+    slot = free_head_;
+    free_head_ = events_[slot].next;
   }
   const uint64_t sequence = next_sequence_++;
   if (at.ns - now_.ns < kWheelNs) {
@@ -112,7 +112,7 @@ EventQueue::Event& EventQueue::push(Instant at) {
   return events_[slot];
 }
 
-bool EventQueue::run_one(Instant until) {
+MRC_INLINE bool EventQueue::step(Instant until) {
   uint32_t bucket = 0;
   const Instant at = next_time(bucket);
   if (at.is_never() || at > until) {
@@ -135,16 +135,20 @@ bool EventQueue::run_one(Instant until) {
   --in_wheel_;
   ++events_run_;
   Event event = events_[slot];
-  free_slots_.push_back(slot);
+  events_[slot].next = free_head_;
+  free_head_ = slot;
   event.call(event, true);
   return true;
 }
 
+bool EventQueue::run_one(Instant until) { return step(until); }
+
 void EventQueue::run_until(Instant until) {
   stopped_ = false;
-  while (!stopped_ && run_one(until)) {
+  while (!stopped_ && step(until)) {
   }
 }
+
 
 #undef MRC_INLINE
 

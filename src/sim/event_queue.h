@@ -67,7 +67,7 @@ class EventQueue {
   struct Event {
     void (*call)(Event&, bool run);
     alignas(8) unsigned char storage[kInlineBytes];
-    uint32_t next;  // the next event of its wheel bucket, or kNone
+    uint32_t next;  // the next event of its wheel bucket (or free slot), or kNone
   };
   template <typename Fn>
   static constexpr bool kInline = sizeof(Fn) <= kInlineBytes && alignof(Fn) <= 8 &&
@@ -107,6 +107,8 @@ class EventQueue {
   Instant next_time(uint32_t& bucket) const;
   // Moves the far events due within the wheel's span of now into the wheel.
   void advance(Instant to);
+  // run_one's body, inlined into run_until's loop.
+  bool step(Instant until);
 
   std::vector<Bucket> buckets_ = std::vector<Bucket>(static_cast<size_t>(kWheelNs));
   uint64_t words_[kWords] = {};
@@ -115,7 +117,7 @@ class EventQueue {
   std::vector<Key> far_;  // a min-heap of the events kWheelNs or more ahead when filed
   Instant far_at_ = Instant::never();  // the time of its earliest, never if it is empty
   std::vector<Event> events_;  // the slab, indexed by slot
-  std::vector<uint32_t> free_slots_;
+  uint32_t free_head_ = kNone;  // the free slots, last freed first, linked through Event::next
   Instant now_{0};
   uint64_t next_sequence_ = 0;
   uint64_t events_run_ = 0;
