@@ -47,9 +47,10 @@ bool SimHost::transmit_on(PlaneId plane) {
   if (spare_ == nullptr) {
     spare_ = make_packet();
     spare_->bytes.resize(wire::kMaxDatagramBytes);
+    spare_bytes_ = spare_->bytes;
   }
   TxMeta meta;
-  const size_t n = endpoint_.poll_transmit(events_.now(), plane, spare_->bytes, meta);
+  const size_t n = endpoint_.poll_transmit(events_.now(), plane, spare_bytes_, meta);
   if (n == 0) return false;
   PacketPtr packet = std::move(spare_);
   packet->bytes.resize(n);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/endpoint.h"
@@ -13,7 +14,7 @@
 
 namespace mrc::sim {
 
-class SimHost final : public SimTransport {
+class alignas(64) SimHost final : public SimTransport {
  public:
   SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointConfig& config);
 
@@ -41,6 +42,7 @@ class SimHost final : public SimTransport {
   Fabric& fabric_;
   Endpoint endpoint_;
   PacketPtr spare_;  // bytes sized for any datagram, handed to the engine to write into
+  std::span<uint8_t> spare_bytes_;  // its bytes, so an opportunity with nothing to send does not read the packet
   // The ports serializing a packet (bit p = plane p), kept here so that the questions of every
   // kick need not read the fabric's links: set after a transmit that left the port busy,
   // cleared at port_ready (which always follows: the uplink has no queue). Where switches can
