@@ -64,7 +64,7 @@ class EventQueue {
   // A stored callable: `call(event, true)` runs it, `call(event, false)` only destroys it (an
   // event still pending when the queue goes away). Trivially copyable, so it is copied out of
   // the slab before it runs (running it may schedule and grow the slab).
-  struct Event {
+  struct alignas(32) Event {  // two per cache line, never one across two
     void (*call)(Event&, bool run);
     alignas(8) unsigned char storage[kInlineBytes];
     uint32_t next;  // the next event of its wheel bucket (or free slot), or kNone

@@ -105,7 +105,9 @@ enum DownReason : uint8_t {
   kDownFlap = 8,    // a flap is in its down phase
 };
 
-class Link {
+// Aligned to a cache line, so that the members a hop reads first share one line in every link
+// of the fabric's array (unaligned, the first line of every other link straddled two).
+class alignas(64) Link {
  public:
   Link(LinkId id, PlaneId plane, const Topology::LinkEnds& ends, const LinkConfig& config,
        bool ecn_enabled, uint64_t seed);

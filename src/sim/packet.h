@@ -21,12 +21,15 @@ using HostId = uint32_t;
 // allocator those construct byte by byte.
 using PacketBytes = std::vector<uint8_t, DefaultInitAllocator<uint8_t>>;
 
-struct SimPacket {
+// One cache line each (aligned, and the fields ordered to fill exactly 64 bytes): every hop
+// reads a packet cold at fabric scale.
+struct alignas(64) SimPacket {
+  PacketBytes bytes;            // the datagram (UDP payload)
   uint64_t id = 0;              // unique per run, for tracing
   HostId source_host = 0;
   HostId dest_host = 0;
-  PlaneId plane{0};
   Ev ev{0};
+  PlaneId plane{0};
   bool ecn_capable = true;      // ECT: switches may mark instead of dropping
   bool ecn_ce = false;          // CE: marked by some switch on the way
   bool trimmed = false;         // payload was cut by a trimming switch
@@ -41,10 +44,10 @@ struct SimPacket {
   uint32_t trim_to_bytes = 0;   // length after trimming (the data headers)
   uint32_t pfc_ingress = UINT32_MAX;  // lossless switch: the link it arrived on, while held
   uint32_t pfc_bytes = 0;             // ... and the bytes it counts there
-  PacketBytes bytes;            // the datagram (UDP payload)
 
   uint32_t wire_bytes() const;  // bytes on the wire incl. per-packet overhead (IP/UDP/Eth)
 };
+static_assert(sizeof(SimPacket) == 64);
 
 // Packets are recycled: a freed packet goes back to a per-thread pool with its byte buffer's
 // capacity, so a run allocates a datagram buffer only while the number in flight grows

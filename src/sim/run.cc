@@ -24,7 +24,7 @@ namespace {
 
 // What the run reads of a transfer while it runs, in one record (at fabric scale each transfer's
 // first touch is a miss to memory; the plan's Transfer is read only to build and report).
-struct Op {
+struct alignas(64) Op {  // one cache line each (a transfer's post and delivery read it cold)
   uint32_t flow = 0;
   uint32_t immediate = 0;
   uint64_t offset = 0;  // in the flow's buffers
@@ -44,7 +44,7 @@ struct Op {
 // One direction of one queue-pair connection: writes from `src` into `dst`. What posting and
 // completing a transfer read comes first, together (each flow is touched once per step of a
 // ring, cold at fabric scale).
-struct Flow {
+struct alignas(64) Flow {  // its first line: what posting a transfer reads
   QueuePair* sender = nullptr;
   QueuePair* receiver = nullptr;
   std::vector<uint32_t> ops;  // transfer indices, in posting order
