@@ -48,7 +48,7 @@ Result<Ok, PostError> Requester::post(const SendWr& wr, const MemoryRegionTable&
   if (wr.num_sge > config_.max_sge) return Err{PostError::kTooManySge};
   if (sq_tail_ - sq_head_ >= sq_.size()) grow_send_queue();
   WorkRequest& w = wr_at(sq_tail_);
-  w = WorkRequest{};
+  w.total_length = 0;
   for (uint32_t i = 0; i < wr.num_sge; ++i) {
     const Sge& s = wr.sg_list[i];
     auto ptr = mrs.lookup_local(s.lkey, pd, s.address, s.length);
@@ -56,14 +56,16 @@ Result<Ok, PostError> Requester::post(const SendWr& wr, const MemoryRegionTable&
       return Err{ptr.error() == MrError::kOutOfBounds ? PostError::kLocalOutOfBounds
                                                       : PostError::kBadLkey};
     }
-    w.sge_ptr[i] = ptr.value();
-    w.sge_len[i] = s.length;
+    w.sge[i] = Gather{ptr.value(), s.length};
     w.total_length += s.length;
   }
   if (wr.remote_addr + w.total_length < wr.remote_addr) return Err{PostError::kAddressOverflow};
   w.wr_id = wr.wr_id;
   w.remote_addr = wr.remote_addr;
-  w.num_sge = wr.num_sge;
+  w.bytes_packetized = 0;
+  w.last_psn = Psn{};
+  w.num_sge = static_cast<uint8_t>(wr.num_sge);
+  w.packetized = false;
   w.rkey = wr.rkey;
   w.immediate = wr.immediate;
   w.with_imm = wr.opcode == SendOpcode::kWriteWithImm;
@@ -205,11 +207,11 @@ void Requester::describe_next_packet(SentPacket& p) {
 
 void Requester::gather(const WorkRequest& w, uint64_t offset, uint32_t length, uint8_t* dst) const {
   uint32_t i = 0;
-  while (i < w.num_sge && offset >= w.sge_len[i]) offset -= w.sge_len[i++];
+  while (i < w.num_sge && offset >= w.sge[i].length) offset -= w.sge[i++].length;
   while (length > 0) {
     MRC_ASSERT(i < w.num_sge);
-    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(w.sge_len[i] - offset, length));
-    std::memcpy(dst, w.sge_ptr[i] + offset, n);
+    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(w.sge[i].length - offset, length));
+    std::memcpy(dst, w.sge[i].ptr + offset, n);
     dst += n;
     length -= n;
     offset = 0;

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -96,21 +97,28 @@ class Requester {
   static constexpr uint32_t kMaxReorderScale = 32;
 
  private:
-  struct WorkRequest {
+  // A posted work request as the send queue holds it. Its scalars and its first gather element
+  // fill exactly its first cache line (aligned), so a one-element request, the usual kind, is
+  // posted, packetized and completed reading one line; `post` writes only the elements used.
+  struct Gather {
+    const uint8_t* ptr = nullptr;
+    uint32_t length = 0;
+  };
+  struct alignas(64) WorkRequest {
     uint64_t wr_id = 0;
     uint64_t remote_addr = 0;
     uint64_t total_length = 0;
     uint64_t bytes_packetized = 0;
-    std::array<const uint8_t*, kMaxSge> sge_ptr{};
-    std::array<uint32_t, kMaxSge> sge_len{};
-    uint32_t num_sge = 0;
     uint32_t rkey = 0;
     uint32_t immediate = 0;
     Psn last_psn;
+    uint8_t num_sge = 0;
     bool with_imm = false;
     bool signaled = true;
     bool packetized = false;
+    std::array<Gather, kMaxSge> sge;
   };
+  static_assert(offsetof(WorkRequest, sge) + sizeof(Gather) == 64);
   struct TxRecord {
     Psn psn;
     uint64_t tx_sequence;
