@@ -24,6 +24,7 @@ assert len(r["fct_all_ns"]) == r["ops_completed"]
 # the speed is reported for the whole run and for the event loop alone (setup excluded)
 assert 0 <= r["setup_wall_s"] <= r["wall_s"], (r["setup_wall_s"], r["wall_s"])
 assert r["loop_events_per_wall_s"] >= r["events_per_wall_s"] > 0
+assert isinstance(r["huge_page_bytes"], int) and r["huge_page_bytes"] >= 0
 PY
 grep -q "busiest links" "$dir/r/report.md" || fail "report.md has no link table"
 if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
@@ -39,4 +40,9 @@ fi
 grep -q "cannot write" "$dir/err2.txt" || fail "no clear error for an unwritable report directory: $(cat "$dir/err2.txt")"
 out=$("$MRC" sim "$SRC/scenarios/four-planes-failover.toml" --sweep 3 --report "$dir/s" 2>&1) && fail "--report with --sweep was accepted"
 echo "$out" | grep -q "describes one run" || fail "no clear error for --report with --sweep: $out"
+# --no-huge-pages: the same run on 4 KiB pages, which the report says
+"$MRC" sim "$SRC/scenarios/four-planes-failover.toml" --json --quiet --no-huge-pages > "$dir/nohp.json" \
+  || fail "mrc sim --no-huge-pages exited $?"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["ok"] and r["huge_page_bytes"] == 0, r["huge_page_bytes"]' \
+  "$dir/nohp.json" || fail "--no-huge-pages still reported huge pages"
 echo "ok"
