@@ -18,7 +18,14 @@ void SimHost::on_deliver(PlaneId plane, PacketPtr packet) {
 
 void SimHost::on_port_ready(PlaneId plane) {
   busy_ports_ &= ~(1u << plane.value);
+  // This port first; if the engine still has something, every idle port (kick): an EV probe
+  // may have come due for a plane whose port went idle earlier, and only an event of this host
+  // would otherwise send it (BENCHMARKS.md, sessions 7 and 9).
   transmit_on(plane);
+  if (endpoint_.wants_to_send(events_.now())) {
+    kick();
+    return;
+  }
   arm_timer();
 }
 

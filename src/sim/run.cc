@@ -101,8 +101,8 @@ class Runner {
   // The application's side of the run, at every completion: it drains the completion queues,
   // posts what became ready and kicks the hosts it posted on, at the instant a completion
   // appears (one poll event per instant with new completions), as an application that polls
-  // its CQs in a loop would. The 2 us tick polls too, and then kicks every host.
-  void poll_completions(bool kick_all);
+  // its CQs in a loop would. The 2 us tick polls too (posts that could not go out before).
+  void poll_completions();
   void drain_completions();
   void schedule_poll();
   void note_cq_ready(HostId h) {
@@ -497,7 +497,7 @@ void Runner::schedule_poll() {
   poll_pending_ = true;
   events_.schedule(events_.now(), [this] {
     poll_pending_ = false;
-    poll_completions(false);
+    poll_completions();
     stop_if_settled();
   });
 }
@@ -526,7 +526,7 @@ void Runner::drain_completions() {
   });
 }
 
-void Runner::poll_completions(bool kick_all) {
+void Runner::poll_completions() {
   drain_completions();
   IndexSet& dirty = scratch_flows_;
   dirty.swap(dirty_flows_);
@@ -535,19 +535,13 @@ void Runner::poll_completions(bool kick_all) {
     Flow& f = *flows_[i];
     const uint32_t sends = f.next_post, receives = f.recv_posted;
     if (top_up(f)) mark_dirty(i);
-    if (kick_all) return;
     if (f.next_post != sends) posted_on.insert(f.src);
     if (f.recv_posted != receives) posted_on.insert(f.dst);
   });
-  if (!kick_all) {
-    posted_on.drain([this](HostId h) { transports_[h]->kick(); });
-    return;
-  }
-  // Every host, not only those of these flows: a host can also have something to send on a
-  // port that went idle earlier (SimHost::on_port_ready polls only its own plane, so an EV probe
-  // that came due for another, idle plane waits for a kick), and a kick that finds nothing to
-  // send costs one question to the engine.
-  for (SimTransport* t : transports_) t->kick();
+  // Only the hosts it posted on: every other host's engine was told of all that happened to it
+  // by its own events, and a port that goes idle with work left kicks its host
+  // (SimHost::on_port_ready). Until session 9 the tick kicked every host, as a safety net.
+  posted_on.drain([this](HostId h) { transports_[h]->kick(); });
 }
 
 uint64_t Runner::placed_bytes() {
@@ -563,7 +557,7 @@ uint64_t Runner::placed_bytes() {
 // Completions are polled every kCheckInterval; the series for plots is sampled every
 // sample_interval and the progress callback called every progress_interval.
 void Runner::tick() {
-  poll_completions(true);
+  poll_completions();
   const Instant now = events_.now();
   if (now >= next_sample_ || (options_.on_progress && now >= next_progress_)) {
     const uint64_t placed = placed_bytes();
@@ -892,7 +886,7 @@ RunReport Runner::run() {
   events_.schedule_after(kCheckInterval, [this] { tick(); });
   if (options_.on_built) options_.on_built();
   events_.run_until(sc_.time_limit);
-  poll_completions(true);
+  poll_completions();
   report_.progress.emplace_back(events_.now().ns, placed_bytes());  // the series ends at the end
   finish(report_);
   return report_;
