@@ -432,7 +432,8 @@ class Network {
  private:
   // As src/sim/run.cc: completions are polled at the instant a completion queue becomes
   // non-empty and every 2 us, then every host is given a chance to send (run.cc kicks only
-  // the hosts it posted on at the instant polls; a kick that finds nothing changes nothing).
+  // the hosts it posted on, and a host whose port goes idle with work left kicks its other
+  // idle ports itself; a kick that finds nothing changes nothing).
   bool PollAndKick() {
     const bool done = engine_.tick();
     for (auto& a : apps_) a->Kick();
