@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   sim->add_option("--sweep", sim_options.sweep, "run N seeds starting at the seed; stop at the first failure and print the replay command");
   sim->add_flag("--json", sim_options.json, "print the report as JSON");
   sim->add_flag("--quiet", sim_options.quiet, "no progress output");
-  sim->add_flag("!--no-huge-pages", sim_options.huge_pages,
+  bool no_huge_pages = false;
+  sim->add_flag("--no-huge-pages", no_huge_pages,
                 "keep the built run's heap on 4 KiB pages (by default it is moved onto transparent huge "
                 "pages, which makes runs of hundreds of hosts faster; results are the same either way)");
   sim->add_option("--report", sim_options.report_dir,
@@ -36,7 +37,10 @@ int main(int argc, char** argv) {
   mrc::tools::CollPerfOptions coll_perf_options;
   mrc::tools::add_coll_perf_options(*coll_perf, coll_perf_options);
   CLI11_PARSE(app, argc, argv);
-  if (sim->parsed()) return mrc::tools::run_sim(sim_options);
+  if (sim->parsed()) {
+    sim_options.huge_pages = !no_huge_pages;
+    return mrc::tools::run_sim(sim_options);
+  }
   if (perf->parsed()) return mrc::tools::run_perf(perf_options);
   if (coll_perf->parsed()) return mrc::tools::run_coll_perf(coll_perf_options);
   return 0;
