@@ -471,7 +471,6 @@ void Runner::on_send_completion(const Completion& c) {
   ++f.settled;
   if (!op.success) ++f.failed;
   if (op.success && !op.imm) on_delivered(t);
-  mark_dirty(op.flow);
   update_done(f);
 }
 
@@ -480,7 +479,6 @@ void Runner::on_recv_completion(HostId host, const Completion& c) {
   const auto it = flow_of_receiver_.find((static_cast<uint64_t>(host) << 32) | c.qpn.value);
   if (it == flow_of_receiver_.end()) return;
   Flow& f = *flows_[it->second];
-  mark_dirty(it->second);
   if (f.imm_received >= f.imm_order.size() || ops_[f.imm_order[f.imm_received]].immediate != c.immediate) {
     f.order_violation = true;
   } else {
