@@ -56,6 +56,7 @@ struct alignas(64) Flow {  // its first line: what posting a transfer reads
   uint32_t imm_received = 0;
   bool order_violation = false;
   bool done = false;
+  Instant wake_at = Instant::never();  // a wake-up is scheduled then (a transfer's delay ends)
   uint32_t index = 0;  // in Runner::flows_
   HostId src = 0;
   HostId dst = 0;
@@ -423,12 +424,17 @@ bool Runner::top_up(Flow& f) {
     const Op& op = ops_[t];
     if (op.ready_at.is_never()) break;
     if (op.ready_at > events_.now()) {
-      Flow* flow = &f;
-      events_.schedule(op.ready_at, [this, flow] {
-        if (top_up(*flow)) mark_dirty(flow->index);
-        transports_[flow->src]->kick();
-      });
-      return true;
+      // One wake-up per delay: polls until then have nothing to do for this flow.
+      if (f.wake_at != op.ready_at) {
+        f.wake_at = op.ready_at;
+        Flow* flow = &f;
+        events_.schedule(op.ready_at, [this, flow] {
+          flow->wake_at = Instant::never();
+          if (top_up(*flow)) mark_dirty(flow->index);
+          transports_[flow->src]->kick();
+        });
+      }
+      return again;
     }
     post_work(f, t);
     if (!op.posted) return true;
