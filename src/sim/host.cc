@@ -22,11 +22,7 @@ void SimHost::on_port_ready(PlaneId plane) {
   // may have come due for a plane whose port went idle earlier, and only an event of this host
   // would otherwise send it (BENCHMARKS.md, sessions 7 and 9).
   transmit_on(plane);
-  if (endpoint_.wants_to_send(events_.now())) {
-    kick();
-    return;
-  }
-  arm_timer();
+  offer_ports(endpoint_.wants_to_send(events_.now()));
 }
 
 void SimHost::on_port_state(PlaneId plane, bool up) {
@@ -38,9 +34,11 @@ void SimHost::on_port_state(PlaneId plane, bool up) {
 // planes' polls would find nothing either (Endpoint::wants_to_send is a superset of what a poll
 // sends). A poll that sends nothing changes nothing, so the engine is asked again only after a
 // send.
-void SimHost::kick() {
+void SimHost::kick() { offer_ports(endpoint_.wants_to_send(events_.now())); }
+
+// `more`: what the engine last said of wanting to send, so it is not asked twice in a row.
+void SimHost::offer_ports(bool more) {
   const Instant now = events_.now();
-  bool more = endpoint_.wants_to_send(now);
   for (uint32_t p = 0; p < fabric_.planes() && more; ++p) {
     if (transmit_on(PlaneId(static_cast<uint8_t>(p)))) more = endpoint_.wants_to_send(now);
   }

@@ -31,6 +31,8 @@ class alignas(64) SimHost final : public SimTransport {
 
  private:
   bool transmit_on(PlaneId plane);  // whether a packet was sent
+  // Every idle port in plane order while the engine wants to send, then the timer (kick's body).
+  void offer_ports(bool more);
   bool port_idle(PlaneId plane) const {
     return ask_fabric_ ? fabric_.port_idle(id_, plane) : ((busy_ports_ >> plane.value) & 1) == 0;
   }
