@@ -169,14 +169,21 @@ TEST(SimRun, IcrcOffloadAndVirtualPayloadChangeNothingButTheWork) {
   EXPECT_FALSE(run_scenario(s).ok);
 }
 
+// A scenario file of scenarios/, by name, and one run of it.
+std::string shipped(const char* name) { return std::string(MRC_SOURCE_DIR) + "/scenarios/" + name + ".toml"; }
+void run_shipped(const std::string& path, RunReport& r) {
+  Scenario s;
+  std::string error;
+  ASSERT_TRUE(load_scenario(path, s, error)) << error;
+  r = run_scenario(s);
+}
+
 TEST(SimRun, ScenarioFilesLoadAndRun) {
   for (const char* name : {"four-planes-failover", "loss-1pct", "incast-trim", "blackhole-ev",
                            "retry-exhausted", "swarm", "shared-bottleneck", "fat-tree-permutation"}) {
-    Scenario s;
-    std::string error;
-    const std::string path = std::string(MRC_SOURCE_DIR) + "/scenarios/" + name + ".toml";
-    ASSERT_TRUE(load_scenario(path, s, error)) << error;
-    const RunReport r = run_scenario(s);
+    const std::string path = shipped(name);
+    RunReport r;
+    ASSERT_NO_FATAL_FAILURE(run_shipped(path, r));
     EXPECT_TRUE(r.ok) << name << ": " << describe(r) << "\n  replay: mrc sim " << path << " --seed " << r.seed;
   }
 }
@@ -185,11 +192,9 @@ TEST(SimRun, ScenarioFilesLoadAndRun) {
 // push back, so a port that asked first after every ACK used to take the whole window (one
 // plane carried 99% of the bytes). Each plane must carry about its share.
 TEST(SimRun, PlanesShareTheWindowBehindSlowSwitchQueues) {
-  Scenario s;
-  std::string error;
-  const std::string path = std::string(MRC_SOURCE_DIR) + "/scenarios/shared-bottleneck.toml";
-  ASSERT_TRUE(load_scenario(path, s, error)) << error;
-  const RunReport r = run_scenario(s);
+  const std::string path = shipped("shared-bottleneck");
+  RunReport r;
+  ASSERT_NO_FATAL_FAILURE(run_shipped(path, r));
   expect_exactly_once(r);
   uint64_t total = 0;
   for (const PlaneReport& p : r.planes) total += p.data_bytes_sent;
@@ -206,11 +211,9 @@ TEST(SimRun, PlanesShareTheWindowBehindSlowSwitchQueues) {
 // what both gave: without either, a probe left late and plane 0 delivered 52 bytes fewer (and
 // the run took a different course from there). Re-pin only for an intended change of behaviour.
 TEST(SimRun, ProbesDueOnIdlePortsLeaveWithoutATick) {
-  Scenario s;
-  std::string error;
-  const std::string path = std::string(MRC_SOURCE_DIR) + "/scenarios/shared-bottleneck.toml";
-  ASSERT_TRUE(load_scenario(path, s, error)) << error;
-  const RunReport r = run_scenario(s);
+  const std::string path = shipped("shared-bottleneck");
+  RunReport r;
+  ASSERT_NO_FATAL_FAILURE(run_shipped(path, r));
   expect_exactly_once(r);
   const uint64_t delivered[] = {13'607'424, 12'801'296, 12'714'048, 12'645'268};
   ASSERT_EQ(r.planes.size(), 4u);
