@@ -255,6 +255,43 @@ TEST(EventQueueTest, WheelAndFarHeapKeepTimeThenSchedulingOrder) {
   EXPECT_GE(ran, 20'000u);
 }
 
+// Events with a prefetch(stage) are asked, as they come closer, for stages 0, 1, 2 in that
+// order (event_queue.h, "Prefetch"), across buckets and with boxed events in between; asking
+// never changes what runs when.
+struct PrefetchLog {
+  std::vector<std::pair<int, int>> calls;  // (event id, stage); stage -1 = it ran
+};
+struct LoggingEvent {
+  PrefetchLog* log;
+  int id;
+  void operator()() const { log->calls.emplace_back(id, -1); }
+  void prefetch(int stage) const { log->calls.emplace_back(id, stage); }
+};
+
+TEST(EventQueueTest, AsksTheEventsAheadToPrefetchInStages) {
+  EventQueue q;
+  PrefetchLog log;
+  std::vector<int> boxed_ran;
+  for (int id = 0; id < 12; ++id) q.schedule(Instant{id / 3 * 1000}, LoggingEvent{&log, id});  // 3 per bucket
+  const std::array<int, 8> big{99};  // boxed: larger than the inline storage, no prefetch
+  q.schedule(Instant{1500}, [&boxed_ran, big] { boxed_ran.push_back(big[0]); });
+  q.run_until(Instant::never());
+  std::vector<int> ran;
+  std::map<int, std::vector<int>> stages;  // per event, the stages asked before it ran
+  for (const auto& [id, stage] : log.calls) {
+    if (stage < 0) {
+      ran.push_back(id);
+    } else {
+      EXPECT_EQ(std::count(ran.begin(), ran.end(), id), 0) << "event " << id << " asked after it ran";
+      stages[id].push_back(stage);
+    }
+  }
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  EXPECT_EQ(boxed_ran, std::vector<int>{99});
+  for (int id = 4; id < 12; ++id) EXPECT_EQ(stages[id], (std::vector<int>{0, 1, 2})) << "event " << id;
+  EXPECT_EQ(stages[1], std::vector<int>{2});  // asked only by event 0, as the next one
+}
+
 // ================================================================ timing and topology
 
 FabricConfig timing_config() {

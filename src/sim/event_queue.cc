@@ -21,10 +21,10 @@ namespace mrc::sim {
 EventQueue::~EventQueue() {
   for (const Bucket& bucket : buckets_) {
     for (uint32_t slot = bucket.head; slot != kNone; slot = events_[slot].next) {
-      events_[slot].call(events_[slot], false);
+      events_[slot].call(events_[slot], Mode::kDestroy);
     }
   }
-  for (const Key key : far_) events_[key_slot(key)].call(events_[key_slot(key)], false);
+  for (const Key key : far_) events_[key_slot(key)].call(events_[key_slot(key)], Mode::kDestroy);
 }
 
 // The helpers of the per-event path are inlined (a call each cost about a tenth of the queue's
@@ -112,6 +112,26 @@ EventQueue::Event& EventQueue::push(Instant at) {
   return events_[slot];
 }
 
+MRC_INLINE void EventQueue::prefetch_ahead(uint32_t bucket) {
+  const uint32_t now_bucket = bucket;
+  uint32_t slot = buckets_[bucket].head;
+  for (int stage = kPrefetchStages - 1; stage >= 0; --stage) {
+    if (slot == kNone) {
+      if (in_wheel_ == 0) return;
+      const uint32_t word = bucket >> 6;
+      const uint64_t later = (bucket & 63) == 63 ? 0 : words_[word] & (~uint64_t{0} << ((bucket & 63) + 1));
+      const uint32_t found = later != 0 ? (word << 6) | static_cast<uint32_t>(std::countr_zero(later))
+                                        : first_bucket_after(word);
+      // Not past the last pending instant (the search wraps around the wheel).
+      if (((found - now_bucket) & kWheelMask) <= ((bucket - now_bucket) & kWheelMask)) return;
+      bucket = found;
+      slot = buckets_[bucket].head;
+    }
+    events_[slot].call(events_[slot], static_cast<Mode>(static_cast<int>(Mode::kPrefetch0) + stage));
+    slot = events_[slot].next;
+  }
+}
+
 MRC_INLINE bool EventQueue::step(Instant until) {
   uint32_t bucket = 0;
   const Instant at = next_time(bucket);
@@ -137,7 +157,8 @@ MRC_INLINE bool EventQueue::step(Instant until) {
   Event event = events_[slot];
   events_[slot].next = free_head_;
   free_head_ = slot;
-  event.call(event, true);
+  prefetch_ahead(bucket);
+  event.call(event, Mode::kRun);
   return true;
 }
 

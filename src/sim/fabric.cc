@@ -113,7 +113,34 @@ void Fabric::start_serializing(Link& link, PacketPtr packet) {
   link.serializing = std::move(packet);
   link.serializing_generation = link.generation;
   const uint32_t index = link.id.value;
-  events_.schedule(Instant{(end + 999) / 1000}, [this, index] { on_serialized(index); });
+  events_.schedule(Instant{(end + 999) / 1000}, Serialized{this, index});
+}
+
+// Stage 0 loads the link; stage 1 the packet it serializes.
+void Fabric::Serialized::prefetch(int stage) const {
+  const Link& l = fabric->links_[link];
+  if (stage == 0) {
+    __builtin_prefetch(&l);
+  } else if (stage == 1) {
+    __builtin_prefetch(l.serializing.get());
+  }
+}
+
+// Stage 0 loads the in-flight record and the link; stage 1 the packet; stage 2, for a packet
+// about to reach its host, the packet's headers.
+void Fabric::Arrival::prefetch(int stage) const {
+  const InFlight& flight = fabric->in_flight_[slot];
+  const Link& l = fabric->links_[link];
+  if (stage == 0) {
+    __builtin_prefetch(&flight);
+    __builtin_prefetch(&l);
+  } else if (stage == 1) {
+    __builtin_prefetch(flight.packet.get());
+  } else if (flight.packet != nullptr && l.link_class == LinkClass::kHostDown) {
+    const uint8_t* bytes = flight.packet->bytes.data();
+    __builtin_prefetch(bytes);
+    __builtin_prefetch(bytes + 64);
+  }
 }
 
 void Fabric::on_serialized(uint32_t link_index) {
@@ -160,8 +187,7 @@ void Fabric::propagate(Link& link, PacketPtr packet, Duration extra_delay) {
     free_slots_.pop_back();
   }
   in_flight_[slot] = InFlight{std::move(packet), link.id.value, link.generation};
-  events_.schedule(events_.now() + link.propagation + extra_delay,
-                   [this, slot] { on_arrival(slot); });
+  events_.schedule(events_.now() + link.propagation + extra_delay, Arrival{this, slot, link.id.value});
 }
 
 void Fabric::on_arrival(uint32_t slot) {

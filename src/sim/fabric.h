@@ -176,6 +176,20 @@ class Fabric {
   }
   LinkId global(PlaneId plane, uint32_t local) const;
   uint32_t leaf_uplink(uint32_t leaf, uint32_t spine) const;
+  // The two events of a hop (event_queue.h): each also prefetches what it will read.
+  struct Serialized {
+    Fabric* fabric;
+    uint32_t link;
+    void operator()() const { fabric->on_serialized(link); }
+    void prefetch(int stage) const;
+  };
+  struct Arrival {
+    Fabric* fabric;
+    uint32_t slot;
+    uint32_t link;
+    void operator()() const { fabric->on_arrival(slot); }
+    void prefetch(int stage) const;
+  };
   void start_serializing(Link& link, PacketPtr packet);
   void on_serialized(uint32_t link_index);
   void launch(Link& link, PacketPtr packet);
