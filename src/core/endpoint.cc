@@ -35,6 +35,7 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
   qps_.back()->attach(schedule_.get(), static_cast<uint32_t>(qps_.size() - 1), incast_.get(),
                       config_.virtual_payload);
   qps_.back()->set_local_ports(ports_up_, Instant{0});
+  qps_.back()->set_prefetch_hints(hints_);
   return qps_.back().get();
 }
 
@@ -44,6 +45,13 @@ Result<Ok, QpError> Endpoint::destroy_qp(Qpn qpn) {
   qps_[index].reset();
   schedule_->touch(index);
   return Ok{};
+}
+
+void Endpoint::set_prefetch_hints(PrefetchHints* hints) {
+  hints_ = hints;
+  for (auto& qp : qps_) {
+    if (qp != nullptr) qp->set_prefetch_hints(hints);
+  }
 }
 
 QueuePair* Endpoint::qp(Qpn qpn) {

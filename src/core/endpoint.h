@@ -63,6 +63,8 @@ class Endpoint {
   void handle_timeout(Instant now);
   Instant next_deadline() const;
   bool wants_to_send(Instant now) const;
+  // Gives the endpoint a table to keep filled with prefetch hints (PrefetchHints), or null.
+  void set_prefetch_hints(PrefetchHints* hints);
 
   void set_port_up(PlaneId plane, bool up, Instant now);
   bool port_up(PlaneId plane) const { return (ports_up_ >> plane.value) & 1; }
@@ -112,6 +114,7 @@ class Endpoint {
   // Owned through a pointer for the same reason: the QPs' responders keep its address.
   std::unique_ptr<IncastDetector> incast_ = std::make_unique<IncastDetector>();
   std::vector<uint32_t> due_;  // scratch for handle_timeout
+  PrefetchHints* hints_ = nullptr;
 };
 
 }  // namespace mrc

@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/prefetch_hints.h"
 #include "core/types.h"
 #include "util/prng.h"
 
@@ -125,6 +126,9 @@ class EvSet {
   // the result differs from `avoid` (used so a retransmission takes another path).
   uint16_t next(PlaneId plane, uint16_t avoid = kNoSlot);
 
+  // Where next() notes what the plane's next packet reads first (PrefetchHints); null: nowhere.
+  void set_prefetch_hints(PrefetchHints* hints) { hints_ = hints; }
+
   // Slot of an echoed EV value, or kNoSlot if it is not (or no longer) one of ours.
   uint16_t slot_of(Ev ev) const;
 
@@ -213,6 +217,7 @@ class EvSet {
   uint16_t usable_active_all_ = 0;
   uint32_t assumed_bad_ = 0;  // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
   std::array<Rotation, kMaxPlanes> rotations_{};
+  void note_hints(PlaneId plane, const Rotation& r);
   EvTransitions transitions_;
   std::vector<std::pair<uint32_t, uint16_t>> explicit_index_;
   uint32_t slots_per_plane_ = 0;  // auto mode: active share + backups
@@ -223,6 +228,7 @@ class EvSet {
   mutable std::vector<Instant> plane_probe_at_;
   mutable Instant probe_at_ = Instant::never();
   mutable bool probe_times_dirty_ = true;
+  PrefetchHints* hints_ = nullptr;
 };
 
 }  // namespace mrc

@@ -114,10 +114,12 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   ev.explicit_evs = config_.ev_list;
   uint64_t mix = seed_ ^ (static_cast<uint64_t>(qpn_.value) << 32);
   evs_.emplace(ev, Prng::splitmix64(mix));
+  evs_->set_prefetch_hints(hints_);
   cc_ = make_congestion_controller(config_);
   responder_.emplace(config_, stats_, control_);
   responder_->set_incast_detector(incast_, schedule_index_);
   responder_->set_virtual_payload(virtual_payload_);
+  responder_->set_prefetch_hints(hints_);
   responder_->start(attributes.expected_psn, qpn_, attributes.dest_qp, pd_, mrs_);
   for (uint64_t wr_id : early_receives_) responder_->post_recv(wr_id);
   early_receives_.clear();
@@ -325,6 +327,12 @@ Instant QueuePair::send_ready_at() const {
 
 // Asked after every event for every QP: a pure function of the QP's state, so it is kept until a
 // call that may change that state (each one marks it stale first).
+void QueuePair::set_prefetch_hints(PrefetchHints* hints) {
+  hints_ = hints;
+  if (evs_) evs_->set_prefetch_hints(hints);
+  if (responder_) responder_->set_prefetch_hints(hints);
+}
+
 Instant QueuePair::next_deadline() const {
   if (deadline_stale_) {
     deadline_cache_ = compute_deadline();

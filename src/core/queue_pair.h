@@ -86,6 +86,8 @@ class alignas(64) QueuePair {
   Instant send_ready_at() const;
   void on_timer(Instant now);
   Instant next_deadline() const;
+  // The endpoint's prefetch hints (PrefetchHints): handed to the EV set and responder.
+  void set_prefetch_hints(PrefetchHints* hints);
   // The owning endpoint's schedule, told of every call that may change this QP's state.
   // `virtual_payload`: the endpoint's EndpointConfig field of that name.
   void attach(QpSchedule* schedule, uint32_t index, IncastDetector* incast = nullptr,
@@ -159,6 +161,7 @@ class alignas(64) QueuePair {
   std::optional<Responder> responder_;
   std::optional<Requester> requester_;
   std::vector<uint64_t> early_receives_;  // posted in INIT
+  PrefetchHints* hints_ = nullptr;
 };
 
 }  // namespace mrc

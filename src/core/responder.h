@@ -25,6 +25,7 @@
 #include "core/control_queue.h"
 #include "core/incast_detector.h"
 #include "core/memory_region.h"
+#include "core/prefetch_hints.h"
 #include "core/receive_window.h"
 #include "core/stats.h"
 #include "core/wire/packet.h"
@@ -54,6 +55,8 @@ class Responder {
   void on_data(Instant now, const wire::DataPacket& packet, const RxMeta& meta);
   // Received payloads are checked against their region and counted, not written (EndpointConfig).
   void set_virtual_payload(bool virtual_payload) { virtual_payload_ = virtual_payload; }
+  // Where on_data notes the window word the next packet tests (PrefetchHints); null: nowhere.
+  void set_prefetch_hints(PrefetchHints* hints) { hints_ = hints; }
   // The endpoint's incast detector (may be null) and this QP's id in it.
   void set_incast_detector(IncastDetector* detector, uint32_t id) {
     incast_ = detector;
@@ -119,6 +122,7 @@ class Responder {
   Instant sack_deadline_ = Instant::never();
   uint32_t received_bytes_ = 0;
   bool virtual_payload_ = false;  // payloads are checked and counted, not written
+  PrefetchHints* hints_ = nullptr;
 };
 
 }  // namespace mrc

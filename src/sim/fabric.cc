@@ -59,6 +59,12 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
       links_.emplace_back(LinkId(id), PlaneId(static_cast<uint8_t>(p)), ends, lc, ecn, link_seed(seed, id));
     }
   }
+  link_host_.resize(links_.size(), kNoHost);
+  for (const Link& l : links_) {
+    if (l.link_class == LinkClass::kHostUp) link_host_[l.id.value] = topology_.node(l.from).index;
+    if (l.link_class == LinkClass::kHostDown) link_host_[l.id.value] = topology_.node(l.to).index;
+  }
+  host_hints_.resize(config_.hosts);
   host_ports_.resize(2 * static_cast<size_t>(config_.hosts) * config_.planes);
   for (HostId h = 0; h < config_.hosts; ++h) {
     for (uint32_t p = 0; p < config_.planes; ++p) {
@@ -116,14 +122,28 @@ void Fabric::start_serializing(Link& link, PacketPtr packet) {
   events_.schedule(Instant{(end + 999) / 1000}, Serialized{this, index});
 }
 
-// Stage 0 loads the link; stage 1 the packet it serializes.
+void Fabric::prefetch_host(uint32_t link, int stage) const {
+  const uint32_t host = link_host_[link];
+  if (host == kNoHost) return;
+  if (stage == 1) {
+    __builtin_prefetch(&host_hints_[host]);
+    __builtin_prefetch(reinterpret_cast<const char*>(&host_hints_[host]) + 64);
+  } else if (stage == 2) {
+    host_hints_[host].prefetch();
+  }
+}
+
+// Stage 0 loads the link; stage 1 the packet it serializes; on a host's uplink, whose host is
+// offered its next packet then, stages 1 and 2 prefetch for the host.
 void Fabric::Serialized::prefetch(int stage) const {
   const Link& l = fabric->links_[link];
   if (stage == 0) {
     __builtin_prefetch(&l);
-  } else if (stage == 1) {
-    __builtin_prefetch(l.serializing.get());
+    __builtin_prefetch(&fabric->link_host_[link]);
+    return;
   }
+  if (stage == 1) __builtin_prefetch(l.serializing.get());
+  if (l.link_class == LinkClass::kHostUp) fabric->prefetch_host(link, stage);
 }
 
 // Stage 0 loads the in-flight record and the link; stage 1 the packet; stage 2, for a packet
@@ -134,13 +154,17 @@ void Fabric::Arrival::prefetch(int stage) const {
   if (stage == 0) {
     __builtin_prefetch(&flight);
     __builtin_prefetch(&l);
-  } else if (stage == 1) {
-    __builtin_prefetch(flight.packet.get());
-  } else if (flight.packet != nullptr && l.link_class == LinkClass::kHostDown) {
+    __builtin_prefetch(&fabric->link_host_[link]);
+    return;
+  }
+  if (stage == 1) __builtin_prefetch(flight.packet.get());
+  if (l.link_class != LinkClass::kHostDown) return;
+  if (stage == 2 && flight.packet != nullptr) {
     const uint8_t* bytes = flight.packet->bytes.data();
     __builtin_prefetch(bytes);
     __builtin_prefetch(bytes + 64);
   }
+  fabric->prefetch_host(link, stage);
 }
 
 void Fabric::on_serialized(uint32_t link_index) {

@@ -8,12 +8,14 @@
 // draws of another. No clocks, no threads.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "core/prefetch_hints.h"
 #include "core/types.h"
 #include "sim/event_queue.h"
 #include "sim/faults.h"
@@ -90,6 +92,10 @@ class Fabric {
   // transmitted while the port is down is dropped at once and counted (dropped_down on the
   // uplink); the port stays idle and no port_ready follows.
   void transmit(HostId host, PlaneId plane, PacketPtr packet);
+
+  // Per host: the table its engine keeps its prefetch hints in (PrefetchHints); the fabric's
+  // events that end at a host (a delivery, the uplink going idle) prefetch what it names.
+  PrefetchHints& host_hints(HostId host) { return host_hints_[host]; }
 
   // ---- Topology.
   const FabricConfig& config() const { return config_; }
@@ -215,6 +221,14 @@ class Fabric {
   std::vector<uint32_t> host_ports_;  // per (host, plane): global uplink, downlink
   std::vector<Link> links_;  // plane-major: plane * links_per_plane + local
   std::vector<InFlight> in_flight_;
+  // Per link: the host a host link ends at (its uplink's sender, its downlink's receiver), else
+  // kNoHost. Apart from the links and indexed like them, so its address needs no load.
+  static constexpr uint32_t kNoHost = UINT32_MAX;
+  std::vector<uint32_t> link_host_;
+  std::vector<PrefetchHints> host_hints_;
+  // Stage `stage` of prefetching what a host reads in an event that ends at it: 1 its hints,
+  // 2 what they name.
+  void prefetch_host(uint32_t link, int stage) const;
   std::vector<uint32_t> free_slots_;
   std::vector<std::unordered_set<uint32_t>> blackholes_;  // per plane: blackholed EVs
   size_t blackhole_count_ = 0;

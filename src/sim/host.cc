@@ -7,7 +7,25 @@
 namespace mrc::sim {
 
 SimHost::SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointConfig& config)
-    : id_(id), events_(events), fabric_(fabric), endpoint_(config), ask_fabric_(fabric.can_pause_hosts()) {}
+    : id_(id),
+      events_(events),
+      fabric_(fabric),
+      hints_(&fabric.host_hints(id)),
+      endpoint_(config),
+      ask_fabric_(fabric.can_pause_hosts()) {
+  endpoint_.set_prefetch_hints(&fabric.host_hints(id));
+}
+
+void SimHost::Timer::prefetch(int stage) const {
+  if (stage == 0) {
+    __builtin_prefetch(host);
+  } else if (stage == 1) {
+    __builtin_prefetch(host->hints_);
+    __builtin_prefetch(reinterpret_cast<const char*>(host->hints_) + 64);
+  } else {
+    host->hints_->prefetch();
+  }
+}
 
 void SimHost::on_deliver(PlaneId plane, PacketPtr packet) {
   RxMeta meta{plane, packet->ev, packet->ecn_ce, packet->trimmed, packet->source_host};
@@ -76,7 +94,7 @@ void SimHost::arm_timer() {
   if (deadline.is_never() || deadline >= timer_at_) return;
   timer_at_ = deadline;
   const uint64_t generation = ++timer_generation_;
-  events_.schedule(deadline, [this, generation] { on_timer(generation); });
+  events_.schedule(deadline, Timer{this, generation});
 }
 
 void SimHost::on_timer(uint64_t generation) {

@@ -38,10 +38,19 @@ class alignas(64) SimHost final : public SimTransport {
   }
   void arm_timer();
   void on_timer(uint64_t generation);
+  // The engine's deadline: an event that prefetches, as the fabric's do (event_queue.h):
+  // stage 0 the host, 1 its prefetch hints, 2 what they name.
+  struct Timer {
+    SimHost* host;
+    uint64_t generation;
+    void operator()() const { host->on_timer(generation); }
+    void prefetch(int stage) const;
+  };
 
   HostId id_;
   EventQueue& events_;
   Fabric& fabric_;
+  const PrefetchHints* hints_;  // the engine's, kept by the fabric (Fabric::host_hints)
   Endpoint endpoint_;
   PacketPtr spare_;  // bytes sized for any datagram, handed to the engine to write into
   std::span<uint8_t> spare_bytes_;  // its bytes, so an opportunity with nothing to send does not read the packet

@@ -1,0 +1,36 @@
+// Prefetch hints: a small table of addresses an endpoint's next event will likely read first,
+// which the engine keeps filled in passing (each entry written where that state is touched
+// anyway) for a datapath that knows when that event comes and can start loading them before
+// it. The simulator does (sim/event_queue.h, "Prefetch"): at a thousand hosts every event's
+// data has left the cache since the host's last one. A table per endpoint, given with
+// Endpoint::set_prefetch_hints; without one nothing is written. Hints only: any entry may be
+// stale or null, and reading them changes nothing.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+namespace mrc {
+
+struct alignas(64) PrefetchHints {
+  // What each entry names. One table per endpoint: its QPs overwrite each other's entries, the
+  // last writer winning (a table per QP was measured slower: a host's event then prefetched
+  // both of a ring host's QPs, twice the lines, most of them for the QP it does not touch).
+  static constexpr size_t kEvSlot = 0;  // + plane (planes below kEvSlotPlanes): the EV slot
+                                        //   the plane's next packet looks at first
+  static constexpr size_t kEvSlotPlanes = 8;
+  static constexpr size_t kEvSet = 8;        // that EV set (its rotations)
+  static constexpr size_t kRotation = 9;     // its rotation entries at the cursor
+  static constexpr size_t kReceiveWord = 10;  // the receive-window word the next packet tests
+  static constexpr size_t kSize = 16;
+
+  std::array<const void*, kSize> at{};
+
+  void prefetch() const {
+    for (const void* p : at) {
+      if (p != nullptr) __builtin_prefetch(p);
+    }
+  }
+};
+
+}  // namespace mrc
