@@ -162,7 +162,9 @@ class Runner {
   // Flows to top up at the next poll (something changed, or a post is still waiting), so a
   // poll costs the flows with work, not all of them; topped up in index order.
   IndexSet dirty_flows_;
-  std::unordered_map<uint64_t, uint32_t> flow_of_receiver_;  // (host << 32 | qpn) -> flow
+  // (host << 32 | receiver id) -> flow: how a baseline's receive completion finds its flow (the
+  // engine's carry the flow in their wr_id, top_up).
+  std::unordered_map<uint64_t, uint32_t> flow_of_receiver_;
   // While connecting pairs: per (src << 32 | dst), its flows' indices, the lowest last.
   std::unordered_map<uint64_t, std::vector<uint32_t>> unpaired_;
   size_t flows_done_ = 0;
@@ -413,7 +415,8 @@ void Runner::post_work(Flow& f, uint32_t transfer) {
 bool Runner::top_up(Flow& f) {
   bool again = false;
   while (f.receiver != nullptr && f.recv_posted < f.imm_total) {
-    if (!f.receiver->post_recv(f.recv_posted).ok()) {
+    // The flow's index in the receive's wr_id: its completion finds the flow without a lookup.
+    if (!f.receiver->post_recv(uint64_t{f.index} << 32 | f.recv_posted).ok()) {
       again = true;
       break;
     }
@@ -482,9 +485,13 @@ void Runner::on_send_completion(const Completion& c) {
 
 void Runner::on_recv_completion(HostId host, const Completion& c) {
   if (c.status != WcStatus::kSuccess) return;  // flushed receives of a failed QP
-  const auto it = flow_of_receiver_.find((static_cast<uint64_t>(host) << 32) | c.qpn.value);
-  if (it == flow_of_receiver_.end()) return;
-  Flow& f = *flows_[it->second];
+  uint32_t flow = static_cast<uint32_t>(c.wr_id >> 32);  // the engine's receives (top_up)
+  if (baseline_) {
+    const auto it = flow_of_receiver_.find((static_cast<uint64_t>(host) << 32) | c.qpn.value);
+    if (it == flow_of_receiver_.end()) return;
+    flow = it->second;
+  }
+  Flow& f = *flows_[flow];
   if (f.imm_received >= f.imm_order.size() || ops_[f.imm_order[f.imm_received]].immediate != c.immediate) {
     f.order_violation = true;
   } else {
