@@ -43,7 +43,6 @@ void EvSet::build_auto() {
   MRC_ASSERT(total < (1u << kSlotBits));
   // Sized once: a run with thousands of QPs builds thousands of these at setup.
   slots_.reserve(total);
-  details_.resize(total);
   order_.reserve(config_.active_count);
   uint16_t index = 0;
   for (int p = 0; p < config_.planes; ++p) {
@@ -78,7 +77,6 @@ void EvSet::build_explicit() {
       MRC_ASSERT(slots_.size() < (1u << kSlotBits));
       index = static_cast<uint16_t>(slots_.size());
       Slot& s = slots_.emplace_back();
-      details_.emplace_back();
       s.plane = e.plane;
       s.ev = e.ev;
       s.active = true;
@@ -152,13 +150,6 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
   return r.last = fallback;
 }
 
-EvStats EvSet::stats(uint16_t index) const {
-  const Slot& s = slots_[index];
-  const Detail& d = details_[index];
-  return EvStats{s.packets, s.bytes, d.losses, d.ecn_marks, d.trims, d.probes_sent, d.probes_answered,
-                 d.state_changes};
-}
-
 // The plane's next packet reads this set, the rotation at its cursor and the slot there (a
 // reshuffle first: only the set).
 void EvSet::note_hints(PlaneId plane, const Rotation& r) {
@@ -192,12 +183,12 @@ void EvSet::set_state(uint16_t slot, EvState state) {
   probe_times_dirty_ |= s.state == EvState::kAssumedBad || state == EvState::kAssumedBad;
   if (s.active && usable(s.state) != usable(state)) count_usable(s.plane, usable(state) ? 1 : -1);
   s.state = state;
-  ++details_[slot].state_changes;
+  ++s.stats.state_changes;
 }
 
 void EvSet::on_ecn(uint16_t slot) {
   Slot& s = slots_[slot];
-  ++details_[slot].ecn_marks;
+  ++s.stats.ecn_marks;
   if (s.state == EvState::kGood) {
     set_state(slot, EvState::kSkip);
     ++transitions_.to_skip;
@@ -206,7 +197,7 @@ void EvSet::on_ecn(uint16_t slot) {
 
 void EvSet::on_trim(uint16_t slot) {
   Slot& s = slots_[slot];
-  ++details_[slot].trims;
+  ++s.stats.trims;
   if (s.state == EvState::kGood) {
     set_state(slot, EvState::kSkip);
     ++transitions_.to_skip;
@@ -215,7 +206,7 @@ void EvSet::on_trim(uint16_t slot) {
 
 void EvSet::on_loss(uint16_t slot, Instant now) {
   Slot& s = slots_[slot];
-  ++details_[slot].losses;
+  ++s.stats.losses;
   if (s.state == EvState::kAssumedBad) {
     s.probe_successes = 0;
     return;
@@ -267,7 +258,7 @@ void EvSet::refill(PlaneId plane) {
 
 void EvSet::on_probe_answered(uint16_t slot) {
   Slot& s = slots_[slot];
-  ++details_[slot].probes_answered;
+  ++s.stats.probes_answered;
   if (s.state != EvState::kAssumedBad || !s.probe_outstanding) return;
   s.probe_outstanding = false;
   s.failed_probes = 0;
@@ -324,7 +315,7 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
     }
   }
   s.probe_outstanding = true;
-  ++details_[slot].probes_sent;
+  ++s.stats.probes_sent;
   // Back off while the path stays dead, so a dead plane's EVs do not
   // flood it with probes; the first answer brings the interval back.
   // A few lost probes are normal on a lossy path; back off only after kProbesBeforeBackoff.

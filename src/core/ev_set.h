@@ -97,12 +97,8 @@ class EvSet {
   static constexpr uint16_t kNoSlot = 0xFFFF;
   static constexpr uint32_t kProbesBeforeBackoff = 3;
 
-  // What a packet sent on the slot reads and writes: one cache line (at fabric scale a QP's
-  // slots leave the cache between two of its packets, and the old 88-byte slot with every
-  // counter in it cost two). The rarer counters wait in Detail, beside.
-  struct alignas(64) Slot {
+  struct Slot {
     Ev ev{0};
-    uint32_t skip_round = UINT32_MAX;  // the plane's rotation in which a SKIP was spent
     PlaneId plane{0};
     EvState state = EvState::kGood;
     bool active = false;
@@ -110,15 +106,10 @@ class EvSet {
     uint8_t probe_successes = 0;
     uint8_t strike_uses = 0;  // after a first loss: uses left in which a second one retires it
     uint16_t failed_probes = 0;
+    uint32_t skip_round = UINT32_MAX;  // the plane's rotation in which a SKIP was spent
     Instant next_probe_at = Instant::never();
-    // The sender's transmission history on this EV (Requester::transmit, for per-EV loss
-    // detection): the tx_sequence and PSN of the latest transmission; last_tx 0 = none yet.
-    uint64_t last_tx = 0;
-    Psn last_psn{0};
-    uint64_t packets = 0;  // EvStats::packets and bytes, counted on every data packet
-    uint64_t bytes = 0;
+    EvStats stats;
   };
-  static_assert(sizeof(Slot) == 64);
 
   EvSet(const EvSetConfig& config, uint64_t seed);
 
@@ -151,8 +142,6 @@ class EvSet {
 
   const Slot& slot(uint16_t index) const { return slots_[index]; }
   Slot& slot(uint16_t index) { return slots_[index]; }
-  // Every counter of the slot (its packets and bytes from Slot, the rest from Detail).
-  EvStats stats(uint16_t index) const;
   size_t size() const { return slots_.size(); }
   int planes() const { return config_.planes; }
   // Active slots that are usable (GOOD or SKIP), in all and per plane: counts kept up to date
@@ -185,16 +174,6 @@ class EvSet {
   EvSetConfig config_;
   Prng prng_;
   std::vector<Slot> slots_;
-  // The counters a packet does not touch, one per slot.
-  struct Detail {
-    uint64_t losses = 0;
-    uint64_t ecn_marks = 0;
-    uint64_t trims = 0;
-    uint64_t probes_sent = 0;
-    uint64_t probes_answered = 0;
-    uint64_t state_changes = 0;
-  };
-  std::vector<Detail> details_;
   // A plane's rotation: where it lies in order_, the next position in it, the slot next()
   // returned last and the rotations so far. Kept in the object rather than in per-plane
   // vectors of their own: next() runs on every packet, and each separate block it read first

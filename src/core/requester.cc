@@ -32,7 +32,9 @@ Requester::Requester(const QpConfig& config, QpStats& stats, EvSet& evs, Congest
       sq_capacity_(config.max_send_wr),
       window_(static_cast<uint32_t>(config.mpr) * 128),
       retransmits_(static_cast<uint32_t>(config.mpr) * 128),
-      tx_order_(static_cast<size_t>(config.mpr) * 128 * 2 + 64) {}
+      tx_order_(static_cast<size_t>(config.mpr) * 128 * 2 + 64),
+      ev_last_psn_(evs.size()),
+      ev_last_tx_(evs.size(), 0) {}
 
 void Requester::start(Psn initial_psn, Qpn self_qp, Qpn dest_qp) {
   window_.reset(initial_psn);
@@ -220,13 +222,13 @@ void Requester::gather(const WorkRequest& w, uint64_t offset, uint32_t length, u
 size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_t> out,
                            TxMeta& meta) {
   SentPacket& p = window_.at(psn);
-  EvSet::Slot& ev = evs_.slot(slot);
-  p.has_prev_on_ev = ev.last_tx != 0;
-  p.prev_psn_on_ev = ev.last_psn;
-  p.prev_tx_on_ev = ev.last_tx;
+  const EvSet::Slot& ev = evs_.slot(slot);
+  p.has_prev_on_ev = ev_last_tx_[slot] != 0;
+  p.prev_psn_on_ev = ev_last_psn_[slot];
+  p.prev_tx_on_ev = ev_last_tx_[slot];
   p.tx_sequence = next_tx_sequence_++;
-  ev.last_psn = psn;
-  ev.last_tx = p.tx_sequence;
+  ev_last_psn_[slot] = psn;
+  ev_last_tx_[slot] = p.tx_sequence;
   if (p.transmissions == 0) {
     p.first_ev = ev.ev;
     p.first_timestamp = wire::timestamp_of(now);
@@ -256,8 +258,9 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   MRC_ASSERT(recorded);  // callers check tx_order_.full() first
   add_in_flight(p);
   meta = TxMeta{ev.plane, ev.ev, 0, true, static_cast<uint32_t>(header)};
-  ++ev.packets;
-  ev.bytes += p.length;
+  EvStats& es = evs_.slot(slot).stats;
+  ++es.packets;
+  es.bytes += p.length;
   ++stats_.data_packets_sent;
   stats_.data_bytes_sent += p.length;
   ++stats_.planes[ev.plane.value].packets_sent;

@@ -193,6 +193,8 @@ class Requester {
   // packet waits for RACK or the tail probe instead); grown on demand, as most QPs never have one.
   static constexpr size_t kMaxSuspects = 1024;
   std::vector<Suspect> suspects_;
+  std::vector<Psn> ev_last_psn_;
+  std::vector<uint64_t> ev_last_tx_;  // 0 = nothing sent on this slot yet
 
   Qpn self_qp_{0};
   Qpn dest_qp_{0};

@@ -405,10 +405,9 @@ json plane_and_ev_summary(PerfSide& side) {
       for (size_t i = 0; i < evs->size(); ++i) {
         const EvSet::Slot& slot = evs->slot(static_cast<uint16_t>(i));
         if (slot.active) ++ev_states[to_string(slot.state)];
-        const EvStats es = evs->stats(static_cast<uint16_t>(i));
-        if (es.losses > 0)
+        if (slot.stats.losses > 0)
           worst.push_back({{"ev", slot.ev.value}, {"plane", slot.plane.value}, {"state", to_string(slot.state)},
-                           {"packets", es.packets}, {"losses", es.losses}});
+                           {"packets", slot.stats.packets}, {"losses", slot.stats.losses}});
       }
     }
   }
