@@ -270,6 +270,7 @@ struct LoggingEvent {
 
 TEST(EventQueueTest, AsksTheEventsAheadToPrefetchInStages) {
   EventQueue q;
+  q.set_prefetch(true);
   PrefetchLog log;
   std::vector<int> boxed_ran;
   for (int id = 0; id < 12; ++id) q.schedule(Instant{id / 3 * 1000}, LoggingEvent{&log, id});  // 3 per bucket
@@ -290,6 +291,15 @@ TEST(EventQueueTest, AsksTheEventsAheadToPrefetchInStages) {
   EXPECT_EQ(boxed_ran, std::vector<int>{99});
   for (int id = 4; id < 12; ++id) EXPECT_EQ(stages[id], (std::vector<int>{0, 1, 2})) << "event " << id;
   EXPECT_EQ(stages[1], std::vector<int>{2});  // asked only by event 0, as the next one
+}
+
+TEST(EventQueueTest, AsksNothingUnlessPrefetchIsOn) {
+  EventQueue q;
+  PrefetchLog log;
+  for (int id = 0; id < 6; ++id) q.schedule(Instant{id * 10}, LoggingEvent{&log, id});
+  q.run_until(Instant::never());
+  ASSERT_EQ(log.calls.size(), 6u);
+  for (const auto& call : log.calls) EXPECT_EQ(call.second, -1);
 }
 
 // ================================================================ timing and topology

@@ -157,7 +157,7 @@ MRC_INLINE bool EventQueue::step(Instant until) {
   Event event = events_[slot];
   events_[slot].next = free_head_;
   free_head_ = slot;
-  prefetch_ahead(bucket);
+  if (prefetch_) prefetch_ahead(bucket);
   event.call(event, Mode::kRun);
   return true;
 }

@@ -63,6 +63,10 @@ class EventQueue {
   // Runs events until none is left, the clock passes `until`, or `stop()` is called.
   void run_until(Instant until);
   void stop() { stopped_ = true; }
+  // Whether events are asked to prefetch (see above; off by default): it pays where the events'
+  // data has left the cache (a thousand hosts), and costs ~200 instructions per event where it
+  // has not.
+  void set_prefetch(bool on) { prefetch_ = on; }
   bool stopped() const { return stopped_; }
 
   size_t pending() const { return in_wheel_ + far_.size(); }
@@ -137,6 +141,7 @@ class EventQueue {
   uint64_t next_sequence_ = 0;
   uint64_t events_run_ = 0;
   bool stopped_ = false;
+  bool prefetch_ = false;
 };
 
 template <typename F>

@@ -96,6 +96,11 @@ class Fabric {
   // Per host: the table its engine keeps its prefetch hints in (PrefetchHints); the fabric's
   // events that end at a host (a delivery, the uplink going idle) prefetch what it names.
   PrefetchHints& host_hints(HostId host) { return host_hints_[host]; }
+  // Whether a run on this fabric should prefetch (EventQueue::set_prefetch, host hints): from
+  // kPrefetchFromHosts hosts on, where a host's data has left the cache by its next event
+  // (BENCHMARKS.md, "Session 10": at 256 hosts it only cost instructions).
+  static constexpr uint32_t kPrefetchFromHosts = 512;
+  bool prefetching() const { return config_.hosts >= kPrefetchFromHosts; }
 
   // ---- Topology.
   const FabricConfig& config() const { return config_; }

@@ -13,7 +13,7 @@ SimHost::SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointCo
       hints_(&fabric.host_hints(id)),
       endpoint_(config),
       ask_fabric_(fabric.can_pause_hosts()) {
-  endpoint_.set_prefetch_hints(&fabric.host_hints(id));
+  if (fabric.prefetching()) endpoint_.set_prefetch_hints(&fabric.host_hints(id));
 }
 
 void SimHost::Timer::prefetch(int stage) const {

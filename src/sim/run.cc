@@ -185,6 +185,7 @@ void Runner::build() {
   FabricConfig fabric = sc_.fabric;
   if (sc_.transport.kind == TransportKind::kRocePfc) make_lossless(fabric, sc_.transport.pfc);
   fabric_ = std::make_unique<Fabric>(events_, fabric, sc_.seed, callbacks);
+  events_.set_prefetch(fabric_->prefetching());
   build_hosts();
   plan_ = plan_workload(sc_.workload, sc_.fabric.hosts, prng_);
   build_flows();
