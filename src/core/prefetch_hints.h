@@ -26,10 +26,11 @@ struct alignas(64) PrefetchHints {
 
   std::array<const void*, kSize> at{};
 
+  static constexpr size_t kUsed = 11;  // the entries above; the rest stay null
+
+  // Prefetches every entry; a prefetch never faults, so null entries need no test.
   void prefetch() const {
-    for (const void* p : at) {
-      if (p != nullptr) __builtin_prefetch(p);
-    }
+    for (size_t i = 0; i < kUsed; ++i) __builtin_prefetch(at[i]);
   }
 };
 
