@@ -122,51 +122,6 @@ void Fabric::start_serializing(Link& link, PacketPtr packet) {
   events_.schedule(Instant{(end + 999) / 1000}, Serialized{this, index});
 }
 
-void Fabric::prefetch_host(uint32_t link, int stage) const {
-  const uint32_t host = link_host_[link];
-  if (host == kNoHost) return;
-  if (stage == 1) {
-    __builtin_prefetch(&host_hints_[host]);
-    __builtin_prefetch(reinterpret_cast<const char*>(&host_hints_[host]) + 64);
-  } else if (stage == 2) {
-    host_hints_[host].prefetch();
-  }
-}
-
-// Stage 0 loads the link; stage 1 the packet it serializes; on a host's uplink, whose host is
-// offered its next packet then, stages 1 and 2 prefetch for the host.
-void Fabric::Serialized::prefetch(int stage) const {
-  const Link& l = fabric->links_[link];
-  if (stage == 0) {
-    __builtin_prefetch(&l);
-    __builtin_prefetch(&fabric->link_host_[link]);
-    return;
-  }
-  if (stage == 1) __builtin_prefetch(l.serializing.get());
-  if (l.link_class == LinkClass::kHostUp) fabric->prefetch_host(link, stage);
-}
-
-// Stage 0 loads the in-flight record and the link; stage 1 the packet; stage 2, for a packet
-// about to reach its host, the packet's headers.
-void Fabric::Arrival::prefetch(int stage) const {
-  const InFlight& flight = fabric->in_flight_[slot];
-  const Link& l = fabric->links_[link];
-  if (stage == 0) {
-    __builtin_prefetch(&flight);
-    __builtin_prefetch(&l);
-    __builtin_prefetch(&fabric->link_host_[link]);
-    return;
-  }
-  if (stage == 1) __builtin_prefetch(flight.packet.get());
-  if (l.link_class != LinkClass::kHostDown) return;
-  if (stage == 2 && flight.packet != nullptr) {
-    const uint8_t* bytes = flight.packet->bytes.data();
-    __builtin_prefetch(bytes);
-    __builtin_prefetch(bytes + 64);
-  }
-  fabric->prefetch_host(link, stage);
-}
-
 void Fabric::on_serialized(uint32_t link_index) {
   Link& link = links_[link_index];
   PacketPtr packet = std::move(link.serializing);
