@@ -64,7 +64,7 @@ class EventQueue {
   void run_until(Instant until);
   void stop() { stopped_ = true; }
   // Whether events are asked to prefetch (see above; off by default): it pays where the events'
-  // data has left the cache (a thousand hosts), and costs ~200 instructions per event where it
+  // data has left the cache (a thousand hosts), and costs ~70 instructions per event where it
   // has not.
   void set_prefetch(bool on) { prefetch_ = on; }
   bool stopped() const { return stopped_; }
