@@ -76,8 +76,8 @@ class EventQueue {
   static constexpr size_t kInlineBytes = 16;
   static constexpr uint32_t kNone = UINT32_MAX;
   // A stored callable: `call(event, kRun)` runs it, `call(event, kDestroy)` only destroys it
-  // (an event still pending when the queue goes away), `call(event, kPrefetch)` calls its
-  // prefetch() if it has one. Trivially copyable, so it is copied out of the slab before it
+  // (an event still pending when the queue goes away), `call(event, kPrefetch0 + s)` calls its
+  // prefetch(s) if it has one. Trivially copyable, so it is copied out of the slab before it
   // runs (running it may schedule and grow the slab).
   enum class Mode : uint8_t { kRun, kDestroy, kPrefetch0 };  // kPrefetch0 + s: stage s
   static constexpr int kPrefetchStages = 3;
