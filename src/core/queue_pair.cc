@@ -325,14 +325,14 @@ Instant QueuePair::send_ready_at() const {
 
 // ---- timers --------------------------------------------------------------------------------
 
-// Asked after every event for every QP: a pure function of the QP's state, so it is kept until a
-// call that may change that state (each one marks it stale first).
 void QueuePair::set_prefetch_hints(PrefetchHints* hints) {
   hints_ = hints;
   if (evs_) evs_->set_prefetch_hints(hints);
   if (responder_) responder_->set_prefetch_hints(hints);
 }
 
+// Asked after every event for every QP: a pure function of the QP's state, so it is kept until a
+// call that may change that state (each one marks it stale first).
 Instant QueuePair::next_deadline() const {
   if (deadline_stale_) {
     deadline_cache_ = compute_deadline();

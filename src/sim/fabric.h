@@ -270,8 +270,8 @@ inline void Fabric::Serialized::prefetch(int stage) const {
   if (l.link_class == LinkClass::kHostUp) fabric->prefetch_host(link, stage);
 }
 
-// Stage 0 loads the in-flight record and the link; stage 1 the packet; stage 2, for a packet
-// about to reach its host, the packet's headers.
+// Stage 0 loads the in-flight record and the link; stage 1 the packet; for a packet about to
+// reach its host, stage 2 its headers, and stages 1 and 2 prefetch for that host.
 inline void Fabric::Arrival::prefetch(int stage) const {
   const InFlight& flight = fabric->in_flight_[slot];
   const Link& l = fabric->links_[link];

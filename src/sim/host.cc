@@ -22,7 +22,6 @@ void SimHost::Timer::prefetch(int stage) const {
   } else if (stage == 1) {
     __builtin_prefetch(host->hints_);  // both lines of the table, as the fabric's events
     __builtin_prefetch(reinterpret_cast<const char*>(host->hints_) + 64);
-    __builtin_prefetch(reinterpret_cast<const char*>(host->hints_) + 64);
   } else {
     host->hints_->prefetch();
   }

@@ -274,7 +274,7 @@ void Runner::build_flows() {
   for (uint32_t i = 0; i < flows_.size(); ++i) {
     Flow& f = *flows_[i];
     if (f.sender == nullptr && f.base_sender == nullptr) connect_flow(i);
-    flow_of_receiver_[(static_cast<uint64_t>(f.dst) << 32) | receiver_id(f)] = i;
+    if (baseline_) flow_of_receiver_[(static_cast<uint64_t>(f.dst) << 32) | receiver_id(f)] = i;
     setup_buffers(f, i);
   }
 }
