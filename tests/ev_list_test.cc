@@ -86,7 +86,7 @@ TEST(EvList, LossTakesTheEvOutWithoutAReplacementAndProbesBringItBack) {
   // Probes revive it; a long run of unanswered probes never changes its value.
   Instant now{0};
   for (int i = 0; i < 40; ++i) {
-    now = evs.slot(bad).next_probe_at;
+    now = evs.next_probe_at(bad);
     ASSERT_EQ(evs.probe_due(plane(0), now), bad);
     evs.on_probe_sent(bad, now);
   }
@@ -94,7 +94,7 @@ TEST(EvList, LossTakesTheEvOutWithoutAReplacementAndProbesBringItBack) {
   EXPECT_EQ(evs.transitions().regenerated, 0u);
   for (int i = 0; i < 3; ++i) {
     evs.on_probe_answered(bad);
-    if (i < 2) evs.on_probe_sent(bad, evs.slot(bad).next_probe_at);
+    if (i < 2) evs.on_probe_sent(bad, evs.next_probe_at(bad));
   }
   EXPECT_EQ(evs.slot(bad).state, EvState::kGood);
 }

@@ -125,8 +125,8 @@ TEST(EvBackgroundProbe, DeadlineShowsTheNextProbeOnceNoneIsDue) {
   for (int strike = 0; strike < 2; ++strike) evs.on_loss(b, t0 + Duration::from_us(30));
   ASSERT_EQ(evs.slot(a).state, EvState::kAssumedBad);
   ASSERT_EQ(evs.slot(b).state, EvState::kAssumedBad);
-  const Instant a_due = evs.slot(a).next_probe_at;
-  const Instant b_due = evs.slot(b).next_probe_at;
+  const Instant a_due = evs.next_probe_at(a);
+  const Instant b_due = evs.next_probe_at(b);
   ASSERT_LT(a_due, b_due);
   qp->on_timer(a_due);  // a's probe is due: latched
   evs.revive(a);        // and a recovers before the probe goes out

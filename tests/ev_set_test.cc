@@ -135,7 +135,7 @@ TEST(EvSet, SkipIsPassedOverExactlyOnce) {
   // A trim does the same.
   evs.on_trim(skipped);
   EXPECT_EQ(evs.slot(skipped).state, EvState::kSkip);
-  EXPECT_EQ(evs.slot(skipped).stats.trims, 1u);
+  EXPECT_EQ(evs.stats(skipped).trims, 1u);
 }
 
 TEST(EvSet, LossRetiresTheEvAndABackupOfTheSamePlaneReplacesIt) {
@@ -205,7 +205,7 @@ TEST(EvSet, ProbesReviveAnEvAfterEnoughAnswers) {
   EXPECT_EQ(evs.transitions().revived, 1u);
   EXPECT_TRUE(evs.next_probe_at().is_never());
   EXPECT_EQ(evs.probe_due(plane(0), now + Duration{1'000'000'000}), EvSet::kNoSlot);
-  EXPECT_EQ(evs.slot(bad).stats.probes_sent, 3u);
+  EXPECT_EQ(evs.stats(bad).probes_sent, 3u);
 }
 
 // Where the RTT is longer than the probe interval (deep queues, a busy host), a probe waits an

@@ -272,7 +272,7 @@ TEST(Metrics, EvSeriesActiveOnlyOrAll) {
   EXPECT_EQ(all.sum("mrc_ev_state", {}), static_cast<double>(evs.size()));  // one state each
   size_t with_packets = 0;
   for (size_t i = 0; i < evs.size(); ++i)
-    with_packets += evs.slot(static_cast<uint16_t>(i)).stats.packets > 0;
+    with_packets += evs.slot(static_cast<uint16_t>(i)).packets > 0;
   EXPECT_GT(with_packets, 0u);
   EXPECT_LT(active.count("mrc_ev_data_packets_sent_total"), evs.size());
   EXPECT_GE(active.count("mrc_ev_data_packets_sent_total"), with_packets);

@@ -72,7 +72,7 @@ void check_paths(const Side& side, const EvList& ev_list) {
   if (ev_list.empty()) return;
   const EvSet* evs = side.qp->evs();
   ASSERT_NE(evs, nullptr);
-  for (uint16_t k = 0; k < evs->size(); ++k) EXPECT_GT(evs->slot(k).stats.packets, 0u) << "listed EV " << k;
+  for (uint16_t k = 0; k < evs->size(); ++k) EXPECT_GT(evs->slot(k).packets, 0u) << "listed EV " << k;
   for (int p = 0; p < 4; ++p) {
     const bool listed = std::any_of(ev_list.begin(), ev_list.end(), [&](auto e) { return e.first == p; });
     if (!listed) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "util/assert.h"
+#include "util/prefetch.h"
 
 namespace mrc {
 
@@ -30,6 +31,7 @@ EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
   } else {
     build_explicit();
   }
+  details_.resize(slots_.size());
   for (int p = 0; p < config.planes; ++p) reshuffle(PlaneId(static_cast<uint8_t>(p)));
 }
 
@@ -143,7 +145,7 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
     if (hints_ != nullptr) {
       note_hints(plane, r);
     } else if (r.cursor < order.size()) {
-      __builtin_prefetch(&slots_[order[r.cursor]]);
+      mrc::prefetch(&slots_[order[r.cursor]]);
     }
     return r.last = index;
   }
@@ -158,6 +160,12 @@ void EvSet::note_hints(PlaneId plane, const Rotation& r) {
   hints_->at[PrefetchHints::kRotation] = known ? &order_[r.begin + r.cursor] : nullptr;
   if (plane.value < PrefetchHints::kEvSlotPlanes)
     hints_->at[PrefetchHints::kEvSlot + plane.value] = known ? &slots_[order_[r.begin + r.cursor]] : nullptr;
+}
+
+EvStats EvSet::stats(uint16_t index) const {
+  const Slot& s = slots_[index];
+  const Detail& d = details_[index];
+  return EvStats{s.packets, s.bytes, d.losses, d.ecn_marks, d.trims, d.probes_sent, d.probes_answered, d.state_changes};
 }
 
 uint16_t EvSet::slot_of(Ev ev) const {
@@ -183,12 +191,12 @@ void EvSet::set_state(uint16_t slot, EvState state) {
   probe_times_dirty_ |= s.state == EvState::kAssumedBad || state == EvState::kAssumedBad;
   if (s.active && usable(s.state) != usable(state)) count_usable(s.plane, usable(state) ? 1 : -1);
   s.state = state;
-  ++s.stats.state_changes;
+  ++details_[slot].state_changes;
 }
 
 void EvSet::on_ecn(uint16_t slot) {
   Slot& s = slots_[slot];
-  ++s.stats.ecn_marks;
+  ++details_[slot].ecn_marks;
   if (s.state == EvState::kGood) {
     set_state(slot, EvState::kSkip);
     ++transitions_.to_skip;
@@ -197,7 +205,7 @@ void EvSet::on_ecn(uint16_t slot) {
 
 void EvSet::on_trim(uint16_t slot) {
   Slot& s = slots_[slot];
-  ++s.stats.trims;
+  ++details_[slot].trims;
   if (s.state == EvState::kGood) {
     set_state(slot, EvState::kSkip);
     ++transitions_.to_skip;
@@ -206,7 +214,7 @@ void EvSet::on_trim(uint16_t slot) {
 
 void EvSet::on_loss(uint16_t slot, Instant now) {
   Slot& s = slots_[slot];
-  ++s.stats.losses;
+  ++details_[slot].losses;
   if (s.state == EvState::kAssumedBad) {
     s.probe_successes = 0;
     return;
@@ -234,7 +242,7 @@ void EvSet::retire(uint16_t slot, Instant now) {
   s.probe_successes = 0;
   s.failed_probes = 0;
   s.probe_outstanding = false;
-  s.next_probe_at = now + config_.probe_interval;
+  details_[slot].next_probe_at = now + config_.probe_interval;
   refill(s.plane);
 }
 
@@ -258,13 +266,13 @@ void EvSet::refill(PlaneId plane) {
 
 void EvSet::on_probe_answered(uint16_t slot) {
   Slot& s = slots_[slot];
-  ++s.stats.probes_answered;
+  ++details_[slot].probes_answered;
   if (s.state != EvState::kAssumedBad || !s.probe_outstanding) return;
   s.probe_outstanding = false;
   s.failed_probes = 0;
   if (++s.probe_successes < config_.revive_probes) return;
   set_state(slot, EvState::kGood);
-  s.next_probe_at = Instant::never();
+  details_[slot].next_probe_at = Instant::never();
   ++transitions_.revived;
   refill(s.plane);
 }
@@ -274,7 +282,7 @@ void EvSet::revive(uint16_t slot) {
   s.strike_uses = 0;  // the loss that struck it was not one
   if (s.state != EvState::kAssumedBad) return;
   set_state(slot, EvState::kGood);
-  s.next_probe_at = Instant::never();
+  details_[slot].next_probe_at = Instant::never();
   s.probe_outstanding = false;
   ++transitions_.revived;
   refill(s.plane);
@@ -283,9 +291,10 @@ void EvSet::revive(uint16_t slot) {
 void EvSet::refresh_probe_times() const {
   if (!probe_times_dirty_) return;
   std::fill(plane_probe_at_.begin(), plane_probe_at_.end(), Instant::never());
-  for (const Slot& s : slots_) {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
     if (s.state == EvState::kAssumedBad)
-      plane_probe_at_[s.plane.value] = std::min(plane_probe_at_[s.plane.value], s.next_probe_at);
+      plane_probe_at_[s.plane.value] = std::min(plane_probe_at_[s.plane.value], details_[i].next_probe_at);
   }
   probe_at_ = *std::min_element(plane_probe_at_.begin(), plane_probe_at_.end());
   probe_times_dirty_ = false;
@@ -297,7 +306,8 @@ uint16_t EvSet::probe_due(PlaneId plane, Instant now) {
   if (now < plane_probe_at_[plane.value]) return kNoSlot;
   for (uint16_t index = 0; index < slots_.size(); ++index) {
     const Slot& s = slots_[index];
-    if (s.plane == plane && s.state == EvState::kAssumedBad && s.next_probe_at <= now) return index;
+    if (s.plane == plane && s.state == EvState::kAssumedBad && details_[index].next_probe_at <= now)
+      return index;
   }
   return kNoSlot;
 }
@@ -315,7 +325,7 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
     }
   }
   s.probe_outstanding = true;
-  ++s.stats.probes_sent;
+  ++details_[slot].probes_sent;
   // Back off while the path stays dead, so a dead plane's EVs do not
   // flood it with probes; the first answer brings the interval back.
   // A few lost probes are normal on a lossy path; back off only after kProbesBeforeBackoff.
@@ -326,7 +336,7 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
   // repaired path is found again within a few RTTs.
   const int64_t interval_ns = std::max(config_.probe_interval.ns, rtt.ns);
   const int64_t cap_ns = std::max(config_.probe_interval.ns << 7, 4 * rtt.ns);
-  s.next_probe_at = now + Duration{std::min(interval_ns << backoff, cap_ns)};
+  details_[slot].next_probe_at = now + Duration{std::min(interval_ns << backoff, cap_ns)};
   probe_times_dirty_ = true;
 }
 
@@ -343,7 +353,7 @@ bool EvSet::set_denied(uint16_t slot, bool denied) {
     if (s.state == EvState::kDenied) return true;
     set_state(slot, EvState::kDenied);
     ++transitions_.to_denied;
-    s.next_probe_at = Instant::never();
+    details_[slot].next_probe_at = Instant::never();
     refill(s.plane);
   } else if (s.state == EvState::kDenied) {
     set_state(slot, EvState::kGood);

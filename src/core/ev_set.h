@@ -97,8 +97,13 @@ class EvSet {
   static constexpr uint16_t kNoSlot = 0xFFFF;
   static constexpr uint32_t kProbesBeforeBackoff = 3;
 
-  struct Slot {
+  // What a packet reads and writes of its EV: 32 bytes, two slots per cache line. At fabric
+  // scale every packet takes a random slot of its QP's set and the slots leave the cache between
+  // two uses (a 1024-host ring touches 2 x 128 slots per host), so the slots' size is most of
+  // the simulator's hot set; the rare fields (probe time, loss and mark counters) live apart.
+  struct alignas(32) Slot {
     Ev ev{0};
+    uint32_t skip_round = UINT32_MAX;  // the plane's rotation in which a SKIP was spent
     PlaneId plane{0};
     EvState state = EvState::kGood;
     bool active = false;
@@ -106,10 +111,10 @@ class EvSet {
     uint8_t probe_successes = 0;
     uint8_t strike_uses = 0;  // after a first loss: uses left in which a second one retires it
     uint16_t failed_probes = 0;
-    uint32_t skip_round = UINT32_MAX;  // the plane's rotation in which a SKIP was spent
-    Instant next_probe_at = Instant::never();
-    EvStats stats;
+    uint64_t packets = 0;  // data packets sent on the EV (EvStats::packets)
+    uint64_t bytes = 0;    // their payload bytes (EvStats::bytes)
   };
+  static_assert(sizeof(Slot) == 32);
 
   EvSet(const EvSetConfig& config, uint64_t seed);
 
@@ -141,7 +146,15 @@ class EvSet {
   bool set_denied(uint16_t slot, bool denied);
 
   const Slot& slot(uint16_t index) const { return slots_[index]; }
-  Slot& slot(uint16_t index) { return slots_[index]; }
+  // A data packet of `bytes` payload bytes went out on the slot's EV.
+  void count_sent(uint16_t index, uint32_t bytes) {
+    Slot& s = slots_[index];
+    ++s.packets;
+    s.bytes += bytes;
+  }
+  EvStats stats(uint16_t index) const;
+  // When the slot's next background probe is due (ASSUMED_BAD slots; never otherwise).
+  Instant next_probe_at(uint16_t index) const { return details_[index].next_probe_at; }
   size_t size() const { return slots_.size(); }
   int planes() const { return config_.planes; }
   // Active slots that are usable (GOOD or SKIP), in all and per plane: counts kept up to date
@@ -174,6 +187,17 @@ class EvSet {
   EvSetConfig config_;
   Prng prng_;
   std::vector<Slot> slots_;
+  // Per slot, what packets do not touch: read when probing and reporting.
+  struct Detail {
+    Instant next_probe_at = Instant::never();
+    uint64_t losses = 0;
+    uint64_t ecn_marks = 0;
+    uint64_t trims = 0;
+    uint64_t probes_sent = 0;
+    uint64_t probes_answered = 0;
+    uint64_t state_changes = 0;
+  };
+  std::vector<Detail> details_;
   // A plane's rotation: where it lies in order_, the next position in it, the slot next()
   // returned last and the rotations so far. Kept in the object rather than in per-plane
   // vectors of their own: next() runs on every packet, and each separate block it read first

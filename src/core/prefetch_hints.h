@@ -10,6 +10,8 @@
 #include <array>
 #include <cstddef>
 
+#include "util/prefetch.h"
+
 namespace mrc {
 
 struct alignas(64) PrefetchHints {
@@ -30,7 +32,7 @@ struct alignas(64) PrefetchHints {
 
   // Prefetches every entry; a prefetch never faults, so null entries need no test.
   void prefetch() const {
-    for (size_t i = 0; i < kUsed; ++i) __builtin_prefetch(at[i]);
+    for (size_t i = 0; i < kUsed; ++i) mrc::prefetch(at[i]);
   }
 };
 

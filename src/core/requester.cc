@@ -258,9 +258,7 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   MRC_ASSERT(recorded);  // callers check tx_order_.full() first
   add_in_flight(p);
   meta = TxMeta{ev.plane, ev.ev, 0, true, static_cast<uint32_t>(header)};
-  EvStats& es = evs_.slot(slot).stats;
-  ++es.packets;
-  es.bytes += p.length;
+  evs_.count_sent(slot, p.length);
   ++stats_.data_packets_sent;
   stats_.data_bytes_sent += p.length;
   ++stats_.planes[ev.plane.value].packets_sent;

@@ -153,9 +153,10 @@ json qp_evs(const mrc_qp& q) {
   const EvSet& set = *q.qp->evs();
   for (uint16_t i = 0; i < set.size(); ++i) {
     const EvSet::Slot& s = set.slot(i);
+    const EvStats st = set.stats(i);
     evs.push_back({{"ev", s.ev.value}, {"port", s.plane.value + 1}, {"state", engine_state_name(s.state)},
-                   {"active", s.active}, {"packets", s.stats.packets}, {"losses", s.stats.losses},
-                   {"probes_sent", s.stats.probes_sent}, {"probes_answered", s.stats.probes_answered}});
+                   {"active", s.active}, {"packets", st.packets}, {"losses", st.losses},
+                   {"probes_sent", st.probes_sent}, {"probes_answered", st.probes_answered}});
   }
   return evs;
 }

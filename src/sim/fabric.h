@@ -23,6 +23,7 @@
 #include "sim/packet.h"
 #include "sim/topology.h"
 #include "util/assert.h"
+#include "util/prefetch.h"
 
 namespace mrc::sim {
 
@@ -226,14 +227,17 @@ class Fabric {
   std::vector<uint32_t> host_ports_;  // per (host, plane): global uplink, downlink
   std::vector<Link> links_;  // plane-major: plane * links_per_plane + local
   std::vector<InFlight> in_flight_;
-  // Per link: the host a host link ends at (its uplink's sender, its downlink's receiver), else
-  // kNoHost. Apart from the links and indexed like them, so its address needs no load.
+  // Per link: the host whose event a hop on it ends in, tagged: a host uplink's sender (its
+  // Serialized event offers the host its next packet), a host downlink's receiver with
+  // kArrivalBit (its Arrival delivers to the host); else kNoHost. Apart from the links and
+  // read directly by the first prefetch stage: one small array, which stays in the cache.
   static constexpr uint32_t kNoHost = UINT32_MAX;
+  static constexpr uint32_t kArrivalBit = 1u << 31;
   std::vector<uint32_t> link_host_;
   std::vector<PrefetchHints> host_hints_;
-  // Stage `stage` of prefetching what a host reads in an event that ends at it: 1 its hints,
-  // 2 what they name.
-  void prefetch_host(uint32_t link, int stage) const;
+  // Stage `stage` of prefetching what a host reads in the event of a hop on `link` that ends at
+  // it (`arrival`: an Arrival, else a Serialized): 0 its hints, 1 what they name.
+  void prefetch_host(uint32_t link, bool arrival, int stage) const;
   std::vector<uint32_t> free_slots_;
   std::vector<std::unordered_set<uint32_t>> blackholes_;  // per plane: blackholed EVs
   size_t blackhole_count_ = 0;
@@ -246,49 +250,42 @@ class Fabric {
 };
 
 // The hop events' prefetch hooks, inline: they run three times per event.
-inline void Fabric::prefetch_host(uint32_t link, int stage) const {
-  const uint32_t host = link_host_[link];
-  if (host == kNoHost) return;
-  if (stage == 1) {
-    __builtin_prefetch(&host_hints_[host]);
-    __builtin_prefetch(reinterpret_cast<const char*>(&host_hints_[host]) + 64);
-  } else if (stage == 2) {
-    host_hints_[host].prefetch();
+inline void Fabric::prefetch_host(uint32_t link, bool arrival, int stage) const {
+  const uint32_t tagged = link_host_[link];
+  if (tagged == kNoHost || ((tagged & kArrivalBit) != 0) != arrival) return;
+  const PrefetchHints& hints = host_hints_[tagged & ~kArrivalBit];
+  if (stage == 0) {
+    mrc::prefetch(&hints);
+    mrc::prefetch(reinterpret_cast<const char*>(&hints) + 64);
+  } else if (stage == 1) {
+    hints.prefetch();
   }
 }
 
-// Stage 0 loads the link; stage 1 the packet it serializes; on a host's uplink, whose host is
-// offered its next packet then, stages 1 and 2 prefetch for the host.
+// Stage 0 loads the link; stage 1 the packet it serializes. On a host's uplink, whose host is
+// offered its next packet then, stages 0 and 1 prefetch for the host: the entries two events
+// ahead, as long as a cold load takes.
 inline void Fabric::Serialized::prefetch(int stage) const {
-  const Link& l = fabric->links_[link];
-  if (stage == 0) {
-    __builtin_prefetch(&l);
-    __builtin_prefetch(&fabric->link_host_[link]);
-    return;
-  }
-  if (stage == 1) __builtin_prefetch(l.serializing.get());
-  if (l.link_class == LinkClass::kHostUp) fabric->prefetch_host(link, stage);
+  if (stage == 0) mrc::prefetch(&fabric->links_[link]);
+  if (stage == 1) mrc::prefetch(fabric->links_[link].serializing.get());
+  fabric->prefetch_host(link, /*arrival=*/false, stage);
 }
 
 // Stage 0 loads the in-flight record and the link; stage 1 the packet; for a packet about to
-// reach its host, stage 2 its headers, and stages 1 and 2 prefetch for that host.
+// reach its host, stage 2 its headers, and stages 0 and 1 prefetch for that host.
 inline void Fabric::Arrival::prefetch(int stage) const {
   const InFlight& flight = fabric->in_flight_[slot];
-  const Link& l = fabric->links_[link];
   if (stage == 0) {
-    __builtin_prefetch(&flight);
-    __builtin_prefetch(&l);
-    __builtin_prefetch(&fabric->link_host_[link]);
-    return;
-  }
-  if (stage == 1) __builtin_prefetch(flight.packet.get());
-  if (l.link_class != LinkClass::kHostDown) return;
-  if (stage == 2 && flight.packet != nullptr) {
+    mrc::prefetch(&flight);
+    mrc::prefetch(&fabric->links_[link]);
+  } else if (stage == 1) {
+    mrc::prefetch(flight.packet.get());
+  } else if (fabric->links_[link].link_class == LinkClass::kHostDown && flight.packet != nullptr) {
     const uint8_t* bytes = flight.packet->bytes.data();
-    __builtin_prefetch(bytes);
-    __builtin_prefetch(bytes + 64);
+    mrc::prefetch(bytes);
+    mrc::prefetch(bytes + 64);
   }
-  fabric->prefetch_host(link, stage);
+  fabric->prefetch_host(link, /*arrival=*/true, stage);
 }
 
 }  // namespace mrc::sim

@@ -4,6 +4,8 @@
 // packet that carries it.
 #include "sim/host.h"
 
+#include "util/prefetch.h"
+
 namespace mrc::sim {
 
 SimHost::SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointConfig& config)
@@ -18,10 +20,10 @@ SimHost::SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointCo
 
 void SimHost::Timer::prefetch(int stage) const {
   if (stage == 0) {
-    __builtin_prefetch(host);
+    mrc::prefetch(host);
   } else if (stage == 1) {
-    __builtin_prefetch(host->hints_);  // both lines of the table, as the fabric's events
-    __builtin_prefetch(reinterpret_cast<const char*>(host->hints_) + 64);
+    mrc::prefetch(host->hints_);  // both lines of the table, as the fabric's events
+    mrc::prefetch(reinterpret_cast<const char*>(host->hints_) + 64);
   } else {
     host->hints_->prefetch();
   }

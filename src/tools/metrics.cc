@@ -210,15 +210,14 @@ void render_ev_transitions(MetricsWriter& w, const EvSet& evs, const MetricLabel
   }
 }
 
-bool ev_has_activity(const EvSet::Slot& slot) {
-  const EvStats& s = slot.stats;
+bool ev_has_activity(const EvSet::Slot& slot, const EvStats& s) {
   return s.packets > 0 || s.probes_sent > 0 || s.state_changes > 0 || slot.state != EvState::kGood;
 }
 
-void render_ev(MetricsWriter& w, const EvSet::Slot& slot, const MetricLabels& qp_labels) {
+void render_ev(MetricsWriter& w, const EvSet::Slot& slot, const EvStats& s,
+               const MetricLabels& qp_labels) {
   const MetricLabels l = with(with(qp_labels, "plane", std::to_string(slot.plane.value)), "ev",
                               std::to_string(slot.ev.value));
-  const EvStats& s = slot.stats;
   w.counter("mrc_ev_data_packets_sent_total", "Data packets sent on this EV.", l, s.packets);
   w.counter("mrc_ev_data_sent_bytes_total", "Payload bytes sent on this EV.", l, s.bytes);
   w.counter("mrc_ev_losses_total", "Losses charged to this EV.", l, s.losses);
@@ -250,7 +249,8 @@ void render_qp(MetricsWriter& w, QueuePair& qp, const MetricsOptions& o) {
   render_ev_transitions(w, *evs, l);
   for (size_t i = 0; i < evs->size(); ++i) {
     const EvSet::Slot& slot = evs->slot(static_cast<uint16_t>(i));
-    if (o.all_evs || ev_has_activity(slot)) render_ev(w, slot, l);
+    const EvStats stats = evs->stats(static_cast<uint16_t>(i));
+    if (o.all_evs || ev_has_activity(slot, stats)) render_ev(w, slot, stats, l);
   }
 }
 

@@ -405,9 +405,10 @@ json plane_and_ev_summary(PerfSide& side) {
       for (size_t i = 0; i < evs->size(); ++i) {
         const EvSet::Slot& slot = evs->slot(static_cast<uint16_t>(i));
         if (slot.active) ++ev_states[to_string(slot.state)];
-        if (slot.stats.losses > 0)
+        const EvStats stats = evs->stats(static_cast<uint16_t>(i));
+        if (stats.losses > 0)
           worst.push_back({{"ev", slot.ev.value}, {"plane", slot.plane.value}, {"state", to_string(slot.state)},
-                           {"packets", slot.stats.packets}, {"losses", slot.stats.losses}});
+                           {"packets", stats.packets}, {"losses", stats.losses}});
       }
     }
   }
