@@ -163,9 +163,10 @@ void EvSet::note_hints(PlaneId plane, const Rotation& r) {
 }
 
 EvStats EvSet::stats(uint16_t index) const {
-  const Slot& s = slots_[index];
-  const Detail& d = details_[index];
-  return EvStats{s.packets, s.bytes, d.losses, d.ecn_marks, d.trims, d.probes_sent, d.probes_answered, d.state_changes};
+  EvStats stats = details_[index].counts;
+  stats.packets = slots_[index].packets;
+  stats.bytes = slots_[index].bytes;
+  return stats;
 }
 
 uint16_t EvSet::slot_of(Ev ev) const {
@@ -191,12 +192,12 @@ void EvSet::set_state(uint16_t slot, EvState state) {
   probe_times_dirty_ |= s.state == EvState::kAssumedBad || state == EvState::kAssumedBad;
   if (s.active && usable(s.state) != usable(state)) count_usable(s.plane, usable(state) ? 1 : -1);
   s.state = state;
-  ++details_[slot].state_changes;
+  ++details_[slot].counts.state_changes;
 }
 
 void EvSet::on_ecn(uint16_t slot) {
   Slot& s = slots_[slot];
-  ++details_[slot].ecn_marks;
+  ++details_[slot].counts.ecn_marks;
   if (s.state == EvState::kGood) {
     set_state(slot, EvState::kSkip);
     ++transitions_.to_skip;
@@ -205,7 +206,7 @@ void EvSet::on_ecn(uint16_t slot) {
 
 void EvSet::on_trim(uint16_t slot) {
   Slot& s = slots_[slot];
-  ++details_[slot].trims;
+  ++details_[slot].counts.trims;
   if (s.state == EvState::kGood) {
     set_state(slot, EvState::kSkip);
     ++transitions_.to_skip;
@@ -214,7 +215,7 @@ void EvSet::on_trim(uint16_t slot) {
 
 void EvSet::on_loss(uint16_t slot, Instant now) {
   Slot& s = slots_[slot];
-  ++details_[slot].losses;
+  ++details_[slot].counts.losses;
   if (s.state == EvState::kAssumedBad) {
     s.probe_successes = 0;
     return;
@@ -266,7 +267,7 @@ void EvSet::refill(PlaneId plane) {
 
 void EvSet::on_probe_answered(uint16_t slot) {
   Slot& s = slots_[slot];
-  ++details_[slot].probes_answered;
+  ++details_[slot].counts.probes_answered;
   if (s.state != EvState::kAssumedBad || !s.probe_outstanding) return;
   s.probe_outstanding = false;
   s.failed_probes = 0;
@@ -325,7 +326,7 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
     }
   }
   s.probe_outstanding = true;
-  ++details_[slot].probes_sent;
+  ++details_[slot].counts.probes_sent;
   // Back off while the path stays dead, so a dead plane's EVs do not
   // flood it with probes; the first answer brings the interval back.
   // A few lost probes are normal on a lossy path; back off only after kProbesBeforeBackoff.

@@ -187,15 +187,11 @@ class EvSet {
   EvSetConfig config_;
   Prng prng_;
   std::vector<Slot> slots_;
-  // Per slot, what packets do not touch: read when probing and reporting.
+  // Per slot, what packets do not touch: read when probing and reporting. Its counts' packets
+  // and bytes stay zero (the slot keeps those).
   struct Detail {
     Instant next_probe_at = Instant::never();
-    uint64_t losses = 0;
-    uint64_t ecn_marks = 0;
-    uint64_t trims = 0;
-    uint64_t probes_sent = 0;
-    uint64_t probes_answered = 0;
-    uint64_t state_changes = 0;
+    EvStats counts;
   };
   std::vector<Detail> details_;
   // A plane's rotation: where it lies in order_, the next position in it, the slot next()
