@@ -230,7 +230,8 @@ class Fabric {
   // Per link: the host whose event a hop on it ends in, tagged: a host uplink's sender (its
   // Serialized event offers the host its next packet), a host downlink's receiver with
   // kArrivalBit (its Arrival delivers to the host); else kNoHost. Apart from the links and
-  // read directly by the first prefetch stage: one small array, which stays in the cache.
+  // read directly by the first prefetch stage: 4 bytes per link, often still cached (at 1024
+  // hosts not always: the Arrival hook's stalls sit on this read, BENCHMARKS.md "Session 11").
   static constexpr uint32_t kNoHost = UINT32_MAX;
   static constexpr uint32_t kArrivalBit = 1u << 31;
   std::vector<uint32_t> link_host_;
