@@ -295,7 +295,8 @@ void EvSet::refresh_probe_times() const {
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
     if (s.state == EvState::kAssumedBad)
-      plane_probe_at_[s.plane.value] = std::min(plane_probe_at_[s.plane.value], details_[i].next_probe_at);
+      plane_probe_at_[s.plane.value] =
+          std::min(plane_probe_at_[s.plane.value], details_[i].next_probe_at);
   }
   probe_at_ = *std::min_element(plane_probe_at_.begin(), plane_probe_at_.end());
   probe_times_dirty_ = false;

@@ -17,14 +17,14 @@
 // are boxed on the heap.
 //
 // Prefetch: a callable may also have a const `prefetch(int stage)` that only starts loading what
-// running it will read (mrc::prefetch, util/prefetch.h; it changes nothing). Before running an event the
-// queue asks the next kPrefetchStages events to prefetch: the third one ahead with stage 0, the
-// second with stage 1, the next with stage 2, so an event is asked three times as it comes
-// closer, and each stage may read what the previous one loaded (the packet an in-flight record
-// names, then the packet's bytes). At fabric scale, where every event's data has left the cache
-// since it was last touched, chains of loads that stalled one after another now overlap with
-// the events before. A guess (an event scheduled meanwhile may run first) that cannot change a
-// result.
+// running it will read (mrc::prefetch, util/prefetch.h; it changes nothing). Before running an
+// event the queue asks the next kPrefetchStages events to prefetch: the third one ahead with
+// stage 0, the second with stage 1, the next with stage 2, so an event is asked three times as
+// it comes closer, and each stage may read what the previous one loaded (the packet an
+// in-flight record names, then the packet's bytes). At fabric scale, where every event's data
+// has left the cache since it was last touched, chains of loads that stalled one after another
+// now overlap with the events before. A guess (an event scheduled meanwhile may run first) that
+// cannot change a result.
 #pragma once
 
 #include <cstdint>

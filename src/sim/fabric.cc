@@ -62,7 +62,8 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
   link_host_.resize(links_.size(), kNoHost);
   for (const Link& l : links_) {
     if (l.link_class == LinkClass::kHostUp) link_host_[l.id.value] = topology_.node(l.from).index;
-    if (l.link_class == LinkClass::kHostDown) link_host_[l.id.value] = topology_.node(l.to).index | kArrivalBit;
+    if (l.link_class == LinkClass::kHostDown)
+      link_host_[l.id.value] = topology_.node(l.to).index | kArrivalBit;
   }
   host_hints_.resize(config_.hosts);
   host_ports_.resize(2 * static_cast<size_t>(config_.hosts) * config_.planes);

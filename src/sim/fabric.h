@@ -252,6 +252,7 @@ class Fabric {
 
 // The hop events' prefetch hooks, inline: they run three times per event.
 inline void Fabric::prefetch_host(uint32_t link, bool arrival, int stage) const {
+  if (stage > 1) return;  // nothing left for the host: no need to read its word
   const uint32_t tagged = link_host_[link];
   if (tagged == kNoHost || ((tagged & kArrivalBit) != 0) != arrival) return;
   const PrefetchHints& hints = host_hints_[tagged & ~kArrivalBit];
