@@ -104,7 +104,13 @@ TEST(CollectivesFaults, AVanishedPeerIsAnErrorNamingIt) {
 }
 
 TEST(CollectivesFaults, MismatchedCallsAreAnErrorNotAHang) {
-  Group group(error_group(2, std::chrono::milliseconds(2000), 5852, 13000), "mismatch");
+  // Each rank must hear the other's call before it gives up on it: a retry limit of ~20 ms
+  // (error_group) was hit by a rank starved under a loaded ctest -j2 run, which then reported
+  // "stopped answering" instead. 1.024 us << 16 = 67 ms per timeout, 3 linear and 3
+  // exponential retries: ~1.2 s before giving up, inside the 2 s collective timeout.
+  GroupConfig g = error_group(2, std::chrono::milliseconds(2000), 5852, 13000);
+  g.qp.timeout = 16;
+  Group group(g, "mismatch");
   ASSERT_TRUE(group.ok());
   std::string errors[2];
   group.run([&](int rank, Communicator& c) {

@@ -208,7 +208,9 @@ int main(int argc, char **argv) {
   missing.qpn = 0xABCDE; /* no such QP at the peer */
   struct mrc_qp_attr m;
   memset(&m, 0, sizeof m);
-  m.timeout = 8; /* ~262 us */
+  /* 1.024 us << 18 = 268 ms per timeout, ~1 s with the two retries before the QP gives up:
+   * check_posting must see it alive (262 us timeouts ran out first under a loaded ctest -j2). */
+  m.timeout = 18;
   m.retry.linear_cnt = 1;
   m.retry.exp_cnt = 1;
   CHECK(end_connect(&a, 0x10, &missing, &m, 0, 0, MRC_QP_TIMEOUT | MRC_QP_RETRY_CNT) == 0, "connect A");
