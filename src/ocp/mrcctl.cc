@@ -208,7 +208,10 @@ int cmd_port(const Options& o, const std::vector<std::string>& a) {
 void print_ev_profiles(const json& answer) {
   for (const json& p : answer["profiles"]) {
     std::string mask, denied;
-    for (const json& m : p["event_mask"]) mask += (mask.empty() ? "" : ",") + m.get<std::string>();
+    for (const json& m : p["event_mask"]) {
+      if (!mask.empty()) mask += ',';  // not ("," + string): GCC 12 -O3 LTO warns falsely on it
+      mask += m.get<std::string>();
+    }
     for (const json& d : p["denied"])
       denied += " " + std::to_string(d["ev"].get<int>()) + "/" + std::to_string(d["port"].get<int>());
     std::printf("profile %llu  %-7s  mode %s  count %u  min_active %u  events %s  qps %d%s%s\n",
