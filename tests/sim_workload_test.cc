@@ -51,10 +51,10 @@ TEST(Workload, RingAllreduceStepsWaitForTheChunkReceivedBefore) {
     EXPECT_EQ(tr.group, iteration);
     if (iteration == 0) bytes_per_iteration += tr.bytes;
     if (step == 0 && iteration == 0) {
-      EXPECT_TRUE(tr.after.empty());
+      EXPECT_TRUE(plan.after(tr).empty());
     } else {
-      ASSERT_EQ(tr.after.size(), 1u);
-      const Transfer& before = plan.transfers[tr.after[0]];
+      ASSERT_EQ(plan.after(tr).size(), 1u);
+      const Transfer& before = plan.transfers[plan.after(tr)[0]];
       EXPECT_EQ(plan.flows[before.flow].dst, plan.flows[tr.flow].src);  // what this host received
     }
     EXPECT_EQ(tr.delay.ns, step == 0 ? 10'000 : 0);
@@ -85,11 +85,12 @@ TEST(Workload, RingAllreduceSplitsEachStepOverTheQps) {
     bytes += tr.bytes;
     EXPECT_EQ(tr.flow, t % 12);
     if (t < 12) {
-      EXPECT_TRUE(tr.after.empty());
+      EXPECT_TRUE(plan.after(tr).empty());
       continue;
     }
-    ASSERT_EQ(tr.after.size(), 3u);  // every part of what this host received in the step before
-    for (size_t a : tr.after) {
+    // Every part of what this host received in the step before.
+    ASSERT_EQ(plan.after(tr).size(), 3u);
+    for (size_t a : plan.after(tr)) {
       EXPECT_LT(a, t);
       EXPECT_EQ(plan.flows[plan.transfers[a].flow].dst, plan.flows[tr.flow].src);
     }
@@ -133,12 +134,12 @@ TEST(Workload, RingAllreduceSlicesPipelineAndShuffledRanksFormOneRing) {
     bytes += tr.bytes;
     const size_t part = t % per_step, step = t / (n * per_step) % steps, iteration = t / (n * per_step * steps);
     if (step == 0 && iteration == 0) {
-      EXPECT_TRUE(tr.after.empty());
+      EXPECT_TRUE(plan.after(tr).empty());
     } else if (step == 0) {
-      EXPECT_EQ(tr.after.size(), per_step);  // the whole result of the previous iteration
+      EXPECT_EQ(plan.after(tr).size(), per_step);  // the whole result of the previous iteration
     } else {
-      ASSERT_EQ(tr.after.size(), 2u);  // both QPs' parts of the same slice, one step before
-      for (size_t a : tr.after) {
+      ASSERT_EQ(plan.after(tr).size(), 2u);  // both QPs' parts of the same slice, one step before
+      for (size_t a : plan.after(tr)) {
         EXPECT_EQ(a % per_step / 2, part / 2);                       // the same slice
         EXPECT_EQ(a / (n * per_step), t / (n * per_step) - 1);        // of the step before
         EXPECT_EQ(plan.flows[plan.transfers[a].flow].dst, plan.flows[tr.flow].src);  // into this host

@@ -197,8 +197,8 @@ void EngineImpl::start() {
     op.length = tr.bytes;
     op.imm = tr.imm;
     op.immediate = static_cast<uint32_t>(prng_.next_u32());
-    op.waiting_for = static_cast<uint32_t>(tr.after.size());
-    for (const uint32_t before : tr.after) waiters_[before].push_back(t);
+    op.waiting_for = tr.after_count;
+    for (const uint32_t before : plan_.after(tr)) waiters_[before].push_back(t);
     op.ready = op.waiting_for == 0;
     flows_[tr.flow]->ops.push_back(t);
   }

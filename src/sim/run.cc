@@ -192,6 +192,7 @@ void Runner::build() {
   // Everything the run needs of each transfer is in its Op now; at fabric scale the plan's
   // own records (one small vector each) are a few hundred megabytes.
   std::vector<Transfer>().swap(plan_.transfers);
+  std::vector<uint32_t>().swap(plan_.after_list);
 }
 
 // One transport per host: the engine (SimHost) or a baseline (BaselineHost).
@@ -233,13 +234,13 @@ void Runner::build_waiters() {
   const size_t count = plan_.transfers.size();
   waiter_begin_.assign(count + 1, 0);
   for (const Transfer& tr : plan_.transfers) {
-    for (const uint32_t before : tr.after) ++waiter_begin_[before + 1];
+    for (const uint32_t before : plan_.after(tr)) ++waiter_begin_[before + 1];
   }
   for (size_t t = 0; t < count; ++t) waiter_begin_[t + 1] += waiter_begin_[t];
   waiter_list_.resize(waiter_begin_[count]);
   std::vector<uint32_t> next(waiter_begin_.begin(), waiter_begin_.end() - 1);
   for (uint32_t t = 0; t < count; ++t) {
-    for (const uint32_t before : plan_.transfers[t].after) waiter_list_[next[before]++] = t;
+    for (const uint32_t before : plan_.after(plan_.transfers[t])) waiter_list_[next[before]++] = t;
   }
 }
 
@@ -262,7 +263,7 @@ void Runner::build_flows() {
     op.length = tr.bytes;
     op.imm = tr.imm;
     op.immediate = static_cast<uint32_t>(prng_.next_u32());
-    op.waiting_for = static_cast<uint32_t>(tr.after.size());
+    op.waiting_for = tr.after_count;
     op.delay = tr.delay;
     op.group = tr.group;
     if (op.waiting_for == 0) op.ready_at = Instant{0} + tr.delay;

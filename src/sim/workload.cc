@@ -18,7 +18,7 @@ void add_messages(WorkloadPlan& plan, const Workload& w, HostId src, HostId dst,
       t.flow = flow;
       t.bytes = w.message_bytes;
       t.imm = prng.chance(w.imm_fraction);
-      plan.transfers.push_back(std::move(t));
+      plan.transfers.push_back(t);
     }
   }
 }
@@ -70,13 +70,18 @@ void add_ring_step(WorkloadPlan& plan, const Workload& w, const RingShape& g, ui
       t.bytes = part_bytes(slice, g.qps, q);
       t.imm = true;
       t.group = k;
+      std::vector<uint32_t>& after = plan.after_list;
+      t.after_at = after.size();
       if (s > 0) {
-        for (uint32_t p = 0; p < g.qps; ++p) t.after.push_back(g.index(k, s - 1, prev, j * g.qps + p));
+        for (uint32_t p = 0; p < g.qps; ++p)
+          after.push_back(g.index(k, s - 1, prev, j * g.qps + p));
       } else if (k > 0) {
-        for (uint32_t p = 0; p < g.per_step; ++p) t.after.push_back(g.index(k - 1, g.steps - 1, prev, p));
+        for (uint32_t p = 0; p < g.per_step; ++p)
+          after.push_back(g.index(k - 1, g.steps - 1, prev, p));
       }
+      t.after_count = static_cast<uint32_t>(after.size() - t.after_at);
       if (s == 0) t.delay = w.compute;
-      plan.transfers.push_back(std::move(t));
+      plan.transfers.push_back(t);
     }
   }
 }
@@ -91,6 +96,9 @@ void plan_ring_allreduce(WorkloadPlan& plan, const Workload& w, uint32_t n, Prng
   for (uint32_t r = 0; r < n; ++r) {
     for (uint32_t q = 0; q < g.qps; ++q) plan.flows.push_back({order[r], order[(r + 1) % n]});
   }
+  const size_t transfers = size_t{w.iterations} * g.steps * n * g.per_step;
+  plan.transfers.reserve(transfers);
+  plan.after_list.reserve(transfers * g.qps);
   const uint64_t chunk = w.message_bytes / n;
   const uint64_t last_chunk = w.message_bytes - chunk * (n - 1);
   for (uint32_t k = 0; k < w.iterations; ++k) {

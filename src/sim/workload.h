@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,18 +64,26 @@ struct PlannedFlow {
 
 struct Transfer {
   uint32_t flow = 0;
-  uint64_t bytes = 0;
-  bool imm = false;
-  std::vector<uint32_t> after;  // transfers to be delivered first
-  Duration delay{0};            // after the last of them (or the start)
   uint32_t group = kNoGroup;    // e.g. the all-reduce iteration, for reports
+  uint64_t bytes = 0;
+  Duration delay{0};            // after the last of `after` (or the start)
+  // The transfers to be delivered first: WorkloadPlan::after(transfer), stored in the plan's
+  // one flat array (a 1024-host ring plans two million transfers: no vector each).
+  size_t after_at = 0;
+  uint32_t after_count = 0;
+  bool imm = false;
 };
 
 struct WorkloadPlan {
   std::vector<PlannedFlow> flows;  // each is one QP pair (several with qps_per_flow)
   std::vector<Transfer> transfers; // per flow, posted in index order
+  std::vector<uint32_t> after_list;  // every transfer's `after`, in transfer order
   std::vector<std::string> group_names;
   uint64_t group_bytes = 0;        // ring_allreduce: the vector per host, for algbw
+
+  std::span<const uint32_t> after(const Transfer& t) const {
+    return {after_list.data() + t.after_at, t.after_count};
+  }
 };
 
 // Builds the plan; `prng` decides WRITE-with-immediate shares and permutations.
