@@ -4,9 +4,13 @@
 
 #include <sys/mman.h>
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
@@ -48,6 +52,23 @@ HugePageReport back_heap_with_huge_pages(size_t min_bytes) {
   }
   std::fclose(maps);
   return report;
+}
+
+void reexec_with_malloc_huge_pages(char** argv) {
+  constexpr const char* kTunable = "glibc.malloc.hugetlb";
+  const char* found = std::getenv("GLIBC_TUNABLES");
+  const std::string before = found != nullptr ? found : "";
+  if (before.find(kTunable) != std::string::npos) return;
+  const char* preload = std::getenv("LD_PRELOAD");
+  if (preload != nullptr && std::strstr(preload, "vgpreload") != nullptr) return;
+  const std::string value = (before.empty() ? "" : before + ":") + kTunable + "=1";
+  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  if (found != nullptr) {  // still here: run as before (the built heap is collapsed)
+    setenv("GLIBC_TUNABLES", before.c_str(), 1);
+  } else {
+    unsetenv("GLIBC_TUNABLES");
+  }
 }
 
 }  // namespace mrc::tools

@@ -22,4 +22,14 @@ struct HugePageReport {
 // Asks for huge pages on the process's anonymous writable mappings of at least `min_bytes`.
 HugePageReport back_heap_with_huge_pages(size_t min_bytes = size_t{4} << 20);
 
+// Better still, glibc's malloc can ask for huge pages itself as its heap grows (the tunable
+// glibc.malloc.hugetlb=1, glibc 2.35 on): a run is then built on 2 MiB pages, without a fault
+// per 4 KiB page and with nothing left for back_heap_with_huge_pages to copy (an all-to-all
+// with payload spent most of its setup copying gigabytes into huge pages). Tunables are read
+// when a process starts, so this re-executes the program (/proc/self/exe, same arguments) with
+// the tunable added to GLIBC_TUNABLES, which its children inherit. It returns, changing
+// nothing, if GLIBC_TUNABLES already names the tunable (the user's choice, or the re-executed
+// process), under valgrind (the new process would run outside it) or if exec fails.
+void reexec_with_malloc_huge_pages(char** argv);
+
 }  // namespace mrc::tools

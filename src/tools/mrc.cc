@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/coll_perf.h"
+#include "tools/huge_pages.h"
 #include "tools/perf.h"
 #include "tools/sim_cli.h"
 
@@ -24,8 +25,10 @@ int main(int argc, char** argv) {
   sim->add_flag("--quiet", sim_options.quiet, "no progress output");
   bool no_huge_pages = false;
   sim->add_flag("--no-huge-pages", no_huge_pages,
-                "keep the built run's heap on 4 KiB pages (by default it is moved onto transparent huge "
-                "pages, which makes runs of hundreds of hosts faster; results are the same either way)");
+                "keep the run's heap on 4 KiB pages (by default mrc sim re-executes itself with "
+                "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 so malloc builds the run on transparent huge "
+                "pages, and moves what is still on 4 KiB pages onto them once built: runs of "
+                "hundreds of hosts and payload runs are faster; results are the same either way)");
   sim->add_option("--report", sim_options.report_dir,
                   "write report.json, report.md and (with python3-matplotlib) report.png into this directory (one run, not with --sweep)");
   CLI::App* perf = app.add_subcommand("perf", "bandwidth and latency over real UDP planes (server and client)");
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (sim->parsed()) {
     sim_options.huge_pages = !no_huge_pages;
+    if (sim_options.huge_pages) mrc::tools::reexec_with_malloc_huge_pages(argv);
     return mrc::tools::run_sim(sim_options);
   }
   if (perf->parsed()) return mrc::tools::run_perf(perf_options);
