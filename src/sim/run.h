@@ -102,7 +102,7 @@ struct RunReport {
   int64_t fct_p50_ns = -1;
   int64_t fct_p99_ns = -1;
   int64_t fct_max_ns = -1;
-  std::vector<int64_t> fct_ns;  // every delivered transfer's completion time, sorted
+  std::vector<int64_t> fct_ns;  // every delivered transfer's completion time, in transfer order
   std::vector<GroupReport> groups;
   std::vector<LinkReport> links;
   std::vector<FaultMark> faults;  // the scenario's scheduled faults and the heal
