@@ -190,7 +190,7 @@ void Runner::build() {
   plan_ = plan_workload(sc_.workload, sc_.fabric.hosts, prng_);
   build_flows();
   // Everything the run needs of each transfer is in its Op now; at fabric scale the plan's
-  // own records (one small vector each) are a few hundred megabytes.
+  // own records and dependency list are a hundred megabytes.
   std::vector<Transfer>().swap(plan_.transfers);
   std::vector<uint32_t>().swap(plan_.after_list);
 }
