@@ -27,8 +27,7 @@ void QpSchedule::set_ready(uint32_t index, bool ready) {
   ready_count_ = ready ? ready_count_ + 1 : ready_count_ - 1;
 }
 
-void QpSchedule::refresh(const Qps& qps) {
-  if (dirty_.empty()) return;
+void QpSchedule::refresh_dirty(const Qps& qps) {
   for (const uint32_t index : dirty_) {
     dirty_flag_[index] = 0;
     const QueuePair* qp = qps[index].get();

@@ -40,8 +40,11 @@ class alignas(64) QpSchedule {
     dirty_.push_back(index);
   }
 
-  // Re-reads every touched QP; call before the questions below.
-  void refresh(const Qps& qps);
+  // Re-reads every touched QP; call before the questions below. Inline, as most calls find
+  // nothing touched (the out-of-line function's register saves were most of their cost).
+  void refresh(const Qps& qps) {
+    if (!dirty_.empty()) refresh_dirty(qps);
+  }
   // Makes the QPs whose probe time has come candidates to send.
   void promote(Instant now);
   // The first candidate in [from, to), or `to` if none.
@@ -53,6 +56,7 @@ class alignas(64) QpSchedule {
   void due(Instant now, std::vector<uint32_t>& out);
 
  private:
+  void refresh_dirty(const Qps& qps);
   void set_ready(uint32_t index, bool ready);
   static Instant top_at(const TimeHeap& heap) { return heap.empty() ? Instant::never() : heap.top_at(); }
 

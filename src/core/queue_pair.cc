@@ -150,6 +150,7 @@ void QueuePair::to_error() {
     requester_->flush(first, send_cq_);
   }
   if (responder_) responder_->flush(recv_cq_);
+  responder_pending_ = false;
   for (uint64_t wr_id : early_receives_) {
     Completion c;
     c.wr_id = wr_id;
@@ -168,6 +169,7 @@ void QueuePair::to_reset() {
   changed();
   requester_.reset();
   responder_.reset();
+  responder_pending_ = false;
   cc_.reset();
   evs_.reset();
   early_receives_.clear();
@@ -183,7 +185,7 @@ Result<Ok, PostError> QueuePair::post_send(const SendWr& wr) {
 }
 
 Result<Ok, PostError> QueuePair::post_recv(uint64_t wr_id) {
-  changed();
+  changed_neither();  // the responder only
   if (state_ == QpState::kInit) {  // held until the responder exists (RTR)
     if (early_receives_.size() >= config_.max_recv_wr) return Err{PostError::kQueueFull};
     early_receives_.push_back(wr_id);
@@ -191,20 +193,26 @@ Result<Ok, PostError> QueuePair::post_recv(uint64_t wr_id) {
   }
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return Err{PostError::kQpState};
   if (!responder_->post_recv(wr_id)) return Err{PostError::kQueueFull};
-  responder_->deliver(recv_cq_);
+  deliver();
   return Ok{};
 }
 
 // ---- receive ---------------------------------------------------------------------------
 
 void QueuePair::handle(Instant now, const wire::Packet& packet, const RxMeta& meta) {
-  changed();
+  const auto* data = std::get_if<wire::DataPacket>(&packet);
+  // Data and probes change only the responder and the control queue.
+  if (data != nullptr || std::holds_alternative<wire::Probe>(std::get<wire::ControlPacket>(packet).body))
+    changed_neither();
+  else
+    changed();
   if (state_ != QpState::kRtr && state_ != QpState::kRts) {
     ++stats_.drops[static_cast<size_t>(DropReason::kQpState)];
     return;
   }
-  if (const auto* data = std::get_if<wire::DataPacket>(&packet)) {
+  if (data != nullptr) {
     responder_->on_data(now, *data, meta);
+    responder_pending_ = responder_->pending_wimm() > 0;
   } else {
     handle_control(now, std::get<wire::ControlPacket>(packet), meta);
   }
@@ -299,11 +307,14 @@ size_t QueuePair::poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& me
 }
 
 size_t QueuePair::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
-  changed();
+  // A control packet changes the control queue and the EV set's rotation, on which neither the
+  // requester's deadline nor its wish to send depends (EvSet::next changes no probe time).
+  changed_neither();
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return 0;
   if (((usable_planes() >> plane.value) & 1) == 0) return 0;
   if (size_t n = poll_control(plane, out, meta)) return n;
   if (!requester_) return 0;
+  requester_stale_ = true;
   const size_t n = requester_->poll(now, plane, out, meta);
   meta.peer = remote_.peer;
   return n;
@@ -318,9 +329,9 @@ bool QueuePair::wants_to_send(Instant now) const {
 // only an EV probe can produce a packet, and EvSet::probe_due finds none before next_probe_at.
 Instant QueuePair::send_ready_at() const {
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return Instant::never();
-  if (!control_.empty() || (requester_ && requester_->wants_to_send(Instant::never())))
-    return QpSchedule::kReadyNow;
-  return evs_ ? evs_->next_probe_at() : Instant::never();
+  if (!control_.empty() || requester_wants_to_send()) return QpSchedule::kReadyNow;
+  requester_deadline();
+  return ev_probe_at_;
 }
 
 // ---- timers --------------------------------------------------------------------------------
@@ -343,10 +354,25 @@ Instant QueuePair::next_deadline() const {
 
 Instant QueuePair::compute_deadline() const {
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return Instant::never();
-  Instant deadline = responder_->next_deadline();
-  if (requester_) deadline = std::min(deadline, requester_->next_deadline());
+  Instant deadline = std::min(responder_->next_deadline(), requester_deadline());
   if (port_status_unanswered_) deadline = std::min(deadline, port_status_next_at_);
   return deadline;
+}
+
+Instant QueuePair::requester_deadline() const {
+  if (requester_stale_) {
+    requester_deadline_ = requester_ ? requester_->next_deadline() : Instant::never();
+    requester_wants_ = requester_ && requester_->wants_to_send(Instant::never());
+    // Only the requester's calls and evs() change probe times (not EvSet::next).
+    ev_probe_at_ = evs_ ? evs_->next_probe_at() : Instant::never();
+    requester_stale_ = false;
+  }
+  return requester_deadline_;
+}
+
+bool QueuePair::requester_wants_to_send() const {
+  requester_deadline();
+  return requester_wants_;
 }
 
 void QueuePair::on_timer(Instant now) {
@@ -365,10 +391,17 @@ void QueuePair::on_timer(Instant now) {
   after_event(now);
 }
 
+void QueuePair::deliver() {
+  if (!responder_pending_) return;  // nothing the responder could deliver
+  responder_->deliver(recv_cq_);
+  responder_pending_ = responder_->pending_wimm() > 0;
+}
+
 void QueuePair::after_event(Instant now) {
   (void)now;
-  if (responder_) responder_->deliver(recv_cq_);
-  if (requester_ && requester_->failed()) to_error();
+  deliver();
+  // Only on_timer fails a requester, and it marks the requester stale first.
+  if (requester_ && requester_stale_ && requester_->failed()) to_error();
 }
 
 EvSet* QueuePair::evs() {

@@ -118,10 +118,22 @@ class alignas(64) QueuePair {
   void queue_port_status(Instant now);
   size_t poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   void after_event(Instant now);
+  // Moves the responder's deliverable completions to the receive CQ (if it has any pending).
+  void deliver();
   Instant compute_deadline() const;
+  // The requester's deadline and whether it has something to send, kept until a call that may
+  // change the requester (or its EV set) marks them stale: a ring host's QPs each use one half,
+  // and re-reading the idle half at every event of the other read several cold lines.
+  Instant requester_deadline() const;
+  bool requester_wants_to_send() const;
   // Called first by every call that may change the state: the deadline is re-computed and the
-  // endpoint's schedule re-reads this QP.
+  // endpoint's schedule re-reads this QP. changed() assumes both halves may change; the others
+  // name the one half (or neither: the QP's own fields and control queue) a call changes.
   void changed() {
+    requester_stale_ = true;
+    changed_neither();
+  }
+  void changed_neither() {
     deadline_stale_ = true;
     if (schedule_ != nullptr) schedule_->touch(schedule_index_);
   }
@@ -132,18 +144,25 @@ class alignas(64) QueuePair {
   Qpn qpn_;
   QpState state_ = QpState::kReset;
   mutable bool deadline_stale_ = true;
+  mutable bool requester_stale_ = true;  // requester_deadline_ and requester_wants_ to re-read
+  mutable bool requester_wants_ = false;
+  // The responder holds WRITE-with-immediate completions not yet delivered (pending_wimm() > 0),
+  // updated after each responder call: the events of a QP's requester need not read it.
+  bool responder_pending_ = false;
   // Port status update to the peer, repeated until answered.
   bool port_status_unanswered_ = false;
   uint32_t schedule_index_ = 0;
   QpSchedule* schedule_ = nullptr;
   IncastDetector* incast_ = nullptr;  // the endpoint's, shared by its QPs' responders
   mutable Instant deadline_cache_ = Instant::never();
-  Instant port_status_next_at_ = Instant::never();
+  mutable Instant requester_deadline_ = Instant::never();
+  mutable Instant ev_probe_at_ = Instant::never();  // evs_->next_probe_at(), with the requester's
   uint32_t all_planes_ = 0;
   uint32_t local_ports_ = 0;
   uint32_t peer_ports_ = 0;
   uint32_t port_status_request_id_ = 0;
   uint32_t port_status_attempts_ = 0;
+  Instant port_status_next_at_ = Instant::never();  // read only while unanswered
   RtrAttributes remote_;
   ControlQueue control_{256};
   QpConfig config_;
