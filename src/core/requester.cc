@@ -33,8 +33,7 @@ Requester::Requester(const QpConfig& config, QpStats& stats, EvSet& evs, Congest
       window_(static_cast<uint32_t>(config.mpr) * 128),
       retransmits_(static_cast<uint32_t>(config.mpr) * 128),
       tx_order_(static_cast<size_t>(config.mpr) * 128 * 2 + 64),
-      ev_last_psn_(evs.size()),
-      ev_last_tx_(evs.size(), 0) {}
+      ev_last_(evs.size()) {}
 
 void Requester::start(Psn initial_psn, Qpn self_qp, Qpn dest_qp) {
   window_.reset(initial_psn);
@@ -223,12 +222,12 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
                            TxMeta& meta) {
   SentPacket& p = window_.at(psn);
   const EvSet::Slot& ev = evs_.slot(slot);
-  p.has_prev_on_ev = ev_last_tx_[slot] != 0;
-  p.prev_psn_on_ev = ev_last_psn_[slot];
-  p.prev_tx_on_ev = ev_last_tx_[slot];
+  LastOnEv& last = ev_last_[slot];
+  p.has_prev_on_ev = last.tx_sequence != 0;
+  p.prev_psn_on_ev = last.psn;
+  p.prev_tx_on_ev = last.tx_sequence;
   p.tx_sequence = next_tx_sequence_++;
-  ev_last_psn_[slot] = psn;
-  ev_last_tx_[slot] = p.tx_sequence;
+  last = {psn, p.tx_sequence};
   if (p.transmissions == 0) {
     p.first_ev = ev.ev;
     p.first_timestamp = wire::timestamp_of(now);

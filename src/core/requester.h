@@ -193,8 +193,13 @@ class Requester {
   // packet waits for RACK or the tail probe instead); grown on demand, as most QPs never have one.
   static constexpr size_t kMaxSuspects = 1024;
   std::vector<Suspect> suspects_;
-  std::vector<Psn> ev_last_psn_;
-  std::vector<uint64_t> ev_last_tx_;  // 0 = nothing sent on this slot yet
+  // Per EV slot, the last packet sent on it: one record (a packet's random slot is one cache
+  // line here, not one in each of two arrays).
+  struct LastOnEv {
+    Psn psn;
+    uint64_t tx_sequence = 0;  // 0 = nothing sent on this slot yet
+  };
+  std::vector<LastOnEv> ev_last_;
 
   Qpn self_qp_{0};
   Qpn dest_qp_{0};

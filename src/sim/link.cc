@@ -132,13 +132,16 @@ void Link::note_occupancy() {
   stats.max_queue_bytes = std::max(stats.max_queue_bytes, queued_bytes());
 }
 
+// A queue holds a packet exactly when it holds bytes (no packet has zero wire bytes), and the
+// byte counts share the link's second line with its counters: a hop through an idle port does
+// not load the queues.
 PacketPtr Link::dequeue() {
-  if (!priority_.empty()) {
+  if (priority_bytes_ != 0) {
     PacketPtr packet = priority_.pop();
     priority_bytes_ -= packet->wire_bytes();
     return packet;
   }
-  if (!data_.empty()) {
+  if (data_bytes_ != 0) {
     PacketPtr packet = data_.pop();
     data_bytes_ -= packet->wire_bytes();
     return packet;

@@ -161,14 +161,21 @@ class alignas(64) Link {
 
   const LinkConfig* config_;
   int64_t rate_kbps_;
+  // The second line: what a hop reads beyond the first (the queued bytes, which also tell
+  // whether a queue holds a packet, and the counters of every packet sent) comes before the
+  // queues themselves, which a hop through an idle port does not touch.
   uint64_t data_bytes_ = 0;
   uint64_t priority_bytes_ = 0;
   const bool ecn_enabled_;
+
+ public:
+  LinkStats stats;
+
+ private:
   PacketFifo data_;
   PacketFifo priority_;
 
  public:
-  LinkStats stats;
   uint64_t pfc_held_bytes = 0;
   int64_t paused_since_ns = 0;
   LinkFaults faults;
