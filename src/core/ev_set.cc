@@ -26,11 +26,13 @@ EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
       prng_(seed),
       plane_probe_at_(config.planes, Instant::never()) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
+  planes_ = static_cast<uint8_t>(config.planes);
   if (config.explicit_evs.empty()) {
     build_auto();
   } else {
     build_explicit();
   }
+  MRC_ASSERT(order_.size() < (1u << 16));  // rotations index it with 16 bits
   details_.resize(slots_.size());
   for (int p = 0; p < config.planes; ++p) reshuffle(PlaneId(static_cast<uint8_t>(p)));
 }
@@ -48,8 +50,8 @@ void EvSet::build_auto() {
   order_.reserve(config_.active_count);
   uint16_t index = 0;
   for (int p = 0; p < config_.planes; ++p) {
-    rotations_[p].begin = static_cast<uint32_t>(order_.size());
-    rotations_[p].size = per_plane;
+    rotations_[p].begin = static_cast<uint16_t>(order_.size());
+    rotations_[p].size = static_cast<uint16_t>(per_plane);
     for (uint32_t i = 0; i < slots_per_plane_; ++i, ++index) {
       Slot& s = slots_.emplace_back();
       s.plane = PlaneId(static_cast<uint8_t>(p));
@@ -88,8 +90,8 @@ void EvSet::build_explicit() {
     listed[e.plane.value].push_back(index);
   }
   for (int p = 0; p < config_.planes; ++p) {
-    rotations_[p].begin = static_cast<uint32_t>(order_.size());
-    rotations_[p].size = static_cast<uint32_t>(listed[p].size());
+    rotations_[p].begin = static_cast<uint16_t>(order_.size());
+    rotations_[p].size = static_cast<uint16_t>(listed[p].size());
     order_.insert(order_.end(), listed[p].begin(), listed[p].end());
   }
 }
@@ -118,7 +120,7 @@ void EvSet::reshuffle(PlaneId plane) {
 }
 
 uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
-  MRC_ASSERT(plane.value < config_.planes);
+  MRC_ASSERT(plane.value < planes_);
   const std::span<uint16_t> order = rotation(plane);
   Rotation& r = rotations_[plane.value];
   uint16_t fallback = kNoSlot;

@@ -91,7 +91,8 @@ struct EvSetConfig {
   std::vector<ExplicitEv> explicit_evs;
 };
 
-class EvSet {
+// Aligned to a cache line: its first line is what every packet reads (see the members).
+class alignas(64) EvSet {
  public:
   static constexpr uint32_t kSlotBits = 11;
   static constexpr uint16_t kNoSlot = 0xFFFF;
@@ -160,10 +161,10 @@ class EvSet {
   // Active slots that are usable (GOOD or SKIP), in all and per plane: counts kept up to date
   // by every change of a slot's state or activity, so these are O(1) (asked on every packet).
   uint16_t usable_active() const { return usable_active_all_; }
-  uint16_t usable_active(PlaneId plane) const { return usable_active_[plane.value]; }
+  uint16_t usable_active(PlaneId plane) const { return rotations_[plane.value].usable; }
   // Whether the plane has at least one usable EV in rotation. A plane's rotation holds exactly
   // its active slots (explicit mode: every slot, with repeats), so this is usable_active > 0.
-  bool has_usable(PlaneId plane) const { return usable_active_[plane.value] > 0; }
+  bool has_usable(PlaneId plane) const { return rotations_[plane.value].usable > 0; }
   bool is_explicit() const { return !config_.explicit_evs.empty(); }
   const EvTransitions& transitions() const { return transitions_; }
 
@@ -177,16 +178,43 @@ class EvSet {
   void set_state(uint16_t slot, EvState state);
   // Adds `delta` to the usable-active counts of `plane` (a slot became or stopped being one).
   void count_usable(PlaneId plane, int delta) {
-    usable_active_[plane.value] = static_cast<uint16_t>(usable_active_[plane.value] + delta);
+    rotations_[plane.value].usable = static_cast<uint16_t>(rotations_[plane.value].usable + delta);
     usable_active_all_ = static_cast<uint16_t>(usable_active_all_ + delta);
   }
   void retire(uint16_t slot, Instant now);
   void refill(PlaneId plane);
   void reshuffle(PlaneId plane);
 
+  // First, in one cache line: what every packet's next() and window check read (at fabric
+  // scale each line of the set a packet touches is a miss; the prefetch hint names this one).
+  std::vector<Slot> slots_;
+  std::vector<uint16_t> order_;  // every plane's active slot indices, shuffled, plane after plane
+  PrefetchHints* hints_ = nullptr;
+  uint32_t assumed_bad_ = 0;  // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
+  uint16_t usable_active_all_ = 0;
+  uint8_t planes_ = 0;  // config_.planes
+  // Then per plane, 16 bytes (four planes to the line): its rotation, where it lies in order_,
+  // the next position in it, the slot next() returned last and the rotations so far, and its
+  // active slots that are GOOD or SKIP (asked on every packet). In the object rather than in
+  // per-plane vectors of their own: each separate block next() read first was one more miss.
+  struct Rotation {
+    uint32_t round = 0;
+    uint16_t begin = 0;
+    uint16_t size = 0;
+    uint16_t cursor = 0;
+    uint16_t last = kNoSlot;
+    uint16_t usable = 0;
+  };
+  static_assert(sizeof(Rotation) == 16);
+  std::array<Rotation, kMaxPlanes> rotations_{};
+  std::span<uint16_t> rotation(PlaneId plane) {
+    const Rotation& r = rotations_[plane.value];
+    return {order_.data() + r.begin, r.size};
+  }
+  void note_hints(PlaneId plane, const Rotation& r);
+
   EvSetConfig config_;
   Prng prng_;
-  std::vector<Slot> slots_;
   // Per slot, what packets do not touch: read when probing and reporting. Its counts' packets
   // and bytes stay zero (the slot keeps those).
   struct Detail {
@@ -194,40 +222,16 @@ class EvSet {
     EvStats counts;
   };
   std::vector<Detail> details_;
-  // A plane's rotation: where it lies in order_, the next position in it, the slot next()
-  // returned last and the rotations so far. Kept in the object rather than in per-plane
-  // vectors of their own: next() runs on every packet, and each separate block it read first
-  // was one more cache miss.
-  struct Rotation {
-    uint32_t begin = 0;
-    uint32_t size = 0;
-    uint32_t cursor = 0;
-    uint32_t round = 0;
-    uint16_t last = kNoSlot;
-  };
-  std::span<uint16_t> rotation(PlaneId plane) {
-    const Rotation& r = rotations_[plane.value];
-    return {order_.data() + r.begin, r.size};
-  }
-  std::vector<uint16_t> order_;  // every plane's active slot indices, shuffled, plane after plane
-  // Asked on every packet and at every re-read of the QP's deadline, so next to what next()
-  // reads (the rotations follow), not at the object's end.
-  std::array<uint16_t, kMaxPlanes> usable_active_{};  // per plane: active slots GOOD or SKIP
-  uint16_t usable_active_all_ = 0;
-  uint32_t assumed_bad_ = 0;  // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
-  std::array<Rotation, kMaxPlanes> rotations_{};
-  void note_hints(PlaneId plane, const Rotation& r);
   EvTransitions transitions_;
-  std::vector<std::pair<uint32_t, uint16_t>> explicit_index_;
+  std::vector<std::pair<uint32_t, uint16_t>> explicit_index_;  // explicit mode: (EV value, slot), sorted
   uint32_t slots_per_plane_ = 0;  // auto mode: active share + backups
-  uint32_t port_stride_ = 0;      // auto port mode: ports per plane  // explicit mode: (EV value, slot), sorted
+  uint32_t port_stride_ = 0;      // auto port mode: ports per plane
   // Earliest next_probe_at of each plane's ASSUMED_BAD slots and of all: recomputed (one scan)
   // at the first query after a change, so the per-packet check stays O(1) while EVs are bad.
   void refresh_probe_times() const;
   mutable std::vector<Instant> plane_probe_at_;
   mutable Instant probe_at_ = Instant::never();
   mutable bool probe_times_dirty_ = true;
-  PrefetchHints* hints_ = nullptr;
 };
 
 }  // namespace mrc

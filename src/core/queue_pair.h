@@ -153,7 +153,6 @@ class alignas(64) QueuePair {
   bool port_status_unanswered_ = false;
   uint32_t schedule_index_ = 0;
   QpSchedule* schedule_ = nullptr;
-  IncastDetector* incast_ = nullptr;  // the endpoint's, shared by its QPs' responders
   mutable Instant deadline_cache_ = Instant::never();
   mutable Instant requester_deadline_ = Instant::never();
   mutable Instant ev_probe_at_ = Instant::never();  // evs_->next_probe_at(), with the requester's
@@ -163,6 +162,7 @@ class alignas(64) QueuePair {
   uint32_t port_status_request_id_ = 0;
   uint32_t port_status_attempts_ = 0;
   Instant port_status_next_at_ = Instant::never();  // read only while unanswered
+  IncastDetector* incast_ = nullptr;  // the endpoint's, shared by its QPs' responders
   RtrAttributes remote_;
   ControlQueue control_{256};
   QpConfig config_;
@@ -174,7 +174,7 @@ class alignas(64) QueuePair {
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;
   const MemoryRegionTable* mrs_;
-  mutable QpStats stats_;
+  alignas(64) mutable QpStats stats_;  // its hot counters first, on their own lines
   std::optional<EvSet> evs_;
   std::unique_ptr<CongestionController> cc_;
   std::optional<Responder> responder_;

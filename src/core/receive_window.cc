@@ -36,7 +36,8 @@ ReceiveWindow::Verdict ReceiveWindow::classify(Psn psn) const {
   const int32_t d = psn.since(cumulative_);
   if (d < 0) return Verdict::kDuplicate;
   if (static_cast<uint32_t>(d) >= capacity_) return Verdict::kOutOfWindow;
-  return test(psn) ? Verdict::kDuplicate : Verdict::kNew;
+  // No bit is set while nothing is out of order: in-order arrivals never read the ring.
+  return out_of_order_ > 0 && test(psn) ? Verdict::kDuplicate : Verdict::kNew;
 }
 
 void ReceiveWindow::mark(Psn psn) {
@@ -63,6 +64,8 @@ uint64_t ReceiveWindow::bitmap(Psn base) const {
   const int32_t below = cumulative_.since(base);  // how many of the 64 are before cumulative
   if (below >= 64) return ~uint64_t{0};
   const uint32_t first = below > 0 ? static_cast<uint32_t>(below) : 0;
+  const uint64_t received_below = first == 0 ? 0 : (first >= 64 ? ~uint64_t{0} : (uint64_t{1} << first) - 1);
+  if (out_of_order_ == 0) return received_below;  // the ring is all clear: no need to read it
   const uint32_t start = (base.value + first) & ring_mask_;
   const uint32_t shift = start & 63;
   const size_t word = start >> 6;
@@ -71,7 +74,6 @@ uint64_t ReceiveWindow::bitmap(Psn base) const {
   ring <<= first;  // bit i of `ring` is PSN base + i for i >= first
   const int64_t window_end = static_cast<int64_t>(below) + capacity_;  // in bit positions
   if (window_end < 64) ring &= window_end <= 0 ? 0 : (uint64_t{1} << window_end) - 1;
-  const uint64_t received_below = first == 0 ? 0 : (first >= 64 ? ~uint64_t{0} : (uint64_t{1} << first) - 1);
   return ring | received_below;
 }
 

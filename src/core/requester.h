@@ -64,7 +64,8 @@ struct TxMeta {
   bool icrc_deferred = false;
 };
 
-class Requester {
+// Aligned to a cache line, so its members share as few lines as their order allows.
+class alignas(64) Requester {
  public:
   Requester(const QpConfig& config, QpStats& stats, EvSet& evs, CongestionController& cc);
 

@@ -49,6 +49,9 @@ const char* to_string(DropReason r);
 
 inline constexpr int kNackReasonSlots = 32;
 
+// The counters a packet or a completion updates come first, with the RTT statistics: the first
+// two cache lines (at fabric scale every line of a QP that a packet touches is a miss), the
+// per-plane counters from the third.
 struct QpStats {
   uint64_t data_packets_sent = 0;
   uint64_t data_bytes_sent = 0;
@@ -58,6 +61,10 @@ struct QpStats {
   uint64_t sacks_sent = 0;
   uint64_t sacks_received = 0;
   uint64_t stale_sacks = 0;     // arrived after a newer SACK (reverse-path reordering)
+  uint64_t wimm_delivered = 0;
+  uint64_t work_requests_completed = 0;
+  RttStats rtt;
+  std::array<PlaneStats, kMaxPlanes> planes{};
   std::array<uint64_t, kNackReasonSlots> nacks_sent{};      // index = NACK reason code
   std::array<uint64_t, kNackReasonSlots> nacks_received{};
   uint64_t trims_received = 0;  // trimmed packets seen as responder
@@ -76,14 +83,10 @@ struct QpStats {
   uint64_t timeouts = 0;
   uint64_t tail_probes = 0;
   uint64_t ev_probes = 0;
-  uint64_t wimm_delivered = 0;
-  uint64_t work_requests_completed = 0;
   uint64_t control_queue_overflows = 0;
   std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> drops{};
-  RttStats rtt;
   uint64_t window_bytes = 0;
   uint64_t in_flight_bytes = 0;
-  std::array<PlaneStats, kMaxPlanes> planes{};
 };
 
 struct EndpointStats {
