@@ -185,6 +185,10 @@ Result<Ok, PostError> QueuePair::post_send(const SendWr& wr) {
 }
 
 Result<Ok, PostError> QueuePair::post_recv(uint64_t wr_id) {
+  // A full receive queue changes nothing: the schedule need not re-read the QP (a driver that
+  // keeps its receive queue topped up finds it full at every other call).
+  if ((state_ == QpState::kRtr || state_ == QpState::kRts) && responder_->receive_queue_full())
+    return Err{PostError::kQueueFull};
   changed_neither();  // the responder only
   if (state_ == QpState::kInit) {  // held until the responder exists (RTR)
     if (early_receives_.size() >= config_.max_recv_wr) return Err{PostError::kQueueFull};

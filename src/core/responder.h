@@ -65,6 +65,7 @@ class alignas(64) Responder {
   }
   void on_probe(Instant now, const wire::Probe& probe, const RxMeta& meta);
   bool post_recv(uint64_t wr_id);
+  bool receive_queue_full() const { return rq_.full(); }
   // Moves deliverable WRITE-with-immediate completions into `cq` (while it has room).
   void deliver(CompletionQueue* cq);
   void on_timer(Instant now);

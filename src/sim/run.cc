@@ -106,9 +106,13 @@ class Runner {
   void poll_completions();
   void drain_completions();
   void schedule_poll();
-  void note_cq_ready(HostId h) {
+  // `cqs`: which of an engine host's queues became non-empty (kSendCq, kRecvCq); baselines
+  // name none and are polled whole.
+  static constexpr uint8_t kSendCq = 1, kRecvCq = 2;
+  void note_cq_ready(HostId h, uint8_t cqs = 0) {
     schedule_poll();
     cq_ready_.insert(h);
+    if (!cq_ready_bits_.empty()) cq_ready_bits_[h] |= cqs;
   }
   void schedule_faults();
   FaultAction resolve(const ScheduledFault& fault);
@@ -144,6 +148,10 @@ class Runner {
   // Hosts whose send or receive CQ became non-empty since the last poll: a poll visits
   // those, in host order, not every host.
   IndexSet cq_ready_;
+  // Per engine host: which of its CQs signalled since its last drain. A queue that did not is
+  // still empty (a push into an empty queue signals, and a drain empties it), so the drain skips
+  // it instead of reading its cold line to find nothing.
+  std::vector<uint8_t> cq_ready_bits_;
   bool poll_pending_ = false;
   std::vector<Completion> batch_ = std::vector<Completion>(512);  // poll scratch
   IndexSet scratch_hosts_;
@@ -209,6 +217,7 @@ void Runner::build_hosts() {
     }
     return;
   }
+  cq_ready_bits_.assign(sc_.fabric.hosts, 0);
   for (HostId h = 0; h < sc_.fabric.hosts; ++h) {
     EndpointConfig ec;
     ec.planes = static_cast<int>(sc_.fabric.planes);
@@ -223,8 +232,8 @@ void Runner::build_hosts() {
     // gigabytes of CQ memory.
     send_cqs_.push_back(e.create_cq(4096));
     recv_cqs_.push_back(e.create_cq(4096));
-    send_cqs_.back()->set_on_nonempty([this, h] { note_cq_ready(h); });
-    recv_cqs_.back()->set_on_nonempty([this, h] { note_cq_ready(h); });
+    send_cqs_.back()->set_on_nonempty([this, h] { note_cq_ready(h, kSendCq); });
+    recv_cqs_.back()->set_on_nonempty([this, h] { note_cq_ready(h, kRecvCq); });
     transports_.push_back(hosts_.back().get());
   }
 }
@@ -530,10 +539,12 @@ void Runner::drain_completions() {
       }
       return;
     }
-    for (size_t n; (n = send_cqs_[h]->poll(batch_)) > 0;) {
+    const uint8_t cqs = cq_ready_bits_[h];
+    cq_ready_bits_[h] = 0;
+    for (size_t n; (cqs & kSendCq) != 0 && (n = send_cqs_[h]->poll(batch_)) > 0;) {
       for (size_t i = 0; i < n; ++i) on_send_completion(batch_[i]);
     }
-    for (size_t n; (n = recv_cqs_[h]->poll(batch_)) > 0;) {
+    for (size_t n; (cqs & kRecvCq) != 0 && (n = recv_cqs_[h]->poll(batch_)) > 0;) {
       for (size_t i = 0; i < n; ++i) on_recv_completion(h, batch_[i]);
     }
   });
