@@ -334,8 +334,7 @@ bool QueuePair::wants_to_send(Instant now) const {
 Instant QueuePair::send_ready_at() const {
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return Instant::never();
   if (!control_.empty() || requester_wants_to_send()) return QpSchedule::kReadyNow;
-  requester_deadline();
-  return ev_probe_at_;
+  return ev_probe_at_;  // re-read with the requester's cache just above
 }
 
 // ---- timers --------------------------------------------------------------------------------
@@ -363,20 +362,12 @@ Instant QueuePair::compute_deadline() const {
   return deadline;
 }
 
-Instant QueuePair::requester_deadline() const {
-  if (requester_stale_) {
-    requester_deadline_ = requester_ ? requester_->next_deadline() : Instant::never();
-    requester_wants_ = requester_ && requester_->wants_to_send(Instant::never());
-    // Only the requester's calls and evs() change probe times (not EvSet::next).
-    ev_probe_at_ = evs_ ? evs_->next_probe_at() : Instant::never();
-    requester_stale_ = false;
-  }
-  return requester_deadline_;
-}
-
-bool QueuePair::requester_wants_to_send() const {
-  requester_deadline();
-  return requester_wants_;
+void QueuePair::reread_requester() const {
+  requester_deadline_ = requester_ ? requester_->next_deadline() : Instant::never();
+  requester_wants_ = requester_ && requester_->wants_to_send(Instant::never());
+  // Only the requester's calls and evs() change probe times (not EvSet::next).
+  ev_probe_at_ = evs_ ? evs_->next_probe_at() : Instant::never();
+  requester_stale_ = false;
 }
 
 void QueuePair::on_timer(Instant now) {

@@ -124,8 +124,15 @@ class alignas(64) QueuePair {
   // The requester's deadline and whether it has something to send, kept until a call that may
   // change the requester (or its EV set) marks them stale: a ring host's QPs each use one half,
   // and re-reading the idle half at every event of the other read several cold lines.
-  Instant requester_deadline() const;
-  bool requester_wants_to_send() const;
+  Instant requester_deadline() const {
+    if (requester_stale_) reread_requester();
+    return requester_deadline_;
+  }
+  bool requester_wants_to_send() const {
+    if (requester_stale_) reread_requester();
+    return requester_wants_;
+  }
+  void reread_requester() const;  // out of line: the stale case only
   // Called first by every call that may change the state: the deadline is re-computed and the
   // endpoint's schedule re-reads this QP. changed() assumes both halves may change; the others
   // name the one half (or neither: the QP's own fields and control queue) a call changes.
