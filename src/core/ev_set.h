@@ -157,7 +157,7 @@ class alignas(64) EvSet {
   // When the slot's next background probe is due (ASSUMED_BAD slots; never otherwise).
   Instant next_probe_at(uint16_t index) const { return details_[index].next_probe_at; }
   size_t size() const { return slots_.size(); }
-  int planes() const { return config_.planes; }
+  int planes() const { return planes_; }
   // Active slots that are usable (GOOD or SKIP), in all and per plane: counts kept up to date
   // by every change of a slot's state or activity, so these are O(1) (asked on every packet).
   uint16_t usable_active() const { return usable_active_all_; }
