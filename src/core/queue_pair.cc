@@ -181,7 +181,9 @@ void QueuePair::to_reset() {
 Result<Ok, PostError> QueuePair::post_send(const SendWr& wr) {
   changed();
   if (state_ != QpState::kRts) return Err{PostError::kQpState};
-  return requester_->post(wr, *mrs_, pd_);
+  auto posted = requester_->post(wr, *mrs_, pd_);
+  if (hints_ != nullptr) requester_->note_hints(*hints_);
+  return posted;
 }
 
 Result<Ok, PostError> QueuePair::post_recv(uint64_t wr_id) {
@@ -320,6 +322,7 @@ size_t QueuePair::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> o
   if (!requester_) return 0;
   requester_stale_ = true;
   const size_t n = requester_->poll(now, plane, out, meta);
+  if (hints_ != nullptr) requester_->note_hints(*hints_);
   meta.peer = remote_.peer;
   return n;
 }

@@ -190,18 +190,22 @@ void Requester::describe_next_packet(SentPacket& p) {
   p.msn = next_msn_;
   p.rq_msn = next_rq_msn_;
   if (imm && last) ++next_rq_msn_;
-  p.wr_sequence = sq_next_send_;
+  p.wr_sequence = static_cast<uint32_t>(sq_next_send_);
   p.offset = w.bytes_packetized;
   p.length = length;
-  p.dma_length = static_cast<uint32_t>(message_length);
-  p.message_va = w.remote_addr + w.bytes_packetized;
-  p.immediate = w.immediate;
   w.bytes_packetized += length;
   if (w.bytes_packetized == w.total_length) {
     w.packetized = true;
     w.last_psn = window_.next() - 1;
     ++sq_next_send_;
   }
+}
+
+// The length of the wire message (a work request is cut into messages of max_message_bytes)
+// that holds byte `offset` of `w`.
+uint32_t Requester::message_length(const WorkRequest& w, uint64_t offset) const {
+  const uint64_t m = config_.max_message_bytes;
+  return static_cast<uint32_t>(std::min(m, w.total_length - offset / m * m));
 }
 
 void Requester::gather(const WorkRequest& w, uint64_t offset, uint32_t length, uint8_t* dst) const {
@@ -223,7 +227,6 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   SentPacket& p = window_.at(psn);
   const EvSet::Slot& ev = evs_.slot(slot);
   LastOnEv& last = ev_last_[slot];
-  p.has_prev_on_ev = last.tx_sequence != 0;
   p.prev_psn_on_ev = last.psn;
   p.prev_tx_on_ev = last.tx_sequence;
   p.tx_sequence = next_tx_sequence_++;
@@ -247,11 +250,12 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   h.bth.solicited = wire::has_immediate(p.opcode);
   h.meth = {p.rq_msn, p.msn};
   h.tseth.tx_timestamp = wire::timestamp_of(now);
-  h.reth = {p.message_va, wr_at(p.wr_sequence).rkey, p.dma_length};
-  h.immediate = p.immediate;
+  const WorkRequest& w = wr_of(p);
+  h.reth = {w.remote_addr + p.offset, w.rkey, message_length(w, p.offset)};
+  h.immediate = w.immediate;
   const size_t header = wire::write_data_header(h, out);
   MRC_ASSERT(out.size() >= header + p.length + wire::kIcrcBytes);
-  if (!virtual_payload_) gather(wr_at(p.wr_sequence), p.offset, p.length, out.data() + header);
+  if (!virtual_payload_) gather(w, p.offset, p.length, out.data() + header);
   const size_t length = wire::seal_deferred(out, header + p.length);  // Endpoint seals
   const bool recorded = tx_order_.push({psn, p.tx_sequence});
   MRC_ASSERT(recorded);  // callers check tx_order_.full() first
@@ -382,7 +386,7 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
 // settled, since everything before it was settled when it was.
 void Requester::walk_same_ev(Instant now, Psn trigger, Psn bitmap_base, const wire::Sack& sack) {
   const SentPacket* p = &window_.at(trigger);
-  for (uint32_t steps = 0; p->has_prev_on_ev && steps < window_.capacity(); ++steps) {
+  for (uint32_t steps = 0; p->has_prev_on_ev() && steps < window_.capacity(); ++steps) {
     const Psn psn = p->prev_psn_on_ev;
     const uint64_t tx = p->prev_tx_on_ev;
     if (!window_.contains(psn)) return;

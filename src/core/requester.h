@@ -40,6 +40,7 @@
 #include "core/config.h"
 #include "core/ev_set.h"
 #include "core/memory_region.h"
+#include "core/prefetch_hints.h"
 #include "core/send_window.h"
 #include "core/stats.h"
 #include "core/work_request.h"
@@ -94,6 +95,12 @@ class alignas(64) Requester {
   uint64_t in_flight_bytes() const { return in_flight_bytes_; }
   uint64_t in_flight_bytes(PlaneId plane) const { return plane_in_flight_bytes_[plane.value]; }
   Duration reorder_window() const;
+  // What the next new packet and the next post write first (PrefetchHints; hints only: a
+  // growing ring moves them).
+  void note_hints(PrefetchHints& hints) const {
+    hints.at[PrefetchHints::kSendRecord] = &window_.at(window_.next());
+    hints.at[PrefetchHints::kWorkRequest] = &sq_[sq_tail_ % sq_.size()];
+  }
   static constexpr uint32_t kMinReorderScale = 4;
   static constexpr uint32_t kMaxReorderScale = 32;
 
@@ -131,6 +138,11 @@ class alignas(64) Requester {
   };
 
   WorkRequest& wr_at(uint64_t seq) { return sq_[seq % sq_.size()]; }
+  // The work request a packet of the window belongs to: it is in [sq_head_, sq_tail_), fewer
+  // than 2^32 requests, so the low 32 bits the record keeps name it.
+  const WorkRequest& wr_of(const SentPacket& p) {
+    return wr_at(sq_head_ + static_cast<uint32_t>(p.wr_sequence - static_cast<uint32_t>(sq_head_)));
+  }
   void grow_send_queue();
   size_t poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   size_t poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
@@ -140,6 +152,7 @@ class alignas(64) Requester {
   void remove_in_flight(const SentPacket& p);
   void describe_next_packet(SentPacket& p);
   size_t transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_t> out, TxMeta& meta);
+  uint32_t message_length(const WorkRequest& w, uint64_t offset) const;
   void gather(const WorkRequest& wr, uint64_t offset, uint32_t length, uint8_t* dst) const;
   size_t write_probe(Instant now, uint16_t slot, std::span<uint8_t> out, TxMeta& meta);
 

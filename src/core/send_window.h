@@ -18,34 +18,35 @@
 
 namespace mrc {
 
-struct SentPacket {
+// One cache line (aligned, 64 bytes): a packet's record is written when it is sent and read
+// when it is acknowledged, at fabric scale cold both times. What its work request holds (the
+// remote address, the immediate, the rkey, the length of the packet's message) is read there, not copied here.
+struct alignas(64) SentPacket {
   enum class State : uint8_t { kInFlight, kAcked, kLost, kSuspect };
 
-  uint64_t wr_sequence = 0;   // absolute index of the work request in the send queue
-  uint64_t offset = 0;        // byte offset of this packet's payload within the work request
-  uint64_t tx_sequence = 0;   // per-QP transmission counter of the latest transmission
-  uint64_t prev_tx_on_ev = 0; // tx_sequence of the previous transmission on the same EV
+  uint64_t tx_sequence = 0;    // per-QP transmission counter of the latest transmission
+  uint64_t prev_tx_on_ev = 0;  // tx_sequence of the previous transmission on the same EV (0: none)
   Instant sent_at;
-  Instant suspect_deadline;
+  uint64_t offset = 0;         // byte offset of this packet's payload within the work request
+  uint32_t wr_sequence = 0;    // the work request's sequence in the send queue, low 32 bits
+                               //   (Requester::wr_of: fewer than 2^32 are ever outstanding)
   Psn prev_psn_on_ev;
   uint32_t length = 0;
-  uint32_t dma_length = 0;    // length of the wire message this packet belongs to
-  uint64_t message_va = 0;    // remote address of the first byte of this packet
   Ev ev{0};
   Ev first_ev{0};              // EV and wire timestamp of the first transmission: a SACK
   uint16_t first_timestamp = 0; //   echoing them after a retransmission shows it arrived
   uint16_t ev_slot = 0;
   uint16_t msn = 0;
   uint16_t rq_msn = 0;
-  uint32_t immediate = 0;
   PlaneId plane{0};
   wire::Opcode opcode = wire::Opcode::kWriteOnly;
   State state = State::kInFlight;
+  uint8_t transmissions = 0;
   // Sent and not yet settled: in flight, or suspected lost (see Requester::walk_same_ev).
   bool pending() const { return state == State::kInFlight || state == State::kSuspect; }
-  uint8_t transmissions = 0;
-  bool has_prev_on_ev = false;
+  bool has_prev_on_ev() const { return prev_tx_on_ev != 0; }
 };
+static_assert(sizeof(SentPacket) == 64);
 
 class SendWindow {
  public:
