@@ -442,8 +442,16 @@ namespace {
 // for a push that overruns.
 TEST(CompletionQueueNotify, FiresWhenTheQueueBecomesNonEmpty) {
   CompletionQueue cq(2);
-  int calls = 0;
-  cq.set_on_nonempty([&] { ++calls; });
+  struct Counter final : CompletionNotifier {
+    int calls = 0;
+    uint32_t tag = 0;
+    void on_nonempty(uint32_t t) override {
+      ++calls;
+      tag = t;
+    }
+  } counter;
+  cq.set_notifier(&counter, 7);
+  const int& calls = counter.calls;
   EXPECT_TRUE(cq.push(Completion{1}));
   EXPECT_TRUE(cq.push(Completion{2}));
   EXPECT_EQ(calls, 1);
@@ -453,6 +461,7 @@ TEST(CompletionQueueNotify, FiresWhenTheQueueBecomesNonEmpty) {
   EXPECT_EQ(cq.poll(out), 2u);
   EXPECT_TRUE(cq.push(Completion{4}));
   EXPECT_EQ(calls, 2);
+  EXPECT_EQ(counter.tag, 7u);
   EXPECT_EQ(cq.overruns(), 1u);
 }
 

@@ -23,7 +23,7 @@ CompletionQueue::CompletionQueue(uint32_t capacity) : ring_(capacity) {}
 bool CompletionQueue::push(const Completion& c) {
   const bool was_empty = ring_.empty();
   if (ring_.push(c)) {
-    if (was_empty && on_nonempty_) on_nonempty_();
+    if (was_empty && notifier_ != nullptr) notifier_->on_nonempty(tag_);
     return true;
   }
   ++overruns_;

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -37,7 +36,20 @@ struct Completion {
   uint32_t immediate = 0;
 };
 
-class alignas(64) CompletionQueue {  // cache-line aligned: a poll reads its first line
+// Told when a push makes a queue non-empty (in verbs terms, a completion channel's event), so a
+// poller of many queues can visit only those that hold something; `tag` is the one the queue
+// was given (which queue it is, in the poller's terms).
+class CompletionNotifier {
+ public:
+  virtual void on_nonempty(uint32_t tag) = 0;
+
+ protected:
+  ~CompletionNotifier() = default;
+};
+
+// Cache-line aligned, and what a push or a poll reads in that line (the ring's indices, the
+// notifier and its tag; not a std::function, whose 32 bytes crossed into a second line).
+class alignas(64) CompletionQueue {
  public:
   explicit CompletionQueue(uint32_t capacity);
 
@@ -47,14 +59,18 @@ class alignas(64) CompletionQueue {  // cache-line aligned: a poll reads its fir
   size_t size() const { return ring_.size(); }
   uint32_t capacity() const { return static_cast<uint32_t>(ring_.capacity()); }
   uint64_t overruns() const { return overruns_; }
-  // Called when a push makes the queue non-empty (in verbs terms, a completion channel's
-  // event), so a poller of many queues can visit only those that hold something.
-  void set_on_nonempty(std::function<void()> callback) { on_nonempty_ = std::move(callback); }
+  // `notifier` (null: none) hears of every push that makes the queue non-empty.
+  void set_notifier(CompletionNotifier* notifier, uint32_t tag) {
+    notifier_ = notifier;
+    tag_ = tag;
+  }
 
  private:
   BoundedFifo<Completion> ring_;
-  uint64_t overruns_ = 0;
-  std::function<void()> on_nonempty_;
+  CompletionNotifier* notifier_ = nullptr;
+  uint32_t tag_ = 0;
+  uint64_t overruns_ = 0;  // second line: only an overrun writes it
 };
+static_assert(sizeof(CompletionQueue) == 128);
 
 }  // namespace mrc

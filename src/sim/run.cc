@@ -70,7 +70,7 @@ struct alignas(64) Flow {  // its first line: what posting a transfer reads
   ZeroedBuffer target;
 };
 
-class Runner {
+class Runner final : private CompletionNotifier {
  public:
   Runner(const Scenario& scenario, const RunOptions& options)
       : sc_(scenario), options_(options), prng_(scenario.seed ^ 0x5eed5eedULL) {}
@@ -109,6 +109,8 @@ class Runner {
   // `cqs`: which of an engine host's queues became non-empty (kSendCq, kRecvCq); baselines
   // name none and are polled whole.
   static constexpr uint8_t kSendCq = 1, kRecvCq = 2;
+  // An engine host's CQ became non-empty: tag 2 h for its send queue, 2 h + 1 its receive queue.
+  void on_nonempty(uint32_t tag) override { note_cq_ready(tag / 2, tag % 2 == 0 ? kSendCq : kRecvCq); }
   void note_cq_ready(HostId h, uint8_t cqs = 0) {
     schedule_poll();
     cq_ready_.insert(h);
@@ -232,8 +234,8 @@ void Runner::build_hosts() {
     // gigabytes of CQ memory.
     send_cqs_.push_back(e.create_cq(4096));
     recv_cqs_.push_back(e.create_cq(4096));
-    send_cqs_.back()->set_on_nonempty([this, h] { note_cq_ready(h, kSendCq); });
-    recv_cqs_.back()->set_on_nonempty([this, h] { note_cq_ready(h, kRecvCq); });
+    send_cqs_.back()->set_notifier(this, 2 * h);
+    recv_cqs_.back()->set_notifier(this, 2 * h + 1);
     transports_.push_back(hosts_.back().get());
   }
 }
