@@ -26,11 +26,13 @@ struct alignas(64) PrefetchHints {
   static constexpr size_t kReceiveWord = 10;  // the receive-window word the next packet tests
   static constexpr size_t kSendRecord = 11;   // the send-window record the next new packet writes
   static constexpr size_t kWorkRequest = 12;  // the send-queue slot the next post writes
+  static constexpr size_t kResponder = 13;    // + 0..2: the lines of the responder that took the
+                                              //   last data packet, after its first
   static constexpr size_t kSize = 16;
 
   std::array<const void*, kSize> at{};
 
-  static constexpr size_t kUsed = 13;  // the entries above; the rest stay null
+  static constexpr size_t kUsed = 16;  // the entries above; the rest stay null
 
   // Prefetches every entry that names something. A prefetch never faults, but null entries (the
   // planes a run does not have) are skipped: that measured 6-10 % faster at 1024 hosts than

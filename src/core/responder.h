@@ -96,6 +96,13 @@ class alignas(64) Responder {
     send_sack(now, false, trigger_ev_, trigger_timestamp_, skip, trigger_at_);
   }
   void send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta, uint16_t timestamp);
+  // What this responder's next data packet reads first: its receive-window word, its lines.
+  void note_hints() const {
+    hints_->at[PrefetchHints::kReceiveWord] = window_.next_word();
+    const auto* self = reinterpret_cast<const char*>(this);
+    for (size_t line = 1; line < sizeof(Responder) / 64 && line < 4; ++line)
+      hints_->at[PrefetchHints::kResponder + line - 1] = self + 64 * line;
+  }
   void push_control(const ControlItem& item, uint64_t& sent_counter);
 
   const QpConfig& config_;

@@ -41,10 +41,11 @@ struct alignas(64) Op {  // one cache line each (a transfer's post and delivery 
   Instant delivered_at = Instant::never();
 };
 
-// One direction of one queue-pair connection: writes from `src` into `dst`. What posting and
-// completing a transfer read comes first, together (each flow is touched once per step of a
-// ring, cold at fabric scale).
-struct alignas(64) Flow {  // its first line: what posting a transfer reads
+// One direction of one queue-pair connection: writes from `src` into `dst`. Each flow is
+// touched twice per step of a ring, cold at fabric scale: posting and completing a transfer (its
+// sender's side) and receiving one (its receiver's). What both read is in its first two lines.
+struct alignas(64) Flow {
+  // Line 0: posting and counting.
   QueuePair* sender = nullptr;
   QueuePair* receiver = nullptr;
   std::vector<uint32_t> ops;  // transfer indices, in posting order
@@ -54,21 +55,33 @@ struct alignas(64) Flow {  // its first line: what posting a transfer reads
   uint32_t settled = 0;
   uint32_t failed = 0;
   uint32_t imm_received = 0;
+  // Line 1: the rest of what a post or a completion reads.
   bool order_violation = false;
   bool done = false;
-  Instant wake_at = Instant::never();  // a wake-up is scheduled then (a transfer's delay ends)
   uint32_t index = 0;  // in Runner::flows_
   HostId src = 0;
   HostId dst = 0;
-  MemoryRegionInfo source_mr;
-  MemoryRegionInfo target_mr;
+  uint64_t source_address = 0;  // the registered source and target (a work request's SGE
+  uint64_t target_address = 0;  //   and remote address)
+  uint32_t source_lkey = 0;
+  uint32_t target_rkey = 0;
+  std::vector<uint32_t> imm_order;  // WRITE-with-immediate transfers, in send order
+  // Then what the run reads rarely.
+  Instant wake_at = Instant::never();  // a wake-up is scheduled then (a transfer's delay ends)
   BaselineConn* base_sender = nullptr;  // baseline transports instead of the engine's QPs
   BaselineConn* base_receiver = nullptr;
-  std::vector<uint32_t> imm_order;  // WRITE-with-immediate transfers, in send order
   uint64_t bytes = 0;               // of all its transfers
   ZeroedBuffer source;
   ZeroedBuffer target;
+
+  void set_regions(const MemoryRegionInfo& source_mr, const MemoryRegionInfo& target_mr) {
+    source_address = source_mr.address;
+    source_lkey = source_mr.lkey;
+    target_address = target_mr.address;
+    target_rkey = target_mr.rkey;
+  }
 };
+static_assert(offsetof(Flow, order_violation) == 64 && offsetof(Flow, wake_at) == 128);
 
 class Runner final : private CompletionNotifier {
  public:
@@ -366,8 +379,10 @@ void Runner::setup_buffers(Flow& f, uint32_t index) {
     update_done(f);
     return;
   }
-  f.source_mr = hosts_[f.src]->endpoint().memory().register_region(pds_[f.src], f.source.data(), region, access).value();
-  f.target_mr = hosts_[f.dst]->endpoint().memory().register_region(pds_[f.dst], f.target.data(), region, access).value();
+  MemoryRegionTable& src_memory = hosts_[f.src]->endpoint().memory();
+  MemoryRegionTable& dst_memory = hosts_[f.dst]->endpoint().memory();
+  f.set_regions(src_memory.register_region(pds_[f.src], f.source.data(), region, access).value(),
+                dst_memory.register_region(pds_[f.dst], f.target.data(), region, access).value());
   update_done(f);
 }
 
@@ -390,8 +405,8 @@ void Runner::setup_shared(Flow& f) {
     if (mr.length == 0) mr = hosts_[h]->endpoint().memory().register_region(pds_[h], base, shared_.size(), access).value();
     return mr;
   };
-  f.source_mr = reg(f.src, shared_.source(), shared_source_mr_[f.src]);
-  f.target_mr = reg(f.dst, shared_.target(), shared_target_mr_[f.dst]);
+  f.set_regions(reg(f.src, shared_.source(), shared_source_mr_[f.src]),
+                reg(f.dst, shared_.target(), shared_target_mr_[f.dst]));
 }
 
 void Runner::post_work(Flow& f, uint32_t transfer) {
@@ -406,14 +421,14 @@ void Runner::post_work(Flow& f, uint32_t transfer) {
     }
     return;
   }
-  Sge sge{f.source_mr.address + at(op), static_cast<uint32_t>(op.length), f.source_mr.lkey};
+  Sge sge{f.source_address + at(op), static_cast<uint32_t>(op.length), f.source_lkey};
   SendWr wr;
   wr.wr_id = transfer;
   wr.opcode = op.imm ? SendOpcode::kWriteWithImm : SendOpcode::kWrite;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.remote_addr = f.target_mr.address + at(op);
-  wr.rkey = f.target_mr.rkey;
+  wr.remote_addr = f.target_address + at(op);
+  wr.rkey = f.target_rkey;
   wr.immediate = op.immediate;
   if (f.sender->post_send(wr).ok()) {
     op.posted = true;
