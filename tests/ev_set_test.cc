@@ -420,7 +420,8 @@ namespace mrc {
 namespace {
 
 // Prefetch hints (core/prefetch_hints.h): after each next() the table names the slot the
-// plane's next next() returns (while every slot is GOOD; null when a reshuffle comes first),
+// plane's next next() returns, as upcoming() does (while every slot is GOOD; null and kNoSlot
+// when a reshuffle comes first),
 // and keeping them changes nothing an EV set decides.
 TEST(EvSet, PrefetchHintsNameEachPlanesNextSlotAndChangeNothing) {
   EvSet with_hints(make_config(2, 16, 2), 11);
@@ -431,8 +432,12 @@ TEST(EvSet, PrefetchHintsNameEachPlanesNextSlotAndChangeNothing) {
   for (int i = 0; i < 200; ++i) {
     const PlaneId p = plane(i % 3 == 0 ? 1 : 0);
     const void* hinted = hints.at[PrefetchHints::kEvSlot + p.value];
+    const uint16_t upcoming = with_hints.upcoming(p);
     const uint16_t slot = with_hints.next(p);
     ASSERT_EQ(slot, without.next(p)) << "packet " << i;
+    if (upcoming != EvSet::kNoSlot) {
+      EXPECT_EQ(upcoming, slot) << "packet " << i;
+    }
     if (i >= 2 && hinted != nullptr) {
       EXPECT_EQ(hinted, &with_hints.slot(slot)) << "packet " << i;
       ++named;

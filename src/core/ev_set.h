@@ -126,6 +126,13 @@ class alignas(64) EvSet {
   // Where next() notes what the plane's next packet reads first (PrefetchHints); null: nowhere.
   void set_prefetch_hints(PrefetchHints* hints) { hints_ = hints; }
 
+  // The slot next(plane) looks at first, or kNoSlot if a reshuffle comes first (a guess for
+  // prefetching: it may pass that slot over).
+  uint16_t upcoming(PlaneId plane) const {
+    const Rotation& r = rotations_[plane.value];
+    return r.cursor < r.size ? order_[r.begin + r.cursor] : kNoSlot;
+  }
+
   // Slot of an echoed EV value, or kNoSlot if it is not (or no longer) one of ours.
   uint16_t slot_of(Ev ev) const;
 

@@ -18,16 +18,19 @@ struct alignas(64) PrefetchHints {
   // What each entry names. One table per endpoint: its QPs overwrite each other's entries, the
   // last writer winning (a table per QP was measured slower: a host's event then prefetched
   // both of a ring host's QPs, twice the lines, most of them for the QP it does not touch).
-  static constexpr size_t kEvSlot = 0;  // + plane (planes below kEvSlotPlanes): the EV slot
-                                        //   the plane's next packet looks at first
-  static constexpr size_t kEvSlotPlanes = 8;
-  static constexpr size_t kEvSet = 8;        // that EV set (its rotations)
-  static constexpr size_t kRotation = 9;     // its rotation entries at the cursor
-  static constexpr size_t kReceiveWord = 10;  // the receive-window word the next packet tests
-  static constexpr size_t kSendRecord = 11;   // the send-window record the next new packet writes
-  static constexpr size_t kWorkRequest = 12;  // the send-queue slot the next post writes
-  static constexpr size_t kResponder = 13;    // + 0..2: the lines of the responder that took the
-                                              //   last data packet, after its first
+  static constexpr size_t kEvSlotPlanes = 4;  // planes whose next EV slot is hinted (a run
+                                              //   with more gets no slot hints for the rest)
+  static constexpr size_t kEvSlot = 0;       // + plane: the EV slot the plane's next packet
+                                             //   looks at first
+  static constexpr size_t kEvSet = 4;        // that EV set (its rotations)
+  static constexpr size_t kRotation = 5;     // its rotation entries at the cursor
+  static constexpr size_t kReceiveWord = 6;  // the receive-window word the next packet tests
+  static constexpr size_t kSendRecord = 7;   // the send-window record the next new packet writes
+  static constexpr size_t kWorkRequest = 8;  // the send-queue slot the next post writes
+  static constexpr size_t kResponder = 9;    // + 0..2: the lines of the responder that took the
+                                             //   last data packet, after its first
+  static constexpr size_t kLastOnEv = 12;    // + plane: the requester's record of the last
+                                             //   packet on that EV slot (Requester::ev_last_)
   static constexpr size_t kSize = 16;
 
   std::array<const void*, kSize> at{};

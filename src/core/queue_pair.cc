@@ -322,7 +322,7 @@ size_t QueuePair::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> o
   if (!requester_) return 0;
   requester_stale_ = true;
   const size_t n = requester_->poll(now, plane, out, meta);
-  if (hints_ != nullptr) requester_->note_hints(*hints_);
+  if (hints_ != nullptr) requester_->note_hints(*hints_, plane);
   meta.peer = remote_.peer;
   return n;
 }

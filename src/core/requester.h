@@ -101,6 +101,13 @@ class alignas(64) Requester {
     hints.at[PrefetchHints::kSendRecord] = &window_.at(window_.next());
     hints.at[PrefetchHints::kWorkRequest] = &sq_[sq_tail_ % sq_.size()];
   }
+  // ... and, after a packet on `plane`, the last-on-EV record of the plane's next slot.
+  void note_hints(PrefetchHints& hints, PlaneId plane) const {
+    note_hints(hints);
+    if (plane.value >= PrefetchHints::kEvSlotPlanes) return;
+    const uint16_t slot = evs_.upcoming(plane);
+    hints.at[PrefetchHints::kLastOnEv + plane.value] = slot == EvSet::kNoSlot ? nullptr : &ev_last_[slot];
+  }
   static constexpr uint32_t kMinReorderScale = 4;
   static constexpr uint32_t kMaxReorderScale = 32;
 
