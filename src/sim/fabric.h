@@ -273,17 +273,16 @@ inline void Fabric::Serialized::prefetch(int stage) const {
   fabric->prefetch_host(link, /*arrival=*/false, stage);
 }
 
-// Stage 0 loads the link and the packet (its in-flight record, written when the hop began, is
-// among the few thousand in flight, reused last-freed first, so reading it rarely misses the
-// second-level cache); for a packet about to reach its host, stage 2 its headers (the packet's
-// line then had two events' time to arrive), and stages 0 and 1 prefetch for that host.
+// Stage 0 loads the in-flight record and the link; stage 1 the packet; for a packet about to
+// reach its host, stage 2 its headers, and stages 0 and 1 prefetch for that host.
 inline void Fabric::Arrival::prefetch(int stage) const {
   const InFlight& flight = fabric->in_flight_[slot];
   if (stage == 0) {
+    mrc::prefetch(&flight);
     mrc::prefetch(&fabric->links_[link]);
-    if (flight.packet != nullptr) mrc::prefetch(flight.packet.get());
-  } else if (stage == 2 && fabric->links_[link].link_class == LinkClass::kHostDown &&
-             flight.packet != nullptr) {
+  } else if (stage == 1) {
+    mrc::prefetch(flight.packet.get());
+  } else if (fabric->links_[link].link_class == LinkClass::kHostDown && flight.packet != nullptr) {
     const uint8_t* bytes = flight.packet->bytes.data();
     mrc::prefetch(bytes);
     mrc::prefetch(bytes + 64);
