@@ -174,13 +174,13 @@ void Requester::describe_next_packet(SentPacket& p) {
   WorkRequest& w = wr_at(sq_next_send_);
   const uint64_t m = config_.max_message_bytes;
   const uint64_t message_start = w.bytes_packetized / m * m;
-  const uint64_t message_length = std::min(m, w.total_length - message_start);
+  const uint64_t message_bytes = message_length(w, w.bytes_packetized);
   const uint64_t in_message = w.bytes_packetized - message_start;
   const uint32_t length =
-      static_cast<uint32_t>(std::min<uint64_t>(message_length - in_message, config_.mtu_bytes));
+      static_cast<uint32_t>(std::min<uint64_t>(message_bytes - in_message, config_.mtu_bytes));
   const bool first = in_message == 0;
-  const bool last = in_message + length == message_length;
-  const bool imm = w.with_imm && message_start + message_length == w.total_length;
+  const bool last = in_message + length == message_bytes;
+  const bool imm = w.with_imm && message_start + message_bytes == w.total_length;
   using wire::Opcode;
   p.opcode = first && last ? (imm ? Opcode::kWriteOnlyImm : Opcode::kWriteOnly)
              : first       ? Opcode::kWriteFirst
