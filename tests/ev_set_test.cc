@@ -421,8 +421,7 @@ namespace {
 
 // Prefetch hints (core/prefetch_hints.h): after each next() the table names the slot the
 // plane's next next() returns, as upcoming() does (while every slot is GOOD; null and kNoSlot
-// when a reshuffle comes first),
-// and keeping them changes nothing an EV set decides.
+// when a reshuffle comes first), and keeping them changes nothing an EV set decides.
 TEST(EvSet, PrefetchHintsNameEachPlanesNextSlotAndChangeNothing) {
   EvSet with_hints(make_config(2, 16, 2), 11);
   EvSet without(make_config(2, 16, 2), 11);

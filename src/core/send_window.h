@@ -20,7 +20,8 @@ namespace mrc {
 
 // One cache line (aligned, 64 bytes): a packet's record is written when it is sent and read
 // when it is acknowledged, at fabric scale cold both times. What its work request holds (the
-// remote address, the immediate, the rkey, the length of the packet's message) is read there, not copied here.
+// remote address, the immediate, the rkey, the length of the packet's message) is read there,
+// not copied here.
 struct alignas(64) SentPacket {
   enum class State : uint8_t { kInFlight, kAcked, kLost, kSuspect };
 
