@@ -10,10 +10,24 @@
 namespace mrc {
 
 Endpoint::Endpoint(const EndpointConfig& config)
-    : config_(config),
-      ports_up_((1u << config.planes) - 1),
+    : ports_up_(static_cast<uint16_t>((1u << config.planes) - 1)),
+      planes_(static_cast<uint8_t>(config.planes)),
+      icrc_offload_(config.icrc_offload),
+      config_(config),
       memory_(config.max_memory_regions) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
+  // The hot line (endpoint.h) ends with the prober's first field.
+  MRC_DASSERT(reinterpret_cast<const char*>(&prober_) + sizeof(uint32_t) <=
+              reinterpret_cast<const char*>(this) + 64);
+}
+
+static_assert(kMaxPlanes <= 16);  // Endpoint::ports_up_
+
+EndpointStats Endpoint::stats() const {
+  EndpointStats s = stats_;
+  s.datagrams_received = datagrams_received_;
+  s.datagrams_sent = datagrams_sent_;
+  return s;
 }
 
 CompletionQueue* Endpoint::create_cq(uint32_t capacity) {
@@ -61,7 +75,7 @@ QueuePair* Endpoint::qp(Qpn qpn) {
 }
 
 void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, const RxMeta& meta) {
-  ++stats_.datagrams_received;
+  ++datagrams_received_;
   wire::DecodeOptions options;
   options.trimmed = meta.trimmed;
   options.verify_icrc = !meta.icrc_checked;
@@ -76,7 +90,7 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
                        ? std::get<wire::DataPacket>(packet).header.bth.dest_qp
                        : std::get<wire::ControlPacket>(packet).bth.dest_qp;
   QueuePair* target = qp(dest);
-  if (target == nullptr || meta.plane.value >= config_.planes) {
+  if (target == nullptr || meta.plane.value >= planes_) {
     ++stats_.unknown_qp;
     return;
   }
@@ -86,7 +100,7 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
 // QPN 0: an EV probe request (answered whatever QPs exist) or the answer to one of ours.
 bool Endpoint::handle_endpoint_packet(Instant now, const wire::Packet& packet, const RxMeta& meta) {
   const auto* control = std::get_if<wire::ControlPacket>(&packet);
-  if (control == nullptr || control->bth.dest_qp.value != 0 || meta.plane.value >= config_.planes) return false;
+  if (control == nullptr || control->bth.dest_qp.value != 0 || meta.plane.value >= planes_) return false;
   if (const auto* request = std::get_if<wire::EndpointRequest>(&control->body)) {
     prober_.on_request(now, *request, meta, ports_up_);
   } else if (const auto* response = std::get_if<wire::EndpointResponse>(&control->body)) {
@@ -102,8 +116,8 @@ bool Endpoint::handle_endpoint_packet(Instant now, const wire::Packet& packet, c
 size_t Endpoint::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
   const size_t n = next_datagram(now, plane, out, meta);
   if (n == 0) return 0;
-  ++stats_.datagrams_sent;
-  if (config_.icrc_offload) {
+  ++datagrams_sent_;
+  if (icrc_offload_) {
     meta.icrc_deferred = true;
   } else {
     wire::seal(out, n - wire::kIcrcBytes);
@@ -177,8 +191,8 @@ bool Endpoint::wants_to_send(Instant now) const {
 }
 
 void Endpoint::set_port_up(PlaneId plane, bool up, Instant now) {
-  MRC_ASSERT(plane.value < config_.planes);
-  const uint32_t bit = 1u << plane.value;
+  MRC_ASSERT(plane.value < planes_);
+  const auto bit = static_cast<uint16_t>(1u << plane.value);
   ports_up_ = up ? (ports_up_ | bit) : (ports_up_ & ~bit);
   for (auto& qp : qps_)
     if (qp) qp->set_local_ports(ports_up_, now);

@@ -45,7 +45,7 @@ struct EndpointConfig {
   bool virtual_payload = false;
 };
 
-class Endpoint {
+class alignas(64) Endpoint {
  public:
   static constexpr uint32_t kFirstQpn = 0x100;
 
@@ -68,12 +68,12 @@ class Endpoint {
 
   void set_port_up(PlaneId plane, bool up, Instant now);
   bool port_up(PlaneId plane) const { return (ports_up_ >> plane.value) & 1; }
-  int planes() const { return config_.planes; }
+  int planes() const { return planes_; }
 
   // Controller EV probes to any host, with or without a QP to it (see ev_prober.h).
   EvProber& prober() { return prober_; }
 
-  const EndpointStats& stats() const { return stats_; }
+  EndpointStats stats() const;
   template <typename F>
   void for_each_qp(F&& f) {
     for (auto& qp : qps_)
@@ -99,16 +99,24 @@ class Endpoint {
     return scans() ? from : schedule_->next_ready(from, to);
   }
 
-  // What every event reads comes first, in the object's first two cache lines (in a simulation
-  // of a thousand hosts each event's first touch of its endpoint is a cache miss).
-  EndpointConfig config_;
-  uint32_t ports_up_;
-  uint32_t transmit_cursor_ = 0;
+  // What every datagram, opportunity and question reads is the object's first cache line (in a
+  // simulation of a thousand hosts each event's first touch of its endpoint is a cache miss,
+  // and each further line another): the QP table and schedule, the port states and cursor, the
+  // two per-datagram counters (the rest of EndpointStats is cold), the two configuration
+  // fields the datapath reads, and the prober's first field (whether it has anything to send).
+  // Checked by a static_assert in endpoint.cc.
   std::vector<std::unique_ptr<QueuePair>> qps_;  // index = qpn - kFirstQpn
   // Owned through a pointer: QPs keep its address, which must survive moving the endpoint.
   std::unique_ptr<QpSchedule> schedule_ = std::make_unique<QpSchedule>();
+  uint16_t ports_up_;  // bit p: plane p's port is up (kMaxPlanes = 16)
+  uint8_t planes_;       // config_.planes
+  bool icrc_offload_;    // config_.icrc_offload
+  uint32_t transmit_cursor_ = 0;
+  uint64_t datagrams_received_ = 0;
+  uint64_t datagrams_sent_ = 0;
   EvProber prober_;  // its first field: whether it has anything to send
-  EndpointStats stats_;
+  EndpointStats stats_;  // but for the two counters above
+  EndpointConfig config_;
   MemoryRegionTable memory_;
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   // Owned through a pointer for the same reason: the QPs' responders keep its address.

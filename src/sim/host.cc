@@ -4,6 +4,7 @@
 // packet that carries it.
 #include "sim/host.h"
 
+#include "util/assert.h"
 #include "util/prefetch.h"
 
 namespace mrc::sim {
@@ -12,10 +13,11 @@ SimHost::SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointCo
     : id_(id),
       events_(events),
       fabric_(fabric),
-      hints_(&fabric.host_hints(id)),
+      ask_fabric_(fabric.can_pause_hosts()),
       endpoint_(config),
-      ask_fabric_(fabric.can_pause_hosts()) {
+      hints_(&fabric.host_hints(id)) {
   if (fabric.prefetching()) endpoint_.set_prefetch_hints(&fabric.host_hints(id));
+  MRC_DASSERT(reinterpret_cast<const char*>(&endpoint_) == reinterpret_cast<const char*>(this) + 64);
 }
 
 void SimHost::Timer::prefetch(int stage) const {
@@ -72,10 +74,10 @@ bool SimHost::transmit_on(PlaneId plane) {
   if (spare_ == nullptr) {
     spare_ = make_packet();
     spare_->bytes.resize(wire::kMaxDatagramBytes);
-    spare_bytes_ = spare_->bytes;
+    spare_bytes_ = spare_->bytes.data();
   }
   TxMeta meta;
-  const size_t n = endpoint_.poll_transmit(events_.now(), plane, spare_bytes_, meta);
+  const size_t n = endpoint_.poll_transmit(events_.now(), plane, {spare_bytes_, wire::kMaxDatagramBytes}, meta);
   if (n == 0) return false;
   PacketPtr packet = std::move(spare_);
   packet->bytes.resize(n);

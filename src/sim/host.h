@@ -47,21 +47,25 @@ class alignas(64) SimHost final : public SimTransport {
     void prefetch(int stage) const;
   };
 
+  // What every event of the host reads is its first line (the vtable pointer and these, up to
+  // timer_at_), the engine's first line the next (Endpoint is aligned to one). Prefetching the
+  // two from the fabric's hop events measured no faster (BENCHMARKS.md, "Session 15").
   HostId id_;
-  EventQueue& events_;
-  Fabric& fabric_;
-  const PrefetchHints* hints_;  // the engine's, kept by the fabric (Fabric::host_hints)
-  Endpoint endpoint_;
-  PacketPtr spare_;  // bytes sized for any datagram, handed to the engine to write into
-  std::span<uint8_t> spare_bytes_;  // its bytes, so an opportunity with nothing to send does not read the packet
   // The ports serializing a packet (bit p = plane p), kept here so that the questions of every
   // kick need not read the fabric's links: set after a transmit that left the port busy,
   // cleared at port_ready (which always follows: the uplink has no queue). Where switches can
   // pause a host's uplink (lossless links) a port may be idle yet not ready, so the fabric is
-  // asked instead.
+  // asked instead (ask_fabric_).
   uint32_t busy_ports_ = 0;
-  bool ask_fabric_ = false;
+  EventQueue& events_;
+  Fabric& fabric_;
+  PacketPtr spare_;  // bytes sized for any datagram, handed to the engine to write into
+  uint8_t* spare_bytes_ = nullptr;  // its bytes (kMaxDatagramBytes), so an opportunity with
+                                    // nothing to send does not read the packet
   Instant timer_at_ = Instant::never();
+  bool ask_fabric_ = false;
+  Endpoint endpoint_;
+  const PrefetchHints* hints_;  // the engine's, kept by the fabric (Fabric::host_hints)
   uint64_t timer_generation_ = 0;
 };
 
