@@ -22,24 +22,27 @@ namespace mrc::sim {
 
 namespace {
 
-// What the run reads of a transfer while it runs, in one record (at fabric scale each transfer's
-// first touch is a miss to memory; the plan's Transfer is read only to build and report).
-struct alignas(64) Op {  // one cache line each (a transfer's post and delivery read it cold)
+// What the run reads of a transfer while it runs, in one record of 32 bytes (at fabric scale
+// each transfer's first touch is a miss to memory, and a 1024-host ring has two million of
+// them, written at setup: their bytes were a large part of its setup time). The plan's Transfer
+// is read only to build and report, and for the delay of the few transfers that have one; the
+// offsets in the flows' buffers are kept apart (Runner::offsets_), only for runs with payload.
+struct alignas(32) Op {
   uint32_t flow = 0;
   uint32_t immediate = 0;
-  uint64_t offset = 0;  // in the flow's buffers
-  uint64_t length = 0;
-  uint32_t waiting_for = 0;  // transfers not yet delivered among those it is planned after
-  uint32_t group = kNoGroup;  // the plan's (e.g. the all-reduce iteration), for reports
-  bool imm = false;
-  bool posted = false;
-  bool settled = false;
-  bool success = false;
-  bool delivered = false;
-  Duration delay{0};  // the plan's: from the last transfer it waits for to its ready time
+  uint32_t length = 0;  // a message is at most 4 GiB - 1 (scenario.cc)
+  uint32_t waiting_for : 26 = 0;  // transfers not yet delivered among those it is planned after
+  uint32_t imm : 1 = 0;
+  uint32_t posted : 1 = 0;
+  uint32_t settled : 1 = 0;
+  uint32_t success : 1 = 0;
+  uint32_t delivered : 1 = 0;
+  uint32_t delayed : 1 = 0;  // its plan's delay (from the last transfer it waits for) is not 0
   Instant ready_at = Instant::never();  // set once waiting_for reaches 0 (plus the delay)
   Instant delivered_at = Instant::never();
 };
+static_assert(sizeof(Op) == 32);
+constexpr uint32_t kMaxWaitingFor = (1u << 26) - 1;
 
 // One direction of one queue-pair connection: writes from `src` into `dst`. Each flow is
 // touched twice per step of a ring, cold at fabric scale: posting and completing a transfer (its
@@ -102,7 +105,7 @@ class Runner final : private CompletionNotifier {
   QueuePair* connect(HostId a, HostId b, QueuePair*& back);
   void setup_buffers(Flow& flow, uint32_t index);
   void setup_shared(Flow& flow);
-  uint64_t at(const Op& op) const { return sc_.payload ? op.offset : 0; }  // in the flow's buffers
+  uint64_t at(uint32_t transfer) const { return sc_.payload ? offsets_[transfer] : 0; }  // in the flow's buffers
   void check_payload(const Flow& flow, RunReport& report, std::string& why) const;
   void check_payload_free(const Flow& flow, RunReport& report, std::string& why) const;
   void post_work(Flow& flow, uint32_t transfer);
@@ -173,6 +176,11 @@ class Runner final : private CompletionNotifier {
   IndexSet scratch_flows_;
   WorkloadPlan plan_;  // its transfers are dropped once built into ops_
   std::vector<Op> ops_;                         // one per planned transfer
+  // Per transfer, what Op leaves out: its offset in its flow's buffers (runs with payload), its
+  // delay (runs where some transfer has one) and its group (for the report).
+  std::vector<uint64_t> offsets_;
+  std::vector<Duration> delays_;
+  std::vector<uint32_t> groups_;
   // Per transfer t, the transfers planned after it: waiter_list_[waiter_begin_[t] ..
   // waiter_begin_[t + 1]), in index order (one flat array, not a vector per transfer).
   std::vector<uint32_t> waiter_begin_;
@@ -271,7 +279,12 @@ void Runner::build_waiters() {
 // Every planned flow gets its own connected queue pair; pairs of flows in opposite directions
 // between the same hosts (bidirectional pairs) share one.
 void Runner::build_flows() {
-  ops_.resize(plan_.transfers.size());
+  const size_t count = plan_.transfers.size();
+  ops_.resize(count);
+  if (sc_.payload) offsets_.resize(count);
+  groups_.resize(count);
+  const auto delayed = [](const Transfer& tr) { return tr.delay.ns != 0; };
+  if (std::any_of(plan_.transfers.begin(), plan_.transfers.end(), delayed)) delays_.resize(count);
   build_waiters();
   for (const PlannedFlow& pf : plan_.flows) {
     auto flow = std::make_unique<Flow>();
@@ -283,13 +296,15 @@ void Runner::build_flows() {
   for (uint32_t t = 0; t < plan_.transfers.size(); ++t) {
     const Transfer& tr = plan_.transfers[t];
     Op& op = ops_[t];
+    MRC_ASSERT(tr.bytes <= UINT32_MAX && tr.after_count <= kMaxWaitingFor);
     op.flow = tr.flow;
-    op.length = tr.bytes;
+    op.length = static_cast<uint32_t>(tr.bytes);
     op.imm = tr.imm;
     op.immediate = static_cast<uint32_t>(prng_.next_u32());
-    op.waiting_for = tr.after_count;
-    op.delay = tr.delay;
-    op.group = tr.group;
+    op.waiting_for = tr.after_count & kMaxWaitingFor;  // checked above
+    op.delayed = tr.delay.ns != 0;
+    if (op.delayed) delays_[t] = tr.delay;
+    groups_[t] = tr.group;
     if (op.waiting_for == 0) op.ready_at = Instant{0} + tr.delay;
     flows_[tr.flow]->ops.push_back(t);
   }
@@ -352,7 +367,7 @@ QueuePair* Runner::connect(HostId a, HostId b, QueuePair*& back) {
 void Runner::setup_buffers(Flow& f, uint32_t index) {
   uint64_t bytes = 0;
   for (const uint32_t t : f.ops) {
-    ops_[t].offset = bytes;
+    if (sc_.payload) offsets_[t] = bytes;
     bytes += ops_[t].length;
     if (ops_[t].imm) {
       ++f.imm_total;
@@ -391,7 +406,7 @@ void Runner::setup_buffers(Flow& f, uint32_t index) {
 void Runner::setup_shared(Flow& f) {
   if (shared_.size() == 0) {
     uint64_t longest = 1;
-    for (const Op& op : ops_) longest = std::max(longest, op.length);
+    for (const Op& op : ops_) longest = std::max<uint64_t>(longest, op.length);
     shared_ = SharedPayload(longest, sc_.seed);
     shared_source_mr_.assign(sc_.fabric.hosts, MemoryRegionInfo{});
     shared_target_mr_.assign(sc_.fabric.hosts, MemoryRegionInfo{});
@@ -413,7 +428,7 @@ void Runner::post_work(Flow& f, uint32_t transfer) {
   Op& op = ops_[transfer];
   if (baseline_) {
     const uint8_t* source = sc_.payload ? f.source.data() : shared_.source();
-    const BaseWr wr{transfer, source + at(op), op.length, at(op), op.imm, op.immediate};
+    const BaseWr wr{transfer, source + at(transfer), op.length, at(transfer), op.imm != 0, op.immediate};
     if (f.base_sender->post(wr)) {
       op.posted = true;
       ++report_.ops_posted;
@@ -421,13 +436,13 @@ void Runner::post_work(Flow& f, uint32_t transfer) {
     }
     return;
   }
-  Sge sge{f.source_address + at(op), static_cast<uint32_t>(op.length), f.source_lkey};
+  Sge sge{f.source_address + at(transfer), op.length, f.source_lkey};
   SendWr wr;
   wr.wr_id = transfer;
   wr.opcode = op.imm ? SendOpcode::kWriteWithImm : SendOpcode::kWrite;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.remote_addr = f.target_address + at(op);
+  wr.remote_addr = f.target_address + at(transfer);
   wr.rkey = f.target_rkey;
   wr.immediate = op.immediate;
   if (f.sender->post_send(wr).ok()) {
@@ -486,7 +501,7 @@ void Runner::on_delivered(uint32_t transfer) {
   for (uint32_t i = waiter_begin_[transfer]; i < waiter_begin_[transfer + 1]; ++i) {
     Op& next = ops_[waiter_list_[i]];
     if (--next.waiting_for == 0) {
-      next.ready_at = events_.now() + next.delay;
+      next.ready_at = events_.now() + (next.delayed ? delays_[waiter_list_[i]] : Duration{0});
       mark_dirty(next.flow);
     }
   }
@@ -798,7 +813,7 @@ void Runner::report_groups(RunReport& r) const {
   for (uint32_t t = 0; t < ops_.size(); ++t) {
     const Op& op = ops_[t];
     if (op.delivered) fct.push_back(op.delivered_at.ns - op.ready_at.ns);
-    const uint32_t g = op.group;
+    const uint32_t g = groups_[t];
     if (g == kNoGroup) continue;
     GroupReport& gr = r.groups[g];
     gr.bytes += op.length;
@@ -866,7 +881,7 @@ void Runner::finish(RunReport& r) {
   }
   if (!sc_.payload && sc_.move_payload && why.empty()) {
     uint64_t longest = 0;
-    for (const Op& op : ops_) longest = op.settled && op.success ? std::max(longest, op.length) : longest;
+    for (const Op& op : ops_) longest = op.settled && op.success ? std::max<uint64_t>(longest, op.length) : longest;
     why = shared_.check_target(longest);
   }
   if (why.empty() && r.ops_failed == 0 && r.bytes_placed != r.bytes_written)
@@ -882,12 +897,13 @@ void Runner::check_payload(const Flow& f, RunReport& r, std::string& why) const 
   bool flow_failed = false;
   for (const uint32_t t : f.ops) {
     const Op& op = ops_[t];
+    const uint64_t offset = offsets_[t];
     if (!op.settled || !op.success) {
       flow_failed |= op.settled;
       continue;
     }
-    if (std::memcmp(f.source.data() + op.offset, f.target.data() + op.offset, op.length) != 0) {
-      if (why.empty()) why = "data mismatch at offset " + std::to_string(op.offset);
+    if (std::memcmp(f.source.data() + offset, f.target.data() + offset, op.length) != 0) {
+      if (why.empty()) why = "data mismatch at offset " + std::to_string(offset);
     } else {
       r.bytes_verified += op.length;
     }
