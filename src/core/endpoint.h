@@ -104,7 +104,7 @@ class alignas(64) Endpoint {
   // and each further line another): the QP table and schedule, the port states and cursor, the
   // two per-datagram counters (the rest of EndpointStats is cold), the two configuration
   // fields the datapath reads, and the prober's first field (whether it has anything to send).
-  // Checked by a static_assert in endpoint.cc.
+  // Checked in the constructor (debug builds).
   std::vector<std::unique_ptr<QueuePair>> qps_;  // index = qpn - kFirstQpn
   // Owned through a pointer: QPs keep its address, which must survive moving the endpoint.
   std::unique_ptr<QpSchedule> schedule_ = std::make_unique<QpSchedule>();

@@ -24,9 +24,9 @@ namespace {
 
 // What the run reads of a transfer while it runs, in one record of 32 bytes (at fabric scale
 // each transfer's first touch is a miss to memory, and a 1024-host ring has two million of
-// them, written at setup: their bytes were a large part of its setup time). The plan's Transfer
-// is read only to build and report, and for the delay of the few transfers that have one; the
-// offsets in the flows' buffers are kept apart (Runner::offsets_), only for runs with payload.
+// them, written at setup: their bytes were a large part of its setup time). The plan's
+// Transfers are dropped once built; what the run needs of them beyond this record is kept apart
+// (Runner::offsets_, delays_, groups_), only where a run has it.
 struct alignas(32) Op {
   uint32_t flow = 0;
   uint32_t immediate = 0;

@@ -2,13 +2,14 @@
 // that usually holds a few elements (an endpoint's queue pairs in its schedule) costs no
 // allocation of its own and shares the cache lines of the object that holds it, instead of
 // one more line to miss wherever the allocator put it. Past N it moves to the heap, doubling.
-// Only what its users need: no copies (moves only), no insert or erase in the middle.
+// Only what its users need: no copies (moves only), no insert or erase in the middle. It keeps
+// a pointer to its elements (the inline ones or the heap's), so an access is one load rather
+// than a test of where they are (those tests were ~1.5 % of a 1024-host ring's instructions).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -27,16 +28,17 @@ class SmallVector {
   SmallVector(SmallVector&& other) noexcept { take(other); }
   SmallVector& operator=(SmallVector&& other) noexcept {
     if (this != &other) {
-      heap_.reset();
+      release();
       take(other);
     }
     return *this;
   }
+  ~SmallVector() { release(); }
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T* data() { return heap_ ? heap_.get() : inline_; }
-  const T* data() const { return heap_ ? heap_.get() : inline_; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
   T& operator[](size_t i) { return data()[i]; }
   const T& operator[](size_t i) const { return data()[i]; }
   T& front() { return data()[0]; }
@@ -65,29 +67,37 @@ class SmallVector {
   }
 
  private:
+  bool on_heap() const { return data_ != inline_; }
+  void release() {
+    if (on_heap()) delete[] data_;
+    data_ = inline_;
+  }
   void grow(uint32_t at_least) {
     uint32_t capacity = capacity_ * 2;
     if (capacity < at_least) capacity = at_least;
-    auto bigger = std::make_unique<T[]>(capacity);
-    std::memcpy(static_cast<void*>(bigger.get()), data(), sizeof(T) * size_);
-    heap_ = std::move(bigger);
+    T* bigger = new T[capacity];
+    std::memcpy(static_cast<void*>(bigger), data_, sizeof(T) * size_);
+    release();
+    data_ = bigger;
     capacity_ = capacity;
   }
+  // REQUIRES: this holds no heap block (data_ == inline_).
   void take(SmallVector& other) {
     size_ = other.size_;
     capacity_ = other.capacity_;
-    if (other.heap_) {
-      heap_ = std::move(other.heap_);
+    if (other.on_heap()) {
+      data_ = other.data_;
     } else {
       std::memcpy(static_cast<void*>(inline_), other.inline_, sizeof(T) * size_);
     }
+    other.data_ = other.inline_;
     other.size_ = 0;
     other.capacity_ = N;
   }
 
+  T* data_ = inline_;  // inline_, or the heap block of capacity_ elements once past N
   uint32_t size_ = 0;
   uint32_t capacity_ = N;
-  std::unique_ptr<T[]> heap_;  // the elements once there are more than N
   T inline_[N];
 };
 
