@@ -18,13 +18,14 @@
 //
 // Prefetch: a callable may also have a const `prefetch(int stage)` that only starts loading what
 // running it will read (mrc::prefetch, util/prefetch.h; it changes nothing). Before running an
-// event the queue asks the next kPrefetchStages events to prefetch: the third one ahead with
-// stage 0, the second with stage 1, the next with stage 2, so an event is asked three times as
-// it comes closer, and each stage may read what the previous one loaded (the packet an
-// in-flight record names, then the packet's bytes). At fabric scale, where every event's data
-// has left the cache since it was last touched, chains of loads that stalled one after another
-// now overlap with the events before. A guess (an event scheduled meanwhile may run first) that
-// cannot change a result.
+// event the queue asks the next kPrefetchStages events to prefetch: the second one ahead with
+// stage 0, the next with stage 1, so an event is asked twice as it comes closer, and stage 1
+// may read what stage 0 loaded (the packet an in-flight record names). At fabric scale, where
+// every event's data has left the cache since it was last touched, chains of loads that
+// stalled one after another now overlap with the events before. A guess (an event scheduled
+// meanwhile may run first) that cannot change a result. Three stages (until session 15, the
+// third for a packet's bytes and a timer's hint entries) cost a call per event more than
+// they saved once the in-flight record named the bytes too (BENCHMARKS.md, "Session 15").
 #pragma once
 
 #include <cstdint>
@@ -80,7 +81,7 @@ class EventQueue {
   // prefetch(s) if it has one. Trivially copyable, so it is copied out of the slab before it
   // runs (running it may schedule and grow the slab).
   enum class Mode : uint8_t { kRun, kDestroy, kPrefetch0 };  // kPrefetch0 + s: stage s
-  static constexpr int kPrefetchStages = 3;
+  static constexpr int kPrefetchStages = 2;
   struct alignas(32) Event {  // two per cache line, never one across two
     void (*call)(Event&, Mode mode);
     alignas(8) unsigned char storage[kInlineBytes];

@@ -166,7 +166,8 @@ void Fabric::propagate(Link& link, PacketPtr packet, Duration extra_delay) {
     slot = free_slots_.back();
     free_slots_.pop_back();
   }
-  in_flight_[slot] = InFlight{std::move(packet), link.id.value, link.generation};
+  const uint8_t* bytes = packet->bytes.data();
+  in_flight_[slot] = InFlight{std::move(packet), bytes, link.id.value, link.generation};
   events_.schedule(events_.now() + link.propagation + extra_delay, Arrival{this, slot, link.id.value});
 }
 

@@ -103,6 +103,8 @@ class Fabric {
   static constexpr uint32_t kPrefetchFromHosts = 512;
   bool prefetching() const { return config_.hosts >= kPrefetchFromHosts; }
 
+  EventQueue& events() const { return events_; }
+
   // ---- Topology.
   const FabricConfig& config() const { return config_; }
   const Topology& topology() const { return topology_; }
@@ -176,6 +178,7 @@ class Fabric {
  private:
   struct InFlight {
     PacketPtr packet;
+    const uint8_t* bytes = nullptr;  // packet->bytes.data(), for the Arrival hook
     uint32_t link = 0;
     uint32_t generation = 0;
   };
@@ -250,42 +253,41 @@ class Fabric {
   std::function<void(LinkId, const SimPacket&, DropReason)> drop_observer_;
 };
 
-// The hop events' prefetch hooks, inline: they run three times per event.
+// The hop events' prefetch hooks, inline: they run twice per event.
 inline void Fabric::prefetch_host(uint32_t link, bool arrival, int stage) const {
-  if (stage > 1) return;  // nothing left for the host: no need to read its word
   const uint32_t tagged = link_host_[link];
   if (tagged == kNoHost || ((tagged & kArrivalBit) != 0) != arrival) return;
   const PrefetchHints& hints = host_hints_[tagged & ~kArrivalBit];
   if (stage == 0) {
     mrc::prefetch(&hints);
     mrc::prefetch(reinterpret_cast<const char*>(&hints) + 64);
-  } else if (stage == 1) {
+  } else {
     hints.prefetch();
   }
 }
 
 // Stage 0 loads the link; stage 1 the packet it serializes. On a host's uplink, whose host is
-// offered its next packet then, stages 0 and 1 prefetch for the host: the entries two events
-// ahead, as long as a cold load takes.
+// offered its next packet then, stages 0 and 1 prefetch for the host: the entries an event
+// ahead.
 inline void Fabric::Serialized::prefetch(int stage) const {
   if (stage == 0) mrc::prefetch(&fabric->links_[link]);
   if (stage == 1) mrc::prefetch(fabric->links_[link].serializing.get());
   fabric->prefetch_host(link, /*arrival=*/false, stage);
 }
 
-// Stage 0 loads the in-flight record and the link; stage 1 the packet; for a packet about to
-// reach its host, stage 2 its headers, and stages 0 and 1 prefetch for that host.
+// Stage 0 loads the in-flight record and the link; stage 1 the packet and, for a packet about
+// to reach its host, its headers; stages 0 and 1 also prefetch for that host.
 inline void Fabric::Arrival::prefetch(int stage) const {
   const InFlight& flight = fabric->in_flight_[slot];
   if (stage == 0) {
     mrc::prefetch(&flight);
     mrc::prefetch(&fabric->links_[link]);
-  } else if (stage == 1) {
+  } else {
     mrc::prefetch(flight.packet.get());
-  } else if (fabric->links_[link].link_class == LinkClass::kHostDown && flight.packet != nullptr) {
-    const uint8_t* bytes = flight.packet->bytes.data();
-    mrc::prefetch(bytes);
-    mrc::prefetch(bytes + 64);
+    if (fabric->links_[link].link_class == LinkClass::kHostDown) {
+      mrc::prefetch(flight.bytes);
+      mrc::prefetch(flight.bytes + 64);
+    }
   }
   fabric->prefetch_host(link, /*arrival=*/true, stage);
 }

@@ -9,13 +9,12 @@
 
 namespace mrc::sim {
 
-SimHost::SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointConfig& config)
+SimHost::SimHost(HostId id, Fabric& fabric, const EndpointConfig& config)
     : id_(id),
-      events_(events),
       fabric_(fabric),
+      hints_(&fabric.host_hints(id)),
       ask_fabric_(fabric.can_pause_hosts()),
-      endpoint_(config),
-      hints_(&fabric.host_hints(id)) {
+      endpoint_(config) {
   if (fabric.prefetching()) endpoint_.set_prefetch_hints(&fabric.host_hints(id));
   MRC_DASSERT(reinterpret_cast<const char*>(&endpoint_) == reinterpret_cast<const char*>(this) + 64);
 }
@@ -23,18 +22,16 @@ SimHost::SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointCo
 void SimHost::Timer::prefetch(int stage) const {
   if (stage == 0) {
     mrc::prefetch(host);
-  } else if (stage == 1) {
+  } else {
     mrc::prefetch(host->hints_);  // both lines of the table, as the fabric's events
     mrc::prefetch(reinterpret_cast<const char*>(host->hints_) + 64);
-  } else {
-    host->hints_->prefetch();
   }
 }
 
 void SimHost::on_deliver(PlaneId plane, PacketPtr packet) {
   RxMeta meta{plane, packet->ev, packet->ecn_ce, packet->trimmed, packet->source_host};
   meta.icrc_checked = packet->icrc_deferred;  // bytes unchanged since the sender wrote them
-  endpoint_.handle_datagram(events_.now(), packet->bytes, meta);
+  endpoint_.handle_datagram(fabric_.events().now(), packet->bytes, meta);
   kick();
 }
 
@@ -44,11 +41,11 @@ void SimHost::on_port_ready(PlaneId plane) {
   // may have come due for a plane whose port went idle earlier, and only an event of this host
   // would otherwise send it (BENCHMARKS.md, sessions 7 and 9).
   transmit_on(plane);
-  offer_ports(endpoint_.wants_to_send(events_.now()));
+  offer_ports(endpoint_.wants_to_send(fabric_.events().now()));
 }
 
 void SimHost::on_port_state(PlaneId plane, bool up) {
-  endpoint_.set_port_up(plane, up, events_.now());
+  endpoint_.set_port_up(plane, up, fabric_.events().now());
   kick();
 }
 
@@ -56,11 +53,11 @@ void SimHost::on_port_state(PlaneId plane, bool up) {
 // planes' polls would find nothing either (Endpoint::wants_to_send is a superset of what a poll
 // sends). A poll that sends nothing changes nothing, so the engine is asked again only after a
 // send.
-void SimHost::kick() { offer_ports(endpoint_.wants_to_send(events_.now())); }
+void SimHost::kick() { offer_ports(endpoint_.wants_to_send(fabric_.events().now())); }
 
 // `more`: what the engine last said of wanting to send, so it is not asked twice in a row.
 void SimHost::offer_ports(bool more) {
-  const Instant now = events_.now();
+  const Instant now = fabric_.events().now();
   for (uint32_t p = 0; p < fabric_.planes() && more; ++p) {
     if (transmit_on(PlaneId(static_cast<uint8_t>(p)))) more = endpoint_.wants_to_send(now);
   }
@@ -77,7 +74,7 @@ bool SimHost::transmit_on(PlaneId plane) {
     spare_bytes_ = spare_->bytes.data();
   }
   TxMeta meta;
-  const size_t n = endpoint_.poll_transmit(events_.now(), plane, {spare_bytes_, wire::kMaxDatagramBytes}, meta);
+  const size_t n = endpoint_.poll_transmit(fabric_.events().now(), plane, {spare_bytes_, wire::kMaxDatagramBytes}, meta);
   if (n == 0) return false;
   PacketPtr packet = std::move(spare_);
   packet->bytes.resize(n);
@@ -98,13 +95,13 @@ void SimHost::arm_timer() {
   if (deadline.is_never() || deadline >= timer_at_) return;
   timer_at_ = deadline;
   const uint64_t generation = ++timer_generation_;
-  events_.schedule(deadline, Timer{this, generation});
+  fabric_.events().schedule(deadline, Timer{this, generation});
 }
 
 void SimHost::on_timer(uint64_t generation) {
   if (generation != timer_generation_) return;
   timer_at_ = Instant::never();
-  endpoint_.handle_timeout(events_.now());
+  endpoint_.handle_timeout(fabric_.events().now());
   kick();
 }
 

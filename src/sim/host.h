@@ -16,7 +16,7 @@ namespace mrc::sim {
 
 class alignas(64) SimHost final : public SimTransport {
  public:
-  SimHost(HostId id, EventQueue& events, Fabric& fabric, const EndpointConfig& config);
+  SimHost(HostId id, Fabric& fabric, const EndpointConfig& config);  // on fabric.events()
 
   Endpoint& endpoint() { return endpoint_; }
   HostId id() const { return id_; }
@@ -39,7 +39,7 @@ class alignas(64) SimHost final : public SimTransport {
   void arm_timer();
   void on_timer(uint64_t generation);
   // The engine's deadline: an event that prefetches, as the fabric's do (event_queue.h):
-  // stage 0 the host, 1 its prefetch hints, 2 what they name.
+  // stage 0 the host, 1 its prefetch hints (not yet what they name: that would take a third).
   struct Timer {
     SimHost* host;
     uint64_t generation;
@@ -48,7 +48,7 @@ class alignas(64) SimHost final : public SimTransport {
   };
 
   // What every event of the host reads is its first line (the vtable pointer and these, up to
-  // timer_at_), the engine's first line the next (Endpoint is aligned to one). Prefetching the
+  // ask_fabric_), the engine's first line the next (Endpoint is aligned to one). Prefetching the
   // two from the fabric's hop events measured no faster (BENCHMARKS.md, "Session 15").
   HostId id_;
   // The ports serializing a packet (bit p = plane p), kept here so that the questions of every
@@ -57,15 +57,14 @@ class alignas(64) SimHost final : public SimTransport {
   // pause a host's uplink (lossless links) a port may be idle yet not ready, so the fabric is
   // asked instead (ask_fabric_).
   uint32_t busy_ports_ = 0;
-  EventQueue& events_;
-  Fabric& fabric_;
+  Fabric& fabric_;  // and through it the event queue (its line is read by every event anyway)
+  const PrefetchHints* hints_;  // the engine's, kept by the fabric (Fabric::host_hints)
   PacketPtr spare_;  // bytes sized for any datagram, handed to the engine to write into
   uint8_t* spare_bytes_ = nullptr;  // its bytes (kMaxDatagramBytes), so an opportunity with
                                     // nothing to send does not read the packet
   Instant timer_at_ = Instant::never();
   bool ask_fabric_ = false;
   Endpoint endpoint_;
-  const PrefetchHints* hints_;  // the engine's, kept by the fabric (Fabric::host_hints)
   uint64_t timer_generation_ = 0;
 };
 

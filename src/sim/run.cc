@@ -247,7 +247,7 @@ void Runner::build_hosts() {
     ec.seed = sc_.seed * 1000003 + h;
     ec.icrc_offload = sc_.icrc_offload;
     ec.virtual_payload = !sc_.move_payload;
-    hosts_.push_back(std::make_unique<SimHost>(h, events_, *fabric_, ec));
+    hosts_.push_back(std::make_unique<SimHost>(h, *fabric_, ec));
     Endpoint& e = hosts_.back()->endpoint();
     pds_.push_back(e.memory().alloc_pd());
     // Completions are drained every kCheckInterval, so a CQ never holds more than the
