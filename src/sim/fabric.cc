@@ -159,12 +159,12 @@ void Fabric::launch(Link& link, PacketPtr packet) {
 
 void Fabric::propagate(Link& link, PacketPtr packet, Duration extra_delay) {
   uint32_t slot;
-  if (free_slots_.empty()) {
+  if (free_slot_ == kNoSlot) {
     slot = static_cast<uint32_t>(in_flight_.size());
     in_flight_.emplace_back();
   } else {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
+    slot = free_slot_;
+    free_slot_ = in_flight_[slot].link;
   }
   const uint8_t* bytes = packet->bytes.data();
   in_flight_[slot] = InFlight{std::move(packet), bytes, link.id.value, link.generation};
@@ -176,7 +176,8 @@ void Fabric::on_arrival(uint32_t slot) {
   PacketPtr packet = std::move(flight.packet);
   Link& link = links_[flight.link];
   const uint32_t generation = flight.generation;
-  free_slots_.push_back(slot);
+  flight.link = free_slot_;  // the record is free: it names the next free one
+  free_slot_ = slot;
   if (!link.up() || generation != link.generation) {
     drop(link, std::move(packet), DropReason::kDown);
     return;

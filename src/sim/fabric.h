@@ -179,7 +179,7 @@ class Fabric {
   struct InFlight {
     PacketPtr packet;
     const uint8_t* bytes = nullptr;  // packet->bytes.data(), for the Arrival hook
-    uint32_t link = 0;
+    uint32_t link = 0;  // while free: the next free record (Fabric::free_slot_)
     uint32_t generation = 0;
   };
 
@@ -242,7 +242,9 @@ class Fabric {
   // Stage `stage` of prefetching what a host reads in the event of a hop on `link` that ends at
   // it (`arrival`: an Arrival, else a Serialized): 0 its hints, 1 what they name.
   void prefetch_host(uint32_t link, bool arrival, int stage) const;
-  std::vector<uint32_t> free_slots_;
+  // The free in-flight records, last freed first, linked through their `link` (no vector).
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  uint32_t free_slot_ = kNoSlot;
   std::vector<std::unordered_set<uint32_t>> blackholes_;  // per plane: blackholed EVs
   size_t blackhole_count_ = 0;
   std::vector<uint8_t> switch_down_;  // per (plane, node)
