@@ -37,7 +37,6 @@ struct alignas(32) Op {
   uint32_t settled : 1 = 0;
   uint32_t success : 1 = 0;
   uint32_t delivered : 1 = 0;
-  uint32_t delayed : 1 = 0;  // its plan's delay (from the last transfer it waits for) is not 0
   Instant ready_at = Instant::never();  // set once waiting_for reaches 0 (plus the delay)
   Instant delivered_at = Instant::never();
 };
@@ -302,8 +301,7 @@ void Runner::build_flows() {
     op.imm = tr.imm;
     op.immediate = static_cast<uint32_t>(prng_.next_u32());
     op.waiting_for = tr.after_count & kMaxWaitingFor;  // checked above
-    op.delayed = tr.delay.ns != 0;
-    if (op.delayed) delays_[t] = tr.delay;
+    if (!delays_.empty()) delays_[t] = tr.delay;
     groups_[t] = tr.group;
     if (op.waiting_for == 0) op.ready_at = Instant{0} + tr.delay;
     flows_[tr.flow]->ops.push_back(t);
@@ -501,7 +499,7 @@ void Runner::on_delivered(uint32_t transfer) {
   for (uint32_t i = waiter_begin_[transfer]; i < waiter_begin_[transfer + 1]; ++i) {
     Op& next = ops_[waiter_list_[i]];
     if (--next.waiting_for == 0) {
-      next.ready_at = events_.now() + (next.delayed ? delays_[waiter_list_[i]] : Duration{0});
+      next.ready_at = events_.now() + (delays_.empty() ? Duration{0} : delays_[waiter_list_[i]]);
       mark_dirty(next.flow);
     }
   }
