@@ -10,8 +10,8 @@
 namespace mrc {
 
 // Whole-word loads and stores with one byte swap (memcpy: any alignment) where the host is
-// little-endian, which the compiler turns into a mov and a bswap (or movbe); byte by byte
-// elsewhere. Byte-wise code was ~1 % of a simulation's instructions: GCC merges only some of it.
+// little-endian, which the compiler turns into a mov and a bswap (or movbe); on a big-endian
+// host the word is already in network order. Byte-wise code was ~1 % of a simulation's instructions: GCC merges only some of it.
 namespace bytes_detail {
 template <typename T>
 inline T to_big(T v) {
