@@ -38,8 +38,10 @@ UdpHostConfig host_config(int index, uint16_t port_salt, const Impairment& impai
 using EvList = std::vector<std::pair<int, int>>;  // (plane, index into the plane's source ports)
 
 // Opens side i's host, PD, CQ, buffers and QP (using exactly `ev_list`'s EVs if it is given).
-void open_side(Side& side, int i, uint16_t salt, const Impairment& impairment, size_t bytes, const EvList& ev_list) {
+void open_side(Side& side, int i, uint16_t salt, const Impairment& impairment, size_t bytes, const EvList& ev_list,
+               uint16_t ev_burst) {
   QpConfig qc;
+  qc.ev_burst_packets = ev_burst;
   qc.ev_min_active = ev_list.empty() ? qc.ev_min_active : 1;
   qc.ev_count = 128;
   qc.timeout = 10;
@@ -82,10 +84,11 @@ void check_paths(const Side& side, const EvList& ev_list) {
 }
 
 // Connects two hosts, writes `bytes` each way (with immediates) and verifies every byte.
-void transfer(uint16_t salt, const Impairment& impairment, size_t bytes, const EvList& ev_list = {}) {
+void transfer(uint16_t salt, const Impairment& impairment, size_t bytes, const EvList& ev_list = {},
+              uint16_t ev_burst = 1) {
   Side side[2];
   for (int i = 0; i < 2; ++i) {
-    open_side(side[i], i, salt, impairment, bytes, ev_list);
+    open_side(side[i], i, salt, impairment, bytes, ev_list, ev_burst);
     if (::testing::Test::HasFatalFailure()) return;
   }
   for (int i = 0; i < 2; ++i) {
@@ -132,6 +135,16 @@ void transfer(uint16_t salt, const Impairment& impairment, size_t bytes, const E
 }
 
 TEST(UdpLoopback, CleanTransferBothWays) { transfer(1, Impairment{}, 8 << 20); }
+
+// EV bursts leave as GSO batches (one send call for several datagrams) and arrive intact, also
+// when the impairments drop, delay and reorder some of them.
+TEST(UdpLoopback, EvBurstsGoAsBatches) {
+  transfer(6, Impairment{}, 8 << 20, {}, 8);
+  Impairment imp;
+  imp.drop = 0.01;
+  imp.reorder = 0.02;
+  transfer(7, imp, 4 << 20, {}, 8);
+}
 
 // An explicit EV list (OCP EV mode EXP): two EVs on plane 0, one listed twice on plane 2,
 // none on planes 1 and 3, which then carry nothing.

@@ -55,6 +55,11 @@ struct QpConfig {
   // Source ports the datapath binds per plane (plane p owns [base + p*n, base + (p+1)*n));
   // 0 = just enough for ev_count/planes + ev_backup_per_plane.
   uint16_t ev_ports_per_plane = 0;
+  // Spray granularity: new data packets go out in bursts of up to this many consecutive
+  // packets on one EV (retransmissions and control packets always take the next EV). 1 sprays
+  // every packet on its own EV; k > 1 lets a datapath send a burst as one batch (UDP GSO: one
+  // system call and one socket buffer for k datagrams). Bounded by kMaxEvBurstPackets.
+  uint16_t ev_burst_packets = 1;
   // Non-empty: OCP explicit EV mode. These EVs (and only these) are used, each on its plane,
   // an EV listed k times taking k shares; ev_count and ev_backup_per_plane are then ignored.
   std::vector<ExplicitEv> ev_list;
@@ -105,5 +110,7 @@ inline constexpr uint8_t kRetryInfinite = 25;
 inline constexpr uint32_t kMaxSge = 16;
 // Entries of an explicit EV list (QpConfig::ev_list): the engine's slot index has 11 bits.
 inline constexpr size_t kMaxExplicitEvs = 1024;
+// Largest ev_burst_packets: what one UDP GSO call can carry (the kernel's UDP_MAX_SEGMENTS).
+inline constexpr uint16_t kMaxEvBurstPackets = 64;
 
 }  // namespace mrc

@@ -159,7 +159,7 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
       w.with_imm && w.bytes_packetized % config_.max_message_bytes == 0 &&
       w.total_length - w.bytes_packetized <= config_.max_message_bytes;
   if (starts_imm_message && wimm_in_flight_ >= config_.max_wimm) return 0;
-  const uint16_t slot = evs_.next(plane);
+  const uint16_t slot = burst_slot(plane);
   if (slot == EvSet::kNoSlot) return 0;
   const Psn psn = window_.next();
   SentPacket& p = window_.push();
@@ -167,6 +167,23 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
   if (starts_imm_message) ++wimm_in_flight_;
   if (window_.outstanding() == 1) on_progress(now);  // the timers start with the first packet
   return transmit(now, psn, slot, out, meta);
+}
+
+// The EV slot of the plane's next new data packet: the current burst's while it has packets
+// left and its EV is still GOOD and active, else the rotation's next (which starts a burst).
+// With ev_burst_packets = 1 this is exactly EvSet::next.
+uint16_t Requester::burst_slot(PlaneId plane) {
+  Burst& b = bursts_[plane.value];
+  if (b.left > 0) {
+    const EvSet::Slot& s = evs_.slot(b.slot);
+    if (s.active && s.state == EvState::kGood) {
+      --b.left;
+      return b.slot;
+    }
+  }
+  const uint16_t slot = evs_.next(plane);
+  b = {slot, slot == EvSet::kNoSlot ? uint16_t{0} : static_cast<uint16_t>(config_.ev_burst_packets - 1)};
+  return slot;
 }
 
 // Fills `p` with the next segment of the work request being packetized and advances it.

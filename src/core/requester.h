@@ -153,6 +153,7 @@ class alignas(64) Requester {
   void grow_send_queue();
   size_t poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   size_t poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
+  uint16_t burst_slot(PlaneId plane);
   size_t poll_probe(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   bool window_allows(PlaneId plane, uint32_t bytes) const;
   void add_in_flight(const SentPacket& p);
@@ -221,6 +222,13 @@ class alignas(64) Requester {
     uint64_t tx_sequence = 0;  // 0 = nothing sent on this slot yet
   };
   std::vector<LastOnEv> ev_last_;
+  // Per plane, the EV burst new data is going out on (QpConfig::ev_burst_packets): its slot and
+  // how many more packets may follow on it. A burst ends early when its EV stops being GOOD.
+  struct Burst {
+    uint16_t slot = EvSet::kNoSlot;
+    uint16_t left = 0;
+  };
+  std::array<Burst, kMaxPlanes> bursts_{};
 
   Qpn self_qp_{0};
   Qpn dest_qp_{0};

@@ -19,8 +19,10 @@ namespace mrc::io {
 
 namespace {
 
-constexpr int kReceiveBatch = 32;
-constexpr int kTransmitBurst = 32;
+// Per run_once, each plane sends up to kTransmitRounds bursts of kPlaneBurst packets, taking
+// turns with the other planes.
+constexpr int kTransmitRounds = 4;
+constexpr size_t kPlaneBurst = 16;
 constexpr uint32_t kWakeToken = 0xFFFF;
 
 int64_t monotonic_ns() {
@@ -87,7 +89,7 @@ std::string to_string(const PlaneAddress& a) {
 }
 
 UdpHost::UdpHost(const UdpHostConfig& config)
-    : config_(config), prng_(config.impairment.seed), buffer_(wire::kMaxDatagramBytes) {
+    : config_(config), prng_(config.impairment.seed), tx_(wire::kMaxDatagramBytes, config.gso) {
   std::sort(config_.impairment.schedule.begin(), config_.impairment.schedule.end(),
             [](const PlaneEvent& a, const PlaneEvent& b) { return a.at < b.at; });
 }
@@ -123,6 +125,7 @@ Result<Ok, std::string> UdpHost::open_sockets() {
     auto rx = bound_socket(plane.local, config_.socket_buffer_bytes);
     if (!rx.ok()) return Err{rx.error()};
     plane.rx_fd = rx.value();
+    if (config_.gro) enable_gro(plane.rx_fd);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u32 = static_cast<uint32_t>(p);
@@ -133,6 +136,7 @@ Result<Ok, std::string> UdpHost::open_sockets() {
       auto tx = bound_socket(a, config_.socket_buffer_bytes);
       if (!tx.ok()) return Err{tx.error() + " (EV source port; choose another --ev-port-base)"};
       plane.tx_fds.push_back(tx.value());
+      if (tx_.gso() && !gso_supported(tx.value())) tx_.disable_gso();
     }
   }
   return Ok{};
@@ -164,99 +168,98 @@ Instant UdpHost::now() const { return Instant{monotonic_ns() - clock_origin_ns_}
 
 bool UdpHost::receive(int p, Instant now) {
   Plane& plane = planes_[p];
-  static thread_local std::vector<std::vector<uint8_t>> buffers(kReceiveBatch, std::vector<uint8_t>(wire::kMaxDatagramBytes));
-  mmsghdr messages[kReceiveBatch] = {};
-  iovec iov[kReceiveBatch];
-  sockaddr_in from[kReceiveBatch];
-  alignas(cmsghdr) char control[kReceiveBatch][64];
-  for (int i = 0; i < kReceiveBatch; ++i) {
-    iov[i] = {buffers[i].data(), buffers[i].size()};
-    messages[i].msg_hdr.msg_iov = &iov[i];
-    messages[i].msg_hdr.msg_iovlen = 1;
-    messages[i].msg_hdr.msg_name = &from[i];
-    messages[i].msg_hdr.msg_namelen = sizeof from[i];
-    messages[i].msg_hdr.msg_control = control[i];
-    messages[i].msg_hdr.msg_controllen = sizeof control[i];
-  }
-  const int n = recvmmsg(plane.rx_fd, messages, kReceiveBatch, MSG_DONTWAIT, nullptr);
-  if (n <= 0) return false;
-  for (int i = 0; i < n; ++i) {
+  const std::span<const RxDatagram> datagrams = rx_.receive(plane.rx_fd);
+  if (datagrams.empty()) return false;
+  ++plane.stats.receive_calls;
+  for (const RxDatagram& d : datagrams) {
     if (!plane.stats.up) {
       ++plane.stats.impairment_drops;  // a plane that is down receives nothing
       continue;
     }
-    uint8_t tos = 0;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&messages[i].msg_hdr); c != nullptr; c = CMSG_NXTHDR(&messages[i].msg_hdr, c)) {
-      if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) std::memcpy(&tos, CMSG_DATA(c), 1);
-    }
     RxMeta meta;
     meta.plane = PlaneId(static_cast<uint8_t>(p));
-    meta.ev = Ev(ntohs(from[i].sin_port));
-    meta.source = static_cast<uint64_t>(ntohl(from[i].sin_addr.s_addr)) << 16 | ntohs(from[i].sin_port);
-    meta.ecn_ce = (tos & 0x03) == 0x03;
+    meta.ev = Ev(ntohs(d.from.sin_port));
+    meta.source = static_cast<uint64_t>(ntohl(d.from.sin_addr.s_addr)) << 16 | ntohs(d.from.sin_port);
+    meta.ecn_ce = (d.tos & 0x03) == 0x03;
     ++plane.stats.packets_received;
-    plane.stats.bytes_received += messages[i].msg_len;
-    endpoint_->handle_datagram(now, std::span<const uint8_t>(buffers[i].data(), messages[i].msg_len), meta);
+    plane.stats.bytes_received += d.bytes.size();
+    endpoint_->handle_datagram(now, d.bytes, meta);
   }
   return true;
 }
 
-void UdpHost::send_now(int p, int fd, const sockaddr_in& to, const uint8_t* bytes, size_t length) {
-  Plane& plane = planes_[p];
-  const ssize_t sent = sendto(fd, bytes, length, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
-  if (sent < 0) {
-    ++plane.stats.send_errors;
-    if (errno == ENETDOWN || errno == ENETUNREACH || errno == EADDRNOTAVAIL) next_link_check_ = Instant{0};
-    return;
-  }
-  ++plane.stats.packets_sent;
-  plane.stats.bytes_sent += length;
+void UdpHost::account(int p, const TxOutcome& outcome) {
+  UdpPlaneStats& s = planes_[p].stats;
+  s.packets_sent += outcome.packets;
+  s.bytes_sent += outcome.bytes;
+  s.send_errors += outcome.errors;
+  s.send_calls += outcome.calls;
+  const int e = outcome.last_errno;
+  if (e == ENETDOWN || e == ENETUNREACH || e == EADDRNOTAVAIL) next_link_check_ = Instant{0};
 }
 
-// Sends at most one packet on plane p; returns whether the engine produced one.
-bool UdpHost::transmit(int p, Instant now) {
+bool UdpHost::route(int p, const TxMeta& meta, int& fd, sockaddr_in& to) {
   Plane& plane = planes_[p];
-  if (!plane.stats.up) return false;
-  TxMeta meta;
-  const size_t n = endpoint_->poll_transmit(now, PlaneId(static_cast<uint8_t>(p)), buffer_, meta);
-  if (n == 0) return false;
   if (meta.reply) {  // an answer to a connectionless request: from the MRC port, to its sender's
-    sockaddr_in to{};
+    to = sockaddr_in{};
     to.sin_family = AF_INET;
     to.sin_addr.s_addr = htonl(static_cast<uint32_t>(meta.reply_to >> 16));
     to.sin_port = htons(plane.local.port);
-    send_now(p, plane.rx_fd, to, buffer_.data(), n);
+    fd = plane.rx_fd;
     return true;
   }
-  if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size()) return true;
+  if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size()) return false;
   const uint32_t offset = meta.ev.value - config_.ev_port_base - p * config_.ev_ports_per_plane;
   if (offset >= plane.tx_fds.size()) ++plane.stats.ev_port_mismatches;
-  const int fd = plane.tx_fds[offset < plane.tx_fds.size() ? offset : 0];
-  const sockaddr_in& to = peers_[meta.peer][p];
+  fd = plane.tx_fds[offset < plane.tx_fds.size() ? offset : 0];
+  to = peers_[meta.peer][p];
+  return true;
+}
+
+bool UdpHost::impair(int p, Instant now, int fd, const sockaddr_in& to, std::span<const uint8_t> bytes) {
   const Impairment& imp = config_.impairment;
   if (imp.drop > 0 && prng_.chance(imp.drop)) {
-    ++plane.stats.impairment_drops;
+    ++planes_[p].stats.impairment_drops;
     return true;
   }
   Duration hold = imp.delay;
   if (imp.reorder > 0 && prng_.chance(imp.reorder))
     hold = hold + Duration{static_cast<int64_t>(prng_.below(static_cast<uint64_t>(imp.reorder_delay.ns) + 1))};
-  if (hold.ns > 0) {
-    delayed_.push(Delayed{now + hold, delayed_sequence_++, p, fd, to,
-                          std::vector<uint8_t>(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(n))});
-    return true;
-  }
-  send_now(p, fd, to, buffer_.data(), n);
+  if (hold.ns <= 0) return false;
+  delayed_.push(Delayed{now + hold, delayed_sequence_++, p, fd, to, std::vector<uint8_t>(bytes.begin(), bytes.end())});
   return true;
 }
 
-// Planes take turns, one packet each, so that no plane starves the others of the window
+// Sends up to `budget` packets of plane p, batched (TxBatch); returns how many the engine
+// produced (a packet to no known peer, or taken by the impairments, counts as produced).
+size_t UdpHost::transmit(int p, Instant now, size_t budget) {
+  if (!planes_[p].stats.up) return 0;
+  TxOutcome outcome;
+  size_t produced = 0;
+  while (produced < budget) {
+    const std::span<uint8_t> space = tx_.next();
+    TxMeta meta;
+    const size_t n = endpoint_->poll_transmit(now, PlaneId(static_cast<uint8_t>(p)), space, meta);
+    if (n == 0) break;
+    ++produced;
+    int fd = -1;
+    sockaddr_in to{};
+    if (!route(p, meta, fd, to) || impair(p, now, fd, to, space.first(n))) continue;
+    tx_.add(fd, to, n, outcome);
+  }
+  tx_.flush(outcome);
+  account(p, outcome);
+  return produced;
+}
+
+// Planes take turns, a burst each, so that no plane starves the others of the window
 // (loopback planes have no rate of their own to pace them).
 bool UdpHost::transmit_round_robin(Instant now) {
   bool any = false;
-  for (int round = 0; round < kTransmitBurst; ++round) {
+  for (int round = 0; round < kTransmitRounds; ++round) {
     bool this_round = false;
-    for (int k = 0; k < planes(); ++k) this_round |= transmit((first_plane_ + k) % planes(), now);
+    for (int k = 0; k < planes(); ++k)
+      this_round |= transmit((first_plane_ + k) % planes(), now, kPlaneBurst) > 0;
     any |= this_round;
     if (!this_round) break;
   }
@@ -268,7 +271,13 @@ bool UdpHost::release_delayed(Instant now) {
   bool any = false;
   while (!delayed_.empty() && delayed_.top().release <= now) {
     const Delayed& d = delayed_.top();
-    if (planes_[d.plane].stats.up) send_now(d.plane, d.fd, d.to, d.bytes.data(), d.bytes.size());
+    if (planes_[d.plane].stats.up) {
+      TxOutcome outcome;
+      std::memcpy(tx_.next().data(), d.bytes.data(), d.bytes.size());
+      tx_.add(d.fd, d.to, d.bytes.size(), outcome);
+      tx_.flush(outcome);
+      account(d.plane, outcome);
+    }
     delayed_.pop();
     any = true;
   }
@@ -329,7 +338,9 @@ Instant UdpHost::wake_at() const {
 }
 
 void UdpHost::sleep_until(Instant until) {
-  const int64_t wait_ns = std::max<int64_t>(until.ns - now().ns, 0);
+  const Instant now = this->now();
+  if (now < last_busy_ + config_.spin) return;
+  const int64_t wait_ns = std::max<int64_t>(until.ns - now.ns, 0);
   if (wait_ns == 0) return;
   timespec timeout{wait_ns / 1'000'000'000, wait_ns % 1'000'000'000};
   epoll_event events[kMaxPlanes + 1];
@@ -360,6 +371,7 @@ bool UdpHost::run_once() {
   }
   busy |= release_delayed(now);
   busy |= transmit_round_robin(now);
+  if (busy) last_busy_ = now;
   return busy;
 }
 

@@ -4,6 +4,9 @@
 //   - per plane, a pool of send sockets, one per EV: the engine's EVs are UDP source ports
 //     (QpConfig::ev_port_base), so ECMP switches hash each EV onto its own path, and the
 //     source port a receiver sees is the EV it echoes back;
+//   - batched I/O (io/udp_batch.h): consecutive datagrams of one EV leave as one UDP GSO
+//     super-datagram, or one sendmmsg where GSO is off; receive sockets use recvmmsg with
+//     UDP_GRO, so a burst arrives as one buffer;
 //   - an epoll progress loop with nanosecond timeouts (epoll_pwait2) for the engine's deadlines;
 //   - link state: every 20 ms (and at once after a send fails with ENETDOWN/ENETUNREACH) the
 //     interface holding each plane's address is checked; a plane whose interface is down or
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "core/endpoint.h"
+#include "io/udp_batch.h"
 #include "util/prng.h"
 #include "util/result.h"
 
@@ -60,6 +64,14 @@ struct UdpHostConfig {
   uint16_t ev_port_base = 50000;
   uint16_t ev_ports_per_plane = 40;
   int socket_buffer_bytes = 8 << 20;
+  // Batched send and receive (UDP GSO and GRO) where the kernel offers them; off: one datagram
+  // per sendmmsg entry and per receive buffer.
+  bool gso = true;
+  bool gro = true;
+  // After work, sleep_until() returns at once for this long instead of sleeping: a busy
+  // connection keeps polling its sockets, so neither its peer's sends nor its own receives pay
+  // for waking a sleeping thread (on a VM, most of a small datagram's cost). 0: always sleep.
+  Duration spin{Duration::from_us(100)};
   Impairment impairment;
   uint64_t seed = 1;
 };
@@ -70,6 +82,8 @@ struct UdpPlaneStats {
   uint64_t packets_received = 0;
   uint64_t bytes_received = 0;
   uint64_t send_errors = 0;      // EAGAIN/ENOBUFS and others: the packet is lost, the engine recovers
+  uint64_t send_calls = 0;       // system calls that sent (one per GSO batch or sendmmsg)
+  uint64_t receive_calls = 0;    // recvmmsg calls that returned datagrams
   uint64_t impairment_drops = 0;
   // Packets whose EV is not one of this plane's source ports (QpConfig::ev_port_base /
   // ev_ports_per_plane disagree with this host's): sent from the plane's first port instead.
@@ -129,9 +143,14 @@ class UdpHost {
   explicit UdpHost(const UdpHostConfig& config);
   Result<Ok, std::string> open_sockets();
   bool receive(int plane, Instant now);
-  bool transmit(int plane, Instant now);
+  size_t transmit(int plane, Instant now, size_t budget);
   bool transmit_round_robin(Instant now);
-  void send_now(int plane, int fd, const sockaddr_in& to, const uint8_t* bytes, size_t length);
+  // Where a packet the engine produced goes: its socket and address; false if nowhere.
+  bool route(int plane, const TxMeta& meta, int& fd, sockaddr_in& to);
+  // Applies the impairments to a packet about to be sent: true if they took it (dropped, or
+  // held in delayed_ for later).
+  bool impair(int plane, Instant now, int fd, const sockaddr_in& to, std::span<const uint8_t> bytes);
+  void account(int plane, const TxOutcome& outcome);
   bool release_delayed(Instant now);
   void apply_schedule(Instant now);
   void check_links(Instant now);
@@ -150,7 +169,9 @@ class UdpHost {
   size_t next_schedule_ = 0;
   int first_plane_ = 0;
   Instant next_link_check_{0};
-  std::vector<uint8_t> buffer_;
+  Instant last_busy_{INT64_MIN / 2};
+  TxBatch tx_;
+  RxBatch rx_;
 };
 
 }  // namespace mrc::io

@@ -157,6 +157,7 @@ bool PerfSide::open(std::string& error) {
   }
   hc.ev_port_base = o_.ev_port_base != 0 ? o_.ev_port_base : (server_ ? 50000 : 51000);
   hc.ev_ports_per_plane = static_cast<uint16_t>(o_.ev_count / o_.planes.size() + 8);
+  hc.gso = hc.gro = o_.gso;
   hc.impairment.drop = o_.drop;
   hc.impairment.delay = Duration{static_cast<int64_t>(o_.delay_us * 1000)};
   hc.impairment.reorder = o_.reorder;
@@ -182,6 +183,7 @@ bool PerfSide::open(std::string& error) {
   QpConfig qc;
   qc.ev_count = static_cast<uint16_t>(o_.ev_count);
   qc.ev_port_base = hc.ev_port_base;
+  qc.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
   qc.timeout = 12;
   qc.retry_exp = 10;  // tolerate seconds-long scheduling stalls of a busy host (~8 s in all)
   qc.cc = o_.cc == "aimd" ? CcAlgorithm::kAimd : o_.cc == "fixed" ? CcAlgorithm::kFixed : CcAlgorithm::kNscc;
@@ -633,6 +635,9 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--cc", o.cc, "congestion control: nscc, aimd or fixed")->check(CLI::IsMember({"nscc", "aimd", "fixed"}));
   app.add_option("--ev-count", o.ev_count, "EVs per QP (multiple of the plane count, at most 256)");
   app.add_option("--window-kib", o.window_kib, "largest congestion window, KiB (default 2048)");
+  app.add_option("--ev-burst", o.ev_burst,
+                 "new data packets per EV before the next EV (1..64; default 1): a burst leaves as one UDP GSO send");
+  app.add_flag("!--no-gso", o.gso, "send and receive one datagram per buffer (no UDP GSO/GRO)");
   app.add_option("--metrics-port", o.metrics_port, "serve Prometheus metrics at http://BIND:PORT/metrics (default 0: off)");
   app.add_option("--metrics-bind", o.metrics_bind, "address for --metrics-port (default 127.0.0.1)");
 }

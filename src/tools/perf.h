@@ -39,6 +39,8 @@ struct PerfOptions {
   std::string cc = "nscc";
   uint32_t ev_count = 128;
   uint32_t window_kib = 2048;
+  uint32_t ev_burst = 1;   // QpConfig::ev_burst_packets
+  bool gso = true;         // UdpHostConfig::gso and ::gro
   uint16_t metrics_port = 0;  // 0: no Prometheus endpoint
   std::string metrics_bind = "127.0.0.1";
 };
