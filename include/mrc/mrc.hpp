@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/endpoint.h"
+#include "io/device.h"
 #include "io/udp_host.h"
 
 namespace mrc {
@@ -36,14 +37,13 @@ struct ContextOptions {
   uint16_t port = 4791;             // UDP receive port where an address gives none
   uint16_t ev_port_base = 50000;    // first UDP source port for EVs
   io::Impairment impairment;        // off by default
+  bool gso = true;                  // batched UDP send and receive (GSO, GRO) where offered
   uint64_t seed = 1;
 };
 
 // How many UDP source ports, from ContextOptions::ev_port_base on, a context with `planes`
 // planes binds for its EVs (contexts on one host need disjoint ranges).
-inline uint32_t ev_source_ports(size_t planes) {
-  return planes == 0 ? 0 : static_cast<uint32_t>(planes * (256 / planes + 16));
-}
+using io::ev_source_ports;
 
 // What the peer needs to connect to a queue pair.
 struct ConnectionInfo {
@@ -118,18 +118,14 @@ class Context {
   friend class Cq;
   friend class Qp;
   Context() = default;
-  void progress_loop();
-  void signal_cqs();
+  void signal_cqs(std::span<const uint32_t> tags);
+  std::mutex& mutex() const { return device_->lock(); }
 
   ContextOptions options_;
-  std::unique_ptr<io::UdpHost> host_;
-  mutable std::mutex mutex_;
-  std::thread progress_;
-  bool stopping_ = false;
-  std::vector<std::unique_ptr<Cq>> cqs_;
+  std::vector<std::unique_ptr<Cq>> cqs_;  // by the device's CQ tag
   std::vector<std::unique_ptr<Qp>> qps_;
-  std::vector<std::vector<io::PlaneAddress>> peers_;
   uint32_t next_psn_ = 0x1000;
+  std::unique_ptr<io::Device> device_;  // last: destroyed first, its progress thread with it
 };
 
 }  // namespace mrc

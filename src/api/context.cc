@@ -1,7 +1,7 @@
-// The native C++ API (include/mrc/mrc.hpp) over the engine and the UDP datapath. One progress
-// thread per context runs UdpHost::run_once() under the context's mutex and sleeps without it;
-// API calls take the mutex and wake the thread. A CQ's eventfd is made readable when the CQ
-// holds completions and reset when poll() empties it.
+// The native C++ API (include/mrc/mrc.hpp) on a device (io/device.h): the device's progress
+// thread runs the datapath under the device's lock and sleeps without it; API calls take the
+// lock and wake the thread. A CQ's eventfd is made readable when the device reports that the
+// CQ turned non-empty, and reset when poll() empties it.
 #include "mrc/mrc.hpp"
 
 #include <poll.h>
@@ -34,101 +34,84 @@ Result<ConnectionInfo, ApiError> ConnectionInfo::parse(const std::string& text) 
 }
 
 Result<std::unique_ptr<Context>, ApiError> Context::open(const ContextOptions& options) {
-  io::UdpHostConfig hc;
+  io::DeviceConfig dc;
   for (const std::string& text : options.planes) {
     auto a = io::parse_plane_address(text, options.port);
     if (!a.ok()) return Err{ApiError{a.error()}};
-    hc.planes.push_back(a.value());
+    dc.planes.push_back(a.value());
   }
-  if (hc.planes.empty()) return Err{ApiError{"a context needs at least one plane address"}};
-  hc.ev_port_base = options.ev_port_base;
-  hc.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(hc.planes.size()) / hc.planes.size());
-  hc.impairment = options.impairment;
-  hc.seed = options.seed;
-  auto host = io::UdpHost::open(hc);
-  if (!host.ok()) return Err{ApiError{host.error()}};
+  if (dc.planes.empty()) return Err{ApiError{"a context needs at least one plane address"}};
+  dc.ev_port_base = options.ev_port_base;
+  dc.impairment = options.impairment;
+  dc.gso = options.gso;
+  dc.seed = options.seed;
+  auto device = io::Device::open(dc);
+  if (!device.ok()) return Err{ApiError{device.error()}};
   std::unique_ptr<Context> ctx(new Context());
   ctx->options_ = options;
-  ctx->host_ = std::move(host.value());
-  ctx->progress_ = std::thread([c = ctx.get()] { c->progress_loop(); });
+  ctx->device_ = std::move(device.value());
+  ctx->device_->on_completions([c = ctx.get()](std::span<const uint32_t> tags) { c->signal_cqs(tags); });
+  ctx->device_->start_thread();
   return ctx;
 }
 
 Context::~Context() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  host_->wake();
-  if (progress_.joinable()) progress_.join();
+  device_.reset();  // stops the progress thread before the CQs' descriptors close
   for (auto& cq : cqs_) close(cq->event_fd_);
 }
 
-void Context::progress_loop() {
-  for (;;) {
-    Instant until;
-    bool busy = false;
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
-      busy = host_->run_once();
-      signal_cqs();
-      until = std::min(host_->wake_at(), host_->now() + Duration::from_ms(10));
-    }
-    if (!busy) host_->sleep_until(until);
-  }
-}
-
-void Context::signal_cqs() {
-  for (auto& cq : cqs_) {
-    if (cq->signalled_ || cq->queue_->size() == 0) continue;
+// Holding the lock, after a round: the CQs that turned non-empty make their eventfd readable.
+void Context::signal_cqs(std::span<const uint32_t> tags) {
+  for (uint32_t tag : tags) {
+    if (tag >= cqs_.size()) continue;
+    Cq& cq = *cqs_[tag];
+    if (cq.signalled_ || cq.queue_->size() == 0) continue;
     const uint64_t one = 1;
-    (void)!write(cq->event_fd_, &one, sizeof one);
-    cq->signalled_ = true;
+    (void)!write(cq.event_fd_, &one, sizeof one);
+    cq.signalled_ = true;
   }
 }
 
-int Context::planes() const { return host_->planes(); }
+int Context::planes() const { return device_->planes(); }
 
 uint32_t Context::alloc_pd() {
-  std::lock_guard lock(mutex_);
-  return host_->endpoint().memory().alloc_pd();
+  std::lock_guard lock(mutex());
+  return device_->endpoint().memory().alloc_pd();
 }
 
 Result<MemoryRegionInfo, ApiError> Context::register_memory(uint32_t pd, void* address, uint64_t length,
                                                             uint32_t access) {
-  std::lock_guard lock(mutex_);
-  auto r = host_->endpoint().memory().register_region(pd, address, length, access);
+  std::lock_guard lock(mutex());
+  auto r = device_->endpoint().memory().register_region(pd, address, length, access);
   if (!r.ok()) return Err{ApiError{std::string("register_memory: ") + to_string(r.error())}};
   return r.value();
 }
 
 Result<Ok, ApiError> Context::deregister_memory(uint32_t lkey) {
-  std::lock_guard lock(mutex_);
-  auto r = host_->endpoint().memory().deregister(lkey);
+  std::lock_guard lock(mutex());
+  auto r = device_->endpoint().memory().deregister(lkey);
   if (!r.ok()) return Err{ApiError{std::string("deregister_memory: ") + to_string(r.error())}};
   return Ok{};
 }
 
 Cq* Context::create_cq(uint32_t capacity) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(mutex());
   auto cq = std::make_unique<Cq>();
   cq->context_ = this;
-  cq->queue_ = host_->endpoint().create_cq(capacity);
+  cq->queue_ = device_->create_cq(capacity);  // its tag is its index in cqs_
   cq->event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   cqs_.push_back(std::move(cq));
   return cqs_.back().get();
 }
 
 Result<Qp*, ApiError> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq, const QpConfig& config) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(mutex());
   QpConfig c = config;
-  c.ev_port_base = options_.ev_port_base;
-  c.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(host_->planes()) / host_->planes());
-  const std::string invalid = c.validate(host_->planes());
+  device_->configure(c);
+  const std::string invalid = c.validate(device_->planes());
   if (!invalid.empty()) return Err{ApiError{"create_qp: " + invalid}};
   if (send_cq == nullptr || recv_cq == nullptr) return Err{ApiError{"create_qp: send and receive CQs are required"}};
-  auto qp = host_->endpoint().create_qp(c, pd, send_cq->queue_, recv_cq->queue_);
+  auto qp = device_->endpoint().create_qp(c, pd, send_cq->queue_, recv_cq->queue_);
   if (!qp.ok()) return Err{ApiError{std::string("create_qp: ") + to_string(qp.error())}};
   auto handle = std::make_unique<Qp>();
   handle->context_ = this;
@@ -140,21 +123,21 @@ Result<Qp*, ApiError> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq, 
 
 void Context::set_plane_up(int plane, bool up) {
   {
-    std::lock_guard lock(mutex_);
-    host_->set_plane_up(plane, up);
+    std::lock_guard lock(mutex());
+    device_->host().set_plane_up(plane, up);
   }
-  host_->wake();
+  device_->wake();
 }
 
 const io::UdpPlaneStats Context::plane_stats(int plane) const {
-  std::lock_guard lock(mutex_);
-  return host_->plane_stats(plane);
+  std::lock_guard lock(mutex());
+  return device_->host().plane_stats(plane);
 }
 
 // ---- Cq ---------------------------------------------------------------------------------
 
 size_t Cq::poll(std::span<Completion> out) {
-  std::lock_guard lock(context_->mutex_);
+  std::lock_guard lock(context_->mutex());
   const size_t n = queue_->poll(out);
   if (queue_->size() == 0 && signalled_) {
     uint64_t count = 0;
@@ -177,7 +160,7 @@ size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
 uint32_t Qp::qpn() const { return qp_->qpn().value; }
 
 QpState Qp::state() const {
-  std::lock_guard lock(context_->mutex_);
+  std::lock_guard lock(context_->mutex());
   return qp_->state();
 }
 
@@ -197,14 +180,14 @@ Result<Ok, ApiError> Qp::connect(const ConnectionInfo& remote) {
     if (!a.ok()) return Err{ApiError{"connect: " + a.error()}};
     addresses.push_back(a.value());
   }
-  std::lock_guard lock(context_->mutex_);
-  if (static_cast<int>(addresses.size()) != context_->host_->planes())
+  std::lock_guard lock(context_->mutex());
+  if (static_cast<int>(addresses.size()) != context_->device_->planes())
     return Err{ApiError{"connect: the peer has " + std::to_string(addresses.size()) + " planes, this context " +
-                        std::to_string(context_->host_->planes()) + ": both ends need the same planes"}};
+                        std::to_string(context_->device_->planes()) + ": both ends need the same planes"}};
   if (qp_->state() != QpState::kReset)
     return Err{ApiError{std::string("connect: the queue pair is in ") + to_string(qp_->state()) +
                         "; connect() needs a new queue pair (RESET)"}};
-  const uint32_t peer = context_->host_->add_peer(addresses);
+  const uint32_t peer = context_->device_->peer(addresses);
   (void)qp_->to_init();
   auto rtr = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer});
   if (!rtr.ok()) return Err{ApiError{std::string("connect: ") + to_string(rtr.error())}};
@@ -215,14 +198,14 @@ Result<Ok, ApiError> Qp::connect(const ConnectionInfo& remote) {
 Result<Ok, ApiError> Qp::post(const SendWr& wr) {
   Result<Ok, PostError> r = Ok{};
   {
-    std::lock_guard lock(context_->mutex_);
+    std::lock_guard lock(context_->mutex());
     r = qp_->post_send(wr);
     if (!r.ok() && r.error() == PostError::kQpState)
       return Err{ApiError{std::string("post: the queue pair is in ") + to_string(qp_->state()) +
                           ", sends need RTS (call connect() first)"}};
   }
   if (!r.ok()) return Err{ApiError{std::string("post: ") + to_string(r.error())}};
-  context_->host_->wake();
+  context_->device_->wake();
   return Ok{};
 }
 
@@ -253,14 +236,14 @@ Result<Ok, ApiError> Qp::post_write_imm(uint64_t wr_id, std::span<const Sge> loc
 }
 
 Result<Ok, ApiError> Qp::post_recv(uint64_t wr_id) {
-  std::lock_guard lock(context_->mutex_);
+  std::lock_guard lock(context_->mutex());
   auto r = qp_->post_recv(wr_id);
   if (!r.ok()) return Err{ApiError{std::string("post_recv: ") + to_string(r.error())}};
   return Ok{};
 }
 
 QpStats Qp::stats() const {
-  std::lock_guard lock(context_->mutex_);
+  std::lock_guard lock(context_->mutex());
   return qp_->stats();
 }
 

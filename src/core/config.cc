@@ -32,8 +32,8 @@ std::string QpConfig::validate(int planes) const {
   if (max_sge < 1 || max_sge > kMaxSge) return range_error("max_sge", max_sge, 1, kMaxSge);
   std::string ev_error = ev_list.empty() ? validate_auto_evs(planes) : validate_ev_list(planes);
   if (!ev_error.empty()) return ev_error;
-  if (ev_burst_packets < 1 || ev_burst_packets > kMaxEvBurstPackets)
-    return range_error("ev_burst_packets", ev_burst_packets, 1, kMaxEvBurstPackets);
+  if (ev_burst_packets > kMaxEvBurstPackets)
+    return range_error("ev_burst_packets", ev_burst_packets, 0, kMaxEvBurstPackets);
   if (ev_probe_interval_ns < 1000) return range_error("ev_probe_interval_ns", ev_probe_interval_ns, 1000, INT64_MAX);
   if (ev_revive_probes < 1) return range_error("ev_revive_probes", ev_revive_probes, 1, 255);
   if (mpr < 1) return range_error("mpr", mpr, 1, 255);

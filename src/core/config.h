@@ -59,7 +59,9 @@ struct QpConfig {
   // packets on one EV (retransmissions and control packets always take the next EV). 1 sprays
   // every packet on its own EV; k > 1 lets a datapath send a burst as one batch (UDP GSO: one
   // system call and one socket buffer for k datagrams). Bounded by kMaxEvBurstPackets.
-  uint16_t ev_burst_packets = 1;
+  // 0: the datapath's choice (io::Device sets its default; the engine, and so the simulator,
+  // takes 0 as 1).
+  uint16_t ev_burst_packets = 0;
   // Non-empty: OCP explicit EV mode. These EVs (and only these) are used, each on its plane,
   // an EV listed k times taking k shares; ev_count and ev_backup_per_plane are then ignored.
   std::vector<ExplicitEv> ev_list;

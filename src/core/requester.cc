@@ -171,7 +171,7 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
 
 // The EV slot of the plane's next new data packet: the current burst's while it has packets
 // left and its EV is still GOOD and active, else the rotation's next (which starts a burst).
-// With ev_burst_packets = 1 this is exactly EvSet::next.
+// With ev_burst_packets = 1 (or 0) this is exactly EvSet::next.
 uint16_t Requester::burst_slot(PlaneId plane) {
   Burst& b = bursts_[plane.value];
   if (b.left > 0) {
@@ -182,7 +182,8 @@ uint16_t Requester::burst_slot(PlaneId plane) {
     }
   }
   const uint16_t slot = evs_.next(plane);
-  b = {slot, slot == EvSet::kNoSlot ? uint16_t{0} : static_cast<uint16_t>(config_.ev_burst_packets - 1)};
+  const uint16_t k = std::max<uint16_t>(config_.ev_burst_packets, 1);
+  b = {slot, slot == EvSet::kNoSlot ? uint16_t{0} : static_cast<uint16_t>(k - 1)};
   return slot;
 }
 

@@ -8,6 +8,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <sys/socket.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -339,7 +340,10 @@ Instant UdpHost::wake_at() const {
 
 void UdpHost::sleep_until(Instant until) {
   const Instant now = this->now();
-  if (now < last_busy_ + config_.spin) return;
+  if (now < last_busy_ + config_.spin) {
+    sched_yield();  // spinning, but a thread that shares this core runs first
+    return;
+  }
   const int64_t wait_ns = std::max<int64_t>(until.ns - now.ns, 0);
   if (wait_ns == 0) return;
   timespec timeout{wait_ns / 1'000'000'000, wait_ns % 1'000'000'000};

@@ -154,7 +154,9 @@ mrc_cq* mrc_create_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_
   cq->channel = channel;
   cq->cq_context = cq_context;
   std::lock_guard lock(mrc_ctx->nic->mutex);
-  cq->queue = mrc_ctx->nic->host->endpoint().create_cq(static_cast<uint32_t>(cqe));
+  cq->queue = mrc_ctx->nic->device->create_cq(static_cast<uint32_t>(cqe));
+  cq->tag = static_cast<uint32_t>(mrc_ctx->nic->cqs_by_tag.size());
+  mrc_ctx->nic->cqs_by_tag.push_back(cq);
   if (channel != nullptr) ++channel->cqs;
   ++mrc_ctx->cqs;
   mrc_ctx->cq_list.push_back(cq);
@@ -191,6 +193,7 @@ int mrc_destroy_cq(mrc_cq* cq) {
     if (cq->channel != nullptr) --cq->channel->cqs;
     --c->cqs;
     c->cq_list.erase(std::remove(c->cq_list.begin(), c->cq_list.end(), cq), c->cq_list.end());
+    if (cq->queue != nullptr) c->nic->cqs_by_tag[cq->tag] = nullptr;
     cq->magic = kDead;
     // The engine keeps its (now unused) ring: Endpoint has no CQ removal.
   }
@@ -203,6 +206,9 @@ int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
   if (!valid(cq) || cq->channel == nullptr) return fail(EINVAL, -1);
   std::lock_guard lock(cq->context->nic->mutex);
   cq->armed = true;
+  // Completions already waiting are announced now; later ones when the CQ next turns non-empty
+  // (Nic::on_completions). EV event CQs are announced after each round (ctl_after_progress).
+  if (cq->queue != nullptr && cq->queue->size() > 0) signal_channel(cq);
   cq->context->nic->host->wake();
   return 0;
 }

@@ -1,8 +1,8 @@
-// The software NIC behind an opened mrc verbs device: one engine + UDP datapath per device and
-// process, shared by every ibv_open_device() of it, with a progress thread (the same loop as
-// src/api: run the datapath under the lock, sleep without it). After each round the thread
-// delivers what an application waits for outside the CQs: completion-channel events for armed
-// CQs, asynchronous events (a QP entering ERROR, a port going down or up) and EV events.
+// The software NIC behind an opened mrc verbs device: one io::Device (engine, UDP datapath,
+// progress thread, peers) per device and process, shared by every ibv_open_device() of it and
+// running under the Nic's mutex. After each round the thread delivers what an application
+// waits for outside the CQs: completion-channel events for armed CQs that turned non-empty,
+// asynchronous events (a QP entering ERROR, a port going down or up) and EV events.
 // Each opened device is also served to other processes on its control socket (ctl_server.h)
 // unless MRC_CTL_SOCKET=off.
 #include <unistd.h>
@@ -26,22 +26,21 @@ std::mutex g_nics_mutex;
 // Never destroyed: at exit() the progress threads simply end with the process.
 auto& g_nics = *new std::vector<std::unique_ptr<Nic>>();  // index = device index
 
-Result<std::unique_ptr<io::UdpHost>, std::string> open_host(const DeviceSpec& spec) {
-  io::UdpHostConfig hc;
-  hc.planes = spec.planes;
-  hc.ev_port_base = spec.ev_port_base;
-  hc.impairment.drop = spec.drop;
-  hc.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(spec.planes.size()) / spec.planes.size());
-  return io::UdpHost::open(hc);
+Result<std::unique_ptr<io::Device>, std::string> open_device(const DeviceSpec& spec, std::mutex& lock) {
+  io::DeviceConfig dc;
+  dc.planes = spec.planes;
+  dc.ev_port_base = spec.ev_port_base;
+  dc.impairment.drop = spec.drop;
+  return io::Device::open(dc, &lock);
 }
+
+}  // namespace
 
 void signal_channel(mrc_cq* cq) {
   cq->armed = false;
   ++cq->events_delivered;
   (void)!write(cq->channel->write_fd, &cq, sizeof cq);
 }
-
-}  // namespace
 
 void mrc_context_push(mrc_context* context, ibv_event_type type, mrc_qp* qp, int port) {
   mrc_async_event event{};
@@ -57,16 +56,13 @@ Nic::~Nic() {
 
 bool Nic::port_up(int plane) const { return host->plane_stats(plane).up; }
 
-uint32_t Nic::peer_handle(const std::vector<io::PlaneAddress>& planes) {
-  for (size_t i = 0; i < peers.size(); ++i) {
-    bool same = peers[i].size() == planes.size();
-    for (size_t k = 0; same && k < planes.size(); ++k)
-      same = peers[i][k].address.s_addr == planes[k].address.s_addr && peers[i][k].port == planes[k].port;
-    if (same) return peer_handles[i];
+void Nic::on_completions(std::span<const uint32_t> tags) {
+  for (uint32_t tag : tags) {
+    mrc_cq* cq = tag < cqs_by_tag.size() ? cqs_by_tag[tag] : nullptr;
+    if (cq == nullptr) continue;
+    cq->ready.store(static_cast<uint32_t>(cq->queue->size()), std::memory_order_release);
+    if (cq->armed && cq->channel != nullptr && cq->queue->size() > 0) signal_channel(cq);
   }
-  peers.push_back(planes);
-  peer_handles.push_back(host->add_peer(planes));
-  return peer_handles.back();
 }
 
 void Nic::after_progress() {
@@ -78,10 +74,6 @@ void Nic::after_progress() {
       mrc_context_push(c, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, nullptr, p + 1);
   }
   for (mrc_context* c : contexts) {
-    for (mrc_cq* cq : c->cq_list) {
-      if (cq->queue != nullptr) cq->ready.store(static_cast<uint32_t>(cq->queue->size()), std::memory_order_release);
-      if (cq->armed && cq->channel != nullptr && cq->queue != nullptr && cq->queue->size() > 0) signal_channel(cq);
-    }
     for (mrc_qp* qp : c->qp_list) {
       if (qp->fatal_reported || qp->qp->state() != QpState::kError || qp->state == IBV_QPS_ERR) continue;
       qp->fatal_reported = true;
@@ -90,21 +82,6 @@ void Nic::after_progress() {
     }
   }
   ctl_after_progress(*this);
-}
-
-void Nic::loop() {
-  for (;;) {
-    Instant until;
-    bool busy = false;
-    {
-      std::lock_guard lock(mutex);
-      if (stopping) return;
-      busy = host->run_once();
-      after_progress();
-      until = std::min(host->wake_at(), host->now() + Duration::from_ms(10));
-    }
-    if (!busy) host->sleep_until(until);
-  }
 }
 
 // Under g_nics_mutex: a Nic without a host, whose controller calls go over `fd` (ctl_remote.h).
@@ -129,24 +106,27 @@ Nic* nic_open(int index) {
     ++g_nics[index]->opens;
     return g_nics[index].get();
   }
-  auto host = open_host(config.devices[index]);
-  if (!host.ok()) {
+  auto nic = std::make_unique<Nic>();
+  auto device = open_device(config.devices[index], nic->mutex);
+  if (!device.ok()) {
     // Owned by another process that serves its controller: a controller-only device.
-    const bool in_use = host.error().find("in use") != std::string::npos;
+    const bool in_use = device.error().find("in use") != std::string::npos;
     const int fd = in_use ? ctl_connect(ctl_socket_path(config.devices[index].name)) : -1;
     if (fd >= 0) return open_remote(index, fd);
     std::fprintf(stderr, "mrc: cannot open device %s: %s\n", config.devices[index].name.c_str(),
-                 host.error().c_str());
+                 device.error().c_str());
     return fail<Nic*>(in_use ? EBUSY : EIO, nullptr);
   }
-  auto nic = std::make_unique<Nic>();
   nic->spec = &config.devices[index];
-  nic->host = std::move(host.value());
+  nic->device = std::move(device.value());
+  nic->host = &nic->device->host();
   nic->admin_up.assign(nic->spec->planes.size(), true);
   nic->reported_up.assign(nic->spec->planes.size(), true);
   nic->opens = 1;
   Nic* raw = nic.get();
-  nic->progress = std::thread([raw] { raw->loop(); });
+  nic->device->on_completions([raw](std::span<const uint32_t> tags) { raw->on_completions(tags); });
+  nic->device->on_round([raw] { raw->after_progress(); });
+  nic->device->start_thread();
   const char* serve = std::getenv("MRC_CTL_SOCKET");
   if (serve == nullptr || std::strcmp(serve, "off") != 0) nic->ctl_server = CtlServer::start(*nic);
   g_nics[index] = std::move(nic);
@@ -163,12 +143,7 @@ void nic_close(Nic* nic) {
   }
   if (!doomed) return;
   doomed->ctl_server.reset();  // no controller request in flight past this point
-  {
-    std::lock_guard lock(doomed->mutex);
-    doomed->stopping = true;
-  }
-  if (doomed->host) doomed->host->wake();
-  if (doomed->progress.joinable()) doomed->progress.join();
+  doomed->device.reset();      // stops the progress thread
 }
 
 bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid_type* type) {

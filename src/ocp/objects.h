@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "io/device.h"
 #include "io/udp_host.h"
 #include "mrc.h"
 #include "mrc_ctl.h"
@@ -82,10 +83,11 @@ struct WatchEvent {
 
 struct Nic {
   const DeviceSpec* spec = nullptr;
-  std::unique_ptr<io::UdpHost> host;
+  // The engine, datapath, progress thread and peers (io/device.h), running under `mutex`, which
+  // also guards the objects below; null for a controller-only device. `host` is its datapath.
   std::mutex mutex;
-  std::thread progress;
-  bool stopping = false;
+  std::unique_ptr<io::Device> device;
+  io::UdpHost* host = nullptr;
   int opens = 0;
   std::vector<mrc_context*> contexts;
   std::vector<bool> admin_up;      // per port (plane); false = MRC_CTL_PORT_ADMIN_DISABLED
@@ -93,8 +95,6 @@ struct Nic {
   std::map<uint64_t, EvProfile> ev_profiles;
   std::map<uint64_t, EvFmtProfile> ev_fmt_profiles;
   std::map<uint64_t, CcProfile> cc_profiles;
-  std::vector<std::vector<io::PlaneAddress>> peers;  // handles from UdpHost::add_peer
-  std::vector<uint32_t> peer_handles;
   // EV state changes for watchers of the control socket: the newest kWatchLog, numbered.
   static constexpr size_t kWatchLog = 1024;
   std::deque<WatchEvent> watch_log;
@@ -114,10 +114,12 @@ struct Nic {
   bool remote() const { return host == nullptr; }
 
   ~Nic();
-  void loop();
-  void after_progress();  // under mutex: CQ notifications, async and EV events
+  void after_progress();  // under mutex, after each round: async and EV events
+  void on_completions(std::span<const uint32_t> tags);  // under mutex: CQs that turned non-empty
   bool port_up(int plane) const;
-  uint32_t peer_handle(const std::vector<io::PlaneAddress>& planes);
+  uint32_t peer_handle(const std::vector<io::PlaneAddress>& planes) { return device->peer(planes); }
+  // Every mrc_cq of the device's engine CQs, by the device's tag (null once destroyed).
+  std::vector<mrc_cq*> cqs_by_tag;
 };
 
 struct SoftDevice {
@@ -155,6 +157,8 @@ SoftDevice* soft_device(ibv_device* device);
 Nic* nic_open(int index);
 void nic_close(Nic* nic);
 // The GID of `port` (1-based) at `index` (0-3: link-local RoCEv1/v2, IPv4 RoCEv1/v2).
+// Writes a completion-channel event for `cq` and disarms it (under Nic::mutex).
+void signal_channel(mrc_cq* cq);
 bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid_type* type);
 
 // Sets errno and returns `value` (for "return fail(EINVAL, -1)").
@@ -192,6 +196,7 @@ struct mrc_cq {
   uint32_t magic = mrc::ocp::kMagicCq;
   mrc_context* context = nullptr;
   mrc::CompletionQueue* queue = nullptr;  // engine CQ (nullptr for an EV event CQ)
+  uint32_t tag = 0;                       // the engine CQ's tag in its device (Nic::cqs_by_tag)
   mrc_comp_channel* channel = nullptr;
   void* cq_context = nullptr;
   bool armed = false;

@@ -284,9 +284,8 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   config.max_send_wr = cap.max_send_wr;
   config.max_recv_wr = std::max<uint32_t>(cap.max_recv_wr, 1);
   config.max_sge = std::max<uint32_t>({cap.max_send_sge, cap.max_recv_sge, 1});
-  config.ev_port_base = nic.spec->ev_port_base;
   const auto planes = static_cast<uint16_t>(nic.spec->planes.size());
-  config.ev_ports_per_plane = static_cast<uint16_t>(mrc::ev_source_ports(planes) / planes);
+  nic.device->configure(config);
   config.ev_count = static_cast<uint16_t>(config.ev_count / planes * planes);  // an equal share per plane
   std::lock_guard lock(nic.mutex);
   auto created = nic.host->endpoint().create_qp(config, pd->engine_pd, attr->send_cq->queue, attr->recv_cq->queue);

@@ -94,7 +94,7 @@ class PerfSide {
   void step();  // progress + completions + posting
   void attach_metrics(MetricsServer* metrics) { metrics_ = metrics; }
 
-  io::UdpHost& host() { return *host_; }
+  io::UdpHost& host() { return device_->host(); }
   uint64_t messages_sent() const { return completed_; }
   uint64_t bytes_sent() const { return bytes_completed_; }
   uint64_t messages_received() const { return received_; }
@@ -118,7 +118,7 @@ class PerfSide {
   const PerfOptions& o_;
   bool server_;
   MetricsServer* metrics_ = nullptr;  // --metrics-port: refreshed from step()
-  std::unique_ptr<io::UdpHost> host_;
+  std::unique_ptr<io::Device> device_;  // no progress thread: step() drives it
   uint32_t pd_ = 0;
   CompletionQueue* cq_ = nullptr;
   std::vector<QueuePair*> qps_;
@@ -145,7 +145,7 @@ class PerfSide {
 };
 
 bool PerfSide::open(std::string& error) {
-  io::UdpHostConfig hc;
+  io::DeviceConfig hc;
   const uint16_t port = o_.port != 0 ? o_.port : (server_ ? 4791 : 4792);
   for (const std::string& text : o_.planes) {
     auto a = io::parse_plane_address(text, port);
@@ -156,8 +156,7 @@ bool PerfSide::open(std::string& error) {
     hc.planes.push_back(a.value());
   }
   hc.ev_port_base = o_.ev_port_base != 0 ? o_.ev_port_base : (server_ ? 50000 : 51000);
-  hc.ev_ports_per_plane = static_cast<uint16_t>(o_.ev_count / o_.planes.size() + 8);
-  hc.gso = hc.gro = o_.gso;
+  hc.gso = o_.gso;
   hc.impairment.drop = o_.drop;
   hc.impairment.delay = Duration{static_cast<int64_t>(o_.delay_us * 1000)};
   hc.impairment.reorder = o_.reorder;
@@ -171,24 +170,25 @@ bool PerfSide::open(std::string& error) {
       return false;
     }
   }
-  auto host = io::UdpHost::open(hc);
-  if (!host.ok()) {
-    error = host.error();
+  auto device = io::Device::open(hc);
+  if (!device.ok()) {
+    error = device.error();
     return false;
   }
-  host_ = std::move(host.value());
-  Endpoint& e = host_->endpoint();
+  device_ = std::move(device.value());
+  Endpoint& e = device_->endpoint();
   pd_ = e.memory().alloc_pd();
-  cq_ = e.create_cq(1 << 16);
+  cq_ = device_->create_cq(1 << 16);
   QpConfig qc;
   qc.ev_count = static_cast<uint16_t>(o_.ev_count);
-  qc.ev_port_base = hc.ev_port_base;
   qc.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
+  qc.ack_every_packets = o_.ack_every;
   qc.timeout = 12;
   qc.retry_exp = 10;  // tolerate seconds-long scheduling stalls of a busy host (~8 s in all)
   qc.cc = o_.cc == "aimd" ? CcAlgorithm::kAimd : o_.cc == "fixed" ? CcAlgorithm::kFixed : CcAlgorithm::kNscc;
   qc.nscc.max_window_bytes = qc.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
   qc.nscc.initial_window_bytes = std::min<uint64_t>(qc.nscc.initial_window_bytes, qc.nscc.max_window_bytes);
+  device_->configure(qc);
   const std::string invalid = qc.validate(static_cast<int>(hc.planes.size()));
   if (!invalid.empty()) {
     error = invalid;
@@ -220,7 +220,7 @@ bool PerfSide::connect(const json& peer, std::string& error) {
   }
   std::vector<io::PlaneAddress> remote;
   for (const auto& text : peer["planes"]) remote.push_back(io::parse_plane_address(text.get<std::string>(), peer["port"].get<uint16_t>()).value());
-  const uint32_t handle = host_->add_peer(remote);
+  const uint32_t handle = device_->peer(remote);
   peer_addr_ = peer["addr"].get<uint64_t>();
   peer_rkey_ = peer["rkey"].get<uint32_t>();
   if (peer["len"].get<uint64_t>() < slots_ * std::max<uint64_t>(o_.size, 8)) {
@@ -320,13 +320,13 @@ void PerfSide::on_completion(const Completion& c) {
 }
 
 void PerfSide::step() {
-  host_->progress(Duration::from_us(200));
+  device_->progress(Duration::from_us(200));
   Completion wc[64];
   for (size_t n; (n = cq_->poll(wc)) > 0;)
     for (size_t k = 0; k < n; ++k) on_completion(wc[k]);
   post_messages();
   if (metrics_ != nullptr)
-    metrics_->maybe_publish([&] { return render_metrics(host_->endpoint(), host_.get(), {{{"role", server_ ? "server" : "client"}}}); });
+    metrics_->maybe_publish([&] { return render_metrics(device_->endpoint(), &device_->host(), {{{"role", server_ ? "server" : "client"}}}); });
 }
 
 }  // namespace
@@ -636,7 +636,8 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--ev-count", o.ev_count, "EVs per QP (multiple of the plane count, at most 256)");
   app.add_option("--window-kib", o.window_kib, "largest congestion window, KiB (default 2048)");
   app.add_option("--ev-burst", o.ev_burst,
-                 "new data packets per EV before the next EV (1..64; default 1): a burst leaves as one UDP GSO send");
+                 "new data packets per EV before the next EV (1..64; default 0: the datapath's, 8): a burst leaves as one UDP GSO send");
+  app.add_option("--ack-every", o.ack_every, "the receiver SACKs every this many data packets (1..64; default 4)");
   app.add_flag("!--no-gso", o.gso, "send and receive one datagram per buffer (no UDP GSO/GRO)");
   app.add_option("--metrics-port", o.metrics_port, "serve Prometheus metrics at http://BIND:PORT/metrics (default 0: off)");
   app.add_option("--metrics-bind", o.metrics_bind, "address for --metrics-port (default 127.0.0.1)");

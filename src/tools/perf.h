@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "io/udp_host.h"
+#include "io/device.h"
 
 namespace mrc::tools {
 
@@ -39,7 +39,8 @@ struct PerfOptions {
   std::string cc = "nscc";
   uint32_t ev_count = 128;
   uint32_t window_kib = 2048;
-  uint32_t ev_burst = 1;   // QpConfig::ev_burst_packets
+  uint32_t ev_burst = 0;   // QpConfig::ev_burst_packets (0: the datapath's default)
+  uint32_t ack_every = 4;  // QpConfig::ack_every_packets
   bool gso = true;         // UdpHostConfig::gso and ::gro
   uint16_t metrics_port = 0;  // 0: no Prometheus endpoint
   std::string metrics_bind = "127.0.0.1";

@@ -1,0 +1,117 @@
+// A device: one engine over one UDP datapath, with what every API on top needs of it, in one
+// place. The native API (include/mrc: Context), the OCP verbs device (lib_mrc.so) and the
+// tools sit on it, so each sees the same datapath, the same progress loop and the same rules:
+//   - the UdpHost (and through it the one Endpoint) of this host's planes;
+//   - the progress thread: it runs the datapath holding the device's lock and sleeps without
+//     it (an API call takes the lock, does its work and wakes the thread);
+//   - the peer table: a peer is its planes' receive addresses, and the same addresses always
+//     give the same handle (RtrAttributes::peer), however many QPs connect to it;
+//   - the EV-to-UDP-port mapping: every QP's EVs are source ports of this device's range,
+//     plane p owning its own stride of it (configure() writes the QP's fields from it);
+//   - the datapath's defaults for a QP, such as the EV burst that lets a burst leave as one
+//     GSO send;
+//   - completion events: every CQ created here reports to the device when it turns non-empty
+//     (the engine's CompletionNotifier); after each round the device hands the API only those
+//     CQs, instead of the API scanning every queue.
+// Thread safety: everything but wake() and the progress thread's own calls is done holding
+// lock(). Without a progress thread (start_thread not called), the owner calls progress().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/endpoint.h"
+#include "io/udp_host.h"
+#include "util/result.h"
+
+namespace mrc::io {
+
+// How many UDP source ports, from a device's ev_port_base on, a device with `planes` planes
+// binds for its EVs (devices on one host need disjoint ranges): an equal stride per plane,
+// room for the largest EV count (256) plus backups.
+inline uint32_t ev_source_ports(size_t planes) {
+  return planes == 0 ? 0 : static_cast<uint32_t>(planes * (256 / planes + 16));
+}
+
+// New data packets per EV burst on the UDP datapath when a QP leaves it to the datapath
+// (QpConfig::ev_burst_packets = 0); docs/PROTOCOL.md "Spray granularity" says why this one.
+inline constexpr uint16_t kUdpDefaultEvBurst = 8;
+
+struct DeviceConfig {
+  std::vector<PlaneAddress> planes;
+  uint16_t ev_port_base = 50000;
+  Impairment impairment;
+  bool gso = true;  // UdpHostConfig::gso and ::gro
+  uint64_t seed = 1;
+};
+
+class Device final : private CompletionNotifier {
+ public:
+  // Opens the datapath; the error names what failed and how to fix it.
+  // `shared_lock`: the lock to run under, if the owner guards its own objects with the same
+  // lock as the engine's (the OCP device); null: the device's own.
+  static Result<std::unique_ptr<Device>, std::string> open(const DeviceConfig& config,
+                                                           std::mutex* shared_lock = nullptr);
+  // Stops the progress thread (if any) and closes the sockets.
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  std::mutex& lock() const { return *lock_; }
+  UdpHost& host() { return *host_; }
+  const UdpHost& host() const { return *host_; }
+  Endpoint& endpoint() { return host_->endpoint(); }
+  int planes() const { return host_->planes(); }
+  const DeviceConfig& config() const { return config_; }
+
+  // The handle of the peer with these receive addresses (one per plane), added if new.
+  uint32_t peer(const std::vector<PlaneAddress>& planes);
+  // Writes the datapath's part of a QP configuration: its EV source ports, and the EV burst if
+  // the QP leaves it to the datapath.
+  void configure(QpConfig& config) const;
+  // A completion queue whose turning non-empty the device reports to on_completions, by its
+  // tag: the device's CQs are numbered 0, 1, ... in the order they are created.
+  CompletionQueue* create_cq(uint32_t capacity);
+
+  // Called holding the lock after every progress round: `completions` with the tags of the CQs
+  // that turned non-empty since the last round (each once), `round` with nothing (for events
+  // of other kinds).
+  void on_completions(std::function<void(std::span<const uint32_t>)> completions);
+  void on_round(std::function<void()> round);
+
+  // Runs progress on a thread of its own until the device is destroyed.
+  void start_thread();
+  // Without a thread: one round of progress, sleeping up to `max_wait` if there was nothing to do.
+  void progress(Duration max_wait);
+  // Makes a sleeping progress thread run a round now (after a post, a state change).
+  void wake() { host_->wake(); }
+
+ private:
+  Device(const DeviceConfig& config, std::mutex* shared_lock)
+      : config_(config), lock_(shared_lock != nullptr ? shared_lock : &own_lock_) {}
+  void on_nonempty(uint32_t tag) override;
+  bool round();
+  void loop();
+
+  DeviceConfig config_;
+  std::unique_ptr<UdpHost> host_;
+  mutable std::mutex own_lock_;
+  std::mutex* lock_;
+  std::thread thread_;
+  bool stopping_ = false;
+  std::vector<std::vector<PlaneAddress>> peers_;
+  std::vector<uint32_t> peer_handles_;
+  uint32_t cqs_ = 0;
+  std::vector<uint32_t> ready_;  // tags of the CQs turned non-empty since the last round (one entry per CQ at most)
+  std::vector<bool> is_ready_;   // by tag
+  std::function<void(std::span<const uint32_t>)> completions_;
+  std::function<void()> round_;
+};
+
+}  // namespace mrc::io
