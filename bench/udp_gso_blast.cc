@@ -9,7 +9,7 @@
 // into --segment-sized datagrams). There is no reliability, pacing or flow control: it is the
 // most a single UDP sender can push, not a transport. The receiver counts datagrams with
 // recvmmsg (64 per call, no UDP_GRO, so one datagram per skb as mrc receives them) from the
-// first datagram until --idle-ms pass without one. Both print one JSON line with their counts,
+// first datagram until --idle-ms pass without one (--gro: with UDP_GRO, a burst per buffer). Both print one JSON line with their counts,
 // rate and CPU time (getrusage). Not linked into the engine; plain POSIX.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -29,6 +29,9 @@
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
 #endif
 
 namespace {
@@ -106,11 +109,27 @@ int run_send(const sockaddr_in& local, const sockaddr_in& to, int segment, doubl
   return 0;
 }
 
-int run_recv(const sockaddr_in& local, int idle_ms, double max_seconds) {
+// How many datagrams one received buffer holds: one, or with UDP_GRO its length over the
+// segment size the kernel reports.
+uint64_t datagrams_in(mmsghdr& m) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m.msg_hdr); c != nullptr; c = CMSG_NXTHDR(&m.msg_hdr, c)) {
+    if (c->cmsg_level != IPPROTO_UDP || c->cmsg_type != UDP_GRO) continue;
+    int segment = 0;
+    std::memcpy(&segment, CMSG_DATA(c), sizeof segment);
+    if (segment > 0) return (m.msg_len + static_cast<unsigned>(segment) - 1) / static_cast<unsigned>(segment);
+  }
+  return 1;
+}
+
+int run_recv(const sockaddr_in& local, int idle_ms, double max_seconds, bool gro) {
   const int fd = open_socket(local);
   constexpr int kBatch = 64;
-  constexpr size_t kBuffer = 9216;
+  const size_t kBuffer = gro ? 65536 : 9216;  // with UDP_GRO a buffer holds a burst of datagrams
+  const int on = 1;
+  if (gro && setsockopt(fd, IPPROTO_UDP, UDP_GRO, &on, sizeof on) != 0)
+    die(std::string("UDP_GRO: ") + std::strerror(errno) + " (kernel without UDP GRO?)");
   std::vector<uint8_t> storage(kBatch * kBuffer);
+  alignas(cmsghdr) char control[kBatch][CMSG_SPACE(sizeof(int))];
   mmsghdr messages[kBatch];
   iovec iov[kBatch];
   timeval timeout{0, 50'000};  // wake every 50 ms to check the idle and overall limits
@@ -125,6 +144,8 @@ int run_recv(const sockaddr_in& local, int idle_ms, double max_seconds) {
       std::memset(&messages[i], 0, sizeof messages[i]);
       messages[i].msg_hdr.msg_iov = &iov[i];
       messages[i].msg_hdr.msg_iovlen = 1;
+      messages[i].msg_hdr.msg_control = control[i];
+      messages[i].msg_hdr.msg_controllen = sizeof control[i];
     }
     const int n = recvmmsg(fd, messages, kBatch, MSG_WAITFORONE, nullptr);
     const auto now = Clock::now();
@@ -133,8 +154,10 @@ int run_recv(const sockaddr_in& local, int idle_ms, double max_seconds) {
       started = true;
       last = now;
       ++calls;
-      datagrams += static_cast<uint64_t>(n);
-      for (int i = 0; i < n; ++i) bytes += messages[i].msg_len;
+      for (int i = 0; i < n; ++i) {
+        bytes += messages[i].msg_len;
+        datagrams += datagrams_in(messages[i]);
+      }
     } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       die(std::string("recvmmsg: ") + std::strerror(errno));
     }
@@ -153,7 +176,7 @@ int run_recv(const sockaddr_in& local, int idle_ms, double max_seconds) {
 void usage() {
   std::fprintf(stderr,
                "usage: udp_gso_blast send --bind IP --to IP:PORT [--segment BYTES] [--duration S] [--per-call N]\n"
-               "       udp_gso_blast recv --bind IP:PORT [--idle-ms MS] [--max-seconds S]\n");
+               "       udp_gso_blast recv --bind IP:PORT [--idle-ms MS] [--max-seconds S] [--gro]\n");
 }
 
 }  // namespace
@@ -164,6 +187,7 @@ int main(int argc, char** argv) {
   std::string bind_text, to_text;
   int segment = 4136, idle_ms = 500, per_call = 0;
   double duration = 5, max_seconds = 120;
+  bool gro = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -177,6 +201,7 @@ int main(int argc, char** argv) {
     else if (a == "--per-call") per_call = std::atoi(value().c_str());
     else if (a == "--idle-ms") idle_ms = std::atoi(value().c_str());
     else if (a == "--max-seconds") max_seconds = std::atof(value().c_str());
+    else if (a == "--gro") gro = true;
     else return usage(), 2;
   }
   if (bind_text.empty()) return usage(), 2;
@@ -184,6 +209,6 @@ int main(int argc, char** argv) {
     if (to_text.empty()) return usage(), 2;
     return run_send(parse_address(bind_text, 0), parse_address(to_text, 9000), segment, duration, per_call);
   }
-  if (mode == "recv") return run_recv(parse_address(bind_text, 9000), idle_ms, max_seconds);
+  if (mode == "recv") return run_recv(parse_address(bind_text, 9000), idle_ms, max_seconds, gro);
   return usage(), 2;
 }

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# bench/datapath_loopback.sh: the UDP datapath where the CPU is the limit: one unshaped loopback
+# plane, mrc perf against raw UDP with GSO (bench/udp_gso_blast, datagrams of mrc's size) in one
+# run, as ratios, in goodput and in Gbit per CPU-second of both processes. No root needed.
+#
+#   bench/datapath_loopback.sh                       # 3 rounds of every variant, 4 s each
+#   bench/datapath_loopback.sh --rounds 5 --json
+#
+# Variants: the raw UDP ceiling (GSO sends, recvmmsg without GRO: one datagram per receive
+# buffer, as the baseline of bench/compare.sh), the same with UDP_GRO at the receiver, and mrc
+# perf (1 MiB messages, 16 in flight) with EV bursts of 1 and of the datapath's default, and
+# with GSO/GRO off. Rounds alternate the variants (A B C ... A B C ...), so a slow moment of the
+# shared machine hits all of them; the table gives each variant's median over the rounds.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+ROUNDS=3 DURATION=4 BUILD=1 JSON=0
+usage() {
+  cat <<EOF
+usage: bench/datapath_loopback.sh [--rounds N] [--duration S] [--json] [--no-build]
+  --rounds N     alternations of all variants (default $ROUNDS)
+  --duration S   seconds per transfer (default $DURATION)
+  --json         one JSON object on stdout (else a table)
+  --no-build     use build/release as it is
+EOF
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --json) JSON=1; shift ;;
+    --no-build) BUILD=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "datapath_loopback.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+say() { echo "datapath_loopback.sh: $*" >&2; }
+if [ "$BUILD" = 1 ]; then
+  say "building mrc and udp_gso_blast (release preset)"
+  cmake --preset release >/dev/null
+  cmake --build --preset release --target mrc udp_gso_blast >/dev/null
+fi
+MRC=$REPO/build/release/src/mrc
+BLAST=$REPO/build/release/bench/udp_gso_blast
+for b in "$MRC" "$BLAST"; do [ -x "$b" ] || { say "$b is missing (drop --no-build)"; exit 1; }; done
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+DATAGRAM=4136  # mrc's data datagram: headers 36 + 4096 payload + ICRC 4
+
+# Both sides' CPU seconds (user + system) from bash `times` of a subshell.
+cpu_of() { awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$1"; }
+
+run_blast() {  # NAME GRO FILE
+  local gro=() port=$((9100 + RANDOM % 500))
+  [ "$2" = 1 ] && gro=(--gro)
+  (timeout 60 "$BLAST" recv --bind "127.0.0.1:$port" --idle-ms 500 --max-seconds 60 "${gro[@]}" >"$3.server"; times >"$3.server.times") &
+  local server=$!
+  sleep 0.3
+  (timeout 60 "$BLAST" send --bind 127.0.0.1 --to "127.0.0.1:$port" --segment "$DATAGRAM" --duration "$DURATION" >"$3.client"; times >"$3.client.times")
+  wait "$server"
+}
+
+run_mrc() {  # NAME FILE ARGS...
+  local file=$2 oob=$((18600 + RANDOM % 300))
+  shift 2
+  (timeout 60 "$MRC" perf --server --oob-port "$oob" --planes 127.0.0.1 --json "$@" >"$file.server" 2>/dev/null; times >"$file.server.times") &
+  local server=$!
+  sleep 0.4
+  (timeout 60 "$MRC" perf --client 127.0.0.1 --oob-port "$oob" --planes 127.0.0.1 --duration "$DURATION" --json "$@" >"$file.client" 2>/dev/null; times >"$file.client.times")
+  wait "$server" || true
+}
+
+VARIANTS="udp_gso udp_gso_gro mrc_k1 mrc_default mrc_no_gso"
+for ((r = 1; r <= ROUNDS; r++)); do
+  for v in $VARIANTS; do
+    say "round $r/$ROUNDS: $v"
+    f=$OUT/$v-$r
+    case "$v" in
+      udp_gso) run_blast "$v" 0 "$f" ;;
+      udp_gso_gro) run_blast "$v" 1 "$f" ;;
+      mrc_k1) run_mrc "$v" "$f" --ev-burst 1 ;;
+      mrc_default) run_mrc "$v" "$f" ;;
+      mrc_no_gso) run_mrc "$v" "$f" --ev-burst 1 --no-gso ;;
+    esac
+    echo "$(cpu_of "$f.client.times") $(cpu_of "$f.server.times")" >"$f.cpu"
+  done
+done
+
+/usr/bin/python3 - "$OUT" "$ROUNDS" "$JSON" "$VARIANTS" "$DURATION" <<'EOF'
+import json, statistics, sys
+out, rounds, as_json, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4].split()
+duration = float(sys.argv[5])
+def one(v, r):
+    f = f"{out}/{v}-{r}"
+    if v.startswith("udp"):
+        d = json.loads(open(f + ".server").read().strip().splitlines()[-1])  # receiver-side rate
+        gbit = d["gbit_per_s"]
+    else:
+        gbit = json.load(open(f + ".client"))["gbit_per_s"]
+    cpu = sum(float(x) for x in open(f + ".cpu").read().split())
+    return gbit, gbit * duration / max(cpu, 1e-9)  # Gbit moved per CPU-second of both processes
+rows = {}
+for v in variants:
+    got = [one(v, r) for r in range(1, rounds + 1)]
+    rows[v] = {"gbit_per_s": statistics.median(g for g, _ in got),
+               "gbit_per_cpu_s": statistics.median(c for _, c in got),
+               "rounds_gbit_per_s": [round(g, 2) for g, _ in got]}
+base = rows["udp_gso"]
+for v in variants:
+    rows[v]["ratio_to_udp_gso"] = rows[v]["gbit_per_s"] / base["gbit_per_s"]
+    rows[v]["cpu_ratio_to_udp_gso"] = rows[v]["gbit_per_cpu_s"] / base["gbit_per_cpu_s"]
+if as_json:
+    print(json.dumps(rows, indent=1))
+else:
+    print(f"{'variant':<14}{'Gbit/s':>9}{'x udp_gso':>11}{'Gbit/CPU-s':>12}{'x udp_gso':>11}   rounds (Gbit/s)")
+    for v in variants:
+        r = rows[v]
+        print(f"{v:<14}{r['gbit_per_s']:>9.2f}{r['ratio_to_udp_gso']:>11.2f}{r['gbit_per_cpu_s']:>12.2f}"
+              f"{r['cpu_ratio_to_udp_gso']:>11.2f}   {r['rounds_gbit_per_s']}")
+EOF
