@@ -441,6 +441,10 @@ def plot(path, runs, cut_series, zoom, ctx, capacity, rate, planes):
     gs = fig.add_gridspec(3, 2, width_ratios=[1.6, 1], hspace=0.42, wspace=0.22)
     order = [t for t in ("mrc", "mptcp", "tcp") if t in cut_series]
     fp = ctx["fail_plane"]
+    if not order:
+        ax = fig.add_subplot(gs[:, 0])
+        ax.axis("off")
+        ax.text(0.5, 0.5, "plane-cut scenario not run", ha="center", va="center", transform=ax.transAxes)
     for row, t in enumerate(order):
         ax = fig.add_subplot(gs[row, 0])
         ts, off, t10, g10, m = cut_series[t]
@@ -489,11 +493,14 @@ def plot(path, runs, cut_series, zoom, ctx, capacity, rate, planes):
     labels = [("clean", "clean"), ("cut", f"plane {fp} cut\n(whole run)"), ("loss", f"{ctx['loss_percent']}% loss")]
     width = 0.26
     for k, t in enumerate(("mrc", "mptcp", "tcp")):
-        vals = [g(runs, sc, t, "fraction_of_sum_of_plane_rates") or 0 for sc, _ in labels]
+        # A scenario or transport that was not run gets no bar, and says so (never a 0).
+        vals = [g(runs, sc, t, "fraction_of_sum_of_plane_rates") for sc, _ in labels]
         xs = [i + (k - 1) * width for i in range(len(labels))]
-        bars = axb.bar(xs, vals, width, color=COLORS[t], label=TRANSPORT_NAMES[t])
+        bars = axb.bar(xs, [v or 0 for v in vals], width, color=COLORS[t], label=TRANSPORT_NAMES[t])
         for b, v in zip(bars, vals):
-            axb.text(b.get_x() + b.get_width() / 2, v + 0.01, f"{v:.2f}", ha="center", fontsize=7)
+            text = "not run" if v is None else f"{v:.2f}"
+            axb.text(b.get_x() + b.get_width() / 2, (v or 0) + 0.01, text, ha="center", fontsize=7,
+                     rotation=90 if v is None else 0)
     axb.axhline(0.97, color="k", ls=":", lw=0.8)
     axb.axhline(0.8, color="k", ls="--", lw=0.6)
     axb.set_xticks(range(len(labels)))
@@ -507,6 +514,8 @@ def plot(path, runs, cut_series, zoom, ctx, capacity, rate, planes):
     names = [t for t in ("mrc", "udp_gso", "tcp") if t in runs.get("unshaped", {})]
     vals = [g(runs, "unshaped", t, "goodput_gbit_per_s") or 0 for t in names]
     per_cpu = [g(runs, "unshaped", t, "cpu", "gbit_per_process_cpu_s") or 0 for t in names]
+    if not names:
+        axc.text(0.5, 0.5, "unshaped scenario not run", ha="center", va="center", transform=axc.transAxes)
     xs = np.arange(len(names))
     b1 = axc.bar(xs - 0.2, vals, 0.4, color=[COLORS[t] for t in names])
     b2 = axc.bar(xs + 0.2, per_cpu, 0.4, color=[COLORS[t] for t in names], alpha=0.45, hatch="//")
