@@ -41,6 +41,7 @@ struct PerfOptions {
   uint32_t window_kib = 2048;
   uint32_t ev_burst = 0;   // QpConfig::ev_burst_packets (0: the datapath's default)
   uint32_t ack_every = 4;  // QpConfig::ack_every_packets
+  double target_delay_us = -1;  // NsccConfig::target_delay_ns; < 0: the datapath's default
   bool gso = true;         // UdpHostConfig::gso and ::gro
   uint16_t metrics_port = 0;  // 0: no Prometheus endpoint
   std::string metrics_bind = "127.0.0.1";
