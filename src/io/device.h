@@ -41,7 +41,7 @@ inline uint32_t ev_source_ports(size_t planes) {
 
 // New data packets per EV burst on the UDP datapath when a QP leaves it to the datapath
 // (QpConfig::ev_burst_packets = 0); docs/PROTOCOL.md "Spray granularity" says why this one.
-inline constexpr uint16_t kUdpDefaultEvBurst = 8;
+inline constexpr uint16_t kUdpDefaultEvBurst = 4;
 
 struct DeviceConfig {
   std::vector<PlaneAddress> planes;

@@ -3,6 +3,7 @@
 // in docs/SIMULATION.md.
 #include "sim/scenario.h"
 
+#include <algorithm>
 #include <set>
 #include <toml++/toml.h>
 
@@ -157,9 +158,22 @@ void read_cc_knobs(Reader& r, const toml::table& t, QpConfig& q) {
   q.ack_delay_ns = static_cast<int64_t>(ack_delay_us * 1e3);
 }
 
+// ev_burst: new data packets per EV before the plane's rotation moves on (spray granularity,
+// QpConfig::ev_burst_packets). 1 sprays every packet on its own EV; without the key the
+// QpConfig default stands, which the engine sends as 1.
+void read_ev_burst(Reader& r, const toml::table& t, QpConfig& q) {
+  if (t.get("ev_burst") == nullptr) return;
+  uint64_t burst = 0;
+  r.get(t, "qp.", "ev_burst", burst);
+  if (burst < 1 || burst > kMaxEvBurstPackets)
+    r.fail("qp.ev_burst: packets per EV burst, must be 1.." + std::to_string(kMaxEvBurstPackets) +
+           " (1: every packet on the next EV)");
+  q.ev_burst_packets = static_cast<uint16_t>(std::clamp<uint64_t>(burst, 1, kMaxEvBurstPackets));
+}
+
 void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
-  r.check_keys(*t, "qp.", {"mtu", "ev_count", "ev_min_active", "mpr", "max_wimm", "timeout",
+  r.check_keys(*t, "qp.", {"mtu", "ev_count", "ev_burst", "ev_min_active", "mpr", "max_wimm", "timeout",
                            "retry_linear", "retry_exp", "ack_every", "cc", "window_kib", "ev_list",
                            "initial_window_kib", "target_delay_us", "quick_adapt", "qa_gate", "ack_delay_us",
                            "eta", "fi", "incast_penalty", "incast_window_us"});
@@ -193,6 +207,7 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   q.nscc.max_window_bytes = q.fixed_window_bytes = static_cast<uint64_t>(window) * 1024;
   q.nscc.initial_window_bytes = std::min(q.nscc.initial_window_bytes, q.nscc.max_window_bytes);
   read_cc_knobs(r, *t, q);
+  read_ev_burst(r, *t, q);
   if (cc == "nscc") q.cc = CcAlgorithm::kNscc;
   else if (cc == "aimd") q.cc = CcAlgorithm::kAimd;
   else if (cc == "fixed") q.cc = CcAlgorithm::kFixed;

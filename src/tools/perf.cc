@@ -637,7 +637,7 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--ev-count", o.ev_count, "EVs per QP (multiple of the plane count, at most 256)");
   app.add_option("--window-kib", o.window_kib, "largest congestion window, KiB (default 2048)");
   app.add_option("--ev-burst", o.ev_burst,
-                 "new data packets per EV before the next EV (1..64; default 0: the datapath's, 8): a burst leaves as one UDP GSO send");
+                 "new data packets per EV before the next EV (1..64; default 0: the datapath's, 4): a burst leaves as one UDP GSO send");
   app.add_option("--target-delay-us", o.target_delay_us,
                  "NSCC queueing-delay target in microseconds (0: half the learned base RTT; default: the datapath's)");
   app.add_option("--ack-every", o.ack_every, "the receiver SACKs every this many data packets (1..64; default 4)");
