@@ -401,6 +401,21 @@ TEST(EvSet, ASecondLossSoonAfterTheFirstRetiresTheEv) {
   EXPECT_EQ(random_loss.transitions().to_assumed_bad, 0u);
 }
 
+// A packet of a burst (on_reuse, QpConfig::ev_burst_packets) is a use like one that next()
+// hands out: a strike expires after the same number of packets whatever the burst length.
+TEST(EvSet, BurstPacketsCountAsUsesOfTheStrike) {
+  EvSet evs(two_strikes(), 5);
+  const uint16_t ev = *active_slots(evs, plane(0)).begin();
+  evs.on_loss(ev, Instant{0});
+  size_t uses = 0;
+  for (size_t i = 0; i < 64 && uses < 1; ++i) uses += evs.next(plane(0)) == ev ? 1 : 0;
+  ASSERT_EQ(uses, 1u);  // SKIPped once, then handed out once: one use left
+  evs.on_reuse(ev);     // the burst's second packet: the second use
+  evs.on_loss(ev, Instant{0});
+  EXPECT_EQ(evs.slot(ev).state, EvState::kSkip);
+  EXPECT_EQ(evs.transitions().to_assumed_bad, 0u);
+}
+
 // A strike from a loss that proved to be reordering (revive) is forgotten: the next loss on the
 // EV is a first strike again.
 TEST(EvSet, RevivingForgetsTheStrike) {

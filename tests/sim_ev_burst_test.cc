@@ -6,20 +6,13 @@
 #include <cstdio>
 #include <string>
 
+#include "scenario_text.h"
 #include "sim/scenario.h"
 
 namespace mrc::sim {
 namespace {
 
-// Loads `text` as a scenario file; "" if it loaded, else the loader's message.
-std::string load_text(const std::string& text, Scenario& s) {
-  const std::string path = testing::TempDir() + "/ev_burst_scenario.toml";
-  FILE* f = std::fopen(path.c_str(), "w");
-  std::fputs(text.c_str(), f);
-  std::fclose(f);
-  std::string error;
-  return load_scenario(path, s, error) ? "" : error;
-}
+std::string load_text(const std::string& text, Scenario& s) { return test::load_text(text, s, "ev_burst_scenario.toml"); }
 
 TEST(SimScenario, EvBurstLoadsIntoTheQpConfig) {
   Scenario s;

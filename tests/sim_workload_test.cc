@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "scenario_text.h"
 #include "sim/run.h"
 #include "sim/workload.h"
 
@@ -226,14 +227,7 @@ TEST(SimWorkload, PipelinedShuffledRingDeliversEveryByteOnce) {
 namespace mrc::sim {
 namespace {
 
-std::string load_text(const std::string& text, Scenario& s) {
-  const std::string path = testing::TempDir() + "/flows_scenario.toml";
-  FILE* f = std::fopen(path.c_str(), "w");
-  std::fputs(text.c_str(), f);
-  std::fclose(f);
-  std::string error;
-  return load_scenario(path, s, error) ? "" : error;
-}
+std::string load_text(const std::string& text, Scenario& s) { return test::load_text(text, s, "flows_scenario.toml"); }
 
 // pattern = "flows" with an explicit [source, destination] list, and [qp] ev_list (explicit EVs).
 TEST(SimScenario, FlowsPatternAndExplicitEvList) {

@@ -136,6 +136,13 @@ class alignas(64) EvSet {
   // Slot of an echoed EV value, or kNoSlot if it is not (or no longer) one of ours.
   uint16_t slot_of(Ev ev) const;
 
+  // The slot carries one more packet of a burst without a next() (QpConfig::ev_burst_packets):
+  // it counts as a use, so a strike's window is the same number of packets whatever the burst.
+  void on_reuse(uint16_t slot) {
+    Slot& s = slots_[slot];
+    if (s.strike_uses > 0) --s.strike_uses;
+  }
+
   void on_ecn(uint16_t slot);
   void on_trim(uint16_t slot);
   void on_loss(uint16_t slot, Instant now);

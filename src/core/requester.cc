@@ -178,6 +178,7 @@ uint16_t Requester::burst_slot(PlaneId plane) {
     const EvSet::Slot& s = evs_.slot(b.slot);
     if (s.active && s.state == EvState::kGood) {
       --b.left;
+      evs_.on_reuse(b.slot);
       return b.slot;
     }
   }
