@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
@@ -12,8 +14,11 @@
 namespace mrc::sim::test {
 
 // Loads `text` as a scenario file named `name`; "" if it loaded, else the loader's message.
+// The file's path names the process and the test, since ctest runs tests side by side.
 inline std::string load_text(const std::string& text, Scenario& s, const std::string& name = "scenario.toml") {
-  const std::string path = testing::TempDir() + "/" + name;
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string path = testing::TempDir() + "/" + std::to_string(getpid()) + "-" +
+                           (info != nullptr ? info->name() : "none") + "-" + name;
   FILE* f = std::fopen(path.c_str(), "w");
   std::fputs(text.c_str(), f);
   std::fclose(f);
