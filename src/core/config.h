@@ -17,7 +17,8 @@ enum class CcAlgorithm : uint8_t { kNscc, kAimd, kFixed };
 struct NsccConfig {
   // Base (unloaded) RTT. 0 = learn it as the minimum RTT observed.
   int64_t base_rtt_ns = 0;
-  // Target queueing delay above base RTT. 0 = base_rtt / 2 (learned).
+  // Target queueing delay above base RTT. 0 = base_rtt / 2 (learned); the UDP datapath
+  // (io::Device) takes its own default for 0 instead.
   int64_t target_delay_ns = 0;
   uint64_t max_window_bytes = 4u << 20;
   uint64_t min_window_bytes = 4096;

@@ -42,6 +42,12 @@ inline uint32_t ev_source_ports(size_t planes) {
 // New data packets per EV burst on the UDP datapath when a QP leaves it to the datapath
 // (QpConfig::ev_burst_packets = 0); docs/PROTOCOL.md "Spray granularity" says why this one.
 inline constexpr uint16_t kUdpDefaultEvBurst = 4;
+// NSCC's queueing-delay target on the UDP datapath when a QP leaves it at 0 (which elsewhere
+// means half the learned base RTT). A kernel UDP path's base RTT is learned at a few
+// microseconds, but the host's own scheduling and socket queues add tens of microseconds of
+// noise: a target below that reads the noise as congestion and holds the window at a few
+// packets (BENCHMARKS.md, "The UDP datapath").
+inline constexpr int64_t kUdpDefaultTargetDelayNs = 50'000;
 
 struct DeviceConfig {
   std::vector<PlaneAddress> planes;
@@ -72,8 +78,8 @@ class Device final : private CompletionNotifier {
 
   // The handle of the peer with these receive addresses (one per plane), added if new.
   uint32_t peer(const std::vector<PlaneAddress>& planes);
-  // Writes the datapath's part of a QP configuration: its EV source ports, and the EV burst if
-  // the QP leaves it to the datapath.
+  // Writes the datapath's part of a QP configuration: its EV source ports, and the EV burst
+  // and NSCC delay target if the QP leaves them to the datapath (0).
   void configure(QpConfig& config) const;
   // A completion queue whose turning non-empty the device reports to on_completions, by its
   // tag: the device's CQs are numbered 0, 1, ... in the order they are created.

@@ -181,15 +181,15 @@ bool PerfSide::open(std::string& error) {
   cq_ = device_->create_cq(1 << 16);
   QpConfig qc;
   qc.ev_count = static_cast<uint16_t>(o_.ev_count);
-  qc.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
   qc.ack_every_packets = o_.ack_every;
-  if (o_.target_delay_us >= 0) qc.nscc.target_delay_ns = static_cast<int64_t>(o_.target_delay_us * 1000);
   qc.timeout = 12;
   qc.retry_exp = 10;  // tolerate seconds-long scheduling stalls of a busy host (~8 s in all)
   qc.cc = o_.cc == "aimd" ? CcAlgorithm::kAimd : o_.cc == "fixed" ? CcAlgorithm::kFixed : CcAlgorithm::kNscc;
   qc.nscc.max_window_bytes = qc.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
   qc.nscc.initial_window_bytes = std::min<uint64_t>(qc.nscc.initial_window_bytes, qc.nscc.max_window_bytes);
-  device_->configure(qc);
+  device_->configure(qc);  // the datapath's defaults; then what the command line asks for
+  if (o_.ev_burst != 0) qc.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
+  if (o_.target_delay_us >= 0) qc.nscc.target_delay_ns = static_cast<int64_t>(o_.target_delay_us * 1000);
   const std::string invalid = qc.validate(static_cast<int>(hc.planes.size()));
   if (!invalid.empty()) {
     error = invalid;
@@ -639,7 +639,7 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--ev-burst", o.ev_burst,
                  "new data packets per EV before the next EV (1..64; default 0: the datapath's, 4): a burst leaves as one UDP GSO send");
   app.add_option("--target-delay-us", o.target_delay_us,
-                 "NSCC queueing-delay target in microseconds (0: half the learned base RTT; default: the datapath's)");
+                 "NSCC queueing-delay target in microseconds (0: half the learned base RTT; default: the UDP datapath's, 50)");
   app.add_option("--ack-every", o.ack_every, "the receiver SACKs every this many data packets (1..64; default 4)");
   app.add_flag("!--no-gso", o.gso, "send and receive one datagram per buffer (no UDP GSO/GRO)");
   app.add_option("--metrics-port", o.metrics_port, "serve Prometheus metrics at http://BIND:PORT/metrics (default 0: off)");
