@@ -298,6 +298,10 @@ void render_udp_planes(MetricsWriter& w, const io::UdpHost& host) {
     w.counter("mrc_plane_udp_send_errors_total",
               "Datagrams the socket refused to send (lost; the engine recovers).", l,
               s.send_errors);
+    w.counter("mrc_plane_udp_send_calls_total",
+              "System calls that sent datagrams (one per GSO batch or sendmmsg).", l, s.send_calls);
+    w.counter("mrc_plane_udp_receive_calls_total",
+              "recvmmsg calls that returned datagrams.", l, s.receive_calls);
     w.counter("mrc_plane_impairment_drops_total",
               "Datagrams dropped on purpose by the impairment layer.", l, s.impairment_drops);
   }

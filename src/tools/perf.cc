@@ -420,6 +420,7 @@ json plane_and_ev_summary(PerfSide& side) {
     planes.push_back({{"plane", p}, {"packets_sent", s.packets_sent}, {"bytes_sent", s.bytes_sent},
                       {"packets_received", s.packets_received}, {"bytes_received", s.bytes_received},
                       {"retransmits", retransmits[p]}, {"send_errors", s.send_errors},
+                      {"send_calls", s.send_calls}, {"receive_calls", s.receive_calls},
                       {"impairment_drops", s.impairment_drops}, {"up", s.up}});
   }
   return {{"planes", planes}, {"qps", qps}, {"active_ev_states", ev_states}, {"evs_with_losses", worst}};
@@ -432,10 +433,12 @@ void print_summary(const json& r) {
               r["gbit_per_s"].get<double>(), r["messages_per_s"].get<double>());
   std::printf("latency (post to completion): p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n",
               r["latency_us"]["p50"].get<double>(), r["latency_us"]["p99"].get<double>(), r["latency_us"]["p999"].get<double>());
-  std::printf("plane  packets_sent  MB_sent  retransmits  impairment_drops  state\n");
+  std::printf("plane  packets_sent  MB_sent  per_send_call  retransmits  impairment_drops  state\n");
   for (const auto& p : r["summary"]["planes"])
-    std::printf("%5d  %12llu  %7.1f  %11llu  %16llu  %s\n", p["plane"].get<int>(),
+    std::printf("%5d  %12llu  %7.1f  %13.1f  %11llu  %16llu  %s\n", p["plane"].get<int>(),
                 static_cast<unsigned long long>(p["packets_sent"].get<uint64_t>()), static_cast<double>(p["bytes_sent"].get<uint64_t>()) / 1e6,
+                static_cast<double>(p["packets_sent"].get<uint64_t>()) /
+                    static_cast<double>(std::max<uint64_t>(p["send_calls"].get<uint64_t>(), 1)),
                 static_cast<unsigned long long>(p["retransmits"].get<uint64_t>()),
                 static_cast<unsigned long long>(p["impairment_drops"].get<uint64_t>()), p["up"].get<bool>() ? "up" : "DOWN");
   std::printf("active EVs by state:");
