@@ -340,7 +340,7 @@ Instant UdpHost::wake_at() const {
 
 void UdpHost::sleep_until(Instant until) {
   const Instant now = this->now();
-  if (now < last_busy_ + config_.spin) {
+  if (busy_thread_ && now < last_busy_ + config_.spin) {
     sched_yield();  // spinning, but a thread that shares this core runs first
     return;
   }
@@ -362,8 +362,18 @@ void UdpHost::wake() {
   (void)!write(wake_fd_, &one, sizeof one);
 }
 
+// Accounts a round: over windows of 1 ms, whether rounds with work filled at least half.
+void UdpHost::note_round(Instant start, Instant end, bool busy) {
+  if (busy) busy_ns_ += (end - start).ns;
+  if (end < busy_window_start_ + Duration::from_ms(1)) return;
+  busy_thread_ = 2 * busy_ns_ >= (end - busy_window_start_).ns;
+  busy_window_start_ = end;
+  busy_ns_ = 0;
+}
+
 bool UdpHost::run_once() {
-  Instant now = this->now();
+  const Instant start = this->now();
+  Instant now = start;
   apply_schedule(now);
   check_links(now);
   bool busy = false;
@@ -376,6 +386,7 @@ bool UdpHost::run_once() {
   busy |= release_delayed(now);
   busy |= transmit_round_robin(now);
   if (busy) last_busy_ = now;
+  note_round(start, this->now(), busy);
   return busy;
 }
 

@@ -70,7 +70,9 @@ struct UdpHostConfig {
   bool gro = true;
   // After work, sleep_until() returns at once for this long instead of sleeping: a busy
   // connection keeps polling its sockets, so neither its peer's sends nor its own receives pay
-  // for waking a sleeping thread (on a VM, most of a small datagram's cost). 0: always sleep.
+  // for waking a sleeping thread (on a VM, most of a small datagram's cost). Only while the
+  // thread is busy (its rounds with work took at least half of the last millisecond): a
+  // link-bound connection, idle between datagrams, sleeps. 0: always sleep.
   Duration spin{Duration::from_us(100)};
   Impairment impairment;
   uint64_t seed = 1;
@@ -170,6 +172,12 @@ class UdpHost {
   int first_plane_ = 0;
   Instant next_link_check_{0};
   Instant last_busy_{INT64_MIN / 2};
+  // How busy the thread is: the time its rounds with work took in the current and the last
+  // millisecond (sleep_until spins only while that was at least half of it).
+  Instant busy_window_start_{0};
+  int64_t busy_ns_ = 0;
+  bool busy_thread_ = false;
+  void note_round(Instant start, Instant end, bool busy);
   TxBatch tx_;
   RxBatch rx_;
 };
