@@ -1,0 +1,90 @@
+// The device layer (io/device.h) on loopback: the peer table gives one handle per set of
+// addresses, configure() writes the datapath's QP fields and leaves what a QP chose, CQs are
+// reported by tag once each time they turn non-empty, and a device that cannot open says why.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "io/device.h"
+
+namespace mrc::io {
+namespace {
+
+DeviceConfig loopback_config(uint16_t port, uint16_t ev_port_base) {
+  DeviceConfig c;
+  for (const char* a : {"127.0.0.1", "127.0.0.2"}) c.planes.push_back(parse_plane_address(a, port).value());
+  c.ev_port_base = ev_port_base;
+  return c;
+}
+
+TEST(Device, OnePeerHandlePerSetOfAddresses) {
+  auto device = Device::open(loopback_config(24791, 25000));
+  ASSERT_TRUE(device.ok()) << device.error();
+  Device& d = *device.value();
+  const std::vector<PlaneAddress> a = loopback_config(24792, 0).planes;
+  const std::vector<PlaneAddress> b = loopback_config(24793, 0).planes;
+  const uint32_t first = d.peer(a);
+  EXPECT_EQ(d.peer(a), first);
+  const uint32_t second = d.peer(b);
+  EXPECT_NE(second, first);
+  EXPECT_EQ(d.peer(b), second);
+  EXPECT_EQ(d.peer(a), first);
+}
+
+TEST(Device, ConfigureWritesTheDatapathsFieldsAndKeepsChoices) {
+  auto device = Device::open(loopback_config(24794, 25600));
+  ASSERT_TRUE(device.ok()) << device.error();
+  QpConfig left;  // leaves burst and delay target to the datapath
+  device.value()->configure(left);
+  EXPECT_EQ(left.ev_port_base, 25600);
+  EXPECT_EQ(left.ev_ports_per_plane, ev_source_ports(2) / 2);
+  EXPECT_EQ(left.ev_burst_packets, kUdpDefaultEvBurst);
+  EXPECT_EQ(left.nscc.target_delay_ns, kUdpDefaultTargetDelayNs);
+  EXPECT_EQ(left.validate(2), "");
+  QpConfig chosen;
+  chosen.ev_burst_packets = 1;
+  chosen.nscc.target_delay_ns = 7000;
+  device.value()->configure(chosen);
+  EXPECT_EQ(chosen.ev_burst_packets, 1);
+  EXPECT_EQ(chosen.nscc.target_delay_ns, 7000);
+}
+
+TEST(Device, ACqIsReportedOnceEachTimeItTurnsNonEmpty) {
+  auto device = Device::open(loopback_config(24795, 26200));
+  ASSERT_TRUE(device.ok()) << device.error();
+  Device& d = *device.value();
+  std::vector<uint32_t> reported;
+  d.on_completions([&](std::span<const uint32_t> tags) { reported.insert(reported.end(), tags.begin(), tags.end()); });
+  int rounds = 0;
+  d.on_round([&] { ++rounds; });
+  CompletionQueue* quiet = d.create_cq(16);
+  CompletionQueue* busy = d.create_cq(16);
+  d.progress(Duration{0});
+  EXPECT_TRUE(reported.empty());
+  EXPECT_EQ(rounds, 1);
+  ASSERT_TRUE(busy->push(Completion{}));
+  ASSERT_TRUE(busy->push(Completion{}));  // still non-empty: no second report
+  d.progress(Duration{0});
+  EXPECT_EQ(reported, std::vector<uint32_t>{1});
+  d.progress(Duration{0});
+  EXPECT_EQ(reported, std::vector<uint32_t>{1});
+  std::vector<Completion> out(16);
+  EXPECT_EQ(busy->poll(out), 2u);
+  ASSERT_TRUE(busy->push(Completion{}));  // empty, then non-empty again: reported again
+  ASSERT_TRUE(quiet->push(Completion{}));
+  d.progress(Duration{0});
+  EXPECT_EQ(reported, (std::vector<uint32_t>{1, 1, 0}));
+}
+
+TEST(Device, AnAddressInUseIsAClearError) {
+  auto first = Device::open(loopback_config(24796, 26800));
+  ASSERT_TRUE(first.ok()) << first.error();
+  auto second = Device::open(loopback_config(24796, 27400));
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.error().find("in use"), std::string::npos) << second.error();
+  EXPECT_NE(second.error().find("127.0.0.1:24796"), std::string::npos) << second.error();
+  EXPECT_FALSE(Device::open(DeviceConfig{}).ok());
+}
+
+}  // namespace
+}  // namespace mrc::io
