@@ -632,6 +632,7 @@ void Requester::on_timer(Instant now) {
       return;
     }
     declare_lost_where([](const SentPacket&) { return true; }, stats_.losses_timeout, true, now);
+    order_retransmits();
     cc_.on_timeout(now);
     last_progress_ = now;
     tail_probes_since_progress_ = 0;
@@ -641,6 +642,20 @@ void Requester::on_timer(Instant now) {
     ++tail_probes_since_progress_;
     if (nothing_new_to_send() && resend_tail(now)) return;
     tail_probe_pending_ = true;
+  }
+}
+
+// After a timeout the window is down to a packet or two a round trip: the oldest loss goes
+// first, so that each of them can move the cumulative point. (The queue's order was that of
+// the loss declarations, which can put many packets the receiver already holds ahead of the
+// one it waits for: a SACK of a duplicate far above the cumulative point acknowledges nothing
+// new, so each of those cost a whole timeout.)
+void Requester::order_retransmits() {
+  retransmits_.clear();
+  for (Psn psn = window_.oldest(); psn != window_.next(); psn += 1) {
+    if (window_.at(psn).state != SentPacket::State::kLost) continue;
+    const bool queued = retransmits_.push(psn);
+    MRC_ASSERT(queued);  // the queue holds a whole window
   }
 }
 

@@ -169,6 +169,7 @@ class alignas(64) Requester {
   void rack_scan(Instant now);
   void tail_probe_answered(Instant now, const wire::Sack& sack);
   bool resend_tail(Instant now);
+  void order_retransmits();
   bool nothing_new_to_send() const { return sq_next_send_ == sq_tail_; }
   void declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now);
   // Declares lost every pending packet of the window that `which` selects; returns how many.
