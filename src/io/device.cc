@@ -30,20 +30,6 @@ Device::~Device() {
   if (thread_.joinable()) thread_.join();
 }
 
-uint32_t Device::peer(const std::vector<PlaneAddress>& planes) {
-  const auto same = [&](const std::vector<PlaneAddress>& known) {
-    return std::equal(known.begin(), known.end(), planes.begin(), planes.end(),
-                      [](const PlaneAddress& a, const PlaneAddress& b) {
-                        return a.address.s_addr == b.address.s_addr && a.port == b.port;
-                      });
-  };
-  for (size_t i = 0; i < peers_.size(); ++i)
-    if (same(peers_[i])) return peer_handles_[i];
-  peers_.push_back(planes);
-  peer_handles_.push_back(host_->add_peer(planes));
-  return peer_handles_.back();
-}
-
 void Device::configure(QpConfig& c) const {
   c.ev_port_base = config_.ev_port_base;
   c.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(config_.planes.size()) / config_.planes.size());
@@ -53,15 +39,15 @@ void Device::configure(QpConfig& c) const {
 
 CompletionQueue* Device::create_cq(uint32_t capacity) {
   CompletionQueue* cq = endpoint().create_cq(capacity);
-  cq->set_notifier(this, cqs_++);
+  cq->set_notifier(this, static_cast<uint32_t>(is_ready_.size()));
   is_ready_.push_back(false);
-  ready_.reserve(cqs_);
+  ready_.reserve(is_ready_.size());
   return cq;
 }
 
 // Called by the engine, holding the lock, when a push makes a CQ non-empty.
 void Device::on_nonempty(uint32_t tag) {
-  if (tag >= cqs_ || is_ready_[tag]) return;
+  if (tag >= is_ready_.size() || is_ready_[tag]) return;
   is_ready_[tag] = true;
   ready_.push_back(tag);
 }
@@ -89,28 +75,25 @@ void Device::start_thread() {
 }
 
 void Device::loop() {
-  for (;;) {
-    Instant until;
-    bool busy = false;
-    {
-      std::lock_guard guard(*lock_);
-      if (stopping_) return;
-      busy = round();
-      until = std::min(host_->wake_at(), host_->now() + Duration::from_ms(10));
-    }
-    if (!busy) host_->sleep_until(until);
+  while (step(Duration::from_ms(10))) {
   }
 }
 
-void Device::progress(Duration max_wait) {
+void Device::progress(Duration max_wait) { (void)step(max_wait); }
+
+// One round holding the lock, then, if it found nothing to do, a sleep without the lock until
+// work comes, a deadline passes or `max_wait` elapses. False once the device is stopping.
+bool Device::step(Duration max_wait) {
   bool busy = false;
   Instant until;
   {
     std::lock_guard guard(*lock_);
+    if (stopping_) return false;
     busy = round();
     until = std::min(host_->wake_at(), host_->now() + max_wait);
   }
   if (!busy) host_->sleep_until(until);
+  return true;
 }
 
 }  // namespace mrc::io

@@ -77,7 +77,7 @@ class Device final : private CompletionNotifier {
   const DeviceConfig& config() const { return config_; }
 
   // The handle of the peer with these receive addresses (one per plane), added if new.
-  uint32_t peer(const std::vector<PlaneAddress>& planes);
+  uint32_t peer(const std::vector<PlaneAddress>& planes) { return host_->add_peer(planes); }
   // Writes the datapath's part of a QP configuration: its EV source ports, and the EV burst
   // and NSCC delay target if the QP leaves them to the datapath (0).
   void configure(QpConfig& config) const;
@@ -103,6 +103,7 @@ class Device final : private CompletionNotifier {
       : config_(config), lock_(shared_lock != nullptr ? shared_lock : &own_lock_) {}
   void on_nonempty(uint32_t tag) override;
   bool round();
+  bool step(Duration max_wait);
   void loop();
 
   DeviceConfig config_;
@@ -111,11 +112,8 @@ class Device final : private CompletionNotifier {
   std::mutex* lock_;
   std::thread thread_;
   bool stopping_ = false;
-  std::vector<std::vector<PlaneAddress>> peers_;
-  std::vector<uint32_t> peer_handles_;
-  uint32_t cqs_ = 0;
   std::vector<uint32_t> ready_;  // tags of the CQs turned non-empty since the last round (one entry per CQ at most)
-  std::vector<bool> is_ready_;   // by tag
+  std::vector<bool> is_ready_;   // by tag, one per CQ created here
   std::function<void(std::span<const uint32_t>)> completions_;
   std::function<void()> round_;
 };

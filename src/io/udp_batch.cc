@@ -34,8 +34,11 @@ bool enable_gro(int fd) {
 TxBatch::TxBatch(size_t max_datagram_bytes, bool gso)
     : buffer_(kMaxGsoBytes + max_datagram_bytes), max_datagram_(max_datagram_bytes), gso_(gso) {}
 
+// A datagram joins a batch from the same socket to the same address, no longer than its
+// datagrams, while the batch's last datagram is of full size (bytes_ == count_ * segment_: a
+// shorter one ends the batch) and the bounds allow one more.
 bool TxBatch::joins(int fd, const sockaddr_in& to, size_t length) const {
-  return count_ > 0 && !closed_ && fd == fd_ && to.sin_addr.s_addr == to_.sin_addr.s_addr &&
+  return bytes_ == count_ * segment_ && fd == fd_ && to.sin_addr.s_addr == to_.sin_addr.s_addr &&
          to.sin_port == to_.sin_port && length <= segment_ && count_ < kMaxGsoSegments &&
          bytes_ + length <= kMaxGsoBytes;
 }
@@ -51,9 +54,7 @@ void TxBatch::add(int fd, const sockaddr_in& to, size_t length, TxOutcome& out) 
     fd_ = fd;
     to_ = to;
     segment_ = length;
-    closed_ = false;
   }
-  closed_ = closed_ || length < segment_;
   ++count_;
   bytes_ += length;
 }

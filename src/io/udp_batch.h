@@ -81,7 +81,6 @@ class TxBatch {
   size_t segment_ = 0;  // the batch's datagram size (all but a shorter last one)
   size_t count_ = 0;
   size_t bytes_ = 0;
-  bool closed_ = false;  // its last datagram is shorter: nothing more may join
 };
 
 // One received datagram: its bytes, its sender and the IP TOS byte it arrived with.

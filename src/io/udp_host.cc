@@ -161,6 +161,12 @@ uint32_t UdpHost::add_peer(const std::vector<PlaneAddress>& planes) {
     sa.sin_port = htons(a.port);
     addresses.push_back(sa);
   }
+  const auto same = [](const sockaddr_in& a, const sockaddr_in& b) {
+    return a.sin_addr.s_addr == b.sin_addr.s_addr && a.sin_port == b.sin_port;
+  };
+  for (size_t i = 0; i < peers_.size(); ++i)
+    if (std::equal(peers_[i].begin(), peers_[i].end(), addresses.begin(), addresses.end(), same))
+      return static_cast<uint32_t>(i);
   peers_.push_back(addresses);
   return static_cast<uint32_t>(peers_.size() - 1);
 }

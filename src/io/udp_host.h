@@ -102,7 +102,8 @@ class UdpHost {
   UdpHost& operator=(const UdpHost&) = delete;
 
   Endpoint& endpoint() { return *endpoint_; }
-  // A peer's receive addresses, one per plane; returns the handle for RtrAttributes::peer.
+  // A peer's receive addresses, one per plane; returns the handle for RtrAttributes::peer. The
+  // same addresses always give the same handle, however many QPs connect to that peer.
   uint32_t add_peer(const std::vector<PlaneAddress>& planes);
   // Receives, runs due timers and impairment events, transmits; if nothing could be done,
   // sleeps until a packet arrives, a deadline passes, or `max_wait` elapses.
@@ -172,8 +173,8 @@ class UdpHost {
   int first_plane_ = 0;
   Instant next_link_check_{0};
   Instant last_busy_{INT64_MIN / 2};
-  // How busy the thread is: the time its rounds with work took in the current and the last
-  // millisecond (sleep_until spins only while that was at least half of it).
+  // How busy the thread is: the time its rounds with work took in the current 1 ms window, and
+  // whether they filled at least half of the last one (sleep_until spins only then).
   Instant busy_window_start_{0};
   int64_t busy_ns_ = 0;
   bool busy_thread_ = false;
