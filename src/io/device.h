@@ -4,8 +4,8 @@
 //   - the UdpHost (and through it the one Endpoint) of this host's planes;
 //   - the progress thread: it runs the datapath holding the device's lock and sleeps without
 //     it (an API call takes the lock, does its work and wakes the thread);
-//   - the peer table: a peer is its planes' receive addresses, and the same addresses always
-//     give the same handle (RtrAttributes::peer), however many QPs connect to it;
+//   - the peer table (the UdpHost's): a peer is its planes' receive addresses, and the same
+//     addresses always give the same handle (RtrAttributes::peer), however many QPs connect;
 //   - the EV-to-UDP-port mapping: every QP's EVs are source ports of this device's range,
 //     plane p owning its own stride of it (configure() writes the QP's fields from it);
 //   - the datapath's defaults for a QP, such as the EV burst that lets a burst leave as one
