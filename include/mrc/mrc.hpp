@@ -38,6 +38,9 @@ struct ContextOptions {
   uint16_t ev_port_base = 50000;    // first UDP source port for EVs
   io::Impairment impairment;        // off by default
   bool gso = true;                  // batched UDP send and receive (GSO, GRO) where offered
+  // The datapath: io::Backend::kUdp (kernel UDP sockets, default) or kXdp (AF_XDP on the
+  // planes' interfaces; root only).
+  io::Backend backend = io::Backend::kUdp;
   uint64_t seed = 1;
 };
 

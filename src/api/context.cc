@@ -44,6 +44,7 @@ Result<std::unique_ptr<Context>, ApiError> Context::open(const ContextOptions& o
   dc.ev_port_base = options.ev_port_base;
   dc.impairment = options.impairment;
   dc.gso = options.gso;
+  dc.backend = options.backend;
   dc.seed = options.seed;
   auto device = io::Device::open(dc);
   if (!device.ok()) return Err{ApiError{device.error()}};

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/wire/packet.h"
+
 namespace mrc::io {
 
 Result<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& config, std::mutex* shared_lock) {
@@ -13,6 +15,7 @@ Result<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& co
   hc.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(config.planes.size()) / config.planes.size());
   hc.impairment = config.impairment;
   hc.gso = hc.gro = config.gso;
+  hc.backend = config.backend;
   hc.seed = config.seed;
   auto host = UdpHost::open(hc);
   if (!host.ok()) return Err{host.error()};
@@ -35,6 +38,9 @@ void Device::configure(QpConfig& c) const {
   c.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(config_.planes.size()) / config_.planes.size());
   if (c.ev_burst_packets == 0) c.ev_burst_packets = kUdpDefaultEvBurst;
   if (c.nscc.target_delay_ns == 0) c.nscc.target_delay_ns = kUdpDefaultTargetDelayNs;
+  // A packet must fit the datapath's datagram (the xdp backend's frames hold less than UDP).
+  const size_t max_payload = host_->max_datagram_bytes() - wire::kMaxDataHeaderBytes - wire::kIcrcBytes;
+  if (c.mtu_bytes > max_payload) c.set_mtu(static_cast<uint32_t>(max_payload));
 }
 
 CompletionQueue* Device::create_cq(uint32_t capacity) {

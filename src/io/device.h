@@ -54,6 +54,7 @@ struct DeviceConfig {
   uint16_t ev_port_base = 50000;
   Impairment impairment;
   bool gso = true;  // UdpHostConfig::gso and ::gro
+  Backend backend = Backend::kUdp;  // UdpHostConfig::backend
   uint64_t seed = 1;
 };
 

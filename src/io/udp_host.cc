@@ -83,6 +83,14 @@ Result<PlaneAddress, std::string> parse_plane_address(const std::string& text, u
   return a;
 }
 
+const char* to_string(Backend backend) { return backend == Backend::kXdp ? "xdp" : "udp"; }
+
+Result<Backend, std::string> parse_backend(const std::string& text) {
+  if (text == "udp") return Backend::kUdp;
+  if (text == "xdp") return Backend::kXdp;
+  return Err{"unknown backend '" + text + "': expected udp or xdp"};
+}
+
 std::string to_string(const PlaneAddress& a) {
   char buf[INET_ADDRSTRLEN] = {};
   inet_ntop(AF_INET, &a.address, buf, sizeof buf);
@@ -104,6 +112,7 @@ Result<std::unique_ptr<UdpHost>, std::string> UdpHost::open(const UdpHostConfig&
   EndpointConfig ec;
   ec.planes = static_cast<int>(config.planes.size());
   ec.seed = config.seed;
+  ec.icrc_offload = config.backend == Backend::kXdp;  // the xdp link writes the RoCEv2 ICRC
   host->endpoint_ = std::make_unique<Endpoint>(ec);
   auto opened = host->open_sockets();
   if (!opened.ok()) return Err{opened.error()};
@@ -120,27 +129,55 @@ Result<Ok, std::string> UdpHost::open_sockets() {
   wake_event.data.u32 = kWakeToken;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_event);
   planes_.resize(config_.planes.size());
-  for (size_t p = 0; p < planes_.size(); ++p) {
-    Plane& plane = planes_[p];
-    plane.local = config_.planes[p];
-    auto rx = bound_socket(plane.local, config_.socket_buffer_bytes);
-    if (!rx.ok()) return Err{rx.error()};
-    plane.rx_fd = rx.value();
-    if (config_.gro) enable_gro(plane.rx_fd);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u32 = static_cast<uint32_t>(p);
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, plane.rx_fd, &ev);
-    for (uint16_t i = 0; i < config_.ev_ports_per_plane; ++i) {
-      PlaneAddress a = plane.local;
-      a.port = static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + i);
-      auto tx = bound_socket(a, config_.socket_buffer_bytes);
-      if (!tx.ok()) return Err{tx.error() + " (EV source port; choose another --ev-port-base)"};
-      plane.tx_fds.push_back(tx.value());
-      if (tx_.gso() && !gso_supported(tx.value())) tx_.disable_gso();
-    }
+  for (int p = 0; p < planes(); ++p)
+    if (auto opened = open_plane(p); !opened.ok()) return opened;
+  return Ok{};
+}
+
+// The receive socket (with xdp, it only holds the port) and the EV sockets or the AF_XDP link.
+Result<Ok, std::string> UdpHost::open_plane(int p) {
+  Plane& plane = planes_[p];
+  plane.local = config_.planes[p];
+  auto rx = bound_socket(plane.local, config_.socket_buffer_bytes);
+  if (!rx.ok()) return Err{rx.error()};
+  plane.rx_fd = rx.value();
+  int poll_fd = plane.rx_fd;
+  if (config_.backend == Backend::kXdp) {
+    auto link = XdpLink::open(plane.local.address, plane.local.port);
+    if (!link.ok()) return Err{"xdp backend, plane " + std::to_string(p) + " (" + to_string(plane.local) + "): " + link.error()};
+    plane.xdp = std::move(link.value());
+    poll_fd = plane.xdp->fd();
+  } else if (config_.gro) {
+    enable_gro(plane.rx_fd);
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u32 = static_cast<uint32_t>(p);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, poll_fd, &ev);
+  if (plane.xdp) return Ok{};
+  for (uint16_t i = 0; i < config_.ev_ports_per_plane; ++i) {
+    PlaneAddress a = plane.local;
+    a.port = static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + i);
+    auto tx = bound_socket(a, config_.socket_buffer_bytes);
+    if (!tx.ok()) return Err{tx.error() + " (EV source port; choose another --ev-port-base)"};
+    plane.tx_fds.push_back(tx.value());
+    if (tx_.gso() && !gso_supported(tx.value())) tx_.disable_gso();
   }
   return Ok{};
+}
+
+std::string UdpHost::backend_description() const {
+  if (config_.backend == Backend::kUdp) return tx_.gso() ? "udp (GSO/GRO)" : "udp (no GSO)";
+  std::string out = "xdp:";
+  for (const Plane& p : planes_) out += " " + p.xdp->interface().name + " " + p.xdp->mode() + (&p == &planes_.back() ? "" : ",");
+  return out;
+}
+
+size_t UdpHost::max_datagram_bytes() const {
+  size_t bytes = wire::kMaxDatagramBytes;
+  for (const Plane& p : planes_)
+    if (p.xdp) bytes = std::min(bytes, p.xdp->max_datagram_bytes());
+  return bytes;
 }
 
 UdpHost::~UdpHost() {
@@ -167,6 +204,9 @@ uint32_t UdpHost::add_peer(const std::vector<PlaneAddress>& planes) {
   for (size_t i = 0; i < peers_.size(); ++i)
     if (std::equal(peers_[i].begin(), peers_[i].end(), addresses.begin(), addresses.end(), same))
       return static_cast<uint32_t>(i);
+  // The xdp backend writes the next hop's MAC itself: resolve it now, not on the first packets.
+  for (size_t p = 0; p < planes_.size() && p < addresses.size(); ++p)
+    if (planes_[p].xdp) planes_[p].xdp->neighbours().resolve(addresses[p].sin_addr, Duration::from_ms(1000));
   peers_.push_back(addresses);
   return static_cast<uint32_t>(peers_.size() - 1);
 }
@@ -175,7 +215,14 @@ Instant UdpHost::now() const { return Instant{monotonic_ns() - clock_origin_ns_}
 
 bool UdpHost::receive(int p, Instant now) {
   Plane& plane = planes_[p];
-  const std::span<const RxDatagram> datagrams = rx_.receive(plane.rx_fd);
+  const bool xdp = plane.xdp != nullptr;
+  const std::span<const RxDatagram> datagrams = xdp ? plane.xdp->receive() : rx_.receive(plane.rx_fd);
+  if (xdp) {
+    const XdpLinkStats& link = plane.xdp->counters();
+    plane.stats.receive_refused = 0;
+    for (uint64_t n : link.rx_refused) plane.stats.receive_refused += n;
+    plane.stats.unresolved_neighbour = link.tx_no_neighbour;
+  }
   if (datagrams.empty()) return false;
   ++plane.stats.receive_calls;
   for (const RxDatagram& d : datagrams) {
@@ -188,6 +235,7 @@ bool UdpHost::receive(int p, Instant now) {
     meta.ev = Ev(ntohs(d.from.sin_port));
     meta.source = static_cast<uint64_t>(ntohl(d.from.sin_addr.s_addr)) << 16 | ntohs(d.from.sin_port);
     meta.ecn_ce = (d.tos & 0x03) == 0x03;
+    meta.icrc_checked = xdp;  // the link checked the RoCEv2 ICRC
     ++plane.stats.packets_received;
     plane.stats.bytes_received += d.bytes.size();
     endpoint_->handle_datagram(now, d.bytes, meta);
@@ -205,25 +253,28 @@ void UdpHost::account(int p, const TxOutcome& outcome) {
   if (e == ENETDOWN || e == ENETUNREACH || e == EADDRNOTAVAIL) next_link_check_ = Instant{0};
 }
 
-bool UdpHost::route(int p, const TxMeta& meta, int& fd, sockaddr_in& to) {
+bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
   Plane& plane = planes_[p];
   if (meta.reply) {  // an answer to a connectionless request: from the MRC port, to its sender's
-    to = sockaddr_in{};
-    to.sin_family = AF_INET;
-    to.sin_addr.s_addr = htonl(static_cast<uint32_t>(meta.reply_to >> 16));
-    to.sin_port = htons(plane.local.port);
-    fd = plane.rx_fd;
+    r.to = sockaddr_in{};
+    r.to.sin_family = AF_INET;
+    r.to.sin_addr.s_addr = htonl(static_cast<uint32_t>(meta.reply_to >> 16));
+    r.to.sin_port = htons(plane.local.port);
+    r.fd = plane.rx_fd;
+    r.source_port = plane.local.port;
     return true;
   }
   if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size()) return false;
   const uint32_t offset = meta.ev.value - config_.ev_port_base - p * config_.ev_ports_per_plane;
-  if (offset >= plane.tx_fds.size()) ++plane.stats.ev_port_mismatches;
-  fd = plane.tx_fds[offset < plane.tx_fds.size() ? offset : 0];
-  to = peers_[meta.peer][p];
+  if (offset >= config_.ev_ports_per_plane) ++plane.stats.ev_port_mismatches;
+  const uint32_t port_index = offset < config_.ev_ports_per_plane ? offset : 0;
+  r.source_port = static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + port_index);
+  r.fd = plane.xdp ? -1 : plane.tx_fds[port_index];
+  r.to = peers_[meta.peer][p];
   return true;
 }
 
-bool UdpHost::impair(int p, Instant now, int fd, const sockaddr_in& to, std::span<const uint8_t> bytes) {
+bool UdpHost::impair(int p, Instant now, const Route& r, std::span<const uint8_t> bytes) {
   const Impairment& imp = config_.impairment;
   if (imp.drop > 0 && prng_.chance(imp.drop)) {
     ++planes_[p].stats.impairment_drops;
@@ -233,8 +284,26 @@ bool UdpHost::impair(int p, Instant now, int fd, const sockaddr_in& to, std::spa
   if (imp.reorder > 0 && prng_.chance(imp.reorder))
     hold = hold + Duration{static_cast<int64_t>(prng_.below(static_cast<uint64_t>(imp.reorder_delay.ns) + 1))};
   if (hold.ns <= 0) return false;
-  delayed_.push(Delayed{now + hold, delayed_sequence_++, p, fd, to, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+  delayed_.push(Delayed{now + hold, delayed_sequence_++, p, r, std::vector<uint8_t>(bytes.begin(), bytes.end())});
   return true;
+}
+
+std::span<uint8_t> UdpHost::tx_space(int p) { return planes_[p].xdp ? planes_[p].xdp->next() : tx_.next(); }
+
+void UdpHost::tx_add(int p, const Route& r, size_t length, Instant now, TxOutcome& outcome) {
+  if (planes_[p].xdp) {
+    planes_[p].xdp->add(r.source_port, r.to, length, now, outcome);
+  } else {
+    tx_.add(r.fd, r.to, length, outcome);
+  }
+}
+
+void UdpHost::tx_flush(int p, TxOutcome& outcome) {
+  if (planes_[p].xdp) {
+    planes_[p].xdp->flush(outcome);
+  } else {
+    tx_.flush(outcome);
+  }
 }
 
 // Sends up to `budget` packets of plane p, batched (TxBatch); returns how many the engine
@@ -244,17 +313,17 @@ size_t UdpHost::transmit(int p, Instant now, size_t budget) {
   TxOutcome outcome;
   size_t produced = 0;
   while (produced < budget) {
-    const std::span<uint8_t> space = tx_.next();
+    const std::span<uint8_t> space = tx_space(p);
+    if (space.empty()) break;  // every xdp TX frame in flight: the engine keeps its packets
     TxMeta meta;
     const size_t n = endpoint_->poll_transmit(now, PlaneId(static_cast<uint8_t>(p)), space, meta);
     if (n == 0) break;
     ++produced;
-    int fd = -1;
-    sockaddr_in to{};
-    if (!route(p, meta, fd, to) || impair(p, now, fd, to, space.first(n))) continue;
-    tx_.add(fd, to, n, outcome);
+    Route r;
+    if (!route(p, meta, r) || impair(p, now, r, space.first(n))) continue;
+    tx_add(p, r, n, now, outcome);
   }
-  tx_.flush(outcome);
+  tx_flush(p, outcome);
   account(p, outcome);
   return produced;
 }
@@ -280,9 +349,14 @@ bool UdpHost::release_delayed(Instant now) {
     const Delayed& d = delayed_.top();
     if (planes_[d.plane].stats.up) {
       TxOutcome outcome;
-      std::memcpy(tx_.next().data(), d.bytes.data(), d.bytes.size());
-      tx_.add(d.fd, d.to, d.bytes.size(), outcome);
-      tx_.flush(outcome);
+      const std::span<uint8_t> space = tx_space(d.plane);
+      if (space.size() >= d.bytes.size()) {  // else lost, as a datagram the kernel refused
+        std::memcpy(space.data(), d.bytes.data(), d.bytes.size());
+        tx_add(d.plane, d.route, d.bytes.size(), now, outcome);
+        tx_flush(d.plane, outcome);
+      } else {
+        ++outcome.errors;
+      }
       account(d.plane, outcome);
     }
     delayed_.pop();

@@ -14,6 +14,12 @@
 //   - an impairment layer at the I/O boundary, off by default: drop a fraction of packets,
 //     delay and reorder them, take a plane down and up on a schedule (seen by this host's
 //     engine as its port going down), so faults can be shown without root.
+// Two backends move the datagrams (UdpHostConfig::backend):
+//   - udp (default, unprivileged): the kernel's UDP sockets, as above;
+//   - xdp: one AF_XDP socket per plane on the interface holding its address (io/xdp_link.h),
+//     whole Ethernet/IPv4/UDP frames written here with the RoCEv2 ICRC, so any packet takes any
+//     source port without a socket per EV. Root (or CAP_BPF, CAP_NET_ADMIN, CAP_NET_RAW) only.
+// The impairments and the link checks work the same over either.
 // Single-threaded: progress() does all the work; callers post work between calls.
 #pragma once
 
@@ -28,6 +34,7 @@
 
 #include "core/endpoint.h"
 #include "io/udp_batch.h"
+#include "io/xdp_link.h"
 #include "util/prng.h"
 #include "util/result.h"
 
@@ -57,8 +64,14 @@ struct Impairment {
   bool any() const { return drop > 0 || delay.ns > 0 || reorder > 0 || !schedule.empty(); }
 };
 
+enum class Backend : uint8_t { kUdp, kXdp };
+const char* to_string(Backend backend);
+// "udp" or "xdp"; the error lists the choices.
+Result<Backend, std::string> parse_backend(const std::string& text);
+
 struct UdpHostConfig {
   std::vector<PlaneAddress> planes;
+  Backend backend = Backend::kUdp;
   // First EV source port; plane p uses ports [base + p*n, base + (p+1)*n) with n = ev ports
   // per plane. Must match QpConfig::ev_port_base of every QP on this host.
   uint16_t ev_port_base = 50000;
@@ -90,6 +103,10 @@ struct UdpPlaneStats {
   // Packets whose EV is not one of this plane's source ports (QpConfig::ev_port_base /
   // ev_ports_per_plane disagree with this host's): sent from the plane's first port instead.
   uint64_t ev_port_mismatches = 0;
+  // xdp backend: frames refused on receive (bad ICRC, malformed headers), and datagrams not
+  // sent because the next hop's MAC was not known yet (the engine resends them).
+  uint64_t receive_refused = 0;
+  uint64_t unresolved_neighbour = 0;
   bool up = true;
 };
 
@@ -118,6 +135,12 @@ class UdpHost {
   void wake();
   Instant now() const;
   int planes() const { return static_cast<int>(planes_.size()); }
+  Backend backend() const { return config_.backend; }
+  // The backend and, for xdp, each plane's interface and XDP mode ("xdp: veth0 native copy").
+  std::string backend_description() const;
+  // The largest datagram every plane can carry (the xdp backend's frames are smaller than the
+  // UDP limit): QPs on this host must fit their packets in it (Device::configure).
+  size_t max_datagram_bytes() const;
   const UdpPlaneStats& plane_stats(int plane) const { return planes_[plane].stats; }
   // Takes a plane down or up now (as the impairment schedule does).
   void set_plane_up(int plane, bool up);
@@ -129,14 +152,21 @@ class UdpHost {
     bool admin_up = true;  // not taken down by set_plane_up / the impairment schedule
     int rx_fd = -1;
     std::vector<int> tx_fds;
+    std::unique_ptr<XdpLink> xdp;  // the xdp backend's link (rx_fd then only holds the port)
     UdpPlaneStats stats;
+  };
+  // Where a datagram goes: the udp backend's socket (the EV's), or the source port the xdp
+  // backend writes; and the receiver's address.
+  struct Route {
+    int fd = -1;
+    uint16_t source_port = 0;
+    sockaddr_in to{};
   };
   struct Delayed {
     Instant release;
     uint64_t sequence;
     int plane;
-    int fd;
-    sockaddr_in to;
+    Route route;
     std::vector<uint8_t> bytes;
     bool operator>(const Delayed& o) const {
       return release != o.release ? release > o.release : sequence > o.sequence;
@@ -145,14 +175,20 @@ class UdpHost {
 
   explicit UdpHost(const UdpHostConfig& config);
   Result<Ok, std::string> open_sockets();
+  Result<Ok, std::string> open_plane(int p);
   bool receive(int plane, Instant now);
   size_t transmit(int plane, Instant now, size_t budget);
   bool transmit_round_robin(Instant now);
-  // Where a packet the engine produced goes: its socket and address; false if nowhere.
-  bool route(int plane, const TxMeta& meta, int& fd, sockaddr_in& to);
+  // Where a packet the engine produced goes; false if nowhere.
+  bool route(int plane, const TxMeta& meta, Route& route);
   // Applies the impairments to a packet about to be sent: true if they took it (dropped, or
   // held in delayed_ for later).
-  bool impair(int plane, Instant now, int fd, const sockaddr_in& to, std::span<const uint8_t> bytes);
+  bool impair(int plane, Instant now, const Route& route, std::span<const uint8_t> bytes);
+  // The backend's send path: where the next datagram is written (empty: no room now), adding
+  // the datagram written there, and sending what was added.
+  std::span<uint8_t> tx_space(int plane);
+  void tx_add(int plane, const Route& route, size_t length, Instant now, TxOutcome& outcome);
+  void tx_flush(int plane, TxOutcome& outcome);
   void account(int plane, const TxOutcome& outcome);
   bool release_delayed(Instant now);
   void apply_schedule(Instant now);

@@ -157,6 +157,12 @@ bool PerfSide::open(std::string& error) {
   }
   hc.ev_port_base = o_.ev_port_base != 0 ? o_.ev_port_base : (server_ ? 50000 : 51000);
   hc.gso = o_.gso;
+  auto backend = io::parse_backend(o_.backend);
+  if (!backend.ok()) {
+    error = backend.error();
+    return false;
+  }
+  hc.backend = backend.value();
   hc.impairment.drop = o_.drop;
   hc.impairment.delay = Duration{static_cast<int64_t>(o_.delay_us * 1000)};
   hc.impairment.reorder = o_.reorder;
@@ -421,9 +427,10 @@ json plane_and_ev_summary(PerfSide& side) {
                       {"packets_received", s.packets_received}, {"bytes_received", s.bytes_received},
                       {"retransmits", retransmits[p]}, {"send_errors", s.send_errors},
                       {"send_calls", s.send_calls}, {"receive_calls", s.receive_calls},
-                      {"impairment_drops", s.impairment_drops}, {"up", s.up}});
+                      {"impairment_drops", s.impairment_drops}, {"receive_refused", s.receive_refused},
+                      {"unresolved_neighbour", s.unresolved_neighbour}, {"up", s.up}});
   }
-  return {{"planes", planes}, {"qps", qps}, {"active_ev_states", ev_states}, {"evs_with_losses", worst}};
+  return {{"backend", side.host().backend_description()}, {"planes", planes}, {"qps", qps}, {"active_ev_states", ev_states}, {"evs_with_losses", worst}};
 }
 
 void print_summary(const json& r) {
@@ -433,6 +440,7 @@ void print_summary(const json& r) {
               r["gbit_per_s"].get<double>(), r["messages_per_s"].get<double>());
   std::printf("latency (post to completion): p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n",
               r["latency_us"]["p50"].get<double>(), r["latency_us"]["p99"].get<double>(), r["latency_us"]["p999"].get<double>());
+  std::printf("datapath: %s\n", r["summary"]["backend"].get<std::string>().c_str());
   std::printf("plane  packets_sent  MB_sent  per_send_call  retransmits  impairment_drops  state\n");
   for (const auto& p : r["summary"]["planes"])
     std::printf("%5d  %12llu  %7.1f  %13.1f  %11llu  %16llu  %s\n", p["plane"].get<int>(),
@@ -645,6 +653,10 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
                  "NSCC queueing-delay target in microseconds (0: half the learned base RTT; default: the UDP datapath's, 50)");
   app.add_option("--ack-every", o.ack_every, "the receiver SACKs every this many data packets (1..64; default 4)");
   app.add_flag("!--no-gso", o.gso, "send and receive one datagram per buffer (no UDP GSO/GRO)");
+  app.add_option("--backend", o.backend,
+                 "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP on the planes' interfaces, writing whole "
+                 "RoCEv2 frames; root only; datagrams up to 3798 bytes, or the interface MTU)")
+      ->check(CLI::IsMember({"udp", "xdp"}));
   app.add_option("--metrics-port", o.metrics_port, "serve Prometheus metrics at http://BIND:PORT/metrics (default 0: off)");
   app.add_option("--metrics-bind", o.metrics_bind, "address for --metrics-port (default 127.0.0.1)");
 }

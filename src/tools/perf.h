@@ -43,6 +43,7 @@ struct PerfOptions {
   uint32_t ack_every = 4;  // QpConfig::ack_every_packets
   double target_delay_us = -1;  // NsccConfig::target_delay_ns; < 0: the datapath's default
   bool gso = true;         // UdpHostConfig::gso and ::gro
+  std::string backend = "udp";  // UdpHostConfig::backend: udp or xdp
   uint16_t metrics_port = 0;  // 0: no Prometheus endpoint
   std::string metrics_bind = "127.0.0.1";
 };

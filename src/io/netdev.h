@@ -1,0 +1,67 @@
+// What a datapath that writes whole Ethernet frames must know of the host's network: the
+// interface that holds a local address (name, index, MAC, MTU, receive queues), and the MAC
+// address of the next hop towards a peer.
+//
+// Next hops come from the kernel, as its own packets would take them: the main routing table
+// (/proc/net/route, longest prefix) names the gateway, or none for a directly connected peer,
+// and the neighbour table (/proc/net/arp) its MAC. A next hop the kernel has not resolved yet is
+// resolved by having the kernel send one datagram there (to the discard port, 9), which makes
+// it ARP. Lookups read /proc only for an address not yet known, at most once per
+// kRetryInterval each; answers are kept (at most kMaxEntries, the oldest replaced).
+// Frames received from a peer also teach its next hop (Neighbours::learn).
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+#include "io/roce_frame.h"
+#include "util/result.h"
+
+namespace mrc::io {
+
+struct NetInterface {
+  std::string name;
+  int index = 0;
+  MacAddress mac{};
+  uint32_t mtu = 0;
+  uint32_t rx_queues = 1;
+};
+
+// The interface holding `address`; the error names the address when none does.
+Result<NetInterface, std::string> interface_of(in_addr address);
+
+class Neighbours {
+ public:
+  static constexpr size_t kMaxEntries = 256;
+  static constexpr Duration kRetryInterval = Duration::from_ms(50);
+
+  Neighbours(std::string ifname, in_addr local);
+  // The MAC of the next hop to `destination`, if known; otherwise asks the kernel (at most once
+  // per kRetryInterval for that destination) and returns false.
+  bool lookup(in_addr destination, Instant now, MacAddress& mac);
+  // Blocks up to `timeout` for the next hop to `destination` to resolve (connection set-up).
+  bool resolve(in_addr destination, Duration timeout);
+  // A frame from `source` arrived from `mac`.
+  void learn(in_addr source, const MacAddress& mac);
+
+ private:
+  struct Entry {
+    uint32_t address = 0;  // network byte order
+    MacAddress mac{};
+    bool known = false;
+    Instant last_try{INT64_MIN / 2};
+  };
+  Entry& entry(uint32_t address);
+  bool ask_kernel(Entry& e);
+
+  std::string ifname_;
+  in_addr local_;
+  std::vector<Entry> entries_;
+  size_t next_replace_ = 0;
+};
+
+}  // namespace mrc::io

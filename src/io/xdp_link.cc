@@ -1,0 +1,214 @@
+#include "io/xdp_link.h"
+
+#include <linux/if_xdp.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/wire/packet.h"
+
+namespace mrc::io {
+namespace {
+
+// The kernel sends at most this many frames per kick in copy mode (it answers EAGAIN with more
+// left): a flush kicks until the ring is drained, at most kRingSize / this + 1 times.
+constexpr uint32_t kFramesPerKick = 32;
+
+}  // namespace
+
+XdpLink::XdpLink(NetInterface interface, in_addr local, uint16_t port)
+    : interface_(std::move(interface)), local_(local), port_(port), neighbours_(interface_.name, local) {}
+
+Result<std::unique_ptr<XdpLink>, std::string> XdpLink::open(in_addr local, uint16_t port) {
+  auto found = interface_of(local);
+  if (!found.ok()) return Err{found.error()};
+  const NetInterface& ifc = found.value();
+  if (ifc.rx_queues > 1)
+    return Err{ifc.name + " has " + std::to_string(ifc.rx_queues) +
+               " receive queues and the xdp backend binds one: `ethtool -L " + ifc.name + " combined 1`"};
+  if (ifc.mtu < kIpv4HeaderBytes + kUdpHeaderBytes + 256)
+    return Err{ifc.name + "'s MTU (" + std::to_string(ifc.mtu) + ") is too small for MRC packets"};
+  std::unique_ptr<XdpLink> link(new XdpLink(ifc, local, port));
+  auto program = XdpProgram::attach(ifc.name, ifc.index, port, 1);
+  if (!program.ok()) return Err{program.error()};
+  link->program_.emplace(std::move(program.value()));
+  if (auto opened = link->open_socket(); !opened.ok()) return Err{opened.error()};
+  if (auto added = link->program_->add_socket(0, link->fd()); !added.ok()) return Err{added.error()};
+  return link;
+}
+
+Result<Ok, std::string> XdpLink::open_socket() {
+  const size_t bytes = static_cast<size_t>(kFrames) * kFrameBytes;
+  umem_area_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (umem_area_ == MAP_FAILED) {
+    umem_area_ = nullptr;
+    return Err{std::string("mmap of the AF_XDP UMEM: ") + std::strerror(errno)};
+  }
+  const xsk_umem_config umem_config{kRingSize, kRingSize, kFrameBytes, 0, 0};
+  if (int e = xsk_umem__create(&umem_, umem_area_, bytes, &fill_, &completion_, &umem_config); e != 0)
+    return Err{std::string("creating the AF_XDP UMEM: ") + std::strerror(-e) +
+               (-e == EPERM ? " (needs root, or CAP_NET_RAW and CAP_IPC_LOCK)" : "")};
+  xsk_socket_config config{};
+  config.rx_size = kRingSize;
+  config.tx_size = kRingSize;
+  config.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
+  int e = 0;
+  for (uint16_t mode : {uint16_t{XDP_ZEROCOPY}, uint16_t{XDP_COPY}}) {
+    config.bind_flags = static_cast<uint16_t>(mode | XDP_USE_NEED_WAKEUP);
+    e = xsk_socket__create(&xsk_, interface_.name.c_str(), 0, umem_, &rx_, &tx_, &config);
+    if (e == 0) {
+      zero_copy_ = mode == XDP_ZEROCOPY;
+      break;
+    }
+  }
+  if (e != 0) return Err{"creating an AF_XDP socket on " + interface_.name + " queue 0: " + std::strerror(-e)};
+  uint32_t idx = 0;
+  const uint32_t rx_frames = kFrames / 2;
+  if (xsk_ring_prod__reserve(&fill_, rx_frames, &idx) != rx_frames) return Err{std::string("AF_XDP fill ring too small")};
+  for (uint32_t i = 0; i < rx_frames; ++i) *xsk_ring_prod__fill_addr(&fill_, idx + i) = static_cast<uint64_t>(i) * kFrameBytes;
+  xsk_ring_prod__submit(&fill_, rx_frames);
+  for (uint32_t i = rx_frames; i < kFrames; ++i) free_tx_.push_back(static_cast<uint64_t>(i) * kFrameBytes);
+  pending_tx_.reserve(kBatch);
+  rx_out_.reserve(kBatch);
+  return Ok{};
+}
+
+XdpLink::~XdpLink() {
+  if (xsk_ != nullptr) xsk_socket__delete(xsk_);
+  if (umem_ != nullptr) xsk_umem__delete(umem_);
+  if (umem_area_ != nullptr) munmap(umem_area_, static_cast<size_t>(kFrames) * kFrameBytes);
+  program_.reset();  // detaches the program
+}
+
+int XdpLink::fd() const { return xsk_socket__fd(xsk_); }
+
+std::string XdpLink::mode() const {
+  return std::string(program_ ? program_->mode() : "?") + (zero_copy_ ? " zero-copy" : " copy");
+}
+
+// A received frame lands XDP_PACKET_HEADROOM (256) bytes into its UMEM frame: that much less
+// than kFrameBytes is what a frame can be, in either direction.
+size_t XdpLink::max_datagram_bytes() const {
+  return std::min<size_t>(kFrameBytes - XDP_PACKET_HEADROOM - kFrameHeaderBytes,
+                          interface_.mtu - kIpv4HeaderBytes - kUdpHeaderBytes);
+}
+
+void XdpLink::reclaim_completions() {
+  uint32_t idx = 0;
+  const uint32_t n = xsk_ring_cons__peek(&completion_, kRingSize, &idx);
+  for (uint32_t i = 0; i < n; ++i) free_tx_.push_back(*xsk_ring_cons__comp_addr(&completion_, idx + i));
+  if (n > 0) xsk_ring_cons__release(&completion_, n);
+}
+
+std::span<uint8_t> XdpLink::next() {
+  if (open_frame_ == UINT64_MAX) {
+    if (free_tx_.empty()) reclaim_completions();
+    if (free_tx_.empty()) {
+      ++stats_.tx_no_frame;
+      return {};
+    }
+    open_frame_ = free_tx_.back();
+    free_tx_.pop_back();
+  }
+  auto* frame = static_cast<uint8_t*>(umem_area_) + open_frame_;
+  return {frame + kFrameHeaderBytes, max_datagram_bytes()};
+}
+
+void XdpLink::add(uint16_t source_port, const sockaddr_in& to, size_t length, Instant now, TxOutcome& out) {
+  FrameAddresses a;
+  if (!neighbours_.lookup(to.sin_addr, now, a.destination_mac)) {
+    ++stats_.tx_no_neighbour;
+    ++out.errors;
+    return;  // the open frame stays open for the next datagram
+  }
+  a.source_mac = interface_.mac;
+  a.source_ip = local_;
+  a.destination_ip = to.sin_addr;
+  a.source_port = source_port;
+  a.destination_port = ntohs(to.sin_port);
+  auto* frame = static_cast<uint8_t*>(umem_area_) + open_frame_;
+  const size_t frame_bytes = write_frame(a, ip_id_++, length, {frame, kFrameBytes});
+  pending_tx_.push_back(xdp_desc{open_frame_, static_cast<uint32_t>(frame_bytes), 0});
+  open_frame_ = UINT64_MAX;
+  out.bytes += length;
+  if (pending_tx_.size() >= kBatch) flush(out);
+}
+
+void XdpLink::flush(TxOutcome& out) {
+  const uint32_t n = static_cast<uint32_t>(pending_tx_.size());
+  if (n == 0) return;
+  uint32_t idx = 0;
+  // The ring holds as many entries as there are TX frames, so a frame we own always has a slot.
+  if (xsk_ring_prod__reserve(&tx_, n, &idx) != n) {
+    for (const xdp_desc& d : pending_tx_) free_tx_.push_back(d.addr);
+    out.errors += n;
+    pending_tx_.clear();
+    return;
+  }
+  for (uint32_t i = 0; i < n; ++i) *xsk_ring_prod__tx_desc(&tx_, idx + i) = pending_tx_[i];
+  xsk_ring_prod__submit(&tx_, n);
+  pending_tx_.clear();
+  out.packets += n;
+  for (uint32_t kick = 0; kick <= kRingSize / kFramesPerKick; ++kick) {
+    if (kick == 0 && !xsk_ring_prod__needs_wakeup(&tx_)) break;  // the driver is already sending
+    ++out.calls;
+    if (sendto(fd(), nullptr, 0, MSG_DONTWAIT, nullptr, 0) == 0) break;
+    if (errno != EAGAIN) {
+      if (errno != EBUSY && errno != ENOBUFS) out.last_errno = errno;
+      break;
+    }
+  }
+  reclaim_completions();
+}
+
+void XdpLink::return_rx_frames() {
+  const uint32_t n = static_cast<uint32_t>(rx_held_.size());
+  if (n == 0) return;
+  uint32_t idx = 0;
+  // The fill ring holds as many entries as there are RX frames: there is always room.
+  if (xsk_ring_prod__reserve(&fill_, n, &idx) == n) {
+    for (uint32_t i = 0; i < n; ++i) *xsk_ring_prod__fill_addr(&fill_, idx + i) = rx_held_[i];
+    xsk_ring_prod__submit(&fill_, n);
+  }
+  rx_held_.clear();
+  if (xsk_ring_prod__needs_wakeup(&fill_)) (void)recvfrom(fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+}
+
+std::span<const RxDatagram> XdpLink::receive() {
+  return_rx_frames();
+  rx_out_.clear();
+  uint32_t idx = 0;
+  const uint32_t n = xsk_ring_cons__peek(&rx_, kBatch, &idx);
+  for (uint32_t i = 0; i < n; ++i) {
+    const xdp_desc* d = xsk_ring_cons__rx_desc(&rx_, idx + i);
+    rx_held_.push_back(d->addr & ~static_cast<uint64_t>(kFrameBytes - 1));
+    auto parsed = parse_frame({static_cast<uint8_t*>(umem_area_) + d->addr, d->len});
+    if (!parsed.ok()) {
+      ++stats_.rx_refused[static_cast<size_t>(parsed.error())];
+      continue;
+    }
+    const FrameAddresses& a = parsed->addresses;
+    neighbours_.learn(a.source_ip, a.source_mac);
+    RxDatagram out;
+    out.bytes = parsed->datagram;
+    out.from.sin_family = AF_INET;
+    out.from.sin_addr = a.source_ip;
+    out.from.sin_port = htons(a.source_port);
+    out.tos = a.tos;
+    rx_out_.push_back(out);
+  }
+  if (n > 0) xsk_ring_cons__release(&rx_, n);
+  return rx_out_;
+}
+
+uint64_t XdpLink::kernel_rx_dropped() const {
+  xdp_statistics k{};
+  socklen_t length = sizeof k;
+  if (getsockopt(fd(), SOL_XDP, XDP_STATISTICS, &k, &length) != 0) return 0;
+  return k.rx_dropped + k.rx_ring_full;
+}
+
+}  // namespace mrc::io
