@@ -85,12 +85,16 @@ Result<NetInterface, std::string> interface_of(in_addr address) {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return Err{std::string("getifaddrs: ") + std::strerror(errno)};
   NetInterface out;
+  // The interface with this address, else the one whose network holds it (lo holds 127/8).
   for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    if (reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == address.s_addr) {
+    const uint32_t a = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
+    const uint32_t m = i->ifa_netmask != nullptr ? reinterpret_cast<sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr : ~0u;
+    if (a == address.s_addr) {
       out.name = i->ifa_name;
       break;
     }
+    if ((a & m) == (address.s_addr & m) && out.name.empty()) out.name = i->ifa_name;
   }
   freeifaddrs(list);
   char text[INET_ADDRSTRLEN];

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Testbed.XdpBackendVerified: the AF_XDP backend (mrc perf --backend xdp) between two network
+# namespaces joined by two veth planes (scripts/testbed.sh), as a user runs it:
+#   1. a verified transfer over both planes, with the impairments on top (1 % of packets
+#      reordered, plane 1 down from 0.5 s to 1.5 s): every byte must arrive and match;
+#   2. a second xdp host on the same interfaces is refused, naming why;
+#   3. once both processes are gone, no XDP program is left on any interface (a BPF link
+#      detaches with its process), after a clean exit and after kill -9.
+# Needs root, network namespaces and AF_XDP; otherwise exits 77 (CTest: skipped).
+#
+#   tests/xdp_backend_test.sh PATH/TO/mrc
+set -uo pipefail
+
+MRC=${1:?usage: xdp_backend_test.sh PATH/TO/mrc}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TESTBED=$HERE/../scripts/testbed.sh
+PREFIX=mrcxdp$$
+BYTES=$((1024 << 20))
+OUT=$(mktemp -d)
+
+skip() {
+  echo "SKIPPED: $*"
+  exit 77
+}
+fail() {
+  echo "FAILED: $*"
+  for f in client server second; do
+    [ -f "$OUT/$f" ] && { echo "--- $f output:"; cat "$OUT/$f"; }
+  done
+  exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces and AF_XDP); run as root to include it"
+command -v ip >/dev/null 2>&1 || skip "'ip' is missing (Debian package iproute2)"
+unshare --net true 2>/dev/null || skip "this kernel or container does not allow network namespaces"
+[ -x "$MRC" ] || fail "no mrc binary at $MRC"
+
+pids=""
+cleanup() {
+  for pid in $pids; do kill "$pid" 2>/dev/null; done
+  "$TESTBED" --prefix "$PREFIX" down >/dev/null || echo "warning: '$TESTBED --prefix $PREFIX down' failed"
+  rm -rf "$OUT"
+}
+trap cleanup EXIT
+
+"$TESTBED" --prefix "$PREFIX" --hosts 2 --planes 2 up >"$OUT/up" 2>&1 || {
+  cat "$OUT/up"
+  fail "testbed up failed"
+}
+server_planes=$("$TESTBED" --prefix "$PREFIX" addrs 0) || fail "testbed addrs 0"
+client_planes=$("$TESTBED" --prefix "$PREFIX" addrs 1) || fail "testbed addrs 1"
+in_ns() { local host=$1; shift; ip netns exec "$PREFIX-h$host" "$@"; }
+xdp_programs() {  # interfaces of both hosts that carry an XDP program
+  for h in 0 1; do ip -n "$PREFIX-h$h" -o link show | grep -E 'xdp(generic|drv)?[ /]' ; done
+}
+
+# 1. A verified transfer with impairments.
+timeout 120 ip netns exec "$PREFIX-h0" "$MRC" perf --server --backend xdp --planes "$server_planes" >"$OUT/server" 2>&1 &
+server_pid=$!
+pids="$server_pid"
+sleep 0.3
+
+timeout 120 ip netns exec "$PREFIX-h1" "$MRC" perf --client "${server_planes%%,*}" --backend xdp \
+  --planes "$client_planes" --bytes "$BYTES" --verify --reorder 0.01 --fail-plane 1@0.5s+1s >"$OUT/client" 2>&1 &
+client_pid=$!
+pids="$server_pid $client_pid"
+
+# 2. While it runs, a second xdp host on the same interfaces (other ports) is refused.
+for _ in $(seq 1 300); do
+  grep -q 'Gbit/s |' "$OUT/client" 2>/dev/null && break
+  kill -0 "$client_pid" 2>/dev/null || break
+  sleep 0.1
+done
+in_ns 1 timeout 20 "$MRC" perf --client "${server_planes%%,*}" --backend xdp --planes "$client_planes" \
+  --port 4801 --ev-port-base 53000 --bytes 1M >"$OUT/second" 2>&1 && fail "a second xdp host on the same interfaces was accepted"
+grep -q "in use by another mrc host" "$OUT/second" || fail "the second xdp host's error does not say why"
+echo "second host refused: $(tail -1 "$OUT/second")"
+wait "$client_pid"
+client_rc=$?
+wait "$server_pid"
+server_rc=$?
+pids=""
+cat "$OUT/client"
+[ "$client_rc" -eq 0 ] || fail "mrc perf client exited $client_rc"
+grep -q "every byte verified" "$OUT/client" || fail "the client did not print 'every byte verified'"
+grep -q "datapath: xdp:" "$OUT/client" || fail "the client did not run on the xdp backend"
+[ "$server_rc" -eq 0 ] || fail "mrc perf server exited $server_rc"
+
+# 3. Nothing left attached: after the clean exits above, and after kill -9.
+[ -z "$(xdp_programs)" ] || fail "XDP programs left after a clean exit: $(xdp_programs)"
+# A client without a server holds its device while it tries to connect (5 s).
+in_ns 1 "$MRC" perf --client "${server_planes%%,*}" --backend xdp --planes "$client_planes" >"$OUT/client" 2>&1 &
+killed=$!
+pids="$killed"
+for _ in $(seq 1 50); do [ -n "$(xdp_programs)" ] && break; sleep 0.1; done
+[ -n "$(xdp_programs)" ] || fail "the xdp client attached no program"
+kill -9 "$killed"
+wait "$killed" 2>/dev/null
+pids=""
+for _ in $(seq 1 50); do [ -z "$(xdp_programs)" ] && break; sleep 0.1; done
+[ -z "$(xdp_programs)" ] || fail "XDP programs left after kill -9: $(xdp_programs)"
+echo "PASSED: $((BYTES >> 20)) MiB verified over the xdp backend with reordering and a plane cut; a second host refused; nothing left attached"
