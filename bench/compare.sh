@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/compare.sh: issue 3's comparison of mrc with single-path TCP and kernel MPTCP, measured in
+# bench/compare.sh: the comparison of mrc with single-path TCP and kernel MPTCP, measured in
 # one run on the namespace testbed (scripts/testbed.sh, docs/TESTBED.md). Root only.
 #
 #   sudo bench/compare.sh                    # 2 hosts x 4 planes at 250 Mbit/s each
@@ -35,7 +35,7 @@ COMMAND_LINE="bench/compare.sh $*"
 RATE=250mbit PLANES=4 DURATION=10 FAIL_AT=3 FAIL_FOR=2 FAIL_PLANE=2 LOSS=1 UNSHAPED_DURATION=8
 MAX_LOAD=1.0 MAX_WAIT=900 PREFIX=mrccmp INSTALL=1 BUILD=1 TCP_PLANE=""
 OUT="bench/results/compare-$(date +%F).json" PLOT=docs/img/compare.png RAW="bench/results/raw/$STAMP"
-SCENARIOS="clean cut loss unshaped" TRANSPORTS="mrc mptcp tcp udp_gso"
+SCENARIOS="clean cut loss unshaped" TRANSPORTS="mrc mrc_xdp mptcp tcp udp_gso"
 
 usage() {
   cat <<EOF
@@ -49,7 +49,8 @@ usage: sudo bench/compare.sh [options]
   --tcp-plane P        plane of single-path TCP (default: the plane that is cut)
   --unshaped-duration S  seconds per transfer on the unshaped path (default $UNSHAPED_DURATION)
   --scenarios LIST     subset of "clean cut loss unshaped" (default: all)
-  --transports LIST    subset of "mrc mptcp tcp udp_gso" (default: all)
+  --transports LIST    subset of "mrc mrc_xdp mptcp tcp udp_gso" (default: all; mrc_xdp: mrc perf --backend xdp,
+                       on the unshaped path only: AF_XDP bypasses the tbf and nftables of the others)
   --max-load L         wait until the 1-minute load average is below L (default $MAX_LOAD)
   --max-wait S         give up waiting for a quiet machine after S seconds in all (default $MAX_WAIT)
   --prefix NAME        testbed prefix (default $PREFIX)
@@ -212,14 +213,16 @@ run_one() {
   # The cut: every byte checked (--verify), and Prometheus metrics to scrape if the transfer
   # hangs (the watchdog below), so that a hang leaves evidence.
   [ "$scenario" = cut ] && { verify=(--verify); mserver=(--metrics-port 9465); mclient=(--metrics-port 9464); }
+  local backend=udp
+  [ "$transport" = mrc_xdp ] && backend=xdp
   case "$transport" in
-    mrc)
+    mrc | mrc_xdp)
       start_in 0 "$dir/server.times" "$dir/server.json" "$dir/server.err" \
-        timeout -k 5 $((limit + 10)) "$MRC" perf --server --planes "$planes_s" --interval 0.1 --json "${mserver[@]}"
+        timeout -k 5 $((limit + 10)) "$MRC" perf --server --backend "$backend" --planes "$planes_s" --interval 0.1 --json "${mserver[@]}"
       server=$LAST_PID; sleep 0.5
       T0=$(now_ns)
       start_in 1 "$dir/client.times" "$dir/client.json" "$dir/client.err" \
-        timeout -k 5 "$limit" "$MRC" perf --client "$(plane_addr 0 0)" --planes "$planes_c" --duration "$d" --interval 0.1 --json "${verify[@]}" "${mclient[@]}"
+        timeout -k 5 "$limit" "$MRC" perf --client "$(plane_addr 0 0)" --backend "$backend" --planes "$planes_c" --duration "$d" --interval 0.1 --json "${verify[@]}" "${mclient[@]}"
       client=$LAST_PID
       if [ "$scenario" = cut ]; then
         (sleep $((${d%.*} + 10))
@@ -311,17 +314,27 @@ run() {  # SCENARIO TRANSPORT
   done
 }
 
+# The testbed's rates (tbf, an egress qdisc) and loss (nftables at netdev ingress) act on the
+# kernel's path; AF_XDP sends bypass the qdisc and XDP receives before the ingress hook, so the
+# xdp backend would run unshaped and loss-free there: it is measured on the unshaped path only.
+xdp_unshaped_only() {
+  [[ " $TRANSPORTS " == *" mrc_xdp "* ]] && say "mrc_xdp: not in '$scenario' (AF_XDP bypasses the testbed's tbf and nftables; unshaped only)"
+  return 0
+}
+
 for scenario in $SCENARIOS; do
   case "$scenario" in
     clean | cut)
+      xdp_unshaped_only
       for t in mrc mptcp tcp; do run "$scenario" "$t"; done ;;
     loss)
       for ((p = 0; p < PLANES; p++)); do "${TB[@]}" loss "$p" "$LOSS" >/dev/null; done
+      xdp_unshaped_only
       for t in mrc mptcp tcp; do run loss "$t"; done
       for ((p = 0; p < PLANES; p++)); do "${TB[@]}" loss "$p" 0 >/dev/null; done ;;
     unshaped)
       "${TB[@]}" rate 0 0 >/dev/null
-      for t in mrc udp_gso tcp; do run unshaped "$t"; done
+      for t in mrc mrc_xdp udp_gso tcp; do run unshaped "$t"; done
       "${TB[@]}" rate 0 "$RATE" >/dev/null ;;
     *) die "unknown scenario '$scenario' (clean cut loss unshaped)" ;;
   esac

@@ -31,9 +31,10 @@ import re
 
 import numpy as np
 
-TRANSPORT_NAMES = {"mrc": "mrc (4 planes)", "mptcp": "MPTCP (4 subflows)", "tcp": "TCP (1 plane)",
-                   "udp_gso": "raw UDP + GSO"}
-COLORS = {"mrc": "#1f77b4", "mptcp": "#ff7f0e", "tcp": "#2ca02c", "udp_gso": "#7f7f7f"}
+TRANSPORT_NAMES = {"mrc": "mrc, udp backend", "mrc_xdp": "mrc, xdp backend", "mptcp": "MPTCP (4 subflows)",
+                   "tcp": "TCP (1 plane)", "udp_gso": "raw UDP + GSO"}
+COLORS = {"mrc": "#1f77b4", "mrc_xdp": "#9467bd", "mptcp": "#ff7f0e", "tcp": "#2ca02c", "udp_gso": "#7f7f7f"}
+MRC_TRANSPORTS = ("mrc", "mrc_xdp")  # mrc perf, by backend
 
 
 def read_kv(path):
@@ -132,7 +133,7 @@ def tool_series(transport, server):
     """Receiver-side goodput every 0.1 s from the tool's own JSON: [(t_end_s, Gbit/s)]."""
     if server is None:
         return []
-    if transport == "mrc":
+    if transport in MRC_TRANSPORTS:
         return [(iv["t_s"], iv["gbit_per_s"]) for iv in server.get("intervals", [])]
     out = []
     for iv in server.get("intervals", []):
@@ -144,7 +145,7 @@ def tool_series(transport, server):
 def goodput(transport, client, server):
     """(Gbit/s, bytes, seconds, extra) from the tools' JSON."""
     extra = {}
-    if transport == "mrc":
+    if transport in MRC_TRANSPORTS:
         if client is None or not client.get("sweep"):
             return None, None, None, extra
         sw = client["sweep"][0]
@@ -415,10 +416,17 @@ def targets(runs):
     fl = g(runs, "loss", "mrc", "fraction_of_sum_of_plane_rates")
     if fl is not None:
         add("goodput / sum of plane rates at 1 % loss per plane", fl, 0.8, fl >= 0.8)
-    mu = g(runs, "unshaped", "mrc", "goodput_gbit_per_s")
     uu = g(runs, "unshaped", "udp_gso", "goodput_gbit_per_s")
-    if mu is not None and uu:
-        add("one unshaped path: mrc goodput / raw UDP GSO", round(mu / uu, 4), 0.9, mu / uu >= 0.9)
+    ut = g(runs, "unshaped", "tcp", "goodput_gbit_per_s")
+    for t in MRC_TRANSPORTS:
+        mu = g(runs, "unshaped", t, "goodput_gbit_per_s")
+        if mu is not None and uu:
+            add(f"one unshaped path: {t} goodput / raw UDP GSO", round(mu / uu, 4), 0.9, mu / uu >= 0.9)
+        if mu is not None and ut:
+            add(f"one unshaped path: {t} goodput / kernel TCP", round(mu / ut, 4), 1.2, mu / ut >= 1.2)
+    fx = g(runs, "clean", "mrc_xdp", "fraction_of_sum_of_plane_rates")
+    if fx is not None and fm is not None:
+        add("goodput vs MPTCP (mrc_xdp / MPTCP)", round(fx / fm, 4), 1.0, fx >= fm)
     return out
 
 
@@ -491,11 +499,12 @@ def plot(path, runs, cut_series, zoom, ctx, capacity, rate, planes):
 
     axb = fig.add_subplot(gs[1, 1])
     labels = [("clean", "clean"), ("cut", f"plane {fp} cut\n(whole run)"), ("loss", f"{ctx['loss_percent']}% loss")]
-    width = 0.26
-    for k, t in enumerate(("mrc", "mptcp", "tcp")):
+    bar_transports = [t for t in ("mrc", "mrc_xdp", "mptcp", "tcp") if t != "mrc_xdp" or any(t in runs.get(sc, {}) for sc, _ in labels)]
+    width = 0.8 / len(bar_transports)
+    for k, t in enumerate(bar_transports):
         # A scenario or transport that was not run gets no bar, and says so (never a 0).
         vals = [g(runs, sc, t, "fraction_of_sum_of_plane_rates") for sc, _ in labels]
-        xs = [i + (k - 1) * width for i in range(len(labels))]
+        xs = [i + (k - (len(bar_transports) - 1) / 2) * width for i in range(len(labels))]
         bars = axb.bar(xs, [v or 0 for v in vals], width, color=COLORS[t], label=TRANSPORT_NAMES[t])
         for b, v in zip(bars, vals):
             text = "not run" if v is None else f"{v:.2f}"
@@ -511,7 +520,7 @@ def plot(path, runs, cut_series, zoom, ctx, capacity, rate, planes):
     axb.legend(fontsize=7.5, loc="upper left", ncol=3)
 
     axc = fig.add_subplot(gs[2, 1])
-    names = [t for t in ("mrc", "udp_gso", "tcp") if t in runs.get("unshaped", {})]
+    names = [t for t in ("mrc", "mrc_xdp", "udp_gso", "tcp") if t in runs.get("unshaped", {})]
     vals = [g(runs, "unshaped", t, "goodput_gbit_per_s") or 0 for t in names]
     per_cpu = [g(runs, "unshaped", t, "cpu", "gbit_per_process_cpu_s") or 0 for t in names]
     if not names:

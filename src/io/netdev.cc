@@ -163,9 +163,14 @@ bool Neighbours::resolve(in_addr destination, Duration timeout) {
 }
 
 void Neighbours::learn(in_addr source, const MacAddress& mac) {
+  // Per received frame: most come from the peer the last one came from.
+  if (last_learned_ < entries_.size() && entries_[last_learned_].address == source.s_addr &&
+      entries_[last_learned_].mac == mac)
+    return;
   Entry& e = entry(source.s_addr);
   e.mac = mac;
   e.known = true;
+  last_learned_ = static_cast<size_t>(&e - entries_.data());
 }
 
 }  // namespace mrc::io

@@ -62,6 +62,7 @@ class Neighbours {
   in_addr local_;
   std::vector<Entry> entries_;
   size_t next_replace_ = 0;
+  size_t last_learned_ = SIZE_MAX;  // the entry the last learn() found
 };
 
 }  // namespace mrc::io
