@@ -2,7 +2,10 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,6 +82,19 @@ bool arp_entry(const std::string& ifname, uint32_t address, MacAddress& mac) {
   return false;
 }
 
+std::string driver_of(const std::string& ifname) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  ethtool_drvinfo info{};
+  info.cmd = ETHTOOL_GDRVINFO;
+  ifreq request{};
+  std::strncpy(request.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  request.ifr_data = reinterpret_cast<char*>(&info);
+  const bool ok = ioctl(fd, SIOCETHTOOL, &request) == 0;
+  close(fd);
+  return ok ? std::string(info.driver) : std::string();
+}
+
 }  // namespace
 
 Result<NetInterface, std::string> interface_of(in_addr address) {
@@ -105,6 +121,7 @@ Result<NetInterface, std::string> interface_of(in_addr address) {
   parse_mac(read_line(sys + "/address"), out.mac);
   out.mtu = static_cast<uint32_t>(std::strtoul(read_line(sys + "/mtu").c_str(), nullptr, 10));
   out.rx_queues = count_rx_queues(out.name);
+  out.driver = driver_of(out.name);
   return out;
 }
 

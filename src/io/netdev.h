@@ -29,6 +29,7 @@ struct NetInterface {
   MacAddress mac{};
   uint32_t mtu = 0;
   uint32_t rx_queues = 1;
+  std::string driver;  // as `ethtool -i` names it ("veth", "mlx5_core", ...); empty if unknown
 };
 
 // The interface holding `address`; the error names the address when none does.

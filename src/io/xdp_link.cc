@@ -32,7 +32,7 @@ Result<std::unique_ptr<XdpLink>, std::string> XdpLink::open(in_addr local, uint1
   if (ifc.mtu < kIpv4HeaderBytes + kUdpHeaderBytes + 256)
     return Err{ifc.name + "'s MTU (" + std::to_string(ifc.mtu) + ") is too small for MRC packets"};
   std::unique_ptr<XdpLink> link(new XdpLink(ifc, local, port));
-  auto program = XdpProgram::attach(ifc.name, ifc.index, port, 1);
+  auto program = XdpProgram::attach(ifc.name, ifc.index, port, 1, ifc.driver == "veth");
   if (!program.ok()) return Err{program.error()};
   link->program_.emplace(std::move(program.value()));
   if (auto opened = link->open_socket(); !opened.ok()) return Err{opened.error()};

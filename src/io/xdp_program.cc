@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -103,7 +104,8 @@ Result<Ok, std::string> check_free(const std::string& ifname, int ifindex) {
 
 }  // namespace
 
-Result<XdpProgram, std::string> XdpProgram::attach(const std::string& ifname, int ifindex, uint16_t port, uint32_t queues) {
+Result<XdpProgram, std::string> XdpProgram::attach(const std::string& ifname, int ifindex, uint16_t port, uint32_t queues,
+                                                   bool prefer_generic) {
   if (auto free = check_free(ifname, ifindex); !free.ok()) return Err{free.error()};
   XdpProgram x;
   x.map_fd_ = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "mrc_xsks", 4, 4, queues, nullptr);
@@ -128,7 +130,9 @@ Result<XdpProgram, std::string> XdpProgram::attach(const std::string& ifname, in
   }
   // A BPF link, not a plain attachment: the kernel detaches the program when the link's last
   // descriptor closes, so a process that dies leaves nothing attached.
-  for (uint32_t mode : {XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE}) {
+  const std::array<uint32_t, 2> order = prefer_generic ? std::array{XDP_FLAGS_SKB_MODE, XDP_FLAGS_DRV_MODE}
+                                                       : std::array{XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE};
+  for (uint32_t mode : order) {
     LIBBPF_OPTS(bpf_link_create_opts, link_opts, .flags = mode);
     x.link_fd_ = bpf_link_create(x.prog_fd_, ifindex, BPF_XDP, &link_opts);
     if (x.link_fd_ >= 0) {
