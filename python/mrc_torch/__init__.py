@@ -19,6 +19,7 @@ the backend. Environment (read when a group is created):
                       its own range of ev_source_ports(planes) ports (320 for 4 planes) above it
     MRC_CHUNK_BYTES   staging chunk size (default 262144); MRC_SLOTS staging slots (default 8)
     MRC_MTU           payload bytes per packet (default 4096; 8192 suits 9000-byte links)
+    MRC_BACKEND       datapath: udp (default) or xdp (AF_XDP; root; one rank per interface)
     MRC_TIMEOUT_S     a call that makes no progress for this long fails (default: the timeout
                       given to init_process_group, 30 min)
     LOCAL_RANK, LOCAL_WORLD_SIZE   set by torchrun; default: the rank and world size, which
@@ -89,6 +90,7 @@ def _create(options, pg_options=None):
         chunk_bytes=_env_int("MRC_CHUNK_BYTES", 256 << 10),
         slots=_env_int("MRC_SLOTS", 8),
         mtu=_env_int("MRC_MTU", 4096),
+        backend=os.environ.get("MRC_BACKEND", "udp"),
     )
     _groups_created += 1
     return pg

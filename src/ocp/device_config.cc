@@ -50,8 +50,12 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
       spec.drop = std::strtod(value.c_str(), &end);
       if (value.empty() || *end != '\0' || !(spec.drop >= 0 && spec.drop < 1))
         return "drop=" + value + " is not a fraction in [0, 1)";
+    } else if (key == "backend" && !is_peer) {
+      auto backend = io::parse_backend(value);
+      if (!backend.ok()) return "backend=" + value + ": " + backend.error();
+      spec.backend = backend.value();
     } else {
-      return "unknown setting '" + item + "' (known: planes=, port=" + (is_peer ? "" : ", ev-ports=, drop=") + ")";
+      return "unknown setting '" + item + "' (known: planes=, port=" + (is_peer ? "" : ", ev-ports=, drop=, backend=") + ")";
     }
   }
   if (planes_text.empty()) return "'" + name + "' needs planes=<ipv4>[,<ipv4>...]";

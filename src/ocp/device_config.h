@@ -29,6 +29,7 @@ struct DeviceSpec {
   uint16_t port = 4791;
   uint16_t ev_port_base = 50000;
   double drop = 0;  // fraction of sent packets the datapath drops (impairment, for tests and demos)
+  io::Backend backend = io::Backend::kUdp;  // backend=udp|xdp
 };
 
 struct DeviceConfig {

@@ -31,6 +31,7 @@ Result<std::unique_ptr<io::Device>, std::string> open_device(const DeviceSpec& s
   dc.planes = spec.planes;
   dc.ev_port_base = spec.ev_port_base;
   dc.impairment.drop = spec.drop;
+  dc.backend = spec.backend;
   return io::Device::open(dc, &lock);
 }
 

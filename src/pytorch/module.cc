@@ -24,7 +24,7 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
                                            int size, const std::vector<std::string>& planes,
                                            int port, int ev_port_base,
                                            std::chrono::milliseconds timeout, uint32_t chunk_bytes,
-                                           uint32_t slots, uint32_t mtu) {
+                                           uint32_t slots, uint32_t mtu, const std::string& backend) {
   BackendOptions o;
   o.planes = planes;
   o.port = port_number(port, "port");
@@ -39,6 +39,9 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
   TORCH_CHECK(mtu >= 256 && mtu <= 9000, "mrc: MRC_MTU ", mtu,
               " is not a packet payload size (256-9000; the links' MTU must hold it plus ~90 bytes)");
   o.mtu_bytes = mtu;
+  auto parsed = mrc::io::parse_backend(backend);
+  TORCH_CHECK(parsed.ok(), "mrc: MRC_BACKEND: ", parsed.ok() ? "" : parsed.error());
+  o.backend = parsed.value();
   return c10::make_intrusive<ProcessGroupMrc>(store, rank, size, std::move(o));
 }
 
@@ -70,7 +73,7 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init(&create), py::arg("store"), py::arg("rank"), py::arg("size"), py::kw_only(),
            py::arg("planes"), py::arg("port"), py::arg("ev_port_base"),
            py::arg("timeout") = std::chrono::milliseconds(30 * 60 * 1000),
-           py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 4096u,
+           py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 4096u, py::arg("backend") = "udp",
            // The rendezvous blocks until every rank has come: let other Python threads run.
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("planes", &ProcessGroupMrc::planes, "number of planes")

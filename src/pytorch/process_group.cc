@@ -108,6 +108,7 @@ ProcessGroupMrc::ProcessGroupMrc(const c10::intrusive_ptr<c10d::Store>& store, i
   o.context.planes = options_.planes;
   o.context.port = options_.port;
   o.context.ev_port_base = options_.ev_port_base;
+  o.context.backend = options_.backend;
   o.chunk_bytes = options_.chunk_bytes;
   o.slots = options_.slots;
   o.qp.set_mtu(options_.mtu_bytes);

@@ -41,6 +41,7 @@ struct BackendOptions {
   uint32_t chunk_bytes = 256 << 10;
   uint32_t slots = 8;
   uint32_t mtu_bytes = 4096;  // payload per packet (QpConfig::mtu_bytes)
+  io::Backend backend = io::Backend::kUdp;  // the datapath (MRC_BACKEND: udp or xdp)
 };
 
 // One plane's counters (io::UdpPlaneStats) for Python.
