@@ -401,7 +401,7 @@ TEST(EvSet, ASecondLossSoonAfterTheFirstRetiresTheEv) {
   EXPECT_EQ(random_loss.transitions().to_assumed_bad, 0u);
 }
 
-// A packet of a burst (on_reuse, QpConfig::ev_burst_packets) is a use like one that next()
+// A packet of a burst (next_in_burst, QpConfig::ev_burst_packets) is a use like one that next()
 // hands out: a strike expires after the same number of packets whatever the burst length.
 TEST(EvSet, BurstPacketsCountAsUsesOfTheStrike) {
   EvSet evs(two_strikes(), 5);
@@ -410,10 +410,27 @@ TEST(EvSet, BurstPacketsCountAsUsesOfTheStrike) {
   size_t uses = 0;
   for (size_t i = 0; i < 64 && uses < 1; ++i) uses += evs.next(plane(0)) == ev ? 1 : 0;
   ASSERT_EQ(uses, 1u);  // SKIPped once, then handed out once: one use left
-  evs.on_reuse(ev);     // the burst's second packet: the second use
+  EvSet::Burst burst{ev, 1};  // a burst of 2 whose first packet was that one
+  ASSERT_EQ(evs.next_in_burst(plane(0), burst, 2), ev);  // its second: the second use
   evs.on_loss(ev, Instant{0});
   EXPECT_EQ(evs.slot(ev).state, EvState::kSkip);
   EXPECT_EQ(evs.transitions().to_assumed_bad, 0u);
+}
+
+// next_in_burst keeps k packets on one EV, then moves on as next() would; k = 1 is next().
+TEST(EvSet, BurstsKeepKPacketsOnOneEvWhileItIsGood) {
+  EvSet bursts(two_strikes(), 5);
+  EvSet plain(two_strikes(), 5);
+  EvSet::Burst one;
+  for (int i = 0; i < 40; ++i) ASSERT_EQ(bursts.next_in_burst(plane(0), one, 1), plain.next(plane(0)));
+  EvSet::Burst b;
+  const uint16_t first = bursts.next_in_burst(plane(0), b, 3);
+  EXPECT_EQ(bursts.next_in_burst(plane(0), b, 3), first);
+  EXPECT_EQ(bursts.next_in_burst(plane(0), b, 3), first);
+  EXPECT_NE(bursts.next_in_burst(plane(0), b, 3), first);  // the fourth starts the next burst
+  const uint16_t second = b.slot;
+  bursts.on_loss(second, Instant{0});  // no longer GOOD: the burst ends early
+  EXPECT_NE(bursts.next_in_burst(plane(0), b, 3), second);
 }
 
 // A strike from a loss that proved to be reordering (revive) is forgotten: the next loss on the

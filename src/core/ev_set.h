@@ -136,11 +136,28 @@ class alignas(64) EvSet {
   // Slot of an echoed EV value, or kNoSlot if it is not (or no longer) one of ours.
   uint16_t slot_of(Ev ev) const;
 
-  // The slot carries one more packet of a burst without a next() (QpConfig::ev_burst_packets):
-  // it counts as a use, so a strike's window is the same number of packets whatever the burst.
-  void on_reuse(uint16_t slot) {
-    Slot& s = slots_[slot];
-    if (s.strike_uses > 0) --s.strike_uses;
+  // A run of packets on one EV (QpConfig::ev_burst_packets, control_burst_packets): its slot
+  // and how many more packets may follow on it.
+  struct Burst {
+    uint16_t slot = kNoSlot;
+    uint16_t left = 0;
+  };
+  // The slot of the plane's next packet of a run of up to `k`: the burst's while it has packets
+  // left and its EV is still GOOD and active, else next(plane), which starts a new burst. A
+  // packet that stays on the burst's EV counts as a use of it, so a strike's window is the same
+  // number of packets whatever the burst. With k <= 1 this is exactly next(plane).
+  uint16_t next_in_burst(PlaneId plane, Burst& burst, uint16_t k) {
+    if (burst.left > 0) {
+      Slot& s = slots_[burst.slot];
+      if (s.active && s.state == EvState::kGood) {
+        --burst.left;
+        if (s.strike_uses > 0) --s.strike_uses;
+        return burst.slot;
+      }
+    }
+    const uint16_t slot = next(plane);
+    burst = {slot, slot == kNoSlot || k <= 1 ? uint16_t{0} : static_cast<uint16_t>(k - 1)};
+    return slot;
   }
 
   void on_ecn(uint16_t slot);

@@ -169,23 +169,10 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
   return transmit(now, psn, slot, out, meta);
 }
 
-// The EV slot of the plane's next new data packet: the current burst's while it has packets
-// left and its EV is still GOOD and active, else the rotation's next (which starts a burst).
-// With ev_burst_packets = 1 (or 0) this is exactly EvSet::next.
+// The EV slot of the plane's next new data packet (EvSet::next_in_burst). With
+// ev_burst_packets = 1 (or 0) this is exactly EvSet::next.
 uint16_t Requester::burst_slot(PlaneId plane) {
-  Burst& b = bursts_[plane.value];
-  if (b.left > 0) {
-    const EvSet::Slot& s = evs_.slot(b.slot);
-    if (s.active && s.state == EvState::kGood) {
-      --b.left;
-      evs_.on_reuse(b.slot);
-      return b.slot;
-    }
-  }
-  const uint16_t slot = evs_.next(plane);
-  const uint16_t k = std::max<uint16_t>(config_.ev_burst_packets, 1);
-  b = {slot, slot == EvSet::kNoSlot ? uint16_t{0} : static_cast<uint16_t>(k - 1)};
-  return slot;
+  return evs_.next_in_burst(plane, bursts_[plane.value], config_.ev_burst_packets);
 }
 
 // Fills `p` with the next segment of the work request being packetized and advances it.

@@ -223,13 +223,9 @@ class alignas(64) Requester {
     uint64_t tx_sequence = 0;  // 0 = nothing sent on this slot yet
   };
   std::vector<LastOnEv> ev_last_;
-  // Per plane, the EV burst new data is going out on (QpConfig::ev_burst_packets): its slot and
-  // how many more packets may follow on it. A burst ends early when its EV stops being GOOD.
-  struct Burst {
-    uint16_t slot = EvSet::kNoSlot;
-    uint16_t left = 0;
-  };
-  std::array<Burst, kMaxPlanes> bursts_{};
+  // Per plane, the EV burst new data is going out on (QpConfig::ev_burst_packets). A burst ends
+  // early when its EV stops being GOOD.
+  std::array<EvSet::Burst, kMaxPlanes> bursts_{};
 
   Qpn self_qp_{0};
   Qpn dest_qp_{0};
