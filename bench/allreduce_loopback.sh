@@ -103,12 +103,13 @@ def rows(path):
     text = open(path).read().strip()
     if not text:
         return got
-    try:  # allreduce-perf --json: one object with "rows"
+    try:  # allreduce-perf --json: one object with "rows" (one torch line also parses whole)
         doc = json.loads(text)
-        for r in doc["rows"]:
-            o = r["out_of_place"]
-            got[int(r["size"])] = (float(o["algbw_gbps"]), int(o.get("wrong", 0)))
-        return got
+        if isinstance(doc, dict) and "rows" in doc:
+            for r in doc["rows"]:
+                o = r["out_of_place"]
+                got[int(r["size"])] = (float(o["algbw_gbps"]), int(o.get("wrong", 0)))
+            return got
     except json.JSONDecodeError:
         pass
     for line in text.splitlines():

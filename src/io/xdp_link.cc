@@ -50,7 +50,8 @@ Result<Ok, std::string> XdpLink::open_socket() {
   const xsk_umem_config umem_config{kRingSize, kRingSize, kFrameBytes, 0, 0};
   if (int e = xsk_umem__create(&umem_, umem_area_, bytes, &fill_, &completion_, &umem_config); e != 0)
     return Err{std::string("creating the AF_XDP UMEM: ") + std::strerror(-e) +
-               (-e == EPERM ? " (needs root, or CAP_NET_RAW and CAP_IPC_LOCK)" : "")};
+               (-e == EPERM ? " (needs root, or CAP_NET_RAW and CAP_IPC_LOCK)" : "") +
+               (-e == EAFNOSUPPORT ? " (this kernel has no AF_XDP sockets: CONFIG_XDP_SOCKETS; use --backend udp)" : "")};
   xsk_socket_config config{};
   config.rx_size = kRingSize;
   config.tx_size = kRingSize;
@@ -64,7 +65,9 @@ Result<Ok, std::string> XdpLink::open_socket() {
       break;
     }
   }
-  if (e != 0) return Err{"creating an AF_XDP socket on " + interface_.name + " queue 0: " + std::strerror(-e)};
+  if (e != 0)
+    return Err{"creating an AF_XDP socket on " + interface_.name + " queue 0: " + std::strerror(-e) +
+               (-e == EAFNOSUPPORT ? " (this kernel has no AF_XDP sockets: CONFIG_XDP_SOCKETS; use --backend udp)" : "")};
   uint32_t idx = 0;
   const uint32_t rx_frames = kFrames / 2;
   if (xsk_ring_prod__reserve(&fill_, rx_frames, &idx) != rx_frames) return Err{std::string("AF_XDP fill ring too small")};
