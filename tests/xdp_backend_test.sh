@@ -71,15 +71,15 @@ for _ in $(seq 1 300); do
   kill -0 "$client_pid" 2>/dev/null || break
   sleep 0.1
 done
+if grep -q "no AF_XDP sockets\|XDP program: Invalid argument\|Operation not supported" "$OUT/client" "$OUT/server"; then
+  skip "this kernel cannot run the xdp backend: $(grep -h 'mrc perf:' "$OUT/client" "$OUT/server" | head -1)"
+fi
 in_ns 1 timeout 20 "$MRC" perf --client "${server_planes%%,*}" --backend xdp --planes "$client_planes" \
   --port 4801 --ev-port-base 53000 --bytes 1M >"$OUT/second" 2>&1 && fail "a second xdp host on the same interfaces was accepted"
 grep -q "in use by another mrc host" "$OUT/second" || fail "the second xdp host's error does not say why"
 echo "second host refused: $(tail -1 "$OUT/second")"
 wait "$client_pid"
 client_rc=$?
-if grep -q "no AF_XDP sockets\|XDP program: Invalid argument\|Operation not supported" "$OUT/client" "$OUT/server"; then
-  skip "this kernel cannot run the xdp backend: $(grep -h 'mrc perf:' "$OUT/client" "$OUT/server" | head -1)"
-fi
 wait "$server_pid"
 server_rc=$?
 pids=""
