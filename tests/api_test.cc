@@ -59,6 +59,63 @@ TEST(Api, WriteWithImmediateBetweenTwoContexts) {
   EXPECT_EQ(qb->stats().data_bytes_placed, src.size());
 }
 
+// A context with caller-driven progress (ContextOptions::caller_progress): its waits run the
+// datapath; when its caller stops calling, the progress thread answers the peer, both as a
+// receiver (the peer's writes complete though nobody polls here) and as a sender (a post made
+// here goes out though nobody polls here).
+TEST(Api, CallerDrivenProgressHandsBackToTheThread) {
+  ContextOptions caller_options = options(5);
+  caller_options.caller_progress = true;
+  auto a = Context::open(caller_options);
+  auto b = Context::open(options(6));
+  ASSERT_TRUE(a.ok() && b.ok());
+  Context& ca = *a.value();
+  Context& cb = *b.value();
+  std::vector<uint8_t> src_b(2 << 20), dst_a(2 << 20, 0), src_a(2 << 20), dst_b(2 << 20, 0);
+  for (size_t i = 0; i < src_b.size(); ++i) src_b[i] = static_cast<uint8_t>(i * 7 + 1);
+  for (size_t i = 0; i < src_a.size(); ++i) src_a[i] = static_cast<uint8_t>(i * 11 + 3);
+  const uint32_t pa = ca.alloc_pd(), pb = cb.alloc_pd();
+  const auto dst_a_mr = ca.register_memory(pa, dst_a.data(), dst_a.size(), kAccessRemoteWrite).value();
+  const auto src_a_mr = ca.register_memory(pa, src_a.data(), src_a.size(), kAccessLocalWrite).value();
+  const auto src_b_mr = cb.register_memory(pb, src_b.data(), src_b.size(), kAccessLocalWrite).value();
+  const auto dst_b_mr = cb.register_memory(pb, dst_b.data(), dst_b.size(), kAccessRemoteWrite).value();
+  Cq* cqa = ca.create_cq(64);
+  Cq* cqb = cb.create_cq(64);
+  Qp* qa = ca.create_qp(pa, cqa, cqa).value();
+  Qp* qb = cb.create_qp(pb, cqb, cqb).value();
+  ASSERT_TRUE(qa->connect(qb->local_info()).ok());
+  ASSERT_TRUE(qb->connect(qa->local_info()).ok());
+  Completion wc[4];
+  const auto wait_one = [&](Cq* cq) {
+    size_t n = 0;
+    for (int i = 0; i < 200 && n == 0; ++i) n = cq->wait(wc, 50);
+    return n == 1 && wc[0].status == WcStatus::kSuccess;
+  };
+  const Sge from_b{src_b_mr.address, static_cast<uint32_t>(src_b.size()), src_b_mr.lkey};
+  // 1. a's caller drives: it waits for b's write to land.
+  ASSERT_TRUE(qa->post_recv(1).ok());
+  ASSERT_TRUE(qb->post_write_imm(2, std::span(&from_b, 1), dst_a_mr.address, dst_a_mr.rkey, 5).ok());
+  ASSERT_TRUE(wait_one(cqa));
+  EXPECT_EQ(wc[0].wr_id, 1u);
+  ASSERT_TRUE(wait_one(cqb));
+  EXPECT_EQ(0, std::memcmp(src_b.data(), dst_a.data(), src_b.size()));
+  // 2. Nobody calls into a: b's next write still completes (a's thread acknowledges it).
+  std::fill(dst_a.begin(), dst_a.end(), 0);
+  ASSERT_TRUE(qb->post_write(3, std::span(&from_b, 1), dst_a_mr.address, dst_a_mr.rkey).ok());
+  ASSERT_TRUE(wait_one(cqb));
+  EXPECT_EQ(wc[0].wr_id, 3u);
+  EXPECT_EQ(0, std::memcmp(src_b.data(), dst_a.data(), src_b.size()));
+  // 3. a posts and does not poll: its thread sends the write.
+  const Sge from_a{src_a_mr.address, static_cast<uint32_t>(src_a.size()), src_a_mr.lkey};
+  ASSERT_TRUE(qb->post_recv(4).ok());
+  ASSERT_TRUE(qa->post_write_imm(6, std::span(&from_a, 1), dst_b_mr.address, dst_b_mr.rkey, 9).ok());
+  ASSERT_TRUE(wait_one(cqb));
+  EXPECT_EQ(wc[0].wr_id, 4u);
+  EXPECT_EQ(0, std::memcmp(src_a.data(), dst_b.data(), src_a.size()));
+  ASSERT_TRUE(wait_one(cqa));
+  EXPECT_EQ(wc[0].wr_id, 6u);
+}
+
 TEST(Api, ErrorsSayWhatToFix) {
   ContextOptions bad = options(2);
   bad.planes = {"127.0.0.1", "not-an-address"};

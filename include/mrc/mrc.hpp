@@ -41,6 +41,12 @@ struct ContextOptions {
   // The datapath: io::Backend::kUdp (kernel UDP sockets, default) or kXdp (AF_XDP on the
   // planes' interfaces; root only).
   io::Backend backend = io::Backend::kUdp;
+  // Caller-driven progress: Cq::poll and Cq::wait run the datapath on the calling thread (the
+  // progress thread stands by while they do, and takes over 2 ms after the last call), so a
+  // thread that waits for completions anyway does the work instead of waking another. For
+  // one thread that mostly waits on the context (the collectives); off, the progress thread
+  // does all the work and the calls only read the queues.
+  bool caller_progress = false;
   uint64_t seed = 1;
 };
 

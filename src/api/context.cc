@@ -2,6 +2,7 @@
 // thread runs the datapath under the device's lock and sleeps without it; API calls take the
 // lock and wake the thread. A CQ's eventfd is made readable when the device reports that the
 // CQ turned non-empty, and reset when poll() empties it.
+#include <chrono>
 #include "mrc/mrc.hpp"
 
 #include <poll.h>
@@ -138,6 +139,7 @@ const io::UdpPlaneStats Context::plane_stats(int plane) const {
 // ---- Cq ---------------------------------------------------------------------------------
 
 size_t Cq::poll(std::span<Completion> out) {
+  if (context_->options_.caller_progress) context_->device_->progress(Duration{0});
   std::lock_guard lock(context_->mutex());
   const size_t n = queue_->poll(out);
   if (queue_->size() == 0 && signalled_) {
@@ -151,6 +153,15 @@ size_t Cq::poll(std::span<Completion> out) {
 size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
   const size_t n = poll(out);
   if (n > 0) return n;
+  if (context_->options_.caller_progress) {  // run rounds until a completion or the deadline
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+      if (timeout_ms >= 0 && waited_ms >= timeout_ms) return 0;
+      context_->device_->progress(Duration::from_ms(timeout_ms < 0 ? 10 : timeout_ms - waited_ms));
+      if (const size_t m = poll(out); m > 0) return m;
+    }
+  }
   pollfd p{event_fd_, POLLIN, 0};
   ::poll(&p, 1, timeout_ms);
   return poll(out);

@@ -46,7 +46,9 @@ Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
   c->ranks_ = options.ranks;
   c->options_ = options;
   c->store_ = &store;
-  auto context = Context::open(options.context);
+  ContextOptions context_options = options.context;
+  context_options.caller_progress = options.caller_progress;
+  auto context = Context::open(context_options);
   if (!context.ok())
     return Err{Error{"rank " + std::to_string(options.rank) + ": " + context.error().message}};
   c->context_ = std::move(context.value());

@@ -48,6 +48,9 @@ struct CommOptions {
   uint64_t direct_max_bytes = 16 << 10;
   std::chrono::milliseconds timeout{30000};  // a wait without progress for this long fails
   std::string prefix = "mrc";                // store keys; unique per communicator and store
+  // The thread that runs the collectives also runs the datapath while it waits
+  // (ContextOptions::caller_progress), rather than waking the context's progress thread.
+  bool caller_progress = true;
   QpConfig qp = default_qp_config();
 
   static QpConfig default_qp_config();

@@ -2,6 +2,7 @@
 #include "io/device.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/wire/packet.h"
 
@@ -29,6 +30,7 @@ Device::~Device() {
     std::lock_guard guard(*lock_);
     stopping_ = true;
   }
+  stop_thread_.store(true);
   host_->wake();
   if (thread_.joinable()) thread_.join();
 }
@@ -81,11 +83,23 @@ void Device::start_thread() {
 }
 
 void Device::loop() {
-  while (step(Duration::from_ms(10))) {
+  while (!stop_thread_.load(std::memory_order_relaxed)) {
+    if (caller_driving()) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(kCallerHandoff.ns / 2));
+      continue;
+    }
+    if (!step(Duration::from_ms(10))) return;
   }
 }
 
-void Device::progress(Duration max_wait) { (void)step(max_wait); }
+bool Device::caller_driving() const {
+  return host_->now().ns - caller_round_ns_.load(std::memory_order_relaxed) < kCallerHandoff.ns;
+}
+
+void Device::progress(Duration max_wait) {
+  if (thread_.joinable()) caller_round_ns_.store(host_->now().ns, std::memory_order_relaxed);
+  (void)step(max_wait);
+}
 
 // One round holding the lock, then, if it found nothing to do, a sleep without the lock until
 // work comes, a deadline passes or `max_wait` elapses. False once the device is stopping.

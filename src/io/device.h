@@ -94,8 +94,14 @@ class Device final : private CompletionNotifier {
 
   // Runs progress on a thread of its own until the device is destroyed.
   void start_thread();
-  // Without a thread: one round of progress, sleeping up to `max_wait` if there was nothing to do.
+  // One round of progress, sleeping up to `max_wait` if there was nothing to do: without a
+  // thread, the owner's way of running the datapath. With one, a caller that waits anyway may
+  // run the datapath itself (caller-driven progress): the thread then stands by, and takes over
+  // again kCallerHandoff after the last such call, so that peers are answered while the caller
+  // computes. On two cores this keeps a waiting rank from sharing its core with its own
+  // progress thread and that thread's lock (BENCHMARKS.md, "All-reduce").
   void progress(Duration max_wait);
+  static constexpr Duration kCallerHandoff = Duration::from_ms(2);
   // Makes a sleeping progress thread run a round now (after a post, a state change).
   void wake() { host_->wake(); }
 
@@ -106,6 +112,7 @@ class Device final : private CompletionNotifier {
   bool round();
   bool step(Duration max_wait);
   void loop();
+  bool caller_driving() const;
 
   DeviceConfig config_;
   std::unique_ptr<UdpHost> host_;
@@ -113,6 +120,8 @@ class Device final : private CompletionNotifier {
   std::mutex* lock_;
   std::thread thread_;
   bool stopping_ = false;
+  std::atomic<bool> stop_thread_{false};  // stopping_, for a thread standing by without the lock
+  std::atomic<int64_t> caller_round_ns_{INT64_MIN / 2};  // the host clock at the last progress()
   std::vector<uint32_t> ready_;  // tags of the CQs turned non-empty since the last round (one entry per CQ at most)
   std::vector<bool> is_ready_;   // by tag, one per CQ created here
   std::function<void(std::span<const uint32_t>)> completions_;
