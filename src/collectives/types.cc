@@ -154,43 +154,56 @@ struct BFloat {
   static uint16_t store(float v) { return float_to_bfloat16(v); }
 };
 
-// One element combine in the arithmetic type A (float for 16-bit floats; unsigned for the
-// wrapping integer sum and product).
-template <typename A>
-A combine(ReduceOp op, A a, A b) {
+// Element-wise target = f(left, right) in the arithmetic type A. The operation is chosen once
+// per call (pair_with), not per element, so each loop is a plain one the compiler vectorizes.
+template <typename A, typename T, typename F>
+void pair_loop(T* target, const T* left, const T* right, size_t count, F f) {
+  for (size_t i = 0; i < count; ++i)
+    target[i] = static_cast<T>(f(static_cast<A>(left[i]), static_cast<A>(right[i])));
+}
+
+template <typename A, typename T>
+void pair_with(ReduceOp op, T* target, const T* left, const T* right, size_t count) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      return static_cast<A>(a + b);
+      return pair_loop<A>(target, left, right, count, [](A a, A b) { return static_cast<A>(a + b); });
     case ReduceOp::kProd:
-      return static_cast<A>(a * b);
+      return pair_loop<A>(target, left, right, count, [](A a, A b) { return static_cast<A>(a * b); });
     case ReduceOp::kMin:
-      return std::min(a, b);
+      return pair_loop<A>(target, left, right, count, [](A a, A b) { return std::min(a, b); });
     case ReduceOp::kMax:
-      return std::max(a, b);
+      return pair_loop<A>(target, left, right, count, [](A a, A b) { return std::max(a, b); });
   }
-  return a;
 }
 
 template <typename T>
 void pair_plain(ReduceOp op, T* target, const T* left, const T* right, size_t count) {
+  // Integer sums and products wrap (in the unsigned type: no undefined overflow).
   if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    if (op == ReduceOp::kSum || op == ReduceOp::kAvg || op == ReduceOp::kProd) {
-      for (size_t i = 0; i < count; ++i)
-        target[i] =
-            static_cast<T>(combine<U>(op, static_cast<U>(left[i]), static_cast<U>(right[i])));
-      return;
-    }
+    if (op == ReduceOp::kSum || op == ReduceOp::kAvg || op == ReduceOp::kProd)
+      return pair_with<std::make_unsigned_t<T>>(op, target, left, right, count);
   }
-  for (size_t i = 0; i < count; ++i) target[i] = combine<T>(op, left[i], right[i]);
+  pair_with<T>(op, target, left, right, count);
 }
 
 template <typename Codec>
 void pair_16(ReduceOp op, uint16_t* target, const uint16_t* left, const uint16_t* right,
              size_t count) {
-  for (size_t i = 0; i < count; ++i)
-    target[i] = Codec::store(combine<float>(op, Codec::load(left[i]), Codec::load(right[i])));
+  const auto each = [&](auto f) {
+    for (size_t i = 0; i < count; ++i) target[i] = Codec::store(f(Codec::load(left[i]), Codec::load(right[i])));
+  };
+  switch (op) {  // chosen once per call, as in pair_with
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      return each([](float a, float b) { return a + b; });
+    case ReduceOp::kProd:
+      return each([](float a, float b) { return a * b; });
+    case ReduceOp::kMin:
+      return each([](float a, float b) { return std::min(a, b); });
+    case ReduceOp::kMax:
+      return each([](float a, float b) { return std::max(a, b); });
+  }
 }
 
 template <typename T>
