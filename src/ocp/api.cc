@@ -165,9 +165,13 @@ mrc_cq* mrc_create_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_
 
 int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
   if (!valid(cq) || cq->ev_cq || num_entries < 0 || (num_entries > 0 && wc == nullptr)) return fail(EINVAL, -1);
+  // An empty CQ: the poller runs a round of the datapath itself (caller-driven progress, as a
+  // soft-RoCE poll does), and the progress thread stands by while pollers keep it going. A
+  // poller that only yielded shared the cores with the progress threads, and runs fell into a
+  // mode of a third of the rate for their whole length (BENCHMARKS.md, "The OCP path").
   if (cq->ready.load(std::memory_order_acquire) == 0) {
-    sched_yield();  // a spinning poller leaves the core to the progress thread if it needs it
-    return 0;
+    cq->context->nic->device->progress(mrc::Duration{0});
+    if (cq->ready.load(std::memory_order_acquire) == 0) return 0;
   }
   Completion batch[64];
   int done = 0;
