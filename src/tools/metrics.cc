@@ -304,6 +304,10 @@ void render_udp_planes(MetricsWriter& w, const io::UdpHost& host) {
               "recvmmsg calls that returned datagrams.", l, s.receive_calls);
     w.counter("mrc_plane_impairment_drops_total",
               "Datagrams dropped on purpose by the impairment layer.", l, s.impairment_drops);
+    w.counter("mrc_plane_xdp_receive_refused_total",
+              "xdp backend: frames refused on receive (bad RoCEv2 ICRC, malformed headers).", l, s.receive_refused);
+    w.counter("mrc_plane_xdp_unresolved_neighbour_total",
+              "xdp backend: datagrams not sent because the next hop's MAC was not known yet.", l, s.unresolved_neighbour);
   }
 }
 
