@@ -116,6 +116,37 @@ TEST(Api, CallerDrivenProgressHandsBackToTheThread) {
   EXPECT_EQ(wc[0].wr_id, 6u);
 }
 
+// The connection string carries the backend when it is not udp (so udp strings are unchanged);
+// a peer on another backend is refused at connect, naming both; malformed numbers are errors.
+TEST(Api, ConnectionInfoCarriesTheBackend) {
+  ConnectionInfo info;
+  info.qpn = 0x123;
+  info.psn = 77;
+  info.planes = {"127.0.0.1:4791", "127.0.0.2:4791"};
+  EXPECT_EQ(info.to_string().find("backend"), std::string::npos);
+  info.backend = io::Backend::kXdp;
+  auto parsed = ConnectionInfo::parse(info.to_string());
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->backend, io::Backend::kXdp);
+  EXPECT_EQ(parsed->qpn, 0x123u);
+  EXPECT_EQ(parsed->planes, info.planes);
+  for (const char* bad : {"mrc1 qpn=x psn=1 planes=127.0.0.1:1", "mrc1 qpn=1 psn=99999999999 planes=127.0.0.1:1",
+                          "mrc1 qpn=1 psn=1 planes=127.0.0.1:1 backend=rdma", "mrc1 qpn=1 psn=1 planes=a backend"})
+    EXPECT_FALSE(ConnectionInfo::parse(bad).ok()) << bad;
+
+  ContextOptions o = options(7);
+  o.planes.resize(2);
+  auto ctx = Context::open(o);
+  ASSERT_TRUE(ctx.ok());
+  Cq* cq = ctx.value()->create_cq(8);
+  Qp* qp = ctx.value()->create_qp(ctx.value()->alloc_pd(), cq, cq).value();
+  auto refused = qp->connect(info);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("the peer uses the xdp backend and this context the udp backend"),
+            std::string::npos)
+      << refused.error().message;
+}
+
 TEST(Api, ErrorsSayWhatToFix) {
   ContextOptions bad = options(2);
   bad.planes = {"127.0.0.1", "not-an-address"};

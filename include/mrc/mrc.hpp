@@ -59,6 +59,9 @@ struct ConnectionInfo {
   uint32_t qpn = 0;
   uint32_t psn = 0;
   std::vector<std::string> planes;  // "address:port" per plane
+  // The peer's datapath: both ends need the same (the backends' ICRCs differ). Written into the
+  // text only when not udp, so udp strings are what they always were.
+  io::Backend backend = io::Backend::kUdp;
   std::string to_string() const;    // one line, for an out-of-band channel
   static Result<ConnectionInfo, ApiError> parse(const std::string& text);
 };

@@ -17,20 +17,32 @@ std::string ConnectionInfo::to_string() const {
   std::ostringstream out;
   out << "mrc1 qpn=" << qpn << " psn=" << psn << " planes=";
   for (size_t i = 0; i < planes.size(); ++i) out << (i ? "," : "") << planes[i];
+  if (backend != io::Backend::kUdp) out << " backend=" << io::to_string(backend);
   return out.str();
 }
 
 Result<ConnectionInfo, ApiError> ConnectionInfo::parse(const std::string& text) {
   std::istringstream in(text);
-  std::string magic, qpn, psn, planes;
-  in >> magic >> qpn >> psn >> planes;
+  std::string magic, qpn, psn, planes, backend;
+  in >> magic >> qpn >> psn >> planes >> backend;
   ConnectionInfo info;
-  if (magic != "mrc1" || qpn.rfind("qpn=", 0) != 0 || psn.rfind("psn=", 0) != 0 || planes.rfind("planes=", 0) != 0)
+  const auto number = [](const std::string& digits, uint32_t& out) {
+    if (digits.empty() || digits.size() > 10 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+    const unsigned long long v = std::stoull(digits);
+    out = static_cast<uint32_t>(v);
+    return v <= 0xFFFFFFFFull;
+  };
+  if (magic != "mrc1" || qpn.rfind("qpn=", 0) != 0 || psn.rfind("psn=", 0) != 0 || planes.rfind("planes=", 0) != 0 ||
+      !number(qpn.substr(4), info.qpn) || !number(psn.substr(4), info.psn))
     return Err{ApiError{"not an mrc connection string: '" + text + "'"}};
-  info.qpn = static_cast<uint32_t>(std::stoul(qpn.substr(4)));
-  info.psn = static_cast<uint32_t>(std::stoul(psn.substr(4)));
   std::istringstream list(planes.substr(7));
   for (std::string item; std::getline(list, item, ',');) info.planes.push_back(item);
+  if (!backend.empty()) {
+    auto parsed = backend.rfind("backend=", 0) == 0 ? io::parse_backend(backend.substr(8))
+                                                   : Result<io::Backend, std::string>(Err{std::string("expected backend=")});
+    if (!parsed.ok()) return Err{ApiError{"not an mrc connection string: '" + text + "': " + parsed.error()}};
+    info.backend = parsed.value();
+  }
   return info;
 }
 
@@ -182,6 +194,7 @@ ConnectionInfo Qp::local_info() const {
   info.psn = psn_;
   for (const std::string& text : context_->options_.planes)
     info.planes.push_back(io::to_string(io::parse_plane_address(text, context_->options_.port).value()));
+  info.backend = context_->options_.backend;
   return info;
 }
 
@@ -192,6 +205,10 @@ Result<Ok, ApiError> Qp::connect(const ConnectionInfo& remote) {
     if (!a.ok()) return Err{ApiError{"connect: " + a.error()}};
     addresses.push_back(a.value());
   }
+  if (remote.backend != context_->options_.backend)
+    return Err{ApiError{std::string("connect: the peer uses the ") + io::to_string(remote.backend) +
+                        " backend and this context the " + io::to_string(context_->options_.backend) +
+                        " backend: both ends need the same (their ICRCs differ)"}};
   std::lock_guard lock(context_->mutex());
   if (static_cast<int>(addresses.size()) != context_->device_->planes())
     return Err{ApiError{"connect: the peer has " + std::to_string(addresses.size()) + " planes, this context " +

@@ -217,12 +217,19 @@ json PerfSide::hello() const {
   json qps = json::array();
   for (size_t i = 0; i < qps_.size(); ++i) qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", 1000 + i * 7919}});
   return {{"mrc_perf", 1}, {"planes", o_.planes}, {"port", o_.port != 0 ? o_.port : (server_ ? 4791 : 4792)},
-          {"qps", qps}, {"rkey", target_mr_.rkey}, {"addr", target_mr_.address}, {"len", target_.size()}};
+          {"qps", qps}, {"rkey", target_mr_.rkey}, {"addr", target_mr_.address}, {"len", target_.size()},
+          {"backend", o_.backend}};
 }
 
 bool PerfSide::connect(const json& peer, std::string& error) {
   if (!peer.contains("mrc_perf") || peer["qps"].size() != qps_.size() || peer["planes"].size() != o_.planes.size()) {
     error = "peer configuration does not match: both sides need the same number of planes (--planes) and QPs (--qps)";
+    return false;
+  }
+  // The backends' ICRCs differ (docs/PROTOCOL.md §1.9): each end would drop all the other sends.
+  if (const std::string theirs = peer.value("backend", std::string("udp")); theirs != o_.backend) {
+    error = "the peer uses the " + theirs + " backend and this side the " + o_.backend +
+            " backend: both ends need the same --backend (their ICRCs differ)";
     return false;
   }
   std::vector<io::PlaneAddress> remote;
