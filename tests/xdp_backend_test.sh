@@ -3,7 +3,9 @@
 # namespaces joined by two veth planes (scripts/testbed.sh), as a user runs it:
 #   1. a verified transfer over both planes, with the impairments on top (1 % of packets
 #      reordered, plane 1 down from 0.5 s to 1.5 s): every byte must arrive and match;
-#   2. a second xdp host on the same interfaces is refused, naming why;
+#   2. while it runs, a second xdp host on the same interfaces is refused, naming why, and
+#      garbage datagrams to the server's port (a kernel UDP socket's, so no RoCEv2 ICRC) are
+#      refused and counted (mrc_plane_xdp_receive_refused_total) without hurting the transfer;
 #   3. once both processes are gone, no XDP program is left on any interface (a BPF link
 #      detaches with its process), after a clean exit and after kill -9.
 # Needs root, network namespaces and AF_XDP; otherwise exits 77 (CTest: skipped).
@@ -15,7 +17,7 @@ MRC=${1:?usage: xdp_backend_test.sh PATH/TO/mrc}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TESTBED=$HERE/../scripts/testbed.sh
 PREFIX=mrcxdp$$
-BYTES=$((1024 << 20))
+BYTES=$((2048 << 20))
 OUT=$(mktemp -d)
 
 skip() {
@@ -55,7 +57,8 @@ xdp_programs() {  # interfaces of both hosts that carry an XDP program
 }
 
 # 1. A verified transfer with impairments.
-timeout 120 ip netns exec "$PREFIX-h0" "$MRC" perf --server --backend xdp --planes "$server_planes" >"$OUT/server" 2>&1 &
+timeout 120 ip netns exec "$PREFIX-h0" "$MRC" perf --server --backend xdp --planes "$server_planes" \
+  --metrics-port 9477 >"$OUT/server" 2>&1 &
 server_pid=$!
 pids="$server_pid"
 sleep 0.3
@@ -78,6 +81,14 @@ in_ns 1 timeout 20 "$MRC" perf --client "${server_planes%%,*}" --backend xdp --p
   --port 4801 --ev-port-base 53000 --bytes 1M >"$OUT/second" 2>&1 && fail "a second xdp host on the same interfaces was accepted"
 grep -q "in use by another mrc host" "$OUT/second" || fail "the second xdp host's error does not say why"
 echo "second host refused: $(tail -1 "$OUT/second")"
+in_ns 1 bash -c 'for i in $(seq 1 200); do echo "not an MRC packet $i" >/dev/udp/'"${server_planes%%,*}"'/4791; done' ||
+  fail "could not send the garbage datagrams"
+sleep 0.3  # the server publishes its metrics every 100 ms
+metrics=$(in_ns 0 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9477 && printf "GET /metrics HTTP/1.0\r\n\r\n" >&3 && cat <&3') ||
+  fail "could not read the server's metrics"
+refused=$(echo "$metrics" | awk '$1 ~ /^mrc_plane_xdp_receive_refused_total\{.*plane="0"/ {print $2}')
+[ "${refused:-0}" -ge 1 ] 2>/dev/null || fail "the garbage was not counted as refused (mrc_plane_xdp_receive_refused_total: '${refused:-none}')"
+echo "garbage refused and counted: $refused frames"
 wait "$client_pid"
 client_rc=$?
 wait "$server_pid"
@@ -102,4 +113,4 @@ wait "$killed" 2>/dev/null
 pids=""
 for _ in $(seq 1 50); do [ -z "$(xdp_programs)" ] && break; sleep 0.1; done
 [ -z "$(xdp_programs)" ] || fail "XDP programs left after kill -9: $(xdp_programs)"
-echo "PASSED: $((BYTES >> 20)) MiB verified over the xdp backend with reordering and a plane cut; a second host refused; nothing left attached"
+echo "PASSED: $((BYTES >> 20)) MiB verified over the xdp backend with reordering and a plane cut; a second host refused; garbage refused and counted; nothing left attached"
