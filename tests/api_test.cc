@@ -18,6 +18,23 @@ ContextOptions options(int index) {
   return o;
 }
 
+// A queue pair in each context, each with one CQ for both directions, connected to each other.
+struct Connected {
+  Cq* cqa;
+  Cq* cqb;
+  Qp* qa;
+  Qp* qb;
+};
+Connected connect_pair(Context& ca, uint32_t pa, Context& cb, uint32_t pb) {
+  Connected c{ca.create_cq(64), cb.create_cq(64), nullptr, nullptr};
+  c.qa = ca.create_qp(pa, c.cqa, c.cqa).value();
+  c.qb = cb.create_qp(pb, c.cqb, c.cqb).value();
+  // The info goes through its text form, as over an out-of-band channel.
+  EXPECT_TRUE(c.qa->connect(ConnectionInfo::parse(c.qb->local_info().to_string()).value()).ok());
+  EXPECT_TRUE(c.qb->connect(ConnectionInfo::parse(c.qa->local_info().to_string()).value()).ok());
+  return c;
+}
+
 TEST(Api, WriteWithImmediateBetweenTwoContexts) {
   auto a = Context::open(options(0));
   auto b = Context::open(options(1));
@@ -30,13 +47,7 @@ TEST(Api, WriteWithImmediateBetweenTwoContexts) {
   const uint32_t pa = ca.alloc_pd(), pb = cb.alloc_pd();
   const auto src_mr = ca.register_memory(pa, src.data(), src.size(), kAccessLocalWrite).value();
   const auto dst_mr = cb.register_memory(pb, dst.data(), dst.size(), kAccessRemoteWrite).value();
-  Cq* cqa = ca.create_cq(64);
-  Cq* cqb = cb.create_cq(64);
-  Qp* qa = ca.create_qp(pa, cqa, cqa).value();
-  Qp* qb = cb.create_qp(pb, cqb, cqb).value();
-  // The info goes through its text form, as over an out-of-band channel.
-  ASSERT_TRUE(qa->connect(ConnectionInfo::parse(qb->local_info().to_string()).value()).ok());
-  ASSERT_TRUE(qb->connect(ConnectionInfo::parse(qa->local_info().to_string()).value()).ok());
+  auto [cqa, cqb, qa, qb] = connect_pair(ca, pa, cb, pb);
   ASSERT_TRUE(qb->post_recv(42).ok());
   const Sge sge{src_mr.address, static_cast<uint32_t>(src.size()), src_mr.lkey};
   ASSERT_TRUE(qa->post_write_imm(7, std::span(&sge, 1), dst_mr.address, dst_mr.rkey, 0xC0FFEE).ok());
@@ -79,12 +90,7 @@ TEST(Api, CallerDrivenProgressHandsBackToTheThread) {
   const auto src_a_mr = ca.register_memory(pa, src_a.data(), src_a.size(), kAccessLocalWrite).value();
   const auto src_b_mr = cb.register_memory(pb, src_b.data(), src_b.size(), kAccessLocalWrite).value();
   const auto dst_b_mr = cb.register_memory(pb, dst_b.data(), dst_b.size(), kAccessRemoteWrite).value();
-  Cq* cqa = ca.create_cq(64);
-  Cq* cqb = cb.create_cq(64);
-  Qp* qa = ca.create_qp(pa, cqa, cqa).value();
-  Qp* qb = cb.create_qp(pb, cqb, cqb).value();
-  ASSERT_TRUE(qa->connect(qb->local_info()).ok());
-  ASSERT_TRUE(qb->connect(qa->local_info()).ok());
+  auto [cqa, cqb, qa, qb] = connect_pair(ca, pa, cb, pb);
   Completion wc[4];
   const auto wait_one = [&](Cq* cq) {
     size_t n = 0;
