@@ -311,7 +311,7 @@ json to_json(const std::vector<Row>& rows, const Setup& s, const CollPerfOptions
           {"planes", o.planes},
           {"iters", o.iters},
           {"warmup", o.warmup},
-          {"mtu_bytes", o.mtu_bytes},
+          {"mtu_bytes", o.mtu_bytes}, {"backend", o.backend},
           {"checked", o.check},
           {"rows", out},
           {"wrong", wrong_total},
@@ -350,6 +350,7 @@ Result<std::unique_ptr<Communicator>, coll::Error> open_communicator(const CollP
   coll::rank_ports(co.context, o.port, o.ev_port_base, o.local_rank >= 0 ? o.local_rank : o.rank);
   co.chunk_bytes = o.chunk_kib << 10;
   co.qp.set_mtu(o.mtu_bytes);
+  co.context.backend = o.backend == "xdp" ? io::Backend::kXdp : io::Backend::kUdp;  // checked by CLI
   co.slots = o.slots;
   co.direct_max_bytes = o.direct_max_bytes;
   co.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
@@ -545,6 +546,10 @@ void add_coll_perf_options(CLI::App& app, CollPerfOptions& o) {
                  "payload bytes per packet, 256-9000 (default 4096; the IP MTU must hold it plus ~90 "
                  "bytes of headers: 8192 suits 9000-byte links)")
       ->check(CLI::Range(256, 9000));
+  app.add_option("--backend", o.backend,
+                 "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP; root; one rank per interface, so "
+                 "ranks on separate hosts or namespaces)")
+      ->check(CLI::IsMember({"udp", "xdp"}));
   app.add_option("--slots", o.slots, "staging slots per peer and direction (default 8)")
       ->check(CLI::Range(4, 1024));
   app.add_option("--direct-max-bytes", o.direct_max_bytes,

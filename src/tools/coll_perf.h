@@ -42,6 +42,7 @@ struct CollPerfOptions {
   uint16_t ev_port_base = 10000;
   uint32_t chunk_kib = 256;
   uint32_t mtu_bytes = 4096;  // payload bytes per packet (QpConfig::mtu_bytes)
+  std::string backend = "udp";  // ContextOptions::backend: udp or xdp
   uint32_t slots = 8;
   uint64_t direct_max_bytes = 16 << 10;
   double timeout_s = 30;
