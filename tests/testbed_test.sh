@@ -15,25 +15,9 @@ PREFIX=mrctest$$
 BYTES=$((768 << 20))  # at most 2 Gbit/s over 4 x 500 Mbit/s: at least 3.2 s of transfer
 OUT=$(mktemp -d)
 
-skip() {
-  echo "SKIPPED: $*"
-  exit 77
-}
-fail() {
-  echo "FAILED: $*"
-  echo "--- client output:"
-  cat "$OUT/client" 2>/dev/null
-  echo "--- server output:"
-  cat "$OUT/server" 2>/dev/null
-  exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || skip "needs root (it creates network namespaces); run as root to include it"
-for tool in ip:iproute2 tc:iproute2 ethtool:ethtool flock:util-linux unshare:util-linux; do
-  command -v "${tool%%:*}" >/dev/null 2>&1 || skip "'${tool%%:*}' is missing (Debian package ${tool#*:}; scripts/install-deps.sh installs it)"
-done
-unshare --net true 2>/dev/null || skip "this kernel or container does not allow network namespaces"
-[ -x "$MRC" ] || fail "no mrc binary at $MRC"
+# shellcheck source=tests/namespace_test_lib.sh
+. "$HERE/namespace_test_lib.sh"
+require_namespaces "$MRC"
 
 server_pid="" client_pid=""
 cleanup() {
@@ -78,8 +62,5 @@ client_pid=""
 wait "$server_pid"
 server_rc=$?
 server_pid=""
-cat "$OUT/client"
-[ "$client_rc" -eq 0 ] || fail "mrc perf client exited $client_rc"
-grep -q "every byte verified" "$OUT/client" || fail "the client did not print 'every byte verified'"
-[ "$server_rc" -eq 0 ] || fail "mrc perf server exited $server_rc"
+check_verified "$client_rc" "$server_rc"
 echo "PASSED: $((BYTES >> 20)) MiB verified over 4 planes with plane 2 failed and repaired mid-run"

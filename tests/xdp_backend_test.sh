@@ -20,22 +20,9 @@ PREFIX=mrcxdp$$
 SECONDS_OF_TRANSFER=6  # long enough for the checks made while it runs, on any machine
 OUT=$(mktemp -d)
 
-skip() {
-  echo "SKIPPED: $*"
-  exit 77
-}
-fail() {
-  echo "FAILED: $*"
-  for f in client server second; do
-    [ -f "$OUT/$f" ] && { echo "--- $f output:"; cat "$OUT/$f"; }
-  done
-  exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces and AF_XDP); run as root to include it"
-command -v ip >/dev/null 2>&1 || skip "'ip' is missing (Debian package iproute2)"
-unshare --net true 2>/dev/null || skip "this kernel or container does not allow network namespaces"
-[ -x "$MRC" ] || fail "no mrc binary at $MRC"
+# shellcheck source=tests/namespace_test_lib.sh
+. "$HERE/namespace_test_lib.sh"
+require_namespaces "$MRC"
 
 pids=""
 cleanup() {
@@ -94,11 +81,8 @@ client_rc=$?
 wait "$server_pid"
 server_rc=$?
 pids=""
-cat "$OUT/client"
-[ "$client_rc" -eq 0 ] || fail "mrc perf client exited $client_rc"
-grep -q "every byte verified" "$OUT/client" || fail "the client did not print 'every byte verified'"
+check_verified "$client_rc" "$server_rc"
 grep -q "datapath: xdp:" "$OUT/client" || fail "the client did not run on the xdp backend"
-[ "$server_rc" -eq 0 ] || fail "mrc perf server exited $server_rc"
 
 # 3. Nothing left attached: after the clean exits above, and after kill -9.
 [ -z "$(xdp_programs)" ] || fail "XDP programs left after a clean exit: $(xdp_programs)"

@@ -1,0 +1,36 @@
+# Shared by the namespace tests (testbed_test.sh, xdp_backend_test.sh), sourced after they set
+# OUT (their scratch directory): skip (exit 77, which CTest shows as skipped), fail (prints the
+# outputs kept in OUT, exits 1) and the checks that decide whether the test can run here.
+
+skip() {
+  echo "SKIPPED: $*"
+  exit 77
+}
+
+fail() {
+  echo "FAILED: $*"
+  for f in "$OUT"/*; do
+    [ -f "$f" ] && { echo "--- $(basename "$f") output:"; cat "$f"; }
+  done
+  exit 1
+}
+
+# Root, the tools the testbed needs, network namespaces and the mrc binary $1.
+require_namespaces() {
+  [ "$(id -u)" -eq 0 ] || skip "needs root (it creates network namespaces); run as root to include it"
+  for tool in ip:iproute2 tc:iproute2 ethtool:ethtool flock:util-linux unshare:util-linux; do
+    command -v "${tool%%:*}" >/dev/null 2>&1 ||
+      skip "'${tool%%:*}' is missing (Debian package ${tool#*:}; scripts/install-deps.sh installs it)"
+  done
+  unshare --net true 2>/dev/null || skip "this kernel or container does not allow network namespaces"
+  [ -x "$1" ] || fail "no mrc binary at $1"
+}
+
+# The end of a verified `mrc perf` transfer: prints the client's output, and fails unless both
+# ends exited 0 and the client printed its byte check.
+check_verified() {  # CLIENT_RC SERVER_RC
+  cat "$OUT/client"
+  [ "$1" -eq 0 ] || fail "mrc perf client exited $1"
+  grep -q "every byte verified" "$OUT/client" || fail "the client did not print 'every byte verified'"
+  [ "$2" -eq 0 ] || fail "mrc perf server exited $2"
+}
