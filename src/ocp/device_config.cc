@@ -2,6 +2,7 @@
 // entries, validated with messages that name the source, the entry and the field.
 #include "ocp/device_config.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -36,9 +37,15 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
   if (!is_peer) spec.name = name;
   if (name.size() >= 64) return "device name '" + name + "' is longer than 63 characters";
   std::string planes_text;
+  std::vector<std::string> seen;
   for (std::string item; in >> item;) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    // A repeated key would silently overwrite the first (a ',' typed for a ';' between two
+    // devices makes the second device's planes= a repeat of the first's).
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return "'" + key + "=' is given twice (entries are separated by ';' or new lines)";
+    seen.push_back(key);
     if (key == "planes") {
       planes_text = value;
     } else if (key == "port") {
