@@ -125,6 +125,11 @@ const DeviceConfig& device_config() {
         c = parse_device_config(buffer.str(), path);
       } else if (env_path != nullptr && *env_path) {
         c.error = "MRC_CONFIG=" + path + ": cannot read the file";
+      } else {  // no configuration anywhere: say where one goes, once
+        std::fprintf(stderr,
+                     "mrc: no software devices configured: set MRC_DEVICES (for example "
+                     "MRC_DEVICES=\"mrc0 planes=127.0.0.1\"), MRC_CONFIG=FILE or write %s (docs/OCP-COMPAT.md)\n",
+                     path.c_str());
       }
     }
     if (!c.error.empty()) std::fprintf(stderr, "mrc: software devices unavailable: %s\n", c.error.c_str());
