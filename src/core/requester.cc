@@ -159,7 +159,7 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
       w.with_imm && w.bytes_packetized % config_.max_message_bytes == 0 &&
       w.total_length - w.bytes_packetized <= config_.max_message_bytes;
   if (starts_imm_message && wimm_in_flight_ >= config_.max_wimm) return 0;
-  const uint16_t slot = burst_slot(plane);
+  const uint16_t slot = evs_.next_in_burst(plane, bursts_[plane.value], config_.ev_burst_packets);
   if (slot == EvSet::kNoSlot) return 0;
   const Psn psn = window_.next();
   SentPacket& p = window_.push();
@@ -167,12 +167,6 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
   if (starts_imm_message) ++wimm_in_flight_;
   if (window_.outstanding() == 1) on_progress(now);  // the timers start with the first packet
   return transmit(now, psn, slot, out, meta);
-}
-
-// The EV slot of the plane's next new data packet (EvSet::next_in_burst). With
-// ev_burst_packets = 1 (or 0) this is exactly EvSet::next.
-uint16_t Requester::burst_slot(PlaneId plane) {
-  return evs_.next_in_burst(plane, bursts_[plane.value], config_.ev_burst_packets);
 }
 
 // Fills `p` with the next segment of the work request being packetized and advances it.

@@ -153,7 +153,6 @@ class alignas(64) Requester {
   void grow_send_queue();
   size_t poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   size_t poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
-  uint16_t burst_slot(PlaneId plane);
   size_t poll_probe(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   bool window_allows(PlaneId plane, uint32_t bytes) const;
   void add_in_flight(const SentPacket& p);

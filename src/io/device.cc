@@ -26,11 +26,7 @@ Result<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& co
 }
 
 Device::~Device() {
-  {
-    std::lock_guard guard(*lock_);
-    stopping_ = true;
-  }
-  stop_thread_.store(true);
+  stopping_.store(true);
   host_->wake();
   if (thread_.joinable()) thread_.join();
 }
@@ -83,7 +79,7 @@ void Device::start_thread() {
 }
 
 void Device::loop() {
-  while (!stop_thread_.load(std::memory_order_relaxed)) {
+  while (!stopping_.load(std::memory_order_relaxed)) {
     if (caller_driving()) {
       std::this_thread::sleep_for(std::chrono::nanoseconds(kCallerHandoff.ns / 2));
       continue;
@@ -108,7 +104,7 @@ bool Device::step(Duration max_wait) {
   Instant until;
   {
     std::lock_guard guard(*lock_);
-    if (stopping_) return false;
+    if (stopping_.load(std::memory_order_relaxed)) return false;
     busy = round();
     until = std::min(host_->wake_at(), host_->now() + max_wait);
   }

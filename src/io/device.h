@@ -119,8 +119,7 @@ class Device final : private CompletionNotifier {
   mutable std::mutex own_lock_;
   std::mutex* lock_;
   std::thread thread_;
-  bool stopping_ = false;
-  std::atomic<bool> stop_thread_{false};  // stopping_, for a thread standing by without the lock
+  std::atomic<bool> stopping_{false};  // read by a thread standing by without the lock
   std::atomic<int64_t> caller_round_ns_{INT64_MIN / 2};  // the host clock at the last progress()
   std::vector<uint32_t> ready_;  // tags of the CQs turned non-empty since the last round (one entry per CQ at most)
   std::vector<bool> is_ready_;   // by tag, one per CQ created here

@@ -140,12 +140,15 @@ Neighbours::Entry& Neighbours::entry(uint32_t address) {
   return e;
 }
 
-// Reads the kernel's answer; without one, has the kernel send a datagram there so it resolves.
-bool Neighbours::ask_kernel(Entry& e) {
-  const uint32_t hop = next_hop(ifname_, e.address);
-  if (arp_entry(ifname_, hop, e.mac)) return e.known = true;
+// Reads the kernel's answer into `e`.
+bool Neighbours::read_kernel(Entry& e) {
+  return e.known = arp_entry(ifname_, next_hop(ifname_, e.address), e.mac);
+}
+
+// Has the kernel send a datagram towards the entry's address, so that it resolves the next hop.
+void Neighbours::make_kernel_resolve(const Entry& e) {
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return false;
+  if (fd < 0) return;
   sockaddr_in from{};
   from.sin_family = AF_INET;
   from.sin_addr = local_;
@@ -156,25 +159,27 @@ bool Neighbours::ask_kernel(Entry& e) {
   bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from);
   (void)sendto(fd, "", 0, 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
   close(fd);
-  return false;
 }
 
 bool Neighbours::lookup(in_addr destination, Instant now, MacAddress& mac) {
   Entry& e = entry(destination.s_addr);
   if (!e.known && now - e.last_try >= kRetryInterval) {
     e.last_try = now;
-    ask_kernel(e);
+    if (!read_kernel(e)) make_kernel_resolve(e);
   }
   if (e.known) mac = e.mac;
   return e.known;
 }
 
+// Asks the kernel once, then reads its answer every 5 ms.
 bool Neighbours::resolve(in_addr destination, Duration timeout) {
+  Entry& first = entry(destination.s_addr);
+  if (first.known || read_kernel(first)) return true;
+  make_kernel_resolve(first);
   const timespec step{0, 5'000'000};
   for (int64_t waited = 0; waited <= timeout.ns; waited += step.tv_nsec) {
-    Entry& e = entry(destination.s_addr);
-    if (e.known || ask_kernel(e)) return true;
     nanosleep(&step, nullptr);
+    if (read_kernel(entry(destination.s_addr))) return true;
   }
   return false;
 }

@@ -57,7 +57,8 @@ class Neighbours {
     Instant last_try{INT64_MIN / 2};
   };
   Entry& entry(uint32_t address);
-  bool ask_kernel(Entry& e);
+  bool read_kernel(Entry& e);
+  void make_kernel_resolve(const Entry& e);
 
   std::string ifname_;
   in_addr local_;

@@ -173,6 +173,15 @@ std::string UdpHost::backend_description() const {
   return out;
 }
 
+UdpPlaneStats UdpHost::plane_stats(int plane) const {
+  UdpPlaneStats s = planes_[plane].stats;
+  if (const XdpLink* link = planes_[plane].xdp.get()) {
+    for (uint64_t n : link->counters().rx_refused) s.receive_refused += n;
+    s.unresolved_neighbour = link->counters().tx_no_neighbour;
+  }
+  return s;
+}
+
 size_t UdpHost::max_datagram_bytes() const {
   size_t bytes = wire::kMaxDatagramBytes;
   for (const Plane& p : planes_)
@@ -217,12 +226,6 @@ bool UdpHost::receive(int p, Instant now) {
   Plane& plane = planes_[p];
   const bool xdp = plane.xdp != nullptr;
   const std::span<const RxDatagram> datagrams = xdp ? plane.xdp->receive() : rx_.receive(plane.rx_fd);
-  if (xdp) {
-    const XdpLinkStats& link = plane.xdp->counters();
-    plane.stats.receive_refused = 0;
-    for (uint64_t n : link.rx_refused) plane.stats.receive_refused += n;
-    plane.stats.unresolved_neighbour = link.tx_no_neighbour;
-  }
   if (datagrams.empty()) return false;
   ++plane.stats.receive_calls;
   for (const RxDatagram& d : datagrams) {

@@ -103,8 +103,9 @@ struct UdpPlaneStats {
   // Packets whose EV is not one of this plane's source ports (QpConfig::ev_port_base /
   // ev_ports_per_plane disagree with this host's): sent from the plane's first port instead.
   uint64_t ev_port_mismatches = 0;
-  // xdp backend: frames refused on receive (bad ICRC, malformed headers), and datagrams not
-  // sent because the next hop's MAC was not known yet (the engine resends them).
+  // xdp backend (XdpLinkStats, filled in by plane_stats()): frames refused on receive (bad
+  // ICRC, malformed headers), and datagrams not sent because the next hop's MAC was not known
+  // yet (the engine resends them).
   uint64_t receive_refused = 0;
   uint64_t unresolved_neighbour = 0;
   bool up = true;
@@ -141,7 +142,8 @@ class UdpHost {
   // The largest datagram every plane can carry (the xdp backend's frames are smaller than the
   // UDP limit): QPs on this host must fit their packets in it (Device::configure).
   size_t max_datagram_bytes() const;
-  const UdpPlaneStats& plane_stats(int plane) const { return planes_[plane].stats; }
+  // The plane's counters (with the xdp backend's, read from its link).
+  UdpPlaneStats plane_stats(int plane) const;
   // Takes a plane down or up now (as the impairment schedule does).
   void set_plane_up(int plane, bool up);
 

@@ -109,10 +109,7 @@ void XdpLink::reclaim_completions() {
 std::span<uint8_t> XdpLink::next() {
   if (open_frame_ == UINT64_MAX) {
     if (free_tx_.empty()) reclaim_completions();
-    if (free_tx_.empty()) {
-      ++stats_.tx_no_frame;
-      return {};
-    }
+    if (free_tx_.empty()) return {};
     open_frame_ = free_tx_.back();
     free_tx_.pop_back();
   }
@@ -205,13 +202,6 @@ std::span<const RxDatagram> XdpLink::receive() {
   }
   if (n > 0) xsk_ring_cons__release(&rx_, n);
   return rx_out_;
-}
-
-uint64_t XdpLink::kernel_rx_dropped() const {
-  xdp_statistics k{};
-  socklen_t length = sizeof k;
-  if (getsockopt(fd(), SOL_XDP, XDP_STATISTICS, &k, &length) != 0) return 0;
-  return k.rx_dropped + k.rx_ring_full;
 }
 
 }  // namespace mrc::io

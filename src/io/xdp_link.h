@@ -10,7 +10,7 @@
 // UMEM: kFrames frames of kFrameBytes, half lent to the kernel for receiving (the fill ring),
 // half for sending (a free list, refilled from the completion ring). A datagram must fit one
 // frame with its headers: max_datagram_bytes(); the device lowers its QPs' MTU to match, and
-// a larger frame from a peer is dropped by the kernel (kernel_rx_dropped).
+// a larger frame from a peer is dropped by the kernel (XDP_STATISTICS of the socket).
 //
 // Zero copy where the driver offers it (XDP_ZEROCOPY), else copy mode (veth, and most
 // virtual devices). TX is kicked with one sendto per flush; RX is polled from the ring.
@@ -37,7 +37,6 @@
 namespace mrc::io {
 
 struct XdpLinkStats {
-  uint64_t tx_no_frame = 0;          // a send found every TX frame in flight
   uint64_t tx_no_neighbour = 0;      // a send to a next hop whose MAC is not known yet
   std::array<uint64_t, kFrameErrorCount> rx_refused{};  // frames refused, by FrameError
 };
@@ -75,9 +74,6 @@ class XdpLink {
   // call, which returns their frames to the kernel.
   std::span<const RxDatagram> receive();
   const XdpLinkStats& counters() const { return stats_; }
-  // Frames the kernel dropped before the ring (no free fill frame, a frame too large, the ring
-  // full): a system call, so not per packet.
-  uint64_t kernel_rx_dropped() const;
 
  private:
   XdpLink(NetInterface interface, in_addr local, uint16_t port);

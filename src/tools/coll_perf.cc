@@ -350,7 +350,7 @@ Result<std::unique_ptr<Communicator>, coll::Error> open_communicator(const CollP
   coll::rank_ports(co.context, o.port, o.ev_port_base, o.local_rank >= 0 ? o.local_rank : o.rank);
   co.chunk_bytes = o.chunk_kib << 10;
   co.qp.set_mtu(o.mtu_bytes);
-  co.context.backend = o.backend == "xdp" ? io::Backend::kXdp : io::Backend::kUdp;  // checked by CLI
+  co.context.backend = io::parse_backend(o.backend).value();  // the CLI accepts udp and xdp only
   co.slots = o.slots;
   co.direct_max_bytes = o.direct_max_bytes;
   co.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
@@ -483,41 +483,9 @@ void rank_from_environment(CollPerfOptions& o) {
   if (o.local_rank < 0) o.local_rank = number("OMPI_COMM_WORLD_LOCAL_RANK");
 }
 
-}  // namespace
-
-void add_coll_perf_options(CLI::App& app, CollPerfOptions& o) {
-  std::vector<std::string> names;
-  for (const CollectiveInfo& c : kCollectives) names.push_back(c.name);
-  app.add_option(
-         "--coll", o.collective,
-         "collective: allreduce (default), reducescatter, allgather, broadcast, reduce, alltoall")
-      ->check(CLI::IsMember(names));
-  app.add_option("-b,--minbytes", o.min_bytes,
-                 "smallest size in bytes, K/M/G suffixes (1024-based) allowed (default 8)")
-      ->transform(CLI::AsSizeValue(false));
-  app.add_option("-e,--maxbytes", o.max_bytes, "largest size in bytes (default 32M)")
-      ->transform(CLI::AsSizeValue(false));
-  app.add_option("-f,--stepfactor", o.step_factor,
-                 "multiply the size by this from one row to the next (default 2; 1: one size)")
-      ->check(CLI::Range(1, 1 << 20));
-  app.add_option("-d,--dtype", o.dtype,
-                 "element type: float32 (float), float64 (double), float16 (half), bfloat16 "
-                 "(bf16), int32, int64, uint8");
-  app.add_option("-o,--op", o.op,
-                 "reduction: sum (default), prod, min, max, avg (reducing collectives only)")
-      ->check(CLI::IsMember({"sum", "prod", "min", "max", "avg"}));
-  app.add_option("-r,--root", o.root, "root rank of broadcast and reduce (default 0)");
-  app.add_option("-n,--iters", o.iters, "timed iterations per size and placement (default 20)")
-      ->check(CLI::Range(0, 1000000));
-  app.add_option("-w,--warmup", o.warmup, "untimed iterations before them (default 5)")
-      ->check(CLI::Range(0, 1000000));
-  app.add_option("-c,--check", o.check,
-                 "1: check every output element against a reference (#wrong); 0: skip (default 1)");
-  app.add_option(
-         "-a,--algorithm", o.algorithm,
-         "all-reduce algorithm: auto (direct up to --direct-max-bytes, else ring), ring, direct")
-      ->check(CLI::IsMember({"auto", "ring", "direct"}));
-  app.add_flag("--json", o.json, "print the result as JSON (rank 0), nothing else on stdout");
+// Where this rank is and how it reaches the others: ranks, rendezvous, planes, ports, datapath,
+// staging, timeout.
+void add_rank_options(CLI::App& app, CollPerfOptions& o) {
   app.add_option("--ranks", o.local_ranks, "launch this many ranks as processes on this host")
       ->check(CLI::Range(1, 256));
   app.add_option("--rank", o.rank,
@@ -557,6 +525,44 @@ void add_coll_perf_options(CLI::App& app, CollPerfOptions& o) {
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--timeout", o.timeout_s,
                  "seconds without progress before a rank gives up with an error (default 30)");
+}
+
+}  // namespace
+
+void add_coll_perf_options(CLI::App& app, CollPerfOptions& o) {
+  std::vector<std::string> names;
+  for (const CollectiveInfo& c : kCollectives) names.push_back(c.name);
+  app.add_option(
+         "--coll", o.collective,
+         "collective: allreduce (default), reducescatter, allgather, broadcast, reduce, alltoall")
+      ->check(CLI::IsMember(names));
+  app.add_option("-b,--minbytes", o.min_bytes,
+                 "smallest size in bytes, K/M/G suffixes (1024-based) allowed (default 8)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("-e,--maxbytes", o.max_bytes, "largest size in bytes (default 32M)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("-f,--stepfactor", o.step_factor,
+                 "multiply the size by this from one row to the next (default 2; 1: one size)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("-d,--dtype", o.dtype,
+                 "element type: float32 (float), float64 (double), float16 (half), bfloat16 "
+                 "(bf16), int32, int64, uint8");
+  app.add_option("-o,--op", o.op,
+                 "reduction: sum (default), prod, min, max, avg (reducing collectives only)")
+      ->check(CLI::IsMember({"sum", "prod", "min", "max", "avg"}));
+  app.add_option("-r,--root", o.root, "root rank of broadcast and reduce (default 0)");
+  app.add_option("-n,--iters", o.iters, "timed iterations per size and placement (default 20)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("-w,--warmup", o.warmup, "untimed iterations before them (default 5)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("-c,--check", o.check,
+                 "1: check every output element against a reference (#wrong); 0: skip (default 1)");
+  app.add_option(
+         "-a,--algorithm", o.algorithm,
+         "all-reduce algorithm: auto (direct up to --direct-max-bytes, else ring), ring, direct")
+      ->check(CLI::IsMember({"auto", "ring", "direct"}));
+  app.add_flag("--json", o.json, "print the result as JSON (rank 0), nothing else on stdout");
+  add_rank_options(app, o);
 }
 
 int run_coll_perf(CollPerfOptions o) {
