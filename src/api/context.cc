@@ -1,14 +1,15 @@
 // The native C++ API (include/mrc/mrc.hpp) on a device (io/device.h): the device's progress
 // thread runs the datapath under the device's lock and sleeps without it; API calls take the
-// lock and wake the thread. A CQ's eventfd is made readable when the device reports that the
-// CQ turned non-empty, and reset when poll() empties it.
-#include <chrono>
+// lock and wake the thread (or, with caller-driven progress, the CQ calls run the rounds
+// themselves while the thread stands by). A CQ's eventfd is made readable when the device
+// reports that the CQ turned non-empty, and reset when poll() empties it.
 #include "mrc/mrc.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <sstream>
 
 namespace mrc {
@@ -38,8 +39,7 @@ Result<ConnectionInfo, ApiError> ConnectionInfo::parse(const std::string& text) 
   std::istringstream list(planes.substr(7));
   for (std::string item; std::getline(list, item, ',');) info.planes.push_back(item);
   if (!backend.empty()) {
-    auto parsed = backend.rfind("backend=", 0) == 0 ? io::parse_backend(backend.substr(8))
-                                                   : Result<io::Backend, std::string>(Err{std::string("expected backend=")});
+    auto parsed = io::parse_backend(backend.rfind("backend=", 0) == 0 ? backend.substr(8) : "");
     if (!parsed.ok()) return Err{ApiError{"not an mrc connection string: '" + text + "': " + parsed.error()}};
     info.backend = parsed.value();
   }
