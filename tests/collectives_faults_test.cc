@@ -1,9 +1,11 @@
 // Collectives under faults: a plane taken down (and back up) in the middle of a run of large
 // ring all-reduces still gives the exact result every time; and the errors a user sees, as
 // values and without hanging: a peer that vanished, ranks that called different collectives,
-// a rank that never arrives, bad options.
+// a rank that never arrives, a rank that died (reported on every rank), a long wait (reported),
+// ranks that disagree on the world, bad options.
 //
-// Ports: UDP 5840-5859, EV source ports 11100-14780, a range per test (see collectives_test.cc).
+// Ports: UDP 5840-5859 and 5880-5889, EV source ports 11100-14780, 15400-15943 and
+// 18000-19643, a range per test (see collectives_test.cc).
 #include <atomic>
 #include <cstring>
 
@@ -144,7 +146,116 @@ TEST(CollectivesFaults, ARankThatNeverArrivesTimesOut) {
       lonely,
       comm_options(error_group(2, std::chrono::milliseconds(300), 5854, 13600), 0, "lonely"));
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.error().message.find("lonely/conn/1/0"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("lonely/hello/1"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("waiting for rank 1 to join"), std::string::npos)
+      << c.error().message;
+}
+
+// Rank 2 of 4 vanishes while the others run a ring all-reduce. Rank 3 only waits to receive
+// from it and rank 0 has no traffic to it at all: they learn it through the heartbeats and the
+// store's failure key, and every survivor's error says rank 2 stopped answering (not that its
+// own wait timed out).
+TEST(CollectivesFaults, ADeadRankIsReportedOnEveryRank) {
+  GroupConfig g = error_group(4, std::chrono::milliseconds(60000), 5880, 18000);
+  g.planes = 1;
+  Group group(g, "dead");
+  ASSERT_TRUE(group.ok());
+  group.comms[2]->abort();
+  group.comms[2].reset();
+  std::string errors[4];
+  Group::run_ranks(4, [&](int rank) {
+    if (rank == 2) return;
+    std::vector<float> data(1 << 16, 1.0f);
+    auto r = group.comms[rank]->all_reduce(data.data(), data.data(), data.size(),
+                                           DataType::kFloat32, ReduceOp::kSum,
+                                           AllReduceAlgorithm::kRing);
+    if (!r.ok()) errors[rank] = r.error().message;
+    group.comms[rank]->abort();
+  });
+  for (int rank : {0, 1, 3}) {
+    EXPECT_NE(errors[rank].find("rank 2 stopped answering"), std::string::npos)
+        << "rank " << rank << ": " << errors[rank];
+    EXPECT_EQ(errors[rank].find("no progress"), std::string::npos)
+        << "rank " << rank << ": " << errors[rank];
+  }
+}
+
+// A wait that makes no progress says so, naming the peer it waits for. Rank 1 sends only after
+// rank 0 has reported its wait, so the report is certain and no timing is assumed.
+TEST(CollectivesFaults, ALongWaitSaysWhatItWaitsFor) {
+  GroupConfig g = error_group(2, std::chrono::milliseconds(60000), 5884, 19100);
+  g.planes = 1;
+  std::mutex mutex;
+  std::condition_variable reported;
+  std::vector<std::string> lines;
+  MemoryStore store;
+  std::unique_ptr<Communicator> comms[2];
+  Group::run_ranks(2, [&](int rank) {
+    CommOptions o = comm_options(g, rank, "report");
+    o.reports.first_report = std::chrono::milliseconds(100);
+    o.reports.sink = [&](const std::string& line) {
+      std::lock_guard lock(mutex);
+      lines.push_back(line);
+      reported.notify_all();
+    };
+    auto c = Communicator::create(store, o);
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    comms[rank] = std::move(c.value());
+  });
+  Group::run_ranks(2, [&](int rank) {
+    int64_t value = 7;
+    if (rank == 0) {
+      auto r = comms[0]->recv(&value, 1, DataType::kInt64, 1);
+      EXPECT_TRUE(r.ok()) << r.error().message;
+      return;
+    }
+    {
+      std::unique_lock lock(mutex);
+      reported.wait(lock, [&] { return !lines.empty(); });
+    }
+    auto r = comms[1]->send(&value, 1, DataType::kInt64, 0);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+  });
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("rank 0: recv has made no progress"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("waiting for data from rank 1"), std::string::npos) << lines[0];
+  Group::run_ranks(2, [&](int rank) { EXPECT_TRUE(comms[rank]->close().ok()); });
+}
+
+// Ranks started with different world sizes say so at once, instead of waiting for a rank that
+// will never come; and of two processes (here: two communicators) that both claim rank 0, one
+// says so.
+TEST(CollectivesFaults, TheRendezvousChecksTheWorld) {
+  auto config = [](int ranks) {
+    GroupConfig g = error_group(ranks, std::chrono::milliseconds(60000), 5886, 15400);
+    g.planes = 1;
+    return g;
+  };
+  MemoryStore store;
+  std::string errors[2];
+  Group::run_ranks(2, [&](int rank) {
+    auto c = Communicator::create(store, comm_options(config(rank == 0 ? 2 : 3), rank,
+                                                      "worlds"));
+    ASSERT_FALSE(c.ok());
+    errors[rank] = c.error().message;
+  });
+  for (int rank : {0, 1})
+    EXPECT_NE(errors[rank].find("disagree on the world size"), std::string::npos)
+        << "rank " << rank << ": " << errors[rank];
+  EXPECT_NE(errors[0].find("ranks=3"), std::string::npos) << errors[0];
+
+  Group::run_ranks(2, [&](int claimant) {
+    GroupConfig g = config(2);
+    g.timeout = std::chrono::milliseconds(3000);
+    CommOptions o = comm_options(g, 0, "twice");
+    rank_ports(o.context, g.port, g.ev_port_base, claimant);  // rank 1's ports for claimant 1
+    auto c = Communicator::create(store, o);
+    ASSERT_FALSE(c.ok());
+    errors[claimant] = c.error().message;
+  });
+  EXPECT_TRUE(errors[0].find("claimed by two processes") != std::string::npos ||
+              errors[1].find("claimed by two processes") != std::string::npos)
+      << errors[0] << " | " << errors[1];
 }
 
 TEST(CollectivesFaults, BadOptionsSayWhatToFix) {

@@ -6,8 +6,9 @@
 // errors (a vanished peer, mismatched calls, a rank that never arrives), the stores, and the
 // 16-bit float conversions.
 //
-// Ports: UDP receive ports 5800-5999 and EV source ports 6000-17999, one disjoint range per
-// test (ctest runs tests in parallel) across the collectives tests; nothing else uses them.
+// Ports: UDP receive ports 5800-5999 and EV source ports 2000-3999 and 6000-19999, one disjoint
+// range per test (ctest runs tests in parallel) across the collectives tests; nothing else uses
+// them.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -257,6 +258,49 @@ TEST(Collectives, EveryCollectiveTypeAndOpOnFourRanks) {
 }
 TEST(Collectives, EveryCollectiveTypeAndOpOnEightRanks) {
   run_matrix({.ranks = 8, .port = 5830, .ev_port_base = 8700});
+}
+
+}  // namespace
+}  // namespace mrc::coll
+
+namespace mrc::coll {
+namespace {
+
+// Every rank of a ring queues its sends (to both neighbours) before its receives, each message
+// many times larger than the staging slots, so no send can finish before the peer receives:
+// queued together (PointToPoint) they complete, and every byte is the sender's.
+TEST(Collectives, SendsQueuedBeforeReceivesNeverDeadlock) {
+  GroupConfig g{.ranks = 3, .port = 5870, .ev_port_base = 2000};
+  Group group(g, "p2p");
+  ASSERT_TRUE(group.ok());
+  const size_t bytes = 13 * g.slots * g.chunk_bytes + 77;  // and a short last chunk
+  auto pattern = [&](int from, int to) {
+    std::vector<uint8_t> v(bytes);
+    for (size_t i = 0; i < bytes; ++i) v[i] = static_cast<uint8_t>(from * 31 + to * 7 + i * 13);
+    return v;
+  };
+  group.run([&](int rank, Communicator& c) {
+    const int next = (rank + 1) % 3, previous = (rank + 2) % 3;
+    const auto to_next = pattern(rank, next), to_previous = pattern(rank, previous);
+    std::vector<uint8_t> from_next(bytes), from_previous(bytes);
+    PointToPoint& p2p = c.point_to_point();
+    c.begin("ring exchange");
+    p2p.add_send(to_next.data(), bytes, next);
+    p2p.add_send(to_previous.data(), bytes, previous);
+    p2p.add_receive(from_previous.data(), bytes, previous);
+    p2p.add_receive(from_next.data(), bytes, next);
+    std::vector<PointToPoint::Ticket> done;
+    while (!p2p.idle()) {
+      auto moved = p2p.step(done);
+      ASSERT_TRUE(moved.ok()) << moved.error().message;
+      auto r = c.progress(!moved.value());
+      ASSERT_TRUE(r.ok()) << r.error().message;
+    }
+    EXPECT_EQ(done.size(), 4u);
+    EXPECT_TRUE(from_previous == pattern(previous, rank)) << "rank " << rank;
+    EXPECT_TRUE(from_next == pattern(next, rank)) << "rank " << rank;
+  });
+  group.close();
 }
 
 }  // namespace

@@ -272,49 +272,39 @@ Result<Ok, Error> Communicator::barrier() {
   return transport_->settle_data();
 }
 
-Result<Ok, Error> Communicator::send(const void* data, size_t count, DataType type, int peer) {
-  transport_->begin("send");
+Result<Ok, Error> Communicator::check_peer(const char* call, int peer) const {
   if (!failure().empty()) return Err{Error{failure()}};
   if (peer < 0 || peer >= ranks_ || peer == rank_)
-    return Err{Error{"send: peer " + std::to_string(peer) + " is not another rank"}};
-  const ChainGeometry g{count * size_of(type), options_.chunk_bytes};
-  const uint64_t chunks = std::max<uint64_t>(1, g.chunks());  // an empty message is one 0-byte item
-  for (uint64_t c = 0; c < chunks;) {
-    uint8_t* slot = transport_->send_slot(peer);
-    if (slot != nullptr) {
-      const size_t length = g.bytes == 0 ? 0 : g.length(c);
-      if (length > 0) std::memcpy(slot, static_cast<const uint8_t*>(data) + g.offset(c), length);
-      auto r = transport_->post(peer, static_cast<uint32_t>(length));
-      if (!r.ok()) return r;
-      ++c;
-    }
-    auto r = transport_->progress(slot == nullptr);
+    return Err{Error{std::string(call) + ": peer " + std::to_string(peer) +
+                     " is not another rank"}};
+  return Ok{};
+}
+
+Result<Ok, Error> Communicator::finish_point_to_point() {
+  std::vector<PointToPoint::Ticket> done;
+  while (!p2p_->idle()) {
+    auto moved = p2p_->step(done);
+    if (!moved.ok()) return Err{moved.error()};
+    auto r = transport_->progress(!moved.value());
     if (!r.ok()) return r;
   }
   return Ok{};
 }
 
+Result<Ok, Error> Communicator::send(const void* data, size_t count, DataType type, int peer) {
+  transport_->begin("send");
+  auto checked = check_peer("send", peer);
+  if (!checked.ok()) return checked;
+  p2p_->add_send(data, count * size_of(type), peer);
+  return finish_point_to_point();
+}
+
 Result<Ok, Error> Communicator::recv(void* data, size_t count, DataType type, int peer) {
   transport_->begin("recv");
-  if (!failure().empty()) return Err{Error{failure()}};
-  if (peer < 0 || peer >= ranks_ || peer == rank_)
-    return Err{Error{"recv: peer " + std::to_string(peer) + " is not another rank"}};
-  const ChainGeometry g{count * size_of(type), options_.chunk_bytes};
-  const uint64_t chunks = std::max<uint64_t>(1, g.chunks());
-  for (uint64_t c = 0; c < chunks;) {
-    auto in = transport_->front(peer);
-    if (in) {
-      const size_t expected = g.bytes == 0 ? 0 : g.length(c);
-      if (in->size() != expected) return Err{transport_->mismatch(peer, in->size(), expected)};
-      if (!in->empty())
-        std::memcpy(static_cast<uint8_t*>(data) + g.offset(c), in->data(), in->size());
-      transport_->release(peer);
-      ++c;
-    }
-    auto r = transport_->progress(!in);
-    if (!r.ok()) return r;
-  }
-  return Ok{};
+  auto checked = check_peer("recv", peer);
+  if (!checked.ok()) return checked;
+  p2p_->add_receive(data, count * size_of(type), peer);
+  return finish_point_to_point();
 }
 
 }  // namespace mrc::coll

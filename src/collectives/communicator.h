@@ -18,9 +18,16 @@
 // for `timeout`, or ranks that called different collectives. After an error the communicator
 // is failed and every later call returns the same error.
 //
-// Creation is a rendezvous through a Store (store.h): each rank publishes, per peer, its
-// connection information and staging keys under "<prefix>/conn/<from>/<to>", reads its peers',
-// connects, and waits until every rank is connected.
+// Creation is a rendezvous through a Store (store.h): each rank announces itself under
+// "<prefix>/hello/<rank>" (world size, pid, host) and checks that every rank agrees on the
+// world size and that no rank is claimed twice; then it publishes, per peer, its connection
+// information and staging keys under "<prefix>/conn/<from>/<to>", reads its peers', connects,
+// and waits until every rank is connected.
+//
+// Failures reach every rank (liveness.h): a rank that fails publishes why under
+// "<prefix>/failed", and every rank watches that key while it waits, so a rank that died is
+// reported on every rank within the queue pairs' retry budget (about 8.6 s by default; see
+// retry_exp_for) plus a fraction of a second, whether or not a rank had traffic to it.
 #pragma once
 
 #include <chrono>
@@ -28,6 +35,8 @@
 #include <memory>
 #include <string>
 
+#include "collectives/liveness.h"
+#include "collectives/point_to_point.h"
 #include "collectives/store.h"
 #include "collectives/transport.h"
 #include "collectives/types.h"
@@ -47,6 +56,7 @@ struct CommOptions {
   // all_reduce of at most this many bytes uses the direct algorithm (one round of latency).
   uint64_t direct_max_bytes = 16 << 10;
   std::chrono::milliseconds timeout{30000};  // a wait without progress for this long fails
+  WaitReports reports;  // where, and after how long, a wait without progress is reported
   std::string prefix = "mrc";                // store keys; unique per communicator and store
   // The thread that runs the collectives also runs the datapath while it waits
   // (ContextOptions::caller_progress), rather than waking the context's progress thread.
@@ -59,6 +69,12 @@ struct CommOptions {
 // Ports for local rank `local_rank` of a host: receive port base_port + local_rank and a
 // disjoint EV source-port range per rank starting at ev_port_base.
 void rank_ports(ContextOptions& context, uint16_t base_port, uint16_t ev_port_base, int local_rank);
+
+// How long a queue pair with `qp`'s ACK timeout and linear retries keeps retrying, unanswered,
+// before it fails (while the measured RTT stays below the ACK timeout), and the smallest
+// exponential retry count for which that lasts at least `silence`.
+std::chrono::milliseconds retry_budget(const QpConfig& qp);
+uint8_t retry_exp_for(const QpConfig& qp, std::chrono::milliseconds silence);
 
 enum class AllReduceAlgorithm : uint8_t {
   kAuto,    // direct up to CommOptions::direct_max_bytes, ring above
@@ -98,6 +114,13 @@ class Communicator {
   Result<Ok, Error> send(const void* data, size_t count, DataType type, int peer);
   Result<Ok, Error> recv(void* data, size_t count, DataType type, int peer);
 
+  // Non-blocking point to point (point_to_point.h): queue messages, then step() them and call
+  // progress() between steps (blocking when nothing moved) until the ones wanted are done.
+  // begin() names the operation for wait reports and timeouts.
+  PointToPoint& point_to_point() { return *p2p_; }
+  void begin(const char* operation) { transport_->begin(operation); }
+  Result<Ok, Error> progress(bool block) { return transport_->progress(block); }
+
   // Waits until every write of this rank has completed, then until every rank has done the
   // same (through the store), so no rank tears down a connection a peer still needs. Called by
   // the destructor if not before; skipped (returns the failure) on a failed communicator.
@@ -109,8 +132,13 @@ class Communicator {
  private:
   Communicator() = default;
   Result<Ok, Error> connect_all(Store& store, const CommOptions& options);
+  Result<Ok, Error> check_world(Store& store, const CommOptions& options);
   Result<Ok, Error> store_barrier(const std::string& name);
+  // Fails the communicator outside the transport (rendezvous, closing handshake): publishes it.
+  Error failed(const Error& error);
   Result<Ok, Error> check_root(int root) const;
+  Result<Ok, Error> check_peer(const char* call, int peer) const;
+  Result<Ok, Error> finish_point_to_point();
   Result<Ok, Error> all_reduce_direct(const uint8_t* send, uint8_t* recv, size_t count,
                                       DataType type, ReduceOp op);
   Result<Ok, Error> direct_round(const uint8_t* send, uint8_t* recv, size_t count, DataType type,
@@ -120,9 +148,11 @@ class Communicator {
   int ranks_ = 1;
   CommOptions options_;
   Store* store_ = nullptr;
+  std::unique_ptr<FailureBoard> board_;
   bool closed_ = false;
   std::unique_ptr<Context> context_;
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<PointToPoint> p2p_;
   std::unique_ptr<uint8_t[]> scratch_;  // one chunk, for in-place direct all-reduce
 };
 

@@ -38,13 +38,27 @@ constexpr size_t kMaxValueBytes = 1 << 20;
 
 using Clock = std::chrono::steady_clock;
 
-std::string timeout_message(const std::string& key, std::chrono::milliseconds timeout,
-                            const std::string& where) {
-  return "store: key '" + key + "' did not appear within " + std::to_string(timeout.count()) +
-         " ms (" + where + "; did every rank start, with the same world size?)";
+}  // namespace
+
+Error key_timeout(const std::string& key, std::chrono::milliseconds timeout,
+                  const std::string& where) {
+  return Error{"store: key '" + key + "' did not appear within " +
+               std::to_string(timeout.count()) + " ms (" + where +
+               "; did every rank start, with the same world size?)"};
 }
 
-}  // namespace
+Result<std::string, Error> Store::get(const std::string& key, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    auto r = try_get(key);
+    if (!r.ok()) return Err{r.error()};
+    if (r.value().has_value()) return std::move(*r.value());
+    if (Clock::now() >= deadline) return Err{key_timeout(key, timeout, where())};
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(20));
+  }
+}
 
 // ---- MemoryStore ----------------------------------------------------------------------------
 
@@ -61,8 +75,15 @@ Result<std::string, Error> MemoryStore::get(const std::string& key,
                                             std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
   const bool found = changed_.wait_for(lock, timeout, [&] { return values_.count(key) > 0; });
-  if (!found) return Err{Error{timeout_message(key, timeout, "memory store")}};
+  if (!found) return Err{key_timeout(key, timeout, where())};
   return values_[key];
+}
+
+Result<std::optional<std::string>, Error> MemoryStore::try_get(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  const auto it = values_.find(key);
+  if (it == values_.end()) return std::optional<std::string>();
+  return std::optional<std::string>(it->second);
 }
 
 // ---- FileStore ------------------------------------------------------------------------------
@@ -105,23 +126,12 @@ Result<Ok, Error> FileStore::set(const std::string& key, const std::string& valu
   return Ok{};
 }
 
-Result<std::string, Error> FileStore::get(const std::string& key,
-                                          std::chrono::milliseconds timeout) {
-  const std::string path = path_of(key);
-  const auto deadline = Clock::now() + timeout;
-  auto pause = std::chrono::milliseconds(1);
-  for (;;) {
-    std::ifstream in(path, std::ios::binary);
-    if (in) {
-      std::ostringstream content;
-      content << in.rdbuf();
-      return content.str();
-    }
-    if (Clock::now() >= deadline)
-      return Err{Error{timeout_message(key, timeout, "file store " + directory_)}};
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(20));
-  }
+Result<std::optional<std::string>, Error> FileStore::try_get(const std::string& key) {
+  std::ifstream in(path_of(key), std::ios::binary);
+  if (!in) return std::optional<std::string>();
+  std::ostringstream content;
+  content << in.rdbuf();
+  return std::optional<std::string>(content.str());
 }
 
 // ---- TcpStore wire helpers ------------------------------------------------------------------
@@ -332,18 +342,8 @@ Result<Ok, Error> TcpStore::set(const std::string& key, const std::string& value
   return Ok{};
 }
 
-Result<std::string, Error> TcpStore::get(const std::string& key,
-                                         std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  auto pause = std::chrono::milliseconds(1);
-  for (;;) {
-    auto r = request('G', key, {});
-    if (!r.ok()) return Err{r.error()};
-    if (r.value().has_value()) return std::move(*r.value());
-    if (Clock::now() >= deadline) return Err{Error{timeout_message(key, timeout, where_)}};
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(20));
-  }
+Result<std::optional<std::string>, Error> TcpStore::try_get(const std::string& key) {
+  return request('G', key, {});
 }
 
 Result<std::unique_ptr<Store>, Error> open_store(const std::string& spec,

@@ -33,18 +33,31 @@ class Store {
  public:
   virtual ~Store() = default;
   virtual Result<Ok, Error> set(const std::string& key, const std::string& value) = 0;
-  // Waits until `key` exists (up to `timeout`), then returns its value.
+  // The value of `key`, or nothing if it does not exist yet; never waits.
+  virtual Result<std::optional<std::string>, Error> try_get(const std::string& key) = 0;
+  // Waits until `key` exists (up to `timeout`), then returns its value. By default, try_get
+  // with a growing pause (1 ms to 20 ms) between tries.
   virtual Result<std::string, Error> get(const std::string& key,
-                                         std::chrono::milliseconds timeout) = 0;
+                                         std::chrono::milliseconds timeout);
+
+ protected:
+  // Where the store is, for messages ("file store DIR", "tcp store HOST:PORT").
+  virtual std::string where() const = 0;
 };
+
+// The error of a get that timed out, naming the key and the store.
+Error key_timeout(const std::string& key, std::chrono::milliseconds timeout,
+                  const std::string& where);
 
 class MemoryStore final : public Store {
  public:
   Result<Ok, Error> set(const std::string& key, const std::string& value) override;
+  Result<std::optional<std::string>, Error> try_get(const std::string& key) override;
   Result<std::string, Error> get(const std::string& key,
                                  std::chrono::milliseconds timeout) override;
 
  private:
+  std::string where() const override { return "memory store"; }
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, std::string> values_;
@@ -55,10 +68,10 @@ class FileStore final : public Store {
   // Creates the directory if needed.
   static Result<std::unique_ptr<FileStore>, Error> open(const std::string& directory);
   Result<Ok, Error> set(const std::string& key, const std::string& value) override;
-  Result<std::string, Error> get(const std::string& key,
-                                 std::chrono::milliseconds timeout) override;
+  Result<std::optional<std::string>, Error> try_get(const std::string& key) override;
 
  private:
+  std::string where() const override { return "file store " + directory_; }
   explicit FileStore(std::string directory) : directory_(std::move(directory)) {}
   std::string path_of(const std::string& key) const;
   std::string directory_;
@@ -92,10 +105,10 @@ class TcpStore final : public Store {
                                                           std::chrono::milliseconds timeout);
   ~TcpStore() override;
   Result<Ok, Error> set(const std::string& key, const std::string& value) override;
-  Result<std::string, Error> get(const std::string& key,
-                                 std::chrono::milliseconds timeout) override;
+  Result<std::optional<std::string>, Error> try_get(const std::string& key) override;
 
  private:
+  std::string where() const override { return where_; }
   TcpStore() = default;
   // The value, or nothing if a get found no such key yet.
   Result<std::optional<std::string>, Error> request(char kind, const std::string& key,

@@ -15,7 +15,7 @@ constexpr uint32_t kCreditBit = 0x80000000u;
 constexpr uint32_t kSequenceMask = 0x7FFFFFFFu;
 constexpr uint32_t kMaxCreditsPerMessage = 0xFFFF;
 constexpr uint32_t kMaxCreditWrites = 2;  // credit messages in flight per peer
-constexpr uint64_t kKindData = 1, kKindCredit = 2, kKindReceive = 3;
+constexpr uint64_t kKindData = 1, kKindCredit = 2, kKindReceive = 3, kKindHeartbeat = 4;
 constexpr size_t kAlignment = 4096;
 
 uint64_t make_wr_id(uint64_t kind, int peer, uint32_t slot) {
@@ -81,7 +81,8 @@ Result<std::unique_ptr<Transport>, Error> Transport::create(Context& context, in
     t->qpn_to_peer_.emplace_back(peer.qp->qpn(), p);
   }
   std::sort(t->qpn_to_peer_.begin(), t->qpn_to_peer_.end());
-  t->last_progress_ = std::chrono::steady_clock::now();
+  t->reporter_ = WaitReporter(options.reports, SteadyClock::now());
+  t->begin("setup");
   return t;
 }
 
@@ -130,18 +131,29 @@ Result<Ok, Error> Transport::connect(int peer, const std::string& remote_info) {
     auto posted = p.qp->post_recv(make_wr_id(kKindReceive, peer, i));
     if (!posted.ok()) return Err{Error{posted.error().message}};
   }
+  p.connected = true;
+  p.last_heard = SteadyClock::now();
   return Ok{};
 }
 
 void Transport::begin(const char* operation) {
   operation_ = operation;
-  last_progress_ = std::chrono::steady_clock::now();
+  made_progress(SteadyClock::now());
+}
+
+void Transport::made_progress(SteadyClock::time_point now) {
+  last_progress_ = now;
+  reporter_.restart(now);
+  for (const Peer& p : peers_) p.waited_on = 0;
 }
 
 uint8_t* Transport::send_slot(int peer) {
   Peer& p = peers_[peer];
   const uint32_t slot = static_cast<uint32_t>(p.sent % options_.slots);
-  if (p.sent >= p.credits + options_.slots || p.send_busy[slot]) return nullptr;
+  if (p.sent >= p.credits + options_.slots || p.send_busy[slot]) {
+    p.waited_on |= kWaitRoom;
+    return nullptr;
+  }
   return p.send_area + static_cast<size_t>(slot) * options_.chunk_bytes;
 }
 
@@ -170,7 +182,10 @@ Result<Ok, Error> Transport::post(int peer, uint32_t bytes) {
 
 std::optional<std::span<const uint8_t>> Transport::front(int peer) const {
   const Peer& p = peers_[peer];
-  if (p.consumed == p.arrived) return std::nullopt;
+  if (p.consumed == p.arrived) {
+    p.waited_on |= kWaitData;
+    return std::nullopt;
+  }
   const uint32_t slot = static_cast<uint32_t>(p.consumed % options_.slots);
   return std::span<const uint8_t>(p.receive_area + static_cast<size_t>(slot) * options_.chunk_bytes,
                                   p.arrived_bytes[slot]);
@@ -197,8 +212,10 @@ void Transport::flush_credits(int peer) {
   ++p.credit_writes;
 }
 
-void Transport::fail(std::string message) {
-  if (failure_.empty()) failure_ = std::move(message);
+void Transport::fail(std::string message, bool publish) {
+  if (!failure_.empty()) return;
+  failure_ = std::move(message);
+  if (publish && board_ != nullptr) board_->publish(failure_);
 }
 
 void Transport::on_receive(int peer, const Completion& c) {
@@ -224,6 +241,10 @@ void Transport::on_completion(const Completion& c) {
       std::lower_bound(qpn_to_peer_.begin(), qpn_to_peer_.end(), std::make_pair(c.qpn.value, 0));
   if (it == qpn_to_peer_.end() || it->first != c.qpn.value) return;
   const int peer = it->second;
+  Peer& p = peers_[peer];
+  const auto now = SteadyClock::now();
+  p.last_heard = now;
+  if (kind_of(c.wr_id) != kKindHeartbeat) made_progress(now);
   if (c.status != WcStatus::kSuccess) {
     std::string why = to_string(c.status);
     if (c.status == WcStatus::kRetryExceeded)
@@ -232,7 +253,6 @@ void Transport::on_completion(const Completion& c) {
     return fail(std::string(operation_) + ": the connection to rank " + std::to_string(peer) +
                 " failed: " + why);
   }
-  Peer& p = peers_[peer];
   switch (kind_of(c.wr_id)) {
     case kKindReceive:
       return on_receive(peer, c);
@@ -243,6 +263,9 @@ void Transport::on_completion(const Completion& c) {
     case kKindCredit:
       --p.credit_writes;
       return flush_credits(peer);
+    case kKindHeartbeat:
+      --p.heartbeats;
+      return;
     default:
       return;
   }
@@ -253,22 +276,65 @@ Result<Ok, Error> Transport::progress(bool block) {
   Completion wc[64];
   size_t n = cq_->poll(wc);
   if (n == 0 && block) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_progress_ > options_.timeout) {
-      fail(std::string(operation_) + ": no progress for " +
-           std::to_string(options_.timeout.count()) + " ms on rank " + std::to_string(rank_) +
-           " (" + describe_streams() +
-           "); a peer may be stuck, gone, or calling a different collective");
-      return Err{Error{failure_}};
-    }
+    auto r = while_idle(SteadyClock::now());
+    if (!r.ok()) return r;
     n = cq_->wait(wc, 5);
   }
-  for (; n > 0; n = cq_->poll(wc)) {
-    last_progress_ = std::chrono::steady_clock::now();
+  for (; n > 0; n = cq_->poll(wc))
     for (size_t i = 0; i < n; ++i) on_completion(wc[i]);
-  }
   if (!failure_.empty()) return Err{Error{failure_}};
   return Ok{};
+}
+
+Result<Ok, Error> Transport::while_idle(SteadyClock::time_point now) {
+  if (board_ != nullptr) {
+    if (auto elsewhere = board_->poll(now)) {
+      fail(std::string(operation_) + " on rank " + std::to_string(rank_) + ": " + *elsewhere,
+           false);
+      return Err{Error{failure_}};
+    }
+  }
+  if (now - last_progress_ > options_.timeout) {
+    fail(std::string(operation_) + ": no progress for " +
+         std::to_string(options_.timeout.count()) + " ms on rank " + std::to_string(rank_) +
+         " (" + describe_streams() +
+         "); a peer may be stuck, gone, or calling a different collective");
+    return Err{Error{failure_}};
+  }
+  send_heartbeats(now);
+  if (reporter_.due(now)) report_wait(now);
+  return Ok{};
+}
+
+void Transport::send_heartbeats(SteadyClock::time_point now) {
+  for (int peer = 0; peer < ranks_; ++peer) {
+    Peer& p = peers_[peer];
+    if (!p.connected || p.data_writes + p.credit_writes + p.heartbeats > 0) continue;
+    if (now - p.last_heard < options_.heartbeat) continue;
+    auto r = p.qp->post_write(make_wr_id(kKindHeartbeat, peer, 0), {}, p.remote_address,
+                              p.remote_rkey);
+    if (!r.ok())
+      return fail(std::string(operation_) + ": heartbeat to rank " + std::to_string(peer) +
+                  ": " + r.error().message);
+    ++p.heartbeats;
+  }
+}
+
+void Transport::report_wait(SteadyClock::time_point now) const {
+  std::string waits;
+  for (int peer = 0; peer < ranks_; ++peer) {
+    const uint8_t why = peers_[peer].waited_on;
+    if (why == 0) continue;
+    waits += waits.empty() ? "" : ", ";
+    if (why & kWaitData) waits += "data from rank " + std::to_string(peer);
+    if (why == (kWaitData | kWaitRoom)) waits += " and ";
+    if (why & kWaitRoom) waits += "room at rank " + std::to_string(peer);
+  }
+  options_.reports.emit("mrc: rank " + std::to_string(rank_) + ": " + operation_ +
+                        " has made no progress for " +
+                        std::to_string(reporter_.waited(now).count() / 1000) + " s, waiting for " +
+                        (waits.empty() ? std::string("its own writes") : waits) + " (" +
+                        describe_streams() + ")");
 }
 
 Result<Ok, Error> Transport::drain() {
@@ -279,7 +345,8 @@ Result<Ok, Error> Transport::drain() {
       if (p == rank_) continue;
       flush_credits(p);
       const Peer& peer = peers_[p];
-      idle = idle && peer.data_writes == 0 && peer.credit_writes == 0 && peer.credits_owed == 0;
+      idle = idle && peer.data_writes == 0 && peer.credit_writes == 0 && peer.credits_owed == 0 &&
+             peer.heartbeats == 0;
     }
     if (idle) return Ok{};
     auto r = progress(true);

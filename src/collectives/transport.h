@@ -16,6 +16,13 @@
 // whenever something completes; with no progress for `timeout` the operation fails with a
 // message that names the operation and the state of every peer stream. A failed queue pair
 // (e.g. a peer that vanished: retry exceeded) fails the transport for good, with the peer named.
+// While a wait lasts, the transport also
+//   - writes 0 bytes (a heartbeat) to every peer it has nothing outstanding to and has not heard
+//     from for `heartbeat`, so a dead peer is found by the queue pair's retries even when this
+//     rank only waits to receive from it;
+//   - polls the communicator's FailureBoard (liveness.h), so another rank's failure fails this
+//     one too, and publishes its own failure there;
+//   - reports a wait without progress (WaitReports), naming the peers it waits for.
 #pragma once
 
 #include <chrono>
@@ -26,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/liveness.h"
 #include "collectives/store.h"
 #include "mrc/mrc.hpp"
 
@@ -35,6 +43,8 @@ struct TransportOptions {
   uint32_t chunk_bytes = 256 << 10;          // one staging slot: the pipelining unit
   uint32_t slots = 8;                        // staging slots per peer and direction (at least 4)
   std::chrono::milliseconds timeout{30000};  // a wait with no progress for this long fails
+  std::chrono::milliseconds heartbeat{250};  // see above
+  WaitReports reports;
   QpConfig qp;  // queue-pair settings (queue sizes are raised as needed)
 };
 
@@ -55,6 +65,8 @@ class Transport {
   int ranks() const { return ranks_; }
   uint32_t chunk_bytes() const { return options_.chunk_bytes; }
 
+  // Where failures are published and watched for (not owned; may be null).
+  void watch(FailureBoard* board) { board_ = board; }
   // Names the operation in progress (for timeout messages) and restarts the no-progress clock.
   void begin(const char* operation);
   // The next send slot to `peer` (chunk_bytes long) if the peer has room and the slot is free;
@@ -83,8 +95,11 @@ class Transport {
   Error mismatch(int peer, size_t got_bytes, size_t expected_bytes);
 
  private:
+  // Why this rank waits on a peer (Peer::waited_on), for wait reports.
+  static constexpr uint8_t kWaitData = 1, kWaitRoom = 2;
   struct Peer {
     Qp* qp = nullptr;
+    bool connected = false;
     uint8_t* send_area = nullptr;
     uint8_t* receive_area = nullptr;
     MemoryRegionInfo receive_mr{};
@@ -97,6 +112,9 @@ class Transport {
     uint32_t credits_owed = 0;   // released but not yet returned
     uint32_t credit_writes = 0;  // credit messages not yet completed
     uint32_t data_writes = 0;    // data messages not yet completed
+    uint32_t heartbeats = 0;     // heartbeat writes not yet completed (0 or 1)
+    SteadyClock::time_point last_heard{};  // last completion on this queue pair
+    mutable uint8_t waited_on = 0;         // kWait* since the last progress
     std::vector<uint8_t> send_busy;
     std::vector<uint32_t> arrived_bytes;
   };
@@ -104,7 +122,14 @@ class Transport {
   void on_completion(const Completion& c);
   void on_receive(int peer, const Completion& c);
   void flush_credits(int peer);
-  void fail(std::string message);
+  // Checks made while a wait finds nothing to do: another rank's failure, the no-progress
+  // timeout, heartbeats, the wait report.
+  Result<Ok, Error> while_idle(SteadyClock::time_point now);
+  void send_heartbeats(SteadyClock::time_point now);
+  void report_wait(SteadyClock::time_point now) const;
+  void made_progress(SteadyClock::time_point now);
+  // Fails the transport; a failure of this rank (not one heard from another) is published.
+  void fail(std::string message, bool publish = true);
   std::string describe_streams() const;
 
   Context* context_ = nullptr;
@@ -119,7 +144,9 @@ class Transport {
   std::vector<Peer> peers_;
   std::vector<std::pair<uint32_t, int>> qpn_to_peer_;
   std::string operation_ = "setup";
-  std::chrono::steady_clock::time_point last_progress_;
+  SteadyClock::time_point last_progress_;
+  WaitReporter reporter_{WaitReports{}, SteadyClock::time_point{}};
+  FailureBoard* board_ = nullptr;
   std::string failure_;
 };
 

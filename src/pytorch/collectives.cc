@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <stdexcept>
 
@@ -452,10 +453,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::send(std::vector<at::Tensor>& te
   const at::Tensor tensor = single(tensors, "send");
   TORCH_CHECK(dst_rank >= 0 && dst_rank < size_ && dst_rank != rank_, "mrc send: rank ", dst_rank,
               " is not another rank of the group");
-  return enqueue(OpType::SEND, tensors, [tensor, dst_rank](Communicator& c) {
-    const at::Tensor buffer = tensor.contiguous();
-    check("send", c.send(buffer.data_ptr(), bytes_of(buffer), DataType::kUint8, dst_rank));
-  });
+  return enqueue_point_to_point(OpType::SEND, tensors,
+                                PointToPointOp{true, dst_rank, tensor, tensor.contiguous()});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::recv(std::vector<at::Tensor>& tensors, int src_rank,
@@ -463,11 +462,42 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::recv(std::vector<at::Tensor>& te
   const at::Tensor tensor = single(tensors, "recv");
   TORCH_CHECK(src_rank >= 0 && src_rank < size_ && src_rank != rank_, "mrc recv: rank ", src_rank,
               " is not another rank of the group (receiving from any rank is not supported)");
-  return enqueue(OpType::RECV, tensors, [tensor, src_rank](Communicator& c) {
-    const at::Tensor buffer = tensor.contiguous();
-    check("recv", c.recv(buffer.data_ptr(), bytes_of(buffer), DataType::kUint8, src_rank));
-    write_back(tensor, buffer);
-  });
+  return enqueue_point_to_point(OpType::RECV, tensors,
+                                PointToPointOp{false, src_rank, tensor, tensor.contiguous()});
+}
+
+void ProcessGroupMrc::run_point_to_point(Item first) {
+  coll::PointToPoint& p2p = comm_->point_to_point();
+  std::map<coll::PointToPoint::Ticket, Item> active;
+  auto add = [&](Item item) {
+    const PointToPointOp& op = *item.p2p;
+    void* data = op.buffer.data_ptr();
+    const auto ticket = op.send ? p2p.add_send(data, bytes_of(op.buffer), op.peer)
+                                : p2p.add_receive(data, bytes_of(op.buffer), op.peer);
+    active.emplace(ticket, std::move(item));
+  };
+  comm_->begin("send/recv");
+  add(std::move(first));
+  std::vector<coll::PointToPoint::Ticket> done;
+  Result<Ok, coll::Error> result = Ok{};
+  while (!active.empty() && result.ok()) {
+    while (auto more = next_point_to_point()) add(std::move(*more));
+    auto moved = p2p.step(done);
+    for (const auto ticket : done) {
+      Item& item = active.at(ticket);
+      if (!item.p2p->send) write_back(item.p2p->tensor, item.p2p->buffer);
+      item.work->complete(nullptr);
+      active.erase(ticket);
+    }
+    done.clear();
+    if (!moved.ok()) result = Err{moved.error()};
+    if (result.ok() && !active.empty()) result = comm_->progress(!moved.value());
+  }
+  if (result.ok()) return;
+  p2p.abandon();
+  const auto error = std::make_exception_ptr(
+      std::runtime_error("mrc send/recv: " + result.error().message));
+  for (auto& [ticket, item] : active) item.work->complete(error);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::barrier(const c10d::BarrierOptions&) {

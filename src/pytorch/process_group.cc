@@ -51,12 +51,24 @@ class TorchStore final : public coll::Store {
     }
   }
 
+  Result<std::optional<std::string>, coll::Error> try_get(const std::string& key) override {
+    try {
+      if (!store_->check({key})) return std::optional<std::string>();
+      const std::vector<uint8_t> value = store_->get(key);
+      return std::optional<std::string>(std::string(value.begin(), value.end()));
+    } catch (const std::exception& e) {
+      return Err{coll::Error{"store get of \"" + key + "\" failed: " + message_of(e)}};
+    }
+  }
+
   // Later gets wait at most `limit` (set before the closing handshake, from one thread).
   void limit_waits(std::chrono::milliseconds limit) { wait_limit_ = limit; }
 
  private:
   c10::intrusive_ptr<c10d::Store> store_;
   std::chrono::milliseconds wait_limit_ = std::chrono::milliseconds::max();
+
+  std::string where() const override { return "the process group's store"; }
 };
 
 // Lets other threads take the GIL for this scope if this thread holds it. The worker needs it
@@ -148,17 +160,37 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::enqueue(c10d::OpType type,
   {
     std::lock_guard lock(mutex_);
     TORCH_CHECK(!stopping_, "mrc: the process group is being destroyed");
-    queue_.emplace_back(work, std::move(task));
+    queue_.push_back(Item{work, std::move(task), std::nullopt});
   }
   queued_.notify_one();
   return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupMrc::enqueue_point_to_point(
+    c10d::OpType type, std::vector<at::Tensor> outputs, PointToPointOp op) {
+  auto work = c10::make_intrusive<WorkMrc>(rank_, type, std::move(outputs));
+  {
+    std::lock_guard lock(mutex_);
+    TORCH_CHECK(!stopping_, "mrc: the process group is being destroyed");
+    queue_.push_back(Item{work, nullptr, std::move(op)});
+  }
+  queued_.notify_one();
+  return work;
+}
+
+std::optional<ProcessGroupMrc::Item> ProcessGroupMrc::next_point_to_point() {
+  std::lock_guard lock(mutex_);
+  if (queue_.empty() || !queue_.front().p2p) return std::nullopt;
+  Item item = std::move(queue_.front());
+  queue_.pop_front();
+  return item;
 }
 
 void ProcessGroupMrc::run_worker() {
   // Outputs are written in place, as every backend does, whatever requires_grad says.
   at::NoGradGuard no_grad;
   for (;;) {
-    std::pair<c10::intrusive_ptr<WorkMrc>, Task> item;
+    Item item;
     {
       std::unique_lock lock(mutex_);
       queued_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
@@ -166,13 +198,17 @@ void ProcessGroupMrc::run_worker() {
       item = std::move(queue_.front());
       queue_.pop_front();
     }
+    if (item.p2p) {
+      run_point_to_point(std::move(item));
+      continue;
+    }
     std::exception_ptr error;
     try {
-      item.second(*comm_);
+      item.task(*comm_);
     } catch (...) {
       error = std::current_exception();
     }
-    item.first->complete(error);
+    item.work->complete(error);
   }
 }
 

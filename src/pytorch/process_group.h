@@ -8,7 +8,10 @@
 // rank issues them in); the calling thread only checks arguments (errors for wrong devices,
 // dtypes, sizes or operators are thrown at once, as c10::Error) and queues the operation. The
 // worker completes the Work and its Future (DDP chains its gradient hook on the Future), or fails
-// both with the communicator's error. Plane statistics and plane up/down go to the mrc Context,
+// both with the communicator's error. Sends and receives are the exception to one-at-a-time: a
+// run of them in the queue (isend/irecv, batch_isend_irecv) moves side by side, and the worker
+// takes in sends and receives queued while it runs them, so a rank that sends first and
+// receives second never waits for a peer doing the same (coll::PointToPoint). Plane statistics and plane up/down go to the mrc Context,
 // which is thread-safe.
 //
 // Rendezvous goes through the c10d::Store torch passes in (a PrefixStore per group), adapted to
@@ -22,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -125,10 +129,28 @@ class ProcessGroupMrc final : public c10d::ProcessGroup {
 
  private:
   using Task = std::function<void(coll::Communicator&)>;
+  struct PointToPointOp {
+    bool send = false;
+    int peer = 0;
+    at::Tensor tensor;  // what the caller passed
+    at::Tensor buffer;  // contiguous: `tensor` itself, or a copy written back after a receive
+  };
+  struct Item {
+    c10::intrusive_ptr<WorkMrc> work;
+    Task task;                           // a collective, or
+    std::optional<PointToPointOp> p2p;   // a send or a receive
+  };
   // Queues `task` for the worker; the Work completes when it has run (failed if it threw).
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
                                          Task task);
+  c10::intrusive_ptr<c10d::Work> enqueue_point_to_point(c10d::OpType type,
+                                                        std::vector<at::Tensor> outputs,
+                                                        PointToPointOp op);
   void run_worker();
+  // Runs `first` and every send and receive queued behind it, side by side, until all are done.
+  void run_point_to_point(Item first);
+  // The next queued item if it is a send or a receive.
+  std::optional<Item> next_point_to_point();
   void check_plane(int plane) const;
 
   BackendOptions options_;
@@ -137,7 +159,7 @@ class ProcessGroupMrc final : public c10d::ProcessGroup {
 
   std::mutex mutex_;
   std::condition_variable queued_;
-  std::deque<std::pair<c10::intrusive_ptr<WorkMrc>, Task>> queue_;
+  std::deque<Item> queue_;
   bool stopping_ = false;
   std::thread worker_;
 };
