@@ -21,7 +21,12 @@ the backend. Environment (read when a group is created):
     MRC_MTU           payload bytes per packet (default 4096; 8192 suits 9000-byte links)
     MRC_BACKEND       datapath: udp (default) or xdp (AF_XDP; root; one rank per interface)
     MRC_TIMEOUT_S     a call that makes no progress for this long fails (default: the timeout
-                      given to init_process_group, 30 min)
+                      given to init_process_group, 30 min); a wait without progress is
+                      reported on stderr after 5 s, 10 s, 20 s, ... saying what it waits for
+    MRC_PEER_TIMEOUT_S  a rank that stops answering for this long is declared gone (default 8;
+                      retries double, so the real bound is the next step up: 8.6 s). Every rank
+                      then fails, naming it, within a second more, whether or not it had
+                      traffic to that rank
     LOCAL_RANK, LOCAL_WORLD_SIZE   set by torchrun; default: the rank and world size, which
                       gives every rank of a single-host run its own ports
 """
@@ -49,6 +54,16 @@ def _env_int(name, default):
         return int(value)
     except ValueError:
         raise ValueError(f"mrc: {name}={value!r} is not an integer") from None
+
+
+def _env_float(name, default):
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"mrc: {name}={value!r} is not a number") from None
 
 
 def _planes():
@@ -91,6 +106,7 @@ def _create(options, pg_options=None):
         slots=_env_int("MRC_SLOTS", 8),
         mtu=_env_int("MRC_MTU", 4096),
         backend=os.environ.get("MRC_BACKEND", "udp"),
+        peer_timeout=datetime.timedelta(seconds=_env_float("MRC_PEER_TIMEOUT_S", 8.0)),
     )
     _groups_created += 1
     return pg

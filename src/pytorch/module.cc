@@ -24,7 +24,8 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
                                            int size, const std::vector<std::string>& planes,
                                            int port, int ev_port_base,
                                            std::chrono::milliseconds timeout, uint32_t chunk_bytes,
-                                           uint32_t slots, uint32_t mtu, const std::string& backend) {
+                                           uint32_t slots, uint32_t mtu, const std::string& backend,
+                                           std::chrono::milliseconds peer_timeout) {
   BackendOptions o;
   o.planes = planes;
   o.port = port_number(port, "port");
@@ -34,6 +35,9 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
               ev_port_base, "..", ev_port_base + static_cast<int>(ev_ports) - 1,
               " go past 65535 (lower MRC_EV_PORT_BASE)");
   o.timeout = timeout;
+  TORCH_CHECK(peer_timeout.count() >= 100, "mrc: MRC_PEER_TIMEOUT_S of ", peer_timeout.count(),
+              " ms is too short (at least 0.1 s)");
+  o.peer_timeout = peer_timeout;
   o.chunk_bytes = chunk_bytes;
   o.slots = slots;
   TORCH_CHECK(mtu >= 256 && mtu <= 9000, "mrc: MRC_MTU ", mtu,
@@ -73,7 +77,8 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init(&create), py::arg("store"), py::arg("rank"), py::arg("size"), py::kw_only(),
            py::arg("planes"), py::arg("port"), py::arg("ev_port_base"),
            py::arg("timeout") = std::chrono::milliseconds(30 * 60 * 1000),
-           py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 4096u, py::arg("backend") = "udp",
+           py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 4096u,
+           py::arg("backend") = "udp", py::arg("peer_timeout") = std::chrono::milliseconds(8000),
            // The rendezvous blocks until every rank has come: let other Python threads run.
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("planes", &ProcessGroupMrc::planes, "number of planes")

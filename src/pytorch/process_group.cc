@@ -124,6 +124,7 @@ ProcessGroupMrc::ProcessGroupMrc(const c10::intrusive_ptr<c10d::Store>& store, i
   o.chunk_bytes = options_.chunk_bytes;
   o.slots = options_.slots;
   o.qp.set_mtu(options_.mtu_bytes);
+  o.qp.retry_exp = coll::retry_exp_for(o.qp, options_.peer_timeout);
   o.timeout = options_.timeout;
   o.prefix = "mrc";  // the store is already prefixed per group
   auto comm = coll::Communicator::create(*store_, o);
@@ -198,8 +199,13 @@ void ProcessGroupMrc::run_worker() {
       item = std::move(queue_.front());
       queue_.pop_front();
     }
+    if (!comm_) {
+      item.work->complete(failed_error());
+      continue;
+    }
     if (item.p2p) {
       run_point_to_point(std::move(item));
+      release_if_failed();
       continue;
     }
     std::exception_ptr error;
@@ -208,8 +214,25 @@ void ProcessGroupMrc::run_worker() {
     } catch (...) {
       error = std::current_exception();
     }
+    release_if_failed();
     item.work->complete(error);
   }
+}
+
+void ProcessGroupMrc::release_if_failed() {
+  if (comm_->failure().empty()) return;
+  std::unique_ptr<coll::Communicator> failed;
+  {
+    std::lock_guard lock(mutex_);
+    failure_ = comm_->failure();
+    failed = std::move(comm_);
+  }
+  failed->abort();  // no closing handshake: the group is over
+}
+
+std::exception_ptr ProcessGroupMrc::failed_error() const {
+  return std::make_exception_ptr(
+      std::runtime_error("mrc: the process group has failed: " + failure_));
 }
 
 void ProcessGroupMrc::check_plane(int plane) const {
@@ -219,6 +242,8 @@ void ProcessGroupMrc::check_plane(int plane) const {
 
 PlaneCounters ProcessGroupMrc::plane_stats(int plane) const {
   check_plane(plane);
+  std::lock_guard lock(mutex_);
+  TORCH_CHECK(comm_ != nullptr, "mrc: the process group has failed: ", failure_);
   const io::UdpPlaneStats s = comm_->context().plane_stats(plane);
   return PlaneCounters{s.packets_sent,   s.bytes_sent,  s.packets_received,
                        s.bytes_received, s.send_errors, s.up};
@@ -226,6 +251,8 @@ PlaneCounters ProcessGroupMrc::plane_stats(int plane) const {
 
 void ProcessGroupMrc::set_plane_up(int plane, bool up) {
   check_plane(plane);
+  std::lock_guard lock(mutex_);
+  TORCH_CHECK(comm_ != nullptr, "mrc: the process group has failed: ", failure_);
   comm_->context().set_plane_up(plane, up);
 }
 

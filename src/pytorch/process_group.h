@@ -14,6 +14,11 @@
 // receives second never waits for a peer doing the same (coll::PointToPoint). Plane statistics and plane up/down go to the mrc Context,
 // which is thread-safe.
 //
+// A failed communicator (a rank died, a timeout, mismatched calls) is released by the worker at
+// once: its threads stop and its ports are free, so the process can destroy the group and form a
+// new one even while Python still holds references to this one (a traceback does). Every later
+// call fails with the first error.
+//
 // Rendezvous goes through the c10d::Store torch passes in (a PrefixStore per group), adapted to
 // mrc's Store interface (set; get = wait + get).
 #pragma once
@@ -42,6 +47,7 @@ struct BackendOptions {
   uint16_t port = 4791;             // this rank's UDP receive port
   uint16_t ev_port_base = 20000;    // first of this rank's ev_source_ports(planes) source ports
   std::chrono::milliseconds timeout{30 * 60 * 1000};  // no progress for this long fails a call
+  std::chrono::milliseconds peer_timeout{8000};  // a peer silent this long is gone (retry_exp_for)
   uint32_t chunk_bytes = 256 << 10;
   uint32_t slots = 8;
   uint32_t mtu_bytes = 4096;  // payload per packet (QpConfig::mtu_bytes)
@@ -152,12 +158,17 @@ class ProcessGroupMrc final : public c10d::ProcessGroup {
   // The next queued item if it is a send or a receive.
   std::optional<Item> next_point_to_point();
   void check_plane(int plane) const;
+  // After an operation: if the communicator has failed, keeps its error and releases it.
+  void release_if_failed();
+  // The error for an operation queued after the communicator failed.
+  std::exception_ptr failed_error() const;
 
   BackendOptions options_;
   std::unique_ptr<coll::Store> store_;
-  std::unique_ptr<coll::Communicator> comm_;
+  std::unique_ptr<coll::Communicator> comm_;  // null once failed; reset under mutex_
+  std::string failure_;                        // why, once comm_ is released
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable queued_;
   std::deque<Item> queue_;
   bool stopping_ = false;
