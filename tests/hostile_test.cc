@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "pair.h"
@@ -313,6 +314,59 @@ TEST_F(Hostile, ReplayedPsnWithDifferentPayloadIsADuplicate) {
   EXPECT_EQ(drops(b().qp, DropReason::kDuplicate) - before, 6u);
   expect_arena_unchanged();
   expect_transfer_works(0, 1);
+}
+
+// The SACK a duplicate triggers describes the duplicate in all three trigger fields: its PSN
+// (offset from the cumulative PSN), its EV and its timestamp (PROTOCOL.md §1.4).
+TEST_F(Hostile, ADuplicatesSackEchoesTheDuplicate) {
+  const Psn duplicate(kFirstPsn + 1);  // the establishing write's MIDDLE
+  inject_b(datagram(header(Opcode::kWriteMiddle, duplicate, region_.address + kMtu, region_.rkey,
+                           10000),
+                    kMtu, 0xEE));
+  std::optional<wire::Sack> sack;
+  for (int plane = 0; plane < b().endpoint->planes() && !sack; ++plane) {
+    std::vector<uint8_t> out(wire::kMaxDatagramBytes);
+    TxMeta meta;
+    const size_t n = b().endpoint->poll_transmit(pair_.now(), PlaneId(static_cast<uint8_t>(plane)), out, meta);
+    if (n == 0) continue;
+    auto packet = wire::decode(std::span(out.data(), n), wire::DecodeOptions{});
+    ASSERT_TRUE(packet.ok());
+    const auto* control = std::get_if<wire::ControlPacket>(&packet.value());
+    ASSERT_NE(control, nullptr);
+    sack = std::get<wire::Sack>(control->body);
+  }
+  ASSERT_TRUE(sack.has_value()) << "no SACK for the duplicate";
+  EXPECT_EQ(sack->cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack->ack_psn_offset)),
+            duplicate);
+  EXPECT_EQ(sack->echoed_entropy, 0x5A5A5800u);
+  EXPECT_EQ(sack->cc.echoed_timestamp, 0x1234);
+}
+
+// A flood of duplicates and of PSNs beyond the window (what forged or replayed traffic is)
+// gets a bounded number of answers, all of them counted; A's window is untouched and the QP
+// still works.
+TEST_F(Hostile, AFloodOfUnsolicitedPacketsGetsFewAnswers) {
+  const uint64_t sacks = b().qp->stats().sacks_sent;
+  const uint64_t nacks = nacks_sent(b().qp, wire::NackReason::kPsnOutOfWindow);
+  const uint64_t window_bytes = a().qp->stats().window_bytes;
+  constexpr uint32_t kFlood = 5000;
+  const Psn ahead = expected_psn() + 4 * 128 + 7;
+  for (uint32_t i = 0; i < kFlood; ++i) {
+    inject_b(datagram(header(Opcode::kWriteOnly, Psn(kFirstPsn), region_.address, region_.rkey,
+                             100),
+                      100, 0xEE));
+    inject_b(datagram(header(Opcode::kWriteOnly, ahead + i, region_.address, region_.rkey, 100),
+                      100, 0xEE));
+  }
+  const uint64_t answered = (b().qp->stats().sacks_sent - sacks) +
+                            (nacks_sent(b().qp, wire::NackReason::kPsnOutOfWindow) - nacks);
+  EXPECT_GT(answered, 0u);
+  EXPECT_LE(answered, 64u);  // the burst: no time passed during the flood
+  EXPECT_EQ(answered + b().qp->stats().answers_limited, 2 * kFlood);
+  expect_arena_unchanged();
+  pair_.run(pair_.now() + Duration::from_ms(5));  // the answers that left reach A
+  EXPECT_EQ(a().qp->stats().window_bytes, window_bytes);
+  expect_transfer_works(2000, 20000);
 }
 
 TEST_F(Hostile, EveryTruncationOfAValidPacketIsRejected) {

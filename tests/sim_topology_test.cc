@@ -241,7 +241,7 @@ TEST(SimRun, BadFabricKeysAreRefusedClearly) {
   for (const auto& [text, expected] : cases) {
     Scenario s;
     std::string error;
-    EXPECT_FALSE(load_scenario(write_temp("bad.toml", text), s, error)) << text;
+    EXPECT_FALSE(load_scenario(write_temp("bad_fabric.toml", text), s, error)) << text;
     EXPECT_NE(error.find(expected), std::string::npos) << error;
   }
 }

@@ -71,11 +71,13 @@ void Responder::on_data(Instant now, const wire::DataPacket& packet, const RxMet
   switch (window_.classify(psn)) {
     case ReceiveWindow::Verdict::kDuplicate:
       drop(DropReason::kDuplicate);
-      send_sack(now, false, meta.ev.value, ts, wire::SkipMode::kNone, now);
+      if (may_answer_unsolicited(now))
+        send_sack(now, false, Trigger{psn, meta.ev.value, ts, now}, wire::SkipMode::kNone);
       return;
     case ReceiveWindow::Verdict::kOutOfWindow:
       drop(DropReason::kOutOfWindow);
-      send_nack(wire::NackReason::kPsnOutOfWindow, psn, meta, ts);
+      if (may_answer_unsolicited(now))
+        send_nack(wire::NackReason::kPsnOutOfWindow, psn, meta, ts);
       return;
     case ReceiveWindow::Verdict::kNew:
       break;
@@ -137,25 +139,42 @@ void Responder::note_received(Instant now, const wire::DataPacket& packet, const
   }
 }
 
-void Responder::send_sack(Instant now, bool probe_response, uint32_t echoed_ev,
-                          uint16_t echoed_timestamp, wire::SkipMode skip, Instant trigger_at) {
+bool Responder::may_answer_unsolicited(Instant now) {
+  if (answer_tokens_ < kAnswerBurst) {
+    const int64_t earned = (now - answer_refilled_at_).ns / kAnswerInterval.ns;
+    if (earned > 0) {
+      answer_tokens_ = static_cast<uint32_t>(
+          std::min<int64_t>(kAnswerBurst, answer_tokens_ + earned));
+      answer_refilled_at_ = answer_refilled_at_ + Duration{earned * kAnswerInterval.ns};
+    }
+  }
+  if (answer_tokens_ == 0) {
+    ++stats_.answers_limited;
+    return false;
+  }
+  if (answer_tokens_-- == kAnswerBurst) answer_refilled_at_ = now;  // the bucket starts to refill
+  return true;
+}
+
+void Responder::send_sack(Instant now, bool probe_response, const Trigger& trigger,
+                          wire::SkipMode skip) {
   const Psn cum = window_.cumulative();
   wire::Sack s;
   s.skip_mode = skip;
   s.probe_response = probe_response;
-  s.echoed_entropy = echoed_ev;
+  s.echoed_entropy = trigger.ev;
   s.cumulative_psn = cum;
   s.mpr = config_.mpr_dest;
-  s.cc_flags = wire::sack_hold_code(now - trigger_at);
+  s.cc_flags = wire::sack_hold_code(now - trigger.at);
   s.cc.receiver_cwnd_penalty = incast_ != nullptr && incast_->incast(now) ? config_.incast_penalty : 0;
-  const int32_t trigger = trigger_psn_.since(cum);
-  s.ack_psn_offset = static_cast<int16_t>(std::clamp<int32_t>(trigger, -32768, 32767));
+  s.ack_psn_offset =
+      static_cast<int16_t>(std::clamp<int32_t>(trigger.psn.since(cum), -32768, 32767));
   Psn base = cum;
   if (!probe_response && unreported_ > 0 && unreported_high_.since(cum) >= 64)
     base = unreported_high_ - 63;
   s.sack_offset = static_cast<int16_t>(base.since(cum));
   s.bitmap = window_.bitmap(base);
-  s.cc.echoed_timestamp = echoed_timestamp;
+  s.cc.echoed_timestamp = trigger.timestamp;
   s.cc.out_of_order_count = static_cast<uint16_t>(std::min<uint32_t>(window_.out_of_order(), 0x7FFF));
   s.cc.received_bytes = received_bytes_ & 0xFFFFFF;
   ControlItem item;
@@ -193,7 +212,8 @@ void Responder::push_control(const ControlItem& item, uint64_t& sent_counter) {
 }
 
 void Responder::on_probe(Instant now, const wire::Probe& probe, const RxMeta& meta) {
-  send_sack(now, true, meta.ev.value, probe.tx_timestamp, wire::SkipMode::kNone, now);
+  send_sack(now, true, Trigger{trigger_psn_, meta.ev.value, probe.tx_timestamp, now},
+            wire::SkipMode::kNone);
 }
 
 void Responder::on_timer(Instant now) {

@@ -14,7 +14,15 @@
 // probe; coalescing never lets a received PSN go unreported: when the pending SACK could no
 // longer cover every unreported PSN, it is sent first. Each SACK carries how long it was held
 // after its trigger arrived (wire::sack_hold_code), so the requester's congestion control
-// sees the network's delay and not the coalescing timer.
+// sees the network's delay and not the coalescing timer. A SACK's trigger fields (PSN offset,
+// EV, timestamp) all describe one packet: the last new one, or the duplicate that caused it.
+//
+// Answers to packets that did not advance the window (a duplicate's SACK, a NACK for a PSN
+// beyond it) are rate-limited by a token bucket: kAnswerBurst at once, then one per
+// kAnswerInterval. Such packets are what a forged or replayed flood consists of, and each
+// answer goes to the legitimate peer; as TCP limits its challenge ACKs (RFC 5961 §7), a flood
+// must not become a flood of SACKs and NACKs. Answers held back are counted
+// (QpStats::answers_limited); the peer learns the same from the next regular SACK.
 #pragma once
 
 #include <cstdint>
@@ -90,11 +98,21 @@ class alignas(64) Responder {
   int wimm_slot(uint16_t rq_msn) const;
   void note_received(Instant now, const wire::DataPacket& packet, const RxMeta& meta);
   // `trigger_at`: when the packet whose EV and timestamp are echoed arrived (the hold).
-  void send_sack(Instant now, bool probe_response, uint32_t echoed_ev, uint16_t echoed_timestamp,
-                 wire::SkipMode skip, Instant trigger_at);
+  // The packet a SACK answers: its PSN, EV and timestamp are echoed, and `at` (when it arrived)
+  // gives the hold.
+  struct Trigger {
+    Psn psn;
+    uint32_t ev = 0;
+    uint16_t timestamp = 0;
+    Instant at{0};
+  };
+  void send_sack(Instant now, bool probe_response, const Trigger& trigger, wire::SkipMode skip);
   void send_pending_sack(Instant now, wire::SkipMode skip) {
-    send_sack(now, false, trigger_ev_, trigger_timestamp_, skip, trigger_at_);
+    send_sack(now, false, Trigger{trigger_psn_, trigger_ev_, trigger_timestamp_, trigger_at_},
+              skip);
   }
+  // Takes a token for an answer to a packet that did not advance the window (see above).
+  bool may_answer_unsolicited(Instant now);
   void send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta, uint16_t timestamp);
   // What this responder's next data packet reads first: its receive-window word, its lines.
   void note_hints() const {
@@ -130,6 +148,11 @@ class alignas(64) Responder {
   Instant trigger_at_{0};
   Instant sack_deadline_ = Instant::never();
   uint32_t received_bytes_ = 0;
+  // The unsolicited-answer bucket: tokens left, and when the last token was added.
+  static constexpr uint32_t kAnswerBurst = 16;
+  static constexpr Duration kAnswerInterval{64'000};
+  uint32_t answer_tokens_ = kAnswerBurst;
+  Instant answer_refilled_at_{0};
   bool virtual_payload_ = false;  // payloads are checked and counted, not written
   PrefetchHints* hints_ = nullptr;
 };

@@ -84,6 +84,7 @@ struct QpStats {
   uint64_t tail_probes = 0;
   uint64_t ev_probes = 0;
   uint64_t control_queue_overflows = 0;
+  uint64_t answers_limited = 0;  // duplicate SACKs / out-of-window NACKs held back (Responder)
   std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> drops{};
   uint64_t window_bytes = 0;
   uint64_t in_flight_bytes = 0;

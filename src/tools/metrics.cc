@@ -150,6 +150,9 @@ void render_qp_traffic(MetricsWriter& w, const QpStats& s, const MetricLabels& l
             s.work_requests_completed);
   w.counter("mrc_qp_control_queue_overflows_total", "Control packets lost to a full control queue.",
             l, s.control_queue_overflows);
+  w.counter("mrc_qp_answers_limited_total",
+            "SACKs to duplicates and NACKs to PSNs beyond the window held back by the rate limit.",
+            l, s.answers_limited);
 }
 
 void render_qp_reasons(MetricsWriter& w, const QpStats& s, const MetricLabels& l) {
