@@ -105,6 +105,8 @@ expect_exit 1 "not an IPv4 address" -- "$mrcctl" ev probe mrc0 36250 2 to nowher
 # too, for its GIDs, also controller-only).
 "$remote" mrc0 mrc1 36100 >"$out" 2>&1 || fail "mrc_ctl_remote"
 grep -q "act on the owner's engine" "$out" || fail "mrc_ctl_remote did not finish"
+# Its data path was refused twice (ibv_alloc_pd, mrc_create_cq): the owner is named once.
+[ "$(grep -c "^mrc: device mrc0 is owned by process $pid " "$out")" -eq 1 ] || fail "the owner is not named exactly once"
 "$mrcctl" ev profile show mrc0 >"$out"
 grep -q "profile 21  online   mode explicit  count 2" "$out" || fail "the remote process's profile is the owner's"
 
