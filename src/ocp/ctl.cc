@@ -8,6 +8,9 @@
 //     MRC_QP_EV_PROFILE_ID. MODIFY_EV_STATE denies or allows an EV in every QP of the profile
 //     (and in QPs that connect later); QUERY_EV_STATE / QUERY_EV_ARRAY read the engine's states.
 //   - CC profiles: "uet-1.0-nscc" parameters map onto NsccConfig; no algorithm = fixed window.
+//     Profile 0 always exists, ONLINE and fixed: the configuration a QP has without
+//     MRC_QP_CC_PROFILE_ID (NSCC with the datapath's defaults), which giving a QP profile 0
+//     restores.
 //   - EV events: the progress thread compares EV states after each round; changes to
 //     ASSUMED_BAD or back to GOOD matching a profile's event mask go to every EV event CQ.
 //   - Ports: admin down takes the plane out exactly as a link failure does.
@@ -58,6 +61,36 @@ mrc_ctl_profile_state profile_state(const mrc_ctl_profile_state& requested) {
 EvProfile& profile0(Nic& nic) {
   EvProfile& p = nic.ev_profiles[0];
   if (p.state == MRC_CTL_PROFILE_INIT) p.state = MRC_CTL_PROFILE_ONLINE;
+  return p;
+}
+
+// The congestion control a QP of this device has without a CC profile (io::Device::configure).
+QpConfig default_cc(const Nic& nic) {
+  QpConfig c;
+  nic.device->configure(c);
+  return c;
+}
+
+// CC profile 0, the default (see the abstract): made ONLINE on first use, reporting as its
+// config the NSCC parameters of default_cc.
+CcProfile& cc_profile0(Nic& nic) {
+  CcProfile& p = nic.cc_profiles[0];
+  if (p.state != MRC_CTL_PROFILE_INIT) return p;
+  const NsccConfig n = default_cc(nic).nscc;
+  p.state = MRC_CTL_PROFILE_ONLINE;
+  p.algorithm = kAlgorithms[0];
+  p.has_config = true;
+  p.nscc = mrc_ctl_cc_nscc_cfg{};
+  p.nscc.disable_qa = n.quick_adapt ? 0 : 1;
+  p.nscc.base_rtt = static_cast<uint32_t>(n.base_rtt_ns);
+  p.nscc.eta = static_cast<float>(n.proportional_gain);
+  p.nscc.fi = static_cast<float>(n.fair_increase_mtus);
+  p.nscc.gamma = static_cast<float>(n.decrease_gain);
+  p.nscc.max_md_jump = static_cast<float>(n.max_decrease);
+  p.nscc.max_cwnd = static_cast<uint32_t>(n.max_window_bytes);
+  p.nscc.qa_gate = n.qa_gate;
+  p.nscc.qa_threshold = static_cast<uint32_t>(n.qa_threshold_ns);
+  p.nscc.target_delay = static_cast<uint32_t>(n.target_delay_ns);
   return p;
 }
 
@@ -392,6 +425,14 @@ int cc_modify(CcProfile& p, mrc_ctl_cc_profile_attr& a, int mask) {
   return 0;
 }
 
+// CC profile 0 is fixed: any change is refused as for a profile in use (EBUSY).
+int cc_modify0(int mask) {
+  constexpr int kKnown = MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG |
+                         MRC_CTL_CC_PROFILE_VENDOR_CFG;
+  if (mask & ~kKnown) return EINVAL;
+  return mask & (MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG) ? EBUSY : 0;
+}
+
 void push_ev_event(Nic& nic, uint64_t profile, const EvSet::Slot& s, mrc_ctl_ev_state state) {
   for (mrc_context* c : nic.contexts)
     for (mrc_cq* cq : c->cq_list) {
@@ -579,6 +620,14 @@ int ctl_apply_ev_profile(Nic& nic, uint64_t id, QpConfig& config) {
 }
 
 int ctl_apply_cc_profile(Nic& nic, uint64_t id, QpConfig& config) {
+  if (id == 0) {  // the default: what the QP had before any profile
+    cc_profile0(nic);
+    const QpConfig d = default_cc(nic);
+    config.cc = d.cc;
+    config.nscc = d.nscc;
+    config.fixed_window_bytes = d.fixed_window_bytes;
+    return 0;
+  }
   auto it = nic.cc_profiles.find(id);
   if (it == nic.cc_profiles.end() || it->second.state != MRC_CTL_PROFILE_ONLINE) return EINVAL;
   const CcProfile& p = it->second;
@@ -768,7 +817,7 @@ int mrc_ctl_modify_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_prof
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   if (mrc_ctx->nic->remote()) return forwarded(remote_cc_profile(*mrc_ctx->nic, true, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
-  const int e = cc_modify(mrc_ctx->nic->cc_profiles[id], *attr, mask);
+  const int e = id == 0 ? cc_modify0(mask) : cc_modify(mrc_ctx->nic->cc_profiles[id], *attr, mask);
   return e == 0 ? 0 : fail(e, -1);
 }
 
@@ -776,6 +825,7 @@ int mrc_ctl_query_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profi
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   if (mrc_ctx->nic->remote()) return forwarded(remote_cc_profile(*mrc_ctx->nic, false, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
+  if (id == 0) cc_profile0(*mrc_ctx->nic);
   auto it = mrc_ctx->nic->cc_profiles.find(id);
   if (it == mrc_ctx->nic->cc_profiles.end()) return fail(EINVAL, -1);
   attr->profile_state = attr->cur_profile_state = it->second.state;

@@ -2,6 +2,8 @@
  *   - versions and controller device attributes (algorithms, ports, EV modes);
  *   - a CC profile (uet-1.0-nscc) and an EV profile taken ONLINE and given to a QP, which then
  *     reports them; an ONLINE profile in use cannot go OFFLINE (EBUSY);
+ *   - CC profile 0 is the default: ONLINE, uet-1.0-nscc with its parameters, fixed (EBUSY), and
+ *     accepted by a QP (MRC_QP_CC_PROFILE_ID = 0) that then moves data;
  *   - port 2 set administratively down: ibv_query_port reads DOWN, an IBV_EVENT_PORT_ERR
  *     arrives, traffic continues over the other planes; up again reads ACTIVE;
  *   - an EV denied and allowed again, as seen by QUERY_EV_STATE, with traffic flowing;
@@ -53,6 +55,22 @@ static void setup_profiles(struct end *a) {
   CHECK(mrc_ctl_query_ev_profile(a->ctx, 5, &q, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_COUNT) == 0 &&
             q.cur_profile_state == MRC_CTL_PROFILE_ONLINE && q.ev_count <= 64 && q.ev_count >= 62,
         "query EV profile (count aligned to the planes: %u)", q.ev_count);
+}
+
+/* CC profile 0: the configuration of a QP without a CC profile. */
+static void check_cc_profile0(struct end *a) {
+  struct mrc_ctl_cc_profile_attr cc;
+  memset(&cc, 0, sizeof cc);
+  CHECK(mrc_ctl_query_cc_profile(a->ctx, 0, &cc, MRC_CTL_CC_PROFILE_STATE) == 0, "query CC profile 0");
+  CHECK(cc.cur_profile_state == MRC_CTL_PROFILE_ONLINE && cc.algorithm != NULL &&
+            strcmp(cc.algorithm, "uet-1.0-nscc") == 0 && cc.cc_config != NULL,
+        "CC profile 0 is ONLINE with uet-1.0-nscc and its parameters");
+  const struct mrc_ctl_cc_nscc_cfg *nscc = (const struct mrc_ctl_cc_nscc_cfg *)cc.cc_config;
+  CHECK(nscc->max_cwnd > 0 && nscc->eta > 0 && nscc->target_delay > 0, "CC profile 0's NSCC parameters");
+  cc.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  EXPECT_ERRNO(mrc_ctl_modify_cc_profile(a->ctx, 0, &cc, MRC_CTL_CC_PROFILE_STATE), EBUSY); /* fixed */
+  cc.algorithm = NULL;
+  EXPECT_ERRNO(mrc_ctl_modify_cc_profile(a->ctx, 0, &cc, MRC_CTL_CC_PROFILE_ALGORITHM), EBUSY);
 }
 
 static void check_device(struct end *a) {
@@ -144,12 +162,17 @@ int main(int argc, char **argv) {
   m.profile.ev_profile_id = 5;
   m.profile.cc_profile_id = 7;
   CHECK(end_connect(&a, 0x30, &bi, &m, MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID, 0, 0) == 0, "connect A");
-  CHECK(end_connect(&b, 0x40, &ai, NULL, 0, 0, 0) == 0, "connect B");
+  check_cc_profile0(&b);
+  struct mrc_qp_attr zero;
+  memset(&zero, 0, sizeof zero); /* CC profile 0: the default */
+  CHECK(end_connect(&b, 0x40, &ai, &zero, MRC_QP_CC_PROFILE_ID, 0, 0) == 0, "connect B with CC profile 0");
   CHECK(post_recvs(b.qp, 64) == 0, "post_recv");
   struct mrc_qp_attr got;
   CHECK(mrc_query_qp(a.qp, NULL, 0, &got, MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID, NULL) == 0 &&
             got.profile.ev_profile_id == 5 && got.profile.cc_profile_id == 7,
         "the QP reports its profiles");
+  CHECK(mrc_query_qp(b.qp, NULL, 0, &got, MRC_QP_CC_PROFILE_ID, NULL) == 0 && got.profile.cc_profile_id == 0,
+        "B reports CC profile 0");
   struct mrc_ctl_cc_profile_attr cc;
   memset(&cc, 0, sizeof cc);
   cc.profile_state = MRC_CTL_PROFILE_OFFLINE;
@@ -157,6 +180,8 @@ int main(int argc, char **argv) {
   struct mrc_cq *evcq = mrc_ctl_create_ev_event_cq(a.ctx, 64, NULL, NULL, 0);
   CHECK(evcq != NULL, "mrc_ctl_create_ev_event_cq");
   write_messages(&a, &b, &bi, 20);
+  CHECK(post_recvs(a.qp, 4) == 0, "post_recv on A");
+  write_messages(&b, &a, &ai, 10); /* B sends with CC profile 0 */
   check_port_down(&a, &b, &bi);
   check_ev_states(&a, &b, &bi);
   struct mrc_ctl_ev_event events[8];

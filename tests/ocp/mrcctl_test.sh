@@ -74,8 +74,9 @@ expect_exit 1 "no port 9" -- "$mrcctl" port set mrc0 9 down
 # Profiles.
 shows "^profile 0  online" -- "$mrcctl" ev profile show mrc0
 [ "$("$mrcctl" --json ev profile show mrc0 | json 'd["profiles"][0]["id"]')" = 0 ] || fail "ev profile --json"
-shows "no CC profiles" -- "$mrcctl" cc show mrc0
-[ "$("$mrcctl" --json cc show mrc0 | json 'len(d["profiles"])')" = 0 ] || fail "cc --json"
+# CC profile 0: the default every QP has, ONLINE, NSCC with the datapath's parameters.
+shows "^profile 0  online   uet-1.0-nscc .*target_delay_ns 50000" -- "$mrcctl" cc show mrc0
+[ "$("$mrcctl" --json cc show mrc0 | json 'd["profiles"][0]["id"], len(d["profiles"])')" = "0 1" ] || fail "cc --json"
 
 # EV states, deny and allow one EV (the third EV of the first QP: on port 1... or any).
 "$mrcctl" --json ev show mrc0 >"$out"
