@@ -49,6 +49,7 @@ enum Magic : uint32_t {
 struct EvProfile {
   mrc_ctl_profile_state state = MRC_CTL_PROFILE_INIT;
   mrc_ctl_ev_mode mode = MRC_CTL_EV_MODE_AUTO;
+  bool mode_set = false;  // MODE given since the profile was last INIT (the move OFFLINE needs it)
   uint64_t fmt_id = 0;
   uint32_t count = 0;
   uint32_t min_active = 0;
@@ -61,6 +62,7 @@ struct EvProfile {
 struct EvFmtProfile {
   mrc_ctl_profile_state state = MRC_CTL_PROFILE_INIT;
   mrc_ctl_ev_fmt_mode mode = MRC_CTL_EV_FMT_MODE_UDP;
+  bool mode_set = false;  // as EvProfile::mode_set
   std::vector<mrc_ctl_ev_fmt_field> fields;
 };
 struct CcProfile {

@@ -7,9 +7,13 @@
  *   - port 2 set administratively down: ibv_query_port reads DOWN, an IBV_EVENT_PORT_ERR
  *     arrives, traffic continues over the other planes; up again reads ACTIVE;
  *   - an EV denied and allowed again, as seen by QUERY_EV_STATE, with traffic flowing;
- *   - an EV event CQ can be created, polled and destroyed; an unknown EV mode is EINVAL.
+ *   - an EV event CQ can be created, polled and destroyed; an unknown EV mode is EINVAL;
+ *   - what mrc_ctl.h forbids is refused (EINVAL) and creates nothing: an EV or EV format
+ *     profile moving OFFLINE without its MODE, a format profile moving ONLINE without fields,
+ *     denying an EV on a profile never created (or still INIT), denying an EV value that is not
+ *     one of the device's UDP source ports.
  *
- *   mrc_ctl_test <device A> <device B>     (devices with at least 2 planes)
+ *   mrc_ctl_test <device A> <device B> <A's ev-ports base>     (A with 3 planes, B with 2 or more)
  */
 #include <arpa/inet.h>
 
@@ -55,6 +59,85 @@ static void setup_profiles(struct end *a) {
   CHECK(mrc_ctl_query_ev_profile(a->ctx, 5, &q, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_COUNT) == 0 &&
             q.cur_profile_state == MRC_CTL_PROFILE_ONLINE && q.ev_count <= 64 && q.ev_count >= 62,
         "query EV profile (count aligned to the planes: %u)", q.ev_count);
+}
+
+/* MODIFY_EV_STATE of one EV, given as a UDP source port (val[0..1]), a port and a third value byte. */
+static int set_ev(struct mrc_context *ctx, uint64_t profile, uint32_t value, uint8_t port, uint8_t extra_byte,
+                  enum mrc_ctl_ev_state state) {
+  struct mrc_ctl_ev_op_entry e;
+  struct mrc_ctl_ev_profile_attr m;
+  memset(&e, 0, sizeof e);
+  memset(&m, 0, sizeof m);
+  e.ev.val[0] = (uint8_t)(value >> 8);
+  e.ev.val[1] = (uint8_t)value;
+  e.ev.val[2] = extra_byte;
+  e.ev.port = port;
+  e.state = state;
+  m.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
+  m.ev_op.entries = &e;
+  m.ev_op.entry_count = 1;
+  return mrc_ctl_modify_ev_profile(ctx, profile, &m, MRC_CTL_EV_PROFILE_EV_OP);
+}
+
+static int deny(struct mrc_context *ctx, uint64_t profile, uint32_t value, uint8_t port, uint8_t extra_byte) {
+  return set_ev(ctx, profile, value, port, extra_byte, MRC_CTL_EV_DENIED);
+}
+
+/* EV profiles: the move OFFLINE needs MODE; EVs are denied only in a configured profile and only
+ * if the device can send them. `ev_base`: the device's first EV source port (plane 1's). */
+static void check_ev_profile_refusals(struct mrc_context *ctx, uint32_t ev_base) {
+  struct mrc_ctl_ev_profile_attr ev, q;
+  memset(&ev, 0, sizeof ev);
+  ev.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  ev.ev_count = 6;
+  EXPECT_ERRNO(mrc_ctl_modify_ev_profile(ctx, 79, &ev, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_COUNT), EINVAL);
+  memset(&q, 0, sizeof q);
+  EXPECT_ERRNO(mrc_ctl_query_ev_profile(ctx, 79, &q, 0), EINVAL); /* the refused call created nothing */
+  EXPECT_ERRNO(deny(ctx, 77, ev_base, 1, 0), EINVAL);                /* a profile never created */
+  EXPECT_ERRNO(mrc_ctl_query_ev_profile(ctx, 77, &q, 0), EINVAL);
+  ev.ev_event_mask = MRC_CTL_EV_ASSUMED_BAD;
+  CHECK(mrc_ctl_modify_ev_profile(ctx, 78, &ev, MRC_CTL_EV_PROFILE_EVENT_MASK) == 0, "profile 78 created, INIT");
+  EXPECT_ERRNO(deny(ctx, 78, ev_base, 1, 0), EINVAL); /* INIT: not configured */
+  EXPECT_ERRNO(mrc_ctl_modify_ev_profile(ctx, 78, &ev, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_COUNT), EINVAL);
+  ev.ev_mode = MRC_CTL_EV_MODE_AUTO;
+  CHECK(mrc_ctl_modify_ev_profile(ctx, 78, &ev,
+                                  MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_COUNT) == 0,
+        "INIT -> OFFLINE with MODE");
+  CHECK(deny(ctx, 78, ev_base, 1, 0) == 0, "deny in an OFFLINE profile");
+  /* EV values that are no EV source port of this device (profile 0, ONLINE). */
+  EXPECT_ERRNO(deny(ctx, 0, 0, 1, 0), EINVAL);                 /* port 0 is no UDP port */
+  EXPECT_ERRNO(deny(ctx, 0, ev_base, 1, 0x01), EINVAL);        /* more than 16 bits */
+  EXPECT_ERRNO(deny(ctx, 0, ev_base, 0, 0), EINVAL);           /* no port (plane) 0 */
+  EXPECT_ERRNO(deny(ctx, 0, ev_base, 9, 0), EINVAL);           /* no port 9 */
+  EXPECT_ERRNO(deny(ctx, 0, ev_base - 1, 1, 0), EINVAL);       /* below the device's EV ports */
+  EXPECT_ERRNO(deny(ctx, 0, ev_base + 101, 1, 0), EINVAL);     /* plane 2's port named on port 1 */
+  CHECK(deny(ctx, 0, ev_base + 101, 2, 0) == 0, "deny plane 2's first EV on port 2");
+  CHECK(set_ev(ctx, 0, ev_base + 101, 2, 0, MRC_CTL_EV_GOOD) == 0, "allow it again");
+  EXPECT_ERRNO(set_ev(ctx, 0, 0, 1, 0, MRC_CTL_EV_GOOD), EINVAL); /* allowing is checked the same way */
+}
+
+/* EV format profiles: the move OFFLINE needs MODE, the move ONLINE the fields; ONLINE is fixed. */
+static void check_fmt_profile_refusals(struct mrc_context *ctx) {
+  struct mrc_ctl_ev_fmt_field field = {.width = 16};
+  struct mrc_ctl_ev_fmt_profile_attr f, q;
+  memset(&f, 0, sizeof f);
+  memset(&q, 0, sizeof q);
+  f.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  f.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_UDP;
+  EXPECT_ERRNO(mrc_ctl_modify_ev_fmt_profile(ctx, 40, &f, MRC_CTL_EV_FMT_PROFILE_STATE), EINVAL); /* no MODE */
+  EXPECT_ERRNO(mrc_ctl_query_ev_fmt_profile(ctx, 40, &q, 0), EINVAL); /* nothing created */
+  CHECK(mrc_ctl_modify_ev_fmt_profile(ctx, 40, &f, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE) == 0,
+        "format profile -> OFFLINE with MODE");
+  f.profile_state = MRC_CTL_PROFILE_ONLINE;
+  EXPECT_ERRNO(mrc_ctl_modify_ev_fmt_profile(ctx, 40, &f, MRC_CTL_EV_FMT_PROFILE_STATE), EINVAL); /* no fields */
+  f.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+  f.ev_fmt_op.fmt_fields = &field;
+  f.ev_fmt_op.fmt_field_count = 1;
+  CHECK(mrc_ctl_modify_ev_fmt_profile(ctx, 40, &f, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_OP) == 0,
+        "format profile -> ONLINE with its fields");
+  EXPECT_ERRNO(mrc_ctl_modify_ev_fmt_profile(ctx, 40, &f, MRC_CTL_EV_FMT_PROFILE_OP), EBUSY); /* ONLINE */
+  CHECK(mrc_ctl_query_ev_fmt_profile(ctx, 40, &q, 0) == 0 && q.cur_profile_state == MRC_CTL_PROFILE_ONLINE,
+        "format profile 40 reads ONLINE");
 }
 
 /* CC profile 0: the configuration of a QP without a CC profile. */
@@ -148,7 +231,7 @@ static void check_ev_states(struct end *a, struct end *b, const struct peer_info
 }
 
 int main(int argc, char **argv) {
-  CHECK(argc >= 3, "usage: mrc_ctl_test <device A> <device B>");
+  CHECK(argc >= 4, "usage: mrc_ctl_test <device A> <device B> <A's ev-ports base>");
   struct end a, b;
   struct peer_info ai, bi;
   end_open(&a, argv[1], 1 << 16, 64, 8, 0);
@@ -157,6 +240,8 @@ int main(int argc, char **argv) {
   end_info(&b, 0x40, &bi);
   check_device(&a);
   setup_profiles(&a);
+  check_ev_profile_refusals(a.ctx, (uint32_t)atoi(argv[3]));
+  check_fmt_profile_refusals(a.ctx);
   struct mrc_qp_attr m;
   memset(&m, 0, sizeof m);
   m.profile.ev_profile_id = 5;

@@ -90,6 +90,7 @@ shows "denied $ev/$port" -- "$mrcctl" ev profile show mrc0
 "$mrcctl" ev allow mrc0 "$ev" "$port"
 shows "ev +$ev port $port  (good|skip|assumed_bad)" -- "$mrcctl" ev show mrc0
 expect_exit 1 "no EV profile 42" -- "$mrcctl" ev deny mrc0 "$ev" "$port" profile 42
+expect_exit 1 "EINVAL" -- "$mrcctl" ev deny mrc0 1 1  # source port 1 is no EV of mrc0
 
 # EV probes (mrc0 drops 2%: a probe may go unanswered, so ask for several).
 "$mrcctl" ev probe mrc0 "$ev" "$port" count 8 timeout 2000 >"$out"
