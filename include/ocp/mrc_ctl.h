@@ -339,8 +339,8 @@ struct mrc_ctl_cc_nscc_cfg {
 };
 
 /* INIT -> OFFLINE needs ALGORITHM, OFFLINE -> ONLINE needs CONFIG (unless the algorithm is
- * NULL); ALGORITHM and CONFIG while ONLINE: EBUSY. Profile 0 always exists, ONLINE and fixed
- * (EBUSY): the congestion control of a QP created without MRC_QP_CC_PROFILE_ID. */
+ * NULL); ALGORITHM and CONFIG while ONLINE: EBUSY. Profile 0 always exists, ONLINE, and takes
+ * no change (EBUSY): the congestion control of a QP created without MRC_QP_CC_PROFILE_ID. */
 int mrc_ctl_modify_cc_profile(struct mrc_context *mrc_ctx,
 			      uint64_t cc_profile_id,
 			      struct mrc_ctl_cc_profile_attr *attr,
