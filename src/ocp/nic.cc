@@ -40,7 +40,8 @@ Result<std::unique_ptr<io::Device>, std::string> open_device(const DeviceSpec& s
   dc.impairment.drop = spec.drop;
   dc.backend = spec.backend;
   // What a library user changes, in the error of a port in use: the device's entry.
-  const std::string entry = " in " + spec.name + "'s entry of " + device_config().source + ", or open another device";
+  const std::string entry =
+      " in " + spec.name + "'s entry of " + device_config().source + ", or open another device";
   dc.port_setting = "port=" + entry;
   dc.ev_port_setting = "ev-ports=" + entry;
   return io::Device::open(dc, &lock);
@@ -53,7 +54,8 @@ void say_open_failed(int index, const std::string& why) {
   if (said.size() <= static_cast<size_t>(index)) said.resize(index + 1);
   if (said[index] == why) return;
   said[index] = why;
-  std::fprintf(stderr, "mrc: cannot open device %s: %s\n", device_config().devices[index].name.c_str(), why.c_str());
+  std::fprintf(stderr, "mrc: cannot open device %s: %s\n", device_config().devices[index].name.c_str(),
+               why.c_str());
 }
 
 // The process at the other end of a connected unix socket (the owner serving its control
