@@ -86,5 +86,25 @@ TEST(Device, AnAddressInUseIsAClearError) {
   EXPECT_FALSE(Device::open(DeviceConfig{}).ok());
 }
 
+// The error of a port in use names who holds it (here: this very process) and the setting that
+// moves it: the tools' options by default, whatever the caller names instead.
+TEST(Device, APortInUseNamesItsHolderAndTheSettingThatMovesIt) {
+  auto first = Device::open(loopback_config(24797, 28000));
+  ASSERT_TRUE(first.ok()) << first.error();
+  auto same_port = Device::open(loopback_config(24797, 28400));
+  ASSERT_FALSE(same_port.ok());
+  EXPECT_NE(same_port.error().find("this process already uses this port: choose another with --port"),
+            std::string::npos)
+      << same_port.error();
+  DeviceConfig named = loopback_config(24798, 28000);  // its EV source ports overlap the first's
+  named.ev_port_setting = "ev-ports= in the entry";
+  auto same_ev_ports = Device::open(named);
+  ASSERT_FALSE(same_ev_ports.ok());
+  EXPECT_NE(same_ev_ports.error().find("127.0.0.1:28000"), std::string::npos) << same_ev_ports.error();
+  EXPECT_NE(same_ev_ports.error().find("uses this EV source port: choose another with ev-ports= in the entry"),
+            std::string::npos)
+      << same_ev_ports.error();
+}
+
 }  // namespace
 }  // namespace mrc::io

@@ -194,9 +194,36 @@ TEST_F(Hostile, WrongRkeyIsDroppedAsBadKey) {
       0, 0xFFFFFFFFu,
   };
   const uint64_t before = drops(b().qp, DropReason::kBadKey);
+  const uint64_t naks = b().qp->stats().access_naks_sent;
   for (uint32_t key : keys) inject_b(datagram(write_only(region_.address, key, 100), 100, 0xEE));
   EXPECT_EQ(drops(b().qp, DropReason::kBadKey) - before, std::size(keys));
+  EXPECT_EQ(b().qp->stats().access_naks_sent - naks, std::size(keys));  // each answered "remote access error"
   expect_arena_unchanged();
+  expect_transfer_works(4096, 5000);
+}
+
+// An access NAK naming a packet in flight that then arrives intact fails nothing: the requester
+// only remembers it, and the work request completes with success.
+TEST_F(Hostile, ForgedAccessNakForAPacketInFlightChangesNothing) {
+  const Psn psn = expected_psn();  // the PSN of A's next packet
+  Sge sge{a().source_mr.address, 100, a().source_mr.lkey};
+  SendWr wr;
+  wr.wr_id = 99;
+  wr.opcode = SendOpcode::kWrite;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.remote_addr = region_.address;
+  wr.rkey = region_.rkey;
+  ASSERT_TRUE(a().qp->post_send(wr).ok());
+  pair_.run(pair_.now() + Duration{500});  // sent, not yet arrived (the pair's delay is 2 us)
+  const uint64_t seen = a().qp->stats().access_naks_received;
+  inject(0, control_to_a(psn, wire::Ack{wire::kAethNakRemoteAccess, 0}, Opcode::kAck));
+  EXPECT_EQ(a().qp->stats().access_naks_received, seen + 1);
+  pair_.run(pair_.now() + Duration::from_ms(50));
+  const auto done = pair_.drain(0, false);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(a().qp->state(), QpState::kRts);
   expect_transfer_works(4096, 5000);
 }
 

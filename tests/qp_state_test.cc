@@ -225,6 +225,36 @@ TEST(QpState, VanishedPeerFailsTheQpWithRetryExceeded) {
   EXPECT_EQ(a->post_send(SendWr{}).error(), PostError::kQpState);
 }
 
+// A WRITE with a key the responder does not know: the responder NAKs each copy with "remote
+// access error", the requester keeps retrying as for a lost packet, and when its retries run
+// out the work request completes with kRemoteAccessError (the later ones flushed).
+TEST(QpState, WrongRkeyFailsWithRemoteAccessErrorAtTheRetryLimit) {
+  QpConfig config = small_config();
+  config.timeout = 4;  // 16 us
+  config.retry_linear = 2;
+  config.retry_exp = 2;
+  Pair pair(2, config, 1 << 20);
+  QueuePair* a = pair.side[0].qp;
+  Sge sge{pair.side[0].source_mr.address, 5000, pair.side[0].source_mr.lkey};
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = SendOpcode::kWrite;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.remote_addr = pair.side[1].target_mr.address;
+  wr.rkey = pair.side[1].target_mr.rkey + 1;  // same slot, another generation
+  ASSERT_TRUE(a->post_send(wr).ok());
+  ASSERT_TRUE(pair.write(0, 0, 3000, 2).ok());  // a good one behind it
+  pair.run(Instant{1'000'000'000});
+  EXPECT_EQ(a->state(), QpState::kError);
+  EXPECT_GT(pair.side[1].qp->stats().access_naks_sent, 0u);
+  EXPECT_GT(a->stats().access_naks_received, 0u);
+  EXPECT_GT(a->stats().timeouts, config.retry_linear + config.retry_exp - 1u);  // not failed at once
+  const auto sends = pair.drain(0, false);
+  EXPECT_EQ(wr_ids(sends), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(statuses(sends), (std::vector<WcStatus>{WcStatus::kRemoteAccessError, WcStatus::kWrFlushError}));
+}
+
 TEST(QpState, SendQueueFull) {
   QpConfig config = small_config();
   config.max_send_wr = 4;

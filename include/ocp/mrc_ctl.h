@@ -169,6 +169,9 @@ struct mrc_ctl_ev_fmt_profile_attr {
 	uint8_t vendor_cfg[MRC_CTL_MAX_VENDOR_CFG_SIZE];
 };
 
+/* Moves: INIT -> OFFLINE needs MODE (with the move, or given while INIT), OFFLINE -> ONLINE
+ * needs the fields (MODIFY_FIELDS); MODE and fields while ONLINE: EBUSY; any other move: EINVAL.
+ * A refused call creates no profile. */
 int mrc_ctl_modify_ev_fmt_profile(struct mrc_context *mrc_ctx,
 				  uint64_t ev_fmt_profile_id,
 				  struct mrc_ctl_ev_fmt_profile_attr *attr,
@@ -283,7 +286,12 @@ struct mrc_ctl_ev_profile_attr {
 	uint8_t vendor_cfg[MRC_CTL_MAX_VENDOR_CFG_SIZE];
 };
 
-/* EV_OP and EV_FIELDS_OP are mutually exclusive in one call (EINVAL). */
+/* EV_OP and EV_FIELDS_OP are mutually exclusive in one call (EINVAL). INIT -> OFFLINE needs MODE
+ * (with the move, or given while INIT); MODE, FMT_ID, COUNT and MIN_ACTIVE while ONLINE: EBUSY.
+ * REPLACE_EV and MODIFY_EV_STATE act on a profile past INIT (one in INIT, or never created:
+ * EINVAL) and on EVs the device can send (mrc: the UDP source port, big-endian in val[0..1], of
+ * one of the port's EV source ports, every other byte 0; else EINVAL). Profile 0 always exists,
+ * ONLINE: the QPs created without MRC_QP_EV_PROFILE_ID. A refused call creates no profile. */
 int mrc_ctl_modify_ev_profile(struct mrc_context *mrc_ctx,
 			      uint64_t ev_profile_id,
 			      struct mrc_ctl_ev_profile_attr *attr,
@@ -330,6 +338,9 @@ struct mrc_ctl_cc_nscc_cfg {
 	uint32_t target_delay;             /* ns */
 };
 
+/* INIT -> OFFLINE needs ALGORITHM, OFFLINE -> ONLINE needs CONFIG (unless the algorithm is
+ * NULL); ALGORITHM and CONFIG while ONLINE: EBUSY. Profile 0 always exists, ONLINE, and takes
+ * no change (EBUSY): the congestion control of a QP created without MRC_QP_CC_PROFILE_ID. */
 int mrc_ctl_modify_cc_profile(struct mrc_context *mrc_ctx,
 			      uint64_t cc_profile_id,
 			      struct mrc_ctl_cc_profile_attr *attr,

@@ -146,7 +146,7 @@ void QueuePair::to_error() {
     return;
   }
   if (requester_) {
-    const WcStatus first = requester_->failed() ? WcStatus::kRetryExceeded : WcStatus::kWrFlushError;
+    const WcStatus first = requester_->failed() ? requester_->failure_status() : WcStatus::kWrFlushError;
     requester_->flush(first, send_cq_);
   }
   if (responder_) responder_->flush(recv_cq_);
@@ -230,6 +230,8 @@ void QueuePair::handle_control(Instant now, const wire::ControlPacket& packet, c
     if (requester_) requester_->on_sack(now, *sack);
   } else if (const auto* nack = std::get_if<wire::Nack>(&packet.body)) {
     if (requester_) requester_->on_nack(now, *nack);
+  } else if (const auto* ack = std::get_if<wire::Ack>(&packet.body)) {
+    if (requester_ && ack->syndrome == wire::kAethNakRemoteAccess) requester_->on_access_nak(packet.bth.psn);
   } else if (const auto* probe = std::get_if<wire::Probe>(&packet.body)) {
     responder_->on_probe(now, *probe, meta);
   } else if (const auto* request = std::get_if<wire::EndpointRequest>(&packet.body)) {
@@ -241,7 +243,8 @@ void QueuePair::handle_control(Instant now, const wire::ControlPacket& packet, c
       port_status_next_at_ = Instant::never();
     }
   }
-  // AETH ACKs (RoCE cumulative ACKs) carry nothing SACKs do not; they are accepted and ignored.
+  // Other AETH ACKs (RoCE cumulative ACKs) carry nothing SACKs do not; they are accepted and
+  // ignored.
 }
 
 void QueuePair::handle_endpoint_request(const wire::EndpointRequest& request, const RxMeta& meta) {

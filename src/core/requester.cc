@@ -529,6 +529,19 @@ void Requester::on_nack(Instant now, const wire::Nack& nack) {
   }
 }
 
+// Remembered, not acted on (see requester.h): the packet stays in flight and the timers go on.
+void Requester::on_access_nak(Psn psn) {
+  if (!window_.contains(psn) || window_.at(psn).state == SentPacket::State::kAcked) return;
+  ++stats_.access_naks_received;
+  access_nak_ = true;
+  access_nak_wr_ = window_.at(psn).wr_sequence;
+}
+
+WcStatus Requester::failure_status() const {
+  const bool oldest = sq_head_ < sq_tail_ && access_nak_wr_ == static_cast<uint32_t>(sq_head_);
+  return access_nak_ && oldest ? WcStatus::kRemoteAccessError : WcStatus::kRetryExceeded;
+}
+
 void Requester::on_plane_down(PlaneId plane) {
   declare_lost_where([plane](const SentPacket& p) { return p.plane == plane; }, stats_.losses_port,
                      false, Instant{0});
@@ -668,6 +681,7 @@ void Requester::complete_acknowledged() {
       c.byte_len = static_cast<uint32_t>(std::min<uint64_t>(w.total_length, UINT32_MAX));
       cq_->push(c);
     }
+    if (access_nak_wr_ == static_cast<uint32_t>(sq_head_)) access_nak_ = false;  // delivered after all
     ++sq_head_;
   }
 }
@@ -684,6 +698,7 @@ void Requester::flush(WcStatus first, CompletionQueue* cq) {
     first = WcStatus::kWrFlushError;
   }
   sq_next_send_ = sq_tail_ = sq_head_;
+  access_nak_ = false;
   retransmits_.clear();
   tx_order_.clear();
   suspects_.clear();

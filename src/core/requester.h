@@ -24,7 +24,11 @@
 //     those whose last packets were lost, so this sets the completion time of a collective.
 //  5. Retransmission timeout: OCP ACK timeout, `retry_linear` retries at a fixed interval then
 //     `retry_exp` with exponential backoff; past that the QP fails and every outstanding work
-//     request completes with an error.
+//     request completes with an error: the oldest with kRetryExceeded, or kRemoteAccessError if
+//     the responder NAKed one of its packets in flight with "remote access error" (a bad rkey,
+//     access or bounds). Such a NAK is only remembered: it does not fail the QP sooner than the
+//     retries would, so an injected NAK can at most change the name of a failure that happens
+//     anyway (docs/PROTOCOL.md 2.8).
 // A real loss (2-5) is reported to the EV set (a second loss on the same EV soon after retires
 // it, see ev_set.h) and the packet goes out again on another EV.
 #pragma once
@@ -79,6 +83,8 @@ class alignas(64) Requester {
 
   void on_sack(Instant now, const wire::Sack& sack);
   void on_nack(Instant now, const wire::Nack& nack);
+  // An AETH NAK "remote access error" (wire::kAethNakRemoteAccess) naming `psn`.
+  void on_access_nak(Psn psn);
   void on_plane_down(PlaneId plane);
   // Planes whose ports are up at both ends (bit p = plane p); the window is shared among them.
   void set_usable_planes(uint32_t mask) { usable_planes_ = mask; }
@@ -88,6 +94,9 @@ class alignas(64) Requester {
   Instant next_deadline() const;
 
   bool failed() const { return failed_; }
+  // The status of the oldest work request once failed(): kRemoteAccessError if the responder
+  // NAKed one of its packets with "remote access error", else kRetryExceeded.
+  WcStatus failure_status() const;
   // Completes every outstanding work request with an error (the oldest with `first`).
   void flush(WcStatus first, CompletionQueue* cq);
   void set_completion_queue(CompletionQueue* cq) { cq_ = cq; }
@@ -248,7 +257,10 @@ class alignas(64) Requester {
   bool failed_ = false;
   uint32_t reorder_scale_ = kMinReorderScale;  // reorder window = srtt * scale / 4
   uint32_t acks_since_false_loss_ = 0;
-  bool virtual_payload_ = false;  // last: the per-packet fields above keep their offsets
+  bool virtual_payload_ = false;  // the per-packet fields above keep their offsets
+  // The work request (wr_sequence) one of whose packets in flight got an access NAK, if any.
+  bool access_nak_ = false;
+  uint32_t access_nak_wr_ = 0;
 };
 
 }  // namespace mrc

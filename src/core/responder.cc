@@ -51,6 +51,7 @@ bool Responder::place(const wire::DataPacket& packet) {
       case MrError::kAccessDenied: drop(DropReason::kAccessDenied); break;
       default: drop(DropReason::kBadKey); break;
     }
+    send_access_nak(packet.header.bth.psn);
     return false;
   }
   if (!virtual_payload_) std::memcpy(dst.value(), packet.payload.data(), packet.payload.size());
@@ -201,6 +202,17 @@ void Responder::send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta, 
   item.packet.bth.psn = psn;
   item.packet.body = n;
   push_control(item, stats_.nacks_sent[static_cast<size_t>(reason) % kNackReasonSlots]);
+}
+
+// Says why the packet at `psn` will never be placed; the requester only remembers it (it fails
+// the QP at its retry limit as for a lost packet, and names the error then: requester.h).
+void Responder::send_access_nak(Psn psn) {
+  ControlItem item;
+  item.packet.bth.opcode = wire::Opcode::kAck;
+  item.packet.bth.dest_qp = dest_qp_;
+  item.packet.bth.psn = psn;
+  item.packet.body = wire::Ack{wire::kAethNakRemoteAccess, 0};  // MSN: mrc's requester reads none
+  push_control(item, stats_.access_naks_sent);
 }
 
 void Responder::push_control(const ControlItem& item, uint64_t& sent_counter) {

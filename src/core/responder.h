@@ -4,8 +4,10 @@
 // A data packet is placed only after every check passes: QP state, PSN inside the window
 // (behind it: a duplicate, answered with a SACK; beyond it: NACK PSN_OOR_WINDOW), not already
 // received, payload length consistent with the opcode and MTU, and RETH key / protection domain
-// / access / bounds via the memory-region table. A trimmed packet (payload cut by a switch) is
-// not placed but NACKed at once so the sender retransmits without waiting. WRITE-with-immediate
+// / access / bounds via the memory-region table (a packet failing that check is dropped and
+// answered with an IBTA NAK "remote access error", wire::kAethNakRemoteAccess). A trimmed packet
+// (payload cut by a switch) is not placed but NACKed at once so the sender retransmits without
+// waiting. WRITE-with-immediate
 // messages are tracked by their RQ message sequence number in a ring of max_wimm_dest entries;
 // each completes (consuming a posted receive) when the cumulative PSN has passed its last
 // packet, which delivers completions in send order and guarantees that all data written before
@@ -114,6 +116,7 @@ class alignas(64) Responder {
   // Takes a token for an answer to a packet that did not advance the window (see above).
   bool may_answer_unsolicited(Instant now);
   void send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta, uint16_t timestamp);
+  void send_access_nak(Psn psn);
   // What this responder's next data packet reads first: its receive-window word, its lines.
   void note_hints() const {
     hints_->at[PrefetchHints::kReceiveWord] = window_.next_word();

@@ -67,6 +67,8 @@ struct QpStats {
   std::array<PlaneStats, kMaxPlanes> planes{};
   std::array<uint64_t, kNackReasonSlots> nacks_sent{};      // index = NACK reason code
   std::array<uint64_t, kNackReasonSlots> nacks_received{};
+  uint64_t access_naks_sent = 0;      // IBTA NAKs "remote access error" (bad key, access, bounds)
+  uint64_t access_naks_received = 0;  //   and those that named a packet still in flight
   uint64_t trims_received = 0;  // trimmed packets seen as responder
   uint64_t ecn_marks_received = 0;
   uint64_t losses_fast = 0;     // all of the next four

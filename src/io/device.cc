@@ -18,6 +18,8 @@ Result<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& co
   hc.gso = hc.gro = config.gso;
   hc.backend = config.backend;
   hc.seed = config.seed;
+  hc.port_setting = config.port_setting;
+  hc.ev_port_setting = config.ev_port_setting;
   auto host = UdpHost::open(hc);
   if (!host.ok()) return Err{host.error()};
   std::unique_ptr<Device> device(new Device(config, shared_lock));

@@ -56,6 +56,8 @@ struct DeviceConfig {
   bool gso = true;  // UdpHostConfig::gso and ::gro
   Backend backend = Backend::kUdp;  // UdpHostConfig::backend
   uint64_t seed = 1;
+  std::string port_setting = "--port";             // UdpHostConfig::port_setting
+  std::string ev_port_setting = "--ev-port-base";  // UdpHostConfig::ev_port_setting
 };
 
 class Device final : private CompletionNotifier {

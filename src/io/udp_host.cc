@@ -16,6 +16,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "io/port_holder.h"
+
 namespace mrc::io {
 
 namespace {
@@ -36,7 +38,19 @@ std::string errno_text(const std::string& what, const PlaneAddress& a) {
   return what + " " + to_string(a) + ": " + std::strerror(errno);
 }
 
-Result<int, std::string> bound_socket(const PlaneAddress& a, int buffer_bytes) {
+// Why `a` is in use, and how to move: "(process 1234 (mrc_bw) uses this port: stop it, or
+// choose another with --port)".
+std::string in_use_advice(const PlaneAddress& a, const char* what, const std::string& setting) {
+  const pid_t holder = udp_port_holder(a);
+  if (holder == getpid())
+    return std::string(" (this process already uses this ") + what + ": choose another with " + setting + ")";
+  const std::string who = holder != 0 ? describe_process(holder) : "another process";
+  return " (" + who + " uses this " + what + ": stop it, or choose another with " + setting + ")";
+}
+
+// A UDP socket bound to `a`; `what` and `setting` name the port in the error of one in use.
+Result<int, std::string> bound_socket(const PlaneAddress& a, int buffer_bytes, const char* what,
+                                      const std::string& setting) {
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return Err{errno_text("socket for", a)};
   // Larger buffers absorb bursts; FORCE works as root, the plain option up to rmem_max.
@@ -53,10 +67,11 @@ Result<int, std::string> bound_socket(const PlaneAddress& a, int buffer_bytes) {
   sa.sin_addr = a.address;
   sa.sin_port = htons(a.port);
   if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    const int error = errno;
     std::string e = errno_text("cannot bind", a);
-    if (errno == EADDRNOTAVAIL) e += " (is this address configured on a local interface?)";
-    if (errno == EADDRINUSE) e += " (another process uses this port: choose another with --port)";
     close(fd);
+    if (error == EADDRNOTAVAIL) e += " (is this address configured on a local interface?)";
+    if (error == EADDRINUSE) e += in_use_advice(a, what, setting);
     return Err{e};
   }
   return fd;
@@ -138,7 +153,7 @@ Result<Ok, std::string> UdpHost::open_sockets() {
 Result<Ok, std::string> UdpHost::open_plane(int p) {
   Plane& plane = planes_[p];
   plane.local = config_.planes[p];
-  auto rx = bound_socket(plane.local, config_.socket_buffer_bytes);
+  auto rx = bound_socket(plane.local, config_.socket_buffer_bytes, "port", config_.port_setting);
   if (!rx.ok()) return Err{rx.error()};
   plane.rx_fd = rx.value();
   int poll_fd = plane.rx_fd;
@@ -158,8 +173,8 @@ Result<Ok, std::string> UdpHost::open_plane(int p) {
   for (uint16_t i = 0; i < config_.ev_ports_per_plane; ++i) {
     PlaneAddress a = plane.local;
     a.port = static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + i);
-    auto tx = bound_socket(a, config_.socket_buffer_bytes);
-    if (!tx.ok()) return Err{tx.error() + " (EV source port; choose another --ev-port-base)"};
+    auto tx = bound_socket(a, config_.socket_buffer_bytes, "EV source port", config_.ev_port_setting);
+    if (!tx.ok()) return Err{tx.error()};
     plane.tx_fds.push_back(tx.value());
     if (tx_.gso() && !gso_supported(tx.value())) tx_.disable_gso();
   }

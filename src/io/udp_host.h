@@ -89,6 +89,11 @@ struct UdpHostConfig {
   Duration spin{Duration::from_us(100)};
   Impairment impairment;
   uint64_t seed = 1;
+  // What the user changes to move the receive port and the EV source ports, named in the error
+  // of a port already in use ("choose another with ..."): the tools' options by default; an API
+  // on top names its own configuration.
+  std::string port_setting = "--port";
+  std::string ev_port_setting = "--ev-port-base";
 };
 
 struct UdpPlaneStats {

@@ -148,7 +148,7 @@ int mrc_destroy_comp_channel(mrc_comp_channel* channel) {
 mrc_cq* mrc_create_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_channel* channel, int comp_vector) {
   if (!valid(mrc_ctx) || cqe < 1 || cqe > kMaxCqe || comp_vector != 0) return fail<mrc_cq*>(EINVAL, nullptr);
   if (channel != nullptr && (!valid(channel) || channel->context != mrc_ctx)) return fail<mrc_cq*>(EINVAL, nullptr);
-  if (mrc_ctx->nic->remote()) return fail<mrc_cq*>(EBUSY, nullptr);  // controller-only: no data path
+  if (mrc_ctx->nic->remote()) return fail<mrc_cq*>(refuse_data_path(*mrc_ctx->nic), nullptr);  // controller-only
   auto* cq = new mrc_cq();
   cq->context = mrc_ctx;
   cq->channel = channel;

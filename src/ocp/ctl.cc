@@ -8,6 +8,9 @@
 //     MRC_QP_EV_PROFILE_ID. MODIFY_EV_STATE denies or allows an EV in every QP of the profile
 //     (and in QPs that connect later); QUERY_EV_STATE / QUERY_EV_ARRAY read the engine's states.
 //   - CC profiles: "uet-1.0-nscc" parameters map onto NsccConfig; no algorithm = fixed window.
+//     Profile 0 always exists, ONLINE and fixed: the configuration a QP has without
+//     MRC_QP_CC_PROFILE_ID (NSCC with the datapath's defaults), which giving a QP profile 0
+//     restores.
 //   - EV events: the progress thread compares EV states after each round; changes to
 //     ASSUMED_BAD or back to GOOD matching a profile's event mask go to every EV event CQ.
 //   - Ports: admin down takes the plane out exactly as a link failure does.
@@ -22,7 +25,11 @@
 //   - Generated EV profiles (mode GEN): field rules (EV_FIELDS_OP, ev_gen.h) set while OFFLINE;
 //     the move ONLINE draws ev_count EVs from them (seeded), which QPs then use as a list.
 // Refused: REPLACE_EV on AUTO and GEN profiles, field rules on AUTO and EXP profiles, port
-// status update requests (the engine sends its own): EOPNOTSUPP.
+// status update requests (the engine sends its own): EOPNOTSUPP. As mrc_ctl.h says: a profile's
+// moves follow its life cycle INIT -> OFFLINE -> ONLINE -> OFFLINE -> INIT; EV and EV format
+// profiles move OFFLINE only with a MODE given since they were INIT, a format profile ONLINE
+// only with fields; EV operations that change EVs need a configured profile (not INIT, nor one
+// never created) and EVs the device can send; else EINVAL. A refused call creates no profile.
 #include "ocp/ctl.h"
 
 #include <arpa/inet.h>
@@ -55,9 +62,46 @@ mrc_ctl_profile_state profile_state(const mrc_ctl_profile_state& requested) {
                                                                    : static_cast<mrc_ctl_profile_state>(3);
 }
 
+// The moves of a profile's life cycle: INIT -> OFFLINE -> ONLINE -> OFFLINE -> INIT.
+bool lifecycle_allows(mrc_ctl_profile_state from, mrc_ctl_profile_state to) {
+  return (from == MRC_CTL_PROFILE_INIT && to == MRC_CTL_PROFILE_OFFLINE) ||
+         (from == MRC_CTL_PROFILE_OFFLINE && (to == MRC_CTL_PROFILE_INIT || to == MRC_CTL_PROFILE_ONLINE)) ||
+         (from == MRC_CTL_PROFILE_ONLINE && to == MRC_CTL_PROFILE_OFFLINE);
+}
+
 EvProfile& profile0(Nic& nic) {
   EvProfile& p = nic.ev_profiles[0];
   if (p.state == MRC_CTL_PROFILE_INIT) p.state = MRC_CTL_PROFILE_ONLINE;
+  return p;
+}
+
+// The congestion control a QP of this device has without a CC profile (io::Device::configure).
+QpConfig default_cc(const Nic& nic) {
+  QpConfig c;
+  nic.device->configure(c);
+  return c;
+}
+
+// CC profile 0, the default (see the abstract): made ONLINE on first use, reporting as its
+// config the NSCC parameters of default_cc.
+CcProfile& cc_profile0(Nic& nic) {
+  CcProfile& p = nic.cc_profiles[0];
+  if (p.state != MRC_CTL_PROFILE_INIT) return p;
+  const NsccConfig n = default_cc(nic).nscc;
+  p.state = MRC_CTL_PROFILE_ONLINE;
+  p.algorithm = kAlgorithms[0];
+  p.has_config = true;
+  p.nscc = mrc_ctl_cc_nscc_cfg{};
+  p.nscc.disable_qa = n.quick_adapt ? 0 : 1;
+  p.nscc.base_rtt = static_cast<uint32_t>(n.base_rtt_ns);
+  p.nscc.eta = static_cast<float>(n.proportional_gain);
+  p.nscc.fi = static_cast<float>(n.fair_increase_mtus);
+  p.nscc.gamma = static_cast<float>(n.decrease_gain);
+  p.nscc.max_md_jump = static_cast<float>(n.max_decrease);
+  p.nscc.max_cwnd = static_cast<uint32_t>(n.max_window_bytes);
+  p.nscc.qa_gate = n.qa_gate;
+  p.nscc.qa_threshold = static_cast<uint32_t>(n.qa_threshold_ns);
+  p.nscc.target_delay = static_cast<uint32_t>(n.target_delay_ns);
   return p;
 }
 
@@ -144,8 +188,11 @@ bool listed(const EvProfile& p, const mrc_ctl_ev& ev) {
   return std::any_of(p.list.begin(), p.list.end(), [&](const mrc_ctl_ev& x) { return same_ev(x, ev); });
 }
 
+// DENIED or GOOD for an EV this device can send (valid_device_ev: a UDP source port of the
+// EV's plane, else EINVAL), in the profile and every QP of it.
 int ev_modify_state(Nic& nic, uint64_t id, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
   if (raw(e.state) != MRC_CTL_EV_DENIED && raw(e.state) != MRC_CTL_EV_GOOD) return EINVAL;
+  if (!valid_device_ev(nic, e.ev)) return EINVAL;
   if (has_list(p) && p.state == MRC_CTL_PROFILE_ONLINE && !listed(p, e.ev)) return ENOENT;
   const bool deny = e.state == MRC_CTL_EV_DENIED;
   std::erase_if(p.evs, [&](const mrc_ctl_ev_op_entry& x) { return same_ev(x.ev, e.ev); });
@@ -217,7 +264,8 @@ int ev_op(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool 
   auto& op = a.ev_op;
   if (op.entry_count < 0 || (op.entry_count > 0 && op.entries == nullptr)) return EINVAL;
   if (raw(op.op) == MRC_CTL_EV_OP_REPLACE_EV || raw(op.op) == MRC_CTL_EV_OP_MODIFY_EV_STATE) {
-    if (!modify) return EINVAL;
+    // A profile in INIT (just created by this call, or not configured) has no EVs to change.
+    if (!modify || p.state == MRC_CTL_PROFILE_INIT) return EINVAL;
     for (int i = 0; i < op.entry_count; ++i) {  // stops at the first failing entry, as OCP says
       const int e = raw(op.op) == MRC_CTL_EV_OP_REPLACE_EV ? ev_replace(nic, p, op.entries[i])
                                                       : ev_modify_state(nic, id, p, op.entries[i]);
@@ -287,10 +335,8 @@ int generate_list(const Nic& nic, uint64_t id, EvProfile& p) {
 
 int ev_state_change(const Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_profile_state to) {
   if (to == p.state) return 0;
-  const bool allowed = (p.state == MRC_CTL_PROFILE_INIT && to == MRC_CTL_PROFILE_OFFLINE) ||
-                       (p.state == MRC_CTL_PROFILE_OFFLINE && to != MRC_CTL_PROFILE_OFFLINE) ||
-                       (p.state == MRC_CTL_PROFILE_ONLINE && to == MRC_CTL_PROFILE_OFFLINE);
-  if (!allowed) return EINVAL;
+  if (!lifecycle_allows(p.state, to)) return EINVAL;
+  if (p.state == MRC_CTL_PROFILE_INIT && !p.mode_set) return EINVAL;  // INIT -> OFFLINE needs MODE
   if (p.state == MRC_CTL_PROFILE_ONLINE && p.qps > 0) return EBUSY;
   if (to == MRC_CTL_PROFILE_ONLINE && p.count == 0) return EINVAL;
   if (to == MRC_CTL_PROFILE_ONLINE && p.mode == MRC_CTL_EV_MODE_EXP) {
@@ -303,6 +349,7 @@ int ev_state_change(const Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_profile_s
   if (to != MRC_CTL_PROFILE_ONLINE && p.mode == MRC_CTL_EV_MODE_GEN) p.list.clear();
   if (to == MRC_CTL_PROFILE_OFFLINE && p.state == MRC_CTL_PROFILE_INIT && p.mode == MRC_CTL_EV_MODE_EXP)
     p.list.assign(p.count, mrc_ctl_ev{});  // INIT -> OFFLINE: the explicit array starts unpopulated
+  if (to == MRC_CTL_PROFILE_INIT) p.mode_set = false;  // unconfigured again: the next move OFFLINE needs MODE
   p.state = to;
   return 0;
 }
@@ -315,6 +362,7 @@ int ev_mode_count(EvProfile& p, const mrc_ctl_ev_profile_attr& a, int mask, int 
     const int64_t mode = raw(a.ev_mode);
     if (mode != MRC_CTL_EV_MODE_AUTO && mode != MRC_CTL_EV_MODE_EXP && mode != MRC_CTL_EV_MODE_GEN) return EINVAL;
     p.mode = static_cast<mrc_ctl_ev_mode>(mode);
+    p.mode_set = true;
   }
   if (mask & MRC_CTL_EV_PROFILE_COUNT) {
     const bool exp = has_list(p);
@@ -390,6 +438,45 @@ int cc_modify(CcProfile& p, mrc_ctl_cc_profile_attr& a, int mask) {
   if (to == MRC_CTL_PROFILE_INIT && p.state != MRC_CTL_PROFILE_OFFLINE) return EINVAL;
   p.state = to;
   return 0;
+}
+
+// An EV format profile (UDP mode only: fields of 16 bits at most in all, a UDP source port).
+// INIT -> OFFLINE needs the MODE (given with the move or since the profile was INIT), OFFLINE ->
+// ONLINE the fields; MODE and fields while ONLINE: EBUSY.
+int fmt_modify(EvFmtProfile& p, const mrc_ctl_ev_fmt_profile_attr& a, int mask) {
+  if ((mask & (MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP)) && p.state == MRC_CTL_PROFILE_ONLINE)
+    return EBUSY;
+  if (mask & MRC_CTL_EV_FMT_PROFILE_MODE) {
+    if (raw(a.ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_UDP) return EOPNOTSUPP;
+    p.mode_set = true;
+  }
+  if (mask & MRC_CTL_EV_FMT_PROFILE_OP) {
+    const auto& op = a.ev_fmt_op;
+    if (raw(op.op) != MRC_CTL_EV_FMT_OP_MODIFY_FIELDS || op.fmt_field_count < 1 || op.fmt_fields == nullptr)
+      return EINVAL;
+    if (op.fmt_field_count > 16) return E2BIG;
+    int width = 0;
+    for (int i = 0; i < op.fmt_field_count; ++i) width += op.fmt_fields[i].width;
+    if (width > 16) return E2BIG;  // a UDP source port
+    p.fields.assign(op.fmt_fields, op.fmt_fields + op.fmt_field_count);
+  }
+  if (!(mask & MRC_CTL_EV_FMT_PROFILE_STATE)) return 0;
+  const mrc_ctl_profile_state to = profile_state(a.profile_state);
+  if (to == p.state) return 0;
+  if (!lifecycle_allows(p.state, to)) return EINVAL;
+  if (p.state == MRC_CTL_PROFILE_INIT && !p.mode_set) return EINVAL;   // to OFFLINE: MODE
+  if (to == MRC_CTL_PROFILE_ONLINE && p.fields.empty()) return EINVAL;  // to ONLINE: the fields
+  if (to == MRC_CTL_PROFILE_INIT) p.mode_set = false;
+  p.state = to;
+  return 0;
+}
+
+// CC profile 0 is fixed: any change is refused as for a profile in use (EBUSY).
+int cc_modify0(int mask) {
+  constexpr int kKnown = MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG |
+                         MRC_CTL_CC_PROFILE_VENDOR_CFG;
+  if (mask & ~kKnown) return EINVAL;
+  return mask & (MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG) ? EBUSY : 0;
 }
 
 void push_ev_event(Nic& nic, uint64_t profile, const EvSet::Slot& s, mrc_ctl_ev_state state) {
@@ -579,6 +666,14 @@ int ctl_apply_ev_profile(Nic& nic, uint64_t id, QpConfig& config) {
 }
 
 int ctl_apply_cc_profile(Nic& nic, uint64_t id, QpConfig& config) {
+  if (id == 0) {  // the default: what the QP had before any profile
+    cc_profile0(nic);
+    const QpConfig d = default_cc(nic);
+    config.cc = d.cc;
+    config.nscc = d.nscc;
+    config.fixed_window_bytes = d.fixed_window_bytes;
+    return 0;
+  }
   auto it = nic.cc_profiles.find(id);
   if (it == nic.cc_profiles.end() || it->second.state != MRC_CTL_PROFILE_ONLINE) return EINVAL;
   const CcProfile& p = it->second;
@@ -696,23 +791,11 @@ int mrc_ctl_modify_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   if (mrc_ctx->nic->remote()) return forwarded(remote_ev_fmt_profile(*mrc_ctx->nic, true, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
-  EvFmtProfile& p = mrc_ctx->nic->ev_fmt_profiles[id];
-  if ((mask & MRC_CTL_EV_FMT_PROFILE_MODE) && raw(attr->ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_UDP) return fail(EOPNOTSUPP, -1);
-  if (mask & MRC_CTL_EV_FMT_PROFILE_OP) {
-    auto& op = attr->ev_fmt_op;
-    if (raw(op.op) != MRC_CTL_EV_FMT_OP_MODIFY_FIELDS || op.fmt_field_count < 1 || op.fmt_fields == nullptr) return fail(EINVAL, -1);
-    if (op.fmt_field_count > 16) return fail(E2BIG, -1);
-    int width = 0;
-    for (int i = 0; i < op.fmt_field_count; ++i) width += op.fmt_fields[i].width;
-    if (width > 16) return fail(E2BIG, -1);  // a UDP source port
-    p.fields.assign(op.fmt_fields, op.fmt_fields + op.fmt_field_count);
-  }
-  if (mask & MRC_CTL_EV_FMT_PROFILE_STATE) {
-    const mrc_ctl_profile_state to = profile_state(attr->profile_state);
-    if (to > MRC_CTL_PROFILE_ONLINE) return fail(EINVAL, -1);
-    p.state = to;
-  }
-  return 0;
+  auto& profiles = mrc_ctx->nic->ev_fmt_profiles;
+  const bool fresh = !profiles.contains(id);
+  const int e = fmt_modify(profiles[id], *attr, mask);
+  if (e != 0 && fresh) profiles.erase(id);  // a refused call creates nothing
+  return e == 0 ? 0 : fail(e, -1);
 }
 
 int mrc_ctl_query_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, int mask) {
@@ -737,9 +820,12 @@ int mrc_ctl_query_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_f
 
 int mrc_ctl_modify_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
-  if (mrc_ctx->nic->remote()) return forwarded(remote_ev_profile(*mrc_ctx->nic, true, id, attr, mask));
-  std::lock_guard lock(mrc_ctx->nic->mutex);
-  const int e = modify_ev_profile(*mrc_ctx->nic, id, *attr, mask);
+  Nic& nic = *mrc_ctx->nic;
+  if (nic.remote()) return forwarded(remote_ev_profile(nic, true, id, attr, mask));
+  std::lock_guard lock(nic.mutex);
+  const bool fresh = id != 0 && !nic.ev_profiles.contains(id);
+  const int e = modify_ev_profile(nic, id, *attr, mask);
+  if (e != 0 && fresh) nic.ev_profiles.erase(id);  // a refused call creates nothing
   return e == 0 ? 0 : fail(e, -1);
 }
 
@@ -768,7 +854,10 @@ int mrc_ctl_modify_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_prof
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   if (mrc_ctx->nic->remote()) return forwarded(remote_cc_profile(*mrc_ctx->nic, true, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
-  const int e = cc_modify(mrc_ctx->nic->cc_profiles[id], *attr, mask);
+  auto& profiles = mrc_ctx->nic->cc_profiles;
+  const bool fresh = id != 0 && !profiles.contains(id);
+  const int e = id == 0 ? cc_modify0(mask) : cc_modify(profiles[id], *attr, mask);
+  if (e != 0 && fresh) profiles.erase(id);  // a refused call creates nothing
   return e == 0 ? 0 : fail(e, -1);
 }
 
@@ -776,6 +865,7 @@ int mrc_ctl_query_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profi
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   if (mrc_ctx->nic->remote()) return forwarded(remote_cc_profile(*mrc_ctx->nic, false, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
+  if (id == 0) cc_profile0(*mrc_ctx->nic);
   auto it = mrc_ctx->nic->cc_profiles.find(id);
   if (it == mrc_ctx->nic->cc_profiles.end()) return fail(EINVAL, -1);
   attr->profile_state = attr->cur_profile_state = it->second.state;

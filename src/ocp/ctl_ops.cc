@@ -5,7 +5,7 @@
 //   ev-profiles                     every EV profile (profile 0 included) and its denied EVs
 //   ev-states  [profile] [qpn]      per connected QP: every EV, its state and counters
 //   ev-set     profile, ev, port, state    "denied" / "good" (MODIFY_EV_STATE)
-//   cc-profiles                     every CC profile and its NSCC parameters
+//   cc-profiles                     every CC profile (profile 0 included) and its NSCC parameters
 //   probe      ev, port, [qpn or to] [count] [timeout_ms]   EV probes (mrc_ctl_ep_batch_send_wait)
 //   watch                           then one line per EV state change
 //   call       fn, ...              an mrc_ctl_* call forwarded by a controller-only context
@@ -206,7 +206,9 @@ json op_ev_set(mrc_context& ctx, const json& req) {
   return json{{"ok", true}, {"in_live_qps", live}};
 }
 
-json op_cc_profiles(Nic& nic) {
+json op_cc_profiles(Nic& nic, mrc_context& ctx) {
+  mrc_ctl_cc_profile_attr attr{};
+  (void)mrc_ctl_query_cc_profile(&ctx, 0, &attr, 0);  // profile 0 exists from its first use
   json list = json::array();
   std::lock_guard lock(nic.mutex);
   for (const auto& [id, p] : nic.cc_profiles) {
@@ -287,7 +289,7 @@ json dispatch(Nic& nic, mrc_context& ctx, const json& req, CtlSession& session) 
   if (name == "ev-profiles") return op_ev_profiles(nic, ctx);
   if (name == "ev-states") return op_ev_states(nic, req);
   if (name == "ev-set") return op_ev_set(ctx, req);
-  if (name == "cc-profiles") return op_cc_profiles(nic);
+  if (name == "cc-profiles") return op_cc_profiles(nic, ctx);
   if (name == "probe") return op_probe(nic, ctx, req);
   if (name == "call") return serve_call(nic, ctx, session, req);
   if (name == "watch") {

@@ -298,7 +298,6 @@ int cmd_ev(const Options& o, const std::vector<std::string>& a) {
 int cmd_cc(const Options& o, const std::vector<std::string>& a) {
   if (a.size() != 3 || a[1] != "show") return usage_error("cc show DEV");
   return show(o, a[2], {{"op", "cc-profiles"}}, [](const json& r) {
-    if (r["profiles"].empty()) std::printf("no CC profiles (QPs use the default NSCC configuration)\n");
     for (const json& p : r["profiles"]) {
       std::printf("profile %llu  %-7s  %s", p["id"].get<unsigned long long>(), p.value("state", "?").c_str(),
                   p.value("algorithm", "?").c_str());

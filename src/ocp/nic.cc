@@ -5,6 +5,12 @@
 // asynchronous events (a QP entering ERROR, a port going down or up) and EV events.
 // Each opened device is also served to other processes on its control socket (ctl_server.h)
 // unless MRC_CTL_SOCKET=off.
+// A device is one process's: its UDP ports are bound by the owner, so a second process's open
+// finds them in use. It then connects to the owner's control socket (a controller-only device,
+// ctl_remote.h); if nobody serves it, the open fails with EBUSY. Either way the second process
+// is told once which process owns the device and what to change (the `port=` / `ev-ports=` of
+// the device's configuration entry, or another device).
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "io/port_holder.h"
 #include "mrc/mrc.hpp"
 #include "ocp/ctl.h"
 #include "ocp/ctl_server.h"
@@ -32,7 +39,31 @@ Result<std::unique_ptr<io::Device>, std::string> open_device(const DeviceSpec& s
   dc.ev_port_base = spec.ev_port_base;
   dc.impairment.drop = spec.drop;
   dc.backend = spec.backend;
+  // What a library user changes, in the error of a port in use: the device's entry.
+  const std::string entry =
+      " in " + spec.name + "'s entry of " + device_config().source + ", or open another device";
+  dc.port_setting = "port=" + entry;
+  dc.ev_port_setting = "ev-ports=" + entry;
   return io::Device::open(dc, &lock);
+}
+
+// Under g_nics_mutex: says why device `index` did not open, unless this very text was said
+// already (a program that retries its open is told once).
+void say_open_failed(int index, const std::string& why) {
+  static auto& said = *new std::vector<std::string>();
+  if (said.size() <= static_cast<size_t>(index)) said.resize(index + 1);
+  if (said[index] == why) return;
+  said[index] = why;
+  std::fprintf(stderr, "mrc: cannot open device %s: %s\n", device_config().devices[index].name.c_str(),
+               why.c_str());
+}
+
+// The process at the other end of a connected unix socket (the owner serving its control
+// socket), 0 if unknown.
+pid_t peer_pid(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
 }
 
 }  // namespace
@@ -90,6 +121,7 @@ static Nic* open_remote(int index, int fd) {
   auto nic = std::make_unique<Nic>();
   nic->spec = &device_config().devices[index];
   nic->remote_fd = fd;
+  nic->owner = peer_pid(fd);
   nic->admin_up.assign(nic->spec->planes.size(), true);
   nic->reported_up.assign(nic->spec->planes.size(), true);
   nic->opens = 1;
@@ -114,8 +146,7 @@ Nic* nic_open(int index) {
     const bool in_use = device.error().find("in use") != std::string::npos;
     const int fd = in_use ? ctl_connect(ctl_socket_path(config.devices[index].name)) : -1;
     if (fd >= 0) return open_remote(index, fd);
-    std::fprintf(stderr, "mrc: cannot open device %s: %s\n", config.devices[index].name.c_str(),
-                 device.error().c_str());
+    say_open_failed(index, device.error());
     return fail<Nic*>(in_use ? EBUSY : EIO, nullptr);
   }
   nic->spec = &config.devices[index];
@@ -132,6 +163,18 @@ Nic* nic_open(int index) {
   if (serve == nullptr || std::strcmp(serve, "off") != 0) nic->ctl_server = CtlServer::start(*nic);
   g_nics[index] = std::move(nic);
   return raw;
+}
+
+int refuse_data_path(Nic& nic) {
+  if (!nic.owner_told.exchange(true)) {
+    const std::string owner = nic.owner != 0 ? io::describe_process(nic.owner) : "another process";
+    std::fprintf(stderr,
+                 "mrc: device %s is owned by %s: this process has its controller (mrc_ctl_*) only; to move "
+                 "data, stop that process or open another device (an entry of %s with its own planes or "
+                 "port=)\n",
+                 nic.spec->name.c_str(), owner.c_str(), device_config().source.c_str());
+  }
+  return EBUSY;
 }
 
 void nic_close(Nic* nic) {

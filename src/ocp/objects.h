@@ -10,6 +10,7 @@
 #pragma once
 
 #include <infiniband/verbs.h>
+#include <sys/types.h>
 
 #include <cerrno>
 #include <atomic>
@@ -48,6 +49,7 @@ enum Magic : uint32_t {
 struct EvProfile {
   mrc_ctl_profile_state state = MRC_CTL_PROFILE_INIT;
   mrc_ctl_ev_mode mode = MRC_CTL_EV_MODE_AUTO;
+  bool mode_set = false;  // MODE given since the profile was last INIT (the move OFFLINE needs it)
   uint64_t fmt_id = 0;
   uint32_t count = 0;
   uint32_t min_active = 0;
@@ -60,6 +62,7 @@ struct EvProfile {
 struct EvFmtProfile {
   mrc_ctl_profile_state state = MRC_CTL_PROFILE_INIT;
   mrc_ctl_ev_fmt_mode mode = MRC_CTL_EV_FMT_MODE_UDP;
+  bool mode_set = false;  // as EvProfile::mode_set
   std::vector<mrc_ctl_ev_fmt_field> fields;
 };
 struct CcProfile {
@@ -106,8 +109,11 @@ struct Nic {
   // The control socket serving this device to other processes (ctl_server.h); may be absent.
   std::unique_ptr<CtlServer> ctl_server;
   // A controller-only device (ctl_remote.h): another process owns it; host is null, and
-  // mrc_ctl_* calls go over this connection to the owner's control socket.
+  // mrc_ctl_* calls go over this connection to the owner's control socket. `owner`: that
+  // process (the socket's peer credentials), 0 if unknown.
   int remote_fd = -1;
+  pid_t owner = 0;
+  std::atomic<bool> owner_told{false};  // refuse_data_path has said who owns the device
   std::mutex remote_mutex;
   std::string remote_buffer;
   std::map<uint64_t, mrc_ctl_cc_nscc_cfg> remote_cc_configs;  // returned by remote CC queries
@@ -153,12 +159,17 @@ struct SoftMr {
 SoftContext* soft_context(ibv_context* context);
 SoftPd* soft_pd(ibv_pd* pd);
 SoftDevice* soft_device(ibv_device* device);
-// Opens (or shares) the Nic of device `index`; errno set on failure.
+// Opens (or shares) the Nic of device `index`; errno set on failure. A device another process
+// owns is opened controller-only if that process serves its control socket, else refused with
+// EBUSY and a message (once per device and text) naming the process and what to change.
 Nic* nic_open(int index);
 void nic_close(Nic* nic);
-// The GID of `port` (1-based) at `index` (0-3: link-local RoCEv1/v2, IPv4 RoCEv1/v2).
+// The answer to a data-path call (ibv_alloc_pd, mrc_create_cq) on a controller-only device:
+// EBUSY, and once per device a message naming the owning process and what to do instead.
+int refuse_data_path(Nic& nic);
 // Writes a completion-channel event for `cq` and disarms it (under Nic::mutex).
 void signal_channel(mrc_cq* cq);
+// The GID of `port` (1-based) at `index` (0-3: link-local RoCEv1/v2, IPv4 RoCEv1/v2).
 bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid_type* type);
 
 // Sets errno and returns `value` (for "return fail(EINVAL, -1)").

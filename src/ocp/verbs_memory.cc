@@ -71,7 +71,7 @@ ibv_pd* ibv_alloc_pd(ibv_context* context) {
     auto next = NEXT(ibv_alloc_pd, "IBVERBS_1.1");
     return next != nullptr ? next(context) : fail<ibv_pd*>(EINVAL, nullptr);
   }
-  if (soft->nic->remote()) return fail<ibv_pd*>(EBUSY, nullptr);  // controller-only: no data path
+  if (soft->nic->remote()) return fail<ibv_pd*>(refuse_data_path(*soft->nic), nullptr);  // controller-only
   auto* pd = new SoftPd();
   pd->owner = soft;
   pd->pd.context = context;

@@ -2,12 +2,18 @@
  *   - versions and controller device attributes (algorithms, ports, EV modes);
  *   - a CC profile (uet-1.0-nscc) and an EV profile taken ONLINE and given to a QP, which then
  *     reports them; an ONLINE profile in use cannot go OFFLINE (EBUSY);
+ *   - CC profile 0 is the default: ONLINE, uet-1.0-nscc with its parameters, fixed (EBUSY), and
+ *     accepted by a QP (MRC_QP_CC_PROFILE_ID = 0) that then moves data;
  *   - port 2 set administratively down: ibv_query_port reads DOWN, an IBV_EVENT_PORT_ERR
  *     arrives, traffic continues over the other planes; up again reads ACTIVE;
  *   - an EV denied and allowed again, as seen by QUERY_EV_STATE, with traffic flowing;
- *   - an EV event CQ can be created, polled and destroyed; an unknown EV mode is EINVAL.
+ *   - an EV event CQ can be created, polled and destroyed; an unknown EV mode is EINVAL;
+ *   - what mrc_ctl.h forbids is refused (EINVAL) and creates nothing: an EV or EV format
+ *     profile moving OFFLINE without its MODE, a format profile moving ONLINE without fields,
+ *     denying an EV on a profile never created (or still INIT), denying an EV value that is not
+ *     one of the device's UDP source ports.
  *
- *   mrc_ctl_test <device A> <device B>     (devices with at least 2 planes)
+ *   mrc_ctl_test <device A> <device B> <A's ev-ports base>     (A with 3 planes, B with 2 or more)
  */
 #include <arpa/inet.h>
 
@@ -53,6 +59,101 @@ static void setup_profiles(struct end *a) {
   CHECK(mrc_ctl_query_ev_profile(a->ctx, 5, &q, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_COUNT) == 0 &&
             q.cur_profile_state == MRC_CTL_PROFILE_ONLINE && q.ev_count <= 64 && q.ev_count >= 62,
         "query EV profile (count aligned to the planes: %u)", q.ev_count);
+}
+
+/* MODIFY_EV_STATE of one EV, given as a UDP source port (val[0..1]), a port and a third value byte. */
+static int set_ev(struct mrc_context *ctx, uint64_t profile, uint32_t value, uint8_t port, uint8_t extra_byte,
+                  enum mrc_ctl_ev_state state) {
+  struct mrc_ctl_ev_op_entry e;
+  struct mrc_ctl_ev_profile_attr m;
+  memset(&e, 0, sizeof e);
+  memset(&m, 0, sizeof m);
+  e.ev.val[0] = (uint8_t)(value >> 8);
+  e.ev.val[1] = (uint8_t)value;
+  e.ev.val[2] = extra_byte;
+  e.ev.port = port;
+  e.state = state;
+  m.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
+  m.ev_op.entries = &e;
+  m.ev_op.entry_count = 1;
+  return mrc_ctl_modify_ev_profile(ctx, profile, &m, MRC_CTL_EV_PROFILE_EV_OP);
+}
+
+static int deny(struct mrc_context *ctx, uint64_t profile, uint32_t value, uint8_t port, uint8_t extra_byte) {
+  return set_ev(ctx, profile, value, port, extra_byte, MRC_CTL_EV_DENIED);
+}
+
+/* EV profiles: the move OFFLINE needs MODE; EVs are denied only in a configured profile and only
+ * if the device can send them. `ev_base`: the device's first EV source port (plane 1's). */
+static void check_ev_profile_refusals(struct mrc_context *ctx, uint32_t ev_base) {
+  struct mrc_ctl_ev_profile_attr ev, q;
+  memset(&ev, 0, sizeof ev);
+  ev.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  ev.ev_count = 6;
+  EXPECT_ERRNO(mrc_ctl_modify_ev_profile(ctx, 79, &ev, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_COUNT), EINVAL);
+  memset(&q, 0, sizeof q);
+  EXPECT_ERRNO(mrc_ctl_query_ev_profile(ctx, 79, &q, 0), EINVAL); /* the refused call created nothing */
+  EXPECT_ERRNO(deny(ctx, 77, ev_base, 1, 0), EINVAL);                /* a profile never created */
+  EXPECT_ERRNO(mrc_ctl_query_ev_profile(ctx, 77, &q, 0), EINVAL);
+  ev.ev_event_mask = MRC_CTL_EV_ASSUMED_BAD;
+  CHECK(mrc_ctl_modify_ev_profile(ctx, 78, &ev, MRC_CTL_EV_PROFILE_EVENT_MASK) == 0, "profile 78 created, INIT");
+  EXPECT_ERRNO(deny(ctx, 78, ev_base, 1, 0), EINVAL); /* INIT: not configured */
+  EXPECT_ERRNO(mrc_ctl_modify_ev_profile(ctx, 78, &ev, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_COUNT), EINVAL);
+  ev.ev_mode = MRC_CTL_EV_MODE_AUTO;
+  CHECK(mrc_ctl_modify_ev_profile(ctx, 78, &ev,
+                                  MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_COUNT) == 0,
+        "INIT -> OFFLINE with MODE");
+  CHECK(deny(ctx, 78, ev_base, 1, 0) == 0, "deny in an OFFLINE profile");
+  /* EV values that are no EV source port of this device (profile 0, ONLINE). */
+  EXPECT_ERRNO(deny(ctx, 0, 0, 1, 0), EINVAL);                 /* port 0 is no UDP port */
+  EXPECT_ERRNO(deny(ctx, 0, ev_base, 1, 0x01), EINVAL);        /* more than 16 bits */
+  EXPECT_ERRNO(deny(ctx, 0, ev_base, 0, 0), EINVAL);           /* no port (plane) 0 */
+  EXPECT_ERRNO(deny(ctx, 0, ev_base, 9, 0), EINVAL);           /* no port 9 */
+  EXPECT_ERRNO(deny(ctx, 0, ev_base - 1, 1, 0), EINVAL);       /* below the device's EV ports */
+  EXPECT_ERRNO(deny(ctx, 0, ev_base + 101, 1, 0), EINVAL);     /* plane 2's port named on port 1 */
+  CHECK(deny(ctx, 0, ev_base + 101, 2, 0) == 0, "deny plane 2's first EV on port 2");
+  CHECK(set_ev(ctx, 0, ev_base + 101, 2, 0, MRC_CTL_EV_GOOD) == 0, "allow it again");
+  EXPECT_ERRNO(set_ev(ctx, 0, 0, 1, 0, MRC_CTL_EV_GOOD), EINVAL); /* allowing is checked the same way */
+}
+
+/* EV format profiles: the move OFFLINE needs MODE, the move ONLINE the fields; ONLINE is fixed. */
+static void check_fmt_profile_refusals(struct mrc_context *ctx) {
+  struct mrc_ctl_ev_fmt_field field = {.width = 16};
+  struct mrc_ctl_ev_fmt_profile_attr f, q;
+  memset(&f, 0, sizeof f);
+  memset(&q, 0, sizeof q);
+  f.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  f.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_UDP;
+  EXPECT_ERRNO(mrc_ctl_modify_ev_fmt_profile(ctx, 40, &f, MRC_CTL_EV_FMT_PROFILE_STATE), EINVAL); /* no MODE */
+  EXPECT_ERRNO(mrc_ctl_query_ev_fmt_profile(ctx, 40, &q, 0), EINVAL); /* nothing created */
+  CHECK(mrc_ctl_modify_ev_fmt_profile(ctx, 40, &f, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE) == 0,
+        "format profile -> OFFLINE with MODE");
+  f.profile_state = MRC_CTL_PROFILE_ONLINE;
+  EXPECT_ERRNO(mrc_ctl_modify_ev_fmt_profile(ctx, 40, &f, MRC_CTL_EV_FMT_PROFILE_STATE), EINVAL); /* no fields */
+  f.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+  f.ev_fmt_op.fmt_fields = &field;
+  f.ev_fmt_op.fmt_field_count = 1;
+  CHECK(mrc_ctl_modify_ev_fmt_profile(ctx, 40, &f, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_OP) == 0,
+        "format profile -> ONLINE with its fields");
+  EXPECT_ERRNO(mrc_ctl_modify_ev_fmt_profile(ctx, 40, &f, MRC_CTL_EV_FMT_PROFILE_OP), EBUSY); /* ONLINE */
+  CHECK(mrc_ctl_query_ev_fmt_profile(ctx, 40, &q, 0) == 0 && q.cur_profile_state == MRC_CTL_PROFILE_ONLINE,
+        "format profile 40 reads ONLINE");
+}
+
+/* CC profile 0: the configuration of a QP without a CC profile. */
+static void check_cc_profile0(struct end *a) {
+  struct mrc_ctl_cc_profile_attr cc;
+  memset(&cc, 0, sizeof cc);
+  CHECK(mrc_ctl_query_cc_profile(a->ctx, 0, &cc, MRC_CTL_CC_PROFILE_STATE) == 0, "query CC profile 0");
+  CHECK(cc.cur_profile_state == MRC_CTL_PROFILE_ONLINE && cc.algorithm != NULL &&
+            strcmp(cc.algorithm, "uet-1.0-nscc") == 0 && cc.cc_config != NULL,
+        "CC profile 0 is ONLINE with uet-1.0-nscc and its parameters");
+  const struct mrc_ctl_cc_nscc_cfg *nscc = (const struct mrc_ctl_cc_nscc_cfg *)cc.cc_config;
+  CHECK(nscc->max_cwnd > 0 && nscc->eta > 0 && nscc->target_delay > 0, "CC profile 0's NSCC parameters");
+  cc.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  EXPECT_ERRNO(mrc_ctl_modify_cc_profile(a->ctx, 0, &cc, MRC_CTL_CC_PROFILE_STATE), EBUSY); /* fixed */
+  cc.algorithm = NULL;
+  EXPECT_ERRNO(mrc_ctl_modify_cc_profile(a->ctx, 0, &cc, MRC_CTL_CC_PROFILE_ALGORITHM), EBUSY);
 }
 
 static void check_device(struct end *a) {
@@ -130,7 +231,7 @@ static void check_ev_states(struct end *a, struct end *b, const struct peer_info
 }
 
 int main(int argc, char **argv) {
-  CHECK(argc >= 3, "usage: mrc_ctl_test <device A> <device B>");
+  CHECK(argc >= 4, "usage: mrc_ctl_test <device A> <device B> <A's ev-ports base>");
   struct end a, b;
   struct peer_info ai, bi;
   end_open(&a, argv[1], 1 << 16, 64, 8, 0);
@@ -139,17 +240,24 @@ int main(int argc, char **argv) {
   end_info(&b, 0x40, &bi);
   check_device(&a);
   setup_profiles(&a);
+  check_ev_profile_refusals(a.ctx, (uint32_t)atoi(argv[3]));
+  check_fmt_profile_refusals(a.ctx);
   struct mrc_qp_attr m;
   memset(&m, 0, sizeof m);
   m.profile.ev_profile_id = 5;
   m.profile.cc_profile_id = 7;
   CHECK(end_connect(&a, 0x30, &bi, &m, MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID, 0, 0) == 0, "connect A");
-  CHECK(end_connect(&b, 0x40, &ai, NULL, 0, 0, 0) == 0, "connect B");
+  check_cc_profile0(&b);
+  struct mrc_qp_attr zero;
+  memset(&zero, 0, sizeof zero); /* CC profile 0: the default */
+  CHECK(end_connect(&b, 0x40, &ai, &zero, MRC_QP_CC_PROFILE_ID, 0, 0) == 0, "connect B with CC profile 0");
   CHECK(post_recvs(b.qp, 64) == 0, "post_recv");
   struct mrc_qp_attr got;
   CHECK(mrc_query_qp(a.qp, NULL, 0, &got, MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID, NULL) == 0 &&
             got.profile.ev_profile_id == 5 && got.profile.cc_profile_id == 7,
         "the QP reports its profiles");
+  CHECK(mrc_query_qp(b.qp, NULL, 0, &got, MRC_QP_CC_PROFILE_ID, NULL) == 0 && got.profile.cc_profile_id == 0,
+        "B reports CC profile 0");
   struct mrc_ctl_cc_profile_attr cc;
   memset(&cc, 0, sizeof cc);
   cc.profile_state = MRC_CTL_PROFILE_OFFLINE;
@@ -157,6 +265,8 @@ int main(int argc, char **argv) {
   struct mrc_cq *evcq = mrc_ctl_create_ev_event_cq(a.ctx, 64, NULL, NULL, 0);
   CHECK(evcq != NULL, "mrc_ctl_create_ev_event_cq");
   write_messages(&a, &b, &bi, 20);
+  CHECK(post_recvs(a.qp, 4) == 0, "post_recv on A");
+  write_messages(&b, &a, &ai, 10); /* B sends with CC profile 0 */
   check_port_down(&a, &b, &bi);
   check_ev_states(&a, &b, &bi);
   struct mrc_ctl_ev_event events[8];

@@ -2,7 +2,8 @@
  * working: bad arguments, wrong state transitions, unsupported opcodes and attributes,
  * posting past queue limits, destroying objects in use. Also checks version and device
  * queries, completion channels (notify, event, ack) and the asynchronous event of a QP whose
- * peer never answers (retries exhausted -> IBV_WC_RETRY_EXC_ERR and IBV_EVENT_QP_FATAL).
+ * peer never answers (retries exhausted -> IBV_WC_RETRY_EXC_ERR and IBV_EVENT_QP_FATAL), and of
+ * a WRITE with a wrong rkey (the peer NAKs it: IBV_WC_REM_ACCESS_ERR once the retries run out).
  *
  *   mrc_misuse <device A> <device B>
  */
@@ -192,6 +193,39 @@ static void check_channel(struct end *a, struct end *b, const struct peer_info *
   CHECK(mrc_destroy_comp_channel(ch) == 0, "mrc_destroy_comp_channel");
 }
 
+/* A WRITE to a connected peer with a wrong rkey: the peer refuses every copy, and the QP fails
+ * with IBV_WC_REM_ACCESS_ERR for it (the WRITE behind it flushed) and IBV_EVENT_QP_FATAL. */
+static void check_remote_access_error(const char *dev_a, const char *dev_b) {
+  struct end c, d;
+  struct peer_info ci, di;
+  end_open(&c, dev_a, 1 << 16, 4, 2, 0);
+  end_open(&d, dev_b, 1 << 16, 4, 2, 0);
+  end_info(&c, 0x50, &ci);
+  end_info(&d, 0x60, &di);
+  struct mrc_qp_attr m;
+  memset(&m, 0, sizeof m);
+  m.timeout = 16; /* 67 ms per timeout; no timing is checked */
+  m.retry.linear_cnt = 2;
+  m.retry.exp_cnt = 1;
+  CHECK(end_connect(&c, 0x50, &di, &m, 0, 0, MRC_QP_TIMEOUT | MRC_QP_RETRY_CNT) == 0, "connect C");
+  CHECK(end_connect(&d, 0x60, &ci, NULL, 0, 0, 0) == 0, "connect D");
+  CHECK(post_write(c.qp, c.mr, c.buf, 4096, di.addr, di.rkey + 1, 0, 0, 1, 1) == 0, "post with a wrong rkey");
+  CHECK(post_write(c.qp, c.mr, c.buf, 4096, di.addr, di.rkey, 0, 0, 1, 2) == 0, "post a good one behind it");
+  struct ibv_wc wc = wait_wc(c.send_cq);
+  CHECK(wc.wr_id == 1 && wc.status == IBV_WC_REM_ACCESS_ERR, "wrong rkey: wr %llu status %s",
+        (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
+  wc = wait_wc(c.send_cq);
+  CHECK(wc.wr_id == 2 && wc.status == IBV_WC_WR_FLUSH_ERR, "the WRITE behind it is flushed");
+  struct mrc_async_event ev;
+  do {
+    CHECK(mrc_get_async_event(c.ctx, &ev) == 0, "mrc_get_async_event");
+    mrc_ack_async_event(&ev);
+  } while (ev.event_type != IBV_EVENT_QP_FATAL);
+  CHECK(ev.element.qp == c.qp, "QP_FATAL names the QP");
+  end_close(&c);
+  end_close(&d);
+}
+
 int main(int argc, char **argv) {
   CHECK(argc >= 3, "usage: mrc_misuse <device A> <device B>");
   struct end a, b;
@@ -219,6 +253,7 @@ int main(int argc, char **argv) {
   check_in_use(&a);
   end_close(&a);
   end_close(&b);
+  check_remote_access_error(argv[1], argv[2]);
   printf("mrc_misuse: every misuse refused with its documented errno\n");
   return 0;
 }

@@ -74,8 +74,9 @@ expect_exit 1 "no port 9" -- "$mrcctl" port set mrc0 9 down
 # Profiles.
 shows "^profile 0  online" -- "$mrcctl" ev profile show mrc0
 [ "$("$mrcctl" --json ev profile show mrc0 | json 'd["profiles"][0]["id"]')" = 0 ] || fail "ev profile --json"
-shows "no CC profiles" -- "$mrcctl" cc show mrc0
-[ "$("$mrcctl" --json cc show mrc0 | json 'len(d["profiles"])')" = 0 ] || fail "cc --json"
+# CC profile 0: the default every QP has, ONLINE, NSCC with the datapath's parameters.
+shows "^profile 0  online   uet-1.0-nscc .*target_delay_ns 50000" -- "$mrcctl" cc show mrc0
+[ "$("$mrcctl" --json cc show mrc0 | json 'd["profiles"][0]["id"], len(d["profiles"])')" = "0 1" ] || fail "cc --json"
 
 # EV states, deny and allow one EV (the third EV of the first QP: on port 1... or any).
 "$mrcctl" --json ev show mrc0 >"$out"
@@ -89,6 +90,7 @@ shows "denied $ev/$port" -- "$mrcctl" ev profile show mrc0
 "$mrcctl" ev allow mrc0 "$ev" "$port"
 shows "ev +$ev port $port  (good|skip|assumed_bad)" -- "$mrcctl" ev show mrc0
 expect_exit 1 "no EV profile 42" -- "$mrcctl" ev deny mrc0 "$ev" "$port" profile 42
+expect_exit 1 "EINVAL" -- "$mrcctl" ev deny mrc0 1 1  # source port 1 is no EV of mrc0
 
 # EV probes (mrc0 drops 2%: a probe may go unanswered, so ask for several).
 "$mrcctl" ev probe mrc0 "$ev" "$port" count 8 timeout 2000 >"$out"
@@ -105,6 +107,8 @@ expect_exit 1 "not an IPv4 address" -- "$mrcctl" ev probe mrc0 36250 2 to nowher
 # too, for its GIDs, also controller-only).
 "$remote" mrc0 mrc1 36100 >"$out" 2>&1 || fail "mrc_ctl_remote"
 grep -q "act on the owner's engine" "$out" || fail "mrc_ctl_remote did not finish"
+# Its data path was refused twice (ibv_alloc_pd, mrc_create_cq): the owner is named once.
+[ "$(grep -c "^mrc: device mrc0 is owned by process $pid " "$out")" -eq 1 ] || fail "the owner is not named exactly once"
 "$mrcctl" ev profile show mrc0 >"$out"
 grep -q "profile 21  online   mode explicit  count 2" "$out" || fail "the remote process's profile is the owner's"
 

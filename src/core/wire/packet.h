@@ -237,6 +237,11 @@ struct Ack {
   bool operator==(const Ack&) const = default;
 };
 
+// AETH syndrome of an IBTA NAK "remote access error" (011 00010): a WRITE whose RETH failed the
+// responder's memory-region check (key, protection domain, access, bounds); BTH PSN = that
+// packet's. The only AETH syndrome mrc's requester reads.
+inline constexpr uint8_t kAethNakRemoteAccess = 0x62;
+
 struct ControlPacket {
   Bth bth;
   std::variant<Ack, EndpointRequest, EndpointResponse, Sack, Nack, Probe> body;
