@@ -51,7 +51,6 @@ bool Responder::place(const wire::DataPacket& packet) {
       case MrError::kAccessDenied: drop(DropReason::kAccessDenied); break;
       default: drop(DropReason::kBadKey); break;
     }
-    send_access_nak(packet.header.bth.psn);
     return false;
   }
   if (!virtual_payload_) std::memcpy(dst.value(), packet.payload.data(), packet.payload.size());
@@ -97,7 +96,10 @@ void Responder::on_data(Instant now, const wire::DataPacket& packet, const RxMet
     send_nack(wire::NackReason::kNoResource, psn, meta, ts);
     return;
   }
-  if (!place(packet)) return;
+  if (!place(packet)) {
+    if (may_answer_unsolicited(now)) send_access_nak(psn);
+    return;
+  }
   if (imm) {
     wimm_[slot] = {true, psn, packet.header.immediate, packet.header.reth.dma_length};
     ++wimm_pending_;

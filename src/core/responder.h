@@ -7,10 +7,9 @@
 // / access / bounds via the memory-region table (a packet failing that check is dropped and
 // answered with an IBTA NAK "remote access error", wire::kAethNakRemoteAccess). A trimmed packet
 // (payload cut by a switch) is not placed but NACKed at once so the sender retransmits without
-// waiting. WRITE-with-immediate
-// messages are tracked by their RQ message sequence number in a ring of max_wimm_dest entries;
-// each completes (consuming a posted receive) when the cumulative PSN has passed its last
-// packet, which delivers completions in send order and guarantees that all data written before
+// waiting. WRITE-with-immediate messages are tracked by their RQ message sequence number in a
+// ring of max_wimm_dest entries; each completes (consuming a posted receive) when the
+// cumulative PSN has passed its last packet, which delivers completions in send order and guarantees that all data written before
 // it, by any message, is in memory. SACKs are coalesced (every ack_every_packets packets or
 // after ack_delay) but sent at once for an ECN mark, the end of a message, a duplicate or a
 // probe; coalescing never lets a received PSN go unreported: when the pending SACK could no
@@ -20,8 +19,8 @@
 // EV, timestamp) all describe one packet: the last new one, or the duplicate that caused it.
 //
 // Answers to packets that did not advance the window (a duplicate's SACK, a NACK for a PSN
-// beyond it) are rate-limited by a token bucket: kAnswerBurst at once, then one per
-// kAnswerInterval. Such packets are what a forged or replayed flood consists of, and each
+// beyond it, an access NAK) are rate-limited by a token bucket: kAnswerBurst at once, then one
+// per kAnswerInterval. Such packets are what a forged or replayed flood consists of, and each
 // answer goes to the legitimate peer; as TCP limits its challenge ACKs (RFC 5961 §7), a flood
 // must not become a flood of SACKs and NACKs. Answers held back are counted
 // (QpStats::answers_limited); the peer learns the same from the next regular SACK.

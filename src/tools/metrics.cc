@@ -153,6 +153,12 @@ void render_qp_traffic(MetricsWriter& w, const QpStats& s, const MetricLabels& l
   w.counter("mrc_qp_answers_limited_total",
             "SACKs to duplicates and NACKs to PSNs beyond the window held back by the rate limit.",
             l, s.answers_limited);
+  w.counter("mrc_qp_access_naks_sent_total",
+            "NAKs 'remote access error' sent for WRITEs whose key, access or bounds failed.", l,
+            s.access_naks_sent);
+  w.counter("mrc_qp_access_naks_received_total",
+            "NAKs 'remote access error' received for packets still in flight.", l,
+            s.access_naks_received);
 }
 
 void render_qp_reasons(MetricsWriter& w, const QpStats& s, const MetricLabels& l) {
