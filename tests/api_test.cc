@@ -210,3 +210,34 @@ TEST(Api, UnreachablePeerFailsWithRetryExceeded) {
 
 }  // namespace
 }  // namespace mrc
+
+namespace mrc {
+namespace {
+
+// QPNs and initial PSNs cannot be guessed from the order of creation or from another context's:
+// a forged packet must name a live QPN and land in its PSN window.
+TEST(Api, QpnsAndInitialPsnsAreUnpredictable) {
+  auto a = Context::open(options(8));
+  auto b = Context::open(options(9));
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<ConnectionInfo> infos[2];
+  for (int side = 0; side < 2; ++side) {
+    Context& c = side == 0 ? *a.value() : *b.value();
+    Cq* cq = c.create_cq(16);
+    const uint32_t pd = c.alloc_pd();
+    for (int q = 0; q < 4; ++q) infos[side].push_back(c.create_qp(pd, cq, cq).value()->local_info());
+  }
+  int sequential = 0, same_as_other_context = 0, same_psn = 0;
+  for (size_t q = 0; q < 4; ++q) {
+    if (q > 0 && infos[0][q].qpn == infos[0][q - 1].qpn + 1) ++sequential;
+    same_as_other_context += infos[0][q].qpn == infos[1][q].qpn ? 1 : 0;
+    same_psn += infos[0][q].psn == infos[1][q].psn ? 1 : 0;
+  }
+  EXPECT_LT(sequential, 3);  // all three by chance: 2^-39
+  EXPECT_LT(same_as_other_context, 4);
+  EXPECT_LT(same_psn, 4);
+  EXPECT_NE(infos[0][0].psn, infos[0][1].psn);  // equal by chance: 2^-24
+}
+
+}  // namespace
+}  // namespace mrc

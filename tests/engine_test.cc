@@ -185,3 +185,30 @@ TEST(Engine, RecoversFromRandomLossBothWays) {
 
 }  // namespace
 }  // namespace mrc
+
+namespace mrc {
+namespace {
+
+// With a QPN seed, QPNs carry random tags above the table index, and a QPN with the right
+// index but another tag names no QP.
+TEST(Engine, TaggedQpnsMustMatchExactly) {
+  EndpointConfig config;
+  config.qpn_seed = 12345;
+  Endpoint e(config);
+  CompletionQueue* cq = e.create_cq(16);
+  const uint32_t pd = e.memory().alloc_pd();
+  QueuePair* first = e.create_qp(QpConfig{}, pd, cq, cq).value();
+  QueuePair* second = e.create_qp(QpConfig{}, pd, cq, cq).value();
+  EXPECT_EQ(e.qp(first->qpn()), first);
+  EXPECT_EQ(e.qp(second->qpn()), second);
+  EXPECT_NE(first->qpn().value >> 11, 0u) << "no tag";
+  EXPECT_EQ(first->qpn().value & 0x7FF, Endpoint::kFirstQpn);  // 1024 QPs: 11 index bits
+  EXPECT_EQ(e.qp(Qpn(Endpoint::kFirstQpn)), nullptr);           // the index without its tag
+  EXPECT_EQ(e.qp(Qpn(first->qpn().value ^ (1u << 20))), nullptr);
+  EXPECT_TRUE(e.destroy_qp(first->qpn()).ok());
+  EXPECT_EQ(e.qp(first->qpn()), nullptr);
+  EXPECT_FALSE(e.destroy_qp(first->qpn()).ok());
+}
+
+}  // namespace
+}  // namespace mrc

@@ -136,7 +136,6 @@ class Context {
   ContextOptions options_;
   std::vector<std::unique_ptr<Cq>> cqs_;  // by the device's CQ tag
   std::vector<std::unique_ptr<Qp>> qps_;
-  uint32_t next_psn_ = 0x1000;
   std::unique_ptr<io::Device> device_;  // last: destroyed first, its progress thread with it
 };
 

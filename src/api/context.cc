@@ -130,7 +130,7 @@ Result<Qp*, ApiError> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq, 
   auto handle = std::make_unique<Qp>();
   handle->context_ = this;
   handle->qp_ = qp.value();
-  handle->psn_ = (next_psn_ += 0x10001) & Psn::kMask;
+  handle->psn_ = device_->initial_psn().value;
   qps_.push_back(std::move(handle));
   return qps_.back().get();
 }

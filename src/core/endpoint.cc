@@ -3,6 +3,7 @@
 #include "core/endpoint.h"
 
 #include <algorithm>
+#include <bit>
 #include <utility>
 
 #include "util/assert.h"
@@ -14,7 +15,11 @@ Endpoint::Endpoint(const EndpointConfig& config)
       planes_(static_cast<uint8_t>(config.planes)),
       icrc_offload_(config.icrc_offload),
       config_(config),
-      memory_(config.max_memory_regions) {
+      memory_(config.max_memory_regions),
+      index_bits_(static_cast<uint32_t>(
+          std::bit_width(kFirstQpn + std::max<uint32_t>(config.max_queue_pairs, 1) - 1))),
+      qpn_tags_(config.qpn_seed) {
+  MRC_ASSERT(index_bits_ < 24);  // room for a tag in the 24-bit QPN
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
   // The hot line (endpoint.h) ends with the prober's first field.
   MRC_DASSERT(reinterpret_cast<const char*>(&prober_) + sizeof(uint32_t) <=
@@ -42,7 +47,9 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
   if (send_cq == nullptr || recv_cq == nullptr) return Err{QpError::kNoCompletionQueue};
   if (!config.validate(config_.planes).empty()) return Err{QpError::kBadConfig};
   if (qps_.size() >= config_.max_queue_pairs) return Err{QpError::kTooManyQps};
-  const Qpn qpn(kFirstQpn + static_cast<uint32_t>(qps_.size()));
+  const uint32_t tag =
+      config_.qpn_seed == 0 ? 0 : static_cast<uint32_t>(qpn_tags_.below(1u << (24 - index_bits_)));
+  const Qpn qpn((tag << index_bits_) | (kFirstQpn + static_cast<uint32_t>(qps_.size())));
   qps_.push_back(std::make_unique<QueuePair>(qpn, config, config_.planes, config_.seed, pd,
                                              send_cq, recv_cq, &memory_));
   schedule_->add();
@@ -53,9 +60,18 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
   return qps_.back().get();
 }
 
+std::optional<uint32_t> Endpoint::index_of(Qpn qpn) const {
+  const uint32_t low = qpn.value & ((1u << index_bits_) - 1);
+  if (low < kFirstQpn || low - kFirstQpn >= qps_.size()) return std::nullopt;
+  const uint32_t index = low - kFirstQpn;
+  if (!qps_[index] || qps_[index]->qpn() != qpn) return std::nullopt;
+  return index;
+}
+
 Result<Ok, QpError> Endpoint::destroy_qp(Qpn qpn) {
-  const uint32_t index = qpn.value - kFirstQpn;
-  if (qpn.value < kFirstQpn || index >= qps_.size() || !qps_[index]) return Err{QpError::kUnknownQp};
+  const auto found = index_of(qpn);
+  if (!found) return Err{QpError::kUnknownQp};
+  const uint32_t index = *found;
   qps_[index].reset();
   schedule_->touch(index);
   return Ok{};
@@ -69,9 +85,8 @@ void Endpoint::set_prefetch_hints(PrefetchHints* hints) {
 }
 
 QueuePair* Endpoint::qp(Qpn qpn) {
-  const uint32_t index = qpn.value - kFirstQpn;
-  if (qpn.value < kFirstQpn || index >= qps_.size()) return nullptr;
-  return qps_[index].get();
+  const auto index = index_of(qpn);
+  return index ? qps_[*index].get() : nullptr;
 }
 
 void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, const RxMeta& meta) {

@@ -7,6 +7,11 @@
 //   next_deadline()                      when handle_timeout must be called next
 //   set_port_up(plane, up, now)          the local link on a plane went down or up
 // Datagrams to QPN 0 are the endpoint's own: connectionless EV probes and their answers.
+// QPN = tag << index_bits | (kFirstQpn + index of the QP in the table). With
+// EndpointConfig::qpn_seed 0 the tag is 0 (QPNs 0x100, 0x101, ...: the simulator and the tests);
+// otherwise each QP's tag is drawn from that seed, so that a QPN cannot be guessed from the
+// order of creation (a forged packet must name a live QPN). A datagram's QPN must match the
+// QP at its index exactly.
 // Deadlines and transmit opportunities reach only the QPs that have something due or queued
 // (qp_schedule.h), in the order a scan over every QP would. It makes no system calls, reads no
 // clock and draws randomness only from its seed.
@@ -14,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -24,6 +30,7 @@
 #include "core/qp_schedule.h"
 #include "core/queue_pair.h"
 #include "core/stats.h"
+#include "util/prng.h"
 
 namespace mrc {
 
@@ -43,6 +50,7 @@ struct EndpointConfig {
   // checked and counted but not written to its region. Every protocol decision is the same (it
   // never reads payload bytes); no region is written. The simulator's `move_payload = false`.
   bool virtual_payload = false;
+  uint64_t qpn_seed = 0;  // 0: sequential QPNs; else the seed of their random tags (see above)
 };
 
 class alignas(64) Endpoint {
@@ -123,6 +131,11 @@ class alignas(64) Endpoint {
   std::unique_ptr<IncastDetector> incast_ = std::make_unique<IncastDetector>();
   std::vector<uint32_t> due_;  // scratch for handle_timeout
   PrefetchHints* hints_ = nullptr;
+  // QPN layout (see above): the bits of kFirstQpn + index, and the tags' generator.
+  uint32_t index_bits_;
+  Prng qpn_tags_;
+  // The table index a QPN names if it is one of ours; nullopt otherwise.
+  std::optional<uint32_t> index_of(Qpn qpn) const;
 };
 
 }  // namespace mrc

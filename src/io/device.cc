@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 
 #include "core/wire/packet.h"
 
@@ -18,11 +19,15 @@ Result<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& co
   hc.gso = hc.gro = config.gso;
   hc.backend = config.backend;
   hc.seed = config.seed;
+  std::random_device os_random;  // unpredictable_ids: the OS's entropy, not a seed
+  const auto draw = [&] { return (uint64_t{os_random()} << 32) | os_random(); };
+  hc.qpn_seed = config.unpredictable_ids ? draw() | 1 : 0;
+  const uint64_t psn_seed = config.unpredictable_ids ? draw() : 0;
   hc.port_setting = config.port_setting;
   hc.ev_port_setting = config.ev_port_setting;
   auto host = UdpHost::open(hc);
   if (!host.ok()) return Err{host.error()};
-  std::unique_ptr<Device> device(new Device(config, shared_lock));
+  std::unique_ptr<Device> device(new Device(config, shared_lock, psn_seed));
   device->host_ = std::move(host.value());
   return device;
 }
@@ -41,6 +46,12 @@ void Device::configure(QpConfig& c) const {
   // A packet must fit the datapath's datagram (the xdp backend's frames hold less than UDP).
   const size_t max_payload = host_->max_datagram_bytes() - wire::kMaxDataHeaderBytes - wire::kIcrcBytes;
   if (c.mtu_bytes > max_payload) c.set_mtu(static_cast<uint32_t>(max_payload));
+}
+
+Psn Device::initial_psn() {
+  if (config_.unpredictable_ids) return Psn(psns_.next_u32() & Psn::kMask);
+  next_psn_ += 0x10001;
+  return Psn(next_psn_ & Psn::kMask);
 }
 
 CompletionQueue* Device::create_cq(uint32_t capacity) {

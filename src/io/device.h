@@ -28,6 +28,7 @@
 
 #include "core/endpoint.h"
 #include "io/udp_host.h"
+#include "util/prng.h"
 #include "util/result.h"
 
 namespace mrc::io {
@@ -56,6 +57,10 @@ struct DeviceConfig {
   bool gso = true;  // UdpHostConfig::gso and ::gro
   Backend backend = Backend::kUdp;  // UdpHostConfig::backend
   uint64_t seed = 1;
+  // QPNs with random tags (EndpointConfig::qpn_seed) and random initial PSNs (initial_psn()),
+  // both drawn from the OS, so that neither can be guessed by a sender of forged packets.
+  // False: sequential QPNs and PSNs from a fixed sequence (reproducible runs).
+  bool unpredictable_ids = true;
   std::string port_setting = "--port";             // UdpHostConfig::port_setting
   std::string ev_port_setting = "--ev-port-base";  // UdpHostConfig::ev_port_setting
 };
@@ -78,6 +83,10 @@ class Device final : private CompletionNotifier {
   Endpoint& endpoint() { return host_->endpoint(); }
   int planes() const { return host_->planes(); }
   const DeviceConfig& config() const { return config_; }
+
+  // An initial PSN for a new QP: random (24 bits) with unpredictable_ids, else the next of a
+  // fixed sequence. Call holding the lock.
+  Psn initial_psn();
 
   // The handle of the peer with these receive addresses (one per plane), added if new.
   uint32_t peer(const std::vector<PlaneAddress>& planes) { return host_->add_peer(planes); }
@@ -108,8 +117,10 @@ class Device final : private CompletionNotifier {
   void wake() { host_->wake(); }
 
  private:
-  Device(const DeviceConfig& config, std::mutex* shared_lock)
-      : config_(config), lock_(shared_lock != nullptr ? shared_lock : &own_lock_) {}
+  Device(const DeviceConfig& config, std::mutex* shared_lock, uint64_t psn_seed)
+      : config_(config),
+        lock_(shared_lock != nullptr ? shared_lock : &own_lock_),
+        psns_(psn_seed) {}
   void on_nonempty(uint32_t tag) override;
   bool round();
   bool step(Duration max_wait);
@@ -127,6 +138,8 @@ class Device final : private CompletionNotifier {
   std::vector<bool> is_ready_;   // by tag, one per CQ created here
   std::function<void(std::span<const uint32_t>)> completions_;
   std::function<void()> round_;
+  Prng psns_;                     // initial PSNs (unpredictable_ids)
+  uint32_t next_psn_ = 0x1000;    // initial PSNs otherwise
 };
 
 }  // namespace mrc::io

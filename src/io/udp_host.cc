@@ -127,6 +127,7 @@ Result<std::unique_ptr<UdpHost>, std::string> UdpHost::open(const UdpHostConfig&
   EndpointConfig ec;
   ec.planes = static_cast<int>(config.planes.size());
   ec.seed = config.seed;
+  ec.qpn_seed = config.qpn_seed;
   ec.icrc_offload = config.backend == Backend::kXdp;  // the xdp link writes the RoCEv2 ICRC
   host->endpoint_ = std::make_unique<Endpoint>(ec);
   auto opened = host->open_sockets();

@@ -89,6 +89,7 @@ struct UdpHostConfig {
   Duration spin{Duration::from_us(100)};
   Impairment impairment;
   uint64_t seed = 1;
+  uint64_t qpn_seed = 0;  // EndpointConfig::qpn_seed
   // What the user changes to move the receive port and the EV source ports, named in the error
   // of a port already in use ("choose another with ..."): the tools' options by default; an API
   // on top names its own configuration.

@@ -122,6 +122,7 @@ class PerfSide {
   uint32_t pd_ = 0;
   CompletionQueue* cq_ = nullptr;
   std::vector<QueuePair*> qps_;
+  std::vector<uint32_t> psns_;  // each QP's initial PSN (Device::initial_psn: unpredictable)
   uint32_t slots_ = 0;
   uint64_t slot_bytes_ = 0;
   std::vector<uint8_t> source_, target_;
@@ -201,7 +202,10 @@ bool PerfSide::open(std::string& error) {
     error = invalid;
     return false;
   }
-  for (uint32_t q = 0; q < o_.qps; ++q) qps_.push_back(e.create_qp(qc, pd_, cq_, cq_).value());
+  for (uint32_t q = 0; q < o_.qps; ++q) {
+    qps_.push_back(e.create_qp(qc, pd_, cq_, cq_).value());
+    psns_.push_back(device_->initial_psn().value);
+  }
   slots_ = std::max<uint32_t>(o_.depth, 1) * 2;
   slot_bytes_ = std::max<uint64_t>(o_.size, 8);
   source_.resize(slots_ * slot_bytes_);
@@ -215,7 +219,7 @@ bool PerfSide::open(std::string& error) {
 
 json PerfSide::hello() const {
   json qps = json::array();
-  for (size_t i = 0; i < qps_.size(); ++i) qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", 1000 + i * 7919}});
+  for (size_t i = 0; i < qps_.size(); ++i) qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", psns_[i]}});
   return {{"mrc_perf", 1}, {"planes", o_.planes}, {"port", o_.port != 0 ? o_.port : (server_ ? 4791 : 4792)},
           {"qps", qps}, {"rkey", target_mr_.rkey}, {"addr", target_mr_.address}, {"len", target_.size()},
           {"backend", o_.backend}};
