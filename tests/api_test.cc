@@ -163,6 +163,10 @@ TEST(Api, ErrorsSayWhatToFix) {
 
   auto ctx = Context::open(options(3));
   ASSERT_TRUE(ctx.ok());
+  auto twice = Context::open(options(3));  // its ports are taken: the error names the setting
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.error().message.find("ContextOptions::port"), std::string::npos)
+      << twice.error().message;
   Context& c = *ctx.value();
   Cq* cq = c.create_cq(16);
   const uint32_t pd = c.alloc_pd();

@@ -48,6 +48,10 @@ struct ContextOptions {
   // does all the work and the calls only read the queues.
   bool caller_progress = false;
   uint64_t seed = 1;
+  // What a user of this context changes to move its ports, named when a port is in use (the
+  // collectives' tools and the torch backend name their own options or variables).
+  std::string port_setting = "ContextOptions::port";
+  std::string ev_port_setting = "ContextOptions::ev_port_base";
 };
 
 // How many UDP source ports, from ContextOptions::ev_port_base on, a context with `planes`

@@ -59,6 +59,8 @@ Result<std::unique_ptr<Context>, ApiError> Context::open(const ContextOptions& o
   dc.gso = options.gso;
   dc.backend = options.backend;
   dc.seed = options.seed;
+  dc.port_setting = options.port_setting;
+  dc.ev_port_setting = options.ev_port_setting;
   auto device = io::Device::open(dc);
   if (!device.ok()) return Err{ApiError{device.error()}};
   std::unique_ptr<Context> ctx(new Context());

@@ -351,6 +351,8 @@ Result<std::unique_ptr<Communicator>, coll::Error> open_communicator(const CollP
   co.chunk_bytes = o.chunk_kib << 10;
   co.qp.set_mtu(o.mtu_bytes);
   co.context.backend = io::parse_backend(o.backend).value();  // the CLI accepts udp and xdp only
+  co.context.port_setting = "--port";
+  co.context.ev_port_setting = "--ev-port-base";
   co.slots = o.slots;
   co.direct_max_bytes = o.direct_max_bytes;
   co.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
