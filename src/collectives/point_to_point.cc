@@ -23,46 +23,50 @@ PointToPoint::Ticket PointToPoint::add_receive(void* data, size_t bytes, int pee
   return receives_[peer].back().ticket;
 }
 
-Result<bool, Error> PointToPoint::step_sends(int peer, std::vector<Ticket>& done) {
+// The front message's next chunk: where it starts in the message, and its length.
+std::pair<size_t, size_t> PointToPoint::next_chunk(const Message& m) const {
   const size_t chunk = transport_.chunk_bytes();
+  const size_t offset = m.moved * chunk;
+  return {offset, std::min(chunk, m.bytes - std::min(m.bytes, offset))};
+}
+
+// One more chunk of the queue's front message has moved; a message whose last chunk has is done.
+void PointToPoint::chunk_moved(std::deque<Message>& queue, std::vector<Ticket>& done) {
+  Message& m = queue.front();
+  if (++m.moved < m.chunks) return;
+  done.push_back(m.ticket);
+  --pending_;
+  queue.pop_front();
+}
+
+Result<bool, Error> PointToPoint::step_sends(int peer, std::vector<Ticket>& done) {
   bool moved = false;
   auto& queue = sends_[peer];
   while (!queue.empty()) {
-    Message& m = queue.front();
     uint8_t* slot = transport_.send_slot(peer);
     if (slot == nullptr) break;
-    const size_t offset = m.moved * chunk;
-    const size_t length = std::min(chunk, m.bytes - std::min(m.bytes, offset));
-    if (length > 0) std::memcpy(slot, m.data + offset, length);
+    const auto [offset, length] = next_chunk(queue.front());
+    if (length > 0) std::memcpy(slot, queue.front().data + offset, length);
     auto r = transport_.post(peer, static_cast<uint32_t>(length));
     if (!r.ok()) return Err{r.error()};
     moved = true;
-    if (++m.moved < m.chunks) continue;
-    done.push_back(m.ticket);
-    --pending_;
-    queue.pop_front();
+    chunk_moved(queue, done);
   }
   return moved;
 }
 
 Result<bool, Error> PointToPoint::step_receives(int peer, std::vector<Ticket>& done) {
-  const size_t chunk = transport_.chunk_bytes();
   bool moved = false;
   auto& queue = receives_[peer];
   while (!queue.empty()) {
-    Message& m = queue.front();
     auto in = transport_.front(peer);
     if (!in) break;
-    const size_t offset = m.moved * chunk;
-    const size_t expected = std::min(chunk, m.bytes - std::min(m.bytes, offset));
+    const auto [offset, expected] = next_chunk(queue.front());
     if (in->size() != expected) return Err{transport_.mismatch(peer, in->size(), expected)};
-    if (!in->empty()) std::memcpy(m.data + offset, in->data(), in->size());
+    if (!in->empty()) std::memcpy(queue.front().data + offset, in->data(), in->size());
     transport_.release(peer);
     moved = true;
-    if (++m.moved < m.chunks) continue;
-    done.push_back(m.ticket);
-    --pending_;
-    queue.pop_front();
+    chunk_moved(queue, done);
   }
   return moved;
 }

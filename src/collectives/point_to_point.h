@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "collectives/transport.h"
@@ -53,6 +54,8 @@ class PointToPoint {
   Result<bool, Error> step_sends(int peer, std::vector<Ticket>& done);
   Result<bool, Error> step_receives(int peer, std::vector<Ticket>& done);
   Message make(const void* data, size_t bytes);
+  std::pair<size_t, size_t> next_chunk(const Message& m) const;
+  void chunk_moved(std::deque<Message>& queue, std::vector<Ticket>& done);
 
   Transport& transport_;
   std::vector<std::deque<Message>> sends_;     // per peer, in issue order

@@ -10,6 +10,7 @@
 #     mrc0's entry of MRC_DEVICES (not a tool's option).
 # No timing thresholds.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/owner_lib.sh"
 owner="$1"
 second="$2"
 export XDG_RUNTIME_DIR=$(mktemp -d)
@@ -23,16 +24,7 @@ cleanup() { exec 3>&- 2>/dev/null || true; [ -n "$pid" ] && wait "$pid" 2>/dev/n
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$out" ] && cat "$out"; exit 1; }
 
-mkfifo "$fifo"
-"$owner" --serve mrc0 mrc1 <"$fifo" >"$XDG_RUNTIME_DIR/owner.log" 2>&1 &
-pid=$!
-exec 3>"$fifo"
-for i in $(seq 1 300); do
-  grep -q "^ready qpn" "$XDG_RUNTIME_DIR/owner.log" 2>/dev/null && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q "^ready qpn" "$XDG_RUNTIME_DIR/owner.log" || { cat "$XDG_RUNTIME_DIR/owner.log"; fail "owner not ready"; }
+start_owner
 comm=$(cat /proc/$pid/comm)
 
 # Served: controller-only, the data path refused with the owner named.

@@ -6,6 +6,7 @@
 # errors, a server that survives malformed requests, and mrc_ctl_* C calls from a third
 # process (mrc_ctl_remote, a controller-only context). No timing thresholds.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/owner_lib.sh"
 mrcctl="$1"
 owner="$2"
 remote="$3"  # mrc_ctl_* calls from a process that does not own the device
@@ -43,18 +44,7 @@ expect_exit 2 "usage" -- "$mrcctl" port
 shows "mrcctl \[-j\|--json\] OBJECT COMMAND" -- "$mrcctl" --help
 
 # The owner: it replaces the stale socket.
-mkfifo "$fifo"
-"$owner" --serve mrc0 mrc1 <"$fifo" >"$XDG_RUNTIME_DIR/owner.log" 2>&1 &
-pid=$!
-exec 3>"$fifo"
-# "^ready qpn", not "ready": "Address already in use" contains it, and a failed owner then
-# looked ready (the stale socket still in place: "socket mode 755").
-for i in $(seq 1 300); do
-  grep -q "^ready qpn" "$XDG_RUNTIME_DIR/owner.log" 2>/dev/null && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q "^ready qpn" "$XDG_RUNTIME_DIR/owner.log" || { cat "$XDG_RUNTIME_DIR/owner.log"; fail "owner not ready"; }
+start_owner
 [ "$(stat -c %a "$dir/mrc0.sock")" = 600 ] || fail "socket mode $(stat -c %a "$dir/mrc0.sock")"
 [ "$(stat -c %a "$dir")" = 700 ] || fail "directory mode"
 
