@@ -219,10 +219,10 @@ Result<Ok, ApiError> Qp::connect(const ConnectionInfo& remote) {
     return Err{ApiError{std::string("connect: the queue pair is in ") + to_string(qp_->state()) +
                         "; connect() needs a new queue pair (RESET)"}};
   const uint32_t peer = context_->device_->peer(addresses);
-  (void)qp_->to_init();
-  auto rtr = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer});
-  if (!rtr.ok()) return Err{ApiError{std::string("connect: ") + to_string(rtr.error())}};
-  (void)qp_->to_rts(RtsAttributes{Psn(psn_)});
+  auto moved = qp_->to_init();
+  if (moved.ok()) moved = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer});
+  if (moved.ok()) moved = qp_->to_rts(RtsAttributes{Psn(psn_)});
+  if (!moved.ok()) return Err{ApiError{std::string("connect: ") + to_string(moved.error())}};
   return Ok{};
 }
 

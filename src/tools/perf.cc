@@ -248,9 +248,15 @@ bool PerfSide::connect(const json& peer, std::string& error) {
   const json mine = hello();
   for (size_t q = 0; q < qps_.size(); ++q) {
     QueuePair* qp = qps_[q];
-    (void)qp->to_init();
-    (void)qp->to_rtr(RtrAttributes{Qpn(peer["qps"][q]["qpn"].get<uint32_t>()), Psn(peer["qps"][q]["psn"].get<uint32_t>()), handle});
-    (void)qp->to_rts(RtsAttributes{Psn(mine["qps"][q]["psn"].get<uint32_t>())});
+    auto moved = qp->to_init();
+    if (moved.ok())
+      moved = qp->to_rtr(RtrAttributes{Qpn(peer["qps"][q]["qpn"].get<uint32_t>()),
+                                       Psn(peer["qps"][q]["psn"].get<uint32_t>()), handle});
+    if (moved.ok()) moved = qp->to_rts(RtsAttributes{Psn(mine["qps"][q]["psn"].get<uint32_t>())});
+    if (!moved.ok()) {
+      error = "connecting queue pair " + std::to_string(q) + ": " + to_string(moved.error());
+      return false;
+    }
     for (uint32_t r = 0; r < 200; ++r) (void)qp->post_recv(r);
   }
   return true;
