@@ -202,10 +202,8 @@ bool PerfSide::open(std::string& error) {
     error = invalid;
     return false;
   }
-  for (uint32_t q = 0; q < o_.qps; ++q) {
-    qps_.push_back(e.create_qp(qc, pd_, cq_, cq_).value());
-    psns_.push_back(device_->initial_psn().value);
-  }
+  for (uint32_t q = 0; q < o_.qps; ++q) qps_.push_back(e.create_qp(qc, pd_, cq_, cq_).value());
+  for (uint32_t q = 0; q < o_.qps; ++q) psns_.push_back(device_->initial_psn().value);
   slots_ = std::max<uint32_t>(o_.depth, 1) * 2;
   slot_bytes_ = std::max<uint64_t>(o_.size, 8);
   source_.resize(slots_ * slot_bytes_);
