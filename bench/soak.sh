@@ -157,8 +157,7 @@ for iv in (client or {}).get("intervals", []):
     dt = iv["t_s"] - prev
     prev = iv["t_s"]
     if dt >= interval / 2 and iv["t_s"] <= duration + interval / 2:
-        goodput.append({"t_s": round(iv["t_s"], 3), "gbit_per_s": round(iv["gbit_per_s"], 4),
-                        "planes_down": [p for p, up in enumerate(iv["plane_up"]) if not up]})
+        goodput.append({"t_s": round(iv["t_s"], 3), "gbit_per_s": round(iv["gbit_per_s"], 4)})
 k = max(1, round(len(goodput) / 10))
 mean = lambda xs: sum(xs) / len(xs) if xs else 0.0
 first = mean([g["gbit_per_s"] for g in goodput[:k]])
