@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mrc perf between two real processes over 4 loopback planes: verified transfers clean, under
-# drop, delay/reorder and a plane failing and returning; and the errors a user sees for
-# misconfiguration. Usage: perf_process_test.sh PATH_TO_MRC
+# drop, delay/reorder, a plane failing and returning, and a plane flapping; and the errors a
+# user sees for misconfiguration. Usage: perf_process_test.sh PATH_TO_MRC
 set -u
 MRC=$1
 fail() { echo "FAIL: $*"; exit 1; }
@@ -28,6 +28,7 @@ run_pair --bytes 67108864
 run_pair --bytes 33554432 --drop 0.01
 run_pair --bytes 33554432 --delay-us 100 --reorder 0.2
 run_pair --bytes 134217728 --fail-plane 1@100ms+200ms
+run_pair --bytes 134217728 --flap-plane 2:50ms:150ms
 run_pair --bytes 33554432 --qps 3 --bidir --size 262144
 
 # The server dies mid-transfer: the client must fail with a message, not hang.
@@ -55,6 +56,10 @@ out=$("$MRC" perf --client 127.0.0.1 --planes 127.0.0.1,999.1.1.1 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "999.1.1.1" || fail "bad plane address: rc=$rc $out"
 out=$("$MRC" perf --client 127.0.0.1 --fail-plane 9@1s --port 4894 --ev-port-base 54500 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "plane 9 does not exist" || fail "bad plane index: rc=$rc $out"
+out=$("$MRC" perf --client 127.0.0.1 --flap-plane 9:1s:5s --port 4894 --ev-port-base 54500 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "plane 9 does not exist" || fail "bad flap plane: rc=$rc $out"
+out=$("$MRC" perf --client 127.0.0.1 --flap-plane 1:5s:5s --port 4894 --ev-port-base 54500 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "DOWN_FOR must be shorter than EVERY" || fail "flap never up: rc=$rc $out"
 out=$("$MRC" perf 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "exactly one of --server or --client" || fail "no role: rc=$rc $out"
 rm -f /tmp/mrc-perf-srv.$$

@@ -1,6 +1,7 @@
 // Real sockets on loopback: two UdpHosts (4 planes on 127.0.0.1-4) driven from one thread,
-// transfers verified byte for byte, clean and under each impairment kind; clear errors for bad
-// configuration. No root needed.
+// transfers verified byte for byte, clean and under each impairment kind (a flapping plane's
+// windows also checked against the host's clock); clear errors for bad configuration. No root
+// needed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -169,6 +170,49 @@ TEST(UdpLoopback, PlaneDownAndUp) {
   transfer(4, i, 16 << 20);
 }
 
+// A flap's windows: up for the first period, then down for `down_for` at the start of each.
+TEST(UdpLoopback, PlaneFlapWindows) {
+  const PlaneFlap f{1, Duration::from_ms(20), Duration::from_ms(50)};
+  EXPECT_FALSE(f.down_at(Duration{0}));
+  EXPECT_FALSE(f.down_at(Duration::from_ms(50) - Duration{1}));
+  EXPECT_TRUE(f.down_at(Duration::from_ms(50)));
+  EXPECT_TRUE(f.down_at(Duration::from_ms(70) - Duration{1}));
+  EXPECT_FALSE(f.down_at(Duration::from_ms(70)));
+  EXPECT_TRUE(f.down_at(Duration::from_ms(3600 * 1000 + 10)));  // an hour on: no event list ran out
+  EXPECT_EQ(f.next_change(Duration{0}), Duration::from_ms(50));
+  EXPECT_EQ(f.next_change(Duration::from_ms(50)), Duration::from_ms(70));
+  EXPECT_EQ(f.next_change(Duration::from_ms(60)), Duration::from_ms(70));
+  EXPECT_EQ(f.next_change(Duration::from_ms(70)), Duration::from_ms(100));
+  EXPECT_EQ(f.next_change(Duration::from_ms(99)), Duration::from_ms(100));
+}
+
+// A host's flapping plane follows the flap's windows on the host's clock (only rounds whose
+// start and end fall in one window are checked), the other planes stay up; then a transfer
+// with a plane flapping every 15 ms is verified byte for byte.
+TEST(UdpLoopback, PlaneFlapping) {
+  Impairment imp;
+  imp.flaps = {{1, Duration::from_ms(20), Duration::from_ms(50)}};
+  const PlaneFlap& f = imp.flaps[0];
+  {
+    auto host = UdpHost::open(host_config(0, 8, imp));
+    ASSERT_TRUE(host.ok()) << host.error();
+    int checked_down = 0, checked_up = 0;
+    while (host.value()->now() < Instant{0} + Duration::from_ms(400)) {
+      const Duration before = host.value()->now() - Instant{0};
+      host.value()->progress(Duration::from_ms(1));
+      const bool up = host.value()->plane_stats(1).up;
+      if (f.next_change(before) <= host.value()->now() - Instant{0}) continue;
+      EXPECT_EQ(up, !f.down_at(before)) << "at " << before.ns << " ns";
+      EXPECT_TRUE(host.value()->plane_stats(0).up);
+      ++(up ? checked_up : checked_down);
+    }
+    EXPECT_GT(checked_down, 0);
+    EXPECT_GT(checked_up, 0);
+  }
+  imp.flaps = {{2, Duration::from_ms(5), Duration::from_ms(15)}};
+  transfer(8, imp, 16 << 20);
+}
+
 TEST(UdpLoopback, ClearErrors) {
   UdpHostConfig c;
   EXPECT_FALSE(UdpHost::open(c).ok());
@@ -181,6 +225,16 @@ TEST(UdpLoopback, ClearErrors) {
   auto host = UdpHost::open(c);
   ASSERT_FALSE(host.ok());
   EXPECT_NE(host.error().find("192.0.2.1:4791"), std::string::npos) << host.error();
+  // A flap of a plane the host does not have, or one that never comes up.
+  Impairment flap;
+  flap.flaps = {{4, Duration::from_ms(1), Duration::from_ms(2)}};
+  auto no_plane = UdpHost::open(host_config(0, 9, flap));
+  ASSERT_FALSE(no_plane.ok());
+  EXPECT_NE(no_plane.error().find("plane 4 does not exist"), std::string::npos) << no_plane.error();
+  flap.flaps = {{1, Duration::from_ms(2), Duration::from_ms(2)}};
+  EXPECT_FALSE(UdpHost::open(host_config(0, 9, flap)).ok());
+  flap.flaps = {{1, Duration{0}, Duration::from_ms(2)}};
+  EXPECT_FALSE(UdpHost::open(host_config(0, 9, flap)).ok());
   // Two hosts on the same port (both in this process, which the error says, with the option).
   UdpHostConfig a = host_config(0, 9, Impairment{});
   auto first = UdpHost::open(a);

@@ -123,6 +123,12 @@ Result<std::unique_ptr<UdpHost>, std::string> UdpHost::open(const UdpHostConfig&
     return Err{std::string("need 1 to 16 plane addresses")};
   if (config.ev_port_base + static_cast<uint32_t>(config.planes.size()) * config.ev_ports_per_plane > 65536)
     return Err{std::string("EV source ports run past 65535: lower ev_port_base")};
+  for (const PlaneFlap& f : config.impairment.flaps) {
+    if (f.plane < 0 || f.plane >= static_cast<int>(config.planes.size()))
+      return Err{"flapping plane " + std::to_string(f.plane) + " does not exist"};
+    if (f.down_for.ns <= 0 || f.down_for >= f.every)
+      return Err{std::string("a plane flap needs 0 < down time < period")};
+  }
   std::unique_ptr<UdpHost> host(new UdpHost(config));
   EndpointConfig ec;
   ec.planes = static_cast<int>(config.planes.size());
@@ -392,7 +398,7 @@ void UdpHost::set_plane_up(int plane, bool up) {
 
 void UdpHost::update_plane(int plane) {
   Plane& p = planes_[plane];
-  const bool up = p.link_up && p.admin_up;
+  const bool up = p.link_up && p.admin_up && !p.flap_down;
   if (up == p.stats.up) return;
   p.stats.up = up;
   endpoint_->set_port_up(PlaneId(static_cast<uint8_t>(plane)), up, now());
@@ -429,11 +435,40 @@ void UdpHost::apply_schedule(Instant now) {
   }
 }
 
+bool PlaneFlap::down_at(Duration t) const { return t >= every && t.ns % every.ns < down_for.ns; }
+
+Duration PlaneFlap::next_change(Duration t) const {
+  if (t < every) return every;
+  const Duration period_start{t.ns - t.ns % every.ns};
+  return down_at(t) ? period_start + down_for : period_start + every;
+}
+
+// Recomputes the flapping planes' state only when one can have changed (next_flap_change_),
+// so a round without a change costs one comparison.
+void UdpHost::apply_flaps(Instant now) {
+  const auto& flaps = config_.impairment.flaps;
+  if (flaps.empty() || now < next_flap_change_) return;
+  const Duration t = now - Instant{0};
+  bool down[kMaxPlanes] = {};
+  Instant next = Instant::never();
+  for (const PlaneFlap& f : flaps) {
+    down[f.plane] = down[f.plane] || f.down_at(t);
+    next = std::min(next, Instant{0} + f.next_change(t));
+  }
+  next_flap_change_ = next;
+  for (int p = 0; p < planes(); ++p) {
+    if (planes_[p].flap_down == down[p]) continue;
+    planes_[p].flap_down = down[p];
+    update_plane(p);
+  }
+}
+
 Instant UdpHost::wake_at() const {
   Instant until = endpoint_->next_deadline();
   if (!delayed_.empty()) until = std::min(until, delayed_.top().release);
   const auto& schedule = config_.impairment.schedule;
   if (next_schedule_ < schedule.size()) until = std::min(until, Instant{0} + schedule[next_schedule_].at);
+  if (!config_.impairment.flaps.empty()) until = std::min(until, next_flap_change_);
   return until;
 }
 
@@ -474,6 +509,7 @@ bool UdpHost::run_once() {
   const Instant start = this->now();
   Instant now = start;
   apply_schedule(now);
+  apply_flaps(now);
   check_links(now);
   bool busy = false;
   for (int p = 0; p < planes(); ++p) busy |= receive(p, now);

@@ -12,8 +12,8 @@
 //     interface holding each plane's address is checked; a plane whose interface is down or
 //     not running is reported to the engine as its port going down, and back up when it returns;
 //   - an impairment layer at the I/O boundary, off by default: drop a fraction of packets,
-//     delay and reorder them, take a plane down and up on a schedule (seen by this host's
-//     engine as its port going down), so faults can be shown without root.
+//     delay and reorder them, take a plane down and up on a schedule or periodically (a flap;
+//     seen by this host's engine as its port going down), so faults can be shown without root.
 // Two backends move the datagrams (UdpHostConfig::backend):
 //   - udp (default, unprivileged): the kernel's UDP sockets, as above;
 //   - xdp: one AF_XDP socket per plane on the interface holding its address (io/xdp_link.h),
@@ -54,14 +54,30 @@ struct PlaneEvent {
   bool up = false;
 };
 
+// A plane that flaps for as long as the host runs: down in [k * every, k * every + down_for)
+// for k = 1, 2, ... (so up for the first `every`), up otherwise. The state at any time is a
+// function of the time alone, so a run of any length needs no list of events. Valid when
+// 0 < down_for < every (UdpHost::open refuses others).
+struct PlaneFlap {
+  int plane = 0;
+  Duration down_for{0};
+  Duration every{0};
+  bool down_at(Duration since_open) const;
+  // The first time after `since_open` at which down_at() changes.
+  Duration next_change(Duration since_open) const;
+};
+
 struct Impairment {
   double drop = 0;          // fraction of sent packets dropped
   Duration delay{0};        // added to every sent packet
   double reorder = 0;       // fraction of packets delayed by an extra uniform [0, reorder_delay]
   Duration reorder_delay{Duration::from_us(200)};
   std::vector<PlaneEvent> schedule;
+  // A plane is down while any flap of it is down, and independently of `schedule` and
+  // set_plane_up(): it is up only when none of them holds it down.
+  std::vector<PlaneFlap> flaps;
   uint64_t seed = 1;
-  bool any() const { return drop > 0 || delay.ns > 0 || reorder > 0 || !schedule.empty(); }
+  bool any() const { return drop > 0 || delay.ns > 0 || reorder > 0 || !schedule.empty() || !flaps.empty(); }
 };
 
 enum class Backend : uint8_t { kUdp, kXdp };
@@ -158,6 +174,7 @@ class UdpHost {
     PlaneAddress local;
     bool link_up = true;   // the interface holding the address is up and running
     bool admin_up = true;  // not taken down by set_plane_up / the impairment schedule
+    bool flap_down = false;  // held down by one of the impairment's flaps (PlaneFlap)
     int rx_fd = -1;
     std::vector<int> tx_fds;
     std::unique_ptr<XdpLink> xdp;  // the xdp backend's link (rx_fd then only holds the port)
@@ -200,6 +217,7 @@ class UdpHost {
   void account(int plane, const TxOutcome& outcome);
   bool release_delayed(Instant now);
   void apply_schedule(Instant now);
+  void apply_flaps(Instant now);
   void check_links(Instant now);
   void update_plane(int plane);
 
@@ -214,6 +232,7 @@ class UdpHost {
   std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
   uint64_t delayed_sequence_ = 0;
   size_t next_schedule_ = 0;
+  Instant next_flap_change_{0};  // no flap changes state before this (unused without flaps)
   int first_plane_ = 0;
   Instant next_link_check_{0};
   Instant last_busy_{INT64_MIN / 2};

@@ -44,16 +44,20 @@ bool check_pattern(const uint8_t* src, uint64_t message, uint64_t length) {
   return true;
 }
 
+// "3s", "1500ms", "250us" or "2" (seconds): true if well formed, finite and at most 1e9 s
+// either way (so that its nanoseconds fit an int64_t).
+bool parse_seconds(const std::string& t, double& seconds) {
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  const std::string unit(end);
+  const double scale = unit == "s" || unit.empty() ? 1 : unit == "ms" ? 1e-3 : unit == "us" ? 1e-6 : -1;
+  seconds = v * scale;
+  return end != t.c_str() && scale > 0 && std::isfinite(seconds) && std::fabs(seconds) <= 1e9;
+}
+
 // "2@3s" or "2@1500ms+500ms": plane 2 down at 3 s (and up again 500 ms later).
 bool parse_fail_plane(const std::string& text, std::vector<io::PlaneEvent>& out, std::string& error) {
-  auto parse_time = [](const std::string& t, double& seconds) {
-    char* end = nullptr;
-    const double v = std::strtod(t.c_str(), &end);
-    const std::string unit(end);
-    const double scale = unit == "s" || unit.empty() ? 1 : unit == "ms" ? 1e-3 : unit == "us" ? 1e-6 : -1;
-    seconds = v * scale;
-    return end != t.c_str() && scale > 0 && v >= 0;
-  };
+  auto parse_time = [](const std::string& t, double& seconds) { return parse_seconds(t, seconds) && seconds >= 0; };
   const size_t at = text.find('@');
   const size_t plus = text.find('+');
   double when = 0, down_for = -1;
@@ -65,6 +69,58 @@ bool parse_fail_plane(const std::string& text, std::vector<io::PlaneEvent>& out,
   const int plane = std::atoi(text.substr(0, at).c_str());
   out.push_back({Duration{static_cast<int64_t>(when * 1e9)}, plane, false});
   if (down_for >= 0) out.push_back({Duration{static_cast<int64_t>((when + down_for) * 1e9)}, plane, true});
+  return true;
+}
+
+// "1:500ms:3s": plane 1 down for 500 ms in every 3 s (down at 3 s, 6 s, ...), for as long as the
+// side runs (io::PlaneFlap: no event list, whatever the length of the run).
+bool parse_flap_plane(const std::string& text, int planes, std::vector<io::PlaneFlap>& out, std::string& error) {
+  const size_t first = text.find(':');
+  const size_t second = first == std::string::npos ? first : text.find(':', first + 1);
+  const std::string plane_text = text.substr(0, first);
+  double down_for = 0, every = 0;
+  if (second == std::string::npos || plane_text.empty() || plane_text.size() > 3 ||
+      plane_text.find_first_not_of("0123456789") != std::string::npos ||
+      !parse_seconds(text.substr(first + 1, second - first - 1), down_for) ||
+      !parse_seconds(text.substr(second + 1), every)) {
+    error = "--flap-plane '" + text +
+            "': expected PLANE:DOWN_FOR:EVERY, times in s, ms or us, e.g. 1:500ms:3s (plane 1 down for 500 ms every 3 s)";
+    return false;
+  }
+  const io::PlaneFlap flap{std::atoi(plane_text.c_str()), Duration{static_cast<int64_t>(down_for * 1e9)},
+                           Duration{static_cast<int64_t>(every * 1e9)}};
+  if (flap.plane >= planes) {
+    error = "--flap-plane '" + text + "': plane " + std::to_string(flap.plane) + " does not exist (planes are 0.." +
+            std::to_string(planes - 1) + ")";
+  } else if (flap.down_for.ns <= 0 || flap.every.ns <= 0) {
+    error = "--flap-plane '" + text + "': DOWN_FOR and EVERY must be greater than zero";
+  } else if (flap.down_for >= flap.every) {
+    error = "--flap-plane '" + text + "': DOWN_FOR must be shorter than EVERY (the plane would never come up)";
+  } else {
+    out.push_back(flap);
+    return true;
+  }
+  return false;
+}
+
+// The impairments the command line asks for, on a side with `planes` planes.
+bool impairment_from_options(const PerfOptions& o, int planes, io::Impairment& imp, std::string& error) {
+  imp.drop = o.drop;
+  imp.delay = Duration{static_cast<int64_t>(o.delay_us * 1000)};
+  imp.reorder = o.reorder;
+  for (const std::string& f : o.fail_plane) {
+    if (!parse_fail_plane(f, imp.schedule, error)) return false;
+  }
+  for (const io::PlaneEvent& e : imp.schedule) {
+    if (e.plane < 0 || e.plane >= planes) {
+      error = "--fail-plane: plane " + std::to_string(e.plane) + " does not exist (planes are 0.." +
+              std::to_string(planes - 1) + ")";
+      return false;
+    }
+  }
+  for (const std::string& f : o.flap_plane) {
+    if (!parse_flap_plane(f, planes, imp.flaps, error)) return false;
+  }
   return true;
 }
 
@@ -164,19 +220,7 @@ bool PerfSide::open(std::string& error) {
     return false;
   }
   hc.backend = backend.value();
-  hc.impairment.drop = o_.drop;
-  hc.impairment.delay = Duration{static_cast<int64_t>(o_.delay_us * 1000)};
-  hc.impairment.reorder = o_.reorder;
-  for (const std::string& f : o_.fail_plane) {
-    if (!parse_fail_plane(f, hc.impairment.schedule, error)) return false;
-  }
-  for (const io::PlaneEvent& e : hc.impairment.schedule) {
-    if (e.plane < 0 || e.plane >= static_cast<int>(hc.planes.size())) {
-      error = "--fail-plane: plane " + std::to_string(e.plane) + " does not exist (planes are 0.." +
-              std::to_string(hc.planes.size() - 1) + ")";
-      return false;
-    }
-  }
+  if (!impairment_from_options(o_, static_cast<int>(hc.planes.size()), hc.impairment, error)) return false;
   auto device = io::Device::open(hc);
   if (!device.ok()) {
     error = device.error();
@@ -654,6 +698,9 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_flag("--bidir", o.bidir, "both sides send");
   app.add_flag("--verify", o.verify, "check every byte at the receiver");
   app.add_option("--fail-plane", o.fail_plane, "take a local plane down at a time, e.g. 2@3s, or down then up: 2@3s+1s (repeatable)");
+  app.add_option("--flap-plane", o.flap_plane,
+                 "take a local plane down for DOWN_FOR in every EVERY for the whole run, PLANE:DOWN_FOR:EVERY (times in s, ms or us): "
+                 "1:500ms:3s is plane 1 down at 3 s, 6 s, 9 s, ... (from this side's start) for 500 ms each (repeatable)");
   app.add_option("--drop", o.drop, "impairment: drop this fraction of sent packets")->check(CLI::Range(0.0, 1.0));
   app.add_option("--delay-us", o.delay_us, "impairment: delay every sent packet");
   app.add_option("--reorder", o.reorder, "impairment: delay this fraction of packets by up to 200 us")->check(CLI::Range(0.0, 1.0));
