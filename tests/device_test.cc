@@ -1,6 +1,8 @@
 // The device layer (io/device.h) on loopback: the peer table gives one handle per set of
 // addresses, configure() writes the datapath's QP fields and leaves what a QP chose, CQs are
 // reported by tag once each time they turn non-empty, and a device that cannot open says why.
+//
+// Ports: UDP 1091-1098 and EV source ports 63000-65287 (no other test uses them).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -18,11 +20,11 @@ DeviceConfig loopback_config(uint16_t port, uint16_t ev_port_base) {
 }
 
 TEST(Device, OnePeerHandlePerSetOfAddresses) {
-  auto device = Device::open(loopback_config(24791, 25000));
+  auto device = Device::open(loopback_config(1091, 63800));
   ASSERT_TRUE(device.ok()) << device.error();
   Device& d = *device.value();
-  const std::vector<PlaneAddress> a = loopback_config(24792, 0).planes;
-  const std::vector<PlaneAddress> b = loopback_config(24793, 0).planes;
+  const std::vector<PlaneAddress> a = loopback_config(1092, 0).planes;
+  const std::vector<PlaneAddress> b = loopback_config(1093, 0).planes;
   const uint32_t first = d.peer(a);
   EXPECT_EQ(d.peer(a), first);
   const uint32_t second = d.peer(b);
@@ -32,11 +34,11 @@ TEST(Device, OnePeerHandlePerSetOfAddresses) {
 }
 
 TEST(Device, ConfigureWritesTheDatapathsFieldsAndKeepsChoices) {
-  auto device = Device::open(loopback_config(24794, 25600));
+  auto device = Device::open(loopback_config(1094, 64100));
   ASSERT_TRUE(device.ok()) << device.error();
   QpConfig left;  // leaves burst and delay target to the datapath
   device.value()->configure(left);
-  EXPECT_EQ(left.ev_port_base, 25600);
+  EXPECT_EQ(left.ev_port_base, 64100);
   EXPECT_EQ(left.ev_ports_per_plane, ev_source_ports(2) / 2);
   EXPECT_EQ(left.ev_burst_packets, kUdpDefaultEvBurst);
   EXPECT_EQ(left.nscc.target_delay_ns, kUdpDefaultTargetDelayNs);
@@ -50,7 +52,7 @@ TEST(Device, ConfigureWritesTheDatapathsFieldsAndKeepsChoices) {
 }
 
 TEST(Device, ACqIsReportedOnceEachTimeItTurnsNonEmpty) {
-  auto device = Device::open(loopback_config(24795, 26200));
+  auto device = Device::open(loopback_config(1095, 64400));
   ASSERT_TRUE(device.ok()) << device.error();
   Device& d = *device.value();
   std::vector<uint32_t> reported;
@@ -77,30 +79,30 @@ TEST(Device, ACqIsReportedOnceEachTimeItTurnsNonEmpty) {
 }
 
 TEST(Device, AnAddressInUseIsAClearError) {
-  auto first = Device::open(loopback_config(24796, 26800));
+  auto first = Device::open(loopback_config(1096, 64700));
   ASSERT_TRUE(first.ok()) << first.error();
-  auto second = Device::open(loopback_config(24796, 27400));
+  auto second = Device::open(loopback_config(1096, 65000));
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.error().find("in use"), std::string::npos) << second.error();
-  EXPECT_NE(second.error().find("127.0.0.1:24796"), std::string::npos) << second.error();
+  EXPECT_NE(second.error().find("127.0.0.1:1096"), std::string::npos) << second.error();
   EXPECT_FALSE(Device::open(DeviceConfig{}).ok());
 }
 
 // The error of a port in use names who holds it (here: this very process) and the setting that
 // moves it: the tools' options by default, whatever the caller names instead.
 TEST(Device, APortInUseNamesItsHolderAndTheSettingThatMovesIt) {
-  auto first = Device::open(loopback_config(24797, 28000));
+  auto first = Device::open(loopback_config(1097, 63000));
   ASSERT_TRUE(first.ok()) << first.error();
-  auto same_port = Device::open(loopback_config(24797, 28400));
+  auto same_port = Device::open(loopback_config(1097, 63400));
   ASSERT_FALSE(same_port.ok());
   EXPECT_NE(same_port.error().find("this process already uses this port: choose another with --port"),
             std::string::npos)
       << same_port.error();
-  DeviceConfig named = loopback_config(24798, 28000);  // its EV source ports overlap the first's
+  DeviceConfig named = loopback_config(1098, 63000);  // its EV source ports overlap the first's
   named.ev_port_setting = "ev-ports= in the entry";
   auto same_ev_ports = Device::open(named);
   ASSERT_FALSE(same_ev_ports.ok());
-  EXPECT_NE(same_ev_ports.error().find("127.0.0.1:28000"), std::string::npos) << same_ev_ports.error();
+  EXPECT_NE(same_ev_ports.error().find("127.0.0.1:63000"), std::string::npos) << same_ev_ports.error();
   EXPECT_NE(same_ev_ports.error().find("uses this EV source port: choose another with ev-ports= in the entry"),
             std::string::npos)
       << same_ev_ports.error();
