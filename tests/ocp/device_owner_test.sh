@@ -10,19 +10,15 @@
 #     mrc0's entry of MRC_DEVICES (not a tool's option).
 # No timing thresholds.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/owner_lib.sh"
 owner="$1"
 second="$2"
 export XDG_RUNTIME_DIR=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/owner_lib.sh"
 unset MRC_CTL_SOCKET
 export MRC_CTL_DIR="$XDG_RUNTIME_DIR/mrc"
 export MRC_DEVICES="mrc0 planes=127.0.1.21,127.0.1.22 port=37001 ev-ports=37100;mrc1 planes=127.0.1.23,127.0.1.24 port=37001 ev-ports=37500"
 out="$XDG_RUNTIME_DIR/out"
 fifo="$XDG_RUNTIME_DIR/stdin"
-pid=""
-cleanup() { exec 3>&- 2>/dev/null || true; [ -n "$pid" ] && wait "$pid" 2>/dev/null || true; rm -rf "$XDG_RUNTIME_DIR"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; [ -f "$out" ] && cat "$out"; exit 1; }
 
 start_owner
 comm=$(cat /proc/$pid/comm)

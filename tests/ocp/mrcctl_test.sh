@@ -6,21 +6,17 @@
 # errors, a server that survives malformed requests, and mrc_ctl_* C calls from a third
 # process (mrc_ctl_remote, a controller-only context). No timing thresholds.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/owner_lib.sh"
 mrcctl="$1"
 owner="$2"
 remote="$3"  # mrc_ctl_* calls from a process that does not own the device
 export XDG_RUNTIME_DIR=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/owner_lib.sh"
 unset MRC_CTL_SOCKET
 export MRC_CTL_DIR="$XDG_RUNTIME_DIR/mrc"  # root would use /run/mrc otherwise
 export MRC_DEVICES="mrc0 planes=127.0.1.11,127.0.1.12,127.0.1.13 port=36001 ev-ports=36100 drop=0.05;mrc1 planes=127.0.1.14,127.0.1.15,127.0.1.16 port=36001 ev-ports=36500"
 dir="$MRC_CTL_DIR"
 out="$XDG_RUNTIME_DIR/out"
 fifo="$XDG_RUNTIME_DIR/stdin"
-pid=""
-cleanup() { exec 3>&- 2>/dev/null || true; [ -n "$pid" ] && wait "$pid" 2>/dev/null || true; rm -rf "$XDG_RUNTIME_DIR"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; [ -f "$out" ] && cat "$out"; exit 1; }
 expect_exit() {  # expect_exit CODE PATTERN -- command...
   local code="$1" pattern="$2"; shift 3
   set +e; "$@" >"$out" 2>&1; local rc=$?; set -e
