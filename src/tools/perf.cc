@@ -161,7 +161,10 @@ class PerfSide {
   // Non-empty once a queue pair has failed: the test cannot finish and must stop.
   const std::string& failure() const { return failure_; }
   const std::vector<double>& latencies_us() const { return latencies_us_; }
-  void clear_latencies() { latencies_us_.clear(); }
+  void clear_latencies() {
+    latencies_us_.clear();
+    latencies_seen_ = 0;
+  }
   std::vector<QueuePair*>& qps() { return qps_; }
   uint64_t slot_bytes() const { return slot_bytes_; }
 
@@ -198,7 +201,13 @@ class PerfSide {
   uint64_t send_errors_ = 0;
   std::string failure_;
   std::map<uint64_t, std::chrono::steady_clock::time_point> posted_at_;
+  // A uniform sample (reservoir) of at most kMaxLatencySamples of the latencies seen, so a run of
+  // any length keeps bounded memory; the percentiles are exact until then.
+  static constexpr size_t kMaxLatencySamples = size_t{1} << 20;
+  void note_latency(double us);
   std::vector<double> latencies_us_;
+  uint64_t latencies_seen_ = 0;
+  Prng latency_pick_{0x1a7e};
 };
 
 bool PerfSide::open(std::string& error) {
@@ -380,9 +389,19 @@ void PerfSide::on_completion(const Completion& c) {
   if (!o_.verify) slot_busy_[c.wr_id % slots_] = false;
   auto it = posted_at_.find(c.wr_id);
   if (it != posted_at_.end()) {
-    latencies_us_.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - it->second).count());
+    note_latency(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - it->second).count());
     posted_at_.erase(it);
   }
+}
+
+void PerfSide::note_latency(double us) {
+  if (latencies_us_.size() < kMaxLatencySamples) {
+    latencies_us_.push_back(us);
+  } else {
+    const uint64_t j = latency_pick_.below(latencies_seen_ + 1);
+    if (j < kMaxLatencySamples) latencies_us_[j] = us;
+  }
+  ++latencies_seen_;
 }
 
 void PerfSide::step() {
