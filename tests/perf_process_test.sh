@@ -56,6 +56,8 @@ out=$("$MRC" perf --client 127.0.0.1 --planes 127.0.0.1,999.1.1.1 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "999.1.1.1" || fail "bad plane address: rc=$rc $out"
 out=$("$MRC" perf --client 127.0.0.1 --fail-plane 9@1s --port 4894 --ev-port-base 54500 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "plane 9 does not exist" || fail "bad plane index: rc=$rc $out"
+out=$("$MRC" perf --client 127.0.0.1 --fail-plane x@1s --port 4894 --ev-port-base 54500 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "expected PLANE@TIME" || fail "plane not a number: rc=$rc $out"
 out=$("$MRC" perf --client 127.0.0.1 --flap-plane 9:1s:5s --port 4894 --ev-port-base 54500 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "plane 9 does not exist" || fail "bad flap plane: rc=$rc $out"
 out=$("$MRC" perf --client 127.0.0.1 --flap-plane 1:5s:5s --port 4894 --ev-port-base 54500 2>&1); rc=$?

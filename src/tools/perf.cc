@@ -61,12 +61,15 @@ bool parse_fail_plane(const std::string& text, std::vector<io::PlaneEvent>& out,
   const size_t at = text.find('@');
   const size_t plus = text.find('+');
   double when = 0, down_for = -1;
-  if (at == std::string::npos || !parse_time(text.substr(at + 1, plus == std::string::npos ? std::string::npos : plus - at - 1), when) ||
+  const std::string plane_text = text.substr(0, std::min(at, text.size()));
+  const bool plane_ok = !plane_text.empty() && plane_text.size() <= 2 &&
+                        plane_text.find_first_not_of("0123456789") == std::string::npos;
+  if (!plane_ok || at == std::string::npos || !parse_time(text.substr(at + 1, plus == std::string::npos ? std::string::npos : plus - at - 1), when) ||
       (plus != std::string::npos && !parse_time(text.substr(plus + 1), down_for))) {
     error = "--fail-plane '" + text + "': expected PLANE@TIME or PLANE@TIME+DURATION, e.g. 2@3s or 1@500ms+1s";
     return false;
   }
-  const int plane = std::atoi(text.substr(0, at).c_str());
+  const int plane = std::stoi(plane_text);
   out.push_back({Duration{static_cast<int64_t>(when * 1e9)}, plane, false});
   if (down_for >= 0) out.push_back({Duration{static_cast<int64_t>((when + down_for) * 1e9)}, plane, true});
   return true;
