@@ -46,24 +46,22 @@ DEFAULT_PLANES = "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4"
 _groups_created = 0  # groups this process has created: each gets its own ports
 
 
-def _env_int(name, default):
+def _env_number(name, default, kind, what):
     value = os.environ.get(name)
     if value is None or value == "":
         return default
     try:
-        return int(value)
+        return kind(value)
     except ValueError:
-        raise ValueError(f"mrc: {name}={value!r} is not an integer") from None
+        raise ValueError(f"mrc: {name}={value!r} is not {what}") from None
+
+
+def _env_int(name, default):
+    return _env_number(name, default, int, "an integer")
 
 
 def _env_float(name, default):
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"mrc: {name}={value!r} is not a number") from None
+    return _env_number(name, default, float, "a number")
 
 
 def _planes():

@@ -236,15 +236,14 @@ void Transport::on_receive(int peer, const Completion& c) {
   ++p.arrived;
 }
 
-void Transport::on_completion(const Completion& c) {
+void Transport::on_completion(const Completion& c, SteadyClock::time_point now, bool& progressed) {
   auto it =
       std::lower_bound(qpn_to_peer_.begin(), qpn_to_peer_.end(), std::make_pair(c.qpn.value, 0));
   if (it == qpn_to_peer_.end() || it->first != c.qpn.value) return;
   const int peer = it->second;
   Peer& p = peers_[peer];
-  const auto now = SteadyClock::now();
   p.last_heard = now;
-  if (kind_of(c.wr_id) != kKindHeartbeat) made_progress(now);
+  progressed = progressed || kind_of(c.wr_id) != kKindHeartbeat;
   if (c.status != WcStatus::kSuccess) {
     std::string why = to_string(c.status);
     if (c.status == WcStatus::kRetryExceeded)
@@ -280,8 +279,12 @@ Result<Ok, Error> Transport::progress(bool block) {
     if (!r.ok()) return r;
     n = cq_->wait(wc, 5);
   }
-  for (; n > 0; n = cq_->poll(wc))
-    for (size_t i = 0; i < n; ++i) on_completion(wc[i]);
+  bool progressed = false;  // a completion other than a heartbeat's: once per batch
+  for (; n > 0; n = cq_->poll(wc)) {
+    const auto now = SteadyClock::now();
+    for (size_t i = 0; i < n; ++i) on_completion(wc[i], now, progressed);
+  }
+  if (progressed) made_progress(SteadyClock::now());
   if (!failure_.empty()) return Err{Error{failure_}};
   return Ok{};
 }

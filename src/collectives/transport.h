@@ -119,7 +119,8 @@ class Transport {
     std::vector<uint32_t> arrived_bytes;
   };
   Transport() = default;
-  void on_completion(const Completion& c);
+  // `progressed` is set by a completion that is progress (any but a heartbeat's).
+  void on_completion(const Completion& c, SteadyClock::time_point now, bool& progressed);
   void on_receive(int peer, const Completion& c);
   void flush_credits(int peer);
   // Checks made while a wait finds nothing to do: another rank's failure, the no-progress
