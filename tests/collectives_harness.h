@@ -21,6 +21,7 @@ struct GroupConfig {
   uint32_t chunk_bytes = 1024;
   uint32_t slots = 4;
   uint64_t direct_max_bytes = 256;
+  uint32_t threads = 1;  // ContextOptions::threads of every rank
   std::chrono::milliseconds timeout{10000};
   QpConfig qp = CommOptions::default_qp_config();
 };
@@ -30,6 +31,7 @@ inline CommOptions comm_options(const GroupConfig& g, int rank, const std::strin
   o.rank = rank;
   o.ranks = g.ranks;
   for (int p = 0; p < g.planes; ++p) o.context.planes.push_back("127.0.0." + std::to_string(p + 1));
+  o.context.threads = g.threads;
   rank_ports(o.context, g.port, g.ev_port_base, rank);
   o.chunk_bytes = g.chunk_bytes;
   o.slots = g.slots;

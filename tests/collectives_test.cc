@@ -256,6 +256,11 @@ TEST(Collectives, EveryCollectiveTypeAndOpOnThreeRanks) {
 TEST(Collectives, EveryCollectiveTypeAndOpOnFourRanks) {
   run_matrix({.ranks = 4, .port = 5820, .ev_port_base = 7500});
 }
+// Each rank with 2 engine threads: its QPs (one per peer) sit in both, each thread with its
+// own ports (UDP 5900-5905, EV 16000-17727).
+TEST(Collectives, EveryCollectiveTypeAndOpOnThreeRanksOfTwoThreads) {
+  run_matrix({.ranks = 3, .port = 5900, .ev_port_base = 16000, .threads = 2});
+}
 TEST(Collectives, EveryCollectiveTypeAndOpOnEightRanks) {
   run_matrix({.ranks = 8, .port = 5830, .ev_port_base = 8700});
 }

@@ -7,12 +7,14 @@ MRC=$1
 fail() { echo "FAIL: $*"; exit 1; }
 port=$((19000 + RANDOM % 1000))
 
+SERVER_FLAGS="" CLIENT_PORT=4892  # extra server flags and the client's port for the next run_pair
 run_pair() {  # extra client flags...
   port=$((port + 1))
-  "$MRC" perf --server --oob-port $port --port 4891 --ev-port-base 52000 --json > /tmp/mrc-perf-srv.$$ 2>&1 &
+  # shellcheck disable=SC2086
+  "$MRC" perf --server --oob-port $port --port 4891 --ev-port-base 52000 --json $SERVER_FLAGS > /tmp/mrc-perf-srv.$$ 2>&1 &
   local srv=$!
   local out
-  out=$("$MRC" perf --client 127.0.0.1 --oob-port $port --port 4892 --ev-port-base 53000 --json --verify "$@" 2>&1)
+  out=$("$MRC" perf --client 127.0.0.1 --oob-port $port --port "$CLIENT_PORT" --ev-port-base 53000 --json --verify "$@" 2>&1)
   local rc=$?
   # A client that failed leaves a server waiting for it: stop it, so a failure is reported
   # now instead of as the test's timeout.
@@ -30,6 +32,13 @@ run_pair --bytes 33554432 --delay-us 100 --reorder 0.2
 run_pair --bytes 134217728 --fail-plane 1@100ms+200ms
 run_pair --bytes 134217728 --flap-plane 2:50ms:150ms
 run_pair --bytes 33554432 --qps 3 --bidir --size 262144
+# Engine threads: the server's 3 threads listen on 4891-4893 (so the client moves to 4895-4896)
+# and take EV ranges 52000-52959; QP q sits in thread q % 3 there and q % 2 here.
+SERVER_FLAGS="--threads 3" CLIENT_PORT=4895
+run_pair --bytes 33554432 --qps 5 --bidir --size 262144 --threads 2 --drop 0.001
+SERVER_FLAGS="" CLIENT_PORT=4892
+out=$("$MRC" perf --client 127.0.0.1 --threads 17 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q "threads" || fail "bad thread count: rc=$rc $out"
 
 # The server dies mid-transfer: the client must fail with a message, not hang.
 port=$((port + 1))

@@ -1,7 +1,8 @@
 // The native C++ API of mrc: a context (this host's planes over UDP), protection domains and
 // memory regions, completion queues you can poll or wait on through a file descriptor, and
-// queue pairs with post_write / post_write_imm / post_recv. A background progress thread runs
-// the engine; every call is thread-safe. Connection setup exchanges a ConnectionInfo out of
+// queue pairs with post_write / post_write_imm / post_recv. Background progress threads run
+// the engine (one by default; ContextOptions::threads shards the QPs over several); every call
+// is thread-safe. Connection setup exchanges a ConnectionInfo out of
 // band (for example over TCP, as `mrc perf` does).
 //
 //   auto ctx = mrc::Context::open({.planes = {"127.0.0.1", "127.0.0.2"}}).value();
@@ -14,6 +15,7 @@
 //   cq->wait(...);
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,6 +26,7 @@
 
 #include "core/endpoint.h"
 #include "io/device.h"
+#include "io/device_group.h"
 #include "io/udp_host.h"
 
 namespace mrc {
@@ -47,6 +50,12 @@ struct ContextOptions {
   // one thread that mostly waits on the context (the collectives); off, the progress thread
   // does all the work and the calls only read the queues.
   bool caller_progress = false;
+  // Engine threads (1..16). Each runs a shard of the context (io/device_group.h): its own engine,
+  // sockets and lock; new QPs are placed on the shards in turn, so several QPs use several cores.
+  // Shard s listens on port + s and takes the s-th EV range after ev_port_base, so a context
+  // with N threads uses N receive ports per plane and N * ev_source_ports() EV ports. With
+  // caller_progress, the calling thread drives shard 0 and the others run on their threads.
+  uint32_t threads = 1;
   uint64_t seed = 1;
   // What a user of this context changes to move its ports, named when a port is in use (the
   // collectives' tools and the torch backend name their own options or variables).
@@ -84,9 +93,14 @@ class Cq {
  private:
   friend class Context;
   Context* context_ = nullptr;
-  CompletionQueue* queue_ = nullptr;
+  // One engine queue per shard: a QP completes into the queue of its own shard. Each shard's
+  // queue and its `signalled_` flag are guarded by that shard's lock.
+  std::vector<CompletionQueue*> queues_;
+  // The eventfd (a semaphore) holds 1 for every shard whose queue is non-empty and signalled.
   int event_fd_ = -1;
-  bool signalled_ = false;
+  std::vector<uint8_t> signalled_;
+  std::atomic<uint32_t> next_shard_{0};  // where poll() starts, in turn, so no shard starves
+  size_t poll_shard(uint32_t s, std::span<Completion> out);
 };
 
 class Qp {
@@ -107,7 +121,9 @@ class Qp {
  private:
   friend class Context;
   Result<Ok, ApiError> post(const SendWr& wr);
+  io::Device& device() const;
   Context* context_ = nullptr;
+  uint32_t shard_ = 0;  // the context's shard (thread) this QP lives in
   QueuePair* qp_ = nullptr;
   uint32_t psn_ = 0;
 };
@@ -134,13 +150,14 @@ class Context {
   friend class Cq;
   friend class Qp;
   Context() = default;
-  void signal_cqs(std::span<const uint32_t> tags);
-  std::mutex& mutex() const { return device_->lock(); }
+  void signal_cqs(uint32_t shard, std::span<const uint32_t> tags);
+  std::mutex& mutex(uint32_t shard) const { return devices_->shard(shard).lock(); }
 
   ContextOptions options_;
-  std::vector<std::unique_ptr<Cq>> cqs_;  // by the device's CQ tag
+  std::mutex objects_lock_;  // qps_ (cqs_ grows holding every shard's lock: the shards read it)
+  std::vector<std::unique_ptr<Cq>> cqs_;  // by the devices' CQ tag (the same in every shard)
   std::vector<std::unique_ptr<Qp>> qps_;
-  std::unique_ptr<io::Device> device_;  // last: destroyed first, its progress thread with it
+  std::unique_ptr<io::DeviceGroup> devices_;  // last: destroyed first, the progress threads with it
 };
 
 }  // namespace mrc

@@ -14,9 +14,12 @@ the backend. Environment (read when a group is created):
     MRC_PLANES        this host's plane addresses, comma-separated
                       (default 127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4: loopback planes)
     MRC_PORT          UDP receive port of local rank 0 (default 4791); local rank i of group g
-                      uses MRC_PORT + g * LOCAL_WORLD_SIZE + i
+                      uses the MRC_THREADS ports from MRC_PORT + (g * LOCAL_WORLD_SIZE + i) * MRC_THREADS
     MRC_EV_PORT_BASE  first UDP source port of the EVs (default 20000); each rank and group takes
-                      its own range of ev_source_ports(planes) ports (320 for 4 planes) above it
+                      its own range of MRC_THREADS * ev_source_ports(planes) ports (320 per
+                      thread for 4 planes) above it
+    MRC_THREADS       engine threads per rank (default 1, at most 16): the rank's queue pairs
+                      (one per peer) are spread over them, each thread with its own ports
     MRC_CHUNK_BYTES   staging chunk size (default 262144); MRC_SLOTS staging slots (default 8)
     MRC_MTU           payload bytes per packet (default 4096; 8192 suits 9000-byte links)
     MRC_BACKEND       datapath: udp (default) or xdp (AF_XDP; root; one rank per interface)
@@ -86,6 +89,9 @@ def _create(options, pg_options=None):
     local_world = max(_env_int("LOCAL_WORLD_SIZE", world), local_rank + 1)
     planes = _planes()
     slot = _groups_created * local_world + local_rank  # unique per process and group on a host
+    threads = _env_int("MRC_THREADS", 1)
+    if not 1 <= threads <= 16:
+        raise ValueError(f"mrc: MRC_THREADS={threads}: a rank runs 1 to 16 engine threads")
     timeout = options.timeout
     if not isinstance(timeout, datetime.timedelta):
         timeout = datetime.timedelta(seconds=float(timeout))
@@ -97,13 +103,14 @@ def _create(options, pg_options=None):
         options.group_rank,
         options.group_size,
         planes=planes,
-        port=_env_int("MRC_PORT", 4791) + slot,
-        ev_port_base=_env_int("MRC_EV_PORT_BASE", 20000) + slot * ev_source_ports(len(planes)),
+        port=_env_int("MRC_PORT", 4791) + slot * threads,
+        ev_port_base=_env_int("MRC_EV_PORT_BASE", 20000) + slot * threads * ev_source_ports(len(planes)),
         timeout=timeout,
         chunk_bytes=_env_int("MRC_CHUNK_BYTES", 256 << 10),
         slots=_env_int("MRC_SLOTS", 8),
         mtu=_env_int("MRC_MTU", 4096),
         backend=os.environ.get("MRC_BACKEND", "udp"),
+        threads=threads,
         peer_timeout=datetime.timedelta(seconds=_env_float("MRC_PEER_TIMEOUT_S", 8.0)),
     )
     _groups_created += 1

@@ -1,8 +1,9 @@
-// The native C++ API (include/mrc/mrc.hpp) on a device (io/device.h): the device's progress
-// thread runs the datapath under the device's lock and sleeps without it; API calls take the
-// lock and wake the thread (or, with caller-driven progress, the CQ calls run the rounds
-// themselves while the thread stands by). A CQ's eventfd is made readable when the device
-// reports that the CQ turned non-empty, and reset when poll() empties it.
+// The native C++ API (include/mrc/mrc.hpp) on a device group (io/device_group.h): each shard's
+// progress thread runs its datapath under the shard's lock and sleeps without it; API calls
+// take the lock of the shard they touch and wake its thread (or, with caller-driven progress,
+// the CQ calls run shard 0's rounds themselves while its thread stands by). A CQ has a queue in
+// every shard; its eventfd is a semaphore holding 1 for each shard whose queue turned non-empty,
+// taken back when poll() empties that queue, so it is readable exactly while one is not empty.
 #include "mrc/mrc.hpp"
 
 #include <poll.h>
@@ -61,106 +62,134 @@ Result<std::unique_ptr<Context>, ApiError> Context::open(const ContextOptions& o
   dc.seed = options.seed;
   dc.port_setting = options.port_setting;
   dc.ev_port_setting = options.ev_port_setting;
-  auto device = io::Device::open(dc);
-  if (!device.ok()) return Err{ApiError{device.error()}};
+  auto devices = io::DeviceGroup::open(dc, options.threads);
+  if (!devices.ok()) return Err{ApiError{devices.error()}};
   std::unique_ptr<Context> ctx(new Context());
   ctx->options_ = options;
-  ctx->device_ = std::move(device.value());
-  ctx->device_->on_completions([c = ctx.get()](std::span<const uint32_t> tags) { c->signal_cqs(tags); });
-  ctx->device_->start_thread();
+  ctx->devices_ = std::move(devices.value());
+  ctx->devices_->on_completions(
+      [c = ctx.get()](uint32_t shard, std::span<const uint32_t> tags) { c->signal_cqs(shard, tags); },
+      options.caller_progress);
+  ctx->devices_->start_threads(0);
   return ctx;
 }
 
 Context::~Context() {
-  device_.reset();  // stops the progress thread before the CQs' descriptors close
+  devices_.reset();  // stops the progress threads before the CQs' descriptors close
   for (auto& cq : cqs_) close(cq->event_fd_);
 }
 
-// Holding the lock, after a round: the CQs that turned non-empty make their eventfd readable.
-void Context::signal_cqs(std::span<const uint32_t> tags) {
+// Holding shard `shard`'s lock, after its round: the CQs whose queue there turned non-empty add
+// their 1 to the eventfd (a semaphore), which poll() takes back when that queue is empty again.
+void Context::signal_cqs(uint32_t shard, std::span<const uint32_t> tags) {
   for (uint32_t tag : tags) {
     if (tag >= cqs_.size()) continue;
     Cq& cq = *cqs_[tag];
-    if (cq.signalled_ || cq.queue_->size() == 0) continue;
+    if (cq.signalled_[shard] || cq.queues_[shard]->size() == 0) continue;
     const uint64_t one = 1;
     (void)!write(cq.event_fd_, &one, sizeof one);
-    cq.signalled_ = true;
+    cq.signalled_[shard] = 1;
   }
 }
 
-int Context::planes() const { return device_->planes(); }
+int Context::planes() const { return devices_->planes(); }
 
-uint32_t Context::alloc_pd() {
-  std::lock_guard lock(mutex());
-  return device_->endpoint().memory().alloc_pd();
-}
+uint32_t Context::alloc_pd() { return devices_->alloc_pd(); }
 
 Result<MemoryRegionInfo, ApiError> Context::register_memory(uint32_t pd, void* address, uint64_t length,
                                                             uint32_t access) {
-  std::lock_guard lock(mutex());
-  auto r = device_->endpoint().memory().register_region(pd, address, length, access);
-  if (!r.ok()) return Err{ApiError{std::string("register_memory: ") + to_string(r.error())}};
+  auto r = devices_->register_region(pd, address, length, access);
+  if (!r.ok()) return Err{ApiError{"register_memory: " + r.error()}};
   return r.value();
 }
 
 Result<Ok, ApiError> Context::deregister_memory(uint32_t lkey) {
-  std::lock_guard lock(mutex());
-  auto r = device_->endpoint().memory().deregister(lkey);
-  if (!r.ok()) return Err{ApiError{std::string("deregister_memory: ") + to_string(r.error())}};
+  auto r = devices_->deregister(lkey);
+  if (!r.ok()) return Err{ApiError{"deregister_memory: " + r.error()}};
   return Ok{};
 }
 
+// Every shard gets a queue for every CQ, so a CQ's tag is the same in all of them.
 Cq* Context::create_cq(uint32_t capacity) {
-  std::lock_guard lock(mutex());
   auto cq = std::make_unique<Cq>();
   cq->context_ = this;
-  cq->queue_ = device_->create_cq(capacity);  // its tag is its index in cqs_
-  cq->event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  cqs_.push_back(std::move(cq));
-  return cqs_.back().get();
+  cq->event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC | EFD_SEMAPHORE);
+  cq->signalled_.assign(devices_->size(), 0);
+  Cq* handle = cq.get();
+  devices_->with_all_locked([&] {
+    for (uint32_t s = 0; s < devices_->size(); ++s) cq->queues_.push_back(devices_->shard(s).create_cq(capacity));
+    cqs_.push_back(std::move(cq));  // its tag is its index in cqs_
+  });
+  return handle;
 }
 
 Result<Qp*, ApiError> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq, const QpConfig& config) {
-  std::lock_guard lock(mutex());
-  QpConfig c = config;
-  device_->configure(c);
-  const std::string invalid = c.validate(device_->planes());
-  if (!invalid.empty()) return Err{ApiError{"create_qp: " + invalid}};
   if (send_cq == nullptr || recv_cq == nullptr) return Err{ApiError{"create_qp: send and receive CQs are required"}};
-  auto qp = device_->endpoint().create_qp(c, pd, send_cq->queue_, recv_cq->queue_);
+  std::lock_guard objects(objects_lock_);
+  const uint32_t shard = devices_->place_qp();
+  io::Device& device = devices_->shard(shard);
+  std::lock_guard lock(device.lock());
+  QpConfig c = config;
+  device.configure(c);
+  const std::string invalid = c.validate(device.planes());
+  if (!invalid.empty()) return Err{ApiError{"create_qp: " + invalid}};
+  auto qp = device.endpoint().create_qp(c, pd, send_cq->queues_[shard], recv_cq->queues_[shard]);
   if (!qp.ok()) return Err{ApiError{std::string("create_qp: ") + to_string(qp.error())}};
   auto handle = std::make_unique<Qp>();
   handle->context_ = this;
+  handle->shard_ = shard;
   handle->qp_ = qp.value();
-  handle->psn_ = device_->initial_psn().value;
+  handle->psn_ = device.initial_psn().value;
   qps_.push_back(std::move(handle));
   return qps_.back().get();
 }
 
 void Context::set_plane_up(int plane, bool up) {
-  {
-    std::lock_guard lock(mutex());
-    device_->host().set_plane_up(plane, up);
+  for (uint32_t s = 0; s < devices_->size(); ++s) {
+    {
+      std::lock_guard lock(mutex(s));
+      devices_->shard(s).host().set_plane_up(plane, up);
+    }
+    devices_->shard(s).wake();
   }
-  device_->wake();
 }
 
+// The plane's figures summed over the shards (`up` is every shard's: they change together).
 const io::UdpPlaneStats Context::plane_stats(int plane) const {
-  std::lock_guard lock(mutex());
-  return device_->host().plane_stats(plane);
+  io::UdpPlaneStats sum;
+  for (uint32_t s = 0; s < devices_->size(); ++s) {
+    std::lock_guard lock(mutex(s));
+    const io::UdpPlaneStats& one = devices_->shard(s).host().plane_stats(plane);
+    if (s == 0) {
+      sum = one;
+      continue;
+    }
+    sum += one;
+  }
+  return sum;
 }
 
 // ---- Cq ---------------------------------------------------------------------------------
 
-size_t Cq::poll(std::span<Completion> out) {
-  if (context_->options_.caller_progress) context_->device_->progress(Duration{0});
-  std::lock_guard lock(context_->mutex());
-  const size_t n = queue_->poll(out);
-  if (queue_->size() == 0 && signalled_) {
+// Holding shard s's lock: takes what its queue holds, and its 1 back from the eventfd once the
+// queue is empty.
+size_t Cq::poll_shard(uint32_t s, std::span<Completion> out) {
+  std::lock_guard lock(context_->mutex(s));
+  const size_t n = queues_[s]->poll(out);
+  if (queues_[s]->size() == 0 && signalled_[s]) {
     uint64_t count = 0;
     (void)!read(event_fd_, &count, sizeof count);
-    signalled_ = false;
+    signalled_[s] = 0;
   }
+  return n;
+}
+
+size_t Cq::poll(std::span<Completion> out) {
+  if (context_->options_.caller_progress) context_->devices_->shard(0).progress(Duration{0});
+  const uint32_t shards = static_cast<uint32_t>(queues_.size());
+  const uint32_t first = shards == 1 ? 0 : next_shard_.fetch_add(1, std::memory_order_relaxed);
+  size_t n = 0;
+  for (uint32_t k = 0; k < shards && n < out.size(); ++k) n += poll_shard((first + k) % shards, out.subspan(n));
   return n;
 }
 
@@ -172,7 +201,8 @@ size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
     for (;;) {
       const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
       if (timeout_ms >= 0 && waited_ms >= timeout_ms) return 0;
-      context_->device_->progress(Duration::from_ms(timeout_ms < 0 ? 10 : timeout_ms - waited_ms));
+      // Shard 0's sleep ends when another shard completes something (DeviceGroup::on_completions).
+      context_->devices_->shard(0).progress(Duration::from_ms(timeout_ms < 0 ? 10 : timeout_ms - waited_ms));
       if (const size_t m = poll(out); m > 0) return m;
     }
   }
@@ -185,8 +215,10 @@ size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
 
 uint32_t Qp::qpn() const { return qp_->qpn().value; }
 
+io::Device& Qp::device() const { return context_->devices_->shard(shard_); }
+
 QpState Qp::state() const {
-  std::lock_guard lock(context_->mutex());
+  std::lock_guard lock(device().lock());
   return qp_->state();
 }
 
@@ -194,8 +226,7 @@ ConnectionInfo Qp::local_info() const {
   ConnectionInfo info;
   info.qpn = qpn();
   info.psn = psn_;
-  for (const std::string& text : context_->options_.planes)
-    info.planes.push_back(io::to_string(io::parse_plane_address(text, context_->options_.port).value()));
+  for (const io::PlaneAddress& a : device().config().planes) info.planes.push_back(io::to_string(a));
   info.backend = context_->options_.backend;
   return info;
 }
@@ -211,14 +242,14 @@ Result<Ok, ApiError> Qp::connect(const ConnectionInfo& remote) {
     return Err{ApiError{std::string("connect: the peer uses the ") + io::to_string(remote.backend) +
                         " backend and this context the " + io::to_string(context_->options_.backend) +
                         " backend: both ends need the same (their ICRCs differ)"}};
-  std::lock_guard lock(context_->mutex());
-  if (static_cast<int>(addresses.size()) != context_->device_->planes())
+  std::lock_guard lock(device().lock());
+  if (static_cast<int>(addresses.size()) != device().planes())
     return Err{ApiError{"connect: the peer has " + std::to_string(addresses.size()) + " planes, this context " +
-                        std::to_string(context_->device_->planes()) + ": both ends need the same planes"}};
+                        std::to_string(device().planes()) + ": both ends need the same planes"}};
   if (qp_->state() != QpState::kReset)
     return Err{ApiError{std::string("connect: the queue pair is in ") + to_string(qp_->state()) +
                         "; connect() needs a new queue pair (RESET)"}};
-  const uint32_t peer = context_->device_->peer(addresses);
+  const uint32_t peer = device().peer(addresses);
   auto moved = qp_->to_init();
   if (moved.ok()) moved = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer});
   if (moved.ok()) moved = qp_->to_rts(RtsAttributes{Psn(psn_)});
@@ -229,14 +260,14 @@ Result<Ok, ApiError> Qp::connect(const ConnectionInfo& remote) {
 Result<Ok, ApiError> Qp::post(const SendWr& wr) {
   Result<Ok, PostError> r = Ok{};
   {
-    std::lock_guard lock(context_->mutex());
+    std::lock_guard lock(device().lock());
     r = qp_->post_send(wr);
     if (!r.ok() && r.error() == PostError::kQpState)
       return Err{ApiError{std::string("post: the queue pair is in ") + to_string(qp_->state()) +
                           ", sends need RTS (call connect() first)"}};
   }
   if (!r.ok()) return Err{ApiError{std::string("post: ") + to_string(r.error())}};
-  context_->device_->wake();
+  device().wake();
   return Ok{};
 }
 
@@ -267,14 +298,14 @@ Result<Ok, ApiError> Qp::post_write_imm(uint64_t wr_id, std::span<const Sge> loc
 }
 
 Result<Ok, ApiError> Qp::post_recv(uint64_t wr_id) {
-  std::lock_guard lock(context_->mutex());
+  std::lock_guard lock(device().lock());
   auto r = qp_->post_recv(wr_id);
   if (!r.ok()) return Err{ApiError{std::string("post_recv: ") + to_string(r.error())}};
   return Ok{};
 }
 
 QpStats Qp::stats() const {
-  std::lock_guard lock(context_->mutex());
+  std::lock_guard lock(device().lock());
   return qp_->stats();
 }
 

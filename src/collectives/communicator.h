@@ -66,8 +66,9 @@ struct CommOptions {
   static QpConfig default_qp_config();
 };
 
-// Ports for local rank `local_rank` of a host: receive port base_port + local_rank and a
-// disjoint EV source-port range per rank starting at ev_port_base.
+// Ports for local rank `local_rank` of a host, for a context of context.threads threads (set
+// it first): receive ports base_port + local_rank * threads on, and a disjoint EV source-port
+// range per rank (threads * ev_source_ports(planes) ports) starting at ev_port_base.
 void rank_ports(ContextOptions& context, uint16_t base_port, uint16_t ev_port_base, int local_rank);
 
 // How long a queue pair with `qp`'s ACK timeout and linear retries keeps retrying, unanswered,

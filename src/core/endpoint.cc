@@ -20,6 +20,8 @@ Endpoint::Endpoint(const EndpointConfig& config)
           std::bit_width(kFirstQpn + std::max<uint32_t>(config.max_queue_pairs, 1) - 1))),
       qpn_tags_(config.qpn_seed) {
   MRC_ASSERT(index_bits_ < 24);  // room for a tag in the 24-bit QPN
+  MRC_ASSERT(config.qpn_partitions >= 1 && config.qpn_partitions <= 16 && config.qpn_partition < config.qpn_partitions);
+  MRC_ASSERT(index_bits_ + partition_bits() < 24);  // room for the partition too
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
   // The hot line (endpoint.h) ends with the prober's first field.
   MRC_DASSERT(reinterpret_cast<const char*>(&prober_) + sizeof(uint32_t) <=
@@ -47,8 +49,9 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
   if (send_cq == nullptr || recv_cq == nullptr) return Err{QpError::kNoCompletionQueue};
   if (!config.validate(config_.planes).empty()) return Err{QpError::kBadConfig};
   if (qps_.size() >= config_.max_queue_pairs) return Err{QpError::kTooManyQps};
-  const uint32_t tag =
-      config_.qpn_seed == 0 ? 0 : static_cast<uint32_t>(qpn_tags_.below(1u << (24 - index_bits_)));
+  const uint32_t random_bits = 24 - index_bits_ - partition_bits();
+  const uint32_t random = config_.qpn_seed == 0 ? 0 : static_cast<uint32_t>(qpn_tags_.below(1u << random_bits));
+  const uint32_t tag = (random << partition_bits()) | config_.qpn_partition;
   const Qpn qpn((tag << index_bits_) | (kFirstQpn + static_cast<uint32_t>(qps_.size())));
   qps_.push_back(std::make_unique<QueuePair>(qpn, config, config_.planes, config_.seed, pd,
                                              send_cq, recv_cq, &memory_));

@@ -10,13 +10,16 @@
 // QPN = tag << index_bits | (kFirstQpn + index of the QP in the table). With
 // EndpointConfig::qpn_seed 0 the tag is 0 (QPNs 0x100, 0x101, ...: the simulator and the tests);
 // otherwise each QP's tag is drawn from that seed, so that a QPN cannot be guessed from the
-// order of creation (a forged packet must name a live QPN). A datagram's QPN must match the
+// order of creation (a forged packet must name a live QPN). An engine that is one of several
+// behind one device (EndpointConfig::qpn_partitions) puts its number in the tag's low bits, so
+// QPNs stay unique across them. A datagram's QPN must match the
 // QP at its index exactly.
 // Deadlines and transmit opportunities reach only the QPs that have something due or queued
 // (qp_schedule.h), in the order a scan over every QP would. It makes no system calls, reads no
 // clock and draws randomness only from its seed.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -51,6 +54,9 @@ struct EndpointConfig {
   // never reads payload bytes); no region is written. The simulator's `move_payload = false`.
   bool virtual_payload = false;
   uint64_t qpn_seed = 0;  // 0: sequential QPNs; else the seed of their random tags (see above)
+  // This engine is number qpn_partition of qpn_partitions (1..16) sharing one QPN space.
+  uint32_t qpn_partition = 0;
+  uint32_t qpn_partitions = 1;
 };
 
 class alignas(64) Endpoint {
@@ -136,6 +142,7 @@ class alignas(64) Endpoint {
   Prng qpn_tags_;
   // The table index a QPN names if it is one of ours; nullopt otherwise.
   std::optional<uint32_t> index_of(Qpn qpn) const;
+  uint32_t partition_bits() const { return static_cast<uint32_t>(std::bit_width(config_.qpn_partitions - 1)); }
 };
 
 }  // namespace mrc

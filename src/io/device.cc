@@ -22,6 +22,8 @@ Result<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& co
   std::random_device os_random;  // unpredictable_ids: the OS's entropy, not a seed
   const auto draw = [&] { return (uint64_t{os_random()} << 32) | os_random(); };
   hc.qpn_seed = config.unpredictable_ids ? draw() | 1 : 0;
+  hc.qpn_partition = config.shard;
+  hc.qpn_partitions = config.shards;
   const uint64_t psn_seed = config.unpredictable_ids ? draw() : 0;
   hc.port_setting = config.port_setting;
   hc.ev_port_setting = config.ev_port_setting;

@@ -20,6 +20,22 @@
 
 namespace mrc::io {
 
+UdpPlaneStats& UdpPlaneStats::operator+=(const UdpPlaneStats& o) {
+  packets_sent += o.packets_sent;
+  bytes_sent += o.bytes_sent;
+  packets_received += o.packets_received;
+  bytes_received += o.bytes_received;
+  send_errors += o.send_errors;
+  send_calls += o.send_calls;
+  receive_calls += o.receive_calls;
+  impairment_drops += o.impairment_drops;
+  ev_port_mismatches += o.ev_port_mismatches;
+  receive_refused += o.receive_refused;
+  unresolved_neighbour += o.unresolved_neighbour;
+  return *this;
+}
+
+
 namespace {
 
 // Per run_once, each plane sends up to kTransmitRounds bursts of kPlaneBurst packets, taking
@@ -134,6 +150,8 @@ Result<std::unique_ptr<UdpHost>, std::string> UdpHost::open(const UdpHostConfig&
   ec.planes = static_cast<int>(config.planes.size());
   ec.seed = config.seed;
   ec.qpn_seed = config.qpn_seed;
+  ec.qpn_partition = config.qpn_partition;
+  ec.qpn_partitions = config.qpn_partitions;
   ec.icrc_offload = config.backend == Backend::kXdp;  // the xdp link writes the RoCEv2 ICRC
   host->endpoint_ = std::make_unique<Endpoint>(ec);
   auto opened = host->open_sockets();

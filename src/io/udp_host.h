@@ -106,6 +106,7 @@ struct UdpHostConfig {
   Impairment impairment;
   uint64_t seed = 1;
   uint64_t qpn_seed = 0;  // EndpointConfig::qpn_seed
+  uint32_t qpn_partition = 0, qpn_partitions = 1;  // EndpointConfig's: this host's share of a device group's QPNs
   // What the user changes to move the receive port and the EV source ports, named in the error
   // of a port already in use ("choose another with ..."): the tools' options by default; an API
   // on top names its own configuration.
@@ -131,6 +132,8 @@ struct UdpPlaneStats {
   uint64_t receive_refused = 0;
   uint64_t unresolved_neighbour = 0;
   bool up = true;
+  // Adds another shard's counts of the same plane (io/device_group.h); `up` stays this one's.
+  UdpPlaneStats& operator+=(const UdpPlaneStats& o);
 };
 
 class UdpHost {

@@ -25,12 +25,17 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
                                            int port, int ev_port_base,
                                            std::chrono::milliseconds timeout, uint32_t chunk_bytes,
                                            uint32_t slots, uint32_t mtu, const std::string& backend,
-                                           std::chrono::milliseconds peer_timeout) {
+                                           std::chrono::milliseconds peer_timeout, uint32_t threads) {
   BackendOptions o;
   o.planes = planes;
   o.port = port_number(port, "port");
   o.ev_port_base = port_number(ev_port_base, "ev_port_base");
-  const uint32_t ev_ports = mrc::ev_source_ports(planes.size());
+  TORCH_CHECK(threads >= 1 && threads <= mrc::io::kMaxDeviceThreads, "mrc: MRC_THREADS=", threads,
+              ": a rank runs 1 to ", mrc::io::kMaxDeviceThreads, " engine threads");
+  o.threads = threads;
+  TORCH_CHECK(static_cast<uint32_t>(port) + threads <= 65536, "mrc: UDP receive ports ", port, "..",
+              port + static_cast<int>(threads) - 1, " go past 65535 (lower MRC_PORT)");
+  const uint32_t ev_ports = threads * mrc::ev_source_ports(planes.size());
   TORCH_CHECK(static_cast<uint32_t>(ev_port_base) + ev_ports <= 65536, "mrc: EV source ports ",
               ev_port_base, "..", ev_port_base + static_cast<int>(ev_ports) - 1,
               " go past 65535 (lower MRC_EV_PORT_BASE)");
@@ -78,7 +83,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("planes"), py::arg("port"), py::arg("ev_port_base"),
            py::arg("timeout") = std::chrono::milliseconds(30 * 60 * 1000),
            py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 4096u,
-           py::arg("backend") = "udp", py::arg("peer_timeout") = std::chrono::milliseconds(8000),
+           py::arg("backend") = "udp", py::arg("peer_timeout") = std::chrono::milliseconds(8000), py::arg("threads") = 1u,
            // The rendezvous blocks until every rank has come: let other Python threads run.
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("planes", &ProcessGroupMrc::planes, "number of planes")

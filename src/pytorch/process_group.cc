@@ -121,6 +121,7 @@ ProcessGroupMrc::ProcessGroupMrc(const c10::intrusive_ptr<c10d::Store>& store, i
   o.context.port = options_.port;
   o.context.ev_port_base = options_.ev_port_base;
   o.context.backend = options_.backend;
+  o.context.threads = options_.threads;
   o.context.port_setting = "MRC_PORT";
   o.context.ev_port_setting = "MRC_EV_PORT_BASE";
   o.chunk_bytes = options_.chunk_bytes;

@@ -44,14 +44,15 @@ namespace mrc::torchpg {
 // What the Python side (python/mrc_torch/__init__.py) reads from the environment.
 struct BackendOptions {
   std::vector<std::string> planes;  // this rank's address per plane
-  uint16_t port = 4791;             // this rank's UDP receive port
-  uint16_t ev_port_base = 20000;    // first of this rank's ev_source_ports(planes) source ports
+  uint16_t port = 4791;             // this rank's first UDP receive port (one per thread)
+  uint16_t ev_port_base = 20000;    // first of this rank's threads * ev_source_ports(planes) source ports
   std::chrono::milliseconds timeout{30 * 60 * 1000};  // no progress for this long fails a call
   std::chrono::milliseconds peer_timeout{8000};  // a peer silent this long is gone (retry_exp_for)
   uint32_t chunk_bytes = 256 << 10;
   uint32_t slots = 8;
   uint32_t mtu_bytes = 4096;  // payload per packet (QpConfig::mtu_bytes)
   io::Backend backend = io::Backend::kUdp;  // the datapath (MRC_BACKEND: udp or xdp)
+  uint32_t threads = 1;  // engine threads (MRC_THREADS; ContextOptions::threads)
 };
 
 // One plane's counters (io::UdpPlaneStats) for Python.

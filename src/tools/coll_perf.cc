@@ -311,7 +311,7 @@ json to_json(const std::vector<Row>& rows, const Setup& s, const CollPerfOptions
           {"planes", o.planes},
           {"iters", o.iters},
           {"warmup", o.warmup},
-          {"mtu_bytes", o.mtu_bytes}, {"backend", o.backend},
+          {"mtu_bytes", o.mtu_bytes}, {"backend", o.backend}, {"threads", o.threads},
           {"checked", o.check},
           {"rows", out},
           {"wrong", wrong_total},
@@ -347,6 +347,7 @@ Result<std::unique_ptr<Communicator>, coll::Error> open_communicator(const CollP
   co.rank = o.rank;
   co.ranks = o.world_size;
   co.context.planes = o.planes;
+  co.context.threads = o.threads;
   coll::rank_ports(co.context, o.port, o.ev_port_base, o.local_rank >= 0 ? o.local_rank : o.rank);
   co.chunk_bytes = o.chunk_kib << 10;
   co.qp.set_mtu(o.mtu_bytes);
@@ -506,10 +507,15 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
                  "127.0.0.1-4)")
       ->delimiter(',');
   app.add_option("--port", o.port,
-                 "UDP receive port of local rank 0; local rank i uses PORT+i (default 5791)");
+                 "UDP receive port of local rank 0; local rank i uses the THREADS ports from "
+                 "PORT+i*THREADS (default 5791)");
   app.add_option("--ev-port-base", o.ev_port_base,
                  "first EV source port of local rank 0; each local rank takes the next disjoint "
                  "range (default 10000)");
+  app.add_option("--threads", o.threads,
+                 "engine threads per rank (default 1): the rank's queue pairs, one per peer, are "
+                 "spread over them, each thread with its own ports")
+      ->check(CLI::Range(1u, io::kMaxDeviceThreads));
   app.add_option("--chunk-kib", o.chunk_kib, "staging slot (pipelining chunk) in KiB (default 256)")
       ->check(CLI::Range(1, 65536));
   app.add_option("--mtu", o.mtu_bytes,

@@ -43,6 +43,7 @@ struct CollPerfOptions {
   uint32_t chunk_kib = 256;
   uint32_t mtu_bytes = 4096;  // payload bytes per packet (QpConfig::mtu_bytes)
   std::string backend = "udp";  // ContextOptions::backend: udp or xdp
+  uint32_t threads = 1;         // ContextOptions::threads
   uint32_t slots = 8;
   uint64_t direct_max_bytes = 16 << 10;
   double timeout_s = 30;

@@ -322,13 +322,32 @@ void render_udp_planes(MetricsWriter& w, const io::UdpHost& host) {
 
 }  // namespace
 
-std::string render_metrics(Endpoint& endpoint, const io::UdpHost* host,
-                           const MetricsOptions& options) {
-  MetricsWriter w(options.labels);
+namespace {
+
+void render_engine(MetricsWriter& w, Endpoint& endpoint, const io::UdpHost* host, const MetricsOptions& options) {
   render_endpoint(w, endpoint);
   render_engine_planes(w, endpoint);
   if (host != nullptr) render_udp_planes(w, *host);
   endpoint.for_each_qp([&](QueuePair& qp) { render_qp(w, qp, options); });
+}
+
+}  // namespace
+
+std::string render_metrics(Endpoint& endpoint, const io::UdpHost* host,
+                           const MetricsOptions& options) {
+  MetricsWriter w(options.labels);
+  render_engine(w, endpoint, host, options);
+  return w.text();
+}
+
+std::string render_metrics(std::span<const MetricsSource> sources, const MetricsOptions& options) {
+  MetricsWriter w(options.labels);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    MetricLabels base = options.labels;
+    base.emplace_back("thread", std::to_string(i));
+    w.set_base(std::move(base));
+    render_engine(w, *sources[i].endpoint, sources[i].host, options);
+  }
   return w.text();
 }
 

@@ -4,6 +4,7 @@
 // engine (the engine is not thread-safe); MetricsServer (metrics_server.h) serves the text.
 #pragma once
 
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -27,11 +28,21 @@ struct MetricsOptions {
 std::string render_metrics(Endpoint& endpoint, const io::UdpHost* host,
                            const MetricsOptions& options);
 
+// The exposition of several engines of one process (the shards of a device group,
+// io/device_group.h): every series of source i also carries thread="i".
+struct MetricsSource {
+  Endpoint* endpoint = nullptr;
+  const io::UdpHost* host = nullptr;
+};
+std::string render_metrics(std::span<const MetricsSource> sources, const MetricsOptions& options);
+
 // Builds exposition text: families keep the order of their first sample and each is written
 // once, HELP and TYPE first, so samples may be added in any order.
 class MetricsWriter {
  public:
   explicit MetricsWriter(MetricLabels base) : base_(std::move(base)) {}
+  // The labels put first on the samples added from now on.
+  void set_base(MetricLabels base) { base_ = std::move(base); }
   void counter(const std::string& name, const char* help, const MetricLabels& labels,
                uint64_t value);
   void gauge(const std::string& name, const char* help, const MetricLabels& labels, double value);

@@ -1,8 +1,11 @@
-// `mrc perf` (see perf.h). One PerfSide per process: a UdpHost, queue pairs to the peer, a
-// source ring and a target ring of message slots. Message i goes on QP i % qps into slot
-// i % slots as a WRITE-with-immediate carrying i; with --verify its bytes are a pattern of
-// (seed, i, offset) that the receiver checks before returning a credit (a 0-byte
-// WRITE-with-immediate with the high bit set) that frees the slot for reuse.
+// `mrc perf` (see perf.h). One PerfSide per process: a device group (--threads shards, each an
+// engine over its own sockets), queue pairs to the peer, a source ring and a target ring of
+// message slots. Message i goes on QP i % qps into slot i % slots as a WRITE-with-immediate
+// carrying i; with --verify its bytes are a pattern of (seed, i, offset) that the receiver
+// checks before returning a credit (a 0-byte WRITE-with-immediate with the high bit set) that
+// frees the slot for reuse. QP q lives in shard q % threads. The main thread drives shard 0's
+// datapath itself (no lock is contended there); shards 1.. run on their own threads, and the
+// main thread takes a shard's lock to post to, poll or read one of its QPs.
 #include "tools/perf.h"
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "io/device_group.h"
 #include "tools/metrics.h"
 #include "tools/metrics_server.h"
 #include "tools/oob.h"
@@ -153,7 +157,10 @@ class PerfSide {
   void step();  // progress + completions + posting
   void attach_metrics(MetricsServer* metrics) { metrics_ = metrics; }
 
-  io::UdpHost& host() { return device_->host(); }
+  int planes() const { return devices_->planes(); }
+  // Plane p's counters summed over the shards.
+  io::UdpPlaneStats plane_stats(int p) const;
+  std::string backend_description() const { return devices_->shard(0).host().backend_description(); }
   uint64_t messages_sent() const { return completed_; }
   uint64_t bytes_sent() const { return bytes_completed_; }
   uint64_t messages_received() const { return received_; }
@@ -168,10 +175,22 @@ class PerfSide {
     latencies_us_.clear();
     latencies_seen_ = 0;
   }
-  std::vector<QueuePair*>& qps() { return qps_; }
+  // Calls fn(qp) for every QP, holding its shard's lock.
+  template <typename Fn>
+  void for_each_qp(Fn fn) {
+    for (size_t q = 0; q < qps_.size(); ++q) {
+      std::lock_guard lock(shard_of(q).lock());
+      fn(*qps_[q]);
+    }
+  }
   uint64_t slot_bytes() const { return slot_bytes_; }
 
  private:
+  io::Device& shard_of(size_t q) const { return devices_->shard(static_cast<uint32_t>(q % devices_->size())); }
+  bool open_qps(std::string& error);
+  bool connect_qp(size_t q, const json& peer, std::string& error);
+  void poll_shard(uint32_t s);
+  std::string render() const;
   void post_messages();
   void on_completion(const Completion& c);
   void on_receive(const Completion& c, QueuePair* qp);
@@ -180,11 +199,12 @@ class PerfSide {
   const PerfOptions& o_;
   bool server_;
   MetricsServer* metrics_ = nullptr;  // --metrics-port: refreshed from step()
-  std::unique_ptr<io::Device> device_;  // no progress thread: step() drives it
+  std::unique_ptr<io::DeviceGroup> devices_;  // shard 0 driven by step(), the others by threads
   uint32_t pd_ = 0;
-  CompletionQueue* cq_ = nullptr;
-  std::vector<QueuePair*> qps_;
+  std::vector<CompletionQueue*> cqs_;  // one per shard
+  std::vector<QueuePair*> qps_;        // QP q in shard q % threads
   std::vector<uint32_t> psns_;  // each QP's initial PSN (Device::initial_psn: unpredictable)
+  std::vector<uint8_t> posted_;  // per shard: posted to since its thread was last woken
   uint32_t slots_ = 0;
   uint64_t slot_bytes_ = 0;
   std::vector<uint8_t> source_, target_;
@@ -233,15 +253,32 @@ bool PerfSide::open(std::string& error) {
   }
   hc.backend = backend.value();
   if (!impairment_from_options(o_, static_cast<int>(hc.planes.size()), hc.impairment, error)) return false;
-  auto device = io::Device::open(hc);
-  if (!device.ok()) {
-    error = device.error();
+  auto devices = io::DeviceGroup::open(hc, o_.threads);
+  if (!devices.ok()) {
+    error = devices.error();
     return false;
   }
-  device_ = std::move(device.value());
-  Endpoint& e = device_->endpoint();
-  pd_ = e.memory().alloc_pd();
-  cq_ = device_->create_cq(1 << 16);
+  devices_ = std::move(devices.value());
+  pd_ = devices_->alloc_pd();
+  for (uint32_t s = 0; s < devices_->size(); ++s) cqs_.push_back(devices_->shard(s).create_cq(1 << 16));
+  posted_.assign(devices_->size(), 0);
+  if (!open_qps(error)) return false;
+  slots_ = std::max<uint32_t>(o_.depth, 1) * 2;
+  slot_bytes_ = std::max<uint64_t>(o_.size, 8);
+  source_.resize(slots_ * slot_bytes_);
+  target_.assign(slots_ * slot_bytes_, 0);
+  for (size_t i = 0; i < source_.size(); ++i) source_[i] = static_cast<uint8_t>(i * 131 + 7);
+  slot_busy_.assign(slots_, false);
+  source_mr_ = devices_->register_region(pd_, source_.data(), source_.size(), kAccessLocalWrite).value();
+  target_mr_ = devices_->register_region(pd_, target_.data(), target_.size(), kAccessRemoteWrite).value();
+  // Another shard's completions wake shard 0, which step() may be sleeping in.
+  devices_->on_completions([](uint32_t, std::span<const uint32_t>) {}, true);
+  devices_->start_threads(1);
+  return true;
+}
+
+// The QPs, before any thread runs: QP q in shard q % threads, with that shard's EV ports.
+bool PerfSide::open_qps(std::string& error) {
   QpConfig qc;
   qc.ev_count = static_cast<uint16_t>(o_.ev_count);
   qc.ack_every_packets = o_.ack_every;
@@ -250,30 +287,30 @@ bool PerfSide::open(std::string& error) {
   qc.cc = o_.cc == "aimd" ? CcAlgorithm::kAimd : o_.cc == "fixed" ? CcAlgorithm::kFixed : CcAlgorithm::kNscc;
   qc.nscc.max_window_bytes = qc.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
   qc.nscc.initial_window_bytes = std::min<uint64_t>(qc.nscc.initial_window_bytes, qc.nscc.max_window_bytes);
-  device_->configure(qc);  // the datapath's defaults; then what the command line asks for
-  if (o_.ev_burst != 0) qc.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
-  if (o_.target_delay_us >= 0) qc.nscc.target_delay_ns = static_cast<int64_t>(o_.target_delay_us * 1000);
-  const std::string invalid = qc.validate(static_cast<int>(hc.planes.size()));
-  if (!invalid.empty()) {
-    error = invalid;
-    return false;
+  for (uint32_t q = 0; q < o_.qps; ++q) {
+    io::Device& shard = shard_of(q);
+    QpConfig c = qc;
+    shard.configure(c);  // the datapath's defaults; then what the command line asks for
+    if (o_.ev_burst != 0) c.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
+    if (o_.target_delay_us >= 0) c.nscc.target_delay_ns = static_cast<int64_t>(o_.target_delay_us * 1000);
+    if (const std::string invalid = c.validate(shard.planes()); !invalid.empty()) {
+      error = invalid;
+      return false;
+    }
+    CompletionQueue* cq = cqs_[q % cqs_.size()];
+    qps_.push_back(shard.endpoint().create_qp(c, pd_, cq, cq).value());
+    psns_.push_back(shard.initial_psn().value);
   }
-  for (uint32_t q = 0; q < o_.qps; ++q) qps_.push_back(e.create_qp(qc, pd_, cq_, cq_).value());
-  for (uint32_t q = 0; q < o_.qps; ++q) psns_.push_back(device_->initial_psn().value);
-  slots_ = std::max<uint32_t>(o_.depth, 1) * 2;
-  slot_bytes_ = std::max<uint64_t>(o_.size, 8);
-  source_.resize(slots_ * slot_bytes_);
-  target_.assign(slots_ * slot_bytes_, 0);
-  for (size_t i = 0; i < source_.size(); ++i) source_[i] = static_cast<uint8_t>(i * 131 + 7);
-  slot_busy_.assign(slots_, false);
-  source_mr_ = e.memory().register_region(pd_, source_.data(), source_.size(), kAccessLocalWrite).value();
-  target_mr_ = e.memory().register_region(pd_, target_.data(), target_.size(), kAccessRemoteWrite).value();
   return true;
 }
 
 json PerfSide::hello() const {
   json qps = json::array();
-  for (size_t i = 0; i < qps_.size(); ++i) qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", psns_[i]}});
+  for (size_t i = 0; i < qps_.size(); ++i) {
+    json planes = json::array();  // where the QP's shard listens
+    for (const io::PlaneAddress& a : shard_of(i).config().planes) planes.push_back(io::to_string(a));
+    qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", psns_[i]}, {"planes", planes}});
+  }
   return {{"mrc_perf", 1}, {"planes", o_.planes}, {"port", o_.port != 0 ? o_.port : (server_ ? 4791 : 4792)},
           {"qps", qps}, {"rkey", target_mr_.rkey}, {"addr", target_mr_.address}, {"len", target_.size()},
           {"backend", o_.backend}};
@@ -290,29 +327,42 @@ bool PerfSide::connect(const json& peer, std::string& error) {
             " backend: both ends need the same --backend (their ICRCs differ)";
     return false;
   }
-  std::vector<io::PlaneAddress> remote;
-  for (const auto& text : peer["planes"]) remote.push_back(io::parse_plane_address(text.get<std::string>(), peer["port"].get<uint16_t>()).value());
-  const uint32_t handle = device_->peer(remote);
   peer_addr_ = peer["addr"].get<uint64_t>();
   peer_rkey_ = peer["rkey"].get<uint32_t>();
   if (peer["len"].get<uint64_t>() < slots_ * std::max<uint64_t>(o_.size, 8)) {
     error = "peer buffer too small: use the same --size and --depth on both sides";
     return false;
   }
-  const json mine = hello();
-  for (size_t q = 0; q < qps_.size(); ++q) {
-    QueuePair* qp = qps_[q];
-    auto moved = qp->to_init();
-    if (moved.ok())
-      moved = qp->to_rtr(RtrAttributes{Qpn(peer["qps"][q]["qpn"].get<uint32_t>()),
-                                       Psn(peer["qps"][q]["psn"].get<uint32_t>()), handle});
-    if (moved.ok()) moved = qp->to_rts(RtsAttributes{Psn(mine["qps"][q]["psn"].get<uint32_t>())});
-    if (!moved.ok()) {
-      error = "connecting queue pair " + std::to_string(q) + ": " + to_string(moved.error());
+  for (size_t q = 0; q < qps_.size(); ++q)
+    if (!connect_qp(q, peer, error)) return false;
+  return true;
+}
+
+// QP q to the peer's QP q, at the ports of the peer's shard that holds it.
+bool PerfSide::connect_qp(size_t q, const json& peer, std::string& error) {
+  const json& theirs = peer["qps"][q];
+  const json& planes = theirs.contains("planes") ? theirs["planes"] : peer["planes"];
+  std::vector<io::PlaneAddress> remote;
+  for (const auto& text : planes) {
+    auto a = io::parse_plane_address(text.get<std::string>(), peer["port"].get<uint16_t>());
+    if (!a.ok()) {
+      error = "the peer's queue pair " + std::to_string(q) + ": " + a.error();
       return false;
     }
-    for (uint32_t r = 0; r < 200; ++r) (void)qp->post_recv(r);
+    remote.push_back(a.value());
   }
+  io::Device& shard = shard_of(q);
+  std::lock_guard lock(shard.lock());
+  QueuePair* qp = qps_[q];
+  auto moved = qp->to_init();
+  if (moved.ok())
+    moved = qp->to_rtr(RtrAttributes{Qpn(theirs["qpn"].get<uint32_t>()), Psn(theirs["psn"].get<uint32_t>()), shard.peer(remote)});
+  if (moved.ok()) moved = qp->to_rts(RtsAttributes{Psn(psns_[q])});
+  if (!moved.ok()) {
+    error = "connecting queue pair " + std::to_string(q) + ": " + to_string(moved.error());
+    return false;
+  }
+  for (uint32_t r = 0; r < 200; ++r) (void)qp->post_recv(r);
   return true;
 }
 
@@ -326,7 +376,8 @@ void PerfSide::post_messages() {
     const uint64_t i = next_message_;
     const uint32_t slot = static_cast<uint32_t>(i % slots_);
     if (slot_busy_[slot] || i - completed_ >= o_.depth) return;
-    QueuePair* qp = qps_[i % qps_.size()];
+    const size_t q = i % qps_.size();
+    QueuePair* qp = qps_[q];
     uint8_t* src = source_.data() + slot * slot_bytes_;
     if (o_.verify) fill_pattern(src, i, size_);
     Sge sge{reinterpret_cast<uint64_t>(src), static_cast<uint32_t>(size_), source_mr_.lkey};
@@ -338,7 +389,11 @@ void PerfSide::post_messages() {
     wr.remote_addr = peer_addr_ + slot * slot_bytes_;
     wr.rkey = peer_rkey_;
     wr.immediate = static_cast<uint32_t>(i) & ~kCreditBit;
-    if (!qp->post_send(wr).ok()) return;  // send queue full: try again after completions
+    {
+      std::lock_guard lock(shard_of(q).lock());
+      if (!qp->post_send(wr).ok()) return;  // send queue full: try again after completions
+    }
+    posted_[q % posted_.size()] = 1;
     slot_busy_[slot] = true;
     posted_at_[i] = std::chrono::steady_clock::now();
     ++next_message_;
@@ -407,14 +462,51 @@ void PerfSide::note_latency(double us) {
   ++latencies_seen_;
 }
 
-void PerfSide::step() {
-  device_->progress(Duration::from_us(200));
+// Holding shard s's lock: its completions, and the receives and credits they post.
+void PerfSide::poll_shard(uint32_t s) {
+  std::lock_guard lock(devices_->shard(s).lock());
   Completion wc[64];
-  for (size_t n; (n = cq_->poll(wc)) > 0;)
+  for (size_t n; (n = cqs_[s]->poll(wc)) > 0;) {
     for (size_t k = 0; k < n; ++k) on_completion(wc[k]);
+    posted_[s] = 1;
+  }
+}
+
+void PerfSide::step() {
+  devices_->shard(0).progress(Duration::from_us(200));
+  for (uint32_t s = 0; s < devices_->size(); ++s) poll_shard(s);
   post_messages();
-  if (metrics_ != nullptr)
-    metrics_->maybe_publish([&] { return render_metrics(device_->endpoint(), &device_->host(), {{{"role", server_ ? "server" : "client"}}}); });
+  for (uint32_t s = 1; s < devices_->size(); ++s)  // shard 0 runs in the next step()
+    if (posted_[s]) devices_->shard(s).wake();
+  std::fill(posted_.begin(), posted_.end(), 0);
+  if (metrics_ != nullptr) metrics_->maybe_publish([&] { return render(); });
+}
+
+io::UdpPlaneStats PerfSide::plane_stats(int p) const {
+  io::UdpPlaneStats sum;
+  for (uint32_t s = 0; s < devices_->size(); ++s) {
+    std::lock_guard lock(devices_->shard(s).lock());
+    io::UdpPlaneStats one = devices_->shard(s).host().plane_stats(p);
+    if (s == 0) sum = one;
+    else sum += one;
+  }
+  return sum;
+}
+
+// The metrics text: one engine's as always, or with several shards every series with its thread.
+std::string PerfSide::render() const {
+  const MetricsOptions options{{{"role", server_ ? "server" : "client"}}};
+  std::string text;
+  devices_->with_all_locked([&] {
+    if (devices_->size() == 1) {
+      text = render_metrics(devices_->shard(0).endpoint(), &devices_->shard(0).host(), options);
+      return;
+    }
+    std::vector<MetricsSource> sources;
+    for (uint32_t s = 0; s < devices_->size(); ++s) sources.push_back({&devices_->shard(s).endpoint(), &devices_->shard(s).host()});
+    text = render_metrics(sources, options);
+  });
+  return text;
 }
 
 }  // namespace
@@ -434,7 +526,7 @@ struct Interval {
 class Reporter {
  public:
   Reporter(PerfSide& side, const PerfOptions& o) : side_(side), o_(o), start_(Clock::now()), last_(start_) {
-    last_plane_bytes_.assign(side.host().planes(), 0);
+    last_plane_bytes_.assign(side.planes(), 0);
   }
   void maybe_report(bool final_line = false) {
     const auto now = Clock::now();
@@ -446,8 +538,8 @@ class Reporter {
     const uint64_t bytes = side_.bytes_sent() + side_.bytes_received();
     iv.gbit_s = static_cast<double>(bytes - last_bytes_) * 8 / dt / 1e9;
     last_bytes_ = bytes;
-    for (int p = 0; p < side_.host().planes(); ++p) {
-      const auto& s = side_.host().plane_stats(p);
+    for (int p = 0; p < side_.planes(); ++p) {
+      const auto& s = side_.plane_stats(p);
       iv.plane_gbit_s.push_back(static_cast<double>(s.bytes_sent + s.bytes_received - last_plane_bytes_[p]) * 8 / dt / 1e9);
       iv.plane_up.push_back(s.up);
       last_plane_bytes_[p] = s.bytes_sent + s.bytes_received;
@@ -479,12 +571,13 @@ double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 json plane_and_ev_summary(PerfSide& side) {
   json planes = json::array();
   json qps = json::array();
-  std::vector<uint64_t> retransmits(side.host().planes(), 0);
+  std::vector<uint64_t> retransmits(side.planes(), 0);
   std::map<std::string, uint64_t> ev_states;
   json worst = json::array();
-  for (QueuePair* qp : side.qps()) {
+  side.for_each_qp([&](QueuePair& q) {
+    QueuePair* qp = &q;
     const QpStats s = qp->stats();
-    for (int p = 0; p < side.host().planes(); ++p) retransmits[p] += s.planes[p].retransmits;
+    for (int p = 0; p < side.planes(); ++p) retransmits[p] += s.planes[p].retransmits;
     qps.push_back({{"qpn", qp->qpn().value}, {"retransmits", s.retransmits}, {"losses_fast", s.losses_fast}, {"losses_nack", s.losses_nack}, {"losses_same_ev", s.losses_same_ev},
                    {"losses_same_ev_late", s.losses_same_ev_late}, {"losses_rack", s.losses_rack},
                    {"losses_probe", s.losses_probe}, {"losses_tail", s.losses_tail}, {"losses_timeout", s.losses_timeout}, {"losses_port", s.losses_port}, {"false_losses", s.false_losses}, {"spurious_retransmits", s.spurious_retransmits},
@@ -501,9 +594,9 @@ json plane_and_ev_summary(PerfSide& side) {
                            {"packets", stats.packets}, {"losses", stats.losses}});
       }
     }
-  }
-  for (int p = 0; p < side.host().planes(); ++p) {
-    const auto& s = side.host().plane_stats(p);
+  });
+  for (int p = 0; p < side.planes(); ++p) {
+    const auto& s = side.plane_stats(p);
     planes.push_back({{"plane", p}, {"packets_sent", s.packets_sent}, {"bytes_sent", s.bytes_sent},
                       {"packets_received", s.packets_received}, {"bytes_received", s.bytes_received},
                       {"retransmits", retransmits[p]}, {"send_errors", s.send_errors},
@@ -511,7 +604,7 @@ json plane_and_ev_summary(PerfSide& side) {
                       {"impairment_drops", s.impairment_drops}, {"receive_refused", s.receive_refused},
                       {"unresolved_neighbour", s.unresolved_neighbour}, {"up", s.up}});
   }
-  return {{"backend", side.host().backend_description()}, {"planes", planes}, {"qps", qps}, {"active_ev_states", ev_states}, {"evs_with_losses", worst}};
+  return {{"backend", side.backend_description()}, {"planes", planes}, {"qps", qps}, {"active_ev_states", ev_states}, {"evs_with_losses", worst}};
 }
 
 void print_summary(const json& r) {
@@ -717,6 +810,10 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--iterations", o.iterations, "messages to send (per size)");
   app.add_option("--qps", o.qps, "queue pairs (default 1)")->check(CLI::Range(1, 64));
   app.add_option("--depth", o.depth, "messages in flight (default 16)")->check(CLI::Range(1, 128));
+  app.add_option("--threads", o.threads,
+                 "engine threads (default 1): QP q runs on thread q % THREADS, each thread with its own UDP ports "
+                 "(--port + t, and the t-th EV range after --ev-port-base); use --qps of THREADS or more")
+      ->check(CLI::Range(1u, io::kMaxDeviceThreads));
   app.add_flag("--bidir", o.bidir, "both sides send");
   app.add_flag("--verify", o.verify, "check every byte at the receiver");
   app.add_option("--fail-plane", o.fail_plane, "take a local plane down at a time, e.g. 2@3s, or down then up: 2@3s+1s (repeatable)");

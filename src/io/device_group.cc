@@ -1,0 +1,110 @@
+// A device group: N shards, each a device with its own engine, sockets and thread (device_group.h).
+#include "io/device_group.h"
+
+namespace mrc::io {
+
+Result<DeviceConfig, std::string> DeviceGroup::shard_config(const DeviceConfig& config, uint32_t s) {
+  DeviceConfig c = config;
+  c.shard = s;
+  if (s == 0) return c;
+  const uint32_t ev_stride = ev_source_ports(config.planes.size());
+  const uint32_t ev_base = config.ev_port_base + s * ev_stride;
+  if (ev_base + ev_stride - 1 > 65535)
+    return Err{"thread " + std::to_string(s) + " would take EV source ports " + std::to_string(ev_base) + "-" +
+               std::to_string(ev_base + ev_stride - 1) + ", past 65535: lower " + config.ev_port_setting +
+               " or use fewer threads"};
+  c.ev_port_base = static_cast<uint16_t>(ev_base);
+  for (PlaneAddress& a : c.planes) {
+    if (a.port + s > 65535)
+      return Err{"thread " + std::to_string(s) + " would listen on UDP port " + std::to_string(a.port + s) +
+                 ", past 65535: lower " + config.port_setting + " or use fewer threads"};
+    a.port = static_cast<uint16_t>(a.port + s);
+  }
+  c.seed = config.seed + s;
+  return c;
+}
+
+Result<std::unique_ptr<DeviceGroup>, std::string> DeviceGroup::open(const DeviceConfig& config, uint32_t threads) {
+  if (threads < 1 || threads > kMaxDeviceThreads)
+    return Err{"threads = " + std::to_string(threads) + ": a device runs 1 to " + std::to_string(kMaxDeviceThreads) +
+               " engine threads"};
+  std::unique_ptr<DeviceGroup> group(new DeviceGroup());
+  DeviceConfig shared = config;
+  shared.shards = threads;
+  for (uint32_t s = 0; s < threads; ++s) {
+    auto c = shard_config(shared, s);
+    if (!c.ok()) return Err{c.error()};
+    auto device = Device::open(c.value());
+    if (!device.ok())
+      return Err{threads == 1 ? device.error() : "thread " + std::to_string(s) + " of " + std::to_string(threads) + ": " + device.error()};
+    group->shards_.push_back(std::move(device.value()));
+  }
+  return group;
+}
+
+uint32_t DeviceGroup::alloc_pd() {
+  uint32_t pd = 0;
+  for (auto& shard : shards_) {
+    std::lock_guard lock(shard->lock());
+    pd = shard->endpoint().memory().alloc_pd();  // the same in every shard: each did the same calls
+  }
+  return pd;
+}
+
+Result<MemoryRegionInfo, std::string> DeviceGroup::register_region(uint32_t pd, void* address, uint64_t length,
+                                                                   uint32_t access) {
+  MemoryRegionInfo first{};
+  for (uint32_t s = 0; s < size(); ++s) {
+    Device& shard = *shards_[s];
+    std::unique_lock lock(shard.lock());
+    auto r = shard.endpoint().memory().register_region(pd, address, length, access);
+    const bool same = r.ok() && (s == 0 || (r.value().lkey == first.lkey && r.value().rkey == first.rkey));
+    if (r.ok() && !same) (void)shard.endpoint().memory().deregister(r.value().lkey);
+    if (!same) {
+      lock.unlock();
+      for (uint32_t undo = 0; undo < s; ++undo) {
+        std::lock_guard undo_lock(shards_[undo]->lock());
+        (void)shards_[undo]->endpoint().memory().deregister(first.lkey);
+      }
+      if (!r.ok()) return Err{std::string(to_string(r.error()))};
+      return Err{"thread " + std::to_string(s) + " gave the region other keys than thread 0 (regions registered "
+                 "in one thread's engine directly?): refused"};
+    }
+    if (s == 0) first = r.value();
+  }
+  return first;
+}
+
+Result<Ok, std::string> DeviceGroup::deregister(uint32_t lkey) {
+  Result<Ok, std::string> result = Ok{};
+  for (auto& shard : shards_) {
+    std::lock_guard lock(shard->lock());
+    auto r = shard->endpoint().memory().deregister(lkey);
+    if (!r.ok() && result.ok()) result = Err{std::string(to_string(r.error()))};
+  }
+  return result;
+}
+
+void DeviceGroup::on_completions(std::function<void(uint32_t, std::span<const uint32_t>)> completions,
+                                 bool wake_first) {
+  for (uint32_t s = 0; s < size(); ++s) {
+    Device* first = s != 0 && wake_first ? shards_[0].get() : nullptr;
+    shards_[s]->on_completions([completions, s, first](std::span<const uint32_t> tags) {
+      completions(s, tags);
+      if (first != nullptr) first->wake();
+    });
+  }
+}
+
+void DeviceGroup::start_threads(uint32_t first) {
+  for (uint32_t s = first; s < size(); ++s) shards_[s]->start_thread();
+}
+
+void DeviceGroup::with_all_locked(const std::function<void()>& fn) {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(shards_.size());
+  for (auto& shard : shards_) locks.emplace_back(shard->lock());
+  fn();
+}
+
+}  // namespace mrc::io

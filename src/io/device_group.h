@@ -1,0 +1,67 @@
+// A device group: N devices (io/device.h) of one host, each a shard with its own engine, its
+// own sockets, its own progress thread and its own lock, so that N cores run the datapath at
+// once with no lock shared on the per-packet path. A queue pair lives in one shard for its
+// whole life: the group places new QPs round-robin, so a run with several QPs spreads over
+// the shards. What a QP's user sees of other shards is only what every shard holds the same:
+//   - protection domains and memory regions are created in every shard, in the same order,
+//     so each has the same ids and keys everywhere (a registration that would differ, or
+//     fails in one shard, is undone in all and refused);
+//   - shard s listens on each plane's port + s and takes its EV source ports from the s-th
+//     range after ev_port_base (ev_source_ports() each), so a peer reaches a QP at its shard's
+//     ports, which the QP's connection information carries;
+//   - the impairment and the plane schedule are every shard's, each with its own seed.
+// One thread (threads = 1) is a single device with the ports it always had.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "io/device.h"
+
+namespace mrc::io {
+
+inline constexpr uint32_t kMaxDeviceThreads = 16;
+
+class DeviceGroup {
+ public:
+  // Opens `threads` shards (1..kMaxDeviceThreads); the error names the shard that failed and
+  // why, and what to change.
+  static Result<std::unique_ptr<DeviceGroup>, std::string> open(const DeviceConfig& config,
+                                                                uint32_t threads);
+  // What shard `s` of a group opened with `config` is opened with: its ports and its seed.
+  static Result<DeviceConfig, std::string> shard_config(const DeviceConfig& config, uint32_t s);
+
+  uint32_t size() const { return static_cast<uint32_t>(shards_.size()); }
+  Device& shard(uint32_t s) { return *shards_[s]; }
+  const Device& shard(uint32_t s) const { return *shards_[s]; }
+  int planes() const { return shards_[0]->planes(); }
+
+  // The shard of the next QP (round-robin).
+  uint32_t place_qp() { return next_shard_++ % size(); }
+
+  // In every shard, each holding its lock: the same ids and keys everywhere.
+  uint32_t alloc_pd();
+  Result<MemoryRegionInfo, std::string> register_region(uint32_t pd, void* address,
+                                                        uint64_t length, uint32_t access);
+  Result<Ok, std::string> deregister(uint32_t lkey);
+
+  // Hooks every shard's completion events: `completions(s, tags)` is called holding shard s's
+  // lock. With `wake_first`, a round of another shard that completed something also wakes
+  // shard 0, for a caller that drives shard 0 itself and sleeps in its progress().
+  void on_completions(std::function<void(uint32_t, std::span<const uint32_t>)> completions,
+                      bool wake_first);
+  // Starts the progress threads of shards `first`.. (1: shard 0 is driven by its owner).
+  void start_threads(uint32_t first);
+  // Runs `fn` holding every shard's lock, taken in shard order (the one order, so no deadlock).
+  void with_all_locked(const std::function<void()>& fn);
+
+ private:
+  DeviceGroup() = default;
+  std::vector<std::unique_ptr<Device>> shards_;
+  uint32_t next_shard_ = 0;
+};
+
+}  // namespace mrc::io
