@@ -2,7 +2,8 @@
 
 The ranks run every check of backend_ranks.py once (one start of the processes per world size);
 each test here asserts its check passed on every rank (2 ranks with 8192-byte packets, 3 with
-4096). UDP ports 25000-28599 and 23400-23999 belong to this file.
+4096, and 2 ranks of 2 engine threads each, MRC_THREADS). UDP ports 25000-28599, 23400-23999,
+47600-47699 and 58000-60599 belong to this file.
 """
 
 import json
@@ -11,21 +12,23 @@ import pytest
 
 from conftest import HERE, python, rank_env, run_ranks
 
-# world size: (UDP receive ports from, EV source ports from); a group is 2 contexts per rank.
-PORTS = {2: (25000, 25100), 3: (26500, 26600)}
-# The 2-rank run uses 8192-byte packets (MRC_MTU), the 3-rank run the default 4096.
-MTU = {2: 8192, 3: 4096}
+# run: (world size, UDP receive ports from, EV source ports from, MRC_MTU, MRC_THREADS); a rank
+# has 2 contexts (groups), each with a receive port and 320 EV ports per thread.
+RUNS = {
+    "2ranks": (2, 25000, 25100, 8192, 1),
+    "3ranks": (3, 26500, 26600, 4096, 1),
+    "2ranks-2threads": (2, 47600, 58000, 4096, 2),
+}
 
 
-@pytest.fixture(scope="module", params=sorted(PORTS), ids=lambda w: f"{w}ranks")
+@pytest.fixture(scope="module", params=sorted(RUNS))
 def results(request, tmp_path_factory):
-    world = request.param
-    tmp = tmp_path_factory.mktemp(f"backend{world}")
+    world, port, ev_port_base, mtu, threads = RUNS[request.param]
+    tmp = tmp_path_factory.mktemp(f"backend-{request.param}")
     outs = [tmp / f"rank{r}.json" for r in range(world)]
     commands = [[python(), str(HERE / "backend_ranks.py"), str(r), str(world), str(tmp / "store"),
                  str(outs[r])] for r in range(world)]
-    port, ev_port_base = PORTS[world]
-    ran = run_ranks(commands, rank_env(port=port, ev_port_base=ev_port_base, MRC_MTU=MTU[world]))
+    ran = run_ranks(commands, rank_env(port=port, ev_port_base=ev_port_base, MRC_MTU=mtu, MRC_THREADS=threads))
     for r, (code, output) in enumerate(ran):
         assert code == 0, f"rank {r} exited with {code}:\n{output}"
     return [json.loads(o.read_text()) for o in outs]
