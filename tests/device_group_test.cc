@@ -12,20 +12,14 @@
 #include <set>
 
 #include "io/device_group.h"
+#include "loopback_device.h"
 #include "mrc/mrc.hpp"
 
 namespace mrc::io {
 namespace {
 
-DeviceConfig two_planes(uint16_t port, uint16_t ev_port_base) {
-  DeviceConfig c;
-  for (const char* a : {"127.0.0.1", "127.0.0.2"}) c.planes.push_back(parse_plane_address(a, port).value());
-  c.ev_port_base = ev_port_base;
-  return c;
-}
-
 TEST(DeviceGroup, EachShardHasItsOwnPorts) {
-  auto group = DeviceGroup::open(two_planes(6100, 41000), 3);
+  auto group = DeviceGroup::open(loopback_config(6100, 41000), 3);
   ASSERT_TRUE(group.ok()) << group.error();
   DeviceGroup& g = *group.value();
   ASSERT_EQ(g.size(), 3u);
@@ -39,7 +33,7 @@ TEST(DeviceGroup, EachShardHasItsOwnPorts) {
 }
 
 TEST(DeviceGroup, RegionsHaveTheSameKeysInEveryShard) {
-  auto group = DeviceGroup::open(two_planes(6103, 42000), 3);
+  auto group = DeviceGroup::open(loopback_config(6103, 42000), 3);
   ASSERT_TRUE(group.ok()) << group.error();
   DeviceGroup& g = *group.value();
   const uint32_t pd = g.alloc_pd();
@@ -68,7 +62,7 @@ TEST(DeviceGroup, RegionsHaveTheSameKeysInEveryShard) {
 
 TEST(DeviceGroup, QpnsAreUniqueAcrossShardsAndQpsArePlacedInTurn) {
   for (bool unpredictable : {false, true}) {
-    DeviceConfig c = two_planes(6106, 43000);
+    DeviceConfig c = loopback_config(6106, 43000);
     c.unpredictable_ids = unpredictable;  // false: every shard numbers its QPs 0, 1, ...
     auto group = DeviceGroup::open(c, 4);
     ASSERT_TRUE(group.ok()) << group.error();
@@ -92,19 +86,19 @@ TEST(DeviceGroup, QpnsAreUniqueAcrossShardsAndQpsArePlacedInTurn) {
 }
 
 TEST(DeviceGroup, BadThreadCountsAndPortsSayWhatToChange) {
-  auto none = DeviceGroup::open(two_planes(6110, 44000), 0);
+  auto none = DeviceGroup::open(loopback_config(6110, 44000), 0);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().find("1 to 16"), std::string::npos) << none.error();
-  EXPECT_FALSE(DeviceGroup::open(two_planes(6110, 44000), kMaxDeviceThreads + 1).ok());
-  DeviceConfig high = two_planes(65534, 44000);
+  EXPECT_FALSE(DeviceGroup::open(loopback_config(6110, 44000), kMaxDeviceThreads + 1).ok());
+  DeviceConfig high = loopback_config(65534, 44000);
   high.port_setting = "--port";
   auto past = DeviceGroup::open(high, 3);
   ASSERT_FALSE(past.ok());
   EXPECT_NE(past.error().find("thread 2"), std::string::npos) << past.error();
   EXPECT_NE(past.error().find("--port"), std::string::npos) << past.error();
-  auto taken = DeviceGroup::open(two_planes(6112, 44400), 1);  // holds 6112
+  auto taken = DeviceGroup::open(loopback_config(6112, 44400), 1);  // holds 6112
   ASSERT_TRUE(taken.ok());
-  auto clash = DeviceGroup::open(two_planes(6111, 45000), 2);  // its thread 1 wants 6112
+  auto clash = DeviceGroup::open(loopback_config(6111, 45000), 2);  // its thread 1 wants 6112
   ASSERT_FALSE(clash.ok());
   EXPECT_NE(clash.error().find("thread 1 of 2"), std::string::npos) << clash.error();
   EXPECT_NE(clash.error().find("6112"), std::string::npos) << clash.error();
