@@ -2,8 +2,8 @@
 // memory regions, completion queues you can poll or wait on through a file descriptor, and
 // queue pairs with post_write / post_write_imm / post_recv. Background progress threads run
 // the engine (one by default; ContextOptions::threads shards the QPs over several); every call
-// is thread-safe. Connection setup exchanges a ConnectionInfo out of
-// band (for example over TCP, as `mrc perf` does).
+// is thread-safe. Connection setup exchanges a ConnectionInfo out of band (for example over
+// TCP, as `mrc perf` does).
 //
 //   auto ctx = mrc::Context::open({.planes = {"127.0.0.1", "127.0.0.2"}}).value();
 //   auto* cq = ctx->create_cq(1024);

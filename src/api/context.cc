@@ -154,20 +154,7 @@ void Context::set_plane_up(int plane, bool up) {
   }
 }
 
-// The plane's figures summed over the shards (`up` is every shard's: they change together).
-const io::UdpPlaneStats Context::plane_stats(int plane) const {
-  io::UdpPlaneStats sum;
-  for (uint32_t s = 0; s < devices_->size(); ++s) {
-    std::lock_guard lock(mutex(s));
-    const io::UdpPlaneStats& one = devices_->shard(s).host().plane_stats(plane);
-    if (s == 0) {
-      sum = one;
-      continue;
-    }
-    sum += one;
-  }
-  return sum;
-}
+const io::UdpPlaneStats Context::plane_stats(int plane) const { return devices_->plane_stats(plane); }
 
 // ---- Cq ---------------------------------------------------------------------------------
 

@@ -12,8 +12,7 @@
 // otherwise each QP's tag is drawn from that seed, so that a QPN cannot be guessed from the
 // order of creation (a forged packet must name a live QPN). An engine that is one of several
 // behind one device (EndpointConfig::qpn_partitions) puts its number in the tag's low bits, so
-// QPNs stay unique across them. A datagram's QPN must match the
-// QP at its index exactly.
+// QPNs stay unique across them. A datagram's QPN must match the QP at its index exactly.
 // Deadlines and transmit opportunities reach only the QPs that have something due or queued
 // (qp_schedule.h), in the order a scan over every QP would. It makes no system calls, reads no
 // clock and draws randomness only from its seed.

@@ -58,21 +58,29 @@ Result<MemoryRegionInfo, std::string> DeviceGroup::register_region(uint32_t pd, 
     Device& shard = *shards_[s];
     std::unique_lock lock(shard.lock());
     auto r = shard.endpoint().memory().register_region(pd, address, length, access);
-    const bool same = r.ok() && (s == 0 || (r.value().lkey == first.lkey && r.value().rkey == first.rkey));
-    if (r.ok() && !same) (void)shard.endpoint().memory().deregister(r.value().lkey);
-    if (!same) {
+    if (!r.ok()) {
       lock.unlock();
-      for (uint32_t undo = 0; undo < s; ++undo) {
-        std::lock_guard undo_lock(shards_[undo]->lock());
-        (void)shards_[undo]->endpoint().memory().deregister(first.lkey);
-      }
-      if (!r.ok()) return Err{std::string(to_string(r.error()))};
+      deregister_in_first(s, first.lkey);
+      return Err{std::string(to_string(r.error()))};
+    }
+    if (s == 0) first = r.value();
+    if (r.value().lkey != first.lkey || r.value().rkey != first.rkey) {
+      (void)shard.endpoint().memory().deregister(r.value().lkey);
+      lock.unlock();
+      deregister_in_first(s, first.lkey);
       return Err{"thread " + std::to_string(s) + " gave the region other keys than thread 0 (regions registered "
                  "in one thread's engine directly?): refused"};
     }
-    if (s == 0) first = r.value();
   }
   return first;
+}
+
+// Undoes a registration in shards 0..shards-1 (those it had reached).
+void DeviceGroup::deregister_in_first(uint32_t shards, uint32_t lkey) {
+  for (uint32_t s = 0; s < shards; ++s) {
+    std::lock_guard lock(shards_[s]->lock());
+    (void)shards_[s]->endpoint().memory().deregister(lkey);
+  }
 }
 
 Result<Ok, std::string> DeviceGroup::deregister(uint32_t lkey) {
@@ -83,6 +91,17 @@ Result<Ok, std::string> DeviceGroup::deregister(uint32_t lkey) {
     if (!r.ok() && result.ok()) result = Err{std::string(to_string(r.error()))};
   }
   return result;
+}
+
+UdpPlaneStats DeviceGroup::plane_stats(int p) const {
+  UdpPlaneStats sum;
+  for (uint32_t s = 0; s < size(); ++s) {
+    std::lock_guard lock(shards_[s]->lock());
+    const UdpPlaneStats one = shards_[s]->host().plane_stats(p);
+    if (s == 0) sum = one;
+    else sum += one;
+  }
+  return sum;
 }
 
 void DeviceGroup::on_completions(std::function<void(uint32_t, std::span<const uint32_t>)> completions,

@@ -39,8 +39,11 @@ class DeviceGroup {
   const Device& shard(uint32_t s) const { return *shards_[s]; }
   int planes() const { return shards_[0]->planes(); }
 
-  // The shard of the next QP (round-robin).
+  // The shard of the next QP (round-robin). Not thread-safe: the owner serializes QP creation.
   uint32_t place_qp() { return next_shard_++ % size(); }
+  // Plane p's counters summed over the shards, each read holding its lock (`up` is shard 0's:
+  // the shards' planes go down and up together).
+  UdpPlaneStats plane_stats(int p) const;
 
   // In every shard, each holding its lock: the same ids and keys everywhere.
   uint32_t alloc_pd();
@@ -60,6 +63,7 @@ class DeviceGroup {
 
  private:
   DeviceGroup() = default;
+  void deregister_in_first(uint32_t shards, uint32_t lkey);
   std::vector<std::unique_ptr<Device>> shards_;
   uint32_t next_shard_ = 0;
 };

@@ -35,7 +35,6 @@ UdpPlaneStats& UdpPlaneStats::operator+=(const UdpPlaneStats& o) {
   return *this;
 }
 
-
 namespace {
 
 // Per run_once, each plane sends up to kTransmitRounds bursts of kPlaneBurst packets, taking

@@ -158,8 +158,7 @@ class PerfSide {
   void attach_metrics(MetricsServer* metrics) { metrics_ = metrics; }
 
   int planes() const { return devices_->planes(); }
-  // Plane p's counters summed over the shards.
-  io::UdpPlaneStats plane_stats(int p) const;
+  io::UdpPlaneStats plane_stats(int p) const { return devices_->plane_stats(p); }
   std::string backend_description() const { return devices_->shard(0).host().backend_description(); }
   uint64_t messages_sent() const { return completed_; }
   uint64_t bytes_sent() const { return bytes_completed_; }
@@ -480,17 +479,6 @@ void PerfSide::step() {
     if (posted_[s]) devices_->shard(s).wake();
   std::fill(posted_.begin(), posted_.end(), 0);
   if (metrics_ != nullptr) metrics_->maybe_publish([&] { return render(); });
-}
-
-io::UdpPlaneStats PerfSide::plane_stats(int p) const {
-  io::UdpPlaneStats sum;
-  for (uint32_t s = 0; s < devices_->size(); ++s) {
-    std::lock_guard lock(devices_->shard(s).lock());
-    io::UdpPlaneStats one = devices_->shard(s).host().plane_stats(p);
-    if (s == 0) sum = one;
-    else sum += one;
-  }
-  return sum;
 }
 
 // The metrics text: one engine's as always, or with several shards every series with its thread.
