@@ -4,7 +4,7 @@
 // two contexts of 2 and 3 threads move verified data over 6 QPs whose completions all reach
 // one CQ per side, through its eventfd; bad thread counts and ports say what to change.
 //
-// Ports: UDP 6100-6199 and EV source ports 41000-47499 (no other test uses them).
+// Ports: UDP 6100-6199 and EV source ports 41000-47499 and 48000-49499 (no other test uses them).
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -86,19 +86,19 @@ TEST(DeviceGroup, QpnsAreUniqueAcrossShardsAndQpsArePlacedInTurn) {
 }
 
 TEST(DeviceGroup, BadThreadCountsAndPortsSayWhatToChange) {
-  auto none = DeviceGroup::open(loopback_config(6110, 44000), 0);
+  auto none = DeviceGroup::open(loopback_config(6110, 44200), 0);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().find("1 to 16"), std::string::npos) << none.error();
-  EXPECT_FALSE(DeviceGroup::open(loopback_config(6110, 44000), kMaxDeviceThreads + 1).ok());
-  DeviceConfig high = loopback_config(65534, 44000);
+  EXPECT_FALSE(DeviceGroup::open(loopback_config(6110, 44200), kMaxDeviceThreads + 1).ok());
+  DeviceConfig high = loopback_config(65534, 44200);
   high.port_setting = "--port";
   auto past = DeviceGroup::open(high, 3);
   ASSERT_FALSE(past.ok());
   EXPECT_NE(past.error().find("thread 2"), std::string::npos) << past.error();
   EXPECT_NE(past.error().find("--port"), std::string::npos) << past.error();
-  auto taken = DeviceGroup::open(loopback_config(6112, 44400), 1);  // holds 6112
+  auto taken = DeviceGroup::open(loopback_config(6112, 45100), 1);  // holds 6112
   ASSERT_TRUE(taken.ok());
-  auto clash = DeviceGroup::open(loopback_config(6111, 45000), 2);  // its thread 1 wants 6112
+  auto clash = DeviceGroup::open(loopback_config(6111, 45400), 2);  // its thread 1 wants 6112
   ASSERT_FALSE(clash.ok());
   EXPECT_NE(clash.error().find("thread 1 of 2"), std::string::npos) << clash.error();
   EXPECT_NE(clash.error().find("6112"), std::string::npos) << clash.error();
@@ -130,9 +130,11 @@ bool readable(int fd) { return wait_readable(fd, 0); }
 // and i % 3 on the other), each writing its own 256 KiB with an immediate; every completion
 // arrives at the one CQ of each side, the bytes are equal, and each CQ's eventfd is readable
 // exactly while it holds completions.
-void expect_six_qps_move_verified_data(bool caller_progress) {
-  auto a = Context::open(threaded(6120, 46000, 2, caller_progress));
-  auto b = Context::open(threaded(6130, 46600, 3, false));
+// Each caller gives its own ports (ctest runs tests in parallel): UDP port .. port + 12, EV
+// source ports ev_port_base .. ev_port_base + 1464.
+void expect_six_qps_move_verified_data(bool caller_progress, uint16_t port, uint16_t ev_port_base) {
+  auto a = Context::open(threaded(port, ev_port_base, 2, caller_progress));
+  auto b = Context::open(threaded(port + 10, ev_port_base + 600, 3, false));
   ASSERT_TRUE(a.ok()) << a.error().message;
   ASSERT_TRUE(b.ok()) << b.error().message;
   Context& ca = *a.value();
@@ -188,10 +190,10 @@ void expect_six_qps_move_verified_data(bool caller_progress) {
   EXPECT_EQ(placed, src.size());
 }
 
-TEST(ApiThreads, SixQpsOverTwoAndThreeThreadsMoveVerifiedData) { expect_six_qps_move_verified_data(false); }
+TEST(ApiThreads, SixQpsOverTwoAndThreeThreadsMoveVerifiedData) { expect_six_qps_move_verified_data(false, 6120, 46000); }
 
 TEST(ApiThreads, CallerDrivenProgressDrivesShardZeroAndTheThreadsTheRest) {
-  expect_six_qps_move_verified_data(true);
+  expect_six_qps_move_verified_data(true, 6140, 48000);
 }
 
 }  // namespace
