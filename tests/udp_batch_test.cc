@@ -1,12 +1,14 @@
 // Batched UDP I/O over loopback sockets (io/udp_batch.h): a batch of equal datagrams with a
 // shorter last one arrives as exactly those datagrams, with GSO and GRO, with either alone and
 // with neither; a datagram for another socket or address, or after a shorter one, starts a new
-// send; a whole transfer with EV bursts and impairments arrives intact over UdpHost.
+// send; interleaved datagrams of several sockets leave as one send per socket, each socket's in
+// order; a whole transfer with EV bursts and impairments arrives intact over UdpHost.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -106,15 +108,71 @@ TEST(UdpBatch, AnotherSocketAddressOrSizeStartsANewSend) {
   std::vector<uint16_t> ports;
   const auto at_a = receive(rx, rx_a, 5, &ports);
   ASSERT_EQ(at_a.size(), 5u);
-  const size_t lengths[] = {1000, 1000, 1000, 500, 500};
-  for (uint8_t i = 0; i < 5; ++i) check_datagram(at_a[i], lengths[i], i);
-  EXPECT_EQ(ports, (std::vector<uint16_t>{ntohs(p1.sin_port), ntohs(p1.sin_port), ntohs(p2.sin_port),
-                                          ntohs(p2.sin_port), ntohs(p2.sin_port)}));
+  // Each socket's datagrams in the order added; the two sockets' sends in either order.
+  std::vector<std::vector<uint8_t>> from1, from2;
+  for (size_t k = 0; k < at_a.size(); ++k) (ports[k] == ntohs(p1.sin_port) ? from1 : from2).push_back(at_a[k]);
+  ASSERT_EQ(from1.size(), 2u);
+  ASSERT_EQ(from2.size(), 3u);
+  check_datagram(from1[0], 1000, 0);
+  check_datagram(from1[1], 1000, 1);
+  check_datagram(from2[0], 1000, 2);
+  check_datagram(from2[1], 500, 3);
+  check_datagram(from2[2], 500, 4);
   const auto at_b = receive(rx, rx_b, 2);
   ASSERT_EQ(at_b.size(), 2u);
   check_datagram(at_b[0], 500, 5);
   check_datagram(at_b[1], 800, 6);
   for (int fd : {rx_a, rx_b, tx1, tx2}) close(fd);
+}
+
+// Two queue pairs' EV bursts interleaved by the engine (a packet of one, then of the other)
+// still leave as one send per socket; with more sockets than open sends, every datagram still
+// arrives, in order per socket.
+TEST(UdpBatch, InterleavedSocketsLeaveAsOneSendEach) {
+  const int rx_fd = bound(0);
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  getsockname(rx_fd, reinterpret_cast<sockaddr*>(&local), &len);
+  enable_gro(rx_fd);
+  constexpr int kSockets = static_cast<int>(TxBatch::kOpenSends) + 2;
+  std::vector<int> tx_fds;
+  std::vector<uint16_t> tx_ports;
+  for (int k = 0; k < kSockets; ++k) {
+    tx_fds.push_back(bound(0));
+    sockaddr_in a{};
+    getsockname(tx_fds.back(), reinterpret_cast<sockaddr*>(&a), &len);
+    tx_ports.push_back(ntohs(a.sin_port));
+  }
+  const bool gso = gso_supported(tx_fds[0]);
+  TxBatch tx(9000, gso);
+  TxOutcome out;
+  for (uint8_t i = 0; i < 8; ++i) add_datagram(tx, tx_fds[i % 2], local, 1000, i, out);
+  tx.flush(out);
+  EXPECT_EQ(out.packets, 8u);
+  if (gso) {
+    EXPECT_EQ(out.calls, 2u);
+  }
+  // Datagram i goes to socket i % kSockets: more sockets than sends can be open.
+  for (uint8_t i = 8; i < 8 + 3 * kSockets; ++i) add_datagram(tx, tx_fds[(i - 8) % kSockets], local, 1000, i, out);
+  tx.flush(out);
+  EXPECT_EQ(out.packets, 8u + 3 * kSockets);
+  EXPECT_EQ(out.errors, 0u);
+  RxBatch rx;
+  std::vector<uint16_t> ports;
+  const auto got = receive(rx, rx_fd, 8 + 3 * kSockets, &ports);
+  ASSERT_EQ(got.size(), 8u + 3 * kSockets);
+  std::vector<std::vector<uint8_t>> expected_ids(kSockets);  // per socket, the ids in order
+  for (uint8_t i = 0; i < 8; ++i) expected_ids[i % 2].push_back(i);
+  for (uint8_t i = 8; i < 8 + 3 * kSockets; ++i) expected_ids[(i - 8) % kSockets].push_back(i);
+  std::vector<size_t> next(kSockets, 0);
+  for (size_t k = 0; k < got.size(); ++k) {
+    const auto socket = std::find(tx_ports.begin(), tx_ports.end(), ports[k]) - tx_ports.begin();
+    ASSERT_LT(socket, kSockets);
+    ASSERT_LT(next[socket], expected_ids[socket].size());
+    check_datagram(got[k], 1000, expected_ids[socket][next[socket]++]);
+  }
+  close(rx_fd);
+  for (int fd : tx_fds) close(fd);
 }
 
 TEST(UdpBatch, ABatchIsBoundedInSegmentsAndBytes) {

@@ -232,9 +232,18 @@ class PerfSide {
   Prng latency_pick_{0x1a7e};
 };
 
+// The default UDP port and first EV source port of a side (PerfOptions::port, ev_port_base):
+// the client's start past what a server of the most threads binds on the same addresses.
+uint16_t default_port(bool server) {
+  return static_cast<uint16_t>(server ? 4791 : 4791 + io::kMaxDeviceThreads);
+}
+uint32_t default_ev_port_base(bool server, size_t planes) {
+  return server ? 50000 : 50000 + io::kMaxDeviceThreads * io::ev_source_ports(planes);
+}
+
 bool PerfSide::open(std::string& error) {
   io::DeviceConfig hc;
-  const uint16_t port = o_.port != 0 ? o_.port : (server_ ? 4791 : 4792);
+  const uint16_t port = o_.port != 0 ? o_.port : default_port(server_);
   for (const std::string& text : o_.planes) {
     auto a = io::parse_plane_address(text, port);
     if (!a.ok()) {
@@ -243,7 +252,12 @@ bool PerfSide::open(std::string& error) {
     }
     hc.planes.push_back(a.value());
   }
-  hc.ev_port_base = o_.ev_port_base != 0 ? o_.ev_port_base : (server_ ? 50000 : 51000);
+  const uint32_t ev_base = o_.ev_port_base != 0 ? o_.ev_port_base : default_ev_port_base(server_, hc.planes.size());
+  if (ev_base > 65535) {  // the device group checks where the range ends
+    error = "the default EV source ports for " + std::to_string(hc.planes.size()) + " planes start past 65535: choose --ev-port-base";
+    return false;
+  }
+  hc.ev_port_base = static_cast<uint16_t>(ev_base);
   hc.gso = o_.gso;
   auto backend = io::parse_backend(o_.backend);
   if (!backend.ok()) {
@@ -310,7 +324,7 @@ json PerfSide::hello() const {
     for (const io::PlaneAddress& a : shard_of(i).config().planes) planes.push_back(io::to_string(a));
     qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", psns_[i]}, {"planes", planes}});
   }
-  return {{"mrc_perf", 1}, {"planes", o_.planes}, {"port", o_.port != 0 ? o_.port : (server_ ? 4791 : 4792)},
+  return {{"mrc_perf", 1}, {"planes", o_.planes}, {"port", o_.port != 0 ? o_.port : default_port(server_)},
           {"qps", qps}, {"rkey", target_mr_.rkey}, {"addr", target_mr_.address}, {"len", target_.size()},
           {"backend", o_.backend}};
 }
@@ -788,8 +802,8 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--client,-c", o.connect, "run as client of the server at this address (its TCP setup port)");
   app.add_option("--oob-port", o.oob_port, "TCP port for connection setup (default 18515)");
   app.add_option("--planes", o.planes, "local plane addresses, one per plane, IPv4[:port] (default 127.0.0.1-4)")->delimiter(',');
-  app.add_option("--port", o.port, "UDP receive port on every plane (default 4791 server, 4792 client)");
-  app.add_option("--ev-port-base", o.ev_port_base, "first UDP source port used for EVs (default 50000 server, 51000 client)");
+  app.add_option("--port", o.port, "UDP receive port on every plane (default 4791 server, 4807 client; thread t uses port + t)");
+  app.add_option("--ev-port-base", o.ev_port_base, "first UDP source port used for EVs (default 50000 server; client: past 16 server threads' ranges, 55120 with 4 planes)");
   app.add_option("--size", o.size, "message size in bytes, K/M/G suffixes (1024-based) allowed (default 1M); with --sweep-sizes the largest")
       ->transform(CLI::AsSizeValue(false));
   app.add_flag("--sweep-sizes", o.sweep_sizes, "run sizes 4 KiB, 8 KiB, ... up to --size");

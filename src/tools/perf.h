@@ -18,8 +18,10 @@ struct PerfOptions {
   std::string connect;  // client: the server's address (its OOB TCP listener)
   uint16_t oob_port = 18515;
   std::vector<std::string> planes{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"};
-  uint16_t port = 0;          // 0: 4791 for the server, 4792 for the client
-  uint16_t ev_port_base = 0;  // 0: 50000 for the server, 51000 for the client
+  // 0: the defaults below, which keep a server and a client on the same addresses (loopback)
+  // apart at any thread count: a server of T threads uses ports 4791 .. 4791 + T - 1.
+  uint16_t port = 0;          // 0: 4791 for the server, 4791 + 16 (kMaxDeviceThreads) for the client
+  uint16_t ev_port_base = 0;  // 0: 50000 for the server, after 16 server threads' EV ranges for the client
   uint64_t size = 1 << 20;
   bool sweep_sizes = false;
   uint64_t bytes = 0;
