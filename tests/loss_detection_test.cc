@@ -108,5 +108,36 @@ TEST(LossDetection, HeldSacksAreNotQueueingDelay) {
   EXPECT_GE(s.rtt.smoothed_ns, 12'000);  // the raw samples include the hold
 }
 
+// A receiver that is slow, not lossy (a software endpoint descheduled for 200 us): every data
+// packet of A's second write, sent as one window, waits 200 us on its way, and nothing is lost.
+// A's tail timer fires several times meanwhile (backing off from 1.5 RTT), with nothing new to
+// send; each firing resends at most a few of the oldest packets, so the write is not sent again
+// as a whole (which the first firing did when it resent everything unacknowledged), and it
+// arrives intact.
+TEST(LossDetection, ASlowReceiverIsNotSentTheWholeWindowAgain) {
+  QpConfig config = small_config();
+  config.cc = CcAlgorithm::kFixed;  // the whole write in flight at once
+  config.fixed_window_bytes = 1 << 20;
+  Pair pair(1, config, 1 << 20);
+  bool slow = false;
+  pair.hold = [&](int from, const std::vector<uint8_t>& bytes, const TxMeta&) {
+    return slow && from == 0 && data_info(bytes).data ? Duration{200'000} : Duration{0};
+  };
+  ASSERT_TRUE(pair.write(0, 0, 64 << 10, 1).ok());  // an RTT sample first
+  pair.run(Instant{1'000'000});
+  ASSERT_EQ(pair.drain(0, false).size(), 1u);
+  const QpStats before = pair.side[0].qp->stats();
+  slow = true;
+  const uint64_t packets = (256u << 10) / config.mtu_bytes;
+  ASSERT_TRUE(pair.write(0, 64 << 10, 256 << 10, 2).ok());
+  pair.run(Instant{20'000'000});
+  ASSERT_EQ(pair.drain(0, false).size(), 1u);
+  EXPECT_EQ(0, std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), 320 << 10));
+  const QpStats s = pair.side[0].qp->stats();
+  EXPECT_GE(s.losses_tail - before.losses_tail, 1u) << "the tail timer never fired: the test tests nothing";
+  EXPECT_EQ(s.timeouts, before.timeouts);
+  EXPECT_LT(s.retransmits - before.retransmits, packets) << packets << " packets written";
+}
+
 }  // namespace
 }  // namespace mrc

@@ -7,6 +7,14 @@
 
 namespace mrc {
 
+bool parse_cc_algorithm(std::string_view name, CcAlgorithm& out) {
+  if (name == "nscc") out = CcAlgorithm::kNscc;
+  else if (name == "aimd") out = CcAlgorithm::kAimd;
+  else if (name == "fixed") out = CcAlgorithm::kFixed;
+  else return false;
+  return true;
+}
+
 namespace {
 std::string range_error(const char* field, uint64_t value, uint64_t lo, uint64_t hi) {
   char buf[160];

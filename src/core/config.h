@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/types.h"
@@ -12,6 +13,8 @@
 namespace mrc {
 
 enum class CcAlgorithm : uint8_t { kNscc, kAimd, kFixed };
+// "nscc", "aimd" or "fixed"; false for anything else.
+bool parse_cc_algorithm(std::string_view name, CcAlgorithm& out);
 
 // NSCC-style window congestion control parameters (see core/cc/nscc.h).
 struct NsccConfig {

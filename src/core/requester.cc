@@ -655,13 +655,22 @@ void Requester::order_retransmits() {
 
 // The tail timer fired with nothing new to send: no later packet can be acknowledged, so RACK
 // will never see these losses, and a probe would cost a round trip before the retransmission
-// it leads to. Every packet still unacknowledged a smoothed RTT after it left is resent now
-// (its SACK, like a probe's, reports what else is missing; a copy that was only late is
-// recognised as spurious). Returns whether anything was resent.
+// it leads to. The oldest packets still unacknowledged a smoothed RTT after they left, at most
+// kMaxTailResend of them, are resent now (their SACKs, like a probe's, report what else is
+// missing; a copy that was only late is recognised as spurious). The bound is for a receiver
+// that is slow rather than lossy, as a software endpoint descheduled for milliseconds is:
+// resending a whole window at every tail timer then only piled duplicates on it and declared
+// hundreds of losses against healthy EVs. Returns whether anything was resent.
 bool Requester::resend_tail(Instant now) {
   const Instant sent_before = now + Duration{-stats_.rtt.smoothed_ns};
-  return declare_lost_where([sent_before](const SentPacket& p) { return p.sent_at < sent_before; },
-                            stats_.losses_tail, true, now) > 0;
+  size_t budget = kMaxTailResend;
+  return declare_lost_where(
+             [sent_before, &budget](const SentPacket& p) {
+               if (budget == 0 || p.sent_at >= sent_before) return false;
+               --budget;
+               return true;
+             },
+             stats_.losses_tail, true, now) > 0;
 }
 
 // ---- completion ----------------------------------------------------------------------------

@@ -18,9 +18,9 @@
 //     responder for its state; packets it has not got and that were sent before the probe are
 //     lost. When there is nothing new to send (the end of a message: no later packet can ever
 //     be acknowledged, so 2 and 3 cannot fire), the timer is 1.5 smoothed RTTs and instead of
-//     a probe it resends every packet unacknowledged for a smoothed RTT, as TCP's tail loss
-//     probe resends the last segment: the repair takes one round trip instead of two, and the
-//     resent packets' SACKs report the rest. Under random loss the flows that finish last are
+//     a probe it resends the oldest packets unacknowledged for a smoothed RTT (at most 8), as
+//     TCP's tail loss probe resends the last segment: the repair takes one round trip instead
+//     of two, and the resent packets' SACKs report the rest. Under random loss the flows that finish last are
 //     those whose last packets were lost, so this sets the completion time of a collective.
 //  5. Retransmission timeout: OCP ACK timeout, `retry_linear` retries at a fixed interval then
 //     `retry_exp` with exponential backoff; past that the QP fails and every outstanding work
@@ -179,6 +179,7 @@ class alignas(64) Requester {
   bool resend_tail(Instant now);
   void order_retransmits();
   bool nothing_new_to_send() const { return sq_next_send_ == sq_tail_; }
+  static constexpr size_t kMaxTailResend = 8;  // packets resent per tail timer (resend_tail)
   void declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now);
   // Declares lost every pending packet of the window that `which` selects; returns how many.
   template <typename Which>

@@ -208,10 +208,7 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   q.nscc.initial_window_bytes = std::min(q.nscc.initial_window_bytes, q.nscc.max_window_bytes);
   read_cc_knobs(r, *t, q);
   read_ev_burst(r, *t, q);
-  if (cc == "nscc") q.cc = CcAlgorithm::kNscc;
-  else if (cc == "aimd") q.cc = CcAlgorithm::kAimd;
-  else if (cc == "fixed") q.cc = CcAlgorithm::kFixed;
-  else r.fail("qp.cc: must be \"nscc\", \"aimd\" or \"fixed\"");
+  if (!parse_cc_algorithm(cc, q.cc)) r.fail("qp.cc: must be \"nscc\", \"aimd\" or \"fixed\"");
   // ev_list = [[plane, ev], ...]: every QP uses exactly these EVs (explicit EV mode).
   std::vector<std::pair<uint64_t, uint64_t>> list;
   r.get_pairs(*t, "qp.", "ev_list", UINT32_MAX, list);

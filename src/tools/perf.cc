@@ -297,7 +297,7 @@ bool PerfSide::open_qps(std::string& error) {
   qc.ack_every_packets = o_.ack_every;
   qc.timeout = 12;
   qc.retry_exp = 10;  // tolerate seconds-long scheduling stalls of a busy host (~8 s in all)
-  qc.cc = o_.cc == "aimd" ? CcAlgorithm::kAimd : o_.cc == "fixed" ? CcAlgorithm::kFixed : CcAlgorithm::kNscc;
+  (void)parse_cc_algorithm(o_.cc, qc.cc);  // the CLI accepts the three names only
   qc.nscc.max_window_bytes = qc.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
   qc.nscc.initial_window_bytes = std::min<uint64_t>(qc.nscc.initial_window_bytes, qc.nscc.max_window_bytes);
   for (uint32_t q = 0; q < o_.qps; ++q) {
