@@ -73,5 +73,10 @@ out=$("$MRC" perf --client 127.0.0.1 --flap-plane 1:5s:5s --port 4894 --ev-port-
 [ $rc -eq 2 ] && echo "$out" | grep -q "DOWN_FOR must be shorter than EVERY" || fail "flap never up: rc=$rc $out"
 out=$("$MRC" perf 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "exactly one of --server or --client" || fail "no role: rc=$rc $out"
+out=$("$MRC" perf --client 127.0.0.1 --cc bogus 2>&1); rc=$?  # the parser's own checks: 2 as well
+[ $rc -eq 2 ] && echo "$out" | grep -q "bogus not in" || fail "bad --cc: rc=$rc $out"
+out=$("$MRC" allreduce-perf --threads 99 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "threads" || fail "bad --threads: rc=$rc $out"
+"$MRC" perf --help >/dev/null || fail "perf --help: rc=$?"
 rm -f /tmp/mrc-perf-srv.$$
 echo "all perf process tests passed"

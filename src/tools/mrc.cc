@@ -39,7 +39,14 @@ int main(int argc, char** argv) {
   coll_perf->alias("coll-perf");
   mrc::tools::CollPerfOptions coll_perf_options;
   mrc::tools::add_coll_perf_options(*coll_perf, coll_perf_options);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every usage error (unknown option, value out of range, a
+    // missing argument) exits 2, as the tools' own configuration errors do.
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
   if (sim->parsed()) {
     sim_options.huge_pages = !no_huge_pages;
     if (sim_options.huge_pages) mrc::tools::reexec_with_malloc_huge_pages(argv);
