@@ -27,6 +27,21 @@ int bound(uint16_t port) {
   return fd;
 }
 
+sockaddr_in address_of(int fd) {
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  return a;
+}
+
+// A bound receiving socket with GRO on, and its address.
+int receiver(sockaddr_in& address) {
+  const int fd = bound(0);
+  address = address_of(fd);
+  enable_gro(fd);
+  return fd;
+}
+
 // Writes datagram i (length `length`, bytes derived from i) at the batch's next space and adds it.
 void add_datagram(TxBatch& tx, int fd, const sockaddr_in& to, size_t length, uint8_t i, TxOutcome& out) {
   const std::span<uint8_t> space = tx.next();
@@ -56,9 +71,7 @@ TEST(UdpBatch, EqualDatagramsAndAShorterLastArriveAsSent) {
     for (const bool gro : {true, false}) {
       SCOPED_TRACE(testing::Message() << "gso " << gso << " gro " << gro);
       const int rx_fd = bound(0);
-      sockaddr_in local{};
-      socklen_t len = sizeof local;
-      getsockname(rx_fd, reinterpret_cast<sockaddr*>(&local), &len);
+      const sockaddr_in local = address_of(rx_fd);
       if (gro) {
         ASSERT_TRUE(enable_gro(rx_fd));
       }
@@ -82,16 +95,11 @@ TEST(UdpBatch, EqualDatagramsAndAShorterLastArriveAsSent) {
 }
 
 TEST(UdpBatch, AnotherSocketAddressOrSizeStartsANewSend) {
-  const int rx_a = bound(0), rx_b = bound(0);
-  sockaddr_in a{}, b{};
-  socklen_t len = sizeof a;
-  getsockname(rx_a, reinterpret_cast<sockaddr*>(&a), &len);
-  getsockname(rx_b, reinterpret_cast<sockaddr*>(&b), &len);
-  enable_gro(rx_a);
+  sockaddr_in a{};
+  const int rx_a = receiver(a), rx_b = bound(0);
+  const sockaddr_in b = address_of(rx_b);
   const int tx1 = bound(0), tx2 = bound(0);
-  sockaddr_in p1{}, p2{};
-  getsockname(tx1, reinterpret_cast<sockaddr*>(&p1), &len);
-  getsockname(tx2, reinterpret_cast<sockaddr*>(&p2), &len);
+  const sockaddr_in p1 = address_of(tx1);
   TxBatch tx(9000, gso_supported(tx1));
   TxOutcome out;
   add_datagram(tx, tx1, a, 1000, 0, out);
@@ -129,19 +137,14 @@ TEST(UdpBatch, AnotherSocketAddressOrSizeStartsANewSend) {
 // still leave as one send per socket; with more sockets than open sends, every datagram still
 // arrives, in order per socket.
 TEST(UdpBatch, InterleavedSocketsLeaveAsOneSendEach) {
-  const int rx_fd = bound(0);
   sockaddr_in local{};
-  socklen_t len = sizeof local;
-  getsockname(rx_fd, reinterpret_cast<sockaddr*>(&local), &len);
-  enable_gro(rx_fd);
+  const int rx_fd = receiver(local);
   constexpr int kSockets = static_cast<int>(TxBatch::kOpenSends) + 2;
   std::vector<int> tx_fds;
   std::vector<uint16_t> tx_ports;
   for (int k = 0; k < kSockets; ++k) {
     tx_fds.push_back(bound(0));
-    sockaddr_in a{};
-    getsockname(tx_fds.back(), reinterpret_cast<sockaddr*>(&a), &len);
-    tx_ports.push_back(ntohs(a.sin_port));
+    tx_ports.push_back(ntohs(address_of(tx_fds.back()).sin_port));
   }
   const bool gso = gso_supported(tx_fds[0]);
   TxBatch tx(9000, gso);
@@ -176,11 +179,8 @@ TEST(UdpBatch, InterleavedSocketsLeaveAsOneSendEach) {
 }
 
 TEST(UdpBatch, ABatchIsBoundedInSegmentsAndBytes) {
-  const int rx_fd = bound(0);
   sockaddr_in local{};
-  socklen_t len = sizeof local;
-  getsockname(rx_fd, reinterpret_cast<sockaddr*>(&local), &len);
-  enable_gro(rx_fd);
+  const int rx_fd = receiver(local);
   const int tx_fd = bound(0);
   TxBatch tx(9000, gso_supported(tx_fd));
   TxOutcome out;
