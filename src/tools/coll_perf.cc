@@ -351,6 +351,7 @@ Result<std::unique_ptr<Communicator>, coll::Error> open_communicator(const CollP
   coll::rank_ports(co.context, o.port, o.ev_port_base, o.local_rank >= 0 ? o.local_rank : o.rank);
   co.chunk_bytes = o.chunk_kib << 10;
   co.qp.set_mtu(o.mtu_bytes);
+  if (o.ack_every != 0) co.qp.ack_every_packets = o.ack_every;
   (void)parse_cc_algorithm(o.cc, co.qp.cc);  // the CLI accepts the three names only
   if (o.target_delay_us > 0) co.qp.nscc.target_delay_ns = static_cast<int64_t>(o.target_delay_us * 1000);
   co.context.backend = io::parse_backend(o.backend).value();  // the CLI accepts udp and xdp only
@@ -523,6 +524,9 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
   app.add_option("--target-delay-us", o.target_delay_us,
                  "NSCC queueing-delay target in microseconds, 1 or more (default: the UDP datapath's, 50)")
       ->check(CLI::Range(1.0, 1e6));
+  app.add_option("--ack-every", o.ack_every,
+                 "the receiver SACKs every this many data packets (1..64; default: the collectives', 16)")
+      ->check(CLI::Range(1u, 64u));
   app.add_option("--chunk-kib", o.chunk_kib, "staging slot (pipelining chunk) in KiB (default 256)")
       ->check(CLI::Range(1, 65536));
   app.add_option("--mtu", o.mtu_bytes,
