@@ -46,7 +46,9 @@ port=$((port + 1))
 srv=$!
 "$MRC" perf --client 127.0.0.1 --oob-port $port --port 4900 --ev-port-base 57500 --duration 140 > /tmp/mrc-perf-cli.$$ 2>&1 &
 cli=$!
-sleep 1
+# Kill it once data flows (the client's first report line), not at a fixed time: on a loaded
+# machine the setup alone can take longer than a second.
+for _ in $(seq 1 100); do grep -q "Gbit/s" /tmp/mrc-perf-cli.$$ 2>/dev/null && break; sleep 0.2; done
 kill -9 $srv
 # Only a hang guard: the retries (srtt + 4 rttvar, doubling ten times) take ~8 s on an idle
 # machine and much longer on a loaded one, where RTT estimates grow (37 s seen with load 7 on

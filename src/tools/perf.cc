@@ -753,7 +753,8 @@ int run_client(const PerfOptions& o) {
   json hello = s.hello();
   hello["params"] = {{"size", o.size}, {"verify", o.verify}, {"bidir", o.bidir}, {"depth", o.depth}, {"qps", o.qps}};
   json peer;
-  if (!oob.send(hello) || !oob.receive(peer)) return std::fprintf(stderr, "mrc perf: the server closed the connection\n"), 2;
+  // A runtime failure (1), not a usage error (2): the server went away during the set-up.
+  if (!oob.send(hello) || !oob.receive(peer)) return std::fprintf(stderr, "mrc perf: the server closed the connection\n"), 1;
   if (peer.contains("error")) return std::fprintf(stderr, "mrc perf: server: %s\n", peer["error"].get<std::string>().c_str()), 2;
   if (!s.connect(peer, error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
   Reporter rep(s, o);
