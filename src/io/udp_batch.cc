@@ -32,124 +32,101 @@ bool enable_gro(int fd) {
 }
 
 TxBatch::TxBatch(size_t max_datagram_bytes, bool gso)
-    : buffer_(kTxBufferBytes + max_datagram_bytes), max_datagram_(max_datagram_bytes), gso_(gso) {}
+    : buffer_(kMaxGsoBytes + max_datagram_bytes), max_datagram_(max_datagram_bytes), gso_(gso) {}
 
-// A datagram joins a send no longer than its datagrams, while the send's last datagram is of
-// full size (bytes == count * segment: a shorter one ends it) and the bounds allow one more.
-bool TxBatch::Send::joins(size_t length) const {
-  return bytes == count * segment && length <= segment && count < kMaxGsoSegments &&
-         bytes + length <= kMaxGsoBytes;
+// A datagram joins a batch from the same socket to the same address, no longer than its
+// datagrams, while the batch's last datagram is of full size (bytes_ == count_ * segment_: a
+// shorter one ends the batch) and the bounds allow one more.
+bool TxBatch::joins(int fd, const sockaddr_in& to, size_t length) const {
+  return bytes_ == count_ * segment_ && fd == fd_ && to.sin_addr.s_addr == to_.sin_addr.s_addr &&
+         to.sin_port == to_.sin_port && length <= segment_ && count_ < kMaxGsoSegments &&
+         bytes_ + length <= kMaxGsoBytes;
 }
 
-TxBatch::Send* TxBatch::find(int fd, const sockaddr_in& to) {
-  for (size_t i = 0; i < open_; ++i) {
-    Send& s = sends_[i];
-    if (s.fd == fd && s.to.sin_addr.s_addr == to.sin_addr.s_addr && s.to.sin_port == to.sin_port) return &s;
-  }
-  return nullptr;
-}
-
-size_t TxBatch::size() const {
-  size_t n = 0;
-  for (size_t i = 0; i < open_; ++i) n += sends_[i].count;
-  return n;
-}
-
-// Invariants: at most one open send per socket and address, so its datagrams leave in the order
-// added; and after add() the buffer has room for one more datagram at next().
 void TxBatch::add(int fd, const sockaddr_in& to, size_t length, TxOutcome& out) {
-  Send* s = find(fd, to);
-  if (s != nullptr && !s->joins(length)) {
-    send_at(static_cast<size_t>(s - sends_.data()), out);
-    s = nullptr;
+  if (count_ > 0 && !joins(fd, to, length)) {
+    // The new datagram sits right after the batch: send the batch, then move it to the front.
+    const size_t at = bytes_;
+    flush(out);
+    std::memmove(buffer_.data(), buffer_.data() + at, length);
   }
-  if (s == nullptr) {
-    if (open_ == kOpenSends) send_at(0, out);  // all open: one leaves to make room
-    s = &sends_[open_++];
-    s->fd = fd;
-    s->to = to;
-    s->segment = length;
-    s->bytes = 0;
-    s->count = 0;
+  if (count_ == 0) {
+    fd_ = fd;
+    to_ = to;
+    segment_ = length;
   }
-  s->iov[s->count++] = {buffer_.data() + used_, length};
-  s->bytes += length;
-  used_ += length;
-  if (used_ + max_datagram_ > buffer_.size()) flush(out);
+  ++count_;
+  bytes_ += length;
 }
 
 void TxBatch::flush(TxOutcome& out) {
-  for (size_t i = 0; i < open_; ++i) send(sends_[i], out);
-  open_ = 0;
-  used_ = 0;
-}
-
-void TxBatch::send_at(size_t index, TxOutcome& out) {
-  send(sends_[index], out);
-  if (index != --open_) sends_[index] = sends_[open_];
-}
-
-void TxBatch::send(Send& s, TxOutcome& out) {
-  if (gso_ && s.count > 1) {
-    send_gso(s, out);
+  if (count_ == 0) return;
+  if (gso_ && count_ > 1) {
+    send_gso(out);
   } else {
-    send_each(s, out);
+    send_each(out);
   }
+  count_ = 0;
+  bytes_ = 0;
 }
 
-// One sendmsg carrying the whole send, cut by the kernel into datagrams of `segment` bytes.
-void TxBatch::send_gso(Send& s, TxOutcome& out) {
+// One sendmsg carrying the whole batch, cut by the kernel into datagrams of segment_ bytes.
+void TxBatch::send_gso(TxOutcome& out) {
+  iovec iov{buffer_.data(), bytes_};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
   msghdr msg{};
-  msg.msg_name = &s.to;
-  msg.msg_namelen = sizeof s.to;
-  msg.msg_iov = s.iov.data();
-  msg.msg_iovlen = s.count;
+  msg.msg_name = &to_;
+  msg.msg_namelen = sizeof to_;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_UDP;
   c->cmsg_type = UDP_SEGMENT;
   c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-  const auto segment = static_cast<uint16_t>(s.segment);
+  const auto segment = static_cast<uint16_t>(segment_);
   std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
   ++out.calls;
-  if (sendmsg(s.fd, &msg, 0) >= 0) {
-    out.packets += s.count;
-    out.bytes += s.bytes;
+  if (sendmsg(fd_, &msg, 0) >= 0) {
+    out.packets += count_;
+    out.bytes += bytes_;
     return;
   }
   if (errno == EIO || errno == EINVAL || errno == EOPNOTSUPP) {
     // The device or the route cannot segment (no checksum offload, segment above its MTU):
     // from now on, separate datagrams.
     gso_ = false;
-    send_each(s, out);
+    send_each(out);
     return;
   }
-  out.errors += s.count;
+  out.errors += count_;
   out.last_errno = errno;
 }
 
-// The send as separate datagrams, in sendmmsg calls of up to kMaxGsoSegments.
-void TxBatch::send_each(Send& s, TxOutcome& out) {
+// The batch as separate datagrams, in sendmmsg calls of up to kMaxGsoSegments.
+void TxBatch::send_each(TxOutcome& out) {
   std::array<mmsghdr, kMaxGsoSegments> messages{};
-  for (size_t i = 0; i < s.count; ++i) {
-    messages[i].msg_hdr.msg_name = &s.to;
-    messages[i].msg_hdr.msg_namelen = sizeof s.to;
-    messages[i].msg_hdr.msg_iov = &s.iov[i];
+  std::array<iovec, kMaxGsoSegments> iov{};
+  for (size_t i = 0; i < count_; ++i) {
+    const size_t offset = i * segment_;
+    iov[i] = {buffer_.data() + offset, std::min(segment_, bytes_ - offset)};
+    messages[i].msg_hdr.msg_name = &to_;
+    messages[i].msg_hdr.msg_namelen = sizeof to_;
+    messages[i].msg_hdr.msg_iov = &iov[i];
     messages[i].msg_hdr.msg_iovlen = 1;
   }
   size_t done = 0;
-  while (done < s.count) {
+  while (done < count_) {
     ++out.calls;
-    const int n = sendmmsg(s.fd, messages.data() + done, static_cast<unsigned>(s.count - done), 0);
+    const int n = sendmmsg(fd_, messages.data() + done, static_cast<unsigned>(count_ - done), 0);
     if (n <= 0) {  // the datagram at `done` was refused: count it lost and go on after it
       out.last_errno = errno;
       ++out.errors;
       ++done;
       continue;
     }
-    for (int i = 0; i < n; ++i) out.bytes += s.iov[done + static_cast<size_t>(i)].iov_len;
+    for (int i = 0; i < n; ++i) out.bytes += iov[done + static_cast<size_t>(i)].iov_len;
     out.packets += static_cast<uint64_t>(n);
     done += static_cast<size_t>(n);
   }

@@ -1,33 +1,25 @@
 // Batched UDP I/O: how one system call carries many MRC datagrams.
 //
-// Send (TxBatch): the engine writes datagrams one after another into one buffer. Datagrams
-// from the same socket to the same address, all of one size but a shorter last one, form a
-// send that leaves as one UDP GSO super-datagram (setsockopt level UDP, UDP_SEGMENT as a
-// control message: the kernel cuts it into datagrams of that size, so the receiver sees the
-// same datagrams as from separate sends); its datagrams need not be adjacent in the buffer, as
-// each is one iovec of the send. The engine's EV bursts (QpConfig::ev_burst_packets) are what
-// makes datagrams share a socket: each EV is its own source port. Up to kOpenSends sends are
-// open at once, one per socket and address, so the bursts of several queue pairs that the
-// engine interleaves (a packet of one, then one of the other) still leave as one send each.
-// A datagram that cannot join its socket's send (full, or after a shorter one) sends that one
-// first; a datagram for a new socket when all sends are open sends one of the others. The order of
-// one socket's datagrams is kept; that of different sockets (different EVs, so different
-// paths) is not. Without GSO (turned off, or refused by the kernel or the device: EIO, EINVAL)
-// a send goes as one sendmmsg of separate datagrams, and after a refusal GSO stays off for that
-// TxBatch.
+// Send (TxBatch): the engine writes datagrams one after another into one buffer. Consecutive
+// datagrams from the same socket to the same address, all of one size but a shorter last one,
+// form a batch that leaves as one UDP GSO super-datagram (setsockopt level UDP, UDP_SEGMENT as
+// a control message: the kernel cuts it into datagrams of that size, so the receiver sees the
+// same datagrams as from separate sends). The engine's EV bursts (QpConfig::ev_burst_packets)
+// are what makes consecutive datagrams share a socket: each EV is its own source port. A
+// datagram that cannot join sends the batch first and starts the next. Without GSO (turned off,
+// or refused by the kernel or the device: EIO, EINVAL) a batch goes as one sendmmsg of
+// separate datagrams, and after a refusal GSO stays off for that TxBatch.
 //
 // Receive (RxBatch): recvmmsg into buffers of 64 KiB, with UDP_GRO on the socket so that a
 // burst from one source arrives as one buffer with its segment size in a control message; the
 // segments are handed out one by one, each with the sender's address and the IP TOS byte.
 //
-// Bounds: a send holds at most kMaxGsoSegments datagrams and kMaxGsoBytes bytes, a TxBatch at
-// most kOpenSends sends and kTxBufferBytes bytes (it sends everything when full); a receive
-// call fills at most kRxMessages buffers.
+// Bounds: a batch holds at most kMaxGsoSegments datagrams and kMaxGsoBytes bytes; a receive
+// call at most kRxMessages buffers.
 #pragma once
 
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 
 #include <array>
 #include <cstddef>
@@ -63,46 +55,32 @@ struct TxOutcome {
 
 class TxBatch {
  public:
-  static constexpr size_t kOpenSends = 8;
-  static constexpr size_t kTxBufferBytes = 2 * kMaxGsoBytes;
   // max_datagram_bytes: the largest datagram the engine writes (the space next() offers).
   TxBatch(size_t max_datagram_bytes, bool gso);
-  // Where the engine writes the next datagram: after the datagrams held.
-  std::span<uint8_t> next() { return {buffer_.data() + used_, max_datagram_}; }
-  // The datagram just written at next(), `length` bytes, goes from `fd` to `to`. It joins the
-  // open send of that socket and address, or starts one; what has to leave first to make room is
-  // sent into `out`.
+  // Where the engine writes the next datagram: right after the batch's datagrams.
+  std::span<uint8_t> next() { return {buffer_.data() + bytes_, max_datagram_}; }
+  // The datagram just written at next(), `length` bytes, goes from `fd` to `to`. If it cannot
+  // join the batch, the batch is sent first (into `out`) and it starts a new one.
   void add(int fd, const sockaddr_in& to, size_t length, TxOutcome& out);
-  // Sends every open send.
+  // Sends what the batch holds.
   void flush(TxOutcome& out);
   bool gso() const { return gso_; }
   void disable_gso() { gso_ = false; }
-  // Datagrams held, not yet sent.
-  size_t size() const;
+  size_t size() const { return count_; }
 
  private:
-  // Datagrams for one socket and address: each one iovec into buffer_.
-  struct Send {
-    int fd = -1;
-    sockaddr_in to{};
-    size_t segment = 0;  // the send's datagram size (all but a shorter last one)
-    size_t bytes = 0;
-    size_t count = 0;
-    std::array<iovec, kMaxGsoSegments> iov{};
-    bool joins(size_t length) const;
-  };
-  Send* find(int fd, const sockaddr_in& to);
-  void send_at(size_t index, TxOutcome& out);  // sends open send `index` and closes it
-  void send(Send& s, TxOutcome& out);
-  void send_gso(Send& s, TxOutcome& out);
-  void send_each(Send& s, TxOutcome& out);
+  bool joins(int fd, const sockaddr_in& to, size_t length) const;
+  void send_gso(TxOutcome& out);
+  void send_each(TxOutcome& out);
 
   std::vector<uint8_t> buffer_;
   size_t max_datagram_;
   bool gso_;
-  size_t used_ = 0;  // bytes of buffer_ written since the last flush
-  std::array<Send, kOpenSends> sends_{};
-  size_t open_ = 0;  // sends_[0, open_) are open
+  int fd_ = -1;
+  sockaddr_in to_{};
+  size_t segment_ = 0;  // the batch's datagram size (all but a shorter last one)
+  size_t count_ = 0;
+  size_t bytes_ = 0;
 };
 
 // One received datagram: its bytes, its sender and the IP TOS byte it arrived with.
