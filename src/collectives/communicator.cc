@@ -20,9 +20,9 @@ QpConfig CommOptions::default_qp_config() {
   qc.timeout = 12;
   qc.retry_exp = retry_exp_for(qc, std::chrono::seconds(8));
   // A SACK per 16 data packets, not 4: on a kernel UDP datapath each SACK is a system call of
-  // its own while data leaves in GSO bursts; fewer SACKs made the 2-rank loopback all-reduce
-  // 1.3-1.5 x faster (BENCHMARKS.md, "All-reduce over unshaped loopback planes"). The SACK
-  // timer (ack_delay_ns) still answers a shorter run within microseconds.
+  // its own while data leaves in GSO bursts, and the ranks' CPU is what bounds an all-reduce
+  // on one host (BENCHMARKS.md, "All-reduce over unshaped loopback planes", has the trade-off).
+  // The SACK timer (ack_delay_ns) still answers a shorter run within microseconds.
   qc.ack_every_packets = 16;
   return qc;
 }

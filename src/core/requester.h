@@ -20,8 +20,9 @@
 //     be acknowledged, so 2 and 3 cannot fire), the timer is 1.5 smoothed RTTs and instead of
 //     a probe it resends the oldest packets unacknowledged for a smoothed RTT (at most 8), as
 //     TCP's tail loss probe resends the last segment: the repair takes one round trip instead
-//     of two, and the resent packets' SACKs report the rest. Under random loss the flows that finish last are
-//     those whose last packets were lost, so this sets the completion time of a collective.
+//     of two, and the resent packets' SACKs report the rest. Under random loss the flows that
+//     finish last are those whose last packets were lost, so this sets the completion time of
+//     a collective.
 //  5. Retransmission timeout: OCP ACK timeout, `retry_linear` retries at a fixed interval then
 //     `retry_exp` with exponential backoff; past that the QP fails and every outstanding work
 //     request completes with an error: the oldest with kRetryExceeded, or kRemoteAccessError if

@@ -159,6 +159,8 @@ class PerfSide {
 
   int planes() const { return devices_->planes(); }
   io::UdpPlaneStats plane_stats(int p) const { return devices_->plane_stats(p); }
+  // The UDP receive port of thread 0's planes: --port, or this side's default.
+  uint16_t udp_port() const;
   std::string backend_description() const { return devices_->shard(0).host().backend_description(); }
   uint64_t messages_sent() const { return completed_; }
   uint64_t bytes_sent() const { return bytes_completed_; }
@@ -241,9 +243,11 @@ uint32_t default_ev_port_base(bool server, size_t planes) {
   return server ? 50000 : 50000 + io::kMaxDeviceThreads * io::ev_source_ports(planes);
 }
 
+uint16_t PerfSide::udp_port() const { return o_.port != 0 ? o_.port : default_port(server_); }
+
 bool PerfSide::open(std::string& error) {
   io::DeviceConfig hc;
-  const uint16_t port = o_.port != 0 ? o_.port : default_port(server_);
+  const uint16_t port = udp_port();
   for (const std::string& text : o_.planes) {
     auto a = io::parse_plane_address(text, port);
     if (!a.ok()) {
@@ -324,7 +328,7 @@ json PerfSide::hello() const {
     for (const io::PlaneAddress& a : shard_of(i).config().planes) planes.push_back(io::to_string(a));
     qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", psns_[i]}, {"planes", planes}});
   }
-  return {{"mrc_perf", 1}, {"planes", o_.planes}, {"port", o_.port != 0 ? o_.port : default_port(server_)},
+  return {{"mrc_perf", 1}, {"planes", o_.planes}, {"port", udp_port()},
           {"qps", qps}, {"rkey", target_mr_.rkey}, {"addr", target_mr_.address}, {"len", target_.size()},
           {"backend", o_.backend}};
 }
