@@ -81,6 +81,9 @@ class alignas(64) Requester {
   // Produces the next packet for `plane` into `out` (>= mtu + headers); returns its length or 0.
   size_t poll(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   bool wants_to_send(Instant now) const;
+  // Whether the plane's EV burst (QpConfig::ev_burst_packets) has packets left: new data on
+  // this plane would go on the same EV as the last.
+  bool in_burst(PlaneId plane) const { return bursts_[plane.value].left > 0; }
 
   void on_sack(Instant now, const wire::Sack& sack);
   void on_nack(Instant now, const wire::Nack& nack);
