@@ -132,51 +132,62 @@ TEST(EvBurst, LossesAreRecoveredOnOtherEvs) {
   }
 }
 
-// Two QPs of one endpoint with data queued on one plane: each keeps the transmit turn for a
-// whole burst, so the endpoint hands out k packets of one QP on one EV, then k of the other
-// (interleaved packet by packet, no two consecutive datagrams would share an EV).
-TEST(EvBurst, AQpKeepsItsTurnForAWholeBurst) {
+// Two QPs of one endpoint, each with a write queued, k = ev_burst_packets: the runs of
+// (QP, EV) in the order the endpoint hands packets out, for the first 8k packets of plane 0.
+std::vector<std::pair<std::pair<uint32_t, uint32_t>, int>> turns(int k, bool burst_turns) {
+  EndpointConfig ec{1, 64, 64, 7};
+  ec.burst_turns = burst_turns;
+  Endpoint endpoint(ec);
+  const uint32_t pd = endpoint.memory().alloc_pd();
+  CompletionQueue* cq = endpoint.create_cq(64);
+  std::vector<uint8_t> source(1 << 20, 0x5a);
+  const MemoryRegionInfo mr =
+      endpoint.memory().register_region(pd, source.data(), source.size(), kAccessLocalWrite).value();
+  for (uint32_t peer = 1; peer <= 2; ++peer) {
+    QueuePair* qp = endpoint.create_qp(burst_config(static_cast<uint16_t>(k)), pd, cq, cq).value();
+    EXPECT_TRUE(qp->to_init().ok());
+    EXPECT_TRUE(qp->to_rtr(RtrAttributes{Qpn(0x300 + peer), Psn(5), peer}).ok());
+    EXPECT_TRUE(qp->to_rts(RtsAttributes{Psn(9)}).ok());
+    Sge sge{mr.address, static_cast<uint32_t>(source.size()), mr.lkey};
+    SendWr wr;
+    wr.opcode = SendOpcode::kWrite;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.remote_addr = 0x1000;
+    wr.rkey = 1;
+    EXPECT_TRUE(qp->post_send(wr).ok());
+  }
+  std::vector<std::pair<std::pair<uint32_t, uint32_t>, int>> runs;
+  std::vector<uint8_t> buf(wire::kMaxDatagramBytes);
+  for (int i = 0; i < 8 * k; ++i) {
+    TxMeta tx;
+    if (endpoint.poll_transmit(Instant{1000}, PlaneId(0), buf, tx) == 0 || !tx.is_data) break;
+    const std::pair<uint32_t, uint32_t> key{tx.peer, tx.ev.value};
+    if (!runs.empty() && runs.back().first == key) {
+      ++runs.back().second;
+    } else {
+      runs.emplace_back(key, 1);
+    }
+  }
+  return runs;
+}
+
+// With burst turns (EndpointConfig::burst_turns) each QP keeps the transmit turn for its
+// whole burst: k packets of one QP on one EV, then k of the other. Without, the QPs alternate
+// packet by packet.
+TEST(EvBurst, BurstTurnsKeepAQpsBurstTogether) {
   for (const int k : {1, 4, 8}) {
     SCOPED_TRACE(k);
-    Endpoint endpoint(EndpointConfig{1, 64, 64, 7});
-    const uint32_t pd = endpoint.memory().alloc_pd();
-    CompletionQueue* cq = endpoint.create_cq(64);
-    std::vector<uint8_t> source(1 << 20, 0x5a);
-    const MemoryRegionInfo mr =
-        endpoint.memory().register_region(pd, source.data(), source.size(), kAccessLocalWrite).value();
-    for (uint32_t peer = 1; peer <= 2; ++peer) {
-      QueuePair* qp = endpoint.create_qp(burst_config(static_cast<uint16_t>(k)), pd, cq, cq).value();
-      ASSERT_TRUE(qp->to_init().ok());
-      ASSERT_TRUE(qp->to_rtr(RtrAttributes{Qpn(0x300 + peer), Psn(5), peer}).ok());
-      ASSERT_TRUE(qp->to_rts(RtsAttributes{Psn(9)}).ok());
-      Sge sge{mr.address, static_cast<uint32_t>(source.size()), mr.lkey};
-      SendWr wr;
-      wr.opcode = SendOpcode::kWrite;
-      wr.sg_list = &sge;
-      wr.num_sge = 1;
-      wr.remote_addr = 0x1000;
-      wr.rkey = 1;
-      ASSERT_TRUE(qp->post_send(wr).ok());
-    }
-    // Runs of (peer, EV) in the order the endpoint hands packets out.
-    std::vector<std::pair<std::pair<uint32_t, uint32_t>, int>> runs;
-    std::vector<uint8_t> buf(wire::kMaxDatagramBytes);
-    for (int i = 0; i < 8 * k; ++i) {
-      TxMeta tx;
-      ASSERT_GT(endpoint.poll_transmit(Instant{1000}, PlaneId(0), buf, tx), 0u);
-      ASSERT_TRUE(tx.is_data);
-      const std::pair<uint32_t, uint32_t> key{tx.peer, tx.ev.value};
-      if (!runs.empty() && runs.back().first == key) {
-        ++runs.back().second;
-      } else {
-        runs.emplace_back(key, 1);
-      }
-    }
+    const auto runs = turns(k, true);
     ASSERT_EQ(runs.size(), 8u);
     for (size_t i = 0; i < runs.size(); ++i) {
       EXPECT_EQ(runs[i].second, k) << "run " << i;
       EXPECT_EQ(runs[i].first.first, i % 2 == 0 ? 1u : 2u) << "run " << i;  // the QPs alternate
     }
+    const auto packet_turns = turns(k, false);
+    ASSERT_EQ(packet_turns.size(), static_cast<size_t>(8 * k));
+    for (size_t i = 0; i < packet_turns.size(); ++i)
+      EXPECT_EQ(packet_turns[i].first.first, i % 2 == 0 ? 1u : 2u) << "packet " << i;
   }
 }
 

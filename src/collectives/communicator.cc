@@ -24,6 +24,12 @@ QpConfig CommOptions::default_qp_config() {
   // on one host (BENCHMARKS.md, "All-reduce over unshaped loopback planes", has the trade-off).
   // The SACK timer (ack_delay_ns) still answers a shorter run within microseconds.
   qc.ack_every_packets = 16;
+  // NSCC's delay target 250 us, not the UDP datapath's 50 us: a rank's datapath runs only when
+  // its process is scheduled and not reducing, so on a busy host SACKs leave hundreds of
+  // microseconds late, and a lower target reads the ranks' own CPU contention as queueing and
+  // holds the windows at a few packets (BENCHMARKS.md, "All-reduce over unshaped loopback
+  // planes", has the targets measured on loopback and on shaped planes).
+  qc.nscc.target_delay_ns = 250'000;
   return qc;
 }
 

@@ -152,9 +152,8 @@ size_t Endpoint::next_datagram(Instant now, PlaneId plane, std::span<uint8_t> ou
   if (!scans()) update_schedule(now);
   // Round robin from the cursor over the QPs that may send: [cursor, count), then [0, cursor).
   // The others would produce nothing and change nothing (QueuePair::send_ready_at). A turn is
-  // one packet, or a whole EV burst (QpConfig::ev_burst_packets): interleaved with another
-  // QP's, a burst's packets would not be consecutive datagrams of one EV, which is what lets
-  // a datapath send them as one batch. A QP that cannot send passes the turn on as before.
+  // one packet, or with EndpointConfig::burst_turns a QP's whole EV burst; a QP that cannot
+  // send passes the turn on.
   const auto count = static_cast<uint32_t>(qps_.size());
   const uint32_t cursor = transmit_cursor_;
   for (const auto& [from, to] : {std::pair{cursor, count}, std::pair{0u, cursor}}) {
@@ -162,7 +161,7 @@ size_t Endpoint::next_datagram(Instant now, PlaneId plane, std::span<uint8_t> ou
       if (qps_[i] == nullptr) continue;
       const size_t n = qps_[i]->poll_transmit(now, plane, out, meta);
       if (n == 0) continue;
-      transmit_cursor_ = qps_[i]->in_burst(plane) ? i : (i + 1) % count;
+      transmit_cursor_ = qps_[i]->in_burst(plane) && config_.burst_turns ? i : (i + 1) % count;
       return n;
     }
   }

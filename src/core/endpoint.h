@@ -52,6 +52,13 @@ struct EndpointConfig {
   // checked and counted but not written to its region. Every protocol decision is the same (it
   // never reads payload bytes); no region is written. The simulator's `move_payload = false`.
   bool virtual_payload = false;
+  // Transmit turns of a whole EV burst (QpConfig::ev_burst_packets): a QP keeps its turn on a
+  // plane until its burst ends, so that its burst's datagrams leave back to back and a batching
+  // datapath sends them as one (the UDP datapath turns it on). Off: a turn is one packet, and
+  // the QPs' bursts interleave. In the fabric, whole-burst turns send k packets to one
+  // destination at a time, and all-to-all traffic pays for it (docs/PROTOCOL.md, "Spray
+  // granularity").
+  bool burst_turns = false;
   uint64_t qpn_seed = 0;  // 0: sequential QPNs; else the seed of their random tags (see above)
   // This engine is number qpn_partition of qpn_partitions (1..16) sharing one QPN space.
   uint32_t qpn_partition = 0;

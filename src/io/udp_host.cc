@@ -152,6 +152,7 @@ Result<std::unique_ptr<UdpHost>, std::string> UdpHost::open(const UdpHostConfig&
   ec.qpn_partition = config.qpn_partition;
   ec.qpn_partitions = config.qpn_partitions;
   ec.icrc_offload = config.backend == Backend::kXdp;  // the xdp link writes the RoCEv2 ICRC
+  ec.burst_turns = true;  // a burst leaves as one GSO send (or one run of xdp frames)
   host->endpoint_ = std::make_unique<Endpoint>(ec);
   auto opened = host->open_sockets();
   if (!opened.ok()) return Err{opened.error()};

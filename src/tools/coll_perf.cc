@@ -522,7 +522,7 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
   app.add_option("--cc", o.cc, "congestion control of the ranks' queue pairs: nscc (default), aimd or fixed (a 1 MiB window)")
       ->check(CLI::IsMember({"nscc", "aimd", "fixed"}));
   app.add_option("--target-delay-us", o.target_delay_us,
-                 "NSCC queueing-delay target in microseconds, 1 or more (default: the UDP datapath's, 50)")
+                 "NSCC queueing-delay target in microseconds, 1 or more (default: the collectives', 250)")
       ->check(CLI::Range(1.0, 1e6));
   app.add_option("--ack-every", o.ack_every,
                  "the receiver SACKs every this many data packets (1..64; default: the collectives', 16)")
