@@ -81,8 +81,9 @@ class alignas(64) QueuePair {
   void handle(Instant now, const wire::Packet& packet, const RxMeta& meta);
   size_t poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   bool wants_to_send(Instant now) const;  // send_ready_at() <= now
-  // Whether this QP is in the middle of an EV burst on `plane` (Requester::in_burst): the
-  // endpoint then keeps its transmit turn, so that the burst's packets leave back to back.
+  // Whether this QP is in the middle of an EV burst on `plane` (Requester::in_burst): with
+  // EndpointConfig::burst_turns the endpoint then keeps its transmit turn, so that the burst's
+  // packets leave back to back.
   bool in_burst(PlaneId plane) const { return requester_ && requester_->in_burst(plane); }
   // The earliest time poll_transmit may produce a packet: QpSchedule::kReadyNow if something is
   // queued, else the next EV probe time, else never. Before it poll_transmit changes nothing.
