@@ -1,4 +1,4 @@
-// The mrc command-line tool. Subcommands:
+// The mrc command-line tool (`mrc --version` prints its version). Subcommands:
 //   mrc sim SCENARIO.toml [--seed N] [--sweep N] [--json] [--quiet] [--no-huge-pages] [--report DIR]
 //   mrc perf --server | --client ADDRESS [options]   (see tools/perf.h)
 //   mrc allreduce-perf (alias coll-perf) [--coll C] [-b -e -f] [--ranks N | --rank R ...]
@@ -16,6 +16,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"mrc: an open software implementation of MRC (Multipath Reliable Connection)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("mrc ") + MRC_VERSION, "print the version and exit");
   CLI::App* sim = app.add_subcommand("sim", "run a simulation scenario (TOML) on the deterministic fabric simulator");
   mrc::tools::SimOptions sim_options;
   sim->add_option("scenario", sim_options.path, "scenario file (see scenarios/ and docs/SIMULATION.md)")->required()->check(CLI::ExistingFile);
