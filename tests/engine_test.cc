@@ -120,37 +120,6 @@ TEST(Engine, VirtualPayloadSendsTheSamePacketsAndWritesNothing) {
   EXPECT_EQ(sizes[0], sizes[1]);
 }
 
-// The requester notes, for a datapath that prefetches, the send-window record its next new
-// packet writes (one aligned line per packet, the next one after each send) and the send-queue
-// slot its next post writes. Hints only: the transfer is the same with or without them.
-TEST(Engine, RequesterNotesItsNextRecordAndWorkRequestSlot) {
-  Pair pair(1, small_config(), 1 << 16);
-  PrefetchHints hints;
-  pair.side[0].endpoint->set_prefetch_hints(&hints);
-  std::vector<uintptr_t> records;
-  pair.filter = [&](int from, std::vector<uint8_t>&, RxMeta&, const TxMeta& tx) {
-    if (from == 0 && tx.is_data)
-      records.push_back(reinterpret_cast<uintptr_t>(hints.at[PrefetchHints::kSendRecord]));
-    return true;
-  };
-  ASSERT_TRUE(pair.write(0, 0, 3 * 4096, 1).ok());
-  const auto first_slot = reinterpret_cast<uintptr_t>(hints.at[PrefetchHints::kWorkRequest]);
-  ASSERT_NE(first_slot, 0u);
-  pair.run(Instant{10'000'000});
-  ASSERT_EQ(pair.drain(0, false).size(), 1u);
-  ASSERT_EQ(records.size(), 3u);
-  for (size_t i = 0; i < records.size(); ++i) {
-    EXPECT_EQ(records[i] % 64, 0u);
-    if (i > 0) {
-      EXPECT_EQ(records[i] - records[i - 1], 64u);
-    }
-  }
-  ASSERT_TRUE(pair.write(0, 0, 100, 2).ok());
-  const auto second_slot = reinterpret_cast<uintptr_t>(hints.at[PrefetchHints::kWorkRequest]);
-  EXPECT_NE(second_slot, first_slot);
-  EXPECT_EQ(second_slot % 64, 0u);
-}
-
 TEST(Engine, WriteWithImmediateCompletesInOrder) {
   Pair pair(2, small_config(), 1 << 20);
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(pair.side[1].qp->post_recv(500 + i).ok());

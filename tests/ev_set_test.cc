@@ -447,36 +447,3 @@ TEST(EvSet, RevivingForgetsTheStrike) {
 
 }  // namespace
 }  // namespace mrc
-
-namespace mrc {
-namespace {
-
-// Prefetch hints (core/prefetch_hints.h): after each next() the table names the slot the
-// plane's next next() returns, as upcoming() does (while every slot is GOOD; null and kNoSlot
-// when a reshuffle comes first), and keeping them changes nothing an EV set decides.
-TEST(EvSet, PrefetchHintsNameEachPlanesNextSlotAndChangeNothing) {
-  EvSet with_hints(make_config(2, 16, 2), 11);
-  EvSet without(make_config(2, 16, 2), 11);
-  PrefetchHints hints;
-  with_hints.set_prefetch_hints(&hints);
-  size_t named = 0;
-  for (int i = 0; i < 200; ++i) {
-    const PlaneId p = plane(i % 3 == 0 ? 1 : 0);
-    const void* hinted = hints.at[PrefetchHints::kEvSlot + p.value];
-    const uint16_t upcoming = with_hints.upcoming(p);
-    const uint16_t slot = with_hints.next(p);
-    ASSERT_EQ(slot, without.next(p)) << "packet " << i;
-    if (upcoming != EvSet::kNoSlot) {
-      EXPECT_EQ(upcoming, slot) << "packet " << i;
-    }
-    if (i >= 2 && hinted != nullptr) {
-      EXPECT_EQ(hinted, &with_hints.slot(slot)) << "packet " << i;
-      ++named;
-    }
-    EXPECT_EQ(hints.at[PrefetchHints::kEvSet], &with_hints);
-  }
-  EXPECT_GT(named, 150u);  // null only before the 24 reshuffles
-}
-
-}  // namespace
-}  // namespace mrc

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/time_heap.h"
+#include "util/time_heap.h"
 #include "util/prng.h"
 
 namespace mrc {

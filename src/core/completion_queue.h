@@ -47,9 +47,9 @@ class CompletionNotifier {
   ~CompletionNotifier() = default;
 };
 
-// Cache-line aligned, and what a push or a poll reads in that line (the ring's indices, the
-// notifier and its tag; not a std::function, whose 32 bytes crossed into a second line).
-class alignas(64) CompletionQueue {
+// A bounded ring of completions with an optional notifier (a plain pointer and tag rather than
+// a std::function, so that a push costs no indirect allocation).
+class CompletionQueue {
  public:
   explicit CompletionQueue(uint32_t capacity);
 
@@ -69,8 +69,7 @@ class alignas(64) CompletionQueue {
   BoundedFifo<Completion> ring_;
   CompletionNotifier* notifier_ = nullptr;
   uint32_t tag_ = 0;
-  uint64_t overruns_ = 0;  // second line: only an overrun writes it
+  uint64_t overruns_ = 0;
 };
-static_assert(sizeof(CompletionQueue) == 128);
 
 }  // namespace mrc

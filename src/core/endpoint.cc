@@ -23,9 +23,6 @@ Endpoint::Endpoint(const EndpointConfig& config)
   MRC_ASSERT(config.qpn_partitions >= 1 && config.qpn_partitions <= 16 && config.qpn_partition < config.qpn_partitions);
   MRC_ASSERT(index_bits_ + partition_bits() < 24);  // room for the partition too
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
-  // The hot line (endpoint.h) ends with the prober's first field.
-  MRC_DASSERT(reinterpret_cast<const char*>(&prober_) + sizeof(uint32_t) <=
-              reinterpret_cast<const char*>(this) + 64);
 }
 
 static_assert(kMaxPlanes <= 16);  // Endpoint::ports_up_
@@ -59,7 +56,6 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
   qps_.back()->attach(schedule_.get(), static_cast<uint32_t>(qps_.size() - 1), incast_.get(),
                       config_.virtual_payload);
   qps_.back()->set_local_ports(ports_up_, Instant{0});
-  qps_.back()->set_prefetch_hints(hints_);
   return qps_.back().get();
 }
 
@@ -78,13 +74,6 @@ Result<Ok, QpError> Endpoint::destroy_qp(Qpn qpn) {
   qps_[index].reset();
   schedule_->touch(index);
   return Ok{};
-}
-
-void Endpoint::set_prefetch_hints(PrefetchHints* hints) {
-  hints_ = hints;
-  for (auto& qp : qps_) {
-    if (qp != nullptr) qp->set_prefetch_hints(hints);
-  }
 }
 
 QueuePair* Endpoint::qp(Qpn qpn) {

@@ -65,7 +65,7 @@ struct EndpointConfig {
   uint32_t qpn_partitions = 1;
 };
 
-class alignas(64) Endpoint {
+class Endpoint {
  public:
   static constexpr uint32_t kFirstQpn = 0x100;
 
@@ -83,8 +83,6 @@ class alignas(64) Endpoint {
   void handle_timeout(Instant now);
   Instant next_deadline() const;
   bool wants_to_send(Instant now) const;
-  // Gives the endpoint a table to keep filled with prefetch hints (PrefetchHints), or null.
-  void set_prefetch_hints(PrefetchHints* hints);
 
   void set_port_up(PlaneId plane, bool up, Instant now);
   bool port_up(PlaneId plane) const { return (ports_up_ >> plane.value) & 1; }
@@ -142,7 +140,6 @@ class alignas(64) Endpoint {
   // Owned through a pointer for the same reason: the QPs' responders keep its address.
   std::unique_ptr<IncastDetector> incast_ = std::make_unique<IncastDetector>();
   std::vector<uint32_t> due_;  // scratch for handle_timeout
-  PrefetchHints* hints_ = nullptr;
   // QPN layout (see above): the bits of kFirstQpn + index, and the tags' generator.
   uint32_t index_bits_;
   Prng qpn_tags_;

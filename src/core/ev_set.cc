@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "util/assert.h"
-#include "util/prefetch.h"
 
 namespace mrc {
 
@@ -140,28 +139,9 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
       continue;
     }
     if (s.strike_uses > 0) --s.strike_uses;
-    // The plane's next slot is this plane's next packet's first cache miss (at fabric scale
-    // the slots leave the cache between two packets of a QP): with hints, the datapath loads
-    // it before the host's next event; without, start loading it now, so that it waits in the
-    // last-level cache instead of memory. No effect on what is chosen.
-    if (hints_ != nullptr) {
-      note_hints(plane, r);
-    } else if (r.cursor < order.size()) {
-      mrc::prefetch(&slots_[order[r.cursor]]);
-    }
     return r.last = index;
   }
   return r.last = fallback;
-}
-
-// The plane's next packet reads this set, the rotation at its cursor and the slot there (a
-// reshuffle first: only the set).
-void EvSet::note_hints(PlaneId plane, const Rotation& r) {
-  hints_->at[PrefetchHints::kEvSet] = this;
-  const bool known = r.cursor < r.size;
-  hints_->at[PrefetchHints::kRotation] = known ? &order_[r.begin + r.cursor] : nullptr;
-  if (plane.value < PrefetchHints::kEvSlotPlanes)
-    hints_->at[PrefetchHints::kEvSlot + plane.value] = known ? &slots_[order_[r.begin + r.cursor]] : nullptr;
 }
 
 EvStats EvSet::stats(uint16_t index) const {

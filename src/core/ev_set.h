@@ -34,7 +34,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/prefetch_hints.h"
 #include "core/types.h"
 #include "util/prng.h"
 
@@ -91,18 +90,15 @@ struct EvSetConfig {
   std::vector<ExplicitEv> explicit_evs;
 };
 
-// Aligned to a cache line: its first line is what every packet reads (see the members).
-class alignas(64) EvSet {
+class EvSet {
  public:
   static constexpr uint32_t kSlotBits = 11;
   static constexpr uint16_t kNoSlot = 0xFFFF;
   static constexpr uint32_t kProbesBeforeBackoff = 3;
 
-  // What a packet reads and writes of its EV: 32 bytes, two slots per cache line. At fabric
-  // scale every packet takes a random slot of its QP's set and the slots leave the cache between
-  // two uses (a 1024-host ring touches 2 x 128 slots per host), so the slots' size is most of
-  // the simulator's hot set; the rare fields (probe time, loss and mark counters) live apart.
-  struct alignas(32) Slot {
+  // What a packet reads and writes of its EV. The fields only probing and reporting read (probe
+  // time, loss and mark counters) live apart, in details_.
+  struct Slot {
     Ev ev{0};
     uint32_t skip_round = UINT32_MAX;  // the plane's rotation in which a SKIP was spent
     PlaneId plane{0};
@@ -115,23 +111,12 @@ class alignas(64) EvSet {
     uint64_t packets = 0;  // data packets sent on the EV (EvStats::packets)
     uint64_t bytes = 0;    // their payload bytes (EvStats::bytes)
   };
-  static_assert(sizeof(Slot) == 32);
 
   EvSet(const EvSetConfig& config, uint64_t seed);
 
   // Next EV slot of `plane` in rotation, or kNoSlot if the plane has no usable EV. If possible
   // the result differs from `avoid` (used so a retransmission takes another path).
   uint16_t next(PlaneId plane, uint16_t avoid = kNoSlot);
-
-  // Where next() notes what the plane's next packet reads first (PrefetchHints); null: nowhere.
-  void set_prefetch_hints(PrefetchHints* hints) { hints_ = hints; }
-
-  // The slot next(plane) looks at first, or kNoSlot if a reshuffle comes first (a guess for
-  // prefetching: it may pass that slot over).
-  uint16_t upcoming(PlaneId plane) const {
-    const Rotation& r = rotations_[plane.value];
-    return r.cursor < r.size ? order_[r.begin + r.cursor] : kNoSlot;
-  }
 
   // Slot of an echoed EV value, or kNoSlot if it is not (or no longer) one of ours.
   uint16_t slot_of(Ev ev) const;
@@ -216,18 +201,14 @@ class alignas(64) EvSet {
   void refill(PlaneId plane);
   void reshuffle(PlaneId plane);
 
-  // First, in one cache line: what every packet's next() and window check read (at fabric
-  // scale each line of the set a packet touches is a miss; the prefetch hint names this one).
   std::vector<Slot> slots_;
   std::vector<uint16_t> order_;  // every plane's active slot indices, shuffled, plane after plane
-  PrefetchHints* hints_ = nullptr;
   uint32_t assumed_bad_ = 0;  // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
   uint16_t usable_active_all_ = 0;
   uint8_t planes_ = 0;  // config_.planes
-  // Then per plane, 16 bytes (four planes to the line): its rotation, where it lies in order_,
-  // the next position in it, the slot next() returned last and the rotations so far, and its
-  // active slots that are GOOD or SKIP (asked on every packet). In the object rather than in
-  // per-plane vectors of their own: each separate block next() read first was one more miss.
+  // Per plane: its rotation, where it lies in order_, the next position in it, the slot next()
+  // returned last and the rotations so far, and its active slots that are GOOD or SKIP (asked
+  // on every packet).
   struct Rotation {
     uint32_t round = 0;
     uint16_t begin = 0;
@@ -236,13 +217,11 @@ class alignas(64) EvSet {
     uint16_t last = kNoSlot;
     uint16_t usable = 0;
   };
-  static_assert(sizeof(Rotation) == 16);
   std::array<Rotation, kMaxPlanes> rotations_{};
   std::span<uint16_t> rotation(PlaneId plane) {
     const Rotation& r = rotations_[plane.value];
     return {order_.data() + r.begin, r.size};
   }
-  void note_hints(PlaneId plane, const Rotation& r);
 
   EvSetConfig config_;
   Prng prng_;

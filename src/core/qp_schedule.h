@@ -17,16 +17,15 @@
 #include <memory>
 #include <vector>
 
-#include "core/time_heap.h"
 #include "core/types.h"
 #include "util/small_vector.h"
+#include "util/time_heap.h"
 
 namespace mrc {
 
 class QueuePair;
 
-// Aligned so that what a clean schedule's questions read (its first fields) is one cache line.
-class alignas(64) QpSchedule {
+class QpSchedule {
  public:
   using Qps = std::vector<std::unique_ptr<QueuePair>>;
   // QueuePair::send_ready_at() of a QP with something to send whatever the time.
@@ -60,8 +59,6 @@ class alignas(64) QpSchedule {
   void set_ready(uint32_t index, bool ready);
   static Instant top_at(const TimeHeap& heap) { return heap.empty() ? Instant::never() : heap.top_at(); }
 
-  // First, together: all that the questions of a schedule with no touched QP read (at fabric
-  // scale every question is a cache miss per line it reads, and most find nothing to do).
   SmallVector<uint32_t, 4> dirty_;
   Instant deadline_top_ = Instant::never();  // the earliest of deadlines_
   Instant wake_top_ = Instant::never();      // the earliest of wakes_

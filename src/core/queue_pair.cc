@@ -114,12 +114,10 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   ev.explicit_evs = config_.ev_list;
   uint64_t mix = seed_ ^ (static_cast<uint64_t>(qpn_.value) << 32);
   evs_.emplace(ev, Prng::splitmix64(mix));
-  evs_->set_prefetch_hints(hints_);
   cc_ = make_congestion_controller(config_);
   responder_.emplace(config_, stats_, control_);
   responder_->set_incast_detector(incast_, schedule_index_);
   responder_->set_virtual_payload(virtual_payload_);
-  responder_->set_prefetch_hints(hints_);
   responder_->start(attributes.expected_psn, qpn_, attributes.dest_qp, pd_, mrs_);
   for (uint64_t wr_id : early_receives_) responder_->post_recv(wr_id);
   early_receives_.clear();
@@ -181,9 +179,7 @@ void QueuePair::to_reset() {
 Result<Ok, PostError> QueuePair::post_send(const SendWr& wr) {
   changed();
   if (state_ != QpState::kRts) return Err{PostError::kQpState};
-  auto posted = requester_->post(wr, *mrs_, pd_);
-  if (hints_ != nullptr) requester_->note_hints(*hints_);
-  return posted;
+  return requester_->post(wr, *mrs_, pd_);
 }
 
 Result<Ok, PostError> QueuePair::post_recv(uint64_t wr_id) {
@@ -325,7 +321,6 @@ size_t QueuePair::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> o
   if (!requester_) return 0;
   requester_stale_ = true;
   const size_t n = requester_->poll(now, plane, out, meta);
-  if (hints_ != nullptr) requester_->note_hints(*hints_, plane);
   meta.peer = remote_.peer;
   return n;
 }
@@ -344,12 +339,6 @@ Instant QueuePair::send_ready_at() const {
 }
 
 // ---- timers --------------------------------------------------------------------------------
-
-void QueuePair::set_prefetch_hints(PrefetchHints* hints) {
-  hints_ = hints;
-  if (evs_) evs_->set_prefetch_hints(hints);
-  if (responder_) responder_->set_prefetch_hints(hints);
-}
 
 // Asked after every event for every QP: a pure function of the QP's state, so it is kept until a
 // call that may change that state (each one marks it stale first).

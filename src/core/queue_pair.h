@@ -53,8 +53,7 @@ struct RtsAttributes {
   Psn initial_psn{0};   // first PSN this QP sends
 };
 
-// Aligned to a cache line, so that its first members (what every event asks) are one line.
-class alignas(64) QueuePair {
+class QueuePair {
  public:
   QueuePair(Qpn qpn, const QpConfig& config, int planes, uint64_t seed, uint32_t pd,
             CompletionQueue* send_cq, CompletionQueue* recv_cq, const MemoryRegionTable* mrs);
@@ -90,8 +89,6 @@ class alignas(64) QueuePair {
   Instant send_ready_at() const;
   void on_timer(Instant now);
   Instant next_deadline() const;
-  // The endpoint's prefetch hints (PrefetchHints): handed to the EV set and responder.
-  void set_prefetch_hints(PrefetchHints* hints);
   // The owning endpoint's schedule, told of every call that may change this QP's state.
   // `virtual_payload`: the endpoint's EndpointConfig field of that name.
   void attach(QpSchedule* schedule, uint32_t index, IncastDetector* incast = nullptr,
@@ -185,13 +182,12 @@ class alignas(64) QueuePair {
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;
   const MemoryRegionTable* mrs_;
-  alignas(64) mutable QpStats stats_;  // its hot counters first, on their own lines
+  mutable QpStats stats_;
   std::optional<EvSet> evs_;
   std::unique_ptr<CongestionController> cc_;
   std::optional<Responder> responder_;
   std::optional<Requester> requester_;
   std::vector<uint64_t> early_receives_;  // posted in INIT
-  PrefetchHints* hints_ = nullptr;
 };
 
 }  // namespace mrc

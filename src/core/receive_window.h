@@ -30,11 +30,6 @@ class ReceiveWindow {
   // 64 bits: bit i set iff PSN base+i has been received (PSNs before cumulative count as
   // received; PSNs past the window as not).
   uint64_t bitmap(Psn base) const;
-  // The word of bits at the cumulative point: what the next packet tests (a prefetch hint);
-  // null while nothing is out of order, when packets read no bits.
-  const void* next_word() const {
-    return out_of_order_ == 0 ? nullptr : &bits_[(cumulative_.value & ring_mask_) >> 6];
-  }
 
  private:
   bool test(Psn psn) const;

@@ -45,7 +45,6 @@
 #include "core/config.h"
 #include "core/ev_set.h"
 #include "core/memory_region.h"
-#include "core/prefetch_hints.h"
 #include "core/send_window.h"
 #include "core/stats.h"
 #include "core/work_request.h"
@@ -70,8 +69,7 @@ struct TxMeta {
   bool icrc_deferred = false;
 };
 
-// Aligned to a cache line, so its members share as few lines as their order allows.
-class alignas(64) Requester {
+class Requester {
  public:
   Requester(const QpConfig& config, QpStats& stats, EvSet& evs, CongestionController& cc);
 
@@ -108,31 +106,17 @@ class alignas(64) Requester {
   uint64_t in_flight_bytes() const { return in_flight_bytes_; }
   uint64_t in_flight_bytes(PlaneId plane) const { return plane_in_flight_bytes_[plane.value]; }
   Duration reorder_window() const;
-  // What the next new packet and the next post write first (PrefetchHints; hints only: a
-  // growing ring moves them).
-  void note_hints(PrefetchHints& hints) const {
-    hints.at[PrefetchHints::kSendRecord] = &window_.at(window_.next());
-    hints.at[PrefetchHints::kWorkRequest] = &sq_[sq_tail_ % sq_.size()];
-  }
-  // ... and, after a packet on `plane`, the last-on-EV record of the plane's next slot.
-  void note_hints(PrefetchHints& hints, PlaneId plane) const {
-    note_hints(hints);
-    if (plane.value >= PrefetchHints::kEvSlotPlanes) return;
-    const uint16_t slot = evs_.upcoming(plane);
-    hints.at[PrefetchHints::kLastOnEv + plane.value] = slot == EvSet::kNoSlot ? nullptr : &ev_last_[slot];
-  }
   static constexpr uint32_t kMinReorderScale = 4;
   static constexpr uint32_t kMaxReorderScale = 32;
 
  private:
-  // A posted work request as the send queue holds it. Its scalars and its first gather element
-  // fill exactly its first cache line (aligned), so a one-element request, the usual kind, is
-  // posted, packetized and completed reading one line; `post` writes only the elements used.
+  // A posted work request as the send queue holds it; `post` writes only the gather elements
+  // used.
   struct Gather {
     const uint8_t* ptr = nullptr;
     uint32_t length = 0;
   };
-  struct alignas(64) WorkRequest {
+  struct WorkRequest {
     uint64_t wr_id = 0;
     uint64_t remote_addr = 0;
     uint64_t total_length = 0;
@@ -146,7 +130,6 @@ class alignas(64) Requester {
     bool packetized = false;
     std::array<Gather, kMaxSge> sge;
   };
-  static_assert(offsetof(WorkRequest, sge) + sizeof(Gather) == 64);
   struct TxRecord {
     Psn psn;
     uint64_t tx_sequence;

@@ -105,7 +105,6 @@ void Responder::on_data(Instant now, const wire::DataPacket& packet, const RxMet
     ++wimm_pending_;
   }
   window_.mark(psn);
-  if (hints_ != nullptr) note_hints();
   ++stats_.data_packets_received;
   stats_.data_bytes_placed += packet.payload.size();
   ++stats_.planes[meta.plane.value].packets_received;

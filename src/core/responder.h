@@ -34,7 +34,6 @@
 #include "core/control_queue.h"
 #include "core/incast_detector.h"
 #include "core/memory_region.h"
-#include "core/prefetch_hints.h"
 #include "core/receive_window.h"
 #include "core/stats.h"
 #include "core/wire/packet.h"
@@ -56,8 +55,7 @@ struct RxMeta {
   bool icrc_checked = false;
 };
 
-// Aligned to a cache line, so its members share as few lines as their order allows.
-class alignas(64) Responder {
+class Responder {
  public:
   Responder(const QpConfig& config, QpStats& stats, ControlQueue& control);
 
@@ -65,8 +63,6 @@ class alignas(64) Responder {
   void on_data(Instant now, const wire::DataPacket& packet, const RxMeta& meta);
   // Received payloads are checked against their region and counted, not written (EndpointConfig).
   void set_virtual_payload(bool virtual_payload) { virtual_payload_ = virtual_payload; }
-  // Where on_data notes the window word the next packet tests (PrefetchHints); null: nowhere.
-  void set_prefetch_hints(PrefetchHints* hints) { hints_ = hints; }
   // The endpoint's incast detector (may be null) and this QP's id in it.
   void set_incast_detector(IncastDetector* detector, uint32_t id) {
     incast_ = detector;
@@ -116,13 +112,6 @@ class alignas(64) Responder {
   bool may_answer_unsolicited(Instant now);
   void send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta, uint16_t timestamp);
   void send_access_nak(Psn psn);
-  // What this responder's next data packet reads first: its receive-window word, its lines.
-  void note_hints() const {
-    hints_->at[PrefetchHints::kReceiveWord] = window_.next_word();
-    const auto* self = reinterpret_cast<const char*>(this);
-    for (size_t line = 1; line < sizeof(Responder) / 64 && line < 4; ++line)
-      hints_->at[PrefetchHints::kResponder + line - 1] = self + 64 * line;
-  }
   void push_control(const ControlItem& item, uint64_t& sent_counter);
 
   const QpConfig& config_;
@@ -156,7 +145,6 @@ class alignas(64) Responder {
   uint32_t answer_tokens_ = kAnswerBurst;
   Instant answer_refilled_at_{0};
   bool virtual_payload_ = false;  // payloads are checked and counted, not written
-  PrefetchHints* hints_ = nullptr;
 };
 
 }  // namespace mrc

@@ -18,11 +18,10 @@
 
 namespace mrc {
 
-// One cache line (aligned, 64 bytes): a packet's record is written when it is sent and read
-// when it is acknowledged, at fabric scale cold both times. What its work request holds (the
-// remote address, the immediate, the rkey, the length of the packet's message) is read there,
-// not copied here.
-struct alignas(64) SentPacket {
+// A packet's record, written when it is sent and read when it is acknowledged. What its work
+// request holds (the remote address, the immediate, the rkey, the length of the packet's
+// message) is read there, not copied here.
+struct SentPacket {
   enum class State : uint8_t { kInFlight, kAcked, kLost, kSuspect };
 
   uint64_t tx_sequence = 0;    // per-QP transmission counter of the latest transmission
@@ -47,7 +46,6 @@ struct alignas(64) SentPacket {
   bool pending() const { return state == State::kInFlight || state == State::kSuspect; }
   bool has_prev_on_ev() const { return prev_tx_on_ev != 0; }
 };
-static_assert(sizeof(SentPacket) == 64);
 
 class SendWindow {
  public:

@@ -49,9 +49,7 @@ const char* to_string(DropReason r);
 
 inline constexpr int kNackReasonSlots = 32;
 
-// The counters a packet or a completion updates come first, with the RTT statistics: the first
-// two cache lines (at fabric scale every line of a QP that a packet touches is a miss), the
-// per-plane counters from the third.
+// A QP's counters: what packets and completions update, the RTT statistics, then per plane.
 struct QpStats {
   uint64_t data_packets_sent = 0;
   uint64_t data_bytes_sent = 0;

@@ -65,7 +65,7 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
     if (l.link_class == LinkClass::kHostDown)
       link_host_[l.id.value] = topology_.node(l.to).index | kArrivalBit;
   }
-  host_hints_.resize(config_.hosts);
+  host_lines_.resize(config_.hosts);
   host_ports_.resize(2 * static_cast<size_t>(config_.hosts) * config_.planes);
   for (HostId h = 0; h < config_.hosts; ++h) {
     for (uint32_t p = 0; p < config_.planes; ++p) {

@@ -15,7 +15,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/prefetch_hints.h"
 #include "core/types.h"
 #include "sim/event_queue.h"
 #include "sim/faults.h"
@@ -94,12 +93,17 @@ class Fabric {
   // uplink); the port stays idle and no port_ready follows.
   void transmit(HostId host, PlaneId plane, PacketPtr packet);
 
-  // Per host: the table its engine keeps its prefetch hints in (PrefetchHints); the fabric's
-  // events that end at a host (a delivery, the uplink going idle) prefetch what it names.
-  PrefetchHints& host_hints(HostId host) { return host_hints_[host]; }
-  // Whether a run on this fabric should prefetch (EventQueue::set_prefetch, host hints): from
+  // What a host's events read first: the host object and its engine, as the host registers
+  // them. The fabric's events that end at a host (a delivery, the uplink going idle) prefetch
+  // both; a host that registers nothing is not prefetched for.
+  struct HostLines {
+    const void* host = nullptr;
+    const void* engine = nullptr;
+  };
+  void set_host_lines(HostId host, HostLines lines) { host_lines_[host] = lines; }
+  // Whether a run on this fabric should prefetch (EventQueue::set_prefetch): from
   // kPrefetchFromHosts hosts on, where a host's data has left the cache by its next event
-  // (BENCHMARKS.md, "Session 10": at 256 hosts it only cost instructions).
+  // (below that, prefetching only costs instructions; docs/BENCHMARKS.md).
   static constexpr uint32_t kPrefetchFromHosts = 512;
   bool prefetching() const { return config_.hosts >= kPrefetchFromHosts; }
 
@@ -238,9 +242,9 @@ class Fabric {
   static constexpr uint32_t kNoHost = UINT32_MAX;
   static constexpr uint32_t kArrivalBit = 1u << 31;
   std::vector<uint32_t> link_host_;
-  std::vector<PrefetchHints> host_hints_;
+  std::vector<HostLines> host_lines_;
   // Stage `stage` of prefetching what a host reads in the event of a hop on `link` that ends at
-  // it (`arrival`: an Arrival, else a Serialized): 0 its hints, 1 what they name.
+  // it (`arrival`: an Arrival, else a Serialized): 0 its entry of host_lines_, 1 what it names.
   void prefetch_host(uint32_t link, bool arrival, int stage) const;
   // The free in-flight records, last freed first, linked through their `link` (no vector).
   static constexpr uint32_t kNoSlot = UINT32_MAX;
@@ -259,12 +263,12 @@ class Fabric {
 inline void Fabric::prefetch_host(uint32_t link, bool arrival, int stage) const {
   const uint32_t tagged = link_host_[link];
   if (tagged == kNoHost || ((tagged & kArrivalBit) != 0) != arrival) return;
-  const PrefetchHints& hints = host_hints_[tagged & ~kArrivalBit];
+  const HostLines& lines = host_lines_[tagged & ~kArrivalBit];
   if (stage == 0) {
-    mrc::prefetch(&hints);
-    mrc::prefetch(reinterpret_cast<const char*>(&hints) + 64);
-  } else {
-    hints.prefetch();
+    mrc::prefetch(&lines);
+  } else if (lines.host != nullptr) {
+    mrc::prefetch(lines.host);
+    mrc::prefetch(lines.engine);
   }
 }
 

@@ -12,19 +12,16 @@ namespace mrc::sim {
 SimHost::SimHost(HostId id, Fabric& fabric, const EndpointConfig& config)
     : id_(id),
       fabric_(fabric),
-      hints_(&fabric.host_hints(id)),
       ask_fabric_(fabric.can_pause_hosts()),
       endpoint_(config) {
-  if (fabric.prefetching()) endpoint_.set_prefetch_hints(&fabric.host_hints(id));
-  MRC_DASSERT(reinterpret_cast<const char*>(&endpoint_) == reinterpret_cast<const char*>(this) + 64);
+  fabric.set_host_lines(id, Fabric::HostLines{this, &endpoint_});
 }
 
 void SimHost::Timer::prefetch(int stage) const {
   if (stage == 0) {
     mrc::prefetch(host);
   } else {
-    mrc::prefetch(host->hints_);  // both lines of the table, as the fabric's events
-    mrc::prefetch(reinterpret_cast<const char*>(host->hints_) + 64);
+    mrc::prefetch(&host->endpoint_);
   }
 }
 

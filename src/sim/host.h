@@ -39,7 +39,7 @@ class alignas(64) SimHost final : public SimTransport {
   void arm_timer();
   void on_timer(uint64_t generation);
   // The engine's deadline: an event that prefetches, as the fabric's do (event_queue.h):
-  // stage 0 the host, 1 its prefetch hints (not yet what they name: that would take a third).
+  // stage 0 the host, 1 its engine.
   struct Timer {
     SimHost* host;
     uint64_t generation;
@@ -48,8 +48,7 @@ class alignas(64) SimHost final : public SimTransport {
   };
 
   // What every event of the host reads is its first line (the vtable pointer and these, up to
-  // ask_fabric_), the engine's first line the next (Endpoint is aligned to one). Prefetching the
-  // two from the fabric's hop events measured no faster (BENCHMARKS.md, "Session 15").
+  // ask_fabric_), then the engine's first line.
   HostId id_;
   // The ports serializing a packet (bit p = plane p), kept here so that the questions of every
   // kick need not read the fabric's links: set after a transmit that left the port busy,
@@ -58,7 +57,6 @@ class alignas(64) SimHost final : public SimTransport {
   // asked instead (ask_fabric_).
   uint32_t busy_ports_ = 0;
   Fabric& fabric_;  // and through it the event queue (its line is read by every event anyway)
-  const PrefetchHints* hints_;  // the engine's, kept by the fabric (Fabric::host_hints)
   PacketPtr spare_;  // bytes sized for any datagram, handed to the engine to write into
   uint8_t* spare_bytes_ = nullptr;  // its bytes (kMaxDatagramBytes), so an opportunity with
                                     // nothing to send does not read the packet

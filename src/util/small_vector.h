@@ -1,10 +1,9 @@
 // A vector of trivially copyable elements whose first N live inside the object: a container
 // that usually holds a few elements (an endpoint's queue pairs in its schedule) costs no
-// allocation of its own and shares the cache lines of the object that holds it, instead of
-// one more line to miss wherever the allocator put it. Past N it moves to the heap, doubling.
-// Only what its users need: no copies (moves only), no insert or erase in the middle. It keeps
-// a pointer to its elements (the inline ones or the heap's), so an access is one load rather
-// than a test of where they are (those tests were ~1.5 % of a 1024-host ring's instructions).
+// allocation of its own. Past N it moves to the heap, doubling. Only what its users need: no
+// copies (moves only), no insert or erase in the middle. It keeps a pointer to its elements
+// (the inline ones or the heap's), so an access is one load rather than a test of where they
+// are.
 #pragma once
 
 #include <cstddef>

@@ -1,13 +1,14 @@
-// A min-heap of small integer ids (queue pairs of an endpoint) keyed by a time per id, that
-// knows where each id sits: changing an id's time moves its one entry up or down in place, so
-// the heap never holds more entries than ids and never holds stale ones. Ties go to the lower id.
+// A min-heap of small integer ids (an endpoint's queue pairs, a host's connections) keyed by a
+// time per id, that knows where each id sits: changing an id's time moves its one entry up or
+// down in place, so the heap never holds more entries than ids and never holds stale ones.
+// Ties go to the lower id.
 // Each entry holds its id's time (an id without a time has no entry).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "core/types.h"
+#include "core/types.h"  // Instant
 #include "util/small_vector.h"
 
 namespace mrc {
@@ -40,8 +41,7 @@ class TimeHeap {
   void sift_up(std::size_t position);
   void sift_down(std::size_t position);
 
-  // Inline up to kInline ids (an endpoint with a few QPs: the heap is part of its schedule's
-  // lines, not two more allocations to miss).
+  // Inline up to kInline ids (an endpoint with a few QPs needs no allocation).
   static constexpr uint32_t kInline = 4;
   SmallVector<Entry, kInline> heap_;
   SmallVector<uint32_t, kInline> pos_;  // per id: index in heap_, or kAbsent (no time)

@@ -1,5 +1,5 @@
 // TimeHeap (see time_heap.h): a binary heap over ids with a position table.
-#include "core/time_heap.h"
+#include "util/time_heap.h"
 
 #include <cstddef>
 
