@@ -1,4 +1,4 @@
-// TimeHeap: the per-endpoint heaps of QP deadlines and probe wake-ups (core/qp_schedule.*).
+// TimeHeap: the heaps of deadlines and wake-ups behind util/schedule.h.
 // Against a std::set of (time, id) under random sets, including equal times (ties go to the
 // lower id), re-sets to the same time, moves up and down, and removals (Instant::never()); the
 // top, its time and every id's time agree after each step.

@@ -11,10 +11,8 @@
 namespace mrc {
 
 Endpoint::Endpoint(const EndpointConfig& config)
-    : ports_up_(static_cast<uint16_t>((1u << config.planes) - 1)),
-      planes_(static_cast<uint8_t>(config.planes)),
-      icrc_offload_(config.icrc_offload),
-      config_(config),
+    : config_(config),
+      ports_up_(static_cast<uint16_t>((1u << config.planes) - 1)),
       memory_(config.max_memory_regions),
       index_bits_(static_cast<uint32_t>(
           std::bit_width(kFirstQpn + std::max<uint32_t>(config.max_queue_pairs, 1) - 1))),
@@ -26,13 +24,6 @@ Endpoint::Endpoint(const EndpointConfig& config)
 }
 
 static_assert(kMaxPlanes <= 16);  // Endpoint::ports_up_
-
-EndpointStats Endpoint::stats() const {
-  EndpointStats s = stats_;
-  s.datagrams_received = datagrams_received_;
-  s.datagrams_sent = datagrams_sent_;
-  return s;
-}
 
 CompletionQueue* Endpoint::create_cq(uint32_t capacity) {
   cqs_.push_back(std::make_unique<CompletionQueue>(std::max<uint32_t>(capacity, 1)));
@@ -82,7 +73,7 @@ QueuePair* Endpoint::qp(Qpn qpn) {
 }
 
 void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, const RxMeta& meta) {
-  ++datagrams_received_;
+  ++stats_.datagrams_received;
   wire::DecodeOptions options;
   options.trimmed = meta.trimmed;
   options.verify_icrc = !meta.icrc_checked;
@@ -97,7 +88,7 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
                        ? std::get<wire::DataPacket>(packet).header.bth.dest_qp
                        : std::get<wire::ControlPacket>(packet).bth.dest_qp;
   QueuePair* target = qp(dest);
-  if (target == nullptr || meta.plane.value >= planes_) {
+  if (target == nullptr || meta.plane.value >= config_.planes) {
     ++stats_.unknown_qp;
     return;
   }
@@ -107,7 +98,7 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
 // QPN 0: an EV probe request (answered whatever QPs exist) or the answer to one of ours.
 bool Endpoint::handle_endpoint_packet(Instant now, const wire::Packet& packet, const RxMeta& meta) {
   const auto* control = std::get_if<wire::ControlPacket>(&packet);
-  if (control == nullptr || control->bth.dest_qp.value != 0 || meta.plane.value >= planes_) return false;
+  if (control == nullptr || control->bth.dest_qp.value != 0 || meta.plane.value >= config_.planes) return false;
   if (const auto* request = std::get_if<wire::EndpointRequest>(&control->body)) {
     prober_.on_request(now, *request, meta, ports_up_);
   } else if (const auto* response = std::get_if<wire::EndpointResponse>(&control->body)) {
@@ -123,13 +114,27 @@ bool Endpoint::handle_endpoint_packet(Instant now, const wire::Packet& packet, c
 size_t Endpoint::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
   const size_t n = next_datagram(now, plane, out, meta);
   if (n == 0) return 0;
-  ++datagrams_sent_;
-  if (icrc_offload_) {
+  ++stats_.datagrams_sent;
+  if (config_.icrc_offload) {
     meta.icrc_deferred = true;
   } else {
     wire::seal(out, n - wire::kIcrcBytes);
   }
   return n;
+}
+
+// A destroyed QP's slot reads as a QP with nothing to do.
+void Endpoint::read_touched() const {
+  schedule_->refresh([this](uint32_t index, std::span<Instant> ready_at) {
+    const QueuePair* qp = qps_[index].get();
+    ready_at[0] = qp != nullptr ? qp->send_ready_at() : Instant::never();
+    return qp != nullptr ? qp->next_deadline() : Instant::never();
+  });
+}
+
+void Endpoint::update_schedule(Instant now) const {
+  read_touched();
+  schedule_->promote(now);
 }
 
 size_t Endpoint::next_datagram(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
@@ -138,7 +143,7 @@ size_t Endpoint::next_datagram(Instant now, PlaneId plane, std::span<uint8_t> ou
     if (const size_t n = prober_.poll(now, plane, out, meta)) return n;
   }
   if (qps_.empty()) return 0;
-  if (!scans()) update_schedule(now);
+  update_schedule(now);
   // Round robin from the cursor over the QPs that may send: [cursor, count), then [0, cursor).
   // The others would produce nothing and change nothing (QueuePair::send_ready_at). A turn is
   // one packet, or with EndpointConfig::burst_turns a QP's whole EV burst; a QP that cannot
@@ -157,15 +162,10 @@ size_t Endpoint::next_datagram(Instant now, PlaneId plane, std::span<uint8_t> ou
   return 0;
 }
 
-// With the schedule: the QPs are independent, so calling the due ones in index order is what a
-// scan over all of them does.
+// The QPs are independent, so calling the due ones in index order is what a scan over all of
+// them would do.
 void Endpoint::handle_timeout(Instant now) {
-  if (scans()) {
-    for (auto& qp : qps_)
-      if (qp && qp->next_deadline() <= now) qp->on_timer(now);
-    return;
-  }
-  schedule_->refresh(qps_);
+  update_schedule(now);
   due_.clear();
   schedule_->due(now, due_);
   for (const uint32_t index : due_) {
@@ -175,32 +175,21 @@ void Endpoint::handle_timeout(Instant now) {
 }
 
 Instant Endpoint::next_deadline() const {
-  if (!scans()) {
-    schedule_->refresh(qps_);
-    return schedule_->next_deadline();
-  }
-  Instant deadline = Instant::never();
-  for (const auto& qp : qps_)
-    if (qp) deadline = std::min(deadline, qp->next_deadline());
-  return deadline;
+  read_touched();
+  return schedule_->next_deadline();
 }
 
-// With the schedule, the same answer from its candidate set (a superset of the QPs that would
-// send): O(touched QPs) instead of a call to every QP.
+// From the schedule's candidates (a superset of the QPs that would send): O(touched QPs)
+// instead of a call to every QP.
 bool Endpoint::wants_to_send(Instant now) const {
   if (prober_.wants_to_send()) return true;
-  if (!scans()) {
-    update_schedule(now);
-    const auto count = static_cast<uint32_t>(qps_.size());
-    return schedule_->next_ready(0, count) < count;
-  }
-  for (const auto& qp : qps_)
-    if (qp && qp->wants_to_send(now)) return true;
-  return false;
+  update_schedule(now);
+  const auto count = static_cast<uint32_t>(qps_.size());
+  return schedule_->next_ready(0, 0, count) < count;
 }
 
 void Endpoint::set_port_up(PlaneId plane, bool up, Instant now) {
-  MRC_ASSERT(plane.value < planes_);
+  MRC_ASSERT(plane.value < config_.planes);
   const auto bit = static_cast<uint16_t>(1u << plane.value);
   ports_up_ = up ? (ports_up_ | bit) : (ports_up_ & ~bit);
   for (auto& qp : qps_)

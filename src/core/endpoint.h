@@ -14,7 +14,7 @@
 // behind one device (EndpointConfig::qpn_partitions) puts its number in the tag's low bits, so
 // QPNs stay unique across them. A datagram's QPN must match the QP at its index exactly.
 // Deadlines and transmit opportunities reach only the QPs that have something due or queued
-// (qp_schedule.h), in the order a scan over every QP would. It makes no system calls, reads no
+// (util/schedule.h), in the order a scan over every QP would. It makes no system calls, reads no
 // clock and draws randomness only from its seed.
 #pragma once
 
@@ -29,10 +29,10 @@
 #include "core/ev_prober.h"
 #include "core/incast_detector.h"
 #include "core/memory_region.h"
-#include "core/qp_schedule.h"
 #include "core/queue_pair.h"
 #include "core/stats.h"
 #include "util/prng.h"
+#include "util/schedule.h"
 
 namespace mrc {
 
@@ -86,12 +86,12 @@ class Endpoint {
 
   void set_port_up(PlaneId plane, bool up, Instant now);
   bool port_up(PlaneId plane) const { return (ports_up_ >> plane.value) & 1; }
-  int planes() const { return planes_; }
+  int planes() const { return config_.planes; }
 
   // Controller EV probes to any host, with or without a QP to it (see ev_prober.h).
   EvProber& prober() { return prober_; }
 
-  EndpointStats stats() const;
+  EndpointStats stats() const { return stats_; }
   template <typename F>
   void for_each_qp(F&& f) {
     for (auto& qp : qps_)
@@ -102,44 +102,25 @@ class Endpoint {
   bool handle_endpoint_packet(Instant now, const wire::Packet& packet, const RxMeta& meta);
   // The next datagram from the prober or a QP, its ICRC field zero; 0 if none.
   size_t next_datagram(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
-  // A single QP is asked directly; from kScheduleFrom QPs on, the schedule answers (a scan asked
-  // every QP at every opportunity: in a 1024-host ring, whose hosts have two QPs, polls of the
-  // idle one were most of the run; BENCHMARKS.md, "Session 6"). Below it, the schedule only
-  // collects the touched QPs, and re-reads them all at its first use.
-  static constexpr size_t kScheduleFrom = 2;
-  bool scans() const { return qps_.size() < kScheduleFrom; }
-  // Re-reads the touched QPs and lets QPs whose probe time has come become candidates.
-  void update_schedule(Instant now) const {
-    schedule_->refresh(qps_);
-    schedule_->promote(now);
-  }
-  uint32_t next_candidate(uint32_t from, uint32_t to) const {
-    return scans() ? from : schedule_->next_ready(from, to);
-  }
+  // The schedule reads the touched QPs again; update_schedule also lets QPs whose probe time
+  // has come become candidates.
+  void read_touched() const;
+  void update_schedule(Instant now) const;
+  uint32_t next_candidate(uint32_t from, uint32_t to) const { return schedule_->next_ready(0, from, to); }
 
-  // What every datagram, opportunity and question reads is the object's first cache line (in a
-  // simulation of a thousand hosts each event's first touch of its endpoint is a cache miss,
-  // and each further line another): the QP table and schedule, the port states and cursor, the
-  // two per-datagram counters (the rest of EndpointStats is cold), the two configuration
-  // fields the datapath reads, and the prober's first field (whether it has anything to send).
-  // Checked in the constructor (debug builds).
+  EndpointConfig config_;
+  uint16_t ports_up_;  // bit p: plane p's port is up (kMaxPlanes = 16)
   std::vector<std::unique_ptr<QueuePair>> qps_;  // index = qpn - kFirstQpn
   // Owned through a pointer: QPs keep its address, which must survive moving the endpoint.
-  std::unique_ptr<QpSchedule> schedule_ = std::make_unique<QpSchedule>();
-  uint16_t ports_up_;  // bit p: plane p's port is up (kMaxPlanes = 16)
-  uint8_t planes_;       // config_.planes
-  bool icrc_offload_;    // config_.icrc_offload
-  uint32_t transmit_cursor_ = 0;
-  uint64_t datagrams_received_ = 0;
-  uint64_t datagrams_sent_ = 0;
-  EvProber prober_;  // its first field: whether it has anything to send
-  EndpointStats stats_;  // but for the two counters above
-  EndpointConfig config_;
+  std::unique_ptr<Schedule> schedule_ = std::make_unique<Schedule>();
+  uint32_t transmit_cursor_ = 0;  // the QP whose turn it is to transmit
+  std::vector<uint32_t> due_;     // scratch for handle_timeout
+  EvProber prober_;
+  EndpointStats stats_;
   MemoryRegionTable memory_;
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   // Owned through a pointer for the same reason: the QPs' responders keep its address.
   std::unique_ptr<IncastDetector> incast_ = std::make_unique<IncastDetector>();
-  std::vector<uint32_t> due_;  // scratch for handle_timeout
   // QPN layout (see above): the bits of kFirstQpn + index, and the tags' generator.
   uint32_t index_bits_;
   Prng qpn_tags_;

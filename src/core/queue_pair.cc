@@ -187,7 +187,7 @@ Result<Ok, PostError> QueuePair::post_recv(uint64_t wr_id) {
   // keeps its receive queue topped up finds it full at every other call).
   if ((state_ == QpState::kRtr || state_ == QpState::kRts) && responder_->receive_queue_full())
     return Err{PostError::kQueueFull};
-  changed_neither();  // the responder only
+  changed();
   if (state_ == QpState::kInit) {  // held until the responder exists (RTR)
     if (early_receives_.size() >= config_.max_recv_wr) return Err{PostError::kQueueFull};
     early_receives_.push_back(wr_id);
@@ -202,12 +202,8 @@ Result<Ok, PostError> QueuePair::post_recv(uint64_t wr_id) {
 // ---- receive ---------------------------------------------------------------------------
 
 void QueuePair::handle(Instant now, const wire::Packet& packet, const RxMeta& meta) {
+  changed();
   const auto* data = std::get_if<wire::DataPacket>(&packet);
-  // Data and probes change only the responder and the control queue.
-  if (data != nullptr || std::holds_alternative<wire::Probe>(std::get<wire::ControlPacket>(packet).body))
-    changed_neither();
-  else
-    changed();
   if (state_ != QpState::kRtr && state_ != QpState::kRts) {
     ++stats_.drops[static_cast<size_t>(DropReason::kQpState)];
     return;
@@ -312,14 +308,11 @@ size_t QueuePair::poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& me
 }
 
 size_t QueuePair::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
-  // A control packet changes the control queue and the EV set's rotation, on which neither the
-  // requester's deadline nor its wish to send depends (EvSet::next changes no probe time).
-  changed_neither();
+  changed();
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return 0;
   if (((usable_planes() >> plane.value) & 1) == 0) return 0;
   if (size_t n = poll_control(plane, out, meta)) return n;
   if (!requester_) return 0;
-  requester_stale_ = true;
   const size_t n = requester_->poll(now, plane, out, meta);
   meta.peer = remote_.peer;
   return n;
@@ -334,35 +327,21 @@ bool QueuePair::wants_to_send(Instant now) const {
 // only an EV probe can produce a packet, and EvSet::probe_due finds none before next_probe_at.
 Instant QueuePair::send_ready_at() const {
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return Instant::never();
-  if (!control_.empty() || requester_wants_to_send()) return QpSchedule::kReadyNow;
-  return ev_probe_at_;  // re-read with the requester's cache just above
+  if (!control_.empty() || (requester_ && requester_->wants_to_send(Instant::never()))) return Schedule::kReadyNow;
+  // Only the requester's calls and evs() change probe times (not EvSet::next).
+  return evs_ ? evs_->next_probe_at() : Instant::never();
 }
 
 // ---- timers --------------------------------------------------------------------------------
 
-// Asked after every event for every QP: a pure function of the QP's state, so it is kept until a
-// call that may change that state (each one marks it stale first).
+// A pure function of the QP's state: the endpoint's schedule reads it after every call that may
+// change that state.
 Instant QueuePair::next_deadline() const {
-  if (deadline_stale_) {
-    deadline_cache_ = compute_deadline();
-    deadline_stale_ = false;
-  }
-  return deadline_cache_;
-}
-
-Instant QueuePair::compute_deadline() const {
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return Instant::never();
-  Instant deadline = std::min(responder_->next_deadline(), requester_deadline());
+  Instant deadline = responder_->next_deadline();
+  if (requester_) deadline = std::min(deadline, requester_->next_deadline());
   if (port_status_unanswered_) deadline = std::min(deadline, port_status_next_at_);
   return deadline;
-}
-
-void QueuePair::reread_requester() const {
-  requester_deadline_ = requester_ ? requester_->next_deadline() : Instant::never();
-  requester_wants_ = requester_ && requester_->wants_to_send(Instant::never());
-  // Only the requester's calls and evs() change probe times (not EvSet::next).
-  ev_probe_at_ = evs_ ? evs_->next_probe_at() : Instant::never();
-  requester_stale_ = false;
 }
 
 void QueuePair::on_timer(Instant now) {
@@ -390,8 +369,7 @@ void QueuePair::deliver() {
 void QueuePair::after_event(Instant now) {
   (void)now;
   deliver();
-  // Only on_timer fails a requester, and it marks the requester stale first.
-  if (requester_ && requester_stale_ && requester_->failed()) to_error();
+  if (requester_ && requester_->failed()) to_error();
 }
 
 EvSet* QueuePair::evs() {

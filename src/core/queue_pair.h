@@ -22,10 +22,10 @@
 #include "core/control_queue.h"
 #include "core/ev_set.h"
 #include "core/incast_detector.h"
-#include "core/qp_schedule.h"
 #include "core/requester.h"
 #include "core/responder.h"
 #include "core/stats.h"
+#include "util/schedule.h"
 
 namespace mrc {
 
@@ -84,14 +84,14 @@ class QueuePair {
   // EndpointConfig::burst_turns the endpoint then keeps its transmit turn, so that the burst's
   // packets leave back to back.
   bool in_burst(PlaneId plane) const { return requester_ && requester_->in_burst(plane); }
-  // The earliest time poll_transmit may produce a packet: QpSchedule::kReadyNow if something is
+  // The earliest time poll_transmit may produce a packet: Schedule::kReadyNow if something is
   // queued, else the next EV probe time, else never. Before it poll_transmit changes nothing.
   Instant send_ready_at() const;
   void on_timer(Instant now);
   Instant next_deadline() const;
   // The owning endpoint's schedule, told of every call that may change this QP's state.
   // `virtual_payload`: the endpoint's EndpointConfig field of that name.
-  void attach(QpSchedule* schedule, uint32_t index, IncastDetector* incast = nullptr,
+  void attach(Schedule* schedule, uint32_t index, IncastDetector* incast = nullptr,
               bool virtual_payload = false) {
     schedule_ = schedule;
     schedule_index_ = index;
@@ -121,49 +121,21 @@ class QueuePair {
   void after_event(Instant now);
   // Moves the responder's deliverable completions to the receive CQ (if it has any pending).
   void deliver();
-  Instant compute_deadline() const;
-  // The requester's deadline and whether it has something to send, kept until a call that may
-  // change the requester (or its EV set) marks them stale: a ring host's QPs each use one half,
-  // and re-reading the idle half at every event of the other read several cold lines.
-  Instant requester_deadline() const {
-    if (requester_stale_) reread_requester();
-    return requester_deadline_;
-  }
-  bool requester_wants_to_send() const {
-    if (requester_stale_) reread_requester();
-    return requester_wants_;
-  }
-  void reread_requester() const;  // out of line: the stale case only
-  // Called first by every call that may change the state: the deadline is re-computed and the
-  // endpoint's schedule re-reads this QP. changed() assumes both halves may change; the others
-  // name the one half (or neither: the QP's own fields and control queue) a call changes.
+  // Called first by every call that may change the QP's state: the endpoint's schedule then
+  // reads its deadline and readiness again before its next question.
   void changed() {
-    requester_stale_ = true;
-    changed_neither();
-  }
-  void changed_neither() {
-    deadline_stale_ = true;
     if (schedule_ != nullptr) schedule_->touch(schedule_index_);
   }
 
-  // What every packet, timer and schedule re-read of the QP reads comes first, together (the
-  // first touch of a QP among thousands is a cache miss; the QpStats, configuration and halves
-  // below span kilobytes).
   Qpn qpn_;
   QpState state_ = QpState::kReset;
-  mutable bool deadline_stale_ = true;
-  mutable bool requester_stale_ = true;  // requester_deadline_ and requester_wants_ to re-read
-  mutable bool requester_wants_ = false;
   // The responder holds WRITE-with-immediate completions not yet delivered (pending_wimm() > 0),
   // updated after each responder call: the events of a QP's requester need not read it.
   bool responder_pending_ = false;
   // Port status update to the peer, repeated until answered.
   bool port_status_unanswered_ = false;
   uint32_t schedule_index_ = 0;
-  QpSchedule* schedule_ = nullptr;
-  mutable Instant deadline_cache_ = Instant::never();
-  mutable Instant requester_deadline_ = Instant::never();
-  mutable Instant ev_probe_at_ = Instant::never();  // evs_->next_probe_at(), with the requester's
+  Schedule* schedule_ = nullptr;
   uint32_t all_planes_ = 0;
   uint32_t local_ports_ = 0;
   uint32_t peer_ports_ = 0;

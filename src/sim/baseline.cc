@@ -5,6 +5,7 @@
 // generation), as SimHost does for the engine.
 #include "sim/baseline.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/wire/packet.h"
@@ -158,6 +159,8 @@ BaselineConn& BaselineHost::add_connection(const QpConfig& qp) {
     conns_.push_back(std::make_unique<RoceQp>(*this, id, qp));
   }
   schedule_.add();
+  every_timer_.push_back(0);
+  every_timer_listed_.push_back(0);
   return *conns_.back();
 }
 
@@ -234,9 +237,10 @@ void BaselineHost::transmit_on(PlaneId plane) {
   // would have found a packet at (the others would have returned none).
   const size_t n = conns_.size();
   size_t& next = next_conn_[plane.value];
-  schedule_.refresh(events_.now(), conns_);
+  read_touched(events_.now());
+  schedule_.promote(events_.now());
   scratch_.clear();
-  schedule_.ready_from(events_.now(), plane, static_cast<uint32_t>(n == 0 ? 0 : next % n), scratch_);
+  schedule_.ready_in_turn(plane.value, static_cast<uint32_t>(n == 0 ? 0 : next % n), scratch_);
   for (const uint32_t index : scratch_) {
     BaselineConn& conn = *conns_[index];
     PacketPtr packet = conn.poll_transmit(events_.now(), plane);
@@ -249,8 +253,26 @@ void BaselineHost::transmit_on(PlaneId plane) {
   }
 }
 
+// A connection that may send at or before `now` reads as ready now; a later time waits in the
+// plane's heap until the schedule is promoted past it.
+void BaselineHost::read_touched(Instant now) {
+  schedule_.refresh([&](uint32_t index, std::span<Instant> ready_at) {
+    const BaselineConn& conn = *conns_[index];
+    for (uint32_t p = 0; p < ready_at.size(); ++p) {
+      const Instant at = conn.send_ready_at(now, PlaneId(static_cast<uint8_t>(p)));
+      ready_at[p] = !at.is_never() && at <= now ? Schedule::kReadyNow : at;
+    }
+    every_timer_[index] = conn.wants_every_timer() ? 1 : 0;
+    if (every_timer_[index] != 0 && every_timer_listed_[index] == 0) {
+      every_timer_listed_[index] = 1;
+      every_timer_list_.push_back(index);
+    }
+    return conn.next_deadline(now);
+  });
+}
+
 void BaselineHost::arm_timer() {
-  schedule_.refresh(events_.now(), conns_);
+  read_touched(events_.now());
   const Instant deadline = schedule_.next_deadline();
   if (deadline.is_never() || deadline >= timer_at_) return;
   timer_at_ = deadline;
@@ -262,9 +284,22 @@ void BaselineHost::on_timer(uint64_t generation) {
   if (generation != timer_generation_) return;
   timer_at_ = Instant::never();
   const Instant now = events_.now();
-  schedule_.refresh(now, conns_);
+  read_touched(now);
   std::vector<uint32_t> due;
   schedule_.due(now, due);
+  // And the connections that want every timer, due or not (those that stopped leave the list).
+  size_t kept = 0;
+  for (const uint32_t index : every_timer_list_) {
+    if (every_timer_[index] == 0) {
+      every_timer_listed_[index] = 0;
+      continue;
+    }
+    every_timer_list_[kept++] = index;
+    due.push_back(index);
+  }
+  every_timer_list_.resize(kept);
+  std::sort(due.begin(), due.end());
+  due.erase(std::unique(due.begin(), due.end()), due.end());
   for (const uint32_t index : due) {
     conns_[index]->on_timer(now);
     schedule_.touch(index);

@@ -19,9 +19,9 @@
 
 #include "core/completion_queue.h"
 #include "core/config.h"
-#include "sim/conn_schedule.h"
 #include "sim/event_queue.h"
 #include "sim/fabric.h"
+#include "util/schedule.h"
 #include "sim/transport.h"
 
 namespace mrc::sim {
@@ -197,6 +197,9 @@ class BaselineHost final : public SimTransport {
   void transmit_on(PlaneId plane);
   void arm_timer();
   void on_timer(uint64_t generation);
+  // Reads the touched connections again (Schedule::refresh) and keeps the list of those that
+  // want every timer.
+  void read_touched(Instant now);
 
   static constexpr size_t kControlQueuePackets = 4096;
 
@@ -208,7 +211,10 @@ class BaselineHost final : public SimTransport {
   std::vector<std::unique_ptr<BaselineConn>> conns_;
   std::vector<std::deque<PacketPtr>> control_;  // per plane
   std::vector<size_t> next_conn_;               // per plane: round-robin position
-  ConnSchedule schedule_;                       // which connections have work (no O(n) scans)
+  Schedule schedule_;                           // which connections have work, a lane per plane
+  std::vector<uint8_t> every_timer_;            // per connection: wants every timer (as last read)
+  std::vector<uint32_t> every_timer_list_;      // those that do, maybe since stopped; no repeats
+  std::vector<uint8_t> every_timer_listed_;     // per connection: in the list
   std::vector<uint32_t> scratch_;
   std::function<void()> on_completion_;
   std::deque<Completion> send_done_;

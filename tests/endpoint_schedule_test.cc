@@ -11,7 +11,7 @@
 namespace mrc {
 namespace {
 
-constexpr int kQps = 9;  // Endpoint::kScheduleFrom (2) or more: the schedule, not the scan
+constexpr int kQps = 9;
 
 struct Host {
   std::unique_ptr<Endpoint> endpoint;
