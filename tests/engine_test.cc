@@ -89,13 +89,14 @@ TEST(Engine, IcrcOffloadLeavesTheIcrcToTheDatapath) {
   }
 }
 
-// Virtual payload (EndpointConfig::virtual_payload): the same packets of the same sizes, the
-// write completes and is counted as placed, and neither region is read or written for payload:
-// the target stays as it was.
-TEST(Engine, VirtualPayloadSendsTheSamePacketsAndWritesNothing) {
+// Virtual regions (RegionKind::kVirtual): the same packets of the same sizes, the write
+// completes and is counted as placed, and neither region is read or written for payload: the
+// target stays as it was.
+TEST(Engine, VirtualRegionsSendTheSamePacketsAndWriteNothing) {
   std::vector<size_t> sizes[2];
   for (const bool virtual_payload : {false, true}) {
-    Pair pair(2, small_config(), 1 << 18, 1, Duration{2000}, /*icrc_offload=*/false, virtual_payload);
+    Pair pair(2, small_config(), 1 << 18, 1, Duration{2000}, /*icrc_offload=*/false,
+              virtual_payload ? RegionKind::kVirtual : RegionKind::kMemory);
     pair.filter = [&](int, std::vector<uint8_t>& bytes, RxMeta&, const TxMeta&) {
       sizes[virtual_payload].push_back(bytes.size());
       return true;

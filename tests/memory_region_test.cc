@@ -177,5 +177,23 @@ TEST_F(MemoryRegion, EmptyRegionAcceptsOnlyEmptyRanges) {
   EXPECT_EQ(table_.lookup_remote(empty.rkey, pd_, empty.address + 1, 0).error(), MrError::kOutOfBounds);
 }
 
+// place() writes exactly the checked range of a memory region; a virtual region is checked
+// alike but has no bytes: nothing is written and a gather finds nothing to read.
+TEST_F(MemoryRegion, PlaceWritesMemoryRegionsAndNothingOfVirtualOnes) {
+  const std::vector<uint8_t> bytes{1, 2, 3};
+  ASSERT_TRUE(table_.place(mr_.rkey, pd_, start() + 10, bytes).ok());
+  EXPECT_EQ(buffer_[4096 + 10], 1);
+  EXPECT_EQ(buffer_[4096 + 12], 3);
+  EXPECT_EQ(buffer_[4096 + 13], 0);
+  EXPECT_EQ(table_.place(mr_.rkey, pd_, end() - 2, bytes).error(), MrError::kOutOfBounds);
+  EXPECT_EQ(buffer_[4096 + 8190], 0);
+  const auto virt = table_.register_region(pd_, buffer_.data(), 4096, kRemote, RegionKind::kVirtual).value();
+  ASSERT_TRUE(table_.place(virt.rkey, pd_, virt.address + 10, bytes).ok());
+  EXPECT_EQ(buffer_[10], 0);
+  EXPECT_EQ(table_.place(virt.rkey, pd_, virt.address + 4095, bytes).error(), MrError::kOutOfBounds);
+  EXPECT_EQ(table_.lookup_local(virt.lkey, pd_, virt.address, 100).value(), nullptr);
+  EXPECT_EQ(table_.lookup_local(virt.lkey, pd_, virt.address, 4097).error(), MrError::kOutOfBounds);
+}
+
 }  // namespace
 }  // namespace mrc

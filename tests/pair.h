@@ -52,11 +52,11 @@ struct Side {
 class Pair {
  public:
   Pair(int planes, const QpConfig& config, size_t buffer_bytes, uint64_t seed = 1,
-       Duration delay = Duration{2000}, bool icrc_offload = false, bool virtual_payload = false)
+       Duration delay = Duration{2000}, bool icrc_offload = false, RegionKind regions = RegionKind::kMemory)
       : planes_(planes), delay_(delay) {
     for (int i = 0; i < 2; ++i) {
       Side& s = side[i];
-      s.endpoint = std::make_unique<Endpoint>(EndpointConfig{planes, 64, 64, seed + i, icrc_offload, virtual_payload});
+      s.endpoint = std::make_unique<Endpoint>(EndpointConfig{planes, 64, 64, seed + i, icrc_offload});
       s.pd = s.endpoint->memory().alloc_pd();
       s.send_cq = s.endpoint->create_cq(4096);
       s.recv_cq = s.endpoint->create_cq(4096);
@@ -65,8 +65,8 @@ class Pair {
       s.target.assign(buffer_bytes, 0);
       for (size_t k = 0; k < buffer_bytes; ++k) s.source[k] = static_cast<uint8_t>(k * 7 + i * 13 + 1);
       const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
-      s.source_mr = s.endpoint->memory().register_region(s.pd, s.source.data(), buffer_bytes, access).value();
-      s.target_mr = s.endpoint->memory().register_region(s.pd, s.target.data(), buffer_bytes, access).value();
+      s.source_mr = s.endpoint->memory().register_region(s.pd, s.source.data(), buffer_bytes, access, regions).value();
+      s.target_mr = s.endpoint->memory().register_region(s.pd, s.target.data(), buffer_bytes, access, regions).value();
     }
     for (int i = 0; i < 2; ++i) {
       Side& s = side[i];

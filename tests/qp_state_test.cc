@@ -420,7 +420,6 @@ TEST(QpState, ConfigValidationNamesTheField) {
       {"timeout", [](QpConfig& c) { c.timeout = 25; }},
       {"retry_linear", [](QpConfig& c) { c.retry_linear = 8; }},
       {"retry_exp", [](QpConfig& c) { c.retry_exp = kRetryInfinite + 1; }},
-      {"ack_every_packets", [](QpConfig& c) { c.ack_every_packets = 0; }},
       {"ack_every_packets", [](QpConfig& c) { c.ack_every_packets = 65; }},
       {"max_message_bytes", [](QpConfig& c) { c.max_message_bytes = 100; }},
       {"max_message_bytes", [](QpConfig& c) { c.max_message_bytes = 4096 * 3 + 1; }},

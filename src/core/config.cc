@@ -51,8 +51,7 @@ std::string QpConfig::validate(int planes) const {
   if (timeout > 24) return range_error("timeout", timeout, 0, 24);
   if (retry_linear > 7) return range_error("retry_linear", retry_linear, 0, 7);
   if (retry_exp > kRetryInfinite) return range_error("retry_exp", retry_exp, 0, kRetryInfinite);
-  if (ack_every_packets < 1 || ack_every_packets > 64)
-    return range_error("ack_every_packets", ack_every_packets, 1, 64);
+  if (ack_every_packets > 64) return range_error("ack_every_packets", ack_every_packets, 0, 64);
   if (max_message_bytes < mtu_bytes || max_message_bytes > (1ull << 31) || max_message_bytes % mtu_bytes)
     return "max_message_bytes = " + std::to_string(max_message_bytes) +
            " must be a multiple of mtu_bytes and at most 2^31";

@@ -89,8 +89,11 @@ struct QpConfig {
   uint8_t retry_linear = 7;
   uint8_t retry_exp = 7;
 
-  // Receiver SACK coalescing: a SACK every N data packets, or after this delay.
-  uint32_t ack_every_packets = 4;
+  // Receiver SACK coalescing: a SACK every N data packets (1..64), or after ack_delay_ns.
+  // 0: the datapath's choice (io::Device sets its default; the engine, and so the simulator,
+  // takes 0 as kEngineAckEvery). sack_every() is the value in force.
+  uint32_t ack_every_packets = 0;
+  uint32_t sack_every() const;
   int64_t ack_delay_ns = 2'000;
 
   // Largest message on the wire; a longer work request is carried as several messages.
@@ -118,5 +121,8 @@ inline constexpr uint32_t kMaxSge = 16;
 inline constexpr size_t kMaxExplicitEvs = 1024;
 // Largest ev_burst_packets: what one UDP GSO call can carry (the kernel's UDP_MAX_SEGMENTS).
 inline constexpr uint16_t kMaxEvBurstPackets = 64;
+// SACK coalescing of a QP that leaves it to the datapath, where the datapath does not choose.
+inline constexpr uint32_t kEngineAckEvery = 4;
+inline uint32_t QpConfig::sack_every() const { return ack_every_packets == 0 ? kEngineAckEvery : ack_every_packets; }
 
 }  // namespace mrc

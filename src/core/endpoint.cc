@@ -44,8 +44,7 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
   qps_.push_back(std::make_unique<QueuePair>(qpn, config, config_.planes, config_.seed, pd,
                                              send_cq, recv_cq, &memory_));
   schedule_->add();
-  qps_.back()->attach(schedule_.get(), static_cast<uint32_t>(qps_.size() - 1), incast_.get(),
-                      config_.virtual_payload);
+  qps_.back()->attach(schedule_.get(), static_cast<uint32_t>(qps_.size() - 1), incast_.get());
   qps_.back()->set_local_ports(ports_up_, Instant{0});
   return qps_.back().get();
 }

@@ -46,12 +46,6 @@ struct EndpointConfig {
   // carries the bytes untouched to a receiver it tells so, RxMeta::icrc_checked). Decided in
   // Endpoint::poll_transmit alone: every producer leaves the field zero.
   bool icrc_offload = false;
-  // Virtual payload, for simulations at fabric scale: payload bytes are never moved. A data
-  // packet carries its headers and the length of its payload, whose bytes are left as the
-  // datagram buffer held them (not gathered from the memory region), and a received payload is
-  // checked and counted but not written to its region. Every protocol decision is the same (it
-  // never reads payload bytes); no region is written. The simulator's `move_payload = false`.
-  bool virtual_payload = false;
   // Transmit turns of a whole EV burst (QpConfig::ev_burst_packets): a QP keeps its turn on a
   // plane until its burst ends, so that its burst's datagrams leave back to back and a batching
   // datapath sends them as one (the UDP datapath turns it on). Off: a turn is one packet, and

@@ -5,6 +5,7 @@
 #include "core/memory_region.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "util/assert.h"
 
@@ -70,7 +71,8 @@ bool MemoryRegionTable::dealloc_pd(uint32_t pd) {
 
 Result<MemoryRegionInfo, MrError> MemoryRegionTable::register_region(uint32_t pd, void* address,
                                                                      uint64_t length,
-                                                                     uint32_t access) {
+                                                                     uint32_t access,
+                                                                     RegionKind kind) {
   if (!pd_valid(pd)) return Err{MrError::kBadProtectionDomain};
   if (address == nullptr && length > 0) return Err{MrError::kNullAddress};
   const std::optional<uint32_t> taken = take_slot();
@@ -81,6 +83,7 @@ Result<MemoryRegionInfo, MrError> MemoryRegionTable::register_region(uint32_t pd
   r.length = length;
   r.pd = pd;
   r.access = access;
+  r.kind = kind;
   r.generation = (r.generation + 1) & 0xFF;
   r.live = true;
   ++in_use_;
@@ -129,7 +132,16 @@ Result<uint8_t*, MrError> MemoryRegionTable::lookup_remote(uint32_t rkey, uint32
   const Region* r = find(rkey, pd, va, length, &error);
   if (r == nullptr) return Err{error};
   if ((r->access & kAccessRemoteWrite) == 0) return Err{MrError::kAccessDenied};
+  if (r->kind == RegionKind::kVirtual) return static_cast<uint8_t*>(nullptr);
   return r->base + (va - reinterpret_cast<uint64_t>(r->base));
+}
+
+Result<Ok, MrError> MemoryRegionTable::place(uint32_t rkey, uint32_t pd, uint64_t va,
+                                             std::span<const uint8_t> bytes) const {
+  auto at = lookup_remote(rkey, pd, va, bytes.size());
+  if (!at.ok()) return Err{at.error()};
+  if (at.value() != nullptr && !bytes.empty()) std::memcpy(at.value(), bytes.data(), bytes.size());
+  return Ok{};
 }
 
 Result<const uint8_t*, MrError> MemoryRegionTable::lookup_local(uint32_t lkey, uint32_t pd,
@@ -138,6 +150,7 @@ Result<const uint8_t*, MrError> MemoryRegionTable::lookup_local(uint32_t lkey, u
   MrError error{};
   const Region* r = find(lkey, pd, address, length, &error);
   if (r == nullptr) return Err{error};
+  if (r->kind == RegionKind::kVirtual) return static_cast<const uint8_t*>(nullptr);
   return r->base + (address - reinterpret_cast<uint64_t>(r->base));
 }
 

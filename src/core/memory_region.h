@@ -6,10 +6,17 @@
 // the region belongs to the QP's protection domain, that it allows remote write, and that every
 // byte [va, va+length) lies inside it. Keys carry a generation so a stale key of a deregistered
 // region never matches a new one. The table has a fixed capacity.
+//
+// A region is of one of two kinds. Memory: the caller's bytes, read by gathers and written by
+// placements. Virtual: an address range with no bytes behind it, for simulations at fabric
+// scale (the protocol never reads payload bytes): every check is the same, but a gather from it
+// yields no bytes (the datagram's payload stays as its buffer held it) and a placement into it
+// writes nothing.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "util/result.h"
@@ -21,6 +28,8 @@ enum Access : uint32_t {
   kAccessRemoteWrite = 1u << 1,
   kAccessRemoteRead = 1u << 2,  // accepted for verbs compatibility; MRC has no READ
 };
+
+enum class RegionKind : uint8_t { kMemory, kVirtual };
 
 struct MemoryRegionInfo {
   uint32_t lkey = 0;
@@ -50,13 +59,18 @@ class MemoryRegionTable {
   bool dealloc_pd(uint32_t pd);
 
   Result<MemoryRegionInfo, MrError> register_region(uint32_t pd, void* address, uint64_t length,
-                                                    uint32_t access);
+                                                    uint32_t access, RegionKind kind = RegionKind::kMemory);
   Result<Ok, MrError> deregister(uint32_t lkey);
 
-  // Pointer to [va, va+length) for a remote write with `rkey` into protection domain `pd`.
+  // Pointer to [va, va+length) for a remote write with `rkey` into protection domain `pd`
+  // (key, domain, access and bounds checked); null for a virtual region.
   Result<uint8_t*, MrError> lookup_remote(uint32_t rkey, uint32_t pd, uint64_t va,
                                           uint64_t length) const;
-  // Pointer to [address, address+length) for a local gather with `lkey`.
+  // A remote write of `bytes` at `va`: checked as lookup_remote, then written (a virtual region:
+  // nothing written).
+  Result<Ok, MrError> place(uint32_t rkey, uint32_t pd, uint64_t va, std::span<const uint8_t> bytes) const;
+  // Pointer to [address, address+length) for a local gather with `lkey`; null for a virtual
+  // region (no bytes to gather).
   Result<const uint8_t*, MrError> lookup_local(uint32_t lkey, uint32_t pd, uint64_t address,
                                                uint64_t length) const;
 
@@ -70,6 +84,7 @@ class MemoryRegionTable {
     uint32_t access = 0;
     uint32_t generation = 0;
     bool live = false;
+    RegionKind kind = RegionKind::kMemory;
   };
   const Region* find(uint32_t key, uint32_t pd, uint64_t va, uint64_t length,
                      MrError* error) const;

@@ -117,7 +117,6 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   cc_ = make_congestion_controller(config_);
   responder_.emplace(config_, stats_, control_);
   responder_->set_incast_detector(incast_, schedule_index_);
-  responder_->set_virtual_payload(virtual_payload_);
   responder_->start(attributes.expected_psn, qpn_, attributes.dest_qp, pd_, mrs_);
   for (uint64_t wr_id : early_receives_) responder_->post_recv(wr_id);
   early_receives_.clear();
@@ -130,7 +129,6 @@ Result<Ok, QpError> QueuePair::to_rts(const RtsAttributes& attributes) {
   if (state_ != QpState::kRtr) return Err{QpError::kBadTransition};
   requester_.emplace(config_, stats_, *evs_, *cc_);
   requester_->set_usable_planes(usable_planes());
-  requester_->set_virtual_payload(virtual_payload_);
   requester_->start(attributes.initial_psn, qpn_, remote_.dest_qp);
   requester_->set_completion_queue(send_cq_);
   state_ = QpState::kRts;

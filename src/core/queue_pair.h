@@ -90,13 +90,10 @@ class QueuePair {
   void on_timer(Instant now);
   Instant next_deadline() const;
   // The owning endpoint's schedule, told of every call that may change this QP's state.
-  // `virtual_payload`: the endpoint's EndpointConfig field of that name.
-  void attach(Schedule* schedule, uint32_t index, IncastDetector* incast = nullptr,
-              bool virtual_payload = false) {
+  void attach(Schedule* schedule, uint32_t index, IncastDetector* incast = nullptr) {
     schedule_ = schedule;
     schedule_index_ = index;
     incast_ = incast;
-    virtual_payload_ = virtual_payload;
   }
 
   void set_local_ports(uint32_t ports_up_mask, Instant now);
@@ -150,7 +147,6 @@ class QueuePair {
   int planes_;
   uint64_t seed_;
   uint32_t pd_;
-  bool virtual_payload_ = false;  // payload bytes are neither gathered nor placed
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;
   const MemoryRegionTable* mrs_;

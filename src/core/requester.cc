@@ -214,7 +214,7 @@ void Requester::gather(const WorkRequest& w, uint64_t offset, uint32_t length, u
   while (length > 0) {
     MRC_ASSERT(i < w.num_sge);
     const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(w.sge[i].length - offset, length));
-    std::memcpy(dst, w.sge[i].ptr + offset, n);
+    if (w.sge[i].ptr != nullptr) std::memcpy(dst, w.sge[i].ptr + offset, n);  // null: a virtual region
     dst += n;
     length -= n;
     offset = 0;
@@ -255,7 +255,7 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   h.immediate = w.immediate;
   const size_t header = wire::write_data_header(h, out);
   MRC_ASSERT(out.size() >= header + p.length + wire::kIcrcBytes);
-  if (!virtual_payload_) gather(w, p.offset, p.length, out.data() + header);
+  gather(w, p.offset, p.length, out.data() + header);
   const size_t length = wire::seal_deferred(out, header + p.length);  // Endpoint seals
   const bool recorded = tx_order_.push({psn, p.tx_sequence});
   MRC_ASSERT(recorded);  // callers check tx_order_.full() first

@@ -91,7 +91,6 @@ class Requester {
   // Planes whose ports are up at both ends (bit p = plane p); the window is shared among them.
   void set_usable_planes(uint32_t mask) { usable_planes_ = mask; }
   // Data packets carry their payload's length but not its bytes (EndpointConfig).
-  void set_virtual_payload(bool virtual_payload) { virtual_payload_ = virtual_payload; }
   void on_timer(Instant now);
   Instant next_deadline() const;
 
@@ -245,7 +244,6 @@ class Requester {
   bool failed_ = false;
   uint32_t reorder_scale_ = kMinReorderScale;  // reorder window = srtt * scale / 4
   uint32_t acks_since_false_loss_ = 0;
-  bool virtual_payload_ = false;  // the per-packet fields above keep their offsets
   // The work request (wr_sequence) one of whose packets in flight got an access NAK, if any.
   bool access_nak_ = false;
   uint32_t access_nak_wr_ = 0;

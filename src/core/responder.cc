@@ -44,16 +44,15 @@ bool Responder::length_ok(const wire::DataPacket& packet) const {
 bool Responder::place(const wire::DataPacket& packet) {
   const wire::Reth& reth = packet.header.reth;
   if (packet.payload.empty()) return true;
-  auto dst = mrs_->lookup_remote(reth.rkey, pd_, reth.virtual_address, packet.payload.size());
-  if (!dst.ok()) {
-    switch (dst.error()) {
+  auto placed = mrs_->place(reth.rkey, pd_, reth.virtual_address, packet.payload);
+  if (!placed.ok()) {
+    switch (placed.error()) {
       case MrError::kOutOfBounds: drop(DropReason::kOutOfBounds); break;
       case MrError::kAccessDenied: drop(DropReason::kAccessDenied); break;
       default: drop(DropReason::kBadKey); break;
     }
     return false;
   }
-  if (!virtual_payload_) std::memcpy(dst.value(), packet.payload.data(), packet.payload.size());
   return true;
 }
 
@@ -135,7 +134,7 @@ void Responder::note_received(Instant now, const wire::DataPacket& packet, const
   trigger_at_ = now;
   if (meta.ecn_ce) ++stats_.ecn_marks_received;
   const bool now_please = meta.ecn_ce || packet.header.bth.ack_request ||
-                          unreported_ >= config_.ack_every_packets;
+                          unreported_ >= config_.sack_every();
   if (now_please) {
     send_pending_sack(now, meta.ecn_ce ? wire::SkipMode::kSkipOnce : wire::SkipMode::kNone);
   }

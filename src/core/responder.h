@@ -61,8 +61,6 @@ class Responder {
 
   void start(Psn expected_psn, Qpn self_qp, Qpn dest_qp, uint32_t pd, const MemoryRegionTable* mrs);
   void on_data(Instant now, const wire::DataPacket& packet, const RxMeta& meta);
-  // Received payloads are checked against their region and counted, not written (EndpointConfig).
-  void set_virtual_payload(bool virtual_payload) { virtual_payload_ = virtual_payload; }
   // The endpoint's incast detector (may be null) and this QP's id in it.
   void set_incast_detector(IncastDetector* detector, uint32_t id) {
     incast_ = detector;
@@ -144,7 +142,6 @@ class Responder {
   static constexpr Duration kAnswerInterval{64'000};
   uint32_t answer_tokens_ = kAnswerBurst;
   Instant answer_refilled_at_{0};
-  bool virtual_payload_ = false;  // payloads are checked and counted, not written
 };
 
 }  // namespace mrc

@@ -69,7 +69,7 @@ void Dcqcn::increase() {
 RoceQp::RoceQp(BaselineHost& host, uint32_t id, const QpConfig& qp)
     : BaselineConn(host, id),
       mtu_(qp.mtu_bytes),
-      ack_every_(std::max<uint32_t>(1, qp.ack_every_packets)),
+      ack_every_(qp.sack_every()),
       rto_(qp.ack_timeout()),
       retry_limit_(qp.retry_linear),
       plane_(static_cast<uint8_t>((host.id() + id - 1) % host.planes())),

@@ -245,7 +245,6 @@ void Runner::build_hosts() {
     ec.planes = static_cast<int>(sc_.fabric.planes);
     ec.seed = sc_.seed * 1000003 + h;
     ec.icrc_offload = sc_.icrc_offload;
-    ec.virtual_payload = !sc_.move_payload;
     hosts_.push_back(std::make_unique<SimHost>(h, *fabric_, ec));
     Endpoint& e = hosts_.back()->endpoint();
     pds_.push_back(e.memory().alloc_pd());
@@ -415,7 +414,8 @@ void Runner::setup_shared(Flow& f) {
   }
   const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
   const auto reg = [&](HostId h, uint8_t* base, MemoryRegionInfo& mr) {
-    if (mr.length == 0) mr = hosts_[h]->endpoint().memory().register_region(pds_[h], base, shared_.size(), access).value();
+    const RegionKind kind = sc_.move_payload ? RegionKind::kMemory : RegionKind::kVirtual;
+    if (mr.length == 0) mr = hosts_[h]->endpoint().memory().register_region(pds_[h], base, shared_.size(), access, kind).value();
     return mr;
   };
   f.set_regions(reg(f.src, shared_.source(), shared_source_mr_[f.src]),

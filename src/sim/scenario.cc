@@ -180,7 +180,7 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   QpConfig& q = s.qp;
   uint32_t mtu = q.mtu_bytes, ev = q.ev_count, ev_min = q.ev_min_active, mpr = q.mpr,
            wimm = q.max_wimm, timeout = q.timeout, lin = q.retry_linear, exp = q.retry_exp,
-           ack = q.ack_every_packets, window = static_cast<uint32_t>(q.nscc.max_window_bytes / 1024);
+           ack = q.sack_every(), window = static_cast<uint32_t>(q.nscc.max_window_bytes / 1024);
   std::string cc = "nscc";
   r.get(*t, "qp.", "mtu", mtu);
   r.get(*t, "qp.", "ev_count", ev);

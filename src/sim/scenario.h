@@ -51,7 +51,7 @@ struct Scenario {
   bool icrc_offload = true;
   // false (payload-free runs only): packets carry their headers and their payload's length but
   // no payload bytes are moved. The engines gather nothing into a data packet and place
-  // nothing from one (EndpointConfig::virtual_payload; the baselines likewise); every protocol
+  // nothing from one (its regions are registered as RegionKind::kVirtual; the baselines likewise); every protocol
   // decision, packet size and event is the same (a test checks it). The checker counts each
   // flow's placed bytes (exactly once) but has no bytes to compare. The simulator's fastest
   // mode for fabric scale, as simulators that never carry payload (htsim) run.
