@@ -60,6 +60,8 @@ pid_t udp_port_holder(const PlaneAddress& a) {
   const unsigned long long inode = bound_inode(a);
   if (inode == 0) return 0;
   const std::string link = "socket:[" + std::to_string(inode) + "]";
+  // This process first: a socket shared with a child it forked is this process's to move.
+  if (holds(std::to_string(getpid()), link)) return getpid();
   std::unique_ptr<DIR, int (*)(DIR*)> proc(opendir("/proc"), closedir);
   if (!proc) return 0;
   while (const dirent* entry = readdir(proc.get())) {
