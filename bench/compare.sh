@@ -33,7 +33,7 @@ STAMP=$(date +%Y%m%d-%H%M%S)
 COMMAND_LINE="bench/compare.sh $*"
 
 RATE=250mbit PLANES=4 DURATION=10 FAIL_AT=3 FAIL_FOR=2 FAIL_PLANE=2 LOSS=1 UNSHAPED_DURATION=8
-MAX_LOAD=1.0 MAX_WAIT=900 PREFIX=mrccmp INSTALL=1 BUILD=1 TCP_PLANE=""
+MAX_LOAD=1.0 MAX_WAIT=900 PREFIX=mrccmp INSTALL=1 BUILD=1 TCP_PLANE="" MRC_BIN="" MRC_ARGS=()
 OUT="bench/results/compare-$(date +%F).json" PLOT=docs/img/compare.png RAW="bench/results/raw/$STAMP"
 SCENARIOS="clean cut loss unshaped" TRANSPORTS="mrc mrc_xdp mptcp tcp udp_gso"
 
@@ -59,6 +59,8 @@ usage: sudo bench/compare.sh [options]
   --raw-dir DIR        raw files (default bench/results/raw/STAMP)
   --no-install         do not apt-get install the packages of bench/compare-deps.txt
   --no-build           use build/release as it is
+  --mrc BIN            the mrc binary to measure (default build/release/src/mrc; implies --no-build)
+  --mrc-args "ARGS"    more options for both sides' mrc perf, e.g. "--ev-burst 4 --ack-every 4"
 EOF
 }
 
@@ -82,6 +84,8 @@ while [ $# -gt 0 ]; do
     --raw-dir) RAW=$2; shift 2 ;;
     --no-install) INSTALL=0; shift ;;
     --no-build) BUILD=0; shift ;;
+    --mrc) MRC_BIN=$2; BUILD=0; shift 2 ;;
+    --mrc-args) read -r -a MRC_ARGS <<<"$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -122,7 +126,7 @@ if [ "$BUILD" = 1 ]; then
   cmake --preset release >/dev/null
   cmake --build --preset release --target mrc udp_gso_blast netdev_sample -j2 >/dev/null
 fi
-MRC=$REPO/build/release/src/mrc
+MRC=${MRC_BIN:-$REPO/build/release/src/mrc}
 BLAST=$REPO/build/release/bench/udp_gso_blast
 SAMPLER=$REPO/build/release/bench/netdev_sample
 for b in "$MRC" "$BLAST" "$SAMPLER"; do [ -x "$b" ] || die "$b is missing (build without --no-build)"; done
@@ -218,11 +222,11 @@ run_one() {
   case "$transport" in
     mrc | mrc_xdp)
       start_in 0 "$dir/server.times" "$dir/server.json" "$dir/server.err" \
-        timeout -k 5 $((limit + 10)) "$MRC" perf --server --backend "$backend" --planes "$planes_s" --interval 0.1 --json "${mserver[@]}"
+        timeout -k 5 $((limit + 10)) "$MRC" perf --server --backend "$backend" --planes "$planes_s" --interval 0.1 --json "${mserver[@]}" "${MRC_ARGS[@]}"
       server=$LAST_PID; sleep 0.5
       T0=$(now_ns)
       start_in 1 "$dir/client.times" "$dir/client.json" "$dir/client.err" \
-        timeout -k 5 "$limit" "$MRC" perf --client "$(plane_addr 0 0)" --backend "$backend" --planes "$planes_c" --duration "$d" --interval 0.1 --json "${verify[@]}" "${mclient[@]}"
+        timeout -k 5 "$limit" "$MRC" perf --client "$(plane_addr 0 0)" --backend "$backend" --planes "$planes_c" --duration "$d" --interval 0.1 --json "${verify[@]}" "${mclient[@]}" "${MRC_ARGS[@]}"
       client=$LAST_PID
       if [ "$scenario" = cut ]; then
         (sleep $((${d%.*} + 10))

@@ -8,8 +8,8 @@
 #
 # Variants: the raw UDP ceiling (GSO sends, recvmmsg without GRO: one datagram per receive
 # buffer, as the baseline of bench/compare.sh), the same with UDP_GRO at the receiver, and mrc
-# perf (1 MiB messages, 16 in flight) with EV bursts of 1 and of the datapath's default, and
-# with GSO/GRO off. Rounds alternate the variants (A B C ... A B C ...), so a slow moment of the
+# perf (1 MiB messages, 16 in flight) with EV bursts of 1, of 4 with a SACK per 4 packets, and
+# the datapath's defaults, and with GSO/GRO off. Rounds alternate the variants (A B C ... A B C ...), so a slow moment of the
 # shared machine hits all of them; the table gives each variant's median over the rounds.
 set -euo pipefail
 
@@ -71,7 +71,7 @@ run_mrc() {  # NAME FILE ARGS...
   wait "$server" || true
 }
 
-VARIANTS="udp_gso udp_gso_gro mrc_k1 mrc_default mrc_no_gso"
+VARIANTS="udp_gso udp_gso_gro mrc_k1 mrc_k4_ack4 mrc_default mrc_no_gso"
 for ((r = 1; r <= ROUNDS; r++)); do
   for v in $VARIANTS; do
     say "round $r/$ROUNDS: $v"
@@ -81,6 +81,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
       udp_gso_gro) run_blast "$v" 1 "$f" ;;
       mrc_k1) run_mrc "$v" "$f" --ev-burst 1 ;;
       mrc_default) run_mrc "$v" "$f" ;;
+      mrc_k4_ack4) run_mrc "$v" "$f" --ev-burst 4 --ack-every 4 ;;
       mrc_no_gso) run_mrc "$v" "$f" --ev-burst 1 --no-gso ;;
     esac
     echo "$(cpu_of "$f.client.times") $(cpu_of "$f.server.times")" >"$f.cpu"

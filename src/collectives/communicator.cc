@@ -19,11 +19,6 @@ QpConfig CommOptions::default_qp_config() {
   // ACK timeout) before calling a peer gone.
   qc.timeout = 12;
   qc.retry_exp = retry_exp_for(qc, std::chrono::seconds(8));
-  // A SACK per 16 data packets, not 4: on a kernel UDP datapath each SACK is a system call of
-  // its own while data leaves in GSO bursts, and the ranks' CPU is what bounds an all-reduce
-  // on one host (BENCHMARKS.md, "All-reduce over unshaped loopback planes", has the trade-off).
-  // The SACK timer (ack_delay_ns) still answers a shorter run within microseconds.
-  qc.ack_every_packets = 16;
   // NSCC's delay target 250 us, not the UDP datapath's 50 us: a rank's datapath runs only when
   // its process is scheduled and not reducing, so on a busy host SACKs leave hundreds of
   // microseconds late, and a lower target reads the ranks' own CPU contention as queueing and

@@ -44,6 +44,7 @@ void Device::configure(QpConfig& c) const {
   c.ev_port_base = config_.ev_port_base;
   c.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(config_.planes.size()) / config_.planes.size());
   if (c.ev_burst_packets == 0) c.ev_burst_packets = kUdpDefaultEvBurst;
+  if (c.ack_every_packets == 0) c.ack_every_packets = kUdpDefaultAckEvery;
   if (c.nscc.target_delay_ns == 0) c.nscc.target_delay_ns = kUdpDefaultTargetDelayNs;
   // A packet must fit the datapath's datagram (the xdp backend's frames hold less than UDP).
   const size_t max_payload = host_->max_datagram_bytes() - wire::kMaxDataHeaderBytes - wire::kIcrcBytes;

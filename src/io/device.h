@@ -42,7 +42,12 @@ inline uint32_t ev_source_ports(size_t planes) {
 
 // New data packets per EV burst on the UDP datapath when a QP leaves it to the datapath
 // (QpConfig::ev_burst_packets = 0); docs/PROTOCOL.md "Spray granularity" says why this one.
-inline constexpr uint16_t kUdpDefaultEvBurst = 4;
+inline constexpr uint16_t kUdpDefaultEvBurst = 8;
+// SACK coalescing on the UDP datapath when a QP leaves it to the datapath
+// (QpConfig::ack_every_packets = 0): a SACK per this many data packets. Each SACK is a system
+// call of its own while data leaves in GSO bursts, so the receiver's CPU, not the wire, pays
+// for a denser rate (docs/PROTOCOL.md "Spray granularity" measures the two together).
+inline constexpr uint32_t kUdpDefaultAckEvery = 16;
 // NSCC's queueing-delay target on the UDP datapath when a QP leaves it at 0 (which elsewhere
 // means half the learned base RTT). A kernel UDP path's base RTT is learned at a few
 // microseconds, but the host's own scheduling and socket queues add tens of microseconds of

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collectives/communicator.h"
+#include "io/device.h"
 
 namespace mrc::tools {
 
@@ -525,7 +526,7 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
                  "NSCC queueing-delay target in microseconds, 1 or more (default: the collectives', 250)")
       ->check(CLI::Range(1.0, 1e6));
   app.add_option("--ack-every", o.ack_every,
-                 "the receiver SACKs every this many data packets (1..64; default: the collectives', 16)")
+                 "the receiver SACKs every this many data packets (1..64; default: the datapath's, " + std::to_string(io::kUdpDefaultAckEvery) + ")")
       ->check(CLI::Range(1u, 64u));
   app.add_option("--chunk-kib", o.chunk_kib, "staging slot (pipelining chunk) in KiB (default 256)")
       ->check(CLI::Range(1, 65536));

@@ -836,10 +836,14 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--ev-count", o.ev_count, "EVs per QP (multiple of the plane count, at most 256)");
   app.add_option("--window-kib", o.window_kib, "largest congestion window, KiB (default 2048)");
   app.add_option("--ev-burst", o.ev_burst,
-                 "new data packets per EV before the next EV (1..64; default 0: the datapath's, 4): a burst leaves as one UDP GSO send");
+                 "new data packets per EV before the next EV (1..64; default 0: the datapath's, " +
+                     std::to_string(io::kUdpDefaultEvBurst) + "): a burst leaves as one UDP GSO send");
   app.add_option("--target-delay-us", o.target_delay_us,
                  "NSCC queueing-delay target in microseconds (0: half the learned base RTT; default: the UDP datapath's, 50)");
-  app.add_option("--ack-every", o.ack_every, "the receiver SACKs every this many data packets (1..64; default 4)");
+  app.add_option("--ack-every", o.ack_every,
+                 "the receiver SACKs every this many data packets (1..64; default 0: the datapath's, " +
+                     std::to_string(io::kUdpDefaultAckEvery) + ")")
+      ->check(CLI::Range(0u, 64u));
   app.add_flag("!--no-gso", o.gso, "send and receive one datagram per buffer (no UDP GSO/GRO)");
   app.add_option("--backend", o.backend,
                  "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP on the planes' interfaces, writing whole "

@@ -44,7 +44,7 @@ struct PerfOptions {
   uint32_t ev_count = 128;
   uint32_t window_kib = 2048;
   uint32_t ev_burst = 0;   // QpConfig::ev_burst_packets (0: the datapath's default)
-  uint32_t ack_every = 4;  // QpConfig::ack_every_packets
+  uint32_t ack_every = 0;  // QpConfig::ack_every_packets (0: the datapath's default)
   double target_delay_us = -1;  // NsccConfig::target_delay_ns; < 0: the datapath's default
   bool gso = true;         // UdpHostConfig::gso and ::gro
   std::string backend = "udp";  // UdpHostConfig::backend: udp or xdp
