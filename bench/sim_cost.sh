@@ -8,7 +8,7 @@
 # is checked against the first's. Needs valgrind; runs take ~50x longer than natively.
 #   bench/sim_cost.sh [--cache] [--ll BYTES] SCENARIO.toml BIN_A [BIN_B ...]
 # --ll: the modelled last level (default 8 MiB, 16-way: about what this VM's last level holds
-# of ours, BENCHMARKS.md "Session 11").
+# of ours).
 set -euo pipefail
 cache=no ll=8388608
 while [[ $# -gt 0 && $1 == --* ]]; do
