@@ -9,6 +9,7 @@
 #include "tools/perf.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -185,6 +186,21 @@ class PerfSide {
     }
   }
   uint64_t slot_bytes() const { return slot_bytes_; }
+  // The engines' endpoint counters (datagrams that reached no QP: malformed, bad ICRC, unknown
+  // QPN), summed over the shards, each read under its shard's lock.
+  EndpointStats endpoint_stats() const {
+    EndpointStats sum;
+    for (uint32_t s = 0; s < devices_->size(); ++s) {
+      io::Device& shard = devices_->shard(s);
+      std::lock_guard lock(shard.lock());
+      const EndpointStats e = shard.endpoint().stats();
+      sum.datagrams_received += e.datagrams_received;
+      sum.datagrams_sent += e.datagrams_sent;
+      sum.unknown_qp += e.unknown_qp;
+      for (size_t i = 0; i < e.decode_errors.size(); ++i) sum.decode_errors[i] += e.decode_errors[i];
+    }
+    return sum;
+  }
 
  private:
   io::Device& shard_of(size_t q) const { return devices_->shard(static_cast<uint32_t>(q % devices_->size())); }
@@ -574,16 +590,26 @@ class Reporter {
 
 double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
+// A reason's name as a JSON key: "bad ICRC" -> "bad_icrc".
+std::string key_of(std::string_view name) {
+  std::string key(name);
+  for (char& c : key) c = c == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return key;
+}
+
 json plane_and_ev_summary(PerfSide& side) {
   json planes = json::array();
   json qps = json::array();
   std::vector<uint64_t> retransmits(side.planes(), 0);
   std::map<std::string, uint64_t> ev_states;
+  std::map<std::string, uint64_t> drops;  // by DropReason, over the QPs
   json worst = json::array();
   side.for_each_qp([&](QueuePair& q) {
     QueuePair* qp = &q;
     const QpStats s = qp->stats();
     for (int p = 0; p < side.planes(); ++p) retransmits[p] += s.planes[p].retransmits;
+    for (size_t r = 0; r < s.drops.size(); ++r)
+      if (s.drops[r] > 0) drops[to_string(static_cast<DropReason>(r))] += s.drops[r];
     qps.push_back({{"qpn", qp->qpn().value}, {"retransmits", s.retransmits}, {"losses_fast", s.losses_fast}, {"losses_nack", s.losses_nack}, {"losses_same_ev", s.losses_same_ev},
                    {"losses_same_ev_late", s.losses_same_ev_late}, {"losses_rack", s.losses_rack},
                    {"losses_probe", s.losses_probe}, {"losses_tail", s.losses_tail}, {"losses_timeout", s.losses_timeout}, {"losses_port", s.losses_port}, {"false_losses", s.false_losses}, {"spurious_retransmits", s.spurious_retransmits},
@@ -610,7 +636,12 @@ json plane_and_ev_summary(PerfSide& side) {
                       {"impairment_drops", s.impairment_drops}, {"receive_refused", s.receive_refused},
                       {"unresolved_neighbour", s.unresolved_neighbour}, {"up", s.up}});
   }
-  return {{"backend", side.backend_description()}, {"planes", planes}, {"qps", qps}, {"active_ev_states", ev_states}, {"evs_with_losses", worst}};
+  const EndpointStats e = side.endpoint_stats();
+  json decode_errors = json::object();
+  for (size_t i = 0; i < e.decode_errors.size(); ++i)
+    if (e.decode_errors[i] > 0) decode_errors[key_of(wire::to_string(static_cast<wire::DecodeError>(i)))] = e.decode_errors[i];
+  return {{"backend", side.backend_description()}, {"planes", planes}, {"qps", qps}, {"active_ev_states", ev_states},
+          {"evs_with_losses", worst}, {"decode_errors", decode_errors}, {"unknown_qp", e.unknown_qp}, {"drops", drops}};
 }
 
 void print_summary(const json& r) {
@@ -632,6 +663,19 @@ void print_summary(const json& r) {
   std::printf("active EVs by state:");
   for (const auto& [state, n] : r["summary"]["active_ev_states"].items()) std::printf(" %s=%llu", state.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
   std::printf("; EVs that saw losses: %zu\n", r["summary"]["evs_with_losses"].size());
+  // Datagrams refused: malformed or bad ICRC (decode errors), to no QP of ours, or refused by
+  // a QP (duplicate, out of window, bad key, ...): none on a clean run but duplicates.
+  uint64_t refused = r["summary"]["unknown_qp"].get<uint64_t>();
+  for (const auto& [name, n] : r["summary"]["decode_errors"].items()) refused += n.get<uint64_t>();
+  for (const auto& [name, n] : r["summary"]["drops"].items()) refused += n.get<uint64_t>();
+  std::printf("datagrams refused: %llu", static_cast<unsigned long long>(refused));
+  for (const auto& [name, n] : r["summary"]["decode_errors"].items())
+    std::printf(" %s=%llu", name.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
+  if (r["summary"]["unknown_qp"].get<uint64_t>() > 0)
+    std::printf(" unknown_qp=%llu", static_cast<unsigned long long>(r["summary"]["unknown_qp"].get<uint64_t>()));
+  for (const auto& [name, n] : r["summary"]["drops"].items())
+    std::printf(" %s=%llu", name.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
+  std::printf("\n");
 }
 
 }  // namespace
