@@ -49,6 +49,13 @@ int64_t monotonic_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// Wall-clock time for capture records (the engine's clock is monotonic and starts at zero).
+uint64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 std::string errno_text(const std::string& what, const PlaneAddress& a) {
   return what + " " + to_string(a) + ": " + std::strerror(errno);
 }
@@ -281,9 +288,41 @@ bool UdpHost::receive(int p, Instant now) {
     meta.icrc_checked = xdp;  // the link checked the RoCEv2 ICRC
     ++plane.stats.packets_received;
     plane.stats.bytes_received += d.bytes.size();
+    if (capture_ != nullptr) {
+      UdpAddresses a;
+      a.source = d.from;
+      a.destination.sin_addr = plane.local.address;
+      a.destination.sin_port = htons(plane.local.port);
+      a.tos = d.tos;
+      capture_->write(realtime_ns(), a, d.bytes);
+    }
     endpoint_->handle_datagram(now, d.bytes, meta);
   }
   return true;
+}
+
+// A sent datagram as it was on the wire: from the plane's address and the EV's source port. The
+// xdp backend's link writes the RoCEv2 ICRC into the frame (the engine leaves the field zero),
+// so the capture gets it from the same frame, built here.
+void UdpHost::capture_sent(int p, const Route& r, std::span<uint8_t> datagram) {
+  UdpAddresses a;
+  a.source.sin_addr = planes_[p].local.address;
+  a.source.sin_port = htons(r.source_port);
+  a.destination = r.to;
+  a.tos = kMrcTos;
+  if (planes_[p].xdp == nullptr || datagram.size() < 16) {
+    capture_->write(realtime_ns(), a, datagram);
+    return;
+  }
+  capture_frame_.resize(kFrameHeaderBytes + datagram.size());
+  std::memcpy(capture_frame_.data() + kFrameHeaderBytes, datagram.data(), datagram.size());
+  FrameAddresses f;
+  f.source_ip = a.source.sin_addr;
+  f.destination_ip = a.destination.sin_addr;
+  f.source_port = r.source_port;
+  f.destination_port = ntohs(a.destination.sin_port);
+  write_frame(f, 0, datagram.size(), capture_frame_);
+  capture_->write(realtime_ns(), a, std::span(capture_frame_).subspan(kFrameHeaderBytes));
 }
 
 void UdpHost::account(int p, const TxOutcome& outcome) {
@@ -364,6 +403,7 @@ size_t UdpHost::transmit(int p, Instant now, size_t budget) {
     ++produced;
     Route r;
     if (!route(p, meta, r) || impair(p, now, r, space.first(n))) continue;
+    if (capture_ != nullptr) capture_sent(p, r, space.first(n));
     tx_add(p, r, n, now, outcome);
   }
   tx_flush(p, outcome);
@@ -395,6 +435,7 @@ bool UdpHost::release_delayed(Instant now) {
       const std::span<uint8_t> space = tx_space(d.plane);
       if (space.size() >= d.bytes.size()) {  // else lost, as a datagram the kernel refused
         std::memcpy(space.data(), d.bytes.data(), d.bytes.size());
+        if (capture_ != nullptr) capture_sent(d.plane, d.route, space.first(d.bytes.size()));
         tx_add(d.plane, d.route, d.bytes.size(), now, outcome);
         tx_flush(d.plane, outcome);
       } else {

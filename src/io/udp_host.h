@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/endpoint.h"
+#include "io/pcap.h"
 #include "io/udp_batch.h"
 #include "io/xdp_link.h"
 #include "util/prng.h"
@@ -171,6 +172,10 @@ class UdpHost {
   UdpPlaneStats plane_stats(int plane) const;
   // Takes a plane down or up now (as the impairment schedule does).
   void set_plane_up(int plane, bool up);
+  // Writes every datagram sent (as it leaves, after the impairments) and received into
+  // `capture` (null: stop), with the addresses it had on the wire; with the xdp backend the
+  // RoCEv2 ICRC its link writes. The writer must outlive the capture.
+  void set_capture(PcapWriter* capture) { capture_ = capture; }
 
  private:
   struct Plane {
@@ -223,6 +228,7 @@ class UdpHost {
   void apply_flaps(Instant now);
   void check_links(Instant now);
   void update_plane(int plane);
+  void capture_sent(int plane, const Route& route, std::span<uint8_t> datagram);
 
   UdpHostConfig config_;
   std::unique_ptr<Endpoint> endpoint_;
@@ -247,6 +253,8 @@ class UdpHost {
   void note_round(Instant start, Instant end, bool busy);
   TxBatch tx_;
   RxBatch rx_;
+  PcapWriter* capture_ = nullptr;
+  std::vector<uint8_t> capture_frame_;  // scratch: the xdp backend's frame, for its ICRC
 };
 
 }  // namespace mrc::io

@@ -3,12 +3,14 @@
 //   mrc perf --server | --client ADDRESS [options]   (see tools/perf.h)
 //   mrc allreduce-perf (alias coll-perf) [--coll C] [-b -e -f] [--ranks N | --rank R ...]
 //                                                   (see tools/coll_perf.h)
+//   mrc decode FILE.pcap [--port P] [--json] [--brief] [--limit N]   (see tools/decode.h)
 // GCC 12 at -O2 reports a false -Wnull-dereference inside std::string as CLI11's parsing is
 // inlined into main(); nothing here dereferences a null pointer.
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
 
 #include "tools/coll_perf.h"
+#include "tools/decode.h"
 #include "tools/huge_pages.h"
 #include "tools/perf.h"
 #include "tools/sim_cli.h"
@@ -40,6 +42,9 @@ int main(int argc, char** argv) {
   coll_perf->alias("coll-perf");
   mrc::tools::CollPerfOptions coll_perf_options;
   mrc::tools::add_coll_perf_options(*coll_perf, coll_perf_options);
+  CLI::App* decode = app.add_subcommand("decode", "the MRC packets of a capture (pcap, pcapng), field by field, ICRC checked");
+  mrc::tools::DecodeToolOptions decode_options;
+  mrc::tools::add_decode_options(*decode, decode_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -55,5 +60,6 @@ int main(int argc, char** argv) {
   }
   if (perf->parsed()) return mrc::tools::run_perf(perf_options);
   if (coll_perf->parsed()) return mrc::tools::run_coll_perf(coll_perf_options);
+  if (decode->parsed()) return mrc::tools::run_decode(decode_options);
   return 0;
 }

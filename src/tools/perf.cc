@@ -186,6 +186,14 @@ class PerfSide {
     }
   }
   uint64_t slot_bytes() const { return slot_bytes_; }
+  // --pcap: what the capture holds, for the summary ("" without one).
+  std::string capture_note() const {
+    if (!capture_) return "";
+    std::string note = "capture: " + std::to_string(capture_->records()) + " datagrams in " + o_.pcap;
+    if (capture_->full())
+      note += " (then " + std::to_string(capture_->dropped()) + " not written: --pcap-max-mib " + std::to_string(o_.pcap_max_mib) + " reached)";
+    return note;
+  }
   // The engines' endpoint counters (datagrams that reached no QP: malformed, bad ICRC, unknown
   // QPN), summed over the shards, each read under its shard's lock.
   EndpointStats endpoint_stats() const {
@@ -216,6 +224,7 @@ class PerfSide {
   const PerfOptions& o_;
   bool server_;
   MetricsServer* metrics_ = nullptr;  // --metrics-port: refreshed from step()
+  std::unique_ptr<io::PcapWriter> capture_;   // --pcap; outlives the devices, which write into it
   std::unique_ptr<io::DeviceGroup> devices_;  // shard 0 driven by step(), the others by threads
   uint32_t pd_ = 0;
   std::vector<CompletionQueue*> cqs_;  // one per shard
@@ -292,6 +301,18 @@ bool PerfSide::open(std::string& error) {
     return false;
   }
   devices_ = std::move(devices.value());
+  if (!o_.pcap.empty()) {
+    auto writer = io::PcapWriter::open(o_.pcap, o_.pcap_max_mib << 20);
+    if (!writer.ok()) {
+      error = "--pcap: " + writer.error();
+      return false;
+    }
+    capture_ = std::move(writer.value());
+    for (uint32_t s = 0; s < devices_->size(); ++s) {
+      std::lock_guard lock(devices_->shard(s).lock());
+      devices_->shard(s).host().set_capture(capture_.get());
+    }
+  }
   pd_ = devices_->alloc_pd();
   for (uint32_t s = 0; s < devices_->size(); ++s) cqs_.push_back(devices_->shard(s).create_cq(1 << 16));
   posted_.assign(devices_->size(), 0);
@@ -668,6 +689,7 @@ void print_summary(const json& r) {
   uint64_t refused = r["summary"]["unknown_qp"].get<uint64_t>();
   for (const auto& [name, n] : r["summary"]["decode_errors"].items()) refused += n.get<uint64_t>();
   for (const auto& [name, n] : r["summary"]["drops"].items()) refused += n.get<uint64_t>();
+  if (!r["capture"].get<std::string>().empty()) std::printf("%s\n", r["capture"].get<std::string>().c_str());
   std::printf("datagrams refused: %llu", static_cast<unsigned long long>(refused));
   for (const auto& [name, n] : r["summary"]["decode_errors"].items())
     std::printf(" %s=%llu", name.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
@@ -695,7 +717,8 @@ json result_json(PerfSide& side, Reporter& rep, const char* role, uint64_t size,
           {"messages_per_s", seconds > 0 ? static_cast<double>(side.messages_sent() + side.messages_received()) / seconds : 0.0},
           {"latency_us", {{"p50", percentile(lat, 0.50)}, {"p99", percentile(lat, 0.99)}, {"p999", percentile(lat, 0.999)}}},
           {"bytes_verified", side.bytes_verified()}, {"mismatches", side.mismatches()},
-          {"error_completions", side.send_errors()}, {"intervals", intervals}, {"summary", plane_and_ev_summary(side)}};
+          {"error_completions", side.send_errors()}, {"intervals", intervals}, {"summary", plane_and_ev_summary(side)},
+          {"capture", side.capture_note()}};
 }
 
 // Steps `side` until `done()`, the deadline, or a queue pair failing; false unless done().
@@ -893,6 +916,8 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
                  "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP on the planes' interfaces, writing whole "
                  "RoCEv2 frames; root only; datagrams up to 3798 bytes, or the interface MTU)")
       ->check(CLI::IsMember({"udp", "xdp"}));
+  app.add_option("--pcap", o.pcap, "write every datagram sent and received to this capture file (pcap; read it with mrc decode, tshark)");
+  app.add_option("--pcap-max-mib", o.pcap_max_mib, "stop capturing after this many MiB (default 256)")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   app.add_option("--metrics-port", o.metrics_port, "serve Prometheus metrics at http://BIND:PORT/metrics (default 0: off)");
   app.add_option("--metrics-bind", o.metrics_bind, "address for --metrics-port (default 127.0.0.1)");
 }

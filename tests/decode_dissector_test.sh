@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Seeing packets: `mrc perf --pcap` captures a transfer with retransmissions, `mrc decode` reads
+# it (every datagram MRC, every ICRC good, data, SACKs and retransmissions there), and the
+# Wireshark dissector (tools/wireshark/mrc.lua, under tshark) decodes the same packets to the
+# same opcodes and PSNs. Then bad captures: cut short, not a capture at all, missing.
+# Usage: decode_dissector_test.sh PATH_TO_MRC SOURCE_DIR. Skips (77) the tshark half without
+# tshark (scripts/install-deps.sh installs it).
+set -u
+MRC=$1 SRC=$2
+fail() { echo "FAIL: $*"; exit 1; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+port=$((21000 + RANDOM % 500))
+"$MRC" perf --server --oob-port $port --port 4871 --ev-port-base 58000 --planes 127.0.0.1,127.0.0.2 > "$dir/server.txt" 2>&1 &
+srv=$!
+"$MRC" perf --client 127.0.0.1 --oob-port $port --port 4872 --ev-port-base 58600 --planes 127.0.0.1,127.0.0.2 \
+  --bytes 4M --size 256K --drop 0.02 --verify --pcap "$dir/run.pcap" > "$dir/client.txt" 2>&1 || { cat "$dir/client.txt"; fail "perf with --pcap"; }
+wait $srv
+grep -q "^capture: [0-9]* datagrams in $dir/run.pcap" "$dir/client.txt" || fail "no capture line in perf's summary"
+
+"$MRC" decode "$dir/run.pcap" --port 4871 --json > "$dir/decode.json" || fail "mrc decode exit $?"
+/usr/bin/python3 - "$dir/decode.json" "$dir/ours.txt" <<'PY' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+s, packets = d["summary"], d["packets"]
+def fail(why): print("FAIL:", why); sys.exit(1)
+if s["mrc_packets"] == 0 or s["mrc_packets"] != len(packets): fail(f"summary {s}")
+if s["undecodable"] or s["bad_icrc"] or s["other_udp"]: fail(f"capture of a clean run has bad packets: {s}")
+ops = s["by_opcode"]
+for need in ("WRITE_FIRST", "WRITE_MIDDLE", "WRITE_LAST_IMM", "SACK"):
+    if ops.get(need, 0) == 0: fail(f"no {need} in {ops}")
+if not any(p["headers"]["bth"]["rtx"] for p in packets): fail("2 % drop and no retransmission captured")
+if any(p["icrc"] != "ok (udp)" for p in packets): fail("an ICRC not the udp datapath's")
+with open(sys.argv[2], "w") as out:
+    for p in packets:
+        b = p["headers"]["bth"]
+        out.write(f'{p["record"]} {int(b["opcode"], 16)} {b["psn"]} {int(b["rtx"])}\n')
+print(f"ok: mrc decode: {s['mrc_packets']} packets, {ops}")
+PY
+
+# Bad input: a capture cut inside a record, a file that is no capture, a missing file.
+head -c $(( $(stat -c %s "$dir/run.pcap") - 100 )) "$dir/run.pcap" > "$dir/cut.pcap"
+out=$("$MRC" decode "$dir/cut.pcap" --brief 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "runs past the end of the file" || fail "cut capture: rc=$rc $(echo "$out" | tail -2)"
+head -c 5000 /dev/urandom > "$dir/noise.pcap"
+out=$("$MRC" decode "$dir/noise.pcap" 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "not a pcap or pcapng file" || fail "noise: rc=$rc $out"
+"$MRC" decode "$dir/missing.pcap" > /dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "missing file: rc=$rc"
+echo "ok: bad captures refused with a reason"
+
+if ! command -v tshark > /dev/null; then
+  echo "SKIP: tshark is not installed (scripts/install-deps.sh installs it): the dissector is not checked"
+  exit 77
+fi
+tshark -X "lua_script:$SRC/tools/wireshark/mrc.lua" -r "$dir/run.pcap" -Y mrc -T fields \
+  -e frame.number -e mrc.opcode -e mrc.psn -e mrc.rtx -e mrc.icrc.status -e _ws.expert.message 2> "$dir/tshark.err" > "$dir/tshark.txt" \
+  || { cat "$dir/tshark.err"; fail "tshark exit $?"; }
+grep -v "Running as" "$dir/tshark.err" | grep -qi "error" && { cat "$dir/tshark.err"; fail "tshark reported an error"; }
+/usr/bin/python3 - "$dir/tshark.txt" "$dir/ours.txt" <<'PY' || exit 1
+import sys
+def fail(why): print("FAIL:", why); sys.exit(1)
+theirs = []
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t")
+    if len(f) < 5: fail(f"short tshark line {line!r}")
+    if f[4] != "good (UDP datapath CRC-32)": fail(f"dissector ICRC status {f[4]!r} in {line!r}")
+    if len(f) > 5 and f[5]: fail(f"dissector expert info {f[5]!r} in {line!r}")
+    rtx = 1 if f[3] in ("1", "True") else 0
+    theirs.append(f"{int(f[0])} {int(f[1], 16)} {int(f[2])} {rtx}")
+ours = [l.strip() for l in open(sys.argv[2])]
+if theirs != ours:
+    diff = [(a, b) for a, b in zip(theirs, ours) if a != b][:5]
+    fail(f"tshark and mrc decode disagree: {len(theirs)} vs {len(ours)} packets, first differences {diff}")
+print(f"ok: the dissector decodes the same {len(theirs)} packets to the same opcodes, PSNs and flags")
+PY
