@@ -126,7 +126,7 @@ void check_reduce_scatter(Communicator& c, int rank, int ranks) {
               full.begin() + static_cast<ptrdiff_t>(rank * count * e),
               full.begin() + static_cast<ptrdiff_t>((rank + 1) * count * e));
           Guarded buffer(in_place ? input.size() : count * e);
-          if (in_place) std::memcpy(buffer.data(), input.data(), input.size());
+          if (in_place && !input.empty()) std::memcpy(buffer.data(), input.data(), input.size());
           uint8_t* out = buffer.data() + (in_place ? rank * count * e : 0);
           auto r = c.reduce_scatter(in_place ? buffer.data() : input.data(), out, count, t, op);
           const std::string name = what("reduce_scatter", t, op, count, in_place, rank);
@@ -148,7 +148,7 @@ void check_all_gather(Communicator& c, int rank, int ranks) {
         }
         const std::vector<uint8_t> input = make_input(t, ReduceOp::kMin, rank, count);
         Guarded out(want.size());
-        if (in_place) std::memcpy(out.data() + rank * count * e, input.data(), input.size());
+        if (in_place && !input.empty()) std::memcpy(out.data() + rank * count * e, input.data(), input.size());
         auto r = c.all_gather(in_place ? out.data() + rank * count * e : input.data(), out.data(),
                               count, t);
         const std::string name = what("all_gather", t, ReduceOp::kMin, count, in_place, rank);
@@ -176,7 +176,7 @@ void check_broadcast_and_reduce(Communicator& c, int rank, int ranks) {
           for (ReduceOp op : kAllReduceOps) {
             const std::vector<uint8_t> mine = make_input(t, op, rank, count, 5);
             Guarded reduced(mine.size());
-            if (in_place) std::memcpy(reduced.data(), mine.data(), mine.size());
+            if (in_place && !mine.empty()) std::memcpy(reduced.data(), mine.data(), mine.size());
             auto rr = c.reduce(in_place ? reduced.data() : mine.data(), reduced.data(), count, t,
                                op, root);
             name = what("reduce", t, op, count, in_place, rank) + " root=" + std::to_string(root);

@@ -175,9 +175,10 @@ TEST(Engine, TaggedQpnsMustMatchExactly) {
   EXPECT_EQ(first->qpn().value & 0x7FF, Endpoint::kFirstQpn);  // 1024 QPs: 11 index bits
   EXPECT_EQ(e.qp(Qpn(Endpoint::kFirstQpn)), nullptr);           // the index without its tag
   EXPECT_EQ(e.qp(Qpn(first->qpn().value ^ (1u << 20))), nullptr);
-  EXPECT_TRUE(e.destroy_qp(first->qpn()).ok());
-  EXPECT_EQ(e.qp(first->qpn()), nullptr);
-  EXPECT_FALSE(e.destroy_qp(first->qpn()).ok());
+  const Qpn destroyed = first->qpn();  // `first` is gone once destroyed
+  EXPECT_TRUE(e.destroy_qp(destroyed).ok());
+  EXPECT_EQ(e.qp(destroyed), nullptr);
+  EXPECT_FALSE(e.destroy_qp(destroyed).ok());
 }
 
 }  // namespace

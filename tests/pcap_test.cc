@@ -136,7 +136,8 @@ TEST(Pcap, CutAndCorruptCapturesEndWithAReason) {
     for (int i = 0; i < 4; ++i) w->write(0, addresses("1.1.1.1", 1, "2.2.2.2", 2), datagram);
   }
   std::vector<uint8_t> bytes = file_bytes(path);
-  bytes.resize(bytes.size() - 50);
+  ASSERT_GT(bytes.size(), 50u);
+  bytes.erase(bytes.end() - 50, bytes.end());
   write_file(path, bytes);
   auto r = reader(path);
   ASSERT_NE(r, nullptr);

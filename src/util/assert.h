@@ -4,7 +4,8 @@
 // the failing expression and location, in every build type, because continuing on a corrupted
 // transport state could write outside a registered memory region. Bad input from the network is
 // never asserted on: it is an operating error, dropped and counted by the caller.
-// MRC_DASSERT is for O(n) checks and is compiled only in debug/sanitizer builds.
+// MRC_DASSERT is for O(n) checks: compiled where NDEBUG is not defined (the debug and
+// asan-ubsan presets), left out of the release preset (-DNDEBUG).
 #pragma once
 
 #include <cstdio>
