@@ -26,10 +26,10 @@ namespace mrc {
 namespace {
 
 constexpr uint32_t kPayload = 4096;
-constexpr int kBatch = 64;                  // packets per timed section
-constexpr int kAckEvery = 4;                // one SACK per 4 packets, as the responder default
-constexpr Duration kPacketGap{330};         // 4 KiB at ~100 Gbit/s
-constexpr uint64_t kWrBytes = 1u << 20;     // one send work request: 256 packets
+constexpr int kBatch = 64;               // packets per timed section
+constexpr int kAckEvery = 4;             // one SACK per 4 packets, as the responder default
+constexpr Duration kPacketGap{330};      // 4 KiB at ~100 Gbit/s
+constexpr uint64_t kWrBytes = 1u << 20;  // one send work request: 256 packets
 constexpr int kWrsOutstanding = 8;
 
 using Clock = std::chrono::steady_clock;
@@ -75,7 +75,8 @@ class SendRig {
     const uint32_t pd = endpoint_.memory().alloc_pd();
     cq_ = endpoint_.create_cq(256);
     qp_ = endpoint_.create_qp(bench_config(), pd, cq_, cq_).value();
-    mr_ = endpoint_.memory().register_region(pd, source_.data(), kWrBytes, kAccessLocalWrite).value();
+    mr_ =
+        endpoint_.memory().register_region(pd, source_.data(), kWrBytes, kAccessLocalWrite).value();
     (void)qp_->to_init();
     (void)qp_->to_rtr(RtrAttributes{Qpn(0x100), Psn(0)});
     (void)qp_->to_rts(RtsAttributes{Psn(0)});
@@ -196,8 +197,12 @@ void send_path(benchmark::State& state, bool time_sacks) {
   report(state, seconds, packets);
 }
 
-void BM_EngineSend4K(benchmark::State& state) { send_path(state, false); }
-void BM_EngineSend4K_with_sacks(benchmark::State& state) { send_path(state, true); }
+void BM_EngineSend4K(benchmark::State& state) {
+  send_path(state, false);
+}
+void BM_EngineSend4K_with_sacks(benchmark::State& state) {
+  send_path(state, true);
+}
 BENCHMARK(BM_EngineSend4K)->UseManualTime();
 BENCHMARK(BM_EngineSend4K_with_sacks)->UseManualTime();
 
@@ -213,7 +218,8 @@ class ReceiveRig {
     cq_ = endpoint_.create_cq(256);
     qp_ = endpoint_.create_qp(bench_config(), pd, cq_, cq_).value();
     mr_ = endpoint_.memory()
-              .register_region(pd, target_.data(), kBatch * kPayload, kAccessLocalWrite | kAccessRemoteWrite)
+              .register_region(pd, target_.data(), kBatch * kPayload,
+                               kAccessLocalWrite | kAccessRemoteWrite)
               .value();
     build_packets();
     recycle();
@@ -224,7 +230,7 @@ class ReceiveRig {
   void build_packets() {
     for (int k = 0; k < kBatch; ++k) {
       wire::DataHeader h;
-      h.bth.opcode = k == 0 ? wire::Opcode::kWriteFirst
+      h.bth.opcode = k == 0            ? wire::Opcode::kWriteFirst
                      : k == kBatch - 1 ? wire::Opcode::kWriteLast
                                        : wire::Opcode::kWriteMiddle;
       h.bth.dest_qp = qp_->qpn();
@@ -263,7 +269,9 @@ class ReceiveRig {
     while (endpoint_.poll_transmit(now_, PlaneId(0), sack_out_, meta) > 0) ++sacks_;
   }
 
-  bool batch_placed() const { return qp_->stats().data_packets_received - placed_before_ == kBatch; }
+  bool batch_placed() const {
+    return qp_->stats().data_packets_received - placed_before_ == kBatch;
+  }
 
  private:
   Endpoint endpoint_{EndpointConfig{1, 4, 4, 2}};
@@ -300,8 +308,12 @@ void receive_path(benchmark::State& state, bool time_sacks) {
   report(state, seconds, packets);
 }
 
-void BM_EngineReceive4K(benchmark::State& state) { receive_path(state, false); }
-void BM_EngineReceive4K_with_sacks(benchmark::State& state) { receive_path(state, true); }
+void BM_EngineReceive4K(benchmark::State& state) {
+  receive_path(state, false);
+}
+void BM_EngineReceive4K_with_sacks(benchmark::State& state) {
+  receive_path(state, true);
+}
 BENCHMARK(BM_EngineReceive4K)->UseManualTime();
 BENCHMARK(BM_EngineReceive4K_with_sacks)->UseManualTime();
 

@@ -25,7 +25,9 @@ namespace {
 
 volatile sig_atomic_t g_stop = 0;  // SIGTERM/SIGINT: stop sampling, print what was taken
 
-void on_signal(int) { g_stop = 1; }
+void on_signal(int) {
+  g_stop = 1;
+}
 
 int64_t now_ns(clockid_t clock) {
   timespec ts{};
@@ -58,16 +60,20 @@ int main(int argc, char** argv) {
   std::vector<std::string> names;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--interval-us" && i + 1 < argc) interval_us = std::atol(argv[++i]);
-    else if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
-    else if (!a.empty() && a[0] != '-') names.push_back(a);
+    if (a == "--interval-us" && i + 1 < argc)
+      interval_us = std::atol(argv[++i]);
+    else if (a == "--seconds" && i + 1 < argc)
+      seconds = std::atof(argv[++i]);
+    else if (!a.empty() && a[0] != '-')
+      names.push_back(a);
     else {
       std::fprintf(stderr, "usage: netdev_sample [--interval-us US] [--seconds S] IFNAME...\n");
       return 2;
     }
   }
   if (names.empty() || interval_us < 100) {
-    std::fprintf(stderr, "netdev_sample: name at least one interface; --interval-us at least 100\n");
+    std::fprintf(stderr,
+                 "netdev_sample: name at least one interface; --interval-us at least 100\n");
     return 2;
   }
   const int fd = open("/proc/net/dev", O_RDONLY | O_CLOEXEC);
@@ -79,7 +85,7 @@ int main(int argc, char** argv) {
   timespec next{};
   clock_gettime(CLOCK_MONOTONIC, &next);
   size_t taken = 0;
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;  // no SA_RESTART: the sleep returns early
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
@@ -100,7 +106,8 @@ int main(int argc, char** argv) {
   for (const std::string& n : names) std::printf(" %s", n.c_str());
   std::printf("\n");
   for (size_t s = 0; s < taken; ++s) {
-    for (size_t c = 0; c < width; ++c) std::printf(c == 0 ? "%lld" : " %lld", static_cast<long long>(table[s * width + c]));
+    for (size_t c = 0; c < width; ++c)
+      std::printf(c == 0 ? "%lld" : " %lld", static_cast<long long>(table[s * width + c]));
     std::printf("\n");
   }
   close(fd);

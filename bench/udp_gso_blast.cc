@@ -9,8 +9,9 @@
 // into --segment-sized datagrams). There is no reliability, pacing or flow control: it is the
 // most a single UDP sender can push, not a transport. The receiver counts datagrams with
 // recvmmsg (64 per call, no UDP_GRO, so one datagram per skb as mrc receives them) from the
-// first datagram until --idle-ms pass without one (--gro: with UDP_GRO, a burst per buffer). Both print one JSON line with their counts,
-// rate and CPU time (getrusage). Not linked into the engine; plain POSIX.
+// first datagram until --idle-ms pass without one (--gro: with UDP_GRO, a burst per buffer). Both
+// print one JSON line with their counts, rate and CPU time (getrusage). Not linked into the engine;
+// plain POSIX.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
@@ -48,17 +49,22 @@ sockaddr_in parse_address(const std::string& text, uint16_t default_port) {
   sa.sin_family = AF_INET;
   const size_t colon = text.find(':');
   const std::string host = text.substr(0, colon);
-  sa.sin_port = htons(colon == std::string::npos ? default_port : static_cast<uint16_t>(std::atoi(text.c_str() + colon + 1)));
+  sa.sin_port = htons(colon == std::string::npos
+                          ? default_port
+                          : static_cast<uint16_t>(std::atoi(text.c_str() + colon + 1)));
   if (inet_pton(AF_INET, host.c_str(), &sa.sin_addr) != 1) die("not an IPv4 address: " + text);
   return sa;
 }
 
-double cpu_seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; }
+double cpu_seconds(const timeval& tv) {
+  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+}
 
 void print_rusage_tail() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  std::printf(", \"cpu_user_s\": %.3f, \"cpu_sys_s\": %.3f}\n", cpu_seconds(ru.ru_utime), cpu_seconds(ru.ru_stime));
+  std::printf(", \"cpu_user_s\": %.3f, \"cpu_sys_s\": %.3f}\n", cpu_seconds(ru.ru_utime),
+              cpu_seconds(ru.ru_stime));
 }
 
 int open_socket(const sockaddr_in& bind_to) {
@@ -74,14 +80,16 @@ int open_socket(const sockaddr_in& bind_to) {
   return fd;
 }
 
-int run_send(const sockaddr_in& local, const sockaddr_in& to, int segment, double duration_s, int per_call) {
+int run_send(const sockaddr_in& local, const sockaddr_in& to, int segment, double duration_s,
+             int per_call) {
   const int fd = open_socket(local);
   if (segment < 64 || segment > 8972) die("--segment must be 64..8972 bytes");
   int segments = per_call > 0 ? per_call : 65000 / segment;  // one call stays under 64 KB
   if (segments < 1) segments = 1;
   if (segments > 1 && setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &segment, sizeof segment) != 0)
     die(std::string("UDP_SEGMENT: ") + std::strerror(errno) + " (kernel without UDP GSO?)");
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) die(std::string("connect: ") + std::strerror(errno));
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0)
+    die(std::string("connect: ") + std::strerror(errno));
   std::vector<uint8_t> buffer(static_cast<size_t>(segment) * static_cast<size_t>(segments));
   for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<uint8_t>(i * 131 + 7);
   uint64_t calls = 0, bytes = 0, errors = 0;
@@ -99,11 +107,14 @@ int run_send(const sockaddr_in& local, const sockaddr_in& to, int segment, doubl
     }
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("{\"role\": \"send\", \"segment\": %d, \"segments_per_call\": %d, \"calls\": %llu, \"errors\": %llu, "
-              "\"bytes\": %llu, \"datagrams\": %llu, \"seconds\": %.6f, \"gbit_per_s\": %.4f",
-              segment, segments, static_cast<unsigned long long>(calls), static_cast<unsigned long long>(errors),
-              static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(bytes / static_cast<uint64_t>(segment)), seconds,
-              static_cast<double>(bytes) * 8 / seconds / 1e9);
+  std::printf(
+      "{\"role\": \"send\", \"segment\": %d, \"segments_per_call\": %d, \"calls\": %llu, "
+      "\"errors\": %llu, "
+      "\"bytes\": %llu, \"datagrams\": %llu, \"seconds\": %.6f, \"gbit_per_s\": %.4f",
+      segment, segments, static_cast<unsigned long long>(calls),
+      static_cast<unsigned long long>(errors), static_cast<unsigned long long>(bytes),
+      static_cast<unsigned long long>(bytes / static_cast<uint64_t>(segment)), seconds,
+      static_cast<double>(bytes) * 8 / seconds / 1e9);
   print_rusage_tail();
   close(fd);
   return 0;
@@ -116,7 +127,8 @@ uint64_t datagrams_in(mmsghdr& m) {
     if (c->cmsg_level != IPPROTO_UDP || c->cmsg_type != UDP_GRO) continue;
     int segment = 0;
     std::memcpy(&segment, CMSG_DATA(c), sizeof segment);
-    if (segment > 0) return (m.msg_len + static_cast<unsigned>(segment) - 1) / static_cast<unsigned>(segment);
+    if (segment > 0)
+      return (m.msg_len + static_cast<unsigned>(segment) - 1) / static_cast<unsigned>(segment);
   }
   return 1;
 }
@@ -165,18 +177,23 @@ int run_recv(const sockaddr_in& local, int idle_ms, double max_seconds, bool gro
     if (now > give_up) break;
   }
   const double seconds = started ? std::chrono::duration<double>(last - first).count() : 0;
-  std::printf("{\"role\": \"recv\", \"calls\": %llu, \"bytes\": %llu, \"datagrams\": %llu, \"seconds\": %.6f, \"gbit_per_s\": %.4f",
-              static_cast<unsigned long long>(calls), static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(datagrams),
-              seconds, seconds > 0 ? static_cast<double>(bytes) * 8 / seconds / 1e9 : 0.0);
+  std::printf(
+      "{\"role\": \"recv\", \"calls\": %llu, \"bytes\": %llu, \"datagrams\": %llu, \"seconds\": "
+      "%.6f, \"gbit_per_s\": %.4f",
+      static_cast<unsigned long long>(calls), static_cast<unsigned long long>(bytes),
+      static_cast<unsigned long long>(datagrams), seconds,
+      seconds > 0 ? static_cast<double>(bytes) * 8 / seconds / 1e9 : 0.0);
   print_rusage_tail();
   close(fd);
   return datagrams > 0 ? 0 : 1;
 }
 
 void usage() {
-  std::fprintf(stderr,
-               "usage: udp_gso_blast send --bind IP --to IP:PORT [--segment BYTES] [--duration S] [--per-call N]\n"
-               "       udp_gso_blast recv --bind IP:PORT [--idle-ms MS] [--max-seconds S] [--gro]\n");
+  std::fprintf(
+      stderr,
+      "usage: udp_gso_blast send --bind IP --to IP:PORT [--segment BYTES] [--duration S] "
+      "[--per-call N]\n"
+      "       udp_gso_blast recv --bind IP:PORT [--idle-ms MS] [--max-seconds S] [--gro]\n");
 }
 
 }  // namespace
@@ -194,20 +211,30 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) die(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--bind") bind_text = value();
-    else if (a == "--to") to_text = value();
-    else if (a == "--segment") segment = std::atoi(value().c_str());
-    else if (a == "--duration") duration = std::atof(value().c_str());
-    else if (a == "--per-call") per_call = std::atoi(value().c_str());
-    else if (a == "--idle-ms") idle_ms = std::atoi(value().c_str());
-    else if (a == "--max-seconds") max_seconds = std::atof(value().c_str());
-    else if (a == "--gro") gro = true;
-    else return usage(), 2;
+    if (a == "--bind")
+      bind_text = value();
+    else if (a == "--to")
+      to_text = value();
+    else if (a == "--segment")
+      segment = std::atoi(value().c_str());
+    else if (a == "--duration")
+      duration = std::atof(value().c_str());
+    else if (a == "--per-call")
+      per_call = std::atoi(value().c_str());
+    else if (a == "--idle-ms")
+      idle_ms = std::atoi(value().c_str());
+    else if (a == "--max-seconds")
+      max_seconds = std::atof(value().c_str());
+    else if (a == "--gro")
+      gro = true;
+    else
+      return usage(), 2;
   }
   if (bind_text.empty()) return usage(), 2;
   if (mode == "send") {
     if (to_text.empty()) return usage(), 2;
-    return run_send(parse_address(bind_text, 0), parse_address(to_text, 9000), segment, duration, per_call);
+    return run_send(parse_address(bind_text, 0), parse_address(to_text, 9000), segment, duration,
+                    per_call);
   }
   if (mode == "recv") return run_recv(parse_address(bind_text, 9000), idle_ms, max_seconds, gro);
   return usage(), 2;

@@ -50,7 +50,8 @@ TEST(Api, WriteWithImmediateBetweenTwoContexts) {
   auto [cqa, cqb, qa, qb] = connect_pair(ca, pa, cb, pb);
   ASSERT_TRUE(qb->post_recv(42).ok());
   const Sge sge{src_mr.address, static_cast<uint32_t>(src.size()), src_mr.lkey};
-  ASSERT_TRUE(qa->post_write_imm(7, std::span(&sge, 1), dst_mr.address, dst_mr.rkey, 0xC0FFEE).ok());
+  ASSERT_TRUE(
+      qa->post_write_imm(7, std::span(&sge, 1), dst_mr.address, dst_mr.rkey, 0xC0FFEE).ok());
   Completion wc[4];
   size_t got_b = 0, got_a = 0;
   for (int i = 0; i < 200 && (got_b == 0 || got_a == 0); ++i) {
@@ -86,10 +87,14 @@ TEST(Api, CallerDrivenProgressHandsBackToTheThread) {
   for (size_t i = 0; i < src_b.size(); ++i) src_b[i] = static_cast<uint8_t>(i * 7 + 1);
   for (size_t i = 0; i < src_a.size(); ++i) src_a[i] = static_cast<uint8_t>(i * 11 + 3);
   const uint32_t pa = ca.alloc_pd(), pb = cb.alloc_pd();
-  const auto dst_a_mr = ca.register_memory(pa, dst_a.data(), dst_a.size(), kAccessRemoteWrite).value();
-  const auto src_a_mr = ca.register_memory(pa, src_a.data(), src_a.size(), kAccessLocalWrite).value();
-  const auto src_b_mr = cb.register_memory(pb, src_b.data(), src_b.size(), kAccessLocalWrite).value();
-  const auto dst_b_mr = cb.register_memory(pb, dst_b.data(), dst_b.size(), kAccessRemoteWrite).value();
+  const auto dst_a_mr =
+      ca.register_memory(pa, dst_a.data(), dst_a.size(), kAccessRemoteWrite).value();
+  const auto src_a_mr =
+      ca.register_memory(pa, src_a.data(), src_a.size(), kAccessLocalWrite).value();
+  const auto src_b_mr =
+      cb.register_memory(pb, src_b.data(), src_b.size(), kAccessLocalWrite).value();
+  const auto dst_b_mr =
+      cb.register_memory(pb, dst_b.data(), dst_b.size(), kAccessRemoteWrite).value();
   auto [cqa, cqb, qa, qb] = connect_pair(ca, pa, cb, pb);
   Completion wc[4];
   const auto wait_one = [&](Cq* cq) {
@@ -100,7 +105,8 @@ TEST(Api, CallerDrivenProgressHandsBackToTheThread) {
   const Sge from_b{src_b_mr.address, static_cast<uint32_t>(src_b.size()), src_b_mr.lkey};
   // 1. a's caller drives: it waits for b's write to land.
   ASSERT_TRUE(qa->post_recv(1).ok());
-  ASSERT_TRUE(qb->post_write_imm(2, std::span(&from_b, 1), dst_a_mr.address, dst_a_mr.rkey, 5).ok());
+  ASSERT_TRUE(
+      qb->post_write_imm(2, std::span(&from_b, 1), dst_a_mr.address, dst_a_mr.rkey, 5).ok());
   ASSERT_TRUE(wait_one(cqa));
   EXPECT_EQ(wc[0].wr_id, 1u);
   ASSERT_TRUE(wait_one(cqb));
@@ -114,7 +120,8 @@ TEST(Api, CallerDrivenProgressHandsBackToTheThread) {
   // 3. a posts and does not poll: its thread sends the write.
   const Sge from_a{src_a_mr.address, static_cast<uint32_t>(src_a.size()), src_a_mr.lkey};
   ASSERT_TRUE(qb->post_recv(4).ok());
-  ASSERT_TRUE(qa->post_write_imm(6, std::span(&from_a, 1), dst_b_mr.address, dst_b_mr.rkey, 9).ok());
+  ASSERT_TRUE(
+      qa->post_write_imm(6, std::span(&from_a, 1), dst_b_mr.address, dst_b_mr.rkey, 9).ok());
   ASSERT_TRUE(wait_one(cqb));
   EXPECT_EQ(wc[0].wr_id, 4u);
   EXPECT_EQ(0, std::memcmp(src_a.data(), dst_b.data(), src_a.size()));
@@ -136,8 +143,9 @@ TEST(Api, ConnectionInfoCarriesTheBackend) {
   EXPECT_EQ(parsed->backend, io::Backend::kXdp);
   EXPECT_EQ(parsed->qpn, 0x123u);
   EXPECT_EQ(parsed->planes, info.planes);
-  for (const char* bad : {"mrc1 qpn=x psn=1 planes=127.0.0.1:1", "mrc1 qpn=1 psn=99999999999 planes=127.0.0.1:1",
-                          "mrc1 qpn=1 psn=1 planes=127.0.0.1:1 backend=rdma", "mrc1 qpn=1 psn=1 planes=a backend"})
+  for (const char* bad :
+       {"mrc1 qpn=x psn=1 planes=127.0.0.1:1", "mrc1 qpn=1 psn=99999999999 planes=127.0.0.1:1",
+        "mrc1 qpn=1 psn=1 planes=127.0.0.1:1 backend=rdma", "mrc1 qpn=1 psn=1 planes=a backend"})
     EXPECT_FALSE(ConnectionInfo::parse(bad).ok()) << bad;
 
   ContextOptions o = options(7);
@@ -148,7 +156,8 @@ TEST(Api, ConnectionInfoCarriesTheBackend) {
   Qp* qp = ctx.value()->create_qp(ctx.value()->alloc_pd(), cq, cq).value();
   auto refused = qp->connect(info);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("the peer uses the xdp backend and this context the udp backend"),
+  EXPECT_NE(refused.error().message.find(
+                "the peer uses the xdp backend and this context the udp backend"),
             std::string::npos)
       << refused.error().message;
 }
@@ -201,7 +210,11 @@ TEST(Api, UnreachablePeerFailsWithRetryExceeded) {
   std::vector<uint8_t> buf(4096);
   const auto mr = c.register_memory(pd, buf.data(), buf.size(), kAccessLocalWrite).value();
   // Nobody listens on these ports.
-  ASSERT_TRUE(qp->connect(ConnectionInfo{0x100, 5, {"127.0.0.1:24999", "127.0.0.2:24999", "127.0.0.3:24999", "127.0.0.4:24999"}}).ok());
+  ASSERT_TRUE(qp->connect(ConnectionInfo{0x100,
+                                         5,
+                                         {"127.0.0.1:24999", "127.0.0.2:24999", "127.0.0.3:24999",
+                                          "127.0.0.4:24999"}})
+                  .ok());
   const Sge sge{mr.address, 4096, mr.lkey};
   ASSERT_TRUE(qp->post_write(9, std::span(&sge, 1), 0x1000, 1).ok());
   Completion wc[2];
@@ -229,7 +242,8 @@ TEST(Api, QpnsAndInitialPsnsAreUnpredictable) {
     Context& c = side == 0 ? *a.value() : *b.value();
     Cq* cq = c.create_cq(16);
     const uint32_t pd = c.alloc_pd();
-    for (int q = 0; q < 4; ++q) infos[side].push_back(c.create_qp(pd, cq, cq).value()->local_info());
+    for (int q = 0; q < 4; ++q)
+      infos[side].push_back(c.create_qp(pd, cq, cq).value()->local_info());
   }
   int sequential = 0, same_as_other_context = 0, same_psn = 0;
   for (size_t q = 0; q < 4; ++q) {

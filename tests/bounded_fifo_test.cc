@@ -2,11 +2,12 @@
 // posted receives, the transmission order). Against a std::deque over random pushes and pops:
 // FIFO order across the ring's wrap, its growth and its restart at the first entry when empty;
 // a push beyond the capacity fails and changes nothing.
+#include "util/bounded_fifo.h"
+
 #include <gtest/gtest.h>
 
 #include <deque>
 
-#include "util/bounded_fifo.h"
 #include "util/prng.h"
 
 namespace mrc {

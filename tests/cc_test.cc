@@ -11,7 +11,8 @@ namespace {
 constexpr uint32_t kMtu = 4096;
 
 // Acknowledges one MTU every `gap_ns` for `duration_ns`, each with the given RTT and ECN echo.
-Instant feed(Nscc& cc, Instant start, int64_t duration_ns, int64_t gap_ns, int64_t rtt_ns, bool ecn) {
+Instant feed(Nscc& cc, Instant start, int64_t duration_ns, int64_t gap_ns, int64_t rtt_ns,
+             bool ecn) {
   Instant now = start;
   for (int64_t t = 0; t < duration_ns; t += gap_ns) {
     now = start + Duration{t};
@@ -31,7 +32,7 @@ TEST(Nscc, GrowsProportionallyBelowTargetDelay) {
   Nscc cc(config_with_base_rtt(10'000), kMtu);
   const uint64_t before = cc.window_bytes();
   feed(cc, Instant{0}, 100'000, 1'000, 11'000, false);  // delay 1 us, target 5 us
-  EXPECT_GT(cc.window_bytes(), before + 10 * kMtu);  // ~0.2 MTU per ack here
+  EXPECT_GT(cc.window_bytes(), before + 10 * kMtu);     // ~0.2 MTU per ack here
 }
 
 TEST(Nscc, GrowsSlowlyAboveTargetWithoutEcn) {
@@ -154,7 +155,8 @@ namespace {
 // A SACK's rcv_cwnd_pen (the receiver sees an incast) makes the next trim take pen/128 of the
 // window, once per base RTT, never before an RTT sample; without it a trim takes its bytes.
 Instant ack_with_penalty(Nscc& cc, Instant now, uint8_t penalty) {
-  cc.on_ack(AckSample{.now = now, .acked_bytes = 0, .rtt = Duration{-1}, .receiver_penalty = penalty});
+  cc.on_ack(
+      AckSample{.now = now, .acked_bytes = 0, .rtt = Duration{-1}, .receiver_penalty = penalty});
   return now;
 }
 

@@ -166,9 +166,9 @@ TEST(CollectivesFaults, ADeadRankIsReportedOnEveryRank) {
   Group::run_ranks(4, [&](int rank) {
     if (rank == 2) return;
     std::vector<float> data(1 << 16, 1.0f);
-    auto r = group.comms[rank]->all_reduce(data.data(), data.data(), data.size(),
-                                           DataType::kFloat32, ReduceOp::kSum,
-                                           AllReduceAlgorithm::kRing);
+    auto r =
+        group.comms[rank]->all_reduce(data.data(), data.data(), data.size(), DataType::kFloat32,
+                                      ReduceOp::kSum, AllReduceAlgorithm::kRing);
     if (!r.ok()) errors[rank] = r.error().message;
     group.comms[rank]->abort();
   });
@@ -234,8 +234,7 @@ TEST(CollectivesFaults, TheRendezvousChecksTheWorld) {
   MemoryStore store;
   std::string errors[2];
   Group::run_ranks(2, [&](int rank) {
-    auto c = Communicator::create(store, comm_options(config(rank == 0 ? 2 : 3), rank,
-                                                      "worlds"));
+    auto c = Communicator::create(store, comm_options(config(rank == 0 ? 2 : 3), rank, "worlds"));
     ASSERT_FALSE(c.ok());
     errors[rank] = c.error().message;
   });

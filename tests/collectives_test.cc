@@ -81,7 +81,8 @@ struct Guarded {
     return true;
   }
   bool equals(const std::vector<uint8_t>& want, size_t at = 0) const {
-    return want.empty() || std::memcmp(storage.data() + at, want.data(), want.size()) == 0;  // no null data to memcmp
+    return want.empty() || std::memcmp(storage.data() + at, want.data(), want.size()) ==
+                               0;  // no null data to memcmp
   }
 };
 
@@ -148,7 +149,8 @@ void check_all_gather(Communicator& c, int rank, int ranks) {
         }
         const std::vector<uint8_t> input = make_input(t, ReduceOp::kMin, rank, count);
         Guarded out(want.size());
-        if (in_place && !input.empty()) std::memcpy(out.data() + rank * count * e, input.data(), input.size());
+        if (in_place && !input.empty())
+          std::memcpy(out.data() + rank * count * e, input.data(), input.size());
         auto r = c.all_gather(in_place ? out.data() + rank * count * e : input.data(), out.data(),
                               count, t);
         const std::string name = what("all_gather", t, ReduceOp::kMin, count, in_place, rank);

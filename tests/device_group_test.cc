@@ -5,13 +5,14 @@
 // one CQ per side, through its eventfd; bad thread counts and ports say what to change.
 //
 // Ports: UDP 6100-6199 and EV source ports 41000-47499 and 48000-49499 (no other test uses them).
+#include "io/device_group.h"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 
 #include <cstring>
 #include <set>
 
-#include "io/device_group.h"
 #include "loopback_device.h"
 #include "mrc/mrc.hpp"
 
@@ -45,11 +46,16 @@ TEST(DeviceGroup, RegionsHaveTheSameKeysInEveryShard) {
   for (uint32_t s = 0; s < 3; ++s) {
     MemoryRegionTable& table = g.shard(s).endpoint().memory();
     EXPECT_TRUE(table.pd_valid(pd));
-    EXPECT_TRUE(table.lookup_remote(rb.value().rkey, pd, rb.value().address + 100, 100).ok()) << "shard " << s;
+    EXPECT_TRUE(table.lookup_remote(rb.value().rkey, pd, rb.value().address + 100, 100).ok())
+        << "shard " << s;
   }
   ASSERT_TRUE(g.deregister(rb.value().lkey).ok());
   for (uint32_t s = 0; s < 3; ++s)
-    EXPECT_FALSE(g.shard(s).endpoint().memory().lookup_remote(rb.value().rkey, pd, rb.value().address, 1).ok());
+    EXPECT_FALSE(g.shard(s)
+                     .endpoint()
+                     .memory()
+                     .lookup_remote(rb.value().rkey, pd, rb.value().address, 1)
+                     .ok());
   EXPECT_FALSE(g.deregister(rb.value().lkey).ok());  // already gone: said, not ignored
   // A region registered in one shard alone would give the next one different keys: refused
   // everywhere, and the shards stay in step.
@@ -110,7 +116,8 @@ TEST(DeviceGroup, BadThreadCountsAndPortsSayWhatToChange) {
 namespace mrc {
 namespace {
 
-ContextOptions threaded(uint16_t port, uint16_t ev_port_base, uint32_t threads, bool caller_progress) {
+ContextOptions threaded(uint16_t port, uint16_t ev_port_base, uint32_t threads,
+                        bool caller_progress) {
   ContextOptions o;
   o.planes = {"127.0.0.1", "127.0.0.2"};
   o.port = port;
@@ -124,7 +131,9 @@ bool wait_readable(int fd, int timeout_ms) {
   pollfd p{fd, POLLIN, 0};
   return ::poll(&p, 1, timeout_ms) == 1;
 }
-bool readable(int fd) { return wait_readable(fd, 0); }
+bool readable(int fd) {
+  return wait_readable(fd, 0);
+}
 
 // 6 QPs between a context of 2 threads and one of 3 (so QP i sits in shard i % 2 on one side
 // and i % 3 on the other), each writing its own 256 KiB with an immediate; every completion
@@ -156,15 +165,19 @@ void expect_six_qps_move_verified_data(bool caller_progress, uint16_t port, uint
   }
   EXPECT_EQ(ports_b.size(), 3u);  // b's QPs listen at its 3 threads' ports
   for (size_t i = 0; i < kQps; ++i) {
-    ASSERT_TRUE(qa[i]->connect(ConnectionInfo::parse(qb[i]->local_info().to_string()).value()).ok());
-    ASSERT_TRUE(qb[i]->connect(ConnectionInfo::parse(qa[i]->local_info().to_string()).value()).ok());
+    ASSERT_TRUE(
+        qa[i]->connect(ConnectionInfo::parse(qb[i]->local_info().to_string()).value()).ok());
+    ASSERT_TRUE(
+        qb[i]->connect(ConnectionInfo::parse(qa[i]->local_info().to_string()).value()).ok());
     ASSERT_TRUE(qb[i]->post_recv(100 + i).ok());
   }
   EXPECT_FALSE(readable(cqb->event_fd()));
   for (size_t i = 0; i < kQps; ++i) {
     const Sge sge{src_mr.address + i * kBytes, static_cast<uint32_t>(kBytes), src_mr.lkey};
-    ASSERT_TRUE(qa[i]->post_write_imm(i, std::span(&sge, 1), dst_mr.address + i * kBytes, dst_mr.rkey,
-                                      static_cast<uint32_t>(0xA000 + i)).ok());
+    ASSERT_TRUE(qa[i]
+                    ->post_write_imm(i, std::span(&sge, 1), dst_mr.address + i * kBytes,
+                                     dst_mr.rkey, static_cast<uint32_t>(0xA000 + i))
+                    .ok());
   }
   std::set<uint64_t> sent, received;
   Completion wc[8];
@@ -190,7 +203,9 @@ void expect_six_qps_move_verified_data(bool caller_progress, uint16_t port, uint
   EXPECT_EQ(placed, src.size());
 }
 
-TEST(ApiThreads, SixQpsOverTwoAndThreeThreadsMoveVerifiedData) { expect_six_qps_move_verified_data(false, 6120, 46000); }
+TEST(ApiThreads, SixQpsOverTwoAndThreeThreadsMoveVerifiedData) {
+  expect_six_qps_move_verified_data(false, 6120, 46000);
+}
 
 TEST(ApiThreads, CallerDrivenProgressDrivesShardZeroAndTheThreadsTheRest) {
   expect_six_qps_move_verified_data(true, 6140, 48000);

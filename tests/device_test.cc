@@ -3,11 +3,12 @@
 // reported by tag once each time they turn non-empty, and a device that cannot open says why.
 //
 // Ports: UDP 1091-1098 and EV source ports 63000-65287 (no other test uses them).
+#include "io/device.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "io/device.h"
 #include "loopback_device.h"
 
 namespace mrc::io {
@@ -50,7 +51,9 @@ TEST(Device, ACqIsReportedOnceEachTimeItTurnsNonEmpty) {
   ASSERT_TRUE(device.ok()) << device.error();
   Device& d = *device.value();
   std::vector<uint32_t> reported;
-  d.on_completions([&](std::span<const uint32_t> tags) { reported.insert(reported.end(), tags.begin(), tags.end()); });
+  d.on_completions([&](std::span<const uint32_t> tags) {
+    reported.insert(reported.end(), tags.begin(), tags.end());
+  });
   int rounds = 0;
   d.on_round([&] { ++rounds; });
   CompletionQueue* quiet = d.create_cq(16);
@@ -89,15 +92,18 @@ TEST(Device, APortInUseNamesItsHolderAndTheSettingThatMovesIt) {
   ASSERT_TRUE(first.ok()) << first.error();
   auto same_port = Device::open(loopback_config(1097, 63400));
   ASSERT_FALSE(same_port.ok());
-  EXPECT_NE(same_port.error().find("this process already uses this port: choose another with --port"),
-            std::string::npos)
+  EXPECT_NE(
+      same_port.error().find("this process already uses this port: choose another with --port"),
+      std::string::npos)
       << same_port.error();
   DeviceConfig named = loopback_config(1098, 63000);  // its EV source ports overlap the first's
   named.ev_port_setting = "ev-ports= in the entry";
   auto same_ev_ports = Device::open(named);
   ASSERT_FALSE(same_ev_ports.ok());
-  EXPECT_NE(same_ev_ports.error().find("127.0.0.1:63000"), std::string::npos) << same_ev_ports.error();
-  EXPECT_NE(same_ev_ports.error().find("uses this EV source port: choose another with ev-ports= in the entry"),
+  EXPECT_NE(same_ev_ports.error().find("127.0.0.1:63000"), std::string::npos)
+      << same_ev_ports.error();
+  EXPECT_NE(same_ev_ports.error().find(
+                "uses this EV source port: choose another with ev-ports= in the entry"),
             std::string::npos)
       << same_ev_ports.error();
 }

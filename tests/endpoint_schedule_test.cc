@@ -116,7 +116,8 @@ TEST(QpSchedule, DeadlineIsTheEarliestOfAllQps) {
     }
     for (auto& host : hosts) {
       ASSERT_EQ(host.endpoint->next_deadline(), scanned_deadline(*host.endpoint));
-      ASSERT_EQ(host.endpoint->wants_to_send(now), scanned_wants_to_send(*host.endpoint, now)) << "step " << step;
+      ASSERT_EQ(host.endpoint->wants_to_send(now), scanned_wants_to_send(*host.endpoint, now))
+          << "step " << step;
     }
     Instant next = now + Duration{100};  // one packet per 100 ns per port
     if (!wire.empty() && wire.begin()->first < next) next = wire.begin()->first;

@@ -33,7 +33,8 @@ TEST(Engine, WritesOfManySizesArriveIntact) {
     EXPECT_EQ(done[i].status, WcStatus::kSuccess);
   }
   for (auto [start, size] : ranges) {
-    EXPECT_EQ(0, std::memcmp(pair.side[0].source.data() + start, pair.side[1].target.data() + start, size));
+    EXPECT_EQ(0, std::memcmp(pair.side[0].source.data() + start, pair.side[1].target.data() + start,
+                             size));
     if (start > 0) {
       EXPECT_EQ(pair.side[1].target[start - 1], 0);  // nothing written outside
     }
@@ -41,9 +42,9 @@ TEST(Engine, WritesOfManySizesArriveIntact) {
 }
 
 // ICRC offload (EndpointConfig::icrc_offload): packets, data and control, leave with a zero ICRC
-// field and TxMeta::icrc_deferred. A datapath that computes the ICRC, as a NIC would, gets every byte
-// through, and the one packet it corrupts afterwards is refused as bad ICRC and sent again; one
-// that vouches for the bytes (RxMeta::icrc_checked) needs no ICRC at all; one that does neither
+// field and TxMeta::icrc_deferred. A datapath that computes the ICRC, as a NIC would, gets every
+// byte through, and the one packet it corrupts afterwards is refused as bad ICRC and sent again;
+// one that vouches for the bytes (RxMeta::icrc_checked) needs no ICRC at all; one that does neither
 // has every data packet refused.
 TEST(Engine, IcrcOffloadLeavesTheIcrcToTheDatapath) {
   enum Mode { kSeal, kVouch, kNeither };
@@ -69,7 +70,8 @@ TEST(Engine, IcrcOffloadLeavesTheIcrcToTheDatapath) {
     ASSERT_TRUE(pair.write(0, 0, length, 1).ok());
     pair.run(Instant{mode == kNeither ? 2'000'000 : 100'000'000});
     const auto bad_icrc = [&](int side) {
-      return pair.side[side].endpoint->stats().decode_errors[static_cast<size_t>(wire::DecodeError::kBadIcrc)];
+      return pair.side[side].endpoint->stats().decode_errors[static_cast<size_t>(
+          wire::DecodeError::kBadIcrc)];
     };
     EXPECT_GT(data, 0u);
     EXPECT_EQ(deferred, packets);
@@ -112,10 +114,12 @@ TEST(Engine, VirtualRegionsSendTheSamePacketsAndWriteNothing) {
     ASSERT_EQ(received.size(), 1u);
     EXPECT_EQ(received[0].immediate, 7u);
     EXPECT_EQ(pair.side[1].qp->data_bytes_placed(), length);
-    const bool placed = std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), length) == 0;
+    const bool placed =
+        std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), length) == 0;
     EXPECT_EQ(placed, !virtual_payload);
     if (virtual_payload) {
-      EXPECT_TRUE(std::all_of(pair.side[1].target.begin(), pair.side[1].target.end(), [](uint8_t b) { return b == 0; }));
+      EXPECT_TRUE(std::all_of(pair.side[1].target.begin(), pair.side[1].target.end(),
+                              [](uint8_t b) { return b == 0; }));
     }
   }
   EXPECT_EQ(sizes[0], sizes[1]);
@@ -125,7 +129,8 @@ TEST(Engine, WriteWithImmediateCompletesInOrder) {
   Pair pair(2, small_config(), 1 << 20);
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(pair.side[1].qp->post_recv(500 + i).ok());
   for (int i = 0; i < 20; ++i)
-    ASSERT_TRUE(pair.write(0, static_cast<uint64_t>(i) * 10000, 9000 + i, i, true, 0xABC000 + i).ok());
+    ASSERT_TRUE(
+        pair.write(0, static_cast<uint64_t>(i) * 10000, 9000 + i, i, true, 0xABC000 + i).ok());
   pair.run(Instant{100'000'000});
   auto recv = pair.drain(1, true);
   ASSERT_EQ(recv.size(), 20u);
@@ -140,7 +145,9 @@ TEST(Engine, WriteWithImmediateCompletesInOrder) {
 TEST(Engine, RecoversFromRandomLossBothWays) {
   Pair pair(4, small_config(), 1 << 20);
   Prng prng(42);
-  pair.filter = [&](int, std::vector<uint8_t>&, RxMeta&, const TxMeta&) { return !prng.chance(0.05); };
+  pair.filter = [&](int, std::vector<uint8_t>&, RxMeta&, const TxMeta&) {
+    return !prng.chance(0.05);
+  };
   for (int i = 0; i < 8; ++i) {
     ASSERT_TRUE(pair.write(0, i * 100000ull, 100000, i).ok());
     ASSERT_TRUE(pair.write(1, i * 100000ull, 100000, i).ok());
@@ -173,7 +180,7 @@ TEST(Engine, TaggedQpnsMustMatchExactly) {
   EXPECT_EQ(e.qp(second->qpn()), second);
   EXPECT_NE(first->qpn().value >> 11, 0u) << "no tag";
   EXPECT_EQ(first->qpn().value & 0x7FF, Endpoint::kFirstQpn);  // 1024 QPs: 11 index bits
-  EXPECT_EQ(e.qp(Qpn(Endpoint::kFirstQpn)), nullptr);           // the index without its tag
+  EXPECT_EQ(e.qp(Qpn(Endpoint::kFirstQpn)), nullptr);          // the index without its tag
   EXPECT_EQ(e.qp(Qpn(first->qpn().value ^ (1u << 20))), nullptr);
   const Qpn destroyed = first->qpn();  // `first` is gone once destroyed
   EXPECT_TRUE(e.destroy_qp(destroyed).ok());

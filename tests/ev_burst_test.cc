@@ -115,7 +115,8 @@ TEST(EvBurst, LossesAreRecoveredOnOtherEvs) {
       const auto* data = std::get_if<wire::DataPacket>(&decoded.value());
       if (data == nullptr) return true;
       const uint32_t psn = data->header.bth.psn.value;
-      if (auto it = lost_on.find(psn); it != lost_on.end() && it->second == tx.ev.value) ++resent_on_same_ev;
+      if (auto it = lost_on.find(psn); it != lost_on.end() && it->second == tx.ev.value)
+        ++resent_on_same_ev;
       if (!data->header.bth.retransmit && psn % 53 == 0) {
         lost_on[psn] = tx.ev.value;
         ++dropped;
@@ -142,7 +143,9 @@ std::vector<std::pair<std::pair<uint32_t, uint32_t>, int>> turns(int k, bool bur
   CompletionQueue* cq = endpoint.create_cq(64);
   std::vector<uint8_t> source(1 << 20, 0x5a);
   const MemoryRegionInfo mr =
-      endpoint.memory().register_region(pd, source.data(), source.size(), kAccessLocalWrite).value();
+      endpoint.memory()
+          .register_region(pd, source.data(), source.size(), kAccessLocalWrite)
+          .value();
   for (uint32_t peer = 1; peer <= 2; ++peer) {
     QueuePair* qp = endpoint.create_qp(burst_config(static_cast<uint16_t>(k)), pd, cq, cq).value();
     EXPECT_TRUE(qp->to_init().ok());

@@ -1,7 +1,8 @@
 // Explicit EV lists (OCP EV mode EXP): EvSet uses exactly the listed EVs on their planes, with
-// repeats as weights (an ECN mark skips every copy for the rest of the rotation), maps echoed EVs back by value, has no backups and never regenerates;
-// QpConfig::validate refuses bad lists; two QPs given the same one-EV list send every packet
-// on that one EV (the MRC paper's "two flows forced onto one EV").
+// repeats as weights (an ECN mark skips every copy for the rest of the rotation), maps echoed EVs
+// back by value, has no backups and never regenerates; QpConfig::validate refuses bad lists; two
+// QPs given the same one-EV list send every packet on that one EV (the MRC paper's "two flows
+// forced onto one EV").
 #include <gtest/gtest.h>
 
 #include <map>
@@ -13,8 +14,12 @@
 namespace mrc {
 namespace {
 
-PlaneId plane(int p) { return PlaneId(static_cast<uint8_t>(p)); }
-ExplicitEv ev(int p, uint32_t value) { return ExplicitEv{plane(p), Ev(value)}; }
+PlaneId plane(int p) {
+  return PlaneId(static_cast<uint8_t>(p));
+}
+ExplicitEv ev(int p, uint32_t value) {
+  return ExplicitEv{plane(p), Ev(value)};
+}
 
 EvSetConfig listed(int planes, std::vector<ExplicitEv> list, uint16_t min_active = 1) {
   EvSetConfig c;
@@ -54,7 +59,7 @@ TEST(EvList, AnEvListedTwiceCarriesTwoShares) {
 
 TEST(EvList, AnEcnMarkSkipsEveryCopyForTheRestOfTheRotation) {
   EvSet evs(listed(1, {ev(0, 5), ev(0, 5), ev(0, 5), ev(0, 6)}), 4);
-  evs.on_ecn(evs.slot_of(Ev(5)));  // at the start of a rotation
+  evs.on_ecn(evs.slot_of(Ev(5)));                        // at the start of a rotation
   EXPECT_EQ(evs.slot(evs.next(plane(0))).ev.value, 6u);  // all three copies of 5 passed over
   std::map<uint32_t, int> seen;
   for (int i = 0; i < 4; ++i) ++seen[evs.slot(evs.next(plane(0))).ev.value];  // the next rotation

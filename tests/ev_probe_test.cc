@@ -13,7 +13,9 @@ namespace {
 using test::Pair;
 using test::small_config;
 
-PlaneId plane(int p) { return PlaneId(static_cast<uint8_t>(p)); }
+PlaneId plane(int p) {
+  return PlaneId(static_cast<uint8_t>(p));
+}
 
 TEST(EvProbe, AnsweredWithRttOnTheChosenEvWithoutAnyQp) {
   Pair pair(2, small_config(), 1 << 16, 1, Duration{5000});
@@ -84,13 +86,16 @@ TEST(EvProbe, LostProbeGivesNoAnswerAndIsForgotten) {
 TEST(EvProbe, BoundedProbesAndAnswers) {
   Pair pair(1, small_config(), 1 << 16);
   EvProber& prober = pair.side[0].endpoint->prober();
-  for (size_t i = 0; i < EvProber::kMaxProbes; ++i) ASSERT_TRUE(prober.probe(0, plane(0), Ev(1), static_cast<uint32_t>(i)));
+  for (size_t i = 0; i < EvProber::kMaxProbes; ++i)
+    ASSERT_TRUE(prober.probe(0, plane(0), Ev(1), static_cast<uint32_t>(i)));
   EXPECT_FALSE(prober.probe(0, plane(0), Ev(1), 999));
-  // A flood of requests at the other side: at most kMaxResponses answers wait; the rest are counted.
+  // A flood of requests at the other side: at most kMaxResponses answers wait; the rest are
+  // counted.
   EvProber& target = pair.side[1].endpoint->prober();
   wire::EndpointRequest request;
   request.op = wire::EndpointOp::kEvProbe;
-  for (size_t i = 0; i < EvProber::kMaxResponses + 10; ++i) target.on_request(Instant{0}, request, RxMeta{}, 1);
+  for (size_t i = 0; i < EvProber::kMaxResponses + 10; ++i)
+    target.on_request(Instant{0}, request, RxMeta{}, 1);
   EXPECT_EQ(target.responses_dropped(), 10u);
 }
 

@@ -2,13 +2,13 @@
 // SKIP, retirement to ASSUMED_BAD with same-plane replacement, the ev_min_active floor,
 // background probes and revival, DENIED, the mapping of echoed EVs back to slots, and the two
 // strikes before a loss retires an EV.
+#include "core/ev_set.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 #include <vector>
-
-#include "core/ev_set.h"
 
 namespace mrc {
 namespace {
@@ -25,7 +25,9 @@ EvSetConfig make_config(int planes, uint16_t active, uint16_t backups, uint16_t 
   return c;
 }
 
-PlaneId plane(int p) { return PlaneId(static_cast<uint8_t>(p)); }
+PlaneId plane(int p) {
+  return PlaneId(static_cast<uint8_t>(p));
+}
 
 // The active, usable slots of `plane`, found by asking next() for one full rotation's worth.
 std::set<uint16_t> active_slots(const EvSet& evs, PlaneId p) {
@@ -307,7 +309,8 @@ TEST(EvSet, SlotOfMapsEchoedEvsBackAndRejectsForeignValues) {
     EXPECT_EQ(evs.slot_of(Ev(ev ^ (1u << EvSet::kSlotBits))), EvSet::kNoSlot);  // other high bits
     EXPECT_EQ(evs.slot_of(Ev(ev ^ 0x80000000u)), EvSet::kNoSlot);
   }
-  EXPECT_EQ(evs.slot_of(Ev(static_cast<uint32_t>(evs.size()))), EvSet::kNoSlot);  // slot beyond the set
+  EXPECT_EQ(evs.slot_of(Ev(static_cast<uint32_t>(evs.size()))),
+            EvSet::kNoSlot);  // slot beyond the set
   EXPECT_EQ(evs.slot_of(Ev(slot_mask)), EvSet::kNoSlot);
   EXPECT_EQ(evs.slot_of(Ev(0xFFFFFFFFu)), EvSet::kNoSlot);
 }
@@ -366,7 +369,7 @@ TEST(EvSet, PortModeGivesEachPlaneItsOwnStridedPortRange) {
     EXPECT_LT(s.ev.value, first + 10) << "slot " << i;
     EXPECT_EQ(evs.slot_of(s.ev), i);
   }
-  EXPECT_EQ(evs.slot_of(Ev(40000 + 10)), EvSet::kNoSlot);   // inside plane 0's range, unused
+  EXPECT_EQ(evs.slot_of(Ev(40000 + 10)), EvSet::kNoSlot);      // inside plane 0's range, unused
   EXPECT_EQ(evs.slot_of(Ev(40000 + 4 * 80)), EvSet::kNoSlot);  // past the last plane
   EXPECT_EQ(evs.slot_of(Ev(39999)), EvSet::kNoSlot);
 }
@@ -409,7 +412,7 @@ TEST(EvSet, BurstPacketsCountAsUsesOfTheStrike) {
   evs.on_loss(ev, Instant{0});
   size_t uses = 0;
   for (size_t i = 0; i < 64 && uses < 1; ++i) uses += evs.next(plane(0)) == ev ? 1 : 0;
-  ASSERT_EQ(uses, 1u);  // SKIPped once, then handed out once: one use left
+  ASSERT_EQ(uses, 1u);        // SKIPped once, then handed out once: one use left
   EvSet::Burst burst{ev, 1};  // a burst of 2 whose first packet was that one
   ASSERT_EQ(evs.next_in_burst(plane(0), burst, 2), ev);  // its second: the second use
   evs.on_loss(ev, Instant{0});
@@ -422,7 +425,8 @@ TEST(EvSet, BurstsKeepKPacketsOnOneEvWhileItIsGood) {
   EvSet bursts(two_strikes(), 5);
   EvSet plain(two_strikes(), 5);
   EvSet::Burst one;
-  for (int i = 0; i < 40; ++i) ASSERT_EQ(bursts.next_in_burst(plane(0), one, 1), plain.next(plane(0)));
+  for (int i = 0; i < 40; ++i)
+    ASSERT_EQ(bursts.next_in_burst(plane(0), one, 1), plain.next(plane(0)));
   EvSet::Burst b;
   const uint16_t first = bursts.next_in_burst(plane(0), b, 3);
   EXPECT_EQ(bursts.next_in_burst(plane(0), b, 3), first);

@@ -65,7 +65,8 @@ class Hostile : public ::testing::Test {
     MemoryRegionTable& mrs = b().endpoint->memory();
     const uint32_t rw = kAccessLocalWrite | kAccessRemoteWrite;
     region_ = mrs.register_region(b().pd, arena_.data() + kGuard, kRegion, rw).value();
-    read_only_ = mrs.register_region(b().pd, arena_.data() + kGuard, kRegion, kAccessLocalWrite).value();
+    read_only_ =
+        mrs.register_region(b().pd, arena_.data() + kGuard, kRegion, kAccessLocalWrite).value();
     const uint32_t other_pd = mrs.alloc_pd();
     other_pd_ = mrs.register_region(other_pd, arena_.data() + kGuard, kRegion, rw).value();
     snapshot_ = arena_;
@@ -108,7 +109,8 @@ class Hostile : public ::testing::Test {
     return out;
   }
 
-  void inject(int to, std::span<const uint8_t> bytes, bool trimmed = false, PlaneId plane = PlaneId(0)) {
+  void inject(int to, std::span<const uint8_t> bytes, bool trimmed = false,
+              PlaneId plane = PlaneId(0)) {
     RxMeta meta;
     meta.plane = plane;
     meta.ev = Ev(0x5A5A5800);
@@ -116,9 +118,12 @@ class Hostile : public ::testing::Test {
     meta.peer = static_cast<uint32_t>(1 - to);
     pair_.side[to].endpoint->handle_datagram(pair_.now(), bytes, meta);
   }
-  void inject_b(const std::vector<uint8_t>& bytes, bool trimmed = false) { inject(1, bytes, trimmed); }
+  void inject_b(const std::vector<uint8_t>& bytes, bool trimmed = false) {
+    inject(1, bytes, trimmed);
+  }
   // A SACK / trimmed-NACK addressed to A's QP, encoded with a valid ICRC.
-  std::vector<uint8_t> control_to_a(Psn psn, const decltype(wire::ControlPacket::body)& body, Opcode opcode) {
+  std::vector<uint8_t> control_to_a(Psn psn, const decltype(wire::ControlPacket::body)& body,
+                                    Opcode opcode) {
     wire::ControlPacket c;
     c.bth.opcode = opcode;
     c.bth.dest_qp = a().qp->qpn();
@@ -188,16 +193,18 @@ class Hostile : public ::testing::Test {
 
 TEST_F(Hostile, WrongRkeyIsDroppedAsBadKey) {
   const uint32_t keys[] = {
-      region_.rkey + 1,               // same slot, next generation
-      (10u << 8) | 1,                 // a free slot of the table
-      (1000u << 8) | 1,               // a slot beyond the table
-      0, 0xFFFFFFFFu,
+      region_.rkey + 1,  // same slot, next generation
+      (10u << 8) | 1,    // a free slot of the table
+      (1000u << 8) | 1,  // a slot beyond the table
+      0,
+      0xFFFFFFFFu,
   };
   const uint64_t before = drops(b().qp, DropReason::kBadKey);
   const uint64_t naks = b().qp->stats().access_naks_sent;
   for (uint32_t key : keys) inject_b(datagram(write_only(region_.address, key, 100), 100, 0xEE));
   EXPECT_EQ(drops(b().qp, DropReason::kBadKey) - before, std::size(keys));
-  EXPECT_EQ(b().qp->stats().access_naks_sent - naks, std::size(keys));  // each answered "remote access error"
+  EXPECT_EQ(b().qp->stats().access_naks_sent - naks,
+            std::size(keys));  // each answered "remote access error"
   expect_arena_unchanged();
   expect_transfer_works(4096, 5000);
 }
@@ -233,18 +240,19 @@ TEST_F(Hostile, AddressOutsideRegionIsDropped) {
     uint32_t length;
   };
   const Case cases[] = {
-      {region_.address - 1, 100},          // starts one byte before the region
-      {region_.address - 4096, 4096},      // ends exactly at the region start
-      {region_end(), 1},                   // starts one past the end
+      {region_.address - 1, 100},      // starts one byte before the region
+      {region_.address - 4096, 4096},  // ends exactly at the region start
+      {region_end(), 1},               // starts one past the end
       {region_end() + 4096, 4096},
       {0, 4096},
-      {UINT64_MAX, 1},                     // last byte of the address space
-      {UINT64_MAX - 100, 4096},            // va + length wraps past 2^64
-      {0ull - 4096, 4096},                 // va + length == 2^64 exactly (wraps to 0)
+      {UINT64_MAX, 1},           // last byte of the address space
+      {UINT64_MAX - 100, 4096},  // va + length wraps past 2^64
+      {0ull - 4096, 4096},       // va + length == 2^64 exactly (wraps to 0)
       {0ull - 1 - (region_end() - region_.address), 4096},
   };
   const uint64_t before = drops(b().qp, DropReason::kOutOfBounds);
-  for (const Case& c : cases) inject_b(datagram(write_only(c.va, region_.rkey, c.length), c.length, 0xEE));
+  for (const Case& c : cases)
+    inject_b(datagram(write_only(c.va, region_.rkey, c.length), c.length, 0xEE));
   EXPECT_EQ(drops(b().qp, DropReason::kOutOfBounds) - before, std::size(cases));
   expect_arena_unchanged();
   expect_transfer_works(8192, 12345);
@@ -258,7 +266,8 @@ TEST_F(Hostile, LengthCrossingRegionEndIsDropped) {
   inject_b(datagram(write_only(region_end() - 4095, region_.rkey, 4096), 4096, 0xEE));
   // A middle packet of a long message whose own bytes cross the end.
   const Psn psn = expected_psn();
-  inject_b(datagram(header(Opcode::kWriteMiddle, psn, region_end() - 2048, region_.rkey, 1u << 20), kMtu, 0xEE));
+  inject_b(datagram(header(Opcode::kWriteMiddle, psn, region_end() - 2048, region_.rkey, 1u << 20),
+                    kMtu, 0xEE));
   EXPECT_EQ(drops(b().qp, DropReason::kOutOfBounds) - before, 4u);
   expect_arena_unchanged();
   // The bytes right up to the end are fine.
@@ -279,7 +288,8 @@ TEST_F(Hostile, RegionWithoutRemoteWriteOrOfAnotherPdIsDropped) {
 
 TEST_F(Hostile, UnknownDestinationQpIsCountedByTheEndpoint) {
   // A second QP on B that was never brought up: packets for it are refused by QP state.
-  QueuePair* idle = b().endpoint->create_qp(hostile_config(), b().pd, b().send_cq, b().recv_cq).value();
+  QueuePair* idle =
+      b().endpoint->create_qp(hostile_config(), b().pd, b().send_cq, b().recv_cq).value();
   const uint32_t unknown[] = {0, 1, Endpoint::kFirstQpn - 1, idle->qpn().value + 1, 0xFFFFFF};
   const uint64_t before = b().endpoint->stats().unknown_qp;
   const uint64_t received_before = b().qp->stats().data_packets_received;
@@ -309,7 +319,8 @@ TEST_F(Hostile, PsnFarAheadIsNackedNotPlaced) {
   const uint64_t oow = drops(b().qp, DropReason::kOutOfWindow);
   const uint64_t nacks = nacks_sent(b().qp, wire::NackReason::kPsnOutOfWindow);
   for (Psn psn : psns)
-    inject_b(datagram(header(Opcode::kWriteOnly, psn, region_.address, region_.rkey, 100), 100, 0xEE));
+    inject_b(
+        datagram(header(Opcode::kWriteOnly, psn, region_.address, region_.rkey, 100), 100, 0xEE));
   EXPECT_EQ(drops(b().qp, DropReason::kOutOfWindow) - oow, std::size(psns));
   EXPECT_EQ(nacks_sent(b().qp, wire::NackReason::kPsnOutOfWindow) - nacks, std::size(psns));
   expect_arena_unchanged();
@@ -324,9 +335,15 @@ TEST_F(Hostile, ReplayedPsnWithDifferentPayloadIsADuplicate) {
   // The establishing write was PSNs 77 (FIRST), 78 (MIDDLE), 79 (LAST) at region offset 0.
   const uint64_t before = drops(b().qp, DropReason::kDuplicate);
   const uint64_t sacks = b().qp->stats().sacks_sent;
-  inject_b(datagram(header(Opcode::kWriteFirst, Psn(kFirstPsn), region_.address, region_.rkey, 10000), kMtu, 0xEE));
-  inject_b(datagram(header(Opcode::kWriteMiddle, Psn(kFirstPsn + 1), region_.address + kMtu, region_.rkey, 10000), kMtu, 0xEE));
-  inject_b(datagram(header(Opcode::kWriteLast, Psn(kFirstPsn + 2), region_.address + 2 * kMtu, region_.rkey, 10000), 10000 - 2 * kMtu, 0xEE));
+  inject_b(
+      datagram(header(Opcode::kWriteFirst, Psn(kFirstPsn), region_.address, region_.rkey, 10000),
+               kMtu, 0xEE));
+  inject_b(datagram(
+      header(Opcode::kWriteMiddle, Psn(kFirstPsn + 1), region_.address + kMtu, region_.rkey, 10000),
+      kMtu, 0xEE));
+  inject_b(datagram(header(Opcode::kWriteLast, Psn(kFirstPsn + 2), region_.address + 2 * kMtu,
+                           region_.rkey, 10000),
+                    10000 - 2 * kMtu, 0xEE));
   EXPECT_EQ(drops(b().qp, DropReason::kDuplicate) - before, 3u);
   EXPECT_EQ(b().qp->stats().sacks_sent - sacks, 3u);  // a duplicate is answered with a SACK
   expect_arena_unchanged();
@@ -334,9 +351,12 @@ TEST_F(Hostile, ReplayedPsnWithDifferentPayloadIsADuplicate) {
   // Replay the whole of the transfer that just completed.
   const Psn last = expected_psn() - 1;
   for (uint32_t k = 0; k < 3; ++k) {
-    inject_b(datagram(header(k == 0 ? Opcode::kWriteFirst : k == 1 ? Opcode::kWriteMiddle : Opcode::kWriteLast,
-                             last - (2 - k), region_.address + 30000 + k * kMtu, region_.rkey, 3 * kMtu),
-                      kMtu, 0x11));
+    inject_b(
+        datagram(header(k == 0   ? Opcode::kWriteFirst
+                        : k == 1 ? Opcode::kWriteMiddle
+                                 : Opcode::kWriteLast,
+                        last - (2 - k), region_.address + 30000 + k * kMtu, region_.rkey, 3 * kMtu),
+                 kMtu, 0x11));
   }
   EXPECT_EQ(drops(b().qp, DropReason::kDuplicate) - before, 6u);
   expect_arena_unchanged();
@@ -347,14 +367,15 @@ TEST_F(Hostile, ReplayedPsnWithDifferentPayloadIsADuplicate) {
 // (offset from the cumulative PSN), its EV and its timestamp (PROTOCOL.md §1.4).
 TEST_F(Hostile, ADuplicatesSackEchoesTheDuplicate) {
   const Psn duplicate(kFirstPsn + 1);  // the establishing write's MIDDLE
-  inject_b(datagram(header(Opcode::kWriteMiddle, duplicate, region_.address + kMtu, region_.rkey,
-                           10000),
-                    kMtu, 0xEE));
+  inject_b(
+      datagram(header(Opcode::kWriteMiddle, duplicate, region_.address + kMtu, region_.rkey, 10000),
+               kMtu, 0xEE));
   std::optional<wire::Sack> sack;
   for (int plane = 0; plane < b().endpoint->planes() && !sack; ++plane) {
     std::vector<uint8_t> out(wire::kMaxDatagramBytes);
     TxMeta meta;
-    const size_t n = b().endpoint->poll_transmit(pair_.now(), PlaneId(static_cast<uint8_t>(plane)), out, meta);
+    const size_t n =
+        b().endpoint->poll_transmit(pair_.now(), PlaneId(static_cast<uint8_t>(plane)), out, meta);
     if (n == 0) continue;
     auto packet = wire::decode(std::span(out.data(), n), wire::DecodeOptions{});
     ASSERT_TRUE(packet.ok());
@@ -363,8 +384,9 @@ TEST_F(Hostile, ADuplicatesSackEchoesTheDuplicate) {
     sack = std::get<wire::Sack>(control->body);
   }
   ASSERT_TRUE(sack.has_value()) << "no SACK for the duplicate";
-  EXPECT_EQ(sack->cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack->ack_psn_offset)),
-            duplicate);
+  EXPECT_EQ(
+      sack->cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack->ack_psn_offset)),
+      duplicate);
   EXPECT_EQ(sack->echoed_entropy, 0x5A5A5800u);
   EXPECT_EQ(sack->cc.echoed_timestamp, 0x1234);
 }
@@ -379,9 +401,8 @@ TEST_F(Hostile, AFloodOfUnsolicitedPacketsGetsFewAnswers) {
   constexpr uint32_t kFlood = 5000;
   const Psn ahead = expected_psn() + 4 * 128 + 7;
   for (uint32_t i = 0; i < kFlood; ++i) {
-    inject_b(datagram(header(Opcode::kWriteOnly, Psn(kFirstPsn), region_.address, region_.rkey,
-                             100),
-                      100, 0xEE));
+    inject_b(datagram(
+        header(Opcode::kWriteOnly, Psn(kFirstPsn), region_.address, region_.rkey, 100), 100, 0xEE));
     inject_b(datagram(header(Opcode::kWriteOnly, ahead + i, region_.address, region_.rkey, 100),
                       100, 0xEE));
   }
@@ -402,7 +423,8 @@ TEST_F(Hostile, EveryTruncationOfAValidPacketIsRejected) {
   ASSERT_TRUE(wire::decode(full).ok());
   const uint64_t errors = decode_errors(*b().endpoint);
   const uint64_t qp_drops = total_drops(b().qp);
-  for (size_t n = 0; n < full.size(); ++n) inject_b({full.begin(), full.begin() + static_cast<ptrdiff_t>(n)});
+  for (size_t n = 0; n < full.size(); ++n)
+    inject_b({full.begin(), full.begin() + static_cast<ptrdiff_t>(n)});
   EXPECT_EQ(decode_errors(*b().endpoint) - errors, full.size());
   EXPECT_EQ(total_drops(b().qp), qp_drops);  // none got as far as the QP
   expect_arena_unchanged();
@@ -422,7 +444,8 @@ TEST_F(Hostile, EveryTruncationOfAValidPacketIsRejected) {
 TEST_F(Hostile, BitFlipsFailTheIcrc) {
   const auto full = datagram(write_only(region_.address, region_.rkey, 1500), 1500, 0xEE);
   const uint64_t errors = decode_errors(*b().endpoint);
-  const uint64_t bad_icrc = b().endpoint->stats().decode_errors[static_cast<size_t>(wire::DecodeError::kBadIcrc)];
+  const uint64_t bad_icrc =
+      b().endpoint->stats().decode_errors[static_cast<size_t>(wire::DecodeError::kBadIcrc)];
   uint64_t injected = 0;
   for (size_t bit = 0; bit < full.size() * 8; ++bit) {
     auto bytes = full;
@@ -444,7 +467,8 @@ TEST_F(Hostile, BitFlipsFailTheIcrc) {
     ++injected;
   }
   EXPECT_EQ(decode_errors(*b().endpoint) - errors, injected);
-  EXPECT_GT(b().endpoint->stats().decode_errors[static_cast<size_t>(wire::DecodeError::kBadIcrc)] - bad_icrc,
+  EXPECT_GT(b().endpoint->stats().decode_errors[static_cast<size_t>(wire::DecodeError::kBadIcrc)] -
+                bad_icrc,
             injected / 2);
   expect_arena_unchanged();
   expect_transfer_works(0, 1500);
@@ -480,8 +504,8 @@ TEST_F(Hostile, RandomGarbageIsRejected) {
 // must stop placement (a foreign key, or a range not inside the region), reach the responder.
 TEST_F(Hostile, RandomSealedDataPacketsNeverPlace) {
   Prng prng(99);
-  const Opcode ops[] = {Opcode::kWriteFirst, Opcode::kWriteMiddle, Opcode::kWriteLast,
-                        Opcode::kWriteLastImm, Opcode::kWriteOnly, Opcode::kWriteOnlyImm};
+  const Opcode ops[] = {Opcode::kWriteFirst,   Opcode::kWriteMiddle, Opcode::kWriteLast,
+                        Opcode::kWriteLastImm, Opcode::kWriteOnly,   Opcode::kWriteOnlyImm};
   const uint64_t errors = decode_errors(*b().endpoint);
   const uint64_t qp_drops = total_drops(b().qp);
   const uint64_t trims = b().qp->stats().trims_received;
@@ -490,22 +514,25 @@ TEST_F(Hostile, RandomSealedDataPacketsNeverPlace) {
   for (int i = 0; i < kCount; ++i) {
     const uint32_t payload = 1 + static_cast<uint32_t>(prng.below(kMtu + 200));
     const uint64_t va_choice = prng.below(3);
-    uint64_t va = va_choice == 0 ? prng.next_u64()
+    uint64_t va = va_choice == 0   ? prng.next_u64()
                   : va_choice == 1 ? region_.address - 1 - prng.below(8192)
                                    : region_end() - payload + 1 + prng.below(8192);
     uint32_t rkey = region_.rkey;
     if (prng.below(2) == 0) {
-      do rkey = static_cast<uint32_t>(prng.next_u32()); while (rkey == region_.rkey || rkey == read_only_.rkey);
+      do rkey = static_cast<uint32_t>(prng.next_u32());
+      while (rkey == region_.rkey || rkey == read_only_.rkey);
     }
     const Psn psn = prng.below(2) == 0 ? expected_psn() + static_cast<uint32_t>(prng.below(600))
                                        : Psn(prng.next_u32());
-    wire::DataHeader h = header(ops[prng.below(6)], psn, va, rkey, static_cast<uint32_t>(prng.next_u32() % 20000));
+    wire::DataHeader h =
+        header(ops[prng.below(6)], psn, va, rkey, static_cast<uint32_t>(prng.next_u32() % 20000));
     h.meth = {static_cast<uint16_t>(prng.next_u32()), static_cast<uint16_t>(prng.next_u32())};
     h.bth.timestamp_present = prng.below(2) == 0;
     h.bth.ack_request = prng.below(2) == 0;
     inject_b(datagram(h, payload, 0xEE), prng.below(50) == 0);
   }
-  const uint64_t accounted = (total_drops(b().qp) - qp_drops) + (decode_errors(*b().endpoint) - errors) +
+  const uint64_t accounted = (total_drops(b().qp) - qp_drops) +
+                             (decode_errors(*b().endpoint) - errors) +
                              (b().qp->stats().trims_received - trims);
   EXPECT_EQ(accounted, static_cast<uint64_t>(kCount));  // every one was refused, for a reason
   EXPECT_EQ(b().qp->stats().data_packets_received, placed);
@@ -516,15 +543,23 @@ TEST_F(Hostile, RandomSealedDataPacketsNeverPlace) {
 TEST_F(Hostile, FirstOrMiddleShorterThanMtuIsABadLength) {
   const Psn psn = expected_psn();
   const uint64_t before = drops(b().qp, DropReason::kBadLength);
-  inject_b(datagram(header(Opcode::kWriteFirst, psn, region_.address, region_.rkey, 3 * kMtu), kMtu - 1, 0xEE));
-  inject_b(datagram(header(Opcode::kWriteMiddle, psn + 1, region_.address + kMtu, region_.rkey, 3 * kMtu), 100, 0xEE));
-  inject_b(datagram(header(Opcode::kWriteMiddle, psn, region_.address, region_.rkey, 3 * kMtu), 1, 0xEE));
+  inject_b(datagram(header(Opcode::kWriteFirst, psn, region_.address, region_.rkey, 3 * kMtu),
+                    kMtu - 1, 0xEE));
+  inject_b(datagram(
+      header(Opcode::kWriteMiddle, psn + 1, region_.address + kMtu, region_.rkey, 3 * kMtu), 100,
+      0xEE));
+  inject_b(datagram(header(Opcode::kWriteMiddle, psn, region_.address, region_.rkey, 3 * kMtu), 1,
+                    0xEE));
   // A FIRST of a message that fits in one packet, and payloads longer than the MTU.
-  inject_b(datagram(header(Opcode::kWriteFirst, psn, region_.address, region_.rkey, kMtu), kMtu, 0xEE));
-  inject_b(datagram(header(Opcode::kWriteMiddle, psn, region_.address, region_.rkey, 3 * kMtu), kMtu + 1, 0xEE));
-  inject_b(datagram(header(Opcode::kWriteLast, psn, region_.address, region_.rkey, 3 * kMtu), kMtu + 100, 0xEE));
+  inject_b(
+      datagram(header(Opcode::kWriteFirst, psn, region_.address, region_.rkey, kMtu), kMtu, 0xEE));
+  inject_b(datagram(header(Opcode::kWriteMiddle, psn, region_.address, region_.rkey, 3 * kMtu),
+                    kMtu + 1, 0xEE));
+  inject_b(datagram(header(Opcode::kWriteLast, psn, region_.address, region_.rkey, 3 * kMtu),
+                    kMtu + 100, 0xEE));
   // A LAST with no payload for a message that has bytes.
-  inject_b(datagram(header(Opcode::kWriteLast, psn, region_.address, region_.rkey, 3 * kMtu), 0, 0xEE));
+  inject_b(
+      datagram(header(Opcode::kWriteLast, psn, region_.address, region_.rkey, 3 * kMtu), 0, 0xEE));
   EXPECT_EQ(drops(b().qp, DropReason::kBadLength) - before, 7u);
   expect_arena_unchanged();
   expect_transfer_works(0, 3 * kMtu);
@@ -533,11 +568,15 @@ TEST_F(Hostile, FirstOrMiddleShorterThanMtuIsABadLength) {
 TEST_F(Hostile, WriteOnlyPayloadDifferentFromDmaLengthIsABadLength) {
   const Psn psn = expected_psn();
   const uint64_t before = drops(b().qp, DropReason::kBadLength);
-  inject_b(datagram(header(Opcode::kWriteOnly, psn, region_.address, region_.rkey, 200), 100, 0xEE));
-  inject_b(datagram(header(Opcode::kWriteOnly, psn, region_.address, region_.rkey, 100), 200, 0xEE));
+  inject_b(
+      datagram(header(Opcode::kWriteOnly, psn, region_.address, region_.rkey, 200), 100, 0xEE));
+  inject_b(
+      datagram(header(Opcode::kWriteOnly, psn, region_.address, region_.rkey, 100), 200, 0xEE));
   inject_b(datagram(header(Opcode::kWriteOnly, psn, region_.address, region_.rkey, 0), 1, 0xEE));
-  inject_b(datagram(header(Opcode::kWriteOnly, psn, region_.address, region_.rkey, 0xFFFFFFFF), kMtu, 0xEE));
-  inject_b(datagram(header(Opcode::kWriteOnlyImm, psn, region_.address, region_.rkey, 4000), 3999, 0xEE));
+  inject_b(datagram(header(Opcode::kWriteOnly, psn, region_.address, region_.rkey, 0xFFFFFFFF),
+                    kMtu, 0xEE));
+  inject_b(datagram(header(Opcode::kWriteOnlyImm, psn, region_.address, region_.rkey, 4000), 3999,
+                    0xEE));
   EXPECT_EQ(drops(b().qp, DropReason::kBadLength) - before, 5u);
   expect_arena_unchanged();
   expect_transfer_works(1, 200);
@@ -586,18 +625,18 @@ TEST_F(Hostile, SackOrNackForUnsentPsnsIsABadAck) {
   ASSERT_TRUE(a().qp->post_send(wr).ok());
   pair_.run(pair_.now() + Duration{20'000});  // all five packets leave A and vanish
   const uint32_t sent = static_cast<uint32_t>(a().qp->stats().data_packets_sent);
-  const Psn next = Psn(kFirstPsn + sent);       // A's next new PSN
-  const Psn oldest = next - 5;                  // A's oldest unacknowledged PSN
+  const Psn next = Psn(kFirstPsn + sent);  // A's next new PSN
+  const Psn oldest = next - 5;             // A's oldest unacknowledged PSN
   ASSERT_EQ(a().qp->stats().work_requests_completed, 1u);
 
   const uint64_t bad = drops(a().qp, DropReason::kBadAck);
   const uint64_t retransmits = a().qp->stats().retransmits;
-  inject(0, sack_to_a(next + 1, 0, ~0ull));            // acknowledges one PSN never sent
+  inject(0, sack_to_a(next + 1, 0, ~0ull));  // acknowledges one PSN never sent
   inject(0, sack_to_a(next + 1000, 0, ~0ull));
   inject(0, sack_to_a(next + (1u << 23), 0, ~0ull));
   inject(0, nack_to_a(next));
   inject(0, nack_to_a(next + 100));
-  inject(0, nack_to_a(oldest - 1));                   // already acknowledged long ago
+  inject(0, nack_to_a(oldest - 1));  // already acknowledged long ago
   EXPECT_EQ(drops(a().qp, DropReason::kBadAck) - bad, 6u);
   // A SACK with a sane cumulative point whose bitmap claims only never-sent PSNs.
   inject(0, sack_to_a(oldest, 5, ~0ull));

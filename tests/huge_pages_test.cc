@@ -1,12 +1,12 @@
 // tools/huge_pages: moving the heap onto transparent huge pages must leave every byte where it
 // was, whether or not this kernel grants the pages (MADV_COLLAPSE is Linux 6.1; elsewhere the
 // calls fail and nothing moves), and must only ever claim what it asked for.
+#include "tools/huge_pages.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
-
-#include "tools/huge_pages.h"
 
 namespace mrc::tools {
 namespace {

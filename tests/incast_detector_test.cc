@@ -1,9 +1,9 @@
 // The receiver's incast detector (rcv_cwnd_pen, our semantics): trims of one QP are a path's
 // business; trims of two or more QPs within the window are an incast at this receiver, for one
 // window after the latest such trim.
-#include <gtest/gtest.h>
-
 #include "core/incast_detector.h"
+
+#include <gtest/gtest.h>
 
 namespace mrc {
 namespace {
@@ -40,7 +40,8 @@ TEST(IncastDetector, OnlyTheLastTrimsAreRemembered) {
   EXPECT_TRUE(d.incast(Instant{100'001}));  // QP 1's trim was seen by the first of them
   IncastDetector e;
   e.note_trim(Instant{100'000}, 1, kWindow);
-  for (size_t i = 0; i < IncastDetector::kRecent; ++i) e.note_trim(Instant{100'001}, 2, Duration{0});
+  for (size_t i = 0; i < IncastDetector::kRecent; ++i)
+    e.note_trim(Instant{100'001}, 2, Duration{0});
   e.note_trim(Instant{100'002}, 2, kWindow);  // QP 1's trim has left the ring
   EXPECT_FALSE(e.incast(Instant{100'002}));
 }

@@ -1,12 +1,13 @@
 // IndexSet (util/index_set.h): the simulator's polls visit the hosts and flows that changed
 // through it, in index order. Against a std::set under random inserts and drains, across the
 // word and summary-word boundaries (capacities 1, 64, 65, 4096, 4097 and 70,000).
+#include "util/index_set.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <vector>
 
-#include "util/index_set.h"
 #include "util/prng.h"
 
 namespace mrc {

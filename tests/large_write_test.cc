@@ -18,14 +18,16 @@ constexpr uint64_t kTotalBytes = (4ull << 30) + (512ull << 20) + 12345;
 uint8_t* map_repeated_pattern(uint64_t total) {
   const int fd = memfd_create("mrc-pattern", 0);
   if (fd < 0 || ftruncate(fd, static_cast<off_t>(kPatternBytes)) != 0) return nullptr;
-  auto* pattern = static_cast<uint8_t*>(mmap(nullptr, kPatternBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  auto* pattern = static_cast<uint8_t*>(
+      mmap(nullptr, kPatternBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   Prng prng(7);
   for (uint64_t i = 0; i < kPatternBytes; i += 8) {
     const uint64_t v = prng.next_u64();
     std::memcpy(pattern + i, &v, 8);
   }
   const uint64_t span = (total + kPatternBytes - 1) / kPatternBytes * kPatternBytes;
-  auto* base = static_cast<uint8_t*>(mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  auto* base = static_cast<uint8_t*>(
+      mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
   for (uint64_t off = 0; off < span; off += kPatternBytes) {
     mmap(base + off, kPatternBytes, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
   }
@@ -46,8 +48,10 @@ TEST(LargeWrite, MoreThanFourGibInOneWorkRequest) {
   ASSERT_NE(target, MAP_FAILED);
   test::Side& a = pair.side[0];
   test::Side& b = pair.side[1];
-  const auto src_mr = a.endpoint->memory().register_region(a.pd, source, kTotalBytes, kAccessLocalWrite).value();
-  const auto dst_mr = b.endpoint->memory().register_region(b.pd, target, kTotalBytes, kAccessRemoteWrite).value();
+  const auto src_mr =
+      a.endpoint->memory().register_region(a.pd, source, kTotalBytes, kAccessLocalWrite).value();
+  const auto dst_mr =
+      b.endpoint->memory().register_region(b.pd, target, kTotalBytes, kAccessRemoteWrite).value();
   // Two gather elements (a single SGE is 32-bit): the message still crosses 4 GiB.
   const uint64_t first = 0xF0000000ull;
   Sge sges[2] = {{src_mr.address, static_cast<uint32_t>(first), src_mr.lkey},

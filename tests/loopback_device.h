@@ -7,7 +7,8 @@ namespace mrc::io {
 
 inline DeviceConfig loopback_config(uint16_t port, uint16_t ev_port_base) {
   DeviceConfig c;
-  for (const char* a : {"127.0.0.1", "127.0.0.2"}) c.planes.push_back(parse_plane_address(a, port).value());
+  for (const char* a : {"127.0.0.1", "127.0.0.2"})
+    c.planes.push_back(parse_plane_address(a, port).value());
   c.ev_port_base = ev_port_base;
   return c;
 }

@@ -68,13 +68,15 @@ TEST(LossDetection, RecognisesARetransmissionWhoseOriginalArrived) {
 TEST(LossDetection, ASlowerPlaneIsNotLoss) {
   Pair pair(2, small_config(), 1 << 20);
   pair.hold = [](int from, const std::vector<uint8_t>& bytes, const TxMeta& tx) {
-    return from == 0 && data_info(bytes).data && tx.plane.value == 1 ? Duration{30'000} : Duration{0};
+    return from == 0 && data_info(bytes).data && tx.plane.value == 1 ? Duration{30'000}
+                                                                     : Duration{0};
   };
   ASSERT_TRUE(pair.write(0, 0, 512 << 10, 0).ok());  // the harness fills plane 0's burst first
   pair.run(Instant{10'000'000});
   ASSERT_EQ(pair.drain(0, false).size(), 1u);
   const QpStats warm = pair.side[0].qp->stats();
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(pair.write(0, (512ull << 10) + i * (128ull << 10), 128 << 10, i).ok());
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(pair.write(0, (512ull << 10) + i * (128ull << 10), 128 << 10, i).ok());
   pair.run(Instant{50'000'000});
   ASSERT_EQ(pair.drain(0, false).size(), 4u);
   EXPECT_EQ(0, std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), 1 << 20));
@@ -134,7 +136,8 @@ TEST(LossDetection, ASlowReceiverIsNotSentTheWholeWindowAgain) {
   ASSERT_EQ(pair.drain(0, false).size(), 1u);
   EXPECT_EQ(0, std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), 320 << 10));
   const QpStats s = pair.side[0].qp->stats();
-  EXPECT_GE(s.losses_tail - before.losses_tail, 1u) << "the tail timer never fired: the test tests nothing";
+  EXPECT_GE(s.losses_tail - before.losses_tail, 1u)
+      << "the tail timer never fired: the test tests nothing";
   EXPECT_EQ(s.timeouts, before.timeouts);
   EXPECT_LT(s.retransmits - before.retransmits, packets) << packets << " packets written";
 }

@@ -1,11 +1,11 @@
 // The memory-region table (src/core/memory_region.h): bounds checks that cannot overflow, keys
 // and their generations after deregistration, access rights, and protection domains.
+#include "core/memory_region.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
-
-#include "core/memory_region.h"
 
 namespace mrc {
 namespace {
@@ -42,7 +42,8 @@ TEST_F(MemoryRegion, RegistrationReportsTheRegion) {
 TEST_F(MemoryRegion, LookupsInsideTheRegionPointAtTheRightBytes) {
   EXPECT_EQ(table_.lookup_remote(mr_.rkey, pd_, start(), 8192).value(), buffer_.data() + 4096);
   EXPECT_EQ(table_.lookup_remote(mr_.rkey, pd_, start() + 100, 1).value(), buffer_.data() + 4196);
-  EXPECT_EQ(table_.lookup_remote(mr_.rkey, pd_, end() - 1, 1).value(), buffer_.data() + 4096 + 8191);
+  EXPECT_EQ(table_.lookup_remote(mr_.rkey, pd_, end() - 1, 1).value(),
+            buffer_.data() + 4096 + 8191);
   EXPECT_EQ(table_.lookup_remote(mr_.rkey, pd_, end(), 0).value(), buffer_.data() + 4096 + 8192);
   EXPECT_EQ(table_.lookup_local(mr_.lkey, pd_, start() + 8, 16).value(), buffer_.data() + 4104);
 }
@@ -78,7 +79,8 @@ TEST_F(MemoryRegion, RegionAtTheTopOfTheAddressSpace) {
 }
 
 TEST_F(MemoryRegion, UnknownKeysAreRejected) {
-  const uint32_t keys[] = {0, mr_.rkey + 1, mr_.rkey ^ (1u << 8), (7u << 8) | 1, 0xFFFFFFFFu, 8u << 8};
+  const uint32_t keys[] = {0,           mr_.rkey + 1, mr_.rkey ^ (1u << 8), (7u << 8) | 1,
+                           0xFFFFFFFFu, 8u << 8};
   for (uint32_t key : keys) {
     EXPECT_EQ(table_.lookup_remote(key, pd_, start(), 1).error(), MrError::kUnknownKey) << key;
     EXPECT_EQ(table_.lookup_local(key, pd_, start(), 1).error(), MrError::kUnknownKey) << key;
@@ -110,30 +112,38 @@ TEST_F(MemoryRegion, StaleKeysStayDeadAfterTheSlotIsReused) {
 }
 
 TEST_F(MemoryRegion, AccessRightsAreEnforcedForRemoteWrites) {
-  const auto local_only = table_.register_region(pd_, buffer_.data(), 4096, kAccessLocalWrite).value();
-  EXPECT_EQ(table_.lookup_remote(local_only.rkey, pd_, local_only.address, 1).error(), MrError::kAccessDenied);
+  const auto local_only =
+      table_.register_region(pd_, buffer_.data(), 4096, kAccessLocalWrite).value();
+  EXPECT_EQ(table_.lookup_remote(local_only.rkey, pd_, local_only.address, 1).error(),
+            MrError::kAccessDenied);
   EXPECT_TRUE(table_.lookup_local(local_only.lkey, pd_, local_only.address, 1).ok());
-  const auto read_only = table_.register_region(pd_, buffer_.data(), 4096, kAccessRemoteRead).value();
-  EXPECT_EQ(table_.lookup_remote(read_only.rkey, pd_, read_only.address, 1).error(), MrError::kAccessDenied);
+  const auto read_only =
+      table_.register_region(pd_, buffer_.data(), 4096, kAccessRemoteRead).value();
+  EXPECT_EQ(table_.lookup_remote(read_only.rkey, pd_, read_only.address, 1).error(),
+            MrError::kAccessDenied);
 }
 
 TEST_F(MemoryRegion, ProtectionDomainsSeparateRegions) {
   const uint32_t other = table_.alloc_pd();
   EXPECT_NE(other, pd_);
   EXPECT_NE(other, 0u);
-  EXPECT_EQ(table_.lookup_remote(mr_.rkey, other, start(), 1).error(), MrError::kWrongProtectionDomain);
-  EXPECT_EQ(table_.lookup_local(mr_.lkey, other, start(), 1).error(), MrError::kWrongProtectionDomain);
+  EXPECT_EQ(table_.lookup_remote(mr_.rkey, other, start(), 1).error(),
+            MrError::kWrongProtectionDomain);
+  EXPECT_EQ(table_.lookup_local(mr_.lkey, other, start(), 1).error(),
+            MrError::kWrongProtectionDomain);
   // A PD in use cannot be freed; once its regions are gone it can, and then it is invalid.
   EXPECT_FALSE(table_.dealloc_pd(pd_));
   ASSERT_TRUE(table_.deregister(mr_.lkey).ok());
   EXPECT_TRUE(table_.dealloc_pd(pd_));
   EXPECT_FALSE(table_.pd_valid(pd_));
   EXPECT_FALSE(table_.dealloc_pd(pd_));
-  EXPECT_EQ(table_.register_region(pd_, buffer_.data(), 16, kRemote).error(), MrError::kBadProtectionDomain);
+  EXPECT_EQ(table_.register_region(pd_, buffer_.data(), 16, kRemote).error(),
+            MrError::kBadProtectionDomain);
   // PD 0 and never-allocated PDs are never valid.
   EXPECT_FALSE(table_.pd_valid(0));
   EXPECT_FALSE(table_.pd_valid(1000));
-  EXPECT_EQ(table_.register_region(0, buffer_.data(), 16, kRemote).error(), MrError::kBadProtectionDomain);
+  EXPECT_EQ(table_.register_region(0, buffer_.data(), 16, kRemote).error(),
+            MrError::kBadProtectionDomain);
   // A freed PD number is reused.
   EXPECT_EQ(table_.alloc_pd(), pd_);
 }
@@ -142,7 +152,8 @@ TEST_F(MemoryRegion, RegistrationErrors) {
   EXPECT_EQ(table_.register_region(pd_, nullptr, 16, kRemote).error(), MrError::kNullAddress);
   EXPECT_TRUE(table_.register_region(pd_, nullptr, 0, kRemote).ok());  // empty region
   // The table holds 8 regions.
-  while (table_.regions_in_use() < 8) ASSERT_TRUE(table_.register_region(pd_, buffer_.data(), 16, kRemote).ok());
+  while (table_.regions_in_use() < 8)
+    ASSERT_TRUE(table_.register_region(pd_, buffer_.data(), 16, kRemote).ok());
   EXPECT_EQ(table_.register_region(pd_, buffer_.data(), 16, kRemote).error(), MrError::kTableFull);
   EXPECT_EQ(table_.deregister(0xFFFFFF00u).error(), MrError::kUnknownKey);
 }
@@ -165,7 +176,8 @@ TEST(MemoryRegionTable, SlotsComeFreedFirstThenAscendingUpToTheCapacity) {
   EXPECT_EQ(reg().value().lkey, 0x401u);  // then the unused ones
   EXPECT_EQ(reg().value().lkey, 0x501u);
   EXPECT_EQ(reg().error(), MrError::kTableFull);
-  EXPECT_EQ(table.lookup_remote(0x601, pd, reinterpret_cast<uint64_t>(&byte), 1).error(), MrError::kUnknownKey);
+  EXPECT_EQ(table.lookup_remote(0x601, pd, reinterpret_cast<uint64_t>(&byte), 1).error(),
+            MrError::kUnknownKey);
   EXPECT_EQ(table.lookup_remote(0x401, pd, reinterpret_cast<uint64_t>(&byte), 1).value(), &byte);
   EXPECT_EQ(table.regions_in_use(), 6u);
 }
@@ -174,7 +186,8 @@ TEST_F(MemoryRegion, EmptyRegionAcceptsOnlyEmptyRanges) {
   const auto empty = table_.register_region(pd_, buffer_.data(), 0, kRemote).value();
   EXPECT_TRUE(table_.lookup_remote(empty.rkey, pd_, empty.address, 0).ok());
   EXPECT_EQ(table_.lookup_remote(empty.rkey, pd_, empty.address, 1).error(), MrError::kOutOfBounds);
-  EXPECT_EQ(table_.lookup_remote(empty.rkey, pd_, empty.address + 1, 0).error(), MrError::kOutOfBounds);
+  EXPECT_EQ(table_.lookup_remote(empty.rkey, pd_, empty.address + 1, 0).error(),
+            MrError::kOutOfBounds);
 }
 
 // place() writes exactly the checked range of a memory region; a virtual region is checked
@@ -187,10 +200,12 @@ TEST_F(MemoryRegion, PlaceWritesMemoryRegionsAndNothingOfVirtualOnes) {
   EXPECT_EQ(buffer_[4096 + 13], 0);
   EXPECT_EQ(table_.place(mr_.rkey, pd_, end() - 2, bytes).error(), MrError::kOutOfBounds);
   EXPECT_EQ(buffer_[4096 + 8190], 0);
-  const auto virt = table_.register_region(pd_, buffer_.data(), 4096, kRemote, RegionKind::kVirtual).value();
+  const auto virt =
+      table_.register_region(pd_, buffer_.data(), 4096, kRemote, RegionKind::kVirtual).value();
   ASSERT_TRUE(table_.place(virt.rkey, pd_, virt.address + 10, bytes).ok());
   EXPECT_EQ(buffer_[10], 0);
-  EXPECT_EQ(table_.place(virt.rkey, pd_, virt.address + 4095, bytes).error(), MrError::kOutOfBounds);
+  EXPECT_EQ(table_.place(virt.rkey, pd_, virt.address + 4095, bytes).error(),
+            MrError::kOutOfBounds);
   EXPECT_EQ(table_.lookup_local(virt.lkey, pd_, virt.address, 100).value(), nullptr);
   EXPECT_EQ(table_.lookup_local(virt.lkey, pd_, virt.address, 4097).error(), MrError::kOutOfBounds);
 }

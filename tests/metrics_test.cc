@@ -322,7 +322,8 @@ TEST(Metrics, UdpHostPlanesMatch) {
                                                   static_cast<uint16_t>(24791 + i))
                               .value());
     c.planes = planes[i];
-    c.ev_port_base = static_cast<uint16_t>(45000 + i * 200);
+    c.ev_port_base =
+        static_cast<uint16_t>(47400 + i * 300);  // clear of the device-group tests' 45100-45687
     auto h = io::UdpHost::open(c);
     ASSERT_TRUE(h.ok()) << h.error();
     host[i] = std::move(h.value());

@@ -1,7 +1,7 @@
 // A minimal two-endpoint harness for engine tests: endpoints A and B joined plane by plane by
 // ideal links with a fixed one-way delay, driven in virtual time. A `filter` hook can drop,
-// mark or rewrite datagrams in flight, a `hold` hook delay one. The real fault simulator is in src/sim; this exists so
-// core tests do not depend on it.
+// mark or rewrite datagrams in flight, a `hold` hook delay one. The real fault simulator is in
+// src/sim; this exists so core tests do not depend on it.
 #pragma once
 
 #include <cstring>
@@ -33,9 +33,11 @@ inline QpConfig small_config() {
 }
 
 // Return false to drop. May modify bytes and meta.
-using Filter = std::function<bool(int from, std::vector<uint8_t>& bytes, RxMeta& meta, const TxMeta& tx)>;
+using Filter =
+    std::function<bool(int from, std::vector<uint8_t>& bytes, RxMeta& meta, const TxMeta& tx)>;
 // Extra one-way delay for one datagram (a slow path or a queue it waited in).
-using Delay = std::function<Duration(int from, const std::vector<uint8_t>& bytes, const TxMeta& tx)>;
+using Delay =
+    std::function<Duration(int from, const std::vector<uint8_t>& bytes, const TxMeta& tx)>;
 
 struct Side {
   std::unique_ptr<Endpoint> endpoint;
@@ -52,27 +54,35 @@ struct Side {
 class Pair {
  public:
   Pair(int planes, const QpConfig& config, size_t buffer_bytes, uint64_t seed = 1,
-       Duration delay = Duration{2000}, bool icrc_offload = false, RegionKind regions = RegionKind::kMemory)
+       Duration delay = Duration{2000}, bool icrc_offload = false,
+       RegionKind regions = RegionKind::kMemory)
       : planes_(planes), delay_(delay) {
     for (int i = 0; i < 2; ++i) {
       Side& s = side[i];
-      s.endpoint = std::make_unique<Endpoint>(EndpointConfig{planes, 64, 64, seed + i, icrc_offload});
+      s.endpoint =
+          std::make_unique<Endpoint>(EndpointConfig{planes, 64, 64, seed + i, icrc_offload});
       s.pd = s.endpoint->memory().alloc_pd();
       s.send_cq = s.endpoint->create_cq(4096);
       s.recv_cq = s.endpoint->create_cq(4096);
       s.qp = s.endpoint->create_qp(config, s.pd, s.send_cq, s.recv_cq).value();
       s.source.resize(buffer_bytes);
       s.target.assign(buffer_bytes, 0);
-      for (size_t k = 0; k < buffer_bytes; ++k) s.source[k] = static_cast<uint8_t>(k * 7 + i * 13 + 1);
+      for (size_t k = 0; k < buffer_bytes; ++k)
+        s.source[k] = static_cast<uint8_t>(k * 7 + i * 13 + 1);
       const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
-      s.source_mr = s.endpoint->memory().register_region(s.pd, s.source.data(), buffer_bytes, access, regions).value();
-      s.target_mr = s.endpoint->memory().register_region(s.pd, s.target.data(), buffer_bytes, access, regions).value();
+      s.source_mr = s.endpoint->memory()
+                        .register_region(s.pd, s.source.data(), buffer_bytes, access, regions)
+                        .value();
+      s.target_mr = s.endpoint->memory()
+                        .register_region(s.pd, s.target.data(), buffer_bytes, access, regions)
+                        .value();
     }
     for (int i = 0; i < 2; ++i) {
       Side& s = side[i];
       Side& o = side[1 - i];
       (void)s.qp->to_init();
-      (void)s.qp->to_rtr(RtrAttributes{o.qp->qpn(), Psn(1000u * (1 - i) + 77), static_cast<uint32_t>(1 - i)});
+      (void)s.qp->to_rtr(
+          RtrAttributes{o.qp->qpn(), Psn(1000u * (1 - i) + 77), static_cast<uint32_t>(1 - i)});
       (void)s.qp->to_rts(RtsAttributes{Psn(1000u * i + 77)});
     }
   }
@@ -103,7 +113,10 @@ class Pair {
       if (queue_.empty() && next >= until) {
         bool busy = false;
         for (auto& s : side) busy |= s.endpoint->wants_to_send(now_);
-        if (!busy) { now_ = until; break; }
+        if (!busy) {
+          now_ = until;
+          break;
+        }
       }
       now_ = std::max(now_, next);
       deliver_due();
@@ -118,15 +131,18 @@ class Pair {
         for (int burst = 0; burst < 64; ++burst) {
           TxMeta tx;
           std::vector<uint8_t> buf(wire::kMaxDatagramBytes);
-          const size_t n = side[i].endpoint->poll_transmit(now_, PlaneId(static_cast<uint8_t>(p)), buf, tx);
+          const size_t n =
+              side[i].endpoint->poll_transmit(now_, PlaneId(static_cast<uint8_t>(p)), buf, tx);
           if (n == 0) break;
           buf.resize(n);
           RxMeta rx{tx.plane, tx.ev, false, false, static_cast<uint32_t>(i)};
           ++sent_;
           if (filter && !filter(i, buf, rx, tx)) continue;
           const Duration extra = hold ? hold(i, buf, tx) : Duration{0};
-          const Instant arrive = now_ + delay_ + extra + Duration{static_cast<int64_t>(serial_++ % 7)};
-          queue_.emplace(std::make_pair(arrive, serial_), InFlight{arrive, 1 - i, std::move(buf), rx});
+          const Instant arrive =
+              now_ + delay_ + extra + Duration{static_cast<int64_t>(serial_++ % 7)};
+          queue_.emplace(std::make_pair(arrive, serial_),
+                         InFlight{arrive, 1 - i, std::move(buf), rx});
         }
       }
     }

@@ -18,7 +18,9 @@
 namespace mrc::io {
 namespace {
 
-std::string temp_path(const char* name) { return ::testing::TempDir() + "/mrc-pcap-" + name; }
+std::string temp_path(const char* name) {
+  return ::testing::TempDir() + "/mrc-pcap-" + name;
+}
 
 UdpAddresses addresses(const char* from, uint16_t sport, const char* to, uint16_t dport) {
   UdpAddresses a;
@@ -48,7 +50,9 @@ std::vector<uint8_t> file_bytes(const std::string& path) {
 }
 
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
 }
 
 TEST(Pcap, WhatIsWrittenIsReadBack) {
@@ -57,7 +61,9 @@ TEST(Pcap, WhatIsWrittenIsReadBack) {
     auto w = writer(path, 1 << 20);
     for (int i = 0; i < 3; ++i) {
       std::vector<uint8_t> datagram(100 + i, static_cast<uint8_t>(i));
-      ASSERT_TRUE(w->write(1'700'000'000'123'456'789ull + i, addresses("10.0.0.1", static_cast<uint16_t>(50000 + i), "10.0.1.2", 4791), datagram));
+      ASSERT_TRUE(w->write(
+          1'700'000'000'123'456'789ull + i,
+          addresses("10.0.0.1", static_cast<uint16_t>(50000 + i), "10.0.1.2", 4791), datagram));
     }
     EXPECT_EQ(w->records(), 3u);
   }
@@ -84,7 +90,8 @@ TEST(Pcap, TheWriterStopsAtItsBudget) {
   auto w = writer(path, 3 * (16 + 28 + 100));
   const std::vector<uint8_t> datagram(100, 7);
   int written = 0;
-  for (int i = 0; i < 10; ++i) written += w->write(0, addresses("1.1.1.1", 1, "2.2.2.2", 2), datagram) ? 1 : 0;
+  for (int i = 0; i < 10; ++i)
+    written += w->write(0, addresses("1.1.1.1", 1, "2.2.2.2", 2), datagram) ? 1 : 0;
   EXPECT_EQ(written, 3);
   EXPECT_EQ(w->dropped(), 7u);
   EXPECT_TRUE(w->full());
@@ -92,8 +99,9 @@ TEST(Pcap, TheWriterStopsAtItsBudget) {
 
 // Ethernet with a VLAN tag, Linux cooked v1 and v2, raw IPv6; IP fragments and non-UDP skipped.
 TEST(Pcap, FindsUdpInTheLinkTypesOthersWrite) {
-  std::vector<uint8_t> ip = {0x45, 0, 0, 33, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-                             0xC3, 0x50, 0x12, 0xB7, 0, 13, 0, 0, 'h', 'e', 'l', 'l', 'o'};
+  std::vector<uint8_t> ip = {0x45, 0,    0, 33, 0, 0,  0x40, 0,   64,  17,   0,
+                             0,    10,   0, 0,  1, 10, 0,    0,   2,   0xC3, 0x50,
+                             0x12, 0xB7, 0, 13, 0, 0,  'h',  'e', 'l', 'l',  'o'};
   std::vector<uint8_t> eth(12, 0);
   eth.insert(eth.end(), {0x81, 0x00, 0x00, 0x05, 0x08, 0x00});
   eth.insert(eth.end(), ip.begin(), ip.end());

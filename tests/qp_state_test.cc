@@ -25,7 +25,8 @@ struct Solo {
     qp = endpoint.create_qp(config, pd, send_cq, recv_cq).value();
     buffer.assign(1 << 16, 0x11);
     mr = endpoint.memory()
-             .register_region(pd, buffer.data(), buffer.size(), kAccessLocalWrite | kAccessRemoteWrite)
+             .register_region(pd, buffer.data(), buffer.size(),
+                              kAccessLocalWrite | kAccessRemoteWrite)
              .value();
   }
   void to_rts() {
@@ -174,7 +175,8 @@ TEST(QpState, ReceivesHeldInInitAreBoundedAndFlushed) {
   std::vector<Completion> done(8);
   done.resize(s.recv_cq->poll(done));
   EXPECT_EQ(wr_ids(done), (std::vector<uint64_t>{1, 2}));
-  EXPECT_EQ(statuses(done), (std::vector<WcStatus>{WcStatus::kWrFlushError, WcStatus::kWrFlushError}));
+  EXPECT_EQ(statuses(done),
+            (std::vector<WcStatus>{WcStatus::kWrFlushError, WcStatus::kWrFlushError}));
 }
 
 TEST(QpState, ToErrorFlushesEverySendAndReceive) {
@@ -217,8 +219,9 @@ TEST(QpState, VanishedPeerFailsTheQpWithRetryExceeded) {
   EXPECT_GT(a->stats().timeouts, config.retry_linear + config.retry_exp - 1u);
   const auto sends = pair.drain(0, false);
   EXPECT_EQ(wr_ids(sends), (std::vector<uint64_t>{1, 2, 3}));
-  EXPECT_EQ(statuses(sends), (std::vector<WcStatus>{WcStatus::kRetryExceeded, WcStatus::kWrFlushError,
-                                                     WcStatus::kWrFlushError}));
+  EXPECT_EQ(statuses(sends),
+            (std::vector<WcStatus>{WcStatus::kRetryExceeded, WcStatus::kWrFlushError,
+                                   WcStatus::kWrFlushError}));
   const auto recvs = pair.drain(0, true);
   EXPECT_EQ(wr_ids(recvs), (std::vector<uint64_t>{55}));
   EXPECT_EQ(statuses(recvs), (std::vector<WcStatus>{WcStatus::kWrFlushError}));
@@ -249,10 +252,12 @@ TEST(QpState, WrongRkeyFailsWithRemoteAccessErrorAtTheRetryLimit) {
   EXPECT_EQ(a->state(), QpState::kError);
   EXPECT_GT(pair.side[1].qp->stats().access_naks_sent, 0u);
   EXPECT_GT(a->stats().access_naks_received, 0u);
-  EXPECT_GT(a->stats().timeouts, config.retry_linear + config.retry_exp - 1u);  // not failed at once
+  EXPECT_GT(a->stats().timeouts,
+            config.retry_linear + config.retry_exp - 1u);  // not failed at once
   const auto sends = pair.drain(0, false);
   EXPECT_EQ(wr_ids(sends), (std::vector<uint64_t>{1, 2}));
-  EXPECT_EQ(statuses(sends), (std::vector<WcStatus>{WcStatus::kRemoteAccessError, WcStatus::kWrFlushError}));
+  EXPECT_EQ(statuses(sends),
+            (std::vector<WcStatus>{WcStatus::kRemoteAccessError, WcStatus::kWrFlushError}));
 }
 
 TEST(QpState, SendQueueFull) {
@@ -282,8 +287,11 @@ TEST(QpState, BadWorkRequestsAreRefusedWithoutUsingASlot) {
   s.to_rts();
   const uint32_t other_pd = s.endpoint.memory().alloc_pd();
   std::vector<uint8_t> other(4096);
-  const auto foreign = s.endpoint.memory().register_region(other_pd, other.data(), other.size(), kAccessLocalWrite).value();
-  const Sge three[] = {{s.mr.address, 10, s.mr.lkey}, {s.mr.address, 10, s.mr.lkey}, {s.mr.address, 10, s.mr.lkey}};
+  const auto foreign = s.endpoint.memory()
+                           .register_region(other_pd, other.data(), other.size(), kAccessLocalWrite)
+                           .value();
+  const Sge three[] = {
+      {s.mr.address, 10, s.mr.lkey}, {s.mr.address, 10, s.mr.lkey}, {s.mr.address, 10, s.mr.lkey}};
   EXPECT_EQ(s.qp->post_send(s.write(three, 3)).error(), PostError::kTooManySge);
   const Sge bad_key{s.mr.address, 10, s.mr.lkey + 1};
   EXPECT_EQ(s.qp->post_send(s.write(&bad_key, 1)).error(), PostError::kBadLkey);

@@ -1,11 +1,12 @@
 // The responder's PSN window (src/core/receive_window.h): in-order and out-of-order arrival,
 // duplicates, the window edge, wrap-around of the 24-bit PSN space, and the SACK bitmap.
+#include "core/receive_window.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "core/receive_window.h"
 #include "util/prng.h"
 
 namespace mrc {
@@ -63,8 +64,8 @@ TEST(ReceiveWindow, DuplicatesBehindAndAboveTheCumulativePsn) {
   w.mark(Psn(70));
   EXPECT_EQ(w.classify(Psn(50)), Verdict::kDuplicate);
   EXPECT_EQ(w.classify(Psn(59)), Verdict::kDuplicate);
-  EXPECT_EQ(w.classify(Psn(0)), Verdict::kDuplicate);         // long ago
-  EXPECT_EQ(w.classify(Psn(70)), Verdict::kDuplicate);        // received above the gap
+  EXPECT_EQ(w.classify(Psn(0)), Verdict::kDuplicate);   // long ago
+  EXPECT_EQ(w.classify(Psn(70)), Verdict::kDuplicate);  // received above the gap
   EXPECT_EQ(w.classify(Psn(60)), Verdict::kNew);
   EXPECT_EQ(w.classify(Psn(69)), Verdict::kNew);
   EXPECT_EQ(w.classify(Psn(71)), Verdict::kNew);

@@ -82,14 +82,14 @@ TEST(RoceFrame, EachDefectHasItsReason) {
     return parsed.ok() ? std::string("accepted") : std::string(to_string(parsed.error()));
   };
   Built b = build(64);
-  EXPECT_EQ(refused(b.frame, 12, 0x86), "not IPv4");         // EtherType IPv6
+  EXPECT_EQ(refused(b.frame, 12, 0x86), "not IPv4");  // EtherType IPv6
   EXPECT_EQ(refused(b.frame, 14, 0x46), "IP options");
-  EXPECT_EQ(refused(b.frame, 20, 0x20), "IP fragment");       // more fragments
+  EXPECT_EQ(refused(b.frame, 20, 0x20), "IP fragment");  // more fragments
   EXPECT_EQ(refused(b.frame, 23, 6), "not UDP");
   EXPECT_EQ(refused(b.frame, 17, 0xFF), "bad IP/UDP length");
-  EXPECT_EQ(refused(b.frame, 26, 11), "bad IP checksum");     // source address
+  EXPECT_EQ(refused(b.frame, 26, 11), "bad IP checksum");  // source address
   EXPECT_EQ(refused(b.frame, b.frame.size() - 8, 0), "bad ICRC");
-  EXPECT_EQ(refused(b.frame, 34, 0), "bad ICRC");             // UDP source port is covered
+  EXPECT_EQ(refused(b.frame, 34, 0), "bad ICRC");  // UDP source port is covered
 }
 
 TEST(RoceFrame, RandomBytesNeverCrash) {
@@ -98,7 +98,8 @@ TEST(RoceFrame, RandomBytesNeverCrash) {
   for (int i = 0; i < 20000; ++i) {
     std::vector<uint8_t> frame = b.frame;
     const int flips = 1 + static_cast<int>(prng.below(4));
-    for (int f = 0; f < flips; ++f) frame[prng.below(frame.size())] ^= static_cast<uint8_t>(1 + prng.below(255));
+    for (int f = 0; f < flips; ++f)
+      frame[prng.below(frame.size())] ^= static_cast<uint8_t>(1 + prng.below(255));
     frame.resize(prng.below(frame.size() + 1));
     (void)parse_frame(frame);
   }

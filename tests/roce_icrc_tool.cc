@@ -29,7 +29,8 @@ std::string hex(std::span<const uint8_t> bytes) {
 
 std::vector<uint8_t> unhex(const std::string& text) {
   std::vector<uint8_t> out;
-  for (size_t i = 0; i + 1 < text.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoi(text.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < text.size(); i += 2)
+    out.push_back(static_cast<uint8_t>(std::stoi(text.substr(i, 2), nullptr, 16)));
   return out;
 }
 

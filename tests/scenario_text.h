@@ -3,7 +3,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,7 +14,8 @@ namespace mrc::sim::test {
 
 // Loads `text` as a scenario file named `name`; "" if it loaded, else the loader's message.
 // The file's path names the process and the test, since ctest runs tests side by side.
-inline std::string load_text(const std::string& text, Scenario& s, const std::string& name = "scenario.toml") {
+inline std::string load_text(const std::string& text, Scenario& s,
+                             const std::string& name = "scenario.toml") {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const std::string path = testing::TempDir() + "/" + std::to_string(getpid()) + "-" +
                            (info != nullptr ? info->name() : "none") + "-" + name;

@@ -30,7 +30,7 @@ Scenario scenario(TransportKind kind, uint64_t seed = 1) {
   s.fabric.fabric_link.overflow = OverflowPolicy::kDrop;
   s.fabric.core_link.overflow = OverflowPolicy::kDrop;
   s.fabric.ecn_last_hop = true;  // DCQCN deployments mark at every hop, incast included
-  s.qp.timeout = 8;  // 262 us
+  s.qp.timeout = 8;              // 262 us
   s.workload.pattern = Pattern::kPairs;
   s.workload.bidirectional = true;
   s.workload.message_bytes = 200'000;
@@ -57,8 +57,11 @@ void expect_exactly_once(const RunReport& r) {
 class Baseline : public ::testing::TestWithParam<TransportKind> {};
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Baseline,
-                         ::testing::Values(TransportKind::kRoce, TransportKind::kRocePfc, TransportKind::kMptcp),
-                         [](const ::testing::TestParamInfo<TransportKind>& p) { return std::string(to_string(p.param)); });
+                         ::testing::Values(TransportKind::kRoce, TransportKind::kRocePfc,
+                                           TransportKind::kMptcp),
+                         [](const ::testing::TestParamInfo<TransportKind>& p) {
+                           return std::string(to_string(p.param));
+                         });
 
 TEST_P(Baseline, CleanFabricDeliversExactlyOnce) {
   for (const Pattern p : {Pattern::kPairs, Pattern::kPermutation, Pattern::kRingAllreduce}) {
@@ -110,8 +113,10 @@ TEST_P(Baseline, PlaneDownAndBackDeliversExactlyOnce) {
   Scenario s = scenario(GetParam());
   s.workload.message_bytes = 1'000'000;
   s.transport.mptcp.rto_min = Duration::from_us(200);  // an RTO within the outage
-  s.faults.push_back({Instant{Duration::from_us(50).ns}, FaultAction::set_up(Scope::of_plane(PlaneId(0)), false), "down"});
-  s.faults.push_back({Instant{Duration::from_us(800).ns}, FaultAction::set_up(Scope::of_plane(PlaneId(0)), true), "up"});
+  s.faults.push_back({Instant{Duration::from_us(50).ns},
+                      FaultAction::set_up(Scope::of_plane(PlaneId(0)), false), "down"});
+  s.faults.push_back({Instant{Duration::from_us(800).ns},
+                      FaultAction::set_up(Scope::of_plane(PlaneId(0)), true), "up"});
   const RunReport r = run_scenario(s);
   expect_exactly_once(r);
   EXPECT_GT(r.timeouts, 0u);
@@ -153,7 +158,8 @@ TEST(BaselineFailure, PlaneDownForGood) {
   for (const TransportKind kind : {TransportKind::kMptcp, TransportKind::kRoce}) {
     Scenario s = scenario(kind);
     s.workload.message_bytes = 1'000'000;
-    s.faults.push_back({Instant{Duration::from_us(50).ns}, FaultAction::set_up(Scope::of_plane(PlaneId(0)), false), "down"});
+    s.faults.push_back({Instant{Duration::from_us(50).ns},
+                        FaultAction::set_up(Scope::of_plane(PlaneId(0)), false), "down"});
     s.heal_at = Instant{Duration::from_ms(1000).ns};  // after the time limit: never healed
     s.workload.expect_failure = kind == TransportKind::kRoce;
     const RunReport r = run_scenario(s);
@@ -189,7 +195,8 @@ TEST(BaselineRoce, GoBackNResendsEverythingAfterALoss) {
   loss.loss = 1.0;
   const Instant at{Duration::from_us(40).ns};
   s.faults.push_back({at, FaultAction::set_faults(uplink, loss), "loss on"});
-  s.faults.push_back({at + Duration{330}, FaultAction::set_faults(uplink, LinkFaults{}), "loss off"});
+  s.faults.push_back(
+      {at + Duration{330}, FaultAction::set_faults(uplink, LinkFaults{}), "loss off"});
   const RunReport r = run_scenario(s);
   expect_exactly_once(r);
   ASSERT_EQ(r.fabric_drops, 1u);
@@ -212,7 +219,8 @@ TEST(BaselinePfc, IncastPausesAndNeverDrops) {
     s.fabric.planes = 1;
     s.fabric.hosts = 8;
     s.fabric.hosts_per_leaf = 4;
-    for (LinkConfig* l : {&s.fabric.host_link, &s.fabric.fabric_link, &s.fabric.core_link}) l->queue_limit_bytes = 64 * 1024;
+    for (LinkConfig* l : {&s.fabric.host_link, &s.fabric.fabric_link, &s.fabric.core_link})
+      l->queue_limit_bytes = 64 * 1024;
     s.workload.pattern = Pattern::kIncast;
     s.workload.messages = 4;
     const RunReport r = run_scenario(s);
@@ -251,7 +259,8 @@ TEST(BaselinePfc, PausesBlockAVictimFlow) {
     const RunReport r = run_scenario(s);
     expect_exactly_once(r);
     for (const GroupReport& g : r.groups) {
-      if (g.name == "victim") victim_ns[kind == TransportKind::kMptcp ? 1 : 0] = g.end_ns - g.start_ns;
+      if (g.name == "victim")
+        victim_ns[kind == TransportKind::kMptcp ? 1 : 0] = g.end_ns - g.start_ns;
     }
     if (kind == TransportKind::kRocePfc) {
       EXPECT_GT(r.pfc_paused_ns, 0u);
@@ -271,7 +280,7 @@ TEST(BaselineDcqcn, CnpCutsTheRateByHalfAlphaThenTimersRecoverIt) {
   EXPECT_DOUBLE_EQ(d.rate_gbps(), 50.0);
   EXPECT_DOUBLE_EQ(d.target_gbps(), 100.0);
   EXPECT_NEAR(d.alpha(), 1.0, 1e-12);  // (1-g) * 1 + g
-  d.on_cnp(Instant{1000});  // the next cut: by alpha/2 of the current rate
+  d.on_cnp(Instant{1000});             // the next cut: by alpha/2 of the current rate
   EXPECT_NEAR(d.rate_gbps(), 25.0, 1e-9);
   // Fast recovery halves the distance to the target at each of the first F-1 timer expiries
   // (the byte counter has not expired: both counts below F); alpha decays.
@@ -375,7 +384,8 @@ TEST(BaselineScenarios, FilesLoadAndRun) {
   for (const char* name : {"baseline-roce.toml", "baseline-roce-pfc.toml", "baseline-mptcp.toml"}) {
     Scenario s;
     std::string error;
-    ASSERT_TRUE(load_scenario(std::string(MRC_SOURCE_DIR) + "/scenarios/" + name, s, error)) << error;
+    ASSERT_TRUE(load_scenario(std::string(MRC_SOURCE_DIR) + "/scenarios/" + name, s, error))
+        << error;
     EXPECT_NE(s.transport.kind, TransportKind::kMrc) << name;
     s.workload.message_bytes = 64 * 1024;  // a small version for the test suite
     s.workload.iterations = 1;

@@ -12,14 +12,17 @@
 namespace mrc::sim {
 namespace {
 
-std::string load_text(const std::string& text, Scenario& s) { return test::load_text(text, s, "ev_burst_scenario.toml"); }
+std::string load_text(const std::string& text, Scenario& s) {
+  return test::load_text(text, s, "ev_burst_scenario.toml");
+}
 
 TEST(SimScenario, EvBurstLoadsIntoTheQpConfig) {
   Scenario s;
   ASSERT_EQ(load_text("[qp]\nev_count = 128\nev_burst = 8\n", s), "");
   EXPECT_EQ(s.qp.ev_burst_packets, 8);
   Scenario largest;
-  ASSERT_EQ(load_text("[qp]\nev_burst = " + std::to_string(kMaxEvBurstPackets) + "\n", largest), "");
+  ASSERT_EQ(load_text("[qp]\nev_burst = " + std::to_string(kMaxEvBurstPackets) + "\n", largest),
+            "");
   EXPECT_EQ(largest.qp.ev_burst_packets, kMaxEvBurstPackets);
 }
 
@@ -49,7 +52,9 @@ TEST(SimScenario, SprayGranularityFilesLoadWithOnePacketPerEv) {
   for (const char* name : {"spray-a2a", "spray-a2a-loss1", "spray-ring", "spray-ring-loss1"}) {
     Scenario s;
     std::string error;
-    ASSERT_TRUE(load_scenario(std::string(MRC_SOURCE_DIR) + "/scenarios/" + name + ".toml", s, error)) << error;
+    ASSERT_TRUE(
+        load_scenario(std::string(MRC_SOURCE_DIR) + "/scenarios/" + name + ".toml", s, error))
+        << error;
     EXPECT_EQ(s.qp.ev_burst_packets, 1) << name;
     EXPECT_EQ(s.faults.size(), std::string(name).ends_with("-loss1") ? 1u : 0u) << name;
   }

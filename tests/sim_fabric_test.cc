@@ -273,7 +273,8 @@ TEST(EventQueueTest, AsksTheEventsAheadToPrefetchInStages) {
   q.set_prefetch(true);
   PrefetchLog log;
   std::vector<int> boxed_ran;
-  for (int id = 0; id < 12; ++id) q.schedule(Instant{id / 3 * 1000}, LoggingEvent{&log, id});  // 3 per bucket
+  for (int id = 0; id < 12; ++id)
+    q.schedule(Instant{id / 3 * 1000}, LoggingEvent{&log, id});  // 3 per bucket
   const std::array<int, 8> big{99};  // boxed: larger than the inline storage, no prefetch
   q.schedule(Instant{1500}, [&boxed_ran, big] { boxed_ran.push_back(big[0]); });
   q.run_until(Instant::never());
@@ -283,7 +284,8 @@ TEST(EventQueueTest, AsksTheEventsAheadToPrefetchInStages) {
     if (stage < 0) {
       ran.push_back(id);
     } else {
-      EXPECT_EQ(std::count(ran.begin(), ran.end(), id), 0) << "event " << id << " asked after it ran";
+      EXPECT_EQ(std::count(ran.begin(), ran.end(), id), 0)
+          << "event " << id << " asked after it ran";
       stages[id].push_back(stage);
     }
   }

@@ -106,10 +106,11 @@ TEST(SimRecovery, GoodputReturnsAfterALossBurstAndAPlaneFailure) {
   const int64_t after_failure = recovered_at(r, 4'000'000, 0.9 * three_planes);
   EXPECT_GE(after_failure, 0) << "never back to 0.9 of three planes' " << three_planes;
   EXPECT_LE(after_failure - 4'000'000, 1'000'000) << "back only at " << after_failure << " ns";
-  std::printf("steady %.2f B/ns; after the burst back at +%lld us; after the plane failure at "
-              "+%lld us\n",
-              before, static_cast<long long>((after_burst - 1'100'000) / 1000),
-              static_cast<long long>((after_failure - 4'000'000) / 1000));
+  std::printf(
+      "steady %.2f B/ns; after the burst back at +%lld us; after the plane failure at "
+      "+%lld us\n",
+      before, static_cast<long long>((after_burst - 1'100'000) / 1000),
+      static_cast<long long>((after_failure - 4'000'000) / 1000));
 }
 
 }  // namespace

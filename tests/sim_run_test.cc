@@ -62,9 +62,11 @@ std::vector<FaultCase> fault_cases() {
       {"corrupt", faults(&LinkFaults::corrupt, 0.03)},
       {"trim", faults(&LinkFaults::trim, 0.05)},
       {"plane_down", FaultAction::set_up(Scope::of_plane(PlaneId(1)), false)},
-      {"flap", FaultAction::start_flap(Scope::of_plane(PlaneId(0)).only(bit(LinkClass::kFabricUp)), flap)},
-      {"spine_blackhole", FaultAction::set_faults(Scope::of_plane(PlaneId(1)).only(bit(LinkClass::kFabricUp)),
-                                                  LinkFaults{1.0, 0, 0, 0, Duration{0}, 0})},
+      {"flap",
+       FaultAction::start_flap(Scope::of_plane(PlaneId(0)).only(bit(LinkClass::kFabricUp)), flap)},
+      {"spine_blackhole",
+       FaultAction::set_faults(Scope::of_plane(PlaneId(1)).only(bit(LinkClass::kFabricUp)),
+                               LinkFaults{1.0, 0, 0, 0, Duration{0}, 0})},
   };
 }
 
@@ -81,12 +83,14 @@ TEST_P(SimFaultKind, BothWaysThenHealDeliversExactlyOnce) {
 }
 INSTANTIATE_TEST_SUITE_P(AllKinds, SimFaultKind, ::testing::Range(0, 8),
                          [](const ::testing::TestParamInfo<int>& param_info) {
-                           return std::string(fault_cases()[static_cast<size_t>(param_info.param)].name);
+                           return std::string(
+                               fault_cases()[static_cast<size_t>(param_info.param)].name);
                          });
 
 TEST(SimRun, EvBlackholeIsDetectedAndReplaced) {
   Scenario s = base_scenario(3);
-  ScheduledFault f{Instant{Duration::from_us(2).ns}, FaultAction::blackhole(PlaneId(0), Ev(0), true), "bh", 1};
+  ScheduledFault f{Instant{Duration::from_us(2).ns},
+                   FaultAction::blackhole(PlaneId(0), Ev(0), true), "bh", 1};
   s.faults.push_back(f);
   s.heal_at = Instant{Duration::from_ms(50).ns};  // the EV stays dead for the whole transfer
   const RunReport r = run_scenario(s);
@@ -103,7 +107,8 @@ TEST(SimRun, RetryLimitFailsEveryOperationWithoutHanging) {
   s.workload.expect_failure = true;
   LinkFaults dead;
   dead.loss = 1.0;
-  s.faults.push_back({Instant{Duration::from_us(3).ns}, FaultAction::set_faults(Scope::fabric(), dead), "dead"});
+  s.faults.push_back(
+      {Instant{Duration::from_us(3).ns}, FaultAction::set_faults(Scope::fabric(), dead), "dead"});
   s.heal_at = Instant{Duration::from_ms(1000).ns};
   const RunReport r = run_scenario(s);
   EXPECT_TRUE(r.ok) << describe(r);
@@ -135,7 +140,8 @@ TEST(SimRun, SameSeedSameRun) {
 // payload is allowed), and the corrupted packets are refused as bad ICRC in every one (the
 // fault computes the ICRC the sender left to the fabric before it flips a bit).
 TEST(SimRun, IcrcOffloadAndVirtualPayloadChangeNothingButTheWork) {
-  for (const TransportKind kind : {TransportKind::kMrc, TransportKind::kRoce, TransportKind::kMptcp}) {
+  for (const TransportKind kind :
+       {TransportKind::kMrc, TransportKind::kRoce, TransportKind::kMptcp}) {
     SCOPED_TRACE(to_string(kind));
     Scenario s = base_scenario(4);
     s.transport.kind = kind;
@@ -151,8 +157,10 @@ TEST(SimRun, IcrcOffloadAndVirtualPayloadChangeNothingButTheWork) {
     const char* bad_icrc = kind == TransportKind::kMrc ? "decode_bad ICRC" : "bad_icrc";
     ASSERT_EQ(engine.refused_by_reason.count(bad_icrc), 1u);
     EXPECT_GT(engine.refused_by_reason.at(bad_icrc), 0u);
-    for (const auto& [icrc_offload, move_payload] : {std::pair{true, true}, {true, false}, {false, false}}) {
-      SCOPED_TRACE("icrc_offload " + std::to_string(icrc_offload) + ", move_payload " + std::to_string(move_payload));
+    for (const auto& [icrc_offload, move_payload] :
+         {std::pair{true, true}, {true, false}, {false, false}}) {
+      SCOPED_TRACE("icrc_offload " + std::to_string(icrc_offload) + ", move_payload " +
+                   std::to_string(move_payload));
       s.icrc_offload = icrc_offload;
       s.move_payload = move_payload;
       const RunReport r = run_scenario(s);
@@ -170,7 +178,9 @@ TEST(SimRun, IcrcOffloadAndVirtualPayloadChangeNothingButTheWork) {
 }
 
 // A scenario file of scenarios/, by name, and one run of it.
-std::string shipped(const char* name) { return std::string(MRC_SOURCE_DIR) + "/scenarios/" + name + ".toml"; }
+std::string shipped(const char* name) {
+  return std::string(MRC_SOURCE_DIR) + "/scenarios/" + name + ".toml";
+}
 void run_shipped(const std::string& path, RunReport& r) {
   Scenario s;
   std::string error;
@@ -179,12 +189,14 @@ void run_shipped(const std::string& path, RunReport& r) {
 }
 
 TEST(SimRun, ScenarioFilesLoadAndRun) {
-  for (const char* name : {"four-planes-failover", "loss-1pct", "incast-trim", "blackhole-ev",
-                           "retry-exhausted", "swarm", "shared-bottleneck", "fat-tree-permutation"}) {
+  for (const char* name :
+       {"four-planes-failover", "loss-1pct", "incast-trim", "blackhole-ev", "retry-exhausted",
+        "swarm", "shared-bottleneck", "fat-tree-permutation"}) {
     const std::string path = shipped(name);
     RunReport r;
     ASSERT_NO_FATAL_FAILURE(run_shipped(path, r));
-    EXPECT_TRUE(r.ok) << name << ": " << describe(r) << "\n  replay: mrc sim " << path << " --seed " << r.seed;
+    EXPECT_TRUE(r.ok) << name << ": " << describe(r) << "\n  replay: mrc sim " << path << " --seed "
+                      << r.seed;
   }
 }
 
@@ -199,8 +211,8 @@ TEST(SimRun, PlanesShareTheWindowBehindSlowSwitchQueues) {
   uint64_t total = 0;
   for (const PlaneReport& p : r.planes) total += p.data_bytes_sent;
   for (size_t p = 0; p < r.planes.size(); ++p) {
-    EXPECT_GT(r.planes[p].data_bytes_sent * 5, total) << "plane " << p << " carried under 20%; replay: mrc sim "
-                                                       << path << " --seed " << r.seed;
+    EXPECT_GT(r.planes[p].data_bytes_sent * 5, total)
+        << "plane " << p << " carried under 20%; replay: mrc sim " << path << " --seed " << r.seed;
   }
 }
 
@@ -221,7 +233,8 @@ TEST(SimRun, ProbesDueOnIdlePortsLeaveWithoutATick) {
   const uint64_t delivered[] = {13'544'976, 12'797'156, 12'689'588, 12'659'476};
   ASSERT_EQ(r.planes.size(), 4u);
   for (size_t p = 0; p < 4; ++p) {
-    EXPECT_EQ(r.planes[p].fabric_bytes_delivered, delivered[p]) << "plane " << p << "; replay: mrc sim " << path;
+    EXPECT_EQ(r.planes[p].fabric_bytes_delivered, delivered[p])
+        << "plane " << p << "; replay: mrc sim " << path;
   }
   EXPECT_EQ(r.completion_time_ns, 419'179'603);
   EXPECT_EQ(r.retransmits, 2201u);
@@ -233,16 +246,18 @@ TEST(SimRun, LargeScenarioFilesLoad) {
   for (const char* name : {"ring-allreduce"}) {
     Scenario s;
     std::string error;
-    EXPECT_TRUE(load_scenario(std::string(MRC_SOURCE_DIR) + "/scenarios/" + name + ".toml", s, error)) << error;
+    EXPECT_TRUE(
+        load_scenario(std::string(MRC_SOURCE_DIR) + "/scenarios/" + name + ".toml", s, error))
+        << error;
   }
 }
 
 TEST(SimRun, BadScenarioFilesAreRefusedWithTheKey) {
   const std::string path = testing::TempDir() + "/bad_scenario.toml";
-  for (const char* text : {"[fabric]\nplanes = 0\n", "[qp]\nev_count = 130\n", "[fabirc]\n",
-                           "[[fault]]\naction = \"explode\"\n", "[workload]\npattern = 3\n",
-                           "[qp]\neta = 0.0\n", "[qp]\nfi = -1.0\n", "[qp]\nincast_penalty = 128\n",
-                           "move_payload = false\n"}) {
+  for (const char* text :
+       {"[fabric]\nplanes = 0\n", "[qp]\nev_count = 130\n", "[fabirc]\n",
+        "[[fault]]\naction = \"explode\"\n", "[workload]\npattern = 3\n", "[qp]\neta = 0.0\n",
+        "[qp]\nfi = -1.0\n", "[qp]\nincast_penalty = 128\n", "move_payload = false\n"}) {
     FILE* f = std::fopen(path.c_str(), "w");
     std::fputs(text, f);
     std::fclose(f);
@@ -280,7 +295,8 @@ namespace {
 TEST(SimIncast, ReceiverPenaltyHelpsTheVictimAndLeavesPermutationsAlone) {
   Scenario s;
   std::string error;
-  ASSERT_TRUE(load_scenario(MRC_SOURCE_DIR "/scenarios/mrc-incast-victim-mrc.toml", s, error)) << error;
+  ASSERT_TRUE(load_scenario(MRC_SOURCE_DIR "/scenarios/mrc-incast-victim-mrc.toml", s, error))
+      << error;
   ASSERT_GT(s.qp.incast_penalty, 0);  // on by default
   const auto victim_ns = [](const RunReport& r) {
     for (const GroupReport& g : r.groups)
@@ -292,9 +308,11 @@ TEST(SimIncast, ReceiverPenaltyHelpsTheVictimAndLeavesPermutationsAlone) {
   const RunReport without = run_scenario(s);
   ASSERT_TRUE(with.ok && without.ok) << with.failure << without.failure;
   EXPECT_GT(victim_ns(without), 0);
-  EXPECT_LT(victim_ns(with), victim_ns(without) * 3 / 4) << "replay: mrc sim scenarios/mrc-incast-victim-mrc.toml";
+  EXPECT_LT(victim_ns(with), victim_ns(without) * 3 / 4)
+      << "replay: mrc sim scenarios/mrc-incast-victim-mrc.toml";
 
-  ASSERT_TRUE(load_scenario(MRC_SOURCE_DIR "/scenarios/xcheck-shallow-trim.toml", s, error)) << error;
+  ASSERT_TRUE(load_scenario(MRC_SOURCE_DIR "/scenarios/xcheck-shallow-trim.toml", s, error))
+      << error;
   const RunReport a = run_scenario(s);
   EXPECT_GT(a.trims, 100u);  // trims on fabric paths
   s.qp.incast_penalty = 0;

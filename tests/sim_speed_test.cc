@@ -32,7 +32,8 @@ Scenario many_qps(TransportKind kind) {
   s.fabric.hosts_per_leaf = 2;
   s.fabric.spines = 2;
   s.fabric.ecn_last_hop = true;
-  const OverflowPolicy overflow = kind == TransportKind::kMrc ? OverflowPolicy::kTrim : OverflowPolicy::kDrop;
+  const OverflowPolicy overflow =
+      kind == TransportKind::kMrc ? OverflowPolicy::kTrim : OverflowPolicy::kDrop;
   s.fabric.host_link.overflow = overflow;
   s.fabric.fabric_link.overflow = overflow;
   s.fabric.core_link.overflow = overflow;
@@ -95,7 +96,8 @@ TEST(SimManyQps, MrcRunIsUnchanged) {
 // Payload-free runs simulate exactly what payload runs do (same events, same recovery) and
 // still pass the checker.
 TEST(SimPayloadFree, SameRunWithoutPerFlowBuffers) {
-  for (const TransportKind kind : {TransportKind::kMrc, TransportKind::kRoce, TransportKind::kMptcp}) {
+  for (const TransportKind kind :
+       {TransportKind::kMrc, TransportKind::kRoce, TransportKind::kMptcp}) {
     Scenario s = many_qps(kind);
     const RunReport with = run_scenario(s);
     s.payload = false;
@@ -131,12 +133,15 @@ TEST(SimPayloadFree, CheckerSeesDuplicateMissingAndWrongBytes) {
 TEST(SimPayloadFree, ScenarioKeyIsRead) {
   Scenario s;
   std::string error;
-  ASSERT_TRUE(load_scenario(MRC_SOURCE_DIR "/scenarios/fabric-1024-ring-payload-free.toml", s, error)) << error;
+  ASSERT_TRUE(
+      load_scenario(MRC_SOURCE_DIR "/scenarios/fabric-1024-ring-payload-free.toml", s, error))
+      << error;
   EXPECT_FALSE(s.payload);
   EXPECT_FALSE(s.move_payload);
   // Its RoCE twin (the simulator's own speed at 1024 hosts): same hosts, ring and bytes.
   Scenario roce;
-  ASSERT_TRUE(load_scenario(MRC_SOURCE_DIR "/scenarios/fabric-1024-ring-roce.toml", roce, error)) << error;
+  ASSERT_TRUE(load_scenario(MRC_SOURCE_DIR "/scenarios/fabric-1024-ring-roce.toml", roce, error))
+      << error;
   EXPECT_FALSE(roce.payload);
   EXPECT_FALSE(roce.move_payload);
   EXPECT_EQ(roce.transport.kind, TransportKind::kRoce);

@@ -76,7 +76,8 @@ TEST(Topology, SprayingIgnoresTheEv) {
   Topology t = Topology::leaf_spine(1, 2, 1, 8, 3);
   t.set_routing(Routing::kSpray);
   std::set<std::vector<NodeId>> paths;
-  for (uint64_t id = 1; id <= 200; ++id) paths.insert(switches_on(t, t.route(kP0, 0, 1, Ev(5), id)));
+  for (uint64_t id = 1; id <= 200; ++id)
+    paths.insert(switches_on(t, t.route(kP0, 0, 1, Ev(5), id)));
   EXPECT_EQ(paths.size(), 8u);
   t.set_routing(Routing::kEcmp);
   std::set<std::vector<NodeId>> one;
@@ -136,7 +137,8 @@ TEST(Link, EcnRampMarksMoreAsTheQueueGrows) {
   c.ecn_threshold_bytes = 40'000;
   c.ecn_max_bytes = 120'000;
   c.ecn_max_probability = 1.0;
-  Link link(LinkId(0), PlaneId(0), Topology::LinkEnds{NodeId(0), NodeId(1), LinkClass::kFabricUp}, c, true, 9);
+  Link link(LinkId(0), PlaneId(0), Topology::LinkEnds{NodeId(0), NodeId(1), LinkClass::kFabricUp},
+            c, true, 9);
   link.busy = true;
   int below = 0, ramp = 0, ramp_marked = 0, above = 0, above_marked = 0;
   for (int i = 0; i < 60; ++i) {
@@ -157,7 +159,8 @@ TEST(Link, EcnRampMarksMoreAsTheQueueGrows) {
 TEST(Link, DegradedRateSerializesSlower) {
   LinkConfig c;
   c.rate_gbps = 100;
-  Link link(LinkId(0), PlaneId(0), Topology::LinkEnds{NodeId(0), NodeId(1), LinkClass::kFabricUp}, c, true, 9);
+  Link link(LinkId(0), PlaneId(0), Topology::LinkEnds{NodeId(0), NodeId(1), LinkClass::kFabricUp},
+            c, true, 9);
   const int64_t full = link.serialization_ps(1250);
   link.set_rate_fraction(0.25);
   EXPECT_EQ(link.serialization_ps(1250), 4 * full);

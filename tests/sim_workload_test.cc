@@ -96,7 +96,8 @@ TEST(Workload, RingAllreduceSplitsEachStepOverTheQps) {
       EXPECT_EQ(plan.flows[plan.transfers[a].flow].dst, plan.flows[tr.flow].src);
     }
   }
-  EXPECT_EQ(bytes, 2u * 2 * 3 * 1003);  // iterations x 2(N-1) x the vector: the same bytes as with one QP
+  EXPECT_EQ(bytes,
+            2u * 2 * 3 * 1003);  // iterations x 2(N-1) x the vector: the same bytes as with one QP
 }
 
 // `slices`: each chunk goes as S slices and slice j waits only for slice j of the step before
@@ -133,7 +134,8 @@ TEST(Workload, RingAllreduceSlicesPipelineAndShuffledRanksFormOneRing) {
   for (size_t t = 0; t < plan.transfers.size(); ++t) {
     const Transfer& tr = plan.transfers[t];
     bytes += tr.bytes;
-    const size_t part = t % per_step, step = t / (n * per_step) % steps, iteration = t / (n * per_step * steps);
+    const size_t part = t % per_step, step = t / (n * per_step) % steps,
+                 iteration = t / (n * per_step * steps);
     if (step == 0 && iteration == 0) {
       EXPECT_TRUE(plan.after(tr).empty());
     } else if (step == 0) {
@@ -141,9 +143,10 @@ TEST(Workload, RingAllreduceSlicesPipelineAndShuffledRanksFormOneRing) {
     } else {
       ASSERT_EQ(plan.after(tr).size(), 2u);  // both QPs' parts of the same slice, one step before
       for (size_t a : plan.after(tr)) {
-        EXPECT_EQ(a % per_step / 2, part / 2);                       // the same slice
-        EXPECT_EQ(a / (n * per_step), t / (n * per_step) - 1);        // of the step before
-        EXPECT_EQ(plan.flows[plan.transfers[a].flow].dst, plan.flows[tr.flow].src);  // into this host
+        EXPECT_EQ(a % per_step / 2, part / 2);                  // the same slice
+        EXPECT_EQ(a / (n * per_step), t / (n * per_step) - 1);  // of the step before
+        EXPECT_EQ(plan.flows[plan.transfers[a].flow].dst,
+                  plan.flows[tr.flow].src);  // into this host
       }
     }
   }
@@ -166,7 +169,8 @@ Scenario workload_scenario(Pattern pattern) {
 }
 
 void expect_exactly_once(const RunReport& r) {
-  EXPECT_TRUE(r.ok) << r.failure << " (replay: build the scenario of this test with seed " << r.seed << ")";
+  EXPECT_TRUE(r.ok) << r.failure << " (replay: build the scenario of this test with seed " << r.seed
+                    << ")";
   EXPECT_EQ(r.bytes_verified, r.bytes_written);
   EXPECT_EQ(r.bytes_placed, r.bytes_written);
   EXPECT_EQ(r.ops_completed, r.ops_posted);
@@ -227,29 +231,38 @@ TEST(SimWorkload, PipelinedShuffledRingDeliversEveryByteOnce) {
 namespace mrc::sim {
 namespace {
 
-std::string load_text(const std::string& text, Scenario& s) { return test::load_text(text, s, "flows_scenario.toml"); }
+std::string load_text(const std::string& text, Scenario& s) {
+  return test::load_text(text, s, "flows_scenario.toml");
+}
 
 // pattern = "flows" with an explicit [source, destination] list, and [qp] ev_list (explicit EVs).
 TEST(SimScenario, FlowsPatternAndExplicitEvList) {
   const std::string fabric = "[fabric]\nplanes = 2\nhosts = 4\nhosts_per_leaf = 2\nspines = 2\n";
   Scenario s;
   ASSERT_EQ(load_text(fabric + "[qp]\nev_list = [[0, 7], [1, 9], [1, 9]]\nev_min_active = 1\n"
-                               "[workload]\npattern = \"flows\"\nflows = [[0, 2], [3, 1]]\n", s), "");
+                               "[workload]\npattern = \"flows\"\nflows = [[0, 2], [3, 1]]\n",
+                      s),
+            "");
   ASSERT_EQ(s.workload.flows.size(), 2u);
   EXPECT_EQ(s.workload.flows[1], std::make_pair(HostId{3}, HostId{1}));
   ASSERT_EQ(s.qp.ev_list.size(), 3u);
   EXPECT_EQ(s.qp.ev_list[1].plane.value, 1);
   EXPECT_EQ(s.qp.ev_list[1].ev.value, 9u);
   Scenario bad;
-  EXPECT_NE(load_text(fabric + "[workload]\npattern = \"flows\"\nflows = [[1, 1]]\n", bad).find("sends to itself"),
+  EXPECT_NE(load_text(fabric + "[workload]\npattern = \"flows\"\nflows = [[1, 1]]\n", bad)
+                .find("sends to itself"),
             std::string::npos);
-  EXPECT_NE(load_text(fabric + "[workload]\npattern = \"flows\"\nflows = [[0, 4]]\n", bad).find("0..3"),
+  EXPECT_NE(
+      load_text(fabric + "[workload]\npattern = \"flows\"\nflows = [[0, 4]]\n", bad).find("0..3"),
+      std::string::npos);
+  EXPECT_NE(load_text(fabric + "[workload]\npattern = \"pairs\"\nflows = [[0, 1]]\n", bad)
+                .find("exactly when"),
             std::string::npos);
-  EXPECT_NE(load_text(fabric + "[workload]\npattern = \"pairs\"\nflows = [[0, 1]]\n", bad).find("exactly when"),
+  EXPECT_NE(load_text(fabric + "[qp]\nev_list = [[2, 1]]\nev_min_active = 1\n", bad)
+                .find("names plane 2"),
             std::string::npos);
-  EXPECT_NE(load_text(fabric + "[qp]\nev_list = [[2, 1]]\nev_min_active = 1\n", bad).find("names plane 2"),
+  EXPECT_NE(load_text(fabric + "[qp]\nev_list = [[0, 1, 2]]\n", bad).find("[a, b]"),
             std::string::npos);
-  EXPECT_NE(load_text(fabric + "[qp]\nev_list = [[0, 1, 2]]\n", bad).find("[a, b]"), std::string::npos);
 }
 
 }  // namespace

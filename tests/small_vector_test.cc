@@ -1,13 +1,14 @@
 // SmallVector (util/small_vector.h): the schedule's heaps and lists keep their first elements
 // inline; against std::vector under random pushes, pops, resizes and clears across the inline
 // capacity, and moves of inline and heap-held contents.
+#include "util/small_vector.h"
+
 #include <gtest/gtest.h>
 
 #include <utility>
 #include <vector>
 
 #include "util/prng.h"
-#include "util/small_vector.h"
 
 namespace mrc {
 namespace {

@@ -2,13 +2,14 @@
 // Against a std::set of (time, id) under random sets, including equal times (ties go to the
 // lower id), re-sets to the same time, moves up and down, and removals (Instant::never()); the
 // top, its time and every id's time agree after each step.
+#include "util/time_heap.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <utility>
 #include <vector>
 
-#include "util/time_heap.h"
 #include "util/prng.h"
 
 namespace mrc {
@@ -25,7 +26,8 @@ TEST(TimeHeap, MatchesAnOrderedSetUnderRandomSets) {
     for (int step = 0; step < 20'000; ++step) {
       const auto id = static_cast<uint32_t>(prng.below(ids));
       // Few distinct times, so ties are common; a quarter of the sets remove.
-      const Instant t = prng.chance(0.25) ? Instant::never() : Instant{static_cast<int64_t>(prng.below(50))};
+      const Instant t =
+          prng.chance(0.25) ? Instant::never() : Instant{static_cast<int64_t>(prng.below(50))};
       if (!at[id].is_never()) reference.erase({at[id].ns, id});
       if (!t.is_never()) reference.insert({t.ns, id});
       at[id] = t;

@@ -2,15 +2,14 @@
 // shorter last one arrives as exactly those datagrams, with GSO and GRO, with either alone and
 // with neither; a datagram for another socket or address, or after a shorter one, starts a new
 // send; a whole transfer with EV bursts and impairments arrives intact over UdpHost.
-#include <gtest/gtest.h>
+#include "io/udp_batch.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <vector>
-
-#include "io/udp_batch.h"
 
 namespace mrc::io {
 namespace {
@@ -26,14 +25,16 @@ int bound(uint16_t port) {
 }
 
 // Writes datagram i (length `length`, bytes derived from i) at the batch's next space and adds it.
-void add_datagram(TxBatch& tx, int fd, const sockaddr_in& to, size_t length, uint8_t i, TxOutcome& out) {
+void add_datagram(TxBatch& tx, int fd, const sockaddr_in& to, size_t length, uint8_t i,
+                  TxOutcome& out) {
   const std::span<uint8_t> space = tx.next();
   for (size_t b = 0; b < length; ++b) space[b] = static_cast<uint8_t>(i * 31 + b);
   tx.add(fd, to, length, out);
 }
 
 // Receives until `want` datagrams came (or a bounded number of empty polls).
-std::vector<std::vector<uint8_t>> receive(RxBatch& rx, int fd, size_t want, std::vector<uint16_t>* ports = nullptr) {
+std::vector<std::vector<uint8_t>> receive(RxBatch& rx, int fd, size_t want,
+                                          std::vector<uint16_t>* ports = nullptr) {
   std::vector<std::vector<uint8_t>> got;
   for (int polls = 0; got.size() < want && polls < 100000; ++polls) {
     for (const RxDatagram& d : rx.receive(fd)) {
@@ -46,7 +47,8 @@ std::vector<std::vector<uint8_t>> receive(RxBatch& rx, int fd, size_t want, std:
 
 void check_datagram(const std::vector<uint8_t>& d, size_t length, uint8_t i) {
   ASSERT_EQ(d.size(), length) << "datagram " << int(i);
-  for (size_t b = 0; b < length; ++b) ASSERT_EQ(d[b], static_cast<uint8_t>(i * 31 + b)) << "datagram " << int(i);
+  for (size_t b = 0; b < length; ++b)
+    ASSERT_EQ(d[b], static_cast<uint8_t>(i * 31 + b)) << "datagram " << int(i);
 }
 
 TEST(UdpBatch, EqualDatagramsAndAShorterLastArriveAsSent) {
@@ -108,8 +110,9 @@ TEST(UdpBatch, AnotherSocketAddressOrSizeStartsANewSend) {
   ASSERT_EQ(at_a.size(), 5u);
   const size_t lengths[] = {1000, 1000, 1000, 500, 500};
   for (uint8_t i = 0; i < 5; ++i) check_datagram(at_a[i], lengths[i], i);
-  EXPECT_EQ(ports, (std::vector<uint16_t>{ntohs(p1.sin_port), ntohs(p1.sin_port), ntohs(p2.sin_port),
-                                          ntohs(p2.sin_port), ntohs(p2.sin_port)}));
+  EXPECT_EQ(ports,
+            (std::vector<uint16_t>{ntohs(p1.sin_port), ntohs(p1.sin_port), ntohs(p2.sin_port),
+                                   ntohs(p2.sin_port), ntohs(p2.sin_port)}));
   const auto at_b = receive(rx, rx_b, 2);
   ASSERT_EQ(at_b.size(), 2u);
   check_datagram(at_b[0], 500, 5);

@@ -39,8 +39,8 @@ UdpHostConfig host_config(int index, uint16_t port_salt, const Impairment& impai
 using EvList = std::vector<std::pair<int, int>>;  // (plane, index into the plane's source ports)
 
 // Opens side i's host, PD, CQ, buffers and QP (using exactly `ev_list`'s EVs if it is given).
-void open_side(Side& side, int i, uint16_t salt, const Impairment& impairment, size_t bytes, const EvList& ev_list,
-               uint16_t ev_burst) {
+void open_side(Side& side, int i, uint16_t salt, const Impairment& impairment, size_t bytes,
+               const EvList& ev_list, uint16_t ev_burst) {
   QpConfig qc;
   qc.ev_burst_packets = ev_burst;
   qc.ev_min_active = ev_list.empty() ? qc.ev_min_active : 1;
@@ -57,29 +57,36 @@ void open_side(Side& side, int i, uint16_t salt, const Impairment& impairment, s
   qc.ev_port_base = host_config(i, salt, impairment).ev_port_base;
   qc.ev_ports_per_plane = host_config(i, salt, impairment).ev_ports_per_plane;
   for (auto [plane, index] : ev_list)
-    qc.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(plane)),
-                                    Ev(qc.ev_port_base + static_cast<uint32_t>(plane * qc.ev_ports_per_plane + index))});
+    qc.ev_list.push_back(ExplicitEv{
+        PlaneId(static_cast<uint8_t>(plane)),
+        Ev(qc.ev_port_base + static_cast<uint32_t>(plane * qc.ev_ports_per_plane + index))});
   side.qp = e.create_qp(qc, side.pd, side.cq, side.cq).value();
   side.source.resize(bytes);
   Prng prng(static_cast<uint64_t>(i) + salt);
   for (auto& b : side.source) b = static_cast<uint8_t>(prng.next_u32());
   side.target.assign(bytes, 0);
-  side.source_mr = e.memory().register_region(side.pd, side.source.data(), bytes, kAccessLocalWrite).value();
-  side.target_mr = e.memory().register_region(side.pd, side.target.data(), bytes, kAccessRemoteWrite).value();
+  side.source_mr =
+      e.memory().register_region(side.pd, side.source.data(), bytes, kAccessLocalWrite).value();
+  side.target_mr =
+      e.memory().register_region(side.pd, side.target.data(), bytes, kAccessRemoteWrite).value();
 }
 
 // Every packet left from its own EV's source port on its own plane; with an EV list, every
 // listed EV carried packets and planes without one carried none.
 void check_paths(const Side& side, const EvList& ev_list) {
-  for (int p = 0; p < 4; ++p) EXPECT_EQ(side.host->plane_stats(p).ev_port_mismatches, 0u) << "plane " << p;
+  for (int p = 0; p < 4; ++p)
+    EXPECT_EQ(side.host->plane_stats(p).ev_port_mismatches, 0u) << "plane " << p;
   if (ev_list.empty()) return;
   const EvSet* evs = side.qp->evs();
   ASSERT_NE(evs, nullptr);
-  for (uint16_t k = 0; k < evs->size(); ++k) EXPECT_GT(evs->slot(k).packets, 0u) << "listed EV " << k;
+  for (uint16_t k = 0; k < evs->size(); ++k)
+    EXPECT_GT(evs->slot(k).packets, 0u) << "listed EV " << k;
   for (int p = 0; p < 4; ++p) {
-    const bool listed = std::any_of(ev_list.begin(), ev_list.end(), [&](auto e) { return e.first == p; });
+    const bool listed =
+        std::any_of(ev_list.begin(), ev_list.end(), [&](auto e) { return e.first == p; });
     if (!listed) {
-      EXPECT_EQ(side.qp->stats().planes[p].packets_sent, 0u) << "plane " << p << " has no listed EV";
+      EXPECT_EQ(side.qp->stats().planes[p].packets_sent, 0u)
+          << "plane " << p << " has no listed EV";
     }
   }
 }
@@ -103,7 +110,8 @@ void transfer(uint16_t salt, const Impairment& impairment, size_t bytes, const E
   for (int i = 0; i < 2; ++i) {
     ASSERT_TRUE(side[1 - i].qp->post_recv(1).ok());
     for (size_t off = 0; off < bytes; off += chunk) {
-      Sge sge{side[i].source_mr.address + off, static_cast<uint32_t>(std::min(chunk, bytes - off)), side[i].source_mr.lkey};
+      Sge sge{side[i].source_mr.address + off, static_cast<uint32_t>(std::min(chunk, bytes - off)),
+              side[i].source_mr.lkey};
       SendWr wr;
       wr.wr_id = off;
       wr.opcode = off + chunk >= bytes ? SendOpcode::kWriteWithImm : SendOpcode::kWrite;
@@ -123,7 +131,8 @@ void transfer(uint16_t salt, const Impairment& impairment, size_t bytes, const E
     for (auto& s : side) {
       s.host->progress(Duration::from_us(50));
       const size_t n = s.cq->poll(wc);
-      for (size_t k = 0; k < n; ++k) ASSERT_EQ(wc[k].status, WcStatus::kSuccess) << to_string(wc[k].status);
+      for (size_t k = 0; k < n; ++k)
+        ASSERT_EQ(wc[k].status, WcStatus::kSuccess) << to_string(wc[k].status);
       completions += n;
     }
   }
@@ -135,7 +144,9 @@ void transfer(uint16_t salt, const Impairment& impairment, size_t bytes, const E
   }
 }
 
-TEST(UdpLoopback, CleanTransferBothWays) { transfer(1, Impairment{}, 8 << 20); }
+TEST(UdpLoopback, CleanTransferBothWays) {
+  transfer(1, Impairment{}, 8 << 20);
+}
 
 // EV bursts leave as GSO batches (one send call for several datagrams) and arrive intact, also
 // when the impairments drop, delay and reorder some of them.
@@ -149,7 +160,9 @@ TEST(UdpLoopback, EvBurstsGoAsBatches) {
 
 // An explicit EV list (OCP EV mode EXP): two EVs on plane 0, one listed twice on plane 2,
 // none on planes 1 and 3, which then carry nothing.
-TEST(UdpLoopback, ExplicitEvListOnly) { transfer(5, Impairment{}, 4 << 20, {{0, 0}, {0, 7}, {2, 3}, {2, 3}}); }
+TEST(UdpLoopback, ExplicitEvListOnly) {
+  transfer(5, Impairment{}, 4 << 20, {{0, 0}, {0, 7}, {2, 3}, {2, 3}});
+}
 
 TEST(UdpLoopback, RandomDrop) {
   Impairment i;

@@ -987,8 +987,8 @@ TEST(WireIcrc, LargeRandomLengthsMatchTheBitReference) {
 TEST(WireIcrc, NoAccessOutsideTheMessageNextToInaccessiblePages) {
   const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   constexpr size_t kDataPages = 3;
-  void* mapping = mmap(nullptr, (kDataPages + 2) * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+  void* mapping =
+      mmap(nullptr, (kDataPages + 2) * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mapping, MAP_FAILED);
   auto* const first = static_cast<uint8_t*>(mapping) + page;  // guard page before and after
   ASSERT_EQ(mprotect(first, kDataPages * page, PROT_READ | PROT_WRITE), 0);

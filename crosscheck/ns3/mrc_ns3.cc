@@ -94,7 +94,8 @@ uint32_t g_padding = 0;
 class MrcTrimQueueDisc : public QueueDisc {
  public:
   static TypeId GetTypeId() {
-    static TypeId tid = TypeId("MrcTrimQueueDisc").SetParent<QueueDisc>().AddConstructor<MrcTrimQueueDisc>();
+    static TypeId tid =
+        TypeId("MrcTrimQueueDisc").SetParent<QueueDisc>().AddConstructor<MrcTrimQueueDisc>();
     return tid;
   }
   MrcTrimQueueDisc() : QueueDisc(QueueDiscSizePolicy::NO_LIMITS) {}
@@ -110,7 +111,9 @@ class MrcTrimQueueDisc : public QueueDisc {
   }
 
  private:
-  static uint32_t Wire(const Ptr<QueueDiscItem>& item) { return item->GetSize() + kEthernetFraming - g_padding; }
+  static uint32_t Wire(const Ptr<QueueDiscItem>& item) {
+    return item->GetSize() + kEthernetFraming - g_padding;
+  }
 
   bool AdmitPriority(Ptr<QueueDiscItem> item) {
     const uint32_t wire = Wire(item);
@@ -143,7 +146,8 @@ class MrcTrimQueueDisc : public QueueDisc {
         header.SetPayloadSize(p->GetSize());
         header.SetTos(static_cast<uint8_t>(kDscpTrimmed << 2 | (header.GetTos() & 0x03)));
         ++g_switch.trims;
-        return AdmitPriority(Create<Ipv4QueueDiscItem>(p, ip->GetAddress(), ip->GetProtocol(), header));
+        return AdmitPriority(
+            Create<Ipv4QueueDiscItem>(p, ip->GetAddress(), ip->GetProtocol(), header));
       }
     }
     if (after > queue_limit_) {
@@ -195,7 +199,8 @@ NS_OBJECT_ENSURE_REGISTERED(MrcTrimQueueDisc);
 class MrcEcmpRouting : public Ipv4GlobalRouting {
  public:
   static TypeId GetTypeId() {
-    static TypeId tid = TypeId("MrcEcmpRouting").SetParent<Ipv4GlobalRouting>().AddConstructor<MrcEcmpRouting>();
+    static TypeId tid =
+        TypeId("MrcEcmpRouting").SetParent<Ipv4GlobalRouting>().AddConstructor<MrcEcmpRouting>();
     return tid;
   }
   static bool spray;
@@ -214,15 +219,17 @@ class MrcEcmpRouting : public Ipv4GlobalRouting {
     Ipv4GlobalRouting::NotifyInterfaceDown(i);
   }
 
-  bool RouteInput(Ptr<const Packet> p, const Ipv4Header& h, Ptr<const NetDevice> idev, UnicastForwardCallback ucb,
-                  MulticastForwardCallback mcb, LocalDeliverCallback lcb, ErrorCallback ecb) override {
+  bool RouteInput(Ptr<const Packet> p, const Ipv4Header& h, Ptr<const NetDevice> idev,
+                  UnicastForwardCallback ucb, MulticastForwardCallback mcb,
+                  LocalDeliverCallback lcb, ErrorCallback ecb) override {
     const uint32_t iif = ip_->GetInterfaceForDevice(idev);
     if (ip_->IsDestinationAddress(h.GetDestination(), iif) || !ip_->IsForwarding(iif) ||
         h.GetDestination().IsMulticast() || h.GetDestination().IsBroadcast()) {
       return Ipv4GlobalRouting::RouteInput(p, h, idev, ucb, mcb, lcb, ecb);
     }
     if (node_salt_ == 0) {
-      node_salt_ = mrc::mix64(salt ^ (0x9E3779B97F4A7C15ULL * (ip_->GetObject<Node>()->GetId() + 1)));
+      node_salt_ =
+          mrc::mix64(salt ^ (0x9E3779B97F4A7C15ULL * (ip_->GetObject<Node>()->GetId() + 1)));
       rng_ = mrc::Prng(node_salt_);
     }
     const std::vector<Ptr<Ipv4Route>>& c = Candidates(h.GetDestination());
@@ -237,7 +244,8 @@ class MrcEcmpRouting : public Ipv4GlobalRouting {
         if (h.GetProtocol() == UdpL4Protocol::PROT_NUMBER) {
           UdpHeader udp;
           p->PeekHeader(udp);
-          x ^= (static_cast<uint64_t>(udp.GetSourcePort()) << 16) ^ (static_cast<uint64_t>(udp.GetDestinationPort()) << 40);
+          x ^= (static_cast<uint64_t>(udp.GetSourcePort()) << 16) ^
+               (static_cast<uint64_t>(udp.GetDestinationPort()) << 40);
         }
         pick = static_cast<size_t>(mrc::mix64(x ^ node_salt_) % c.size());
       }
@@ -300,8 +308,14 @@ class MrcEcmpRoutingHelper : public Ipv4RoutingHelper {
 class MrcHostApp : public Application {
  public:
   MrcHostApp(uint32_t id, xcheck::Engine* engine, Ptr<PointToPointNetDevice> nic,
-             const std::vector<Ipv4Address>* ips, const std::unordered_map<uint32_t, uint32_t>* host_of_ip)
-      : id_(id), engine_(engine), nic_(nic), buffer_(xcheck::Engine::max_datagram()), ips_(ips), host_of_ip_(host_of_ip) {}
+             const std::vector<Ipv4Address>* ips,
+             const std::unordered_map<uint32_t, uint32_t>* host_of_ip)
+      : id_(id),
+        engine_(engine),
+        nic_(nic),
+        buffer_(xcheck::Engine::max_datagram()),
+        ips_(ips),
+        host_of_ip_(host_of_ip) {}
 
   uint64_t packets_sent = 0;
 
@@ -384,7 +398,8 @@ class MrcHostApp : public Application {
     if (deadline == INT64_MAX || deadline >= timer_at_) return;
     timer_at_ = deadline;
     const uint64_t generation = ++timer_generation_;
-    Simulator::Schedule(NanoSeconds(std::max<int64_t>(0, deadline - Now())), &MrcHostApp::OnTimer, this, generation);
+    Simulator::Schedule(NanoSeconds(std::max<int64_t>(0, deadline - Now())), &MrcHostApp::OnTimer,
+                        this, generation);
   }
   void OnTimer(uint64_t generation) {
     if (generation != timer_generation_) return;
@@ -407,7 +422,9 @@ class MrcHostApp : public Application {
   uint64_t timer_generation_ = 0;
 };
 
-void CountFaultDrop(Ptr<const Packet>) { ++g_fault_drops; }
+void CountFaultDrop(Ptr<const Packet>) {
+  ++g_fault_drops;
+}
 
 class Network {
  public:
@@ -466,7 +483,8 @@ class Network {
 };
 
 void SetLinkAttributes(PointToPointHelper& p2p, const xcheck::LinkParams& c) {
-  p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(static_cast<uint64_t>(c.rate_gbps * 1e9))));
+  p2p.SetDeviceAttribute("DataRate",
+                         DataRateValue(DataRate(static_cast<uint64_t>(c.rate_gbps * 1e9))));
   p2p.SetDeviceAttribute("Mtu", UintegerValue(9000));
   p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds(c.propagation_ns)));
   // A port's transmit ring holds one packet; the queue disc holds the rest.
@@ -552,13 +570,16 @@ void Network::SetLinkFailed(uint32_t leaf, uint32_t spine, bool leaf_to_spine, b
     receiver->TraceConnectWithoutContext("PhyRxDrop", MakeCallback(&CountFaultDrop));
     em = rem;
   }
-  if (failed) em->Enable();
-  else em->Disable();
+  if (failed)
+    em->Enable();
+  else
+    em->Disable();
 }
 
 void Network::ScheduleFaults() {
   for (const xcheck::LinkFault& f : info_.faults) {
-    Simulator::Schedule(NanoSeconds(f.at_ns), &Network::SetLinkFailed, this, f.leaf, f.spine, f.leaf_to_spine, f.failed);
+    Simulator::Schedule(NanoSeconds(f.at_ns), &Network::SetLinkFailed, this, f.leaf, f.spine,
+                        f.leaf_to_spine, f.failed);
   }
 }
 
@@ -573,10 +594,13 @@ int main(int argc, char** argv) {
   bool ring = false;
   bool match_framing = false;
   cmd.AddValue("match-framing",
-               "pad every packet so that it takes as long on a link as in our simulator (66 bytes of framing)",
+               "pad every packet so that it takes as long on a link as in our simulator (66 bytes "
+               "of framing)",
                match_framing);
-  cmd.AddValue("ring-compensation",
-               "lower the switch queue thresholds by one MTU packet, the one a port's transmit ring holds", ring);
+  cmd.AddValue(
+      "ring-compensation",
+      "lower the switch queue thresholds by one MTU packet, the one a port's transmit ring holds",
+      ring);
   cmd.Parse(argc, argv);
   if (scenario_path.empty()) {
     std::fprintf(stderr, "usage: mrc-ns3 --scenario=FILE.toml [--seed=N]\n");
@@ -599,7 +623,8 @@ int main(int argc, char** argv) {
   Simulator::Stop(NanoSeconds(engine->info().time_limit_ns));
   const auto wall0 = std::chrono::steady_clock::now();
   Simulator::Run();
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   const uint64_t events = Simulator::GetEventCount();
   const int64_t sim_time = Simulator::Now().GetNanoSeconds();
   const bool completed = net.done_at() >= 0;
@@ -607,10 +632,11 @@ int main(int argc, char** argv) {
   std::printf("{\"simulator\": \"ns-3.37\", \"name\": \"%s\", %s, \"sim_time_ns\": %" PRId64
               ", \"completion_time_ns\": %" PRId64 ", \"events\": %" PRIu64
               ", \"wall_s\": %.3f, \"events_per_wall_s\": %.0f, \"fabric_drops\": %" PRIu64
-              ", \"switch_trims\": %" PRIu64 ", \"switch_ecn_marks\": %" PRIu64 ", \"overflow_drops\": %" PRIu64
-              ", \"fault_drops\": %" PRIu64 ", \"packets_sent\": %" PRIu64 "}\n",
-              engine->info().name.c_str(), engine_part.c_str(), sim_time, net.done_at(), events, wall,
-              wall > 0 ? static_cast<double>(events) / wall : 0.0,
+              ", \"switch_trims\": %" PRIu64 ", \"switch_ecn_marks\": %" PRIu64
+              ", \"overflow_drops\": %" PRIu64 ", \"fault_drops\": %" PRIu64
+              ", \"packets_sent\": %" PRIu64 "}\n",
+              engine->info().name.c_str(), engine_part.c_str(), sim_time, net.done_at(), events,
+              wall, wall > 0 ? static_cast<double>(events) / wall : 0.0,
               g_switch.drops_overflow + g_switch.drops_priority + g_fault_drops, g_switch.trims,
               g_switch.ecn_marks, g_switch.drops_overflow + g_switch.drops_priority, g_fault_drops,
               net.packets_sent());

@@ -49,7 +49,8 @@ LinkParams params(const sim::LinkConfig& c, bool ecn) {
   p.propagation_ns = c.propagation.ns;
   p.queue_limit = c.queue_limit_bytes;
   p.trim = c.overflow == sim::OverflowPolicy::kTrim;
-  p.trim_at = c.trim_threshold_bytes != 0 ? std::min(c.trim_threshold_bytes, c.queue_limit_bytes) : c.queue_limit_bytes;
+  p.trim_at = c.trim_threshold_bytes != 0 ? std::min(c.trim_threshold_bytes, c.queue_limit_bytes)
+                                          : c.queue_limit_bytes;
   p.ecn_threshold = ecn ? c.ecn_threshold_bytes : 0;
   p.priority_limit = c.priority_queue_limit_bytes;
   return p;
@@ -74,18 +75,22 @@ class EngineImpl final : public Engine {
   const ScenarioInfo& info() const override { return info_; }
   size_t poll_transmit(uint32_t host, int64_t now, uint8_t* out, size_t cap, TxInfo& tx) override {
     TxMeta meta;
-    const size_t n = hosts_[host]->poll_transmit(Instant{now}, PlaneId(0), std::span<uint8_t>(out, cap), meta);
+    const size_t n =
+        hosts_[host]->poll_transmit(Instant{now}, PlaneId(0), std::span<uint8_t>(out, cap), meta);
     tx.peer = meta.peer;
     tx.ev = meta.ev.value;
     tx.is_data = meta.is_data;
     tx.header_bytes = meta.header_bytes;
     return n;
   }
-  void handle_datagram(uint32_t host, int64_t now, const uint8_t* data, size_t n, const RxInfo& rx) override {
+  void handle_datagram(uint32_t host, int64_t now, const uint8_t* data, size_t n,
+                       const RxInfo& rx) override {
     RxMeta meta{PlaneId(0), Ev(rx.ev), rx.ecn_ce, rx.trimmed, rx.peer};
     hosts_[host]->handle_datagram(Instant{now}, std::span<const uint8_t>(data, n), meta);
   }
-  void handle_timeout(uint32_t host, int64_t now) override { hosts_[host]->handle_timeout(Instant{now}); }
+  void handle_timeout(uint32_t host, int64_t now) override {
+    hosts_[host]->handle_timeout(Instant{now});
+  }
   int64_t next_deadline(uint32_t host) const override { return hosts_[host]->next_deadline().ns; }
   void start() override;
   bool tick() override;
@@ -134,7 +139,8 @@ std::string EngineImpl::describe_unsupported() const {
     const bool link = a.scope.kind == sim::Scope::Kind::kLink &&
                       (a.scope.classes == sim::bit(sim::LinkClass::kFabricUp) ||
                        a.scope.classes == sim::bit(sim::LinkClass::kFabricDown));
-    if (a.kind != sim::FaultAction::Kind::kHealAll && !(a.kind == sim::FaultAction::Kind::kSetUp && link))
+    if (a.kind != sim::FaultAction::Kind::kHealAll &&
+        !(a.kind == sim::FaultAction::Kind::kSetUp && link))
       return "fault '" + sf.description + "' (only leaf_spine/spine_leaf down and up)";
   }
   return "";
@@ -153,8 +159,9 @@ void EngineImpl::fill_info() {
   info_.fabric_link = params(f.fabric_link, true);
   info_.time_limit_ns = sc_.time_limit.ns;
   // A full-size packet in the middle of a message: BTH, METH, TSETH, payload, ICRC, framing.
-  info_.mtu_wire_bytes = static_cast<uint32_t>(sc_.qp.mtu_bytes + wire::kBthBytes + wire::kMethBytes +
-                                               wire::kTsethBytes + wire::kIcrcBytes + sim::kFramingBytes);
+  info_.mtu_wire_bytes =
+      static_cast<uint32_t>(sc_.qp.mtu_bytes + wire::kBthBytes + wire::kMethBytes +
+                            wire::kTsethBytes + wire::kIcrcBytes + sim::kFramingBytes);
   // As src/sim/run.cc: every fault is healed at heal_at (0: 1 ms after the last fault).
   int64_t last = 0;
   std::vector<LinkFault> touched;
@@ -312,7 +319,8 @@ bool EngineImpl::tick() {
         const auto it = flow_of_receiver_.find((static_cast<uint64_t>(h) << 32) | c.qpn.value);
         if (it == flow_of_receiver_.end()) continue;
         Flow& f = *flows_[it->second];
-        if (f.imm_received >= f.imm_order.size() || ops_[f.imm_order[f.imm_received]].immediate != c.immediate) {
+        if (f.imm_received >= f.imm_order.size() ||
+            ops_[f.imm_order[f.imm_received]].immediate != c.immediate) {
           f.order_violation = true;
         } else {
           delivered(f.imm_order[f.imm_received]);
@@ -366,24 +374,29 @@ std::string EngineImpl::check_and_report(bool completed) {
     }
     if (f->order_violation && why.empty()) why = "WRITE-with-immediate completions out of order";
   }
-  if (why.empty() && placed != bytes_written_) why = "bytes placed != bytes written: not exactly once";
+  if (why.empty() && placed != bytes_written_)
+    why = "bytes placed != bytes written: not exactly once";
   char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "\"ok\": %s, \"failure\": \"%s\", \"seed\": %" PRIu64 ", \"bytes_written\": %" PRIu64
-                ", \"bytes_verified\": %" PRIu64 ", \"bytes_placed\": %" PRIu64 ", \"ops_posted\": %" PRIu64
-                ", \"ops_completed\": %" PRIu64 ", \"ops_failed\": %" PRIu64 ", \"retransmits\": %" PRIu64
-                ", \"timeouts\": %" PRIu64 ", \"trims\": %" PRIu64 ", \"ecn_marks\": %" PRIu64 ", \"nacks\": %" PRIu64
-                ", \"refused_packets\": %" PRIu64 ", \"ev_transitions\": {\"to_assumed_bad\": %" PRIu64
-                ", \"revived\": %" PRIu64 ", \"replaced\": %" PRIu64 "}",
-                why.empty() ? "true" : "false", why.c_str(), sc_.seed, bytes_written_, verified, placed,
-                ops_posted_, ops_completed_, ops_failed_, retransmits, timeouts, trims, ecn, nacks, refused,
-                to_assumed_bad, revived, replaced);
+  std::snprintf(
+      buf, sizeof buf,
+      "\"ok\": %s, \"failure\": \"%s\", \"seed\": %" PRIu64 ", \"bytes_written\": %" PRIu64
+      ", \"bytes_verified\": %" PRIu64 ", \"bytes_placed\": %" PRIu64 ", \"ops_posted\": %" PRIu64
+      ", \"ops_completed\": %" PRIu64 ", \"ops_failed\": %" PRIu64 ", \"retransmits\": %" PRIu64
+      ", \"timeouts\": %" PRIu64 ", \"trims\": %" PRIu64 ", \"ecn_marks\": %" PRIu64
+      ", \"nacks\": %" PRIu64 ", \"refused_packets\": %" PRIu64
+      ", \"ev_transitions\": {\"to_assumed_bad\": %" PRIu64 ", \"revived\": %" PRIu64
+      ", \"replaced\": %" PRIu64 "}",
+      why.empty() ? "true" : "false", why.c_str(), sc_.seed, bytes_written_, verified, placed,
+      ops_posted_, ops_completed_, ops_failed_, retransmits, timeouts, trims, ecn, nacks, refused,
+      to_assumed_bad, revived, replaced);
   return buf;
 }
 
 }  // namespace
 
-size_t Engine::max_datagram() { return mrc::wire::kMaxDatagramBytes; }
+size_t Engine::max_datagram() {
+  return mrc::wire::kMaxDatagramBytes;
+}
 
 std::unique_ptr<Engine> Engine::load(const std::string& path, uint64_t seed, std::string& error) {
   sim::Scenario sc;

@@ -41,10 +41,10 @@ struct ScenarioInfo {
   uint32_t spines = 0;
   bool spray = false;  // else per-flow (5-tuple) ECMP
   uint64_t ecmp_salt = 0;
-  LinkParams host_link;       // leaf -> host output port (ECN only with ecn_last_hop)
-  LinkParams fabric_link;     // leaf <-> spine output ports
+  LinkParams host_link;    // leaf -> host output port (ECN only with ecn_last_hop)
+  LinkParams fabric_link;  // leaf <-> spine output ports
   int64_t time_limit_ns = 0;
-  uint32_t mtu_wire_bytes = 0;  // a full data packet on the wire, as the simulator counts it
+  uint32_t mtu_wire_bytes = 0;    // a full data packet on the wire, as the simulator counts it
   std::vector<LinkFault> faults;  // including the heal
 };
 
@@ -72,8 +72,10 @@ class Engine {
   static size_t max_datagram();
 
   // The engine of `host`, driven as src/sim/host.cc drives it.
-  virtual size_t poll_transmit(uint32_t host, int64_t now, uint8_t* out, size_t cap, TxInfo& tx) = 0;
-  virtual void handle_datagram(uint32_t host, int64_t now, const uint8_t* data, size_t n, const RxInfo& rx) = 0;
+  virtual size_t poll_transmit(uint32_t host, int64_t now, uint8_t* out, size_t cap,
+                               TxInfo& tx) = 0;
+  virtual void handle_datagram(uint32_t host, int64_t now, const uint8_t* data, size_t n,
+                               const RxInfo& rx) = 0;
   virtual void handle_timeout(uint32_t host, int64_t now) = 0;
   virtual int64_t next_deadline(uint32_t host) const = 0;  // INT64_MAX: none
 

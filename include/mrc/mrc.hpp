@@ -75,7 +75,7 @@ struct ConnectionInfo {
   // The peer's datapath: both ends need the same (the backends' ICRCs differ). Written into the
   // text only when not udp, so udp strings are what they always were.
   io::Backend backend = io::Backend::kUdp;
-  std::string to_string() const;    // one line, for an out-of-band channel
+  std::string to_string() const;  // one line, for an out-of-band channel
   static Result<ConnectionInfo, ApiError> parse(const std::string& text);
 };
 
@@ -141,7 +141,8 @@ class Context {
                                                      uint32_t access);
   Result<Ok, ApiError> deregister_memory(uint32_t lkey);
   Cq* create_cq(uint32_t capacity);
-  Result<Qp*, ApiError> create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq, const QpConfig& config = {});
+  Result<Qp*, ApiError> create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
+                                  const QpConfig& config = {});
   // Takes a local plane down or up (as if its link failed), e.g. for demos and tests.
   void set_plane_up(int plane, bool up);
   const io::UdpPlaneStats plane_stats(int plane) const;

@@ -4,14 +4,14 @@
 // the CQ calls run shard 0's rounds themselves while its thread stands by). A CQ has a queue in
 // every shard; its eventfd is a semaphore holding 1 for each shard whose queue turned non-empty,
 // taken back when poll() empties that queue, so it is readable exactly while one is not empty.
-#include "mrc/mrc.hpp"
-
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <sstream>
+
+#include "mrc/mrc.hpp"
 
 namespace mrc {
 
@@ -29,19 +29,23 @@ Result<ConnectionInfo, ApiError> ConnectionInfo::parse(const std::string& text) 
   in >> magic >> qpn >> psn >> planes >> backend;
   ConnectionInfo info;
   const auto number = [](const std::string& digits, uint32_t& out) {
-    if (digits.empty() || digits.size() > 10 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+    if (digits.empty() || digits.size() > 10 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      return false;
     const unsigned long long v = std::stoull(digits);
     out = static_cast<uint32_t>(v);
     return v <= 0xFFFFFFFFull;
   };
-  if (magic != "mrc1" || qpn.rfind("qpn=", 0) != 0 || psn.rfind("psn=", 0) != 0 || planes.rfind("planes=", 0) != 0 ||
-      !number(qpn.substr(4), info.qpn) || !number(psn.substr(4), info.psn))
+  if (magic != "mrc1" || qpn.rfind("qpn=", 0) != 0 || psn.rfind("psn=", 0) != 0 ||
+      planes.rfind("planes=", 0) != 0 || !number(qpn.substr(4), info.qpn) ||
+      !number(psn.substr(4), info.psn))
     return Err{ApiError{"not an mrc connection string: '" + text + "'"}};
   std::istringstream list(planes.substr(7));
   for (std::string item; std::getline(list, item, ',');) info.planes.push_back(item);
   if (!backend.empty()) {
     auto parsed = io::parse_backend(backend.rfind("backend=", 0) == 0 ? backend.substr(8) : "");
-    if (!parsed.ok()) return Err{ApiError{"not an mrc connection string: '" + text + "': " + parsed.error()}};
+    if (!parsed.ok())
+      return Err{ApiError{"not an mrc connection string: '" + text + "': " + parsed.error()}};
     info.backend = parsed.value();
   }
   return info;
@@ -68,7 +72,9 @@ Result<std::unique_ptr<Context>, ApiError> Context::open(const ContextOptions& o
   ctx->options_ = options;
   ctx->devices_ = std::move(devices.value());
   ctx->devices_->on_completions(
-      [c = ctx.get()](uint32_t shard, std::span<const uint32_t> tags) { c->signal_cqs(shard, tags); },
+      [c = ctx.get()](uint32_t shard, std::span<const uint32_t> tags) {
+        c->signal_cqs(shard, tags);
+      },
       options.caller_progress);
   ctx->devices_->start_threads(0);
   return ctx;
@@ -92,12 +98,16 @@ void Context::signal_cqs(uint32_t shard, std::span<const uint32_t> tags) {
   }
 }
 
-int Context::planes() const { return devices_->planes(); }
+int Context::planes() const {
+  return devices_->planes();
+}
 
-uint32_t Context::alloc_pd() { return devices_->alloc_pd(); }
+uint32_t Context::alloc_pd() {
+  return devices_->alloc_pd();
+}
 
-Result<MemoryRegionInfo, ApiError> Context::register_memory(uint32_t pd, void* address, uint64_t length,
-                                                            uint32_t access) {
+Result<MemoryRegionInfo, ApiError> Context::register_memory(uint32_t pd, void* address,
+                                                            uint64_t length, uint32_t access) {
   auto r = devices_->register_region(pd, address, length, access);
   if (!r.ok()) return Err{ApiError{"register_memory: " + r.error()}};
   return r.value();
@@ -117,14 +127,17 @@ Cq* Context::create_cq(uint32_t capacity) {
   cq->signalled_.assign(devices_->size(), 0);
   Cq* handle = cq.get();
   devices_->with_all_locked([&] {
-    for (uint32_t s = 0; s < devices_->size(); ++s) cq->queues_.push_back(devices_->shard(s).create_cq(capacity));
+    for (uint32_t s = 0; s < devices_->size(); ++s)
+      cq->queues_.push_back(devices_->shard(s).create_cq(capacity));
     cqs_.push_back(std::move(cq));  // its tag is its index in cqs_
   });
   return handle;
 }
 
-Result<Qp*, ApiError> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq, const QpConfig& config) {
-  if (send_cq == nullptr || recv_cq == nullptr) return Err{ApiError{"create_qp: send and receive CQs are required"}};
+Result<Qp*, ApiError> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
+                                         const QpConfig& config) {
+  if (send_cq == nullptr || recv_cq == nullptr)
+    return Err{ApiError{"create_qp: send and receive CQs are required"}};
   std::lock_guard objects(objects_lock_);
   const uint32_t shard = devices_->place_qp();
   io::Device& device = devices_->shard(shard);
@@ -154,7 +167,9 @@ void Context::set_plane_up(int plane, bool up) {
   }
 }
 
-const io::UdpPlaneStats Context::plane_stats(int plane) const { return devices_->plane_stats(plane); }
+const io::UdpPlaneStats Context::plane_stats(int plane) const {
+  return devices_->plane_stats(plane);
+}
 
 // ---- Cq ---------------------------------------------------------------------------------
 
@@ -176,7 +191,8 @@ size_t Cq::poll(std::span<Completion> out) {
   const uint32_t shards = static_cast<uint32_t>(queues_.size());
   const uint32_t first = shards == 1 ? 0 : next_shard_.fetch_add(1, std::memory_order_relaxed);
   size_t n = 0;
-  for (uint32_t k = 0; k < shards && n < out.size(); ++k) n += poll_shard((first + k) % shards, out.subspan(n));
+  for (uint32_t k = 0; k < shards && n < out.size(); ++k)
+    n += poll_shard((first + k) % shards, out.subspan(n));
   return n;
 }
 
@@ -186,10 +202,13 @@ size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
   if (context_->options_.caller_progress) {  // run rounds until a completion or the deadline
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
-      const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+      const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count();
       if (timeout_ms >= 0 && waited_ms >= timeout_ms) return 0;
       // Shard 0's sleep ends when another shard completes something (DeviceGroup::on_completions).
-      context_->devices_->shard(0).progress(Duration::from_ms(timeout_ms < 0 ? 10 : timeout_ms - waited_ms));
+      context_->devices_->shard(0).progress(
+          Duration::from_ms(timeout_ms < 0 ? 10 : timeout_ms - waited_ms));
       if (const size_t m = poll(out); m > 0) return m;
     }
   }
@@ -200,9 +219,13 @@ size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
 
 // ---- Qp ---------------------------------------------------------------------------------
 
-uint32_t Qp::qpn() const { return qp_->qpn().value; }
+uint32_t Qp::qpn() const {
+  return qp_->qpn().value;
+}
 
-io::Device& Qp::device() const { return context_->devices_->shard(shard_); }
+io::Device& Qp::device() const {
+  return context_->devices_->shard(shard_);
+}
 
 QpState Qp::state() const {
   std::lock_guard lock(device().lock());
@@ -213,7 +236,8 @@ ConnectionInfo Qp::local_info() const {
   ConnectionInfo info;
   info.qpn = qpn();
   info.psn = psn_;
-  for (const io::PlaneAddress& a : device().config().planes) info.planes.push_back(io::to_string(a));
+  for (const io::PlaneAddress& a : device().config().planes)
+    info.planes.push_back(io::to_string(a));
   info.backend = context_->options_.backend;
   return info;
 }
@@ -227,12 +251,14 @@ Result<Ok, ApiError> Qp::connect(const ConnectionInfo& remote) {
   }
   if (remote.backend != context_->options_.backend)
     return Err{ApiError{std::string("connect: the peer uses the ") + io::to_string(remote.backend) +
-                        " backend and this context the " + io::to_string(context_->options_.backend) +
+                        " backend and this context the " +
+                        io::to_string(context_->options_.backend) +
                         " backend: both ends need the same (their ICRCs differ)"}};
   std::lock_guard lock(device().lock());
   if (static_cast<int>(addresses.size()) != device().planes())
-    return Err{ApiError{"connect: the peer has " + std::to_string(addresses.size()) + " planes, this context " +
-                        std::to_string(device().planes()) + ": both ends need the same planes"}};
+    return Err{ApiError{"connect: the peer has " + std::to_string(addresses.size()) +
+                        " planes, this context " + std::to_string(device().planes()) +
+                        ": both ends need the same planes"}};
   if (qp_->state() != QpState::kReset)
     return Err{ApiError{std::string("connect: the queue pair is in ") + to_string(qp_->state()) +
                         "; connect() needs a new queue pair (RESET)"}};
@@ -258,8 +284,8 @@ Result<Ok, ApiError> Qp::post(const SendWr& wr) {
   return Ok{};
 }
 
-Result<Ok, ApiError> Qp::post_write(uint64_t wr_id, std::span<const Sge> local, uint64_t remote_addr,
-                                    uint32_t rkey, bool signaled) {
+Result<Ok, ApiError> Qp::post_write(uint64_t wr_id, std::span<const Sge> local,
+                                    uint64_t remote_addr, uint32_t rkey, bool signaled) {
   SendWr wr;
   wr.wr_id = wr_id;
   wr.sg_list = local.data();
@@ -270,8 +296,9 @@ Result<Ok, ApiError> Qp::post_write(uint64_t wr_id, std::span<const Sge> local, 
   return post(wr);
 }
 
-Result<Ok, ApiError> Qp::post_write_imm(uint64_t wr_id, std::span<const Sge> local, uint64_t remote_addr,
-                                        uint32_t rkey, uint32_t immediate, bool signaled) {
+Result<Ok, ApiError> Qp::post_write_imm(uint64_t wr_id, std::span<const Sge> local,
+                                        uint64_t remote_addr, uint32_t rkey, uint32_t immediate,
+                                        bool signaled) {
   SendWr wr;
   wr.wr_id = wr_id;
   wr.opcode = SendOpcode::kWriteWithImm;

@@ -275,8 +275,8 @@ Result<Ok, Error> Communicator::barrier() {
 Result<Ok, Error> Communicator::check_peer(const char* call, int peer) const {
   if (!failure().empty()) return Err{Error{failure()}};
   if (peer < 0 || peer >= ranks_ || peer == rank_)
-    return Err{Error{std::string(call) + ": peer " + std::to_string(peer) +
-                     " is not another rank"}};
+    return Err{
+        Error{std::string(call) + ": peer " + std::to_string(peer) + " is not another rank"}};
   return Ok{};
 }
 

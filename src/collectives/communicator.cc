@@ -72,8 +72,8 @@ Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
   c->ranks_ = options.ranks;
   c->options_ = options;
   c->store_ = &store;
-  c->board_ =
-      std::make_unique<FailureBoard>(store, options.prefix + "/failed", options.rank, options.reports);
+  c->board_ = std::make_unique<FailureBoard>(store, options.prefix + "/failed", options.rank,
+                                             options.reports);
   ContextOptions context_options = options.context;
   context_options.caller_progress = options.caller_progress;
   auto context = Context::open(context_options);
@@ -144,9 +144,9 @@ Result<Ok, Error> Communicator::check_world(Store& store, const CommOptions& opt
                                   "rank " + std::to_string(p) + " to join", still_mine);
     if (!hello.ok()) return Err{hello.error()};
     if (ranks_in(hello.value()) != ranks_)
-      return Err{Error{"the ranks disagree on the world size: rank " + std::to_string(p) +
-                       " has " + hello.value() + ", rank " + std::to_string(rank_) + " has " +
-                       mine + "; start every rank with the same world size"}};
+      return Err{Error{"the ranks disagree on the world size: rank " + std::to_string(p) + " has " +
+                       hello.value() + ", rank " + std::to_string(rank_) + " has " + mine +
+                       "; start every rank with the same world size"}};
   }
   if (auto twice = still_mine()) return Err{*twice};
   return Ok{};
@@ -199,8 +199,8 @@ Result<Ok, Error> Communicator::close() {
   if (!left.ok()) return left;
   if (rank_ == 0) {
     for (int p = 1; p < ranks_; ++p) {
-      auto got = board_->wait_for(options_.prefix + "/left/" + std::to_string(p),
-                                  options_.timeout, "rank " + std::to_string(p) + " to leave");
+      auto got = board_->wait_for(options_.prefix + "/left/" + std::to_string(p), options_.timeout,
+                                  "rank " + std::to_string(p) + " to leave");
       if (!got.ok()) return Err{got.error()};
     }
   }

@@ -56,8 +56,8 @@ struct CommOptions {
   // all_reduce of at most this many bytes uses the direct algorithm (one round of latency).
   uint64_t direct_max_bytes = 16 << 10;
   std::chrono::milliseconds timeout{30000};  // a wait without progress for this long fails
-  WaitReports reports;  // where, and after how long, a wait without progress is reported
-  std::string prefix = "mrc";                // store keys; unique per communicator and store
+  WaitReports reports;         // where, and after how long, a wait without progress is reported
+  std::string prefix = "mrc";  // store keys; unique per communicator and store
   // The thread that runs the collectives also runs the datapath while it waits
   // (ContextOptions::caller_progress), rather than waking the context's progress thread.
   bool caller_progress = true;

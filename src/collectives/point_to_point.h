@@ -48,8 +48,8 @@ class PointToPoint {
     Ticket ticket;
     uint8_t* data;  // const for a send
     size_t bytes;
-    uint64_t chunks;      // at least 1: an empty message is one 0-byte chunk
-    uint64_t moved = 0;   // chunks posted or copied out
+    uint64_t chunks;     // at least 1: an empty message is one 0-byte chunk
+    uint64_t moved = 0;  // chunks posted or copied out
   };
   Result<bool, Error> step_sends(int peer, std::vector<Ticket>& done);
   Result<bool, Error> step_receives(int peer, std::vector<Ticket>& done);

@@ -42,9 +42,8 @@ using Clock = std::chrono::steady_clock;
 
 Error key_timeout(const std::string& key, std::chrono::milliseconds timeout,
                   const std::string& where) {
-  return Error{"store: key '" + key + "' did not appear within " +
-               std::to_string(timeout.count()) + " ms (" + where +
-               "; did every rank start, with the same world size?)"};
+  return Error{"store: key '" + key + "' did not appear within " + std::to_string(timeout.count()) +
+               " ms (" + where + "; did every rank start, with the same world size?)"};
 }
 
 Result<std::string, Error> Store::get(const std::string& key, std::chrono::milliseconds timeout) {

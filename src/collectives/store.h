@@ -37,8 +37,7 @@ class Store {
   virtual Result<std::optional<std::string>, Error> try_get(const std::string& key) = 0;
   // Waits until `key` exists (up to `timeout`), then returns its value. By default, try_get
   // with a growing pause (1 ms to 20 ms) between tries.
-  virtual Result<std::string, Error> get(const std::string& key,
-                                         std::chrono::milliseconds timeout);
+  virtual Result<std::string, Error> get(const std::string& key, std::chrono::milliseconds timeout);
 
  protected:
   // Where the store is, for messages ("file store DIR", "tcp store HOST:PORT").

@@ -298,9 +298,8 @@ Result<Ok, Error> Transport::while_idle(SteadyClock::time_point now) {
     }
   }
   if (now - last_progress_ > options_.timeout) {
-    fail(std::string(operation_) + ": no progress for " +
-         std::to_string(options_.timeout.count()) + " ms on rank " + std::to_string(rank_) +
-         " (" + describe_streams() +
+    fail(std::string(operation_) + ": no progress for " + std::to_string(options_.timeout.count()) +
+         " ms on rank " + std::to_string(rank_) + " (" + describe_streams() +
          "); a peer may be stuck, gone, or calling a different collective");
     return Err{Error{failure_}};
   }
@@ -314,11 +313,11 @@ void Transport::send_heartbeats(SteadyClock::time_point now) {
     Peer& p = peers_[peer];
     if (!p.connected || p.data_writes + p.credit_writes + p.heartbeats > 0) continue;
     if (now - p.last_heard < options_.heartbeat) continue;
-    auto r = p.qp->post_write(make_wr_id(kKindHeartbeat, peer, 0), {}, p.remote_address,
-                              p.remote_rkey);
+    auto r =
+        p.qp->post_write(make_wr_id(kKindHeartbeat, peer, 0), {}, p.remote_address, p.remote_rkey);
     if (!r.ok())
-      return fail(std::string(operation_) + ": heartbeat to rank " + std::to_string(peer) +
-                  ": " + r.error().message);
+      return fail(std::string(operation_) + ": heartbeat to rank " + std::to_string(peer) + ": " +
+                  r.error().message);
     ++p.heartbeats;
   }
 }
@@ -333,11 +332,10 @@ void Transport::report_wait(SteadyClock::time_point now) const {
     if (why == (kWaitData | kWaitRoom)) waits += " and ";
     if (why & kWaitRoom) waits += "room at rank " + std::to_string(peer);
   }
-  options_.reports.emit("mrc: rank " + std::to_string(rank_) + ": " + operation_ +
-                        " has made no progress for " +
-                        std::to_string(reporter_.waited(now).count() / 1000) + " s, waiting for " +
-                        (waits.empty() ? std::string("its own writes") : waits) + " (" +
-                        describe_streams() + ")");
+  options_.reports.emit(
+      "mrc: rank " + std::to_string(rank_) + ": " + operation_ + " has made no progress for " +
+      std::to_string(reporter_.waited(now).count() / 1000) + " s, waiting for " +
+      (waits.empty() ? std::string("its own writes") : waits) + " (" + describe_streams() + ")");
 }
 
 Result<Ok, Error> Transport::drain() {

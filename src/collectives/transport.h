@@ -105,14 +105,14 @@ class Transport {
     MemoryRegionInfo receive_mr{};
     uint64_t remote_address = 0;  // the peer's receive area for us
     uint32_t remote_rkey = 0;
-    uint64_t sent = 0;           // data messages posted
-    uint64_t credits = 0;        // slots the peer has freed
-    uint64_t arrived = 0;        // data messages arrived
-    uint64_t consumed = 0;       // data messages released
-    uint32_t credits_owed = 0;   // released but not yet returned
-    uint32_t credit_writes = 0;  // credit messages not yet completed
-    uint32_t data_writes = 0;    // data messages not yet completed
-    uint32_t heartbeats = 0;     // heartbeat writes not yet completed (0 or 1)
+    uint64_t sent = 0;                     // data messages posted
+    uint64_t credits = 0;                  // slots the peer has freed
+    uint64_t arrived = 0;                  // data messages arrived
+    uint64_t consumed = 0;                 // data messages released
+    uint32_t credits_owed = 0;             // released but not yet returned
+    uint32_t credit_writes = 0;            // credit messages not yet completed
+    uint32_t data_writes = 0;              // data messages not yet completed
+    uint32_t heartbeats = 0;               // heartbeat writes not yet completed (0 or 1)
     SteadyClock::time_point last_heard{};  // last completion on this queue pair
     mutable uint8_t waited_on = 0;         // kWait* since the last progress
     std::vector<uint8_t> send_busy;

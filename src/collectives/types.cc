@@ -167,9 +167,11 @@ void pair_with(ReduceOp op, T* target, const T* left, const T* right, size_t cou
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      return pair_loop<A>(target, left, right, count, [](A a, A b) { return static_cast<A>(a + b); });
+      return pair_loop<A>(target, left, right, count,
+                          [](A a, A b) { return static_cast<A>(a + b); });
     case ReduceOp::kProd:
-      return pair_loop<A>(target, left, right, count, [](A a, A b) { return static_cast<A>(a * b); });
+      return pair_loop<A>(target, left, right, count,
+                          [](A a, A b) { return static_cast<A>(a * b); });
     case ReduceOp::kMin:
       return pair_loop<A>(target, left, right, count, [](A a, A b) { return std::min(a, b); });
     case ReduceOp::kMax:
@@ -191,7 +193,8 @@ template <typename Codec>
 void pair_16(ReduceOp op, uint16_t* target, const uint16_t* left, const uint16_t* right,
              size_t count) {
   const auto each = [&](auto f) {
-    for (size_t i = 0; i < count; ++i) target[i] = Codec::store(f(Codec::load(left[i]), Codec::load(right[i])));
+    for (size_t i = 0; i < count; ++i)
+      target[i] = Codec::store(f(Codec::load(left[i]), Codec::load(right[i])));
   };
   switch (op) {  // chosen once per call, as in pair_with
     case ReduceOp::kSum:

@@ -1,19 +1,26 @@
 // Completion queue ring: fixed capacity chosen at creation, FIFO order preserved.
 #include "core/completion_queue.h"
 
-
 namespace mrc {
 
 const char* to_string(WcStatus s) {
   switch (s) {
-    case WcStatus::kSuccess: return "success";
-    case WcStatus::kLocalLengthError: return "local length error";
-    case WcStatus::kLocalProtectionError: return "local protection error";
-    case WcStatus::kWrFlushError: return "work request flushed";
-    case WcStatus::kRemoteAccessError: return "remote access error";
-    case WcStatus::kRemoteOperationError: return "remote operation error";
-    case WcStatus::kRetryExceeded: return "transport retry counter exceeded";
-    case WcStatus::kGeneralError: return "general error";
+    case WcStatus::kSuccess:
+      return "success";
+    case WcStatus::kLocalLengthError:
+      return "local length error";
+    case WcStatus::kLocalProtectionError:
+      return "local protection error";
+    case WcStatus::kWrFlushError:
+      return "work request flushed";
+    case WcStatus::kRemoteAccessError:
+      return "remote access error";
+    case WcStatus::kRemoteOperationError:
+      return "remote operation error";
+    case WcStatus::kRetryExceeded:
+      return "transport retry counter exceeded";
+    case WcStatus::kGeneralError:
+      return "general error";
   }
   return "unknown";
 }

@@ -8,10 +8,14 @@
 namespace mrc {
 
 bool parse_cc_algorithm(std::string_view name, CcAlgorithm& out) {
-  if (name == "nscc") out = CcAlgorithm::kNscc;
-  else if (name == "aimd") out = CcAlgorithm::kAimd;
-  else if (name == "fixed") out = CcAlgorithm::kFixed;
-  else return false;
+  if (name == "nscc")
+    out = CcAlgorithm::kNscc;
+  else if (name == "aimd")
+    out = CcAlgorithm::kAimd;
+  else if (name == "fixed")
+    out = CcAlgorithm::kFixed;
+  else
+    return false;
   return true;
 }
 
@@ -35,24 +39,29 @@ void QpConfig::set_mtu(uint32_t bytes) {
 std::string QpConfig::validate(int planes) const {
   if (planes < 1 || planes > kMaxPlanes) return range_error("planes", planes, 1, kMaxPlanes);
   if (mtu_bytes < 256 || mtu_bytes > 9000) return range_error("mtu_bytes", mtu_bytes, 256, 9000);
-  if (max_send_wr < 1 || max_send_wr > 65536) return range_error("max_send_wr", max_send_wr, 1, 65536);
-  if (max_recv_wr < 1 || max_recv_wr > 65536) return range_error("max_recv_wr", max_recv_wr, 1, 65536);
+  if (max_send_wr < 1 || max_send_wr > 65536)
+    return range_error("max_send_wr", max_send_wr, 1, 65536);
+  if (max_recv_wr < 1 || max_recv_wr > 65536)
+    return range_error("max_recv_wr", max_recv_wr, 1, 65536);
   if (max_sge < 1 || max_sge > kMaxSge) return range_error("max_sge", max_sge, 1, kMaxSge);
   std::string ev_error = ev_list.empty() ? validate_auto_evs(planes) : validate_ev_list(planes);
   if (!ev_error.empty()) return ev_error;
   if (ev_burst_packets > kMaxEvBurstPackets)
     return range_error("ev_burst_packets", ev_burst_packets, 0, kMaxEvBurstPackets);
-  if (ev_probe_interval_ns < 1000) return range_error("ev_probe_interval_ns", ev_probe_interval_ns, 1000, INT64_MAX);
+  if (ev_probe_interval_ns < 1000)
+    return range_error("ev_probe_interval_ns", ev_probe_interval_ns, 1000, INT64_MAX);
   if (ev_revive_probes < 1) return range_error("ev_revive_probes", ev_revive_probes, 1, 255);
   if (mpr < 1) return range_error("mpr", mpr, 1, 255);
   if (mpr_dest < 1) return range_error("mpr_dest", mpr_dest, 1, 255);
   if (max_wimm < 1) return range_error("max_wimm", max_wimm, 1, 65535);
-  if (max_wimm_dest < 1 || max_wimm_dest > 4096) return range_error("max_wimm_dest", max_wimm_dest, 1, 4096);
+  if (max_wimm_dest < 1 || max_wimm_dest > 4096)
+    return range_error("max_wimm_dest", max_wimm_dest, 1, 4096);
   if (timeout > 24) return range_error("timeout", timeout, 0, 24);
   if (retry_linear > 7) return range_error("retry_linear", retry_linear, 0, 7);
   if (retry_exp > kRetryInfinite) return range_error("retry_exp", retry_exp, 0, kRetryInfinite);
   if (ack_every_packets > 64) return range_error("ack_every_packets", ack_every_packets, 0, 64);
-  if (max_message_bytes < mtu_bytes || max_message_bytes > (1ull << 31) || max_message_bytes % mtu_bytes)
+  if (max_message_bytes < mtu_bytes || max_message_bytes > (1ull << 31) ||
+      max_message_bytes % mtu_bytes)
     return "max_message_bytes = " + std::to_string(max_message_bytes) +
            " must be a multiple of mtu_bytes and at most 2^31";
   if (incast_penalty > 127) return range_error("incast_penalty", incast_penalty, 0, 127);
@@ -67,15 +76,18 @@ std::string QpConfig::validate_auto_evs(int planes) const {
   if (ev_count < static_cast<uint16_t>(planes) || ev_count > 256)
     return range_error("ev_count", ev_count, static_cast<uint64_t>(planes), 256);
   if (ev_count % planes != 0)
-    return "ev_count = " + std::to_string(ev_count) + " must be a multiple of the number of planes (" +
-           std::to_string(planes) + ") so that every plane gets the same number of EVs";
-  if (ev_backup_per_plane > 64) return range_error("ev_backup_per_plane", ev_backup_per_plane, 0, 64);
+    return "ev_count = " + std::to_string(ev_count) +
+           " must be a multiple of the number of planes (" + std::to_string(planes) +
+           ") so that every plane gets the same number of EVs";
+  if (ev_backup_per_plane > 64)
+    return range_error("ev_backup_per_plane", ev_backup_per_plane, 0, 64);
   if (ev_min_active < 1 || ev_min_active > ev_count)
     return range_error("ev_min_active", ev_min_active, 1, ev_count);
   const uint32_t slots_per_plane = ev_count / planes + ev_backup_per_plane;
   if (ev_ports_per_plane != 0 && ev_ports_per_plane < slots_per_plane)
     return "ev_ports_per_plane = " + std::to_string(ev_ports_per_plane) + " is fewer than the " +
-           std::to_string(slots_per_plane) + " EVs a plane needs (ev_count/planes + ev_backup_per_plane)";
+           std::to_string(slots_per_plane) +
+           " EVs a plane needs (ev_count/planes + ev_backup_per_plane)";
   const uint32_t stride = ev_ports_per_plane != 0 ? ev_ports_per_plane : slots_per_plane;
   if (ev_port_base != 0 && ev_port_base + planes * stride > 65536)
     return "ev_port_base = " + std::to_string(ev_port_base) + " leaves too few ports for " +
@@ -86,24 +98,28 @@ std::string QpConfig::validate_auto_evs(int planes) const {
 // An explicit list: bounded, planes in range, one plane per EV value (an echoed EV must map back
 // to one slot), and the floor no higher than the number of distinct EVs.
 std::string QpConfig::validate_ev_list(int planes) const {
-  if (ev_list.size() > kMaxExplicitEvs) return range_error("ev_list entries", ev_list.size(), 1, kMaxExplicitEvs);
+  if (ev_list.size() > kMaxExplicitEvs)
+    return range_error("ev_list entries", ev_list.size(), 1, kMaxExplicitEvs);
   std::vector<ExplicitEv> distinct;
   for (const ExplicitEv& e : ev_list) {
     if (e.plane.value >= planes)
-      return "ev_list: EV " + std::to_string(e.ev.value) + " names plane " + std::to_string(e.plane.value) +
-             " but the QP has " + std::to_string(planes) + " planes";
+      return "ev_list: EV " + std::to_string(e.ev.value) + " names plane " +
+             std::to_string(e.plane.value) + " but the QP has " + std::to_string(planes) +
+             " planes";
     bool seen = false;
     for (const ExplicitEv& d : distinct) {
       if (d.ev != e.ev) continue;
       if (d.plane != e.plane)
         return "ev_list: EV " + std::to_string(e.ev.value) + " is listed on planes " +
-               std::to_string(d.plane.value) + " and " + std::to_string(e.plane.value) + "; an EV belongs to one plane";
+               std::to_string(d.plane.value) + " and " + std::to_string(e.plane.value) +
+               "; an EV belongs to one plane";
       seen = true;
     }
     if (!seen) distinct.push_back(e);
   }
   if (ev_min_active < 1 || ev_min_active > distinct.size())
-    return range_error("ev_min_active (explicit list: at most its distinct EVs)", ev_min_active, 1, distinct.size());
+    return range_error("ev_min_active (explicit list: at most its distinct EVs)", ev_min_active, 1,
+                       distinct.size());
   return {};
 }
 

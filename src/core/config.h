@@ -123,6 +123,8 @@ inline constexpr size_t kMaxExplicitEvs = 1024;
 inline constexpr uint16_t kMaxEvBurstPackets = 64;
 // SACK coalescing of a QP that leaves it to the datapath, where the datapath does not choose.
 inline constexpr uint32_t kEngineAckEvery = 4;
-inline uint32_t QpConfig::sack_every() const { return ack_every_packets == 0 ? kEngineAckEvery : ack_every_packets; }
+inline uint32_t QpConfig::sack_every() const {
+  return ack_every_packets == 0 ? kEngineAckEvery : ack_every_packets;
+}
 
 }  // namespace mrc

@@ -18,7 +18,8 @@ Endpoint::Endpoint(const EndpointConfig& config)
           std::bit_width(kFirstQpn + std::max<uint32_t>(config.max_queue_pairs, 1) - 1))),
       qpn_tags_(config.qpn_seed) {
   MRC_ASSERT(index_bits_ < 24);  // room for a tag in the 24-bit QPN
-  MRC_ASSERT(config.qpn_partitions >= 1 && config.qpn_partitions <= 16 && config.qpn_partition < config.qpn_partitions);
+  MRC_ASSERT(config.qpn_partitions >= 1 && config.qpn_partitions <= 16 &&
+             config.qpn_partition < config.qpn_partitions);
   MRC_ASSERT(index_bits_ + partition_bits() < 24);  // room for the partition too
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
 }
@@ -38,11 +39,12 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
   if (!config.validate(config_.planes).empty()) return Err{QpError::kBadConfig};
   if (qps_.size() >= config_.max_queue_pairs) return Err{QpError::kTooManyQps};
   const uint32_t random_bits = 24 - index_bits_ - partition_bits();
-  const uint32_t random = config_.qpn_seed == 0 ? 0 : static_cast<uint32_t>(qpn_tags_.below(1u << random_bits));
+  const uint32_t random =
+      config_.qpn_seed == 0 ? 0 : static_cast<uint32_t>(qpn_tags_.below(1u << random_bits));
   const uint32_t tag = (random << partition_bits()) | config_.qpn_partition;
   const Qpn qpn((tag << index_bits_) | (kFirstQpn + static_cast<uint32_t>(qps_.size())));
-  qps_.push_back(std::make_unique<QueuePair>(qpn, config, config_.planes, config_.seed, pd,
-                                             send_cq, recv_cq, &memory_));
+  qps_.push_back(std::make_unique<QueuePair>(qpn, config, config_.planes, config_.seed, pd, send_cq,
+                                             recv_cq, &memory_));
   schedule_->add();
   qps_.back()->attach(schedule_.get(), static_cast<uint32_t>(qps_.size() - 1), incast_.get());
   qps_.back()->set_local_ports(ports_up_, Instant{0});
@@ -97,7 +99,8 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
 // QPN 0: an EV probe request (answered whatever QPs exist) or the answer to one of ours.
 bool Endpoint::handle_endpoint_packet(Instant now, const wire::Packet& packet, const RxMeta& meta) {
   const auto* control = std::get_if<wire::ControlPacket>(&packet);
-  if (control == nullptr || control->bth.dest_qp.value != 0 || meta.plane.value >= config_.planes) return false;
+  if (control == nullptr || control->bth.dest_qp.value != 0 || meta.plane.value >= config_.planes)
+    return false;
   if (const auto* request = std::get_if<wire::EndpointRequest>(&control->body)) {
     prober_.on_request(now, *request, meta, ports_up_);
   } else if (const auto* response = std::get_if<wire::EndpointResponse>(&control->body)) {

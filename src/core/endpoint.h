@@ -100,10 +100,12 @@ class Endpoint {
   // has come become candidates.
   void read_touched() const;
   void update_schedule(Instant now) const;
-  uint32_t next_candidate(uint32_t from, uint32_t to) const { return schedule_->next_ready(0, from, to); }
+  uint32_t next_candidate(uint32_t from, uint32_t to) const {
+    return schedule_->next_ready(0, from, to);
+  }
 
   EndpointConfig config_;
-  uint16_t ports_up_;  // bit p: plane p's port is up (kMaxPlanes = 16)
+  uint16_t ports_up_;                            // bit p: plane p's port is up (kMaxPlanes = 16)
   std::vector<std::unique_ptr<QueuePair>> qps_;  // index = qpn - kFirstQpn
   // Owned through a pointer: QPs keep its address, which must survive moving the endpoint.
   std::unique_ptr<Schedule> schedule_ = std::make_unique<Schedule>();
@@ -120,7 +122,9 @@ class Endpoint {
   Prng qpn_tags_;
   // The table index a QPN names if it is one of ours; nullopt otherwise.
   std::optional<uint32_t> index_of(Qpn qpn) const;
-  uint32_t partition_bits() const { return static_cast<uint32_t>(std::bit_width(config_.qpn_partitions - 1)); }
+  uint32_t partition_bits() const {
+    return static_cast<uint32_t>(std::bit_width(config_.qpn_partitions - 1));
+  }
 };
 
 }  // namespace mrc

@@ -10,7 +10,8 @@ namespace {
 size_t encode_endpoint(const wire::EndpointRequest* request, const wire::EndpointResponse* response,
                        std::span<uint8_t> out) {
   wire::ControlPacket c;
-  c.bth.opcode = request != nullptr ? wire::Opcode::kEndpointRequest : wire::Opcode::kEndpointResponse;
+  c.bth.opcode =
+      request != nullptr ? wire::Opcode::kEndpointRequest : wire::Opcode::kEndpointResponse;
   c.bth.dest_qp = Qpn(0);
   if (request != nullptr) {
     c.body = *request;
@@ -46,7 +47,8 @@ void EvProber::forget() {
   unsent_ = 0;
 }
 
-void EvProber::on_request(Instant now, const wire::EndpointRequest& request, const RxMeta& meta, uint32_t ports_up) {
+void EvProber::on_request(Instant now, const wire::EndpointRequest& request, const RxMeta& meta,
+                          uint32_t ports_up) {
   (void)now;
   if (request.op != wire::EndpointOp::kEvProbe) return;  // port status goes to QPs
   if (responses_.size() >= kMaxResponses) {
@@ -62,12 +64,14 @@ void EvProber::on_request(Instant now, const wire::EndpointRequest& request, con
   ++to_send_;
 }
 
-void EvProber::on_response(Instant now, const wire::EndpointResponse& response, const RxMeta& meta) {
+void EvProber::on_response(Instant now, const wire::EndpointResponse& response,
+                           const RxMeta& meta) {
   if (response.op != wire::EndpointOp::kEvProbe) return;
   for (size_t i = 0; i < probes_.size(); ++i) {
     const Probe& p = probes_[i];
     if (p.request_id != response.request_id || p.sent_at == Instant::never()) continue;
-    if (answers_.size() < kMaxProbes) answers_.push_back(EvProbeAnswer{p.request_id, meta.plane, now - p.sent_at});
+    if (answers_.size() < kMaxProbes)
+      answers_.push_back(EvProbeAnswer{p.request_id, meta.plane, now - p.sent_at});
     probes_.erase(probes_.begin() + static_cast<std::ptrdiff_t>(i));
     return;
   }

@@ -40,7 +40,8 @@ class EvProber {
   void forget();
 
   // An EV-probe request or response addressed to QPN 0. `ports_up`: our port status mask.
-  void on_request(Instant now, const wire::EndpointRequest& request, const RxMeta& meta, uint32_t ports_up);
+  void on_request(Instant now, const wire::EndpointRequest& request, const RxMeta& meta,
+                  uint32_t ports_up);
   void on_response(Instant now, const wire::EndpointResponse& response, const RxMeta& meta);
 
   // The next probe or answer to send on `plane`, or 0.

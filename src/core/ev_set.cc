@@ -12,18 +12,20 @@ namespace mrc {
 
 const char* to_string(EvState s) {
   switch (s) {
-    case EvState::kGood: return "GOOD";
-    case EvState::kSkip: return "SKIP";
-    case EvState::kAssumedBad: return "ASSUMED_BAD";
-    case EvState::kDenied: return "DENIED";
+    case EvState::kGood:
+      return "GOOD";
+    case EvState::kSkip:
+      return "SKIP";
+    case EvState::kAssumedBad:
+      return "ASSUMED_BAD";
+    case EvState::kDenied:
+      return "DENIED";
   }
   return "?";
 }
 
 EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
-    : config_(config),
-      prng_(seed),
-      plane_probe_at_(config.planes, Instant::never()) {
+    : config_(config), prng_(seed), plane_probe_at_(config.planes, Instant::never()) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
   planes_ = static_cast<uint8_t>(config.planes);
   if (config.explicit_evs.empty()) {
@@ -62,8 +64,10 @@ void EvSet::build_auto() {
   }
 }
 
-std::vector<std::pair<uint32_t, uint16_t>>::const_iterator EvSet::explicit_lower_bound(Ev ev) const {
-  return std::lower_bound(explicit_index_.begin(), explicit_index_.end(), std::make_pair(ev.value, uint16_t{0}));
+std::vector<std::pair<uint32_t, uint16_t>>::const_iterator EvSet::explicit_lower_bound(
+    Ev ev) const {
+  return std::lower_bound(explicit_index_.begin(), explicit_index_.end(),
+                          std::make_pair(ev.value, uint16_t{0}));
 }
 
 // One slot per distinct EV, in order of first appearance; every listing adds a rotation entry.
@@ -313,8 +317,9 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
   // Back off while the path stays dead, so a dead plane's EVs do not
   // flood it with probes; the first answer brings the interval back.
   // A few lost probes are normal on a lossy path; back off only after kProbesBeforeBackoff.
-  const uint32_t backoff =
-      s.failed_probes <= kProbesBeforeBackoff ? 0 : std::min<uint32_t>(s.failed_probes - kProbesBeforeBackoff, 7);
+  const uint32_t backoff = s.failed_probes <= kProbesBeforeBackoff
+                               ? 0
+                               : std::min<uint32_t>(s.failed_probes - kProbesBeforeBackoff, 7);
   // A probe cannot be answered sooner than an RTT: never judge (and re-send) one earlier.
   // The backoff is capped at 128 configured intervals or 4 RTTs, whichever is longer, so a
   // repaired path is found again within a few RTTs.

@@ -23,8 +23,8 @@
 // times in its plane's rotation (so it carries k shares of the plane's packets). There are no
 // backups and no regeneration: an ASSUMED_BAD EV leaves the rotation until probes revive it,
 // and a plane whose listed EVs are all unusable carries nothing. A SKIP (ECN mark, trim) passes
-// over every copy of the EV for the rest of that rotation, so the marked path's share drops. Echoed EVs map back to slots
-// by binary search over the sorted list instead of the slot bits.
+// over every copy of the EV for the rest of that rotation, so the marked path's share drops. Echoed
+// EVs map back to slots by binary search over the sorted list instead of the slot bits.
 #pragma once
 
 #include <array>
@@ -203,7 +203,7 @@ class EvSet {
 
   std::vector<Slot> slots_;
   std::vector<uint16_t> order_;  // every plane's active slot indices, shuffled, plane after plane
-  uint32_t assumed_bad_ = 0;  // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
+  uint32_t assumed_bad_ = 0;     // slots in ASSUMED_BAD, so the per-packet probe check is O(1)
   uint16_t usable_active_all_ = 0;
   uint8_t planes_ = 0;  // config_.planes
   // Per plane: its rotation, where it lies in order_, the next position in it, the slot next()
@@ -233,7 +233,8 @@ class EvSet {
   };
   std::vector<Detail> details_;
   EvTransitions transitions_;
-  std::vector<std::pair<uint32_t, uint16_t>> explicit_index_;  // explicit mode: (EV value, slot), sorted
+  std::vector<std::pair<uint32_t, uint16_t>>
+      explicit_index_;            // explicit mode: (EV value, slot), sorted
   uint32_t slots_per_plane_ = 0;  // auto mode: active share + backups
   uint32_t port_stride_ = 0;      // auto port mode: ports per plane
   // Earliest next_probe_at of each plane's ASSUMED_BAD slots and of all: recomputed (one scan)

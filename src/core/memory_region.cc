@@ -1,5 +1,5 @@
-// Memory-region table: slots up to a fixed capacity; a key is (slot << 8 | generation) so that a key
-// of a deregistered region is rejected even after its slot is reused (until the 8-bit
+// Memory-region table: slots up to a fixed capacity; a key is (slot << 8 | generation) so that a
+// key of a deregistered region is rejected even after its slot is reused (until the 8-bit
 // generation wraps). Local and remote keys are equal, as in soft-RoCE. Bounds checks are
 // written so that no addition can overflow: a hostile VA near 2^64 must fail, not wrap.
 #include "core/memory_region.h"
@@ -13,13 +13,20 @@ namespace mrc {
 
 const char* to_string(MrError e) {
   switch (e) {
-    case MrError::kTableFull: return "memory region table is full";
-    case MrError::kBadProtectionDomain: return "protection domain does not exist";
-    case MrError::kNullAddress: return "region address is null";
-    case MrError::kUnknownKey: return "no registered region has this key";
-    case MrError::kWrongProtectionDomain: return "region belongs to another protection domain";
-    case MrError::kAccessDenied: return "region does not allow this access";
-    case MrError::kOutOfBounds: return "range is outside the registered region";
+    case MrError::kTableFull:
+      return "memory region table is full";
+    case MrError::kBadProtectionDomain:
+      return "protection domain does not exist";
+    case MrError::kNullAddress:
+      return "region address is null";
+    case MrError::kUnknownKey:
+      return "no registered region has this key";
+    case MrError::kWrongProtectionDomain:
+      return "region belongs to another protection domain";
+    case MrError::kAccessDenied:
+      return "region does not allow this access";
+    case MrError::kOutOfBounds:
+      return "range is outside the registered region";
   }
   return "unknown";
 }

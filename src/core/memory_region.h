@@ -59,7 +59,8 @@ class MemoryRegionTable {
   bool dealloc_pd(uint32_t pd);
 
   Result<MemoryRegionInfo, MrError> register_region(uint32_t pd, void* address, uint64_t length,
-                                                    uint32_t access, RegionKind kind = RegionKind::kMemory);
+                                                    uint32_t access,
+                                                    RegionKind kind = RegionKind::kMemory);
   Result<Ok, MrError> deregister(uint32_t lkey);
 
   // Pointer to [va, va+length) for a remote write with `rkey` into protection domain `pd`
@@ -68,7 +69,8 @@ class MemoryRegionTable {
                                           uint64_t length) const;
   // A remote write of `bytes` at `va`: checked as lookup_remote, then written (a virtual region:
   // nothing written).
-  Result<Ok, MrError> place(uint32_t rkey, uint32_t pd, uint64_t va, std::span<const uint8_t> bytes) const;
+  Result<Ok, MrError> place(uint32_t rkey, uint32_t pd, uint64_t va,
+                            std::span<const uint8_t> bytes) const;
   // Pointer to [address, address+length) for a local gather with `lkey`; null for a virtual
   // region (no bytes to gather).
   Result<const uint8_t*, MrError> lookup_local(uint32_t lkey, uint32_t pd, uint64_t address,
@@ -86,15 +88,14 @@ class MemoryRegionTable {
     bool live = false;
     RegionKind kind = RegionKind::kMemory;
   };
-  const Region* find(uint32_t key, uint32_t pd, uint64_t va, uint64_t length,
-                     MrError* error) const;
+  const Region* find(uint32_t key, uint32_t pd, uint64_t va, uint64_t length, MrError* error) const;
 
   // A free slot (see the constructor), or none if all `capacity_` are in use.
   std::optional<uint32_t> take_slot();
 
   uint32_t capacity_;
-  std::vector<Region> regions_;      // every slot ever used
-  std::vector<uint32_t> free_slots_;  // deregistered slots, reused last-freed first
+  std::vector<Region> regions_;        // every slot ever used
+  std::vector<uint32_t> free_slots_;   // deregistered slots, reused last-freed first
   std::vector<uint32_t> pd_refcount_;  // index = pd; UINT32_MAX = not allocated
   uint32_t in_use_ = 0;
 };

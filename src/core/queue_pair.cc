@@ -16,23 +16,34 @@ constexpr uint32_t kPortStatusMaxAttempts = 64;
 
 const char* to_string(QpState s) {
   switch (s) {
-    case QpState::kReset: return "RESET";
-    case QpState::kInit: return "INIT";
-    case QpState::kRtr: return "RTR";
-    case QpState::kRts: return "RTS";
-    case QpState::kError: return "ERROR";
+    case QpState::kReset:
+      return "RESET";
+    case QpState::kInit:
+      return "INIT";
+    case QpState::kRtr:
+      return "RTR";
+    case QpState::kRts:
+      return "RTS";
+    case QpState::kError:
+      return "ERROR";
   }
   return "?";
 }
 
 const char* to_string(QpError e) {
   switch (e) {
-    case QpError::kBadTransition: return "state transition not allowed from the current state";
-    case QpError::kBadConfig: return "invalid queue-pair configuration";
-    case QpError::kUnknownQp: return "no such queue pair";
-    case QpError::kTooManyQps: return "queue-pair table is full";
-    case QpError::kBadProtectionDomain: return "protection domain does not exist";
-    case QpError::kNoCompletionQueue: return "a completion queue is required";
+    case QpError::kBadTransition:
+      return "state transition not allowed from the current state";
+    case QpError::kBadConfig:
+      return "invalid queue-pair configuration";
+    case QpError::kUnknownQp:
+      return "no such queue pair";
+    case QpError::kTooManyQps:
+      return "queue-pair table is full";
+    case QpError::kBadProtectionDomain:
+      return "protection domain does not exist";
+    case QpError::kNoCompletionQueue:
+      return "a completion queue is required";
   }
   return "?";
 }
@@ -142,7 +153,8 @@ void QueuePair::to_error() {
     return;
   }
   if (requester_) {
-    const WcStatus first = requester_->failed() ? requester_->failure_status() : WcStatus::kWrFlushError;
+    const WcStatus first =
+        requester_->failed() ? requester_->failure_status() : WcStatus::kWrFlushError;
     requester_->flush(first, send_cq_);
   }
   if (responder_) responder_->flush(recv_cq_);
@@ -221,7 +233,8 @@ void QueuePair::handle_control(Instant now, const wire::ControlPacket& packet, c
   } else if (const auto* nack = std::get_if<wire::Nack>(&packet.body)) {
     if (requester_) requester_->on_nack(now, *nack);
   } else if (const auto* ack = std::get_if<wire::Ack>(&packet.body)) {
-    if (requester_ && ack->syndrome == wire::kAethNakRemoteAccess) requester_->on_access_nak(packet.bth.psn);
+    if (requester_ && ack->syndrome == wire::kAethNakRemoteAccess)
+      requester_->on_access_nak(packet.bth.psn);
   } else if (const auto* probe = std::get_if<wire::Probe>(&packet.body)) {
     responder_->on_probe(now, *probe, meta);
   } else if (const auto* request = std::get_if<wire::EndpointRequest>(&packet.body)) {
@@ -325,7 +338,8 @@ bool QueuePair::wants_to_send(Instant now) const {
 // only an EV probe can produce a packet, and EvSet::probe_due finds none before next_probe_at.
 Instant QueuePair::send_ready_at() const {
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return Instant::never();
-  if (!control_.empty() || (requester_ && requester_->wants_to_send(Instant::never()))) return Schedule::kReadyNow;
+  if (!control_.empty() || (requester_ && requester_->wants_to_send(Instant::never())))
+    return Schedule::kReadyNow;
   // Only the requester's calls and evs() change probe times (not EvSet::next).
   return evs_ ? evs_->next_probe_at() : Instant::never();
 }

@@ -33,8 +33,8 @@ enum class QpState : uint8_t { kReset, kInit, kRtr, kRts, kError };
 const char* to_string(QpState s);
 
 enum class QpError : uint8_t {
-  kBadTransition,   // the requested state change is not allowed from the current state
-  kBadConfig,       // configuration invalid (see QueuePair::config_error())
+  kBadTransition,  // the requested state change is not allowed from the current state
+  kBadConfig,      // configuration invalid (see QueuePair::config_error())
   kUnknownQp,
   kTooManyQps,
   kBadProtectionDomain,
@@ -50,7 +50,7 @@ struct RtrAttributes {
 };
 
 struct RtsAttributes {
-  Psn initial_psn{0};   // first PSN this QP sends
+  Psn initial_psn{0};  // first PSN this QP sends
 };
 
 class QueuePair {
@@ -99,7 +99,6 @@ class QueuePair {
   void set_local_ports(uint32_t ports_up_mask, Instant now);
   uint32_t usable_planes() const { return local_ports_ & peer_ports_; }
 
-
   QpStats stats() const;
   // stats().data_bytes_placed without copying the whole QpStats (the simulator samples it for
   // every QP at a fixed interval).
@@ -139,7 +138,7 @@ class QueuePair {
   uint32_t port_status_request_id_ = 0;
   uint32_t port_status_attempts_ = 0;
   Instant port_status_next_at_ = Instant::never();  // read only while unanswered
-  IncastDetector* incast_ = nullptr;  // the endpoint's, shared by its QPs' responders
+  IncastDetector* incast_ = nullptr;                // the endpoint's, shared by its QPs' responders
   RtrAttributes remote_;
   ControlQueue control_{256};
   QpConfig config_;

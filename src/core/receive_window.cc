@@ -64,7 +64,8 @@ uint64_t ReceiveWindow::bitmap(Psn base) const {
   const int32_t below = cumulative_.since(base);  // how many of the 64 are before cumulative
   if (below >= 64) return ~uint64_t{0};
   const uint32_t first = below > 0 ? static_cast<uint32_t>(below) : 0;
-  const uint64_t received_below = first == 0 ? 0 : (first >= 64 ? ~uint64_t{0} : (uint64_t{1} << first) - 1);
+  const uint64_t received_below =
+      first == 0 ? 0 : (first >= 64 ? ~uint64_t{0} : (uint64_t{1} << first) - 1);
   if (out_of_order_ == 0) return received_below;  // the ring is all clear: no need to read it
   const uint32_t start = (base.value + first) & ring_mask_;
   const uint32_t shift = start & 63;

@@ -13,12 +13,18 @@ namespace mrc {
 
 const char* to_string(PostError e) {
   switch (e) {
-    case PostError::kQpState: return "queue pair is not in a state that accepts this work request";
-    case PostError::kQueueFull: return "queue is full";
-    case PostError::kTooManySge: return "too many scatter/gather elements";
-    case PostError::kBadLkey: return "lkey does not name a registered region of this PD";
-    case PostError::kLocalOutOfBounds: return "scatter/gather element outside its memory region";
-    case PostError::kAddressOverflow: return "remote address + length overflows";
+    case PostError::kQpState:
+      return "queue pair is not in a state that accepts this work request";
+    case PostError::kQueueFull:
+      return "queue is full";
+    case PostError::kTooManySge:
+      return "too many scatter/gather elements";
+    case PostError::kBadLkey:
+      return "lkey does not name a registered region of this PD";
+    case PostError::kLocalOutOfBounds:
+      return "scatter/gather element outside its memory region";
+    case PostError::kAddressOverflow:
+      return "remote address + length overflows";
   }
   return "?";
 }
@@ -97,7 +103,8 @@ bool Requester::window_allows(PlaneId plane, uint32_t bytes) const {
   if (mine == 0) return true;
   uint64_t sending = 0;
   for (int p = 0; p < evs_.planes(); ++p) {
-    sending += ((usable_planes_ >> p) & 1) && evs_.has_usable(PlaneId(static_cast<uint8_t>(p))) ? 1 : 0;
+    sending +=
+        ((usable_planes_ >> p) & 1) && evs_.has_usable(PlaneId(static_cast<uint8_t>(p))) ? 1 : 0;
   }
   const uint64_t share = window / std::max<uint64_t>(sending, 1) + config_.mtu_bytes + 64;
   return mine + bytes <= share;
@@ -155,9 +162,9 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
   const uint64_t remaining = w.total_length - w.bytes_packetized;
   const uint32_t length = static_cast<uint32_t>(std::min<uint64_t>(remaining, config_.mtu_bytes));
   if (!window_allows(plane, length + 64)) return 0;
-  const bool starts_imm_message =
-      w.with_imm && w.bytes_packetized % config_.max_message_bytes == 0 &&
-      w.total_length - w.bytes_packetized <= config_.max_message_bytes;
+  const bool starts_imm_message = w.with_imm &&
+                                  w.bytes_packetized % config_.max_message_bytes == 0 &&
+                                  w.total_length - w.bytes_packetized <= config_.max_message_bytes;
   if (starts_imm_message && wimm_in_flight_ >= config_.max_wimm) return 0;
   const uint16_t slot = evs_.next_in_burst(plane, bursts_[plane.value], config_.ev_burst_packets);
   if (slot == EvSet::kNoSlot) return 0;
@@ -214,7 +221,8 @@ void Requester::gather(const WorkRequest& w, uint64_t offset, uint32_t length, u
   while (length > 0) {
     MRC_ASSERT(i < w.num_sge);
     const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(w.sge[i].length - offset, length));
-    if (w.sge[i].ptr != nullptr) std::memcpy(dst, w.sge[i].ptr + offset, n);  // null: a virtual region
+    if (w.sge[i].ptr != nullptr)
+      std::memcpy(dst, w.sge[i].ptr + offset, n);  // null: a virtual region
     dst += n;
     length -= n;
     offset = 0;
@@ -341,7 +349,8 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
   if (sack.mpr > 0) peer_window_psns_ = static_cast<uint32_t>(sack.mpr) * 128;
   uint64_t acked = 0;
   for (Psn psn = window_.oldest(); psn != cum; psn += 1) ack_one(psn, acked);
-  const Psn base = sack.cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
+  const Psn base =
+      sack.cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
   for (uint64_t bits = sack.bitmap; bits != 0; bits &= bits - 1) {  // the set bits, in order
     const Psn psn = base + static_cast<uint32_t>(std::countr_zero(bits));
     if (psn.since(cum) >= 0 && window_.contains(psn)) ack_one(psn, acked);
@@ -361,7 +370,8 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
   Duration rtt{-1};
   if (!sack.probe_response && window_.contains(trigger)) {
     const SentPacket& t = window_.at(trigger);
-    if (t.ev.value == sack.echoed_entropy && wire::timestamp_of(t.sent_at) == sack.cc.echoed_timestamp) {
+    if (t.ev.value == sack.echoed_entropy &&
+        wire::timestamp_of(t.sent_at) == sack.cc.echoed_timestamp) {
       rtt = now - t.sent_at;
       stats_.rtt.add(rtt.ns);
       walk_same_ev(now, trigger, base, sack);
@@ -472,7 +482,8 @@ void Requester::rack_scan(Instant now) {
 // alone made queued packets look lost).
 void Requester::tail_probe_answered(Instant now, const wire::Sack& sack) {
   const Instant sent_before = tail_probe_sent_at_ + Duration{-reorder_window().ns};
-  const Psn base = sack.cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
+  const Psn base =
+      sack.cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
   for (uint32_t i = 0; i < 64; ++i) {
     const Psn psn = base + i;
     if ((sack.bitmap >> i) & 1 || !window_.contains(psn)) continue;
@@ -690,7 +701,8 @@ void Requester::complete_acknowledged() {
       c.byte_len = static_cast<uint32_t>(std::min<uint64_t>(w.total_length, UINT32_MAX));
       cq_->push(c);
     }
-    if (access_nak_wr_ == static_cast<uint32_t>(sq_head_)) access_nak_ = false;  // delivered after all
+    if (access_nak_wr_ == static_cast<uint32_t>(sq_head_))
+      access_nak_ = false;  // delivered after all
     ++sq_head_;
   }
 }

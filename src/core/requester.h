@@ -197,9 +197,9 @@ class Requester {
 
   std::vector<WorkRequest> sq_;  // ring by sequence; grows by doubling up to sq_capacity_
   uint64_t sq_capacity_ = 0;     // max_send_wr
-  uint64_t sq_head_ = 0;       // oldest incomplete
-  uint64_t sq_next_send_ = 0;  // being packetized
-  uint64_t sq_tail_ = 0;       // next free
+  uint64_t sq_head_ = 0;         // oldest incomplete
+  uint64_t sq_next_send_ = 0;    // being packetized
+  uint64_t sq_tail_ = 0;         // next free
   uint16_t next_msn_ = 0;
   uint16_t next_rq_msn_ = 0;
   uint32_t wimm_in_flight_ = 0;

@@ -47,9 +47,15 @@ bool Responder::place(const wire::DataPacket& packet) {
   auto placed = mrs_->place(reth.rkey, pd_, reth.virtual_address, packet.payload);
   if (!placed.ok()) {
     switch (placed.error()) {
-      case MrError::kOutOfBounds: drop(DropReason::kOutOfBounds); break;
-      case MrError::kAccessDenied: drop(DropReason::kAccessDenied); break;
-      default: drop(DropReason::kBadKey); break;
+      case MrError::kOutOfBounds:
+        drop(DropReason::kOutOfBounds);
+        break;
+      case MrError::kAccessDenied:
+        drop(DropReason::kAccessDenied);
+        break;
+      default:
+        drop(DropReason::kBadKey);
+        break;
     }
     return false;
   }
@@ -75,8 +81,7 @@ void Responder::on_data(Instant now, const wire::DataPacket& packet, const RxMet
       return;
     case ReceiveWindow::Verdict::kOutOfWindow:
       drop(DropReason::kOutOfWindow);
-      if (may_answer_unsolicited(now))
-        send_nack(wire::NackReason::kPsnOutOfWindow, psn, meta, ts);
+      if (may_answer_unsolicited(now)) send_nack(wire::NackReason::kPsnOutOfWindow, psn, meta, ts);
       return;
     case ReceiveWindow::Verdict::kNew:
       break;
@@ -133,8 +138,8 @@ void Responder::note_received(Instant now, const wire::DataPacket& packet, const
   trigger_timestamp_ = packet.header.bth.timestamp_present ? packet.header.tseth.tx_timestamp : 0;
   trigger_at_ = now;
   if (meta.ecn_ce) ++stats_.ecn_marks_received;
-  const bool now_please = meta.ecn_ce || packet.header.bth.ack_request ||
-                          unreported_ >= config_.sack_every();
+  const bool now_please =
+      meta.ecn_ce || packet.header.bth.ack_request || unreported_ >= config_.sack_every();
   if (now_please) {
     send_pending_sack(now, meta.ecn_ce ? wire::SkipMode::kSkipOnce : wire::SkipMode::kNone);
   }
@@ -144,8 +149,8 @@ bool Responder::may_answer_unsolicited(Instant now) {
   if (answer_tokens_ < kAnswerBurst) {
     const int64_t earned = (now - answer_refilled_at_).ns / kAnswerInterval.ns;
     if (earned > 0) {
-      answer_tokens_ = static_cast<uint32_t>(
-          std::min<int64_t>(kAnswerBurst, answer_tokens_ + earned));
+      answer_tokens_ =
+          static_cast<uint32_t>(std::min<int64_t>(kAnswerBurst, answer_tokens_ + earned));
       answer_refilled_at_ = answer_refilled_at_ + Duration{earned * kAnswerInterval.ns};
     }
   }
@@ -167,7 +172,8 @@ void Responder::send_sack(Instant now, bool probe_response, const Trigger& trigg
   s.cumulative_psn = cum;
   s.mpr = config_.mpr_dest;
   s.cc_flags = wire::sack_hold_code(now - trigger.at);
-  s.cc.receiver_cwnd_penalty = incast_ != nullptr && incast_->incast(now) ? config_.incast_penalty : 0;
+  s.cc.receiver_cwnd_penalty =
+      incast_ != nullptr && incast_->incast(now) ? config_.incast_penalty : 0;
   s.ack_psn_offset =
       static_cast<int16_t>(std::clamp<int32_t>(trigger.psn.since(cum), -32768, 32767));
   Psn base = cum;
@@ -176,7 +182,8 @@ void Responder::send_sack(Instant now, bool probe_response, const Trigger& trigg
   s.sack_offset = static_cast<int16_t>(base.since(cum));
   s.bitmap = window_.bitmap(base);
   s.cc.echoed_timestamp = trigger.timestamp;
-  s.cc.out_of_order_count = static_cast<uint16_t>(std::min<uint32_t>(window_.out_of_order(), 0x7FFF));
+  s.cc.out_of_order_count =
+      static_cast<uint16_t>(std::min<uint32_t>(window_.out_of_order(), 0x7FFF));
   s.cc.received_bytes = received_bytes_ & 0xFFFFFF;
   ControlItem item;
   item.packet.bth.opcode = wire::Opcode::kSack;
@@ -190,7 +197,8 @@ void Responder::send_sack(Instant now, bool probe_response, const Trigger& trigg
   }
 }
 
-void Responder::send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta, uint16_t timestamp) {
+void Responder::send_nack(wire::NackReason reason, Psn psn, const RxMeta& meta,
+                          uint16_t timestamp) {
   wire::Nack n;
   n.reason = reason;
   n.echoed_entropy = meta.ev.value;
@@ -229,8 +237,7 @@ void Responder::on_probe(Instant now, const wire::Probe& probe, const RxMeta& me
 }
 
 void Responder::on_timer(Instant now) {
-  if (unreported_ > 0 && now >= sack_deadline_)
-    send_pending_sack(now, wire::SkipMode::kNone);
+  if (unreported_ > 0 && now >= sack_deadline_) send_pending_sack(now, wire::SkipMode::kNone);
 }
 
 void Responder::deliver(CompletionQueue* cq) {

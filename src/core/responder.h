@@ -9,14 +9,15 @@
 // (payload cut by a switch) is not placed but NACKed at once so the sender retransmits without
 // waiting. WRITE-with-immediate messages are tracked by their RQ message sequence number in a
 // ring of max_wimm_dest entries; each completes (consuming a posted receive) when the
-// cumulative PSN has passed its last packet, which delivers completions in send order and guarantees that all data written before
-// it, by any message, is in memory. SACKs are coalesced (every ack_every_packets packets or
-// after ack_delay) but sent at once for an ECN mark, the end of a message, a duplicate or a
-// probe; coalescing never lets a received PSN go unreported: when the pending SACK could no
-// longer cover every unreported PSN, it is sent first. Each SACK carries how long it was held
-// after its trigger arrived (wire::sack_hold_code), so the requester's congestion control
-// sees the network's delay and not the coalescing timer. A SACK's trigger fields (PSN offset,
-// EV, timestamp) all describe one packet: the last new one, or the duplicate that caused it.
+// cumulative PSN has passed its last packet, which delivers completions in send order and
+// guarantees that all data written before it, by any message, is in memory. SACKs are coalesced
+// (every ack_every_packets packets or after ack_delay) but sent at once for an ECN mark, the end of
+// a message, a duplicate or a probe; coalescing never lets a received PSN go unreported: when the
+// pending SACK could no longer cover every unreported PSN, it is sent first. Each SACK carries how
+// long it was held after its trigger arrived (wire::sack_hold_code), so the requester's congestion
+// control sees the network's delay and not the coalescing timer. A SACK's trigger fields (PSN
+// offset, EV, timestamp) all describe one packet: the last new one, or the duplicate that caused
+// it.
 //
 // Answers to packets that did not advance the window (a duplicate's SACK, a NACK for a PSN
 // beyond it, an access NAK) are rate-limited by a token bucket: kAnswerBurst at once, then one
@@ -44,8 +45,8 @@ namespace mrc {
 // What the I/O layer learned about a received datagram outside its bytes.
 struct RxMeta {
   PlaneId plane{0};
-  Ev ev{0};            // entropy the packet arrived with (UDP source port / flow label)
-  bool ecn_ce = false; // IP ECN field was Congestion Experienced
+  Ev ev{0};             // entropy the packet arrived with (UDP source port / flow label)
+  bool ecn_ce = false;  // IP ECN field was Congestion Experienced
   bool trimmed = false;
   uint32_t peer = 0;
   uint64_t source = 0;  // the datapath's token for the sender (UdpHost: IPv4 << 16 | UDP port)
@@ -121,7 +122,7 @@ class Responder {
   Qpn dest_qp_{0};
   ReceiveWindow window_;
 
-  BoundedFifo<uint64_t> rq_;  // posted receive wr_ids
+  BoundedFifo<uint64_t> rq_;       // posted receive wr_ids
   std::vector<PendingWimm> wimm_;  // ring indexed by rq_msn
   uint16_t next_rq_msn_ = 0;
   size_t wimm_head_ = 0;  // ring slot of next_rq_msn_

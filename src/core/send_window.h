@@ -27,14 +27,14 @@ struct SentPacket {
   uint64_t tx_sequence = 0;    // per-QP transmission counter of the latest transmission
   uint64_t prev_tx_on_ev = 0;  // tx_sequence of the previous transmission on the same EV (0: none)
   Instant sent_at;
-  uint64_t offset = 0;         // byte offset of this packet's payload within the work request
-  uint32_t wr_sequence = 0;    // the work request's sequence in the send queue, low 32 bits
-                               //   (Requester::wr_of: fewer than 2^32 are ever outstanding)
+  uint64_t offset = 0;       // byte offset of this packet's payload within the work request
+  uint32_t wr_sequence = 0;  // the work request's sequence in the send queue, low 32 bits
+                             //   (Requester::wr_of: fewer than 2^32 are ever outstanding)
   Psn prev_psn_on_ev;
   uint32_t length = 0;
   Ev ev{0};
-  Ev first_ev{0};              // EV and wire timestamp of the first transmission: a SACK
-  uint16_t first_timestamp = 0; //   echoing them after a retransmission shows it arrived
+  Ev first_ev{0};                // EV and wire timestamp of the first transmission: a SACK
+  uint16_t first_timestamp = 0;  //   echoing them after a retransmission shows it arrived
   uint16_t ev_slot = 0;
   uint16_t msn = 0;
   uint16_t rq_msn = 0;
@@ -52,8 +52,8 @@ class SendWindow {
   explicit SendWindow(uint32_t capacity_psns);
   void reset(Psn initial);
 
-  Psn oldest() const { return oldest_; }   // snd_una
-  Psn next() const { return next_; }       // next new PSN
+  Psn oldest() const { return oldest_; }  // snd_una
+  Psn next() const { return next_; }      // next new PSN
   uint32_t outstanding() const { return static_cast<uint32_t>(next_.since(oldest_)); }
   uint32_t capacity() const { return capacity_; }
   bool contains(Psn psn) const {

@@ -22,19 +22,32 @@ void RttStats::add(int64_t rtt_ns) {
 
 const char* to_string(DropReason r) {
   switch (r) {
-    case DropReason::kDecode: return "decode";
-    case DropReason::kUnknownQp: return "unknown_qp";
-    case DropReason::kQpState: return "qp_state";
-    case DropReason::kDuplicate: return "duplicate";
-    case DropReason::kOutOfWindow: return "out_of_window";
-    case DropReason::kBadKey: return "bad_key";
-    case DropReason::kOutOfBounds: return "out_of_bounds";
-    case DropReason::kAccessDenied: return "access_denied";
-    case DropReason::kBadLength: return "bad_length";
-    case DropReason::kWimmOverflow: return "wimm_overflow";
-    case DropReason::kBadAck: return "bad_ack";
-    case DropReason::kUnknownEv: return "unknown_ev";
-    case DropReason::kCount: break;
+    case DropReason::kDecode:
+      return "decode";
+    case DropReason::kUnknownQp:
+      return "unknown_qp";
+    case DropReason::kQpState:
+      return "qp_state";
+    case DropReason::kDuplicate:
+      return "duplicate";
+    case DropReason::kOutOfWindow:
+      return "out_of_window";
+    case DropReason::kBadKey:
+      return "bad_key";
+    case DropReason::kOutOfBounds:
+      return "out_of_bounds";
+    case DropReason::kAccessDenied:
+      return "access_denied";
+    case DropReason::kBadLength:
+      return "bad_length";
+    case DropReason::kWimmOverflow:
+      return "wimm_overflow";
+    case DropReason::kBadAck:
+      return "bad_ack";
+    case DropReason::kUnknownEv:
+      return "unknown_ev";
+    case DropReason::kCount:
+      break;
   }
   return "?";
 }

@@ -23,7 +23,7 @@ struct RttStats {
 
 struct PlaneStats {
   uint64_t packets_sent = 0;
-  uint64_t bytes_sent = 0;      // payload bytes of data packets
+  uint64_t bytes_sent = 0;  // payload bytes of data packets
   uint64_t packets_received = 0;
   uint64_t bytes_received = 0;  // payload bytes placed
   uint64_t retransmits = 0;
@@ -31,18 +31,18 @@ struct PlaneStats {
 
 // Why a received packet was not placed.
 enum class DropReason : uint8_t {
-  kDecode,          // malformed, bad ICRC (see EndpointStats::decode_errors)
+  kDecode,  // malformed, bad ICRC (see EndpointStats::decode_errors)
   kUnknownQp,
-  kQpState,         // QP not in a state that accepts it
+  kQpState,  // QP not in a state that accepts it
   kDuplicate,
   kOutOfWindow,
   kBadKey,
   kOutOfBounds,
   kAccessDenied,
-  kBadLength,       // payload length inconsistent with opcode / MTU / message length
-  kWimmOverflow,    // more WRITE-with-immediate messages in flight than max_wimm_dest
-  kBadAck,          // SACK/NACK for PSNs never sent
-  kUnknownEv,       // echo of an EV that is not ours
+  kBadLength,     // payload length inconsistent with opcode / MTU / message length
+  kWimmOverflow,  // more WRITE-with-immediate messages in flight than max_wimm_dest
+  kBadAck,        // SACK/NACK for PSNs never sent
+  kUnknownEv,     // echo of an EV that is not ours
   kCount
 };
 const char* to_string(DropReason r);
@@ -58,27 +58,27 @@ struct QpStats {
   uint64_t data_bytes_placed = 0;
   uint64_t sacks_sent = 0;
   uint64_t sacks_received = 0;
-  uint64_t stale_sacks = 0;     // arrived after a newer SACK (reverse-path reordering)
+  uint64_t stale_sacks = 0;  // arrived after a newer SACK (reverse-path reordering)
   uint64_t wimm_delivered = 0;
   uint64_t work_requests_completed = 0;
   RttStats rtt;
   std::array<PlaneStats, kMaxPlanes> planes{};
-  std::array<uint64_t, kNackReasonSlots> nacks_sent{};      // index = NACK reason code
+  std::array<uint64_t, kNackReasonSlots> nacks_sent{};  // index = NACK reason code
   std::array<uint64_t, kNackReasonSlots> nacks_received{};
   uint64_t access_naks_sent = 0;      // IBTA NAKs "remote access error" (bad key, access, bounds)
   uint64_t access_naks_received = 0;  //   and those that named a packet still in flight
-  uint64_t trims_received = 0;  // trimmed packets seen as responder
+  uint64_t trims_received = 0;        // trimmed packets seen as responder
   uint64_t ecn_marks_received = 0;
-  uint64_t losses_fast = 0;     // all of the next four
-  uint64_t losses_nack = 0;       //   a NACK (trimmed, out of window)
-  uint64_t losses_same_ev = 0;    //   per-EV ordering, shown by the SACK's bitmap
-  uint64_t losses_same_ev_late = 0;  // per-EV ordering, after the grace for SACK reordering
-  uint64_t losses_rack = 0;       //   sent a reordering window before a newer acknowledged one
-  uint64_t losses_probe = 0;    // declared from a tail-loss probe answer
-  uint64_t losses_tail = 0;     // resent by the tail timer with nothing new to send
-  uint64_t losses_timeout = 0;  // declared by the retransmission timer
-  uint64_t losses_port = 0;     // in flight on a plane that went down
-  uint64_t false_losses = 0;    // declared lost, then acknowledged before being sent again
+  uint64_t losses_fast = 0;           // all of the next four
+  uint64_t losses_nack = 0;           //   a NACK (trimmed, out of window)
+  uint64_t losses_same_ev = 0;        //   per-EV ordering, shown by the SACK's bitmap
+  uint64_t losses_same_ev_late = 0;   // per-EV ordering, after the grace for SACK reordering
+  uint64_t losses_rack = 0;           //   sent a reordering window before a newer acknowledged one
+  uint64_t losses_probe = 0;          // declared from a tail-loss probe answer
+  uint64_t losses_tail = 0;           // resent by the tail timer with nothing new to send
+  uint64_t losses_timeout = 0;        // declared by the retransmission timer
+  uint64_t losses_port = 0;           // in flight on a plane that went down
+  uint64_t false_losses = 0;          // declared lost, then acknowledged before being sent again
   uint64_t spurious_retransmits = 0;  // a SACK echoed the copy before the retransmission
   uint64_t timeouts = 0;
   uint64_t tail_probes = 0;

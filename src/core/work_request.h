@@ -31,12 +31,12 @@ struct SendWr {
 };
 
 enum class PostError : uint8_t {
-  kQpState,          // the QP is not in a state that accepts this post
-  kQueueFull,        // the send or receive queue is full
-  kTooManySge,       // num_sge exceeds the QP's max_sge
-  kBadLkey,          // a gather element names no registered region of this PD
-  kLocalOutOfBounds, // a gather element lies outside its region
-  kAddressOverflow,  // remote_addr + length wraps around 2^64
+  kQpState,           // the QP is not in a state that accepts this post
+  kQueueFull,         // the send or receive queue is full
+  kTooManySge,        // num_sge exceeds the QP's max_sge
+  kBadLkey,           // a gather element names no registered region of this PD
+  kLocalOutOfBounds,  // a gather element lies outside its region
+  kAddressOverflow,   // remote_addr + length wraps around 2^64
 };
 const char* to_string(PostError e);
 

@@ -9,12 +9,14 @@
 
 namespace mrc::io {
 
-Result<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& config, std::mutex* shared_lock) {
+Result<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& config,
+                                                          std::mutex* shared_lock) {
   if (config.planes.empty()) return Err{std::string("a device needs at least one plane address")};
   UdpHostConfig hc;
   hc.planes = config.planes;
   hc.ev_port_base = config.ev_port_base;
-  hc.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(config.planes.size()) / config.planes.size());
+  hc.ev_ports_per_plane =
+      static_cast<uint16_t>(ev_source_ports(config.planes.size()) / config.planes.size());
   hc.impairment = config.impairment;
   hc.gso = hc.gro = config.gso;
   hc.backend = config.backend;
@@ -42,12 +44,14 @@ Device::~Device() {
 
 void Device::configure(QpConfig& c) const {
   c.ev_port_base = config_.ev_port_base;
-  c.ev_ports_per_plane = static_cast<uint16_t>(ev_source_ports(config_.planes.size()) / config_.planes.size());
+  c.ev_ports_per_plane =
+      static_cast<uint16_t>(ev_source_ports(config_.planes.size()) / config_.planes.size());
   if (c.ev_burst_packets == 0) c.ev_burst_packets = kUdpDefaultEvBurst;
   if (c.ack_every_packets == 0) c.ack_every_packets = kUdpDefaultAckEvery;
   if (c.nscc.target_delay_ns == 0) c.nscc.target_delay_ns = kUdpDefaultTargetDelayNs;
   // A packet must fit the datapath's datagram (the xdp backend's frames hold less than UDP).
-  const size_t max_payload = host_->max_datagram_bytes() - wire::kMaxDataHeaderBytes - wire::kIcrcBytes;
+  const size_t max_payload =
+      host_->max_datagram_bytes() - wire::kMaxDataHeaderBytes - wire::kIcrcBytes;
   if (c.mtu_bytes > max_payload) c.set_mtu(static_cast<uint32_t>(max_payload));
 }
 
@@ -76,7 +80,9 @@ void Device::on_completions(std::function<void(std::span<const uint32_t>)> compl
   completions_ = std::move(completions);
 }
 
-void Device::on_round(std::function<void()> round) { round_ = std::move(round); }
+void Device::on_round(std::function<void()> round) {
+  round_ = std::move(round);
+}
 
 // One round of the datapath and of the API's hooks, holding the lock; true if there was work.
 bool Device::round() {

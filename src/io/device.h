@@ -59,7 +59,7 @@ struct DeviceConfig {
   std::vector<PlaneAddress> planes;
   uint16_t ev_port_base = 50000;
   Impairment impairment;
-  bool gso = true;  // UdpHostConfig::gso and ::gro
+  bool gso = true;                  // UdpHostConfig::gso and ::gro
   Backend backend = Backend::kUdp;  // UdpHostConfig::backend
   uint64_t seed = 1;
   // QPNs with random tags (EndpointConfig::qpn_seed) and random initial PSNs (initial_psn()),
@@ -141,12 +141,13 @@ class Device final : private CompletionNotifier {
   std::thread thread_;
   std::atomic<bool> stopping_{false};  // read by a thread standing by without the lock
   std::atomic<int64_t> caller_round_ns_{INT64_MIN / 2};  // the host clock at the last progress()
-  std::vector<uint32_t> ready_;  // tags of the CQs turned non-empty since the last round (one entry per CQ at most)
-  std::vector<bool> is_ready_;   // by tag, one per CQ created here
+  std::vector<uint32_t>
+      ready_;  // tags of the CQs turned non-empty since the last round (one entry per CQ at most)
+  std::vector<bool> is_ready_;  // by tag, one per CQ created here
   std::function<void(std::span<const uint32_t>)> completions_;
   std::function<void()> round_;
-  Prng psns_;                     // initial PSNs (unpredictable_ids)
-  uint32_t next_psn_ = 0x1000;    // initial PSNs otherwise
+  Prng psns_;                   // initial PSNs (unpredictable_ids)
+  uint32_t next_psn_ = 0x1000;  // initial PSNs otherwise
 };
 
 }  // namespace mrc::io

@@ -47,8 +47,8 @@ class DeviceGroup {
 
   // In every shard, each holding its lock: the same ids and keys everywhere.
   uint32_t alloc_pd();
-  Result<MemoryRegionInfo, std::string> register_region(uint32_t pd, void* address,
-                                                        uint64_t length, uint32_t access);
+  Result<MemoryRegionInfo, std::string> register_region(uint32_t pd, void* address, uint64_t length,
+                                                        uint32_t access);
   Result<Ok, std::string> deregister(uint32_t lkey);
 
   // Hooks every shard's completion events: `completions(s, tags)` is called holding shard s's

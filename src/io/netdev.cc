@@ -28,7 +28,8 @@ std::string read_line(const std::string& path) {
 
 bool parse_mac(const std::string& text, MacAddress& mac) {
   unsigned b[6];
-  if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6) return false;
+  if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6)
+    return false;
   for (int i = 0; i < 6; ++i) mac[i] = static_cast<uint8_t>(b[i]);
   return true;
 }
@@ -36,7 +37,8 @@ bool parse_mac(const std::string& text, MacAddress& mac) {
 uint32_t count_rx_queues(const std::string& ifname) {
   uint32_t n = 0;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/sys/class/net/" + ifname + "/queues", ec))
+  for (const auto& e :
+       std::filesystem::directory_iterator("/sys/class/net/" + ifname + "/queues", ec))
     if (e.path().filename().string().rfind("rx-", 0) == 0) ++n;
   return n == 0 ? 1 : n;
 }
@@ -52,7 +54,9 @@ uint32_t next_hop(const std::string& ifname, uint32_t destination) {
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     std::string iface, dest, gateway, flags, refcnt, use, metric, mask;
-    if (!(fields >> iface >> dest >> gateway >> flags >> refcnt >> use >> metric >> mask) || iface != ifname) continue;
+    if (!(fields >> iface >> dest >> gateway >> flags >> refcnt >> use >> metric >> mask) ||
+        iface != ifname)
+      continue;
     const uint32_t d = static_cast<uint32_t>(std::stoul(dest, nullptr, 16));
     const uint32_t m = static_cast<uint32_t>(std::stoul(mask, nullptr, 16));
     const uint32_t g = static_cast<uint32_t>(std::stoul(gateway, nullptr, 16));
@@ -105,7 +109,9 @@ Result<NetInterface, std::string> interface_of(in_addr address) {
   for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
     const uint32_t a = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
-    const uint32_t m = i->ifa_netmask != nullptr ? reinterpret_cast<sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr : ~0u;
+    const uint32_t m = i->ifa_netmask != nullptr
+                           ? reinterpret_cast<sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr
+                           : ~0u;
     if (a == address.s_addr) {
       out.name = i->ifa_name;
       break;
@@ -125,7 +131,8 @@ Result<NetInterface, std::string> interface_of(in_addr address) {
   return out;
 }
 
-Neighbours::Neighbours(std::string ifname, in_addr local) : ifname_(std::move(ifname)), local_(local) {}
+Neighbours::Neighbours(std::string ifname, in_addr local)
+    : ifname_(std::move(ifname)), local_(local) {}
 
 Neighbours::Entry& Neighbours::entry(uint32_t address) {
   for (Entry& e : entries_)

@@ -25,7 +25,9 @@ constexpr uint32_t kBlockEnhancedPacket = 6;
 constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
 constexpr size_t kMaxRecordBytes = 256 * 1024;  // larger than any snap length a tool writes
 
-uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+uint16_t be16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
 
 void put_be16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v >> 8);
@@ -96,7 +98,8 @@ bool take_ethertype(uint16_t type, std::span<const uint8_t> bytes, CapturedDatag
 
 // ---- writer ----------------------------------------------------------------------------------
 
-Result<std::unique_ptr<PcapWriter>, std::string> PcapWriter::open(const std::string& path, uint64_t max_bytes) {
+Result<std::unique_ptr<PcapWriter>, std::string> PcapWriter::open(const std::string& path,
+                                                                  uint64_t max_bytes) {
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) return Err{"cannot create " + path + ": " + std::strerror(errno)};
   const uint32_t header[6] = {kMagicNano, 2u | 4u << 16, 0, 0, 65535 + 28, kLinkRaw};
@@ -128,7 +131,8 @@ bool PcapWriter::write(uint64_t unix_ns, const UdpAddresses& a, std::span<const 
     ++dropped_;
     return false;
   }
-  const uint32_t record[4] = {static_cast<uint32_t>(unix_ns / 1'000'000'000), static_cast<uint32_t>(unix_ns % 1'000'000'000),
+  const uint32_t record[4] = {static_cast<uint32_t>(unix_ns / 1'000'000'000),
+                              static_cast<uint32_t>(unix_ns % 1'000'000'000),
                               static_cast<uint32_t>(length), static_cast<uint32_t>(length)};
   uint8_t headers[28] = {};
   headers[0] = 0x45;
@@ -144,7 +148,8 @@ bool PcapWriter::write(uint64_t unix_ns, const UdpAddresses& a, std::span<const 
   std::memcpy(headers + 20, &a.source.sin_port, 2);  // network order already
   std::memcpy(headers + 22, &a.destination.sin_port, 2);
   put_be16(headers + 24, static_cast<uint16_t>(8 + datagram.size()));
-  if (std::fwrite(record, sizeof record, 1, file_) != 1 || std::fwrite(headers, sizeof headers, 1, file_) != 1 ||
+  if (std::fwrite(record, sizeof record, 1, file_) != 1 ||
+      std::fwrite(headers, sizeof headers, 1, file_) != 1 ||
       (!datagram.empty() && std::fwrite(datagram.data(), datagram.size(), 1, file_) != 1)) {
     std::fclose(file_);
     file_ = nullptr;
@@ -171,7 +176,8 @@ Result<std::unique_ptr<PcapReader>, std::string> PcapReader::open(const std::str
     return r;
   }
   const uint32_t swapped = __builtin_bswap32(magic);
-  if (magic != kMagicMicro && magic != kMagicNano && swapped != kMagicMicro && swapped != kMagicNano)
+  if (magic != kMagicMicro && magic != kMagicNano && swapped != kMagicMicro &&
+      swapped != kMagicNano)
     return Err{path + ": not a pcap or pcapng file (magic " + std::to_string(magic) + ")"};
   r->swapped_ = magic != kMagicMicro && magic != kMagicNano;
   const uint32_t plain = r->swapped_ ? swapped : magic;
@@ -193,7 +199,8 @@ uint16_t PcapReader::u16(const uint8_t* p) const {
   return swapped_ ? __builtin_bswap16(v) : v;
 }
 
-bool PcapReader::next_classic(uint32_t& link_type, uint64_t& unix_ns, std::span<const uint8_t>& bytes) {
+bool PcapReader::next_classic(uint32_t& link_type, uint64_t& unix_ns,
+                              std::span<const uint8_t>& bytes) {
   if (file_.size() - at_ < 16) return false;  // the end (a partial header is a cut file)
   const uint8_t* h = file_.data() + at_;
   const uint32_t captured = u32(h + 8);
@@ -202,7 +209,8 @@ bool PcapReader::next_classic(uint32_t& link_type, uint64_t& unix_ns, std::span<
     return false;
   }
   link_type = link_type_;
-  unix_ns = uint64_t{u32(h)} * 1'000'000'000 + uint64_t{u32(h + 4)} * (1'000'000'000 / ticks_per_second_);
+  unix_ns =
+      uint64_t{u32(h)} * 1'000'000'000 + uint64_t{u32(h + 4)} * (1'000'000'000 / ticks_per_second_);
   bytes = {h + 16, captured};
   at_ += 16 + captured;
   return true;
@@ -245,7 +253,8 @@ bool PcapReader::read_interface(std::span<const uint8_t> body) {
   return true;
 }
 
-bool PcapReader::next_pcapng(uint32_t& link_type, uint64_t& unix_ns, std::span<const uint8_t>& bytes) {
+bool PcapReader::next_pcapng(uint32_t& link_type, uint64_t& unix_ns,
+                             std::span<const uint8_t>& bytes) {
   while (file_.size() - at_ >= 12) {
     const uint8_t* b = file_.data() + at_;
     uint32_t type = 0;
@@ -282,14 +291,16 @@ bool PcapReader::next_pcapng(uint32_t& link_type, uint64_t& unix_ns, std::span<c
     }
     const Interface& i = interfaces_[interface];
     link_type = i.link_type;
-    unix_ns = ticks / i.ticks_per_second * 1'000'000'000 + ticks % i.ticks_per_second * 1'000'000'000 / i.ticks_per_second;
+    unix_ns = ticks / i.ticks_per_second * 1'000'000'000 +
+              ticks % i.ticks_per_second * 1'000'000'000 / i.ticks_per_second;
     bytes = body.subspan(data_at, captured);
     return true;
   }
   return false;
 }
 
-bool PcapReader::next_record(uint32_t& link_type, uint64_t& unix_ns, std::span<const uint8_t>& bytes) {
+bool PcapReader::next_record(uint32_t& link_type, uint64_t& unix_ns,
+                             std::span<const uint8_t>& bytes) {
   return pcapng_ ? next_pcapng(link_type, unix_ns, bytes) : next_classic(link_type, unix_ns, bytes);
 }
 
@@ -317,7 +328,8 @@ bool find_udp(uint32_t link_type, std::span<const uint8_t> frame, CapturedDatagr
       size_t at = 12;
       while (frame.size() >= at + 2) {
         const uint16_t type = be16(frame.data() + at);
-        if (type != 0x8100 && type != 0x88A8) return take_ethertype(type, frame.subspan(at + 2), out);
+        if (type != 0x8100 && type != 0x88A8)
+          return take_ethertype(type, frame.subspan(at + 2), out);
         at += 4;
       }
       return false;

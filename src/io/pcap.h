@@ -39,7 +39,8 @@ struct UdpAddresses {
 class PcapWriter {
  public:
   // Creates (truncates) `path`; at most `max_bytes` of records are written.
-  static Result<std::unique_ptr<PcapWriter>, std::string> open(const std::string& path, uint64_t max_bytes);
+  static Result<std::unique_ptr<PcapWriter>, std::string> open(const std::string& path,
+                                                               uint64_t max_bytes);
   ~PcapWriter();
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;
@@ -64,14 +65,14 @@ class PcapWriter {
 
 // A record's UDP datagram, found by PcapReader::next.
 struct CapturedDatagram {
-  uint64_t number = 0;    // the record's position in the file, from 1
+  uint64_t number = 0;  // the record's position in the file, from 1
   uint64_t unix_ns = 0;
   bool ipv6 = false;
-  std::string source;     // "address:port"
+  std::string source;  // "address:port"
   std::string destination;
   uint16_t source_port = 0;
   uint16_t destination_port = 0;
-  uint8_t tos = 0;        // IPv4 TOS or IPv6 traffic class
+  uint8_t tos = 0;                     // IPv4 TOS or IPv6 traffic class
   std::span<const uint8_t> ip_packet;  // from the IP header to the end of the UDP payload
   std::span<const uint8_t> datagram;   // the UDP payload
 };
@@ -104,10 +105,10 @@ class PcapReader {
   std::vector<uint8_t> file_;  // the whole capture
   size_t at_ = 0;
   bool pcapng_ = false;
-  bool swapped_ = false;       // the file's byte order is not this machine's
+  bool swapped_ = false;                   // the file's byte order is not this machine's
   uint64_t ticks_per_second_ = 1'000'000;  // classic pcap
-  uint32_t link_type_ = 0;                  // classic pcap
-  std::vector<Interface> interfaces_;       // pcapng, per section
+  uint32_t link_type_ = 0;                 // classic pcap
+  std::vector<Interface> interfaces_;      // pcapng, per section
   uint64_t records_ = 0;
   uint64_t skipped_ = 0;
   std::string error_;

@@ -24,8 +24,8 @@ unsigned long long bound_inode(const PlaneAddress& a) {
   while (std::getline(table, line)) {
     unsigned ip = 0, port = 0;
     unsigned long long inode = 0;
-    if (std::sscanf(line.c_str(), " %*u: %X:%X %*X:%*X %*X %*X:%*X %*X:%*X %*X %*u %*d %llu", &ip, &port,
-                    &inode) != 3)
+    if (std::sscanf(line.c_str(), " %*u: %X:%X %*X:%*X %*X %*X:%*X %*X:%*X %*X %*u %*d %llu", &ip,
+                    &port, &inode) != 3)
       continue;
     if (port == a.port && (ip == a.address.s_addr || ip == 0) && inode != 0) return inode;
   }
@@ -40,7 +40,8 @@ bool holds(const std::string& pid, const std::string& link) {
   char target[64];
   while (const dirent* fd = readdir(fds.get())) {
     const ssize_t n = readlink((dir + "/" + fd->d_name).c_str(), target, sizeof target - 1);
-    if (n > 0 && link.compare(0, std::string::npos, target, static_cast<size_t>(n)) == 0) return true;
+    if (n > 0 && link.compare(0, std::string::npos, target, static_cast<size_t>(n)) == 0)
+      return true;
   }
   return false;
 }

@@ -53,7 +53,8 @@ uint32_t roce_icrc(std::span<uint8_t> frame) {
   f[kIpTos] = f[kIpTtl] = f[kBthByte4] = 0xFF;
   std::memset(f + kIpChecksum, 0xFF, 2);
   std::memset(f + kUdpChecksum, 0xFF, 2);
-  const uint32_t crc = wire::icrc32(frame.subspan(kIcrcStart, frame.size() - kIcrcStart - wire::kIcrcBytes));
+  const uint32_t crc =
+      wire::icrc32(frame.subspan(kIcrcStart, frame.size() - kIcrcStart - wire::kIcrcBytes));
 
   std::memcpy(f + kIcrcStart, saved_lrh, sizeof saved_lrh);
   f[kIpTos] = tos;
@@ -64,7 +65,8 @@ uint32_t roce_icrc(std::span<uint8_t> frame) {
   return crc;
 }
 
-size_t write_frame(const FrameAddresses& a, uint16_t ip_id, size_t datagram_bytes, std::span<uint8_t> frame) {
+size_t write_frame(const FrameAddresses& a, uint16_t ip_id, size_t datagram_bytes,
+                   std::span<uint8_t> frame) {
   uint8_t* f = frame.data();
   const size_t length = kFrameHeaderBytes + datagram_bytes;
   std::memcpy(f, a.destination_mac.data(), 6);
@@ -106,8 +108,8 @@ Result<ParsedFrame, FrameError> parse_frame(std::span<uint8_t> frame) {
   const size_t ip_length = load_be16(ip + 2);
   const size_t udp_length = load_be16(f + kUdp + 4);
   // Ethernet may pad a short frame: the IP length says where the packet ends.
-  if (ip_length + kEthernetHeaderBytes > frame.size() || ip_length != kIpv4HeaderBytes + udp_length ||
-      udp_length < kMinFrameBytes - kUdp)
+  if (ip_length + kEthernetHeaderBytes > frame.size() ||
+      ip_length != kIpv4HeaderBytes + udp_length || udp_length < kMinFrameBytes - kUdp)
     return Err{FrameError::kBadLength};
   if (ip_checksum(ip) != 0) return Err{FrameError::kBadIpChecksum};
   const std::span<uint8_t> packet = frame.first(kEthernetHeaderBytes + ip_length);
@@ -129,14 +131,22 @@ Result<ParsedFrame, FrameError> parse_frame(std::span<uint8_t> frame) {
 
 const char* to_string(FrameError error) {
   switch (error) {
-    case FrameError::kTooShort: return "too short";
-    case FrameError::kNotIpv4: return "not IPv4";
-    case FrameError::kIpOptions: return "IP options";
-    case FrameError::kFragment: return "IP fragment";
-    case FrameError::kNotUdp: return "not UDP";
-    case FrameError::kBadLength: return "bad IP/UDP length";
-    case FrameError::kBadIpChecksum: return "bad IP checksum";
-    case FrameError::kBadIcrc: return "bad ICRC";
+    case FrameError::kTooShort:
+      return "too short";
+    case FrameError::kNotIpv4:
+      return "not IPv4";
+    case FrameError::kIpOptions:
+      return "IP options";
+    case FrameError::kFragment:
+      return "IP fragment";
+    case FrameError::kNotUdp:
+      return "not UDP";
+    case FrameError::kBadLength:
+      return "bad IP/UDP length";
+    case FrameError::kBadIpChecksum:
+      return "bad IP checksum";
+    case FrameError::kBadIcrc:
+      return "bad ICRC";
   }
   return "?";
 }

@@ -33,7 +33,8 @@ namespace mrc::io {
 inline constexpr size_t kEthernetHeaderBytes = 14;
 inline constexpr size_t kIpv4HeaderBytes = 20;
 inline constexpr size_t kUdpHeaderBytes = 8;
-inline constexpr size_t kFrameHeaderBytes = kEthernetHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes;
+inline constexpr size_t kFrameHeaderBytes =
+    kEthernetHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes;
 inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
 // The ECN field every MRC packet leaves with: ECT(0), as the UDP backend's IP_TOS.
 inline constexpr uint8_t kMrcTos = 0x02;
@@ -43,7 +44,7 @@ using MacAddress = std::array<uint8_t, 6>;
 struct FrameAddresses {
   MacAddress destination_mac{};
   MacAddress source_mac{};
-  in_addr source_ip{};       // network byte order, as in sockaddr_in
+  in_addr source_ip{};  // network byte order, as in sockaddr_in
   in_addr destination_ip{};
   uint16_t source_port = 0;  // host byte order
   uint16_t destination_port = 0;
@@ -64,12 +65,12 @@ size_t write_frame(const FrameAddresses& addresses, uint16_t ip_id, size_t datag
 uint32_t roce_icrc(std::span<uint8_t> frame);
 
 enum class FrameError : uint8_t {
-  kTooShort,        // shorter than the headers, a BTH and an ICRC
-  kNotIpv4,         // another EtherType, or IP version not 4
-  kIpOptions,       // IHL above 5
-  kFragment,        // an IP fragment
+  kTooShort,   // shorter than the headers, a BTH and an ICRC
+  kNotIpv4,    // another EtherType, or IP version not 4
+  kIpOptions,  // IHL above 5
+  kFragment,   // an IP fragment
   kNotUdp,
-  kBadLength,       // IP or UDP length disagrees with the frame
+  kBadLength,  // IP or UDP length disagrees with the frame
   kBadIpChecksum,
   kBadIcrc,
 };

@@ -41,8 +41,9 @@ bool enable_gro(int fd);
 struct TxOutcome {
   uint64_t packets = 0;
   uint64_t bytes = 0;
-  uint64_t errors = 0;  // datagrams the kernel refused (EAGAIN, ENOBUFS, ...): lost, recovered by the engine
-  uint64_t calls = 0;   // system calls made
+  uint64_t errors =
+      0;  // datagrams the kernel refused (EAGAIN, ENOBUFS, ...): lost, recovered by the engine
+  uint64_t calls = 0;  // system calls made
   int last_errno = 0;
   void operator+=(const TxOutcome& o) {
     packets += o.packets;

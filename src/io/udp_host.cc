@@ -2,13 +2,13 @@
 #include "io/udp_host.h"
 
 #include <arpa/inet.h>
-#include <netinet/ip.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <ifaddrs.h>
 #include <net/if.h>
-#include <sys/socket.h>
+#include <netinet/ip.h>
 #include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,7 +65,8 @@ std::string errno_text(const std::string& what, const PlaneAddress& a) {
 std::string in_use_advice(const PlaneAddress& a, const char* what, const std::string& setting) {
   const pid_t holder = udp_port_holder(a);
   if (holder == getpid())
-    return std::string(" (this process already uses this ") + what + ": choose another with " + setting + ")";
+    return std::string(" (this process already uses this ") + what + ": choose another with " +
+           setting + ")";
   const std::string who = holder != 0 ? describe_process(holder) : "another process";
   return " (" + who + " uses this " + what + ": stop it, or choose another with " + setting + ")";
 }
@@ -101,7 +102,8 @@ Result<int, std::string> bound_socket(const PlaneAddress& a, int buffer_bytes, c
 
 }  // namespace
 
-Result<PlaneAddress, std::string> parse_plane_address(const std::string& text, uint16_t default_port) {
+Result<PlaneAddress, std::string> parse_plane_address(const std::string& text,
+                                                      uint16_t default_port) {
   PlaneAddress a;
   a.port = default_port;
   std::string host = text;
@@ -116,11 +118,14 @@ Result<PlaneAddress, std::string> parse_plane_address(const std::string& text, u
     a.port = static_cast<uint16_t>(value);
   }
   if (inet_pton(AF_INET, host.c_str(), &a.address) != 1)
-    return Err{"bad plane address '" + text + "': expected an IPv4 address such as 127.0.0.1[:port]"};
+    return Err{"bad plane address '" + text +
+               "': expected an IPv4 address such as 127.0.0.1[:port]"};
   return a;
 }
 
-const char* to_string(Backend backend) { return backend == Backend::kXdp ? "xdp" : "udp"; }
+const char* to_string(Backend backend) {
+  return backend == Backend::kXdp ? "xdp" : "udp";
+}
 
 Result<Backend, std::string> parse_backend(const std::string& text) {
   if (text == "udp") return Backend::kUdp;
@@ -143,7 +148,9 @@ UdpHost::UdpHost(const UdpHostConfig& config)
 Result<std::unique_ptr<UdpHost>, std::string> UdpHost::open(const UdpHostConfig& config) {
   if (config.planes.empty() || config.planes.size() > static_cast<size_t>(kMaxPlanes))
     return Err{std::string("need 1 to 16 plane addresses")};
-  if (config.ev_port_base + static_cast<uint32_t>(config.planes.size()) * config.ev_ports_per_plane > 65536)
+  if (config.ev_port_base +
+          static_cast<uint32_t>(config.planes.size()) * config.ev_ports_per_plane >
+      65536)
     return Err{std::string("EV source ports run past 65535: lower ev_port_base")};
   for (const PlaneFlap& f : config.impairment.flaps) {
     if (f.plane < 0 || f.plane >= static_cast<int>(config.planes.size()))
@@ -191,7 +198,9 @@ Result<Ok, std::string> UdpHost::open_plane(int p) {
   int poll_fd = plane.rx_fd;
   if (config_.backend == Backend::kXdp) {
     auto link = XdpLink::open(plane.local.address, plane.local.port);
-    if (!link.ok()) return Err{"xdp backend, plane " + std::to_string(p) + " (" + to_string(plane.local) + "): " + link.error()};
+    if (!link.ok())
+      return Err{"xdp backend, plane " + std::to_string(p) + " (" + to_string(plane.local) +
+                 "): " + link.error()};
     plane.xdp = std::move(link.value());
     poll_fd = plane.xdp->fd();
   } else if (config_.gro) {
@@ -205,7 +214,8 @@ Result<Ok, std::string> UdpHost::open_plane(int p) {
   for (uint16_t i = 0; i < config_.ev_ports_per_plane; ++i) {
     PlaneAddress a = plane.local;
     a.port = static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + i);
-    auto tx = bound_socket(a, config_.socket_buffer_bytes, "EV source port", config_.ev_port_setting);
+    auto tx =
+        bound_socket(a, config_.socket_buffer_bytes, "EV source port", config_.ev_port_setting);
     if (!tx.ok()) return Err{tx.error()};
     plane.tx_fds.push_back(tx.value());
     if (tx_.gso() && !gso_supported(tx.value())) tx_.disable_gso();
@@ -216,7 +226,8 @@ Result<Ok, std::string> UdpHost::open_plane(int p) {
 std::string UdpHost::backend_description() const {
   if (config_.backend == Backend::kUdp) return tx_.gso() ? "udp (GSO/GRO)" : "udp (no GSO)";
   std::string out = "xdp:";
-  for (const Plane& p : planes_) out += " " + p.xdp->interface().name + " " + p.xdp->mode() + (&p == &planes_.back() ? "" : ",");
+  for (const Plane& p : planes_)
+    out += " " + p.xdp->interface().name + " " + p.xdp->mode() + (&p == &planes_.back() ? "" : ",");
   return out;
 }
 
@@ -262,17 +273,21 @@ uint32_t UdpHost::add_peer(const std::vector<PlaneAddress>& planes) {
       return static_cast<uint32_t>(i);
   // The xdp backend writes the next hop's MAC itself: resolve it now, not on the first packets.
   for (size_t p = 0; p < planes_.size() && p < addresses.size(); ++p)
-    if (planes_[p].xdp) planes_[p].xdp->neighbours().resolve(addresses[p].sin_addr, Duration::from_ms(1000));
+    if (planes_[p].xdp)
+      planes_[p].xdp->neighbours().resolve(addresses[p].sin_addr, Duration::from_ms(1000));
   peers_.push_back(addresses);
   return static_cast<uint32_t>(peers_.size() - 1);
 }
 
-Instant UdpHost::now() const { return Instant{monotonic_ns() - clock_origin_ns_}; }
+Instant UdpHost::now() const {
+  return Instant{monotonic_ns() - clock_origin_ns_};
+}
 
 bool UdpHost::receive(int p, Instant now) {
   Plane& plane = planes_[p];
   const bool xdp = plane.xdp != nullptr;
-  const std::span<const RxDatagram> datagrams = xdp ? plane.xdp->receive() : rx_.receive(plane.rx_fd);
+  const std::span<const RxDatagram> datagrams =
+      xdp ? plane.xdp->receive() : rx_.receive(plane.rx_fd);
   if (datagrams.empty()) return false;
   ++plane.stats.receive_calls;
   for (const RxDatagram& d : datagrams) {
@@ -283,7 +298,8 @@ bool UdpHost::receive(int p, Instant now) {
     RxMeta meta;
     meta.plane = PlaneId(static_cast<uint8_t>(p));
     meta.ev = Ev(ntohs(d.from.sin_port));
-    meta.source = static_cast<uint64_t>(ntohl(d.from.sin_addr.s_addr)) << 16 | ntohs(d.from.sin_port);
+    meta.source =
+        static_cast<uint64_t>(ntohl(d.from.sin_addr.s_addr)) << 16 | ntohs(d.from.sin_port);
     meta.ecn_ce = (d.tos & 0x03) == 0x03;
     meta.icrc_checked = xdp;  // the link checked the RoCEv2 ICRC
     ++plane.stats.packets_received;
@@ -346,11 +362,13 @@ bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
     r.source_port = plane.local.port;
     return true;
   }
-  if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size()) return false;
+  if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size())
+    return false;
   const uint32_t offset = meta.ev.value - config_.ev_port_base - p * config_.ev_ports_per_plane;
   if (offset >= config_.ev_ports_per_plane) ++plane.stats.ev_port_mismatches;
   const uint32_t port_index = offset < config_.ev_ports_per_plane ? offset : 0;
-  r.source_port = static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + port_index);
+  r.source_port =
+      static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + port_index);
   r.fd = plane.xdp ? -1 : plane.tx_fds[port_index];
   r.to = peers_[meta.peer][p];
   return true;
@@ -364,13 +382,17 @@ bool UdpHost::impair(int p, Instant now, const Route& r, std::span<const uint8_t
   }
   Duration hold = imp.delay;
   if (imp.reorder > 0 && prng_.chance(imp.reorder))
-    hold = hold + Duration{static_cast<int64_t>(prng_.below(static_cast<uint64_t>(imp.reorder_delay.ns) + 1))};
+    hold = hold + Duration{static_cast<int64_t>(
+                      prng_.below(static_cast<uint64_t>(imp.reorder_delay.ns) + 1))};
   if (hold.ns <= 0) return false;
-  delayed_.push(Delayed{now + hold, delayed_sequence_++, p, r, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+  delayed_.push(Delayed{now + hold, delayed_sequence_++, p, r,
+                        std::vector<uint8_t>(bytes.begin(), bytes.end())});
   return true;
 }
 
-std::span<uint8_t> UdpHost::tx_space(int p) { return planes_[p].xdp ? planes_[p].xdp->next() : tx_.next(); }
+std::span<uint8_t> UdpHost::tx_space(int p) {
+  return planes_[p].xdp ? planes_[p].xdp->next() : tx_.next();
+}
 
 void UdpHost::tx_add(int p, const Route& r, size_t length, Instant now, TxOutcome& outcome) {
   if (planes_[p].xdp) {
@@ -494,7 +516,9 @@ void UdpHost::apply_schedule(Instant now) {
   }
 }
 
-bool PlaneFlap::down_at(Duration t) const { return t >= every && t.ns % every.ns < down_for.ns; }
+bool PlaneFlap::down_at(Duration t) const {
+  return t >= every && t.ns % every.ns < down_for.ns;
+}
 
 Duration PlaneFlap::next_change(Duration t) const {
   if (t < every) return every;
@@ -526,7 +550,8 @@ Instant UdpHost::wake_at() const {
   Instant until = endpoint_->next_deadline();
   if (!delayed_.empty()) until = std::min(until, delayed_.top().release);
   const auto& schedule = config_.impairment.schedule;
-  if (next_schedule_ < schedule.size()) until = std::min(until, Instant{0} + schedule[next_schedule_].at);
+  if (next_schedule_ < schedule.size())
+    until = std::min(until, Instant{0} + schedule[next_schedule_].at);
   if (!config_.impairment.flaps.empty()) until = std::min(until, next_flap_change_);
   return until;
 }

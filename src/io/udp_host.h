@@ -26,9 +26,9 @@
 #include <netinet/in.h>
 
 #include <cstdint>
-#include <span>
 #include <memory>
 #include <queue>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,11 +46,12 @@ struct PlaneAddress {
   uint16_t port = 4791;
 };
 // Parses "127.0.0.1", "127.0.0.1:4792" (a missing port takes `default_port`).
-Result<PlaneAddress, std::string> parse_plane_address(const std::string& text, uint16_t default_port);
+Result<PlaneAddress, std::string> parse_plane_address(const std::string& text,
+                                                      uint16_t default_port);
 std::string to_string(const PlaneAddress& a);
 
 struct PlaneEvent {
-  Duration at;    // since the host was opened
+  Duration at;  // since the host was opened
   int plane = 0;
   bool up = false;
 };
@@ -69,16 +70,18 @@ struct PlaneFlap {
 };
 
 struct Impairment {
-  double drop = 0;          // fraction of sent packets dropped
-  Duration delay{0};        // added to every sent packet
-  double reorder = 0;       // fraction of packets delayed by an extra uniform [0, reorder_delay]
+  double drop = 0;     // fraction of sent packets dropped
+  Duration delay{0};   // added to every sent packet
+  double reorder = 0;  // fraction of packets delayed by an extra uniform [0, reorder_delay]
   Duration reorder_delay{Duration::from_us(200)};
   std::vector<PlaneEvent> schedule;
   // A plane is down while any flap of it is down, and independently of `schedule` and
   // set_plane_up(): it is up only when none of them holds it down.
   std::vector<PlaneFlap> flaps;
   uint64_t seed = 1;
-  bool any() const { return drop > 0 || delay.ns > 0 || reorder > 0 || !schedule.empty() || !flaps.empty(); }
+  bool any() const {
+    return drop > 0 || delay.ns > 0 || reorder > 0 || !schedule.empty() || !flaps.empty();
+  }
 };
 
 enum class Backend : uint8_t { kUdp, kXdp };
@@ -107,7 +110,8 @@ struct UdpHostConfig {
   Impairment impairment;
   uint64_t seed = 1;
   uint64_t qpn_seed = 0;  // EndpointConfig::qpn_seed
-  uint32_t qpn_partition = 0, qpn_partitions = 1;  // EndpointConfig's: this host's share of a device group's QPNs
+  uint32_t qpn_partition = 0,
+           qpn_partitions = 1;  // EndpointConfig's: this host's share of a device group's QPNs
   // What the user changes to move the receive port and the EV source ports, named in the error
   // of a port already in use ("choose another with ..."): the tools' options by default; an API
   // on top names its own configuration.
@@ -120,9 +124,9 @@ struct UdpPlaneStats {
   uint64_t bytes_sent = 0;
   uint64_t packets_received = 0;
   uint64_t bytes_received = 0;
-  uint64_t send_errors = 0;      // EAGAIN/ENOBUFS and others: the packet is lost, the engine recovers
-  uint64_t send_calls = 0;       // system calls that sent (one per GSO batch or sendmmsg)
-  uint64_t receive_calls = 0;    // recvmmsg calls that returned datagrams
+  uint64_t send_errors = 0;    // EAGAIN/ENOBUFS and others: the packet is lost, the engine recovers
+  uint64_t send_calls = 0;     // system calls that sent (one per GSO batch or sendmmsg)
+  uint64_t receive_calls = 0;  // recvmmsg calls that returned datagrams
   uint64_t impairment_drops = 0;
   // Packets whose EV is not one of this plane's source ports (QpConfig::ev_port_base /
   // ev_ports_per_plane disagree with this host's): sent from the plane's first port instead.
@@ -180,8 +184,8 @@ class UdpHost {
  private:
   struct Plane {
     PlaneAddress local;
-    bool link_up = true;   // the interface holding the address is up and running
-    bool admin_up = true;  // not taken down by set_plane_up / the impairment schedule
+    bool link_up = true;     // the interface holding the address is up and running
+    bool admin_up = true;    // not taken down by set_plane_up / the impairment schedule
     bool flap_down = false;  // held down by one of the impairment's flaps (PlaneFlap)
     int rx_fd = -1;
     std::vector<int> tx_fds;

@@ -20,7 +20,10 @@ constexpr uint32_t kFramesPerKick = 32;
 }  // namespace
 
 XdpLink::XdpLink(NetInterface interface, in_addr local, uint16_t port)
-    : interface_(std::move(interface)), local_(local), port_(port), neighbours_(interface_.name, local) {}
+    : interface_(std::move(interface)),
+      local_(local),
+      port_(port),
+      neighbours_(interface_.name, local) {}
 
 Result<std::unique_ptr<XdpLink>, std::string> XdpLink::open(in_addr local, uint16_t port) {
   auto found = interface_of(local);
@@ -28,7 +31,8 @@ Result<std::unique_ptr<XdpLink>, std::string> XdpLink::open(in_addr local, uint1
   const NetInterface& ifc = found.value();
   if (ifc.rx_queues > 1)
     return Err{ifc.name + " has " + std::to_string(ifc.rx_queues) +
-               " receive queues and the xdp backend binds one: `ethtool -L " + ifc.name + " combined 1`"};
+               " receive queues and the xdp backend binds one: `ethtool -L " + ifc.name +
+               " combined 1`"};
   if (ifc.mtu < kIpv4HeaderBytes + kUdpHeaderBytes + 256)
     return Err{ifc.name + "'s MTU (" + std::to_string(ifc.mtu) + ") is too small for MRC packets"};
   std::unique_ptr<XdpLink> link(new XdpLink(ifc, local, port));
@@ -36,22 +40,27 @@ Result<std::unique_ptr<XdpLink>, std::string> XdpLink::open(in_addr local, uint1
   if (!program.ok()) return Err{program.error()};
   link->program_.emplace(std::move(program.value()));
   if (auto opened = link->open_socket(); !opened.ok()) return Err{opened.error()};
-  if (auto added = link->program_->add_socket(0, link->fd()); !added.ok()) return Err{added.error()};
+  if (auto added = link->program_->add_socket(0, link->fd()); !added.ok())
+    return Err{added.error()};
   return link;
 }
 
 Result<Ok, std::string> XdpLink::open_socket() {
   const size_t bytes = static_cast<size_t>(kFrames) * kFrameBytes;
-  umem_area_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  umem_area_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (umem_area_ == MAP_FAILED) {
     umem_area_ = nullptr;
     return Err{std::string("mmap of the AF_XDP UMEM: ") + std::strerror(errno)};
   }
   const xsk_umem_config umem_config{kRingSize, kRingSize, kFrameBytes, 0, 0};
-  if (int e = xsk_umem__create(&umem_, umem_area_, bytes, &fill_, &completion_, &umem_config); e != 0)
+  if (int e = xsk_umem__create(&umem_, umem_area_, bytes, &fill_, &completion_, &umem_config);
+      e != 0)
     return Err{std::string("creating the AF_XDP UMEM: ") + std::strerror(-e) +
                (-e == EPERM ? " (needs root, or CAP_NET_RAW and CAP_IPC_LOCK)" : "") +
-               (-e == EAFNOSUPPORT ? " (this kernel has no AF_XDP sockets: CONFIG_XDP_SOCKETS; use --backend udp)" : "")};
+               (-e == EAFNOSUPPORT
+                    ? " (this kernel has no AF_XDP sockets: CONFIG_XDP_SOCKETS; use --backend udp)"
+                    : "")};
   xsk_socket_config config{};
   config.rx_size = kRingSize;
   config.tx_size = kRingSize;
@@ -66,14 +75,20 @@ Result<Ok, std::string> XdpLink::open_socket() {
     }
   }
   if (e != 0)
-    return Err{"creating an AF_XDP socket on " + interface_.name + " queue 0: " + std::strerror(-e) +
-               (-e == EAFNOSUPPORT ? " (this kernel has no AF_XDP sockets: CONFIG_XDP_SOCKETS; use --backend udp)" : "")};
+    return Err{"creating an AF_XDP socket on " + interface_.name +
+               " queue 0: " + std::strerror(-e) +
+               (-e == EAFNOSUPPORT
+                    ? " (this kernel has no AF_XDP sockets: CONFIG_XDP_SOCKETS; use --backend udp)"
+                    : "")};
   uint32_t idx = 0;
   const uint32_t rx_frames = kFrames / 2;
-  if (xsk_ring_prod__reserve(&fill_, rx_frames, &idx) != rx_frames) return Err{std::string("AF_XDP fill ring too small")};
-  for (uint32_t i = 0; i < rx_frames; ++i) *xsk_ring_prod__fill_addr(&fill_, idx + i) = static_cast<uint64_t>(i) * kFrameBytes;
+  if (xsk_ring_prod__reserve(&fill_, rx_frames, &idx) != rx_frames)
+    return Err{std::string("AF_XDP fill ring too small")};
+  for (uint32_t i = 0; i < rx_frames; ++i)
+    *xsk_ring_prod__fill_addr(&fill_, idx + i) = static_cast<uint64_t>(i) * kFrameBytes;
   xsk_ring_prod__submit(&fill_, rx_frames);
-  for (uint32_t i = rx_frames; i < kFrames; ++i) free_tx_.push_back(static_cast<uint64_t>(i) * kFrameBytes);
+  for (uint32_t i = rx_frames; i < kFrames; ++i)
+    free_tx_.push_back(static_cast<uint64_t>(i) * kFrameBytes);
   pending_tx_.reserve(kBatch);
   rx_out_.reserve(kBatch);
   return Ok{};
@@ -86,7 +101,9 @@ XdpLink::~XdpLink() {
   program_.reset();  // detaches the program
 }
 
-int XdpLink::fd() const { return xsk_socket__fd(xsk_); }
+int XdpLink::fd() const {
+  return xsk_socket__fd(xsk_);
+}
 
 std::string XdpLink::mode() const {
   return std::string(program_ ? program_->mode() : "?") + (zero_copy_ ? " zero-copy" : " copy");
@@ -102,7 +119,8 @@ size_t XdpLink::max_datagram_bytes() const {
 void XdpLink::reclaim_completions() {
   uint32_t idx = 0;
   const uint32_t n = xsk_ring_cons__peek(&completion_, kRingSize, &idx);
-  for (uint32_t i = 0; i < n; ++i) free_tx_.push_back(*xsk_ring_cons__comp_addr(&completion_, idx + i));
+  for (uint32_t i = 0; i < n; ++i)
+    free_tx_.push_back(*xsk_ring_cons__comp_addr(&completion_, idx + i));
   if (n > 0) xsk_ring_cons__release(&completion_, n);
 }
 
@@ -117,7 +135,8 @@ std::span<uint8_t> XdpLink::next() {
   return {frame + kFrameHeaderBytes, max_datagram_bytes()};
 }
 
-void XdpLink::add(uint16_t source_port, const sockaddr_in& to, size_t length, Instant now, TxOutcome& out) {
+void XdpLink::add(uint16_t source_port, const sockaddr_in& to, size_t length, Instant now,
+                  TxOutcome& out) {
   FrameAddresses a;
   if (!neighbours_.lookup(to.sin_addr, now, a.destination_mac)) {
     ++stats_.tx_no_neighbour;
@@ -174,7 +193,8 @@ void XdpLink::return_rx_frames() {
     xsk_ring_prod__submit(&fill_, n);
   }
   rx_held_.clear();
-  if (xsk_ring_prod__needs_wakeup(&fill_)) (void)recvfrom(fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+  if (xsk_ring_prod__needs_wakeup(&fill_))
+    (void)recvfrom(fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
 }
 
 std::span<const RxDatagram> XdpLink::receive() {

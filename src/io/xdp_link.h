@@ -37,7 +37,7 @@
 namespace mrc::io {
 
 struct XdpLinkStats {
-  uint64_t tx_no_neighbour = 0;      // a send to a next hop whose MAC is not known yet
+  uint64_t tx_no_neighbour = 0;  // a send to a next hop whose MAC is not known yet
   std::array<uint64_t, kFrameErrorCount> rx_refused{};  // frames refused, by FrameError
 };
 
@@ -94,10 +94,10 @@ class XdpLink {
   xsk_ring_cons rx_{};
   xsk_ring_prod tx_{};
   bool zero_copy_ = false;
-  std::vector<uint64_t> free_tx_;         // TX frame addresses not in flight
-  uint64_t open_frame_ = UINT64_MAX;      // the frame next() handed out
-  std::vector<xdp_desc> pending_tx_;      // added, not yet flushed
-  std::vector<uint64_t> rx_held_;         // frames of the last receive(), returned on the next
+  std::vector<uint64_t> free_tx_;     // TX frame addresses not in flight
+  uint64_t open_frame_ = UINT64_MAX;  // the frame next() handed out
+  std::vector<xdp_desc> pending_tx_;  // added, not yet flushed
+  std::vector<uint64_t> rx_held_;     // frames of the last receive(), returned on the next
   std::vector<RxDatagram> rx_out_;
   uint16_t ip_id_ = 0;
   XdpLinkStats stats_;

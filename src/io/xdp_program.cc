@@ -7,8 +7,8 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <array>
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -46,28 +46,28 @@ std::vector<bpf_insn> program(uint16_t port, int map_fd) {
     pass_jumps.push_back(p.size());
     p.push_back(insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_5, 0, 0, value));
   };
-  p.push_back(insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_6, BPF_REG_1, 0, 0));     // r6 = ctx
+  p.push_back(insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_6, BPF_REG_1, 0, 0));      // r6 = ctx
   p.push_back(insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, kMdData, 0));  // r2 = data
   p.push_back(insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_3, BPF_REG_1, kMdDataEnd, 0));
   p.push_back(insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_4, BPF_REG_2, 0, 0));
-  p.push_back(insn(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_4, 0, 0, 42));             // headers
+  p.push_back(insn(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_4, 0, 0, 42));  // headers
   pass_jumps.push_back(p.size());
-  p.push_back(insn(BPF_JMP | BPF_JGT | BPF_X, BPF_REG_4, BPF_REG_3, 0, 0));        // too short
-  p.push_back(insn(BPF_LDX | BPF_MEM | BPF_H, BPF_REG_5, BPF_REG_2, 12, 0));       // EtherType
+  p.push_back(insn(BPF_JMP | BPF_JGT | BPF_X, BPF_REG_4, BPF_REG_3, 0, 0));   // too short
+  p.push_back(insn(BPF_LDX | BPF_MEM | BPF_H, BPF_REG_5, BPF_REG_2, 12, 0));  // EtherType
   jump_to_pass_unless(as_loaded(0x0800));
-  p.push_back(insn(BPF_LDX | BPF_MEM | BPF_B, BPF_REG_5, BPF_REG_2, 14, 0));       // version, IHL
+  p.push_back(insn(BPF_LDX | BPF_MEM | BPF_B, BPF_REG_5, BPF_REG_2, 14, 0));  // version, IHL
   jump_to_pass_unless(0x45);
-  p.push_back(insn(BPF_LDX | BPF_MEM | BPF_B, BPF_REG_5, BPF_REG_2, 23, 0));       // protocol
+  p.push_back(insn(BPF_LDX | BPF_MEM | BPF_B, BPF_REG_5, BPF_REG_2, 23, 0));  // protocol
   jump_to_pass_unless(IPPROTO_UDP);
-  p.push_back(insn(BPF_LDX | BPF_MEM | BPF_H, BPF_REG_5, BPF_REG_2, 20, 0));       // flags, offset
+  p.push_back(insn(BPF_LDX | BPF_MEM | BPF_H, BPF_REG_5, BPF_REG_2, 20, 0));  // flags, offset
   p.push_back(insn(BPF_ALU64 | BPF_AND | BPF_K, BPF_REG_5, 0, 0, as_loaded(0x3FFF)));
-  jump_to_pass_unless(0);                                                           // fragment
-  p.push_back(insn(BPF_LDX | BPF_MEM | BPF_H, BPF_REG_5, BPF_REG_2, 36, 0));       // UDP dest port
+  jump_to_pass_unless(0);                                                     // fragment
+  p.push_back(insn(BPF_LDX | BPF_MEM | BPF_H, BPF_REG_5, BPF_REG_2, 36, 0));  // UDP dest port
   jump_to_pass_unless(as_loaded(port));
   p.push_back(insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_6, kMdRxQueue, 0));
   p.push_back(insn(BPF_LD | BPF_IMM | BPF_DW, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, map_fd));
-  p.push_back(insn(0, 0, 0, 0, 0));                                                 // imm64 high half
-  p.push_back(insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, XDP_PASS));        // fallback
+  p.push_back(insn(0, 0, 0, 0, 0));                                           // imm64 high half
+  p.push_back(insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, XDP_PASS));  // fallback
   p.push_back(insn(BPF_JMP | BPF_CALL, 0, 0, 0, kRedirectMapHelper));
   p.push_back(insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
   const size_t pass = p.size();
@@ -79,7 +79,8 @@ std::vector<bpf_insn> program(uint16_t port, int map_fd) {
 
 std::string permission_hint(int e) {
   if (e == EPERM || e == EACCES)
-    return " (the xdp backend needs root, or CAP_BPF, CAP_NET_ADMIN and CAP_NET_RAW; or use --backend udp)";
+    return " (the xdp backend needs root, or CAP_BPF, CAP_NET_ADMIN and CAP_NET_RAW; or use "
+           "--backend udp)";
   return "";
 }
 
@@ -96,32 +97,38 @@ Result<Ok, std::string> check_free(const std::string& ifname, int ifindex) {
     close(fd);
   }
   if (name == kProgramName)
-    return Err{"interface " + ifname + " is in use by another mrc host with the xdp backend (its XDP program, id " +
+    return Err{"interface " + ifname +
+               " is in use by another mrc host with the xdp backend (its XDP program, id " +
                std::to_string(id) + "): one per interface"};
-  return Err{"interface " + ifname + " already has an XDP program (" + name + ", id " + std::to_string(id) +
-             "): remove it with `ip link set dev " + ifname + " xdp off` if it is not in use"};
+  return Err{"interface " + ifname + " already has an XDP program (" + name + ", id " +
+             std::to_string(id) + "): remove it with `ip link set dev " + ifname +
+             " xdp off` if it is not in use"};
 }
 
 }  // namespace
 
-Result<XdpProgram, std::string> XdpProgram::attach(const std::string& ifname, int ifindex, uint16_t port, uint32_t queues,
+Result<XdpProgram, std::string> XdpProgram::attach(const std::string& ifname, int ifindex,
+                                                   uint16_t port, uint32_t queues,
                                                    bool prefer_generic) {
   if (auto free = check_free(ifname, ifindex); !free.ok()) return Err{free.error()};
   XdpProgram x;
   x.map_fd_ = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "mrc_xsks", 4, 4, queues, nullptr);
   if (x.map_fd_ < 0) {
     const int e = errno;
-    return Err{std::string("creating the AF_XDP socket map: ") + std::strerror(e) + permission_hint(e)};
+    return Err{std::string("creating the AF_XDP socket map: ") + std::strerror(e) +
+               permission_hint(e)};
   }
   const std::vector<bpf_insn> insns = program(port, x.map_fd_);
   std::vector<char> log(16384);
-  LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_level = 1, .log_size = static_cast<uint32_t>(log.size()),
-              .log_buf = log.data());
+  LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_level = 1,
+              .log_size = static_cast<uint32_t>(log.size()), .log_buf = log.data());
   opts.prog_flags = BPF_F_XDP_HAS_FRAGS;
-  x.prog_fd_ = bpf_prog_load(BPF_PROG_TYPE_XDP, kProgramName, "GPL", insns.data(), insns.size(), &opts);
+  x.prog_fd_ =
+      bpf_prog_load(BPF_PROG_TYPE_XDP, kProgramName, "GPL", insns.data(), insns.size(), &opts);
   if (x.prog_fd_ < 0) {  // a kernel before multi-buffer XDP: without the flag
     opts.prog_flags = 0;
-    x.prog_fd_ = bpf_prog_load(BPF_PROG_TYPE_XDP, kProgramName, "GPL", insns.data(), insns.size(), &opts);
+    x.prog_fd_ =
+        bpf_prog_load(BPF_PROG_TYPE_XDP, kProgramName, "GPL", insns.data(), insns.size(), &opts);
   }
   if (x.prog_fd_ < 0) {
     const int e = errno;
@@ -130,8 +137,9 @@ Result<XdpProgram, std::string> XdpProgram::attach(const std::string& ifname, in
   }
   // A BPF link, not a plain attachment: the kernel detaches the program when the link's last
   // descriptor closes, so a process that dies leaves nothing attached.
-  const std::array<uint32_t, 2> order = prefer_generic ? std::array{XDP_FLAGS_SKB_MODE, XDP_FLAGS_DRV_MODE}
-                                                       : std::array{XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE};
+  const std::array<uint32_t, 2> order = prefer_generic
+                                            ? std::array{XDP_FLAGS_SKB_MODE, XDP_FLAGS_DRV_MODE}
+                                            : std::array{XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE};
   for (uint32_t mode : order) {
     LIBBPF_OPTS(bpf_link_create_opts, link_opts, .flags = mode);
     x.link_fd_ = bpf_link_create(x.prog_fd_, ifindex, BPF_XDP, &link_opts);
@@ -141,7 +149,8 @@ Result<XdpProgram, std::string> XdpProgram::attach(const std::string& ifname, in
     }
   }
   const int e = errno;
-  return Err{"attaching the XDP program to " + ifname + ": " + std::strerror(e) + permission_hint(e)};
+  return Err{"attaching the XDP program to " + ifname + ": " + std::strerror(e) +
+             permission_hint(e)};
 }
 
 Result<Ok, std::string> XdpProgram::add_socket(uint32_t queue, int xsk_fd) {
@@ -150,7 +159,9 @@ Result<Ok, std::string> XdpProgram::add_socket(uint32_t queue, int xsk_fd) {
   return Ok{};
 }
 
-const char* XdpProgram::mode() const { return attach_flags_ == XDP_FLAGS_DRV_MODE ? "native" : "generic"; }
+const char* XdpProgram::mode() const {
+  return attach_flags_ == XDP_FLAGS_DRV_MODE ? "native" : "generic";
+}
 
 void XdpProgram::release() {
   if (link_fd_ >= 0) close(link_fd_);  // detaches the program
@@ -161,7 +172,10 @@ void XdpProgram::release() {
 }
 
 XdpProgram::XdpProgram(XdpProgram&& o) noexcept
-    : prog_fd_(o.prog_fd_), map_fd_(o.map_fd_), link_fd_(o.link_fd_), attach_flags_(o.attach_flags_) {
+    : prog_fd_(o.prog_fd_),
+      map_fd_(o.map_fd_),
+      link_fd_(o.link_fd_),
+      attach_flags_(o.attach_flags_) {
   o.prog_fd_ = o.map_fd_ = o.link_fd_ = -1;
   o.attach_flags_ = 0;
 }
@@ -179,6 +193,8 @@ XdpProgram& XdpProgram::operator=(XdpProgram&& o) noexcept {
   return *this;
 }
 
-XdpProgram::~XdpProgram() { release(); }
+XdpProgram::~XdpProgram() {
+  release();
+}
 
 }  // namespace mrc::io

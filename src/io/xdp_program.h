@@ -12,9 +12,10 @@
 //
 // Attachment: through a BPF link, in the driver's native XDP where it has one, else generic
 // (SKB) mode; generic first on veth, whose native XDP copies every packet the kernel stack
-// sent into a page of its own before the program runs (BENCHMARKS.md, "The xdp backend"). The link dies with the process, and the program with it: nothing stays attached
-// after a crash. An interface that already carries an XDP program is refused with its name and
-// id (one mrc host with the xdp backend per interface).
+// sent into a page of its own before the program runs (BENCHMARKS.md, "The xdp backend"). The link
+// dies with the process, and the program with it: nothing stays attached after a crash. An
+// interface that already carries an XDP program is refused with its name and id (one mrc host with
+// the xdp backend per interface).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,8 @@ class XdpProgram {
   // Loads the program for UDP port `port`, with a socket map of `queues` entries, and attaches
   // it to `ifname`: in native mode, else generic; generic first if `prefer_generic`. Needs
   // CAP_BPF and CAP_NET_ADMIN (root): without them the error says so.
-  static Result<XdpProgram, std::string> attach(const std::string& ifname, int ifindex, uint16_t port, uint32_t queues,
+  static Result<XdpProgram, std::string> attach(const std::string& ifname, int ifindex,
+                                                uint16_t port, uint32_t queues,
                                                 bool prefer_generic);
   XdpProgram(XdpProgram&& other) noexcept;
   XdpProgram& operator=(XdpProgram&& other) noexcept;

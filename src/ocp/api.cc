@@ -18,24 +18,50 @@ using namespace mrc::ocp;
 
 namespace mrc::ocp {
 
-bool valid(const mrc_context* c) { return c != nullptr && c->magic == kMagicMrcContext; }
-bool valid(const mrc_cq* c) { return c != nullptr && c->magic == kMagicCq; }
-bool valid(const mrc_comp_channel* c) { return c != nullptr && c->magic == kMagicChannel; }
-bool valid(const mrc_qp_hint* h) { return h != nullptr && h->magic == kMagicHint; }
-bool valid(const mrc_qp* q) { return q != nullptr && q->magic == kMagicQp; }
+bool valid(const mrc_context* c) {
+  return c != nullptr && c->magic == kMagicMrcContext;
+}
+bool valid(const mrc_cq* c) {
+  return c != nullptr && c->magic == kMagicCq;
+}
+bool valid(const mrc_comp_channel* c) {
+  return c != nullptr && c->magic == kMagicChannel;
+}
+bool valid(const mrc_qp_hint* h) {
+  return h != nullptr && h->magic == kMagicHint;
+}
+bool valid(const mrc_qp* q) {
+  return q != nullptr && q->magic == kMagicQp;
+}
 
 ibv_wc to_ibv_wc(const Completion& c) {
   ibv_wc wc{};
   wc.wr_id = c.wr_id;
   switch (c.status) {
-    case WcStatus::kSuccess: wc.status = IBV_WC_SUCCESS; break;
-    case WcStatus::kLocalLengthError: wc.status = IBV_WC_LOC_LEN_ERR; break;
-    case WcStatus::kLocalProtectionError: wc.status = IBV_WC_LOC_PROT_ERR; break;
-    case WcStatus::kWrFlushError: wc.status = IBV_WC_WR_FLUSH_ERR; break;
-    case WcStatus::kRemoteAccessError: wc.status = IBV_WC_REM_ACCESS_ERR; break;
-    case WcStatus::kRemoteOperationError: wc.status = IBV_WC_REM_OP_ERR; break;
-    case WcStatus::kRetryExceeded: wc.status = IBV_WC_RETRY_EXC_ERR; break;
-    case WcStatus::kGeneralError: wc.status = IBV_WC_GENERAL_ERR; break;
+    case WcStatus::kSuccess:
+      wc.status = IBV_WC_SUCCESS;
+      break;
+    case WcStatus::kLocalLengthError:
+      wc.status = IBV_WC_LOC_LEN_ERR;
+      break;
+    case WcStatus::kLocalProtectionError:
+      wc.status = IBV_WC_LOC_PROT_ERR;
+      break;
+    case WcStatus::kWrFlushError:
+      wc.status = IBV_WC_WR_FLUSH_ERR;
+      break;
+    case WcStatus::kRemoteAccessError:
+      wc.status = IBV_WC_REM_ACCESS_ERR;
+      break;
+    case WcStatus::kRemoteOperationError:
+      wc.status = IBV_WC_REM_OP_ERR;
+      break;
+    case WcStatus::kRetryExceeded:
+      wc.status = IBV_WC_RETRY_EXC_ERR;
+      break;
+    case WcStatus::kGeneralError:
+      wc.status = IBV_WC_GENERAL_ERR;
+      break;
   }
   wc.opcode = c.opcode == WcOpcode::kRdmaWrite ? IBV_WC_RDMA_WRITE : IBV_WC_RECV_RDMA_WITH_IMM;
   wc.byte_len = c.byte_len;
@@ -53,17 +79,20 @@ ibv_wc to_ibv_wc(const Completion& c) {
 
 extern "C" {
 
-void mrc_query_version(uint32_t* current_version, uint32_t* last_supported_version, uint32_t* vendor_version,
-                       uint32_t* last_supported_vendor_version) {
+void mrc_query_version(uint32_t* current_version, uint32_t* last_supported_version,
+                       uint32_t* vendor_version, uint32_t* last_supported_vendor_version) {
   if (current_version != nullptr) *current_version = MRC_API_CURRENT_VERSION;
   if (last_supported_version != nullptr) *last_supported_version = MRC_API_LAST_SUPPORTED_VERSION;
   if (vendor_version != nullptr) *vendor_version = MRC_VENDOR_API_CURRENT_VERSION;
-  if (last_supported_vendor_version != nullptr) *last_supported_vendor_version = MRC_VENDOR_API_LAST_SUPPORTED_VERSION;
+  if (last_supported_vendor_version != nullptr)
+    *last_supported_vendor_version = MRC_VENDOR_API_LAST_SUPPORTED_VERSION;
 }
 
-int mrc_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_device_attr* attr, int* supported) {
+int mrc_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_device_attr* attr,
+                        int* supported) {
   if (context == nullptr || attr == nullptr || supported == nullptr) return fail(EINVAL, -1);
-  if (mcontext != nullptr && (!valid(mcontext) || &mcontext->device->vctx.context != context)) return fail(EINVAL, -1);
+  if (mcontext != nullptr && (!valid(mcontext) || &mcontext->device->vctx.context != context))
+    return fail(EINVAL, -1);
   std::memset(attr, 0, sizeof *attr);
   *supported = soft_context(context) != nullptr ? 1 : 0;
   if (*supported == 0) return 0;
@@ -83,7 +112,8 @@ int mrc_query_device(ibv_context* context, mrc_device_attr* attr, int* supported
 
 mrc_context* mrc_create_context(ibv_context* vcontext, mrc_context_attr* context_attr) {
   SoftContext* soft = soft_context(vcontext);
-  if (soft == nullptr) return fail<mrc_context*>(vcontext == nullptr ? EINVAL : EOPNOTSUPP, nullptr);
+  if (soft == nullptr)
+    return fail<mrc_context*>(vcontext == nullptr ? EINVAL : EOPNOTSUPP, nullptr);
   if (context_attr != nullptr && context_attr->mrc_api_version_used != 0 &&
       (context_attr->mrc_api_version_used >> MRC_API_VER_MAJOR_OFFSET) > 1)
     return fail<mrc_context*>(ENOTSUP, nullptr);  // written for a newer major version
@@ -100,7 +130,8 @@ int mrc_destroy_context(mrc_context* mrc_ctx) {
   if (!valid(mrc_ctx)) return fail(EINVAL, -1);
   {
     std::lock_guard lock(mrc_ctx->nic->mutex);
-    if (mrc_ctx->channels + mrc_ctx->cqs + mrc_ctx->qps + mrc_ctx->hints > 0) return fail(EBUSY, -1);
+    if (mrc_ctx->channels + mrc_ctx->cqs + mrc_ctx->qps + mrc_ctx->hints > 0)
+      return fail(EBUSY, -1);
     auto& list = mrc_ctx->nic->contexts;
     list.erase(std::remove(list.begin(), list.end(), mrc_ctx), list.end());
     --mrc_ctx->device->mrc_contexts;
@@ -145,10 +176,14 @@ int mrc_destroy_comp_channel(mrc_comp_channel* channel) {
   return 0;
 }
 
-mrc_cq* mrc_create_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_channel* channel, int comp_vector) {
-  if (!valid(mrc_ctx) || cqe < 1 || cqe > kMaxCqe || comp_vector != 0) return fail<mrc_cq*>(EINVAL, nullptr);
-  if (channel != nullptr && (!valid(channel) || channel->context != mrc_ctx)) return fail<mrc_cq*>(EINVAL, nullptr);
-  if (mrc_ctx->nic->remote()) return fail<mrc_cq*>(refuse_data_path(*mrc_ctx->nic), nullptr);  // controller-only
+mrc_cq* mrc_create_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_channel* channel,
+                      int comp_vector) {
+  if (!valid(mrc_ctx) || cqe < 1 || cqe > kMaxCqe || comp_vector != 0)
+    return fail<mrc_cq*>(EINVAL, nullptr);
+  if (channel != nullptr && (!valid(channel) || channel->context != mrc_ctx))
+    return fail<mrc_cq*>(EINVAL, nullptr);
+  if (mrc_ctx->nic->remote())
+    return fail<mrc_cq*>(refuse_data_path(*mrc_ctx->nic), nullptr);  // controller-only
   auto* cq = new mrc_cq();
   cq->context = mrc_ctx;
   cq->channel = channel;
@@ -164,7 +199,8 @@ mrc_cq* mrc_create_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_
 }
 
 int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
-  if (!valid(cq) || cq->ev_cq || num_entries < 0 || (num_entries > 0 && wc == nullptr)) return fail(EINVAL, -1);
+  if (!valid(cq) || cq->ev_cq || num_entries < 0 || (num_entries > 0 && wc == nullptr))
+    return fail(EINVAL, -1);
   // An empty CQ: the poller runs a round of the datapath itself (caller-driven progress, as a
   // soft-RoCE poll does), and the progress thread stands by while pollers keep it going. A
   // poller that only yielded shared the cores with the progress threads, and runs fell into a
@@ -190,7 +226,8 @@ int mrc_destroy_cq(mrc_cq* cq) {
   if (!valid(cq)) return fail(EINVAL, -1);
   mrc_context* c = cq->context;
   if (cq->remote_id != 0)  // an EV event CQ in the owning process
-    if (const int e = remote_destroy_ev_cq(*c->nic, cq->remote_id); e != 0 && e != EIO) return fail(e, -1);
+    if (const int e = remote_destroy_ev_cq(*c->nic, cq->remote_id); e != 0 && e != EIO)
+      return fail(e, -1);
   {
     std::lock_guard lock(c->nic->mutex);
     if (cq->qps > 0 || cq->events_delivered != cq->events_acked) return fail(EBUSY, -1);
@@ -242,7 +279,9 @@ int mrc_get_async_event(mrc_context* mrc_ctx, mrc_async_event* event) {
   return 0;
 }
 
-void mrc_ack_async_event(mrc_async_event* event) { (void)event; }
+void mrc_ack_async_event(mrc_async_event* event) {
+  (void)event;
+}
 
 mrc_qp_hint* mrc_create_qp_hint(mrc_context* mrc_ctx, mrc_qp_hint_init_attr* init_attr) {
   if (!valid(mrc_ctx) || init_attr == nullptr) return fail<mrc_qp_hint*>(EINVAL, nullptr);
@@ -275,19 +314,24 @@ int mrc_query_qp_hint(mrc_qp_hint* qp_hint, mrc_qp_hint_attr* attr, int mask) {
   std::lock_guard lock(qp_hint->context->nic->mutex);
   if (mask & MRC_QP_HINT_NUM_QPS_PER_PEER) attr->num_qps_per_peer = qp_hint->attr.num_qps_per_peer;
   if (mask & MRC_QP_HINT_NUM_SEND_PEERS) attr->num_send_peers = qp_hint->attr.num_send_peers;
-  if (mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) attr->num_remote_recv_peers = qp_hint->attr.num_remote_recv_peers;
-  if (mask & MRC_QP_HINT_VENDOR_CFG) std::memcpy(attr->vendor_cfg, qp_hint->attr.vendor_cfg, sizeof attr->vendor_cfg);
+  if (mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS)
+    attr->num_remote_recv_peers = qp_hint->attr.num_remote_recv_peers;
+  if (mask & MRC_QP_HINT_VENDOR_CFG)
+    std::memcpy(attr->vendor_cfg, qp_hint->attr.vendor_cfg, sizeof attr->vendor_cfg);
   return 0;
 }
 
 int mrc_modify_qp_hint(mrc_qp_hint* qp_hint, mrc_qp_hint_attr* attr, int mask) {
   if (!valid(qp_hint) || attr == nullptr || (mask & ~kHintMask) != 0) return fail(EINVAL, -1);
-  if (attr->num_qps_per_peer < 0 || attr->num_send_peers < 0 || attr->num_remote_recv_peers < 0) return fail(EINVAL, -1);
+  if (attr->num_qps_per_peer < 0 || attr->num_send_peers < 0 || attr->num_remote_recv_peers < 0)
+    return fail(EINVAL, -1);
   std::lock_guard lock(qp_hint->context->nic->mutex);
   if (mask & MRC_QP_HINT_NUM_QPS_PER_PEER) qp_hint->attr.num_qps_per_peer = attr->num_qps_per_peer;
   if (mask & MRC_QP_HINT_NUM_SEND_PEERS) qp_hint->attr.num_send_peers = attr->num_send_peers;
-  if (mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS) qp_hint->attr.num_remote_recv_peers = attr->num_remote_recv_peers;
-  if (mask & MRC_QP_HINT_VENDOR_CFG) std::memcpy(qp_hint->attr.vendor_cfg, attr->vendor_cfg, sizeof attr->vendor_cfg);
+  if (mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS)
+    qp_hint->attr.num_remote_recv_peers = attr->num_remote_recv_peers;
+  if (mask & MRC_QP_HINT_VENDOR_CFG)
+    std::memcpy(qp_hint->attr.vendor_cfg, attr->vendor_cfg, sizeof attr->vendor_cfg);
   return 0;
 }
 

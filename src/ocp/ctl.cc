@@ -53,19 +53,23 @@ namespace {
 
 const char* const kAlgorithms[] = {"uet-1.0-nscc", nullptr};
 
-bool ok_ctx(const mrc_context* c) { return valid(c); }
+bool ok_ctx(const mrc_context* c) {
+  return valid(c);
+}
 
 // A requested profile state; an unknown value maps to one no transition accepts (EINVAL).
 mrc_ctl_profile_state profile_state(const mrc_ctl_profile_state& requested) {
   const int64_t v = raw(requested);
-  return v >= MRC_CTL_PROFILE_INIT && v <= MRC_CTL_PROFILE_ONLINE ? static_cast<mrc_ctl_profile_state>(v)
-                                                                   : static_cast<mrc_ctl_profile_state>(3);
+  return v >= MRC_CTL_PROFILE_INIT && v <= MRC_CTL_PROFILE_ONLINE
+             ? static_cast<mrc_ctl_profile_state>(v)
+             : static_cast<mrc_ctl_profile_state>(3);
 }
 
 // The moves of a profile's life cycle: INIT -> OFFLINE -> ONLINE -> OFFLINE -> INIT.
 bool lifecycle_allows(mrc_ctl_profile_state from, mrc_ctl_profile_state to) {
   return (from == MRC_CTL_PROFILE_INIT && to == MRC_CTL_PROFILE_OFFLINE) ||
-         (from == MRC_CTL_PROFILE_OFFLINE && (to == MRC_CTL_PROFILE_INIT || to == MRC_CTL_PROFILE_ONLINE)) ||
+         (from == MRC_CTL_PROFILE_OFFLINE &&
+          (to == MRC_CTL_PROFILE_INIT || to == MRC_CTL_PROFILE_ONLINE)) ||
          (from == MRC_CTL_PROFILE_ONLINE && to == MRC_CTL_PROFILE_OFFLINE);
 }
 
@@ -108,14 +112,19 @@ CcProfile& cc_profile0(Nic& nic) {
 mrc_ctl_ev_state to_ctl(EvState s) {
   switch (s) {
     case EvState::kGood:
-    case EvState::kSkip: return MRC_CTL_EV_GOOD;
-    case EvState::kAssumedBad: return MRC_CTL_EV_ASSUMED_BAD;
-    case EvState::kDenied: return MRC_CTL_EV_DENIED;
+    case EvState::kSkip:
+      return MRC_CTL_EV_GOOD;
+    case EvState::kAssumedBad:
+      return MRC_CTL_EV_ASSUMED_BAD;
+    case EvState::kDenied:
+      return MRC_CTL_EV_DENIED;
   }
   return MRC_CTL_EV_UNKNOWN;
 }
 
-uint16_t ev_port(const mrc_ctl_ev& ev) { return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]); }
+uint16_t ev_port(const mrc_ctl_ev& ev) {
+  return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]);
+}
 
 mrc_ctl_ev make_ev(const EvSet::Slot& s) {
   mrc_ctl_ev ev{};
@@ -146,7 +155,9 @@ bool udp_format(const Nic& nic, uint64_t id) {
          it->second.state != MRC_CTL_PROFILE_INIT;
 }
 
-bool same_ev(const mrc_ctl_ev& a, const mrc_ctl_ev& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_ev(const mrc_ctl_ev& a, const mrc_ctl_ev& b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 bool is_unpopulated(const mrc_ctl_ev& ev) {
   static const mrc_ctl_ev kUnpopulated{};
@@ -166,14 +177,17 @@ bool valid_device_ev(const Nic& nic, const mrc_ctl_ev& ev) {
 }
 
 // EXP and GEN profiles hold an EV array (QpConfig::ev_list for their QPs); AUTO ones do not.
-bool has_list(const EvProfile& p) { return p.mode != MRC_CTL_EV_MODE_AUTO; }
+bool has_list(const EvProfile& p) {
+  return p.mode != MRC_CTL_EV_MODE_AUTO;
+}
 
 std::vector<PortRange> plane_ranges(const Nic& nic) {
   const size_t planes = nic.spec->planes.size();
   const uint32_t per_plane = mrc::ev_source_ports(planes) / static_cast<uint32_t>(planes);
   std::vector<PortRange> out;
   for (size_t p = 0; p < planes; ++p)
-    out.push_back(PortRange{nic.spec->ev_port_base + static_cast<uint32_t>(p) * per_plane, per_plane});
+    out.push_back(
+        PortRange{nic.spec->ev_port_base + static_cast<uint32_t>(p) * per_plane, per_plane});
   return out;
 }
 
@@ -185,7 +199,8 @@ mrc_ctl_ev_state listed_state(const EvProfile& p, const mrc_ctl_ev& ev) {
 }
 
 bool listed(const EvProfile& p, const mrc_ctl_ev& ev) {
-  return std::any_of(p.list.begin(), p.list.end(), [&](const mrc_ctl_ev& x) { return same_ev(x, ev); });
+  return std::any_of(p.list.begin(), p.list.end(),
+                     [&](const mrc_ctl_ev& x) { return same_ev(x, ev); });
 }
 
 // DENIED or GOOD for an EV this device can send (valid_device_ev: a UDP source port of the
@@ -207,10 +222,12 @@ int ev_modify_state(Nic& nic, uint64_t id, EvProfile& p, const mrc_ctl_ev_op_ent
 // REPLACE_EV on an explicit profile that is OFFLINE (this device does not advertise
 // MRC_CTL_OPT_CAP_EV_PROFILE_MODIFY_ONLINE): the first (or every) copy of `ev` becomes `ev_new`.
 int ev_replace(const Nic& nic, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
-  if (p.mode != MRC_CTL_EV_MODE_EXP) return EOPNOTSUPP;  // AUTO: the engine picks; GEN: the rules do
+  if (p.mode != MRC_CTL_EV_MODE_EXP)
+    return EOPNOTSUPP;  // AUTO: the engine picks; GEN: the rules do
   if (p.state != MRC_CTL_PROFILE_OFFLINE) return p.state == MRC_CTL_PROFILE_ONLINE ? EBUSY : EINVAL;
   if (!valid_device_ev(nic, e.ev_new)) return EINVAL;
-  if (raw(e.state) != 0 && raw(e.state) != MRC_CTL_EV_GOOD && raw(e.state) != MRC_CTL_EV_DENIED) return EINVAL;
+  if (raw(e.state) != 0 && raw(e.state) != MRC_CTL_EV_GOOD && raw(e.state) != MRC_CTL_EV_DENIED)
+    return EINVAL;
   bool found = false;
   for (mrc_ctl_ev& x : p.list) {
     if (!same_ev(x, e.ev) || (found && !(e.flags & MRC_CTL_EV_OP_F_ALL_COPIES))) continue;
@@ -219,7 +236,8 @@ int ev_replace(const Nic& nic, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
   }
   if (!found) return ENOENT;
   std::erase_if(p.evs, [&](const mrc_ctl_ev_op_entry& x) { return same_ev(x.ev, e.ev_new); });
-  if (e.state == MRC_CTL_EV_DENIED) p.evs.push_back(mrc_ctl_ev_op_entry{e.ev_new, {}, MRC_CTL_EV_DENIED, 0});
+  if (e.state == MRC_CTL_EV_DENIED)
+    p.evs.push_back(mrc_ctl_ev_op_entry{e.ev_new, {}, MRC_CTL_EV_DENIED, 0});
   return 0;
 }
 
@@ -240,7 +258,9 @@ int ev_query_state(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_op_entry& e)
 int ev_query_array(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_profile_attr& a) {
   auto& op = a.ev_op;
   const bool exp = has_list(p);
-  const int n = exp ? static_cast<int>(p.list.size()) : evs != nullptr ? static_cast<int>(evs->size()) : 0;
+  const int n = exp              ? static_cast<int>(p.list.size())
+                : evs != nullptr ? static_cast<int>(evs->size())
+                                 : 0;
   if (op.entry_count < n) {
     op.entry_count = n;
     return n == 0 ? 0 : E2BIG;
@@ -248,8 +268,10 @@ int ev_query_array(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_profile_attr
   for (int i = 0; i < n; ++i) {
     if (exp) {
       const mrc_ctl_ev& ev = p.list[static_cast<size_t>(i)];
-      const uint16_t slot = evs != nullptr && !is_unpopulated(ev) ? find_slot(*evs, ev) : EvSet::kNoSlot;
-      const mrc_ctl_ev_state state = slot != EvSet::kNoSlot ? to_ctl(evs->slot(slot).state) : listed_state(p, ev);
+      const uint16_t slot =
+          evs != nullptr && !is_unpopulated(ev) ? find_slot(*evs, ev) : EvSet::kNoSlot;
+      const mrc_ctl_ev_state state =
+          slot != EvSet::kNoSlot ? to_ctl(evs->slot(slot).state) : listed_state(p, ev);
       op.entries[i] = mrc_ctl_ev_op_entry{ev, {}, state, 0};
     } else {
       const EvSet::Slot& s = evs->slot(static_cast<uint16_t>(i));
@@ -267,8 +289,9 @@ int ev_op(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool 
     // A profile in INIT (just created by this call, or not configured) has no EVs to change.
     if (!modify || p.state == MRC_CTL_PROFILE_INIT) return EINVAL;
     for (int i = 0; i < op.entry_count; ++i) {  // stops at the first failing entry, as OCP says
-      const int e = raw(op.op) == MRC_CTL_EV_OP_REPLACE_EV ? ev_replace(nic, p, op.entries[i])
-                                                      : ev_modify_state(nic, id, p, op.entries[i]);
+      const int e = raw(op.op) == MRC_CTL_EV_OP_REPLACE_EV
+                        ? ev_replace(nic, p, op.entries[i])
+                        : ev_modify_state(nic, id, p, op.entries[i]);
       if (e != 0) return e;
     }
     return 0;
@@ -347,9 +370,11 @@ int ev_state_change(const Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_profile_s
   if (to == MRC_CTL_PROFILE_ONLINE && p.mode == MRC_CTL_EV_MODE_GEN)
     if (int e = generate_list(nic, id, p)) return e;
   if (to != MRC_CTL_PROFILE_ONLINE && p.mode == MRC_CTL_EV_MODE_GEN) p.list.clear();
-  if (to == MRC_CTL_PROFILE_OFFLINE && p.state == MRC_CTL_PROFILE_INIT && p.mode == MRC_CTL_EV_MODE_EXP)
+  if (to == MRC_CTL_PROFILE_OFFLINE && p.state == MRC_CTL_PROFILE_INIT &&
+      p.mode == MRC_CTL_EV_MODE_EXP)
     p.list.assign(p.count, mrc_ctl_ev{});  // INIT -> OFFLINE: the explicit array starts unpopulated
-  if (to == MRC_CTL_PROFILE_INIT) p.mode_set = false;  // unconfigured again: the next move OFFLINE needs MODE
+  if (to == MRC_CTL_PROFILE_INIT)
+    p.mode_set = false;  // unconfigured again: the next move OFFLINE needs MODE
   p.state = to;
   return 0;
 }
@@ -360,7 +385,8 @@ int ev_state_change(const Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_profile_s
 int ev_mode_count(EvProfile& p, const mrc_ctl_ev_profile_attr& a, int mask, int planes) {
   if (mask & MRC_CTL_EV_PROFILE_MODE) {
     const int64_t mode = raw(a.ev_mode);
-    if (mode != MRC_CTL_EV_MODE_AUTO && mode != MRC_CTL_EV_MODE_EXP && mode != MRC_CTL_EV_MODE_GEN) return EINVAL;
+    if (mode != MRC_CTL_EV_MODE_AUTO && mode != MRC_CTL_EV_MODE_EXP && mode != MRC_CTL_EV_MODE_GEN)
+      return EINVAL;
     p.mode = static_cast<mrc_ctl_ev_mode>(mode);
     p.mode_set = true;
   }
@@ -369,26 +395,34 @@ int ev_mode_count(EvProfile& p, const mrc_ctl_ev_profile_attr& a, int mask, int 
     if (a.ev_count < (exp ? 1u : static_cast<uint32_t>(planes)) || a.ev_count > 256) return E2BIG;
     p.count = exp ? a.ev_count : a.ev_count / planes * planes;
   }
-  if (p.state == MRC_CTL_PROFILE_OFFLINE && p.mode == MRC_CTL_EV_MODE_EXP && p.list.size() != p.count)
+  if (p.state == MRC_CTL_PROFILE_OFFLINE && p.mode == MRC_CTL_EV_MODE_EXP &&
+      p.list.size() != p.count)
     p.list.resize(p.count, mrc_ctl_ev{});  // a changed count: new entries start unpopulated
-  if (p.mode == MRC_CTL_EV_MODE_AUTO || (p.mode == MRC_CTL_EV_MODE_GEN && p.state != MRC_CTL_PROFILE_ONLINE))
+  if (p.mode == MRC_CTL_EV_MODE_AUTO ||
+      (p.mode == MRC_CTL_EV_MODE_GEN && p.state != MRC_CTL_PROFILE_ONLINE))
     p.list.clear();
   if (p.mode != MRC_CTL_EV_MODE_GEN) p.fields.clear();
   return 0;
 }
 
 int modify_ev_profile(Nic& nic, uint64_t id, mrc_ctl_ev_profile_attr& a, int mask) {
-  constexpr int kKnown = MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
-                         MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK |
-                         MRC_CTL_EV_PROFILE_EV_OP | MRC_CTL_EV_PROFILE_EV_FIELDS_OP | MRC_CTL_EV_PROFILE_VENDOR_CFG;
-  if ((mask & ~kKnown) || ((mask & MRC_CTL_EV_PROFILE_EV_OP) && (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP))) return EINVAL;
+  constexpr int kKnown =
+      MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
+      MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK |
+      MRC_CTL_EV_PROFILE_EV_OP | MRC_CTL_EV_PROFILE_EV_FIELDS_OP | MRC_CTL_EV_PROFILE_VENDOR_CFG;
+  if ((mask & ~kKnown) ||
+      ((mask & MRC_CTL_EV_PROFILE_EV_OP) && (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP)))
+    return EINVAL;
   EvProfile& p = id == 0 ? profile0(nic) : nic.ev_profiles[id];
   const bool online = p.state == MRC_CTL_PROFILE_ONLINE;
   const int planes = static_cast<int>(nic.spec->planes.size());
   if ((mask & (MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT |
-               MRC_CTL_EV_PROFILE_MIN_ACTIVE)) && (online || id == 0))
+               MRC_CTL_EV_PROFILE_MIN_ACTIVE)) &&
+      (online || id == 0))
     return EBUSY;  // only an OFFLINE profile is reconfigured; profile 0 is fixed
-  if ((mask & MRC_CTL_EV_PROFILE_EVENT_MASK) && (a.ev_event_mask & ~(MRC_CTL_EV_GOOD | MRC_CTL_EV_ASSUMED_BAD))) return EINVAL;
+  if ((mask & MRC_CTL_EV_PROFILE_EVENT_MASK) &&
+      (a.ev_event_mask & ~(MRC_CTL_EV_GOOD | MRC_CTL_EV_ASSUMED_BAD)))
+    return EINVAL;
   if ((mask & MRC_CTL_EV_PROFILE_FMT_ID) && !udp_format(nic, a.ev_fmt_profile_id)) return EINVAL;
   if (int e = ev_mode_count(p, a, mask, planes)) return e;
   if (mask & MRC_CTL_EV_PROFILE_MIN_ACTIVE) {
@@ -411,8 +445,8 @@ int modify_ev_profile(Nic& nic, uint64_t id, mrc_ctl_ev_profile_attr& a, int mas
 }
 
 int cc_modify(CcProfile& p, mrc_ctl_cc_profile_attr& a, int mask) {
-  constexpr int kKnown = MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG |
-                         MRC_CTL_CC_PROFILE_VENDOR_CFG;
+  constexpr int kKnown = MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM |
+                         MRC_CTL_CC_PROFILE_CONFIG | MRC_CTL_CC_PROFILE_VENDOR_CFG;
   if (mask & ~kKnown) return EINVAL;
   const bool online = p.state == MRC_CTL_PROFILE_ONLINE;
   if ((mask & (MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG)) && online) return EBUSY;
@@ -431,9 +465,11 @@ int cc_modify(CcProfile& p, mrc_ctl_cc_profile_attr& a, int mask) {
   const mrc_ctl_profile_state to = profile_state(a.profile_state);
   if (!(mask & MRC_CTL_CC_PROFILE_STATE) || to == p.state) return 0;
   if (online && p.qps > 0) return EBUSY;
-  if (to == MRC_CTL_PROFILE_ONLINE && (p.state != MRC_CTL_PROFILE_OFFLINE || (!p.algorithm.empty() && !p.has_config)))
+  if (to == MRC_CTL_PROFILE_ONLINE &&
+      (p.state != MRC_CTL_PROFILE_OFFLINE || (!p.algorithm.empty() && !p.has_config)))
     return EINVAL;
-  if (to == MRC_CTL_PROFILE_OFFLINE && p.state == MRC_CTL_PROFILE_INIT && !(mask & MRC_CTL_CC_PROFILE_ALGORITHM))
+  if (to == MRC_CTL_PROFILE_OFFLINE && p.state == MRC_CTL_PROFILE_INIT &&
+      !(mask & MRC_CTL_CC_PROFILE_ALGORITHM))
     return EINVAL;
   if (to == MRC_CTL_PROFILE_INIT && p.state != MRC_CTL_PROFILE_OFFLINE) return EINVAL;
   p.state = to;
@@ -444,7 +480,8 @@ int cc_modify(CcProfile& p, mrc_ctl_cc_profile_attr& a, int mask) {
 // INIT -> OFFLINE needs the MODE (given with the move or since the profile was INIT), OFFLINE ->
 // ONLINE the fields; MODE and fields while ONLINE: EBUSY.
 int fmt_modify(EvFmtProfile& p, const mrc_ctl_ev_fmt_profile_attr& a, int mask) {
-  if ((mask & (MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP)) && p.state == MRC_CTL_PROFILE_ONLINE)
+  if ((mask & (MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP)) &&
+      p.state == MRC_CTL_PROFILE_ONLINE)
     return EBUSY;
   if (mask & MRC_CTL_EV_FMT_PROFILE_MODE) {
     if (raw(a.ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_UDP) return EOPNOTSUPP;
@@ -452,7 +489,8 @@ int fmt_modify(EvFmtProfile& p, const mrc_ctl_ev_fmt_profile_attr& a, int mask) 
   }
   if (mask & MRC_CTL_EV_FMT_PROFILE_OP) {
     const auto& op = a.ev_fmt_op;
-    if (raw(op.op) != MRC_CTL_EV_FMT_OP_MODIFY_FIELDS || op.fmt_field_count < 1 || op.fmt_fields == nullptr)
+    if (raw(op.op) != MRC_CTL_EV_FMT_OP_MODIFY_FIELDS || op.fmt_field_count < 1 ||
+        op.fmt_fields == nullptr)
       return EINVAL;
     if (op.fmt_field_count > 16) return E2BIG;
     int width = 0;
@@ -464,7 +502,7 @@ int fmt_modify(EvFmtProfile& p, const mrc_ctl_ev_fmt_profile_attr& a, int mask) 
   const mrc_ctl_profile_state to = profile_state(a.profile_state);
   if (to == p.state) return 0;
   if (!lifecycle_allows(p.state, to)) return EINVAL;
-  if (p.state == MRC_CTL_PROFILE_INIT && !p.mode_set) return EINVAL;   // to OFFLINE: MODE
+  if (p.state == MRC_CTL_PROFILE_INIT && !p.mode_set) return EINVAL;    // to OFFLINE: MODE
   if (to == MRC_CTL_PROFILE_ONLINE && p.fields.empty()) return EINVAL;  // to ONLINE: the fields
   if (to == MRC_CTL_PROFILE_INIT) p.mode_set = false;
   p.state = to;
@@ -473,10 +511,13 @@ int fmt_modify(EvFmtProfile& p, const mrc_ctl_ev_fmt_profile_attr& a, int mask) 
 
 // CC profile 0 is fixed: any change is refused as for a profile in use (EBUSY).
 int cc_modify0(int mask) {
-  constexpr int kKnown = MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG |
-                         MRC_CTL_CC_PROFILE_VENDOR_CFG;
+  constexpr int kKnown = MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM |
+                         MRC_CTL_CC_PROFILE_CONFIG | MRC_CTL_CC_PROFILE_VENDOR_CFG;
   if (mask & ~kKnown) return EINVAL;
-  return mask & (MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG) ? EBUSY : 0;
+  return mask & (MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM |
+                 MRC_CTL_CC_PROFILE_CONFIG)
+             ? EBUSY
+             : 0;
 }
 
 void push_ev_event(Nic& nic, uint64_t profile, const EvSet::Slot& s, mrc_ctl_ev_state state) {
@@ -497,9 +538,11 @@ void push_ev_event(Nic& nic, uint64_t profile, const EvSet::Slot& s, mrc_ctl_ev_
     }
 }
 
-void log_watch_event(Nic& nic, const mrc_qp& qp, uint64_t profile, const EvSet::Slot& s, mrc_ctl_ev_state state) {
+void log_watch_event(Nic& nic, const mrc_qp& qp, uint64_t profile, const EvSet::Slot& s,
+                     mrc_ctl_ev_state state) {
   if (nic.watch_log.size() >= Nic::kWatchLog) nic.watch_log.pop_front();
-  nic.watch_log.push_back(WatchEvent{++nic.watch_seq, qp.qp->qpn().value, profile, make_ev(s), state});
+  nic.watch_log.push_back(
+      WatchEvent{++nic.watch_seq, qp.qp->qpn().value, profile, make_ev(s), state});
   if (nic.watch_wake_fd >= 0) {
     const uint64_t one = 1;
     (void)!write(nic.watch_wake_fd, &one, sizeof one);
@@ -517,18 +560,19 @@ void scan_qp(Nic& nic, mrc_qp& qp) {
   const int mask = id == 0 ? profile0(nic).event_mask : nic.ev_profiles[id].event_mask;
   qp.ev_seen.resize(evs->size(), static_cast<uint8_t>(EvState::kGood));
   for (uint16_t i = 0; i < evs->size(); ++i) {
-    const auto now = static_cast<uint8_t>(evs->slot(i).state == EvState::kSkip ? EvState::kGood : evs->slot(i).state);
+    const auto now = static_cast<uint8_t>(
+        evs->slot(i).state == EvState::kSkip ? EvState::kGood : evs->slot(i).state);
     if (now == qp.ev_seen[i]) continue;
     const mrc_ctl_ev_state state = to_ctl(static_cast<EvState>(now));
-    const bool report = (state == MRC_CTL_EV_ASSUMED_BAD && (mask & MRC_CTL_EV_ASSUMED_BAD)) ||
-                        (state == MRC_CTL_EV_GOOD && qp.ev_seen[i] == static_cast<uint8_t>(EvState::kAssumedBad) &&
-                         (mask & MRC_CTL_EV_GOOD));
+    const bool report =
+        (state == MRC_CTL_EV_ASSUMED_BAD && (mask & MRC_CTL_EV_ASSUMED_BAD)) ||
+        (state == MRC_CTL_EV_GOOD && qp.ev_seen[i] == static_cast<uint8_t>(EvState::kAssumedBad) &&
+         (mask & MRC_CTL_EV_GOOD));
     qp.ev_seen[i] = now;
     if (report) push_ev_event(nic, id, evs->slot(i), state);
     log_watch_event(nic, qp, id, evs->slot(i), state);
   }
 }
-
 
 // ---- EV probes ----------------------------------------------------------------------------
 
@@ -543,7 +587,6 @@ bool is_zero(const ibv_gid& gid) {
   static const uint8_t kZero[16] = {};
   return std::memcmp(gid.raw, kZero, sizeof kZero) == 0;
 }
-
 
 struct ProbeTarget {
   uint32_t peer = 0;  // the UDP host's peer handle
@@ -562,7 +605,8 @@ int probe_target(Nic& nic, const mrc_ctl_ep_req& r, ProbeTarget& out) {
   if (raw(r.ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_UDP) return EOPNOTSUPP;
   if (!valid_device_ev(nic, r.req_ev) || !ipv4_of(r.dgid, dip) || dip == 0) return EINVAL;
   const int plane = r.req_ev.port - 1;
-  if (!is_zero(r.sgid) && (!ipv4_of(r.sgid, sip) || sip != nic.spec->planes[plane].address.s_addr)) return EINVAL;
+  if (!is_zero(r.sgid) && (!ipv4_of(r.sgid, sip) || sip != nic.spec->planes[plane].address.s_addr))
+    return EINVAL;
   std::vector<io::PlaneAddress> addresses(planes);  // unused planes stay 0.0.0.0
   const auto dest = find_peer(device_config(), dip);
   if (dest && dest->planes.size() == planes && dest->planes[plane].address.s_addr == dip) {
@@ -570,12 +614,14 @@ int probe_target(Nic& nic, const mrc_ctl_ep_req& r, ProbeTarget& out) {
   } else {
     addresses[plane] = io::PlaneAddress{in_addr{dip}, nic.spec->planes[plane].port};
   }
-  out = ProbeTarget{nic.peer_handle(addresses), PlaneId(static_cast<uint8_t>(plane)), Ev(ev_port(r.req_ev))};
+  out = ProbeTarget{nic.peer_handle(addresses), PlaneId(static_cast<uint8_t>(plane)),
+                    Ev(ev_port(r.req_ev))};
   return 0;
 }
 
 // Queues every probe (request id = batch << 16 | index), or none (errno value).
-int probe_send(Nic& nic, const mrc_ctl_ep_req* req, int n, std::vector<ProbeTarget>& targets, uint32_t batch) {
+int probe_send(Nic& nic, const mrc_ctl_ep_req* req, int n, std::vector<ProbeTarget>& targets,
+               uint32_t batch) {
   std::lock_guard lock(nic.mutex);
   targets.assign(static_cast<size_t>(n), {});
   for (int i = 0; i < n; ++i)
@@ -593,8 +639,8 @@ int probe_send(Nic& nic, const mrc_ctl_ep_req* req, int n, std::vector<ProbeTarg
 }
 
 // Moves answers of this batch into rsp (arrival order); answers of older batches are dropped.
-void probe_collect(Nic& nic, const std::vector<ProbeTarget>& targets, const mrc_ctl_ep_req* req, uint32_t batch,
-                   mrc_ctl_ep_rsp* rsp, int& got, bool forget) {
+void probe_collect(Nic& nic, const std::vector<ProbeTarget>& targets, const mrc_ctl_ep_req* req,
+                   uint32_t batch, mrc_ctl_ep_rsp* rsp, int& got, bool forget) {
   std::lock_guard lock(nic.mutex);
   EvProber& prober = nic.host->endpoint().prober();
   while (got < static_cast<int>(targets.size())) {
@@ -609,7 +655,8 @@ void probe_collect(Nic& nic, const std::vector<ProbeTarget>& targets, const mrc_
   if (forget) prober.forget();
 }
 
-int probe_batch(Nic& nic, const mrc_ctl_ep_req* req, int n, uint32_t timeout_ns, mrc_ctl_ep_rsp* rsp, int& got) {
+int probe_batch(Nic& nic, const mrc_ctl_ep_req* req, int n, uint32_t timeout_ns,
+                mrc_ctl_ep_rsp* rsp, int& got) {
   std::lock_guard batch_lock(nic.probe_mutex);
   const uint32_t batch = ++nic.probe_batch & 0xffff;
   std::vector<ProbeTarget> targets;
@@ -651,16 +698,20 @@ int ctl_apply_ev_profile(Nic& nic, uint64_t id, QpConfig& config) {
   if (has_list(it->second)) {
     config.ev_list.clear();
     for (const mrc_ctl_ev& ev : it->second.list)
-      config.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(ev.port - 1)), Ev(ev_port(ev))});
+      config.ev_list.push_back(
+          ExplicitEv{PlaneId(static_cast<uint8_t>(ev.port - 1)), Ev(ev_port(ev))});
     const auto distinct = static_cast<uint16_t>(distinct_evs(it->second.list));
     // A generated list may repeat an EV: the floor can be at most its distinct EVs.
-    config.ev_min_active = std::min<uint16_t>(
-        it->second.min_active > 0 ? static_cast<uint16_t>(it->second.min_active) : config.ev_min_active, distinct);
+    config.ev_min_active =
+        std::min<uint16_t>(it->second.min_active > 0 ? static_cast<uint16_t>(it->second.min_active)
+                                                     : config.ev_min_active,
+                           distinct);
     return 0;
   }
   config.ev_list.clear();
   if (it->second.count > 0) config.ev_count = static_cast<uint16_t>(it->second.count);
-  if (it->second.min_active > 0) config.ev_min_active = static_cast<uint16_t>(it->second.min_active);
+  if (it->second.min_active > 0)
+    config.ev_min_active = static_cast<uint16_t>(it->second.min_active);
   config.ev_min_active = std::min(config.ev_min_active, config.ev_count);
   return 0;
 }
@@ -715,25 +766,30 @@ void ctl_qp_connected(Nic& nic, mrc_qp& qp) {
 namespace {
 
 // A forwarded call's result as the API returns it: 0, or -1 with errno.
-int forwarded(int e) { return e == 0 ? 0 : mrc::ocp::fail(e, -1); }
+int forwarded(int e) {
+  return e == 0 ? 0 : mrc::ocp::fail(e, -1);
+}
 
 }  // namespace
 
 extern "C" {
 
-void mrc_ctl_query_version(uint32_t* current_version, uint32_t* last_supported_version, uint32_t* vendor_version,
-                           uint32_t* last_supported_vendor_version) {
+void mrc_ctl_query_version(uint32_t* current_version, uint32_t* last_supported_version,
+                           uint32_t* vendor_version, uint32_t* last_supported_vendor_version) {
   if (current_version != nullptr) *current_version = MRC_CTL_API_CURRENT_VERSION;
-  if (last_supported_version != nullptr) *last_supported_version = MRC_CTL_API_LAST_SUPPORTED_VERSION;
+  if (last_supported_version != nullptr)
+    *last_supported_version = MRC_CTL_API_LAST_SUPPORTED_VERSION;
   if (vendor_version != nullptr) *vendor_version = MRC_CTL_VENDOR_API_CURRENT_VERSION;
   if (last_supported_vendor_version != nullptr)
     *last_supported_vendor_version = MRC_CTL_VENDOR_API_LAST_SUPPORTED_VERSION;
 }
 
-int mrc_ctl_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_ctl_device_attr* attr, int* supported) {
+int mrc_ctl_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_ctl_device_attr* attr,
+                            int* supported) {
   SoftContext* soft = soft_context(context);
   if (context == nullptr || attr == nullptr) return fail(EINVAL, -1);
-  if (mcontext != nullptr && (!ok_ctx(mcontext) || mcontext->device != soft)) return fail(EINVAL, -1);
+  if (mcontext != nullptr && (!ok_ctx(mcontext) || mcontext->device != soft))
+    return fail(EINVAL, -1);
   std::memset(attr, 0, sizeof *attr);
   if (supported != nullptr) *supported = soft != nullptr;
   if (soft == nullptr) return supported != nullptr ? 0 : fail(EOPNOTSUPP, -1);
@@ -751,7 +807,8 @@ int mrc_ctl_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_ctl
   attr->cc.cc_max_profiles = 64;
   attr->cc.algorithms = const_cast<const char**>(kAlgorithms);
   attr->phy_port_mask = ((1u << planes) - 1) << 1;
-  attr->opt_attr = MRC_CTL_OPT_CAP_EV_EVENT | MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT | MRC_CTL_OPT_CAP_EP_OP_EV_PROBE;
+  attr->opt_attr = MRC_CTL_OPT_CAP_EV_EVENT | MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT |
+                   MRC_CTL_OPT_CAP_EP_OP_EV_PROBE;
   return 0;
 }
 
@@ -759,23 +816,29 @@ int mrc_ctl_query_device(ibv_context* context, mrc_ctl_device_attr* ctl_attr) {
   return mrc_ctl_query_device_ex(context, nullptr, ctl_attr, nullptr);
 }
 
-int mrc_ctl_query_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_attr* attr, int attr_mask) {
-  if (!ok_ctx(context) || attr == nullptr || attr_mask & ~MRC_CTL_PORT_ADMIN_STATE) return fail(EINVAL, -1);
+int mrc_ctl_query_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_attr* attr,
+                       int attr_mask) {
+  if (!ok_ctx(context) || attr == nullptr || attr_mask & ~MRC_CTL_PORT_ADMIN_STATE)
+    return fail(EINVAL, -1);
   Nic& nic = *context->nic;
   if (port_num < 1 || port_num > nic.spec->planes.size()) return fail(EINVAL, -1);
   if (nic.remote()) return forwarded(remote_port(nic, false, port_num, attr, attr_mask));
   std::lock_guard lock(nic.mutex);
-  attr->port_admin_state = nic.admin_up[port_num - 1] ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED;
+  attr->port_admin_state =
+      nic.admin_up[port_num - 1] ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED;
   return 0;
 }
 
-int mrc_ctl_modify_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_attr* attr, int attr_mask) {
-  if (!ok_ctx(context) || attr == nullptr || attr_mask & ~MRC_CTL_PORT_ADMIN_STATE) return fail(EINVAL, -1);
+int mrc_ctl_modify_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_attr* attr,
+                        int attr_mask) {
+  if (!ok_ctx(context) || attr == nullptr || attr_mask & ~MRC_CTL_PORT_ADMIN_STATE)
+    return fail(EINVAL, -1);
   Nic& nic = *context->nic;
   if (port_num < 1 || port_num > nic.spec->planes.size()) return fail(EINVAL, -1);
   if (!(attr_mask & MRC_CTL_PORT_ADMIN_STATE)) return 0;
   if (nic.remote()) return forwarded(remote_port(nic, true, port_num, attr, attr_mask));
-  if (raw(attr->port_admin_state) != MRC_CTL_PORT_ADMIN_ENABLED && raw(attr->port_admin_state) != MRC_CTL_PORT_ADMIN_DISABLED)
+  if (raw(attr->port_admin_state) != MRC_CTL_PORT_ADMIN_ENABLED &&
+      raw(attr->port_admin_state) != MRC_CTL_PORT_ADMIN_DISABLED)
     return fail(EINVAL, -1);
   {
     std::lock_guard lock(nic.mutex);
@@ -787,9 +850,11 @@ int mrc_ctl_modify_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_att
   return 0;
 }
 
-int mrc_ctl_modify_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, int mask) {
+int mrc_ctl_modify_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id,
+                                  mrc_ctl_ev_fmt_profile_attr* attr, int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
-  if (mrc_ctx->nic->remote()) return forwarded(remote_ev_fmt_profile(*mrc_ctx->nic, true, id, attr, mask));
+  if (mrc_ctx->nic->remote())
+    return forwarded(remote_ev_fmt_profile(*mrc_ctx->nic, true, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
   auto& profiles = mrc_ctx->nic->ev_fmt_profiles;
   const bool fresh = !profiles.contains(id);
@@ -798,9 +863,11 @@ int mrc_ctl_modify_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_
   return e == 0 ? 0 : fail(e, -1);
 }
 
-int mrc_ctl_query_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, int mask) {
+int mrc_ctl_query_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id,
+                                 mrc_ctl_ev_fmt_profile_attr* attr, int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
-  if (mrc_ctx->nic->remote()) return forwarded(remote_ev_fmt_profile(*mrc_ctx->nic, false, id, attr, mask));
+  if (mrc_ctx->nic->remote())
+    return forwarded(remote_ev_fmt_profile(*mrc_ctx->nic, false, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
   auto it = mrc_ctx->nic->ev_fmt_profiles.find(id);
   if (it == mrc_ctx->nic->ev_fmt_profiles.end()) return fail(EINVAL, -1);
@@ -818,7 +885,8 @@ int mrc_ctl_query_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_f
   return 0;
 }
 
-int mrc_ctl_modify_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int mask) {
+int mrc_ctl_modify_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr,
+                              int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   Nic& nic = *mrc_ctx->nic;
   if (nic.remote()) return forwarded(remote_ev_profile(nic, true, id, attr, mask));
@@ -829,9 +897,11 @@ int mrc_ctl_modify_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_prof
   return e == 0 ? 0 : fail(e, -1);
 }
 
-int mrc_ctl_query_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr, int mask) {
+int mrc_ctl_query_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr,
+                             int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
-  if ((mask & MRC_CTL_EV_PROFILE_EV_OP) && (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP)) return fail(EINVAL, -1);
+  if ((mask & MRC_CTL_EV_PROFILE_EV_OP) && (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP))
+    return fail(EINVAL, -1);
   Nic& nic = *mrc_ctx->nic;
   if (nic.remote()) return forwarded(remote_ev_profile(nic, false, id, attr, mask));
   std::lock_guard lock(nic.mutex);
@@ -850,9 +920,11 @@ int mrc_ctl_query_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profi
   return 0;
 }
 
-int mrc_ctl_modify_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr, int mask) {
+int mrc_ctl_modify_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr,
+                              int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
-  if (mrc_ctx->nic->remote()) return forwarded(remote_cc_profile(*mrc_ctx->nic, true, id, attr, mask));
+  if (mrc_ctx->nic->remote())
+    return forwarded(remote_cc_profile(*mrc_ctx->nic, true, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
   auto& profiles = mrc_ctx->nic->cc_profiles;
   const bool fresh = id != 0 && !profiles.contains(id);
@@ -861,9 +933,11 @@ int mrc_ctl_modify_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_prof
   return e == 0 ? 0 : fail(e, -1);
 }
 
-int mrc_ctl_query_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr, int mask) {
+int mrc_ctl_query_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr,
+                             int mask) {
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
-  if (mrc_ctx->nic->remote()) return forwarded(remote_cc_profile(*mrc_ctx->nic, false, id, attr, mask));
+  if (mrc_ctx->nic->remote())
+    return forwarded(remote_cc_profile(*mrc_ctx->nic, false, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
   if (id == 0) cc_profile0(*mrc_ctx->nic);
   auto it = mrc_ctx->nic->cc_profiles.find(id);
@@ -874,14 +948,17 @@ int mrc_ctl_query_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profi
   return 0;
 }
 
-mrc_cq* mrc_ctl_create_ev_event_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_channel* channel,
-                                   int comp_vector) {
-  if (!ok_ctx(mrc_ctx) || cqe < 1 || cqe > kMaxCqe || comp_vector != 0) return fail<mrc_cq*>(EINVAL, nullptr);
-  if (channel != nullptr && (!valid(channel) || channel->context != mrc_ctx)) return fail<mrc_cq*>(EINVAL, nullptr);
+mrc_cq* mrc_ctl_create_ev_event_cq(mrc_context* mrc_ctx, int cqe, void* cq_context,
+                                   mrc_comp_channel* channel, int comp_vector) {
+  if (!ok_ctx(mrc_ctx) || cqe < 1 || cqe > kMaxCqe || comp_vector != 0)
+    return fail<mrc_cq*>(EINVAL, nullptr);
+  if (channel != nullptr && (!valid(channel) || channel->context != mrc_ctx))
+    return fail<mrc_cq*>(EINVAL, nullptr);
   uint64_t remote_id = 0;
   if (mrc_ctx->nic->remote()) {
     if (channel != nullptr) return fail<mrc_cq*>(EOPNOTSUPP, nullptr);  // remote EV CQs are polled
-    if (const int e = remote_create_ev_cq(*mrc_ctx->nic, cqe, remote_id)) return fail<mrc_cq*>(e, nullptr);
+    if (const int e = remote_create_ev_cq(*mrc_ctx->nic, cqe, remote_id))
+      return fail<mrc_cq*>(e, nullptr);
   }
   auto* cq = new mrc_cq();
   cq->remote_id = remote_id;
@@ -898,10 +975,12 @@ mrc_cq* mrc_ctl_create_ev_event_cq(mrc_context* mrc_ctx, int cqe, void* cq_conte
 }
 
 int mrc_ctl_poll_ev_event(mrc_cq* ev_cq, int num_entries, mrc_ctl_ev_event* ev_event) {
-  if (!valid(ev_cq) || !ev_cq->ev_cq || num_entries < 0 || (num_entries > 0 && ev_event == nullptr)) return -EINVAL;
+  if (!valid(ev_cq) || !ev_cq->ev_cq || num_entries < 0 || (num_entries > 0 && ev_event == nullptr))
+    return -EINVAL;
   if (ev_cq->remote_id != 0) {
     int got = 0;
-    const int e = remote_poll_ev_cq(*ev_cq->context->nic, ev_cq->remote_id, num_entries, ev_event, got);
+    const int e =
+        remote_poll_ev_cq(*ev_cq->context->nic, ev_cq->remote_id, num_entries, ev_event, got);
     return e != 0 ? -e : got;
   }
   std::lock_guard lock(ev_cq->context->nic->mutex);
@@ -913,16 +992,21 @@ int mrc_ctl_poll_ev_event(mrc_cq* ev_cq, int num_entries, mrc_ctl_ev_event* ev_e
   return n;
 }
 
-int mrc_ctl_ep_batch_send_wait(mrc_context* mrc_ctx, uint8_t req_tc, mrc_ctl_ep_op_type op_type, mrc_ctl_ep_req* req,
-                               int num_req, uint32_t rsp_timeout, mrc_ctl_ep_rsp* rsp, int* num_rsp) {
+int mrc_ctl_ep_batch_send_wait(mrc_context* mrc_ctx, uint8_t req_tc, mrc_ctl_ep_op_type op_type,
+                               mrc_ctl_ep_req* req, int num_req, uint32_t rsp_timeout,
+                               mrc_ctl_ep_rsp* rsp, int* num_rsp) {
   (void)req_tc;  // control packets use the engine's control class
   if (num_rsp != nullptr) *num_rsp = 0;
-  if (!ok_ctx(mrc_ctx) || num_rsp == nullptr || num_req < 0 || (num_req > 0 && (req == nullptr || rsp == nullptr)))
+  if (!ok_ctx(mrc_ctx) || num_rsp == nullptr || num_req < 0 ||
+      (num_req > 0 && (req == nullptr || rsp == nullptr)))
     return fail(EINVAL, -1);
-  if (op_type == MRC_CTL_EP_OP_PORT_STATUS_UPDATE) return fail(EOPNOTSUPP, -1);  // the engine sends its own
-  if (op_type != MRC_CTL_EP_OP_EV_PROBE || num_req > static_cast<int>(EvProber::kMaxProbes)) return fail(EINVAL, -1);
+  if (op_type == MRC_CTL_EP_OP_PORT_STATUS_UPDATE)
+    return fail(EOPNOTSUPP, -1);  // the engine sends its own
+  if (op_type != MRC_CTL_EP_OP_EV_PROBE || num_req > static_cast<int>(EvProber::kMaxProbes))
+    return fail(EINVAL, -1);
   if (mrc_ctx->nic->remote())
-    return forwarded(remote_ep_batch(*mrc_ctx->nic, op_type, req, num_req, rsp_timeout, rsp, *num_rsp));
+    return forwarded(
+        remote_ep_batch(*mrc_ctx->nic, op_type, req, num_req, rsp_timeout, rsp, *num_rsp));
   const int e = probe_batch(*mrc_ctx->nic, req, num_req, rsp_timeout, rsp, *num_rsp);
   return e == 0 ? 0 : fail(e, -1);
 }

@@ -32,9 +32,15 @@ struct Refusal {
 };
 
 json refuse(int error, const std::string& message) {
-  const char* name = error == EINVAL ? "EINVAL" : error == ENOENT ? "ENOENT" : error == EBUSY ? "EBUSY"
-                     : error == EOPNOTSUPP ? "EOPNOTSUPP" : error == E2BIG ? "E2BIG" : error == ETIMEDOUT ? "ETIMEDOUT"
-                     : error == EHOSTUNREACH ? "EHOSTUNREACH" : error == EAGAIN ? "EAGAIN" : "error";
+  const char* name = error == EINVAL         ? "EINVAL"
+                     : error == ENOENT       ? "ENOENT"
+                     : error == EBUSY        ? "EBUSY"
+                     : error == EOPNOTSUPP   ? "EOPNOTSUPP"
+                     : error == E2BIG        ? "E2BIG"
+                     : error == ETIMEDOUT    ? "ETIMEDOUT"
+                     : error == EHOSTUNREACH ? "EHOSTUNREACH"
+                     : error == EAGAIN       ? "EAGAIN"
+                                             : "error";
   return json{{"ok", false}, {"errno", error}, {"error", name}, {"message", message}};
 }
 
@@ -53,7 +59,9 @@ std::string ipv4_text(in_addr a) {
   return text;
 }
 
-uint16_t ev_value(const mrc_ctl_ev& ev) { return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]); }
+uint16_t ev_value(const mrc_ctl_ev& ev) {
+  return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]);
+}
 
 mrc_ctl_ev make_ev(uint64_t value, uint64_t port) {
   mrc_ctl_ev ev{};
@@ -69,10 +77,14 @@ const char* profile_state_name(mrc_ctl_profile_state s) {
 
 const char* engine_state_name(EvState s) {
   switch (s) {
-    case EvState::kGood: return "good";
-    case EvState::kSkip: return "skip";
-    case EvState::kAssumedBad: return "assumed_bad";
-    case EvState::kDenied: return "denied";
+    case EvState::kGood:
+      return "good";
+    case EvState::kSkip:
+      return "skip";
+    case EvState::kAssumedBad:
+      return "assumed_bad";
+    case EvState::kDenied:
+      return "denied";
   }
   return "unknown";
 }
@@ -83,15 +95,25 @@ json op_device(Nic& nic) {
   std::lock_guard lock(nic.mutex);
   for (size_t p = 0; p < nic.spec->planes.size(); ++p) {
     const io::UdpPlaneStats& st = nic.host->plane_stats(static_cast<int>(p));
-    planes.push_back({{"port", p + 1}, {"address", ipv4_text(nic.spec->planes[p].address)},
-                      {"udp_port", nic.spec->planes[p].port}, {"admin", nic.admin_up[p] ? "up" : "down"},
-                      {"link", st.up ? "up" : "down"}, {"packets_sent", st.packets_sent},
+    planes.push_back({{"port", p + 1},
+                      {"address", ipv4_text(nic.spec->planes[p].address)},
+                      {"udp_port", nic.spec->planes[p].port},
+                      {"admin", nic.admin_up[p] ? "up" : "down"},
+                      {"link", st.up ? "up" : "down"},
+                      {"packets_sent", st.packets_sent},
                       {"packets_received", st.packets_received}});
   }
   for (mrc_context* c : nic.contexts) qps += static_cast<int>(c->qp_list.size());
-  return json{{"ok", true}, {"device", nic.spec->name}, {"pid", getpid()}, {"planes", planes}, {"qps", qps},
-              {"ev_fmt_modes", {"udp"}}, {"ev_modes", {"auto"}}, {"ev_max", 256},
-              {"ev_ports", nic.spec->ev_port_base}, {"cc_algorithms", {"uet-1.0-nscc"}}};
+  return json{{"ok", true},
+              {"device", nic.spec->name},
+              {"pid", getpid()},
+              {"planes", planes},
+              {"qps", qps},
+              {"ev_fmt_modes", {"udp"}},
+              {"ev_modes", {"auto"}},
+              {"ev_max", 256},
+              {"ev_ports", nic.spec->ev_port_base},
+              {"cc_algorithms", {"uet-1.0-nscc"}}};
 }
 
 json op_port_set(mrc_context& ctx, const json& req) {
@@ -120,17 +142,21 @@ json op_ev_profiles(Nic& nic, mrc_context& ctx) {
   std::lock_guard lock(nic.mutex);
   for (const auto& [id, p] : nic.ev_profiles) {
     json denied = json::array();
-    for (const mrc_ctl_ev_op_entry& e : p.evs) denied.push_back({{"ev", ev_value(e.ev)}, {"port", e.ev.port}});
+    for (const mrc_ctl_ev_op_entry& e : p.evs)
+      denied.push_back({{"ev", ev_value(e.ev)}, {"port", e.ev.port}});
     int qps = 0;
     for (mrc_context* c : nic.contexts)
       for (mrc_qp* q : c->qp_list) qps += (q->has_ev_profile ? q->ev_profile : 0) == id;
-    json entry = {{"id", id}, {"state", profile_state_name(p.state)},
+    json entry = {{"id", id},
+                  {"state", profile_state_name(p.state)},
                   {"mode", p.mode == MRC_CTL_EV_MODE_EXP   ? "explicit"
                            : p.mode == MRC_CTL_EV_MODE_GEN ? "generated"
                                                            : "auto"},
                   {"count", p.count},
-                  {"min_active", p.min_active}, {"event_mask", event_mask_json(p.event_mask)},
-                  {"denied", denied}, {"qps", qps}};
+                  {"min_active", p.min_active},
+                  {"event_mask", event_mask_json(p.event_mask)},
+                  {"denied", denied},
+                  {"qps", qps}};
     if (p.mode != MRC_CTL_EV_MODE_AUTO) {
       json evs = json::array();  // unpopulated entries show as ev 0, port 0; GEN: drawn when ONLINE
       for (const mrc_ctl_ev& ev : p.list) evs.push_back({{"ev", ev_value(ev)}, {"port", ev.port}});
@@ -139,8 +165,11 @@ json op_ev_profiles(Nic& nic, mrc_context& ctx) {
     if (p.mode == MRC_CTL_EV_MODE_GEN) {
       json fields = json::array();
       for (const mrc_ctl_ev_field& f : p.fields)
-        fields.push_back({{"width", f.width}, {"init_val", f.init_val}, {"min_val", f.min_val},
-                          {"max_val", f.max_val}, {"mask", f.mask}});
+        fields.push_back({{"width", f.width},
+                          {"init_val", f.init_val},
+                          {"min_val", f.min_val},
+                          {"max_val", f.max_val},
+                          {"mask", f.mask}});
       entry["fields"] = fields;
     }
     list.push_back(entry);
@@ -154,9 +183,14 @@ json qp_evs(const mrc_qp& q) {
   for (uint16_t i = 0; i < set.size(); ++i) {
     const EvSet::Slot& s = set.slot(i);
     const EvStats st = set.stats(i);
-    evs.push_back({{"ev", s.ev.value}, {"port", s.plane.value + 1}, {"state", engine_state_name(s.state)},
-                   {"active", s.active}, {"packets", st.packets}, {"losses", st.losses},
-                   {"probes_sent", st.probes_sent}, {"probes_answered", st.probes_answered}});
+    evs.push_back({{"ev", s.ev.value},
+                   {"port", s.plane.value + 1},
+                   {"state", engine_state_name(s.state)},
+                   {"active", s.active},
+                   {"packets", st.packets},
+                   {"losses", st.losses},
+                   {"probes_sent", st.probes_sent},
+                   {"probes_answered", st.probes_answered}});
   }
   return evs;
 }
@@ -164,7 +198,8 @@ json qp_evs(const mrc_qp& q) {
 json op_ev_states(Nic& nic, const json& req) {
   uint64_t profile = 0, qpn = 0;
   const bool by_profile = req.contains("profile"), by_qpn = req.contains("qpn");
-  if (!get_uint(req, "profile", UINT64_MAX, profile, false) || !get_uint(req, "qpn", 0xffffff, qpn, false))
+  if (!get_uint(req, "profile", UINT64_MAX, profile, false) ||
+      !get_uint(req, "qpn", 0xffffff, qpn, false))
     return refuse(EINVAL, "\"profile\" and \"qpn\" are unsigned integers");
   json qps = json::array();
   std::lock_guard lock(nic.mutex);
@@ -172,11 +207,16 @@ json op_ev_states(Nic& nic, const json& req) {
     for (mrc_qp* q : c->qp_list) {
       const uint64_t id = q->has_ev_profile ? q->ev_profile : 0;
       if ((by_profile && id != profile) || (by_qpn && q->qp->qpn().value != qpn)) continue;
-      if (q->qp->evs() == nullptr || qps.size() >= 64) continue;  // not connected yet; at most 64 QPs
+      if (q->qp->evs() == nullptr || qps.size() >= 64)
+        continue;  // not connected yet; at most 64 QPs
       uint32_t ip = 0;
       std::memcpy(&ip, q->vattr.ah_attr.grh.dgid.raw + 12, 4);
-      qps.push_back({{"qpn", q->qp->qpn().value}, {"profile", id}, {"state", to_string(q->qp->state())},
-                     {"peer", ipv4_text(in_addr{ip})}, {"dest_qpn", q->vattr.dest_qp_num}, {"evs", qp_evs(*q)}});
+      qps.push_back({{"qpn", q->qp->qpn().value},
+                     {"profile", id},
+                     {"state", to_string(q->qp->state())},
+                     {"peer", ipv4_text(in_addr{ip})},
+                     {"dest_qpn", q->vattr.dest_qp_num},
+                     {"evs", qp_evs(*q)}});
     }
   if (by_qpn && qps.empty()) return refuse(ENOENT, "no connected QP " + std::to_string(qpn));
   return json{{"ok", true}, {"qps", qps}};
@@ -185,14 +225,17 @@ json op_ev_states(Nic& nic, const json& req) {
 json op_ev_set(mrc_context& ctx, const json& req) {
   uint64_t profile = 0, value = 0, port = 0;
   const auto state = req.find("state");
-  if (!get_uint(req, "profile", UINT64_MAX, profile, false) || !get_uint(req, "ev", 65535, value, true) ||
-      !get_uint(req, "port", 255, port, true) || state == req.end() || !state->is_string() ||
-      (*state != "denied" && *state != "good"))
-    return refuse(EINVAL, "ev-set needs \"ev\": <source port>, \"port\": N, \"state\": \"denied\" | \"good\"");
+  if (!get_uint(req, "profile", UINT64_MAX, profile, false) ||
+      !get_uint(req, "ev", 65535, value, true) || !get_uint(req, "port", 255, port, true) ||
+      state == req.end() || !state->is_string() || (*state != "denied" && *state != "good"))
+    return refuse(
+        EINVAL,
+        "ev-set needs \"ev\": <source port>, \"port\": N, \"state\": \"denied\" | \"good\"");
   mrc_ctl_ev_profile_attr attr{};
   if (mrc_ctl_query_ev_profile(&ctx, profile, &attr, 0) != 0)
     return refuse(ENOENT, "no EV profile " + std::to_string(profile));
-  mrc_ctl_ev_op_entry entry{make_ev(value, port), {}, *state == "denied" ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD, 0};
+  mrc_ctl_ev_op_entry entry{
+      make_ev(value, port), {}, *state == "denied" ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD, 0};
   attr.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
   attr.ev_op.entries = &entry;
   attr.ev_op.entry_count = 1;
@@ -212,13 +255,21 @@ json op_cc_profiles(Nic& nic, mrc_context& ctx) {
   json list = json::array();
   std::lock_guard lock(nic.mutex);
   for (const auto& [id, p] : nic.cc_profiles) {
-    json entry{{"id", id}, {"state", profile_state_name(p.state)},
+    json entry{{"id", id},
+               {"state", profile_state_name(p.state)},
                {"algorithm", p.algorithm.empty() ? "none" : p.algorithm}};
     if (p.has_config) {
       const mrc_ctl_cc_nscc_cfg& c = p.nscc;
-      entry["config"] = {{"base_rtt_ns", c.base_rtt}, {"target_delay_ns", c.target_delay}, {"max_cwnd", c.max_cwnd},
-                         {"eta", c.eta}, {"fi", c.fi}, {"gamma", c.gamma}, {"max_md_jump", c.max_md_jump},
-                         {"disable_qa", c.disable_qa}, {"qa_gate", c.qa_gate}, {"qa_threshold_ns", c.qa_threshold}};
+      entry["config"] = {{"base_rtt_ns", c.base_rtt},
+                         {"target_delay_ns", c.target_delay},
+                         {"max_cwnd", c.max_cwnd},
+                         {"eta", c.eta},
+                         {"fi", c.fi},
+                         {"gamma", c.gamma},
+                         {"max_md_jump", c.max_md_jump},
+                         {"disable_qa", c.disable_qa},
+                         {"qa_gate", c.qa_gate},
+                         {"qa_threshold_ns", c.qa_threshold}};
     }
     list.push_back(entry);
   }
@@ -234,7 +285,8 @@ bool probe_dest(Nic& nic, uint64_t qpn, const mrc_ctl_ev& ev, mrc_ctl_ep_req& r)
       if ((qpn != 0 && q->qp->qpn().value != qpn) || q->qp->evs() == nullptr) continue;
       bool holds = false;
       for (uint16_t i = 0; i < q->qp->evs()->size() && !holds; ++i)
-        holds = q->qp->evs()->slot(i).ev.value == ev_value(ev) && q->qp->evs()->slot(i).plane.value + 1 == ev.port;
+        holds = q->qp->evs()->slot(i).ev.value == ev_value(ev) &&
+                q->qp->evs()->slot(i).plane.value + 1 == ev.port;
       uint32_t ip = 0;
       std::memcpy(&ip, q->vattr.ah_attr.grh.dgid.raw + 12, 4);
       const auto peer = find_peer(device_config(), ip);
@@ -250,9 +302,12 @@ json op_probe(Nic& nic, mrc_context& ctx, const json& req) {
   uint64_t value = 0, port = 0, qpn = 0, count = 1, timeout_ms = 1000;
   const auto to = req.find("to");
   if (!get_uint(req, "ev", 65535, value, true) || !get_uint(req, "port", 255, port, true) ||
-      !get_uint(req, "qpn", 0xffffff, qpn, false) || !get_uint(req, "count", 64, count, false) || count == 0 ||
-      !get_uint(req, "timeout_ms", 5000, timeout_ms, false) || (to != req.end() && !to->is_string()))
-    return refuse(EINVAL, "probe needs \"ev\": <source port>, \"port\": N [, \"qpn\" or \"to\": \"a.b.c.d\", \"count\" 1-64, \"timeout_ms\" <= 5000]");
+      !get_uint(req, "qpn", 0xffffff, qpn, false) || !get_uint(req, "count", 64, count, false) ||
+      count == 0 || !get_uint(req, "timeout_ms", 5000, timeout_ms, false) ||
+      (to != req.end() && !to->is_string()))
+    return refuse(EINVAL,
+                  "probe needs \"ev\": <source port>, \"port\": N [, \"qpn\" or \"to\": "
+                  "\"a.b.c.d\", \"count\" 1-64, \"timeout_ms\" <= 5000]");
   std::vector<mrc_ctl_ep_req> reqs(count);
   reqs[0].ev_fmt_mode = MRC_CTL_EV_FMT_MODE_UDP;
   reqs[0].req_ev = make_ev(value, port);
@@ -263,26 +318,31 @@ json op_probe(Nic& nic, mrc_context& ctx, const json& req) {
     reqs[0].dgid.raw[10] = reqs[0].dgid.raw[11] = 0xff;
     std::memcpy(reqs[0].dgid.raw + 12, &address.s_addr, 4);
   } else if (!probe_dest(nic, qpn, reqs[0].req_ev, reqs[0]))
-    return refuse(ENOENT, "EV " + std::to_string(value) + " port " + std::to_string(port) + " is not an EV of " +
-                              (qpn != 0 ? "QP " + std::to_string(qpn) : std::string("any connected QP")));
+    return refuse(ENOENT,
+                  "EV " + std::to_string(value) + " port " + std::to_string(port) +
+                      " is not an EV of " +
+                      (qpn != 0 ? "QP " + std::to_string(qpn) : std::string("any connected QP")));
   for (uint64_t i = 0; i < count; ++i) {
     reqs[i] = reqs[0];
     reqs[i].req_id = static_cast<uint16_t>(i + 1);
   }
   std::vector<mrc_ctl_ep_rsp> rsps(count);
   int got = 0;
-  const int rc = mrc_ctl_ep_batch_send_wait(&ctx, 0, MRC_CTL_EP_OP_EV_PROBE, reqs.data(), static_cast<int>(count),
-                                            static_cast<uint32_t>(timeout_ms * 1'000'000), rsps.data(), &got);
+  const int rc = mrc_ctl_ep_batch_send_wait(
+      &ctx, 0, MRC_CTL_EP_OP_EV_PROBE, reqs.data(), static_cast<int>(count),
+      static_cast<uint32_t>(timeout_ms * 1'000'000), rsps.data(), &got);
   if (rc != 0 && errno != ETIMEDOUT) return refuse(errno, "mrc_ctl_ep_batch_send_wait failed");
   json answers = json::array();
   for (int i = 0; i < got; ++i)
-    answers.push_back({{"req_id", rsps[i].req_id}, {"port", rsps[i].port}, {"rtt_ns", rsps[i].rtt}});
+    answers.push_back(
+        {{"req_id", rsps[i].req_id}, {"port", rsps[i].port}, {"rtt_ns", rsps[i].rtt}});
   return json{{"ok", true}, {"sent", count}, {"answered", got}, {"answers", answers}};
 }
 
 json dispatch(Nic& nic, mrc_context& ctx, const json& req, CtlSession& session) {
   const auto op = req.find("op");
-  if (op == req.end() || !op->is_string()) return refuse(EINVAL, "a request is {\"op\": \"...\", ...}");
+  if (op == req.end() || !op->is_string())
+    return refuse(EINVAL, "a request is {\"op\": \"...\", ...}");
   const std::string name = *op;
   if (name == "device") return op_device(nic);
   if (name == "port-set") return op_port_set(ctx, req);
@@ -296,26 +356,35 @@ json dispatch(Nic& nic, mrc_context& ctx, const json& req, CtlSession& session) 
     session.watch = true;
     return json{{"ok", true}, {"watching", nic.spec->name}};
   }
-  return refuse(EINVAL, "unknown op '" + name +
-                            "' (device, port-set, ev-profiles, ev-states, ev-set, cc-profiles, probe, watch)");
+  return refuse(
+      EINVAL,
+      "unknown op '" + name +
+          "' (device, port-set, ev-profiles, ev-states, ev-set, cc-profiles, probe, watch)");
 }
 
 }  // namespace
 
 const char* ctl_state_name(mrc_ctl_ev_state state) {
-  return state == MRC_CTL_EV_ASSUMED_BAD ? "assumed_bad" : state == MRC_CTL_EV_DENIED ? "denied"
+  return state == MRC_CTL_EV_ASSUMED_BAD ? "assumed_bad"
+         : state == MRC_CTL_EV_DENIED    ? "denied"
          : state == MRC_CTL_EV_GOOD      ? "good"
                                          : "unknown";
 }
 
 json ctl_watch_line(const WatchEvent& e) {
-  return json{{"event", "ev"}, {"seq", e.seq}, {"qpn", e.qpn}, {"profile", e.profile},
-              {"ev", ev_value(e.ev)}, {"port", e.ev.port}, {"state", ctl_state_name(e.state)}};
+  return json{{"event", "ev"},
+              {"seq", e.seq},
+              {"qpn", e.qpn},
+              {"profile", e.profile},
+              {"ev", ev_value(e.ev)},
+              {"port", e.ev.port},
+              {"state", ctl_state_name(e.state)}};
 }
 
 json ctl_handle(Nic& nic, mrc_context& ctx, const std::string& line, CtlSession& session) {
   const json req = json::parse(line, nullptr, false);
-  if (req.is_discarded() || !req.is_object()) return refuse(EINVAL, "malformed request: not a JSON object");
+  if (req.is_discarded() || !req.is_object())
+    return refuse(EINVAL, "malformed request: not a JSON object");
   try {
     return dispatch(nic, ctx, req, session);
   } catch (const std::exception& e) {  // a type nlohmann refused; never leaves the server

@@ -17,8 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxArray = 4096;        // entries of any forwarded array
-constexpr int kReplyWaitMs = 10'000;      // beyond a call's own timeout
+constexpr size_t kMaxArray = 4096;    // entries of any forwarded array
+constexpr int kReplyWaitMs = 10'000;  // beyond a call's own timeout
 
 std::string to_hex(const void* data, size_t bytes) {
   static const char kDigits[] = "0123456789abcdef";
@@ -31,7 +31,9 @@ std::string to_hex(const void* data, size_t bytes) {
   return out;
 }
 
-int nibble(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+int nibble(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
 
 // Reads j[key] (hex) into `out`, at most `max_bytes`; false if malformed or too long.
 bool from_hex(const json& j, const char* key, void* out, size_t max_bytes, size_t& got) {
@@ -128,15 +130,18 @@ json answer(int rc, const json& extra = json::object()) {
   return a;
 }
 
-json malformed() { return json{{"ok", false}, {"errno", EINVAL}, {"error", "EINVAL"}, {"message", "malformed call"}}; }
+json malformed() {
+  return json{{"ok", false}, {"errno", EINVAL}, {"error", "EINVAL"}, {"message", "malformed call"}};
+}
 
 json serve_port(mrc_context& ctx, const json& req, bool modify) {
   mrc_ctl_port_attr attr{};
   const auto port = req.value("port", 0u);
   if (!struct_from_hex(req, "attr", attr) || port > 255) return malformed();
   errno = 0;
-  const int rc = modify ? mrc_ctl_modify_port(&ctx, static_cast<uint8_t>(port), &attr, req.value("mask", 0))
-                        : mrc_ctl_query_port(&ctx, static_cast<uint8_t>(port), &attr, req.value("mask", 0));
+  const int rc =
+      modify ? mrc_ctl_modify_port(&ctx, static_cast<uint8_t>(port), &attr, req.value("mask", 0))
+             : mrc_ctl_query_port(&ctx, static_cast<uint8_t>(port), &attr, req.value("mask", 0));
   return answer(rc, {{"attr", to_hex(&attr, sizeof attr)}});
 }
 
@@ -144,7 +149,8 @@ json serve_ev_profile(mrc_context& ctx, const json& req, bool modify) {
   mrc_ctl_ev_profile_attr attr{};
   std::vector<mrc_ctl_ev_op_entry> entries;
   std::vector<mrc_ctl_ev_field> fields;
-  if (!struct_from_hex(req, "attr", attr) || !array_from_hex(req, "entries", attr.ev_op.entry_count, entries) ||
+  if (!struct_from_hex(req, "attr", attr) ||
+      !array_from_hex(req, "entries", attr.ev_op.entry_count, entries) ||
       !array_from_hex(req, "fields", attr.ev_fields_op.field_count, fields))
     return malformed();
   attr.ev_op.entries = entries.empty() ? nullptr : entries.data();
@@ -152,9 +158,12 @@ json serve_ev_profile(mrc_context& ctx, const json& req, bool modify) {
   const uint64_t id = req.value("id", uint64_t{0});
   const int mask = req.value("mask", 0);
   errno = 0;
-  const int rc = modify ? mrc_ctl_modify_ev_profile(&ctx, id, &attr, mask) : mrc_ctl_query_ev_profile(&ctx, id, &attr, mask);
-  const size_t n_entries = std::min<size_t>(entries.size(), static_cast<size_t>(std::max(attr.ev_op.entry_count, 0)));
-  const size_t n_fields = std::min<size_t>(fields.size(), static_cast<size_t>(std::max(attr.ev_fields_op.field_count, 0)));
+  const int rc = modify ? mrc_ctl_modify_ev_profile(&ctx, id, &attr, mask)
+                        : mrc_ctl_query_ev_profile(&ctx, id, &attr, mask);
+  const size_t n_entries =
+      std::min<size_t>(entries.size(), static_cast<size_t>(std::max(attr.ev_op.entry_count, 0)));
+  const size_t n_fields = std::min<size_t>(
+      fields.size(), static_cast<size_t>(std::max(attr.ev_fields_op.field_count, 0)));
   attr.ev_op.entries = nullptr;
   attr.ev_fields_op.fields = nullptr;
   return answer(rc, {{"attr", to_hex(&attr, sizeof attr)},
@@ -165,7 +174,8 @@ json serve_ev_profile(mrc_context& ctx, const json& req, bool modify) {
 json serve_ev_fmt_profile(mrc_context& ctx, const json& req, bool modify) {
   mrc_ctl_ev_fmt_profile_attr attr{};
   std::vector<mrc_ctl_ev_fmt_field> fields;
-  if (!struct_from_hex(req, "attr", attr) || !array_from_hex(req, "fields", attr.ev_fmt_op.fmt_field_count, fields))
+  if (!struct_from_hex(req, "attr", attr) ||
+      !array_from_hex(req, "fields", attr.ev_fmt_op.fmt_field_count, fields))
     return malformed();
   attr.ev_fmt_op.fmt_fields = fields.empty() ? nullptr : fields.data();
   const uint64_t id = req.value("id", uint64_t{0});
@@ -173,7 +183,8 @@ json serve_ev_fmt_profile(mrc_context& ctx, const json& req, bool modify) {
   errno = 0;
   const int rc = modify ? mrc_ctl_modify_ev_fmt_profile(&ctx, id, &attr, mask)
                         : mrc_ctl_query_ev_fmt_profile(&ctx, id, &attr, mask);
-  const size_t n = std::min<size_t>(fields.size(), static_cast<size_t>(std::max(attr.ev_fmt_op.fmt_field_count, 0)));
+  const size_t n = std::min<size_t>(
+      fields.size(), static_cast<size_t>(std::max(attr.ev_fmt_op.fmt_field_count, 0)));
   attr.ev_fmt_op.fmt_fields = nullptr;
   return answer(rc, {{"attr", to_hex(&attr, sizeof attr)},
                      {"fields", to_hex(fields.data(), n * sizeof(mrc_ctl_ev_fmt_field))}});
@@ -184,7 +195,8 @@ json serve_cc_profile(mrc_context& ctx, const json& req, bool modify) {
   mrc_ctl_cc_nscc_cfg nscc{};
   if (!struct_from_hex(req, "attr", attr)) return malformed();
   const auto algorithm = req.find("algorithm");
-  const std::string name = algorithm != req.end() && algorithm->is_string() ? algorithm->get<std::string>() : "";
+  const std::string name =
+      algorithm != req.end() && algorithm->is_string() ? algorithm->get<std::string>() : "";
   attr.algorithm = algorithm != req.end() && algorithm->is_string() ? name.c_str() : nullptr;
   const bool has_config = req.contains("cc_config") && !req["cc_config"].is_null();
   if (has_config && !struct_from_hex(req, "cc_config", nscc)) return malformed();
@@ -194,7 +206,8 @@ json serve_cc_profile(mrc_context& ctx, const json& req, bool modify) {
   const int rc = modify ? mrc_ctl_modify_cc_profile(&ctx, id, &attr, req.value("mask", 0))
                         : mrc_ctl_query_cc_profile(&ctx, id, &attr, req.value("mask", 0));
   json out{{"algorithm", attr.algorithm != nullptr ? json(attr.algorithm) : json(nullptr)},
-           {"cc_config", attr.cc_config != nullptr ? json(to_hex(attr.cc_config, sizeof nscc)) : json(nullptr)}};
+           {"cc_config",
+            attr.cc_config != nullptr ? json(to_hex(attr.cc_config, sizeof nscc)) : json(nullptr)}};
   attr.algorithm = nullptr;
   attr.cc_config = nullptr;
   out["attr"] = to_hex(&attr, sizeof attr);
@@ -208,11 +221,14 @@ json serve_ep_batch(mrc_context& ctx, const json& req) {
   std::vector<mrc_ctl_ep_rsp> rsps(reqs.size());
   int got = 0;
   errno = 0;
-  const int rc = mrc_ctl_ep_batch_send_wait(&ctx, 0, static_cast<mrc_ctl_ep_op_type>(req.value("type", 0)),
-                                            reqs.empty() ? nullptr : reqs.data(), n, req.value("timeout_ns", 0u),
-                                            rsps.empty() ? nullptr : rsps.data(), &got);
+  const int rc = mrc_ctl_ep_batch_send_wait(
+      &ctx, 0, static_cast<mrc_ctl_ep_op_type>(req.value("type", 0)),
+      reqs.empty() ? nullptr : reqs.data(), n, req.value("timeout_ns", 0u),
+      rsps.empty() ? nullptr : rsps.data(), &got);
   got = std::clamp(got, 0, n);
-  return answer(rc, {{"got", got}, {"rsp", to_hex(rsps.data(), static_cast<size_t>(got) * sizeof(mrc_ctl_ep_rsp))}});
+  return answer(rc,
+                {{"got", got},
+                 {"rsp", to_hex(rsps.data(), static_cast<size_t>(got) * sizeof(mrc_ctl_ep_rsp))}});
 }
 
 json serve_ev_cq(mrc_context& ctx, CtlSession& session, const json& req, const std::string& fn) {
@@ -236,7 +252,9 @@ json serve_ev_cq(mrc_context& ctx, CtlSession& session, const json& req, const s
   std::vector<mrc_ctl_ev_event> events(static_cast<size_t>(n));
   const int got = mrc_ctl_poll_ev_event(it->second, n, events.data());
   if (got < 0) return json{{"ok", true}, {"errno", -got}};
-  return answer(0, {{"got", got}, {"events", to_hex(events.data(), static_cast<size_t>(got) * sizeof(mrc_ctl_ev_event))}});
+  return answer(
+      0, {{"got", got},
+          {"events", to_hex(events.data(), static_cast<size_t>(got) * sizeof(mrc_ctl_ev_event))}});
 }
 
 }  // namespace
@@ -244,7 +262,9 @@ json serve_ev_cq(mrc_context& ctx, CtlSession& session, const json& req, const s
 // ---- client calls ----
 
 int remote_port(Nic& nic, bool modify, uint8_t port, mrc_ctl_port_attr* attr, int mask) {
-  const json a = call(nic, {{"fn", modify ? "modify_port" : "query_port"}, {"port", port}, {"mask", mask},
+  const json a = call(nic, {{"fn", modify ? "modify_port" : "query_port"},
+                            {"port", port},
+                            {"mask", mask},
                             {"attr", to_hex(attr, sizeof *attr)}});
   if (a.value("ok", false)) (void)struct_from_hex(a, "attr", *attr);
   return answer_errno(a);
@@ -260,14 +280,17 @@ int remote_ev_profile(Nic& nic, bool modify, uint64_t id, mrc_ctl_ev_profile_att
   auto* entries = attr->ev_op.entries;
   auto* fields = attr->ev_fields_op.fields;
   const int n_entries = attr->ev_op.entry_count, n_fields = attr->ev_fields_op.field_count;
-  json req{{"fn", modify ? "modify_ev_profile" : "query_ev_profile"}, {"id", id}, {"mask", mask},
+  json req{{"fn", modify ? "modify_ev_profile" : "query_ev_profile"},
+           {"id", id},
+           {"mask", mask},
            {"attr", to_hex(attr, sizeof *attr)}};
   if ((mask & MRC_CTL_EV_PROFILE_EV_OP) && entries != nullptr && n_entries > 0)
     req["entries"] = to_hex(entries, static_cast<size_t>(n_entries) * sizeof *entries);
   if ((mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) && fields != nullptr && n_fields > 0)
     req["fields"] = to_hex(fields, static_cast<size_t>(n_fields) * sizeof *fields);
   const json a = call(nic, req);
-  if (!a.value("ok", false) || !struct_from_hex(a, "attr", *attr)) return answer_errno(a) != 0 ? answer_errno(a) : EIO;
+  if (!a.value("ok", false) || !struct_from_hex(a, "attr", *attr))
+    return answer_errno(a) != 0 ? answer_errno(a) : EIO;
   attr->ev_op.entries = entries;  // the caller's arrays, not the owner's
   attr->ev_fields_op.fields = fields;
   copy_back(a, "entries", entries, std::min(n_entries, attr->ev_op.entry_count));
@@ -275,14 +298,19 @@ int remote_ev_profile(Nic& nic, bool modify, uint64_t id, mrc_ctl_ev_profile_att
   return answer_errno(a);
 }
 
-int remote_ev_fmt_profile(Nic& nic, bool modify, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr, int mask) {
+int remote_ev_fmt_profile(Nic& nic, bool modify, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr,
+                          int mask) {
   auto* fields = attr->ev_fmt_op.fmt_fields;
   const int n = attr->ev_fmt_op.fmt_field_count;
-  json req{{"fn", modify ? "modify_ev_fmt_profile" : "query_ev_fmt_profile"}, {"id", id}, {"mask", mask},
+  json req{{"fn", modify ? "modify_ev_fmt_profile" : "query_ev_fmt_profile"},
+           {"id", id},
+           {"mask", mask},
            {"attr", to_hex(attr, sizeof *attr)}};
-  if (fields != nullptr && n > 0) req["fields"] = to_hex(fields, static_cast<size_t>(n) * sizeof *fields);
+  if (fields != nullptr && n > 0)
+    req["fields"] = to_hex(fields, static_cast<size_t>(n) * sizeof *fields);
   const json a = call(nic, req);
-  if (!a.value("ok", false) || !struct_from_hex(a, "attr", *attr)) return answer_errno(a) != 0 ? answer_errno(a) : EIO;
+  if (!a.value("ok", false) || !struct_from_hex(a, "attr", *attr))
+    return answer_errno(a) != 0 ? answer_errno(a) : EIO;
   attr->ev_fmt_op.fmt_fields = fields;
   copy_back(a, "fields", fields, std::min(n, attr->ev_fmt_op.fmt_field_count));
   return answer_errno(a);
@@ -290,7 +318,9 @@ int remote_ev_fmt_profile(Nic& nic, bool modify, uint64_t id, mrc_ctl_ev_fmt_pro
 
 int remote_cc_profile(Nic& nic, bool modify, uint64_t id, mrc_ctl_cc_profile_attr* attr, int mask) {
   static const char kNscc[] = "uet-1.0-nscc";
-  json req{{"fn", modify ? "modify_cc_profile" : "query_cc_profile"}, {"id", id}, {"mask", mask},
+  json req{{"fn", modify ? "modify_cc_profile" : "query_cc_profile"},
+           {"id", id},
+           {"mask", mask},
            {"attr", to_hex(attr, sizeof *attr)}};
   if (modify && (mask & MRC_CTL_CC_PROFILE_ALGORITHM))
     req["algorithm"] = attr->algorithm != nullptr ? json(attr->algorithm) : json(nullptr);
@@ -322,21 +352,28 @@ int remote_poll_ev_cq(Nic& nic, uint64_t id, int n, mrc_ctl_ev_event* out, int& 
   const json a = call(nic, {{"fn", "poll_ev_cq"}, {"id", id}, {"n", n}});
   got = std::clamp(a.value("got", 0), 0, n);
   std::vector<mrc_ctl_ev_event> events;
-  if (got > 0 && array_from_hex(a, "events", got, events)) std::copy(events.begin(), events.end(), out);
+  if (got > 0 && array_from_hex(a, "events", got, events))
+    std::copy(events.begin(), events.end(), out);
   return answer_errno(a);
 }
 
-int remote_destroy_ev_cq(Nic& nic, uint64_t id) { return answer_errno(call(nic, {{"fn", "destroy_ev_cq"}, {"id", id}})); }
+int remote_destroy_ev_cq(Nic& nic, uint64_t id) {
+  return answer_errno(call(nic, {{"fn", "destroy_ev_cq"}, {"id", id}}));
+}
 
-int remote_ep_batch(Nic& nic, mrc_ctl_ep_op_type op, const mrc_ctl_ep_req* req, int n, uint32_t timeout_ns,
-                    mrc_ctl_ep_rsp* rsp, int& got) {
+int remote_ep_batch(Nic& nic, mrc_ctl_ep_op_type op, const mrc_ctl_ep_req* req, int n,
+                    uint32_t timeout_ns, mrc_ctl_ep_rsp* rsp, int& got) {
   const json a = call(nic,
-                      {{"fn", "ep_batch"}, {"type", static_cast<int>(op)}, {"n", n}, {"timeout_ns", timeout_ns},
+                      {{"fn", "ep_batch"},
+                       {"type", static_cast<int>(op)},
+                       {"n", n},
+                       {"timeout_ns", timeout_ns},
                        {"req", to_hex(req, static_cast<size_t>(std::max(n, 0)) * sizeof *req)}},
                       static_cast<int>(timeout_ns / 1'000'000));
   got = std::clamp(a.value("got", 0), 0, std::max(n, 0));
   std::vector<mrc_ctl_ep_rsp> answers;
-  if (got > 0 && array_from_hex(a, "rsp", got, answers)) std::copy(answers.begin(), answers.end(), rsp);
+  if (got > 0 && array_from_hex(a, "rsp", got, answers))
+    std::copy(answers.begin(), answers.end(), rsp);
   return answer_errno(a);
 }
 
@@ -347,16 +384,24 @@ json serve_call(Nic& nic, mrc_context& ctx, CtlSession& session, const json& req
   if (fn == "query_port" || fn == "modify_port") return serve_port(ctx, req, fn == "modify_port");
   if (fn == "port_up") {
     const int plane = req.value("plane", -1);
-    if (plane < 0 || plane >= static_cast<int>(nic.spec->planes.size())) return json{{"ok", true}, {"errno", EINVAL}};
+    if (plane < 0 || plane >= static_cast<int>(nic.spec->planes.size()))
+      return json{{"ok", true}, {"errno", EINVAL}};
     std::lock_guard lock(nic.mutex);
     return json{{"ok", true}, {"errno", 0}, {"up", nic.port_up(plane)}};
   }
-  if (fn == "query_ev_profile" || fn == "modify_ev_profile") return serve_ev_profile(ctx, req, fn[0] == 'm');
-  if (fn == "query_ev_fmt_profile" || fn == "modify_ev_fmt_profile") return serve_ev_fmt_profile(ctx, req, fn[0] == 'm');
-  if (fn == "query_cc_profile" || fn == "modify_cc_profile") return serve_cc_profile(ctx, req, fn[0] == 'm');
+  if (fn == "query_ev_profile" || fn == "modify_ev_profile")
+    return serve_ev_profile(ctx, req, fn[0] == 'm');
+  if (fn == "query_ev_fmt_profile" || fn == "modify_ev_fmt_profile")
+    return serve_ev_fmt_profile(ctx, req, fn[0] == 'm');
+  if (fn == "query_cc_profile" || fn == "modify_cc_profile")
+    return serve_cc_profile(ctx, req, fn[0] == 'm');
   if (fn == "ep_batch") return serve_ep_batch(ctx, req);
-  if (fn == "create_ev_cq" || fn == "poll_ev_cq" || fn == "destroy_ev_cq") return serve_ev_cq(ctx, session, req, fn);
-  return json{{"ok", false}, {"errno", EINVAL}, {"error", "EINVAL"}, {"message", "unknown call '" + fn + "'"}};
+  if (fn == "create_ev_cq" || fn == "poll_ev_cq" || fn == "destroy_ev_cq")
+    return serve_ev_cq(ctx, session, req, fn);
+  return json{{"ok", false},
+              {"errno", EINVAL},
+              {"error", "EINVAL"},
+              {"message", "unknown call '" + fn + "'"}};
 }
 
 void end_session(CtlSession& session) {

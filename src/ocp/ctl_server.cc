@@ -31,7 +31,7 @@ struct Client {
   int fd = -1;
   std::string buffer;
   bool watching = false;
-  uint64_t seen = 0;  // last watch event sent
+  uint64_t seen = 0;                                                     // last watch event sent
   std::shared_ptr<CtlSession> session = std::make_shared<CtlSession>();  // forwarded calls' objects
 };
 
@@ -68,17 +68,18 @@ int open_listener(const std::string& path) {
     const int probe = ctl_connect(path);
     if (probe >= 0 || !S_ISSOCK(st.st_mode)) {
       if (probe >= 0) close(probe);
-      std::fprintf(stderr, "mrc: %s is in use (%s); this process does not serve its controller\n", path.c_str(),
-                   probe >= 0 ? "another process serves it" : "not a socket");
+      std::fprintf(stderr, "mrc: %s is in use (%s); this process does not serve its controller\n",
+                   path.c_str(), probe >= 0 ? "another process serves it" : "not a socket");
       return -1;
     }
     unlink(path.c_str());  // stale: its process is gone
   }
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || chmod(path.c_str(), 0600) != 0 ||
-      listen(fd, kCtlMaxClients) != 0) {
-    std::fprintf(stderr, "mrc: cannot serve the controller on %s: %s\n", path.c_str(), std::strerror(errno));
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      chmod(path.c_str(), 0600) != 0 || listen(fd, kCtlMaxClients) != 0) {
+    std::fprintf(stderr, "mrc: cannot serve the controller on %s: %s\n", path.c_str(),
+                 std::strerror(errno));
     close(fd);
     return -1;
   }
@@ -105,7 +106,9 @@ void CtlServer::Impl::accept_client() {
     return;
   }
   if (static_cast<int>(clients.size()) >= kCtlMaxClients) {
-    send_line(c, R"({"ok":false,"errno":11,"error":"EAGAIN","message":"too many controller connections"})");
+    send_line(
+        c,
+        R"({"ok":false,"errno":11,"error":"EAGAIN","message":"too many controller connections"})");
     close(fd);
     return;
   }
@@ -122,7 +125,8 @@ bool CtlServer::Impl::send_line(Client& c, const std::string& line) {
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN && !c.watching && ++stalls < 1000) {  // a large answer: wait up to ~1 s
+    if (n < 0 && errno == EAGAIN && !c.watching &&
+        ++stalls < 1000) {  // a large answer: wait up to ~1 s
       pollfd p{c.fd, POLLOUT, 0};
       (void)poll(&p, 1, 1);
       continue;
@@ -149,10 +153,12 @@ bool CtlServer::Impl::read_client(Client& c) {
       c.seen = nic.watch_seq;  // events from now on
     }
     c.watching |= watch;
-    if (!send_line(c, response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))) return false;
+    if (!send_line(c, response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)))
+      return false;
   }
   if (c.buffer.size() > kCtlRequestMax) {  // a line longer than the limit, ended or not
-    send_line(c, R"({"ok":false,"errno":7,"error":"E2BIG","message":"request line longer than 1 MiB"})");
+    send_line(
+        c, R"({"ok":false,"errno":7,"error":"E2BIG","message":"request line longer than 1 MiB"})");
     return false;
   }
   return true;

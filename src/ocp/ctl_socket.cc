@@ -15,11 +15,14 @@ namespace mrc::ocp {
 std::string ctl_socket_dir() {
   if (const char* dir = std::getenv("MRC_CTL_DIR"); dir != nullptr && *dir) return dir;
   if (geteuid() == 0) return "/run/mrc";
-  if (const char* run = std::getenv("XDG_RUNTIME_DIR"); run != nullptr && *run) return std::string(run) + "/mrc";
+  if (const char* run = std::getenv("XDG_RUNTIME_DIR"); run != nullptr && *run)
+    return std::string(run) + "/mrc";
   return "/tmp/mrc-" + std::to_string(getuid());
 }
 
-std::string ctl_socket_path(const std::string& device) { return ctl_socket_dir() + "/" + device + ".sock"; }
+std::string ctl_socket_path(const std::string& device) {
+  return ctl_socket_dir() + "/" + device + ".sock";
+}
 
 std::string ctl_prepare_dir(const std::string& dir) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return dir + ": " + std::strerror(errno);

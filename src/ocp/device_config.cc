@@ -40,7 +40,8 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
   std::vector<std::string> seen;
   for (std::string item; in >> item;) {
     const size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    const std::string key = item.substr(0, eq),
+                      value = eq == std::string::npos ? "" : item.substr(eq + 1);
     // A repeated key would silently overwrite the first (a ',' typed for a ';' between two
     // devices makes the second device's planes= a repeat of the first's).
     if (std::find(seen.begin(), seen.end(), key) != seen.end())
@@ -51,7 +52,8 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
     } else if (key == "port") {
       if (!parse_u16(value, spec.port)) return "port=" + value + " is not a UDP port (1-65535)";
     } else if (key == "ev-ports" && !is_peer) {
-      if (!parse_u16(value, spec.ev_port_base)) return "ev-ports=" + value + " is not a UDP port (1-65535)";
+      if (!parse_u16(value, spec.ev_port_base))
+        return "ev-ports=" + value + " is not a UDP port (1-65535)";
     } else if (key == "drop" && !is_peer) {
       char* end = nullptr;
       spec.drop = std::strtod(value.c_str(), &end);
@@ -62,7 +64,8 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
       if (!backend.ok()) return "backend=" + value + ": " + backend.error();
       spec.backend = backend.value();
     } else {
-      return "unknown setting '" + item + "' (known: planes=, port=" + (is_peer ? "" : ", ev-ports=, drop=, backend=") + ")";
+      return "unknown setting '" + item +
+             "' (known: planes=, port=" + (is_peer ? "" : ", ev-ports=, drop=, backend=") + ")";
     }
   }
   if (planes_text.empty()) return "'" + name + "' needs planes=<ipv4>[,<ipv4>...]";
@@ -113,11 +116,13 @@ DeviceConfig parse_device_config(const std::string& text, const std::string& sou
 const DeviceConfig& device_config() {
   static const DeviceConfig config = [] {
     DeviceConfig c;
-    if (const char* inline_text = std::getenv("MRC_DEVICES"); inline_text != nullptr && *inline_text) {
+    if (const char* inline_text = std::getenv("MRC_DEVICES");
+        inline_text != nullptr && *inline_text) {
       c = parse_device_config(inline_text, "MRC_DEVICES");
     } else {
       const char* env_path = std::getenv("MRC_CONFIG");
-      const std::string path = env_path != nullptr && *env_path ? env_path : "/etc/mrc/devices.conf";
+      const std::string path =
+          env_path != nullptr && *env_path ? env_path : "/etc/mrc/devices.conf";
       std::ifstream file(path);
       if (file) {
         std::stringstream buffer;
@@ -128,11 +133,13 @@ const DeviceConfig& device_config() {
       } else {  // no configuration anywhere: say where one goes, once
         std::fprintf(stderr,
                      "mrc: no software devices configured: set MRC_DEVICES (for example "
-                     "MRC_DEVICES=\"mrc0 planes=127.0.0.1\"), MRC_CONFIG=FILE or write %s (docs/OCP-COMPAT.md)\n",
+                     "MRC_DEVICES=\"mrc0 planes=127.0.0.1\"), MRC_CONFIG=FILE or write %s "
+                     "(docs/OCP-COMPAT.md)\n",
                      path.c_str());
       }
     }
-    if (!c.error.empty()) std::fprintf(stderr, "mrc: software devices unavailable: %s\n", c.error.c_str());
+    if (!c.error.empty())
+      std::fprintf(stderr, "mrc: software devices unavailable: %s\n", c.error.c_str());
     return c;
   }();
   return config;

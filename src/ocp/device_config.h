@@ -7,12 +7,14 @@
 //   MRC_CONFIG    the path of a configuration file
 //   /etc/mrc/devices.conf
 // Each entry (file line) is
-//   <name> planes=<ipv4>[,<ipv4>...] [port=<udp port>] [ev-ports=<first source port>] [drop=<fraction>]
+//   <name> planes=<ipv4>[,<ipv4>...] [port=<udp port>] [ev-ports=<first source port>]
+//   [drop=<fraction>]
 //          [backend=<udp|xdp>]
 //   peer planes=<ipv4>[,<ipv4>...] [port=<udp port>]
-// Each key at most once per entry. '#' starts a comment. Device names are what ibv_get_device_list() shows; port k of a device
-// (1-based) is its plane k. A peer is found by any of its plane addresses: local devices are
-// peers too, so two processes on one host just use two devices of one configuration.
+// Each key at most once per entry. '#' starts a comment. Device names are what
+// ibv_get_device_list() shows; port k of a device (1-based) is its plane k. A peer is found by any
+// of its plane addresses: local devices are peers too, so two processes on one host just use two
+// devices of one configuration.
 #pragma once
 
 #include <cstdint>

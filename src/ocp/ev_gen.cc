@@ -9,7 +9,9 @@ namespace mrc::ocp {
 
 namespace {
 
-uint32_t width_mask(uint32_t width) { return width >= 32 ? ~0u : (1u << width) - 1; }
+uint32_t width_mask(uint32_t width) {
+  return width >= 32 ? ~0u : (1u << width) - 1;
+}
 
 mrc_ctl_ev port_ev(uint32_t port, int plane) {
   mrc_ctl_ev ev{};
@@ -21,14 +23,16 @@ mrc_ctl_ev port_ev(uint32_t port, int plane) {
 
 int plane_of(uint32_t port, const std::vector<PortRange>& planes) {
   for (size_t p = 0; p < planes.size(); ++p)
-    if (port >= planes[p].first && port < planes[p].first + planes[p].count) return static_cast<int>(p);
+    if (port >= planes[p].first && port < planes[p].first + planes[p].count)
+      return static_cast<int>(p);
   return -1;
 }
 
 uint32_t draw_port(const std::vector<mrc_ctl_ev_field>& fields, Prng& prng) {
   uint32_t port = 0;
   for (const mrc_ctl_ev_field& f : fields) {
-    const uint32_t r = f.min_val + static_cast<uint32_t>(prng.below(uint64_t{f.max_val} - f.min_val + 1));
+    const uint32_t r =
+        f.min_val + static_cast<uint32_t>(prng.below(uint64_t{f.max_val} - f.min_val + 1));
     port = port << f.width | expand_ev_field(f, r);
   }
   return port;
@@ -70,13 +74,16 @@ std::vector<mrc_ctl_ev> generate_evs(const std::vector<mrc_ctl_ev_field>& fields
   Prng prng(seed);
   std::vector<mrc_ctl_ev> evs;
   std::vector<uint32_t> per_plane(planes.size(), 0);
-  const uint32_t fair = (count + static_cast<uint32_t>(planes.size()) - 1) / static_cast<uint32_t>(planes.size());
-  const uint64_t budget = uint64_t{count} * 256 + 4096;  // draws before giving up on balance, then on all
+  const uint32_t fair =
+      (count + static_cast<uint32_t>(planes.size()) - 1) / static_cast<uint32_t>(planes.size());
+  const uint64_t budget =
+      uint64_t{count} * 256 + 4096;  // draws before giving up on balance, then on all
   for (uint64_t attempt = 0; evs.size() < count && attempt < 2 * budget; ++attempt) {
     const uint32_t port = draw_port(fields, prng);
     const int plane = plane_of(port, planes);
     if (plane < 0) continue;
-    if (attempt < budget && per_plane[static_cast<size_t>(plane)] >= fair) continue;  // keep planes even
+    if (attempt < budget && per_plane[static_cast<size_t>(plane)] >= fair)
+      continue;  // keep planes even
     ++per_plane[static_cast<size_t>(plane)];
     evs.push_back(port_ev(port, plane));
   }

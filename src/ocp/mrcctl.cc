@@ -61,7 +61,8 @@ int usage_error(const std::string& message) {
 }
 
 bool parse_uint(const std::string& text, uint64_t max, uint64_t& out) {
-  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
   out = std::stoull(text);
   return out <= max;
 }
@@ -82,13 +83,16 @@ int connect_device(const std::string& device, bool quiet = false) {
   if (errno == ENOENT && !known) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    std::fprintf(stderr, "mrcctl: no such device '%s' (configured: %s; no socket %s)\n", device.c_str(),
-                 list.empty() ? "none" : list.c_str(), path.c_str());
+    std::fprintf(stderr, "mrcctl: no such device '%s' (configured: %s; no socket %s)\n",
+                 device.c_str(), list.empty() ? "none" : list.c_str(), path.c_str());
   } else if (errno == ENOENT || errno == ECONNREFUSED) {
-    std::fprintf(stderr, "mrcctl: %s: no process serves it (%s %s); start the program that uses it\n",
-                 device.c_str(), errno == ENOENT ? "no socket" : "stale socket, its process has ended", path.c_str());
+    std::fprintf(
+        stderr, "mrcctl: %s: no process serves it (%s %s); start the program that uses it\n",
+        device.c_str(), errno == ENOENT ? "no socket" : "stale socket, its process has ended",
+        path.c_str());
   } else {
-    std::fprintf(stderr, "mrcctl: %s: %s: %s\n", device.c_str(), path.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "mrcctl: %s: %s: %s\n", device.c_str(), path.c_str(),
+                 std::strerror(errno));
   }
   return -1;
 }
@@ -133,7 +137,8 @@ json call(const std::string& device, const json& request, int& exit_code) {
     return json();
   }
   if (!answer.value("ok", false)) {
-    std::fprintf(stderr, "mrcctl: %s: %s (%s)\n", device.c_str(), answer.value("message", "refused").c_str(),
+    std::fprintf(stderr, "mrcctl: %s: %s (%s)\n", device.c_str(),
+                 answer.value("message", "refused").c_str(),
                  answer.value("error", "error").c_str());
     exit_code = kExitRefused;
     return json();
@@ -143,11 +148,13 @@ json call(const std::string& device, const json& request, int& exit_code) {
 }
 
 void print_ports(const json& d) {
-  std::printf("%s  pid %d  qps %d\n", d.value("device", "?").c_str(), d.value("pid", 0), d.value("qps", 0));
+  std::printf("%s  pid %d  qps %d\n", d.value("device", "?").c_str(), d.value("pid", 0),
+              d.value("qps", 0));
   for (const json& p : d["planes"])
-    std::printf("  port %d  %s:%d  admin %-4s  link %-4s  tx %llu  rx %llu packets\n", p.value("port", 0),
-                p.value("address", "?").c_str(), p.value("udp_port", 0), p.value("admin", "?").c_str(),
-                p.value("link", "?").c_str(), p.value("packets_sent", 0ull), p.value("packets_received", 0ull));
+    std::printf("  port %d  %s:%d  admin %-4s  link %-4s  tx %llu  rx %llu packets\n",
+                p.value("port", 0), p.value("address", "?").c_str(), p.value("udp_port", 0),
+                p.value("admin", "?").c_str(), p.value("link", "?").c_str(),
+                p.value("packets_sent", 0ull), p.value("packets_received", 0ull));
 }
 
 int cmd_dev(const Options& o, const std::vector<std::string>& args) {
@@ -160,7 +167,8 @@ int cmd_dev(const Options& o, const std::vector<std::string>& args) {
       if (seen.insert(n).second) names.push_back(n);
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(ctl_socket_dir(), ec))
-      if (e.path().extension() == ".sock" && seen.insert(e.path().stem()).second) names.push_back(e.path().stem());
+      if (e.path().extension() == ".sock" && seen.insert(e.path().stem()).second)
+        names.push_back(e.path().stem());
   }
   json list = json::array();
   int rc = 0;
@@ -170,8 +178,10 @@ int cmd_dev(const Options& o, const std::vector<std::string>& args) {
     const int fd = connect_device(n, !single);
     json d = fd >= 0 ? (close(fd), call(n, {{"op", "device"}}, code)) : json();
     if (fd < 0 && single) return kExitUnreachable;
-    if (d.is_null()) d = json{{"device", n}, {"served", false}};
-    else d["served"] = true;
+    if (d.is_null())
+      d = json{{"device", n}, {"served", false}};
+    else
+      d["served"] = true;
     rc = std::max(rc, code);
     list.push_back(d);
   }
@@ -180,8 +190,11 @@ int cmd_dev(const Options& o, const std::vector<std::string>& args) {
     return rc;
   }
   for (const json& d : list) {
-    if (!d["served"].get<bool>()) std::printf("%s  not served (no process has it open)\n", d["device"].get<std::string>().c_str());
-    else print_ports(d);
+    if (!d["served"].get<bool>())
+      std::printf("%s  not served (no process has it open)\n",
+                  d["device"].get<std::string>().c_str());
+    else
+      print_ports(d);
   }
   return rc;
 }
@@ -192,15 +205,18 @@ int show(const Options& o, const std::string& device, const json& request, F&& h
   int code = 0;
   const json answer = call(device, request, code);
   if (code != 0) return code;
-  if (o.json_output) std::printf("%s\n", answer.dump(2).c_str());
-  else human(answer);
+  if (o.json_output)
+    std::printf("%s\n", answer.dump(2).c_str());
+  else
+    human(answer);
   return 0;
 }
 
 int cmd_port(const Options& o, const std::vector<std::string>& a) {
   if (a.size() == 3 && a[1] == "show") return show(o, a[2], {{"op", "device"}}, print_ports);
   uint64_t port = 0;
-  if (a.size() == 5 && a[1] == "set" && parse_uint(a[3], 255, port) && (a[4] == "up" || a[4] == "down"))
+  if (a.size() == 5 && a[1] == "set" && parse_uint(a[3], 255, port) &&
+      (a[4] == "up" || a[4] == "down"))
     return show(o, a[2], {{"op", "port-set"}, {"port", port}, {"admin", a[4]}}, [](const json&) {});
   return usage_error("port show DEV | port set DEV PORT up|down");
 }
@@ -213,15 +229,18 @@ void print_ev_profiles(const json& answer) {
       mask += m.get<std::string>();
     }
     for (const json& d : p["denied"])
-      denied += " " + std::to_string(d["ev"].get<int>()) + "/" + std::to_string(d["port"].get<int>());
+      denied +=
+          " " + std::to_string(d["ev"].get<int>()) + "/" + std::to_string(d["port"].get<int>());
     std::printf("profile %llu  %-7s  mode %s  count %u  min_active %u  events %s  qps %d%s%s\n",
-                p["id"].get<unsigned long long>(), p.value("state", "?").c_str(), p.value("mode", "?").c_str(),
-                p.value("count", 0u), p.value("min_active", 0u), mask.empty() ? "none" : mask.c_str(),
-                p.value("qps", 0), denied.empty() ? "" : "  denied", denied.c_str());
+                p["id"].get<unsigned long long>(), p.value("state", "?").c_str(),
+                p.value("mode", "?").c_str(), p.value("count", 0u), p.value("min_active", 0u),
+                mask.empty() ? "none" : mask.c_str(), p.value("qps", 0),
+                denied.empty() ? "" : "  denied", denied.c_str());
     if (p.contains("fields")) {
       for (const json& f : p["fields"])
-        std::printf("  field width %u init %u range %u-%u mask 0x%x\n", f.value("width", 0u), f.value("init_val", 0u),
-                    f.value("min_val", 0u), f.value("max_val", 0u), f.value("mask", 0u));
+        std::printf("  field width %u init %u range %u-%u mask 0x%x\n", f.value("width", 0u),
+                    f.value("init_val", 0u), f.value("min_val", 0u), f.value("max_val", 0u),
+                    f.value("mask", 0u));
     }
     if (!p.contains("evs")) continue;
     std::string evs;  // explicit profile: its EV array, EV/port, copies included
@@ -233,18 +252,21 @@ void print_ev_profiles(const json& answer) {
 
 void print_ev_states(const json& answer) {
   for (const json& q : answer["qps"]) {
-    std::printf("qp %u  profile %llu  %s  peer %s qp %u\n", q.value("qpn", 0u), q["profile"].get<unsigned long long>(),
-                q.value("state", "?").c_str(), q.value("peer", "?").c_str(), q.value("dest_qpn", 0u));
+    std::printf("qp %u  profile %llu  %s  peer %s qp %u\n", q.value("qpn", 0u),
+                q["profile"].get<unsigned long long>(), q.value("state", "?").c_str(),
+                q.value("peer", "?").c_str(), q.value("dest_qpn", 0u));
     for (const json& e : q["evs"])
-      std::printf("  ev %5u port %u  %-11s %-7s packets %llu  losses %llu  probes %llu/%llu\n", e.value("ev", 0u),
-                  e.value("port", 0u), e.value("state", "?").c_str(), e.value("active", false) ? "active" : "backup",
-                  e.value("packets", 0ull), e.value("losses", 0ull), e.value("probes_answered", 0ull),
+      std::printf("  ev %5u port %u  %-11s %-7s packets %llu  losses %llu  probes %llu/%llu\n",
+                  e.value("ev", 0u), e.value("port", 0u), e.value("state", "?").c_str(),
+                  e.value("active", false) ? "active" : "backup", e.value("packets", 0ull),
+                  e.value("losses", 0ull), e.value("probes_answered", 0ull),
                   e.value("probes_sent", 0ull));
   }
 }
 
 // Optional "NAME VALUE" pairs after the fixed arguments, e.g. "profile 3 qp 17".
-bool options_after(const std::vector<std::string>& a, size_t from, const std::set<std::string>& names, json& out) {
+bool options_after(const std::vector<std::string>& a, size_t from,
+                   const std::set<std::string>& names, json& out) {
   for (size_t i = from; i < a.size(); i += 2) {
     uint64_t v = 0;
     if (!names.count(a[i]) || i + 1 >= a.size()) return false;
@@ -264,7 +286,8 @@ int cmd_ev_probe(const Options& o, const std::vector<std::string>& a, json req) 
     for (const json& x : r["answers"])
       std::printf("ev %s port %s: answer %u on port %u, rtt %.1f us\n", a[3].c_str(), a[4].c_str(),
                   x.value("req_id", 0u), x.value("port", 0u), x.value("rtt_ns", 0u) / 1000.0);
-    std::printf("%llu sent, %d answered\n", r["sent"].get<unsigned long long>(), r.value("answered", 0));
+    std::printf("%llu sent, %d answered\n", r["sent"].get<unsigned long long>(),
+                r.value("answered", 0));
   });
 }
 
@@ -279,11 +302,17 @@ int cmd_ev(const Options& o, const std::vector<std::string>& a) {
   uint64_t ev = 0, port = 0;
   const bool ev_args = a.size() >= 5 && parse_uint(a[3], 65535, ev) && parse_uint(a[4], 255, port);
   if (ev_args && (a[1] == "deny" || a[1] == "allow") && options_after(a, 5, {"profile"}, req)) {
-    req.update({{"op", "ev-set"}, {"ev", ev}, {"port", port}, {"state", a[1] == "deny" ? "denied" : "good"}});
+    req.update({{"op", "ev-set"},
+                {"ev", ev},
+                {"port", port},
+                {"state", a[1] == "deny" ? "denied" : "good"}});
     return show(o, a[2], req, [&](const json& r) {
       if (!r.value("in_live_qps", false))
-        std::printf("note: no connected QP of the profile has EV %llu port %llu yet; the state applies to QPs that "
-                    "connect later\n", static_cast<unsigned long long>(ev), static_cast<unsigned long long>(port));
+        std::printf(
+            "note: no connected QP of the profile has EV %llu port %llu yet; the state applies to "
+            "QPs that "
+            "connect later\n",
+            static_cast<unsigned long long>(ev), static_cast<unsigned long long>(port));
     });
   }
   req = json::object();
@@ -291,18 +320,20 @@ int cmd_ev(const Options& o, const std::vector<std::string>& a) {
     req.update({{"ev", ev}, {"port", port}});
     return cmd_ev_probe(o, a, req);
   }
-  return usage_error("ev profile show DEV | ev show DEV [profile ID] [qp QPN] | ev deny|allow DEV EV PORT "
-                     "[profile ID] | ev probe DEV EV PORT [qp QPN | to ADDRESS] [count N] [timeout MS]");
+  return usage_error(
+      "ev profile show DEV | ev show DEV [profile ID] [qp QPN] | ev deny|allow DEV EV PORT "
+      "[profile ID] | ev probe DEV EV PORT [qp QPN | to ADDRESS] [count N] [timeout MS]");
 }
 
 int cmd_cc(const Options& o, const std::vector<std::string>& a) {
   if (a.size() != 3 || a[1] != "show") return usage_error("cc show DEV");
   return show(o, a[2], {{"op", "cc-profiles"}}, [](const json& r) {
     for (const json& p : r["profiles"]) {
-      std::printf("profile %llu  %-7s  %s", p["id"].get<unsigned long long>(), p.value("state", "?").c_str(),
-                  p.value("algorithm", "?").c_str());
+      std::printf("profile %llu  %-7s  %s", p["id"].get<unsigned long long>(),
+                  p.value("state", "?").c_str(), p.value("algorithm", "?").c_str());
       if (p.contains("config"))
-        for (const auto& [k, v] : p["config"].items()) std::printf("  %s %s", k.c_str(), v.dump().c_str());
+        for (const auto& [k, v] : p["config"].items())
+          std::printf("  %s %s", k.c_str(), v.dump().c_str());
       std::printf("\n");
     }
   });
@@ -329,11 +360,14 @@ int cmd_watch(const Options& o, const std::vector<std::string>& a) {
       std::fprintf(stderr, "mrcctl: %s: its process ended\n", a[1].c_str());
       return kExitUnreachable;
     }
-    if (o.json_output) std::printf("%s\n", line.c_str());
-    else if (e.value("event", "") == "lost") std::printf("%llu events lost\n", e["count"].get<unsigned long long>());
+    if (o.json_output)
+      std::printf("%s\n", line.c_str());
+    else if (e.value("event", "") == "lost")
+      std::printf("%llu events lost\n", e["count"].get<unsigned long long>());
     else
-      std::printf("qp %u  profile %llu  ev %u port %u  %s\n", e.value("qpn", 0u), e["profile"].get<unsigned long long>(),
-                  e.value("ev", 0u), e.value("port", 0u), e.value("state", "?").c_str());
+      std::printf("qp %u  profile %llu  ev %u port %u  %s\n", e.value("qpn", 0u),
+                  e["profile"].get<unsigned long long>(), e.value("ev", 0u), e.value("port", 0u),
+                  e.value("state", "?").c_str());
   }
   close(fd);
   return 0;
@@ -349,15 +383,19 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (w == "-j" || w == "--json") o.json_output = true;
-    else if (!w.empty() && w[0] == '-') return usage_error("unknown option " + w);
-    else o.words.push_back(w);
+    if (w == "-j" || w == "--json")
+      o.json_output = true;
+    else if (!w.empty() && w[0] == '-')
+      return usage_error("unknown option " + w);
+    else
+      o.words.push_back(w);
   }
   const auto& a = o.words;
   if (a.empty()) return usage_error("no object given");
   try {
     if (a[0] == "dev" && (a.size() == 1 || (a[1] == "show" && a.size() <= 3)))
-      return cmd_dev(o, a.size() == 1 ? std::vector<std::string>{"dev"} : std::vector<std::string>(a.begin() + 1, a.end()));
+      return cmd_dev(o, a.size() == 1 ? std::vector<std::string>{"dev"}
+                                      : std::vector<std::string>(a.begin() + 1, a.end()));
     if (a[0] == "port") return cmd_port(o, a);
     if (a[0] == "ev") return cmd_ev(o, a);
     if (a[0] == "cc") return cmd_cc(o, a);

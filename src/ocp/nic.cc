@@ -33,7 +33,8 @@ std::mutex g_nics_mutex;
 // Never destroyed: at exit() the progress threads simply end with the process.
 auto& g_nics = *new std::vector<std::unique_ptr<Nic>>();  // index = device index
 
-Result<std::unique_ptr<io::Device>, std::string> open_device(const DeviceSpec& spec, std::mutex& lock) {
+Result<std::unique_ptr<io::Device>, std::string> open_device(const DeviceSpec& spec,
+                                                             std::mutex& lock) {
   io::DeviceConfig dc;
   dc.planes = spec.planes;
   dc.ev_port_base = spec.ev_port_base;
@@ -54,8 +55,8 @@ void say_open_failed(int index, const std::string& why) {
   if (said.size() <= static_cast<size_t>(index)) said.resize(index + 1);
   if (said[index] == why) return;
   said[index] = why;
-  std::fprintf(stderr, "mrc: cannot open device %s: %s\n", device_config().devices[index].name.c_str(),
-               why.c_str());
+  std::fprintf(stderr, "mrc: cannot open device %s: %s\n",
+               device_config().devices[index].name.c_str(), why.c_str());
 }
 
 // The process at the other end of a connected unix socket (the owner serving its control
@@ -77,8 +78,10 @@ void signal_channel(mrc_cq* cq) {
 void mrc_context_push(mrc_context* context, ibv_event_type type, mrc_qp* qp, int port) {
   mrc_async_event event{};
   event.event_type = type;
-  if (qp != nullptr) event.element.qp = qp;
-  else event.element.port_num = port;
+  if (qp != nullptr)
+    event.element.qp = qp;
+  else
+    event.element.port_num = port;
   context->push_async(event);
 }
 
@@ -86,7 +89,9 @@ Nic::~Nic() {
   if (remote_fd >= 0) close(remote_fd);
 }
 
-bool Nic::port_up(int plane) const { return host->plane_stats(plane).up; }
+bool Nic::port_up(int plane) const {
+  return host->plane_stats(plane).up;
+}
 
 void Nic::on_completions(std::span<const uint32_t> tags) {
   for (uint32_t tag : tags) {
@@ -107,7 +112,8 @@ void Nic::after_progress() {
   }
   for (mrc_context* c : contexts) {
     for (mrc_qp* qp : c->qp_list) {
-      if (qp->fatal_reported || qp->qp->state() != QpState::kError || qp->state == IBV_QPS_ERR) continue;
+      if (qp->fatal_reported || qp->qp->state() != QpState::kError || qp->state == IBV_QPS_ERR)
+        continue;
       qp->fatal_reported = true;
       qp->state = IBV_QPS_ERR;
       mrc_context_push(c, IBV_EVENT_QP_FATAL, qp, 0);
@@ -133,7 +139,8 @@ static Nic* open_remote(int index, int fd) {
 Nic* nic_open(int index) {
   std::lock_guard lock(g_nics_mutex);
   const DeviceConfig& config = device_config();
-  if (index < 0 || index >= static_cast<int>(config.devices.size())) return fail<Nic*>(ENODEV, nullptr);
+  if (index < 0 || index >= static_cast<int>(config.devices.size()))
+    return fail<Nic*>(ENODEV, nullptr);
   if (g_nics.size() < config.devices.size()) g_nics.resize(config.devices.size());
   if (g_nics[index]) {
     ++g_nics[index]->opens;
@@ -168,11 +175,12 @@ Nic* nic_open(int index) {
 int refuse_data_path(Nic& nic) {
   if (!nic.owner_told.exchange(true)) {
     const std::string owner = nic.owner != 0 ? io::describe_process(nic.owner) : "another process";
-    std::fprintf(stderr,
-                 "mrc: device %s is owned by %s: this process has its controller (mrc_ctl_*) only; to move "
-                 "data, stop that process or open another device (an entry of %s with its own planes or "
-                 "port=)\n",
-                 nic.spec->name.c_str(), owner.c_str(), device_config().source.c_str());
+    std::fprintf(
+        stderr,
+        "mrc: device %s is owned by %s: this process has its controller (mrc_ctl_*) only; to move "
+        "data, stop that process or open another device (an entry of %s with its own planes or "
+        "port=)\n",
+        nic.spec->name.c_str(), owner.c_str(), device_config().source.c_str());
   }
   return EBUSY;
 }
@@ -191,13 +199,15 @@ void nic_close(Nic* nic) {
 }
 
 bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid_type* type) {
-  if (port < 1 || port > static_cast<int>(spec.planes.size()) || index < 0 || index > 3) return false;
+  if (port < 1 || port > static_cast<int>(spec.planes.size()) || index < 0 || index > 3)
+    return false;
   std::memset(gid, 0, sizeof *gid);
   const uint32_t ip = spec.planes[port - 1].address.s_addr;  // network order
   const auto* b = reinterpret_cast<const uint8_t*>(&ip);
   if (index < 2) {
     // fe80::/64 with the EUI-64 interface id of a locally administered MAC 02:00:<ipv4>.
-    const uint8_t link_local[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x00, b[0], 0xff, 0xfe, b[1], b[2], b[3]};
+    const uint8_t link_local[16] = {0xfe, 0x80, 0,    0,    0,    0,    0,    0,
+                                    0x00, 0x00, b[0], 0xff, 0xfe, b[1], b[2], b[3]};
     std::memcpy(gid->raw, link_local, 16);
   } else {
     gid->raw[10] = 0xff;

@@ -12,8 +12,8 @@
 #include <infiniband/verbs.h>
 #include <sys/types.h>
 
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -93,8 +93,8 @@ struct Nic {
   io::UdpHost* host = nullptr;
   int opens = 0;
   std::vector<mrc_context*> contexts;
-  std::vector<bool> admin_up;      // per port (plane); false = MRC_CTL_PORT_ADMIN_DISABLED
-  std::vector<bool> reported_up;   // per port, last state announced as an async event
+  std::vector<bool> admin_up;     // per port (plane); false = MRC_CTL_PORT_ADMIN_DISABLED
+  std::vector<bool> reported_up;  // per port, last state announced as an async event
   std::map<uint64_t, EvProfile> ev_profiles;
   std::map<uint64_t, EvFmtProfile> ev_fmt_profiles;
   std::map<uint64_t, CcProfile> cc_profiles;
@@ -236,10 +236,10 @@ struct mrc_qp {
   mrc_context* context = nullptr;
   mrc::QueuePair* qp = nullptr;
   mrc_qp_init_attr init{};
-  mrc::QpConfig config;           // in force or to be applied at the next transition
+  mrc::QpConfig config;  // in force or to be applied at the next transition
   ibv_qp_state state = IBV_QPS_RESET;
-  ibv_qp_attr vattr{};            // verbs attributes as last set (for mrc_query_qp)
-  mrc_qp_attr mattr{};            // MRC attributes as last set
+  ibv_qp_attr vattr{};  // verbs attributes as last set (for mrc_query_qp)
+  mrc_qp_attr mattr{};  // MRC attributes as last set
   uint64_t ev_profile = 0, cc_profile = 0;
   bool has_ev_profile = false, has_cc_profile = false;
   bool fatal_reported = false;

@@ -23,11 +23,11 @@ using namespace mrc::ocp;
 namespace {
 
 constexpr int kIgnoredVerbs = IBV_QP_PORT | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                              IBV_QP_MIN_RNR_TIMER | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
-                              IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE | IBV_QP_PKEY_INDEX |
-                              IBV_QP_EN_SQD_ASYNC_NOTIFY | IBV_QP_QKEY;
-constexpr int kUsedVerbs = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_AV | IBV_QP_PATH_MTU |
-                           IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_SQ_PSN;
+                              IBV_QP_MIN_RNR_TIMER | IBV_QP_MAX_QP_RD_ATOMIC |
+                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |
+                              IBV_QP_PKEY_INDEX | IBV_QP_EN_SQD_ASYNC_NOTIFY | IBV_QP_QKEY;
+constexpr int kUsedVerbs = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_AV |
+                           IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_SQ_PSN;
 constexpr int kInitGroup = MRC_QP_HINT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID;
 constexpr int kRtrGroup = MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_CAP;
 constexpr int kRtsGroup = MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_QP_TIMEOUT;
@@ -35,11 +35,16 @@ constexpr int kKnownMrc = kInitGroup | kRtrGroup | kRtsGroup | MRC_QP_VENDOR_CFG
 
 ibv_qp_state engine_state(const mrc_qp& qp) {
   switch (qp.qp->state()) {
-    case QpState::kReset: return IBV_QPS_RESET;
-    case QpState::kInit: return IBV_QPS_INIT;
-    case QpState::kRtr: return IBV_QPS_RTR;
-    case QpState::kRts: return IBV_QPS_RTS;
-    case QpState::kError: return IBV_QPS_ERR;
+    case QpState::kReset:
+      return IBV_QPS_RESET;
+    case QpState::kInit:
+      return IBV_QPS_INIT;
+    case QpState::kRtr:
+      return IBV_QPS_RTR;
+    case QpState::kRts:
+      return IBV_QPS_RTS;
+    case QpState::kError:
+      return IBV_QPS_ERR;
   }
   return IBV_QPS_ERR;
 }
@@ -49,9 +54,14 @@ int push_config(mrc_qp& qp, const QpConfig& next) {
   Result<Ok, QpError> r = Ok{};
   switch (qp.qp->state()) {
     case QpState::kReset:
-    case QpState::kInit: r = qp.qp->set_config(next); break;
-    case QpState::kRtr: r = qp.qp->set_requester_config(next); break;
-    default: return EINVAL;
+    case QpState::kInit:
+      r = qp.qp->set_config(next);
+      break;
+    case QpState::kRtr:
+      r = qp.qp->set_requester_config(next);
+      break;
+    default:
+      return EINVAL;
   }
   if (!r.ok()) {
     std::fprintf(stderr, "mrc: modify_qp: %s\n", qp.qp->config_error().c_str());
@@ -65,12 +75,14 @@ int check_mrc_values(const mrc_qp_attr& a, int mask) {
   if ((mask & MRC_QP_MPR) && a.mpr.mpr == 0) return EINVAL;
   if ((mask & MRC_QP_MPR_DEST) && a.mpr.mpr_dest == 0) return EINVAL;
   if ((mask & MRC_QP_MAX_WIMM) && a.wimm.max_wimm == 0) return EINVAL;
-  if ((mask & MRC_QP_MAX_WIMM_DEST) && (a.wimm.max_wimm_dest == 0 || a.wimm.max_wimm_dest > 4096)) return EINVAL;
+  if ((mask & MRC_QP_MAX_WIMM_DEST) && (a.wimm.max_wimm_dest == 0 || a.wimm.max_wimm_dest > 4096))
+    return EINVAL;
   if ((mask & MRC_QP_TIMEOUT) && a.timeout > 24) return EINVAL;
   if ((mask & MRC_QP_RETRY_CNT) && (a.retry.linear_cnt > 7 || a.retry.exp_cnt > 25)) return EINVAL;
   if (mask & MRC_QP_CAP) {
     if (a.cap & MRC_QP_CAP_DYNAMIC_MPR) return EOPNOTSUPP;  // not advertised by the device
-    if (a.cap & ~static_cast<uint32_t>(MRC_QP_CAP_TRIM_NACK_DEST_UNSUPPORTED | MRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED))
+    if (a.cap & ~static_cast<uint32_t>(MRC_QP_CAP_TRIM_NACK_DEST_UNSUPPORTED |
+                                       MRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED))
       return EINVAL;
   }
   return 0;
@@ -90,7 +102,8 @@ int stage_profiles(mrc_qp& qp, const mrc_qp_attr& a, int mask, QpConfig& next) {
     if (int e = ctl_apply_ev_profile(nic, a.profile.ev_profile_id, next)) return e;
   if (mask & MRC_QP_CC_PROFILE_ID)
     if (int e = ctl_apply_cc_profile(nic, a.profile.cc_profile_id, next)) return e;
-  if ((mask & MRC_QP_HINT) && a.qp_hint != nullptr && (!valid(a.qp_hint) || a.qp_hint->context != qp.context))
+  if ((mask & MRC_QP_HINT) && a.qp_hint != nullptr &&
+      (!valid(a.qp_hint) || a.qp_hint->context != qp.context))
     return EINVAL;
   return 0;
 }
@@ -138,7 +151,8 @@ void remember_mrc_attrs(mrc_qp& qp, const mrc_qp_attr* a, int mask) {
   if (mask == 0) return;
   commit_profiles(qp, *a, mask);
   if (mask & MRC_QP_CAP) qp.mattr.cap = a->cap;
-  if (mask & MRC_QP_VENDOR_CFG) std::memcpy(qp.mattr.vendor_cfg, a->vendor_cfg, sizeof a->vendor_cfg);
+  if (mask & MRC_QP_VENDOR_CFG)
+    std::memcpy(qp.mattr.vendor_cfg, a->vendor_cfg, sizeof a->vendor_cfg);
 }
 
 int apply_verbs_attrs(mrc_qp& qp, const ibv_qp_attr* v, int mask, QpConfig& next) {
@@ -150,7 +164,8 @@ int apply_verbs_attrs(mrc_qp& qp, const ibv_qp_attr* v, int mask, QpConfig& next
     next.mtu_bytes = 128u << v->path_mtu;
   }
   if ((mask & IBV_QP_ACCESS_FLAGS) &&
-      (v->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) != 0)
+      (v->qp_access_flags &
+       ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) != 0)
     return EINVAL;
   if ((mask & (IBV_QP_RQ_PSN | IBV_QP_SQ_PSN | IBV_QP_DEST_QPN)) &&
       ((v->rq_psn | v->sq_psn) > Psn::kMask || v->dest_qp_num > 0xFFFFFF))
@@ -173,7 +188,8 @@ int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
   static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   const ibv_gid& gid = ah.grh.dgid;
   if (!ah.is_global || std::memcmp(gid.raw, kMapped, sizeof kMapped) != 0) {
-    std::fprintf(stderr, "mrc: modify_qp(RTR): the destination must be an IPv4 RoCEv2 GID (is_global=1)\n");
+    std::fprintf(stderr,
+                 "mrc: modify_qp(RTR): the destination must be an IPv4 RoCEv2 GID (is_global=1)\n");
     return EINVAL;
   }
   uint32_t ip = 0;
@@ -183,13 +199,17 @@ int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
   char text[INET_ADDRSTRLEN] = "?";
   inet_ntop(AF_INET, &ip, text, sizeof text);
   if (!peer) {
-    std::fprintf(stderr, "mrc: modify_qp(RTR): %s is not a plane of any device or peer in %s\n", text,
-                 device_config().source.empty() ? "the configuration (MRC_DEVICES)" : device_config().source.c_str());
+    std::fprintf(stderr, "mrc: modify_qp(RTR): %s is not a plane of any device or peer in %s\n",
+                 text,
+                 device_config().source.empty() ? "the configuration (MRC_DEVICES)"
+                                                : device_config().source.c_str());
     return EINVAL;
   }
   if (peer->planes.size() != nic.spec->planes.size()) {
-    std::fprintf(stderr, "mrc: modify_qp(RTR): peer %s has %zu planes, device %s has %zu: both ends need the same\n",
-                 text, peer->planes.size(), nic.spec->name.c_str(), nic.spec->planes.size());
+    std::fprintf(
+        stderr,
+        "mrc: modify_qp(RTR): peer %s has %zu planes, device %s has %zu: both ends need the same\n",
+        text, peer->planes.size(), nic.spec->name.c_str(), nic.spec->planes.size());
     return EINVAL;
   }
   handle = nic.peer_handle(peer->planes);
@@ -230,7 +250,8 @@ int modify_locked(mrc_qp& qp, ibv_qp_attr* v, int vmask, mrc_qp_attr* m, int mma
   QpConfig next = qp.config;
   if (int e = apply_verbs_attrs(qp, v, vmask, next)) return e;
   if (int e = apply_mrc_attrs(qp, m, mmask, next)) return e;
-  const bool config_changes = vmask & IBV_QP_PATH_MTU || mmask & (kInitGroup | kRtrGroup | kRtsGroup);
+  const bool config_changes =
+      vmask & IBV_QP_PATH_MTU || mmask & (kInitGroup | kRtrGroup | kRtsGroup);
   if (config_changes && to != IBV_QPS_ERR && to != IBV_QPS_RESET)
     if (int e = push_config(qp, next)) return e;
   if (int e = transition(qp, to, v, vmask)) return e;
@@ -239,7 +260,9 @@ int modify_locked(mrc_qp& qp, ibv_qp_attr* v, int vmask, mrc_qp_attr* m, int mma
   return 0;
 }
 
-int post_error(PostError e) { return e == PostError::kQueueFull ? ENOMEM : EINVAL; }
+int post_error(PostError e) {
+  return e == PostError::kQueueFull ? ENOMEM : EINVAL;
+}
 
 int post_one(mrc_qp& qp, const ibv_send_wr& wr) {
   if (wr.opcode != IBV_WR_RDMA_WRITE && wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM) return EINVAL;
@@ -248,7 +271,8 @@ int post_one(mrc_qp& qp, const ibv_send_wr& wr) {
       (wr.num_sge > 0 && wr.sg_list == nullptr))
     return EINVAL;
   Sge sges[kMaxSge];
-  for (int i = 0; i < wr.num_sge; ++i) sges[i] = Sge{wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
+  for (int i = 0; i < wr.num_sge; ++i)
+    sges[i] = Sge{wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
   SendWr s;
   s.wr_id = wr.wr_id;
   s.opcode = wr.opcode == IBV_WR_RDMA_WRITE ? SendOpcode::kWrite : SendOpcode::kWriteWithImm;
@@ -274,10 +298,11 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   if (pd == nullptr || pd->owner != mrc_ctx->device || attr->send_cq->context != mrc_ctx ||
       attr->recv_cq->context != mrc_ctx || attr->send_cq->ev_cq || attr->recv_cq->ev_cq)
     return fail<mrc_qp*>(EINVAL, nullptr);
-  if (attr->protocol_version != MRC_PROTOCOL_VERSION_0 && attr->protocol_version != MRC_PROTOCOL_VERSION_1)
+  if (attr->protocol_version != MRC_PROTOCOL_VERSION_0 &&
+      attr->protocol_version != MRC_PROTOCOL_VERSION_1)
     return fail<mrc_qp*>(EOPNOTSUPP, nullptr);
-  if (cap.max_send_wr < 1 || cap.max_send_wr > 65536 || cap.max_recv_wr > 65536 || cap.max_send_sge > kMaxSge ||
-      cap.max_recv_sge > kMaxSge || cap.max_inline_data > 0)
+  if (cap.max_send_wr < 1 || cap.max_send_wr > 65536 || cap.max_recv_wr > 65536 ||
+      cap.max_send_sge > kMaxSge || cap.max_recv_sge > kMaxSge || cap.max_inline_data > 0)
     return fail<mrc_qp*>(EINVAL, nullptr);
   Nic& nic = *mrc_ctx->nic;
   QpConfig config;
@@ -286,12 +311,15 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   config.max_sge = std::max<uint32_t>({cap.max_send_sge, cap.max_recv_sge, 1});
   const auto planes = static_cast<uint16_t>(nic.spec->planes.size());
   nic.device->configure(config);
-  config.ev_count = static_cast<uint16_t>(config.ev_count / planes * planes);  // an equal share per plane
+  config.ev_count =
+      static_cast<uint16_t>(config.ev_count / planes * planes);  // an equal share per plane
   std::lock_guard lock(nic.mutex);
-  auto created = nic.host->endpoint().create_qp(config, pd->engine_pd, attr->send_cq->queue, attr->recv_cq->queue);
+  auto created = nic.host->endpoint().create_qp(config, pd->engine_pd, attr->send_cq->queue,
+                                                attr->recv_cq->queue);
   if (!created.ok()) {
     if (created.error() == QpError::kBadConfig)
-      std::fprintf(stderr, "mrc: create_qp: %s\n", config.validate(static_cast<int>(planes)).c_str());
+      std::fprintf(stderr, "mrc: create_qp: %s\n",
+                   config.validate(static_cast<int>(planes)).c_str());
     return fail<mrc_qp*>(created.error() == QpError::kTooManyQps ? ENOMEM : EINVAL, nullptr);
   }
   cap.max_recv_wr = config.max_recv_wr;
@@ -329,7 +357,8 @@ int mrc_destroy_qp(mrc_qp* qp) {
   return 0;
 }
 
-int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* vattr, int vattr_mask, mrc_qp_attr* mrc_attr, int mrc_attr_mask) {
+int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* vattr, int vattr_mask, mrc_qp_attr* mrc_attr,
+                  int mrc_attr_mask) {
   if (!valid(qp)) return fail(EINVAL, -1);
   int e = 0;
   {
@@ -340,8 +369,8 @@ int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* vattr, int vattr_mask, mrc_qp_attr* m
   return e == 0 ? 0 : fail(e, -1);
 }
 
-int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* vattr, int vattr_mask, mrc_qp_attr* mrc_attr, int mrc_attr_mask,
-                 mrc_qp_init_attr* init_attr) {
+int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* vattr, int vattr_mask, mrc_qp_attr* mrc_attr,
+                 int mrc_attr_mask, mrc_qp_init_attr* init_attr) {
   (void)vattr_mask;
   (void)mrc_attr_mask;  // everything is cheap to fill: all fields are returned
   if (!valid(qp)) return fail(EINVAL, -1);
@@ -404,7 +433,8 @@ int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   std::lock_guard lock(qp->context->nic->mutex);
   for (; wr != nullptr; wr = wr->next) {
     int e = 0;
-    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > std::max<uint32_t>(qp->init.cap.max_recv_sge, 1)) {
+    if (wr->num_sge < 0 ||
+        static_cast<uint32_t>(wr->num_sge) > std::max<uint32_t>(qp->init.cap.max_recv_sge, 1)) {
       e = EINVAL;
     } else if (auto r = qp->qp->post_recv(wr->wr_id); !r.ok()) {
       e = post_error(r.error());

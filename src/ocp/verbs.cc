@@ -66,8 +66,10 @@ SoftDevice* soft_device(ibv_device* device) {
 
 SoftContext* soft_context(ibv_context* context) {
   if (context == nullptr || soft_device(context->device) == nullptr) return nullptr;
-  auto* vctx = reinterpret_cast<verbs_context*>(reinterpret_cast<uint8_t*>(context) - offsetof(verbs_context, context));
-  auto* soft = reinterpret_cast<SoftContext*>(reinterpret_cast<uint8_t*>(vctx) - offsetof(SoftContext, vctx));
+  auto* vctx = reinterpret_cast<verbs_context*>(reinterpret_cast<uint8_t*>(context) -
+                                                offsetof(verbs_context, context));
+  auto* soft = reinterpret_cast<SoftContext*>(reinterpret_cast<uint8_t*>(vctx) -
+                                              offsetof(SoftContext, vctx));
   return soft->magic == kMagicContext ? soft : nullptr;
 }
 
@@ -124,7 +126,8 @@ const char* ibv_get_device_name(ibv_device* device) {
 }
 
 __be64 ibv_get_device_guid(ibv_device* device) {
-  if (SoftDevice* d = soft_device(device)) return htobe64(0x02004d5243000000ull + static_cast<uint64_t>(d->index));
+  if (SoftDevice* d = soft_device(device))
+    return htobe64(0x02004d5243000000ull + static_cast<uint64_t>(d->index));
   auto next = NEXT(ibv_get_device_guid, "IBVERBS_1.1");
   return next != nullptr ? next(device) : 0;
 }
@@ -209,7 +212,8 @@ int(ibv_query_port)(ibv_context* context, uint8_t port_num, struct _compat_ibv_p
     return next != nullptr ? next(context, port_num, attr) : EINVAL;
   }
   // The compat layout is the leading part of ibv_port_attr up to link_layer.
-  return query_port(context, port_num, reinterpret_cast<ibv_port_attr*>(attr), offsetof(ibv_port_attr, flags));
+  return query_port(context, port_num, reinterpret_cast<ibv_port_attr*>(attr),
+                    offsetof(ibv_port_attr, flags));
 }
 
 int ibv_query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) {
@@ -218,12 +222,13 @@ int ibv_query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gi
     auto next = NEXT(ibv_query_gid, "IBVERBS_1.1");
     return next != nullptr ? next(context, port_num, index, gid) : fail(EINVAL, -1);
   }
-  if (gid == nullptr || !port_gid(*soft->nic->spec, port_num, index, gid, nullptr)) return fail(EINVAL, -1);
+  if (gid == nullptr || !port_gid(*soft->nic->spec, port_num, index, gid, nullptr))
+    return fail(EINVAL, -1);
   return 0;
 }
 
-int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_index, ibv_gid_entry* entry,
-                      uint32_t flags, size_t entry_size) {
+int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_index,
+                      ibv_gid_entry* entry, uint32_t flags, size_t entry_size) {
   SoftContext* soft = soft_context(context);
   if (soft == nullptr) {
     auto next = NEXT(_ibv_query_gid_ex, "IBVERBS_1.11");
@@ -232,7 +237,8 @@ int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_inde
   if (entry == nullptr || entry_size < sizeof(ibv_gid_entry) || flags != 0) return EINVAL;
   ibv_gid_type type{};
   if (port_num > 255 || gid_index > 255 ||
-      !port_gid(*soft->nic->spec, static_cast<int>(port_num), static_cast<int>(gid_index), &entry->gid, &type))
+      !port_gid(*soft->nic->spec, static_cast<int>(port_num), static_cast<int>(gid_index),
+                &entry->gid, &type))
     return ENODATA;
   entry->gid_index = gid_index;
   entry->port_num = port_num;
@@ -241,8 +247,8 @@ int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_inde
   return 0;
 }
 
-ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries, uint32_t flags,
-                             size_t entry_size) {
+ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries,
+                             uint32_t flags, size_t entry_size) {
   SoftContext* soft = soft_context(context);
   if (soft == nullptr) {
     auto next = NEXT(_ibv_query_gid_table, "IBVERBS_1.11");
@@ -254,7 +260,8 @@ ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_
   size_t n = 0;
   for (uint32_t p = 1; p <= ports; ++p)
     for (uint32_t i = 0; i < 4; ++i, ++n) {
-      auto* e = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + n * entry_size);
+      auto* e =
+          reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + n * entry_size);
       _ibv_query_gid_ex(context, p, i, e, 0, entry_size);
     }
   return static_cast<ssize_t>(n);
@@ -266,7 +273,8 @@ int ibv_query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pk
     auto next = NEXT(ibv_query_pkey, "IBVERBS_1.1");
     return next != nullptr ? next(context, port_num, index, pkey) : fail(EINVAL, -1);
   }
-  if (pkey == nullptr || index != 0 || port_num < 1 || port_num > soft->nic->spec->planes.size()) return fail(EINVAL, -1);
+  if (pkey == nullptr || index != 0 || port_num < 1 || port_num > soft->nic->spec->planes.size())
+    return fail(EINVAL, -1);
   *pkey = htobe16(0xffff);
   return 0;
 }

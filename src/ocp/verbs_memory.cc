@@ -21,17 +21,23 @@ void* next_symbol(const char* name, const char* version) {
 
 int errno_of(MrError e) {
   switch (e) {
-    case MrError::kTableFull: return ENOMEM;
-    case MrError::kNullAddress: return EFAULT;
-    default: return EINVAL;
+    case MrError::kTableFull:
+      return ENOMEM;
+    case MrError::kNullAddress:
+      return EFAULT;
+    default:
+      return EINVAL;
   }
 }
 
 ibv_mr* register_region(SoftPd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
-  constexpr unsigned kSupported = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  constexpr unsigned kSupported =
+      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   const unsigned required = access & ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
-  if ((required & ~kSupported) != 0) return fail<ibv_mr*>(EOPNOTSUPP, nullptr);  // atomics, MW, zero-based, ODP
-  if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE)) return fail<ibv_mr*>(EINVAL, nullptr);
+  if ((required & ~kSupported) != 0)
+    return fail<ibv_mr*>(EOPNOTSUPP, nullptr);  // atomics, MW, zero-based, ODP
+  if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))
+    return fail<ibv_mr*>(EINVAL, nullptr);
   if (iova != reinterpret_cast<uintptr_t>(addr)) return fail<ibv_mr*>(EOPNOTSUPP, nullptr);
   uint32_t engine_access = 0;
   if (access & IBV_ACCESS_LOCAL_WRITE) engine_access |= kAccessLocalWrite;
@@ -39,7 +45,8 @@ ibv_mr* register_region(SoftPd* pd, void* addr, size_t length, uint64_t iova, un
   if (access & IBV_ACCESS_REMOTE_READ) engine_access |= kAccessRemoteRead;
   Nic* nic = pd->owner->nic;
   std::lock_guard lock(nic->mutex);
-  auto r = nic->host->endpoint().memory().register_region(pd->engine_pd, addr, length, engine_access);
+  auto r =
+      nic->host->endpoint().memory().register_region(pd->engine_pd, addr, length, engine_access);
   if (!r.ok()) return fail<ibv_mr*>(errno_of(r.error()), nullptr);
   auto* mr = new SoftMr();
   std::memset(&mr->mr, 0, sizeof mr->mr);
@@ -71,7 +78,8 @@ ibv_pd* ibv_alloc_pd(ibv_context* context) {
     auto next = NEXT(ibv_alloc_pd, "IBVERBS_1.1");
     return next != nullptr ? next(context) : fail<ibv_pd*>(EINVAL, nullptr);
   }
-  if (soft->nic->remote()) return fail<ibv_pd*>(refuse_data_path(*soft->nic), nullptr);  // controller-only
+  if (soft->nic->remote())
+    return fail<ibv_pd*>(refuse_data_path(*soft->nic), nullptr);  // controller-only
   auto* pd = new SoftPd();
   pd->owner = soft;
   pd->pd.context = context;
@@ -91,7 +99,8 @@ int ibv_dealloc_pd(ibv_pd* pd) {
   Nic* nic = soft->owner->nic;
   {
     std::lock_guard lock(nic->mutex);
-    if (soft->users > 0 || !nic->host->endpoint().memory().dealloc_pd(soft->engine_pd)) return EBUSY;
+    if (soft->users > 0 || !nic->host->endpoint().memory().dealloc_pd(soft->engine_pd))
+      return EBUSY;
     --soft->owner->pds;
     soft->magic = kDead;
   }
@@ -105,7 +114,8 @@ ibv_mr*(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) {
     auto next = NEXT(ibv_reg_mr, "IBVERBS_1.1");
     return next != nullptr ? next(pd, addr, length, access) : fail<ibv_mr*>(EINVAL, nullptr);
   }
-  return register_region(soft, addr, length, reinterpret_cast<uintptr_t>(addr), static_cast<unsigned>(access));
+  return register_region(soft, addr, length, reinterpret_cast<uintptr_t>(addr),
+                         static_cast<unsigned>(access));
 }
 
 ibv_mr*(ibv_reg_mr_iova)(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
@@ -148,7 +158,8 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
                       int comp_vector) {
   if (soft_context(context) != nullptr) return fail<ibv_cq*>(EOPNOTSUPP, nullptr);
   auto next = NEXT(ibv_create_cq, "IBVERBS_1.1");
-  return next != nullptr ? next(context, cqe, cq_context, channel, comp_vector) : fail<ibv_cq*>(EINVAL, nullptr);
+  return next != nullptr ? next(context, cqe, cq_context, channel, comp_vector)
+                         : fail<ibv_cq*>(EINVAL, nullptr);
 }
 
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
@@ -164,14 +175,30 @@ ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
 }
 
 const char* ibv_wc_status_str(ibv_wc_status status) {
-  static const char* const names[] = {
-      "success", "local length error", "local QP operation error", "local EE context operation error",
-      "local protection error", "Work Request Flushed Error", "memory management operation error",
-      "bad response error", "local access error", "remote invalid request error", "remote access error",
-      "remote operation error", "transport retry counter exceeded", "RNR retry counter exceeded",
-      "local RDD violation error", "remote invalid RD request", "aborted error", "invalid EE context number",
-      "invalid EE context state", "fatal error", "response timeout error", "general error",
-      "TM error", "TM rendezvous error"};
+  static const char* const names[] = {"success",
+                                      "local length error",
+                                      "local QP operation error",
+                                      "local EE context operation error",
+                                      "local protection error",
+                                      "Work Request Flushed Error",
+                                      "memory management operation error",
+                                      "bad response error",
+                                      "local access error",
+                                      "remote invalid request error",
+                                      "remote access error",
+                                      "remote operation error",
+                                      "transport retry counter exceeded",
+                                      "RNR retry counter exceeded",
+                                      "local RDD violation error",
+                                      "remote invalid RD request",
+                                      "aborted error",
+                                      "invalid EE context number",
+                                      "invalid EE context state",
+                                      "fatal error",
+                                      "response timeout error",
+                                      "general error",
+                                      "TM error",
+                                      "TM rendezvous error"};
   const auto i = static_cast<unsigned>(status);
   return i < sizeof names / sizeof names[0] ? names[i] : "unknown";
 }

@@ -495,8 +495,8 @@ void ProcessGroupMrc::run_point_to_point(Item first) {
   }
   if (result.ok()) return;
   p2p.abandon();
-  const auto error = std::make_exception_ptr(
-      std::runtime_error("mrc send/recv: " + result.error().message));
+  const auto error =
+      std::make_exception_ptr(std::runtime_error("mrc send/recv: " + result.error().message));
   for (auto& [ticket, item] : active) item.work->complete(error);
 }
 

@@ -25,7 +25,8 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
                                            int port, int ev_port_base,
                                            std::chrono::milliseconds timeout, uint32_t chunk_bytes,
                                            uint32_t slots, uint32_t mtu, const std::string& backend,
-                                           std::chrono::milliseconds peer_timeout, uint32_t threads) {
+                                           std::chrono::milliseconds peer_timeout,
+                                           uint32_t threads) {
   BackendOptions o;
   o.planes = planes;
   o.port = port_number(port, "port");
@@ -45,8 +46,9 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
   o.peer_timeout = peer_timeout;
   o.chunk_bytes = chunk_bytes;
   o.slots = slots;
-  TORCH_CHECK(mtu >= 256 && mtu <= 9000, "mrc: MRC_MTU ", mtu,
-              " is not a packet payload size (256-9000; the links' MTU must hold it plus ~90 bytes)");
+  TORCH_CHECK(
+      mtu >= 256 && mtu <= 9000, "mrc: MRC_MTU ", mtu,
+      " is not a packet payload size (256-9000; the links' MTU must hold it plus ~90 bytes)");
   o.mtu_bytes = mtu;
   auto parsed = mrc::io::parse_backend(backend);
   TORCH_CHECK(parsed.ok(), "mrc: MRC_BACKEND: ", parsed.ok() ? "" : parsed.error());
@@ -83,7 +85,8 @@ PYBIND11_MODULE(_C, m) {
            py::arg("planes"), py::arg("port"), py::arg("ev_port_base"),
            py::arg("timeout") = std::chrono::milliseconds(30 * 60 * 1000),
            py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 4096u,
-           py::arg("backend") = "udp", py::arg("peer_timeout") = std::chrono::milliseconds(8000), py::arg("threads") = 1u,
+           py::arg("backend") = "udp", py::arg("peer_timeout") = std::chrono::milliseconds(8000),
+           py::arg("threads") = 1u,
            // The rendezvous blocks until every rank has come: let other Python threads run.
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("planes", &ProcessGroupMrc::planes, "number of planes")

@@ -11,8 +11,8 @@
 // both with the communicator's error. Sends and receives are the exception to one-at-a-time: a
 // run of them in the queue (isend/irecv, batch_isend_irecv) moves side by side, and the worker
 // takes in sends and receives queued while it runs them, so a rank that sends first and
-// receives second never waits for a peer doing the same (coll::PointToPoint). Plane statistics and plane up/down go to the mrc Context,
-// which is thread-safe.
+// receives second never waits for a peer doing the same (coll::PointToPoint). Plane statistics and
+// plane up/down go to the mrc Context, which is thread-safe.
 //
 // A failed communicator (a rank died, a timeout, mismatched calls) is released by the worker at
 // once: its threads stop and its ports are free, so the process can destroy the group and form a
@@ -45,14 +45,15 @@ namespace mrc::torchpg {
 struct BackendOptions {
   std::vector<std::string> planes;  // this rank's address per plane
   uint16_t port = 4791;             // this rank's first UDP receive port (one per thread)
-  uint16_t ev_port_base = 20000;    // first of this rank's threads * ev_source_ports(planes) source ports
+  uint16_t ev_port_base =
+      20000;  // first of this rank's threads * ev_source_ports(planes) source ports
   std::chrono::milliseconds timeout{30 * 60 * 1000};  // no progress for this long fails a call
   std::chrono::milliseconds peer_timeout{8000};  // a peer silent this long is gone (retry_exp_for)
   uint32_t chunk_bytes = 256 << 10;
   uint32_t slots = 8;
-  uint32_t mtu_bytes = 4096;  // payload per packet (QpConfig::mtu_bytes)
+  uint32_t mtu_bytes = 4096;                // payload per packet (QpConfig::mtu_bytes)
   io::Backend backend = io::Backend::kUdp;  // the datapath (MRC_BACKEND: udp or xdp)
-  uint32_t threads = 1;  // engine threads (MRC_THREADS; ContextOptions::threads)
+  uint32_t threads = 1;                     // engine threads (MRC_THREADS; ContextOptions::threads)
 };
 
 // One plane's counters (io::UdpPlaneStats) for Python.
@@ -144,8 +145,8 @@ class ProcessGroupMrc final : public c10d::ProcessGroup {
   };
   struct Item {
     c10::intrusive_ptr<WorkMrc> work;
-    Task task;                           // a collective, or
-    std::optional<PointToPointOp> p2p;   // a send or a receive
+    Task task;                          // a collective, or
+    std::optional<PointToPointOp> p2p;  // a send or a receive
   };
   // Queues `task` for the worker; the Work completes when it has run (failed if it threw).
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
@@ -167,7 +168,7 @@ class ProcessGroupMrc final : public c10d::ProcessGroup {
   BackendOptions options_;
   std::unique_ptr<coll::Store> store_;
   std::unique_ptr<coll::Communicator> comm_;  // null once failed; reset under mutex_
-  std::string failure_;                        // why, once comm_ is released
+  std::string failure_;                       // why, once comm_ is released
 
   mutable std::mutex mutex_;
   std::condition_variable queued_;

@@ -9,20 +9,23 @@
 #include <cstring>
 
 #include "core/wire/packet.h"
-#include "util/bytes.h"
-
 #include "sim/mptcp.h"
 #include "sim/roce.h"
 #include "util/assert.h"
+#include "util/bytes.h"
 
 namespace mrc::sim {
 
 const char* to_string(TransportKind kind) {
   switch (kind) {
-    case TransportKind::kMrc: return "mrc";
-    case TransportKind::kRoce: return "roce";
-    case TransportKind::kRocePfc: return "roce_pfc";
-    case TransportKind::kMptcp: return "mptcp";
+    case TransportKind::kMrc:
+      return "mrc";
+    case TransportKind::kRoce:
+      return "roce";
+    case TransportKind::kRocePfc:
+      return "roce_pfc";
+    case TransportKind::kMptcp:
+      return "mptcp";
   }
   return "?";
 }
@@ -146,7 +149,12 @@ void BaselineConn::send_control(PlaneId plane, Ev ev, const BaseHeader& h) {
 
 BaselineHost::BaselineHost(HostId id, EventQueue& events, Fabric& fabric,
                            const TransportConfig& config, uint32_t mtu_bytes)
-    : id_(id), events_(events), fabric_(fabric), config_(config), mtu_(mtu_bytes), schedule_(fabric.planes()) {
+    : id_(id),
+      events_(events),
+      fabric_(fabric),
+      config_(config),
+      mtu_(mtu_bytes),
+      schedule_(fabric.planes()) {
   control_.resize(fabric.planes());
   next_conn_.assign(fabric.planes(), 0);
 }

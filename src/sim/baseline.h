@@ -1,9 +1,9 @@
 // Baseline transports in the simulator (RoCEv2 RC with go-back-N and DCQCN, MPTCP-like coupled
 // subflows), so that comparisons with MRC run the same workloads over the same fabrics and are
 // checked the same way. They are models, not engines: a fixed 64-byte header carried in the
-// datagram and a 4-byte ICRC trailer, real payload bytes copied from the source buffer and placed at their offset in the
-// target buffer, completions in the engine's Completion format so the runner's checker reads
-// them exactly as it reads MRC's.
+// datagram and a 4-byte ICRC trailer, real payload bytes copied from the source buffer and placed
+// at their offset in the target buffer, completions in the engine's Completion format so the
+// runner's checker reads them exactly as it reads MRC's.
 //
 // BaselineHost is one host: its connection ends (BaselineConn), one small control-packet FIFO
 // per NIC port (ACK/NAK/CNP go first, in the fabric's priority class), round-robin among the
@@ -21,8 +21,8 @@
 #include "core/config.h"
 #include "sim/event_queue.h"
 #include "sim/fabric.h"
-#include "util/schedule.h"
 #include "sim/transport.h"
+#include "util/schedule.h"
 
 namespace mrc::sim {
 
@@ -34,15 +34,15 @@ struct BaseHeader {
   uint8_t kind = 0;
   uint8_t flags = 0;
   uint16_t subflow = 0;
-  uint32_t dest_conn = 0;   // the receiver's connection id
-  uint64_t seq = 0;         // data: PSN (RoCE) / subflow sequence (MPTCP), in packets
-  uint64_t dsn = 0;         // MPTCP data sequence number, in packets
-  uint64_t offset = 0;      // data: where the payload goes in the target buffer
-  uint32_t length = 0;      // data: payload bytes
+  uint32_t dest_conn = 0;  // the receiver's connection id
+  uint64_t seq = 0;        // data: PSN (RoCE) / subflow sequence (MPTCP), in packets
+  uint64_t dsn = 0;        // MPTCP data sequence number, in packets
+  uint64_t offset = 0;     // data: where the payload goes in the target buffer
+  uint32_t length = 0;     // data: payload bytes
   uint32_t immediate = 0;
-  uint64_t ack = 0;         // ACK: next expected seq; NAK: the expected PSN
-  uint64_t data_ack = 0;    // MPTCP: next expected DSN
-  int64_t echo_ns = 0;      // data: send time; ACK: the echoed send time (RTT samples)
+  uint64_t ack = 0;       // ACK: next expected seq; NAK: the expected PSN
+  uint64_t data_ack = 0;  // MPTCP: next expected DSN
+  int64_t echo_ns = 0;    // data: send time; ACK: the echoed send time (RTT samples)
 };
 inline constexpr uint32_t kBaseHeaderBytes = sizeof(BaseHeader);
 static_assert(kBaseHeaderBytes == 64);
@@ -61,8 +61,8 @@ struct BaseWr {
 
 struct BaseStats {
   uint64_t data_packets_sent = 0;
-  uint64_t data_bytes_sent = 0;       // payload
-  uint64_t retransmits = 0;           // data packets sent again (go-back-N rewinds, RTOs, ...)
+  uint64_t data_bytes_sent = 0;  // payload
+  uint64_t retransmits = 0;      // data packets sent again (go-back-N rewinds, RTOs, ...)
   uint64_t timeouts = 0;
   uint64_t naks_sent = 0;
   uint64_t naks_received = 0;

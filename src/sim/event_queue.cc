@@ -119,15 +119,18 @@ MRC_INLINE void EventQueue::prefetch_ahead(uint32_t bucket) {
     if (slot == kNone) {
       if (in_wheel_ == 0) return;
       const uint32_t word = bucket >> 6;
-      const uint64_t later = (bucket & 63) == 63 ? 0 : words_[word] & (~uint64_t{0} << ((bucket & 63) + 1));
-      const uint32_t found = later != 0 ? (word << 6) | static_cast<uint32_t>(std::countr_zero(later))
-                                        : first_bucket_after(word);
+      const uint64_t later =
+          (bucket & 63) == 63 ? 0 : words_[word] & (~uint64_t{0} << ((bucket & 63) + 1));
+      const uint32_t found = later != 0
+                                 ? (word << 6) | static_cast<uint32_t>(std::countr_zero(later))
+                                 : first_bucket_after(word);
       // Not past the last pending instant (the search wraps around the wheel).
       if (((found - now_bucket) & kWheelMask) <= ((bucket - now_bucket) & kWheelMask)) return;
       bucket = found;
       slot = buckets_[bucket].head;
     }
-    events_[slot].call(events_[slot], static_cast<Mode>(static_cast<int>(Mode::kPrefetch0) + stage));
+    events_[slot].call(events_[slot],
+                       static_cast<Mode>(static_cast<int>(Mode::kPrefetch0) + stage));
     slot = events_[slot].next;
   }
 }
@@ -162,14 +165,15 @@ MRC_INLINE bool EventQueue::step(Instant until) {
   return true;
 }
 
-bool EventQueue::run_one(Instant until) { return step(until); }
+bool EventQueue::run_one(Instant until) {
+  return step(until);
+}
 
 void EventQueue::run_until(Instant until) {
   stopped_ = false;
   while (!stopped_ && step(until)) {
   }
 }
-
 
 #undef MRC_INLINE
 

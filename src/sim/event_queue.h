@@ -88,9 +88,9 @@ class EventQueue {
     uint32_t next;  // the next event of its wheel bucket (or free slot), or kNone
   };
   template <typename Fn>
-  static constexpr bool kInline = sizeof(Fn) <= kInlineBytes && alignof(Fn) <= 8 &&
-                                  std::is_trivially_copyable_v<Fn> &&
-                                  std::is_trivially_destructible_v<Fn>;
+  static constexpr bool kInline =
+      sizeof(Fn) <= kInlineBytes &&
+      alignof(Fn) <= 8 && std::is_trivially_copyable_v<Fn>&& std::is_trivially_destructible_v<Fn>;
 
   // The wheel: bucket t % kWheelNs holds the events at t, for every t in [now, now + kWheelNs).
   static constexpr unsigned kWheelBits = 13;
@@ -111,7 +111,9 @@ class EventQueue {
   static Key make_key(Instant at, uint64_t sequence, uint32_t slot) {
     return (static_cast<Key>(static_cast<uint64_t>(at.ns)) << 64) | (sequence << kSlotBits) | slot;
   }
-  static Instant key_time(Key k) { return Instant{static_cast<int64_t>(static_cast<uint64_t>(k >> 64))}; }
+  static Instant key_time(Key k) {
+    return Instant{static_cast<int64_t>(static_cast<uint64_t>(k >> 64))};
+  }
   static uint32_t key_slot(Key k) { return static_cast<uint32_t>(k) & ((1u << kSlotBits) - 1); }
 
   // Files a new event at `at` and returns its record to fill in.
@@ -134,9 +136,9 @@ class EventQueue {
   uint64_t words_[kWords] = {};
   uint64_t summary_[kSummaryWords] = {};
   size_t in_wheel_ = 0;
-  std::vector<Key> far_;  // a min-heap of the events kWheelNs or more ahead when filed
+  std::vector<Key> far_;               // a min-heap of the events kWheelNs or more ahead when filed
   Instant far_at_ = Instant::never();  // the time of its earliest, never if it is empty
-  std::vector<Event> events_;  // the slab, indexed by slot
+  std::vector<Event> events_;          // the slab, indexed by slot
   uint32_t free_head_ = kNone;  // the free slots, last freed first, linked through Event::next
   Instant now_{0};
   uint64_t next_sequence_ = 0;
@@ -156,7 +158,8 @@ void EventQueue::schedule(Instant at, F&& callback) {
       if (mode == Mode::kRun) {
         f();
       } else if constexpr (requires { f.prefetch(0); }) {
-        if (mode >= Mode::kPrefetch0) f.prefetch(static_cast<int>(mode) - static_cast<int>(Mode::kPrefetch0));
+        if (mode >= Mode::kPrefetch0)
+          f.prefetch(static_cast<int>(mode) - static_cast<int>(Mode::kPrefetch0));
       }
     };
   } else {

@@ -27,9 +27,10 @@ uint64_t link_seed(uint64_t seed, uint32_t link) {
 }
 
 Topology build_topology(const FabricConfig& c) {
-  Topology t = c.topology == TopologyKind::kFatTree
-                   ? Topology::fat_tree(c.planes, c.k, c.hosts, c.ecmp_salt)
-                   : Topology::leaf_spine(c.planes, c.hosts, c.hosts_per_leaf, c.spines, c.ecmp_salt);
+  Topology t =
+      c.topology == TopologyKind::kFatTree
+          ? Topology::fat_tree(c.planes, c.k, c.hosts, c.ecmp_salt)
+          : Topology::leaf_spine(c.planes, c.hosts, c.hosts_per_leaf, c.spines, c.ecmp_salt);
   t.set_routing(c.routing);
   return t;
 }
@@ -55,8 +56,11 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
                            : ends.link_class != LinkClass::kHostUp;
       const uint32_t id = static_cast<uint32_t>(links_.size());
       const bool core = topology_.node(ends.from).tier == 3 || topology_.node(ends.to).tier == 3;
-      const LinkConfig& lc = host ? config_.host_link : core ? config_.core_link : config_.fabric_link;
-      links_.emplace_back(LinkId(id), PlaneId(static_cast<uint8_t>(p)), ends, lc, ecn, link_seed(seed, id));
+      const LinkConfig& lc = host   ? config_.host_link
+                             : core ? config_.core_link
+                                    : config_.fabric_link;
+      links_.emplace_back(LinkId(id), PlaneId(static_cast<uint8_t>(p)), ends, lc, ecn,
+                          link_seed(seed, id));
     }
   }
   link_host_.resize(links_.size(), kNoHost);
@@ -70,8 +74,10 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
   for (HostId h = 0; h < config_.hosts; ++h) {
     for (uint32_t p = 0; p < config_.planes; ++p) {
       const PlaneId plane(static_cast<uint8_t>(p));
-      host_ports_[2 * (static_cast<size_t>(h) * config_.planes + p)] = global(plane, topology_.host_uplink(h)).value;
-      host_ports_[2 * (static_cast<size_t>(h) * config_.planes + p) + 1] = global(plane, topology_.host_downlink(h)).value;
+      host_ports_[2 * (static_cast<size_t>(h) * config_.planes + p)] =
+          global(plane, topology_.host_uplink(h)).value;
+      host_ports_[2 * (static_cast<size_t>(h) * config_.planes + p) + 1] =
+          global(plane, topology_.host_downlink(h)).value;
     }
   }
   blackholes_.resize(config_.planes);
@@ -168,7 +174,8 @@ void Fabric::propagate(Link& link, PacketPtr packet, Duration extra_delay) {
   }
   const uint8_t* bytes = packet->bytes.data();
   in_flight_[slot] = InFlight{std::move(packet), bytes, link.id.value, link.generation};
-  events_.schedule(events_.now() + link.propagation + extra_delay, Arrival{this, slot, link.id.value});
+  events_.schedule(events_.now() + link.propagation + extra_delay,
+                   Arrival{this, slot, link.id.value});
 }
 
 void Fabric::on_arrival(uint32_t slot) {
@@ -193,7 +200,8 @@ void Fabric::on_arrival(uint32_t slot) {
 }
 
 void Fabric::forward(const Link& in, PacketPtr packet) {
-  const uint32_t local = topology_.next_link(in.plane, in.to, packet->dest_host, packet->ev, packet->id);
+  const uint32_t local =
+      topology_.next_link(in.plane, in.to, packet->dest_host, packet->ev, packet->id);
   Link& out = link_at(global(in.plane, local));
   if (blackhole_count_ != 0 && in.link_class == LinkClass::kHostUp &&
       ev_blackholed(in.plane, packet->ev)) {
@@ -217,7 +225,8 @@ void Fabric::hold(Link& in, SimPacket& packet) {
   packet.pfc_bytes = packet.wire_bytes();
   in.pfc_held_bytes += packet.pfc_bytes;
   in.stats.pfc_max_held_bytes = std::max(in.stats.pfc_max_held_bytes, in.pfc_held_bytes);
-  if (in.pfc_held_bytes > uint64_t{c.pfc_xoff_bytes} + c.pfc_headroom_bytes) ++in.stats.pfc_headroom_overruns;
+  if (in.pfc_held_bytes > uint64_t{c.pfc_xoff_bytes} + c.pfc_headroom_bytes)
+    ++in.stats.pfc_headroom_overruns;
   if (!in.paused && in.pfc_held_bytes > c.pfc_xoff_bytes) {
     in.paused = true;
     in.paused_since_ns = events_.now().ns;

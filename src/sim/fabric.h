@@ -1,6 +1,6 @@
 // The simulated network: several identical, independent planes, each a leaf-spine or FatTree
-// fabric of links with output queues, that moves SimPackets between host NIC ports in virtual time, with
-// seeded faults. The host side (sim/host.*) plugs a protocol engine in through FabricCallbacks
+// fabric of links with output queues, that moves SimPackets between host NIC ports in virtual time,
+// with seeded faults. The host side (sim/host.*) plugs a protocol engine in through FabricCallbacks
 // and transmit().
 //
 // Determinism: the run is a pure function of the config, the seed and the calls. Every link has
@@ -36,7 +36,8 @@ struct FabricConfig {
   uint32_t spines = 4;          // leaf-spine, per plane: paths between hosts on different leaves
   uint32_t k = 4;               // FatTree arity (even): k^3/4 host ports per plane
   Routing routing = Routing::kEcmp;
-  LinkConfig host_link{};    // host <-> edge switch, both directions (the uplink has no queue: the NIC)
+  LinkConfig
+      host_link{};  // host <-> edge switch, both directions (the uplink has no queue: the NIC)
   LinkConfig fabric_link{};  // leaf <-> spine; in a FatTree edge <-> aggregation
   LinkConfig core_link{};    // FatTree aggregation <-> core
   // Whether the leaf -> host link marks ECN. MRC deployments do not (last-hop congestion is
@@ -130,7 +131,9 @@ class Fabric {
 
   uint32_t link_count() const { return static_cast<uint32_t>(links_.size()); }
   LinkId host_uplink(HostId host, PlaneId plane) const { return LinkId(host_port(host, plane)[0]); }
-  LinkId host_downlink(HostId host, PlaneId plane) const { return LinkId(host_port(host, plane)[1]); }
+  LinkId host_downlink(HostId host, PlaneId plane) const {
+    return LinkId(host_port(host, plane)[1]);
+  }
   // A tier-1 switch's `spine`-th uplink (leaf-spine: to that spine; FatTree: to that
   // aggregation switch of its pod) and the same cable's other direction.
   LinkId leaf_to_spine(PlaneId plane, uint32_t leaf, uint32_t spine) const;
@@ -183,7 +186,7 @@ class Fabric {
   struct InFlight {
     PacketPtr packet;
     const uint8_t* bytes = nullptr;  // packet->bytes.data(), for the Arrival hook
-    uint32_t link = 0;  // while free: the next free record (Fabric::free_slot_)
+    uint32_t link = 0;               // while free: the next free record (Fabric::free_slot_)
     uint32_t generation = 0;
   };
 
@@ -230,9 +233,9 @@ class Fabric {
   const FabricConfig config_;
   FabricCallbacks callbacks_;
   Topology topology_;
-  const uint32_t per_plane_;  // links per plane
+  const uint32_t per_plane_;          // links per plane
   std::vector<uint32_t> host_ports_;  // per (host, plane): global uplink, downlink
-  std::vector<Link> links_;  // plane-major: plane * links_per_plane + local
+  std::vector<Link> links_;           // plane-major: plane * links_per_plane + local
   std::vector<InFlight> in_flight_;
   // Per link: the host whose event a hop on it ends in, tagged: a host uplink's sender (its
   // Serialized event offers the host its next packet), a host downlink's receiver with

@@ -1,7 +1,7 @@
 // Fault control of the simulated fabric: which links a fault touches, link/switch/plane
 // down and up (with the NIC's view: port_state fires when either direction of a host's cable
-// changes the port's state), flapping, degraded rates, EV blackholes, scheduling in virtual time, and
-// heal_all() for the liveness phase of a test.
+// changes the port's state), flapping, degraded rates, EV blackholes, scheduling in virtual time,
+// and heal_all() for the liveness phase of a test.
 //
 // A link is up when no reason holds it down (link, switch, plane, flap are separate bits), so
 // bringing a plane back up does not revive a link that was taken down on its own.
@@ -185,7 +185,8 @@ void Fabric::apply(const FaultAction& action) {
       heal_all();
       break;
     case FaultAction::Kind::kSetRate:
-      for_each_link(action.scope, false, [&](Link& link) { link.set_rate_fraction(action.rate_fraction); });
+      for_each_link(action.scope, false,
+                    [&](Link& link) { link.set_rate_fraction(action.rate_fraction); });
       break;
   }
 }

@@ -1,7 +1,8 @@
 // What can go wrong in the simulated fabric, and where: per-link random faults (loss,
 // duplication, reordering, bit corruption, forced trimming; a "gray" link is one with loss),
-// degraded links (a lower rate), link/switch/plane down, flapping, and silent per-EV blackholes. A Scope names the links a fault applies to; a FaultAction is a
-// fault change that can be applied now or scheduled in virtual time (Fabric::schedule).
+// degraded links (a lower rate), link/switch/plane down, flapping, and silent per-EV blackholes. A
+// Scope names the links a fault applies to; a FaultAction is a fault change that can be applied now
+// or scheduled in virtual time (Fabric::schedule).
 #pragma once
 
 #include <cstdint>

@@ -10,10 +10,7 @@
 namespace mrc::sim {
 
 SimHost::SimHost(HostId id, Fabric& fabric, const EndpointConfig& config)
-    : id_(id),
-      fabric_(fabric),
-      ask_fabric_(fabric.can_pause_hosts()),
-      endpoint_(config) {
+    : id_(id), fabric_(fabric), ask_fabric_(fabric.can_pause_hosts()), endpoint_(config) {
   fabric.set_host_lines(id, Fabric::HostLines{this, &endpoint_});
 }
 
@@ -50,7 +47,9 @@ void SimHost::on_port_state(PlaneId plane, bool up) {
 // planes' polls would find nothing either (Endpoint::wants_to_send is a superset of what a poll
 // sends). A poll that sends nothing changes nothing, so the engine is asked again only after a
 // send.
-void SimHost::kick() { offer_ports(endpoint_.wants_to_send(fabric_.events().now())); }
+void SimHost::kick() {
+  offer_ports(endpoint_.wants_to_send(fabric_.events().now()));
+}
 
 // `more`: what the engine last said of wanting to send, so it is not asked twice in a row.
 void SimHost::offer_ports(bool more) {
@@ -71,7 +70,8 @@ bool SimHost::transmit_on(PlaneId plane) {
     spare_bytes_ = spare_->bytes.data();
   }
   TxMeta meta;
-  const size_t n = endpoint_.poll_transmit(fabric_.events().now(), plane, {spare_bytes_, wire::kMaxDatagramBytes}, meta);
+  const size_t n = endpoint_.poll_transmit(fabric_.events().now(), plane,
+                                           {spare_bytes_, wire::kMaxDatagramBytes}, meta);
   if (n == 0) return false;
   PacketPtr packet = std::move(spare_);
   packet->bytes.resize(n);
@@ -83,7 +83,8 @@ bool SimHost::transmit_on(PlaneId plane) {
   packet->trim_to_bytes = meta.header_bytes;
   packet->icrc_deferred = meta.icrc_deferred;
   fabric_.transmit(id_, plane, std::move(packet));
-  if (!fabric_.port_idle(id_, plane)) busy_ports_ |= 1u << plane.value;  // not if dropped at once (port down)
+  if (!fabric_.port_idle(id_, plane))
+    busy_ports_ |= 1u << plane.value;  // not if dropped at once (port down)
   return true;
 }
 

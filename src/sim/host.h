@@ -56,7 +56,7 @@ class alignas(64) SimHost final : public SimTransport {
   // pause a host's uplink (lossless links) a port may be idle yet not ready, so the fabric is
   // asked instead (ask_fabric_).
   uint32_t busy_ports_ = 0;
-  Fabric& fabric_;  // and through it the event queue (its line is read by every event anyway)
+  Fabric& fabric_;   // and through it the event queue (its line is read by every event anyway)
   PacketPtr spare_;  // bytes sized for any datagram, handed to the engine to write into
   uint8_t* spare_bytes_ = nullptr;  // its bytes (kMaxDatagramBytes), so an opportunity with
                                     // nothing to send does not read the packet

@@ -121,7 +121,8 @@ void Link::set_rate_fraction(double fraction) {
 
 bool Link::admit_priority(PacketPtr& packet) {
   const uint64_t wire = packet->wire_bytes();
-  if (priority_bytes_ + wire > config_->priority_queue_limit_bytes && !config_->lossless) return false;
+  if (priority_bytes_ + wire > config_->priority_queue_limit_bytes && !config_->lossless)
+    return false;
   priority_bytes_ += wire;
   priority_.push(std::move(packet));
   note_occupancy();

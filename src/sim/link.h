@@ -55,8 +55,8 @@ struct LinkConfig {
 enum class DropReason : uint8_t { kOverflow, kFaultLoss, kDown, kBlackhole };
 
 struct LinkStats {
-  uint64_t packets_sent = 0;  // serialized onto the wire while the link was up
-  uint64_t bytes_sent = 0;    // wire bytes of those
+  uint64_t packets_sent = 0;     // serialized onto the wire while the link was up
+  uint64_t bytes_sent = 0;       // wire bytes of those
   uint64_t max_queue_bytes = 0;  // data + priority queue, high-water mark
   uint64_t dropped_overflow = 0;
   uint64_t dropped_fault = 0;  // random loss fault
@@ -71,9 +71,9 @@ struct LinkStats {
   uint64_t duplicated = 0;
   uint64_t corrupted = 0;
   uint64_t reordered = 0;
-  uint64_t pfc_pauses = 0;       // lossless: times this link was paused by its far end
-  uint64_t pfc_paused_ns = 0;    // ... and for how long in all
-  uint64_t pfc_max_held_bytes = 0;  // most bytes from this link held at once in the switch
+  uint64_t pfc_pauses = 0;             // lossless: times this link was paused by its far end
+  uint64_t pfc_paused_ns = 0;          // ... and for how long in all
+  uint64_t pfc_max_held_bytes = 0;     // most bytes from this link held at once in the switch
   uint64_t pfc_headroom_overruns = 0;  // packets held beyond xoff + headroom (a real switch drops)
 
   uint64_t dropped() const {
@@ -141,8 +141,8 @@ class alignas(64) Link {
   const LinkClass link_class;
   // Transmitter state, driven by the Fabric.
   uint8_t down_mask = 0;
-  bool busy = false;     // serializing `serializing`; implies the queues may be non-empty
-  bool faulty = false;   // faults.any(), cached for the fast path
+  bool busy = false;    // serializing `serializing`; implies the queues may be non-empty
+  bool faulty = false;  // faults.any(), cached for the fast path
   // PFC (lossless): the far-end switch holds pfc_held_bytes that arrived on this link and has
   // paused it (the transmitter finishes its current packet, then waits).
   bool paused = false;
@@ -151,7 +151,7 @@ class alignas(64) Link {
   uint32_t generation = 0;  // bumped on every down transition: in-flight packets are lost
   uint32_t serializing_generation = 0;
   const Duration propagation;
-  int64_t free_at_ps = 0;   // when the last serialization ends (sub-ns precise)
+  int64_t free_at_ps = 0;  // when the last serialization ends (sub-ns precise)
   PacketPtr serializing;
 
  private:

@@ -31,7 +31,8 @@ MptcpConn::MptcpConn(BaselineHost& host, uint32_t id, const QpConfig& qp)
     Subflow& sf = subflows_[i];
     sf.index = static_cast<uint16_t>(i);
     sf.plane = PlaneId(static_cast<uint8_t>(i % host.planes()));
-    sf.ev = Ev(static_cast<uint32_t>(0xC000 | (mix64((uint64_t{host.id()} << 40) | (uint64_t{id} << 16) | i) & 0x3FFF)));
+    sf.ev = Ev(static_cast<uint32_t>(
+        0xC000 | (mix64((uint64_t{host.id()} << 40) | (uint64_t{id} << 16) | i) & 0x3FFF)));
     sf.cwnd = config_.initial_window_packets;
     sf.rto = config_.rto_min;
   }
@@ -121,14 +122,16 @@ PacketPtr MptcpConn::build(Instant now, Subflow& sf, uint64_t ssn, uint64_t dsn)
   if (m != nullptr) {
     const uint64_t k = dsn - m->first;
     h.offset = m->wr.remote_offset + k * mtu_;
-    h.length = static_cast<uint32_t>(std::min<uint64_t>(mtu_, m->wr.length - std::min(m->wr.length, k * mtu_)));
+    h.length = static_cast<uint32_t>(
+        std::min<uint64_t>(mtu_, m->wr.length - std::min(m->wr.length, k * mtu_)));
     if (k + 1 == m->packets) {
       h.flags |= kFlagLast;
       if (m->wr.imm) h.flags |= kFlagImm, h.immediate = m->wr.immediate;
     }
   }  // else: already data-acknowledged (a stale retransmission): an empty keepalive of the SSN
   if (sf.rto_at.is_never()) sf.rto_at = now + sf.rto;
-  return make_data(now, sf.plane, sf.ev, h, m != nullptr ? m->wr.source + (dsn - m->first) * mtu_ : nullptr);
+  return make_data(now, sf.plane, sf.ev, h,
+                   m != nullptr ? m->wr.source + (dsn - m->first) * mtu_ : nullptr);
 }
 
 // ---------------------------------------------------------------------------- receiver
@@ -269,7 +272,8 @@ void MptcpConn::grow(Subflow& sf, uint64_t acked) {
       const Duration r = o.has_rtt ? o.srtt : config_.rto_min;
       rtt[n++] = std::max<double>(1e-9, static_cast<double>(r.ns) * 1e-9);
     }
-    sf.cwnd += lia_increase(std::span<const double>(cwnd, n), std::span<const double>(rtt, n), self);
+    sf.cwnd +=
+        lia_increase(std::span<const double>(cwnd, n), std::span<const double>(rtt, n), self);
   }
   sf.cwnd = std::min(sf.cwnd, max_window);
 }
@@ -312,7 +316,8 @@ void MptcpConn::on_subflow_timeout(Instant now, Subflow& sf) {
     sf.dead = true;
     sf.rto_at = Instant::never();
     reinject(sf);
-    if (std::all_of(subflows_.begin(), subflows_.end(), [](const Subflow& s) { return s.dead; })) fail();
+    if (std::all_of(subflows_.begin(), subflows_.end(), [](const Subflow& s) { return s.dead; }))
+      fail();
     return;
   }
   const double flight = static_cast<double>(sf.max_sent - sf.snd_una);

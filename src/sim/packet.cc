@@ -2,11 +2,11 @@
 // defaults except for its byte buffer's capacity.
 #include "sim/packet.h"
 
-#include "core/wire/packet.h"
-
 #include <cstring>
 #include <memory>
 #include <vector>
+
+#include "core/wire/packet.h"
 
 namespace mrc::sim {
 

@@ -24,24 +24,24 @@ using PacketBytes = std::vector<uint8_t, DefaultInitAllocator<uint8_t>>;
 // One cache line each (aligned, and the fields ordered to fill exactly 64 bytes): every hop
 // reads a packet cold at fabric scale.
 struct alignas(64) SimPacket {
-  PacketBytes bytes;            // the datagram (UDP payload)
-  uint64_t id = 0;              // unique per run, for tracing
+  PacketBytes bytes;  // the datagram (UDP payload)
+  uint64_t id = 0;    // unique per run, for tracing
   HostId source_host = 0;
   HostId dest_host = 0;
   Ev ev{0};
   PlaneId plane{0};
-  bool ecn_capable = true;      // ECT: switches may mark instead of dropping
-  bool ecn_ce = false;          // CE: marked by some switch on the way
-  bool trimmed = false;         // payload was cut by a trimming switch
+  bool ecn_capable = true;        // ECT: switches may mark instead of dropping
+  bool ecn_ce = false;            // CE: marked by some switch on the way
+  bool trimmed = false;           // payload was cut by a trimming switch
   bool trimmed_last_hop = false;  // ... and the cut happened on the last hop (leaf -> host)
-  bool trimmable = true;        // data class; control packets are not trimmed
-  bool high_priority = false;   // control and trimmed headers go in the priority queue
+  bool trimmable = true;          // data class; control packets are not trimmed
+  bool high_priority = false;     // control and trimmed headers go in the priority queue
   // ICRC offload: the last 4 bytes are an ICRC the sender left to the datapath, not computed
   // yet, and the bytes are still exactly what the sender wrote, so the receiving host tells its
   // transport they need no check (RxMeta::icrc_checked). A wire fault that changes the bytes
   // computes the ICRC first (seal_deferred_icrc), so the receiver checks it as before.
   bool icrc_deferred = false;
-  uint32_t trim_to_bytes = 0;   // length after trimming (the data headers)
+  uint32_t trim_to_bytes = 0;         // length after trimming (the data headers)
   uint32_t pfc_ingress = UINT32_MAX;  // lossless switch: the link it arrived on, while held
   uint32_t pfc_bytes = 0;             // ... and the bytes it counts there
 

@@ -48,7 +48,9 @@ void Dcqcn::on_timer(Instant now) {
   if (!limited()) alpha_at_ = increase_at_ = Instant::never();  // back at line rate: idle
 }
 
-Instant Dcqcn::next_deadline() const { return std::min(alpha_at_, increase_at_); }
+Instant Dcqcn::next_deadline() const {
+  return std::min(alpha_at_, increase_at_);
+}
 
 void Dcqcn::increase() {
   const uint32_t f = config_.fast_recovery_steps;
@@ -92,7 +94,8 @@ PacketPtr RoceQp::poll_transmit(Instant now, PlaneId plane) {
   BaseHeader h;
   h.seq = snd_nxt_;
   h.offset = m->wr.remote_offset + k * mtu_;
-  h.length = static_cast<uint32_t>(std::min<uint64_t>(mtu_, m->wr.length - std::min(m->wr.length, k * mtu_)));
+  h.length = static_cast<uint32_t>(
+      std::min<uint64_t>(mtu_, m->wr.length - std::min(m->wr.length, k * mtu_)));
   if (k + 1 == m->packets) {
     h.flags |= kFlagLast;
     if (m->wr.imm) h.flags |= kFlagImm, h.immediate = m->wr.immediate;
@@ -116,7 +119,8 @@ PacketPtr RoceQp::poll_transmit(Instant now, PlaneId plane) {
 // Exactly the conditions under which poll_transmit returns a packet, but pacing in the future.
 Instant RoceQp::send_ready_at(Instant now, PlaneId plane) const {
   (void)now;
-  if (failed_ || plane != plane_ || snd_nxt_ >= next_psn_ || snd_nxt_ - snd_una_ >= kPsnWindow) return Instant::never();
+  if (failed_ || plane != plane_ || snd_nxt_ >= next_psn_ || snd_nxt_ - snd_una_ >= kPsnWindow)
+    return Instant::never();
   if (message_of(snd_nxt_) == nullptr) return Instant::never();
   return next_send_at_;
 }

@@ -15,8 +15,8 @@
 #include "sim/payload_free.h"
 #include "sim/workload.h"
 #include "util/index_set.h"
-#include "util/zeroed_buffer.h"
 #include "util/prng.h"
+#include "util/zeroed_buffer.h"
 
 namespace mrc::sim {
 
@@ -30,7 +30,7 @@ namespace {
 struct alignas(32) Op {
   uint32_t flow = 0;
   uint32_t immediate = 0;
-  uint32_t length = 0;  // a message is at most 4 GiB - 1 (scenario.cc)
+  uint32_t length = 0;            // a message is at most 4 GiB - 1 (scenario.cc)
   uint32_t waiting_for : 26 = 0;  // transfers not yet delivered among those it is planned after
   uint32_t imm : 1 = 0;
   uint32_t posted : 1 = 0;
@@ -69,10 +69,10 @@ struct alignas(64) Flow {
   uint32_t target_rkey = 0;
   std::vector<uint32_t> imm_order;  // WRITE-with-immediate transfers, in send order
   // Then what the run reads rarely.
-  Instant wake_at = Instant::never();  // a wake-up is scheduled then (a transfer's delay ends)
+  Instant wake_at = Instant::never();   // a wake-up is scheduled then (a transfer's delay ends)
   BaselineConn* base_sender = nullptr;  // baseline transports instead of the engine's QPs
   BaselineConn* base_receiver = nullptr;
-  uint64_t bytes = 0;               // of all its transfers
+  uint64_t bytes = 0;  // of all its transfers
   ZeroedBuffer source;
   ZeroedBuffer target;
 
@@ -97,14 +97,18 @@ class Runner final : private CompletionNotifier {
   void build_flows();
   void build_waiters();
   void connect_flow(uint32_t index);
-  uint32_t receiver_id(const Flow& f) const { return f.receiver != nullptr ? f.receiver->qpn().value : f.base_receiver->id(); }
+  uint32_t receiver_id(const Flow& f) const {
+    return f.receiver != nullptr ? f.receiver->qpn().value : f.base_receiver->id();
+  }
   bool sender_ready(const Flow& f) const {
     return f.sender != nullptr ? f.sender->state() == QpState::kRts : !f.base_sender->failed();
   }
   QueuePair* connect(HostId a, HostId b, QueuePair*& back);
   void setup_buffers(Flow& flow, uint32_t index);
   void setup_shared(Flow& flow);
-  uint64_t at(uint32_t transfer) const { return sc_.payload ? offsets_[transfer] : 0; }  // in the flow's buffers
+  uint64_t at(uint32_t transfer) const {
+    return sc_.payload ? offsets_[transfer] : 0;
+  }  // in the flow's buffers
   void check_payload(const Flow& flow, RunReport& report, std::string& why) const;
   void check_payload_free(const Flow& flow, RunReport& report, std::string& why) const;
   void post_work(Flow& flow, uint32_t transfer);
@@ -125,7 +129,9 @@ class Runner final : private CompletionNotifier {
   // name none and are polled whole.
   static constexpr uint8_t kSendCq = 1, kRecvCq = 2;
   // An engine host's CQ became non-empty: tag 2 h for its send queue, 2 h + 1 its receive queue.
-  void on_nonempty(uint32_t tag) override { note_cq_ready(tag / 2, tag % 2 == 0 ? kSendCq : kRecvCq); }
+  void on_nonempty(uint32_t tag) override {
+    note_cq_ready(tag / 2, tag % 2 == 0 ? kSendCq : kRecvCq);
+  }
   void note_cq_ready(HostId h, uint8_t cqs = 0) {
     schedule_poll();
     cq_ready_.insert(h);
@@ -156,9 +162,9 @@ class Runner final : private CompletionNotifier {
   EventQueue events_;
   std::unique_ptr<Fabric> fabric_;
   const bool baseline_ = sc_.transport.kind != TransportKind::kMrc;
-  std::vector<std::unique_ptr<SimHost>> hosts_;               // MRC
-  std::vector<std::unique_ptr<BaselineHost>> base_hosts_;     // baselines
-  std::vector<SimTransport*> transports_;                     // either, per host
+  std::vector<std::unique_ptr<SimHost>> hosts_;            // MRC
+  std::vector<std::unique_ptr<BaselineHost>> base_hosts_;  // baselines
+  std::vector<SimTransport*> transports_;                  // either, per host
   std::vector<uint32_t> pds_;
   std::vector<CompletionQueue*> send_cqs_;
   std::vector<CompletionQueue*> recv_cqs_;
@@ -173,8 +179,8 @@ class Runner final : private CompletionNotifier {
   std::vector<Completion> batch_ = std::vector<Completion>(512);  // poll scratch
   IndexSet scratch_hosts_;
   IndexSet scratch_flows_;
-  WorkloadPlan plan_;  // its transfers are dropped once built into ops_
-  std::vector<Op> ops_;                         // one per planned transfer
+  WorkloadPlan plan_;    // its transfers are dropped once built into ops_
+  std::vector<Op> ops_;  // one per planned transfer
   // Per transfer, what Op leaves out: its offset in its flow's buffers (runs with payload), its
   // delay (runs where some transfer has one) and its group (for the report).
   std::vector<uint64_t> offsets_;
@@ -209,9 +215,13 @@ class Runner final : private CompletionNotifier {
 
 void Runner::build() {
   FabricCallbacks callbacks;
-  callbacks.deliver = [this](HostId h, PlaneId p, PacketPtr pkt) { transports_[h]->on_deliver(p, std::move(pkt)); };
+  callbacks.deliver = [this](HostId h, PlaneId p, PacketPtr pkt) {
+    transports_[h]->on_deliver(p, std::move(pkt));
+  };
   callbacks.port_ready = [this](HostId h, PlaneId p) { transports_[h]->on_port_ready(p); };
-  callbacks.port_state = [this](HostId h, PlaneId p, bool up) { transports_[h]->on_port_state(p, up); };
+  callbacks.port_state = [this](HostId h, PlaneId p, bool up) {
+    transports_[h]->on_port_state(p, up);
+  };
   FabricConfig fabric = sc_.fabric;
   if (sc_.transport.kind == TransportKind::kRocePfc) make_lossless(fabric, sc_.transport.pfc);
   fabric_ = std::make_unique<Fabric>(events_, fabric, sc_.seed, callbacks);
@@ -231,7 +241,8 @@ void Runner::build_hosts() {
   scratch_hosts_.reset(sc_.fabric.hosts);
   if (baseline_) {
     for (HostId h = 0; h < sc_.fabric.hosts; ++h) {
-      base_hosts_.push_back(std::make_unique<BaselineHost>(h, events_, *fabric_, sc_.transport, sc_.qp.mtu_bytes));
+      base_hosts_.push_back(
+          std::make_unique<BaselineHost>(h, events_, *fabric_, sc_.transport, sc_.qp.mtu_bytes));
       base_hosts_.back()->set_icrc_offload(sc_.icrc_offload);
       base_hosts_.back()->set_virtual_payload(!sc_.move_payload);
       base_hosts_.back()->set_on_completion([this, h] { note_cq_ready(h); });
@@ -305,7 +316,8 @@ void Runner::build_flows() {
     if (op.waiting_for == 0) op.ready_at = Instant{0} + tr.delay;
     flows_[tr.flow]->ops.push_back(t);
   }
-  for (uint32_t i = static_cast<uint32_t>(flows_.size()); sc_.workload.pattern == Pattern::kPairs && i-- > 0;) {
+  for (uint32_t i = static_cast<uint32_t>(flows_.size());
+       sc_.workload.pattern == Pattern::kPairs && i-- > 0;) {
     unpaired_[(static_cast<uint64_t>(flows_[i]->src) << 32) | flows_[i]->dst].push_back(i);
   }
   for (uint32_t i = 0; i < flows_.size(); ++i) {
@@ -415,7 +427,12 @@ void Runner::setup_shared(Flow& f) {
   const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
   const auto reg = [&](HostId h, uint8_t* base, MemoryRegionInfo& mr) {
     const RegionKind kind = sc_.move_payload ? RegionKind::kMemory : RegionKind::kVirtual;
-    if (mr.length == 0) mr = hosts_[h]->endpoint().memory().register_region(pds_[h], base, shared_.size(), access, kind).value();
+    if (mr.length == 0)
+      mr = hosts_[h]
+               ->endpoint()
+               .memory()
+               .register_region(pds_[h], base, shared_.size(), access, kind)
+               .value();
     return mr;
   };
   f.set_regions(reg(f.src, shared_.source(), shared_source_mr_[f.src]),
@@ -426,7 +443,8 @@ void Runner::post_work(Flow& f, uint32_t transfer) {
   Op& op = ops_[transfer];
   if (baseline_) {
     const uint8_t* source = sc_.payload ? f.source.data() : shared_.source();
-    const BaseWr wr{transfer, source + at(transfer), op.length, at(transfer), op.imm != 0, op.immediate};
+    const BaseWr wr{transfer,     source + at(transfer), op.length,
+                    at(transfer), op.imm != 0,           op.immediate};
     if (f.base_sender->post(wr)) {
       op.posted = true;
       ++report_.ops_posted;
@@ -525,7 +543,7 @@ void Runner::on_send_completion(const Completion& c) {
 }
 
 void Runner::on_recv_completion(HostId host, const Completion& c) {
-  if (c.status != WcStatus::kSuccess) return;  // flushed receives of a failed QP
+  if (c.status != WcStatus::kSuccess) return;            // flushed receives of a failed QP
   uint32_t flow = static_cast<uint32_t>(c.wr_id >> 32);  // the engine's receives (top_up)
   if (baseline_) {
     const auto it = flow_of_receiver_.find((static_cast<uint64_t>(host) << 32) | c.qpn.value);
@@ -533,7 +551,8 @@ void Runner::on_recv_completion(HostId host, const Completion& c) {
     flow = it->second;
   }
   Flow& f = *flows_[flow];
-  if (f.imm_received >= f.imm_order.size() || ops_[f.imm_order[f.imm_received]].immediate != c.immediate) {
+  if (f.imm_received >= f.imm_order.size() ||
+      ops_[f.imm_order[f.imm_received]].immediate != c.immediate) {
     f.order_violation = true;
   } else {
     on_delivered(f.imm_order[f.imm_received]);
@@ -651,7 +670,8 @@ FaultAction Runner::resolve(const ScheduledFault& f) {
   if (f.ev_slot >= 0 && !flows_.empty() && flows_.front()->sender != nullptr &&
       flows_.front()->sender->evs() != nullptr) {
     const EvSet& evs = *flows_.front()->sender->evs();
-    const EvSet::Slot& slot = evs.slot(static_cast<uint16_t>(static_cast<size_t>(f.ev_slot) % evs.size()));
+    const EvSet::Slot& slot =
+        evs.slot(static_cast<uint16_t>(static_cast<size_t>(f.ev_slot) % evs.size()));
     a.ev = slot.ev;
     a.scope.plane = slot.plane;
   }
@@ -680,16 +700,28 @@ void Runner::schedule_faults() {
 void Runner::schedule_random_faults(Instant end) {
   const uint32_t planes = sc_.fabric.planes;
   auto plane = [&] { return PlaneId(static_cast<uint8_t>(prng_.below(planes))); };
-  auto at = [&] { return Instant{static_cast<int64_t>(prng_.below(static_cast<uint64_t>(end.ns)))}; };
+  auto at = [&] {
+    return Instant{static_cast<int64_t>(prng_.below(static_cast<uint64_t>(end.ns)))};
+  };
   const int actions = 1 + static_cast<int>(prng_.below(6));
   for (int i = 0; i < actions; ++i) {
     LinkFaults lf;
     switch (prng_.below(7)) {
-      case 0: lf.loss = 0.002 + 0.05 * prng_.unit(); break;
-      case 1: lf.duplicate = 0.05 * prng_.unit(); break;
-      case 2: lf.reorder = 0.2 * prng_.unit(); break;
-      case 3: lf.corrupt = 0.02 * prng_.unit(); break;
-      case 4: lf.trim = 0.1 * prng_.unit(); break;
+      case 0:
+        lf.loss = 0.002 + 0.05 * prng_.unit();
+        break;
+      case 1:
+        lf.duplicate = 0.05 * prng_.unit();
+        break;
+      case 2:
+        lf.reorder = 0.2 * prng_.unit();
+        break;
+      case 3:
+        lf.corrupt = 0.02 * prng_.unit();
+        break;
+      case 4:
+        lf.trim = 0.1 * prng_.unit();
+        break;
       case 5: {
         const PlaneId p = plane();
         const Instant t = at();
@@ -702,7 +734,8 @@ void Runner::schedule_random_faults(Instant end) {
         FlapSpec flap;
         flap.down_for = Duration{static_cast<int64_t>(20'000 + prng_.below(200'000))};
         flap.up_for = Duration{static_cast<int64_t>(20'000 + prng_.below(200'000))};
-        const LinkId link = fabric_->leaf_to_spine(plane(), 0, static_cast<uint32_t>(prng_.below(fabric_->leaf_uplinks())));
+        const LinkId link = fabric_->leaf_to_spine(
+            plane(), 0, static_cast<uint32_t>(prng_.below(fabric_->leaf_uplinks())));
         fabric_->schedule(at(), FaultAction::start_flap(Scope::of_link(link), flap));
         continue;
       }
@@ -713,11 +746,17 @@ void Runner::schedule_random_faults(Instant end) {
 }
 
 void add_loss_causes(std::map<std::string, uint64_t>& causes, const QpStats& s) {
-  const std::pair<const char*, uint64_t> counts[] = {
-      {"nack", s.losses_nack},       {"same_ev", s.losses_same_ev}, {"same_ev_late", s.losses_same_ev_late},
-      {"rack", s.losses_rack},       {"probe", s.losses_probe},     {"tail", s.losses_tail},
-      {"timeout", s.losses_timeout}, {"port", s.losses_port},       {"false", s.false_losses},     {"tail_probes", s.tail_probes},
-      {"spurious", s.spurious_retransmits}};
+  const std::pair<const char*, uint64_t> counts[] = {{"nack", s.losses_nack},
+                                                     {"same_ev", s.losses_same_ev},
+                                                     {"same_ev_late", s.losses_same_ev_late},
+                                                     {"rack", s.losses_rack},
+                                                     {"probe", s.losses_probe},
+                                                     {"tail", s.losses_tail},
+                                                     {"timeout", s.losses_timeout},
+                                                     {"port", s.losses_port},
+                                                     {"false", s.false_losses},
+                                                     {"tail_probes", s.tail_probes},
+                                                     {"spurious", s.spurious_retransmits}};
   for (const auto& [name, n] : counts)
     if (n > 0) causes[name] += n;
 }
@@ -732,9 +771,12 @@ void Runner::collect(RunReport& r) {
     for (size_t i = 0; i < h->endpoint().stats().decode_errors.size(); ++i) {
       const uint64_t e = h->endpoint().stats().decode_errors[i];
       r.hostile_drops += e;
-      if (e > 0) r.refused_by_reason[std::string("decode_") + std::string(wire::to_string(static_cast<wire::DecodeError>(i)))] += e;
+      if (e > 0)
+        r.refused_by_reason[std::string("decode_") +
+                            std::string(wire::to_string(static_cast<wire::DecodeError>(i)))] += e;
     }
-    if (h->endpoint().stats().unknown_qp > 0) r.refused_by_reason["unknown_qp"] += h->endpoint().stats().unknown_qp;
+    if (h->endpoint().stats().unknown_qp > 0)
+      r.refused_by_reason["unknown_qp"] += h->endpoint().stats().unknown_qp;
     h->endpoint().for_each_qp([&](QueuePair& qp) {
       const QpStats s = qp.stats();
       r.bytes_placed += s.data_bytes_placed;
@@ -745,7 +787,8 @@ void Runner::collect(RunReport& r) {
       for (uint64_t n : s.nacks_sent) r.nacks += n;
       for (size_t i = 0; i < s.drops.size(); ++i) {
         r.hostile_drops += s.drops[i];
-        if (s.drops[i] > 0) r.refused_by_reason[mrc::to_string(static_cast<mrc::DropReason>(i))] += s.drops[i];
+        if (s.drops[i] > 0)
+          r.refused_by_reason[mrc::to_string(static_cast<mrc::DropReason>(i))] += s.drops[i];
       }
       r.stale_sacks += s.stale_sacks;
       add_loss_causes(r.losses_by_cause, s);
@@ -766,7 +809,8 @@ void Runner::collect(RunReport& r) {
     });
   }
   for (uint32_t p = 0; p < sc_.fabric.planes; ++p)
-    r.planes[p].fabric_bytes_delivered = fabric_->plane_stats(PlaneId(static_cast<uint8_t>(p))).bytes_delivered;
+    r.planes[p].fabric_bytes_delivered =
+        fabric_->plane_stats(PlaneId(static_cast<uint8_t>(p))).bytes_delivered;
   const LinkStats& links = fabric_->totals().links;
   r.fabric_drops = links.dropped();
   r.fabric_drops_control = links.dropped_control;
@@ -815,9 +859,12 @@ void Runner::report_groups(RunReport& r) const {
     if (g == kNoGroup) continue;
     GroupReport& gr = r.groups[g];
     gr.bytes += op.length;
-    if (!op.ready_at.is_never() && (gr.start_ns < 0 || op.ready_at.ns < gr.start_ns)) gr.start_ns = op.ready_at.ns;
-    if (!op.delivered) incomplete[g] = true;
-    else gr.end_ns = std::max(gr.end_ns, op.delivered_at.ns);
+    if (!op.ready_at.is_never() && (gr.start_ns < 0 || op.ready_at.ns < gr.start_ns))
+      gr.start_ns = op.ready_at.ns;
+    if (!op.delivered)
+      incomplete[g] = true;
+    else
+      gr.end_ns = std::max(gr.end_ns, op.delivered_at.ns);
   }
   for (size_t g = 0; g < r.groups.size(); ++g) {
     if (incomplete[g]) r.groups[g].end_ns = -1;
@@ -839,8 +886,10 @@ void Runner::report_groups(RunReport& r) const {
 }
 
 void Runner::report_links(RunReport& r) const {
-  const double seconds = static_cast<double>(done_at_.is_never() ? events_.now().ns : done_at_.ns) / 1e9;
-  static const char* const kClasses[] = {"?", "host_up", "host_down", "?", "fabric_up", "?", "?", "?", "fabric_down"};
+  const double seconds =
+      static_cast<double>(done_at_.is_never() ? events_.now().ns : done_at_.ns) / 1e9;
+  static const char* const kClasses[] = {"?", "host_up", "host_down", "?",          "fabric_up",
+                                         "?", "?",       "?",         "fabric_down"};
   for (uint32_t i = 0; i < fabric_->link_count(); ++i) {
     const LinkId id(i);
     const LinkStats& st = fabric_->link_stats(id);
@@ -874,12 +923,15 @@ void Runner::finish(RunReport& r) {
   std::string& why = r.failure;
   if (done_at_.is_never()) why = "hang: operations still outstanding at the time limit";
   for (const auto& f : flows_) {
-    if (sc_.payload) check_payload(*f, r, why);
-    else check_payload_free(*f, r, why);
+    if (sc_.payload)
+      check_payload(*f, r, why);
+    else
+      check_payload_free(*f, r, why);
   }
   if (!sc_.payload && sc_.move_payload && why.empty()) {
     uint64_t longest = 0;
-    for (const Op& op : ops_) longest = op.settled && op.success ? std::max<uint64_t>(longest, op.length) : longest;
+    for (const Op& op : ops_)
+      longest = op.settled && op.success ? std::max<uint64_t>(longest, op.length) : longest;
     why = shared_.check_target(longest);
   }
   if (why.empty() && r.ops_failed == 0 && r.bytes_placed != r.bytes_written)
@@ -926,8 +978,10 @@ void Runner::check_payload_free(const Flow& f, RunReport& r, std::string& why) c
   const uint64_t placed = f.receiver != nullptr ? f.receiver->stats().data_bytes_placed
                                                 : f.base_receiver->stats().data_bytes_placed;
   const std::string error = check_placed_once(f.index, placed, f.bytes);
-  if (error.empty()) r.bytes_verified += f.bytes;
-  else if (why.empty()) why = error;
+  if (error.empty())
+    r.bytes_verified += f.bytes;
+  else if (why.empty())
+    why = error;
 }
 
 RunReport Runner::run() {

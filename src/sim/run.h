@@ -18,7 +18,7 @@
 namespace mrc::sim {
 
 struct PlaneReport {
-  uint64_t data_bytes_sent = 0;   // payload bytes the engines sent on this plane
+  uint64_t data_bytes_sent = 0;  // payload bytes the engines sent on this plane
   uint64_t retransmits = 0;
   uint64_t fabric_bytes_delivered = 0;
 };
@@ -33,10 +33,10 @@ struct GroupReport {
 
 // One link direction's load over the run, for utilisation tables and heat maps.
 struct LinkReport {
-  std::string name;        // e.g. "p1:leaf0->spine3"
+  std::string name;  // e.g. "p1:leaf0->spine3"
   uint32_t plane = 0;
-  std::string link_class;  // host_up, host_down, fabric_up, fabric_down
-  uint64_t bytes_sent = 0; // wire bytes
+  std::string link_class;   // host_up, host_down, fabric_up, fabric_down
+  uint64_t bytes_sent = 0;  // wire bytes
   uint64_t drops = 0;
   uint64_t ecn_marked = 0;
   uint64_t trimmed = 0;
@@ -62,12 +62,12 @@ struct BaselineReport {
 struct RunReport {
   bool ok = false;
   std::string transport = "mrc";  // mrc | roce | roce_pfc | mptcp
-  std::string failure;  // empty if ok
+  std::string failure;            // empty if ok
   uint64_t seed = 0;
   uint64_t bytes_written = 0;   // payload bytes of all posted writes
-  bool payload = true;           // false: a payload-free run (Scenario::payload)
-  bool icrc_offload = true;      // the fabric, not the engines, computed the ICRCs (Scenario)
-  bool move_payload = true;      // false: no payload bytes were moved (Scenario)
+  bool payload = true;          // false: a payload-free run (Scenario::payload)
+  bool icrc_offload = true;     // the fabric, not the engines, computed the ICRCs (Scenario)
+  bool move_payload = true;     // false: no payload bytes were moved (Scenario)
   uint64_t bytes_verified = 0;  // bytes compared equal to their source (payload-free: bytes of
                                 // completed transfers whose flow placed exactly its bytes once)
   uint64_t bytes_placed = 0;    // bytes the responders placed (exactly once: == bytes_written)
@@ -84,8 +84,9 @@ struct RunReport {
   uint64_t ecn_marks = 0;
   uint64_t nacks = 0;
   uint64_t fabric_drops = 0;
-  uint64_t fabric_drops_control = 0;  // of those, packets without data (SACKs, NACKs, probes, trimmed headers)
-  uint64_t hostile_drops = 0;   // packets the engines refused (duplicates, bad ICRC, ...)
+  uint64_t fabric_drops_control =
+      0;  // of those, packets without data (SACKs, NACKs, probes, trimmed headers)
+  uint64_t hostile_drops = 0;  // packets the engines refused (duplicates, bad ICRC, ...)
   std::map<std::string, uint64_t> refused_by_reason;
   uint64_t stale_sacks = 0;
   // MRC requesters: why packets were declared lost (nack, same_ev, same_ev_late, rack, probe,
@@ -106,7 +107,7 @@ struct RunReport {
   std::vector<GroupReport> groups;
   std::vector<LinkReport> links;
   std::vector<FaultMark> faults;  // the scenario's scheduled faults and the heal
-  uint64_t group_bytes = 0;  // ring_allreduce: the vector per host (algbw = this / duration)
+  uint64_t group_bytes = 0;       // ring_allreduce: the vector per host (algbw = this / duration)
   // (time_ns, bytes placed so far) every RunOptions::sample_interval, for plots.
   std::vector<std::pair<int64_t, uint64_t>> progress;
 };

@@ -3,9 +3,10 @@
 // in docs/SIMULATION.md.
 #include "sim/scenario.h"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <set>
-#include <toml++/toml.h>
 
 namespace mrc::sim {
 
@@ -20,13 +21,25 @@ struct Reader {
     const toml::node* n = t.get(key);
     if (n == nullptr || !ok) return;
     if constexpr (std::is_same_v<T, bool>) {
-      if (auto v = n->value<bool>()) { out = *v; return; }
+      if (auto v = n->value<bool>()) {
+        out = *v;
+        return;
+      }
     } else if constexpr (std::is_floating_point_v<T>) {
-      if (auto v = n->value<double>()) { out = static_cast<T>(*v); return; }
+      if (auto v = n->value<double>()) {
+        out = static_cast<T>(*v);
+        return;
+      }
     } else if constexpr (std::is_same_v<T, std::string>) {
-      if (auto v = n->value<std::string>()) { out = *v; return; }
+      if (auto v = n->value<std::string>()) {
+        out = *v;
+        return;
+      }
     } else {
-      if (auto v = n->value<int64_t>(); v && *v >= 0) { out = static_cast<T>(*v); return; }
+      if (auto v = n->value<int64_t>(); v && *v >= 0) {
+        out = static_cast<T>(*v);
+        return;
+      }
     }
     fail(where + key + ": wrong type or negative value");
   }
@@ -40,8 +53,10 @@ struct Reader {
       const toml::array* p = n.as_array();
       const auto x = p != nullptr && p->size() == 2 ? (*p)[0].value<int64_t>() : std::nullopt;
       const auto y = p != nullptr && p->size() == 2 ? (*p)[1].value<int64_t>() : std::nullopt;
-      if (!x || !y || *x < 0 || *y < 0 || static_cast<uint64_t>(*x) > max || static_cast<uint64_t>(*y) > max)
-        return fail(where + key + ": every entry must be [a, b] with integers 0.." + std::to_string(max));
+      if (!x || !y || *x < 0 || *y < 0 || static_cast<uint64_t>(*x) > max ||
+          static_cast<uint64_t>(*y) > max)
+        return fail(where + key + ": every entry must be [a, b] with integers 0.." +
+                    std::to_string(max));
       out.emplace_back(static_cast<uint64_t>(*x), static_cast<uint64_t>(*y));
     }
   }
@@ -51,15 +66,17 @@ struct Reader {
   }
   void check_keys(const toml::table& t, const std::string& where, std::set<std::string> allowed) {
     for (const auto& [k, v] : t) {
-      if (!allowed.count(std::string(k.str()))) fail(where + std::string(k.str()) + ": unknown key");
+      if (!allowed.count(std::string(k.str())))
+        fail(where + std::string(k.str()) + ": unknown key");
     }
   }
 };
 
 void read_link(Reader& r, const toml::table* t, const std::string& where, LinkConfig& link) {
   if (t == nullptr) return;
-  r.check_keys(*t, where, {"rate_gbps", "propagation_ns", "queue_kib", "ecn_kib", "ecn_max_kib",
-                          "ecn_max_probability", "trim_kib", "overflow"});
+  r.check_keys(*t, where,
+               {"rate_gbps", "propagation_ns", "queue_kib", "ecn_kib", "ecn_max_kib",
+                "ecn_max_probability", "trim_kib", "overflow"});
   int64_t propagation = link.propagation.ns;
   uint32_t queue = link.queue_limit_bytes / 1024, ecn = link.ecn_threshold_bytes / 1024,
            ecn_max = link.ecn_max_bytes / 1024, trim = link.trim_threshold_bytes / 1024;
@@ -72,13 +89,15 @@ void read_link(Reader& r, const toml::table* t, const std::string& where, LinkCo
   r.get(*t, where, "ecn_max_probability", link.ecn_max_probability);
   r.get(*t, where, "trim_kib", trim);
   r.get(*t, where, "overflow", overflow);
-  if (overflow != "trim" && overflow != "drop") r.fail(where + "overflow: must be \"trim\" or \"drop\"");
+  if (overflow != "trim" && overflow != "drop")
+    r.fail(where + "overflow: must be \"trim\" or \"drop\"");
   if (link.rate_gbps <= 0) r.fail(where + "rate_gbps: must be > 0");
   link.propagation = Duration{propagation};
   link.queue_limit_bytes = queue * 1024;
   link.ecn_threshold_bytes = ecn * 1024;
   link.ecn_max_bytes = ecn_max * 1024;
-  if (ecn_max != 0 && ecn_max <= ecn) r.fail(where + "ecn_max_kib: must be above ecn_kib (or 0 for step marking)");
+  if (ecn_max != 0 && ecn_max <= ecn)
+    r.fail(where + "ecn_max_kib: must be above ecn_kib (or 0 for step marking)");
   if (link.ecn_max_probability <= 0 || link.ecn_max_probability > 1)
     r.fail(where + "ecn_max_probability: must be in (0, 1]");
   link.trim_threshold_bytes = trim * 1024;
@@ -90,23 +109,33 @@ void read_fabric_shape(Reader& r, const toml::table& t, FabricConfig& f) {
   r.get(t, "fabric.", "topology", topology);
   r.get(t, "fabric.", "routing", routing);
   r.get(t, "fabric.", "k", f.k);
-  if (topology == "leaf_spine") f.topology = TopologyKind::kLeafSpine;
-  else if (topology == "fat_tree") f.topology = TopologyKind::kFatTree;
-  else r.fail("fabric.topology: must be \"leaf_spine\" or \"fat_tree\"");
-  if (routing == "ecmp") f.routing = Routing::kEcmp;
-  else if (routing == "spray") f.routing = Routing::kSpray;
-  else if (routing == "source") f.routing = Routing::kSource;
-  else r.fail("fabric.routing: must be \"ecmp\", \"spray\" or \"source\"");
+  if (topology == "leaf_spine")
+    f.topology = TopologyKind::kLeafSpine;
+  else if (topology == "fat_tree")
+    f.topology = TopologyKind::kFatTree;
+  else
+    r.fail("fabric.topology: must be \"leaf_spine\" or \"fat_tree\"");
+  if (routing == "ecmp")
+    f.routing = Routing::kEcmp;
+  else if (routing == "spray")
+    f.routing = Routing::kSpray;
+  else if (routing == "source")
+    f.routing = Routing::kSource;
+  else
+    r.fail("fabric.routing: must be \"ecmp\", \"spray\" or \"source\"");
   if (f.topology != TopologyKind::kFatTree) return;
-  if (f.k < 2 || f.k % 2 != 0 || f.k > 64) r.fail("fabric.k: must be even, 2..64");
+  if (f.k < 2 || f.k % 2 != 0 || f.k > 64)
+    r.fail("fabric.k: must be even, 2..64");
   else if (f.hosts > f.k * f.k * f.k / 4)
-    r.fail("fabric.hosts: a k=" + std::to_string(f.k) + " FatTree has " + std::to_string(f.k * f.k * f.k / 4) + " host ports");
+    r.fail("fabric.hosts: a k=" + std::to_string(f.k) + " FatTree has " +
+           std::to_string(f.k * f.k * f.k / 4) + " host ports");
 }
 
 void read_fabric(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
-  r.check_keys(*t, "fabric.", {"planes", "hosts", "spines", "hosts_per_leaf", "ecn_last_hop", "host_link",
-                               "fabric_link", "core_link", "topology", "k", "routing"});
+  r.check_keys(*t, "fabric.",
+               {"planes", "hosts", "spines", "hosts_per_leaf", "ecn_last_hop", "host_link",
+                "fabric_link", "core_link", "topology", "k", "routing"});
   r.get(*t, "fabric.", "planes", s.fabric.planes);
   r.get(*t, "fabric.", "hosts", s.fabric.hosts);
   r.get(*t, "fabric.", "spines", s.fabric.spines);
@@ -142,15 +171,22 @@ void read_cc_knobs(Reader& r, const toml::table& t, QpConfig& q) {
   double incast_window_us = static_cast<double>(q.incast_window_ns) / 1e3;
   r.get(t, "qp.", "incast_penalty", penalty);
   r.get(t, "qp.", "incast_window_us", incast_window_us);
-  if (penalty > 127) r.fail("qp.incast_penalty: the rcv_cwnd_pen an incast receiver sends, 0..127 (0: none)");
-  if (!(incast_window_us >= 0 && incast_window_us <= 1000)) r.fail("qp.incast_window_us: must be 0..1000");
+  if (penalty > 127)
+    r.fail("qp.incast_penalty: the rcv_cwnd_pen an incast receiver sends, 0..127 (0: none)");
+  if (!(incast_window_us >= 0 && incast_window_us <= 1000))
+    r.fail("qp.incast_window_us: must be 0..1000");
   q.incast_penalty = static_cast<uint8_t>(std::min<uint32_t>(penalty, 127));
   q.incast_window_ns = static_cast<int64_t>(incast_window_us * 1e3);
-  if (!(n.proportional_gain > 0 && n.proportional_gain <= 16)) r.fail("qp.eta: the proportional gain, must be in (0, 16]");
-  if (!(n.fair_increase_mtus > 0 && n.fair_increase_mtus <= 64)) r.fail("qp.fi: MTUs per RTT, must be in (0, 64]");
+  if (!(n.proportional_gain > 0 && n.proportional_gain <= 16))
+    r.fail("qp.eta: the proportional gain, must be in (0, 16]");
+  if (!(n.fair_increase_mtus > 0 && n.fair_increase_mtus <= 64))
+    r.fail("qp.fi: MTUs per RTT, must be in (0, 64]");
   if (target_us < 0) r.fail("qp.target_delay_us: must be >= 0 (0: half the base RTT)");
-  if (initial_kib < 1 || initial_kib * 1024 > n.max_window_bytes) r.fail("qp.initial_window_kib: must be 1..window_kib");
-  if (qa_gate > 63) r.fail("qp.qa_gate: a shift of the maximum window, 0..63 (0: quick adapt on every lossy round)");
+  if (initial_kib < 1 || initial_kib * 1024 > n.max_window_bytes)
+    r.fail("qp.initial_window_kib: must be 1..window_kib");
+  if (qa_gate > 63)
+    r.fail(
+        "qp.qa_gate: a shift of the maximum window, 0..63 (0: quick adapt on every lossy round)");
   if (ack_delay_us < 0 || ack_delay_us > 1000) r.fail("qp.ack_delay_us: must be 0..1000");
   n.initial_window_bytes = initial_kib * 1024;
   n.target_delay_ns = static_cast<int64_t>(target_us * 1e3);
@@ -173,10 +209,29 @@ void read_ev_burst(Reader& r, const toml::table& t, QpConfig& q) {
 
 void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
-  r.check_keys(*t, "qp.", {"mtu", "ev_count", "ev_burst", "ev_min_active", "mpr", "max_wimm", "timeout",
-                           "retry_linear", "retry_exp", "ack_every", "cc", "window_kib", "ev_list",
-                           "initial_window_kib", "target_delay_us", "quick_adapt", "qa_gate", "ack_delay_us",
-                           "eta", "fi", "incast_penalty", "incast_window_us"});
+  r.check_keys(*t, "qp.",
+               {"mtu",
+                "ev_count",
+                "ev_burst",
+                "ev_min_active",
+                "mpr",
+                "max_wimm",
+                "timeout",
+                "retry_linear",
+                "retry_exp",
+                "ack_every",
+                "cc",
+                "window_kib",
+                "ev_list",
+                "initial_window_kib",
+                "target_delay_us",
+                "quick_adapt",
+                "qa_gate",
+                "ack_delay_us",
+                "eta",
+                "fi",
+                "incast_penalty",
+                "incast_window_us"});
   QpConfig& q = s.qp;
   uint32_t mtu = q.mtu_bytes, ev = q.ev_count, ev_min = q.ev_min_active, mpr = q.mpr,
            wimm = q.max_wimm, timeout = q.timeout, lin = q.retry_linear, exp = q.retry_exp,
@@ -193,7 +248,8 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   r.get(*t, "qp.", "ack_every", ack);
   r.get(*t, "qp.", "cc", cc);
   r.get(*t, "qp.", "window_kib", window);
-  if (mpr > 255 || timeout > 255 || lin > 255 || exp > 255 || ev > 65535 || ev_min > 65535 || wimm > 65535)
+  if (mpr > 255 || timeout > 255 || lin > 255 || exp > 255 || ev > 65535 || ev_min > 65535 ||
+      wimm > 65535)
     r.fail("qp: a value is larger than its field");
   q.set_mtu(mtu);  // the minimum window is one packet: without it every mtu above 4 KiB was refused
   q.ev_count = static_cast<uint16_t>(ev);
@@ -213,7 +269,8 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   std::vector<std::pair<uint64_t, uint64_t>> list;
   r.get_pairs(*t, "qp.", "ev_list", UINT32_MAX, list);
   for (const auto& [plane, value] : list)
-    q.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(std::min<uint64_t>(plane, 255))), Ev(static_cast<uint32_t>(value))});
+    q.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(std::min<uint64_t>(plane, 255))),
+                                   Ev(static_cast<uint32_t>(value))});
   if (r.ok && !q.ev_list.empty()) {
     const std::string problem = q.validate(static_cast<int>(s.fabric.planes));
     if (!problem.empty()) r.fail("qp.ev_list: " + problem);
@@ -222,9 +279,10 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
 
 void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
-  r.check_keys(*t, "workload.", {"pattern", "bidirectional", "victim", "message_bytes", "messages", "iterations",
-                                 "compute_us", "qps", "imm_fraction", "expect_failure", "flows", "slices",
-                                 "ring_order"});
+  r.check_keys(
+      *t, "workload.",
+      {"pattern", "bidirectional", "victim", "message_bytes", "messages", "iterations",
+       "compute_us", "qps", "imm_fraction", "expect_failure", "flows", "slices", "ring_order"});
   Workload& w = s.workload;
   std::string pattern = "pairs";
   double compute_us = 0;
@@ -241,25 +299,38 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   r.get(*t, "workload.", "slices", w.slices);
   std::string ring_order = "hosts";
   r.get(*t, "workload.", "ring_order", ring_order);
-  if (ring_order == "shuffled") w.ring_order = RingOrder::kShuffled;
-  else if (ring_order != "hosts") r.fail("workload.ring_order: must be hosts or shuffled");
+  if (ring_order == "shuffled")
+    w.ring_order = RingOrder::kShuffled;
+  else if (ring_order != "hosts")
+    r.fail("workload.ring_order: must be hosts or shuffled");
   w.compute = Duration{static_cast<int64_t>(compute_us * 1000)};
   const std::vector<std::pair<std::string, Pattern>> patterns = {
-      {"pairs", Pattern::kPairs}, {"incast", Pattern::kIncast}, {"permutation", Pattern::kPermutation},
-      {"all_to_all", Pattern::kAllToAll}, {"ring_allreduce", Pattern::kRingAllreduce}, {"flows", Pattern::kFlows}};
+      {"pairs", Pattern::kPairs},
+      {"incast", Pattern::kIncast},
+      {"permutation", Pattern::kPermutation},
+      {"all_to_all", Pattern::kAllToAll},
+      {"ring_allreduce", Pattern::kRingAllreduce},
+      {"flows", Pattern::kFlows}};
   bool known = false;
   for (const auto& [name, value] : patterns) {
     if (name == pattern) w.pattern = value, known = true;
   }
-  if (!known) r.fail("workload.pattern: must be pairs, incast, permutation, all_to_all, ring_allreduce or flows");
+  if (!known)
+    r.fail(
+        "workload.pattern: must be pairs, incast, permutation, all_to_all, ring_allreduce or "
+        "flows");
   std::vector<std::pair<uint64_t, uint64_t>> flows;
   r.get_pairs(*t, "workload.", "flows", s.fabric.hosts - 1, flows);
   for (const auto& [src, dst] : flows) {
-    if (src == dst) r.fail("workload.flows: [" + std::to_string(src) + ", " + std::to_string(dst) + "] sends to itself");
+    if (src == dst)
+      r.fail("workload.flows: [" + std::to_string(src) + ", " + std::to_string(dst) +
+             "] sends to itself");
     w.flows.emplace_back(static_cast<HostId>(src), static_cast<HostId>(dst));
   }
   if (r.ok && (w.pattern == Pattern::kFlows) != !w.flows.empty())
-    r.fail("workload.flows: given exactly when pattern = \"flows\" (a list of [source, destination] hosts)");
+    r.fail(
+        "workload.flows: given exactly when pattern = \"flows\" (a list of [source, destination] "
+        "hosts)");
   if (w.message_bytes > UINT32_MAX) r.fail("workload.message_bytes: at most 4 GiB - 1 per message");
   if (w.messages < 1 || w.qps_per_flow < 1 || w.iterations < 1 || w.slices < 1)
     r.fail("workload: messages, iterations, qps and slices must be >= 1");
@@ -275,7 +346,8 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
 
 void read_dcqcn(Reader& r, const toml::table& t, DcqcnConfig& d) {
   const std::string w = "transport.";
-  double alpha_us = static_cast<double>(d.alpha_period.ns) / 1e3, increase_us = static_cast<double>(d.increase_period.ns) / 1e3,
+  double alpha_us = static_cast<double>(d.alpha_period.ns) / 1e3,
+         increase_us = static_cast<double>(d.increase_period.ns) / 1e3,
          cnp_us = static_cast<double>(d.cnp_interval.ns) / 1e3;
   uint64_t byte_counter_kib = d.byte_counter / 1024;
   r.get(t, w, "dcqcn", d.enabled);
@@ -289,8 +361,10 @@ void read_dcqcn(Reader& r, const toml::table& t, DcqcnConfig& d) {
   r.get(t, w, "dcqcn_min_gbps", d.min_rate_gbps);
   r.get(t, w, "cnp_interval_us", cnp_us);
   if (d.g <= 0 || d.g > 1) r.fail(w + "dcqcn_g: must be in (0, 1]");
-  if (alpha_us <= 0 || increase_us <= 0) r.fail(w + "dcqcn_alpha_us, dcqcn_increase_us: must be > 0");
-  if (byte_counter_kib == 0 || d.min_rate_gbps <= 0) r.fail(w + "dcqcn_byte_counter_kib, dcqcn_min_gbps: must be > 0");
+  if (alpha_us <= 0 || increase_us <= 0)
+    r.fail(w + "dcqcn_alpha_us, dcqcn_increase_us: must be > 0");
+  if (byte_counter_kib == 0 || d.min_rate_gbps <= 0)
+    r.fail(w + "dcqcn_byte_counter_kib, dcqcn_min_gbps: must be > 0");
   d.alpha_period = Duration{static_cast<int64_t>(alpha_us * 1e3)};
   d.increase_period = Duration{static_cast<int64_t>(increase_us * 1e3)};
   d.cnp_interval = Duration{static_cast<int64_t>(cnp_us * 1e3)};
@@ -299,7 +373,8 @@ void read_dcqcn(Reader& r, const toml::table& t, DcqcnConfig& d) {
 
 void read_mptcp(Reader& r, const toml::table& t, MptcpConfig& m) {
   const std::string w = "transport.";
-  double rto_min_us = static_cast<double>(m.rto_min.ns) / 1e3, rto_max_us = static_cast<double>(m.rto_max.ns) / 1e3;
+  double rto_min_us = static_cast<double>(m.rto_min.ns) / 1e3,
+         rto_max_us = static_cast<double>(m.rto_max.ns) / 1e3;
   r.get(t, w, "subflows", m.subflows);
   r.get(t, w, "coupled", m.coupled);
   r.get(t, w, "initial_window", m.initial_window_packets);
@@ -310,7 +385,8 @@ void read_mptcp(Reader& r, const toml::table& t, MptcpConfig& m) {
   if (m.subflows < 1 || m.subflows > 64) r.fail(w + "subflows: must be 1..64");
   if (m.initial_window_packets < 1 || m.max_window_packets < m.initial_window_packets)
     r.fail(w + "initial_window, max_window: need 1 <= initial_window <= max_window");
-  if (rto_min_us <= 0 || rto_max_us < rto_min_us) r.fail(w + "rto_min_us, rto_max_us: need 0 < rto_min_us <= rto_max_us");
+  if (rto_min_us <= 0 || rto_max_us < rto_min_us)
+    r.fail(w + "rto_min_us, rto_max_us: need 0 < rto_min_us <= rto_max_us");
   if (m.subflow_dead_after < 1) r.fail(w + "subflow_dead_after: must be >= 1");
   m.rto_min = Duration{static_cast<int64_t>(rto_min_us * 1e3)};
   m.rto_max = Duration{static_cast<int64_t>(rto_max_us * 1e3)};
@@ -320,26 +396,50 @@ void read_mptcp(Reader& r, const toml::table& t, MptcpConfig& m) {
 // every switch queue of the fabric lossless (PFC-like pause instead of drop or trim).
 void read_transport(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
-  r.check_keys(*t, "transport.", {"kind", "subflows", "coupled", "initial_window", "max_window", "rto_min_us",
-                                  "rto_max_us", "subflow_dead_after", "dcqcn", "dcqcn_g", "dcqcn_alpha_us",
-                                  "dcqcn_increase_us", "dcqcn_byte_counter_kib", "dcqcn_f", "dcqcn_ai_gbps",
-                                  "dcqcn_hai_gbps", "dcqcn_min_gbps", "cnp_interval_us", "pfc_xoff_kib",
-                                  "pfc_xon_kib", "pfc_headroom_kib"});
+  r.check_keys(*t, "transport.",
+               {"kind",
+                "subflows",
+                "coupled",
+                "initial_window",
+                "max_window",
+                "rto_min_us",
+                "rto_max_us",
+                "subflow_dead_after",
+                "dcqcn",
+                "dcqcn_g",
+                "dcqcn_alpha_us",
+                "dcqcn_increase_us",
+                "dcqcn_byte_counter_kib",
+                "dcqcn_f",
+                "dcqcn_ai_gbps",
+                "dcqcn_hai_gbps",
+                "dcqcn_min_gbps",
+                "cnp_interval_us",
+                "pfc_xoff_kib",
+                "pfc_xon_kib",
+                "pfc_headroom_kib"});
   TransportConfig& c = s.transport;
   std::string kind = "mrc";
   r.get(*t, "transport.", "kind", kind);
-  if (kind == "mrc") c.kind = TransportKind::kMrc;
-  else if (kind == "roce") c.kind = TransportKind::kRoce;
-  else if (kind == "roce_pfc") c.kind = TransportKind::kRocePfc;
-  else if (kind == "mptcp") c.kind = TransportKind::kMptcp;
-  else r.fail("transport.kind: must be \"mrc\", \"roce\", \"roce_pfc\" or \"mptcp\"");
+  if (kind == "mrc")
+    c.kind = TransportKind::kMrc;
+  else if (kind == "roce")
+    c.kind = TransportKind::kRoce;
+  else if (kind == "roce_pfc")
+    c.kind = TransportKind::kRocePfc;
+  else if (kind == "mptcp")
+    c.kind = TransportKind::kMptcp;
+  else
+    r.fail("transport.kind: must be \"mrc\", \"roce\", \"roce_pfc\" or \"mptcp\"");
   read_dcqcn(r, *t, c.dcqcn);
   read_mptcp(r, *t, c.mptcp);
-  uint32_t xoff = c.pfc.xoff_bytes / 1024, xon = c.pfc.xon_bytes / 1024, headroom = c.pfc.headroom_bytes / 1024;
+  uint32_t xoff = c.pfc.xoff_bytes / 1024, xon = c.pfc.xon_bytes / 1024,
+           headroom = c.pfc.headroom_bytes / 1024;
   r.get(*t, "transport.", "pfc_xoff_kib", xoff);
   r.get(*t, "transport.", "pfc_xon_kib", xon);
   r.get(*t, "transport.", "pfc_headroom_kib", headroom);
-  if (xon > xoff || xoff == 0) r.fail("transport.pfc_xon_kib: need 0 < pfc_xon_kib <= pfc_xoff_kib");
+  if (xon > xoff || xoff == 0)
+    r.fail("transport.pfc_xon_kib: need 0 < pfc_xon_kib <= pfc_xoff_kib");
   c.pfc = PfcConfig{xoff * 1024, xon * 1024, headroom * 1024};
   if (c.kind == TransportKind::kRocePfc) make_lossless(s.fabric, c.pfc);
 }
@@ -358,8 +458,9 @@ Scope read_switch(Reader& r, const std::string& name, const std::string& where, 
     const std::string digits = name.substr(prefix.size());
     if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 6) break;
     const uint32_t index = static_cast<uint32_t>(std::stoul(digits));
-    const uint32_t count = fat ? (tier == 3 ? f.k * f.k / 4 : f.k * f.k / 2)
-                               : (tier == 2 ? f.spines : (f.hosts + f.hosts_per_leaf - 1) / f.hosts_per_leaf);
+    const uint32_t count =
+        fat ? (tier == 3 ? f.k * f.k / 4 : f.k * f.k / 2)
+            : (tier == 2 ? f.spines : (f.hosts + f.hosts_per_leaf - 1) / f.hosts_per_leaf);
     if (index >= count) break;
     if (plane < 0) {
       r.fail(where + "switch: naming a switch needs a plane");
@@ -398,11 +499,16 @@ Scope read_scope(Reader& r, const toml::table& t, const std::string& where, cons
   if (link == "all") return s;
   s.kind = Scope::Kind::kLink;
   s.plane = p;
-  if (link == "host_up") s.classes = bit(LinkClass::kHostUp);
-  else if (link == "host_down") s.classes = bit(LinkClass::kHostDown);
-  else if (link == "leaf_spine") s.classes = bit(LinkClass::kFabricUp);
-  else if (link == "spine_leaf") s.classes = bit(LinkClass::kFabricDown);
-  else r.fail(where + "link: must be all, host_up, host_down, leaf_spine or spine_leaf");
+  if (link == "host_up")
+    s.classes = bit(LinkClass::kHostUp);
+  else if (link == "host_down")
+    s.classes = bit(LinkClass::kHostDown);
+  else if (link == "leaf_spine")
+    s.classes = bit(LinkClass::kFabricUp);
+  else if (link == "spine_leaf")
+    s.classes = bit(LinkClass::kFabricDown);
+  else
+    r.fail(where + "link: must be all, host_up, host_down, leaf_spine or spine_leaf");
   s.node = NodeId(static_cast<uint32_t>(host));
   s.link = LinkId(static_cast<uint32_t>((leaf << 16) | spine));
   return s;
@@ -410,9 +516,10 @@ Scope read_scope(Reader& r, const toml::table& t, const std::string& where, cons
 
 void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
   const std::string where = "fault[" + std::to_string(index) + "].";
-  r.check_keys(t, where, {"at_us", "action", "plane", "link", "host", "leaf", "spine", "loss",
-                          "duplicate", "reorder", "reorder_max_us", "corrupt", "trim", "ev_slot",
-                          "down_us", "up_us", "duration_us", "rate_fraction", "switch"});
+  r.check_keys(t, where,
+               {"at_us", "action", "plane", "link", "host", "leaf", "spine", "loss", "duplicate",
+                "reorder", "reorder_max_us", "corrupt", "trim", "ev_slot", "down_us", "up_us",
+                "duration_us", "rate_fraction", "switch"});
   ScheduledFault f;
   double at_us = 0, reorder_max_us = 5, down_us = 100, up_us = 100, duration_us = 1000;
   std::string action;
@@ -432,14 +539,19 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
   r.get(t, where, "corrupt", lf.corrupt);
   r.get(t, where, "trim", lf.trim);
   lf.reorder_max_delay = Duration{static_cast<int64_t>(reorder_max_us * 1000)};
-  if (action == "faults") f.action = FaultAction::set_faults(scope, lf);
-  else if (action == "down" || action == "up") f.action = FaultAction::set_up(scope, action == "up");
-  else if (action == "heal") f.action = FaultAction::heal_all();
+  if (action == "faults")
+    f.action = FaultAction::set_faults(scope, lf);
+  else if (action == "down" || action == "up")
+    f.action = FaultAction::set_up(scope, action == "up");
+  else if (action == "heal")
+    f.action = FaultAction::heal_all();
   else if (action == "degrade") {
     double fraction = 0.5;
     r.get(t, where, "rate_fraction", fraction);
-    if (fraction <= 0 || fraction > 1) r.fail(where + "rate_fraction: must be in (0, 1]");
-    else f.action = FaultAction::set_rate(scope, fraction);
+    if (fraction <= 0 || fraction > 1)
+      r.fail(where + "rate_fraction: must be in (0, 1]");
+    else
+      f.action = FaultAction::set_rate(scope, fraction);
   } else if (action == "reboot") {  // down now, up again after down_us
     f.action = FaultAction::set_up(scope, false);
     ScheduledFault up = f;
@@ -449,9 +561,9 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
     s.faults.push_back(f);
     s.faults.push_back(up);
     return;
-  }
-  else if (action == "flap") {
-    FlapSpec flap{Duration{static_cast<int64_t>(down_us * 1000)}, Duration{static_cast<int64_t>(up_us * 1000)},
+  } else if (action == "flap") {
+    FlapSpec flap{Duration{static_cast<int64_t>(down_us * 1000)},
+                  Duration{static_cast<int64_t>(up_us * 1000)},
                   Duration{static_cast<int64_t>(duration_us * 1000)}};
     f.action = FaultAction::start_flap(scope, flap);
   } else if (action == "blackhole" || action == "unblackhole") {
@@ -460,7 +572,9 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
     f.ev_slot = static_cast<int>(slot);
     f.action = FaultAction::blackhole(scope.plane, Ev(0), action == "blackhole");
   } else {
-    r.fail(where + "action: must be faults, down, up, reboot, flap, degrade, blackhole, unblackhole or heal");
+    r.fail(
+        where +
+        "action: must be faults, down, up, reboot, flap, degrade, blackhole, unblackhole or heal");
   }
   s.faults.push_back(f);
 }
@@ -477,7 +591,8 @@ void make_lossless(FabricConfig& fabric, const PfcConfig& pfc) {
 }
 
 std::string payload_modes_error(const Scenario& s) {
-  if (s.payload && !s.move_payload) return "move_payload = false needs payload = false (a payload run compares every byte)";
+  if (s.payload && !s.move_payload)
+    return "move_payload = false needs payload = false (a payload run compares every byte)";
   return "";
 }
 
@@ -490,8 +605,9 @@ bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
     return false;
   }
   Reader r{error};
-  r.check_keys(root, "", {"name", "seed", "time_limit_ms", "heal_at_us", "random_faults", "payload", "icrc_offload", "move_payload", "fabric", "qp",
-                          "workload", "fault", "transport"});
+  r.check_keys(root, "",
+               {"name", "seed", "time_limit_ms", "heal_at_us", "random_faults", "payload",
+                "icrc_offload", "move_payload", "fabric", "qp", "workload", "fault", "transport"});
   double limit_ms = 2000, heal_us = 0;
   r.get(root, "", "name", s.name);
   r.get(root, "", "seed", s.seed);

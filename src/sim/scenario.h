@@ -26,7 +26,7 @@ struct Scenario {
   std::string name = "unnamed";
   uint64_t seed = 1;
   FabricConfig fabric;
-  QpConfig qp;               // MRC queue pairs; mtu, timeout, retry_linear, ack_every also baselines
+  QpConfig qp;  // MRC queue pairs; mtu, timeout, retry_linear, ack_every also baselines
   TransportConfig transport;  // [transport]: mrc (the engine) or a baseline
   Workload workload;
   std::vector<ScheduledFault> faults;
@@ -51,10 +51,10 @@ struct Scenario {
   bool icrc_offload = true;
   // false (payload-free runs only): packets carry their headers and their payload's length but
   // no payload bytes are moved. The engines gather nothing into a data packet and place
-  // nothing from one (its regions are registered as RegionKind::kVirtual; the baselines likewise); every protocol
-  // decision, packet size and event is the same (a test checks it). The checker counts each
-  // flow's placed bytes (exactly once) but has no bytes to compare. The simulator's fastest
-  // mode for fabric scale, as simulators that never carry payload (htsim) run.
+  // nothing from one (its regions are registered as RegionKind::kVirtual; the baselines likewise);
+  // every protocol decision, packet size and event is the same (a test checks it). The checker
+  // counts each flow's placed bytes (exactly once) but has no bytes to compare. The simulator's
+  // fastest mode for fabric scale, as simulators that never carry payload (htsim) run.
   bool move_payload = true;
 };
 

@@ -73,18 +73,22 @@ Topology Topology::fat_tree(uint32_t planes, uint32_t k, uint32_t hosts, uint64_
   t.attach_hosts(t.tiers_[1], half);
   for (uint32_t pod = 0; pod < k; ++pod) {
     for (uint32_t e = 0; e < half; ++e) {
-      for (uint32_t a = 0; a < half; ++a) t.add_link(edge(pod, e), agg(pod, a), LinkClass::kFabricUp);
+      for (uint32_t a = 0; a < half; ++a)
+        t.add_link(edge(pod, e), agg(pod, a), LinkClass::kFabricUp);
     }
     for (uint32_t a = 0; a < half; ++a) {
-      for (uint32_t c = a * half; c < (a + 1) * half; ++c) t.add_link(agg(pod, a), core(c), LinkClass::kFabricUp);
+      for (uint32_t c = a * half; c < (a + 1) * half; ++c)
+        t.add_link(agg(pod, a), core(c), LinkClass::kFabricUp);
     }
   }
   for (uint32_t pod = 0; pod < k; ++pod) {
     for (uint32_t a = 0; a < half; ++a) {
-      for (uint32_t c = a * half; c < (a + 1) * half; ++c) t.add_link(core(c), agg(pod, a), LinkClass::kFabricDown);
+      for (uint32_t c = a * half; c < (a + 1) * half; ++c)
+        t.add_link(core(c), agg(pod, a), LinkClass::kFabricDown);
     }
     for (uint32_t a = 0; a < half; ++a) {
-      for (uint32_t e = 0; e < half; ++e) t.add_link(agg(pod, a), edge(pod, e), LinkClass::kFabricDown);
+      for (uint32_t e = 0; e < half; ++e)
+        t.add_link(agg(pod, a), edge(pod, e), LinkClass::kFabricDown);
     }
   }
   t.finish(salt);
@@ -212,7 +216,8 @@ uint32_t Topology::link_between(NodeId from, NodeId to) const {
   return kNoLink;
 }
 
-uint32_t Topology::next_link(PlaneId plane, NodeId at, HostId dest, Ev ev, uint64_t packet_id) const {
+uint32_t Topology::next_link(PlaneId plane, NodeId at, HostId dest, Ev ev,
+                             uint64_t packet_id) const {
   const NodeId edge = host_edge_[dest];
   if (edge == at) return host_downlink_[dest];
   const uint32_t group_id =
@@ -223,12 +228,16 @@ uint32_t Topology::next_link(PlaneId plane, NodeId at, HostId dest, Ev ev, uint6
   return group_links_[group.offset + pick(group, plane, at, ev, packet_id)];
 }
 
-uint32_t Topology::pick(const Group& group, PlaneId plane, NodeId at, Ev ev, uint64_t packet_id) const {
+uint32_t Topology::pick(const Group& group, PlaneId plane, NodeId at, Ev ev,
+                        uint64_t packet_id) const {
   const uint64_t salt = salt_[static_cast<size_t>(plane.value) * nodes_.size() + at.value];
   switch (routing_) {
-    case Routing::kEcmp: return static_cast<uint32_t>(mix64(ev.value ^ salt) % group.count);
-    case Routing::kSpray: return static_cast<uint32_t>(mix64(packet_id ^ salt) % group.count);
-    case Routing::kSource: break;
+    case Routing::kEcmp:
+      return static_cast<uint32_t>(mix64(ev.value ^ salt) % group.count);
+    case Routing::kSpray:
+      return static_cast<uint32_t>(mix64(packet_id ^ salt) % group.count);
+    case Routing::kSource:
+      break;
   }
   // The EV's digit for this tier: base = the up fan-out of the tiers below (equal per tier in
   // the builders here), so consecutive EVs enumerate the paths.

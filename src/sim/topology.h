@@ -141,7 +141,7 @@ class Topology {
   std::vector<uint32_t> route_;
   std::vector<Group> groups_;
   std::vector<uint32_t> group_links_;
-  std::vector<uint64_t> salt_;  // per (plane, node)
+  std::vector<uint64_t> salt_;       // per (plane, node)
   std::vector<uint32_t> up_fanout_;  // per tier: up links of its first switch (kSource)
 };
 

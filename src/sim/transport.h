@@ -36,13 +36,13 @@ const char* to_string(TransportKind kind);
 // DCQCN reaction point and notification point (Zhu et al., "Congestion Control for Large-Scale
 // RDMA Deployments", SIGCOMM 2015, section 3 and table 1). Rates in Gbit/s.
 struct DcqcnConfig {
-  double g = 1.0 / 256;                       // alpha EWMA gain
-  Duration alpha_period{Duration::from_us(55)};   // alpha decays every K without a CNP
+  double g = 1.0 / 256;                             // alpha EWMA gain
+  Duration alpha_period{Duration::from_us(55)};     // alpha decays every K without a CNP
   Duration increase_period{Duration::from_us(55)};  // rate-increase timer T
-  uint64_t byte_counter = 10ull << 20;        // rate-increase byte counter B (10 MB)
-  uint32_t fast_recovery_steps = 5;           // F
-  double additive_gbps = 0.04;                // R_AI (40 Mbit/s)
-  double hyper_gbps = 0.4;                    // R_HAI (10 x R_AI; see docs/SIMULATION.md)
+  uint64_t byte_counter = 10ull << 20;              // rate-increase byte counter B (10 MB)
+  uint32_t fast_recovery_steps = 5;                 // F
+  double additive_gbps = 0.04;                      // R_AI (40 Mbit/s)
+  double hyper_gbps = 0.4;                          // R_HAI (10 x R_AI; see docs/SIMULATION.md)
   double min_rate_gbps = 0.01;
   Duration cnp_interval{Duration::from_us(50)};  // NP: at most one CNP per QP per interval
   bool enabled = true;
@@ -50,12 +50,12 @@ struct DcqcnConfig {
 
 struct MptcpConfig {
   uint32_t subflows = 4;
-  bool coupled = true;                 // LIA (RFC 6356); false: uncoupled Reno per subflow
+  bool coupled = true;  // LIA (RFC 6356); false: uncoupled Reno per subflow
   uint32_t initial_window_packets = 10;
   uint32_t max_window_packets = 1024;  // per subflow; bounds the sender's state
   Duration rto_min{Duration::from_us(1000)};
   Duration rto_max{Duration::from_ms(100)};
-  uint32_t subflow_dead_after = 8;     // consecutive RTOs; all subflows dead = connection fails
+  uint32_t subflow_dead_after = 8;  // consecutive RTOs; all subflows dead = connection fails
 };
 
 // PFC-like lossless switch queues (kRocePfc): pause an ingress link when the switch holds more

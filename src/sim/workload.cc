@@ -59,8 +59,8 @@ struct RingShape {
 
 // Step s of iteration k on rank r: `bytes` as slices of parts. Slice j waits for slice j of
 // step s-1 of rank r-1; step 0 for all of the previous iteration's last step there, plus compute.
-void add_ring_step(WorkloadPlan& plan, const Workload& w, const RingShape& g, uint32_t k, uint32_t s,
-                   uint32_t r, uint64_t bytes) {
+void add_ring_step(WorkloadPlan& plan, const Workload& w, const RingShape& g, uint32_t k,
+                   uint32_t s, uint32_t r, uint64_t bytes) {
   const uint32_t prev = (r + g.n - 1) % g.n;
   for (uint32_t j = 0; j < g.slices; ++j) {
     const uint64_t slice = part_bytes(bytes, g.slices, j);
@@ -160,24 +160,36 @@ uint64_t planned_bytes(const Workload& w, uint32_t hosts) {
   const uint64_t per_flow = static_cast<uint64_t>(w.qps_per_flow) * w.messages * w.message_bytes;
   const uint64_t n = hosts;
   switch (w.pattern) {
-    case Pattern::kPairs: return (n == 2 ? 1 : n) * (w.bidirectional ? 2 : 1) * per_flow;
-    case Pattern::kIncast: return (n - 1 + (w.victim && n >= 3 ? 1 : 0)) * per_flow;
-    case Pattern::kFlows: return w.flows.size() * per_flow;
-    case Pattern::kPermutation: return n * per_flow;
-    case Pattern::kAllToAll: return n * (n - 1) * per_flow;
-    case Pattern::kRingAllreduce: return 2 * (n - 1) * w.message_bytes / n * n * w.iterations + 2 * n * w.iterations;
+    case Pattern::kPairs:
+      return (n == 2 ? 1 : n) * (w.bidirectional ? 2 : 1) * per_flow;
+    case Pattern::kIncast:
+      return (n - 1 + (w.victim && n >= 3 ? 1 : 0)) * per_flow;
+    case Pattern::kFlows:
+      return w.flows.size() * per_flow;
+    case Pattern::kPermutation:
+      return n * per_flow;
+    case Pattern::kAllToAll:
+      return n * (n - 1) * per_flow;
+    case Pattern::kRingAllreduce:
+      return 2 * (n - 1) * w.message_bytes / n * n * w.iterations + 2 * n * w.iterations;
   }
   return 0;
 }
 
 const char* to_string(Pattern pattern) {
   switch (pattern) {
-    case Pattern::kPairs: return "pairs";
-    case Pattern::kIncast: return "incast";
-    case Pattern::kPermutation: return "permutation";
-    case Pattern::kAllToAll: return "all_to_all";
-    case Pattern::kRingAllreduce: return "ring_allreduce";
-    case Pattern::kFlows: return "flows";
+    case Pattern::kPairs:
+      return "pairs";
+    case Pattern::kIncast:
+      return "incast";
+    case Pattern::kPermutation:
+      return "permutation";
+    case Pattern::kAllToAll:
+      return "all_to_all";
+    case Pattern::kRingAllreduce:
+      return "ring_allreduce";
+    case Pattern::kFlows:
+      return "flows";
   }
   return "?";
 }

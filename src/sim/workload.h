@@ -41,17 +41,17 @@ enum class RingOrder : uint8_t { kHosts, kShuffled };
 
 struct Workload {
   Pattern pattern = Pattern::kPairs;
-  bool bidirectional = true;      // pairs
-  bool victim = false;            // incast
-  uint64_t message_bytes = 256 * 1024;  // per write; ring_allreduce: the vector per host
-  uint32_t messages = 8;          // writes per flow (not ring_allreduce)
-  uint32_t iterations = 1;        // ring_allreduce
-  Duration compute{0};            // ring_allreduce: compute time before each iteration
-  uint32_t slices = 1;            // ring_allreduce: pipelined slices per chunk
+  bool bidirectional = true;                 // pairs
+  bool victim = false;                       // incast
+  uint64_t message_bytes = 256 * 1024;       // per write; ring_allreduce: the vector per host
+  uint32_t messages = 8;                     // writes per flow (not ring_allreduce)
+  uint32_t iterations = 1;                   // ring_allreduce
+  Duration compute{0};                       // ring_allreduce: compute time before each iteration
+  uint32_t slices = 1;                       // ring_allreduce: pipelined slices per chunk
   RingOrder ring_order = RingOrder::kHosts;  // ring_allreduce
   uint32_t qps_per_flow = 1;
-  double imm_fraction = 0.5;      // share of messages sent as WRITE-with-immediate
-  bool expect_failure = false;    // the scenario drives QPs past their retry limit
+  double imm_fraction = 0.5;                     // share of messages sent as WRITE-with-immediate
+  bool expect_failure = false;                   // the scenario drives QPs past their retry limit
   std::vector<std::pair<HostId, HostId>> flows;  // pattern flows: source -> destination, each
 };
 
@@ -64,9 +64,9 @@ struct PlannedFlow {
 
 struct Transfer {
   uint32_t flow = 0;
-  uint32_t group = kNoGroup;    // e.g. the all-reduce iteration, for reports
+  uint32_t group = kNoGroup;  // e.g. the all-reduce iteration, for reports
   uint64_t bytes = 0;
-  Duration delay{0};            // after the last of `after` (or the start)
+  Duration delay{0};  // after the last of `after` (or the start)
   // The transfers to be delivered first: WorkloadPlan::after(transfer), stored in the plan's
   // one flat array (a 1024-host ring plans two million transfers: no vector each).
   size_t after_at = 0;
@@ -75,11 +75,11 @@ struct Transfer {
 };
 
 struct WorkloadPlan {
-  std::vector<PlannedFlow> flows;  // each is one QP pair (several with qps_per_flow)
-  std::vector<Transfer> transfers; // per flow, posted in index order
+  std::vector<PlannedFlow> flows;    // each is one QP pair (several with qps_per_flow)
+  std::vector<Transfer> transfers;   // per flow, posted in index order
   std::vector<uint32_t> after_list;  // every transfer's `after`, in transfer order
   std::vector<std::string> group_names;
-  uint64_t group_bytes = 0;        // ring_allreduce: the vector per host, for algbw
+  uint64_t group_bytes = 0;  // ring_allreduce: the vector per host, for algbw
 
   std::span<const uint32_t> after(const Transfer& t) const {
     return {after_list.data() + t.after_at, t.after_count};

@@ -312,7 +312,9 @@ json to_json(const std::vector<Row>& rows, const Setup& s, const CollPerfOptions
           {"planes", o.planes},
           {"iters", o.iters},
           {"warmup", o.warmup},
-          {"mtu_bytes", o.mtu_bytes}, {"backend", o.backend}, {"threads", o.threads},
+          {"mtu_bytes", o.mtu_bytes},
+          {"backend", o.backend},
+          {"threads", o.threads},
           {"checked", o.check},
           {"rows", out},
           {"wrong", wrong_total},
@@ -354,7 +356,8 @@ Result<std::unique_ptr<Communicator>, coll::Error> open_communicator(const CollP
   co.qp.set_mtu(o.mtu_bytes);
   if (o.ack_every != 0) co.qp.ack_every_packets = o.ack_every;
   (void)parse_cc_algorithm(o.cc, co.qp.cc);  // the CLI accepts the three names only
-  if (o.target_delay_us > 0) co.qp.nscc.target_delay_ns = static_cast<int64_t>(o.target_delay_us * 1000);
+  if (o.target_delay_us > 0)
+    co.qp.nscc.target_delay_ns = static_cast<int64_t>(o.target_delay_us * 1000);
   co.context.backend = io::parse_backend(o.backend).value();  // the CLI accepts udp and xdp only
   co.context.port_setting = "--port";
   co.context.ev_port_setting = "--ev-port-base";
@@ -520,22 +523,29 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
                  "engine threads per rank (default 1): the rank's queue pairs, one per peer, are "
                  "spread over them, each thread with its own ports")
       ->check(CLI::Range(1u, io::kMaxDeviceThreads));
-  app.add_option("--cc", o.cc, "congestion control of the ranks' queue pairs: nscc (default), aimd or fixed (a 1 MiB window)")
+  app.add_option("--cc", o.cc,
+                 "congestion control of the ranks' queue pairs: nscc (default), aimd or fixed (a 1 "
+                 "MiB window)")
       ->check(CLI::IsMember({"nscc", "aimd", "fixed"}));
-  app.add_option("--target-delay-us", o.target_delay_us,
-                 "NSCC queueing-delay target in microseconds, 1 or more (default: the collectives', 250)")
+  app.add_option(
+         "--target-delay-us", o.target_delay_us,
+         "NSCC queueing-delay target in microseconds, 1 or more (default: the collectives', 250)")
       ->check(CLI::Range(1.0, 1e6));
-  app.add_option("--ack-every", o.ack_every,
-                 "the receiver SACKs every this many data packets (1..64; default: the datapath's, " + std::to_string(io::kUdpDefaultAckEvery) + ")")
+  app.add_option(
+         "--ack-every", o.ack_every,
+         "the receiver SACKs every this many data packets (1..64; default: the datapath's, " +
+             std::to_string(io::kUdpDefaultAckEvery) + ")")
       ->check(CLI::Range(1u, 64u));
   app.add_option("--chunk-kib", o.chunk_kib, "staging slot (pipelining chunk) in KiB (default 256)")
       ->check(CLI::Range(1, 65536));
-  app.add_option("--mtu", o.mtu_bytes,
-                 "payload bytes per packet, 256-9000 (default 4096; the IP MTU must hold it plus ~90 "
-                 "bytes of headers: 8192 suits 9000-byte links)")
+  app.add_option(
+         "--mtu", o.mtu_bytes,
+         "payload bytes per packet, 256-9000 (default 4096; the IP MTU must hold it plus ~90 "
+         "bytes of headers: 8192 suits 9000-byte links)")
       ->check(CLI::Range(256, 9000));
   app.add_option("--backend", o.backend,
-                 "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP; root; one rank per interface, so "
+                 "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP; root; one rank per "
+                 "interface, so "
                  "ranks on separate hosts or namespaces)")
       ->check(CLI::IsMember({"udp", "xdp"}));
   app.add_option("--slots", o.slots, "staging slots per peer and direction (default 8)")

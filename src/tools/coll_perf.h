@@ -41,13 +41,13 @@ struct CollPerfOptions {
   uint16_t port = 5791;
   uint16_t ev_port_base = 10000;
   uint32_t chunk_kib = 256;
-  uint32_t mtu_bytes = 4096;  // payload bytes per packet (QpConfig::mtu_bytes)
+  uint32_t mtu_bytes = 4096;    // payload bytes per packet (QpConfig::mtu_bytes)
   std::string backend = "udp";  // ContextOptions::backend: udp or xdp
   uint32_t threads = 1;         // ContextOptions::threads
   uint32_t slots = 8;
-  std::string cc = "nscc";       // QpConfig::cc: nscc, aimd or fixed
-  double target_delay_us = 0;    // NSCC delay target; 0: the datapath's default
-  uint32_t ack_every = 0;        // QpConfig::ack_every_packets; 0: the datapath's default
+  std::string cc = "nscc";     // QpConfig::cc: nscc, aimd or fixed
+  double target_delay_us = 0;  // NSCC delay target; 0: the datapath's default
+  uint32_t ack_every = 0;      // QpConfig::ack_every_packets; 0: the datapath's default
   uint64_t direct_max_bytes = 16 << 10;
   double timeout_s = 30;
 };

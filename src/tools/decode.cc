@@ -49,46 +49,87 @@ json describe_data(const wire::DataPacket& d) {
   out["bth"] = describe_bth(h.bth);
   out["meth"] = {{"rq_msn", h.meth.rq_msn}, {"msn", h.meth.msn}};
   if (h.bth.timestamp_present)
-    out["tseth"] = {{"tx_timestamp", h.tseth.tx_timestamp}, {"tsr", h.tseth.service_time_request}, {"ftype", h.tseth.format}};
-  out["reth"] = {{"va", hex(h.reth.virtual_address, 16)}, {"rkey", hex(h.reth.rkey, 8)}, {"dma_length", h.reth.dma_length}};
+    out["tseth"] = {{"tx_timestamp", h.tseth.tx_timestamp},
+                    {"tsr", h.tseth.service_time_request},
+                    {"ftype", h.tseth.format}};
+  out["reth"] = {{"va", hex(h.reth.virtual_address, 16)},
+                 {"rkey", hex(h.reth.rkey, 8)},
+                 {"dma_length", h.reth.dma_length}};
   if (wire::has_immediate(h.bth.opcode)) out["immdt"] = {{"immediate", hex(h.immediate, 8)}};
   out["payload"] = {{"bytes", d.payload.size()}};
   return out;
 }
 
 json describe_body(const wire::Sack& s) {
-  return {{"seth", {{"m", static_cast<int>(s.skip_mode)}, {"pr", s.probe_response}, {"ack_psn_offset", s.ack_psn_offset},
-                    {"entropy", s.echoed_entropy}, {"spdcid", s.source_pdc}, {"dpdcid", s.dest_pdc},
-                    {"cack_psn", s.cumulative_psn.value}, {"cc_type", s.cc_type}, {"cc_flags", s.cc_flags},
-                    {"mpr", s.mpr}, {"sack_offset", s.sack_offset}, {"sack_bitmap", hex(s.bitmap, 16)}}},
-          {"cc_state", {{"echoed_timestamp", s.cc.echoed_timestamp}, {"ooo_count", s.cc.out_of_order_count}, {"rc", s.cc.rc},
-                        {"rcv_cwnd_pen", s.cc.receiver_cwnd_penalty}, {"received_bytes", s.cc.received_bytes}}}};
+  return {{"seth",
+           {{"m", static_cast<int>(s.skip_mode)},
+            {"pr", s.probe_response},
+            {"ack_psn_offset", s.ack_psn_offset},
+            {"entropy", s.echoed_entropy},
+            {"spdcid", s.source_pdc},
+            {"dpdcid", s.dest_pdc},
+            {"cack_psn", s.cumulative_psn.value},
+            {"cc_type", s.cc_type},
+            {"cc_flags", s.cc_flags},
+            {"mpr", s.mpr},
+            {"sack_offset", s.sack_offset},
+            {"sack_bitmap", hex(s.bitmap, 16)}}},
+          {"cc_state",
+           {{"echoed_timestamp", s.cc.echoed_timestamp},
+            {"ooo_count", s.cc.out_of_order_count},
+            {"rc", s.cc.rc},
+            {"rcv_cwnd_pen", s.cc.receiver_cwnd_penalty},
+            {"received_bytes", s.cc.received_bytes}}}};
 }
 
 json describe_body(const wire::Nack& n) {
-  return {{"neth", {{"nack_reason", hex(static_cast<uint8_t>(n.reason), 2)}, {"reason", std::string(wire::to_string(n.reason))},
-                    {"vendor_info", n.vendor_info}, {"entropy", n.echoed_entropy}, {"spdcid", n.source_pdc},
-                    {"dpdcid", n.dest_pdc}, {"nack_psn", n.nack_psn.value}, {"cc_type", n.cc_type},
-                    {"cc_flags", n.cc_flags}, {"echoed_timestamp", n.echoed_timestamp}}}};
+  return {{"neth",
+           {{"nack_reason", hex(static_cast<uint8_t>(n.reason), 2)},
+            {"reason", std::string(wire::to_string(n.reason))},
+            {"vendor_info", n.vendor_info},
+            {"entropy", n.echoed_entropy},
+            {"spdcid", n.source_pdc},
+            {"dpdcid", n.dest_pdc},
+            {"nack_psn", n.nack_psn.value},
+            {"cc_type", n.cc_type},
+            {"cc_flags", n.cc_flags},
+            {"echoed_timestamp", n.echoed_timestamp}}}};
 }
 
 json describe_body(const wire::Probe& p) {
-  return {{"peth", {{"vendor_info", p.vendor_info}, {"probe_id", p.probe_id}, {"spdcid", p.source_pdc}, {"dpdcid", p.dest_pdc},
-                    {"tx_timestamp", p.tx_timestamp}, {"tsr", p.service_time_request}, {"ftype", p.format}}}};
+  return {{"peth",
+           {{"vendor_info", p.vendor_info},
+            {"probe_id", p.probe_id},
+            {"spdcid", p.source_pdc},
+            {"dpdcid", p.dest_pdc},
+            {"tx_timestamp", p.tx_timestamp},
+            {"tsr", p.service_time_request},
+            {"ftype", p.format}}}};
 }
 
 json describe_body(const wire::EndpointRequest& r) {
-  return {{"erth", {{"op", static_cast<int>(r.op)}, {"vendor_info", r.vendor_info}, {"port_status_mask", hex(r.port_status_mask, 8)},
-                    {"request_id", r.request_id}, {"tx_timestamp", r.tx_timestamp}, {"tsr", r.service_time_request},
-                    {"ftype", r.format}}}};
+  return {{"erth",
+           {{"op", static_cast<int>(r.op)},
+            {"vendor_info", r.vendor_info},
+            {"port_status_mask", hex(r.port_status_mask, 8)},
+            {"request_id", r.request_id},
+            {"tx_timestamp", r.tx_timestamp},
+            {"tsr", r.service_time_request},
+            {"ftype", r.format}}}};
 }
 
 json describe_body(const wire::EndpointResponse& r) {
-  return {{"eeth", {{"op", static_cast<int>(r.op)}, {"port_status_mask", hex(r.port_status_mask, 8)}, {"request_id", r.request_id},
-                    {"service_time_ns", r.service_time_ns}, {"echoed_timestamp", r.echoed_timestamp}}}};
+  return {{"eeth",
+           {{"op", static_cast<int>(r.op)},
+            {"port_status_mask", hex(r.port_status_mask, 8)},
+            {"request_id", r.request_id},
+            {"service_time_ns", r.service_time_ns},
+            {"echoed_timestamp", r.echoed_timestamp}}}};
 }
 
-json describe_body(const wire::Ack& a) { return {{"aeth", {{"syndrome", hex(a.syndrome, 2)}, {"msn", a.msn}}}}; }
+json describe_body(const wire::Ack& a) {
+  return {{"aeth", {{"syndrome", hex(a.syndrome, 2)}, {"msn", a.msn}}}};
+}
 
 json describe(const wire::Packet& packet) {
   if (const auto* d = std::get_if<wire::DataPacket>(&packet)) return describe_data(*d);
@@ -100,7 +141,9 @@ json describe(const wire::Packet& packet) {
   return out;
 }
 
-uint32_t load_be32(const uint8_t* p) { return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3]; }
+uint32_t load_be32(const uint8_t* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
 
 // Which ICRC the datagram `g` carries: the UDP datapath's CRC-32 over the datagram, or the RoCEv2
 // ICRC over the masked IPv4/UDP headers (checked on a frame rebuilt around the captured packet,
@@ -109,7 +152,8 @@ std::string icrc_status(const io::CapturedDatagram& d, std::span<const uint8_t> 
   if (g.size() < wire::kBthBytes + wire::kIcrcBytes) return "absent";
   const size_t covered = g.size() - wire::kIcrcBytes;
   if (wire::icrc32(g.first(covered)) == load_be32(g.data() + covered)) return "ok (udp)";
-  if (g.size() == d.datagram.size() && !d.ipv6 && d.ip_packet.size() >= 28 && (d.ip_packet[0] & 0x0F) == 5) {
+  if (g.size() == d.datagram.size() && !d.ipv6 && d.ip_packet.size() >= 28 &&
+      (d.ip_packet[0] & 0x0F) == 5) {
     std::vector<uint8_t> frame(io::kEthernetHeaderBytes, 0);
     frame[12] = 0x08;
     frame.insert(frame.end(), d.ip_packet.begin(), d.ip_packet.end());
@@ -139,16 +183,19 @@ void print_headers(const json& headers) {
 
 // One packet as text: a line with where it went and what it is, then its headers.
 void print_packet(const json& p, bool headers) {
-  std::string what = p.contains("error") ? "undecodable: " + p["error"].get<std::string>()
-                                         : p["headers"]["bth"]["name"].get<std::string>() + " qp " +
-                                               p["headers"]["bth"]["dest_qp"].get<std::string>() + " psn " +
-                                               std::to_string(p["headers"]["bth"]["psn"].get<uint32_t>());
-  const std::string record = std::to_string(p["record"].get<uint64_t>()) +
-                             (p.contains("segment") ? "." + std::to_string(p["segment"].get<int>()) : "");
+  std::string what = p.contains("error")
+                         ? "undecodable: " + p["error"].get<std::string>()
+                         : p["headers"]["bth"]["name"].get<std::string>() + " qp " +
+                               p["headers"]["bth"]["dest_qp"].get<std::string>() + " psn " +
+                               std::to_string(p["headers"]["bth"]["psn"].get<uint32_t>());
+  const std::string record =
+      std::to_string(p["record"].get<uint64_t>()) +
+      (p.contains("segment") ? "." + std::to_string(p["segment"].get<int>()) : "");
   std::printf("#%s %" PRIu64 ".%09" PRIu64 " %s -> %s %s len %zu icrc %s\n", record.c_str(),
-              p["time_ns"].get<uint64_t>() / 1'000'000'000, p["time_ns"].get<uint64_t>() % 1'000'000'000,
-              p["source"].get<std::string>().c_str(), p["destination"].get<std::string>().c_str(), what.c_str(),
-              p["length"].get<size_t>(), p["icrc"].get<std::string>().c_str());
+              p["time_ns"].get<uint64_t>() / 1'000'000'000,
+              p["time_ns"].get<uint64_t>() % 1'000'000'000, p["source"].get<std::string>().c_str(),
+              p["destination"].get<std::string>().c_str(), what.c_str(), p["length"].get<size_t>(),
+              p["icrc"].get<std::string>().c_str());
   if (headers && p.contains("headers")) print_headers(p["headers"]);
 }
 
@@ -176,7 +223,8 @@ size_t first_segment(std::span<const uint8_t> g) {
 
 // One MRC datagram `g` of the captured datagram `d` (all of it, or segment `segment` of a GSO
 // super-datagram) as a packet description.
-json describe_datagram(const io::CapturedDatagram& d, std::span<const uint8_t> g, const std::string& icrc, int segment) {
+json describe_datagram(const io::CapturedDatagram& d, std::span<const uint8_t> g,
+                       const std::string& icrc, int segment) {
   json p;
   p["record"] = d.number;
   if (segment >= 0) p["segment"] = segment;
@@ -200,7 +248,8 @@ json describe_datagram(const io::CapturedDatagram& d, std::span<const uint8_t> g
 // The captured datagram's MRC packets (several if it is a GSO super-datagram), or none if it is
 // not one to show: not to a --port, and not MRC with a good ICRC.
 json examine(const io::CapturedDatagram& d, const DecodeToolOptions& o) {
-  const bool chosen = std::find(o.ports.begin(), o.ports.end(), d.destination_port) != o.ports.end();
+  const bool chosen =
+      std::find(o.ports.begin(), o.ports.end(), d.destination_port) != o.ports.end();
   const std::string icrc = icrc_status(d, d.datagram);
   wire::DecodeOptions options;
   options.verify_icrc = false;
@@ -234,22 +283,26 @@ void count(Summary& s, const json& p) {
 }
 
 json summary_json(const Summary& s, const io::PcapReader& r) {
-  return {{"records", r.records()}, {"mrc_packets", s.packets}, {"undecodable", s.undecodable}, {"bad_icrc", s.bad_icrc},
-          {"other_udp", s.other_udp}, {"not_udp", r.skipped()}, {"by_opcode", s.opcodes}};
+  return {{"records", r.records()}, {"mrc_packets", s.packets}, {"undecodable", s.undecodable},
+          {"bad_icrc", s.bad_icrc}, {"other_udp", s.other_udp}, {"not_udp", r.skipped()},
+          {"by_opcode", s.opcodes}};
 }
 
 }  // namespace
 
 void add_decode_options(CLI::App& app, DecodeToolOptions& o) {
-  app.add_option("file", o.path, "capture file (pcap or pcapng: tcpdump -w, tshark -w, mrc perf --pcap)")
+  app.add_option("file", o.path,
+                 "capture file (pcap or pcapng: tcpdump -w, tshark -w, mrc perf --pcap)")
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("--port", o.ports,
-                 "UDP destination ports whose datagrams are MRC (repeatable; default 4791); datagrams to other "
+                 "UDP destination ports whose datagrams are MRC (repeatable; default 4791); "
+                 "datagrams to other "
                  "ports are shown when they decode with a good ICRC")
       ->check(CLI::Range(1, 65535));
   app.add_flag("--json", o.json, "print one JSON object: the packets and a summary");
-  app.add_option("--limit", o.limit, "show at most this many packets (the summary counts all; default 0: all)");
+  app.add_option("--limit", o.limit,
+                 "show at most this many packets (the summary counts all; default 0: all)");
   app.add_flag("!--brief", o.headers, "one line per packet, without the headers below it");
 }
 
@@ -282,9 +335,10 @@ int run_decode(const DecodeToolOptions& o) {
     if (!reader.error().empty()) out["error"] = reader.error();
     std::printf("%s\n", out.dump(1).c_str());
   } else {
-    std::printf("%" PRIu64 " MRC packets in %" PRIu64 " records (%" PRIu64 " undecodable, %" PRIu64
-                " with a bad ICRC; %" PRIu64 " other UDP datagrams, %" PRIu64 " records without one)\n",
-                s.packets, reader.records(), s.undecodable, s.bad_icrc, s.other_udp, reader.skipped());
+    std::printf(
+        "%" PRIu64 " MRC packets in %" PRIu64 " records (%" PRIu64 " undecodable, %" PRIu64
+        " with a bad ICRC; %" PRIu64 " other UDP datagrams, %" PRIu64 " records without one)\n",
+        s.packets, reader.records(), s.undecodable, s.bad_icrc, s.other_udp, reader.skipped());
     for (const auto& [name, n] : s.opcodes) std::printf("  %-32s %" PRIu64 "\n", name.c_str(), n);
   }
   if (!reader.error().empty()) {

@@ -24,8 +24,8 @@ struct DecodeToolOptions {
   std::string path;
   std::vector<uint16_t> ports{4791};
   bool json = false;
-  uint64_t limit = 0;      // packets shown (0: all); the summary counts every one
-  bool headers = true;     // false (--brief): the one line per packet only
+  uint64_t limit = 0;   // packets shown (0: all); the summary counts every one
+  bool headers = true;  // false (--brief): the one line per packet only
 };
 
 void add_decode_options(CLI::App& app, DecodeToolOptions& options);

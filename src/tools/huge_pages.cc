@@ -3,7 +3,6 @@
 #include "tools/huge_pages.h"
 
 #include <sys/mman.h>
-
 #include <unistd.h>
 
 #include <cstdint>

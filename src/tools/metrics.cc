@@ -173,7 +173,8 @@ void render_qp_reasons(MetricsWriter& w, const QpStats& s, const MetricLabels& l
               s.nacks_received[code]);
   }
   const std::pair<const char*, uint64_t> losses[] = {{"fast", s.losses_fast},
-                                                     {"probe", s.losses_probe}, {"tail", s.losses_tail},
+                                                     {"probe", s.losses_probe},
+                                                     {"tail", s.losses_tail},
                                                      {"timeout", s.losses_timeout},
                                                      {"port", s.losses_port}};
   for (const auto& [detector, n] : losses)
@@ -309,14 +310,16 @@ void render_udp_planes(MetricsWriter& w, const io::UdpHost& host) {
               s.send_errors);
     w.counter("mrc_plane_udp_send_calls_total",
               "System calls that sent datagrams (one per GSO batch or sendmmsg).", l, s.send_calls);
-    w.counter("mrc_plane_udp_receive_calls_total",
-              "recvmmsg calls that returned datagrams.", l, s.receive_calls);
+    w.counter("mrc_plane_udp_receive_calls_total", "recvmmsg calls that returned datagrams.", l,
+              s.receive_calls);
     w.counter("mrc_plane_impairment_drops_total",
               "Datagrams dropped on purpose by the impairment layer.", l, s.impairment_drops);
     w.counter("mrc_plane_xdp_receive_refused_total",
-              "xdp backend: frames refused on receive (bad RoCEv2 ICRC, malformed headers).", l, s.receive_refused);
+              "xdp backend: frames refused on receive (bad RoCEv2 ICRC, malformed headers).", l,
+              s.receive_refused);
     w.counter("mrc_plane_xdp_unresolved_neighbour_total",
-              "xdp backend: datagrams not sent because the next hop's MAC was not known yet.", l, s.unresolved_neighbour);
+              "xdp backend: datagrams not sent because the next hop's MAC was not known yet.", l,
+              s.unresolved_neighbour);
   }
 }
 
@@ -324,7 +327,8 @@ void render_udp_planes(MetricsWriter& w, const io::UdpHost& host) {
 
 namespace {
 
-void render_engine(MetricsWriter& w, Endpoint& endpoint, const io::UdpHost* host, const MetricsOptions& options) {
+void render_engine(MetricsWriter& w, Endpoint& endpoint, const io::UdpHost* host,
+                   const MetricsOptions& options) {
   render_endpoint(w, endpoint);
   render_engine_planes(w, endpoint);
   if (host != nullptr) render_udp_planes(w, *host);

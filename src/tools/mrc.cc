@@ -1,7 +1,7 @@
 // The mrc command-line tool (`mrc --version` prints its version). Subcommands:
-//   mrc sim SCENARIO.toml [--seed N] [--sweep N] [--json] [--quiet] [--no-huge-pages] [--report DIR]
-//   mrc perf --server | --client ADDRESS [options]   (see tools/perf.h)
-//   mrc allreduce-perf (alias coll-perf) [--coll C] [-b -e -f] [--ranks N | --rank R ...]
+//   mrc sim SCENARIO.toml [--seed N] [--sweep N] [--json] [--quiet] [--no-huge-pages] [--report
+//   DIR] mrc perf --server | --client ADDRESS [options]   (see tools/perf.h) mrc allreduce-perf
+//   (alias coll-perf) [--coll C] [-b -e -f] [--ranks N | --rank R ...]
 //                                                   (see tools/coll_perf.h)
 //   mrc decode FILE.pcap [--port P] [--json] [--brief] [--limit N]   (see tools/decode.h)
 // GCC 12 at -O2 reports a false -Wnull-dereference inside std::string as CLI11's parsing is
@@ -18,31 +18,43 @@
 int main(int argc, char** argv) {
   CLI::App app{"mrc: an open software implementation of MRC (Multipath Reliable Connection)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("mrc ") + MRC_VERSION, "print the version and exit");
-  CLI::App* sim = app.add_subcommand("sim", "run a simulation scenario (TOML) on the deterministic fabric simulator");
+  app.set_version_flag("--version", std::string("mrc ") + MRC_VERSION,
+                       "print the version and exit");
+  CLI::App* sim = app.add_subcommand(
+      "sim", "run a simulation scenario (TOML) on the deterministic fabric simulator");
   mrc::tools::SimOptions sim_options;
-  sim->add_option("scenario", sim_options.path, "scenario file (see scenarios/ and docs/SIMULATION.md)")->required()->check(CLI::ExistingFile);
+  sim->add_option("scenario", sim_options.path,
+                  "scenario file (see scenarios/ and docs/SIMULATION.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
   sim->add_option("--seed", sim_options.seed, "seed (overrides the scenario's)");
-  sim->add_option("--sweep", sim_options.sweep, "run N seeds starting at the seed; stop at the first failure and print the replay command");
+  sim->add_option(
+      "--sweep", sim_options.sweep,
+      "run N seeds starting at the seed; stop at the first failure and print the replay command");
   sim->add_flag("--json", sim_options.json, "print the report as JSON");
   sim->add_flag("--quiet", sim_options.quiet, "no progress output");
   bool no_huge_pages = false;
-  sim->add_flag("--no-huge-pages", no_huge_pages,
-                "keep the run's heap on 4 KiB pages (by default mrc sim re-executes itself with "
-                "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 so malloc builds the run on transparent huge "
-                "pages, and moves what is still on 4 KiB pages onto them once built: runs of "
-                "hundreds of hosts and payload runs are faster; results are the same either way)");
+  sim->add_flag(
+      "--no-huge-pages", no_huge_pages,
+      "keep the run's heap on 4 KiB pages (by default mrc sim re-executes itself with "
+      "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 so malloc builds the run on transparent huge "
+      "pages, and moves what is still on 4 KiB pages onto them once built: runs of "
+      "hundreds of hosts and payload runs are faster; results are the same either way)");
   sim->add_option("--report", sim_options.report_dir,
-                  "write report.json, report.md and (with python3-matplotlib) report.png into this directory (one run, not with --sweep)");
-  CLI::App* perf = app.add_subcommand("perf", "bandwidth and latency over real UDP planes (server and client)");
+                  "write report.json, report.md and (with python3-matplotlib) report.png into this "
+                  "directory (one run, not with --sweep)");
+  CLI::App* perf =
+      app.add_subcommand("perf", "bandwidth and latency over real UDP planes (server and client)");
   mrc::tools::PerfOptions perf_options;
   mrc::tools::add_perf_options(*perf, perf_options);
-  CLI::App* coll_perf = app.add_subcommand(
-      "allreduce-perf", "collective bandwidth and correctness over real UDP planes, like nccl-tests (--coll for others)");
+  CLI::App* coll_perf = app.add_subcommand("allreduce-perf",
+                                           "collective bandwidth and correctness over real UDP "
+                                           "planes, like nccl-tests (--coll for others)");
   coll_perf->alias("coll-perf");
   mrc::tools::CollPerfOptions coll_perf_options;
   mrc::tools::add_coll_perf_options(*coll_perf, coll_perf_options);
-  CLI::App* decode = app.add_subcommand("decode", "the MRC packets of a capture (pcap, pcapng), field by field, ICRC checked");
+  CLI::App* decode = app.add_subcommand(
+      "decode", "the MRC packets of a capture (pcap, pcapng), field by field, ICRC checked");
   mrc::tools::DecodeToolOptions decode_options;
   mrc::tools::add_decode_options(*decode, decode_options);
   try {

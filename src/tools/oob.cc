@@ -29,7 +29,8 @@ OobChannel OobChannel::accept_one(uint16_t port, std::string& error) {
   sa.sin_family = AF_INET;
   sa.sin_port = htons(port);
   sa.sin_addr.s_addr = htonl(INADDR_ANY);
-  if (bind(c.listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || listen(c.listen_fd_, 1) != 0) {
+  if (bind(c.listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
+      listen(c.listen_fd_, 1) != 0) {
     error = "cannot listen on TCP port " + std::to_string(port) + ": " + std::strerror(errno) +
             " (choose another with --oob-port)";
     return c;
@@ -40,13 +41,15 @@ OobChannel OobChannel::accept_one(uint16_t port, std::string& error) {
   return c;
 }
 
-OobChannel OobChannel::connect_to(const std::string& host, uint16_t port, int timeout_ms, std::string& error) {
+OobChannel OobChannel::connect_to(const std::string& host, uint16_t port, int timeout_ms,
+                                  std::string& error) {
   OobChannel c;
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* result = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &result) != 0 || result == nullptr) {
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &result) != 0 ||
+      result == nullptr) {
     error = "cannot resolve server address '" + host + "'";
     return c;
   }
@@ -65,7 +68,8 @@ OobChannel OobChannel::connect_to(const std::string& host, uint16_t port, int ti
   freeaddrinfo(result);
   if (c.fd_ < 0) {
     error = "cannot reach the mrc perf server at " + host + ":" + std::to_string(port) + ": " +
-            std::strerror(last_errno) + " (is `mrc perf --server` running there, with the same --oob-port?)";
+            std::strerror(last_errno) +
+            " (is `mrc perf --server` running there, with the same --oob-port?)";
   } else {
     const int on = 1;
     setsockopt(c.fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);

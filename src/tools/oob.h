@@ -14,8 +14,11 @@ class OobChannel {
   // Server: listen on `port` (all addresses) and accept one client.
   static OobChannel accept_one(uint16_t port, std::string& error);
   // Client: connect to host:port, retrying for up to `timeout_ms` while the server starts.
-  static OobChannel connect_to(const std::string& host, uint16_t port, int timeout_ms, std::string& error);
-  OobChannel(OobChannel&& o) noexcept : fd_(o.fd_), listen_fd_(o.listen_fd_) { o.fd_ = o.listen_fd_ = -1; }
+  static OobChannel connect_to(const std::string& host, uint16_t port, int timeout_ms,
+                               std::string& error);
+  OobChannel(OobChannel&& o) noexcept : fd_(o.fd_), listen_fd_(o.listen_fd_) {
+    o.fd_ = o.listen_fd_ = -1;
+  }
   bool ok() const { return fd_ >= 0; }
   bool send(const nlohmann::json& message);
   // Blocks for one line; returns false on EOF, error or malformed JSON.

@@ -32,7 +32,9 @@ using nlohmann::json;
 constexpr uint32_t kCreditBit = 0x80000000u;
 constexpr uint64_t kSeed = 0x6d72632d70657266ULL;
 
-uint64_t pattern_word(uint64_t message, uint64_t word) { return mix64(kSeed ^ (message << 32) ^ word); }
+uint64_t pattern_word(uint64_t message, uint64_t word) {
+  return mix64(kSeed ^ (message << 32) ^ word);
+}
 
 void fill_pattern(uint8_t* dst, uint64_t message, uint64_t length) {
   for (uint64_t w = 0; w * 8 < length; ++w) {
@@ -55,34 +57,46 @@ bool parse_seconds(const std::string& t, double& seconds) {
   char* end = nullptr;
   const double v = std::strtod(t.c_str(), &end);
   const std::string unit(end);
-  const double scale = unit == "s" || unit.empty() ? 1 : unit == "ms" ? 1e-3 : unit == "us" ? 1e-6 : -1;
+  const double scale = unit == "s" || unit.empty() ? 1
+                       : unit == "ms"              ? 1e-3
+                       : unit == "us"              ? 1e-6
+                                                   : -1;
   seconds = v * scale;
   return end != t.c_str() && scale > 0 && std::isfinite(seconds) && std::fabs(seconds) <= 1e9;
 }
 
 // "2@3s" or "2@1500ms+500ms": plane 2 down at 3 s (and up again 500 ms later).
-bool parse_fail_plane(const std::string& text, std::vector<io::PlaneEvent>& out, std::string& error) {
-  auto parse_time = [](const std::string& t, double& seconds) { return parse_seconds(t, seconds) && seconds >= 0; };
+bool parse_fail_plane(const std::string& text, std::vector<io::PlaneEvent>& out,
+                      std::string& error) {
+  auto parse_time = [](const std::string& t, double& seconds) {
+    return parse_seconds(t, seconds) && seconds >= 0;
+  };
   const size_t at = text.find('@');
   const size_t plus = text.find('+');
   double when = 0, down_for = -1;
   const std::string plane_text = text.substr(0, std::min(at, text.size()));
   const bool plane_ok = !plane_text.empty() && plane_text.size() <= 2 &&
                         plane_text.find_first_not_of("0123456789") == std::string::npos;
-  if (!plane_ok || at == std::string::npos || !parse_time(text.substr(at + 1, plus == std::string::npos ? std::string::npos : plus - at - 1), when) ||
+  if (!plane_ok || at == std::string::npos ||
+      !parse_time(
+          text.substr(at + 1, plus == std::string::npos ? std::string::npos : plus - at - 1),
+          when) ||
       (plus != std::string::npos && !parse_time(text.substr(plus + 1), down_for))) {
-    error = "--fail-plane '" + text + "': expected PLANE@TIME or PLANE@TIME+DURATION, e.g. 2@3s or 1@500ms+1s";
+    error = "--fail-plane '" + text +
+            "': expected PLANE@TIME or PLANE@TIME+DURATION, e.g. 2@3s or 1@500ms+1s";
     return false;
   }
   const int plane = std::stoi(plane_text);
   out.push_back({Duration{static_cast<int64_t>(when * 1e9)}, plane, false});
-  if (down_for >= 0) out.push_back({Duration{static_cast<int64_t>((when + down_for) * 1e9)}, plane, true});
+  if (down_for >= 0)
+    out.push_back({Duration{static_cast<int64_t>((when + down_for) * 1e9)}, plane, true});
   return true;
 }
 
 // "1:500ms:3s": plane 1 down for 500 ms in every 3 s (down at 3 s, 6 s, ...), for as long as the
 // side runs (io::PlaneFlap: no event list, whatever the length of the run).
-bool parse_flap_plane(const std::string& text, int planes, std::vector<io::PlaneFlap>& out, std::string& error) {
+bool parse_flap_plane(const std::string& text, int planes, std::vector<io::PlaneFlap>& out,
+                      std::string& error) {
   const size_t first = text.find(':');
   const size_t second = first == std::string::npos ? first : text.find(':', first + 1);
   const std::string plane_text = text.substr(0, first);
@@ -92,18 +106,21 @@ bool parse_flap_plane(const std::string& text, int planes, std::vector<io::Plane
       !parse_seconds(text.substr(first + 1, second - first - 1), down_for) ||
       !parse_seconds(text.substr(second + 1), every)) {
     error = "--flap-plane '" + text +
-            "': expected PLANE:DOWN_FOR:EVERY, times in s, ms or us, e.g. 1:500ms:3s (plane 1 down for 500 ms every 3 s)";
+            "': expected PLANE:DOWN_FOR:EVERY, times in s, ms or us, e.g. 1:500ms:3s (plane 1 down "
+            "for 500 ms every 3 s)";
     return false;
   }
-  const io::PlaneFlap flap{std::atoi(plane_text.c_str()), Duration{static_cast<int64_t>(down_for * 1e9)},
+  const io::PlaneFlap flap{std::atoi(plane_text.c_str()),
+                           Duration{static_cast<int64_t>(down_for * 1e9)},
                            Duration{static_cast<int64_t>(every * 1e9)}};
   if (flap.plane >= planes) {
-    error = "--flap-plane '" + text + "': plane " + std::to_string(flap.plane) + " does not exist (planes are 0.." +
-            std::to_string(planes - 1) + ")";
+    error = "--flap-plane '" + text + "': plane " + std::to_string(flap.plane) +
+            " does not exist (planes are 0.." + std::to_string(planes - 1) + ")";
   } else if (flap.down_for.ns <= 0 || flap.every.ns <= 0) {
     error = "--flap-plane '" + text + "': DOWN_FOR and EVERY must be greater than zero";
   } else if (flap.down_for >= flap.every) {
-    error = "--flap-plane '" + text + "': DOWN_FOR must be shorter than EVERY (the plane would never come up)";
+    error = "--flap-plane '" + text +
+            "': DOWN_FOR must be shorter than EVERY (the plane would never come up)";
   } else {
     out.push_back(flap);
     return true;
@@ -112,7 +129,8 @@ bool parse_flap_plane(const std::string& text, int planes, std::vector<io::Plane
 }
 
 // The impairments the command line asks for, on a side with `planes` planes.
-bool impairment_from_options(const PerfOptions& o, int planes, io::Impairment& imp, std::string& error) {
+bool impairment_from_options(const PerfOptions& o, int planes, io::Impairment& imp,
+                             std::string& error) {
   imp.drop = o.drop;
   imp.delay = Duration{static_cast<int64_t>(o.delay_us * 1000)};
   imp.reorder = o.reorder;
@@ -162,7 +180,9 @@ class PerfSide {
   io::UdpPlaneStats plane_stats(int p) const { return devices_->plane_stats(p); }
   // The UDP receive port of thread 0's planes: --port, or this side's default.
   uint16_t udp_port() const;
-  std::string backend_description() const { return devices_->shard(0).host().backend_description(); }
+  std::string backend_description() const {
+    return devices_->shard(0).host().backend_description();
+  }
   uint64_t messages_sent() const { return completed_; }
   uint64_t bytes_sent() const { return bytes_completed_; }
   uint64_t messages_received() const { return received_; }
@@ -189,9 +209,11 @@ class PerfSide {
   // --pcap: what the capture holds, for the summary ("" without one).
   std::string capture_note() const {
     if (!capture_) return "";
-    std::string note = "capture: " + std::to_string(capture_->records()) + " datagrams in " + o_.pcap;
+    std::string note =
+        "capture: " + std::to_string(capture_->records()) + " datagrams in " + o_.pcap;
     if (capture_->full())
-      note += " (then " + std::to_string(capture_->dropped()) + " not written: --pcap-max-mib " + std::to_string(o_.pcap_max_mib) + " reached)";
+      note += " (then " + std::to_string(capture_->dropped()) + " not written: --pcap-max-mib " +
+              std::to_string(o_.pcap_max_mib) + " reached)";
     return note;
   }
   // The engines' endpoint counters (datagrams that reached no QP: malformed, bad ICRC, unknown
@@ -205,13 +227,16 @@ class PerfSide {
       sum.datagrams_received += e.datagrams_received;
       sum.datagrams_sent += e.datagrams_sent;
       sum.unknown_qp += e.unknown_qp;
-      for (size_t i = 0; i < e.decode_errors.size(); ++i) sum.decode_errors[i] += e.decode_errors[i];
+      for (size_t i = 0; i < e.decode_errors.size(); ++i)
+        sum.decode_errors[i] += e.decode_errors[i];
     }
     return sum;
   }
 
  private:
-  io::Device& shard_of(size_t q) const { return devices_->shard(static_cast<uint32_t>(q % devices_->size())); }
+  io::Device& shard_of(size_t q) const {
+    return devices_->shard(static_cast<uint32_t>(q % devices_->size()));
+  }
   bool open_qps(std::string& error);
   bool connect_qp(size_t q, const json& peer, std::string& error);
   void poll_shard(uint32_t s);
@@ -223,14 +248,14 @@ class PerfSide {
 
   const PerfOptions& o_;
   bool server_;
-  MetricsServer* metrics_ = nullptr;  // --metrics-port: refreshed from step()
+  MetricsServer* metrics_ = nullptr;          // --metrics-port: refreshed from step()
   std::unique_ptr<io::PcapWriter> capture_;   // --pcap; outlives the devices, which write into it
   std::unique_ptr<io::DeviceGroup> devices_;  // shard 0 driven by step(), the others by threads
   uint32_t pd_ = 0;
   std::vector<CompletionQueue*> cqs_;  // one per shard
   std::vector<QueuePair*> qps_;        // QP q in shard q % threads
-  std::vector<uint32_t> psns_;  // each QP's initial PSN (Device::initial_psn: unpredictable)
-  std::vector<uint8_t> posted_;  // per shard: posted to since its thread was last woken
+  std::vector<uint32_t> psns_;         // each QP's initial PSN (Device::initial_psn: unpredictable)
+  std::vector<uint8_t> posted_;        // per shard: posted to since its thread was last woken
   uint32_t slots_ = 0;
   uint64_t slot_bytes_ = 0;
   std::vector<uint8_t> source_, target_;
@@ -268,7 +293,9 @@ uint32_t default_ev_port_base(bool server, size_t planes) {
   return server ? 50000 : 50000 + io::kMaxDeviceThreads * io::ev_source_ports(planes);
 }
 
-uint16_t PerfSide::udp_port() const { return o_.port != 0 ? o_.port : default_port(server_); }
+uint16_t PerfSide::udp_port() const {
+  return o_.port != 0 ? o_.port : default_port(server_);
+}
 
 bool PerfSide::open(std::string& error) {
   io::DeviceConfig hc;
@@ -281,9 +308,11 @@ bool PerfSide::open(std::string& error) {
     }
     hc.planes.push_back(a.value());
   }
-  const uint32_t ev_base = o_.ev_port_base != 0 ? o_.ev_port_base : default_ev_port_base(server_, hc.planes.size());
+  const uint32_t ev_base =
+      o_.ev_port_base != 0 ? o_.ev_port_base : default_ev_port_base(server_, hc.planes.size());
   if (ev_base > 65535) {  // the device group checks where the range ends
-    error = "the default EV source ports for " + std::to_string(hc.planes.size()) + " planes start past 65535: choose --ev-port-base";
+    error = "the default EV source ports for " + std::to_string(hc.planes.size()) +
+            " planes start past 65535: choose --ev-port-base";
     return false;
   }
   hc.ev_port_base = static_cast<uint16_t>(ev_base);
@@ -294,7 +323,8 @@ bool PerfSide::open(std::string& error) {
     return false;
   }
   hc.backend = backend.value();
-  if (!impairment_from_options(o_, static_cast<int>(hc.planes.size()), hc.impairment, error)) return false;
+  if (!impairment_from_options(o_, static_cast<int>(hc.planes.size()), hc.impairment, error))
+    return false;
   auto devices = io::DeviceGroup::open(hc, o_.threads);
   if (!devices.ok()) {
     error = devices.error();
@@ -314,7 +344,8 @@ bool PerfSide::open(std::string& error) {
     }
   }
   pd_ = devices_->alloc_pd();
-  for (uint32_t s = 0; s < devices_->size(); ++s) cqs_.push_back(devices_->shard(s).create_cq(1 << 16));
+  for (uint32_t s = 0; s < devices_->size(); ++s)
+    cqs_.push_back(devices_->shard(s).create_cq(1 << 16));
   posted_.assign(devices_->size(), 0);
   if (!open_qps(error)) return false;
   slots_ = std::max<uint32_t>(o_.depth, 1) * 2;
@@ -323,8 +354,10 @@ bool PerfSide::open(std::string& error) {
   target_.assign(slots_ * slot_bytes_, 0);
   for (size_t i = 0; i < source_.size(); ++i) source_[i] = static_cast<uint8_t>(i * 131 + 7);
   slot_busy_.assign(slots_, false);
-  source_mr_ = devices_->register_region(pd_, source_.data(), source_.size(), kAccessLocalWrite).value();
-  target_mr_ = devices_->register_region(pd_, target_.data(), target_.size(), kAccessRemoteWrite).value();
+  source_mr_ =
+      devices_->register_region(pd_, source_.data(), source_.size(), kAccessLocalWrite).value();
+  target_mr_ =
+      devices_->register_region(pd_, target_.data(), target_.size(), kAccessRemoteWrite).value();
   // Another shard's completions wake shard 0, which step() may be sleeping in.
   devices_->on_completions([](uint32_t, std::span<const uint32_t>) {}, true);
   devices_->start_threads(1);
@@ -340,13 +373,16 @@ bool PerfSide::open_qps(std::string& error) {
   qc.retry_exp = 10;  // tolerate seconds-long scheduling stalls of a busy host (~8 s in all)
   (void)parse_cc_algorithm(o_.cc, qc.cc);  // the CLI accepts the three names only
   qc.nscc.max_window_bytes = qc.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
-  qc.nscc.initial_window_bytes = std::min<uint64_t>(qc.nscc.initial_window_bytes, qc.nscc.max_window_bytes);
+  qc.nscc.initial_window_bytes =
+      std::min<uint64_t>(qc.nscc.initial_window_bytes, qc.nscc.max_window_bytes);
   for (uint32_t q = 0; q < o_.qps; ++q) {
     io::Device& shard = shard_of(q);
     QpConfig c = qc;
     shard.configure(c);  // the datapath's defaults; then what the command line asks for
-    if (o_.ev_burst != 0) c.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
-    if (o_.target_delay_us >= 0) c.nscc.target_delay_ns = static_cast<int64_t>(o_.target_delay_us * 1000);
+    if (o_.ev_burst != 0)
+      c.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
+    if (o_.target_delay_us >= 0)
+      c.nscc.target_delay_ns = static_cast<int64_t>(o_.target_delay_us * 1000);
     if (const std::string invalid = c.validate(shard.planes()); !invalid.empty()) {
       error = invalid;
       return false;
@@ -362,17 +398,22 @@ json PerfSide::hello() const {
   json qps = json::array();
   for (size_t i = 0; i < qps_.size(); ++i) {
     json planes = json::array();  // where the QP's shard listens
-    for (const io::PlaneAddress& a : shard_of(i).config().planes) planes.push_back(io::to_string(a));
+    for (const io::PlaneAddress& a : shard_of(i).config().planes)
+      planes.push_back(io::to_string(a));
     qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", psns_[i]}, {"planes", planes}});
   }
-  return {{"mrc_perf", 1}, {"planes", o_.planes}, {"port", udp_port()},
-          {"qps", qps}, {"rkey", target_mr_.rkey}, {"addr", target_mr_.address}, {"len", target_.size()},
-          {"backend", o_.backend}};
+  return {{"mrc_perf", 1},           {"planes", o_.planes},
+          {"port", udp_port()},      {"qps", qps},
+          {"rkey", target_mr_.rkey}, {"addr", target_mr_.address},
+          {"len", target_.size()},   {"backend", o_.backend}};
 }
 
 bool PerfSide::connect(const json& peer, std::string& error) {
-  if (!peer.contains("mrc_perf") || peer["qps"].size() != qps_.size() || peer["planes"].size() != o_.planes.size()) {
-    error = "peer configuration does not match: both sides need the same number of planes (--planes) and QPs (--qps)";
+  if (!peer.contains("mrc_perf") || peer["qps"].size() != qps_.size() ||
+      peer["planes"].size() != o_.planes.size()) {
+    error =
+        "peer configuration does not match: both sides need the same number of planes (--planes) "
+        "and QPs (--qps)";
     return false;
   }
   // The backends' ICRCs differ (docs/PROTOCOL.md §1.9): each end would drop all the other sends.
@@ -410,7 +451,8 @@ bool PerfSide::connect_qp(size_t q, const json& peer, std::string& error) {
   QueuePair* qp = qps_[q];
   auto moved = qp->to_init();
   if (moved.ok())
-    moved = qp->to_rtr(RtrAttributes{Qpn(theirs["qpn"].get<uint32_t>()), Psn(theirs["psn"].get<uint32_t>()), shard.peer(remote)});
+    moved = qp->to_rtr(RtrAttributes{Qpn(theirs["qpn"].get<uint32_t>()),
+                                     Psn(theirs["psn"].get<uint32_t>()), shard.peer(remote)});
   if (moved.ok()) moved = qp->to_rts(RtsAttributes{Psn(psns_[q])});
   if (!moved.ok()) {
     error = "connecting queue pair " + std::to_string(q) + ": " + to_string(moved.error());
@@ -491,7 +533,9 @@ void PerfSide::on_completion(const Completion& c) {
     ++send_errors_;
     if (failure_.empty())
       failure_ = "queue pair " + std::to_string(c.qpn.value) + " failed: " + to_string(c.status) +
-                 (c.status == WcStatus::kRetryExceeded ? " (the peer stopped answering for longer than the retry limit)" : "");
+                 (c.status == WcStatus::kRetryExceeded
+                      ? " (the peer stopped answering for longer than the retry limit)"
+                      : "");
     return;
   }
   if (c.opcode == WcOpcode::kRecvRdmaWithImm) return on_receive(c, qp);
@@ -501,7 +545,9 @@ void PerfSide::on_completion(const Completion& c) {
   if (!o_.verify) slot_busy_[c.wr_id % slots_] = false;
   auto it = posted_at_.find(c.wr_id);
   if (it != posted_at_.end()) {
-    note_latency(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - it->second).count());
+    note_latency(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - it->second)
+            .count());
     posted_at_.erase(it);
   }
 }
@@ -546,7 +592,8 @@ std::string PerfSide::render() const {
       return;
     }
     std::vector<MetricsSource> sources;
-    for (uint32_t s = 0; s < devices_->size(); ++s) sources.push_back({&devices_->shard(s).endpoint(), &devices_->shard(s).host()});
+    for (uint32_t s = 0; s < devices_->size(); ++s)
+      sources.push_back({&devices_->shard(s).endpoint(), &devices_->shard(s).host()});
     text = render_metrics(sources, options);
   });
   return text;
@@ -568,7 +615,8 @@ struct Interval {
 // Per-interval reporting: total goodput and per-plane wire throughput since the last line.
 class Reporter {
  public:
-  Reporter(PerfSide& side, const PerfOptions& o) : side_(side), o_(o), start_(Clock::now()), last_(start_) {
+  Reporter(PerfSide& side, const PerfOptions& o)
+      : side_(side), o_(o), start_(Clock::now()), last_(start_) {
     last_plane_bytes_.assign(side.planes(), 0);
   }
   void maybe_report(bool final_line = false) {
@@ -583,7 +631,9 @@ class Reporter {
     last_bytes_ = bytes;
     for (int p = 0; p < side_.planes(); ++p) {
       const auto& s = side_.plane_stats(p);
-      iv.plane_gbit_s.push_back(static_cast<double>(s.bytes_sent + s.bytes_received - last_plane_bytes_[p]) * 8 / dt / 1e9);
+      iv.plane_gbit_s.push_back(
+          static_cast<double>(s.bytes_sent + s.bytes_received - last_plane_bytes_[p]) * 8 / dt /
+          1e9);
       iv.plane_up.push_back(s.up);
       last_plane_bytes_[p] = s.bytes_sent + s.bytes_received;
     }
@@ -592,8 +642,10 @@ class Reporter {
     if (o_.json) return;
     std::fprintf(stderr, "[%6.2fs] %7.2f Gbit/s |", iv.t_s, iv.gbit_s);
     for (size_t p = 0; p < iv.plane_gbit_s.size(); ++p) {
-      if (iv.plane_up[p]) std::fprintf(stderr, " p%zu %6.2f", p, iv.plane_gbit_s[p]);
-      else std::fprintf(stderr, " p%zu  DOWN ", p);
+      if (iv.plane_up[p])
+        std::fprintf(stderr, " p%zu %6.2f", p, iv.plane_gbit_s[p]);
+      else
+        std::fprintf(stderr, " p%zu  DOWN ", p);
     }
     std::fprintf(stderr, " Gbit/s\n");
   }
@@ -609,12 +661,15 @@ class Reporter {
   std::vector<Interval> intervals_;
 };
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+double us(int64_t ns) {
+  return static_cast<double>(ns) / 1e3;
+}
 
 // A reason's name as a JSON key: "bad ICRC" -> "bad_icrc".
 std::string key_of(std::string_view name) {
   std::string key(name);
-  for (char& c : key) c = c == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : key)
+    c = c == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return key;
 }
 
@@ -631,70 +686,114 @@ json plane_and_ev_summary(PerfSide& side) {
     for (int p = 0; p < side.planes(); ++p) retransmits[p] += s.planes[p].retransmits;
     for (size_t r = 0; r < s.drops.size(); ++r)
       if (s.drops[r] > 0) drops[to_string(static_cast<DropReason>(r))] += s.drops[r];
-    qps.push_back({{"qpn", qp->qpn().value}, {"retransmits", s.retransmits}, {"losses_fast", s.losses_fast}, {"losses_nack", s.losses_nack}, {"losses_same_ev", s.losses_same_ev},
-                   {"losses_same_ev_late", s.losses_same_ev_late}, {"losses_rack", s.losses_rack},
-                   {"losses_probe", s.losses_probe}, {"losses_tail", s.losses_tail}, {"losses_timeout", s.losses_timeout}, {"losses_port", s.losses_port}, {"false_losses", s.false_losses}, {"spurious_retransmits", s.spurious_retransmits},
-                   {"timeouts", s.timeouts}, {"tail_probes", s.tail_probes}, {"ev_probes", s.ev_probes},
-                   {"stale_sacks", s.stale_sacks}, {"rtt_us", {{"min", us(s.rtt.min_ns)}, {"avg", us(s.rtt.avg_ns())},
-                   {"max", us(s.rtt.max_ns)}, {"smoothed", us(s.rtt.smoothed_ns)}}}, {"window_bytes", s.window_bytes}});
+    qps.push_back({{"qpn", qp->qpn().value},
+                   {"retransmits", s.retransmits},
+                   {"losses_fast", s.losses_fast},
+                   {"losses_nack", s.losses_nack},
+                   {"losses_same_ev", s.losses_same_ev},
+                   {"losses_same_ev_late", s.losses_same_ev_late},
+                   {"losses_rack", s.losses_rack},
+                   {"losses_probe", s.losses_probe},
+                   {"losses_tail", s.losses_tail},
+                   {"losses_timeout", s.losses_timeout},
+                   {"losses_port", s.losses_port},
+                   {"false_losses", s.false_losses},
+                   {"spurious_retransmits", s.spurious_retransmits},
+                   {"timeouts", s.timeouts},
+                   {"tail_probes", s.tail_probes},
+                   {"ev_probes", s.ev_probes},
+                   {"stale_sacks", s.stale_sacks},
+                   {"rtt_us",
+                    {{"min", us(s.rtt.min_ns)},
+                     {"avg", us(s.rtt.avg_ns())},
+                     {"max", us(s.rtt.max_ns)},
+                     {"smoothed", us(s.rtt.smoothed_ns)}}},
+                   {"window_bytes", s.window_bytes}});
     if (const EvSet* evs = qp->evs()) {
       for (size_t i = 0; i < evs->size(); ++i) {
         const EvSet::Slot& slot = evs->slot(static_cast<uint16_t>(i));
         if (slot.active) ++ev_states[to_string(slot.state)];
         const EvStats stats = evs->stats(static_cast<uint16_t>(i));
         if (stats.losses > 0)
-          worst.push_back({{"ev", slot.ev.value}, {"plane", slot.plane.value}, {"state", to_string(slot.state)},
-                           {"packets", stats.packets}, {"losses", stats.losses}});
+          worst.push_back({{"ev", slot.ev.value},
+                           {"plane", slot.plane.value},
+                           {"state", to_string(slot.state)},
+                           {"packets", stats.packets},
+                           {"losses", stats.losses}});
       }
     }
   });
   for (int p = 0; p < side.planes(); ++p) {
     const auto& s = side.plane_stats(p);
-    planes.push_back({{"plane", p}, {"packets_sent", s.packets_sent}, {"bytes_sent", s.bytes_sent},
-                      {"packets_received", s.packets_received}, {"bytes_received", s.bytes_received},
-                      {"retransmits", retransmits[p]}, {"send_errors", s.send_errors},
-                      {"send_calls", s.send_calls}, {"receive_calls", s.receive_calls},
-                      {"impairment_drops", s.impairment_drops}, {"receive_refused", s.receive_refused},
-                      {"unresolved_neighbour", s.unresolved_neighbour}, {"up", s.up}});
+    planes.push_back({{"plane", p},
+                      {"packets_sent", s.packets_sent},
+                      {"bytes_sent", s.bytes_sent},
+                      {"packets_received", s.packets_received},
+                      {"bytes_received", s.bytes_received},
+                      {"retransmits", retransmits[p]},
+                      {"send_errors", s.send_errors},
+                      {"send_calls", s.send_calls},
+                      {"receive_calls", s.receive_calls},
+                      {"impairment_drops", s.impairment_drops},
+                      {"receive_refused", s.receive_refused},
+                      {"unresolved_neighbour", s.unresolved_neighbour},
+                      {"up", s.up}});
   }
   const EndpointStats e = side.endpoint_stats();
   json decode_errors = json::object();
   for (size_t i = 0; i < e.decode_errors.size(); ++i)
-    if (e.decode_errors[i] > 0) decode_errors[key_of(wire::to_string(static_cast<wire::DecodeError>(i)))] = e.decode_errors[i];
-  return {{"backend", side.backend_description()}, {"planes", planes}, {"qps", qps}, {"active_ev_states", ev_states},
-          {"evs_with_losses", worst}, {"decode_errors", decode_errors}, {"unknown_qp", e.unknown_qp}, {"drops", drops}};
+    if (e.decode_errors[i] > 0)
+      decode_errors[key_of(wire::to_string(static_cast<wire::DecodeError>(i)))] =
+          e.decode_errors[i];
+  return {{"backend", side.backend_description()},
+          {"planes", planes},
+          {"qps", qps},
+          {"active_ev_states", ev_states},
+          {"evs_with_losses", worst},
+          {"decode_errors", decode_errors},
+          {"unknown_qp", e.unknown_qp},
+          {"drops", drops}};
 }
 
 void print_summary(const json& r) {
   std::printf("\n%s: %llu messages of %llu bytes in %.2f s: %.2f Gbit/s, %.0f msg/s\n",
-              r["role"].get<std::string>().c_str(), static_cast<unsigned long long>(r["messages"].get<uint64_t>()),
-              static_cast<unsigned long long>(r["size"].get<uint64_t>()), r["seconds"].get<double>(),
-              r["gbit_per_s"].get<double>(), r["messages_per_s"].get<double>());
+              r["role"].get<std::string>().c_str(),
+              static_cast<unsigned long long>(r["messages"].get<uint64_t>()),
+              static_cast<unsigned long long>(r["size"].get<uint64_t>()),
+              r["seconds"].get<double>(), r["gbit_per_s"].get<double>(),
+              r["messages_per_s"].get<double>());
   std::printf("latency (post to completion): p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n",
-              r["latency_us"]["p50"].get<double>(), r["latency_us"]["p99"].get<double>(), r["latency_us"]["p999"].get<double>());
+              r["latency_us"]["p50"].get<double>(), r["latency_us"]["p99"].get<double>(),
+              r["latency_us"]["p999"].get<double>());
   std::printf("datapath: %s\n", r["summary"]["backend"].get<std::string>().c_str());
-  std::printf("plane  packets_sent  MB_sent  per_send_call  retransmits  impairment_drops  state\n");
+  std::printf(
+      "plane  packets_sent  MB_sent  per_send_call  retransmits  impairment_drops  state\n");
   for (const auto& p : r["summary"]["planes"])
     std::printf("%5d  %12llu  %7.1f  %13.1f  %11llu  %16llu  %s\n", p["plane"].get<int>(),
-                static_cast<unsigned long long>(p["packets_sent"].get<uint64_t>()), static_cast<double>(p["bytes_sent"].get<uint64_t>()) / 1e6,
+                static_cast<unsigned long long>(p["packets_sent"].get<uint64_t>()),
+                static_cast<double>(p["bytes_sent"].get<uint64_t>()) / 1e6,
                 static_cast<double>(p["packets_sent"].get<uint64_t>()) /
                     static_cast<double>(std::max<uint64_t>(p["send_calls"].get<uint64_t>(), 1)),
                 static_cast<unsigned long long>(p["retransmits"].get<uint64_t>()),
-                static_cast<unsigned long long>(p["impairment_drops"].get<uint64_t>()), p["up"].get<bool>() ? "up" : "DOWN");
+                static_cast<unsigned long long>(p["impairment_drops"].get<uint64_t>()),
+                p["up"].get<bool>() ? "up" : "DOWN");
   std::printf("active EVs by state:");
-  for (const auto& [state, n] : r["summary"]["active_ev_states"].items()) std::printf(" %s=%llu", state.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
+  for (const auto& [state, n] : r["summary"]["active_ev_states"].items())
+    std::printf(" %s=%llu", state.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
   std::printf("; EVs that saw losses: %zu\n", r["summary"]["evs_with_losses"].size());
   // Datagrams refused: malformed or bad ICRC (decode errors), to no QP of ours, or refused by
   // a QP (duplicate, out of window, bad key, ...): none on a clean run but duplicates.
   uint64_t refused = r["summary"]["unknown_qp"].get<uint64_t>();
   for (const auto& [name, n] : r["summary"]["decode_errors"].items()) refused += n.get<uint64_t>();
   for (const auto& [name, n] : r["summary"]["drops"].items()) refused += n.get<uint64_t>();
-  if (!r["capture"].get<std::string>().empty()) std::printf("%s\n", r["capture"].get<std::string>().c_str());
+  if (!r["capture"].get<std::string>().empty())
+    std::printf("%s\n", r["capture"].get<std::string>().c_str());
   std::printf("datagrams refused: %llu", static_cast<unsigned long long>(refused));
   for (const auto& [name, n] : r["summary"]["decode_errors"].items())
     std::printf(" %s=%llu", name.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
   if (r["summary"]["unknown_qp"].get<uint64_t>() > 0)
-    std::printf(" unknown_qp=%llu", static_cast<unsigned long long>(r["summary"]["unknown_qp"].get<uint64_t>()));
+    std::printf(" unknown_qp=%llu",
+                static_cast<unsigned long long>(r["summary"]["unknown_qp"].get<uint64_t>()));
   for (const auto& [name, n] : r["summary"]["drops"].items())
     std::printf(" %s=%llu", name.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
   std::printf("\n");
@@ -709,16 +808,32 @@ json result_json(PerfSide& side, Reporter& rep, const char* role, uint64_t size,
   const double bytes = static_cast<double>(side.bytes_sent() + side.bytes_received());
   json intervals = json::array();
   for (const Interval& iv : rep.intervals())
-    intervals.push_back({{"t_s", iv.t_s}, {"gbit_per_s", iv.gbit_s}, {"plane_gbit_per_s", iv.plane_gbit_s}, {"plane_up", iv.plane_up}});
-  return {{"role", role}, {"size", size}, {"messages", side.messages_sent() + side.messages_received()},
-          {"messages_sent", side.messages_sent()}, {"messages_received", side.messages_received()},
-          {"bytes", side.bytes_sent() + side.bytes_received()}, {"seconds", seconds},
-          {"gbit_per_s", seconds > 0 ? bytes * 8 / seconds / 1e9 : 0.0},
-          {"messages_per_s", seconds > 0 ? static_cast<double>(side.messages_sent() + side.messages_received()) / seconds : 0.0},
-          {"latency_us", {{"p50", percentile(lat, 0.50)}, {"p99", percentile(lat, 0.99)}, {"p999", percentile(lat, 0.999)}}},
-          {"bytes_verified", side.bytes_verified()}, {"mismatches", side.mismatches()},
-          {"error_completions", side.send_errors()}, {"intervals", intervals}, {"summary", plane_and_ev_summary(side)},
-          {"capture", side.capture_note()}};
+    intervals.push_back({{"t_s", iv.t_s},
+                         {"gbit_per_s", iv.gbit_s},
+                         {"plane_gbit_per_s", iv.plane_gbit_s},
+                         {"plane_up", iv.plane_up}});
+  return {
+      {"role", role},
+      {"size", size},
+      {"messages", side.messages_sent() + side.messages_received()},
+      {"messages_sent", side.messages_sent()},
+      {"messages_received", side.messages_received()},
+      {"bytes", side.bytes_sent() + side.bytes_received()},
+      {"seconds", seconds},
+      {"gbit_per_s", seconds > 0 ? bytes * 8 / seconds / 1e9 : 0.0},
+      {"messages_per_s",
+       seconds > 0 ? static_cast<double>(side.messages_sent() + side.messages_received()) / seconds
+                   : 0.0},
+      {"latency_us",
+       {{"p50", percentile(lat, 0.50)},
+        {"p99", percentile(lat, 0.99)},
+        {"p999", percentile(lat, 0.999)}}},
+      {"bytes_verified", side.bytes_verified()},
+      {"mismatches", side.mismatches()},
+      {"error_completions", side.send_errors()},
+      {"intervals", intervals},
+      {"summary", plane_and_ev_summary(side)},
+      {"capture", side.capture_note()}};
 }
 
 // Steps `side` until `done()`, the deadline, or a queue pair failing; false unless done().
@@ -737,9 +852,12 @@ bool step_until(PerfSide& side, Reporter* rep, Done done, double timeout_s) {
 bool start_metrics(const PerfOptions& o, std::unique_ptr<MetricsServer>& out) {
   if (o.metrics_port == 0) return true;
   auto m = MetricsServer::start(o.metrics_bind, o.metrics_port);
-  if (!m.ok()) return std::fprintf(stderr, "mrc perf: --metrics-port: %s\n", m.error().c_str()), false;
+  if (!m.ok())
+    return std::fprintf(stderr, "mrc perf: --metrics-port: %s\n", m.error().c_str()), false;
   out = std::move(m.value());
-  if (!o.json) std::fprintf(stderr, "mrc perf: Prometheus metrics at http://%s:%u/metrics\n", o.metrics_bind.c_str(), out->port());
+  if (!o.json)
+    std::fprintf(stderr, "mrc perf: Prometheus metrics at http://%s:%u/metrics\n",
+                 o.metrics_bind.c_str(), out->port());
   return true;
 }
 
@@ -747,11 +865,16 @@ int serve_one(const PerfOptions& o) {
   std::string error;
   std::unique_ptr<MetricsServer> metrics;
   if (!start_metrics(o, metrics)) return 2;
-  if (!o.json) std::fprintf(stderr, "mrc perf server: %zu planes, waiting for a client on TCP port %u\n", o.planes.size(), o.oob_port);
+  if (!o.json)
+    std::fprintf(stderr, "mrc perf server: %zu planes, waiting for a client on TCP port %u\n",
+                 o.planes.size(), o.oob_port);
   OobChannel oob = OobChannel::accept_one(o.oob_port, error);
   json peer;
   if (!oob.ok() || !oob.receive(peer) || !peer.contains("params"))
-    return std::fprintf(stderr, "mrc perf: %s\n", error.empty() ? "client went away or spoke another protocol" : error.c_str()), 2;
+    return std::fprintf(
+               stderr, "mrc perf: %s\n",
+               error.empty() ? "client went away or spoke another protocol" : error.c_str()),
+           2;
   PerfOptions mine = o;  // the client's test parameters win
   mine.size = peer["params"]["size"];
   mine.verify = peer["params"]["verify"];
@@ -769,20 +892,30 @@ int serve_one(const PerfOptions& o) {
   Reporter rep(s, mine);
   if (mine.bidir) s.start_sending(mine.size, 0);
   json done;
-  step_until(s, &rep, [&] { return oob.try_receive(done) || oob.closed(); }, 1e9);
+  step_until(
+      s, &rep, [&] { return oob.try_receive(done) || oob.closed(); }, 1e9);
   if (!s.failure().empty() || !done.contains("sent")) {
-    std::fprintf(stderr, "mrc perf: FAILED: %s\n", s.failure().empty() ? "the client went away" : s.failure().c_str());
+    std::fprintf(stderr, "mrc perf: FAILED: %s\n",
+                 s.failure().empty() ? "the client went away" : s.failure().c_str());
     return 1;
   }
   if (mine.bidir) s.stop_sending();
   const uint64_t expect = done["sent"];
-  const bool ok = step_until(s, &rep, [&] { return s.messages_received() >= expect && s.sending_done(); }, 60);
-  oob.send({{"received", s.messages_received()}, {"verified", s.bytes_verified()}, {"mismatches", s.mismatches()},
-            {"sent", s.messages_sent()}, {"ok", ok}});
+  const bool ok = step_until(
+      s, &rep, [&] { return s.messages_received() >= expect && s.sending_done(); }, 60);
+  oob.send({{"received", s.messages_received()},
+            {"verified", s.bytes_verified()},
+            {"mismatches", s.mismatches()},
+            {"sent", s.messages_sent()},
+            {"ok", ok}});
   json bye;
-  step_until(s, nullptr, [&] { return oob.try_receive(bye) || oob.closed(); }, 30);
+  step_until(
+      s, nullptr, [&] { return oob.try_receive(bye) || oob.closed(); }, 30);
   const json r = result_json(s, rep, "server", mine.size, rep.elapsed_s());
-  if (o.json) std::cout << r.dump(2) << "\n"; else print_summary(r);
+  if (o.json)
+    std::cout << r.dump(2) << "\n";
+  else
+    print_summary(r);
   return ok && s.mismatches() == 0 ? 0 : 1;
 }
 
@@ -792,22 +925,33 @@ json send_sizes(PerfSide& s, Reporter& rep, const PerfOptions& o) {
   std::vector<uint64_t> sizes;
   for (uint64_t sz = o.sweep_sizes ? 4096 : o.size; sz <= o.size; sz *= 2) sizes.push_back(sz);
   for (uint64_t size : sizes) {
-    const uint64_t count = o.iterations > 0 ? o.iterations : o.bytes > 0 ? std::max<uint64_t>(1, o.bytes / size) : 0;
+    const uint64_t count = o.iterations > 0 ? o.iterations
+                           : o.bytes > 0    ? std::max<uint64_t>(1, o.bytes / size)
+                                            : 0;
     const double duration = count == 0 ? (o.duration_s > 0 ? o.duration_s : 5.0) : 1e9;
     const uint64_t before_bytes = s.bytes_sent(), before_msgs = s.messages_sent();
     s.clear_latencies();
     const auto start = Clock::now();
     s.start_sending(size, count);
-    step_until(s, &rep, [&] {
-      if (count == 0 && std::chrono::duration<double>(Clock::now() - start).count() >= duration) s.stop_sending();
-      return s.sending_done();
-    }, 1e9);
+    step_until(
+        s, &rep,
+        [&] {
+          if (count == 0 && std::chrono::duration<double>(Clock::now() - start).count() >= duration)
+            s.stop_sending();
+          return s.sending_done();
+        },
+        1e9);
     const double secs = std::chrono::duration<double>(Clock::now() - start).count();
     const auto& lat = s.latencies_us();
-    sweep.push_back({{"size", size}, {"messages", s.messages_sent() - before_msgs}, {"seconds", secs},
-                     {"gbit_per_s", static_cast<double>(s.bytes_sent() - before_bytes) * 8 / secs / 1e9},
-                     {"messages_per_s", static_cast<double>(s.messages_sent() - before_msgs) / secs},
-                     {"p50_us", percentile(lat, 0.5)}, {"p99_us", percentile(lat, 0.99)}, {"p999_us", percentile(lat, 0.999)}});
+    sweep.push_back(
+        {{"size", size},
+         {"messages", s.messages_sent() - before_msgs},
+         {"seconds", secs},
+         {"gbit_per_s", static_cast<double>(s.bytes_sent() - before_bytes) * 8 / secs / 1e9},
+         {"messages_per_s", static_cast<double>(s.messages_sent() - before_msgs) / secs},
+         {"p50_us", percentile(lat, 0.5)},
+         {"p99_us", percentile(lat, 0.99)},
+         {"p999_us", percentile(lat, 0.999)}});
   }
   return sweep;
 }
@@ -822,11 +966,18 @@ int run_client(const PerfOptions& o) {
   OobChannel oob = OobChannel::connect_to(o.connect, o.oob_port, 5000, error);
   if (!oob.ok()) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
   json hello = s.hello();
-  hello["params"] = {{"size", o.size}, {"verify", o.verify}, {"bidir", o.bidir}, {"depth", o.depth}, {"qps", o.qps}};
+  hello["params"] = {{"size", o.size},
+                     {"verify", o.verify},
+                     {"bidir", o.bidir},
+                     {"depth", o.depth},
+                     {"qps", o.qps}};
   json peer;
   // A runtime failure (1), not a usage error (2): the server went away during the set-up.
-  if (!oob.send(hello) || !oob.receive(peer)) return std::fprintf(stderr, "mrc perf: the server closed the connection\n"), 1;
-  if (peer.contains("error")) return std::fprintf(stderr, "mrc perf: server: %s\n", peer["error"].get<std::string>().c_str()), 2;
+  if (!oob.send(hello) || !oob.receive(peer))
+    return std::fprintf(stderr, "mrc perf: the server closed the connection\n"), 1;
+  if (peer.contains("error"))
+    return std::fprintf(stderr, "mrc perf: server: %s\n", peer["error"].get<std::string>().c_str()),
+           2;
   if (!s.connect(peer, error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
   Reporter rep(s, o);
   const json sweep = send_sizes(s, rep, o);
@@ -837,15 +988,17 @@ int run_client(const PerfOptions& o) {
   }
   oob.send({{"sent", s.messages_sent()}});
   json reply;
-  step_until(s, &rep, [&] { return oob.try_receive(reply) || oob.closed(); }, 120);
+  step_until(
+      s, &rep, [&] { return oob.try_receive(reply) || oob.closed(); }, 120);
   const uint64_t expect = reply.value("sent", uint64_t{0});
-  const bool received_all = step_until(s, &rep, [&] { return s.messages_received() >= expect; }, 60);
+  const bool received_all = step_until(
+      s, &rep, [&] { return s.messages_received() >= expect; }, 60);
   oob.send({{"bye", true}});
   json r = result_json(s, rep, "client", o.size, rep.elapsed_s());
   r["sweep"] = sweep;
   r["server"] = reply;
-  const bool ok = reply.value("ok", false) && received_all && reply.value("mismatches", 1) == 0 && s.mismatches() == 0 &&
-                  s.send_errors() == 0;
+  const bool ok = reply.value("ok", false) && received_all && reply.value("mismatches", 1) == 0 &&
+                  s.mismatches() == 0 && s.send_errors() == 0;
   const uint64_t verified = reply.value("verified", uint64_t{0}) + s.bytes_verified();
   r["ok"] = ok;
   r["bytes_verified_total"] = verified;
@@ -853,16 +1006,26 @@ int run_client(const PerfOptions& o) {
     std::cout << r.dump(2) << "\n";
   } else {
     if (o.sweep_sizes) {
-      std::printf("%10s %10s %10s %12s %10s %10s %10s\n", "size", "messages", "Gbit/s", "msg/s", "p50_us", "p99_us", "p99.9_us");
+      std::printf("%10s %10s %10s %12s %10s %10s %10s\n", "size", "messages", "Gbit/s", "msg/s",
+                  "p50_us", "p99_us", "p99.9_us");
       for (const auto& row : sweep)
-        std::printf("%10llu %10llu %10.2f %12.0f %10.1f %10.1f %10.1f\n", static_cast<unsigned long long>(row["size"].get<uint64_t>()),
-                    static_cast<unsigned long long>(row["messages"].get<uint64_t>()), row["gbit_per_s"].get<double>(),
-                    row["messages_per_s"].get<double>(), row["p50_us"].get<double>(), row["p99_us"].get<double>(), row["p999_us"].get<double>());
+        std::printf("%10llu %10llu %10.2f %12.0f %10.1f %10.1f %10.1f\n",
+                    static_cast<unsigned long long>(row["size"].get<uint64_t>()),
+                    static_cast<unsigned long long>(row["messages"].get<uint64_t>()),
+                    row["gbit_per_s"].get<double>(), row["messages_per_s"].get<double>(),
+                    row["p50_us"].get<double>(), row["p99_us"].get<double>(),
+                    row["p999_us"].get<double>());
     }
     print_summary(r);
-    if (o.verify && ok) std::printf("every byte verified: %llu bytes written, %llu bytes checked equal at the receiver, 0 mismatches\n",
-                                    static_cast<unsigned long long>(s.bytes_sent() + s.bytes_received()), static_cast<unsigned long long>(verified));
-    if (!ok) std::printf("FAILED: %s\n", !received_all ? "messages missing" : "mismatches or error completions");
+    if (o.verify && ok)
+      std::printf(
+          "every byte verified: %llu bytes written, %llu bytes checked equal at the receiver, 0 "
+          "mismatches\n",
+          static_cast<unsigned long long>(s.bytes_sent() + s.bytes_received()),
+          static_cast<unsigned long long>(verified));
+    if (!ok)
+      std::printf("FAILED: %s\n",
+                  !received_all ? "messages missing" : "mismatches or error completions");
   }
   return ok ? 0 : 1;
 }
@@ -871,55 +1034,86 @@ int run_client(const PerfOptions& o) {
 
 void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_flag("--server,-s", o.server, "run as server: wait for a client");
-  app.add_option("--client,-c", o.connect, "run as client of the server at this address (its TCP setup port)");
+  app.add_option("--client,-c", o.connect,
+                 "run as client of the server at this address (its TCP setup port)");
   app.add_option("--oob-port", o.oob_port, "TCP port for connection setup (default 18515)");
-  app.add_option("--planes", o.planes, "local plane addresses, one per plane, IPv4[:port] (default 127.0.0.1-4)")->delimiter(',');
-  app.add_option("--port", o.port, "UDP receive port on every plane (default 4791 server, 4807 client; thread t uses port + t)");
-  app.add_option("--ev-port-base", o.ev_port_base, "first UDP source port used for EVs (default 50000 server; client: past 16 server threads' ranges, 55120 with 4 planes)");
-  app.add_option("--size", o.size, "message size in bytes, K/M/G suffixes (1024-based) allowed (default 1M); with --sweep-sizes the largest")
+  app.add_option("--planes", o.planes,
+                 "local plane addresses, one per plane, IPv4[:port] (default 127.0.0.1-4)")
+      ->delimiter(',');
+  app.add_option(
+      "--port", o.port,
+      "UDP receive port on every plane (default 4791 server, 4807 client; thread t uses port + t)");
+  app.add_option("--ev-port-base", o.ev_port_base,
+                 "first UDP source port used for EVs (default 50000 server; client: past 16 server "
+                 "threads' ranges, 55120 with 4 planes)");
+  app.add_option("--size", o.size,
+                 "message size in bytes, K/M/G suffixes (1024-based) allowed (default 1M); with "
+                 "--sweep-sizes the largest")
       ->transform(CLI::AsSizeValue(false));
   app.add_flag("--sweep-sizes", o.sweep_sizes, "run sizes 4 KiB, 8 KiB, ... up to --size");
-  app.add_option("--bytes", o.bytes, "bytes to send (per size), K/M/G suffixes allowed")->transform(CLI::AsSizeValue(false));
-  app.add_option("--duration", o.duration_s, "seconds to send (default 5 if neither --bytes nor --iterations)");
+  app.add_option("--bytes", o.bytes, "bytes to send (per size), K/M/G suffixes allowed")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--duration", o.duration_s,
+                 "seconds to send (default 5 if neither --bytes nor --iterations)");
   app.add_option("--iterations", o.iterations, "messages to send (per size)");
   app.add_option("--qps", o.qps, "queue pairs (default 1)")->check(CLI::Range(1, 64));
   app.add_option("--depth", o.depth, "messages in flight (default 16)")->check(CLI::Range(1, 128));
-  app.add_option("--threads", o.threads,
-                 "engine threads (default 1): QP q runs on thread q % THREADS, each thread with its own UDP ports "
-                 "(--port + t, and the t-th EV range after --ev-port-base); use --qps of THREADS or more")
+  app.add_option(
+         "--threads", o.threads,
+         "engine threads (default 1): QP q runs on thread q % THREADS, each thread with its own "
+         "UDP ports "
+         "(--port + t, and the t-th EV range after --ev-port-base); use --qps of THREADS or more")
       ->check(CLI::Range(1u, io::kMaxDeviceThreads));
   app.add_flag("--bidir", o.bidir, "both sides send");
   app.add_flag("--verify", o.verify, "check every byte at the receiver");
-  app.add_option("--fail-plane", o.fail_plane, "take a local plane down at a time, e.g. 2@3s, or down then up: 2@3s+1s (repeatable)");
+  app.add_option(
+      "--fail-plane", o.fail_plane,
+      "take a local plane down at a time, e.g. 2@3s, or down then up: 2@3s+1s (repeatable)");
   app.add_option("--flap-plane", o.flap_plane,
-                 "take a local plane down for DOWN_FOR in every EVERY for the whole run, PLANE:DOWN_FOR:EVERY (times in s, ms or us): "
-                 "1:500ms:3s is plane 1 down at 3 s, 6 s, 9 s, ... (from this side's start) for 500 ms each (repeatable)");
-  app.add_option("--drop", o.drop, "impairment: drop this fraction of sent packets")->check(CLI::Range(0.0, 1.0));
+                 "take a local plane down for DOWN_FOR in every EVERY for the whole run, "
+                 "PLANE:DOWN_FOR:EVERY (times in s, ms or us): "
+                 "1:500ms:3s is plane 1 down at 3 s, 6 s, 9 s, ... (from this side's start) for "
+                 "500 ms each (repeatable)");
+  app.add_option("--drop", o.drop, "impairment: drop this fraction of sent packets")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--delay-us", o.delay_us, "impairment: delay every sent packet");
-  app.add_option("--reorder", o.reorder, "impairment: delay this fraction of packets by up to 200 us")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--reorder", o.reorder,
+                 "impairment: delay this fraction of packets by up to 200 us")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--interval", o.interval_s, "seconds between live report lines (default 1)");
   app.add_flag("--json", o.json, "print the result as JSON");
-  app.add_option("--cc", o.cc, "congestion control: nscc, aimd or fixed")->check(CLI::IsMember({"nscc", "aimd", "fixed"}));
+  app.add_option("--cc", o.cc, "congestion control: nscc, aimd or fixed")
+      ->check(CLI::IsMember({"nscc", "aimd", "fixed"}));
   app.add_option("--ev-count", o.ev_count, "EVs per QP (multiple of the plane count, at most 256)");
   app.add_option("--window-kib", o.window_kib, "largest congestion window, KiB (default 2048)");
   app.add_option("--ev-burst", o.ev_burst,
                  "new data packets per EV before the next EV (1..64; default 0: the datapath's, " +
-                     std::to_string(io::kUdpDefaultEvBurst) + "): a burst leaves as one UDP GSO send");
+                     std::to_string(io::kUdpDefaultEvBurst) +
+                     "): a burst leaves as one UDP GSO send");
   app.add_option("--target-delay-us", o.target_delay_us,
-                 "NSCC queueing-delay target in microseconds (0: half the learned base RTT; default: the UDP datapath's, 50)");
-  app.add_option("--ack-every", o.ack_every,
-                 "the receiver SACKs every this many data packets (1..64; default 0: the datapath's, " +
-                     std::to_string(io::kUdpDefaultAckEvery) + ")")
+                 "NSCC queueing-delay target in microseconds (0: half the learned base RTT; "
+                 "default: the UDP datapath's, 50)");
+  app.add_option(
+         "--ack-every", o.ack_every,
+         "the receiver SACKs every this many data packets (1..64; default 0: the datapath's, " +
+             std::to_string(io::kUdpDefaultAckEvery) + ")")
       ->check(CLI::Range(0u, 64u));
   app.add_flag("!--no-gso", o.gso, "send and receive one datagram per buffer (no UDP GSO/GRO)");
   app.add_option("--backend", o.backend,
-                 "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP on the planes' interfaces, writing whole "
+                 "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP on the planes' "
+                 "interfaces, writing whole "
                  "RoCEv2 frames; root only; datagrams up to 3798 bytes, or the interface MTU)")
       ->check(CLI::IsMember({"udp", "xdp"}));
-  app.add_option("--pcap", o.pcap, "write every datagram sent and received to this capture file (pcap; read it with mrc decode, tshark)");
-  app.add_option("--pcap-max-mib", o.pcap_max_mib, "stop capturing after this many MiB (default 256)")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
-  app.add_option("--metrics-port", o.metrics_port, "serve Prometheus metrics at http://BIND:PORT/metrics (default 0: off)");
-  app.add_option("--metrics-bind", o.metrics_bind, "address for --metrics-port (default 127.0.0.1)");
+  app.add_option("--pcap", o.pcap,
+                 "write every datagram sent and received to this capture file (pcap; read it with "
+                 "mrc decode, tshark)");
+  app.add_option("--pcap-max-mib", o.pcap_max_mib,
+                 "stop capturing after this many MiB (default 256)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  app.add_option("--metrics-port", o.metrics_port,
+                 "serve Prometheus metrics at http://BIND:PORT/metrics (default 0: off)");
+  app.add_option("--metrics-bind", o.metrics_bind,
+                 "address for --metrics-port (default 127.0.0.1)");
 }
 
 int run_perf(const PerfOptions& o) {

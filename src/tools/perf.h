@@ -20,8 +20,9 @@ struct PerfOptions {
   std::vector<std::string> planes{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"};
   // 0: the defaults below, which keep a server and a client on the same addresses (loopback)
   // apart at any thread count: a server of T threads uses ports 4791 .. 4791 + T - 1.
-  uint16_t port = 0;          // 0: 4791 for the server, 4791 + 16 (kMaxDeviceThreads) for the client
-  uint16_t ev_port_base = 0;  // 0: 50000 for the server, after 16 server threads' EV ranges for the client
+  uint16_t port = 0;  // 0: 4791 for the server, 4791 + 16 (kMaxDeviceThreads) for the client
+  uint16_t ev_port_base =
+      0;  // 0: 50000 for the server, after 16 server threads' EV ranges for the client
   uint64_t size = 1 << 20;
   bool sweep_sizes = false;
   uint64_t bytes = 0;
@@ -43,14 +44,14 @@ struct PerfOptions {
   std::string cc = "nscc";
   uint32_t ev_count = 128;
   uint32_t window_kib = 2048;
-  uint32_t ev_burst = 0;   // QpConfig::ev_burst_packets (0: the datapath's default)
-  uint32_t ack_every = 0;  // QpConfig::ack_every_packets (0: the datapath's default)
+  uint32_t ev_burst = 0;        // QpConfig::ev_burst_packets (0: the datapath's default)
+  uint32_t ack_every = 0;       // QpConfig::ack_every_packets (0: the datapath's default)
   double target_delay_us = -1;  // NsccConfig::target_delay_ns; < 0: the datapath's default
-  bool gso = true;         // UdpHostConfig::gso and ::gro
+  bool gso = true;              // UdpHostConfig::gso and ::gro
   std::string backend = "udp";  // UdpHostConfig::backend: udp or xdp
-  std::string pcap;           // --pcap: capture every datagram sent and received to this file
+  std::string pcap;             // --pcap: capture every datagram sent and received to this file
   uint64_t pcap_max_mib = 256;  // the capture's budget
-  uint16_t metrics_port = 0;  // 0: no Prometheus endpoint
+  uint16_t metrics_port = 0;    // 0: no Prometheus endpoint
   std::string metrics_bind = "127.0.0.1";
 };
 

@@ -35,7 +35,7 @@ struct RunContext {
   uint32_t hosts = 0;
   sim::Pattern pattern = sim::Pattern::kPairs;
   double wall_s = 0;
-  double setup_wall_s = 0;  // building fabric, hosts, QPs and workload, before the first event
+  double setup_wall_s = 0;     // building fabric, hosts, QPs and workload, before the first event
   size_t huge_page_bytes = 0;  // of the heap moved onto huge pages once built (--no-huge-pages: 0)
   double events_per_s(const RunReport& r) const {
     return wall_s > 0 ? static_cast<double>(r.events) / wall_s : 0.0;
@@ -61,7 +61,10 @@ std::pair<double, double> bandwidths(const RunReport& r, const GroupReport& g, u
 nlohmann::json groups_json(const RunReport& r, const RunContext& c) {
   nlohmann::json out = nlohmann::json::array();
   for (const GroupReport& g : r.groups) {
-    nlohmann::json j = {{"name", g.name}, {"start_ns", g.start_ns}, {"end_ns", g.end_ns}, {"bytes", g.bytes},
+    nlohmann::json j = {{"name", g.name},
+                        {"start_ns", g.start_ns},
+                        {"end_ns", g.end_ns},
+                        {"bytes", g.bytes},
                         {"duration_ms", group_ms(g)}};
     if (c.pattern == sim::Pattern::kRingAllreduce) {
       const auto [alg, bus] = bandwidths(r, g, c.hosts);
@@ -83,30 +86,62 @@ nlohmann::json to_json(const RunReport& r, const RunContext& c) {
   }
   const auto& t = r.ev_transitions;
   const auto& b = r.baseline;
-  return {{"scenario", c.name}, {"ok", r.ok}, {"failure", r.failure}, {"seed", r.seed}, {"transport", r.transport},
-          {"baseline", {{"cnps", b.cnps}, {"rate_cuts", b.rate_cuts}, {"duplicates", b.duplicates},
-                        {"out_of_order_dropped", b.out_of_order_dropped}, {"fast_retransmits", b.fast_retransmits},
-                        {"reinjected", b.reinjected}, {"control_dropped", b.control_dropped}}},
-          {"pfc", {{"pauses", r.pfc_pauses}, {"paused_ns", r.pfc_paused_ns}, {"headroom_overruns", r.pfc_headroom_overruns}}},
-          {"bytes_written", r.bytes_written}, {"bytes_verified", r.bytes_verified}, {"payload", r.payload},
-          {"icrc_offload", r.icrc_offload}, {"move_payload", r.move_payload},
-          {"bytes_placed", r.bytes_placed}, {"ops_posted", r.ops_posted},
-          {"ops_completed", r.ops_completed}, {"ops_failed", r.ops_failed},
-          {"wimm_delivered", r.wimm_delivered}, {"sim_time_ns", r.sim_time_ns},
-          {"completion_time_ns", r.completion_time_ns}, {"events", r.events},
-          {"wall_s", c.wall_s}, {"events_per_wall_s", c.events_per_s(r)},
-          {"setup_wall_s", c.setup_wall_s}, {"loop_events_per_wall_s", c.loop_events_per_s(r)},
+  return {{"scenario", c.name},
+          {"ok", r.ok},
+          {"failure", r.failure},
+          {"seed", r.seed},
+          {"transport", r.transport},
+          {"baseline",
+           {{"cnps", b.cnps},
+            {"rate_cuts", b.rate_cuts},
+            {"duplicates", b.duplicates},
+            {"out_of_order_dropped", b.out_of_order_dropped},
+            {"fast_retransmits", b.fast_retransmits},
+            {"reinjected", b.reinjected},
+            {"control_dropped", b.control_dropped}}},
+          {"pfc",
+           {{"pauses", r.pfc_pauses},
+            {"paused_ns", r.pfc_paused_ns},
+            {"headroom_overruns", r.pfc_headroom_overruns}}},
+          {"bytes_written", r.bytes_written},
+          {"bytes_verified", r.bytes_verified},
+          {"payload", r.payload},
+          {"icrc_offload", r.icrc_offload},
+          {"move_payload", r.move_payload},
+          {"bytes_placed", r.bytes_placed},
+          {"ops_posted", r.ops_posted},
+          {"ops_completed", r.ops_completed},
+          {"ops_failed", r.ops_failed},
+          {"wimm_delivered", r.wimm_delivered},
+          {"sim_time_ns", r.sim_time_ns},
+          {"completion_time_ns", r.completion_time_ns},
+          {"events", r.events},
+          {"wall_s", c.wall_s},
+          {"events_per_wall_s", c.events_per_s(r)},
+          {"setup_wall_s", c.setup_wall_s},
+          {"loop_events_per_wall_s", c.loop_events_per_s(r)},
           {"huge_page_bytes", c.huge_page_bytes},
-          {"retransmits", r.retransmits}, {"timeouts", r.timeouts}, {"trims", r.trims},
-          {"ecn_marks", r.ecn_marks}, {"nacks", r.nacks}, {"fabric_drops", r.fabric_drops},
+          {"retransmits", r.retransmits},
+          {"timeouts", r.timeouts},
+          {"trims", r.trims},
+          {"ecn_marks", r.ecn_marks},
+          {"nacks", r.nacks},
+          {"fabric_drops", r.fabric_drops},
           {"fabric_drops_control", r.fabric_drops_control},
-          {"refused_packets", r.hostile_drops}, {"refused_by_reason", r.refused_by_reason},
-          {"stale_sacks", r.stale_sacks}, {"losses_by_cause", r.losses_by_cause}, {"planes", planes},
+          {"refused_packets", r.hostile_drops},
+          {"refused_by_reason", r.refused_by_reason},
+          {"stale_sacks", r.stale_sacks},
+          {"losses_by_cause", r.losses_by_cause},
+          {"planes", planes},
           {"fct_ns", {{"p50", r.fct_p50_ns}, {"p99", r.fct_p99_ns}, {"max", r.fct_max_ns}}},
           {"groups", groups_json(r, c)},
           {"ev_transitions",
-           {{"to_skip", t.to_skip}, {"to_assumed_bad", t.to_assumed_bad}, {"revived", t.revived},
-            {"to_denied", t.to_denied}, {"replaced", t.replaced}, {"regenerated", t.regenerated},
+           {{"to_skip", t.to_skip},
+            {"to_assumed_bad", t.to_assumed_bad},
+            {"revived", t.revived},
+            {"to_denied", t.to_denied},
+            {"replaced", t.replaced},
+            {"regenerated", t.regenerated},
             {"floor_held", t.floor_held}}}};
 }
 
@@ -119,9 +154,11 @@ void print_groups(const RunReport& r, const RunContext& c) {
     if (r.groups.size() > 8 && &g != &r.groups.front() && &g != &r.groups.back()) continue;
     if (ring) {
       const auto [alg, bus] = bandwidths(r, g, c.hosts);
-      std::printf("  %-12s %.3f ms, algbw %.1f Gbit/s, busbw %.1f Gbit/s\n", g.name.c_str(), group_ms(g), alg, bus);
+      std::printf("  %-12s %.3f ms, algbw %.1f Gbit/s, busbw %.1f Gbit/s\n", g.name.c_str(),
+                  group_ms(g), alg, bus);
     } else {
-      std::printf("  %-12s %.3f ms for %.2f MB\n", g.name.c_str(), group_ms(g), static_cast<double>(g.bytes) / 1e6);
+      std::printf("  %-12s %.3f ms for %.2f MB\n", g.name.c_str(), group_ms(g),
+                  static_cast<double>(g.bytes) / 1e6);
     }
   }
   if (ms.size() < 2) return;
@@ -143,59 +180,79 @@ std::string modes(const RunReport& r) {
   const char* payload = r.payload        ? "payload in per-flow buffers, every byte compared"
                         : r.move_payload ? "payload-free (shared buffers, counted)"
                                          : "payload-free, no payload bytes moved (counted)";
-  return std::string(payload) + "; ICRC " + (r.icrc_offload ? "offloaded to the simulated NICs" : "in the engines");
+  return std::string(payload) + "; ICRC " +
+         (r.icrc_offload ? "offloaded to the simulated NICs" : "in the engines");
 }
 
 void print_text(const RunReport& r, const RunContext& c) {
-  std::printf("scenario %s, seed %llu, transport %s: %s\n", c.name.c_str(), static_cast<ull>(r.seed),
-              r.transport.c_str(), r.ok ? "OK" : ("FAILED: " + r.failure).c_str());
-  const double t_ms = static_cast<double>(r.completion_time_ns > 0 ? r.completion_time_ns : r.sim_time_ns) / 1e6;
-  std::printf("  operations   %llu posted, %llu completed, %llu failed; %llu write-with-imm delivered\n",
-              static_cast<ull>(r.ops_posted), static_cast<ull>(r.ops_completed), static_cast<ull>(r.ops_failed),
-              static_cast<ull>(r.wimm_delivered));
-  std::printf("  bytes        %llu written, %llu placed, %llu verified %s\n", static_cast<ull>(r.bytes_written),
-              static_cast<ull>(r.bytes_placed), static_cast<ull>(r.bytes_verified),
-              r.payload ? "equal to source" : "by count");
+  std::printf("scenario %s, seed %llu, transport %s: %s\n", c.name.c_str(),
+              static_cast<ull>(r.seed), r.transport.c_str(),
+              r.ok ? "OK" : ("FAILED: " + r.failure).c_str());
+  const double t_ms =
+      static_cast<double>(r.completion_time_ns > 0 ? r.completion_time_ns : r.sim_time_ns) / 1e6;
+  std::printf(
+      "  operations   %llu posted, %llu completed, %llu failed; %llu write-with-imm delivered\n",
+      static_cast<ull>(r.ops_posted), static_cast<ull>(r.ops_completed),
+      static_cast<ull>(r.ops_failed), static_cast<ull>(r.wimm_delivered));
+  std::printf("  bytes        %llu written, %llu placed, %llu verified %s\n",
+              static_cast<ull>(r.bytes_written), static_cast<ull>(r.bytes_placed),
+              static_cast<ull>(r.bytes_verified), r.payload ? "equal to source" : "by count");
   std::printf("  modes        %s\n", modes(r).c_str());
   std::printf("  time         %.3f ms simulated (%.1f Gbit/s goodput)\n", t_ms,
               t_ms > 0 ? static_cast<double>(r.bytes_verified) * 8 / (t_ms * 1e6) : 0.0);
-  std::printf("  speed        %llu events in %.2f s wall: %.2f M events/s, %.1f simulated Gbit per wall-second\n",
-              static_cast<ull>(r.events), c.wall_s, c.events_per_s(r) / 1e6,
-              c.wall_s > 0 ? static_cast<double>(r.bytes_verified) * 8 / 1e9 / c.wall_s : 0.0);
-  std::printf("               setup %.2f s, then the event loop %.2f M events/s (%.0f MiB of heap on huge pages)\n",
-              c.setup_wall_s, c.loop_events_per_s(r) / 1e6, static_cast<double>(c.huge_page_bytes) / (1 << 20));
+  std::printf(
+      "  speed        %llu events in %.2f s wall: %.2f M events/s, %.1f simulated Gbit per "
+      "wall-second\n",
+      static_cast<ull>(r.events), c.wall_s, c.events_per_s(r) / 1e6,
+      c.wall_s > 0 ? static_cast<double>(r.bytes_verified) * 8 / 1e9 / c.wall_s : 0.0);
+  std::printf(
+      "               setup %.2f s, then the event loop %.2f M events/s (%.0f MiB of heap on huge "
+      "pages)\n",
+      c.setup_wall_s, c.loop_events_per_s(r) / 1e6,
+      static_cast<double>(c.huge_page_bytes) / (1 << 20));
   if (r.fct_p50_ns >= 0)
     std::printf("  transfers    completion time p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
                 static_cast<double>(r.fct_p50_ns) / 1e6, static_cast<double>(r.fct_p99_ns) / 1e6,
                 static_cast<double>(r.fct_max_ns) / 1e6);
   print_groups(r, c);
-  std::printf("  recovery     %llu retransmits, %llu timeouts, %llu trims, %llu ECN marks, %llu NACKs, %llu fabric drops (%llu of them control), %llu refused\n",
-              static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims),
-              static_cast<ull>(r.ecn_marks), static_cast<ull>(r.nacks), static_cast<ull>(r.fabric_drops),
-              static_cast<ull>(r.fabric_drops_control), static_cast<ull>(r.hostile_drops));
+  std::printf(
+      "  recovery     %llu retransmits, %llu timeouts, %llu trims, %llu ECN marks, %llu NACKs, "
+      "%llu fabric drops (%llu of them control), %llu refused\n",
+      static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims),
+      static_cast<ull>(r.ecn_marks), static_cast<ull>(r.nacks), static_cast<ull>(r.fabric_drops),
+      static_cast<ull>(r.fabric_drops_control), static_cast<ull>(r.hostile_drops));
   print_counts("  refused     ", r.refused_by_reason);
   print_counts("  losses      ", r.losses_by_cause);
   const auto& b = r.baseline;
   if (r.transport != "mrc")
-    std::printf("  baseline     %llu CNPs, %llu rate cuts, %llu duplicates, %llu out-of-order discarded, %llu fast retransmits, %llu reinjected\n",
-                static_cast<ull>(b.cnps), static_cast<ull>(b.rate_cuts), static_cast<ull>(b.duplicates),
-                static_cast<ull>(b.out_of_order_dropped), static_cast<ull>(b.fast_retransmits), static_cast<ull>(b.reinjected));
+    std::printf(
+        "  baseline     %llu CNPs, %llu rate cuts, %llu duplicates, %llu out-of-order discarded, "
+        "%llu fast retransmits, %llu reinjected\n",
+        static_cast<ull>(b.cnps), static_cast<ull>(b.rate_cuts), static_cast<ull>(b.duplicates),
+        static_cast<ull>(b.out_of_order_dropped), static_cast<ull>(b.fast_retransmits),
+        static_cast<ull>(b.reinjected));
   if (r.pfc_pauses > 0)
-    std::printf("  PFC          %llu pauses, %.3f ms of paused link-time, %llu packets beyond headroom\n",
-                static_cast<ull>(r.pfc_pauses), static_cast<double>(r.pfc_paused_ns) / 1e6,
-                static_cast<ull>(r.pfc_headroom_overruns));
+    std::printf(
+        "  PFC          %llu pauses, %.3f ms of paused link-time, %llu packets beyond headroom\n",
+        static_cast<ull>(r.pfc_pauses), static_cast<double>(r.pfc_paused_ns) / 1e6,
+        static_cast<ull>(r.pfc_headroom_overruns));
   const auto& t = r.ev_transitions;
-  std::printf("  EV states    %llu->SKIP, %llu->ASSUMED_BAD, %llu replaced, %llu revived, %llu regenerated, %llu held by floor\n",
-              static_cast<ull>(t.to_skip), static_cast<ull>(t.to_assumed_bad), static_cast<ull>(t.replaced),
-              static_cast<ull>(t.revived), static_cast<ull>(t.regenerated), static_cast<ull>(t.floor_held));
+  std::printf(
+      "  EV states    %llu->SKIP, %llu->ASSUMED_BAD, %llu replaced, %llu revived, %llu "
+      "regenerated, %llu held by floor\n",
+      static_cast<ull>(t.to_skip), static_cast<ull>(t.to_assumed_bad), static_cast<ull>(t.replaced),
+      static_cast<ull>(t.revived), static_cast<ull>(t.regenerated), static_cast<ull>(t.floor_held));
   for (size_t p = 0; p < r.planes.size(); ++p) {
     std::printf("  plane %zu      %.2f MB data sent, %llu retransmits\n", p,
-                static_cast<double>(r.planes[p].data_bytes_sent) / 1e6, static_cast<ull>(r.planes[p].retransmits));
+                static_cast<double>(r.planes[p].data_bytes_sent) / 1e6,
+                static_cast<ull>(r.planes[p].retransmits));
   }
   if (r.ok && r.bytes_verified == r.bytes_written) {
-    std::printf(r.payload        ? "  every byte arrived exactly once and equals its source\n"
-                : r.move_payload ? "  every flow placed exactly its bytes once; the shared scratch equals the pattern\n"
-                                 : "  every flow placed exactly its bytes once (counted: no payload bytes moved)\n");
+    std::printf(
+        r.payload ? "  every byte arrived exactly once and equals its source\n"
+        : r.move_payload
+            ? "  every flow placed exactly its bytes once; the shared scratch equals the pattern\n"
+            : "  every flow placed exactly its bytes once (counted: no payload bytes moved)\n");
   }
 }
 
@@ -205,13 +262,15 @@ sim::RunOptions progress_options() {
   sim::RunOptions options;
   options.progress_interval = Duration::from_us(500);
   const bool tty = isatty(STDERR_FILENO) != 0;
-  auto last = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  auto last =
+      std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
   options.on_progress = [tty, last](const RunReport& r) {
     const auto now = std::chrono::steady_clock::now();
     if (!tty && now - *last < std::chrono::seconds(2)) return;
     *last = now;
-    std::fprintf(stderr, tty ? "\r  t=%8.3f ms  placed %10.2f MB" : "  t=%8.3f ms  placed %10.2f MB\n",
-                 static_cast<double>(r.sim_time_ns) / 1e6, static_cast<double>(r.bytes_placed) / 1e6);
+    std::fprintf(
+        stderr, tty ? "\r  t=%8.3f ms  placed %10.2f MB" : "  t=%8.3f ms  placed %10.2f MB\n",
+        static_cast<double>(r.sim_time_ns) / 1e6, static_cast<double>(r.bytes_placed) / 1e6);
   };
   return options;
 }
@@ -225,32 +284,45 @@ nlohmann::json full_json(const RunReport& r, const RunContext& c, const sim::Sce
   j["fct_all_ns"] = r.fct_ns;
   nlohmann::json links = nlohmann::json::array();
   for (const sim::LinkReport& l : r.links) {
-    links.push_back({{"name", l.name}, {"plane", l.plane}, {"class", l.link_class}, {"bytes_sent", l.bytes_sent},
-                     {"drops", l.drops}, {"ecn_marked", l.ecn_marked}, {"trimmed", l.trimmed},
+    links.push_back({{"name", l.name},
+                     {"plane", l.plane},
+                     {"class", l.link_class},
+                     {"bytes_sent", l.bytes_sent},
+                     {"drops", l.drops},
+                     {"ecn_marked", l.ecn_marked},
+                     {"trimmed", l.trimmed},
                      {"utilization", l.utilization}});
   }
   j["links"] = links;
   nlohmann::json faults = nlohmann::json::array();
   for (const sim::FaultMark& f : r.faults) faults.push_back({{"at_ns", f.at_ns}, {"what", f.what}});
   j["faults"] = faults;
-  j["fabric"] = {{"topology", sc.fabric.topology == sim::TopologyKind::kFatTree ? "fat_tree" : "leaf_spine"},
-                 {"planes", sc.fabric.planes}, {"hosts", sc.fabric.hosts},
-                 {"host_link_gbps", sc.fabric.host_link.rate_gbps}};
+  j["fabric"] = {
+      {"topology", sc.fabric.topology == sim::TopologyKind::kFatTree ? "fat_tree" : "leaf_spine"},
+      {"planes", sc.fabric.planes},
+      {"hosts", sc.fabric.hosts},
+      {"host_link_gbps", sc.fabric.host_link.rate_gbps}};
   j["workload"] = sim::to_string(sc.workload.pattern);
   return j;
 }
 
 void write_markdown(const RunReport& r, const RunContext& c, std::FILE* out) {
-  std::fprintf(out, "# %s, seed %llu: %s\n\n", c.name.c_str(), static_cast<ull>(r.seed), r.ok ? "OK" : r.failure.c_str());
-  std::fprintf(out, "| | |\n|---|---|\n| bytes written / verified | %llu / %llu |\n| completion | %.3f ms simulated |\n"
-               "| transfers p50 / p99 / max | %.3f / %.3f / %.3f ms |\n| retransmits, timeouts, trims, ECN marks | %llu, %llu, %llu, %llu |\n"
-               "| speed | %.2f M events/s (the event loop %.2f M events/s after %.2f s of setup) |\n"
-               "| modes | %s |\n\n",
-               static_cast<ull>(r.bytes_written), static_cast<ull>(r.bytes_verified), static_cast<double>(r.completion_time_ns) / 1e6,
-               static_cast<double>(r.fct_p50_ns) / 1e6, static_cast<double>(r.fct_p99_ns) / 1e6, static_cast<double>(r.fct_max_ns) / 1e6,
-               static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims), static_cast<ull>(r.ecn_marks),
-               c.events_per_s(r) / 1e6, c.loop_events_per_s(r) / 1e6,
-               c.setup_wall_s, modes(r).c_str());
+  std::fprintf(out, "# %s, seed %llu: %s\n\n", c.name.c_str(), static_cast<ull>(r.seed),
+               r.ok ? "OK" : r.failure.c_str());
+  std::fprintf(
+      out,
+      "| | |\n|---|---|\n| bytes written / verified | %llu / %llu |\n| completion | %.3f ms "
+      "simulated |\n"
+      "| transfers p50 / p99 / max | %.3f / %.3f / %.3f ms |\n| retransmits, timeouts, trims, ECN "
+      "marks | %llu, %llu, %llu, %llu |\n"
+      "| speed | %.2f M events/s (the event loop %.2f M events/s after %.2f s of setup) |\n"
+      "| modes | %s |\n\n",
+      static_cast<ull>(r.bytes_written), static_cast<ull>(r.bytes_verified),
+      static_cast<double>(r.completion_time_ns) / 1e6, static_cast<double>(r.fct_p50_ns) / 1e6,
+      static_cast<double>(r.fct_p99_ns) / 1e6, static_cast<double>(r.fct_max_ns) / 1e6,
+      static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims),
+      static_cast<ull>(r.ecn_marks), c.events_per_s(r) / 1e6, c.loop_events_per_s(r) / 1e6,
+      c.setup_wall_s, modes(r).c_str());
   if (!r.groups.empty()) {
     std::fprintf(out, "| group | ms | algbw Gbit/s | busbw Gbit/s |\n|---|---:|---:|---:|\n");
     for (const GroupReport& g : r.groups) {
@@ -261,17 +333,22 @@ void write_markdown(const RunReport& r, const RunContext& c, std::FILE* out) {
   }
   std::vector<const sim::LinkReport*> busiest;
   for (const sim::LinkReport& l : r.links) busiest.push_back(&l);
-  std::sort(busiest.begin(), busiest.end(), [](auto* a, auto* b) { return a->utilization > b->utilization; });
-  std::fprintf(out, "| busiest links | utilisation | drops | ECN marks | trims |\n|---|---:|---:|---:|---:|\n");
+  std::sort(busiest.begin(), busiest.end(),
+            [](auto* a, auto* b) { return a->utilization > b->utilization; });
+  std::fprintf(
+      out,
+      "| busiest links | utilisation | drops | ECN marks | trims |\n|---|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < std::min<size_t>(10, busiest.size()); ++i) {
     const sim::LinkReport& l = *busiest[i];
-    std::fprintf(out, "| %s | %.3f | %llu | %llu | %llu |\n", l.name.c_str(), l.utilization, static_cast<ull>(l.drops),
-                 static_cast<ull>(l.ecn_marked), static_cast<ull>(l.trimmed));
+    std::fprintf(out, "| %s | %.3f | %llu | %llu | %llu |\n", l.name.c_str(), l.utilization,
+                 static_cast<ull>(l.drops), static_cast<ull>(l.ecn_marked),
+                 static_cast<ull>(l.trimmed));
   }
 }
 
 // report.json, report.md, and report.png by scripts/sim_plot.py when matplotlib is present.
-bool write_report(const std::string& dir, const RunReport& r, const RunContext& c, const sim::Scenario& sc) {
+bool write_report(const std::string& dir, const RunReport& r, const RunContext& c,
+                  const sim::Scenario& sc) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const std::string json_path = dir + "/report.json";
@@ -288,9 +365,12 @@ bool write_report(const std::string& dir, const RunReport& r, const RunContext& 
   write_markdown(r, c, md);
   std::fclose(md);
   const std::string script = std::string(MRC_SOURCE_DIR) + "/scripts/sim_plot.py";
-  const std::string command = "/usr/bin/python3 '" + script + "' '" + json_path + "' '" + dir + "/report.png' 2>&1";
+  const std::string command =
+      "/usr/bin/python3 '" + script + "' '" + json_path + "' '" + dir + "/report.png' 2>&1";
   const int status = std::system(command.c_str());
-  if (status != 0) std::fprintf(stderr, "mrc sim: no plot (%s needs /usr/bin/python3 with matplotlib)\n", script.c_str());
+  if (status != 0)
+    std::fprintf(stderr, "mrc sim: no plot (%s needs /usr/bin/python3 with matplotlib)\n",
+                 script.c_str());
   std::fprintf(stderr, "mrc sim: report in %s\n", dir.c_str());
   return true;
 }
@@ -306,7 +386,8 @@ int run_sim(const SimOptions& o) {
   }
   if (o.seed) scenario.seed = *o.seed;
   if (!o.report_dir.empty() && o.sweep > 1) {
-    std::fprintf(stderr, "mrc sim: --report describes one run; use it with --seed S instead of --sweep\n");
+    std::fprintf(stderr,
+                 "mrc sim: --report describes one run; use it with --seed S instead of --sweep\n");
     return 2;
   }
   const uint64_t first = scenario.seed;
@@ -316,7 +397,8 @@ int run_sim(const SimOptions& o) {
   for (uint64_t i = 0; i < runs; ++i) {
     scenario.seed = first + i;
     const auto start = std::chrono::steady_clock::now();
-    sim::RunOptions options = !o.quiet && !o.json && runs == 1 ? progress_options() : sim::RunOptions{};
+    sim::RunOptions options =
+        !o.quiet && !o.json && runs == 1 ? progress_options() : sim::RunOptions{};
     double setup_s = 0;
     size_t huge_bytes = 0;
     options.on_built = [&] {
@@ -324,14 +406,20 @@ int run_sim(const SimOptions& o) {
       setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
     const RunReport r = sim::run_scenario(scenario, options);
-    RunContext c{scenario.name, scenario.fabric.hosts, scenario.workload.pattern,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), setup_s,
+    RunContext c{scenario.name,
+                 scenario.fabric.hosts,
+                 scenario.workload.pattern,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                 setup_s,
                  huge_bytes};
     if (options.on_progress && tty) std::fprintf(stderr, "\n");
-    if (o.json) results.push_back(to_json(r, c));
-    else if (runs == 1 || !r.ok) print_text(r, c);
+    if (o.json)
+      results.push_back(to_json(r, c));
+    else if (runs == 1 || !r.ok)
+      print_text(r, c);
     else if (!o.quiet && (i + 1) % 100 == 0)
-      std::fprintf(stderr, "  %llu/%llu seeds ok\n", static_cast<ull>(i + 1), static_cast<ull>(runs));
+      std::fprintf(stderr, "  %llu/%llu seeds ok\n", static_cast<ull>(i + 1),
+                   static_cast<ull>(runs));
     if (!o.report_dir.empty() && runs == 1 && !write_report(o.report_dir, r, c, scenario)) return 2;
     if (!r.ok) {
       if (o.json) std::cout << (runs == 1 ? results[0] : results).dump(2) << "\n";
@@ -340,8 +428,11 @@ int run_sim(const SimOptions& o) {
       return 1;
     }
   }
-  if (o.json) std::cout << (runs == 1 ? results[0] : results).dump(2) << "\n";
-  else if (runs > 1) std::printf("sweep: %llu seeds from %llu, all ok\n", static_cast<ull>(runs), static_cast<ull>(first));
+  if (o.json)
+    std::cout << (runs == 1 ? results[0] : results).dump(2) << "\n";
+  else if (runs > 1)
+    std::printf("sweep: %llu seeds from %llu, all ok\n", static_cast<ull>(runs),
+                static_cast<ull>(first));
   return 0;
 }
 

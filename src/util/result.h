@@ -20,7 +20,7 @@ Err(E) -> Err<E>;
 template <typename T, typename E>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : storage_(std::in_place_index<0>, std::move(value)) {}  // NOLINT
+  Result(T value) : storage_(std::in_place_index<0>, std::move(value)) {}         // NOLINT
   Result(Err<E> err) : storage_(std::in_place_index<1>, std::move(err.error)) {}  // NOLINT
 
   bool ok() const { return storage_.index() == 0; }

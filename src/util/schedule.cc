@@ -10,7 +10,9 @@
 
 namespace mrc {
 
-Schedule::Schedule(uint32_t lanes) : reading_(lanes), lanes_(lanes) { MRC_ASSERT(lanes >= 1); }
+Schedule::Schedule(uint32_t lanes) : reading_(lanes), lanes_(lanes) {
+  MRC_ASSERT(lanes >= 1);
+}
 
 void Schedule::add() {
   const uint32_t index = count_++;
@@ -65,7 +67,8 @@ void Schedule::ready_in_turn(uint32_t lane, uint32_t from, std::vector<uint32_t>
   from %= count_;
   for (uint32_t i = next_ready(lane, from, count_); i < count_; i = next_ready(lane, i + 1, count_))
     out.push_back(i);
-  for (uint32_t i = next_ready(lane, 0, from); i < from; i = next_ready(lane, i + 1, from)) out.push_back(i);
+  for (uint32_t i = next_ready(lane, 0, from); i < from; i = next_ready(lane, i + 1, from))
+    out.push_back(i);
 }
 
 void Schedule::due(Instant now, std::vector<uint32_t>& out) {

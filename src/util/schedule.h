@@ -60,7 +60,9 @@ class Schedule {
   void ready_in_turn(uint32_t lane, uint32_t from, std::vector<uint32_t>& out) const;
 
   // The earliest deadline of any item (never if none).
-  Instant next_deadline() const { return deadlines_.empty() ? Instant::never() : deadlines_.top_at(); }
+  Instant next_deadline() const {
+    return deadlines_.empty() ? Instant::never() : deadlines_.top_at();
+  }
   // The items whose deadline is at or before `now`, in index order. Each is touched: its
   // deadline is read again at the next refresh.
   void due(Instant now, std::vector<uint32_t>& out);

@@ -3,13 +3,13 @@
 // pages it touches, not for a memset of all of them (std::vector value-initialises every byte).
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <new>
-
-#include <sys/mman.h>
 
 namespace mrc {
 
@@ -34,7 +34,8 @@ class ZeroedBuffer {
     const uintptr_t page = 4096;
     const uintptr_t begin = (reinterpret_cast<uintptr_t>(bytes_.get()) + page - 1) & ~(page - 1);
     const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes_.get()) + size_) & ~(page - 1);
-    if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+    if (end > begin)
+      (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
 #endif
   }
 

@@ -9,8 +9,10 @@ namespace {
 
 TEST(OcpDeviceConfig, ReadsDevicesAndPeers) {
   const DeviceConfig c = parse_device_config(
-      "mrc0 planes=127.0.0.1,127.0.0.2 port=30001 ev-ports=30100 backend=xdp; mrc1 planes=127.0.0.3,127.0.0.4\n"
-      "peer planes=10.0.0.1,10.0.0.2 # a remote host", "test");
+      "mrc0 planes=127.0.0.1,127.0.0.2 port=30001 ev-ports=30100 backend=xdp; mrc1 "
+      "planes=127.0.0.3,127.0.0.4\n"
+      "peer planes=10.0.0.1,10.0.0.2 # a remote host",
+      "test");
   ASSERT_TRUE(c.error.empty()) << c.error;
   ASSERT_EQ(c.devices.size(), 2u);
   EXPECT_EQ(c.devices[0].name, "mrc0");
@@ -24,11 +26,13 @@ TEST(OcpDeviceConfig, ReadsDevicesAndPeers) {
 
 TEST(OcpDeviceConfig, MistakesAreErrorsThatNameTheEntry) {
   // A ',' typed for the ';' between two devices: the second planes= repeats the first's.
-  const DeviceConfig typo = parse_device_config("mrc0 planes=127.0.77.1,mrc1 planes=127.0.77.2", "MRC_DEVICES");
+  const DeviceConfig typo =
+      parse_device_config("mrc0 planes=127.0.77.1,mrc1 planes=127.0.77.2", "MRC_DEVICES");
   EXPECT_NE(typo.error.find("'planes=' is given twice"), std::string::npos) << typo.error;
   EXPECT_TRUE(typo.devices.empty());
-  for (const char* bad : {"mrc0 planes=127.0.0.1 port=1 port=2", "mrc0 planes=127.0.0.1 backend=rdma",
-                          "mrc0 planes=127.0.0.1 colour=blue", "mrc0 port=1", "mrc0 planes=127.0.0.1; mrc0 planes=127.0.0.2"}) {
+  for (const char* bad : {"mrc0 planes=127.0.0.1 port=1 port=2",
+                          "mrc0 planes=127.0.0.1 backend=rdma", "mrc0 planes=127.0.0.1 colour=blue",
+                          "mrc0 port=1", "mrc0 planes=127.0.0.1; mrc0 planes=127.0.0.2"}) {
     const DeviceConfig c = parse_device_config(bad, "MRC_DEVICES");
     EXPECT_FALSE(c.error.empty()) << bad;
     EXPECT_NE(c.error.find("MRC_DEVICES"), std::string::npos) << c.error;

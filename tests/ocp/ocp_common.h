@@ -13,23 +13,23 @@
 
 #include "mrc.h"
 
-#define CHECK(cond, ...)                                                        \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                      \
-      fprintf(stderr, __VA_ARGS__);                                             \
-      fprintf(stderr, " (errno %d: %s)\n", errno, strerror(errno));             \
-      exit(1);                                                                  \
-    }                                                                           \
+#define CHECK(cond, ...)                                            \
+  do {                                                              \
+    if (!(cond)) {                                                  \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);          \
+      fprintf(stderr, __VA_ARGS__);                                 \
+      fprintf(stderr, " (errno %d: %s)\n", errno, strerror(errno)); \
+      exit(1);                                                      \
+    }                                                               \
   } while (0)
 
 /* `call` must fail (non-zero) with errno `err`. */
-#define EXPECT_ERRNO(call, err)                                                              \
-  do {                                                                                       \
-    errno = 0;                                                                               \
-    long rc_ = (long)(call);                                                                 \
+#define EXPECT_ERRNO(call, err)                                                               \
+  do {                                                                                        \
+    errno = 0;                                                                                \
+    long rc_ = (long)(call);                                                                  \
     CHECK(rc_ != 0 && errno == (err), "%s gave %ld, errno %d; expected errno %d", #call, rc_, \
-          errno, (err));                                                                     \
+          errno, (err));                                                                      \
   } while (0)
 
 /* What one side tells the other to connect (sent over TCP by the two-process programs). */
@@ -44,21 +44,21 @@ struct peer_info {
 
 /* One end: device, MRC context, PD, one CQ per direction, one QP, one registered buffer. */
 struct end {
-  struct ibv_context *dev;
-  struct mrc_context *ctx;
-  struct ibv_pd *pd;
+  struct ibv_context* dev;
+  struct mrc_context* ctx;
+  struct ibv_pd* pd;
   struct mrc_cq *send_cq, *recv_cq;
-  struct mrc_comp_channel *channel; /* the receive CQ's, if asked for */
-  struct mrc_qp *qp;
-  struct ibv_mr *mr;
-  uint8_t *buf;
+  struct mrc_comp_channel* channel; /* the receive CQ's, if asked for */
+  struct mrc_qp* qp;
+  struct ibv_mr* mr;
+  uint8_t* buf;
   size_t size;
 };
 
-static inline struct ibv_context *open_named(const char *name) {
+static inline struct ibv_context* open_named(const char* name) {
   int n = 0;
-  struct ibv_device **list = ibv_get_device_list(&n);
-  struct ibv_context *ctx = NULL;
+  struct ibv_device** list = ibv_get_device_list(&n);
+  struct ibv_context* ctx = NULL;
   CHECK(list != NULL, "ibv_get_device_list");
   for (int i = 0; i < n; i++)
     if (strcmp(ibv_get_device_name(list[i]), name) == 0) ctx = ibv_open_device(list[i]);
@@ -67,8 +67,8 @@ static inline struct ibv_context *open_named(const char *name) {
   return ctx;
 }
 
-static inline void end_open(struct end *e, const char *device, size_t size, uint32_t send_wr, uint32_t recv_wr,
-                            int with_channel) {
+static inline void end_open(struct end* e, const char* device, size_t size, uint32_t send_wr,
+                            uint32_t recv_wr, int with_channel) {
   struct mrc_context_attr attr = {.mrc_api_version_used = MRC_API_CURRENT_VERSION};
   struct mrc_qp_init_attr qa;
   memset(e, 0, sizeof *e);
@@ -78,7 +78,8 @@ static inline void end_open(struct end *e, const char *device, size_t size, uint
   e->pd = ibv_alloc_pd(e->dev);
   CHECK(e->pd != NULL, "ibv_alloc_pd");
   e->send_cq = mrc_create_cq(e->ctx, 4096, NULL, NULL, 0);
-  if (with_channel) CHECK(mrc_create_comp_channel(e->ctx, &e->channel) == 0, "mrc_create_comp_channel");
+  if (with_channel)
+    CHECK(mrc_create_comp_channel(e->ctx, &e->channel) == 0, "mrc_create_comp_channel");
   e->recv_cq = mrc_create_cq(e->ctx, 4096, e, e->channel, 0);
   CHECK(e->send_cq && e->recv_cq, "mrc_create_cq");
   memset(&qa, 0, sizeof qa);
@@ -93,13 +94,13 @@ static inline void end_open(struct end *e, const char *device, size_t size, uint
   e->qp = mrc_create_qp(e->ctx, &qa);
   CHECK(e->qp != NULL, "mrc_create_qp");
   e->size = size;
-  e->buf = (uint8_t *)calloc(1, size);
+  e->buf = (uint8_t*)calloc(1, size);
   CHECK(e->buf != NULL, "calloc");
   e->mr = ibv_reg_mr(e->pd, e->buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   CHECK(e->mr != NULL, "ibv_reg_mr");
 }
 
-static inline void end_info(struct end *e, uint32_t psn, struct peer_info *out) {
+static inline void end_info(struct end* e, uint32_t psn, struct peer_info* out) {
   memset(out, 0, sizeof *out);
   CHECK(mrc_get_qpn(e->qp, &out->qpn) == 0, "mrc_get_qpn");
   out->psn = psn;
@@ -110,8 +111,9 @@ static inline void end_info(struct end *e, uint32_t psn, struct peer_info *out) 
 }
 
 /* RESET -> INIT -> RTR -> RTS toward `peer`, with optional MRC attributes at each step. */
-static inline int end_connect(struct end *e, uint32_t my_psn, const struct peer_info *peer,
-                              struct mrc_qp_attr *mattr, int init_mask, int rtr_mask, int rts_mask) {
+static inline int end_connect(struct end* e, uint32_t my_psn, const struct peer_info* peer,
+                              struct mrc_qp_attr* mattr, int init_mask, int rtr_mask,
+                              int rts_mask) {
   struct ibv_qp_attr v;
   struct mrc_qp_attr none;
   memset(&none, 0, sizeof none);
@@ -129,7 +131,8 @@ static inline int end_connect(struct end *e, uint32_t my_psn, const struct peer_
   v.ah_attr.grh.sgid_index = 3;
   v.dest_qp_num = peer->qpn;
   v.rq_psn = peer->psn;
-  if (mrc_modify_qp(e->qp, &v, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+  if (mrc_modify_qp(e->qp, &v,
+                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
                     mattr, rtr_mask))
     return -1;
   memset(&v, 0, sizeof v);
@@ -138,7 +141,7 @@ static inline int end_connect(struct end *e, uint32_t my_psn, const struct peer_
   return mrc_modify_qp(e->qp, &v, IBV_QP_STATE | IBV_QP_SQ_PSN, mattr, rts_mask);
 }
 
-static inline void end_close(struct end *e) {
+static inline void end_close(struct end* e) {
   CHECK(mrc_destroy_qp(e->qp) == 0, "mrc_destroy_qp");
   CHECK(mrc_destroy_cq(e->send_cq) == 0 && mrc_destroy_cq(e->recv_cq) == 0, "mrc_destroy_cq");
   if (e->channel) CHECK(mrc_destroy_comp_channel(e->channel) == 0, "mrc_destroy_comp_channel");
@@ -150,7 +153,7 @@ static inline void end_close(struct end *e) {
 }
 
 /* Busy-polls `cq` for one completion. */
-static inline struct ibv_wc wait_wc(struct mrc_cq *cq) {
+static inline struct ibv_wc wait_wc(struct mrc_cq* cq) {
   struct ibv_wc wc;
   int n;
   while ((n = mrc_poll_cq(cq, 1, &wc)) == 0) {
@@ -159,8 +162,9 @@ static inline struct ibv_wc wait_wc(struct mrc_cq *cq) {
   return wc;
 }
 
-static inline int post_write(struct mrc_qp *qp, struct ibv_mr *mr, void *local, uint32_t len, uint64_t remote,
-                             uint32_t rkey, int with_imm, uint32_t imm, int signaled, uint64_t wr_id) {
+static inline int post_write(struct mrc_qp* qp, struct ibv_mr* mr, void* local, uint32_t len,
+                             uint64_t remote, uint32_t rkey, int with_imm, uint32_t imm,
+                             int signaled, uint64_t wr_id) {
   struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)local, .length = len, .lkey = mr->lkey};
   struct ibv_send_wr wr, *bad = NULL;
   memset(&wr, 0, sizeof wr);
@@ -175,7 +179,7 @@ static inline int post_write(struct mrc_qp *qp, struct ibv_mr *mr, void *local, 
   return mrc_post_send(qp, &wr, &bad);
 }
 
-static inline int post_recvs(struct mrc_qp *qp, int count) {
+static inline int post_recvs(struct mrc_qp* qp, int count) {
   for (int i = 0; i < count; i++) {
     struct ibv_recv_wr wr, *bad = NULL;
     memset(&wr, 0, sizeof wr);
@@ -187,10 +191,12 @@ static inline int post_recvs(struct mrc_qp *qp, int count) {
 
 /* `count` 8 KiB WRITE-with-immediates from a to b, one at a time: each arrives in place with its
  * immediate (b's receive is replaced), and a's send completes. */
-static inline void write_messages(struct end *a, struct end *b, const struct peer_info *bi, uint32_t count) {
+static inline void write_messages(struct end* a, struct end* b, const struct peer_info* bi,
+                                  uint32_t count) {
   for (uint32_t i = 0; i < count; i++) {
     memset(a->buf, (int)(i + 1), 8192);
-    CHECK(post_write(a->qp, a->mr, a->buf, 8192, bi->addr, bi->rkey, 1, htonl(i), 1, i) == 0, "post");
+    CHECK(post_write(a->qp, a->mr, a->buf, 8192, bi->addr, bi->rkey, 1, htonl(i), 1, i) == 0,
+          "post");
     struct ibv_wc wc = wait_wc(b->recv_cq);
     CHECK(wc.status == IBV_WC_SUCCESS && ntohl(wc.imm_data) == i, "receive %u", i);
     CHECK(b->buf[8191] == (uint8_t)(i + 1), "data of message %u in place", i);

@@ -12,8 +12,14 @@ class Aimd final : public CongestionController {
   Aimd(uint64_t initial_window_bytes, uint64_t min_window_bytes, uint64_t max_window_bytes,
        uint32_t mtu_bytes);
   void on_ack(const AckSample& sample) override;
-  void on_trim(Instant now, uint32_t bytes) override { decrease(now); (void)bytes; }
-  void on_loss(Instant now, uint32_t bytes) override { decrease(now); (void)bytes; }
+  void on_trim(Instant now, uint32_t bytes) override {
+    decrease(now);
+    (void)bytes;
+  }
+  void on_loss(Instant now, uint32_t bytes) override {
+    decrease(now);
+    (void)bytes;
+  }
   void on_timeout(Instant now) override;
   uint64_t window_bytes() const override { return static_cast<uint64_t>(window_bytes_); }
   std::string_view name() const override { return "aimd"; }

@@ -15,11 +15,11 @@ namespace mrc {
 
 struct AckSample {
   Instant now;
-  uint64_t acked_bytes = 0;     // newly acknowledged by this SACK
-  Duration rtt{-1};             // RTT of the packet that triggered the SACK; < 0 if none
-  bool ecn = false;             // the triggering packet was ECN-marked
-  uint64_t in_flight_bytes = 0; // after this ack
-  uint8_t receiver_penalty = 0; // the SACK's rcv_cwnd_pen (0..127)
+  uint64_t acked_bytes = 0;      // newly acknowledged by this SACK
+  Duration rtt{-1};              // RTT of the packet that triggered the SACK; < 0 if none
+  bool ecn = false;              // the triggering packet was ECN-marked
+  uint64_t in_flight_bytes = 0;  // after this ack
+  uint8_t receiver_penalty = 0;  // the SACK's rcv_cwnd_pen (0..127)
 };
 
 class CongestionController {

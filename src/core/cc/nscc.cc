@@ -31,13 +31,18 @@ int64_t Nscc::target_delay_ns() const {
 // adapt must cut the window to what one such RTT delivered. Rounds of base RTT alone, where
 // queues are deep (no ECN to keep them short), would count a fraction of the delivered bytes
 // and collapse the window.
-int64_t Nscc::round_ns() const { return std::max(base_rtt_ns_ * 2, smoothed_rtt_ns_); }
+int64_t Nscc::round_ns() const {
+  return std::max(base_rtt_ns_ * 2, smoothed_rtt_ns_);
+}
 
 void Nscc::end_of_round(Instant now) {
   if (base_rtt_ns_ <= 0 || now - round_start_ < Duration{round_ns()}) return;
-  const int64_t qa_threshold = config_.qa_threshold_ns > 0 ? config_.qa_threshold_ns : 4 * target_delay_ns();
+  const int64_t qa_threshold =
+      config_.qa_threshold_ns > 0 ? config_.qa_threshold_ns : 4 * target_delay_ns();
   const bool trigger = round_had_loss_ || avg_delay_ns_ > static_cast<double>(qa_threshold);
-  const bool gate = config_.qa_gate == 0 || round_acked_bytes_ < (config_.max_window_bytes >> std::min<uint8_t>(config_.qa_gate, 63));
+  const bool gate =
+      config_.qa_gate == 0 ||
+      round_acked_bytes_ < (config_.max_window_bytes >> std::min<uint8_t>(config_.qa_gate, 63));
   if (config_.quick_adapt && trigger && gate) {
     window_bytes_ = std::min(window_bytes_, static_cast<double>(round_acked_bytes_));
     clamp();
@@ -53,7 +58,8 @@ void Nscc::on_ack(const AckSample& s) {
   if (s.rtt.ns > 0 && (base_rtt_ns_ <= 0 || (config_.base_rtt_ns == 0 && s.rtt.ns < base_rtt_ns_)))
     base_rtt_ns_ = s.rtt.ns;
   if (s.rtt.ns > 0)
-    smoothed_rtt_ns_ = smoothed_rtt_ns_ == 0 ? s.rtt.ns : smoothed_rtt_ns_ + (s.rtt.ns - smoothed_rtt_ns_) / 8;
+    smoothed_rtt_ns_ =
+        smoothed_rtt_ns_ == 0 ? s.rtt.ns : smoothed_rtt_ns_ + (s.rtt.ns - smoothed_rtt_ns_) / 8;
   end_of_round(s.now);
   if (s.rtt.ns <= 0 || s.acked_bytes == 0) return;
   const double acked = static_cast<double>(s.acked_bytes);
@@ -64,7 +70,8 @@ void Nscc::on_ack(const AckSample& s) {
     window_bytes_ += config_.proportional_gain * acked * (target - delay) / target;
   } else if (!s.ecn) {
     window_bytes_ += config_.fair_increase_mtus * mtu_bytes_ * acked / window_bytes_;
-  } else if (delay >= target && avg_delay_ns_ > target && s.now - last_decrease_ >= Duration{base_rtt_ns_}) {
+  } else if (delay >= target && avg_delay_ns_ > target &&
+             s.now - last_decrease_ >= Duration{base_rtt_ns_}) {
     const double cut = std::min(config_.decrease_gain * (avg_delay_ns_ - target) / avg_delay_ns_,
                                 config_.max_decrease);
     window_bytes_ *= 1.0 - cut;

@@ -305,8 +305,8 @@ constexpr uint8_t kShiftIn[32] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80
 MRC_CLMUL_TARGET uint32_t crc_clmul(const uint8_t* p, size_t n) {
   const size_t pad = (16 - n % 16) % 16;
   const size_t blocks = (n + pad) / 16;
-  const __m128i first = _mm_xor_si128(_mm_shuffle_epi8(load128(p), load128(kShiftIn + 16 - pad)),
-                                      init_term128(pad));
+  const __m128i first =
+      _mm_xor_si128(_mm_shuffle_epi8(load128(p), load128(kShiftIn + 16 - pad)), init_term128(pad));
   p += 16 - pad;  // the second block
   if (blocks <= 4) {
     __m128i s = last_block(first, 16 - blocks);
@@ -421,10 +421,10 @@ MRC_VCLMUL_TARGET MRC_ALWAYS_INLINE __m128i long_vclmul(const uint8_t* p, size_t
   if (rest > 0) z0 = fold512(z0, k2048, load512(p));
   if (rest > 1) z1 = fold512(z1, k2048, load512(p + 64));
   if (rest > 2) z2 = fold512(z2, k2048, load512(p + 128));
-  const __m512i s01 = last_zmm(last_zmm(_mm512_setzero_si512(), z0, (4 - rest) % 4), z1,
-                               (5 - rest) % 4);
-  const __m512i s23 = last_zmm(last_zmm(_mm512_setzero_si512(), z2, (6 - rest) % 4), z3,
-                               (7 - rest) % 4);
+  const __m512i s01 =
+      last_zmm(last_zmm(_mm512_setzero_si512(), z0, (4 - rest) % 4), z1, (5 - rest) % 4);
+  const __m512i s23 =
+      last_zmm(last_zmm(_mm512_setzero_si512(), z2, (6 - rest) % 4), z3, (7 - rest) % 4);
   return xor_lanes(_mm512_xor_si512(s01, s23));
 }
 

@@ -76,15 +76,15 @@ enum class EndpointOp : uint8_t { kPortStatusUpdate = 0, kEvProbe = 1 };
 // Base Transport Header, 12 bytes.
 struct Bth {
   Opcode opcode = Opcode::kWriteOnly;
-  bool solicited = false;      // SE
-  bool migration = false;      // M
-  uint8_t pad_count = 0;       // 2 bits
+  bool solicited = false;         // SE
+  bool migration = false;         // M
+  uint8_t pad_count = 0;          // 2 bits
   uint8_t transport_version = 0;  // 4 bits; must be 0
   uint16_t partition_key = 0xFFFF;
-  Qpn dest_qp{0};              // 24 bits
-  bool ack_request = false;    // A
-  bool reserved_r = false;     // R
-  bool retransmit = false;     // rtx: this packet is a retransmission
+  Qpn dest_qp{0};                  // 24 bits
+  bool ack_request = false;        // A
+  bool reserved_r = false;         // R
+  bool retransmit = false;         // rtx: this packet is a retransmission
   bool timestamp_present = false;  // ts: a TSETH follows METH (data packets)
   Psn psn{0};
   bool operator==(const Bth&) const = default;
@@ -123,7 +123,7 @@ struct Reth {
 struct DataHeader {
   Bth bth;
   Meth meth;
-  Tseth tseth;          // meaningful only if bth.timestamp_present
+  Tseth tseth;  // meaningful only if bth.timestamp_present
   Reth reth;
   uint32_t immediate = 0;  // meaningful only if has_immediate(bth.opcode)
   bool operator==(const DataHeader&) const = default;
@@ -136,7 +136,7 @@ struct DataPacket {
 
 // Congestion-control state that follows SETH, 8 bytes.
 struct CcState {
-  uint16_t echoed_timestamp = 0;   // TSETH timestamp of the packet that triggered this SACK
+  uint16_t echoed_timestamp = 0;    // TSETH timestamp of the packet that triggered this SACK
   uint16_t out_of_order_count = 0;  // 15 bits
   bool rc = false;
   uint8_t receiver_cwnd_penalty = 0;  // rcv_cwnd_pen, 7 bits: receiver back-pressure 0..127
@@ -147,17 +147,17 @@ struct CcState {
 // Reliability SACK header (28 bytes) + CC_STATE (8 bytes).
 struct Sack {
   SkipMode skip_mode = SkipMode::kNone;
-  bool probe_response = false;     // pr: this SACK answers a reliability probe
-  int16_t ack_psn_offset = 0;      // PSN of the packet that triggered it = cumulative + offset
-  uint32_t echoed_entropy = 0;     // EV of the packet that triggered it
-  uint16_t source_pdc = 0;         // spdcid
-  uint16_t dest_pdc = 0;           // dpdcid
-  Psn cumulative_psn{0};           // every PSN before this one has been received
-  uint8_t cc_type = 0;             // 4 bits
-  uint8_t cc_flags = 0;            // 4 bits
-  uint8_t mpr = 0;                 // receiver's window in units of 128 PSNs
-  int16_t sack_offset = 0;         // bitmap bit 0 is PSN cumulative + sack_offset
-  uint64_t bitmap = 0;             // bit i set: PSN base+i received
+  bool probe_response = false;  // pr: this SACK answers a reliability probe
+  int16_t ack_psn_offset = 0;   // PSN of the packet that triggered it = cumulative + offset
+  uint32_t echoed_entropy = 0;  // EV of the packet that triggered it
+  uint16_t source_pdc = 0;      // spdcid
+  uint16_t dest_pdc = 0;        // dpdcid
+  Psn cumulative_psn{0};        // every PSN before this one has been received
+  uint8_t cc_type = 0;          // 4 bits
+  uint8_t cc_flags = 0;         // 4 bits
+  uint8_t mpr = 0;              // receiver's window in units of 128 PSNs
+  int16_t sack_offset = 0;      // bitmap bit 0 is PSN cumulative + sack_offset
+  uint64_t bitmap = 0;          // bit i set: PSN base+i received
   CcState cc;
   bool operator==(const Sack&) const = default;
 };
@@ -173,7 +173,9 @@ constexpr uint8_t sack_hold_code(Duration held) {
   const int64_t units = held.ns / kSackHoldUnitNs;
   return static_cast<uint8_t>(units >= kSackHoldSaturated ? kSackHoldSaturated : units);
 }
-constexpr Duration sack_hold_of(uint8_t code) { return Duration{(code & 0x0F) * kSackHoldUnitNs}; }
+constexpr Duration sack_hold_of(uint8_t code) {
+  return Duration{(code & 0x0F) * kSackHoldUnitNs};
+}
 // A SACK's round trip less its hold: the network's part, or -1 (no sample) if the hold is
 // unknown (saturated) or there was no round trip to begin with.
 constexpr Duration rtt_less_hold(Duration rtt, uint8_t code) {
@@ -250,15 +252,15 @@ struct ControlPacket {
 using Packet = std::variant<DataPacket, ControlPacket>;
 
 enum class DecodeError : uint8_t {
-  kTooShort,            // shorter than BTH + ICRC
-  kUnknownOpcode,       // opcode is not an MRC opcode
-  kBadTransportVersion, // BTH tver is not 0
-  kTruncatedHeader,     // datagram ends inside the extension headers the opcode requires
-  kBadIcrc,             // ICRC does not match
-  kTrailingBytes,       // a control packet longer than its headers + ICRC
-  kPayloadTooLong,      // data payload longer than kMaxPayloadBytes
-  kBadPadCount,         // BTH pad count set (MRC sends no padding)
-  kBadReservedField,    // an enumerated field holds a value the spec does not define
+  kTooShort,             // shorter than BTH + ICRC
+  kUnknownOpcode,        // opcode is not an MRC opcode
+  kBadTransportVersion,  // BTH tver is not 0
+  kTruncatedHeader,      // datagram ends inside the extension headers the opcode requires
+  kBadIcrc,              // ICRC does not match
+  kTrailingBytes,        // a control packet longer than its headers + ICRC
+  kPayloadTooLong,       // data payload longer than kMaxPayloadBytes
+  kBadPadCount,          // BTH pad count set (MRC sends no padding)
+  kBadReservedField,     // an enumerated field holds a value the spec does not define
 };
 std::string_view to_string(DecodeError e);
 std::string_view to_string(Opcode op);
