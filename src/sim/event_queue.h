@@ -164,10 +164,12 @@ void EventQueue::schedule(Instant at, F&& callback) {
     };
   } else {
     Fn* boxed = new Fn(std::forward<F>(callback));
-    std::memcpy(event.storage, &boxed, sizeof boxed);
+    std::memcpy(event.storage, &boxed,
+                sizeof boxed);  // NOLINT(bugprone-sizeof-expression): the pointer is stored
     event.call = [](Event& e, Mode mode) {
       Fn* f;
-      std::memcpy(&f, e.storage, sizeof f);
+      std::memcpy(&f, e.storage,
+                  sizeof f);  // NOLINT(bugprone-sizeof-expression): the pointer is stored
       if (mode >= Mode::kPrefetch0) return;
       std::unique_ptr<Fn> owner(f);
       if (mode == Mode::kRun) (*f)();

@@ -41,11 +41,11 @@ enum class RingOrder : uint8_t { kHosts, kShuffled };
 
 struct Workload {
   Pattern pattern = Pattern::kPairs;
-  bool bidirectional = true;                 // pairs
-  bool victim = false;                       // incast
-  uint64_t message_bytes = 256 * 1024;       // per write; ring_allreduce: the vector per host
-  uint32_t messages = 8;                     // writes per flow (not ring_allreduce)
-  uint32_t iterations = 1;                   // ring_allreduce
+  bool bidirectional = true;                      // pairs
+  bool victim = false;                            // incast
+  uint64_t message_bytes = uint64_t{256} * 1024;  // per write; ring_allreduce: the vector per host
+  uint32_t messages = 8;                          // writes per flow (not ring_allreduce)
+  uint32_t iterations = 1;                        // ring_allreduce
   Duration compute{0};                       // ring_allreduce: compute time before each iteration
   uint32_t slices = 1;                       // ring_allreduce: pipelined slices per chunk
   RingOrder ring_order = RingOrder::kHosts;  // ring_allreduce

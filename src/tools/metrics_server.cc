@@ -87,7 +87,7 @@ Result<std::unique_ptr<MetricsServer>, std::string> MetricsServer::start(const s
     if (res.status == 404) res.set_content("not found: metrics are at /metrics\n", "text/plain");
   });
   impl->port = port == 0 ? s.bind_to_any_port(bind) : (s.bind_to_port(bind, port) ? port : -1);
-  if (impl->port <= 0) return Err(bind_failure(bind, port));
+  if (impl->port <= 0) return Err{bind_failure(bind, port)};
   impl->thread = std::thread([raw] {
     block_sigpipe();
     raw->server.listen_after_bind();
