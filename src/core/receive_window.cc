@@ -56,6 +56,9 @@ void ReceiveWindow::mark(Psn psn) {
     --out_of_order_;
     cumulative_ += 1;
   }
+  // The ring holds only what lies above the cumulative point, inside the window.
+  MRC_DASSERT(out_of_order_ < capacity_);
+  MRC_DASSERT(out_of_order_ == 0 || !test(cumulative_));
 }
 
 uint64_t ReceiveWindow::bitmap(Psn base) const {

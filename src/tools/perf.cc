@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -244,10 +245,20 @@ class PerfSide {
   void post_messages();
   void on_completion(const Completion& c);
   void on_receive(const Completion& c, QueuePair* qp);
+  // Frees the peer's slot of `message`; a credit the send queue has no room for waits in
+  // pending_credits_ and goes out at the shard's next poll (dropped, its slot would stay busy
+  // and the peer would stall).
   void send_credit(QueuePair* qp, uint32_t message);
 
   const PerfOptions& o_;
   bool server_;
+  struct PendingCredit {
+    uint32_t shard;
+    QueuePair* qp;
+    uint32_t message;
+  };
+  std::deque<PendingCredit> pending_credits_;  // at most one per slot
+  uint32_t polling_shard_ = 0;
   MetricsServer* metrics_ = nullptr;          // --metrics-port: refreshed from step()
   std::unique_ptr<io::PcapWriter> capture_;   // --pcap; outlives the devices, which write into it
   std::unique_ptr<io::DeviceGroup> devices_;  // shard 0 driven by step(), the others by threads
@@ -504,7 +515,7 @@ void PerfSide::send_credit(QueuePair* qp, uint32_t message) {
   wr.rkey = peer_rkey_;
   wr.immediate = message | kCreditBit;
   wr.signaled = false;
-  (void)qp->post_send(wr);
+  if (!qp->post_send(wr).ok()) pending_credits_.push_back({polling_shard_, qp, message});
 }
 
 void PerfSide::on_receive(const Completion& c, QueuePair* qp) {
@@ -565,6 +576,18 @@ void PerfSide::note_latency(double us) {
 // Holding shard s's lock: its completions, and the receives and credits they post.
 void PerfSide::poll_shard(uint32_t s) {
   std::lock_guard lock(devices_->shard(s).lock());
+  polling_shard_ = s;
+  // Credits that found the send queue full, in their order (each is re-queued if still full).
+  const size_t waiting = pending_credits_.size();
+  for (size_t i = 0; i < waiting; ++i) {
+    const PendingCredit c = pending_credits_.front();
+    pending_credits_.pop_front();
+    if (c.shard == s) {
+      send_credit(c.qp, c.message);
+    } else {
+      pending_credits_.push_back(c);
+    }
+  }
   Completion wc[64];
   for (size_t n; (n = cqs_[s]->poll(wc)) > 0;) {
     for (size_t k = 0; k < n; ++k) on_completion(wc[k]);

@@ -32,6 +32,7 @@ void Schedule::set_ready(Lane& lane, uint32_t index, bool ready) {
 }
 
 void Schedule::store(uint32_t index, Instant deadline) {
+  MRC_DASSERT(index < count_);
   deadlines_.set(index, deadline);
   for (size_t l = 0; l < lanes_.size(); ++l) {
     const Instant at = reading_[l];
@@ -47,6 +48,7 @@ void Schedule::promote(Instant now) {
       lane.wakes.set(index, Instant::never());  // queued again when the item is next read
       set_ready(lane, index, true);
     }
+    MRC_DASSERT(lane.wakes.empty() || lane.wakes.top_at() > now);
   }
 }
 

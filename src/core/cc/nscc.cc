@@ -3,6 +3,9 @@
 #include "core/cc/nscc.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "util/assert.h"
 
 namespace mrc {
 namespace {
@@ -18,6 +21,8 @@ Nscc::Nscc(const NsccConfig& config, uint32_t mtu_bytes)
 }
 
 void Nscc::clamp() {
+  // Every update is arithmetic on finite samples; a NaN would pass std::clamp and stop the QP.
+  MRC_ASSERT(std::isfinite(window_bytes_));
   window_bytes_ = std::clamp(window_bytes_, static_cast<double>(config_.min_window_bytes),
                              static_cast<double>(config_.max_window_bytes));
 }
