@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -1041,11 +1042,9 @@ int run_client(const PerfOptions& o) {
     }
     print_summary(r);
     if (o.verify && ok)
-      std::printf(
-          "every byte verified: %llu bytes written, %llu bytes checked equal at the receiver, 0 "
-          "mismatches\n",
-          static_cast<unsigned long long>(s.bytes_sent() + s.bytes_received()),
-          static_cast<unsigned long long>(verified));
+      std::printf("every byte verified: %" PRIu64 " bytes written, %" PRIu64
+                  " bytes checked equal at the receiver, 0 mismatches\n",
+                  uint64_t{s.bytes_sent() + s.bytes_received()}, uint64_t{verified});
     if (!ok)
       std::printf("FAILED: %s\n",
                   !received_all ? "messages missing" : "mismatches or error completions");
@@ -1055,7 +1054,10 @@ int run_client(const PerfOptions& o) {
 
 }  // namespace
 
-void add_perf_options(CLI::App& app, PerfOptions& o) {
+namespace {
+
+// The test: who, where, how much, how long, and the output.
+void add_test_options(CLI::App& app, PerfOptions& o) {
   app.add_flag("--server,-s", o.server, "run as server: wait for a client");
   app.add_option("--client,-c", o.connect,
                  "run as client of the server at this address (its TCP setup port)");
@@ -1089,6 +1091,12 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
       ->check(CLI::Range(1u, io::kMaxDeviceThreads));
   app.add_flag("--bidir", o.bidir, "both sides send");
   app.add_flag("--verify", o.verify, "check every byte at the receiver");
+  app.add_option("--interval", o.interval_s, "seconds between live report lines (default 1)");
+  app.add_flag("--json", o.json, "print the result as JSON");
+}
+
+// Faults to apply, and the transport's and datapath's settings.
+void add_fault_and_transport_options(CLI::App& app, PerfOptions& o) {
   app.add_option(
       "--fail-plane", o.fail_plane,
       "take a local plane down at a time, e.g. 2@3s, or down then up: 2@3s+1s (repeatable)");
@@ -1103,8 +1111,6 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--reorder", o.reorder,
                  "impairment: delay this fraction of packets by up to 200 us")
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--interval", o.interval_s, "seconds between live report lines (default 1)");
-  app.add_flag("--json", o.json, "print the result as JSON");
   app.add_option("--cc", o.cc, "congestion control: nscc, aimd or fixed")
       ->check(CLI::IsMember({"nscc", "aimd", "fixed"}));
   app.add_option("--ev-count", o.ev_count, "EVs per QP (multiple of the plane count, at most 256)");
@@ -1137,6 +1143,13 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
                  "serve Prometheus metrics at http://BIND:PORT/metrics (default 0: off)");
   app.add_option("--metrics-bind", o.metrics_bind,
                  "address for --metrics-port (default 127.0.0.1)");
+}
+
+}  // namespace
+
+void add_perf_options(CLI::App& app, PerfOptions& o) {
+  add_test_options(app, o);
+  add_fault_and_transport_options(app, o);
 }
 
 int run_perf(const PerfOptions& o) {
