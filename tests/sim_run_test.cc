@@ -217,9 +217,9 @@ TEST(SimRun, PlanesShareTheWindowBehindSlowSwitchQueues) {
 }
 
 // In the same run EV probes come due for planes whose ports went idle earlier, while the QP's
-// probe latch is set by another plane's probe: only a kick of every idle port sends them. Since
-// session 9 that kick comes from the host whose port goes idle with work left
-// (SimHost::on_port_ready), no longer from the runner's 2 us tick kicking every host. Pinned to
+// probe latch is set by another plane's probe: only a kick of every idle port sends them. That
+// kick comes from the host whose port goes idle with work left (SimHost::on_port_ready), not
+// from the runner's 2 us tick. Pinned to
 // what both gave: without either, a probe left late and plane 0 delivered 52 bytes fewer (and
 // the run took a different course from there). Re-pin only for an intended change of behaviour
 // (the numbers below are those of a requester that, after a timeout, resends in PSN order, and

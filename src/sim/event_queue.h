@@ -23,9 +23,8 @@
 // may read what stage 0 loaded (the packet an in-flight record names). At fabric scale, where
 // every event's data has left the cache since it was last touched, chains of loads that
 // stalled one after another now overlap with the events before. A guess (an event scheduled
-// meanwhile may run first) that cannot change a result. Three stages (until session 15, the
-// third for a packet's bytes and a timer's hint entries) cost a call per event more than
-// they saved once the in-flight record named the bytes too (BENCHMARKS.md, "Session 15").
+// meanwhile may run first) that cannot change a result. Two stages: a third (for a packet's
+// bytes) cost a call per event more than it saved, once the in-flight record names the bytes.
 #pragma once
 
 #include <cstdint>

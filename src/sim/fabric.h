@@ -241,7 +241,7 @@ class Fabric {
   // Serialized event offers the host its next packet), a host downlink's receiver with
   // kArrivalBit (its Arrival delivers to the host); else kNoHost. Apart from the links and
   // read directly by the first prefetch stage: 4 bytes per link, often still cached (at 1024
-  // hosts not always: the Arrival hook's stalls sit on this read, BENCHMARKS.md "Session 11").
+  // hosts not always: the Arrival hook's stalls sit on this read).
   static constexpr uint32_t kNoHost = UINT32_MAX;
   static constexpr uint32_t kArrivalBit = 1u << 31;
   std::vector<uint32_t> link_host_;

@@ -33,7 +33,7 @@ void SimHost::on_port_ready(PlaneId plane) {
   busy_ports_ &= ~(1u << plane.value);
   // This port first; if the engine still has something, every idle port (kick): an EV probe
   // may have come due for a plane whose port went idle earlier, and only an event of this host
-  // would otherwise send it (BENCHMARKS.md, sessions 7 and 9).
+  // would otherwise send it.
   transmit_on(plane);
   offer_ports(endpoint_.wants_to_send(fabric_.events().now()));
 }

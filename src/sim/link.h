@@ -135,7 +135,7 @@ class alignas(64) Link {
 
   // Members in the order a packet's hop reads them: the transmitter state, then the queues,
   // then the counters; the fault state and PFC bookkeeping, rarely read, come last, so a hop
-  // touches fewer of the link's cache lines (BENCHMARKS.md, "Session 5").
+  // touches fewer of the link's cache lines.
   const LinkId id;
   const PlaneId plane;
   const LinkClass link_class;

@@ -613,7 +613,7 @@ void Runner::poll_completions() {
   });
   // Only the hosts it posted on: every other host's engine was told of all that happened to it
   // by its own events, and a port that goes idle with work left kicks its host
-  // (SimHost::on_port_ready). Until session 9 the tick kicked every host, as a safety net.
+  // (SimHost::on_port_ready).
   posted_on.drain([this](HostId h) { transports_[h]->kick(); });
 }
 

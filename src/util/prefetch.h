@@ -3,7 +3,7 @@
 //
 // Not __builtin_prefetch: GCC 12 at -O2 silently deletes the builtin from small inline
 // functions that branch over three or more prefetches (the simulator's staged prefetch hooks,
-// sim/fabric.h, compiled to nothing; seen in the disassembly, BENCHMARKS.md "Session 11"). A
+// sim/fabric.h, compiled to nothing; seen in the disassembly). A
 // volatile asm statement cannot be deleted, and passing the address in a register keeps the
 // C++ side free of any dereference.
 #pragma once
