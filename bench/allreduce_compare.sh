@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/allreduce_compare.sh: issue 6 part 6 — all-reduce over the namespace testbed, mrc vs
+# bench/allreduce_compare.sh: all-reduce over the namespace testbed, mrc vs
 # torch Gloo vs Open MPI, measured in one run. Root only.
 #
 #   sudo bench/allreduce_compare.sh                     # 4 hosts x 4 planes at 250 Mbit/s, 2 and 4 ranks

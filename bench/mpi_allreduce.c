@@ -1,4 +1,4 @@
-/* bench/mpi_allreduce.c: MPI_Allreduce timing for bench/allreduce_compare.sh (issue 6, part 6).
+/* bench/mpi_allreduce.c: MPI_Allreduce timing for bench/allreduce_compare.sh.
  *
  *   mpicc -O2 -o mpi_allreduce bench/mpi_allreduce.c
  *   mpirun ... mpi_allreduce sweep MINBYTES MAXBYTES FACTOR            # nccl-tests-like sweep

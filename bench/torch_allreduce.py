@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""torch.distributed all-reduce timing for bench/allreduce_compare.sh (issue 6, part 6).
+"""torch.distributed all-reduce timing for bench/allreduce_compare.sh.
 
     RANK=r WORLD_SIZE=n GLOO_SOCKET_IFNAME=h0p1 /usr/bin/python3 bench/torch_allreduce.py \
         --init tcp://198.18.0.1:29600 sweep 1024 67108864 4
