@@ -8,8 +8,8 @@
 #include <map>
 #include <vector>
 
-#include "core/config.h"
 #include "core/ev_set.h"
+#include "mrc/config.hpp"
 
 namespace mrc {
 namespace {
@@ -76,7 +76,8 @@ TEST(EvList, PlaneWithoutListedEvsHasNothingToSend) {
 
 TEST(EvList, EchoedEvsMapBackByValue) {
   EvSet evs(listed(2, {ev(0, 0xDEADBEEF), ev(1, 3), ev(0, 42)}), 1);
-  for (uint16_t i = 0; i < evs.size(); ++i) EXPECT_EQ(evs.slot_of(evs.slot(i).ev), i);
+  for (size_t i = 0; i < evs.size(); ++i)
+    EXPECT_EQ(evs.slot_of(evs.slot(static_cast<uint16_t>(i)).ev), i);
   EXPECT_EQ(evs.slot_of(Ev(4)), EvSet::kNoSlot);
   EXPECT_EQ(evs.slot_of(Ev(0xDEADBEEE)), EvSet::kNoSlot);
 }

@@ -21,15 +21,24 @@
 #include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "core/endpoint.h"
-#include "io/device.h"
-#include "io/device_group.h"
-#include "io/udp_host.h"
+#include "mrc/config.hpp"
+#include "mrc/datapath.hpp"
+#include "mrc/result.hpp"
+#include "mrc/stats.hpp"
+#include "mrc/types.hpp"
+#include "mrc/verbs.hpp"
 
 namespace mrc {
+
+// The engine's and the datapath's objects, which the API holds by pointer only.
+class CompletionQueue;
+class QueuePair;
+namespace io {
+class Device;
+class DeviceGroup;
+}  // namespace io
 
 struct ApiError {
   std::string message;
@@ -152,7 +161,7 @@ class Context {
   friend class Qp;
   Context() = default;
   void signal_cqs(uint32_t shard, std::span<const uint32_t> tags);
-  std::mutex& mutex(uint32_t shard) const { return devices_->shard(shard).lock(); }
+  std::mutex& mutex(uint32_t shard) const;
 
   ContextOptions options_;
   std::mutex objects_lock_;  // qps_ (cqs_ grows holding every shard's lock: the shards read it)

@@ -11,9 +11,17 @@
 #include <chrono>
 #include <sstream>
 
+#include "core/endpoint.h"
+#include "io/device.h"
+#include "io/device_group.h"
+#include "io/udp_host.h"
 #include "mrc/mrc.hpp"
 
 namespace mrc {
+
+std::mutex& Context::mutex(uint32_t shard) const {
+  return devices_->shard(shard).lock();
+}
 
 std::string ConnectionInfo::to_string() const {
   std::ostringstream out;

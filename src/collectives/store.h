@@ -21,7 +21,7 @@
 #include <string>
 #include <thread>
 
-#include "util/result.h"
+#include "mrc/result.hpp"
 
 namespace mrc::coll {
 

@@ -8,26 +8,23 @@
 #include <cstring>
 #include <type_traits>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc::coll {
 
 size_t size_of(DataType type) {
   switch (type) {
-    case DataType::kFloat32:
-      return 4;
-    case DataType::kFloat64:
-      return 8;
-    case DataType::kFloat16:
-      return 2;
-    case DataType::kBFloat16:
-      return 2;
-    case DataType::kInt32:
-      return 4;
-    case DataType::kInt64:
-      return 8;
     case DataType::kUint8:
       return 1;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return 2;
+    case DataType::kFloat32:
+    case DataType::kInt32:
+      return 4;
+    case DataType::kFloat64:
+    case DataType::kInt64:
+      return 8;
   }
   return 1;
 }

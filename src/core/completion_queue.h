@@ -7,34 +7,11 @@
 #include <span>
 #include <vector>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
+#include "mrc/verbs.hpp"
 #include "util/bounded_fifo.h"
 
 namespace mrc {
-
-enum class WcStatus : uint8_t {
-  kSuccess = 0,
-  kLocalLengthError,
-  kLocalProtectionError,
-  kWrFlushError,
-  kRemoteAccessError,
-  kRemoteOperationError,
-  kRetryExceeded,
-  kGeneralError,
-};
-const char* to_string(WcStatus s);
-
-enum class WcOpcode : uint8_t { kRdmaWrite, kRecvRdmaWithImm };
-
-struct Completion {
-  uint64_t wr_id = 0;
-  WcStatus status = WcStatus::kSuccess;
-  WcOpcode opcode = WcOpcode::kRdmaWrite;
-  bool has_immediate = false;
-  Qpn qpn{0};
-  uint32_t byte_len = 0;
-  uint32_t immediate = 0;
-};
 
 // Told when a push makes a queue non-empty (in verbs terms, a completion channel's event), so a
 // poller of many queues can visit only those that hold something; `tag` is the one the queue

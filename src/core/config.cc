@@ -1,6 +1,6 @@
 // Validation of queue-pair configuration: every limit checked with a message that names the
 // field, the bad value and the allowed range.
-#include "core/config.h"
+#include "mrc/config.hpp"
 
 #include <algorithm>
 #include <cstdio>

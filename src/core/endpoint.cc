@@ -6,7 +6,7 @@
 #include <bit>
 #include <utility>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 

@@ -30,7 +30,7 @@
 #include "core/incast_detector.h"
 #include "core/memory_region.h"
 #include "core/queue_pair.h"
-#include "core/stats.h"
+#include "mrc/stats.hpp"
 #include "util/prng.h"
 #include "util/schedule.h"
 

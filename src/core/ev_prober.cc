@@ -1,7 +1,7 @@
 // EvProber: connectionless controller EV probes (QPN 0). See ev_prober.h.
 #include "core/ev_prober.h"
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 
@@ -238,13 +238,13 @@ void EvSet::refill(PlaneId plane) {
   if (is_explicit()) return;  // no backups: the controller's list is the whole set
   for (uint16_t& position : rotation(plane)) {
     if (usable(slots_[position].state)) continue;
-    for (uint16_t index = 0; index < slots_.size(); ++index) {
+    for (size_t index = 0; index < slots_.size(); ++index) {
       Slot& b = slots_[index];
       if (b.active || b.plane != plane || b.state != EvState::kGood) continue;
       slots_[position].active = false;  // unusable: not counted
       b.active = true;
       count_usable(plane, 1);
-      position = index;
+      position = static_cast<uint16_t>(index);
       ++transitions_.replaced;
       break;
     }
@@ -292,10 +292,10 @@ uint16_t EvSet::probe_due(PlaneId plane, Instant now) {
   if (assumed_bad_ == 0) return kNoSlot;  // the common case, on every packet sent
   refresh_probe_times();
   if (now < plane_probe_at_[plane.value]) return kNoSlot;
-  for (uint16_t index = 0; index < slots_.size(); ++index) {
+  for (size_t index = 0; index < slots_.size(); ++index) {
     const Slot& s = slots_[index];
     if (s.plane == plane && s.state == EvState::kAssumedBad && details_[index].next_probe_at <= now)
-      return index;
+      return static_cast<uint16_t>(index);
   }
   return kNoSlot;
 }

@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
 #include "util/prng.h"
 
 namespace mrc {

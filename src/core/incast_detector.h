@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
 
 namespace mrc {
 

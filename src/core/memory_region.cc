@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 

@@ -19,35 +19,12 @@
 #include <span>
 #include <vector>
 
-#include "util/result.h"
+#include "mrc/result.hpp"
+#include "mrc/verbs.hpp"
 
 namespace mrc {
 
-enum Access : uint32_t {
-  kAccessLocalWrite = 1u << 0,
-  kAccessRemoteWrite = 1u << 1,
-  kAccessRemoteRead = 1u << 2,  // accepted for verbs compatibility; MRC has no READ
-};
-
 enum class RegionKind : uint8_t { kMemory, kVirtual };
-
-struct MemoryRegionInfo {
-  uint32_t lkey = 0;
-  uint32_t rkey = 0;
-  uint64_t address = 0;  // virtual address of the first byte (the pointer value, as in verbs)
-  uint64_t length = 0;
-};
-
-enum class MrError : uint8_t {
-  kTableFull,
-  kBadProtectionDomain,
-  kNullAddress,
-  kUnknownKey,
-  kWrongProtectionDomain,
-  kAccessDenied,
-  kOutOfBounds,
-};
-const char* to_string(MrError e);
 
 class MemoryRegionTable {
  public:

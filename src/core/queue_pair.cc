@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 #include "util/prng.h"
 
 namespace mrc {

@@ -18,29 +18,17 @@
 #include <vector>
 
 #include "core/cc/congestion_controller.h"
-#include "core/config.h"
 #include "core/control_queue.h"
 #include "core/ev_set.h"
 #include "core/incast_detector.h"
 #include "core/requester.h"
 #include "core/responder.h"
-#include "core/stats.h"
+#include "mrc/config.hpp"
+#include "mrc/stats.hpp"
+#include "mrc/verbs.hpp"
 #include "util/schedule.h"
 
 namespace mrc {
-
-enum class QpState : uint8_t { kReset, kInit, kRtr, kRts, kError };
-const char* to_string(QpState s);
-
-enum class QpError : uint8_t {
-  kBadTransition,  // the requested state change is not allowed from the current state
-  kBadConfig,      // configuration invalid (see QueuePair::config_error())
-  kUnknownQp,
-  kTooManyQps,
-  kBadProtectionDomain,
-  kNoCompletionQueue,
-};
-const char* to_string(QpError e);
 
 struct RtrAttributes {
   Qpn dest_qp{0};

@@ -1,7 +1,7 @@
 // Receive window bit ring; see receive_window.h.
 #include "core/receive_window.h"
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
 
 namespace mrc {
 

@@ -7,7 +7,7 @@
 #include <bit>
 #include <cstring>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 
@@ -37,7 +37,7 @@ Requester::Requester(const QpConfig& config, QpStats& stats, EvSet& evs, Congest
       sq_(std::min<uint32_t>(config.max_send_wr, 16)),
       sq_capacity_(config.max_send_wr),
       window_(static_cast<uint32_t>(config.mpr) * 128),
-      retransmits_(static_cast<uint32_t>(config.mpr) * 128),
+      retransmits_(static_cast<size_t>(config.mpr) * 128),
       tx_order_(static_cast<size_t>(config.mpr) * 128 * 2 + 64),
       ev_last_(evs.size()) {}
 

@@ -42,13 +42,13 @@
 
 #include "core/cc/congestion_controller.h"
 #include "core/completion_queue.h"
-#include "core/config.h"
 #include "core/ev_set.h"
 #include "core/memory_region.h"
 #include "core/send_window.h"
-#include "core/stats.h"
 #include "core/work_request.h"
-#include "util/result.h"
+#include "mrc/config.hpp"
+#include "mrc/result.hpp"
+#include "mrc/stats.hpp"
 
 namespace mrc {
 

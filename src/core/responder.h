@@ -31,13 +31,13 @@
 #include <vector>
 
 #include "core/completion_queue.h"
-#include "core/config.h"
 #include "core/control_queue.h"
 #include "core/incast_detector.h"
 #include "core/memory_region.h"
 #include "core/receive_window.h"
-#include "core/stats.h"
 #include "core/wire/packet.h"
+#include "mrc/config.hpp"
+#include "mrc/stats.hpp"
 #include "util/bounded_fifo.h"
 
 namespace mrc {

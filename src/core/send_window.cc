@@ -1,7 +1,7 @@
 // Send window ring and retransmit FIFO; see send_window.h.
 #include "core/send_window.h"
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/types.h"
 #include "core/wire/packet.h"
+#include "mrc/types.hpp"
 #include "util/bounded_fifo.h"
 
 namespace mrc {

@@ -1,5 +1,5 @@
 // RTT statistics (min/avg/max and the RFC 6298 smoothed RTT and variation) and names.
-#include "core/stats.h"
+#include "mrc/stats.hpp"
 
 #include <algorithm>
 #include <cstdlib>

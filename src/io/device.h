@@ -28,17 +28,10 @@
 
 #include "core/endpoint.h"
 #include "io/udp_host.h"
+#include "mrc/result.hpp"
 #include "util/prng.h"
-#include "util/result.h"
 
 namespace mrc::io {
-
-// How many UDP source ports, from a device's ev_port_base on, a device with `planes` planes
-// binds for its EVs (devices on one host need disjoint ranges): an equal stride per plane,
-// room for the largest EV count (256) plus backups.
-inline uint32_t ev_source_ports(size_t planes) {
-  return planes == 0 ? 0 : static_cast<uint32_t>(planes * (256 / planes + 16));
-}
 
 // New data packets per EV burst on the UDP datapath when a QP leaves it to the datapath
 // (QpConfig::ev_burst_packets = 0); docs/PROTOCOL.md "Spray granularity" says why this one.

@@ -23,8 +23,6 @@
 
 namespace mrc::io {
 
-inline constexpr uint32_t kMaxDeviceThreads = 16;
-
 class DeviceGroup {
  public:
   // Opens `threads` shards (1..kMaxDeviceThreads); the error names the shard that failed and

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "core/types.h"
 #include "io/roce_frame.h"
-#include "util/result.h"
+#include "mrc/result.hpp"
+#include "mrc/types.hpp"
 
 namespace mrc::io {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "util/result.h"
+#include "mrc/result.hpp"
 
 namespace mrc::io {
 

@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <span>
 
-#include "util/result.h"
+#include "mrc/result.hpp"
 
 namespace mrc::io {
 

@@ -36,8 +36,9 @@
 #include "io/pcap.h"
 #include "io/udp_batch.h"
 #include "io/xdp_link.h"
+#include "mrc/datapath.hpp"
+#include "mrc/result.hpp"
 #include "util/prng.h"
-#include "util/result.h"
 
 namespace mrc::io {
 
@@ -49,45 +50,6 @@ struct PlaneAddress {
 Result<PlaneAddress, std::string> parse_plane_address(const std::string& text,
                                                       uint16_t default_port);
 std::string to_string(const PlaneAddress& a);
-
-struct PlaneEvent {
-  Duration at;  // since the host was opened
-  int plane = 0;
-  bool up = false;
-};
-
-// A plane that flaps for as long as the host runs: down in [k * every, k * every + down_for)
-// for k = 1, 2, ... (so up for the first `every`), up otherwise. The state at any time is a
-// function of the time alone, so a run of any length needs no list of events. Valid when
-// 0 < down_for < every (UdpHost::open refuses others).
-struct PlaneFlap {
-  int plane = 0;
-  Duration down_for{0};
-  Duration every{0};
-  bool down_at(Duration since_open) const;
-  // The first time after `since_open` at which down_at() changes.
-  Duration next_change(Duration since_open) const;
-};
-
-struct Impairment {
-  double drop = 0;     // fraction of sent packets dropped
-  Duration delay{0};   // added to every sent packet
-  double reorder = 0;  // fraction of packets delayed by an extra uniform [0, reorder_delay]
-  Duration reorder_delay{Duration::from_us(200)};
-  std::vector<PlaneEvent> schedule;
-  // A plane is down while any flap of it is down, and independently of `schedule` and
-  // set_plane_up(): it is up only when none of them holds it down.
-  std::vector<PlaneFlap> flaps;
-  uint64_t seed = 1;
-  bool any() const {
-    return drop > 0 || delay.ns > 0 || reorder > 0 || !schedule.empty() || !flaps.empty();
-  }
-};
-
-enum class Backend : uint8_t { kUdp, kXdp };
-const char* to_string(Backend backend);
-// "udp" or "xdp"; the error lists the choices.
-Result<Backend, std::string> parse_backend(const std::string& text);
 
 struct UdpHostConfig {
   std::vector<PlaneAddress> planes;
@@ -117,28 +79,6 @@ struct UdpHostConfig {
   // on top names its own configuration.
   std::string port_setting = "--port";
   std::string ev_port_setting = "--ev-port-base";
-};
-
-struct UdpPlaneStats {
-  uint64_t packets_sent = 0;
-  uint64_t bytes_sent = 0;
-  uint64_t packets_received = 0;
-  uint64_t bytes_received = 0;
-  uint64_t send_errors = 0;    // EAGAIN/ENOBUFS and others: the packet is lost, the engine recovers
-  uint64_t send_calls = 0;     // system calls that sent (one per GSO batch or sendmmsg)
-  uint64_t receive_calls = 0;  // recvmmsg calls that returned datagrams
-  uint64_t impairment_drops = 0;
-  // Packets whose EV is not one of this plane's source ports (QpConfig::ev_port_base /
-  // ev_ports_per_plane disagree with this host's): sent from the plane's first port instead.
-  uint64_t ev_port_mismatches = 0;
-  // xdp backend (XdpLinkStats, filled in by plane_stats()): frames refused on receive (bad
-  // ICRC, malformed headers), and datagrams not sent because the next hop's MAC was not known
-  // yet (the engine resends them).
-  uint64_t receive_refused = 0;
-  uint64_t unresolved_neighbour = 0;
-  bool up = true;
-  // Adds another shard's counts of the same plane (io/device_group.h); `up` stays this one's.
-  UdpPlaneStats& operator+=(const UdpPlaneStats& o);
 };
 
 class UdpHost {

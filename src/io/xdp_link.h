@@ -32,7 +32,7 @@
 #include "io/roce_frame.h"
 #include "io/udp_batch.h"
 #include "io/xdp_program.h"
-#include "util/result.h"
+#include "mrc/result.hpp"
 
 namespace mrc::io {
 

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <string>
 
-#include "util/result.h"
+#include "mrc/result.hpp"
 
 namespace mrc::io {
 

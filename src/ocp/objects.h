@@ -24,10 +24,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/config.h"
 #include "io/device.h"
 #include "io/udp_host.h"
 #include "mrc.h"
+#include "mrc/config.hpp"
 #include "mrc_ctl.h"
 #include "ocp/device_config.h"
 

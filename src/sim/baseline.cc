@@ -9,9 +9,9 @@
 #include <cstring>
 
 #include "core/wire/packet.h"
+#include "mrc/assert.hpp"
 #include "sim/mptcp.h"
 #include "sim/roce.h"
-#include "util/assert.h"
 #include "util/bytes.h"
 
 namespace mrc::sim {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/completion_queue.h"
-#include "core/config.h"
+#include "mrc/config.hpp"
 #include "sim/event_queue.h"
 #include "sim/fabric.h"
 #include "sim/transport.h"

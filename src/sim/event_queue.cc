@@ -12,7 +12,7 @@
 #include <functional>
 #include <utility>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc::sim {
 

@@ -35,7 +35,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
 
 namespace mrc::sim {
 

@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 #include "util/prng.h"
 
 namespace mrc::sim {

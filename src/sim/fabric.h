@@ -15,13 +15,13 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/types.h"
+#include "mrc/assert.hpp"
+#include "mrc/types.hpp"
 #include "sim/event_queue.h"
 #include "sim/faults.h"
 #include "sim/link.h"
 #include "sim/packet.h"
 #include "sim/topology.h"
-#include "util/assert.h"
 #include "util/prefetch.h"
 
 namespace mrc::sim {

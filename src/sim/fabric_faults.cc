@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "mrc/assert.hpp"
 #include "sim/fabric.h"
-#include "util/assert.h"
 
 namespace mrc::sim {
 
@@ -192,7 +192,7 @@ void Fabric::apply(const FaultAction& action) {
 }
 
 void Fabric::schedule(Instant at, FaultAction action) {
-  events_.schedule(at, [this, action = std::move(action)] { apply(action); });
+  events_.schedule(at, [this, action] { apply(action); });
 }
 
 }  // namespace mrc::sim

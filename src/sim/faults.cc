@@ -6,8 +6,8 @@
 
 #include <memory>
 
+#include "mrc/assert.hpp"
 #include "sim/link.h"
-#include "util/assert.h"
 
 namespace mrc::sim {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
 #include "sim/packet.h"
 #include "sim/topology.h"
 #include "util/prng.h"

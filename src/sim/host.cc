@@ -4,7 +4,7 @@
 // packet that carries it.
 #include "sim/host.h"
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 #include "util/prefetch.h"
 
 namespace mrc::sim {

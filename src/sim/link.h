@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
 #include "sim/faults.h"
 #include "sim/packet.h"
 #include "sim/topology.h"

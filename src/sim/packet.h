@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
 #include "util/default_init_allocator.h"
 
 namespace mrc::sim {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "mrc/config.hpp"
 #include "sim/fabric.h"
 #include "sim/transport.h"
 #include "sim/workload.h"

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 #include "util/prng.h"
 
 namespace mrc::sim {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
 #include "sim/packet.h"
 
 namespace mrc::sim {

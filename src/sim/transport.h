@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
 #include "sim/packet.h"
 
 namespace mrc::sim {

@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
 #include "sim/packet.h"
 #include "util/prng.h"
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "util/result.h"
+#include "mrc/result.hpp"
 
 namespace mrc::tools {
 

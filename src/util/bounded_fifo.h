@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 

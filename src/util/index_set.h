@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 

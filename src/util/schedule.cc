@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <bit>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 

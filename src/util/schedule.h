@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "core/types.h"  // Instant
+#include "mrc/types.hpp"  // Instant
 #include "util/time_heap.h"
 
 namespace mrc {

@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 

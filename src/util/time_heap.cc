@@ -3,7 +3,7 @@
 
 #include <cstddef>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/types.h"  // Instant
+#include "mrc/types.hpp"  // Instant
 #include "util/small_vector.h"
 
 namespace mrc {

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string_view>
 
-#include "core/config.h"
-#include "core/types.h"
+#include "mrc/config.hpp"
+#include "mrc/types.hpp"
 
 namespace mrc {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 namespace {

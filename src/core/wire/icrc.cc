@@ -52,7 +52,7 @@
 #include "core/wire/icrc.h"
 
 #include "core/wire/packet.h"
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>

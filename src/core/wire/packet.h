@@ -24,8 +24,8 @@
 #include <string_view>
 #include <variant>
 
-#include "core/types.h"
-#include "util/result.h"
+#include "mrc/result.hpp"
+#include "mrc/types.hpp"
 
 namespace mrc::wire {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <variant>
 
-#include "util/assert.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 

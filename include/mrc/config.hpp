@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/types.h"
+#include "mrc/types.hpp"
 
 namespace mrc {
 
