@@ -1,35 +1,41 @@
 // Who holds a local UDP port (see port_holder.h).
 #include "io/port_holder.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace mrc::io {
 
 namespace {
 
-// The inode of a UDP socket bound to `a`'s address or to 0.0.0.0 on its port; 0 if none. A line
-// of /proc/net/udp: "sl: local_ip:port remote_ip:port st tx:rx tr:when retrnsmt uid timeout
+// The inodes of the UDP sockets bound to `a`'s address or to 0.0.0.0 on its port. A line of
+// /proc/net/udp: "sl: local_ip:port remote_ip:port st tx:rx tr:when retrnsmt uid timeout
 // inode ..."; the addresses are the raw 32-bit network-order value printed as one hex number,
 // so they compare equal to in_addr::s_addr whatever the byte order.
-unsigned long long bound_inode(const PlaneAddress& a) {
+std::vector<unsigned long long> bound_inodes(const PlaneAddress& a) {
   std::ifstream table("/proc/net/udp");
   std::string line;
   std::getline(table, line);  // the column names
+  std::vector<unsigned long long> inodes;
   while (std::getline(table, line)) {
     unsigned ip = 0, port = 0;
     unsigned long long inode = 0;
     if (std::sscanf(line.c_str(), " %*u: %X:%X %*X:%*X %*X %*X:%*X %*X:%*X %*X %*u %*d %llu", &ip,
                     &port, &inode) != 3)
       continue;
-    if (port == a.port && (ip == a.address.s_addr || ip == 0) && inode != 0) return inode;
+    if (port == a.port && (ip == a.address.s_addr || ip == 0) && inode != 0)
+      inodes.push_back(inode);
   }
-  return 0;
+  return inodes;
 }
 
 // Whether one of `pid`'s descriptors is the socket `link` ("socket:[inode]") names.
@@ -57,19 +63,50 @@ std::string describe_process(pid_t pid) {
   return text;
 }
 
+namespace {
+
+// Whether one of this process's own UDP sockets is bound to `a` (or to 0.0.0.0 on its port),
+// asked of each socket descriptor directly: /proc/net/udp is read while other processes open
+// and close sockets, and such a read can pass over a line.
+bool this_process_binds(const PlaneAddress& a) {
+  std::unique_ptr<DIR, int (*)(DIR*)> fds(opendir("/proc/self/fd"), closedir);
+  if (!fds) return false;
+  while (const dirent* entry = readdir(fds.get())) {
+    char* end = nullptr;
+    const long fd = std::strtol(entry->d_name, &end, 10);
+    if (*end != '\0' || fd < 0) continue;
+    int type = 0;
+    socklen_t type_length = sizeof type;
+    if (getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_TYPE, &type, &type_length) != 0 ||
+        type != SOCK_DGRAM)
+      continue;
+    sockaddr_in bound{};
+    socklen_t length = sizeof bound;
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&bound), &length) != 0 ||
+        bound.sin_family != AF_INET)
+      continue;
+    if (ntohs(bound.sin_port) == a.port &&
+        (bound.sin_addr.s_addr == a.address.s_addr || bound.sin_addr.s_addr == INADDR_ANY))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 pid_t udp_port_holder(const PlaneAddress& a) {
-  const unsigned long long inode = bound_inode(a);
-  if (inode == 0) return 0;
-  const std::string link = "socket:[" + std::to_string(inode) + "]";
-  // This process first: a socket shared with a child it forked is this process's to move.
-  if (holds(std::to_string(getpid()), link)) return getpid();
+  if (this_process_binds(a)) return getpid();
+  std::vector<std::string> links;
+  for (unsigned long long inode : bound_inodes(a))
+    links.push_back("socket:[" + std::to_string(inode) + "]");
   std::unique_ptr<DIR, int (*)(DIR*)> proc(opendir("/proc"), closedir);
-  if (!proc) return 0;
+  if (!proc || links.empty()) return 0;
   while (const dirent* entry = readdir(proc.get())) {
     char* end = nullptr;
     const long pid = std::strtol(entry->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
-    if (holds(entry->d_name, link)) return static_cast<pid_t>(pid);
+    for (const std::string& link : links)
+      if (holds(entry->d_name, link)) return static_cast<pid_t>(pid);
   }
   return 0;
 }
