@@ -168,6 +168,7 @@ TEST(Api, ErrorsSayWhatToFix) {
   auto r = Context::open(bad);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("not-an-address"), std::string::npos);
+  EXPECT_EQ(r.error().code, Errc::kInvalidArgument);
   EXPECT_FALSE(Context::open(ContextOptions{}).ok());
 
   auto ctx = Context::open(options(3));
@@ -176,6 +177,7 @@ TEST(Api, ErrorsSayWhatToFix) {
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(twice.error().message.find("ContextOptions::port"), std::string::npos)
       << twice.error().message;
+  EXPECT_EQ(twice.error().code, Errc::kAddressInUse);
   Context& c = *ctx.value();
   Cq* cq = c.create_cq(16);
   const uint32_t pd = c.alloc_pd();
@@ -184,6 +186,7 @@ TEST(Api, ErrorsSayWhatToFix) {
   auto early = qp->post_write(1, std::span(&none, 0), 0, 0);
   ASSERT_FALSE(early.ok());
   EXPECT_NE(early.error().message.find("connect()"), std::string::npos) << early.error().message;
+  EXPECT_EQ(early.error().code, Errc::kInvalidState);
   ConnectionInfo two_planes{1, 1, {"127.0.0.1:1", "127.0.0.2:1"}};
   auto mismatch = qp->connect(two_planes);
   ASSERT_FALSE(mismatch.ok());
@@ -193,6 +196,12 @@ TEST(Api, ErrorsSayWhatToFix) {
   auto bad_qp = c.create_qp(pd, cq, cq, silly);
   ASSERT_FALSE(bad_qp.ok());
   EXPECT_NE(bad_qp.error().message.find("ev_count"), std::string::npos);
+  EXPECT_EQ(bad_qp.error().code, Errc::kInvalidArgument);
+  auto unknown_key = c.deregister_memory(0xDEAD);
+  ASSERT_FALSE(unknown_key.ok());
+  EXPECT_EQ(unknown_key.error().code, Errc::kNotFound);
+  EXPECT_EQ(unknown_key.error().message.rfind("deregister_memory: ", 0), 0u)
+      << unknown_key.error().message;
   EXPECT_FALSE(ConnectionInfo::parse("hello").ok());
 }
 

@@ -66,6 +66,7 @@ struct Group {
   }
   static void run_ranks(int ranks, const std::function<void(int)>& body) {
     std::vector<std::thread> threads;
+    threads.reserve(static_cast<size_t>(ranks));
     for (int r = 0; r < ranks; ++r) threads.emplace_back(body, r);
     for (auto& t : threads) t.join();
   }

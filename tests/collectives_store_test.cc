@@ -34,6 +34,7 @@ void expect_store_basics(Store& a, Store& b) {
   ASSERT_TRUE(late.ok()) << late.error().message;
   auto missing = b.get("never/set", milliseconds(30));
   ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, Errc::kTimedOut);
   EXPECT_NE(missing.error().message.find("'never/set' did not appear within 30 ms"),
             std::string::npos)
       << missing.error().message;
@@ -86,7 +87,7 @@ void all_reduce_through(const std::function<std::unique_ptr<Store>()>& open_clie
     auto store = open_client();
     auto c = Communicator::create(*store, comm_options(g, rank, prefix));
     ASSERT_TRUE(c.ok()) << c.error().message;
-    int64_t value[3] = {rank + 1, 10 * (rank + 1), -rank};
+    int64_t value[3] = {rank + 1, int64_t{10} * (rank + 1), -rank};
     ASSERT_TRUE(c.value()->all_reduce(value, value, 3, DataType::kInt64, ReduceOp::kSum).ok());
     EXPECT_EQ(value[0], 3);
     EXPECT_EQ(value[1], 30);

@@ -21,7 +21,7 @@ namespace {
 
 TEST(DeviceGroup, EachShardHasItsOwnPorts) {
   auto group = DeviceGroup::open(loopback_config(6100, 41000), 3);
-  ASSERT_TRUE(group.ok()) << group.error();
+  ASSERT_TRUE(group.ok()) << group.error().message;
   DeviceGroup& g = *group.value();
   ASSERT_EQ(g.size(), 3u);
   for (uint32_t s = 0; s < 3; ++s) {
@@ -35,7 +35,7 @@ TEST(DeviceGroup, EachShardHasItsOwnPorts) {
 
 TEST(DeviceGroup, RegionsHaveTheSameKeysInEveryShard) {
   auto group = DeviceGroup::open(loopback_config(6103, 42000), 3);
-  ASSERT_TRUE(group.ok()) << group.error();
+  ASSERT_TRUE(group.ok()) << group.error().message;
   DeviceGroup& g = *group.value();
   const uint32_t pd = g.alloc_pd();
   std::vector<uint8_t> a(4096), b(8192);
@@ -62,7 +62,7 @@ TEST(DeviceGroup, RegionsHaveTheSameKeysInEveryShard) {
   (void)g.shard(1).endpoint().memory().register_region(pd, a.data(), a.size(), kAccessRemoteWrite);
   const auto skewed = g.register_region(pd, b.data(), b.size(), kAccessRemoteWrite);
   ASSERT_FALSE(skewed.ok());
-  EXPECT_NE(skewed.error().find("other keys"), std::string::npos) << skewed.error();
+  EXPECT_NE(skewed.error().message.find("other keys"), std::string::npos) << skewed.error().message;
   EXPECT_EQ(g.shard(0).endpoint().memory().regions_in_use(), 1u);
 }
 
@@ -71,7 +71,7 @@ TEST(DeviceGroup, QpnsAreUniqueAcrossShardsAndQpsArePlacedInTurn) {
     DeviceConfig c = loopback_config(6106, 43000);
     c.unpredictable_ids = unpredictable;  // false: every shard numbers its QPs 0, 1, ...
     auto group = DeviceGroup::open(c, 4);
-    ASSERT_TRUE(group.ok()) << group.error();
+    ASSERT_TRUE(group.ok()) << group.error().message;
     DeviceGroup& g = *group.value();
     const uint32_t pd = g.alloc_pd();
     std::set<uint32_t> qpns;
@@ -94,20 +94,21 @@ TEST(DeviceGroup, QpnsAreUniqueAcrossShardsAndQpsArePlacedInTurn) {
 TEST(DeviceGroup, BadThreadCountsAndPortsSayWhatToChange) {
   auto none = DeviceGroup::open(loopback_config(6110, 44200), 0);
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.error().find("1 to 16"), std::string::npos) << none.error();
+  EXPECT_NE(none.error().message.find("1 to 16"), std::string::npos) << none.error().message;
   EXPECT_FALSE(DeviceGroup::open(loopback_config(6110, 44200), kMaxDeviceThreads + 1).ok());
   DeviceConfig high = loopback_config(65534, 44200);
   high.port_setting = "--port";
   auto past = DeviceGroup::open(high, 3);
   ASSERT_FALSE(past.ok());
-  EXPECT_NE(past.error().find("thread 2"), std::string::npos) << past.error();
-  EXPECT_NE(past.error().find("--port"), std::string::npos) << past.error();
+  EXPECT_NE(past.error().message.find("thread 2"), std::string::npos) << past.error().message;
+  EXPECT_NE(past.error().message.find("--port"), std::string::npos) << past.error().message;
   auto taken = DeviceGroup::open(loopback_config(6112, 45100), 1);  // holds 6112
   ASSERT_TRUE(taken.ok());
   auto clash = DeviceGroup::open(loopback_config(6111, 45400), 2);  // its thread 1 wants 6112
   ASSERT_FALSE(clash.ok());
-  EXPECT_NE(clash.error().find("thread 1 of 2"), std::string::npos) << clash.error();
-  EXPECT_NE(clash.error().find("6112"), std::string::npos) << clash.error();
+  EXPECT_NE(clash.error().message.find("thread 1 of 2"), std::string::npos)
+      << clash.error().message;
+  EXPECT_NE(clash.error().message.find("6112"), std::string::npos) << clash.error().message;
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace {
 
 TEST(Device, OnePeerHandlePerSetOfAddresses) {
   auto device = Device::open(loopback_config(1091, 63800));
-  ASSERT_TRUE(device.ok()) << device.error();
+  ASSERT_TRUE(device.ok()) << device.error().message;
   Device& d = *device.value();
   const std::vector<PlaneAddress> a = loopback_config(1092, 0).planes;
   const std::vector<PlaneAddress> b = loopback_config(1093, 0).planes;
@@ -30,7 +30,7 @@ TEST(Device, OnePeerHandlePerSetOfAddresses) {
 
 TEST(Device, ConfigureWritesTheDatapathsFieldsAndKeepsChoices) {
   auto device = Device::open(loopback_config(1094, 64100));
-  ASSERT_TRUE(device.ok()) << device.error();
+  ASSERT_TRUE(device.ok()) << device.error().message;
   QpConfig left;  // leaves burst and delay target to the datapath
   device.value()->configure(left);
   EXPECT_EQ(left.ev_port_base, 64100);
@@ -48,7 +48,7 @@ TEST(Device, ConfigureWritesTheDatapathsFieldsAndKeepsChoices) {
 
 TEST(Device, ACqIsReportedOnceEachTimeItTurnsNonEmpty) {
   auto device = Device::open(loopback_config(1095, 64400));
-  ASSERT_TRUE(device.ok()) << device.error();
+  ASSERT_TRUE(device.ok()) << device.error().message;
   Device& d = *device.value();
   std::vector<uint32_t> reported;
   d.on_completions([&](std::span<const uint32_t> tags) {
@@ -77,11 +77,13 @@ TEST(Device, ACqIsReportedOnceEachTimeItTurnsNonEmpty) {
 
 TEST(Device, AnAddressInUseIsAClearError) {
   auto first = Device::open(loopback_config(1096, 64700));
-  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_TRUE(first.ok()) << first.error().message;
   auto second = Device::open(loopback_config(1096, 65000));
   ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.error().find("in use"), std::string::npos) << second.error();
-  EXPECT_NE(second.error().find("127.0.0.1:1096"), std::string::npos) << second.error();
+  EXPECT_EQ(second.error().code, Errc::kAddressInUse);
+  EXPECT_NE(second.error().message.find("in use"), std::string::npos) << second.error().message;
+  EXPECT_NE(second.error().message.find("127.0.0.1:1096"), std::string::npos)
+      << second.error().message;
   EXPECT_FALSE(Device::open(DeviceConfig{}).ok());
 }
 
@@ -89,23 +91,23 @@ TEST(Device, AnAddressInUseIsAClearError) {
 // moves it: the tools' options by default, whatever the caller names instead.
 TEST(Device, APortInUseNamesItsHolderAndTheSettingThatMovesIt) {
   auto first = Device::open(loopback_config(1097, 63000));
-  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_TRUE(first.ok()) << first.error().message;
   auto same_port = Device::open(loopback_config(1097, 63400));
   ASSERT_FALSE(same_port.ok());
-  EXPECT_NE(
-      same_port.error().find("this process already uses this port: choose another with --port"),
-      std::string::npos)
-      << same_port.error();
+  EXPECT_NE(same_port.error().message.find(
+                "this process already uses this port: choose another with --port"),
+            std::string::npos)
+      << same_port.error().message;
   DeviceConfig named = loopback_config(1098, 63000);  // its EV source ports overlap the first's
   named.ev_port_setting = "ev-ports= in the entry";
   auto same_ev_ports = Device::open(named);
   ASSERT_FALSE(same_ev_ports.ok());
-  EXPECT_NE(same_ev_ports.error().find("127.0.0.1:63000"), std::string::npos)
-      << same_ev_ports.error();
-  EXPECT_NE(same_ev_ports.error().find(
+  EXPECT_NE(same_ev_ports.error().message.find("127.0.0.1:63000"), std::string::npos)
+      << same_ev_ports.error().message;
+  EXPECT_NE(same_ev_ports.error().message.find(
                 "uses this EV source port: choose another with ev-ports= in the entry"),
             std::string::npos)
-      << same_ev_ports.error();
+      << same_ev_ports.error().message;
 }
 
 }  // namespace

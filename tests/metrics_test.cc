@@ -325,7 +325,7 @@ TEST(Metrics, UdpHostPlanesMatch) {
     c.ev_port_base =
         static_cast<uint16_t>(47400 + i * 300);  // clear of the device-group tests' 45100-45687
     auto h = io::UdpHost::open(c);
-    ASSERT_TRUE(h.ok()) << h.error();
+    ASSERT_TRUE(h.ok()) << h.error().message;
     host[i] = std::move(h.value());
     Endpoint& e = host[i]->endpoint();
     const uint32_t pd = e.memory().alloc_pd();
@@ -397,7 +397,7 @@ std::string http_get(uint16_t port, const std::string& path) {
 
 TEST(MetricsServer, ServesTheLatestSnapshotAt404Elsewhere) {
   auto started = MetricsServer::start("127.0.0.1", 0);
-  ASSERT_TRUE(started.ok()) << started.error();
+  ASSERT_TRUE(started.ok()) << started.error().message;
   MetricsServer& server = *started.value();
   ASSERT_GT(server.port(), 0);
   int renders = 0;
@@ -419,13 +419,14 @@ TEST(MetricsServer, ServesTheLatestSnapshotAt404Elsewhere) {
 
 TEST(MetricsServer, PortInUseIsAClearError) {
   auto first = MetricsServer::start("127.0.0.1", 0);
-  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_TRUE(first.ok()) << first.error().message;
   const uint16_t port = first.value()->port();
   auto second = MetricsServer::start("127.0.0.1", port);
   ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.error().find("127.0.0.1:" + std::to_string(port)), std::string::npos)
-      << second.error();
-  EXPECT_NE(second.error().find("in use"), std::string::npos) << second.error();
+  EXPECT_NE(second.error().message.find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << second.error().message;
+  EXPECT_NE(second.error().message.find("in use"), std::string::npos) << second.error().message;
+  EXPECT_EQ(second.error().code, Errc::kAddressInUse);
   auto bad = MetricsServer::start("192.0.2.1", port);  // not a local address
   ASSERT_FALSE(bad.ok());
 }

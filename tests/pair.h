@@ -68,7 +68,7 @@ class Pair {
       s.source.resize(buffer_bytes);
       s.target.assign(buffer_bytes, 0);
       for (size_t k = 0; k < buffer_bytes; ++k)
-        s.source[k] = static_cast<uint8_t>(k * 7 + i * 13 + 1);
+        s.source[k] = static_cast<uint8_t>(k * 7 + static_cast<size_t>(i) * 13 + 1);
       const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
       s.source_mr = s.endpoint->memory()
                         .register_region(s.pd, s.source.data(), buffer_bytes, access, regions)

@@ -40,7 +40,7 @@ std::unique_ptr<PcapWriter> writer(const std::string& path, uint64_t budget) {
 
 std::unique_ptr<PcapReader> reader(const std::string& path) {
   auto r = PcapReader::open(path);
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error());
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
   return r.ok() ? std::move(r.value()) : nullptr;
 }
 
@@ -87,7 +87,7 @@ TEST(Pcap, WhatIsWrittenIsReadBack) {
 
 TEST(Pcap, TheWriterStopsAtItsBudget) {
   const std::string path = temp_path("budget.pcap");
-  auto w = writer(path, 3 * (16 + 28 + 100));
+  auto w = writer(path, uint64_t{3} * (16 + 28 + 100));
   const std::vector<uint8_t> datagram(100, 7);
   int written = 0;
   for (int i = 0; i < 10; ++i)

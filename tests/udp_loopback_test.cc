@@ -49,7 +49,7 @@ void open_side(Side& side, int i, uint16_t salt, const Impairment& impairment, s
   qc.nscc.max_window_bytes = 512 << 10;
   qc.nscc.initial_window_bytes = 256 << 10;
   auto host = UdpHost::open(host_config(i, salt, i == 0 ? impairment : Impairment{}));
-  ASSERT_TRUE(host.ok()) << host.error();
+  ASSERT_TRUE(host.ok()) << host.error().message;
   side.host = std::move(host.value());
   Endpoint& e = side.host->endpoint();
   side.pd = e.memory().alloc_pd();
@@ -79,8 +79,8 @@ void check_paths(const Side& side, const EvList& ev_list) {
   if (ev_list.empty()) return;
   const EvSet* evs = side.qp->evs();
   ASSERT_NE(evs, nullptr);
-  for (uint16_t k = 0; k < evs->size(); ++k)
-    EXPECT_GT(evs->slot(k).packets, 0u) << "listed EV " << k;
+  for (size_t k = 0; k < evs->size(); ++k)
+    EXPECT_GT(evs->slot(static_cast<uint16_t>(k)).packets, 0u) << "listed EV " << k;
   for (int p = 0; p < 4; ++p) {
     const bool listed =
         std::any_of(ev_list.begin(), ev_list.end(), [&](auto e) { return e.first == p; });
@@ -208,7 +208,7 @@ TEST(UdpLoopback, PlaneFlapping) {
   const PlaneFlap& f = imp.flaps[0];
   {
     auto host = UdpHost::open(host_config(0, 8, imp));
-    ASSERT_TRUE(host.ok()) << host.error();
+    ASSERT_TRUE(host.ok()) << host.error().message;
     int checked_down = 0, checked_up = 0;
     while (host.value()->now() < Instant{0} + Duration::from_ms(400)) {
       const Duration before = host.value()->now() - Instant{0};
@@ -231,19 +231,22 @@ TEST(UdpLoopback, ClearErrors) {
   EXPECT_FALSE(UdpHost::open(c).ok());
   auto bad = parse_plane_address("300.1.1.1", 4791);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().find("300.1.1.1"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("300.1.1.1"), std::string::npos);
+  EXPECT_EQ(bad.error().code, Errc::kInvalidArgument);
   EXPECT_FALSE(parse_plane_address("127.0.0.1:99999", 4791).ok());
   // An address no interface has.
   c.planes = {parse_plane_address("192.0.2.1", 4791).value()};
   auto host = UdpHost::open(c);
   ASSERT_FALSE(host.ok());
-  EXPECT_NE(host.error().find("192.0.2.1:4791"), std::string::npos) << host.error();
+  EXPECT_NE(host.error().message.find("192.0.2.1:4791"), std::string::npos) << host.error().message;
+  EXPECT_EQ(host.error().code, Errc::kNotFound);  // EADDRNOTAVAIL
   // A flap of a plane the host does not have, or one that never comes up.
   Impairment flap;
   flap.flaps = {{4, Duration::from_ms(1), Duration::from_ms(2)}};
   auto no_plane = UdpHost::open(host_config(0, 9, flap));
   ASSERT_FALSE(no_plane.ok());
-  EXPECT_NE(no_plane.error().find("plane 4 does not exist"), std::string::npos) << no_plane.error();
+  EXPECT_NE(no_plane.error().message.find("plane 4 does not exist"), std::string::npos)
+      << no_plane.error().message;
   flap.flaps = {{1, Duration::from_ms(2), Duration::from_ms(2)}};
   EXPECT_FALSE(UdpHost::open(host_config(0, 9, flap)).ok());
   flap.flaps = {{1, Duration{0}, Duration::from_ms(2)}};
@@ -251,12 +254,13 @@ TEST(UdpLoopback, ClearErrors) {
   // Two hosts on the same port (both in this process, which the error says, with the option).
   UdpHostConfig a = host_config(0, 9, Impairment{});
   auto first = UdpHost::open(a);
-  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_TRUE(first.ok()) << first.error().message;
   auto second = UdpHost::open(a);
   ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.error().find("this process already uses this port: choose another with --port"),
+  EXPECT_NE(second.error().message.find(
+                "this process already uses this port: choose another with --port"),
             std::string::npos)
-      << second.error();
+      << second.error().message;
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "mrc/result.hpp"
+#include "mrc/error.hpp"
 #include "mrc/types.hpp"
 
 namespace mrc::io {
@@ -51,7 +51,7 @@ struct Impairment {
 enum class Backend : uint8_t { kUdp, kXdp };
 const char* to_string(Backend backend);
 // "udp" or "xdp"; the error lists the choices.
-Result<Backend, std::string> parse_backend(const std::string& text);
+Result<Backend, Error> parse_backend(const std::string& text);
 
 struct UdpPlaneStats {
   uint64_t packets_sent = 0;

@@ -3,7 +3,8 @@
 // queue pairs with post_write / post_write_imm / post_recv. Background progress threads run
 // the engine (one by default; ContextOptions::threads shards the QPs over several); every call
 // is thread-safe. Connection setup exchanges a ConnectionInfo out of band (for example over
-// TCP, as `mrc perf` does).
+// TCP, as `mrc perf` does). Calls that can fail return a Result whose error is mrc::Error (a
+// code and a message; include/mrc/error.hpp).
 //
 //   auto ctx = mrc::Context::open({.planes = {"127.0.0.1", "127.0.0.2"}}).value();
 //   auto* cq = ctx->create_cq(1024);
@@ -25,7 +26,7 @@
 
 #include "mrc/config.hpp"
 #include "mrc/datapath.hpp"
-#include "mrc/result.hpp"
+#include "mrc/error.hpp"
 #include "mrc/stats.hpp"
 #include "mrc/types.hpp"
 #include "mrc/verbs.hpp"
@@ -39,10 +40,6 @@ namespace io {
 class Device;
 class DeviceGroup;
 }  // namespace io
-
-struct ApiError {
-  std::string message;
-};
 
 struct ContextOptions {
   std::vector<std::string> planes;  // this host's address per plane, IPv4[:port]
@@ -85,7 +82,7 @@ struct ConnectionInfo {
   // text only when not udp, so udp strings are what they always were.
   io::Backend backend = io::Backend::kUdp;
   std::string to_string() const;  // one line, for an out-of-band channel
-  static Result<ConnectionInfo, ApiError> parse(const std::string& text);
+  static Result<ConnectionInfo, Error> parse(const std::string& text);
 };
 
 class Context;
@@ -118,18 +115,17 @@ class Qp {
   QpState state() const;
   ConnectionInfo local_info() const;
   // RESET -> INIT -> RTR -> RTS with the peer's information.
-  Result<Ok, ApiError> connect(const ConnectionInfo& remote);
-  Result<Ok, ApiError> post_write(uint64_t wr_id, std::span<const Sge> local, uint64_t remote_addr,
-                                  uint32_t rkey, bool signaled = true);
-  Result<Ok, ApiError> post_write_imm(uint64_t wr_id, std::span<const Sge> local,
-                                      uint64_t remote_addr, uint32_t rkey, uint32_t immediate,
-                                      bool signaled = true);
-  Result<Ok, ApiError> post_recv(uint64_t wr_id);
+  Result<Ok, Error> connect(const ConnectionInfo& remote);
+  Result<Ok, Error> post_write(uint64_t wr_id, std::span<const Sge> local, uint64_t remote_addr,
+                               uint32_t rkey, bool signaled = true);
+  Result<Ok, Error> post_write_imm(uint64_t wr_id, std::span<const Sge> local, uint64_t remote_addr,
+                                   uint32_t rkey, uint32_t immediate, bool signaled = true);
+  Result<Ok, Error> post_recv(uint64_t wr_id);
   QpStats stats() const;
 
  private:
   friend class Context;
-  Result<Ok, ApiError> post(const SendWr& wr);
+  Result<Ok, Error> post(const SendWr& wr);
   io::Device& device() const;
   Context* context_ = nullptr;
   uint32_t shard_ = 0;  // the context's shard (thread) this QP lives in
@@ -139,19 +135,18 @@ class Qp {
 
 class Context {
  public:
-  static Result<std::unique_ptr<Context>, ApiError> open(const ContextOptions& options);
+  static Result<std::unique_ptr<Context>, Error> open(const ContextOptions& options);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
   int planes() const;
   uint32_t alloc_pd();
-  Result<MemoryRegionInfo, ApiError> register_memory(uint32_t pd, void* address, uint64_t length,
-                                                     uint32_t access);
-  Result<Ok, ApiError> deregister_memory(uint32_t lkey);
+  Result<MemoryRegionInfo, Error> register_memory(uint32_t pd, void* address, uint64_t length,
+                                                  uint32_t access);
+  Result<Ok, Error> deregister_memory(uint32_t lkey);
   Cq* create_cq(uint32_t capacity);
-  Result<Qp*, ApiError> create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
-                                  const QpConfig& config = {});
+  Result<Qp*, Error> create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq, const QpConfig& config = {});
   // Takes a local plane down or up (as if its link failed), e.g. for demos and tests.
   void set_plane_up(int plane, bool up);
   const io::UdpPlaneStats plane_stats(int plane) const;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "mrc/error.hpp"
 #include "mrc/types.hpp"
 
 namespace mrc {
@@ -99,5 +100,11 @@ enum class QpError : uint8_t {
   kNoCompletionQueue,
 };
 const char* to_string(QpError e);
+
+// The engine's errors as the API's one error type: the enum's name as the message, with the
+// code a caller can branch on (a full queue is kResourceExhausted, a bad key kInvalidArgument).
+Error to_error(PostError e);
+Error to_error(MrError e);
+Error to_error(QpError e);
 
 }  // namespace mrc

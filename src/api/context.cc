@@ -31,7 +31,7 @@ std::string ConnectionInfo::to_string() const {
   return out.str();
 }
 
-Result<ConnectionInfo, ApiError> ConnectionInfo::parse(const std::string& text) {
+Result<ConnectionInfo, Error> ConnectionInfo::parse(const std::string& text) {
   std::istringstream in(text);
   std::string magic, qpn, psn, planes, backend;
   in >> magic >> qpn >> psn >> planes >> backend;
@@ -47,26 +47,26 @@ Result<ConnectionInfo, ApiError> ConnectionInfo::parse(const std::string& text) 
   if (magic != "mrc1" || qpn.rfind("qpn=", 0) != 0 || psn.rfind("psn=", 0) != 0 ||
       planes.rfind("planes=", 0) != 0 || !number(qpn.substr(4), info.qpn) ||
       !number(psn.substr(4), info.psn))
-    return Err{ApiError{"not an mrc connection string: '" + text + "'"}};
+    return fail(Errc::kInvalidArgument, "not an mrc connection string: '" + text + "'");
   std::istringstream list(planes.substr(7));
   for (std::string item; std::getline(list, item, ',');) info.planes.push_back(item);
   if (!backend.empty()) {
     auto parsed = io::parse_backend(backend.rfind("backend=", 0) == 0 ? backend.substr(8) : "");
-    if (!parsed.ok())
-      return Err{ApiError{"not an mrc connection string: '" + text + "': " + parsed.error()}};
+    if (!parsed.ok()) return fail(parsed.error(), "not an mrc connection string: '" + text + "': ");
     info.backend = parsed.value();
   }
   return info;
 }
 
-Result<std::unique_ptr<Context>, ApiError> Context::open(const ContextOptions& options) {
+Result<std::unique_ptr<Context>, Error> Context::open(const ContextOptions& options) {
   io::DeviceConfig dc;
   for (const std::string& text : options.planes) {
     auto a = io::parse_plane_address(text, options.port);
-    if (!a.ok()) return Err{ApiError{a.error()}};
+    if (!a.ok()) return Err{a.error()};
     dc.planes.push_back(a.value());
   }
-  if (dc.planes.empty()) return Err{ApiError{"a context needs at least one plane address"}};
+  if (dc.planes.empty())
+    return fail(Errc::kInvalidArgument, "a context needs at least one plane address");
   dc.ev_port_base = options.ev_port_base;
   dc.impairment = options.impairment;
   dc.gso = options.gso;
@@ -75,7 +75,7 @@ Result<std::unique_ptr<Context>, ApiError> Context::open(const ContextOptions& o
   dc.port_setting = options.port_setting;
   dc.ev_port_setting = options.ev_port_setting;
   auto devices = io::DeviceGroup::open(dc, options.threads);
-  if (!devices.ok()) return Err{ApiError{devices.error()}};
+  if (!devices.ok()) return Err{devices.error()};
   std::unique_ptr<Context> ctx(new Context());
   ctx->options_ = options;
   ctx->devices_ = std::move(devices.value());
@@ -114,16 +114,16 @@ uint32_t Context::alloc_pd() {
   return devices_->alloc_pd();
 }
 
-Result<MemoryRegionInfo, ApiError> Context::register_memory(uint32_t pd, void* address,
-                                                            uint64_t length, uint32_t access) {
+Result<MemoryRegionInfo, Error> Context::register_memory(uint32_t pd, void* address,
+                                                         uint64_t length, uint32_t access) {
   auto r = devices_->register_region(pd, address, length, access);
-  if (!r.ok()) return Err{ApiError{"register_memory: " + r.error()}};
+  if (!r.ok()) return fail(r.error(), "register_memory: ");
   return r.value();
 }
 
-Result<Ok, ApiError> Context::deregister_memory(uint32_t lkey) {
+Result<Ok, Error> Context::deregister_memory(uint32_t lkey) {
   auto r = devices_->deregister(lkey);
-  if (!r.ok()) return Err{ApiError{"deregister_memory: " + r.error()}};
+  if (!r.ok()) return fail(r.error(), "deregister_memory: ");
   return Ok{};
 }
 
@@ -142,10 +142,10 @@ Cq* Context::create_cq(uint32_t capacity) {
   return handle;
 }
 
-Result<Qp*, ApiError> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
-                                         const QpConfig& config) {
+Result<Qp*, Error> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
+                                      const QpConfig& config) {
   if (send_cq == nullptr || recv_cq == nullptr)
-    return Err{ApiError{"create_qp: send and receive CQs are required"}};
+    return fail(Errc::kInvalidArgument, "create_qp: send and receive CQs are required");
   std::lock_guard objects(objects_lock_);
   const uint32_t shard = devices_->place_qp();
   io::Device& device = devices_->shard(shard);
@@ -153,9 +153,9 @@ Result<Qp*, ApiError> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
   QpConfig c = config;
   device.configure(c);
   const std::string invalid = c.validate(device.planes());
-  if (!invalid.empty()) return Err{ApiError{"create_qp: " + invalid}};
+  if (!invalid.empty()) return fail(Errc::kInvalidArgument, "create_qp: " + invalid);
   auto qp = device.endpoint().create_qp(c, pd, send_cq->queues_[shard], recv_cq->queues_[shard]);
-  if (!qp.ok()) return Err{ApiError{std::string("create_qp: ") + to_string(qp.error())}};
+  if (!qp.ok()) return fail(to_error(qp.error()), "create_qp: ");
   auto handle = std::make_unique<Qp>();
   handle->context_ = this;
   handle->shard_ = shard;
@@ -250,50 +250,53 @@ ConnectionInfo Qp::local_info() const {
   return info;
 }
 
-Result<Ok, ApiError> Qp::connect(const ConnectionInfo& remote) {
+Result<Ok, Error> Qp::connect(const ConnectionInfo& remote) {
   std::vector<io::PlaneAddress> addresses;
   for (const std::string& text : remote.planes) {
     auto a = io::parse_plane_address(text, context_->options_.port);
-    if (!a.ok()) return Err{ApiError{"connect: " + a.error()}};
+    if (!a.ok()) return fail(a.error(), "connect: ");
     addresses.push_back(a.value());
   }
   if (remote.backend != context_->options_.backend)
-    return Err{ApiError{std::string("connect: the peer uses the ") + io::to_string(remote.backend) +
-                        " backend and this context the " +
-                        io::to_string(context_->options_.backend) +
-                        " backend: both ends need the same (their ICRCs differ)"}};
+    return fail(Errc::kInvalidArgument,
+                std::string("connect: the peer uses the ") + io::to_string(remote.backend) +
+                    " backend and this context the " + io::to_string(context_->options_.backend) +
+                    " backend: both ends need the same (their ICRCs differ)");
   std::lock_guard lock(device().lock());
   if (static_cast<int>(addresses.size()) != device().planes())
-    return Err{ApiError{"connect: the peer has " + std::to_string(addresses.size()) +
-                        " planes, this context " + std::to_string(device().planes()) +
-                        ": both ends need the same planes"}};
+    return fail(Errc::kInvalidArgument,
+                "connect: the peer has " + std::to_string(addresses.size()) +
+                    " planes, this context " + std::to_string(device().planes()) +
+                    ": both ends need the same planes");
   if (qp_->state() != QpState::kReset)
-    return Err{ApiError{std::string("connect: the queue pair is in ") + to_string(qp_->state()) +
-                        "; connect() needs a new queue pair (RESET)"}};
+    return fail(Errc::kInvalidState, std::string("connect: the queue pair is in ") +
+                                         to_string(qp_->state()) +
+                                         "; connect() needs a new queue pair (RESET)");
   const uint32_t peer = device().peer(addresses);
   auto moved = qp_->to_init();
   if (moved.ok()) moved = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer});
   if (moved.ok()) moved = qp_->to_rts(RtsAttributes{Psn(psn_)});
-  if (!moved.ok()) return Err{ApiError{std::string("connect: ") + to_string(moved.error())}};
+  if (!moved.ok()) return fail(to_error(moved.error()), "connect: ");
   return Ok{};
 }
 
-Result<Ok, ApiError> Qp::post(const SendWr& wr) {
+Result<Ok, Error> Qp::post(const SendWr& wr) {
   Result<Ok, PostError> r = Ok{};
   {
     std::lock_guard lock(device().lock());
     r = qp_->post_send(wr);
     if (!r.ok() && r.error() == PostError::kQpState)
-      return Err{ApiError{std::string("post: the queue pair is in ") + to_string(qp_->state()) +
-                          ", sends need RTS (call connect() first)"}};
+      return fail(Errc::kInvalidState, std::string("post: the queue pair is in ") +
+                                           to_string(qp_->state()) +
+                                           ", sends need RTS (call connect() first)");
   }
-  if (!r.ok()) return Err{ApiError{std::string("post: ") + to_string(r.error())}};
+  if (!r.ok()) return fail(to_error(r.error()), "post: ");
   device().wake();
   return Ok{};
 }
 
-Result<Ok, ApiError> Qp::post_write(uint64_t wr_id, std::span<const Sge> local,
-                                    uint64_t remote_addr, uint32_t rkey, bool signaled) {
+Result<Ok, Error> Qp::post_write(uint64_t wr_id, std::span<const Sge> local, uint64_t remote_addr,
+                                 uint32_t rkey, bool signaled) {
   SendWr wr;
   wr.wr_id = wr_id;
   wr.sg_list = local.data();
@@ -304,9 +307,9 @@ Result<Ok, ApiError> Qp::post_write(uint64_t wr_id, std::span<const Sge> local,
   return post(wr);
 }
 
-Result<Ok, ApiError> Qp::post_write_imm(uint64_t wr_id, std::span<const Sge> local,
-                                        uint64_t remote_addr, uint32_t rkey, uint32_t immediate,
-                                        bool signaled) {
+Result<Ok, Error> Qp::post_write_imm(uint64_t wr_id, std::span<const Sge> local,
+                                     uint64_t remote_addr, uint32_t rkey, uint32_t immediate,
+                                     bool signaled) {
   SendWr wr;
   wr.wr_id = wr_id;
   wr.opcode = SendOpcode::kWriteWithImm;
@@ -319,10 +322,10 @@ Result<Ok, ApiError> Qp::post_write_imm(uint64_t wr_id, std::span<const Sge> loc
   return post(wr);
 }
 
-Result<Ok, ApiError> Qp::post_recv(uint64_t wr_id) {
+Result<Ok, Error> Qp::post_recv(uint64_t wr_id) {
   std::lock_guard lock(device().lock());
   auto r = qp_->post_recv(wr_id);
-  if (!r.ok()) return Err{ApiError{std::string("post_recv: ") + to_string(r.error())}};
+  if (!r.ok()) return fail(to_error(r.error()), "post_recv: ");
   return Ok{};
 }
 

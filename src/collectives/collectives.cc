@@ -164,7 +164,7 @@ Result<Ok, Error> Communicator::direct_round(const uint8_t* send, uint8_t* recv,
 Result<Ok, Error> Communicator::broadcast(const void* send, void* recv, size_t count, DataType type,
                                           int root) {
   transport_->begin("broadcast");
-  if (!failure().empty()) return Err{Error{failure()}};
+  if (failed()) return Err{failure()};
   auto valid = check_root(root);
   if (!valid.ok()) return valid;
   const size_t bytes = count * size_of(type);
@@ -180,7 +180,7 @@ Result<Ok, Error> Communicator::broadcast(const void* send, void* recv, size_t c
 Result<Ok, Error> Communicator::reduce(const void* send, void* recv, size_t count, DataType type,
                                        ReduceOp op, int root) {
   transport_->begin("reduce");
-  if (!failure().empty()) return Err{Error{failure()}};
+  if (failed()) return Err{failure()};
   auto valid = check_root(root);
   if (!valid.ok()) return valid;
   const size_t bytes = count * size_of(type);
@@ -200,7 +200,7 @@ Result<Ok, Error> Communicator::reduce(const void* send, void* recv, size_t coun
 Result<Ok, Error> Communicator::all_to_all(const void* send_buffer, void* recv_buffer,
                                            size_t count_per_rank, DataType type) {
   transport_->begin("all_to_all");
-  if (!failure().empty()) return Err{Error{failure()}};
+  if (failed()) return Err{failure()};
   const auto* send = static_cast<const uint8_t*>(send_buffer);
   auto* recv = static_cast<uint8_t*>(recv_buffer);
   const size_t block = count_per_rank * size_of(type);
@@ -240,7 +240,7 @@ Result<Ok, Error> Communicator::all_to_all(const void* send_buffer, void* recv_b
 
 Result<Ok, Error> Communicator::barrier() {
   transport_->begin("barrier");
-  if (!failure().empty()) return Err{Error{failure()}};
+  if (failed()) return Err{failure()};
   std::vector<uint8_t> sent(static_cast<size_t>(ranks_), 0), got(sent);
   sent[rank_] = got[rank_] = 1;
   for (int remaining = 2 * (ranks_ - 1); remaining > 0;) {
@@ -273,10 +273,10 @@ Result<Ok, Error> Communicator::barrier() {
 }
 
 Result<Ok, Error> Communicator::check_peer(const char* call, int peer) const {
-  if (!failure().empty()) return Err{Error{failure()}};
+  if (failed()) return Err{failure()};
   if (peer < 0 || peer >= ranks_ || peer == rank_)
-    return Err{
-        Error{std::string(call) + ": peer " + std::to_string(peer) + " is not another rank"}};
+    return fail(Errc::kInvalidArgument,
+                std::string(call) + ": peer " + std::to_string(peer) + " is not another rank");
   return Ok{};
 }
 

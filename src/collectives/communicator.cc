@@ -65,8 +65,9 @@ const char* to_string(AllReduceAlgorithm algorithm) {
 Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
                                                                   const CommOptions& options) {
   if (options.ranks < 1 || options.rank < 0 || options.rank >= options.ranks)
-    return Err{Error{"rank " + std::to_string(options.rank) + " of " +
-                     std::to_string(options.ranks) + ": need 0 <= rank < ranks"}};
+    return fail(Errc::kInvalidArgument, "rank " + std::to_string(options.rank) + " of " +
+                                            std::to_string(options.ranks) +
+                                            ": need 0 <= rank < ranks");
   std::unique_ptr<Communicator> c(new Communicator());
   c->rank_ = options.rank;
   c->ranks_ = options.ranks;
@@ -77,8 +78,7 @@ Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
   ContextOptions context_options = options.context;
   context_options.caller_progress = options.caller_progress;
   auto context = Context::open(context_options);
-  if (!context.ok())
-    return Err{Error{"rank " + std::to_string(options.rank) + ": " + context.error().message}};
+  if (!context.ok()) return fail(context.error(), "rank " + std::to_string(options.rank) + ": ");
   c->context_ = std::move(context.value());
   TransportOptions to;
   to.chunk_bytes = options.chunk_bytes;
@@ -88,7 +88,7 @@ Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
   to.qp = options.qp;
   auto transport = Transport::create(*c->context_, options.rank, options.ranks, to);
   if (!transport.ok())
-    return Err{Error{"rank " + std::to_string(options.rank) + ": " + transport.error().message}};
+    return fail(transport.error(), "rank " + std::to_string(options.rank) + ": ");
   c->transport_ = std::move(transport.value());
   c->transport_->watch(c->board_.get());
   c->p2p_ = std::make_unique<PointToPoint>(*c->transport_);
@@ -96,12 +96,12 @@ Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
   auto connected = c->connect_all(store, options);
   if (!connected.ok()) {
     c->closed_ = true;  // nothing to drain; peers may never have connected
-    return Err{c->failed(connected.error())};
+    return Err{c->publish_failure(connected.error())};
   }
   return c;
 }
 
-Error Communicator::failed(const Error& error) {
+Error Communicator::publish_failure(const Error& error) {
   board_->publish(error.message);
   return error;
 }
@@ -135,8 +135,9 @@ Result<Ok, Error> Communicator::check_world(Store& store, const CommOptions& opt
   const FailureBoard::Check still_mine = [&]() -> std::optional<Error> {
     auto now = store.try_get(own_key);
     if (!now.ok() || !now.value() || *now.value() == mine) return std::nullopt;
-    return Error{"rank " + std::to_string(rank_) + " is claimed by two processes: this one (" +
-                 mine + ") and another (" + *now.value() + "); give each its own rank"};
+    return Error{Errc::kInvalidState,
+                 "rank " + std::to_string(rank_) + " is claimed by two processes: this one (" +
+                     mine + ") and another (" + *now.value() + "); give each its own rank"};
   };
   for (int p = 0; p < ranks_; ++p) {
     if (p == rank_) continue;
@@ -144,9 +145,10 @@ Result<Ok, Error> Communicator::check_world(Store& store, const CommOptions& opt
                                   "rank " + std::to_string(p) + " to join", still_mine);
     if (!hello.ok()) return Err{hello.error()};
     if (ranks_in(hello.value()) != ranks_)
-      return Err{Error{"the ranks disagree on the world size: rank " + std::to_string(p) + " has " +
-                       hello.value() + ", rank " + std::to_string(rank_) + " has " + mine +
-                       "; start every rank with the same world size"}};
+      return fail(Errc::kInvalidArgument, "the ranks disagree on the world size: rank " +
+                                              std::to_string(p) + " has " + hello.value() +
+                                              ", rank " + std::to_string(rank_) + " has " + mine +
+                                              "; start every rank with the same world size");
   }
   if (auto twice = still_mine()) return Err{*twice};
   return Ok{};
@@ -189,11 +191,11 @@ Result<Ok, Error> Communicator::store_barrier(const std::string& name) {
 Result<Ok, Error> Communicator::close() {
   if (closed_) return Ok{};
   closed_ = true;
-  if (!transport_->failure().empty()) return Err{Error{transport_->failure()}};
+  if (transport_->failed()) return Err{transport_->failure()};
   auto drained = transport_->drain();
   if (!drained.ok()) return drained;
   auto r = store_barrier("drained");
-  if (!r.ok()) return Err{failed(r.error())};
+  if (!r.ok()) return Err{publish_failure(r.error())};
   // Rank 0 often hosts the store: it leaves last, once every rank has read the keys above.
   auto left = store_->set(options_.prefix + "/left/" + std::to_string(rank_), "1");
   if (!left.ok()) return left;
@@ -208,15 +210,23 @@ Result<Ok, Error> Communicator::close() {
 }
 
 Communicator::~Communicator() {
-  if (transport_) (void)close();
+  // A communicator destroyed without close() closes here; a close that fails now (not one that
+  // had failed already, whose error its caller saw) is said, since nobody can return it.
+  if (transport_ && !closed_) {
+    const bool had_failed = failed();
+    auto closed = close();
+    if (!closed.ok() && !had_failed)
+      board_->reports().emit("mrc: rank " + std::to_string(rank_) +
+                             " closing its communicator: " + closed.error().message);
+  }
   p2p_.reset();
   transport_.reset();  // before the context: deregisters the staging memory
 }
 
 Result<Ok, Error> Communicator::check_root(int root) const {
   if (root < 0 || root >= ranks_)
-    return Err{Error{"root " + std::to_string(root) + " is not a rank (0.." +
-                     std::to_string(ranks_ - 1) + ")"}};
+    return fail(Errc::kInvalidArgument, "root " + std::to_string(root) + " is not a rank (0.." +
+                                            std::to_string(ranks_ - 1) + ")");
   return Ok{};
 }
 

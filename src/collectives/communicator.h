@@ -98,8 +98,9 @@ class Communicator {
   int rank() const { return rank_; }
   int ranks() const { return ranks_; }
   Context& context() { return *context_; }
-  // Non-empty once the communicator has failed.
-  const std::string& failure() const { return transport_->failure(); }
+  // Whether the communicator has failed; every later call returns failure().
+  bool failed() const { return transport_->failed(); }
+  const Error& failure() const { return transport_->failure(); }
 
   Result<Ok, Error> all_reduce(const void* send, void* recv, size_t count, DataType type,
                                ReduceOp op,
@@ -136,7 +137,7 @@ class Communicator {
   Result<Ok, Error> check_world(Store& store, const CommOptions& options);
   Result<Ok, Error> store_barrier(const std::string& name);
   // Fails the communicator outside the transport (rendezvous, closing handshake): publishes it.
-  Error failed(const Error& error);
+  Error publish_failure(const Error& error);
   Result<Ok, Error> check_root(int root) const;
   Result<Ok, Error> check_peer(const char* call, int peer) const;
   Result<Ok, Error> finish_point_to_point();

@@ -33,7 +33,12 @@ std::chrono::milliseconds WaitReporter::waited(SteadyClock::time_point now) cons
 void FailureBoard::publish(const std::string& message) {
   if (published_) return;
   published_ = true;
-  (void)store_.set(key_, "rank " + std::to_string(rank_) + ": " + message);
+  // Best effort: this rank fails either way, and peers that cannot read the board still see
+  // it stop answering. A store that refuses the key is said, not dropped.
+  auto set = store_.set(key_, "rank " + std::to_string(rank_) + ": " + message);
+  if (!set.ok())
+    reports_.emit("mrc: rank " + std::to_string(rank_) +
+                  " could not publish its failure: " + set.error().message);
 }
 
 std::optional<std::string> FailureBoard::poll(SteadyClock::time_point now) {
@@ -55,7 +60,7 @@ Result<std::string, Error> FailureBoard::wait_for(const std::string& key,
     if (!r.ok()) return Err{r.error()};
     if (r.value().has_value()) return std::move(*r.value());
     const auto now = SteadyClock::now();
-    if (auto failure = poll(now)) return Err{Error{*failure}};
+    if (auto failure = poll(now)) return fail(Errc::kPeerFailed, *failure);
     if (check)
       if (auto error = check()) return Err{*error};
     if (now - start >= timeout) return Err{key_timeout(key, timeout, "waiting for " + what)};

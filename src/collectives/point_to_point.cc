@@ -78,7 +78,7 @@ void PointToPoint::abandon() {
 }
 
 Result<bool, Error> PointToPoint::step(std::vector<Ticket>& done) {
-  if (!transport_.failure().empty()) return Err{Error{transport_.failure()}};
+  if (transport_.failed()) return Err{transport_.failure()};
   bool moved = false;
   for (int peer = 0; peer < transport_.ranks(); ++peer) {
     if (peer == transport_.rank()) continue;

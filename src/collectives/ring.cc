@@ -167,7 +167,7 @@ Result<Ok, Error> Communicator::all_reduce(const void* send, void* recv, size_t 
                                            DataType type, ReduceOp op,
                                            AllReduceAlgorithm algorithm) {
   transport_->begin("all_reduce");
-  if (!failure().empty()) return Err{Error{failure()}};
+  if (failed()) return Err{failure()};
   const size_t bytes = count * size_of(type);
   if (count == 0) return Ok{};
   if (ranks_ == 1) {
@@ -187,7 +187,7 @@ Result<Ok, Error> Communicator::all_reduce(const void* send, void* recv, size_t 
 Result<Ok, Error> Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count,
                                                DataType type, ReduceOp op) {
   transport_->begin("reduce_scatter");
-  if (!failure().empty()) return Err{Error{failure()}};
+  if (failed()) return Err{failure()};
   if (recv_count == 0) return Ok{};
   if (ranks_ == 1) {
     if (send != recv) std::memmove(recv, send, recv_count * size_of(type));
@@ -203,7 +203,7 @@ Result<Ok, Error> Communicator::reduce_scatter(const void* send, void* recv, siz
 Result<Ok, Error> Communicator::all_gather(const void* send, void* recv, size_t send_count,
                                            DataType type) {
   transport_->begin("all_gather");
-  if (!failure().empty()) return Err{Error{failure()}};
+  if (failed()) return Err{failure()};
   if (send_count == 0) return Ok{};
   const size_t block_bytes = send_count * size_of(type);
   uint8_t* own = static_cast<uint8_t*>(recv) + static_cast<size_t>(rank_) * block_bytes;

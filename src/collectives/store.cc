@@ -29,6 +29,8 @@
 #include <sstream>
 #include <vector>
 
+#include "util/errno_map.h"
+
 namespace mrc::coll {
 
 namespace {
@@ -42,8 +44,9 @@ using Clock = std::chrono::steady_clock;
 
 Error key_timeout(const std::string& key, std::chrono::milliseconds timeout,
                   const std::string& where) {
-  return Error{"store: key '" + key + "' did not appear within " + std::to_string(timeout.count()) +
-               " ms (" + where + "; did every rank start, with the same world size?)"};
+  return Error{Errc::kTimedOut, "store: key '" + key + "' did not appear within " +
+                                    std::to_string(timeout.count()) + " ms (" + where +
+                                    "; did every rank start, with the same world size?)"};
 }
 
 Result<std::string, Error> Store::get(const std::string& key, std::chrono::milliseconds timeout) {
@@ -91,7 +94,8 @@ Result<std::unique_ptr<FileStore>, Error> FileStore::open(const std::string& dir
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec || !std::filesystem::is_directory(directory))
-    return Err{Error{"file store: cannot create directory '" + directory + "': " + ec.message()}};
+    return fail(Errc::kIo,
+                "file store: cannot create directory '" + directory + "': " + ec.message());
   return std::unique_ptr<FileStore>(new FileStore(directory));
 }
 
@@ -118,10 +122,10 @@ Result<Ok, Error> FileStore::set(const std::string& key, const std::string& valu
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out.write(value.data(), static_cast<std::streamsize>(value.size()));
-    if (!out) return Err{Error{"file store: cannot write '" + temporary + "'"}};
+    if (!out) return fail(Errc::kIo, "file store: cannot write '" + temporary + "'");
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
-    return Err{Error{"file store: cannot rename to '" + path + "': " + std::strerror(errno)}};
+    return Err{system_error("file store: cannot rename to '" + path + "'", errno)};
   return Ok{};
 }
 
@@ -197,8 +201,7 @@ Result<std::unique_ptr<TcpStoreServer>, Error> TcpStoreServer::start(uint16_t po
   sa.sin_addr.s_addr = htonl(INADDR_ANY);
   if (bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
       listen(s->listen_fd_, 128) != 0)
-    return Err{Error{"tcp store: cannot listen on TCP port " + std::to_string(port) + ": " +
-                     std::strerror(errno)}};
+    return Err{system_error("tcp store: cannot listen on TCP port " + std::to_string(port), errno)};
   socklen_t length = sizeof sa;
   getsockname(s->listen_fd_, reinterpret_cast<sockaddr*>(&sa), &length);
   s->port_ = ntohs(sa.sin_port);
@@ -286,7 +289,7 @@ Result<std::unique_ptr<TcpStore>, Error> TcpStore::connect(const std::string& ho
   addrinfo* found = nullptr;
   const std::string where = host + ":" + std::to_string(port);
   if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found)
-    return Err{Error{"tcp store: cannot resolve '" + host + "'"}};
+    return fail(Errc::kNotFound, "tcp store: cannot resolve '" + host + "'");
   std::unique_ptr<TcpStore> store(new TcpStore());
   store->where_ = "tcp store " + where;
   const auto deadline = Clock::now() + timeout;
@@ -305,8 +308,9 @@ Result<std::unique_ptr<TcpStore>, Error> TcpStore::connect(const std::string& ho
   }
   freeaddrinfo(found);
   if (store->fd_ < 0)
-    return Err{Error{"tcp store: cannot reach " + where + ": " + std::strerror(last_errno) +
-                     " (is rank 0 running and serving the store there?)"}};
+    return fail(Errc::kPeerFailed, "tcp store: cannot reach " + where + ": " +
+                                       std::strerror(last_errno) +
+                                       " (is rank 0 running and serving the store there?)");
   return store;
 }
 
@@ -317,7 +321,7 @@ TcpStore::~TcpStore() {
 Result<std::optional<std::string>, Error> TcpStore::request(char kind, const std::string& key,
                                                             const std::string& value) {
   if (key.size() > kMaxKeyBytes || value.size() > kMaxValueBytes)
-    return Err{Error{"tcp store: key or value too long for '" + key + "'"}};
+    return fail(Errc::kInvalidArgument, "tcp store: key or value too long for '" + key + "'");
   std::string frame(1, kind);
   put_u32(frame, static_cast<uint32_t>(key.size()));
   frame += key;
@@ -326,11 +330,12 @@ Result<std::optional<std::string>, Error> TcpStore::request(char kind, const std
   char header[5];
   std::lock_guard lock(mutex_);
   if (fd_ < 0 || !write_all(fd_, frame) || !read_exact(fd_, header, sizeof header))
-    return Err{Error{where_ + ": connection lost (did rank 0 exit?)"}};
+    return fail(Errc::kPeerFailed, where_ + ": connection lost (did rank 0 exit?)");
   const uint32_t length = get_u32(header + 1);
-  if (length > kMaxValueBytes) return Err{Error{where_ + ": malformed reply"}};
+  if (length > kMaxValueBytes) return fail(Errc::kPeerFailed, where_ + ": malformed reply");
   std::string reply(length, '\0');
-  if (!read_exact(fd_, reply.data(), length)) return Err{Error{where_ + ": connection lost"}};
+  if (!read_exact(fd_, reply.data(), length))
+    return fail(Errc::kPeerFailed, where_ + ": connection lost");
   if (header[0] == 'N') return std::optional<std::string>();  // not there yet
   return std::optional<std::string>(std::move(reply));
 }
@@ -357,12 +362,13 @@ Result<std::unique_ptr<Store>, Error> open_store(const std::string& spec,
     const std::string host = spec.substr(4, colon - 4);
     const int port = colon > 4 ? std::atoi(spec.c_str() + colon + 1) : 0;
     if (host.empty() || port <= 0 || port > 65535)
-      return Err{Error{"store '" + spec + "': expected tcp:HOST:PORT"}};
+      return fail(Errc::kInvalidArgument, "store '" + spec + "': expected tcp:HOST:PORT");
     auto s = TcpStore::connect(host, static_cast<uint16_t>(port), timeout);
     if (!s.ok()) return Err{s.error()};
     return std::unique_ptr<Store>(std::move(s.value()));
   }
-  return Err{Error{"store '" + spec + "': expected file:DIRECTORY or tcp:HOST:PORT"}};
+  return fail(Errc::kInvalidArgument,
+              "store '" + spec + "': expected file:DIRECTORY or tcp:HOST:PORT");
 }
 
 }  // namespace mrc::coll

@@ -21,13 +21,9 @@
 #include <string>
 #include <thread>
 
-#include "mrc/result.hpp"
+#include "mrc/error.hpp"
 
 namespace mrc::coll {
-
-struct Error {
-  std::string message;
-};
 
 class Store {
  public:

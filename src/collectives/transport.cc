@@ -37,10 +37,11 @@ uint32_t receives_per_peer(uint32_t slots) {
 Result<std::unique_ptr<Transport>, Error> Transport::create(Context& context, int rank, int ranks,
                                                             const TransportOptions& options) {
   if (options.slots < 4 || options.slots > 1024)
-    return Err{Error{"slots = " + std::to_string(options.slots) + " must be in [4, 1024]"}};
+    return fail(Errc::kInvalidArgument,
+                "slots = " + std::to_string(options.slots) + " must be in [4, 1024]");
   if (options.chunk_bytes < 64 || options.chunk_bytes > (64u << 20) || options.chunk_bytes % 64)
-    return Err{Error{"chunk_bytes = " + std::to_string(options.chunk_bytes) +
-                     " must be a multiple of 64 in [64, 64 MiB]"}};
+    return fail(Errc::kInvalidArgument, "chunk_bytes = " + std::to_string(options.chunk_bytes) +
+                                            " must be a multiple of 64 in [64, 64 MiB]");
   std::unique_ptr<Transport> t(new Transport());
   t->context_ = &context;
   t->rank_ = rank;
@@ -55,7 +56,7 @@ Result<std::unique_ptr<Transport>, Error> Transport::create(Context& context, in
       static_cast<uint8_t*>(::operator new(t->memory_bytes_, std::align_val_t(kAlignment)));
   std::memset(t->memory_, 0, t->memory_bytes_);
   auto send_mr = context.register_memory(t->pd_, t->memory_, t->memory_bytes_, kAccessLocalWrite);
-  if (!send_mr.ok()) return Err{Error{send_mr.error().message}};
+  if (!send_mr.ok()) return Err{send_mr.error()};
   t->send_mr_ = send_mr.value();
   QpConfig qc = options.qp;
   qc.max_send_wr = std::max<uint32_t>(qc.max_send_wr, options.slots + kMaxCreditWrites + 8);
@@ -71,10 +72,10 @@ Result<std::unique_ptr<Transport>, Error> Transport::create(Context& context, in
     peer.receive_area = peer.send_area + area;
     auto mr = context.register_memory(t->pd_, peer.receive_area, area,
                                       kAccessLocalWrite | kAccessRemoteWrite);
-    if (!mr.ok()) return Err{Error{mr.error().message}};
+    if (!mr.ok()) return Err{mr.error()};
     peer.receive_mr = mr.value();
     auto qp = context.create_qp(t->pd_, t->cq_, t->cq_, qc);
-    if (!qp.ok()) return Err{Error{qp.error().message}};
+    if (!qp.ok()) return Err{qp.error()};
     peer.qp = qp.value();
     peer.send_busy.assign(options.slots, 0);
     peer.arrived_bytes.assign(options.slots, 0);
@@ -90,9 +91,11 @@ Transport::~Transport() {
   // The context (owned by the caller) outlives us; it stops using the memory when it closes.
   // Deregister so that a late packet can never land in freed memory.
   if (context_ != nullptr) {
+    // The keys are this transport's own: a deregistration that fails is a bug, and freeing
+    // the memory regardless could let the engine write into it.
     for (const Peer& p : peers_)
-      if (p.qp != nullptr) (void)context_->deregister_memory(p.receive_mr.lkey);
-    if (memory_ != nullptr) (void)context_->deregister_memory(send_mr_.lkey);
+      if (p.qp != nullptr) MRC_ASSERT(context_->deregister_memory(p.receive_mr.lkey).ok());
+    if (memory_ != nullptr) MRC_ASSERT(context_->deregister_memory(send_mr_.lkey).ok());
   }
   ::operator delete(memory_, std::align_val_t(kAlignment));
 }
@@ -113,23 +116,24 @@ Result<Ok, Error> Transport::connect(int peer, const std::string& remote_info) {
   const std::string expected =
       "|chunk=" + std::to_string(options_.chunk_bytes) + "|slots=" + std::to_string(options_.slots);
   if (fields.size() != 5 || fields[1].rfind("addr=", 0) != 0 || fields[2].rfind("rkey=", 0) != 0)
-    return Err{Error{"rank " + std::to_string(peer) + " published unreadable connection info '" +
-                     remote_info + "'"}};
+    return fail(Errc::kPeerFailed, "rank " + std::to_string(peer) +
+                                       " published unreadable connection info '" + remote_info +
+                                       "'");
   if (remote_info.find(expected) == std::string::npos)
-    return Err{Error{"rank " + std::to_string(peer) + " uses different staging ('" + fields[3] +
-                     "', '" + fields[4] + "', here" + expected +
-                     "): every rank needs the same chunk size and slot count"}};
+    return fail(Errc::kInvalidArgument,
+                "rank " + std::to_string(peer) + " uses different staging ('" + fields[3] + "', '" +
+                    fields[4] + "', here" + expected +
+                    "): every rank needs the same chunk size and slot count");
   auto info = ConnectionInfo::parse(fields[0]);
-  if (!info.ok()) return Err{Error{info.error().message}};
+  if (!info.ok()) return Err{info.error()};
   Peer& p = peers_[peer];
   p.remote_address = std::stoull(fields[1].substr(5));
   p.remote_rkey = static_cast<uint32_t>(std::stoul(fields[2].substr(5)));
   auto r = p.qp->connect(info.value());
-  if (!r.ok())
-    return Err{Error{"connecting to rank " + std::to_string(peer) + ": " + r.error().message}};
+  if (!r.ok()) return fail(r.error(), "connecting to rank " + std::to_string(peer) + ": ");
   for (uint32_t i = 0; i < receives_per_peer(options_.slots); ++i) {
     auto posted = p.qp->post_recv(make_wr_id(kKindReceive, peer, i));
-    if (!posted.ok()) return Err{Error{posted.error().message}};
+    if (!posted.ok()) return Err{posted.error()};
   }
   p.connected = true;
   p.last_heard = SteadyClock::now();
@@ -158,7 +162,7 @@ uint8_t* Transport::send_slot(int peer) {
 }
 
 Result<Ok, Error> Transport::post(int peer, uint32_t bytes) {
-  if (!failure_.empty()) return Err{Error{failure_}};
+  if (failure_) return Err{*failure_};
   Peer& p = peers_[peer];
   const uint32_t slot = static_cast<uint32_t>(p.sent % options_.slots);
   MRC_ASSERT(bytes <= options_.chunk_bytes);
@@ -170,9 +174,9 @@ Result<Ok, Error> Transport::post(int peer, uint32_t bytes) {
       p.qp->post_write_imm(make_wr_id(kKindData, peer, slot), std::span(&sge, bytes > 0 ? 1 : 0),
                            p.remote_address + offset, p.remote_rkey, immediate);
   if (!r.ok()) {
-    fail(std::string(operation_) + ": writing to rank " + std::to_string(peer) + ": " +
-         r.error().message);
-    return Err{Error{failure_}};
+    record_failure(r.error().code, std::string(operation_) + ": writing to rank " +
+                                       std::to_string(peer) + ": " + r.error().message);
+    return Err{*failure_};
   }
   p.send_busy[slot] = 1;
   ++p.data_writes;
@@ -201,27 +205,29 @@ void Transport::release(int peer) {
 
 void Transport::flush_credits(int peer) {
   Peer& p = peers_[peer];
-  if (p.credits_owed == 0 || p.credit_writes >= kMaxCreditWrites || !failure_.empty()) return;
+  if (p.credits_owed == 0 || p.credit_writes >= kMaxCreditWrites || failure_) return;
   const uint32_t count = std::min(p.credits_owed, kMaxCreditsPerMessage);
   auto r = p.qp->post_write_imm(make_wr_id(kKindCredit, peer, 0), {}, p.remote_address,
                                 p.remote_rkey, kCreditBit | count);
   if (!r.ok())
-    return fail(std::string(operation_) + ": returning slots to rank " + std::to_string(peer) +
-                ": " + r.error().message);
+    return record_failure(r.error().code, std::string(operation_) + ": returning slots to rank " +
+                                              std::to_string(peer) + ": " + r.error().message);
   p.credits_owed -= count;
   ++p.credit_writes;
 }
 
-void Transport::fail(std::string message, bool publish) {
-  if (!failure_.empty()) return;
-  failure_ = std::move(message);
-  if (publish && board_ != nullptr) board_->publish(failure_);
+void Transport::record_failure(Errc code, std::string message, bool publish) {
+  if (failure_) return;
+  failure_ = Error{code, std::move(message)};
+  if (publish && board_ != nullptr) board_->publish(failure_->message);
 }
 
 void Transport::on_receive(int peer, const Completion& c) {
   Peer& p = peers_[peer];
   auto reposted = p.qp->post_recv(c.wr_id);
-  if (!reposted.ok()) return fail("rank " + std::to_string(peer) + ": " + reposted.error().message);
+  if (!reposted.ok())
+    return record_failure(reposted.error().code,
+                          "rank " + std::to_string(peer) + ": " + reposted.error().message);
   if (c.immediate & kCreditBit) {
     p.credits += c.immediate & kMaxCreditsPerMessage;
     return;
@@ -229,9 +235,10 @@ void Transport::on_receive(int peer, const Completion& c) {
   const uint32_t expected = static_cast<uint32_t>(p.arrived) & kSequenceMask;
   if (c.immediate != expected || p.arrived - p.consumed >= options_.slots ||
       c.byte_len > options_.chunk_bytes)
-    return fail("protocol error: rank " + std::to_string(peer) + " sent message " +
-                std::to_string(c.immediate) + " (" + std::to_string(c.byte_len) + " bytes) where " +
-                std::to_string(expected) + " was expected");
+    return record_failure(Errc::kPeerFailed,
+                          "protocol error: rank " + std::to_string(peer) + " sent message " +
+                              std::to_string(c.immediate) + " (" + std::to_string(c.byte_len) +
+                              " bytes) where " + std::to_string(expected) + " was expected");
   p.arrived_bytes[p.arrived % options_.slots] = c.byte_len;
   ++p.arrived;
 }
@@ -249,8 +256,8 @@ void Transport::on_completion(const Completion& c, SteadyClock::time_point now, 
     if (c.status == WcStatus::kRetryExceeded)
       why += ": rank " + std::to_string(peer) +
              " stopped answering (it exited, crashed or is unreachable)";
-    return fail(std::string(operation_) + ": the connection to rank " + std::to_string(peer) +
-                " failed: " + why);
+    return record_failure(Errc::kPeerFailed, std::string(operation_) + ": the connection to rank " +
+                                                 std::to_string(peer) + " failed: " + why);
   }
   switch (kind_of(c.wr_id)) {
     case kKindReceive:
@@ -271,7 +278,7 @@ void Transport::on_completion(const Completion& c, SteadyClock::time_point now, 
 }
 
 Result<Ok, Error> Transport::progress(bool block) {
-  if (!failure_.empty()) return Err{Error{failure_}};
+  if (failure_) return Err{*failure_};
   Completion wc[64];
   size_t n = cq_->poll(wc);
   if (n == 0 && block) {
@@ -285,23 +292,26 @@ Result<Ok, Error> Transport::progress(bool block) {
     for (size_t i = 0; i < n; ++i) on_completion(wc[i], now, progressed);
   }
   if (progressed) made_progress(SteadyClock::now());
-  if (!failure_.empty()) return Err{Error{failure_}};
+  if (failure_) return Err{*failure_};
   return Ok{};
 }
 
 Result<Ok, Error> Transport::while_idle(SteadyClock::time_point now) {
   if (board_ != nullptr) {
     if (auto elsewhere = board_->poll(now)) {
-      fail(std::string(operation_) + " on rank " + std::to_string(rank_) + ": " + *elsewhere,
-           false);
-      return Err{Error{failure_}};
+      record_failure(
+          Errc::kPeerFailed,
+          std::string(operation_) + " on rank " + std::to_string(rank_) + ": " + *elsewhere, false);
+      return Err{*failure_};
     }
   }
   if (now - last_progress_ > options_.timeout) {
-    fail(std::string(operation_) + ": no progress for " + std::to_string(options_.timeout.count()) +
-         " ms on rank " + std::to_string(rank_) + " (" + describe_streams() +
-         "); a peer may be stuck, gone, or calling a different collective");
-    return Err{Error{failure_}};
+    record_failure(Errc::kTimedOut,
+                   std::string(operation_) + ": no progress for " +
+                       std::to_string(options_.timeout.count()) + " ms on rank " +
+                       std::to_string(rank_) + " (" + describe_streams() +
+                       "); a peer may be stuck, gone, or calling a different collective");
+    return Err{*failure_};
   }
   send_heartbeats(now);
   if (reporter_.due(now)) report_wait(now);
@@ -316,8 +326,8 @@ void Transport::send_heartbeats(SteadyClock::time_point now) {
     auto r =
         p.qp->post_write(make_wr_id(kKindHeartbeat, peer, 0), {}, p.remote_address, p.remote_rkey);
     if (!r.ok())
-      return fail(std::string(operation_) + ": heartbeat to rank " + std::to_string(peer) + ": " +
-                  r.error().message);
+      return record_failure(r.error().code, std::string(operation_) + ": heartbeat to rank " +
+                                                std::to_string(peer) + ": " + r.error().message);
     ++p.heartbeats;
   }
 }
@@ -380,11 +390,13 @@ std::string Transport::describe_streams() const {
 }
 
 Error Transport::mismatch(int peer, size_t got_bytes, size_t expected_bytes) {
-  fail(std::string(operation_) + ": rank " + std::to_string(peer) + " sent " +
-       std::to_string(got_bytes) + " bytes where rank " + std::to_string(rank_) + " expected " +
-       std::to_string(expected_bytes) +
-       ": every rank must call the same collectives, with the same counts, types and roots");
-  return Error{failure_};
+  record_failure(
+      Errc::kInvalidArgument,
+      std::string(operation_) + ": rank " + std::to_string(peer) + " sent " +
+          std::to_string(got_bytes) + " bytes where rank " + std::to_string(rank_) + " expected " +
+          std::to_string(expected_bytes) +
+          ": every rank must call the same collectives, with the same counts, types and roots");
+  return *failure_;
 }
 
 }  // namespace mrc::coll

@@ -88,8 +88,9 @@ class Transport {
   // operation's name. Credits are left: a peer that exits right after the operation could never
   // acknowledge the credit for its own last message.
   Result<Ok, Error> settle_data();
-  // Non-empty once the transport has failed; every later operation fails with it.
-  const std::string& failure() const { return failure_; }
+  // Whether the transport has failed; every later operation fails with failure().
+  bool failed() const { return failure_.has_value(); }
+  const Error& failure() const { return *failure_; }
   // Fails the transport for a peer that sent what this rank did not expect (the streams are out
   // of step for good) and returns the error, naming the operation.
   Error mismatch(int peer, size_t got_bytes, size_t expected_bytes);
@@ -130,7 +131,7 @@ class Transport {
   void report_wait(SteadyClock::time_point now) const;
   void made_progress(SteadyClock::time_point now);
   // Fails the transport; a failure of this rank (not one heard from another) is published.
-  void fail(std::string message, bool publish = true);
+  void record_failure(Errc code, std::string message, bool publish = true);
   std::string describe_streams() const;
 
   Context* context_ = nullptr;
@@ -148,7 +149,7 @@ class Transport {
   SteadyClock::time_point last_progress_;
   WaitReporter reporter_{WaitReports{}, SteadyClock::time_point{}};
   FailureBoard* board_ = nullptr;
-  std::string failure_;
+  std::optional<Error> failure_;
 };
 
 }  // namespace mrc::coll

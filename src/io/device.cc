@@ -9,9 +9,10 @@
 
 namespace mrc::io {
 
-Result<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& config,
-                                                          std::mutex* shared_lock) {
-  if (config.planes.empty()) return Err{std::string("a device needs at least one plane address")};
+Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
+                                                    std::mutex* shared_lock) {
+  if (config.planes.empty())
+    return fail(Errc::kInvalidArgument, "a device needs at least one plane address");
   UdpHostConfig hc;
   hc.planes = config.planes;
   hc.ev_port_base = config.ev_port_base;

@@ -28,7 +28,7 @@
 
 #include "core/endpoint.h"
 #include "io/udp_host.h"
-#include "mrc/result.hpp"
+#include "mrc/error.hpp"
 #include "util/prng.h"
 
 namespace mrc::io {
@@ -70,8 +70,8 @@ class Device final : private CompletionNotifier {
   // Opens the datapath; the error names what failed and how to fix it.
   // `shared_lock`: the lock to run under, if the owner guards its own objects with the same
   // lock as the engine's (the OCP device); null: the device's own.
-  static Result<std::unique_ptr<Device>, std::string> open(const DeviceConfig& config,
-                                                           std::mutex* shared_lock = nullptr);
+  static Result<std::unique_ptr<Device>, Error> open(const DeviceConfig& config,
+                                                     std::mutex* shared_lock = nullptr);
   // Stops the progress thread (if any) and closes the sockets.
   ~Device();
   Device(const Device&) = delete;

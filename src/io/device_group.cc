@@ -3,34 +3,36 @@
 
 namespace mrc::io {
 
-Result<DeviceConfig, std::string> DeviceGroup::shard_config(const DeviceConfig& config,
-                                                            uint32_t s) {
+Result<DeviceConfig, Error> DeviceGroup::shard_config(const DeviceConfig& config, uint32_t s) {
   DeviceConfig c = config;
   c.shard = s;
   if (s == 0) return c;
   const uint32_t ev_stride = ev_source_ports(config.planes.size());
   const uint32_t ev_base = config.ev_port_base + s * ev_stride;
   if (ev_base + ev_stride - 1 > 65535)
-    return Err{"thread " + std::to_string(s) + " would take EV source ports " +
-               std::to_string(ev_base) + "-" + std::to_string(ev_base + ev_stride - 1) +
-               ", past 65535: lower " + config.ev_port_setting + " or use fewer threads"};
+    return fail(Errc::kInvalidArgument,
+                "thread " + std::to_string(s) + " would take EV source ports " +
+                    std::to_string(ev_base) + "-" + std::to_string(ev_base + ev_stride - 1) +
+                    ", past 65535: lower " + config.ev_port_setting + " or use fewer threads");
   c.ev_port_base = static_cast<uint16_t>(ev_base);
   for (PlaneAddress& a : c.planes) {
     if (a.port + s > 65535)
-      return Err{"thread " + std::to_string(s) + " would listen on UDP port " +
-                 std::to_string(a.port + s) + ", past 65535: lower " + config.port_setting +
-                 " or use fewer threads"};
+      return fail(Errc::kInvalidArgument, "thread " + std::to_string(s) +
+                                              " would listen on UDP port " +
+                                              std::to_string(a.port + s) + ", past 65535: lower " +
+                                              config.port_setting + " or use fewer threads");
     a.port = static_cast<uint16_t>(a.port + s);
   }
   c.seed = config.seed + s;
   return c;
 }
 
-Result<std::unique_ptr<DeviceGroup>, std::string> DeviceGroup::open(const DeviceConfig& config,
-                                                                    uint32_t threads) {
+Result<std::unique_ptr<DeviceGroup>, Error> DeviceGroup::open(const DeviceConfig& config,
+                                                              uint32_t threads) {
   if (threads < 1 || threads > kMaxDeviceThreads)
-    return Err{"threads = " + std::to_string(threads) + ": a device runs 1 to " +
-               std::to_string(kMaxDeviceThreads) + " engine threads"};
+    return fail(Errc::kInvalidArgument, "threads = " + std::to_string(threads) +
+                                            ": a device runs 1 to " +
+                                            std::to_string(kMaxDeviceThreads) + " engine threads");
   std::unique_ptr<DeviceGroup> group(new DeviceGroup());
   DeviceConfig shared = config;
   shared.shards = threads;
@@ -39,9 +41,9 @@ Result<std::unique_ptr<DeviceGroup>, std::string> DeviceGroup::open(const Device
     if (!c.ok()) return Err{c.error()};
     auto device = Device::open(c.value());
     if (!device.ok())
-      return Err{threads == 1 ? device.error()
-                              : "thread " + std::to_string(s) + " of " + std::to_string(threads) +
-                                    ": " + device.error()};
+      return threads == 1 ? Err{device.error()}
+                          : fail(device.error(), "thread " + std::to_string(s) + " of " +
+                                                     std::to_string(threads) + ": ");
     group->shards_.push_back(std::move(device.value()));
   }
   return group;
@@ -56,9 +58,8 @@ uint32_t DeviceGroup::alloc_pd() {
   return pd;
 }
 
-Result<MemoryRegionInfo, std::string> DeviceGroup::register_region(uint32_t pd, void* address,
-                                                                   uint64_t length,
-                                                                   uint32_t access) {
+Result<MemoryRegionInfo, Error> DeviceGroup::register_region(uint32_t pd, void* address,
+                                                             uint64_t length, uint32_t access) {
   MemoryRegionInfo first{};
   for (uint32_t s = 0; s < size(); ++s) {
     Device& shard = *shards_[s];
@@ -67,16 +68,16 @@ Result<MemoryRegionInfo, std::string> DeviceGroup::register_region(uint32_t pd, 
     if (!r.ok()) {
       lock.unlock();
       deregister_in_first(s, first.lkey);
-      return Err{std::string(to_string(r.error()))};
+      return Err{to_error(r.error())};
     }
     if (s == 0) first = r.value();
     if (r.value().lkey != first.lkey || r.value().rkey != first.rkey) {
-      (void)shard.endpoint().memory().deregister(r.value().lkey);
+      MRC_ASSERT(shard.endpoint().memory().deregister(r.value().lkey).ok());  // just made
       lock.unlock();
       deregister_in_first(s, first.lkey);
-      return Err{"thread " + std::to_string(s) +
-                 " gave the region other keys than thread 0 (regions registered "
-                 "in one thread's engine directly?): refused"};
+      return fail(Errc::kInvalidState, "thread " + std::to_string(s) +
+                                           " gave the region other keys than thread 0 (regions "
+                                           "registered in one thread's engine directly?): refused");
     }
   }
   return first;
@@ -86,16 +87,16 @@ Result<MemoryRegionInfo, std::string> DeviceGroup::register_region(uint32_t pd, 
 void DeviceGroup::deregister_in_first(uint32_t shards, uint32_t lkey) {
   for (uint32_t s = 0; s < shards; ++s) {
     std::lock_guard lock(shards_[s]->lock());
-    (void)shards_[s]->endpoint().memory().deregister(lkey);
+    MRC_ASSERT(shards_[s]->endpoint().memory().deregister(lkey).ok());  // registered above
   }
 }
 
-Result<Ok, std::string> DeviceGroup::deregister(uint32_t lkey) {
-  Result<Ok, std::string> result = Ok{};
+Result<Ok, Error> DeviceGroup::deregister(uint32_t lkey) {
+  Result<Ok, Error> result = Ok{};
   for (auto& shard : shards_) {
     std::lock_guard lock(shard->lock());
     auto r = shard->endpoint().memory().deregister(lkey);
-    if (!r.ok() && result.ok()) result = Err{std::string(to_string(r.error()))};
+    if (!r.ok() && result.ok()) result = Err{to_error(r.error())};
   }
   return result;
 }
@@ -114,7 +115,7 @@ UdpPlaneStats DeviceGroup::plane_stats(int p) const {
 }
 
 void DeviceGroup::on_completions(
-    std::function<void(uint32_t, std::span<const uint32_t>)> completions, bool wake_first) {
+    const std::function<void(uint32_t, std::span<const uint32_t>)>& completions, bool wake_first) {
   for (uint32_t s = 0; s < size(); ++s) {
     Device* first = s != 0 && wake_first ? shards_[0].get() : nullptr;
     shards_[s]->on_completions([completions, s, first](std::span<const uint32_t> tags) {

@@ -27,10 +27,10 @@ class DeviceGroup {
  public:
   // Opens `threads` shards (1..kMaxDeviceThreads); the error names the shard that failed and
   // why, and what to change.
-  static Result<std::unique_ptr<DeviceGroup>, std::string> open(const DeviceConfig& config,
-                                                                uint32_t threads);
+  static Result<std::unique_ptr<DeviceGroup>, Error> open(const DeviceConfig& config,
+                                                          uint32_t threads);
   // What shard `s` of a group opened with `config` is opened with: its ports and its seed.
-  static Result<DeviceConfig, std::string> shard_config(const DeviceConfig& config, uint32_t s);
+  static Result<DeviceConfig, Error> shard_config(const DeviceConfig& config, uint32_t s);
 
   uint32_t size() const { return static_cast<uint32_t>(shards_.size()); }
   Device& shard(uint32_t s) { return *shards_[s]; }
@@ -45,14 +45,14 @@ class DeviceGroup {
 
   // In every shard, each holding its lock: the same ids and keys everywhere.
   uint32_t alloc_pd();
-  Result<MemoryRegionInfo, std::string> register_region(uint32_t pd, void* address, uint64_t length,
-                                                        uint32_t access);
-  Result<Ok, std::string> deregister(uint32_t lkey);
+  Result<MemoryRegionInfo, Error> register_region(uint32_t pd, void* address, uint64_t length,
+                                                  uint32_t access);
+  Result<Ok, Error> deregister(uint32_t lkey);
 
   // Hooks every shard's completion events: `completions(s, tags)` is called holding shard s's
   // lock. With `wake_first`, a round of another shard that completed something also wakes
   // shard 0, for a caller that drives shard 0 itself and sleeps in its progress().
-  void on_completions(std::function<void(uint32_t, std::span<const uint32_t>)> completions,
+  void on_completions(const std::function<void(uint32_t, std::span<const uint32_t>)>& completions,
                       bool wake_first);
   // Starts the progress threads of shards `first`.. (1: shard 0 is driven by its owner).
   void start_threads(uint32_t first);

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/errno_map.h"
+
 namespace mrc::io {
 namespace {
 
@@ -101,9 +103,9 @@ std::string driver_of(const std::string& ifname) {
 
 }  // namespace
 
-Result<NetInterface, std::string> interface_of(in_addr address) {
+Result<NetInterface, Error> interface_of(in_addr address) {
   ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return Err{std::string("getifaddrs: ") + std::strerror(errno)};
+  if (getifaddrs(&list) != 0) return Err{system_error("getifaddrs", errno)};
   NetInterface out;
   // The interface with this address, else the one whose network holds it (lo holds 127/8).
   for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
@@ -121,7 +123,7 @@ Result<NetInterface, std::string> interface_of(in_addr address) {
   freeifaddrs(list);
   char text[INET_ADDRSTRLEN];
   inet_ntop(AF_INET, &address, text, sizeof text);
-  if (out.name.empty()) return Err{std::string("no interface holds ") + text};
+  if (out.name.empty()) return fail(Errc::kNotFound, std::string("no interface holds ") + text);
   out.index = static_cast<int>(if_nametoindex(out.name.c_str()));
   const std::string sys = "/sys/class/net/" + out.name;
   parse_mac(read_line(sys + "/address"), out.mac);
@@ -163,7 +165,8 @@ void Neighbours::make_kernel_resolve(const Entry& e) {
   to.sin_family = AF_INET;
   to.sin_addr.s_addr = e.address;
   to.sin_port = htons(9);  // discard
-  bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from);
+  // Unbound, the probe still leaves (from the routing table's address): best effort either way.
+  (void)bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from);
   (void)sendto(fd, "", 0, 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
   close(fd);
 }

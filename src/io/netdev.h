@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "io/roce_frame.h"
-#include "mrc/result.hpp"
+#include "mrc/error.hpp"
 #include "mrc/types.hpp"
 
 namespace mrc::io {
@@ -33,7 +33,7 @@ struct NetInterface {
 };
 
 // The interface holding `address`; the error names the address when none does.
-Result<NetInterface, std::string> interface_of(in_addr address);
+Result<NetInterface, Error> interface_of(in_addr address);
 
 class Neighbours {
  public:

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "util/errno_map.h"
+
 namespace mrc::io {
 
 namespace {
@@ -23,7 +25,7 @@ constexpr uint32_t kBlockPacketObsolete = 2;
 constexpr uint32_t kBlockSimplePacket = 3;
 constexpr uint32_t kBlockEnhancedPacket = 6;
 constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
-constexpr size_t kMaxRecordBytes = 256 * 1024;  // larger than any snap length a tool writes
+constexpr size_t kMaxRecordBytes = size_t{256} * 1024;  // larger than any snap length a tool writes
 
 uint16_t be16(const uint8_t* p) {
   return static_cast<uint16_t>(p[0] << 8 | p[1]);
@@ -98,14 +100,14 @@ bool take_ethertype(uint16_t type, std::span<const uint8_t> bytes, CapturedDatag
 
 // ---- writer ----------------------------------------------------------------------------------
 
-Result<std::unique_ptr<PcapWriter>, std::string> PcapWriter::open(const std::string& path,
-                                                                  uint64_t max_bytes) {
+Result<std::unique_ptr<PcapWriter>, Error> PcapWriter::open(const std::string& path,
+                                                            uint64_t max_bytes) {
   std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) return Err{"cannot create " + path + ": " + std::strerror(errno)};
+  if (file == nullptr) return Err{system_error("cannot create " + path, errno)};
   const uint32_t header[6] = {kMagicNano, 2u | 4u << 16, 0, 0, 65535 + 28, kLinkRaw};
   if (std::fwrite(header, sizeof header, 1, file) != 1) {
     std::fclose(file);
-    return Err{"cannot write " + path + ": " + std::strerror(errno)};
+    return Err{system_error("cannot write " + path, errno)};
   }
   return std::unique_ptr<PcapWriter>(new PcapWriter(file, max_bytes));
 }
@@ -163,12 +165,13 @@ bool PcapWriter::write(uint64_t unix_ns, const UdpAddresses& a, std::span<const 
 
 // ---- reader ----------------------------------------------------------------------------------
 
-Result<std::unique_ptr<PcapReader>, std::string> PcapReader::open(const std::string& path) {
+Result<std::unique_ptr<PcapReader>, Error> PcapReader::open(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Err{"cannot open " + path + ": " + std::strerror(errno)};
+  if (!in) return Err{system_error("cannot open " + path, errno)};
   std::unique_ptr<PcapReader> r(new PcapReader());
   r->file_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (r->file_.size() < 24) return Err{path + ": too short for a capture file"};
+  if (r->file_.size() < 24)
+    return fail(Errc::kInvalidArgument, path + ": too short for a capture file");
   uint32_t magic = 0;
   std::memcpy(&magic, r->file_.data(), 4);
   if (magic == kBlockSection) {
@@ -178,7 +181,8 @@ Result<std::unique_ptr<PcapReader>, std::string> PcapReader::open(const std::str
   const uint32_t swapped = __builtin_bswap32(magic);
   if (magic != kMagicMicro && magic != kMagicNano && swapped != kMagicMicro &&
       swapped != kMagicNano)
-    return Err{path + ": not a pcap or pcapng file (magic " + std::to_string(magic) + ")"};
+    return fail(Errc::kInvalidArgument,
+                path + ": not a pcap or pcapng file (magic " + std::to_string(magic) + ")");
   r->swapped_ = magic != kMagicMicro && magic != kMagicNano;
   const uint32_t plain = r->swapped_ ? swapped : magic;
   r->ticks_per_second_ = plain == kMagicNano ? 1'000'000'000 : 1'000'000;

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "mrc/result.hpp"
+#include "mrc/error.hpp"
 
 namespace mrc::io {
 
@@ -39,8 +39,8 @@ struct UdpAddresses {
 class PcapWriter {
  public:
   // Creates (truncates) `path`; at most `max_bytes` of records are written.
-  static Result<std::unique_ptr<PcapWriter>, std::string> open(const std::string& path,
-                                                               uint64_t max_bytes);
+  static Result<std::unique_ptr<PcapWriter>, Error> open(const std::string& path,
+                                                         uint64_t max_bytes);
   ~PcapWriter();
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;
@@ -79,7 +79,7 @@ struct CapturedDatagram {
 
 class PcapReader {
  public:
-  static Result<std::unique_ptr<PcapReader>, std::string> open(const std::string& path);
+  static Result<std::unique_ptr<PcapReader>, Error> open(const std::string& path);
 
   // The next record that holds a whole UDP datagram; false at the end of the file. Records
   // that hold something else (other protocols, fragments, truncated captures) are skipped and

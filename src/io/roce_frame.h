@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <span>
 
-#include "mrc/result.hpp"
+#include "mrc/error.hpp"
 
 namespace mrc::io {
 

@@ -17,6 +17,7 @@
 #include <ctime>
 
 #include "io/port_holder.h"
+#include "util/errno_map.h"
 
 namespace mrc::io {
 
@@ -56,8 +57,8 @@ uint64_t realtime_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-std::string errno_text(const std::string& what, const PlaneAddress& a) {
-  return what + " " + to_string(a) + ": " + std::strerror(errno);
+Error errno_error(const std::string& what, const PlaneAddress& a) {
+  return system_error(what + " " + to_string(a), errno);
 }
 
 // Why `a` is in use, and how to move: "(process 1234 (mrc_bw) uses this port: stop it, or
@@ -72,10 +73,10 @@ std::string in_use_advice(const PlaneAddress& a, const char* what, const std::st
 }
 
 // A UDP socket bound to `a`; `what` and `setting` name the port in the error of one in use.
-Result<int, std::string> bound_socket(const PlaneAddress& a, int buffer_bytes, const char* what,
-                                      const std::string& setting) {
+Result<int, Error> bound_socket(const PlaneAddress& a, int buffer_bytes, const char* what,
+                                const std::string& setting) {
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Err{errno_text("socket for", a)};
+  if (fd < 0) return Err{errno_error("socket for", a)};
   // Larger buffers absorb bursts; FORCE works as root, the plain option up to rmem_max.
   if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof buffer_bytes) != 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes);
@@ -91,10 +92,10 @@ Result<int, std::string> bound_socket(const PlaneAddress& a, int buffer_bytes, c
   sa.sin_port = htons(a.port);
   if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
     const int error = errno;
-    std::string e = errno_text("cannot bind", a);
+    Error e = errno_error("cannot bind", a);
     close(fd);
-    if (error == EADDRNOTAVAIL) e += " (is this address configured on a local interface?)";
-    if (error == EADDRINUSE) e += in_use_advice(a, what, setting);
+    if (error == EADDRNOTAVAIL) e.message += " (is this address configured on a local interface?)";
+    if (error == EADDRINUSE) e.message += in_use_advice(a, what, setting);
     return Err{e};
   }
   return fd;
@@ -102,8 +103,7 @@ Result<int, std::string> bound_socket(const PlaneAddress& a, int buffer_bytes, c
 
 }  // namespace
 
-Result<PlaneAddress, std::string> parse_plane_address(const std::string& text,
-                                                      uint16_t default_port) {
+Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_t default_port) {
   PlaneAddress a;
   a.port = default_port;
   std::string host = text;
@@ -114,12 +114,13 @@ Result<PlaneAddress, std::string> parse_plane_address(const std::string& text,
     char* end = nullptr;
     const long value = std::strtol(port.c_str(), &end, 10);
     if (port.empty() || *end != '\0' || value < 1 || value > 65535)
-      return Err{"bad port in plane address '" + text + "': must be 1..65535"};
+      return fail(Errc::kInvalidArgument,
+                  "bad port in plane address '" + text + "': must be 1..65535");
     a.port = static_cast<uint16_t>(value);
   }
   if (inet_pton(AF_INET, host.c_str(), &a.address) != 1)
-    return Err{"bad plane address '" + text +
-               "': expected an IPv4 address such as 127.0.0.1[:port]"};
+    return fail(Errc::kInvalidArgument, "bad plane address '" + text +
+                                            "': expected an IPv4 address such as 127.0.0.1[:port]");
   return a;
 }
 
@@ -127,10 +128,10 @@ const char* to_string(Backend backend) {
   return backend == Backend::kXdp ? "xdp" : "udp";
 }
 
-Result<Backend, std::string> parse_backend(const std::string& text) {
+Result<Backend, Error> parse_backend(const std::string& text) {
   if (text == "udp") return Backend::kUdp;
   if (text == "xdp") return Backend::kXdp;
-  return Err{"unknown backend '" + text + "': expected udp or xdp"};
+  return fail(Errc::kInvalidArgument, "unknown backend '" + text + "': expected udp or xdp");
 }
 
 std::string to_string(const PlaneAddress& a) {
@@ -145,18 +146,19 @@ UdpHost::UdpHost(const UdpHostConfig& config)
             [](const PlaneEvent& a, const PlaneEvent& b) { return a.at < b.at; });
 }
 
-Result<std::unique_ptr<UdpHost>, std::string> UdpHost::open(const UdpHostConfig& config) {
+Result<std::unique_ptr<UdpHost>, Error> UdpHost::open(const UdpHostConfig& config) {
   if (config.planes.empty() || config.planes.size() > static_cast<size_t>(kMaxPlanes))
-    return Err{std::string("need 1 to 16 plane addresses")};
+    return fail(Errc::kInvalidArgument, "need 1 to 16 plane addresses");
   if (config.ev_port_base +
           static_cast<uint32_t>(config.planes.size()) * config.ev_ports_per_plane >
       65536)
-    return Err{std::string("EV source ports run past 65535: lower ev_port_base")};
+    return fail(Errc::kInvalidArgument, "EV source ports run past 65535: lower ev_port_base");
   for (const PlaneFlap& f : config.impairment.flaps) {
     if (f.plane < 0 || f.plane >= static_cast<int>(config.planes.size()))
-      return Err{"flapping plane " + std::to_string(f.plane) + " does not exist"};
+      return fail(Errc::kInvalidArgument,
+                  "flapping plane " + std::to_string(f.plane) + " does not exist");
     if (f.down_for.ns <= 0 || f.down_for >= f.every)
-      return Err{std::string("a plane flap needs 0 < down time < period")};
+      return fail(Errc::kInvalidArgument, "a plane flap needs 0 < down time < period");
   }
   std::unique_ptr<UdpHost> host(new UdpHost(config));
   EndpointConfig ec;
@@ -174,9 +176,9 @@ Result<std::unique_ptr<UdpHost>, std::string> UdpHost::open(const UdpHostConfig&
   return host;
 }
 
-Result<Ok, std::string> UdpHost::open_sockets() {
+Result<Ok, Error> UdpHost::open_sockets() {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0) return Err{std::string("epoll_create1: ") + std::strerror(errno)};
+  if (epoll_fd_ < 0) return Err{system_error("epoll_create1", errno)};
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   epoll_event wake_event{};
   wake_event.events = EPOLLIN;
@@ -189,7 +191,7 @@ Result<Ok, std::string> UdpHost::open_sockets() {
 }
 
 // The receive socket (with xdp, it only holds the port) and the EV sockets or the AF_XDP link.
-Result<Ok, std::string> UdpHost::open_plane(int p) {
+Result<Ok, Error> UdpHost::open_plane(int p) {
   Plane& plane = planes_[p];
   plane.local = config_.planes[p];
   auto rx = bound_socket(plane.local, config_.socket_buffer_bytes, "port", config_.port_setting);
@@ -199,8 +201,8 @@ Result<Ok, std::string> UdpHost::open_plane(int p) {
   if (config_.backend == Backend::kXdp) {
     auto link = XdpLink::open(plane.local.address, plane.local.port);
     if (!link.ok())
-      return Err{"xdp backend, plane " + std::to_string(p) + " (" + to_string(plane.local) +
-                 "): " + link.error()};
+      return fail(link.error(), "xdp backend, plane " + std::to_string(p) + " (" +
+                                    to_string(plane.local) + "): ");
     plane.xdp = std::move(link.value());
     poll_fd = plane.xdp->fd();
   } else if (config_.gro) {

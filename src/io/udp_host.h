@@ -37,7 +37,7 @@
 #include "io/udp_batch.h"
 #include "io/xdp_link.h"
 #include "mrc/datapath.hpp"
-#include "mrc/result.hpp"
+#include "mrc/error.hpp"
 #include "util/prng.h"
 
 namespace mrc::io {
@@ -47,8 +47,7 @@ struct PlaneAddress {
   uint16_t port = 4791;
 };
 // Parses "127.0.0.1", "127.0.0.1:4792" (a missing port takes `default_port`).
-Result<PlaneAddress, std::string> parse_plane_address(const std::string& text,
-                                                      uint16_t default_port);
+Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_t default_port);
 std::string to_string(const PlaneAddress& a);
 
 struct UdpHostConfig {
@@ -84,7 +83,7 @@ struct UdpHostConfig {
 class UdpHost {
  public:
   // Opens every socket; the error names the address and the system error.
-  static Result<std::unique_ptr<UdpHost>, std::string> open(const UdpHostConfig& config);
+  static Result<std::unique_ptr<UdpHost>, Error> open(const UdpHostConfig& config);
   ~UdpHost();
   UdpHost(const UdpHost&) = delete;
   UdpHost& operator=(const UdpHost&) = delete;
@@ -151,8 +150,8 @@ class UdpHost {
   };
 
   explicit UdpHost(const UdpHostConfig& config);
-  Result<Ok, std::string> open_sockets();
-  Result<Ok, std::string> open_plane(int p);
+  Result<Ok, Error> open_sockets();
+  Result<Ok, Error> open_plane(int p);
   bool receive(int plane, Instant now);
   size_t transmit(int plane, Instant now, size_t budget);
   bool transmit_round_robin(Instant now);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/wire/packet.h"
+#include "util/errno_map.h"
 
 namespace mrc::io {
 namespace {
@@ -16,6 +17,10 @@ namespace {
 // The kernel sends at most this many frames per kick in copy mode (it answers EAGAIN with more
 // left): a flush kicks until the ring is drained, at most kRingSize / this + 1 times.
 constexpr uint32_t kFramesPerKick = 32;
+
+// What an AF_XDP socket's EAFNOSUPPORT means, and the fix.
+constexpr const char* kNoXdpSockets =
+    " (this kernel has no AF_XDP sockets: CONFIG_XDP_SOCKETS; use --backend udp)";
 
 }  // namespace
 
@@ -25,16 +30,18 @@ XdpLink::XdpLink(NetInterface interface, in_addr local, uint16_t port)
       port_(port),
       neighbours_(interface_.name, local) {}
 
-Result<std::unique_ptr<XdpLink>, std::string> XdpLink::open(in_addr local, uint16_t port) {
+Result<std::unique_ptr<XdpLink>, Error> XdpLink::open(in_addr local, uint16_t port) {
   auto found = interface_of(local);
   if (!found.ok()) return Err{found.error()};
   const NetInterface& ifc = found.value();
   if (ifc.rx_queues > 1)
-    return Err{ifc.name + " has " + std::to_string(ifc.rx_queues) +
-               " receive queues and the xdp backend binds one: `ethtool -L " + ifc.name +
-               " combined 1`"};
+    return fail(Errc::kUnsupported, ifc.name + " has " + std::to_string(ifc.rx_queues) +
+                                        " receive queues and the xdp backend binds one: "
+                                        "`ethtool -L " +
+                                        ifc.name + " combined 1`");
   if (ifc.mtu < kIpv4HeaderBytes + kUdpHeaderBytes + 256)
-    return Err{ifc.name + "'s MTU (" + std::to_string(ifc.mtu) + ") is too small for MRC packets"};
+    return fail(Errc::kUnsupported,
+                ifc.name + "'s MTU (" + std::to_string(ifc.mtu) + ") is too small for MRC packets");
   std::unique_ptr<XdpLink> link(new XdpLink(ifc, local, port));
   auto program = XdpProgram::attach(ifc.name, ifc.index, port, 1, ifc.driver == "veth");
   if (!program.ok()) return Err{program.error()};
@@ -45,22 +52,22 @@ Result<std::unique_ptr<XdpLink>, std::string> XdpLink::open(in_addr local, uint1
   return link;
 }
 
-Result<Ok, std::string> XdpLink::open_socket() {
+Result<Ok, Error> XdpLink::open_socket() {
   const size_t bytes = static_cast<size_t>(kFrames) * kFrameBytes;
   umem_area_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (umem_area_ == MAP_FAILED) {
     umem_area_ = nullptr;
-    return Err{std::string("mmap of the AF_XDP UMEM: ") + std::strerror(errno)};
+    return Err{system_error("mmap of the AF_XDP UMEM", errno)};
   }
   const xsk_umem_config umem_config{kRingSize, kRingSize, kFrameBytes, 0, 0};
   if (int e = xsk_umem__create(&umem_, umem_area_, bytes, &fill_, &completion_, &umem_config);
-      e != 0)
-    return Err{std::string("creating the AF_XDP UMEM: ") + std::strerror(-e) +
-               (-e == EPERM ? " (needs root, or CAP_NET_RAW and CAP_IPC_LOCK)" : "") +
-               (-e == EAFNOSUPPORT
-                    ? " (this kernel has no AF_XDP sockets: CONFIG_XDP_SOCKETS; use --backend udp)"
-                    : "")};
+      e != 0) {
+    Error error = system_error("creating the AF_XDP UMEM", -e);
+    if (-e == EPERM) error.message += " (needs root, or CAP_NET_RAW and CAP_IPC_LOCK)";
+    if (-e == EAFNOSUPPORT) error.message += kNoXdpSockets;
+    return Err{error};
+  }
   xsk_socket_config config{};
   config.rx_size = kRingSize;
   config.tx_size = kRingSize;
@@ -74,16 +81,15 @@ Result<Ok, std::string> XdpLink::open_socket() {
       break;
     }
   }
-  if (e != 0)
-    return Err{"creating an AF_XDP socket on " + interface_.name +
-               " queue 0: " + std::strerror(-e) +
-               (-e == EAFNOSUPPORT
-                    ? " (this kernel has no AF_XDP sockets: CONFIG_XDP_SOCKETS; use --backend udp)"
-                    : "")};
+  if (e != 0) {
+    Error error = system_error("creating an AF_XDP socket on " + interface_.name + " queue 0", -e);
+    if (-e == EAFNOSUPPORT) error.message += kNoXdpSockets;
+    return Err{error};
+  }
   uint32_t idx = 0;
   const uint32_t rx_frames = kFrames / 2;
   if (xsk_ring_prod__reserve(&fill_, rx_frames, &idx) != rx_frames)
-    return Err{std::string("AF_XDP fill ring too small")};
+    return fail(Errc::kResourceExhausted, "AF_XDP fill ring too small");
   for (uint32_t i = 0; i < rx_frames; ++i)
     *xsk_ring_prod__fill_addr(&fill_, idx + i) = static_cast<uint64_t>(i) * kFrameBytes;
   xsk_ring_prod__submit(&fill_, rx_frames);

@@ -32,7 +32,7 @@
 #include "io/roce_frame.h"
 #include "io/udp_batch.h"
 #include "io/xdp_program.h"
-#include "mrc/result.hpp"
+#include "mrc/error.hpp"
 
 namespace mrc::io {
 
@@ -49,7 +49,7 @@ class XdpLink {
   static constexpr uint32_t kBatch = 64;
 
   // Opens the link for the plane at `local`:`port`; the error names what failed and the fix.
-  static Result<std::unique_ptr<XdpLink>, std::string> open(in_addr local, uint16_t port);
+  static Result<std::unique_ptr<XdpLink>, Error> open(in_addr local, uint16_t port);
   ~XdpLink();
   XdpLink(const XdpLink&) = delete;
   XdpLink& operator=(const XdpLink&) = delete;
@@ -77,7 +77,7 @@ class XdpLink {
 
  private:
   XdpLink(NetInterface interface, in_addr local, uint16_t port);
-  Result<Ok, std::string> open_socket();
+  Result<Ok, Error> open_socket();
   void reclaim_completions();
   void return_rx_frames();
 

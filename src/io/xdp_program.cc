@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "util/errno_map.h"
+
 namespace mrc::io {
 namespace {
 
@@ -85,7 +87,7 @@ std::string permission_hint(int e) {
 }
 
 // Refuses an interface that already carries an XDP program, naming it.
-Result<Ok, std::string> check_free(const std::string& ifname, int ifindex) {
+Result<Ok, Error> check_free(const std::string& ifname, int ifindex) {
   uint32_t id = 0;
   if (bpf_xdp_query_id(ifindex, 0, &id) != 0 || id == 0) return Ok{};
   std::string name = "?";
@@ -97,26 +99,28 @@ Result<Ok, std::string> check_free(const std::string& ifname, int ifindex) {
     close(fd);
   }
   if (name == kProgramName)
-    return Err{"interface " + ifname +
-               " is in use by another mrc host with the xdp backend (its XDP program, id " +
-               std::to_string(id) + "): one per interface"};
-  return Err{"interface " + ifname + " already has an XDP program (" + name + ", id " +
-             std::to_string(id) + "): remove it with `ip link set dev " + ifname +
-             " xdp off` if it is not in use"};
+    return fail(Errc::kAddressInUse,
+                "interface " + ifname +
+                    " is in use by another mrc host with the xdp backend (its XDP program, id " +
+                    std::to_string(id) + "): one per interface");
+  return fail(Errc::kAddressInUse, "interface " + ifname + " already has an XDP program (" + name +
+                                       ", id " + std::to_string(id) +
+                                       "): remove it with `ip link set dev " + ifname +
+                                       " xdp off` if it is not in use");
 }
 
 }  // namespace
 
-Result<XdpProgram, std::string> XdpProgram::attach(const std::string& ifname, int ifindex,
-                                                   uint16_t port, uint32_t queues,
-                                                   bool prefer_generic) {
+Result<XdpProgram, Error> XdpProgram::attach(const std::string& ifname, int ifindex, uint16_t port,
+                                             uint32_t queues, bool prefer_generic) {
   if (auto free = check_free(ifname, ifindex); !free.ok()) return Err{free.error()};
   XdpProgram x;
   x.map_fd_ = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "mrc_xsks", 4, 4, queues, nullptr);
   if (x.map_fd_ < 0) {
     const int e = errno;
-    return Err{std::string("creating the AF_XDP socket map: ") + std::strerror(e) +
-               permission_hint(e)};
+    Error error = system_error("creating the AF_XDP socket map", e);
+    error.message += permission_hint(e);
+    return Err{error};
   }
   const std::vector<bpf_insn> insns = program(port, x.map_fd_);
   std::vector<char> log(16384);
@@ -132,8 +136,10 @@ Result<XdpProgram, std::string> XdpProgram::attach(const std::string& ifname, in
   }
   if (x.prog_fd_ < 0) {
     const int e = errno;
-    return Err{std::string("loading the XDP program: ") + std::strerror(e) + permission_hint(e) +
-               (log[0] != 0 ? std::string("; verifier: ") + log.data() : std::string())};
+    Error error = system_error("loading the XDP program", e);
+    error.message += permission_hint(e);
+    if (log[0] != 0) error.message += std::string("; verifier: ") + log.data();
+    return Err{error};
   }
   // A BPF link, not a plain attachment: the kernel detaches the program when the link's last
   // descriptor closes, so a process that dies leaves nothing attached.
@@ -149,13 +155,14 @@ Result<XdpProgram, std::string> XdpProgram::attach(const std::string& ifname, in
     }
   }
   const int e = errno;
-  return Err{"attaching the XDP program to " + ifname + ": " + std::strerror(e) +
-             permission_hint(e)};
+  Error error = system_error("attaching the XDP program to " + ifname, e);
+  error.message += permission_hint(e);
+  return Err{error};
 }
 
-Result<Ok, std::string> XdpProgram::add_socket(uint32_t queue, int xsk_fd) {
+Result<Ok, Error> XdpProgram::add_socket(uint32_t queue, int xsk_fd) {
   if (bpf_map_update_elem(map_fd_, &queue, &xsk_fd, 0) != 0)
-    return Err{std::string("adding the AF_XDP socket to the XDP map: ") + std::strerror(errno)};
+    return Err{system_error("adding the AF_XDP socket to the XDP map", errno)};
   return Ok{};
 }
 

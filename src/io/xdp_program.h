@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <string>
 
-#include "mrc/result.hpp"
+#include "mrc/error.hpp"
 
 namespace mrc::io {
 
@@ -30,9 +30,8 @@ class XdpProgram {
   // Loads the program for UDP port `port`, with a socket map of `queues` entries, and attaches
   // it to `ifname`: in native mode, else generic; generic first if `prefer_generic`. Needs
   // CAP_BPF and CAP_NET_ADMIN (root): without them the error says so.
-  static Result<XdpProgram, std::string> attach(const std::string& ifname, int ifindex,
-                                                uint16_t port, uint32_t queues,
-                                                bool prefer_generic);
+  static Result<XdpProgram, Error> attach(const std::string& ifname, int ifindex, uint16_t port,
+                                          uint32_t queues, bool prefer_generic);
   XdpProgram(XdpProgram&& other) noexcept;
   XdpProgram& operator=(XdpProgram&& other) noexcept;
   XdpProgram(const XdpProgram&) = delete;
@@ -40,7 +39,7 @@ class XdpProgram {
   ~XdpProgram();  // detaches the program
 
   // Steers the packets of receive queue `queue` to the AF_XDP socket `xsk_fd`.
-  Result<Ok, std::string> add_socket(uint32_t queue, int xsk_fd);
+  Result<Ok, Error> add_socket(uint32_t queue, int xsk_fd);
   // "native" (the driver's XDP) or "generic" (SKB mode).
   const char* mode() const;
 

@@ -61,7 +61,7 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
         return "drop=" + value + " is not a fraction in [0, 1)";
     } else if (key == "backend" && !is_peer) {
       auto backend = io::parse_backend(value);
-      if (!backend.ok()) return "backend=" + value + ": " + backend.error();
+      if (!backend.ok()) return "backend=" + value + ": " + backend.error().message;
       spec.backend = backend.value();
     } else {
       return "unknown setting '" + item +
@@ -72,7 +72,7 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
   std::istringstream list(planes_text);
   for (std::string a; std::getline(list, a, ',');) {
     auto parsed = io::parse_plane_address(a, spec.port);
-    if (!parsed.ok()) return parsed.error();
+    if (!parsed.ok()) return parsed.error().message;
     parsed.value().port = spec.port;
     spec.planes.push_back(parsed.value());
   }

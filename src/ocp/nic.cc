@@ -24,6 +24,7 @@
 #include "ocp/ctl_server.h"
 #include "ocp/ctl_socket.h"
 #include "ocp/ocp_internal.h"
+#include "util/errno_map.h"
 
 namespace mrc::ocp {
 
@@ -33,8 +34,7 @@ std::mutex g_nics_mutex;
 // Never destroyed: at exit() the progress threads simply end with the process.
 auto& g_nics = *new std::vector<std::unique_ptr<Nic>>();  // index = device index
 
-Result<std::unique_ptr<io::Device>, std::string> open_device(const DeviceSpec& spec,
-                                                             std::mutex& lock) {
+Result<std::unique_ptr<io::Device>, Error> open_device(const DeviceSpec& spec, std::mutex& lock) {
   io::DeviceConfig dc;
   dc.planes = spec.planes;
   dc.ev_port_base = spec.ev_port_base;
@@ -72,7 +72,8 @@ pid_t peer_pid(int fd) {
 void signal_channel(mrc_cq* cq) {
   cq->armed = false;
   ++cq->events_delivered;
-  (void)!write(cq->channel->write_fd, &cq, sizeof cq);
+  (void)!write(cq->channel->write_fd, &cq,
+               sizeof cq);  // NOLINT(bugprone-sizeof-expression): the pointer is the message
 }
 
 void mrc_context_push(mrc_context* context, ibv_event_type type, mrc_qp* qp, int port) {
@@ -150,11 +151,11 @@ Nic* nic_open(int index) {
   auto device = open_device(config.devices[index], nic->mutex);
   if (!device.ok()) {
     // Owned by another process that serves its controller: a controller-only device.
-    const bool in_use = device.error().find("in use") != std::string::npos;
+    const bool in_use = device.error().code == Errc::kAddressInUse;
     const int fd = in_use ? ctl_connect(ctl_socket_path(config.devices[index].name)) : -1;
     if (fd >= 0) return open_remote(index, fd);
-    say_open_failed(index, device.error());
-    return fail<Nic*>(in_use ? EBUSY : EIO, nullptr);
+    say_open_failed(index, device.error().message);
+    return fail<Nic*>(to_errno(device.error().code), nullptr);
   }
   nic->spec = &config.devices[index];
   nic->device = std::move(device.value());

@@ -342,7 +342,7 @@ int mrc_destroy_qp(mrc_qp* qp) {
   mrc_context* c = qp->context;
   {
     std::lock_guard lock(c->nic->mutex);
-    (void)c->nic->host->endpoint().destroy_qp(qp->qp->qpn());
+    MRC_ASSERT(c->nic->host->endpoint().destroy_qp(qp->qp->qpn()).ok());  // valid(qp): it exists
     --qp->init.send_cq->qps;
     --qp->init.recv_cq->qps;
     --soft_pd(qp->init.pd)->users;

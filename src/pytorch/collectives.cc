@@ -23,7 +23,7 @@ using c10d::OpType;
 using coll::Communicator;
 using coll::DataType;
 
-void check(const char* call, const Result<Ok, coll::Error>& result) {
+void check(const char* call, const Result<Ok, Error>& result) {
   if (!result.ok())
     throw std::runtime_error(std::string("mrc ") + call + ": " + result.error().message);
 }
@@ -479,7 +479,7 @@ void ProcessGroupMrc::run_point_to_point(Item first) {
   comm_->begin("send/recv");
   add(std::move(first));
   std::vector<coll::PointToPoint::Ticket> done;
-  Result<Ok, coll::Error> result = Ok{};
+  Result<Ok, Error> result = Ok{};
   while (!active.empty() && result.ok()) {
     while (auto more = next_point_to_point()) add(std::move(*more));
     auto moved = p2p.step(done);

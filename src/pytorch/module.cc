@@ -51,7 +51,7 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
       " is not a packet payload size (256-9000; the links' MTU must hold it plus ~90 bytes)");
   o.mtu_bytes = mtu;
   auto parsed = mrc::io::parse_backend(backend);
-  TORCH_CHECK(parsed.ok(), "mrc: MRC_BACKEND: ", parsed.ok() ? "" : parsed.error());
+  TORCH_CHECK(parsed.ok(), "mrc: MRC_BACKEND: ", parsed.ok() ? "" : parsed.error().message);
   o.backend = parsed.value();
   return c10::make_intrusive<ProcessGroupMrc>(store, rank, size, std::move(o));
 }

@@ -30,34 +30,34 @@ class TorchStore final : public coll::Store {
  public:
   explicit TorchStore(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
 
-  Result<Ok, coll::Error> set(const std::string& key, const std::string& value) override {
+  Result<Ok, Error> set(const std::string& key, const std::string& value) override {
     try {
       store_->set(key, std::vector<uint8_t>(value.begin(), value.end()));
       return Ok{};
     } catch (const std::exception& e) {
-      return Err{coll::Error{"store set of \"" + key + "\" failed: " + message_of(e)}};
+      return fail(Errc::kIo, "store set of \"" + key + "\" failed: " + message_of(e));
     }
   }
 
-  Result<std::string, coll::Error> get(const std::string& key,
-                                       std::chrono::milliseconds timeout) override {
+  Result<std::string, Error> get(const std::string& key,
+                                 std::chrono::milliseconds timeout) override {
     try {
       store_->wait({key}, std::min(timeout, wait_limit_));
       const std::vector<uint8_t> value = store_->get(key);
       return std::string(value.begin(), value.end());
     } catch (const std::exception& e) {
-      return Err{coll::Error{"store get of \"" + key +
-                             "\" failed (a rank did not arrive?): " + message_of(e)}};
+      return fail(Errc::kTimedOut,
+                  "store get of \"" + key + "\" failed (a rank did not arrive?): " + message_of(e));
     }
   }
 
-  Result<std::optional<std::string>, coll::Error> try_get(const std::string& key) override {
+  Result<std::optional<std::string>, Error> try_get(const std::string& key) override {
     try {
       if (!store_->check({key})) return std::optional<std::string>();
       const std::vector<uint8_t> value = store_->get(key);
       return std::optional<std::string>(std::string(value.begin(), value.end()));
     } catch (const std::exception& e) {
-      return Err{coll::Error{"store get of \"" + key + "\" failed: " + message_of(e)}};
+      return fail(Errc::kIo, "store get of \"" + key + "\" failed: " + message_of(e));
     }
   }
 
@@ -152,7 +152,8 @@ ProcessGroupMrc::~ProcessGroupMrc() {
   // group's timeout (30 minutes by default), so this process can still exit.
   if (comm_) {
     static_cast<TorchStore&>(*store_).limit_waits(std::min(options_.timeout, kCloseWait));
-    (void)comm_->close();
+    auto closed = comm_->close();
+    if (!closed.ok()) TORCH_WARN("mrc: closing the process group: ", closed.error().message);
   }
   comm_.reset();
 }
@@ -223,11 +224,11 @@ void ProcessGroupMrc::run_worker() {
 }
 
 void ProcessGroupMrc::release_if_failed() {
-  if (comm_->failure().empty()) return;
+  if (!comm_->failed()) return;
   std::unique_ptr<coll::Communicator> failed;
   {
     std::lock_guard lock(mutex_);
-    failure_ = comm_->failure();
+    failure_ = comm_->failure().message;
     failed = std::move(comm_);
   }
   failed->abort();  // no closing handshake: the group is over

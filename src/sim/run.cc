@@ -363,12 +363,11 @@ QueuePair* Runner::connect(HostId a, HostId b, QueuePair*& back) {
   QueuePair* qb = eb.create_qp(sc_.qp, pds_[b], send_cqs_[b], recv_cqs_[b]).value();
   const Psn psn_a(static_cast<uint32_t>(prng_.next_u32()));
   const Psn psn_b(static_cast<uint32_t>(prng_.next_u32()));
-  (void)qa->to_init();
-  (void)qb->to_init();
-  (void)qa->to_rtr(RtrAttributes{qb->qpn(), psn_b, b});
-  (void)qb->to_rtr(RtrAttributes{qa->qpn(), psn_a, a});
-  (void)qa->to_rts(RtsAttributes{psn_a});
-  (void)qb->to_rts(RtsAttributes{psn_b});
+  // Fresh QPs of a validated configuration: a transition that fails is a bug.
+  MRC_ASSERT(qa->to_init().ok() && qb->to_init().ok());
+  MRC_ASSERT(qa->to_rtr(RtrAttributes{qb->qpn(), psn_b, b}).ok());
+  MRC_ASSERT(qb->to_rtr(RtrAttributes{qa->qpn(), psn_a, a}).ok());
+  MRC_ASSERT(qa->to_rts(RtsAttributes{psn_a}).ok() && qb->to_rts(RtsAttributes{psn_b}).ok());
   back = qb;
   return qa;
 }

@@ -74,14 +74,14 @@ double input_value(ReduceOp op, int rank, uint64_t i) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      return static_cast<double>((rank * 7 + k * 3) % 11);
+      return static_cast<double>((int64_t{rank} * 7 + k * 3) % 11);
     case ReduceOp::kProd:
       return (static_cast<uint64_t>(rank) + i) % 3 == 0
                  ? 1.0
                  : ((static_cast<uint64_t>(rank) + i) % 3 == 1 ? 2.0 : -1.0);
     case ReduceOp::kMin:
     case ReduceOp::kMax:
-      return static_cast<double>((rank * 13 + k * 7) % 100 - 50);
+      return static_cast<double>((int64_t{rank} * 13 + k * 7) % 100 - 50);
   }
   return 0;
 }
@@ -127,10 +127,10 @@ class Bench {
   uint64_t total_count(uint64_t unit) const {
     return per_rank_blocks(kind_) ? unit * static_cast<uint64_t>(n_) : unit;
   }
-  Result<Measured, coll::Error> measure(uint64_t unit, bool in_place);
+  Result<Measured, Error> measure(uint64_t unit, bool in_place);
 
  private:
-  Result<Ok, coll::Error> run(uint64_t unit, bool in_place);
+  Result<Ok, Error> run(uint64_t unit, bool in_place);
   void fill_inputs(uint64_t unit, bool in_place);
   uint64_t count_wrong(uint64_t unit, bool in_place);
   void expected(uint64_t unit, uint64_t first, uint8_t* out, size_t count) const;
@@ -147,7 +147,7 @@ class Bench {
   std::vector<uint8_t> send_, recv_;
 };
 
-Result<Ok, coll::Error> Bench::run(uint64_t unit, bool in_place) {
+Result<Ok, Error> Bench::run(uint64_t unit, bool in_place) {
   uint8_t* recv = recv_.data();
   const size_t block = unit * e_;
   switch (kind_) {
@@ -223,7 +223,7 @@ uint64_t Bench::count_wrong(uint64_t unit, bool in_place) {
   return wrong;
 }
 
-Result<Measured, coll::Error> Bench::measure(uint64_t unit, bool in_place) {
+Result<Measured, Error> Bench::measure(uint64_t unit, bool in_place) {
   Measured m;
   fill_inputs(unit, in_place);
   for (int i = 0; i < o_.warmup; ++i) {
@@ -323,7 +323,7 @@ json to_json(const std::vector<Row>& rows, const Setup& s, const CollPerfOptions
 }
 
 // Measures one size on every rank; rank 0's row holds the slowest time and all wrong elements.
-Result<Row, coll::Error> measure_row(Communicator& c, Bench& bench, uint64_t bytes) {
+Result<Row, Error> measure_row(Communicator& c, Bench& bench, uint64_t bytes) {
   Row row;
   const uint64_t unit = bench.unit_count(bytes);
   row.count = bench.total_count(unit);
@@ -344,8 +344,8 @@ Result<Row, coll::Error> measure_row(Communicator& c, Bench& bench, uint64_t byt
   return row;
 }
 
-Result<std::unique_ptr<Communicator>, coll::Error> open_communicator(const CollPerfOptions& o,
-                                                                     coll::Store& store) {
+Result<std::unique_ptr<Communicator>, Error> open_communicator(const CollPerfOptions& o,
+                                                               coll::Store& store) {
   coll::CommOptions co;
   co.rank = o.rank;
   co.ranks = o.world_size;

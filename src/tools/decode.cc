@@ -309,7 +309,7 @@ void add_decode_options(CLI::App& app, DecodeToolOptions& o) {
 int run_decode(const DecodeToolOptions& o) {
   auto opened = io::PcapReader::open(o.path);
   if (!opened.ok()) {
-    std::fprintf(stderr, "mrc decode: %s\n", opened.error().c_str());
+    std::fprintf(stderr, "mrc decode: %s\n", opened.error().message.c_str());
     return 1;
   }
   io::PcapReader& reader = *opened.value();

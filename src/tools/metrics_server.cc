@@ -17,6 +17,8 @@
 #include <mutex>
 #include <thread>
 
+#include "util/errno_map.h"
+
 namespace mrc::tools {
 
 struct MetricsServer::Impl {
@@ -44,19 +46,21 @@ void socket_options(int fd) {
 
 // httplib says only that binding failed; binding a plain IPv4 socket the same way gives the
 // reason (address in use, not a local address, ...).
-std::string bind_failure(const std::string& bind, uint16_t port) {
-  std::string why = "cannot listen on " + bind + ":" + std::to_string(port);
+Error bind_failure(const std::string& bind, uint16_t port) {
+  const std::string what = "cannot listen on " + bind + ":" + std::to_string(port);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
-  if (inet_pton(AF_INET, bind.c_str(), &a.sin_addr) != 1) return why;
+  if (inet_pton(AF_INET, bind.c_str(), &a.sin_addr) != 1)
+    return Error{Errc::kInvalidArgument, what + ": not an IPv4 address"};
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return why;
+  if (fd < 0) return system_error(what, errno);
   socket_options(fd);
+  Error error{Errc::kIo, what};
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0)
-    why += std::string(": ") + std::strerror(errno);
+    error = system_error(what, errno);
   close(fd);
-  return why;
+  return error;
 }
 
 // A peer that closes mid-response must not kill the process with SIGPIPE: block it in the
@@ -72,8 +76,8 @@ void block_sigpipe() {
 
 MetricsServer::MetricsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Result<std::unique_ptr<MetricsServer>, std::string> MetricsServer::start(const std::string& bind,
-                                                                         uint16_t port) {
+Result<std::unique_ptr<MetricsServer>, Error> MetricsServer::start(const std::string& bind,
+                                                                   uint16_t port) {
   auto impl = std::make_unique<Impl>();
   Impl* raw = impl.get();
   httplib::Server& s = impl->server;

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "mrc/result.hpp"
+#include "mrc/error.hpp"
 
 namespace mrc::tools {
 
@@ -18,8 +18,8 @@ class MetricsServer {
  public:
   // Listens on bind:port now (so a port in use is reported before any work starts) and serves
   // on a background thread. Port 0 picks a free port (see port()).
-  static Result<std::unique_ptr<MetricsServer>, std::string> start(const std::string& bind,
-                                                                   uint16_t port);
+  static Result<std::unique_ptr<MetricsServer>, Error> start(const std::string& bind,
+                                                             uint16_t port);
   ~MetricsServer();  // stops serving and joins the thread
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

@@ -315,7 +315,7 @@ bool PerfSide::open(std::string& error) {
   for (const std::string& text : o_.planes) {
     auto a = io::parse_plane_address(text, port);
     if (!a.ok()) {
-      error = a.error();
+      error = a.error().message;
       return false;
     }
     hc.planes.push_back(a.value());
@@ -331,7 +331,7 @@ bool PerfSide::open(std::string& error) {
   hc.gso = o_.gso;
   auto backend = io::parse_backend(o_.backend);
   if (!backend.ok()) {
-    error = backend.error();
+    error = backend.error().message;
     return false;
   }
   hc.backend = backend.value();
@@ -339,14 +339,14 @@ bool PerfSide::open(std::string& error) {
     return false;
   auto devices = io::DeviceGroup::open(hc, o_.threads);
   if (!devices.ok()) {
-    error = devices.error();
+    error = devices.error().message;
     return false;
   }
   devices_ = std::move(devices.value());
   if (!o_.pcap.empty()) {
     auto writer = io::PcapWriter::open(o_.pcap, o_.pcap_max_mib << 20);
     if (!writer.ok()) {
-      error = "--pcap: " + writer.error();
+      error = "--pcap: " + writer.error().message;
       return false;
     }
     capture_ = std::move(writer.value());
@@ -453,7 +453,7 @@ bool PerfSide::connect_qp(size_t q, const json& peer, std::string& error) {
   for (const auto& text : planes) {
     auto a = io::parse_plane_address(text.get<std::string>(), peer["port"].get<uint16_t>());
     if (!a.ok()) {
-      error = "the peer's queue pair " + std::to_string(q) + ": " + a.error();
+      error = "the peer's queue pair " + std::to_string(q) + ": " + a.error().message;
       return false;
     }
     remote.push_back(a.value());
@@ -470,7 +470,13 @@ bool PerfSide::connect_qp(size_t q, const json& peer, std::string& error) {
     error = "connecting queue pair " + std::to_string(q) + ": " + to_string(moved.error());
     return false;
   }
-  for (uint32_t r = 0; r < 200; ++r) (void)qp->post_recv(r);
+  for (uint32_t r = 0; r < 200; ++r) {
+    if (auto posted = qp->post_recv(r); !posted.ok()) {
+      error = "queue pair " + std::to_string(q) + ": posting receive " + std::to_string(r) + ": " +
+              to_string(posted.error());
+      return false;
+    }
+  }
   return true;
 }
 
@@ -520,7 +526,9 @@ void PerfSide::send_credit(QueuePair* qp, uint32_t message) {
 }
 
 void PerfSide::on_receive(const Completion& c, QueuePair* qp) {
-  (void)qp->post_recv(c.wr_id);
+  if (auto reposted = qp->post_recv(c.wr_id); !reposted.ok() && failure_.empty())
+    failure_ = "queue pair " + std::to_string(c.qpn.value) +
+               ": reposting a receive: " + to_string(reposted.error());
   if (c.immediate & kCreditBit) {  // the peer verified a message of ours: its slot is free
     slot_busy_[(c.immediate & ~kCreditBit) % slots_] = false;
     return;
@@ -877,7 +885,7 @@ bool start_metrics(const PerfOptions& o, std::unique_ptr<MetricsServer>& out) {
   if (o.metrics_port == 0) return true;
   auto m = MetricsServer::start(o.metrics_bind, o.metrics_port);
   if (!m.ok())
-    return std::fprintf(stderr, "mrc perf: --metrics-port: %s\n", m.error().c_str()), false;
+    return std::fprintf(stderr, "mrc perf: --metrics-port: %s\n", m.error().message.c_str()), false;
   out = std::move(m.value());
   if (!o.json)
     std::fprintf(stderr, "mrc perf: Prometheus metrics at http://%s:%u/metrics\n",
