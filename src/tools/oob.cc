@@ -13,6 +13,8 @@
 #include <cstring>
 #include <thread>
 
+#include "util/errno_map.h"
+
 namespace mrc::tools {
 
 OobChannel::~OobChannel() {
@@ -20,7 +22,7 @@ OobChannel::~OobChannel() {
   if (listen_fd_ >= 0) close(listen_fd_);
 }
 
-OobChannel OobChannel::accept_one(uint16_t port, std::string& error) {
+Result<OobChannel, Error> OobChannel::accept_one(uint16_t port) {
   OobChannel c;
   c.listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int on = 1;
@@ -31,18 +33,18 @@ OobChannel OobChannel::accept_one(uint16_t port, std::string& error) {
   sa.sin_addr.s_addr = htonl(INADDR_ANY);
   if (bind(c.listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
       listen(c.listen_fd_, 1) != 0) {
-    error = "cannot listen on TCP port " + std::to_string(port) + ": " + std::strerror(errno) +
-            " (choose another with --oob-port)";
-    return c;
+    const int e = errno;
+    return fail(errc_of_errno(e), "cannot listen on TCP port " + std::to_string(port) + ": " +
+                                      std::strerror(e) + " (choose another with --oob-port)");
   }
   c.fd_ = accept(c.listen_fd_, nullptr, nullptr);
-  if (c.fd_ < 0) error = std::string("accept: ") + std::strerror(errno);
+  if (c.fd_ < 0) return Err{system_error("accept", errno)};
   setsockopt(c.fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   return c;
 }
 
-OobChannel OobChannel::connect_to(const std::string& host, uint16_t port, int timeout_ms,
-                                  std::string& error) {
+Result<OobChannel, Error> OobChannel::connect_to(const std::string& host, uint16_t port,
+                                                 int timeout_ms) {
   OobChannel c;
   addrinfo hints{};
   hints.ai_family = AF_INET;
@@ -50,8 +52,7 @@ OobChannel OobChannel::connect_to(const std::string& host, uint16_t port, int ti
   addrinfo* result = nullptr;
   if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &result) != 0 ||
       result == nullptr) {
-    error = "cannot resolve server address '" + host + "'";
-    return c;
+    return fail(Errc::kInvalidArgument, "cannot resolve server address '" + host + "'");
   }
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   int last_errno = 0;
@@ -67,13 +68,13 @@ OobChannel OobChannel::connect_to(const std::string& host, uint16_t port, int ti
   }
   freeaddrinfo(result);
   if (c.fd_ < 0) {
-    error = "cannot reach the mrc perf server at " + host + ":" + std::to_string(port) + ": " +
-            std::strerror(last_errno) +
-            " (is `mrc perf --server` running there, with the same --oob-port?)";
-  } else {
-    const int on = 1;
-    setsockopt(c.fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    return fail(Errc::kPeerFailed, "cannot reach the mrc perf server at " + host + ":" +
+                                       std::to_string(port) + ": " + std::strerror(last_errno) +
+                                       " (is `mrc perf --server` running there, with the same "
+                                       "--oob-port?)");
   }
+  const int on = 1;
+  setsockopt(c.fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   return c;
 }
 

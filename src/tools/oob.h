@@ -6,20 +6,22 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "mrc/error.hpp"
+#include "mrc/result.hpp"
+
 namespace mrc::tools {
 
 class OobChannel {
  public:
   ~OobChannel();
   // Server: listen on `port` (all addresses) and accept one client.
-  static OobChannel accept_one(uint16_t port, std::string& error);
+  static Result<OobChannel, Error> accept_one(uint16_t port);
   // Client: connect to host:port, retrying for up to `timeout_ms` while the server starts.
-  static OobChannel connect_to(const std::string& host, uint16_t port, int timeout_ms,
-                               std::string& error);
+  static Result<OobChannel, Error> connect_to(const std::string& host, uint16_t port,
+                                              int timeout_ms);
   OobChannel(OobChannel&& o) noexcept : fd_(o.fd_), listen_fd_(o.listen_fd_) {
     o.fd_ = o.listen_fd_ = -1;
   }
-  bool ok() const { return fd_ >= 0; }
   bool send(const nlohmann::json& message);
   // Blocks for one line; returns false on EOF, error or malformed JSON.
   bool receive(nlohmann::json& message);

@@ -68,8 +68,7 @@ bool parse_seconds(const std::string& t, double& seconds) {
 }
 
 // "2@3s" or "2@1500ms+500ms": plane 2 down at 3 s (and up again 500 ms later).
-bool parse_fail_plane(const std::string& text, std::vector<io::PlaneEvent>& out,
-                      std::string& error) {
+Result<Ok, Error> parse_fail_plane(const std::string& text, std::vector<io::PlaneEvent>& out) {
   auto parse_time = [](const std::string& t, double& seconds) {
     return parse_seconds(t, seconds) && seconds >= 0;
   };
@@ -84,21 +83,21 @@ bool parse_fail_plane(const std::string& text, std::vector<io::PlaneEvent>& out,
           text.substr(at + 1, plus == std::string::npos ? std::string::npos : plus - at - 1),
           when) ||
       (plus != std::string::npos && !parse_time(text.substr(plus + 1), down_for))) {
-    error = "--fail-plane '" + text +
-            "': expected PLANE@TIME or PLANE@TIME+DURATION, e.g. 2@3s or 1@500ms+1s";
-    return false;
+    return fail(Errc::kInvalidArgument,
+                "--fail-plane '" + text +
+                    "': expected PLANE@TIME or PLANE@TIME+DURATION, e.g. 2@3s or 1@500ms+1s");
   }
   const int plane = std::stoi(plane_text);
   out.push_back({Duration{static_cast<int64_t>(when * 1e9)}, plane, false});
   if (down_for >= 0)
     out.push_back({Duration{static_cast<int64_t>((when + down_for) * 1e9)}, plane, true});
-  return true;
+  return Ok{};
 }
 
 // "1:500ms:3s": plane 1 down for 500 ms in every 3 s (down at 3 s, 6 s, ...), for as long as the
 // side runs (io::PlaneFlap: no event list, whatever the length of the run).
-bool parse_flap_plane(const std::string& text, int planes, std::vector<io::PlaneFlap>& out,
-                      std::string& error) {
+Result<Ok, Error> parse_flap_plane(const std::string& text, int planes,
+                                   std::vector<io::PlaneFlap>& out) {
   const size_t first = text.find(':');
   const size_t second = first == std::string::npos ? first : text.find(':', first + 1);
   const std::string plane_text = text.substr(0, first);
@@ -107,49 +106,50 @@ bool parse_flap_plane(const std::string& text, int planes, std::vector<io::Plane
       plane_text.find_first_not_of("0123456789") != std::string::npos ||
       !parse_seconds(text.substr(first + 1, second - first - 1), down_for) ||
       !parse_seconds(text.substr(second + 1), every)) {
-    error = "--flap-plane '" + text +
-            "': expected PLANE:DOWN_FOR:EVERY, times in s, ms or us, e.g. 1:500ms:3s (plane 1 down "
-            "for 500 ms every 3 s)";
-    return false;
+    return fail(
+        Errc::kInvalidArgument,
+        "--flap-plane '" + text +
+            "': expected PLANE:DOWN_FOR:EVERY, times in s, ms or us, e.g. 1:500ms:3s (plane "
+            "1 down for 500 ms every 3 s)");
   }
   const io::PlaneFlap flap{std::atoi(plane_text.c_str()),
                            Duration{static_cast<int64_t>(down_for * 1e9)},
                            Duration{static_cast<int64_t>(every * 1e9)}};
+  const std::string what = "--flap-plane '" + text + "': ";
   if (flap.plane >= planes) {
-    error = "--flap-plane '" + text + "': plane " + std::to_string(flap.plane) +
-            " does not exist (planes are 0.." + std::to_string(planes - 1) + ")";
-  } else if (flap.down_for.ns <= 0 || flap.every.ns <= 0) {
-    error = "--flap-plane '" + text + "': DOWN_FOR and EVERY must be greater than zero";
-  } else if (flap.down_for >= flap.every) {
-    error = "--flap-plane '" + text +
-            "': DOWN_FOR must be shorter than EVERY (the plane would never come up)";
-  } else {
-    out.push_back(flap);
-    return true;
+    return fail(Errc::kInvalidArgument, what + "plane " + std::to_string(flap.plane) +
+                                            " does not exist (planes are 0.." +
+                                            std::to_string(planes - 1) + ")");
   }
-  return false;
+  if (flap.down_for.ns <= 0 || flap.every.ns <= 0)
+    return fail(Errc::kInvalidArgument, what + "DOWN_FOR and EVERY must be greater than zero");
+  if (flap.down_for >= flap.every) {
+    return fail(Errc::kInvalidArgument,
+                what + "DOWN_FOR must be shorter than EVERY (the plane would never come up)");
+  }
+  out.push_back(flap);
+  return Ok{};
 }
 
 // The impairments the command line asks for, on a side with `planes` planes.
-bool impairment_from_options(const PerfOptions& o, int planes, io::Impairment& imp,
-                             std::string& error) {
+Result<Ok, Error> impairment_from_options(const PerfOptions& o, int planes, io::Impairment& imp) {
   imp.drop = o.drop;
   imp.delay = Duration{static_cast<int64_t>(o.delay_us * 1000)};
   imp.reorder = o.reorder;
   for (const std::string& f : o.fail_plane) {
-    if (!parse_fail_plane(f, imp.schedule, error)) return false;
+    if (auto parsed = parse_fail_plane(f, imp.schedule); !parsed.ok()) return parsed;
   }
   for (const io::PlaneEvent& e : imp.schedule) {
     if (e.plane < 0 || e.plane >= planes) {
-      error = "--fail-plane: plane " + std::to_string(e.plane) + " does not exist (planes are 0.." +
-              std::to_string(planes - 1) + ")";
-      return false;
+      return fail(Errc::kInvalidArgument, "--fail-plane: plane " + std::to_string(e.plane) +
+                                              " does not exist (planes are 0.." +
+                                              std::to_string(planes - 1) + ")");
     }
   }
   for (const std::string& f : o.flap_plane) {
-    if (!parse_flap_plane(f, planes, imp.flaps, error)) return false;
+    if (auto parsed = parse_flap_plane(f, planes, imp.flaps); !parsed.ok()) return parsed;
   }
-  return true;
+  return Ok{};
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -167,9 +167,9 @@ class PerfSide {
  public:
   PerfSide(const PerfOptions& o, bool is_server) : o_(o), server_(is_server) {}
 
-  bool open(std::string& error);
+  Result<Ok, Error> open();
   json hello() const;
-  bool connect(const json& peer, std::string& error);
+  Result<Ok, Error> connect(const json& peer);
 
   // Sender: messages of `size` bytes until `count` are sent (0: until stop_sending()).
   void start_sending(uint64_t size, uint64_t count);
@@ -239,8 +239,8 @@ class PerfSide {
   io::Device& shard_of(size_t q) const {
     return devices_->shard(static_cast<uint32_t>(q % devices_->size()));
   }
-  bool open_qps(std::string& error);
-  bool connect_qp(size_t q, const json& peer, std::string& error);
+  Result<Ok, Error> open_qps();
+  Result<Ok, Error> connect_qp(size_t q, const json& peer);
   void poll_shard(uint32_t s);
   std::string render() const;
   void post_messages();
@@ -309,46 +309,34 @@ uint16_t PerfSide::udp_port() const {
   return o_.port != 0 ? o_.port : default_port(server_);
 }
 
-bool PerfSide::open(std::string& error) {
+Result<Ok, Error> PerfSide::open() {
   io::DeviceConfig hc;
   const uint16_t port = udp_port();
   for (const std::string& text : o_.planes) {
     auto a = io::parse_plane_address(text, port);
-    if (!a.ok()) {
-      error = a.error().message;
-      return false;
-    }
+    if (!a.ok()) return Err{a.error()};
     hc.planes.push_back(a.value());
   }
   const uint32_t ev_base =
       o_.ev_port_base != 0 ? o_.ev_port_base : default_ev_port_base(server_, hc.planes.size());
   if (ev_base > 65535) {  // the device group checks where the range ends
-    error = "the default EV source ports for " + std::to_string(hc.planes.size()) +
-            " planes start past 65535: choose --ev-port-base";
-    return false;
+    return fail(Errc::kInvalidArgument, "the default EV source ports for " +
+                                            std::to_string(hc.planes.size()) +
+                                            " planes start past 65535: choose --ev-port-base");
   }
   hc.ev_port_base = static_cast<uint16_t>(ev_base);
   hc.gso = o_.gso;
   auto backend = io::parse_backend(o_.backend);
-  if (!backend.ok()) {
-    error = backend.error().message;
-    return false;
-  }
+  if (!backend.ok()) return Err{backend.error()};
   hc.backend = backend.value();
-  if (!impairment_from_options(o_, static_cast<int>(hc.planes.size()), hc.impairment, error))
-    return false;
+  auto impaired = impairment_from_options(o_, static_cast<int>(hc.planes.size()), hc.impairment);
+  if (!impaired.ok()) return impaired;
   auto devices = io::DeviceGroup::open(hc, o_.threads);
-  if (!devices.ok()) {
-    error = devices.error().message;
-    return false;
-  }
+  if (!devices.ok()) return Err{devices.error()};
   devices_ = std::move(devices.value());
   if (!o_.pcap.empty()) {
     auto writer = io::PcapWriter::open(o_.pcap, o_.pcap_max_mib << 20);
-    if (!writer.ok()) {
-      error = "--pcap: " + writer.error().message;
-      return false;
-    }
+    if (!writer.ok()) return fail(writer.error(), "--pcap: ");
     capture_ = std::move(writer.value());
     for (uint32_t s = 0; s < devices_->size(); ++s) {
       std::lock_guard lock(devices_->shard(s).lock());
@@ -359,7 +347,7 @@ bool PerfSide::open(std::string& error) {
   for (uint32_t s = 0; s < devices_->size(); ++s)
     cqs_.push_back(devices_->shard(s).create_cq(1 << 16));
   posted_.assign(devices_->size(), 0);
-  if (!open_qps(error)) return false;
+  if (auto opened = open_qps(); !opened.ok()) return opened;
   slots_ = std::max<uint32_t>(o_.depth, 1) * 2;
   slot_bytes_ = std::max<uint64_t>(o_.size, 8);
   source_.resize(slots_ * slot_bytes_);
@@ -373,11 +361,11 @@ bool PerfSide::open(std::string& error) {
   // Another shard's completions wake shard 0, which step() may be sleeping in.
   devices_->on_completions([](uint32_t, std::span<const uint32_t>) {}, true);
   devices_->start_threads(1);
-  return true;
+  return Ok{};
 }
 
 // The QPs, before any thread runs: QP q in shard q % threads, with that shard's EV ports.
-bool PerfSide::open_qps(std::string& error) {
+Result<Ok, Error> PerfSide::open_qps() {
   QpConfig qc;
   qc.ev_count = static_cast<uint16_t>(o_.ev_count);
   qc.ack_every_packets = o_.ack_every;
@@ -395,15 +383,13 @@ bool PerfSide::open_qps(std::string& error) {
       c.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
     if (o_.target_delay_us >= 0)
       c.nscc.target_delay_ns = static_cast<int64_t>(o_.target_delay_us * 1000);
-    if (const std::string invalid = c.validate(shard.planes()); !invalid.empty()) {
-      error = invalid;
-      return false;
-    }
+    if (const std::string invalid = c.validate(shard.planes()); !invalid.empty())
+      return fail(Errc::kInvalidArgument, invalid);
     CompletionQueue* cq = cqs_[q % cqs_.size()];
     qps_.push_back(shard.endpoint().create_qp(c, pd_, cq, cq).value());
     psns_.push_back(shard.initial_psn().value);
   }
-  return true;
+  return Ok{};
 }
 
 json PerfSide::hello() const {
@@ -420,42 +406,38 @@ json PerfSide::hello() const {
           {"len", target_.size()},   {"backend", o_.backend}};
 }
 
-bool PerfSide::connect(const json& peer, std::string& error) {
+Result<Ok, Error> PerfSide::connect(const json& peer) {
   if (!peer.contains("mrc_perf") || peer["qps"].size() != qps_.size() ||
       peer["planes"].size() != o_.planes.size()) {
-    error =
-        "peer configuration does not match: both sides need the same number of planes (--planes) "
-        "and QPs (--qps)";
-    return false;
+    return fail(Errc::kInvalidArgument,
+                "peer configuration does not match: both sides need the same number of planes "
+                "(--planes) and QPs (--qps)");
   }
   // The backends' ICRCs differ (docs/PROTOCOL.md §1.9): each end would drop all the other sends.
   if (const std::string theirs = peer.value("backend", std::string("udp")); theirs != o_.backend) {
-    error = "the peer uses the " + theirs + " backend and this side the " + o_.backend +
-            " backend: both ends need the same --backend (their ICRCs differ)";
-    return false;
+    return fail(Errc::kInvalidArgument,
+                "the peer uses the " + theirs + " backend and this side the " + o_.backend +
+                    " backend: both ends need the same --backend (their ICRCs differ)");
   }
   peer_addr_ = peer["addr"].get<uint64_t>();
   peer_rkey_ = peer["rkey"].get<uint32_t>();
   if (peer["len"].get<uint64_t>() < slots_ * std::max<uint64_t>(o_.size, 8)) {
-    error = "peer buffer too small: use the same --size and --depth on both sides";
-    return false;
+    return fail(Errc::kInvalidArgument,
+                "peer buffer too small: use the same --size and --depth on both sides");
   }
   for (size_t q = 0; q < qps_.size(); ++q)
-    if (!connect_qp(q, peer, error)) return false;
-  return true;
+    if (auto connected = connect_qp(q, peer); !connected.ok()) return connected;
+  return Ok{};
 }
 
 // QP q to the peer's QP q, at the ports of the peer's shard that holds it.
-bool PerfSide::connect_qp(size_t q, const json& peer, std::string& error) {
+Result<Ok, Error> PerfSide::connect_qp(size_t q, const json& peer) {
   const json& theirs = peer["qps"][q];
   const json& planes = theirs.contains("planes") ? theirs["planes"] : peer["planes"];
   std::vector<io::PlaneAddress> remote;
   for (const auto& text : planes) {
     auto a = io::parse_plane_address(text.get<std::string>(), peer["port"].get<uint16_t>());
-    if (!a.ok()) {
-      error = "the peer's queue pair " + std::to_string(q) + ": " + a.error().message;
-      return false;
-    }
+    if (!a.ok()) return fail(a.error(), "the peer's queue pair " + std::to_string(q) + ": ");
     remote.push_back(a.value());
   }
   io::Device& shard = shard_of(q);
@@ -466,18 +448,15 @@ bool PerfSide::connect_qp(size_t q, const json& peer, std::string& error) {
     moved = qp->to_rtr(RtrAttributes{Qpn(theirs["qpn"].get<uint32_t>()),
                                      Psn(theirs["psn"].get<uint32_t>()), shard.peer(remote)});
   if (moved.ok()) moved = qp->to_rts(RtsAttributes{Psn(psns_[q])});
-  if (!moved.ok()) {
-    error = "connecting queue pair " + std::to_string(q) + ": " + to_string(moved.error());
-    return false;
-  }
+  if (!moved.ok())
+    return fail(to_error(moved.error()), "connecting queue pair " + std::to_string(q) + ": ");
   for (uint32_t r = 0; r < 200; ++r) {
     if (auto posted = qp->post_recv(r); !posted.ok()) {
-      error = "queue pair " + std::to_string(q) + ": posting receive " + std::to_string(r) + ": " +
-              to_string(posted.error());
-      return false;
+      return fail(to_error(posted.error()), "queue pair " + std::to_string(q) +
+                                                ": posting receive " + std::to_string(r) + ": ");
     }
   }
-  return true;
+  return Ok{};
 }
 
 void PerfSide::start_sending(uint64_t size, uint64_t count) {
@@ -894,19 +873,18 @@ bool start_metrics(const PerfOptions& o, std::unique_ptr<MetricsServer>& out) {
 }
 
 int serve_one(const PerfOptions& o) {
-  std::string error;
   std::unique_ptr<MetricsServer> metrics;
   if (!start_metrics(o, metrics)) return 2;
   if (!o.json)
     std::fprintf(stderr, "mrc perf server: %zu planes, waiting for a client on TCP port %u\n",
                  o.planes.size(), o.oob_port);
-  OobChannel oob = OobChannel::accept_one(o.oob_port, error);
+  auto accepted = OobChannel::accept_one(o.oob_port);
+  if (!accepted.ok())
+    return std::fprintf(stderr, "mrc perf: %s\n", accepted.error().message.c_str()), 2;
+  OobChannel& oob = accepted.value();
   json peer;
-  if (!oob.ok() || !oob.receive(peer) || !peer.contains("params"))
-    return std::fprintf(
-               stderr, "mrc perf: %s\n",
-               error.empty() ? "client went away or spoke another protocol" : error.c_str()),
-           2;
+  if (!oob.receive(peer) || !peer.contains("params"))
+    return std::fprintf(stderr, "mrc perf: client went away or spoke another protocol\n"), 2;
   PerfOptions mine = o;  // the client's test parameters win
   mine.size = peer["params"]["size"];
   mine.verify = peer["params"]["verify"];
@@ -915,12 +893,13 @@ int serve_one(const PerfOptions& o) {
   mine.qps = peer["params"].value("qps", 1u);
   PerfSide s(mine, true);
   s.attach_metrics(metrics.get());
-  if (!s.open(error)) {
-    oob.send({{"error", error}});
-    return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  if (auto opened = s.open(); !opened.ok()) {
+    oob.send({{"error", opened.error().message}});
+    return std::fprintf(stderr, "mrc perf: %s\n", opened.error().message.c_str()), 2;
   }
   oob.send(s.hello());
-  if (!s.connect(peer, error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  if (auto connected = s.connect(peer); !connected.ok())
+    return std::fprintf(stderr, "mrc perf: %s\n", connected.error().message.c_str()), 2;
   Reporter rep(s, mine);
   if (mine.bidir) s.start_sending(mine.size, 0);
   json done;
@@ -989,14 +968,16 @@ json send_sizes(PerfSide& s, Reporter& rep, const PerfOptions& o) {
 }
 
 int run_client(const PerfOptions& o) {
-  std::string error;
   std::unique_ptr<MetricsServer> metrics;
   if (!start_metrics(o, metrics)) return 2;
   PerfSide s(o, false);
   s.attach_metrics(metrics.get());
-  if (!s.open(error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
-  OobChannel oob = OobChannel::connect_to(o.connect, o.oob_port, 5000, error);
-  if (!oob.ok()) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  if (auto opened = s.open(); !opened.ok())
+    return std::fprintf(stderr, "mrc perf: %s\n", opened.error().message.c_str()), 2;
+  auto reached = OobChannel::connect_to(o.connect, o.oob_port, 5000);
+  if (!reached.ok())
+    return std::fprintf(stderr, "mrc perf: %s\n", reached.error().message.c_str()), 2;
+  OobChannel& oob = reached.value();
   json hello = s.hello();
   hello["params"] = {{"size", o.size},
                      {"verify", o.verify},
@@ -1010,7 +991,8 @@ int run_client(const PerfOptions& o) {
   if (peer.contains("error"))
     return std::fprintf(stderr, "mrc perf: server: %s\n", peer["error"].get<std::string>().c_str()),
            2;
-  if (!s.connect(peer, error)) return std::fprintf(stderr, "mrc perf: %s\n", error.c_str()), 2;
+  if (auto connected = s.connect(peer); !connected.ok())
+    return std::fprintf(stderr, "mrc perf: %s\n", connected.error().message.c_str()), 2;
   Reporter rep(s, o);
   const json sweep = send_sizes(s, rep, o);
   rep.maybe_report(true);
