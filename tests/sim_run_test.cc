@@ -252,22 +252,6 @@ TEST(SimRun, LargeScenarioFilesLoad) {
   }
 }
 
-TEST(SimRun, BadScenarioFilesAreRefusedWithTheKey) {
-  const std::string path = testing::TempDir() + "/bad_scenario.toml";
-  for (const char* text :
-       {"[fabric]\nplanes = 0\n", "[qp]\nev_count = 130\n", "[fabirc]\n",
-        "[[fault]]\naction = \"explode\"\n", "[workload]\npattern = 3\n", "[qp]\neta = 0.0\n",
-        "[qp]\nfi = -1.0\n", "[qp]\nincast_penalty = 128\n", "move_payload = false\n"}) {
-    FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(text, f);
-    std::fclose(f);
-    Scenario s;
-    std::string error;
-    EXPECT_FALSE(load_scenario(path, s, error)) << text;
-    EXPECT_NE(error.find(path), std::string::npos) << error;
-  }
-}
-
 // The seed sweep: 1000 seeds of seeded random faults ("swarm"), each healed and checked.
 TEST(SimSweep, ThousandSeedsOfRandomFaults) {
   Scenario s;

@@ -6,12 +6,28 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <limits>
 #include <set>
+#include <sstream>
 
 namespace mrc::sim {
 
 namespace {
 
+// Formats a value for an error message: numbers as written (%g), strings quoted.
+std::string shown(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+std::string shown(const std::string& v) {
+  return "\"" + v + "\"";
+}
+
+// Reads keys of one table and checks their ranges. The first problem is kept (with the field's
+// full name, its value and what is allowed); later reads and checks do nothing once one failed.
 struct Reader {
   std::string& error;
   bool ok = true;
@@ -20,28 +36,44 @@ struct Reader {
   void get(const toml::table& t, const std::string& where, const char* key, T& out) {
     const toml::node* n = t.get(key);
     if (n == nullptr || !ok) return;
+    const std::string field = where + key;
     if constexpr (std::is_same_v<T, bool>) {
-      if (auto v = n->value<bool>()) {
-        out = *v;
-        return;
-      }
+      if (auto v = n->value_exact<bool>()) return void(out = *v);
+      return fail(field + ": must be true or false");
     } else if constexpr (std::is_floating_point_v<T>) {
-      if (auto v = n->value<double>()) {
-        out = static_cast<T>(*v);
-        return;
-      }
+      if (auto v = n->value<double>()) return void(out = static_cast<T>(*v));
+      return fail(field + ": must be a number");
     } else if constexpr (std::is_same_v<T, std::string>) {
-      if (auto v = n->value<std::string>()) {
-        out = *v;
-        return;
-      }
+      if (auto v = n->value_exact<std::string>()) return void(out = *v);
+      return fail(field + ": must be a string");
     } else {
-      if (auto v = n->value<int64_t>(); v && *v >= 0) {
-        out = static_cast<T>(*v);
-        return;
-      }
+      const auto v = n->value_exact<int64_t>();
+      if (!v) return fail(field + ": must be an integer");
+      const auto max = static_cast<uint64_t>(std::numeric_limits<T>::max());
+      if (*v < 0 || static_cast<uint64_t>(*v) > max)
+        return fail(field + " = " + std::to_string(*v) + ": must be 0.." + std::to_string(max));
+      out = static_cast<T>(*v);
     }
-    fail(where + key + ": wrong type or negative value");
+  }
+  // Fails with "<field> = <value>: must be <allowed>" unless `holds`.
+  template <typename V>
+  void require(bool holds, const std::string& field, const V& value, const std::string& allowed) {
+    if (!holds) fail(field + " = " + shown(value) + ": must be " + allowed);
+  }
+  // Probabilities and fractions: in [0, 1].
+  void probability(const toml::table& t, const std::string& where, const char* key, double& out) {
+    get(t, where, key, out);
+    require(out >= 0 && out <= 1, where + key, out, "in [0, 1]");
+  }
+  // Times in microseconds (or milliseconds): >= 0, or > 0 when `positive`, and finite and at
+  // most kMaxTime so that they fit in nanoseconds.
+  static constexpr double kMaxTime = 1e12;
+  void time(const toml::table& t, const std::string& where, const char* key, double& out,
+            bool positive = false) {
+    get(t, where, key, out);
+    const bool in_range = (positive ? out > 0 : out >= 0) && out <= kMaxTime;
+    require(in_range, where + key, out,
+            std::string(positive ? "> 0" : ">= 0") + " and at most " + shown(kMaxTime));
   }
   // An array of [a, b] pairs of non-negative integers, each at most `max`.
   void get_pairs(const toml::table& t, const std::string& where, const char* key, uint64_t max,
@@ -51,8 +83,8 @@ struct Reader {
     if (a == nullptr) return fail(where + key + ": must be an array of [a, b] pairs");
     for (const toml::node& n : *a) {
       const toml::array* p = n.as_array();
-      const auto x = p != nullptr && p->size() == 2 ? (*p)[0].value<int64_t>() : std::nullopt;
-      const auto y = p != nullptr && p->size() == 2 ? (*p)[1].value<int64_t>() : std::nullopt;
+      const auto x = p != nullptr && p->size() == 2 ? (*p)[0].value_exact<int64_t>() : std::nullopt;
+      const auto y = p != nullptr && p->size() == 2 ? (*p)[1].value_exact<int64_t>() : std::nullopt;
       if (!x || !y || *x < 0 || *y < 0 || static_cast<uint64_t>(*x) > max ||
           static_cast<uint64_t>(*y) > max)
         return fail(where + key + ": every entry must be [a, b] with integers 0.." +
@@ -64,7 +96,8 @@ struct Reader {
     if (ok) error = message;
     ok = false;
   }
-  void check_keys(const toml::table& t, const std::string& where, std::set<std::string> allowed) {
+  void check_keys(const toml::table& t, const std::string& where,
+                  const std::set<std::string>& allowed) {
     for (const auto& [k, v] : t) {
       if (!allowed.count(std::string(k.str())))
         fail(where + std::string(k.str()) + ": unknown key");
@@ -89,17 +122,26 @@ void read_link(Reader& r, const toml::table* t, const std::string& where, LinkCo
   r.get(*t, where, "ecn_max_probability", link.ecn_max_probability);
   r.get(*t, where, "trim_kib", trim);
   r.get(*t, where, "overflow", overflow);
-  if (overflow != "trim" && overflow != "drop")
-    r.fail(where + "overflow: must be \"trim\" or \"drop\"");
-  if (link.rate_gbps <= 0) r.fail(where + "rate_gbps: must be > 0");
+  r.require(overflow == "trim" || overflow == "drop", where + "overflow", overflow,
+            "\"trim\" or \"drop\"");
+  r.require(link.rate_gbps > 0 && link.rate_gbps <= 1e6, where + "rate_gbps", link.rate_gbps,
+            "> 0 and at most 1e6");
+  r.require(propagation <= int64_t{1'000'000'000}, where + "propagation_ns", double(propagation),
+            "0..1e9");
+  constexpr uint32_t kMaxKib = 1u << 20;  // 1 GiB: the byte counts are 32-bit
+  r.require(queue >= 1 && queue <= kMaxKib, where + "queue_kib", double(queue),
+            "1.." + std::to_string(kMaxKib));
+  for (const auto& [key, kib] :
+       {std::pair{"ecn_kib", ecn}, {"ecn_max_kib", ecn_max}, {"trim_kib", trim}})
+    r.require(kib <= kMaxKib, where + key, double(kib), "0.." + std::to_string(kMaxKib));
   link.propagation = Duration{propagation};
   link.queue_limit_bytes = queue * 1024;
   link.ecn_threshold_bytes = ecn * 1024;
   link.ecn_max_bytes = ecn_max * 1024;
-  if (ecn_max != 0 && ecn_max <= ecn)
-    r.fail(where + "ecn_max_kib: must be above ecn_kib (or 0 for step marking)");
-  if (link.ecn_max_probability <= 0 || link.ecn_max_probability > 1)
-    r.fail(where + "ecn_max_probability: must be in (0, 1]");
+  r.require(ecn_max == 0 || ecn_max > ecn, where + "ecn_max_kib", double(ecn_max),
+            "above ecn_kib (" + std::to_string(ecn) + "), or 0 for step marking");
+  r.require(link.ecn_max_probability > 0 && link.ecn_max_probability <= 1,
+            where + "ecn_max_probability", link.ecn_max_probability, "in (0, 1]");
   link.trim_threshold_bytes = trim * 1024;
   link.overflow = overflow == "trim" ? OverflowPolicy::kTrim : OverflowPolicy::kDrop;
 }
@@ -114,7 +156,7 @@ void read_fabric_shape(Reader& r, const toml::table& t, FabricConfig& f) {
   else if (topology == "fat_tree")
     f.topology = TopologyKind::kFatTree;
   else
-    r.fail("fabric.topology: must be \"leaf_spine\" or \"fat_tree\"");
+    r.require(false, "fabric.topology", topology, "\"leaf_spine\" or \"fat_tree\"");
   if (routing == "ecmp")
     f.routing = Routing::kEcmp;
   else if (routing == "spray")
@@ -122,10 +164,10 @@ void read_fabric_shape(Reader& r, const toml::table& t, FabricConfig& f) {
   else if (routing == "source")
     f.routing = Routing::kSource;
   else
-    r.fail("fabric.routing: must be \"ecmp\", \"spray\" or \"source\"");
+    r.require(false, "fabric.routing", routing, "\"ecmp\", \"spray\" or \"source\"");
   if (f.topology != TopologyKind::kFatTree) return;
   if (f.k < 2 || f.k % 2 != 0 || f.k > 64)
-    r.fail("fabric.k: must be even, 2..64");
+    r.require(false, "fabric.k", double(f.k), "even, 2..64");
   else if (f.hosts > f.k * f.k * f.k / 4)
     r.fail("fabric.hosts: a k=" + std::to_string(f.k) + " FatTree has " +
            std::to_string(f.k * f.k * f.k / 4) + " host ports");
@@ -145,10 +187,16 @@ void read_fabric(Reader& r, const toml::table* t, Scenario& s) {
   read_link(r, t->get_as<toml::table>("fabric_link"), "fabric.fabric_link.", s.fabric.fabric_link);
   s.fabric.core_link = s.fabric.fabric_link;  // unless given
   read_link(r, t->get_as<toml::table>("core_link"), "fabric.core_link.", s.fabric.core_link);
-  if (s.fabric.planes < 1 || s.fabric.planes > static_cast<uint32_t>(kMaxPlanes))
-    r.fail("fabric.planes: must be 1.." + std::to_string(kMaxPlanes));
-  if (s.fabric.hosts < 2) r.fail("fabric.hosts: need at least 2 hosts");
-  if (s.fabric.spines < 1) r.fail("fabric.spines: need at least 1 spine");
+  const FabricConfig& f = s.fabric;
+  r.require(f.planes >= 1 && f.planes <= static_cast<uint32_t>(kMaxPlanes), "fabric.planes",
+            double(f.planes), "1.." + std::to_string(kMaxPlanes));
+  // Switch and host indices are 24-bit where a scope names them.
+  constexpr uint32_t kMaxNodes = 1u << 20;
+  r.require(f.hosts >= 2 && f.hosts <= kMaxNodes, "fabric.hosts", double(f.hosts),
+            "2.." + std::to_string(kMaxNodes));
+  r.require(f.spines >= 1 && f.spines <= 4096, "fabric.spines", double(f.spines), "1..4096");
+  r.require(f.hosts_per_leaf >= 1 && f.hosts_per_leaf <= 4096, "fabric.hosts_per_leaf",
+            double(f.hosts_per_leaf), "1..4096");
   read_fabric_shape(r, *t, s.fabric);
 }
 
@@ -171,23 +219,24 @@ void read_cc_knobs(Reader& r, const toml::table& t, QpConfig& q) {
   double incast_window_us = static_cast<double>(q.incast_window_ns) / 1e3;
   r.get(t, "qp.", "incast_penalty", penalty);
   r.get(t, "qp.", "incast_window_us", incast_window_us);
-  if (penalty > 127)
-    r.fail("qp.incast_penalty: the rcv_cwnd_pen an incast receiver sends, 0..127 (0: none)");
-  if (!(incast_window_us >= 0 && incast_window_us <= 1000))
-    r.fail("qp.incast_window_us: must be 0..1000");
+  r.require(penalty <= 127, "qp.incast_penalty", double(penalty),
+            "0..127 (the rcv_cwnd_pen an incast receiver sends; 0: none)");
+  r.require(incast_window_us >= 0 && incast_window_us <= 1000, "qp.incast_window_us",
+            incast_window_us, "0..1000");
   q.incast_penalty = static_cast<uint8_t>(std::min<uint32_t>(penalty, 127));
   q.incast_window_ns = static_cast<int64_t>(incast_window_us * 1e3);
-  if (!(n.proportional_gain > 0 && n.proportional_gain <= 16))
-    r.fail("qp.eta: the proportional gain, must be in (0, 16]");
-  if (!(n.fair_increase_mtus > 0 && n.fair_increase_mtus <= 64))
-    r.fail("qp.fi: MTUs per RTT, must be in (0, 64]");
-  if (target_us < 0) r.fail("qp.target_delay_us: must be >= 0 (0: half the base RTT)");
-  if (initial_kib < 1 || initial_kib * 1024 > n.max_window_bytes)
-    r.fail("qp.initial_window_kib: must be 1..window_kib");
-  if (qa_gate > 63)
-    r.fail(
-        "qp.qa_gate: a shift of the maximum window, 0..63 (0: quick adapt on every lossy round)");
-  if (ack_delay_us < 0 || ack_delay_us > 1000) r.fail("qp.ack_delay_us: must be 0..1000");
+  r.require(n.proportional_gain > 0 && n.proportional_gain <= 16, "qp.eta", n.proportional_gain,
+            "in (0, 16] (the proportional gain)");
+  r.require(n.fair_increase_mtus > 0 && n.fair_increase_mtus <= 64, "qp.fi", n.fair_increase_mtus,
+            "in (0, 64] (MTUs per RTT)");
+  r.require(target_us >= 0 && target_us <= 1e6, "qp.target_delay_us", target_us,
+            "0..1e6 (0: half the base RTT)");
+  r.require(initial_kib >= 1 && initial_kib * 1024 <= n.max_window_bytes, "qp.initial_window_kib",
+            double(initial_kib),
+            "1..window_kib (" + std::to_string(n.max_window_bytes / 1024) + ")");
+  r.require(qa_gate <= 63, "qp.qa_gate", double(qa_gate),
+            "0..63 (a shift of the maximum window; 0: quick adapt on every lossy round)");
+  r.require(ack_delay_us >= 0 && ack_delay_us <= 1000, "qp.ack_delay_us", ack_delay_us, "0..1000");
   n.initial_window_bytes = initial_kib * 1024;
   n.target_delay_ns = static_cast<int64_t>(target_us * 1e3);
   n.qa_gate = static_cast<uint8_t>(std::min<uint32_t>(qa_gate, 63));
@@ -201,9 +250,9 @@ void read_ev_burst(Reader& r, const toml::table& t, QpConfig& q) {
   if (t.get("ev_burst") == nullptr) return;
   uint64_t burst = 0;
   r.get(t, "qp.", "ev_burst", burst);
-  if (burst < 1 || burst > kMaxEvBurstPackets)
-    r.fail("qp.ev_burst: packets per EV burst, must be 1.." + std::to_string(kMaxEvBurstPackets) +
-           " (1: every packet on the next EV)");
+  r.require(burst >= 1 && burst <= kMaxEvBurstPackets, "qp.ev_burst", double(burst),
+            "1.." + std::to_string(kMaxEvBurstPackets) +
+                " (packets per EV burst; 1: every packet on the next EV)");
   q.ev_burst_packets = static_cast<uint16_t>(std::clamp<uint64_t>(burst, 1, kMaxEvBurstPackets));
 }
 
@@ -248,9 +297,15 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   r.get(*t, "qp.", "ack_every", ack);
   r.get(*t, "qp.", "cc", cc);
   r.get(*t, "qp.", "window_kib", window);
-  if (mpr > 255 || timeout > 255 || lin > 255 || exp > 255 || ev > 65535 || ev_min > 65535 ||
-      wimm > 65535)
-    r.fail("qp: a value is larger than its field");
+  for (const auto& [key, value, max] : {std::tuple{"mpr", mpr, 255u},
+                                        {"timeout", timeout, 255u},
+                                        {"retry_linear", lin, 255u},
+                                        {"retry_exp", exp, 255u},
+                                        {"ev_count", ev, 65535u},
+                                        {"ev_min_active", ev_min, 65535u},
+                                        {"max_wimm", wimm, 65535u}})
+    r.require(value <= max, std::string("qp.") + key, double(value), "0.." + std::to_string(max));
+  r.require(window >= 1 && window <= (1u << 22), "qp.window_kib", double(window), "1..4194304");
   q.set_mtu(mtu);  // the minimum window is one packet: without it every mtu above 4 KiB was refused
   q.ev_count = static_cast<uint16_t>(ev);
   q.ev_min_active = static_cast<uint16_t>(ev_min);
@@ -264,7 +319,7 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   q.nscc.initial_window_bytes = std::min(q.nscc.initial_window_bytes, q.nscc.max_window_bytes);
   read_cc_knobs(r, *t, q);
   read_ev_burst(r, *t, q);
-  if (!parse_cc_algorithm(cc, q.cc)) r.fail("qp.cc: must be \"nscc\", \"aimd\" or \"fixed\"");
+  r.require(parse_cc_algorithm(cc, q.cc), "qp.cc", cc, "\"nscc\", \"aimd\" or \"fixed\"");
   // ev_list = [[plane, ev], ...]: every QP uses exactly these EVs (explicit EV mode).
   std::vector<std::pair<uint64_t, uint64_t>> list;
   r.get_pairs(*t, "qp.", "ev_list", UINT32_MAX, list);
@@ -292,17 +347,18 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   r.get(*t, "workload.", "message_bytes", w.message_bytes);
   r.get(*t, "workload.", "messages", w.messages);
   r.get(*t, "workload.", "iterations", w.iterations);
-  r.get(*t, "workload.", "compute_us", compute_us);
+  r.time(*t, "workload.", "compute_us", compute_us);
   r.get(*t, "workload.", "qps", w.qps_per_flow);
-  r.get(*t, "workload.", "imm_fraction", w.imm_fraction);
+  r.probability(*t, "workload.", "imm_fraction", w.imm_fraction);
   r.get(*t, "workload.", "expect_failure", w.expect_failure);
   r.get(*t, "workload.", "slices", w.slices);
   std::string ring_order = "hosts";
   r.get(*t, "workload.", "ring_order", ring_order);
   if (ring_order == "shuffled")
     w.ring_order = RingOrder::kShuffled;
-  else if (ring_order != "hosts")
-    r.fail("workload.ring_order: must be hosts or shuffled");
+  else
+    r.require(ring_order == "hosts", "workload.ring_order", ring_order,
+              "\"hosts\" or \"shuffled\"");
   w.compute = Duration{static_cast<int64_t>(compute_us * 1000)};
   const std::vector<std::pair<std::string, Pattern>> patterns = {
       {"pairs", Pattern::kPairs},
@@ -315,10 +371,8 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   for (const auto& [name, value] : patterns) {
     if (name == pattern) w.pattern = value, known = true;
   }
-  if (!known)
-    r.fail(
-        "workload.pattern: must be pairs, incast, permutation, all_to_all, ring_allreduce or "
-        "flows");
+  r.require(known, "workload.pattern", pattern,
+            "pairs, incast, permutation, all_to_all, ring_allreduce or flows");
   std::vector<std::pair<uint64_t, uint64_t>> flows;
   r.get_pairs(*t, "workload.", "flows", s.fabric.hosts - 1, flows);
   for (const auto& [src, dst] : flows) {
@@ -331,14 +385,21 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
     r.fail(
         "workload.flows: given exactly when pattern = \"flows\" (a list of [source, destination] "
         "hosts)");
-  if (w.message_bytes > UINT32_MAX) r.fail("workload.message_bytes: at most 4 GiB - 1 per message");
-  if (w.messages < 1 || w.qps_per_flow < 1 || w.iterations < 1 || w.slices < 1)
-    r.fail("workload: messages, iterations, qps and slices must be >= 1");
+  r.require(w.message_bytes >= 1 && w.message_bytes <= UINT32_MAX, "workload.message_bytes",
+            double(w.message_bytes), "1..4294967295 (bytes per message)");
+  for (const auto& [key, value] : {std::pair{"messages", w.messages},
+                                   {"iterations", w.iterations},
+                                   {"qps", w.qps_per_flow},
+                                   {"slices", w.slices}})
+    r.require(value >= 1 && value <= 1'000'000, std::string("workload.") + key, double(value),
+              "1..1000000");
   if (w.pattern == Pattern::kRingAllreduce && w.message_bytes < uint64_t{s.fabric.hosts} * w.slices)
     r.fail("workload.message_bytes: a ring all-reduce needs at least one byte per host and slice");
   // Every payload byte is held twice (source and target) for the exactly-once check, unless
   // the run is payload-free.
   constexpr uint64_t kMaxPlannedBytes = 4ull << 30;
+  if (r.ok && planned_bytes(w, s.fabric.hosts) > (uint64_t{1} << 62))
+    r.fail("workload: more than 2^62 bytes of writes in all");
   if (r.ok && s.payload && planned_bytes(w, s.fabric.hosts) > kMaxPlannedBytes)
     r.fail("workload: " + std::to_string(planned_bytes(w, s.fabric.hosts) >> 20) +
            " MiB of writes in all; the simulator holds each byte twice and allows 4096 MiB");
@@ -352,19 +413,22 @@ void read_dcqcn(Reader& r, const toml::table& t, DcqcnConfig& d) {
   uint64_t byte_counter_kib = d.byte_counter / 1024;
   r.get(t, w, "dcqcn", d.enabled);
   r.get(t, w, "dcqcn_g", d.g);
-  r.get(t, w, "dcqcn_alpha_us", alpha_us);
-  r.get(t, w, "dcqcn_increase_us", increase_us);
+  r.time(t, w, "dcqcn_alpha_us", alpha_us, true);
+  r.time(t, w, "dcqcn_increase_us", increase_us, true);
   r.get(t, w, "dcqcn_byte_counter_kib", byte_counter_kib);
   r.get(t, w, "dcqcn_f", d.fast_recovery_steps);
   r.get(t, w, "dcqcn_ai_gbps", d.additive_gbps);
   r.get(t, w, "dcqcn_hai_gbps", d.hyper_gbps);
   r.get(t, w, "dcqcn_min_gbps", d.min_rate_gbps);
-  r.get(t, w, "cnp_interval_us", cnp_us);
-  if (d.g <= 0 || d.g > 1) r.fail(w + "dcqcn_g: must be in (0, 1]");
-  if (alpha_us <= 0 || increase_us <= 0)
-    r.fail(w + "dcqcn_alpha_us, dcqcn_increase_us: must be > 0");
-  if (byte_counter_kib == 0 || d.min_rate_gbps <= 0)
-    r.fail(w + "dcqcn_byte_counter_kib, dcqcn_min_gbps: must be > 0");
+  r.time(t, w, "cnp_interval_us", cnp_us);
+  r.require(d.g > 0 && d.g <= 1, w + "dcqcn_g", d.g, "in (0, 1]");
+  r.require(byte_counter_kib >= 1 && byte_counter_kib <= (uint64_t{1} << 40),
+            w + "dcqcn_byte_counter_kib", double(byte_counter_kib), "1..2^40");
+  for (const auto& [key, gbps, least] : {std::tuple{"dcqcn_ai_gbps", d.additive_gbps, 0.0},
+                                         {"dcqcn_hai_gbps", d.hyper_gbps, 0.0},
+                                         {"dcqcn_min_gbps", d.min_rate_gbps, 1e-9}})
+    r.require(gbps >= least && gbps <= 1e6, w + key, gbps,
+              std::string(least > 0 ? "> 0" : ">= 0") + " and at most 1e6");
   d.alpha_period = Duration{static_cast<int64_t>(alpha_us * 1e3)};
   d.increase_period = Duration{static_cast<int64_t>(increase_us * 1e3)};
   d.cnp_interval = Duration{static_cast<int64_t>(cnp_us * 1e3)};
@@ -379,15 +443,19 @@ void read_mptcp(Reader& r, const toml::table& t, MptcpConfig& m) {
   r.get(t, w, "coupled", m.coupled);
   r.get(t, w, "initial_window", m.initial_window_packets);
   r.get(t, w, "max_window", m.max_window_packets);
-  r.get(t, w, "rto_min_us", rto_min_us);
-  r.get(t, w, "rto_max_us", rto_max_us);
+  r.time(t, w, "rto_min_us", rto_min_us, true);
+  r.time(t, w, "rto_max_us", rto_max_us, true);
   r.get(t, w, "subflow_dead_after", m.subflow_dead_after);
-  if (m.subflows < 1 || m.subflows > 64) r.fail(w + "subflows: must be 1..64");
-  if (m.initial_window_packets < 1 || m.max_window_packets < m.initial_window_packets)
-    r.fail(w + "initial_window, max_window: need 1 <= initial_window <= max_window");
-  if (rto_min_us <= 0 || rto_max_us < rto_min_us)
-    r.fail(w + "rto_min_us, rto_max_us: need 0 < rto_min_us <= rto_max_us");
-  if (m.subflow_dead_after < 1) r.fail(w + "subflow_dead_after: must be >= 1");
+  r.require(m.subflows >= 1 && m.subflows <= 64, w + "subflows", double(m.subflows), "1..64");
+  r.require(m.initial_window_packets >= 1, w + "initial_window", double(m.initial_window_packets),
+            ">= 1");
+  r.require(m.max_window_packets >= m.initial_window_packets, w + "max_window",
+            double(m.max_window_packets),
+            ">= initial_window (" + std::to_string(m.initial_window_packets) + ")");
+  r.require(rto_max_us >= rto_min_us, w + "rto_max_us", rto_max_us,
+            ">= rto_min_us (" + shown(rto_min_us) + ")");
+  r.require(m.subflow_dead_after >= 1, w + "subflow_dead_after", double(m.subflow_dead_after),
+            ">= 1");
   m.rto_min = Duration{static_cast<int64_t>(rto_min_us * 1e3)};
   m.rto_max = Duration{static_cast<int64_t>(rto_max_us * 1e3)};
 }
@@ -430,7 +498,7 @@ void read_transport(Reader& r, const toml::table* t, Scenario& s) {
   else if (kind == "mptcp")
     c.kind = TransportKind::kMptcp;
   else
-    r.fail("transport.kind: must be \"mrc\", \"roce\", \"roce_pfc\" or \"mptcp\"");
+    r.require(false, "transport.kind", kind, "\"mrc\", \"roce\", \"roce_pfc\" or \"mptcp\"");
   read_dcqcn(r, *t, c.dcqcn);
   read_mptcp(r, *t, c.mptcp);
   uint32_t xoff = c.pfc.xoff_bytes / 1024, xon = c.pfc.xon_bytes / 1024,
@@ -438,8 +506,10 @@ void read_transport(Reader& r, const toml::table* t, Scenario& s) {
   r.get(*t, "transport.", "pfc_xoff_kib", xoff);
   r.get(*t, "transport.", "pfc_xon_kib", xon);
   r.get(*t, "transport.", "pfc_headroom_kib", headroom);
-  if (xon > xoff || xoff == 0)
-    r.fail("transport.pfc_xon_kib: need 0 < pfc_xon_kib <= pfc_xoff_kib");
+  r.require(xoff >= 1 && xoff <= (1u << 20), "transport.pfc_xoff_kib", double(xoff), "1..1048576");
+  r.require(xon <= xoff, "transport.pfc_xon_kib", double(xon),
+            "at most pfc_xoff_kib (" + std::to_string(xoff) + ")");
+  r.require(headroom <= (1u << 20), "transport.pfc_headroom_kib", double(headroom), "0..1048576");
   c.pfc = PfcConfig{xoff * 1024, xon * 1024, headroom * 1024};
   if (c.kind == TransportKind::kRocePfc) make_lossless(s.fabric, c.pfc);
 }
@@ -463,13 +533,14 @@ Scope read_switch(Reader& r, const std::string& name, const std::string& where, 
             : (tier == 2 ? f.spines : (f.hosts + f.hosts_per_leaf - 1) / f.hosts_per_leaf);
     if (index >= count) break;
     if (plane < 0) {
-      r.fail(where + "switch: naming a switch needs a plane");
+      r.fail(where + "switch: naming a switch needs a plane (fault.plane)");
       return Scope::fabric();
     }
     return Scope::of_switch(PlaneId(static_cast<uint8_t>(plane)), NodeId((tier << 24) | index));
   }
-  r.fail(where + "switch: no switch \"" + name + "\" in this fabric (" +
-         (fat ? "edgeN, aggN, coreN" : "leafN, spineN") + ")");
+  r.require(false, where + "switch", name,
+            std::string("a switch of this fabric (") +
+                (fat ? "edgeN, aggN, coreN" : "leafN, spineN") + ", N from 0)");
   return Scope::fabric();
 }
 
@@ -481,12 +552,17 @@ Scope read_scope(Reader& r, const toml::table& t, const std::string& where, cons
   r.get(t, where, "leaf", leaf);
   r.get(t, where, "spine", spine);
   r.get(t, where, "link", link);
-  if (plane >= static_cast<int64_t>(f.planes)) r.fail(where + "plane: no such plane");
+  r.require(plane < static_cast<int64_t>(f.planes), where + "plane", double(plane),
+            "a plane of this fabric, 0.." + std::to_string(f.planes - 1));
   const bool fat = f.topology == TopologyKind::kFatTree;
   const int64_t leaves = fat ? f.k * f.k / 2 : (f.hosts + f.hosts_per_leaf - 1) / f.hosts_per_leaf;
   const int64_t uplinks = fat ? f.k / 2 : f.spines;
-  if (host >= f.hosts || spine >= uplinks || leaf >= leaves)
-    r.fail(where + "host/leaf/spine: index out of range");
+  for (const auto& [key, index, count] : {std::tuple{"host", host, int64_t{f.hosts}},
+                                          {"leaf", leaf, leaves},
+                                          {"spine", spine, uplinks}})
+    r.require(
+        index < count, where + key, double(index),
+        "0.." + std::to_string(count - 1) + " (" + std::to_string(count) + " in this fabric)");
   std::string sw;
   r.get(t, where, "switch", sw);
   if (!sw.empty()) return read_switch(r, sw, where, plane, f);
@@ -508,7 +584,7 @@ Scope read_scope(Reader& r, const toml::table& t, const std::string& where, cons
   else if (link == "spine_leaf")
     s.classes = bit(LinkClass::kFabricDown);
   else
-    r.fail(where + "link: must be all, host_up, host_down, leaf_spine or spine_leaf");
+    r.require(false, where + "link", link, "all, host_up, host_down, leaf_spine or spine_leaf");
   s.node = NodeId(static_cast<uint32_t>(host));
   s.link = LinkId(static_cast<uint32_t>((leaf << 16) | spine));
   return s;
@@ -523,21 +599,23 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
   ScheduledFault f;
   double at_us = 0, reorder_max_us = 5, down_us = 100, up_us = 100, duration_us = 1000;
   std::string action;
-  r.get(t, where, "at_us", at_us);
+  r.time(t, where, "at_us", at_us);
   r.get(t, where, "action", action);
-  r.get(t, where, "reorder_max_us", reorder_max_us);
-  r.get(t, where, "down_us", down_us);
-  r.get(t, where, "up_us", up_us);
-  r.get(t, where, "duration_us", duration_us);
+  r.time(t, where, "reorder_max_us", reorder_max_us);
+  // Only a reboot and a flap read these: each must then be a real duration.
+  const bool timed = action == "reboot" || action == "flap";
+  r.time(t, where, "down_us", down_us, timed);
+  r.time(t, where, "up_us", up_us, timed);
+  r.time(t, where, "duration_us", duration_us, timed);
   f.at = Instant{static_cast<int64_t>(at_us * 1000)};
   f.description = action;
   const Scope scope = read_scope(r, t, where, s.fabric);
   LinkFaults lf;
-  r.get(t, where, "loss", lf.loss);
-  r.get(t, where, "duplicate", lf.duplicate);
-  r.get(t, where, "reorder", lf.reorder);
-  r.get(t, where, "corrupt", lf.corrupt);
-  r.get(t, where, "trim", lf.trim);
+  r.probability(t, where, "loss", lf.loss);
+  r.probability(t, where, "duplicate", lf.duplicate);
+  r.probability(t, where, "reorder", lf.reorder);
+  r.probability(t, where, "corrupt", lf.corrupt);
+  r.probability(t, where, "trim", lf.trim);
   lf.reorder_max_delay = Duration{static_cast<int64_t>(reorder_max_us * 1000)};
   if (action == "faults")
     f.action = FaultAction::set_faults(scope, lf);
@@ -548,10 +626,8 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
   else if (action == "degrade") {
     double fraction = 0.5;
     r.get(t, where, "rate_fraction", fraction);
-    if (fraction <= 0 || fraction > 1)
-      r.fail(where + "rate_fraction: must be in (0, 1]");
-    else
-      f.action = FaultAction::set_rate(scope, fraction);
+    r.require(fraction > 0 && fraction <= 1, where + "rate_fraction", fraction, "in (0, 1]");
+    f.action = FaultAction::set_rate(scope, std::clamp(fraction, 1e-9, 1.0));
   } else if (action == "reboot") {  // down now, up again after down_us
     f.action = FaultAction::set_up(scope, false);
     ScheduledFault up = f;
@@ -569,12 +645,15 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
   } else if (action == "blackhole" || action == "unblackhole") {
     int64_t slot = 0;
     r.get(t, where, "ev_slot", slot);
-    f.ev_slot = static_cast<int>(slot);
+    const size_t evs = s.qp.ev_list.empty() ? s.qp.ev_count : s.qp.ev_list.size();
+    r.require(
+        static_cast<size_t>(slot) < evs, where + "ev_slot", double(slot),
+        "0.." + std::to_string(evs - 1) + " (a slot of the QP's " + std::to_string(evs) + " EVs)");
+    f.ev_slot = static_cast<int>(std::min<int64_t>(slot, INT32_MAX));
     f.action = FaultAction::blackhole(scope.plane, Ev(0), action == "blackhole");
   } else {
-    r.fail(
-        where +
-        "action: must be faults, down, up, reboot, flap, degrade, blackhole, unblackhole or heal");
+    r.require(false, where + "action", action,
+              "faults, down, up, reboot, flap, degrade, blackhole, unblackhole or heal");
   }
   s.faults.push_back(f);
 }
@@ -596,23 +675,76 @@ std::string payload_modes_error(const Scenario& s) {
   return "";
 }
 
-bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    error = path + ": " + std::string(e.description());
-    return false;
+namespace {
+
+// toml++ 3.3 (Debian 12) reaches __builtin_unreachable() when it asks whether some non-ASCII
+// characters are whitespace (U+00A1 to U+049A among them), which it does around keys and values:
+// undefined behaviour on input as plain as a stray "§". So the loader hands it ASCII only: a
+// comment's non-ASCII bytes become spaces (a comment means nothing, and every position outside
+// it stays put), and a non-ASCII character anywhere else is refused with its line and column.
+// Strings are followed only to know where comments start: '#' inside a string is not one.
+bool comments_to_ascii(std::string& text, std::string& error) {
+  enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
+  size_t line = 1, column = 0;
+  const auto starts = [&](size_t i, std::string_view token) {
+    return text.compare(i, token.size(), token) == 0;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte == '\n') {
+      line++, column = 0;
+      if (in != In::kMultiBasic && in != In::kMultiLiteral) in = In::kCode;
+      continue;
+    }
+    if ((byte & 0xC0) != 0x80) column++;  // a character's first byte
+    if (in == In::kComment) {
+      if (byte >= 0x80) text[i] = ' ';
+      continue;
+    }
+    if (byte >= 0x80) {
+      error = std::to_string(line) + ":" + std::to_string(column) +
+              ": a non-ASCII character outside a comment (keys and values are ASCII)";
+      return false;
+    }
+    const std::string_view quotes = in == In::kMultiLiteral ? "'''" : "\"\"\"";
+    if (in == In::kCode) {
+      if (byte == '#') {
+        in = In::kComment;
+      } else if (starts(i, "\"\"\"") || starts(i, "'''")) {
+        in = byte == '"' ? In::kMultiBasic : In::kMultiLiteral;
+        i += 2, column += 2;
+      } else if (byte == '"' || byte == '\'') {
+        in = byte == '"' ? In::kBasic : In::kLiteral;
+      }
+    } else if ((in == In::kBasic || in == In::kMultiBasic) && byte == '\\') {
+      if (i + 1 < text.size() && text[i + 1] != '\n') i++, column++;  // the escaped character
+    } else if ((in == In::kBasic && byte == '"') || (in == In::kLiteral && byte == '\'')) {
+      in = In::kCode;
+    } else if ((in == In::kMultiBasic || in == In::kMultiLiteral) && starts(i, quotes)) {
+      in = In::kCode;
+      i += 2, column += 2;
+    }
   }
-  Reader r{error};
+  return true;
+}
+
+// A section that must be a table (or an array of tables, for [[fault]]) when present.
+const toml::table* section(Reader& r, const toml::table& root, const char* key) {
+  const toml::node* n = root.get(key);
+  if (n == nullptr || !r.ok) return nullptr;
+  if (!n->is_table()) r.fail(std::string(key) + ": must be a table ([" + key + "])");
+  return n->as_table();
+}
+
+void read_top(Reader& r, const toml::table& root, Scenario& s) {
   r.check_keys(root, "",
                {"name", "seed", "time_limit_ms", "heal_at_us", "random_faults", "payload",
                 "icrc_offload", "move_payload", "fabric", "qp", "workload", "fault", "transport"});
   double limit_ms = 2000, heal_us = 0;
   r.get(root, "", "name", s.name);
   r.get(root, "", "seed", s.seed);
-  r.get(root, "", "time_limit_ms", limit_ms);
-  r.get(root, "", "heal_at_us", heal_us);
+  r.time(root, "", "time_limit_ms", limit_ms, true);
+  r.time(root, "", "heal_at_us", heal_us);
   r.get(root, "", "random_faults", s.random_faults);
   r.get(root, "", "payload", s.payload);
   r.get(root, "", "icrc_offload", s.icrc_offload);
@@ -620,21 +752,66 @@ bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
   if (const std::string e = payload_modes_error(s); !e.empty()) r.fail(e);
   s.time_limit = Instant{static_cast<int64_t>(limit_ms * 1e6)};
   s.heal_at = Instant{static_cast<int64_t>(heal_us * 1e3)};
-  read_fabric(r, root.get_as<toml::table>("fabric"), s);
-  read_qp(r, root.get_as<toml::table>("qp"), s);
-  read_transport(r, root.get_as<toml::table>("transport"), s);
-  read_workload(r, root.get_as<toml::table>("workload"), s);
-  if (const toml::array* faults = root.get_as<toml::array>("fault")) {
-    for (size_t i = 0; i < faults->size(); ++i) {
-      if (const toml::table* t = faults->get(i)->as_table()) read_fault(r, *t, i, s);
-    }
+}
+
+void read_faults(Reader& r, const toml::table& root, Scenario& s) {
+  const toml::node* n = root.get("fault");
+  if (n == nullptr || !r.ok) return;
+  const toml::array* faults = n->as_array();
+  if (faults == nullptr) return r.fail("fault: must be an array of tables ([[fault]])");
+  for (size_t i = 0; i < faults->size() && r.ok; ++i) {
+    const toml::table* t = faults->get(i)->as_table();
+    if (t == nullptr) return r.fail("fault[" + std::to_string(i) + "]: must be a table");
+    read_fault(r, *t, i, s);
   }
+}
+
+}  // namespace
+
+bool load_scenario_text(std::string_view text, const std::string& source, Scenario& s,
+                        std::string& error) {
+  std::string ascii(text);
+  if (!comments_to_ascii(ascii, error)) {
+    error = source + ":" + error;
+    return false;
+  }
+  toml::table root;
+  try {
+    root = toml::parse(ascii, source);
+  } catch (const toml::parse_error& e) {
+    error = source + ":" + std::to_string(e.source().begin.line) + ":" +
+            std::to_string(e.source().begin.column) + ": " + std::string(e.description());
+    return false;
+  }
+  // Each section is read only if those before it were good: later ones use their values.
+  Reader r{error};
+  read_top(r, root, s);
+  if (r.ok) read_fabric(r, section(r, root, "fabric"), s);
+  if (r.ok) read_qp(r, section(r, root, "qp"), s);
+  if (r.ok) read_transport(r, section(r, root, "transport"), s);
+  if (r.ok) read_workload(r, section(r, root, "workload"), s);
+  read_faults(r, root, s);
   if (r.ok) {
     const std::string qp_error = s.qp.validate(static_cast<int>(s.fabric.planes));
     if (!qp_error.empty()) r.fail("qp: " + qp_error);
   }
-  if (!r.ok) error = path + ": " + error;
+  if (!r.ok) error = source + ": " + error;
   return r.ok;
+}
+
+bool load_scenario(const std::string& path, Scenario& s, std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot read the file";
+    return false;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();  // an empty file sets failbit here, and is a scenario of defaults
+  if (in.bad()) {
+    error = path + ": cannot read the file";
+    return false;
+  }
+  return load_scenario_text(text.str(), path, s, error);
 }
 
 }  // namespace mrc::sim

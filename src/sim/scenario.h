@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mrc/config.hpp"
@@ -61,8 +62,13 @@ struct Scenario {
 // Makes every switch queue of the fabric PFC-lossless with these thresholds (roce_pfc).
 void make_lossless(FabricConfig& fabric, const PfcConfig& pfc);
 
-// Parses a scenario file. On error, returns false and sets `error` to a message naming the key.
+// Parses a scenario file. Every key is checked against its allowed range; on the first
+// problem, returns false and sets `error` to "<path>: <field> = <value>: must be <what is
+// allowed>" (or "<path>:<line>:<column>: ..." when the TOML does not parse).
 bool load_scenario(const std::string& path, Scenario& out, std::string& error);
+// The same from text; `source` names it in messages.
+bool load_scenario_text(std::string_view text, const std::string& source, Scenario& out,
+                        std::string& error);
 
 // Empty if the scenario's payload modes go together, else why not (a payload run compares
 // every byte, so it must move them). Checked by load_scenario and by run_scenario.

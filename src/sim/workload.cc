@@ -3,6 +3,7 @@
 #include "sim/workload.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "mrc/assert.hpp"
 
@@ -157,23 +158,34 @@ WorkloadPlan plan_workload(const Workload& w, uint32_t hosts, Prng& prng) {
 }
 
 uint64_t planned_bytes(const Workload& w, uint32_t hosts) {
-  const uint64_t per_flow = static_cast<uint64_t>(w.qps_per_flow) * w.messages * w.message_bytes;
-  const uint64_t n = hosts;
+  // In floating point, saturated: a scenario's counts can multiply past 64 bits.
+  const long double per_flow = static_cast<long double>(w.qps_per_flow) * w.messages *
+                               static_cast<long double>(w.message_bytes);
+  const long double n = hosts;
+  long double total = 0;
   switch (w.pattern) {
     case Pattern::kPairs:
-      return (n == 2 ? 1 : n) * (w.bidirectional ? 2 : 1) * per_flow;
+      total = (n == 2 ? 1 : n) * (w.bidirectional ? 2 : 1) * per_flow;
+      break;
     case Pattern::kIncast:
-      return (n - 1 + (w.victim && n >= 3 ? 1 : 0)) * per_flow;
+      total = (n - 1 + (w.victim && n >= 3 ? 1 : 0)) * per_flow;
+      break;
     case Pattern::kFlows:
-      return w.flows.size() * per_flow;
+      total = static_cast<long double>(w.flows.size()) * per_flow;
+      break;
     case Pattern::kPermutation:
-      return n * per_flow;
+      total = n * per_flow;
+      break;
     case Pattern::kAllToAll:
-      return n * (n - 1) * per_flow;
+      total = n * (n - 1) * per_flow;
+      break;
     case Pattern::kRingAllreduce:
-      return 2 * (n - 1) * w.message_bytes / n * n * w.iterations + 2 * n * w.iterations;
+      total =
+          (std::floor(2 * (n - 1) * static_cast<long double>(w.message_bytes) / n) * n + 2 * n) *
+          w.iterations;
+      break;
   }
-  return 0;
+  return total >= 0x1p64L ? UINT64_MAX : static_cast<uint64_t>(total);
 }
 
 const char* to_string(Pattern pattern) {
