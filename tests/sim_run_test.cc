@@ -3,6 +3,8 @@
 // operation must complete, nothing may hang. Failures print the command that replays them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/run.h"
 #include "sim/scenario.h"
 
@@ -86,6 +88,50 @@ INSTANTIATE_TEST_SUITE_P(AllKinds, SimFaultKind, ::testing::Range(0, 8),
                            return std::string(
                                fault_cases()[static_cast<size_t>(param_info.param)].name);
                          });
+
+// Goodput and line rate as SIMULATION.md defines them: the line rate is what the workload's NICs
+// allow (min of distinct senders and receivers, x planes x host link rate), and no run or
+// group delivers faster than it.
+TEST(SimRun, ReportsGoodputAgainstTheNicBoundLineRate) {
+  Scenario s = base_scenario(3);
+  s.fabric.hosts = 4;
+  s.fabric.host_link.rate_gbps = 50;
+  s.workload.pattern = Pattern::kIncast;  // hosts 1, 2, 3 -> 0, and the victim 3 -> 1
+  s.workload.victim = true;
+  const RunReport r = run_scenario(s);
+  expect_exactly_once(r);
+  EXPECT_EQ(r.bytes_delivered, r.bytes_written);
+  EXPECT_DOUBLE_EQ(r.line_rate_gbit_per_s, 2 * 2 * 50.0);  // two receivers, 2 planes
+  EXPECT_DOUBLE_EQ(r.goodput_gbit_per_s, static_cast<double>(r.bytes_delivered) * 8 /
+                                             static_cast<double>(r.completion_time_ns));
+  EXPECT_LE(r.goodput_gbit_per_s, r.line_rate_gbit_per_s);
+  ASSERT_EQ(r.groups.size(), 1u);
+  const GroupReport& victim = r.groups[0];
+  EXPECT_DOUBLE_EQ(victim.line_rate_gbit_per_s, 1 * 2 * 50.0);  // one sender, one receiver
+  EXPECT_GT(victim.goodput_gbit_per_s, 0);
+  EXPECT_LE(victim.goodput_gbit_per_s, victim.line_rate_gbit_per_s);
+  EXPECT_FALSE(victim.overlaps_previous);
+}
+
+// Hosts start an all-reduce iteration on their own, so a group may start before the one before
+// it ended; the report says which.
+TEST(SimRun, GroupWindowsSayWhetherTheyOverlap) {
+  Scenario s = base_scenario(5);
+  s.fabric.hosts = 4;
+  s.workload.pattern = Pattern::kRingAllreduce;
+  s.workload.iterations = 4;
+  const RunReport r = run_scenario(s);
+  expect_exactly_once(r);
+  ASSERT_EQ(r.groups.size(), 4u);
+  EXPECT_FALSE(r.groups[0].overlaps_previous);
+  int64_t latest_end_ns = r.groups[0].end_ns;
+  for (size_t g = 1; g < r.groups.size(); ++g) {
+    EXPECT_EQ(r.groups[g].overlaps_previous, r.groups[g].start_ns < latest_end_ns) << g;
+    latest_end_ns = std::max(latest_end_ns, r.groups[g].end_ns);
+    EXPECT_DOUBLE_EQ(r.groups[g].line_rate_gbit_per_s, 4 * 2 * 100.0);  // every host sends
+    EXPECT_LE(r.groups[g].goodput_gbit_per_s, r.groups[g].line_rate_gbit_per_s);
+  }
+}
 
 TEST(SimRun, EvBlackholeIsDetectedAndReplaced) {
   Scenario s = base_scenario(3);

@@ -154,6 +154,7 @@ class Runner final : private CompletionNotifier {
   void collect(RunReport& report);
   void collect_baseline(RunReport& report);
   void report_groups(RunReport& report) const;
+  void report_rates(RunReport& report) const;
   void report_links(RunReport& report) const;
 
   const Scenario& sc_;
@@ -853,7 +854,10 @@ void Runner::report_groups(RunReport& r) const {
   std::vector<int64_t> fct;
   for (uint32_t t = 0; t < ops_.size(); ++t) {
     const Op& op = ops_[t];
-    if (op.delivered) fct.push_back(op.delivered_at.ns - op.ready_at.ns);
+    if (op.delivered) {
+      fct.push_back(op.delivered_at.ns - op.ready_at.ns);
+      r.bytes_delivered += op.length;
+    }
     const uint32_t g = groups_[t];
     if (g == kNoGroup) continue;
     GroupReport& gr = r.groups[g];
@@ -882,6 +886,56 @@ void Runner::report_groups(RunReport& r) const {
   r.fct_p50_ns = at(0.5);
   r.fct_p99_ns = at(0.99);
   r.fct_max_ns = *std::max_element(fct.begin(), fct.end());
+}
+
+// Goodput and the NIC-bound line rate, per run and per group. A transfer can go no faster than
+// its sender's NIC sends or its receiver's NIC receives, so a set of transfers can reach at most
+// min(distinct senders, distinct receivers) x planes x the host link rate: the line rate its
+// goodput (payload bytes delivered per second of its window) is a fraction of. Distinct hosts
+// are counted per flow and group (slot 0: the run; group g: slot g + 1), never per transfer: a
+// 1024-host ring has two million transfers but ~1000 flows.
+void Runner::report_rates(RunReport& r) const {
+  std::vector<uint64_t> senders, receivers;  // slot << 32 | host, sorted and made unique below
+  const auto add = [&](uint64_t slot, const Flow& f) {
+    senders.push_back(slot << 32 | f.src);
+    receivers.push_back(slot << 32 | f.dst);
+  };
+  for (const auto& f : flows_) {
+    add(0, *f);
+    uint32_t last = kNoGroup;
+    for (const uint32_t t : f->ops) {
+      if (groups_[t] == kNoGroup || groups_[t] == last) continue;
+      last = groups_[t];
+      add(uint64_t{last} + 1, *f);
+    }
+  }
+  std::vector<uint32_t> distinct_senders(r.groups.size() + 1),
+      distinct_receivers(r.groups.size() + 1);
+  const auto count = [](std::vector<uint64_t>& keys, std::vector<uint32_t>& per_slot) {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    for (const uint64_t key : keys) per_slot[key >> 32]++;
+  };
+  count(senders, distinct_senders);
+  count(receivers, distinct_receivers);
+  const double nic_gbit_per_s = sc_.fabric.planes * sc_.fabric.host_link.rate_gbps;
+  const auto line_rate = [&](size_t slot) {
+    return std::min(distinct_senders[slot], distinct_receivers[slot]) * nic_gbit_per_s;
+  };
+  r.line_rate_gbit_per_s = line_rate(0);
+  if (r.completion_time_ns > 0)
+    r.goodput_gbit_per_s =
+        static_cast<double>(r.bytes_delivered) * 8 / static_cast<double>(r.completion_time_ns);
+  int64_t latest_end_ns = -1;  // of the groups before this one
+  for (size_t g = 0; g < r.groups.size(); ++g) {
+    GroupReport& gr = r.groups[g];
+    gr.line_rate_gbit_per_s = line_rate(g + 1);
+    if (gr.end_ns > gr.start_ns && gr.start_ns >= 0)
+      gr.goodput_gbit_per_s =
+          static_cast<double>(gr.bytes) * 8 / static_cast<double>(gr.end_ns - gr.start_ns);
+    gr.overlaps_previous = gr.start_ns >= 0 && gr.start_ns < latest_end_ns;
+    latest_end_ns = std::max(latest_end_ns, gr.end_ns);
+  }
 }
 
 void Runner::report_links(RunReport& r) const {
@@ -919,6 +973,7 @@ void Runner::finish(RunReport& r) {
   r.sim_time_ns = events_.now().ns;
   r.events = events_.events_run();
   r.completion_time_ns = done_at_.is_never() ? -1 : done_at_.ns;
+  report_rates(r);
   std::string& why = r.failure;
   if (done_at_.is_never()) why = "hang: operations still outstanding at the time limit";
   for (const auto& f : flows_) {

@@ -29,6 +29,13 @@ struct GroupReport {
   int64_t start_ns = -1;  // when its first transfer could start (after any compute delay)
   int64_t end_ns = -1;    // when its last transfer was delivered; -1 if one never was
   uint64_t bytes = 0;     // payload of its transfers
+  // bytes / (end - start) in Gbit/s; -1 if it never ended.
+  double goodput_gbit_per_s = -1;
+  // min(distinct senders, distinct receivers) x planes x host link rate (Runner::report_rates).
+  double line_rate_gbit_per_s = 0;
+  // It started before an earlier group ended (hosts start the next all-reduce iteration on
+  // their own), so its window and bandwidths share time with that group's.
+  bool overlaps_previous = false;
 };
 
 // One link direction's load over the run, for utilisation tables and heat maps.
@@ -77,6 +84,12 @@ struct RunReport {
   uint64_t wimm_delivered = 0;
   int64_t sim_time_ns = 0;
   int64_t completion_time_ns = 0;
+  uint64_t bytes_delivered = 0;  // payload of the transfers delivered
+  // bytes_delivered / completion_time_ns in Gbit/s (the run starts at 0); -1 if it never ended.
+  double goodput_gbit_per_s = -1;
+  // What the workload's NICs allow: min(distinct senders, distinct receivers) x planes x host
+  // link rate. goodput / line rate is the run's fraction of line rate.
+  double line_rate_gbit_per_s = 0;
   uint64_t events = 0;
   uint64_t retransmits = 0;
   uint64_t timeouts = 0;
