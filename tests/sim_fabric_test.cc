@@ -274,7 +274,7 @@ TEST(EventQueueTest, AsksTheEventsAheadToPrefetchInStages) {
   PrefetchLog log;
   std::vector<int> boxed_ran;
   for (int id = 0; id < 12; ++id)
-    q.schedule(Instant{id / 3 * 1000}, LoggingEvent{&log, id});  // 3 per bucket
+    q.schedule(Instant{int64_t{id / 3} * 1000}, LoggingEvent{&log, id});  // 3 per bucket
   const std::array<int, 8> big{99};  // boxed: larger than the inline storage, no prefetch
   q.schedule(Instant{1500}, [&boxed_ran, big] { boxed_ran.push_back(big[0]); });
   q.run_until(Instant::never());
@@ -298,7 +298,7 @@ TEST(EventQueueTest, AsksTheEventsAheadToPrefetchInStages) {
 TEST(EventQueueTest, AsksNothingUnlessPrefetchIsOn) {
   EventQueue q;
   PrefetchLog log;
-  for (int id = 0; id < 6; ++id) q.schedule(Instant{id * 10}, LoggingEvent{&log, id});
+  for (int id = 0; id < 6; ++id) q.schedule(Instant{int64_t{id} * 10}, LoggingEvent{&log, id});
   q.run_until(Instant::never());
   ASSERT_EQ(log.calls.size(), 6u);
   for (const auto& call : log.calls) EXPECT_EQ(call.second, -1);
@@ -744,12 +744,38 @@ TEST(FabricFaultTest, FlappingTogglesThePortAndEndsUp) {
   EXPECT_EQ(net.deliveries.size() + stats.dropped_down, 1000u);
 }
 
+// With jitter, each down and up period is its length plus a draw from [-jitter, +jitter]: the
+// port events keep that spacing, vary, and replay from the seed.
+TEST(FabricFaultTest, FlapJitterVariesEachPeriodWithinItsBounds) {
+  const auto flap_events = [] {
+    TestNet net(make_config(2, 1, 1));
+    const FlapSpec flap{Duration::from_us(10), Duration::from_us(10), Duration::from_us(200),
+                        Duration::from_us(3)};
+    net.fabric.start_flap(Scope::of_link(net.fabric.host_uplink(0, kP0)), flap);
+    net.run();
+    std::vector<int64_t> at_ns;
+    for (const PortEvent& e : net.port_events) at_ns.push_back(e.at_ns);
+    return at_ns;
+  };
+  const std::vector<int64_t> at_ns = flap_events();
+  ASSERT_GT(at_ns.size(), 10u);
+  std::set<int64_t> periods;
+  for (size_t i = 1; i + 1 < at_ns.size(); ++i) {  // the last is cut short by the duration
+    const int64_t period = at_ns[i] - at_ns[i - 1];
+    EXPECT_GE(period, 7000) << i;
+    EXPECT_LE(period, 13000) << i;
+    periods.insert(period);
+  }
+  EXPECT_GT(periods.size(), 3u);
+  EXPECT_EQ(flap_events(), at_ns);
+}
+
 TEST(FabricFaultTest, BlackholedEvLosesEverythingOthersNothing) {
   TestNet net(make_config(2, 2, 4));
   const Ev black{77};
-  net.fabric.set_ev_blackhole(kP0, black, true);
-  EXPECT_TRUE(net.fabric.ev_blackholed(kP0, black));
-  EXPECT_FALSE(net.fabric.ev_blackholed(kP1, black));
+  net.fabric.set_path_fault(PathFault{kP0, black});
+  EXPECT_EQ(net.fabric.path_loss(kP0, black, 0, 1), 1.0);
+  EXPECT_EQ(net.fabric.path_loss(kP1, black, 0, 1), 0.0);
   for (uint32_t i = 0; i < 200; ++i) {
     const Instant at{200 * static_cast<int64_t>(i)};
     net.send_at(at, 0, 1, kP0, i % 2 == 0 ? black : Ev{1000 + i});
@@ -760,13 +786,59 @@ TEST(FabricFaultTest, BlackholedEvLosesEverythingOthersNothing) {
   EXPECT_EQ(net.fabric.plane_stats(kP1).packets_delivered, 200u);
   for (const Delivery& d : net.deliveries) EXPECT_TRUE(d.plane == 1 || d.ev != black.value);
   const LinkId path_link = net.fabric.route_of(0, 1, kP0, black)[1];
-  EXPECT_EQ(net.fabric.link_stats(path_link).dropped_blackhole, 100u);
+  EXPECT_EQ(net.fabric.link_stats(path_link).dropped_path, 100u);
   EXPECT_EQ(net.fabric.totals().links.dropped(), 100u);
   EXPECT_TRUE(net.port_events.empty());  // silent
-  net.fabric.set_ev_blackhole(kP0, black, false);
+  net.fabric.set_path_fault(PathFault{kP0, black, kAnyHost, kAnyHost, 0.0});
   net.send(0, 1, kP0, black);
   net.run();
   EXPECT_EQ(net.delivered_with_ev(black), 201u);
+}
+
+// A gray path loses its share of one EV's packets from its source to its destination, and
+// nothing of the same EV between other hosts.
+TEST(FabricFaultTest, GrayPathLosesItsShareBetweenItsHostsOnly) {
+  TestNet net(make_config(3, 1, 4));
+  const Ev gray{5};
+  net.fabric.set_path_fault(PathFault{kP0, gray, 0, 1, 0.3});
+  EXPECT_EQ(net.fabric.path_loss(kP0, gray, 0, 1), 0.3);
+  EXPECT_EQ(net.fabric.path_loss(kP0, gray, 0, 2), 0.0);
+  for (uint32_t i = 0; i < 1000; ++i) {
+    const Instant at{300 * static_cast<int64_t>(i)};
+    net.send_at(at, 0, 1, kP0, gray);
+    if (i % 5 == 0) net.send_at(at, 0, 2, kP0, gray);  // another destination
+    if (i % 5 == 1) net.send_at(at, 2, 1, kP0, gray);  // another source
+  }
+  net.run();
+  const uint64_t dropped = net.fabric.totals().links.dropped_path;
+  EXPECT_GT(dropped, 230u);
+  EXPECT_LT(dropped, 370u);
+  EXPECT_EQ(net.fabric.totals().links.dropped(), dropped);
+  EXPECT_EQ(net.deliveries.size(), 1400u - dropped);
+}
+
+// A NIC drop loses its share of what the port receives (rx) or sends (tx), counted on the
+// host's downlink or uplink; other ports lose nothing.
+TEST(FabricFaultTest, NicDropLosesItsShareOfWhatThePortReceivesOrSends) {
+  TestNet net(make_config(3, 2, 2));
+  net.fabric.set_nic_drop(NicDrop{.host = 1, .plane = 0, .rx = 0.2});
+  net.fabric.set_nic_drop(NicDrop{.host = 2, .rx = 0, .tx = 0.5});  // every plane
+  stream(net, 1000, Instant{0}, 0, 1, kP0);
+  stream(net, 1000, Instant{0}, 0, 1, kP1);  // host 1's other plane: no drop
+  stream(net, 1000, Instant{0}, 2, 0, kP1);
+  net.run();
+  const uint64_t rx = net.fabric.link_stats(net.fabric.host_downlink(1, kP0)).dropped_nic;
+  const uint64_t tx = net.fabric.link_stats(net.fabric.host_uplink(2, kP1)).dropped_nic;
+  EXPECT_GT(rx, 150u);
+  EXPECT_LT(rx, 250u);
+  EXPECT_GT(tx, 440u);
+  EXPECT_LT(tx, 560u);
+  EXPECT_EQ(net.fabric.totals().links.dropped(), rx + tx);
+  EXPECT_EQ(net.fabric.plane_stats(kP1).packets_delivered, 2000u - tx);
+  net.fabric.set_nic_drop(NicDrop{});  // every port, 0 and 0: cleared
+  stream(net, 100, net.events.now(), 2, 1, kP0);
+  net.run();
+  EXPECT_EQ(net.fabric.totals().links.dropped(), rx + tx);
 }
 
 TEST(FabricFaultTest, PlaneDownSignalsEveryHostAndDrops) {
@@ -805,7 +877,8 @@ TEST(FabricFaultTest, HealAllRestoresDelivery) {
   net.fabric.set_link_up(net.fabric.leaf_to_spine(kP0, 0, 1), false);
   net.fabric.set_switch_up(kP1, net.fabric.spine_switch(0), false);
   net.fabric.set_plane_up(kP1, false);
-  net.fabric.set_ev_blackhole(kP0, Ev{3}, true);
+  net.fabric.set_path_fault(PathFault{kP0, Ev{3}});
+  net.fabric.set_nic_drop(NicDrop{.rx = 0.5, .tx = 0.5});
   net.fabric.start_flap(
       Scope::of_link(net.fabric.host_uplink(2, kP0)),
       FlapSpec{Duration::from_us(1), Duration::from_us(1), Duration::from_ms(10)});

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "scenario_text.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
 
@@ -133,10 +134,55 @@ TEST(SimRun, GroupWindowsSayWhetherTheyOverlap) {
   }
 }
 
+// The fault model as a researcher writes it: a blackhole aimed at one flow's EV, gray loss on a
+// quarter of every flow's EVs, and a 1 % drop on every NIC (as the MRC paper's experiments):
+// every fault hits, and after the heal every byte has arrived exactly once.
+TEST(SimRun, TargetedPathFaultsAndNicDropsDeliverExactlyOnce) {
+  Scenario s;
+  ASSERT_EQ(test::load_text(R"(
+seed = 4
+heal_at_us = 400
+[fabric]
+planes = 2
+hosts = 4
+spines = 4
+[qp]
+ev_count = 16
+ev_min_active = 4
+timeout = 8
+[workload]
+pattern = "permutation"
+message_bytes = 200000
+messages = 6
+[[fault]]
+at_us = 2
+action = "blackhole"
+flow = 2
+ev_slot = 5
+[[fault]]
+at_us = 2
+action = "gray"
+every_flow = true
+ev_fraction = 0.25
+loss = 0.05
+[[fault]]
+at_us = 0
+action = "nic_drop"
+loss = 0.01
+)",
+                            s),
+            "");
+  const RunReport r = run_scenario(s);
+  expect_exactly_once(r);
+  EXPECT_GT(r.fabric_drops_by_cause.count("path_fault"), 0u);
+  EXPECT_GT(r.fabric_drops_by_cause.count("nic_drop"), 0u);
+  EXPECT_GE(r.ev_transitions.to_assumed_bad, 1u);
+}
+
 TEST(SimRun, EvBlackholeIsDetectedAndReplaced) {
   Scenario s = base_scenario(3);
-  ScheduledFault f{Instant{Duration::from_us(2).ns},
-                   FaultAction::blackhole(PlaneId(0), Ev(0), true), "bh", 1};
+  ScheduledFault f{Instant{Duration::from_us(2).ns}, FaultAction::path_fault(PathFault{}), "bh",
+                   PathTarget{.ev_slot = 1}};  // the EV in slot 1 of flow 0's QP
   s.faults.push_back(f);
   s.heal_at = Instant{Duration::from_ms(50).ns};  // the EV stays dead for the whole transfer
   const RunReport r = run_scenario(s);

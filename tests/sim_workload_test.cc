@@ -34,6 +34,38 @@ TEST(Workload, PermutationIsASingleCycle) {
   EXPECT_EQ(plan.flows[h].dst, 0u);
 }
 
+// planned_flows and planned_bytes (what scenario validation and memory checks use without
+// planning) agree with the plan, for every pattern; the ring's bytes are an upper bound.
+TEST(Workload, PlannedFlowsAndBytesMatchThePlan) {
+  for (const Pattern pattern :
+       {Pattern::kPairs, Pattern::kIncast, Pattern::kFlows, Pattern::kPermutation,
+        Pattern::kAllToAll, Pattern::kRingAllreduce}) {
+    for (const uint32_t hosts : {2u, 5u}) {
+      for (const bool variant : {false, true}) {
+        Workload w;
+        w.pattern = pattern;
+        w.bidirectional = variant;
+        w.victim = variant;
+        w.qps_per_flow = variant ? 3 : 1;
+        w.messages = 2;
+        w.message_bytes = 1000;
+        w.flows = {{0, 1}, {1, 0}, {1, 0}};
+        Prng prng(3);
+        const WorkloadPlan plan = plan_workload(w, hosts, prng);
+        const std::string what =
+            std::string(to_string(pattern)) + " on " + std::to_string(hosts) + " hosts";
+        EXPECT_EQ(planned_flows(w, hosts), plan.flows.size()) << what;
+        uint64_t bytes = 0;
+        for (const Transfer& t : plan.transfers) bytes += t.bytes;
+        if (pattern == Pattern::kRingAllreduce)
+          EXPECT_GE(planned_bytes(w, hosts), bytes) << what;
+        else
+          EXPECT_EQ(planned_bytes(w, hosts), bytes) << what;
+      }
+    }
+  }
+}
+
 TEST(Workload, RingAllreduceStepsWaitForTheChunkReceivedBefore) {
   Workload w;
   w.pattern = Pattern::kRingAllreduce;
@@ -118,15 +150,15 @@ TEST(Workload, RingAllreduceSlicesPipelineAndShuffledRanksFormOneRing) {
   std::set<HostId> sources;
   HostId h = plan.flows[0].src;  // following rank r -> r+1 from rank 0 visits every host once
   for (uint32_t r = 0; r < n; ++r) {
-    EXPECT_EQ(plan.flows[r * 2].src, h);
+    EXPECT_EQ(plan.flows[size_t{r} * 2].src, h);
     EXPECT_EQ(plan.flows[r * 2 + 1].src, h);
     sources.insert(h);
-    h = plan.flows[r * 2].dst;
+    h = plan.flows[size_t{r} * 2].dst;
   }
   EXPECT_EQ(h, plan.flows[0].src);
   EXPECT_EQ(sources.size(), n);
   bool moved = false;
-  for (uint32_t r = 0; r < n; ++r) moved |= plan.flows[r * 2].src != r;
+  for (uint32_t r = 0; r < n; ++r) moved |= plan.flows[size_t{r} * 2].src != r;
   EXPECT_TRUE(moved) << "seed 5 should not leave the hosts in order";
   const uint32_t steps = 2 * (n - 1);
   ASSERT_EQ(plan.transfers.size(), 2u * steps * n * per_step);
@@ -134,8 +166,8 @@ TEST(Workload, RingAllreduceSlicesPipelineAndShuffledRanksFormOneRing) {
   for (size_t t = 0; t < plan.transfers.size(); ++t) {
     const Transfer& tr = plan.transfers[t];
     bytes += tr.bytes;
-    const size_t part = t % per_step, step = t / (n * per_step) % steps,
-                 iteration = t / (n * per_step * steps);
+    const size_t part = t % per_step, step = t / (size_t{n} * per_step) % steps,
+                 iteration = t / (size_t{n} * per_step * steps);
     if (step == 0 && iteration == 0) {
       EXPECT_TRUE(plan.after(tr).empty());
     } else if (step == 0) {
@@ -143,8 +175,9 @@ TEST(Workload, RingAllreduceSlicesPipelineAndShuffledRanksFormOneRing) {
     } else {
       ASSERT_EQ(plan.after(tr).size(), 2u);  // both QPs' parts of the same slice, one step before
       for (size_t a : plan.after(tr)) {
-        EXPECT_EQ(a % per_step / 2, part / 2);                  // the same slice
-        EXPECT_EQ(a / (n * per_step), t / (n * per_step) - 1);  // of the step before
+        EXPECT_EQ(a % per_step / 2, part / 2);  // the same slice
+        EXPECT_EQ(a / (size_t{n} * per_step),
+                  t / (size_t{n} * per_step) - 1);  // of the step before
         EXPECT_EQ(plan.flows[plan.transfers[a].flow].dst,
                   plan.flows[tr.flow].src);  // into this host
       }
@@ -163,7 +196,7 @@ Scenario workload_scenario(Pattern pattern) {
   s.fabric.spines = 2;
   s.qp.ev_count = 32;
   s.workload.pattern = pattern;
-  s.workload.message_bytes = 32 * 1024;
+  s.workload.message_bytes = uint64_t{32} * 1024;
   s.workload.messages = 2;
   return s;
 }

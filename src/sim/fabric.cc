@@ -43,7 +43,8 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
       config_(config),
       callbacks_(std::move(callbacks)),
       topology_(build_topology(config)),
-      per_plane_(topology_.links_per_plane()) {
+      per_plane_(topology_.links_per_plane()),
+      flap_prng_(mix64(seed ^ 0x666c6170u)) {  // "flap"
   MRC_ASSERT(callbacks_.deliver);
   const uint32_t per_plane = per_plane_;
   links_.reserve(static_cast<size_t>(config_.planes) * per_plane);
@@ -80,7 +81,6 @@ Fabric::Fabric(EventQueue& events, const FabricConfig& config, uint64_t seed,
           global(plane, topology_.host_downlink(h)).value;
     }
   }
-  blackholes_.resize(config_.planes);
   plane_delivered_.resize(config_.planes);
   switch_down_.assign(static_cast<size_t>(config_.planes) * topology_.node_count(), 0);
 }
@@ -190,22 +190,28 @@ void Fabric::on_arrival(uint32_t slot) {
     return;
   }
   if (link.link_class == LinkClass::kHostDown) {
+    const HostId host = topology_.node(link.to).index;
+    if (nic_drop_ports_ != 0 && link.prng.chance(nic_rates(host, link.plane).rx)) {
+      drop(link, std::move(packet), DropReason::kNic);
+      return;
+    }
     PlaneStats& plane = plane_delivered_[link.plane.value];
     ++plane.packets_delivered;
     plane.bytes_delivered += packet->bytes.size();
-    callbacks_.deliver(topology_.node(link.to).index, link.plane, std::move(packet));
+    callbacks_.deliver(host, link.plane, std::move(packet));
     return;
   }
   forward(link, std::move(packet));
 }
 
-void Fabric::forward(const Link& in, PacketPtr packet) {
+void Fabric::forward(Link& in, PacketPtr packet) {
   const uint32_t local =
       topology_.next_link(in.plane, in.to, packet->dest_host, packet->ev, packet->id);
   Link& out = link_at(global(in.plane, local));
-  if (blackhole_count_ != 0 && in.link_class == LinkClass::kHostUp &&
-      ev_blackholed(in.plane, packet->ev)) {
-    drop(out, std::move(packet), DropReason::kBlackhole);
+  DropReason reason{};
+  if ((path_fault_count_ != 0 || nic_drop_ports_ != 0) && in.link_class == LinkClass::kHostUp &&
+      lost_at_first_hop(in, out, *packet, reason)) {
+    drop(reason == DropReason::kNic ? in : out, std::move(packet), reason);
     return;
   }
   if (out.config().lossless) hold(links_[in.id.value], *packet);
@@ -277,8 +283,11 @@ void Fabric::drop(Link& link, PacketPtr packet, DropReason reason) {
     case DropReason::kDown:
       ++link.stats.dropped_down;
       break;
-    case DropReason::kBlackhole:
-      ++link.stats.dropped_blackhole;
+    case DropReason::kPathFault:
+      ++link.stats.dropped_path;
+      break;
+    case DropReason::kNic:
+      ++link.stats.dropped_nic;
       break;
   }
   if (drop_observer_) drop_observer_(link.id, *packet, reason);

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "mrc/assert.hpp"
@@ -157,10 +157,15 @@ class Fabric {
   void set_switch_up(PlaneId plane, NodeId node, bool up);
   void set_plane_up(PlaneId plane, bool up);
   bool link_up(LinkId link) const { return links_[link.value].up(); }
-  // Packets on `plane` with entropy `ev` vanish at the first switch of their path (counted as
-  // dropped_blackhole on the link they would have taken); no port_state signal.
-  void set_ev_blackhole(PlaneId plane, Ev ev, bool on);
-  bool ev_blackholed(PlaneId plane, Ev ev) const;
+  // Sets (or with loss 0 clears) the EV path fault for its (plane, EV, src, dst): matching
+  // packets are lost at the first switch of their path with its probability (counted as
+  // dropped_path on the link they would have taken); no port_state signal.
+  void set_path_fault(const PathFault& fault);
+  // The loss a packet from src to dst with this EV meets: the largest of the faults that match
+  // it (exactly or through kAnyHost); 0 if none.
+  double path_loss(PlaneId plane, Ev ev, HostId src, HostId dst) const;
+  // Sets (or with rates 0 clears) the NIC drop of the ports `drop` names.
+  void set_nic_drop(const NicDrop& drop);
   // Starts flapping the links of `scope` now (see FlapSpec).
   void start_flap(Scope scope, const FlapSpec& flap);
   // Removes every fault: random faults, blackholes, flaps in progress; brings every link up
@@ -217,7 +222,7 @@ class Fabric {
   void launch(Link& link, PacketPtr packet);
   void propagate(Link& link, PacketPtr packet, Duration extra_delay);
   void on_arrival(uint32_t slot);
-  void forward(const Link& in, PacketPtr packet);
+  void forward(Link& in, PacketPtr packet);
   void offer(Link& out, PacketPtr packet);
   void drop(Link& link, PacketPtr packet, DropReason reason);
   void hold(Link& in, SimPacket& packet);  // PFC ingress accounting (lossless links)
@@ -228,6 +233,7 @@ class Fabric {
   template <typename Fn>
   void for_each_link(const Scope& scope, bool attached, Fn&& fn);
   void flap_step(Scope scope, FlapSpec flap, Instant end, bool go_down, uint64_t epoch);
+  Duration jittered(Duration period, Duration jitter);
 
   EventQueue& events_;
   const FabricConfig config_;
@@ -252,8 +258,23 @@ class Fabric {
   // The free in-flight records, last freed first, linked through their `link` (no vector).
   static constexpr uint32_t kNoSlot = UINT32_MAX;
   uint32_t free_slot_ = kNoSlot;
-  std::vector<std::unordered_set<uint32_t>> blackholes_;  // per plane: blackholed EVs
-  size_t blackhole_count_ = 0;
+  // EV path faults by (plane << 32 | EV), each a short list of (src, dst, loss).
+  std::unordered_map<uint64_t, std::vector<PathFault>> path_faults_;
+  size_t path_fault_count_ = 0;
+  // NIC drops per (host, plane) port (empty until one is set), and how many ports have one.
+  struct NicRates {
+    double rx = 0;
+    double tx = 0;
+  };
+  std::vector<NicRates> nic_drop_;
+  size_t nic_drop_ports_ = 0;
+  NicRates& nic_rates(HostId host, PlaneId plane) {
+    return nic_drop_[static_cast<size_t>(host) * config_.planes + plane.value];
+  }
+  // Whether a packet that has just crossed its host's uplink `in` is lost there: to an EV path
+  // fault (drawn from `out`'s stream) or to the sending NIC's drop (from `in`'s).
+  bool lost_at_first_hop(Link& in, Link& out, const SimPacket& packet, DropReason& reason);
+  Prng flap_prng_;                    // flap jitter
   std::vector<uint8_t> switch_down_;  // per (plane, node)
   std::vector<PlaneStats> plane_delivered_;
   uint64_t packets_transmitted_ = 0;

@@ -1,7 +1,8 @@
 // Fault control of the simulated fabric: which links a fault touches, link/switch/plane
 // down and up (with the NIC's view: port_state fires when either direction of a host's cable
-// changes the port's state), flapping, degraded rates, EV blackholes, scheduling in virtual time,
-// and heal_all() for the liveness phase of a test.
+// changes the port's state), flapping with jitter, degraded rates, EV path faults (blackholes
+// and gray paths), NIC drops, scheduling in virtual time, and heal_all() for the liveness phase
+// of a test.
 //
 // A link is up when no reason holds it down (link, switch, plane, flap are separate bits), so
 // bringing a plane back up does not revive a link that was taken down on its own.
@@ -120,25 +121,63 @@ void Fabric::fire_port_state(const Link& link, bool was_up) {
   }
 }
 
-void Fabric::set_ev_blackhole(PlaneId plane, Ev ev, bool on) {
-  MRC_ASSERT(plane.value < config_.planes);
-  std::unordered_set<uint32_t>& set = blackholes_[plane.value];
-  const size_t before = set.size();
-  if (on) {
-    set.insert(ev.value);
-  } else {
-    set.erase(ev.value);
-  }
-  blackhole_count_ = blackhole_count_ + set.size() - before;
+namespace {
+uint64_t path_key(PlaneId plane, Ev ev) {
+  return static_cast<uint64_t>(plane.value) << 32 | ev.value;
+}
+}  // namespace
+
+void Fabric::set_path_fault(const PathFault& fault) {
+  MRC_ASSERT(fault.plane.value < config_.planes && fault.loss >= 0 && fault.loss <= 1);
+  std::vector<PathFault>& list = path_faults_[path_key(fault.plane, fault.ev)];
+  const size_t before = list.size();
+  std::erase_if(list, [&](const PathFault& f) { return f.src == fault.src && f.dst == fault.dst; });
+  if (fault.loss > 0) list.push_back(fault);
+  path_fault_count_ = path_fault_count_ + list.size() - before;
+  if (list.empty()) path_faults_.erase(path_key(fault.plane, fault.ev));
 }
 
-bool Fabric::ev_blackholed(PlaneId plane, Ev ev) const {
-  MRC_ASSERT(plane.value < config_.planes);
-  return blackholes_[plane.value].count(ev.value) != 0;
+double Fabric::path_loss(PlaneId plane, Ev ev, HostId src, HostId dst) const {
+  const auto it = path_faults_.find(path_key(plane, ev));
+  if (it == path_faults_.end()) return 0;
+  double loss = 0;
+  for (const PathFault& f : it->second) {
+    if ((f.src == kAnyHost || f.src == src) && (f.dst == kAnyHost || f.dst == dst))
+      loss = std::max(loss, f.loss);
+  }
+  return loss;
+}
+
+void Fabric::set_nic_drop(const NicDrop& drop) {
+  MRC_ASSERT(drop.host == kAnyHost || drop.host < config_.hosts);
+  MRC_ASSERT(drop.plane < static_cast<int>(config_.planes));
+  if (nic_drop_.empty()) nic_drop_.resize(static_cast<size_t>(config_.hosts) * config_.planes);
+  for (HostId h = 0; h < config_.hosts; ++h) {
+    if (drop.host != kAnyHost && drop.host != h) continue;
+    for (uint32_t p = 0; p < config_.planes; ++p) {
+      if (drop.plane != NicDrop::kAllPlanes && drop.plane != static_cast<int>(p)) continue;
+      nic_rates(h, PlaneId(static_cast<uint8_t>(p))) = NicRates{drop.rx, drop.tx};
+    }
+  }
+  nic_drop_ports_ = static_cast<size_t>(std::count_if(
+      nic_drop_.begin(), nic_drop_.end(), [](const NicRates& r) { return r.rx > 0 || r.tx > 0; }));
+}
+
+// A blackhole draws nothing (it loses every packet), so adding one changes no random stream.
+bool Fabric::lost_at_first_hop(Link& in, Link& out, const SimPacket& packet, DropReason& reason) {
+  if (nic_drop_ports_ != 0 && in.prng.chance(nic_rates(packet.source_host, in.plane).tx)) {
+    reason = DropReason::kNic;
+    return true;
+  }
+  if (path_fault_count_ == 0) return false;
+  const double loss = path_loss(in.plane, packet.ev, packet.source_host, packet.dest_host);
+  reason = DropReason::kPathFault;
+  return loss >= 1 || out.prng.chance(loss);
 }
 
 void Fabric::start_flap(Scope scope, const FlapSpec& flap) {
   MRC_ASSERT(flap.down_for.ns > 0 && flap.up_for.ns > 0 && flap.duration.ns >= 0);
+  MRC_ASSERT(flap.jitter.ns >= 0 && flap.jitter.ns < std::min(flap.down_for.ns, flap.up_for.ns));
   flap_step(scope, flap, events_.now() + flap.duration, true, flap_epoch_);
 }
 
@@ -148,16 +187,27 @@ void Fabric::flap_step(Scope scope, FlapSpec flap, Instant end, bool go_down, ui
   const bool down = go_down && !finished;
   for_each_link(scope, true, [&](Link& link) { set_down_reason(link, kDownFlap, down); });
   if (finished) return;
-  const Instant next = std::min(events_.now() + (go_down ? flap.down_for : flap.up_for), end);
+  const Duration period = jittered(go_down ? flap.down_for : flap.up_for, flap.jitter);
+  const Instant next = std::min(events_.now() + period, end);
   events_.schedule(next, [this, scope, flap, end, go_down, epoch] {
     flap_step(scope, flap, end, !go_down, epoch);
   });
 }
 
+// period + uniform [-jitter, +jitter]; positive because jitter < period (start_flap). No draw
+// without jitter, so a flap without it changes no random stream.
+Duration Fabric::jittered(Duration period, Duration jitter) {
+  if (jitter.ns == 0) return period;
+  const auto span = static_cast<uint64_t>(2 * jitter.ns + 1);
+  return Duration{period.ns - jitter.ns + static_cast<int64_t>(flap_prng_.below(span))};
+}
+
 void Fabric::heal_all() {
   ++flap_epoch_;
-  for (std::unordered_set<uint32_t>& set : blackholes_) set.clear();
-  blackhole_count_ = 0;
+  path_faults_.clear();
+  path_fault_count_ = 0;
+  nic_drop_.clear();
+  nic_drop_ports_ = 0;
   std::fill(switch_down_.begin(), switch_down_.end(), 0);
   for (Link& link : links_) {
     link.faults = LinkFaults{};
@@ -175,8 +225,11 @@ void Fabric::apply(const FaultAction& action) {
     case FaultAction::Kind::kSetUp:
       set_up(action.scope, action.on);
       break;
-    case FaultAction::Kind::kBlackhole:
-      set_ev_blackhole(action.scope.plane, action.ev, action.on);
+    case FaultAction::Kind::kPathFault:
+      set_path_fault(action.path);
+      break;
+    case FaultAction::Kind::kNicDrop:
+      set_nic_drop(action.nic);
       break;
     case FaultAction::Kind::kFlap:
       start_flap(action.scope, action.flap);

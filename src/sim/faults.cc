@@ -53,11 +53,23 @@ FaultAction FaultAction::set_up(Scope scope, bool up) {
 }
 
 FaultAction FaultAction::blackhole(PlaneId plane, Ev ev, bool on) {
+  return path_fault(PathFault{plane, ev, kAnyHost, kAnyHost, on ? 1.0 : 0.0});
+}
+
+FaultAction FaultAction::path_fault(const PathFault& path) {
+  MRC_ASSERT(path.loss >= 0 && path.loss <= 1);
   FaultAction action;
-  action.kind = Kind::kBlackhole;
-  action.scope = Scope::of_plane(plane);
-  action.ev = ev;
-  action.on = on;
+  action.kind = Kind::kPathFault;
+  action.scope = Scope::of_plane(path.plane);
+  action.path = path;
+  return action;
+}
+
+FaultAction FaultAction::nic_drop(const NicDrop& nic) {
+  MRC_ASSERT(nic.rx >= 0 && nic.rx <= 1 && nic.tx >= 0 && nic.tx <= 1);
+  FaultAction action;
+  action.kind = Kind::kNicDrop;
+  action.nic = nic;
   return action;
 }
 

@@ -1,8 +1,10 @@
 // What can go wrong in the simulated fabric, and where: per-link random faults (loss,
 // duplication, reordering, bit corruption, forced trimming; a "gray" link is one with loss),
-// degraded links (a lower rate), link/switch/plane down, flapping, and silent per-EV blackholes. A
-// Scope names the links a fault applies to; a FaultAction is a fault change that can be applied now
-// or scheduled in virtual time (Fabric::schedule).
+// degraded links (a lower rate), link/switch/plane down, flapping (with jitter), EV path faults
+// (one EV's packets between two hosts lost: all of them, a blackhole, or a share, a gray path)
+// and NIC drops (a port losing a share of what it receives or sends, as the MRC paper's "random
+// drop on all NICs"). A Scope names the links a fault applies to; a FaultAction is a fault
+// change that can be applied now or scheduled in virtual time (Fabric::schedule).
 #pragma once
 
 #include <cstdint>
@@ -58,27 +60,58 @@ struct Scope {
 };
 
 // A link alternating down and up: down for `down_for`, up for `up_for`, repeated, starting
-// down, until `duration` has passed; then it stays up.
+// down, until `duration` has passed; then it stays up. With jitter, each period is its nominal
+// length plus a uniform draw from [-jitter, +jitter] (REQUIRES jitter < both periods).
 struct FlapSpec {
   Duration down_for{Duration::from_us(100)};
   Duration up_for{Duration::from_us(100)};
   Duration duration{Duration::from_ms(1)};
+  Duration jitter{0};
+};
+
+inline constexpr HostId kAnyHost = UINT32_MAX;
+
+// Packets with entropy `ev` on `plane` from `src` to `dst` (kAnyHost: any host) are lost at the
+// first switch of their path with probability `loss`: 1 is a blackhole, below 1 a gray path, 0
+// clears the fault. It follows the EV value, as a path a hash picks would: an EV the engine
+// replaces escapes it (a faulty link is LinkFaults::loss on that link).
+struct PathFault {
+  PlaneId plane{0};
+  Ev ev{0};
+  HostId src = kAnyHost;
+  HostId dst = kAnyHost;
+  double loss = 1.0;
+};
+
+// A NIC port (host `host` on `plane`; kAnyHost / kAllPlanes: every one) that loses a share of
+// the packets it receives (`rx`) and sends (`tx`), independently per packet; 0 and 0 clears.
+// A dropped packet is counted as dropped_nic on the host's downlink (rx) or uplink (tx).
+struct NicDrop {
+  static constexpr int kAllPlanes = -1;
+  HostId host = kAnyHost;
+  int plane = kAllPlanes;
+  double rx = 0;
+  double tx = 0;
 };
 
 // One change to the fault state, for Fabric::apply (now) or Fabric::schedule (later).
 struct FaultAction {
-  enum class Kind : uint8_t { kSetFaults, kSetUp, kBlackhole, kFlap, kHealAll, kSetRate };
+  enum class Kind : uint8_t { kSetFaults, kSetUp, kPathFault, kNicDrop, kFlap, kHealAll, kSetRate };
   Kind kind = Kind::kHealAll;
   Scope scope;
   LinkFaults faults;
-  bool on = false;  // kSetUp: up; kBlackhole: blackholed
-  Ev ev{0};         // kBlackhole, with scope.plane
+  bool on = false;  // kSetUp: up
+  PathFault path;   // kPathFault
+  NicDrop nic;      // kNicDrop
   FlapSpec flap;
   double rate_fraction = 1.0;  // kSetRate: the links run at this fraction of their rate
 
   static FaultAction set_faults(Scope scope, LinkFaults faults);
   static FaultAction set_up(Scope scope, bool up);
+  // Every packet of `ev` on `plane`, from any host to any host, lost (on) or no longer (off).
   static FaultAction blackhole(PlaneId plane, Ev ev, bool on);
+  static FaultAction path_fault(const PathFault& path);
+  static FaultAction nic_drop(const NicDrop& nic);
   static FaultAction start_flap(Scope scope, FlapSpec flap);
   static FaultAction heal_all();
   // A degraded link (e.g. a lane down in a 4-lane optic): serializes at `fraction` of its rate.

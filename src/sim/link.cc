@@ -18,7 +18,8 @@ void LinkStats::add(const LinkStats& o) {
   dropped_overflow += o.dropped_overflow;
   dropped_fault += o.dropped_fault;
   dropped_down += o.dropped_down;
-  dropped_blackhole += o.dropped_blackhole;
+  dropped_path += o.dropped_path;
+  dropped_nic += o.dropped_nic;
   dropped_control += o.dropped_control;
   ecn_marked += o.ecn_marked;
   trimmed += o.trimmed;

@@ -52,16 +52,18 @@ struct LinkConfig {
   uint32_t pfc_headroom_bytes = 64 * 1024;
 };
 
-enum class DropReason : uint8_t { kOverflow, kFaultLoss, kDown, kBlackhole };
+// kPathFault: an EV path fault (blackhole or gray path); kNic: a NIC drop (faults.h).
+enum class DropReason : uint8_t { kOverflow, kFaultLoss, kDown, kPathFault, kNic };
 
 struct LinkStats {
   uint64_t packets_sent = 0;     // serialized onto the wire while the link was up
   uint64_t bytes_sent = 0;       // wire bytes of those
   uint64_t max_queue_bytes = 0;  // data + priority queue, high-water mark
   uint64_t dropped_overflow = 0;
-  uint64_t dropped_fault = 0;  // random loss fault
-  uint64_t dropped_down = 0;   // link down (queued, in flight, or offered while down)
-  uint64_t dropped_blackhole = 0;
+  uint64_t dropped_fault = 0;    // random loss fault
+  uint64_t dropped_down = 0;     // link down (queued, in flight, or offered while down)
+  uint64_t dropped_path = 0;     // EV path faults: blackholes and gray paths
+  uint64_t dropped_nic = 0;      // NIC drops, on the host's downlink (rx) or uplink (tx)
   uint64_t dropped_control = 0;  // of all the drops above, packets that carried no data (SACKs,
                                  // NACKs, probes, endpoint requests, trimmed headers)
   uint64_t ecn_marked = 0;
@@ -77,7 +79,7 @@ struct LinkStats {
   uint64_t pfc_headroom_overruns = 0;  // packets held beyond xoff + headroom (a real switch drops)
 
   uint64_t dropped() const {
-    return dropped_overflow + dropped_fault + dropped_down + dropped_blackhole;
+    return dropped_overflow + dropped_fault + dropped_down + dropped_path + dropped_nic;
   }
   // Sums counters; max_queue_bytes takes the maximum.
   void add(const LinkStats& other);

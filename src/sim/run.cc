@@ -6,8 +6,10 @@
 #include "sim/run.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <unordered_map>
 
 #include "sim/baseline.h"
@@ -139,6 +141,7 @@ class Runner final : private CompletionNotifier {
   }
   void schedule_faults();
   FaultAction resolve(const ScheduledFault& fault);
+  void apply_path_target(const PathTarget& target);
   void schedule_random_faults(Instant end);
   bool settled() const { return flows_done_ == flows_.size(); }
   // Ends the run (its completion time: now) once every flow has settled.
@@ -649,8 +652,7 @@ void Runner::tick() {
   events_.schedule_after(kCheckInterval, [this] { tick(); });
 }
 
-// Scenario files name links by role and indices, and blackholed EVs by slot; both become
-// concrete only once the fabric and the queue pairs exist.
+// Scenario files name links by role and indices; they become concrete once the fabric exists.
 FaultAction Runner::resolve(const ScheduledFault& f) {
   FaultAction a = f.action;
   Scope& s = a.scope;
@@ -667,21 +669,47 @@ FaultAction Runner::resolve(const ScheduledFault& f) {
   if (s.kind == Scope::Kind::kSwitch) {  // (tier << 24 | index) from the scenario file
     s.node = fabric_->topology().tier(s.node.value >> 24).at(s.node.value & 0xFFFFFF);
   }
-  if (f.ev_slot >= 0 && !flows_.empty() && flows_.front()->sender != nullptr &&
-      flows_.front()->sender->evs() != nullptr) {
-    const EvSet& evs = *flows_.front()->sender->evs();
-    const EvSet::Slot& slot =
-        evs.slot(static_cast<uint16_t>(static_cast<size_t>(f.ev_slot) % evs.size()));
-    a.ev = slot.ev;
-    a.scope.plane = slot.plane;
-  }
   return a;
+}
+
+// An EV path fault aimed at flows and EV slots (PathTarget), applied when it starts: the EVs
+// then in those slots of each flow's sending QP, from its source to its destination. A share
+// of EVs is drawn per flow from (seed, flow), so `unblackhole` with the same share finds the
+// same slots.
+void Runner::apply_path_target(const PathTarget& target) {
+  const size_t first = target.every_flow ? 0 : target.flow;
+  const size_t end = target.every_flow ? flows_.size() : std::min(first + 1, flows_.size());
+  for (size_t i = first; i < end; ++i) {
+    const Flow& f = *flows_[i];
+    if (f.sender == nullptr || f.sender->evs() == nullptr) continue;  // scenario.cc: MRC only
+    const EvSet& evs = *f.sender->evs();
+    std::vector<uint16_t> slots(evs.size());
+    std::iota(slots.begin(), slots.end(), uint16_t{0});
+    size_t count = 1;
+    if (target.ev_fraction > 0) {
+      const double share = target.ev_fraction * static_cast<double>(evs.size());
+      count = std::max<size_t>(1, static_cast<size_t>(std::lround(share)));
+      Prng draw(mix64(sc_.seed ^ mix64(0x7061746800000000ULL + i)));  // "path" + flow
+      for (size_t k = 0; k < count; ++k)
+        std::swap(slots[k], slots[k + draw.below(slots.size() - k)]);
+    } else {
+      slots[0] = static_cast<uint16_t>(target.ev_slot);  // scenario.cc: < the EV count
+    }
+    for (size_t k = 0; k < count; ++k) {
+      const EvSet::Slot& slot = evs.slot(slots[k]);
+      fabric_->set_path_fault(PathFault{slot.plane, slot.ev, f.src, f.dst, target.loss});
+    }
+  }
 }
 
 void Runner::schedule_faults() {
   Instant last{0};
   for (const ScheduledFault& f : sc_.faults) {
-    fabric_->schedule(f.at, resolve(f));
+    if (f.target) {
+      events_.schedule(f.at, [this, target = *f.target] { apply_path_target(target); });
+    } else {
+      fabric_->schedule(f.at, resolve(f));
+    }
     last = std::max(last, f.at);
   }
   if (sc_.random_faults) {
@@ -814,6 +842,13 @@ void Runner::collect(RunReport& r) {
   const LinkStats& links = fabric_->totals().links;
   r.fabric_drops = links.dropped();
   r.fabric_drops_control = links.dropped_control;
+  const std::pair<const char*, uint64_t> causes[] = {{"overflow", links.dropped_overflow},
+                                                     {"link_fault", links.dropped_fault},
+                                                     {"down", links.dropped_down},
+                                                     {"path_fault", links.dropped_path},
+                                                     {"nic_drop", links.dropped_nic}};
+  for (const auto& [name, n] : causes)
+    if (n > 0) r.fabric_drops_by_cause[name] = n;
   r.pfc_pauses = links.pfc_pauses;
   r.pfc_paused_ns = links.pfc_paused_ns;
   r.pfc_headroom_overruns = links.pfc_headroom_overruns;

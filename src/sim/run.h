@@ -99,6 +99,9 @@ struct RunReport {
   uint64_t fabric_drops = 0;
   uint64_t fabric_drops_control =
       0;  // of those, packets without data (SACKs, NACKs, probes, trimmed headers)
+  // Of fabric_drops, by cause (zero counts left out): overflow, link_fault (LinkFaults' random
+  // loss), down, path_fault (EV blackholes and gray paths), nic_drop.
+  std::map<std::string, uint64_t> fabric_drops_by_cause;
   uint64_t hostile_drops = 0;  // packets the engines refused (duplicates, bad ICRC, ...)
   std::map<std::string, uint64_t> refused_by_reason;
   uint64_t stale_sacks = 0;

@@ -590,23 +590,86 @@ Scope read_scope(Reader& r, const toml::table& t, const std::string& where, cons
   return s;
 }
 
+// blackhole, unblackhole and gray: an EV path fault aimed at flows and EV slots (PathTarget).
+void read_path_fault(Reader& r, const toml::table& t, const std::string& where,
+                     const std::string& action, double loss, Scenario& s, ScheduledFault& f) {
+  PathTarget target;
+  r.get(t, where, "every_flow", target.every_flow);
+  r.get(t, where, "flow", target.flow);
+  const uint64_t flows = planned_flows(s.workload, s.fabric.hosts);
+  r.require(target.flow < flows, where + "flow", double(target.flow),
+            "0.." + std::to_string(flows - 1) + " (the workload's " + std::to_string(flows) +
+                " flows, in plan order)");
+  if (t.get("flow") && target.every_flow) r.fail(where + "flow: name one flow or every_flow");
+  r.get(t, where, "ev_slot", target.ev_slot);
+  const size_t evs = s.qp.ev_list.empty() ? s.qp.ev_count : s.qp.ev_list.size();
+  r.require(
+      static_cast<size_t>(target.ev_slot) < evs, where + "ev_slot", double(target.ev_slot),
+      "0.." + std::to_string(evs - 1) + " (a slot of the QP's " + std::to_string(evs) + " EVs)");
+  r.probability(t, where, "ev_fraction", target.ev_fraction);
+  if (t.get("ev_fraction")) {
+    r.require(target.ev_fraction > 0, where + "ev_fraction", target.ev_fraction, "in (0, 1]");
+    if (t.get("ev_slot")) r.fail(where + "ev_fraction: name one ev_slot or an ev_fraction");
+  }
+  if (action == "gray") {
+    if (!t.get("loss")) r.fail(where + "loss: a gray path needs its loss, in (0, 1]");
+    r.require(loss > 0, where + "loss", loss, "in (0, 1] (the share of the path's packets lost)");
+  }
+  target.loss = action == "gray" ? loss : action == "blackhole" ? 1.0 : 0.0;
+  f.action = FaultAction::path_fault(PathFault{});  // resolved by the run from the target
+  r.require(s.transport.kind == TransportKind::kMrc, where + "action", action,
+            "a link fault with transport " + std::string(to_string(s.transport.kind)) +
+                " (EV path faults aim at the EVs of MRC queue pairs)");
+  f.target = target;
+}
+
+// nic_drop: every NIC port, or one host's (host), on every plane or one (plane), loses `loss`
+// of what it receives (direction rx, the default), sends (tx) or both.
+FaultAction read_nic_drop(Reader& r, const toml::table& t, const std::string& where, double loss) {
+  if (!t.get("loss")) r.fail(where + "loss: a NIC drop needs its loss, in [0, 1] (0 clears it)");
+  NicDrop nic;
+  int64_t host = 0, plane = -1;
+  r.get(t, where, "host", host);
+  if (t.get("plane")) r.get(t, where, "plane", plane);
+  if (t.get("host")) nic.host = static_cast<HostId>(host);
+  nic.plane = static_cast<int>(plane);
+  std::string direction = "rx";
+  r.get(t, where, "direction", direction);
+  r.require(direction == "rx" || direction == "tx" || direction == "both", where + "direction",
+            direction, "rx, tx or both");
+  if (!r.ok) return FaultAction::heal_all();  // the scenario is refused: build nothing invalid
+  if (direction != "tx") nic.rx = loss;
+  if (direction != "rx") nic.tx = loss;
+  return FaultAction::nic_drop(nic);
+}
+
+FlapSpec read_flap(Reader& r, const toml::table& t, const std::string& where, bool timed) {
+  double down_us = 100, up_us = 100, duration_us = 1000, jitter_us = 0;
+  r.time(t, where, "down_us", down_us, timed);
+  r.time(t, where, "up_us", up_us, timed);
+  r.time(t, where, "duration_us", duration_us, timed);
+  r.time(t, where, "jitter_us", jitter_us);
+  r.require(jitter_us < std::min(down_us, up_us), where + "jitter_us", jitter_us,
+            "less than down_us and up_us (every period stays positive)");
+  const auto ns = [](double us) { return Duration{static_cast<int64_t>(us * 1000)}; };
+  return FlapSpec{ns(down_us), ns(up_us), ns(duration_us), ns(jitter_us)};
+}
+
 void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
   const std::string where = "fault[" + std::to_string(index) + "].";
   r.check_keys(t, where,
-               {"at_us", "action", "plane", "link", "host", "leaf", "spine", "loss", "duplicate",
-                "reorder", "reorder_max_us", "corrupt", "trim", "ev_slot", "down_us", "up_us",
-                "duration_us", "rate_fraction", "switch"});
+               {"at_us",   "action",  "plane",       "link",      "host",           "leaf",
+                "spine",   "loss",    "duplicate",   "reorder",   "reorder_max_us", "corrupt",
+                "trim",    "ev_slot", "ev_fraction", "flow",      "every_flow",     "direction",
+                "down_us", "up_us",   "duration_us", "jitter_us", "rate_fraction",  "switch"});
   ScheduledFault f;
-  double at_us = 0, reorder_max_us = 5, down_us = 100, up_us = 100, duration_us = 1000;
+  double at_us = 0, reorder_max_us = 5;
   std::string action;
   r.time(t, where, "at_us", at_us);
   r.get(t, where, "action", action);
   r.time(t, where, "reorder_max_us", reorder_max_us);
   // Only a reboot and a flap read these: each must then be a real duration.
-  const bool timed = action == "reboot" || action == "flap";
-  r.time(t, where, "down_us", down_us, timed);
-  r.time(t, where, "up_us", up_us, timed);
-  r.time(t, where, "duration_us", duration_us, timed);
+  const FlapSpec flap = read_flap(r, t, where, action == "reboot" || action == "flap");
   f.at = Instant{static_cast<int64_t>(at_us * 1000)};
   f.description = action;
   const Scope scope = read_scope(r, t, where, s.fabric);
@@ -631,29 +694,22 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
   } else if (action == "reboot") {  // down now, up again after down_us
     f.action = FaultAction::set_up(scope, false);
     ScheduledFault up = f;
-    up.at = f.at + Duration{static_cast<int64_t>(down_us * 1000)};
+    up.at = f.at + flap.down_for;
     up.action = FaultAction::set_up(scope, true);
     up.description = "reboot (up)";
     s.faults.push_back(f);
     s.faults.push_back(up);
     return;
   } else if (action == "flap") {
-    FlapSpec flap{Duration{static_cast<int64_t>(down_us * 1000)},
-                  Duration{static_cast<int64_t>(up_us * 1000)},
-                  Duration{static_cast<int64_t>(duration_us * 1000)}};
     f.action = FaultAction::start_flap(scope, flap);
-  } else if (action == "blackhole" || action == "unblackhole") {
-    int64_t slot = 0;
-    r.get(t, where, "ev_slot", slot);
-    const size_t evs = s.qp.ev_list.empty() ? s.qp.ev_count : s.qp.ev_list.size();
-    r.require(
-        static_cast<size_t>(slot) < evs, where + "ev_slot", double(slot),
-        "0.." + std::to_string(evs - 1) + " (a slot of the QP's " + std::to_string(evs) + " EVs)");
-    f.ev_slot = static_cast<int>(std::min<int64_t>(slot, INT32_MAX));
-    f.action = FaultAction::blackhole(scope.plane, Ev(0), action == "blackhole");
+  } else if (action == "blackhole" || action == "unblackhole" || action == "gray") {
+    read_path_fault(r, t, where, action, lf.loss, s, f);
+  } else if (action == "nic_drop") {
+    f.action = read_nic_drop(r, t, where, lf.loss);
   } else {
     r.require(false, where + "action", action,
-              "faults, down, up, reboot, flap, degrade, blackhole, unblackhole or heal");
+              "faults, down, up, reboot, flap, degrade, blackhole, unblackhole, gray, nic_drop or "
+              "heal");
   }
   s.faults.push_back(f);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,13 +15,25 @@
 
 namespace mrc::sim {
 
+// An EV path fault (blackhole or gray path) aimed at flows and their EVs, which exist only once
+// the queue pairs do (EV values are drawn at run time): the sending QP of flow `flow` (each flow
+// of the plan is one QP), or of every flow; in it the EV in slot `ev_slot`, or a share
+// `ev_fraction` of its EVs chosen from the seed. Each becomes a PathFault from the flow's source
+// to its destination with this loss (0 clears).
+struct PathTarget {
+  bool every_flow = false;
+  uint64_t flow = 0;
+  int64_t ev_slot = 0;     // when ev_fraction is 0
+  double ev_fraction = 0;  // in (0, 1]: at least one EV per flow
+  double loss = 1;
+};
+
 struct ScheduledFault {
   Instant at;
   FaultAction action;
   std::string description;
-  // For blackholes named by EV slot: the EV is the one in this slot of the first QP's EV set
-  // (EV values are drawn at run time). -1: the action's EV is used as is.
-  int ev_slot = -1;
+  // Set for an EV path fault: the run resolves it into one PathFault per flow and EV.
+  std::optional<PathTarget> target = std::nullopt;
 };
 
 struct Scenario {

@@ -157,35 +157,51 @@ WorkloadPlan plan_workload(const Workload& w, uint32_t hosts, Prng& prng) {
   return plan;
 }
 
-uint64_t planned_bytes(const Workload& w, uint32_t hosts) {
-  // In floating point, saturated: a scenario's counts can multiply past 64 bits.
-  const long double per_flow = static_cast<long double>(w.qps_per_flow) * w.messages *
-                               static_cast<long double>(w.message_bytes);
+namespace {
+
+// Flows (queue pairs) the plan makes, in floating point: host counts can multiply past 64 bits.
+long double flow_count(const Workload& w, uint32_t hosts) {
   const long double n = hosts;
-  long double total = 0;
+  long double pairs = 0;  // source -> destination pairs, each with qps_per_flow flows
   switch (w.pattern) {
     case Pattern::kPairs:
-      total = (n == 2 ? 1 : n) * (w.bidirectional ? 2 : 1) * per_flow;
+      pairs = (n == 2 ? 1 : n) * (w.bidirectional ? 2 : 1);
       break;
     case Pattern::kIncast:
-      total = (n - 1 + (w.victim && n >= 3 ? 1 : 0)) * per_flow;
+      pairs = n - 1 + (w.victim && n >= 3 ? 1 : 0);
       break;
     case Pattern::kFlows:
-      total = static_cast<long double>(w.flows.size()) * per_flow;
+      pairs = static_cast<long double>(w.flows.size());
       break;
     case Pattern::kPermutation:
-      total = n * per_flow;
+    case Pattern::kRingAllreduce:
+      pairs = n;
       break;
     case Pattern::kAllToAll:
-      total = n * (n - 1) * per_flow;
-      break;
-    case Pattern::kRingAllreduce:
-      total =
-          (std::floor(2 * (n - 1) * static_cast<long double>(w.message_bytes) / n) * n + 2 * n) *
-          w.iterations;
+      pairs = n * (n - 1);
       break;
   }
-  return total >= 0x1p64L ? UINT64_MAX : static_cast<uint64_t>(total);
+  return pairs * w.qps_per_flow;
+}
+
+uint64_t saturated(long double count) {
+  return count >= 0x1p64L ? UINT64_MAX : static_cast<uint64_t>(count);
+}
+
+}  // namespace
+
+uint64_t planned_flows(const Workload& w, uint32_t hosts) {
+  return saturated(flow_count(w, hosts));
+}
+
+uint64_t planned_bytes(const Workload& w, uint32_t hosts) {
+  if (w.pattern != Pattern::kRingAllreduce)
+    return saturated(flow_count(w, hosts) * w.messages * static_cast<long double>(w.message_bytes));
+  // At most: each of N ranks sends 2(N-1) chunks of about bytes / N per iteration.
+  const long double n = hosts;
+  return saturated(
+      (std::floor(2 * (n - 1) * static_cast<long double>(w.message_bytes) / n) * n + 2 * n) *
+      w.iterations);
 }
 
 const char* to_string(Pattern pattern) {

@@ -145,6 +145,7 @@ nlohmann::json to_json(const RunReport& r, const RunContext& c) {
           {"nacks", r.nacks},
           {"fabric_drops", r.fabric_drops},
           {"fabric_drops_control", r.fabric_drops_control},
+          {"fabric_drops_by_cause", r.fabric_drops_by_cause},
           {"refused_packets", r.hostile_drops},
           {"refused_by_reason", r.refused_by_reason},
           {"stale_sacks", r.stale_sacks},
@@ -249,6 +250,7 @@ void print_text(const RunReport& r, const RunContext& c) {
       static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims),
       static_cast<ull>(r.ecn_marks), static_cast<ull>(r.nacks), static_cast<ull>(r.fabric_drops),
       static_cast<ull>(r.fabric_drops_control), static_cast<ull>(r.hostile_drops));
+  print_counts("  fabric drops", r.fabric_drops_by_cause);
   print_counts("  refused     ", r.refused_by_reason);
   print_counts("  losses      ", r.losses_by_cause);
   const auto& b = r.baseline;
