@@ -471,17 +471,16 @@ void Runner::post_work(Flow& f, uint32_t transfer) {
   }
 }
 
-// Posts the flow's next transfers in order while each is ready (everything it waits for
-// delivered and its delay passed); a transfer whose delay is still running wakes the flow up
-// when it ends.
+// Posts the flow's receives while its receive queue has room, and its next transfers in order
+// while each is ready (everything it waits for delivered and its delay passed); a transfer
+// whose delay is still running wakes the flow up when it ends. A full receive queue does not
+// keep the flow on the list: each receive completion frees a slot and puts it back
+// (on_recv_completion), so a ring's flows are not retried at every poll.
 bool Runner::top_up(Flow& f) {
   bool again = false;
   while (f.receiver != nullptr && f.recv_posted < f.imm_total) {
     // The flow's index in the receive's wr_id: its completion finds the flow without a lookup.
-    if (!f.receiver->post_recv(uint64_t{f.index} << 32 | f.recv_posted).ok()) {
-      again = true;
-      break;
-    }
+    if (!f.receiver->post_recv(uint64_t{f.index} << 32 | f.recv_posted).ok()) break;
     ++f.recv_posted;
   }
   while (f.next_post < f.ops.size() && sender_ready(f)) {
@@ -563,6 +562,7 @@ void Runner::on_recv_completion(HostId host, const Completion& c) {
   ++f.imm_received;
   ++report_.wimm_delivered;
   update_done(f);
+  if (f.recv_posted < f.imm_total) mark_dirty(flow);  // its receive queue has room again
 }
 
 // One poll at the current instant, however many completions appear in it.
