@@ -208,10 +208,14 @@ void Fabric::forward(Link& in, PacketPtr packet) {
   const uint32_t local =
       topology_.next_link(in.plane, in.to, packet->dest_host, packet->ev, packet->id);
   Link& out = link_at(global(in.plane, local));
-  DropReason reason{};
-  if ((path_fault_count_ != 0 || nic_drop_ports_ != 0) && in.link_class == LinkClass::kHostUp &&
-      lost_at_first_hop(in, out, *packet, reason)) {
-    drop(reason == DropReason::kNic ? in : out, std::move(packet), reason);
+  // Just past the sending NIC: its drop first, then the path the packet's EV takes.
+  if (nic_drop_ports_ != 0 && in.link_class == LinkClass::kHostUp &&
+      in.prng.chance(nic_rates(packet->source_host, in.plane).tx)) {
+    drop(in, std::move(packet), DropReason::kNic);
+    return;
+  }
+  if (path_fault_count_ != 0 && in.link_class == LinkClass::kHostUp && lost_on_path(out, *packet)) {
+    drop(out, std::move(packet), DropReason::kPathFault);
     return;
   }
   if (out.config().lossless) hold(links_[in.id.value], *packet);

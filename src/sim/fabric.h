@@ -271,9 +271,8 @@ class Fabric {
   NicRates& nic_rates(HostId host, PlaneId plane) {
     return nic_drop_[static_cast<size_t>(host) * config_.planes + plane.value];
   }
-  // Whether a packet that has just crossed its host's uplink `in` is lost there: to an EV path
-  // fault (drawn from `out`'s stream) or to the sending NIC's drop (from `in`'s).
-  bool lost_at_first_hop(Link& in, Link& out, const SimPacket& packet, DropReason& reason);
+  // Whether an EV path fault loses a packet at its first switch (drawn from `out`'s stream).
+  bool lost_on_path(Link& out, const SimPacket& packet) const;
   Prng flap_prng_;                    // flap jitter
   std::vector<uint8_t> switch_down_;  // per (plane, node)
   std::vector<PlaneStats> plane_delivered_;

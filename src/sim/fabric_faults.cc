@@ -164,14 +164,8 @@ void Fabric::set_nic_drop(const NicDrop& drop) {
 }
 
 // A blackhole draws nothing (it loses every packet), so adding one changes no random stream.
-bool Fabric::lost_at_first_hop(Link& in, Link& out, const SimPacket& packet, DropReason& reason) {
-  if (nic_drop_ports_ != 0 && in.prng.chance(nic_rates(packet.source_host, in.plane).tx)) {
-    reason = DropReason::kNic;
-    return true;
-  }
-  if (path_fault_count_ == 0) return false;
-  const double loss = path_loss(in.plane, packet.ev, packet.source_host, packet.dest_host);
-  reason = DropReason::kPathFault;
+bool Fabric::lost_on_path(Link& out, const SimPacket& packet) const {
+  const double loss = path_loss(out.plane, packet.ev, packet.source_host, packet.dest_host);
   return loss >= 1 || out.prng.chance(loss);
 }
 

@@ -52,10 +52,6 @@ FaultAction FaultAction::set_up(Scope scope, bool up) {
   return action;
 }
 
-FaultAction FaultAction::blackhole(PlaneId plane, Ev ev, bool on) {
-  return path_fault(PathFault{plane, ev, kAnyHost, kAnyHost, on ? 1.0 : 0.0});
-}
-
 FaultAction FaultAction::path_fault(const PathFault& path) {
   MRC_ASSERT(path.loss >= 0 && path.loss <= 1);
   FaultAction action;

@@ -108,8 +108,6 @@ struct FaultAction {
 
   static FaultAction set_faults(Scope scope, LinkFaults faults);
   static FaultAction set_up(Scope scope, bool up);
-  // Every packet of `ev` on `plane`, from any host to any host, lost (on) or no longer (off).
-  static FaultAction blackhole(PlaneId plane, Ev ev, bool on);
   static FaultAction path_fault(const PathFault& path);
   static FaultAction nic_drop(const NicDrop& nic);
   static FaultAction start_flap(Scope scope, FlapSpec flap);

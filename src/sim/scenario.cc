@@ -26,6 +26,11 @@ std::string shown(const std::string& v) {
   return "\"" + v + "\"";
 }
 
+// A time read in microseconds (Reader::time keeps it within kMaxTime), in nanoseconds.
+Duration from_us(double us) {
+  return Duration{static_cast<int64_t>(us * 1e3)};
+}
+
 // Reads keys of one table and checks their ranges. The first problem is kept (with the field's
 // full name, its value and what is allowed); later reads and checks do nothing once one failed.
 struct Reader {
@@ -224,7 +229,7 @@ void read_cc_knobs(Reader& r, const toml::table& t, QpConfig& q) {
   r.require(incast_window_us >= 0 && incast_window_us <= 1000, "qp.incast_window_us",
             incast_window_us, "0..1000");
   q.incast_penalty = static_cast<uint8_t>(std::min<uint32_t>(penalty, 127));
-  q.incast_window_ns = static_cast<int64_t>(incast_window_us * 1e3);
+  q.incast_window_ns = from_us(incast_window_us).ns;
   r.require(n.proportional_gain > 0 && n.proportional_gain <= 16, "qp.eta", n.proportional_gain,
             "in (0, 16] (the proportional gain)");
   r.require(n.fair_increase_mtus > 0 && n.fair_increase_mtus <= 64, "qp.fi", n.fair_increase_mtus,
@@ -238,9 +243,9 @@ void read_cc_knobs(Reader& r, const toml::table& t, QpConfig& q) {
             "0..63 (a shift of the maximum window; 0: quick adapt on every lossy round)");
   r.require(ack_delay_us >= 0 && ack_delay_us <= 1000, "qp.ack_delay_us", ack_delay_us, "0..1000");
   n.initial_window_bytes = initial_kib * 1024;
-  n.target_delay_ns = static_cast<int64_t>(target_us * 1e3);
+  n.target_delay_ns = from_us(target_us).ns;
   n.qa_gate = static_cast<uint8_t>(std::min<uint32_t>(qa_gate, 63));
-  q.ack_delay_ns = static_cast<int64_t>(ack_delay_us * 1e3);
+  q.ack_delay_ns = from_us(ack_delay_us).ns;
 }
 
 // ev_burst: new data packets per EV before the plane's rotation moves on (spray granularity,
@@ -254,6 +259,20 @@ void read_ev_burst(Reader& r, const toml::table& t, QpConfig& q) {
             "1.." + std::to_string(kMaxEvBurstPackets) +
                 " (packets per EV burst; 1: every packet on the next EV)");
   q.ev_burst_packets = static_cast<uint16_t>(std::clamp<uint64_t>(burst, 1, kMaxEvBurstPackets));
+}
+
+// ev_list = [[plane, ev], ...]: every QP uses exactly these EVs (explicit EV mode).
+void read_ev_list(Reader& r, const toml::table& t, Scenario& s) {
+  QpConfig& q = s.qp;
+  std::vector<std::pair<uint64_t, uint64_t>> list;
+  r.get_pairs(t, "qp.", "ev_list", UINT32_MAX, list);
+  for (const auto& [plane, value] : list)
+    q.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(std::min<uint64_t>(plane, 255))),
+                                   Ev(static_cast<uint32_t>(value))});
+  if (r.ok && !q.ev_list.empty()) {
+    const std::string problem = q.validate(static_cast<int>(s.fabric.planes));
+    if (!problem.empty()) r.fail("qp.ev_list: " + problem);
+  }
 }
 
 void read_qp(Reader& r, const toml::table* t, Scenario& s) {
@@ -320,16 +339,32 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   read_cc_knobs(r, *t, q);
   read_ev_burst(r, *t, q);
   r.require(parse_cc_algorithm(cc, q.cc), "qp.cc", cc, "\"nscc\", \"aimd\" or \"fixed\"");
-  // ev_list = [[plane, ev], ...]: every QP uses exactly these EVs (explicit EV mode).
-  std::vector<std::pair<uint64_t, uint64_t>> list;
-  r.get_pairs(*t, "qp.", "ev_list", UINT32_MAX, list);
-  for (const auto& [plane, value] : list)
-    q.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(std::min<uint64_t>(plane, 255))),
-                                   Ev(static_cast<uint32_t>(value))});
-  if (r.ok && !q.ev_list.empty()) {
-    const std::string problem = q.validate(static_cast<int>(s.fabric.planes));
-    if (!problem.empty()) r.fail("qp.ev_list: " + problem);
-  }
+  read_ev_list(r, *t, s);
+}
+
+// Message sizes and counts, and what the whole workload writes.
+void check_workload_sizes(Reader& r, const Scenario& s) {
+  const Workload& w = s.workload;
+  r.require(w.message_bytes >= 1 && w.message_bytes <= UINT32_MAX, "workload.message_bytes",
+            double(w.message_bytes), "1..4294967295 (bytes per message)");
+  for (const auto& [key, value] : {std::pair{"messages", w.messages},
+                                   {"iterations", w.iterations},
+                                   {"qps", w.qps_per_flow},
+                                   {"slices", w.slices}})
+    r.require(value >= 1 && value <= 1'000'000, std::string("workload.") + key, double(value),
+              "1..1000000");
+  if (w.pattern == Pattern::kRingAllreduce && w.message_bytes < uint64_t{s.fabric.hosts} * w.slices)
+    r.fail("workload.message_bytes: a ring all-reduce needs at least one byte per host and slice");
+  // Every payload byte is held twice (source and target) for the exactly-once check, unless
+  // the run is payload-free.
+  constexpr uint64_t kMaxPlannedBytes = 4ull << 30;
+  if (!r.ok) return;
+  const uint64_t bytes = planned_bytes(w, s.fabric.hosts);
+  if (bytes > (uint64_t{1} << 62))
+    r.fail("workload: more than 2^62 bytes of writes in all");
+  else if (s.payload && bytes > kMaxPlannedBytes)
+    r.fail("workload: " + std::to_string(bytes >> 20) +
+           " MiB of writes in all; the simulator holds each byte twice and allows 4096 MiB");
 }
 
 void read_workload(Reader& r, const toml::table* t, Scenario& s) {
@@ -359,7 +394,7 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   else
     r.require(ring_order == "hosts", "workload.ring_order", ring_order,
               "\"hosts\" or \"shuffled\"");
-  w.compute = Duration{static_cast<int64_t>(compute_us * 1000)};
+  w.compute = from_us(compute_us);
   const std::vector<std::pair<std::string, Pattern>> patterns = {
       {"pairs", Pattern::kPairs},
       {"incast", Pattern::kIncast},
@@ -385,24 +420,7 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
     r.fail(
         "workload.flows: given exactly when pattern = \"flows\" (a list of [source, destination] "
         "hosts)");
-  r.require(w.message_bytes >= 1 && w.message_bytes <= UINT32_MAX, "workload.message_bytes",
-            double(w.message_bytes), "1..4294967295 (bytes per message)");
-  for (const auto& [key, value] : {std::pair{"messages", w.messages},
-                                   {"iterations", w.iterations},
-                                   {"qps", w.qps_per_flow},
-                                   {"slices", w.slices}})
-    r.require(value >= 1 && value <= 1'000'000, std::string("workload.") + key, double(value),
-              "1..1000000");
-  if (w.pattern == Pattern::kRingAllreduce && w.message_bytes < uint64_t{s.fabric.hosts} * w.slices)
-    r.fail("workload.message_bytes: a ring all-reduce needs at least one byte per host and slice");
-  // Every payload byte is held twice (source and target) for the exactly-once check, unless
-  // the run is payload-free.
-  constexpr uint64_t kMaxPlannedBytes = 4ull << 30;
-  if (r.ok && planned_bytes(w, s.fabric.hosts) > (uint64_t{1} << 62))
-    r.fail("workload: more than 2^62 bytes of writes in all");
-  if (r.ok && s.payload && planned_bytes(w, s.fabric.hosts) > kMaxPlannedBytes)
-    r.fail("workload: " + std::to_string(planned_bytes(w, s.fabric.hosts) >> 20) +
-           " MiB of writes in all; the simulator holds each byte twice and allows 4096 MiB");
+  check_workload_sizes(r, s);
 }
 
 void read_dcqcn(Reader& r, const toml::table& t, DcqcnConfig& d) {
@@ -429,9 +447,9 @@ void read_dcqcn(Reader& r, const toml::table& t, DcqcnConfig& d) {
                                          {"dcqcn_min_gbps", d.min_rate_gbps, 1e-9}})
     r.require(gbps >= least && gbps <= 1e6, w + key, gbps,
               std::string(least > 0 ? "> 0" : ">= 0") + " and at most 1e6");
-  d.alpha_period = Duration{static_cast<int64_t>(alpha_us * 1e3)};
-  d.increase_period = Duration{static_cast<int64_t>(increase_us * 1e3)};
-  d.cnp_interval = Duration{static_cast<int64_t>(cnp_us * 1e3)};
+  d.alpha_period = from_us(alpha_us);
+  d.increase_period = from_us(increase_us);
+  d.cnp_interval = from_us(cnp_us);
   d.byte_counter = byte_counter_kib * 1024;
 }
 
@@ -456,8 +474,8 @@ void read_mptcp(Reader& r, const toml::table& t, MptcpConfig& m) {
             ">= rto_min_us (" + shown(rto_min_us) + ")");
   r.require(m.subflow_dead_after >= 1, w + "subflow_dead_after", double(m.subflow_dead_after),
             ">= 1");
-  m.rto_min = Duration{static_cast<int64_t>(rto_min_us * 1e3)};
-  m.rto_max = Duration{static_cast<int64_t>(rto_max_us * 1e3)};
+  m.rto_min = from_us(rto_min_us);
+  m.rto_max = from_us(rto_max_us);
 }
 
 // [transport]: which transport every host runs, with the baselines' parameters. roce_pfc makes
@@ -651,8 +669,7 @@ FlapSpec read_flap(Reader& r, const toml::table& t, const std::string& where, bo
   r.time(t, where, "jitter_us", jitter_us);
   r.require(jitter_us < std::min(down_us, up_us), where + "jitter_us", jitter_us,
             "less than down_us and up_us (every period stays positive)");
-  const auto ns = [](double us) { return Duration{static_cast<int64_t>(us * 1000)}; };
-  return FlapSpec{ns(down_us), ns(up_us), ns(duration_us), ns(jitter_us)};
+  return FlapSpec{from_us(down_us), from_us(up_us), from_us(duration_us), from_us(jitter_us)};
 }
 
 void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
@@ -670,7 +687,7 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
   r.time(t, where, "reorder_max_us", reorder_max_us);
   // Only a reboot and a flap read these: each must then be a real duration.
   const FlapSpec flap = read_flap(r, t, where, action == "reboot" || action == "flap");
-  f.at = Instant{static_cast<int64_t>(at_us * 1000)};
+  f.at = Instant{} + from_us(at_us);
   f.description = action;
   const Scope scope = read_scope(r, t, where, s.fabric);
   LinkFaults lf;
@@ -679,7 +696,7 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
   r.probability(t, where, "reorder", lf.reorder);
   r.probability(t, where, "corrupt", lf.corrupt);
   r.probability(t, where, "trim", lf.trim);
-  lf.reorder_max_delay = Duration{static_cast<int64_t>(reorder_max_us * 1000)};
+  lf.reorder_max_delay = from_us(reorder_max_us);
   if (action == "faults")
     f.action = FaultAction::set_faults(scope, lf);
   else if (action == "down" || action == "up")
@@ -807,7 +824,7 @@ void read_top(Reader& r, const toml::table& root, Scenario& s) {
   r.get(root, "", "move_payload", s.move_payload);
   if (const std::string e = payload_modes_error(s); !e.empty()) r.fail(e);
   s.time_limit = Instant{static_cast<int64_t>(limit_ms * 1e6)};
-  s.heal_at = Instant{static_cast<int64_t>(heal_us * 1e3)};
+  s.heal_at = Instant{} + from_us(heal_us);
 }
 
 void read_faults(Reader& r, const toml::table& root, Scenario& s) {

@@ -88,7 +88,7 @@ nlohmann::json groups_json(const RunReport& r, const RunContext& c) {
   return out;
 }
 
-nlohmann::json to_json(const RunReport& r, const RunContext& c) {
+nlohmann::json planes_json(const RunReport& r) {
   nlohmann::json planes = nlohmann::json::array();
   for (size_t p = 0; p < r.planes.size(); ++p) {
     planes.push_back({{"plane", p},
@@ -96,21 +96,33 @@ nlohmann::json to_json(const RunReport& r, const RunContext& c) {
                       {"retransmits", r.planes[p].retransmits},
                       {"fabric_bytes_delivered", r.planes[p].fabric_bytes_delivered}});
   }
-  const auto& t = r.ev_transitions;
-  const auto& b = r.baseline;
+  return planes;
+}
+
+nlohmann::json baseline_json(const sim::BaselineReport& b) {
+  return {{"cnps", b.cnps},
+          {"rate_cuts", b.rate_cuts},
+          {"duplicates", b.duplicates},
+          {"out_of_order_dropped", b.out_of_order_dropped},
+          {"fast_retransmits", b.fast_retransmits},
+          {"reinjected", b.reinjected},
+          {"control_dropped", b.control_dropped}};
+}
+
+nlohmann::json ev_transitions_json(const EvTransitions& t) {
+  return {{"to_skip", t.to_skip},      {"to_assumed_bad", t.to_assumed_bad},
+          {"revived", t.revived},      {"to_denied", t.to_denied},
+          {"replaced", t.replaced},    {"regenerated", t.regenerated},
+          {"floor_held", t.floor_held}};
+}
+
+nlohmann::json to_json(const RunReport& r, const RunContext& c) {
   return {{"scenario", c.name},
           {"ok", r.ok},
           {"failure", r.failure},
           {"seed", r.seed},
           {"transport", r.transport},
-          {"baseline",
-           {{"cnps", b.cnps},
-            {"rate_cuts", b.rate_cuts},
-            {"duplicates", b.duplicates},
-            {"out_of_order_dropped", b.out_of_order_dropped},
-            {"fast_retransmits", b.fast_retransmits},
-            {"reinjected", b.reinjected},
-            {"control_dropped", b.control_dropped}}},
+          {"baseline", baseline_json(r.baseline)},
           {"pfc",
            {{"pauses", r.pfc_pauses},
             {"paused_ns", r.pfc_paused_ns},
@@ -150,17 +162,10 @@ nlohmann::json to_json(const RunReport& r, const RunContext& c) {
           {"refused_by_reason", r.refused_by_reason},
           {"stale_sacks", r.stale_sacks},
           {"losses_by_cause", r.losses_by_cause},
-          {"planes", planes},
+          {"planes", planes_json(r)},
           {"fct_ns", {{"p50", r.fct_p50_ns}, {"p99", r.fct_p99_ns}, {"max", r.fct_max_ns}}},
           {"groups", groups_json(r, c)},
-          {"ev_transitions",
-           {{"to_skip", t.to_skip},
-            {"to_assumed_bad", t.to_assumed_bad},
-            {"revived", t.revived},
-            {"to_denied", t.to_denied},
-            {"replaced", t.replaced},
-            {"regenerated", t.regenerated},
-            {"floor_held", t.floor_held}}}};
+          {"ev_transitions", ev_transitions_json(r.ev_transitions)}};
 }
 
 void print_groups(const RunReport& r, const RunContext& c) {
@@ -211,6 +216,38 @@ std::string modes(const RunReport& r) {
          (r.icrc_offload ? "offloaded to the simulated NICs" : "in the engines");
 }
 
+// Loss and recovery: counters, drops and losses by cause, baseline and PFC counters, EV states.
+void print_recovery(const RunReport& r) {
+  std::printf(
+      "  recovery     %llu retransmits, %llu timeouts, %llu trims, %llu ECN marks, %llu NACKs, "
+      "%llu fabric drops (%llu of them control), %llu refused\n",
+      static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims),
+      static_cast<ull>(r.ecn_marks), static_cast<ull>(r.nacks), static_cast<ull>(r.fabric_drops),
+      static_cast<ull>(r.fabric_drops_control), static_cast<ull>(r.hostile_drops));
+  print_counts("  fabric drops", r.fabric_drops_by_cause);
+  print_counts("  refused     ", r.refused_by_reason);
+  print_counts("  losses      ", r.losses_by_cause);
+  const auto& b = r.baseline;
+  if (r.transport != "mrc")
+    std::printf(
+        "  baseline     %llu CNPs, %llu rate cuts, %llu duplicates, %llu out-of-order discarded, "
+        "%llu fast retransmits, %llu reinjected\n",
+        static_cast<ull>(b.cnps), static_cast<ull>(b.rate_cuts), static_cast<ull>(b.duplicates),
+        static_cast<ull>(b.out_of_order_dropped), static_cast<ull>(b.fast_retransmits),
+        static_cast<ull>(b.reinjected));
+  if (r.pfc_pauses > 0)
+    std::printf(
+        "  PFC          %llu pauses, %.3f ms of paused link-time, %llu packets beyond headroom\n",
+        static_cast<ull>(r.pfc_pauses), static_cast<double>(r.pfc_paused_ns) / 1e6,
+        static_cast<ull>(r.pfc_headroom_overruns));
+  const auto& t = r.ev_transitions;
+  std::printf(
+      "  EV states    %llu->SKIP, %llu->ASSUMED_BAD, %llu replaced, %llu revived, %llu "
+      "regenerated, %llu held by floor\n",
+      static_cast<ull>(t.to_skip), static_cast<ull>(t.to_assumed_bad), static_cast<ull>(t.replaced),
+      static_cast<ull>(t.revived), static_cast<ull>(t.regenerated), static_cast<ull>(t.floor_held));
+}
+
 void print_text(const RunReport& r, const RunContext& c) {
   std::printf("scenario %s, seed %llu, transport %s: %s\n", c.name.c_str(),
               static_cast<ull>(r.seed), r.transport.c_str(),
@@ -244,34 +281,7 @@ void print_text(const RunReport& r, const RunContext& c) {
                 static_cast<double>(r.fct_p50_ns) / 1e6, static_cast<double>(r.fct_p99_ns) / 1e6,
                 static_cast<double>(r.fct_max_ns) / 1e6);
   print_groups(r, c);
-  std::printf(
-      "  recovery     %llu retransmits, %llu timeouts, %llu trims, %llu ECN marks, %llu NACKs, "
-      "%llu fabric drops (%llu of them control), %llu refused\n",
-      static_cast<ull>(r.retransmits), static_cast<ull>(r.timeouts), static_cast<ull>(r.trims),
-      static_cast<ull>(r.ecn_marks), static_cast<ull>(r.nacks), static_cast<ull>(r.fabric_drops),
-      static_cast<ull>(r.fabric_drops_control), static_cast<ull>(r.hostile_drops));
-  print_counts("  fabric drops", r.fabric_drops_by_cause);
-  print_counts("  refused     ", r.refused_by_reason);
-  print_counts("  losses      ", r.losses_by_cause);
-  const auto& b = r.baseline;
-  if (r.transport != "mrc")
-    std::printf(
-        "  baseline     %llu CNPs, %llu rate cuts, %llu duplicates, %llu out-of-order discarded, "
-        "%llu fast retransmits, %llu reinjected\n",
-        static_cast<ull>(b.cnps), static_cast<ull>(b.rate_cuts), static_cast<ull>(b.duplicates),
-        static_cast<ull>(b.out_of_order_dropped), static_cast<ull>(b.fast_retransmits),
-        static_cast<ull>(b.reinjected));
-  if (r.pfc_pauses > 0)
-    std::printf(
-        "  PFC          %llu pauses, %.3f ms of paused link-time, %llu packets beyond headroom\n",
-        static_cast<ull>(r.pfc_pauses), static_cast<double>(r.pfc_paused_ns) / 1e6,
-        static_cast<ull>(r.pfc_headroom_overruns));
-  const auto& t = r.ev_transitions;
-  std::printf(
-      "  EV states    %llu->SKIP, %llu->ASSUMED_BAD, %llu replaced, %llu revived, %llu "
-      "regenerated, %llu held by floor\n",
-      static_cast<ull>(t.to_skip), static_cast<ull>(t.to_assumed_bad), static_cast<ull>(t.replaced),
-      static_cast<ull>(t.revived), static_cast<ull>(t.regenerated), static_cast<ull>(t.floor_held));
+  print_recovery(r);
   for (size_t p = 0; p < r.planes.size(); ++p) {
     std::printf("  plane %zu      %.2f MB data sent, %llu retransmits\n", p,
                 static_cast<double>(r.planes[p].data_bytes_sent) / 1e6,
