@@ -4,6 +4,9 @@
 // the integer wrap-around of sums.
 //
 // Ports: UDP 5860-5869, EV source ports 14800-15380 (see collectives_test.cc); TCP: free ports.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -69,14 +72,22 @@ TEST(CollectiveStores, BadSpecsAndUnreachableServers) {
   ASSERT_FALSE(bogus.ok());
   EXPECT_NE(bogus.error().message.find("file:DIRECTORY or tcp:HOST:PORT"), std::string::npos);
   EXPECT_FALSE(open_store("tcp:127.0.0.1", milliseconds(10)).ok());
-  auto server = TcpStoreServer::start(0);
-  ASSERT_TRUE(server.ok());
-  const uint16_t port = server.value()->port();
-  server.value().reset();  // nobody listens there now
+  // A port bound but never listened on: connecting is refused, and the bound socket keeps a
+  // test running alongside from taking the port (freeing it would let one listen there).
+  const int reserved = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(reserved, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(reserved, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::getsockname(reserved, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const uint16_t port = ntohs(addr.sin_port);
   auto gone = TcpStore::connect("127.0.0.1", port, milliseconds(100));
   ASSERT_FALSE(gone.ok());
   EXPECT_NE(gone.error().message.find("is rank 0 running"), std::string::npos)
       << gone.error().message;
+  ::close(reserved);
 }
 
 // Two ranks meet through a real store and all-reduce.
