@@ -10,11 +10,13 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <thread>
 #include <unordered_map>
 
 #include "sim/baseline.h"
 #include "sim/host.h"
 #include "sim/payload_free.h"
+#include "sim/payload_layout.h"
 #include "sim/workload.h"
 #include "util/index_set.h"
 #include "util/prng.h"
@@ -75,8 +77,8 @@ struct alignas(64) Flow {
   BaselineConn* base_sender = nullptr;  // baseline transports instead of the engine's QPs
   BaselineConn* base_receiver = nullptr;
   uint64_t bytes = 0;  // of all its transfers
-  ZeroedBuffer source;
-  ZeroedBuffer target;
+  uint8_t* source = nullptr;  // payload runs: its source and target, in Runner::payload_
+  uint8_t* target = nullptr;
 
   void set_regions(const MemoryRegionInfo& source_mr, const MemoryRegionInfo& target_mr) {
     source_address = source_mr.address;
@@ -106,7 +108,12 @@ class Runner final : private CompletionNotifier {
     return f.sender != nullptr ? f.sender->state() == QpState::kRts : !f.base_sender->failed();
   }
   QueuePair* connect(HostId a, HostId b, QueuePair*& back);
-  void setup_buffers(Flow& flow, uint32_t index);
+  void lay_out(Flow& flow);
+  void allocate_payload();
+  void map_targets() {
+    payload_mapper_ = std::jthread([this] { payload_.prefault(targets_from_, payload_.size()); });
+  }
+  void setup_buffers(Flow& flow);
   void setup_shared(Flow& flow);
   uint64_t at(uint32_t transfer) const {
     return sc_.payload ? offsets_[transfer] : 0;
@@ -195,6 +202,10 @@ class Runner final : private CompletionNotifier {
   std::vector<uint32_t> waiter_begin_;
   std::vector<uint32_t> waiter_list_;
   std::vector<std::unique_ptr<Flow>> flows_;
+  // Payload runs: every flow's target and every group's source pattern (allocate_payload).
+  ZeroedBuffer payload_;
+  size_t targets_from_ = 0;      // where the targets begin in payload_
+  std::jthread payload_mapper_;  // maps payload_'s targets; joined before payload_ is freed
   // Payload-free runs: one source and one scratch for every transfer, registered once per host.
   SharedPayload shared_;
   std::vector<MemoryRegionInfo> shared_source_mr_;
@@ -328,8 +339,10 @@ void Runner::build_flows() {
     Flow& f = *flows_[i];
     if (f.sender == nullptr && f.base_sender == nullptr) connect_flow(i);
     if (baseline_) flow_of_receiver_[(static_cast<uint64_t>(f.dst) << 32) | receiver_id(f)] = i;
-    setup_buffers(f, i);
+    lay_out(f);
   }
+  if (sc_.payload) allocate_payload();
+  for (const auto& f : flows_) setup_buffers(*f);
 }
 
 void Runner::connect_flow(uint32_t i) {
@@ -376,7 +389,8 @@ QueuePair* Runner::connect(HostId a, HostId b, QueuePair*& back) {
   return qa;
 }
 
-void Runner::setup_buffers(Flow& f, uint32_t index) {
+// A flow's transfers, back to back in its buffers (payload runs), and its totals.
+void Runner::lay_out(Flow& f) {
   uint64_t bytes = 0;
   for (const uint32_t t : f.ops) {
     if (sc_.payload) offsets_[t] = bytes;
@@ -387,29 +401,57 @@ void Runner::setup_buffers(Flow& f, uint32_t index) {
     }
   }
   f.bytes = bytes;
+}
+
+// Payload runs keep each flow's target apart and read its source from a pattern a group of
+// flows shares (payload_layout.h). The block stays on small pages: payload is bulk data, read or
+// written once in order (ZeroedBuffer::keep_off_huge_pages), kept out of the heap that
+// tools/huge_pages.h collapses. A run that completes writes every target byte, so the targets
+// are mapped in one call (MADV_POPULATE_WRITE, no trap per 4 KiB page: faulting them in from
+// the loop made runs slower) on a helper thread while the run goes on: mapping a gigabyte of
+// fresh pages takes the kernel about as long as the run's setup otherwise, and the loop's
+// writes meet the helper's mapping safely (a page either is mapped or faults in). Nothing the
+// helper does reaches the run's results. It starts once the run is built (map_targets), after
+// the caller's on_built: what that does to the address space (tools/huge_pages.h) would wait
+// for the whole mapping otherwise.
+void Runner::allocate_payload() {
+  uint64_t lengths_gcd = 0;
+  for (const Op& op : ops_) lengths_gcd = std::gcd(lengths_gcd, uint64_t{op.length});
+  std::vector<uint64_t> flow_bytes;
+  for (const auto& f : flows_) flow_bytes.push_back(f->bytes);
+  const PayloadLayout l =
+      lay_out_payload(flow_bytes, placement_grain(sc_.qp.mtu_bytes, lengths_gcd));
+  payload_ = ZeroedBuffer(l.total_bytes);
+  payload_.keep_off_huge_pages();
+  for (uint64_t g = 0; g < l.pattern_at.size(); ++g)
+    fill_pattern(payload_.data() + l.pattern_at[g], l.pattern_bytes[g], mix64((g << 40) ^ sc_.seed));
+  targets_from_ = l.targets_from;
+  for (uint32_t i = 0; i < flows_.size(); ++i) {
+    flows_[i]->source = payload_.data() + l.source_at[i];
+    flows_[i]->target = payload_.data() + l.target_at[i];
+  }
+}
+
+void Runner::setup_buffers(Flow& f) {
+  const uint64_t bytes = f.bytes;
   if (!sc_.payload) {
     setup_shared(f);
     update_done(f);
     return;
   }
-  f.source = ZeroedBuffer(bytes);
-  f.source.prefault();  // filled whole just below
-  f.target = ZeroedBuffer(bytes);
-  f.target.prefault();  // written whole by a run that completes (one that fails holds more)
-  // Word k of flow `index` holds a pattern of (k, a per-flow key): distinct for every offset
-  // and flow, so a byte placed at the wrong offset or from another flow is seen.
-  fill_pattern(f.source.data(), bytes, mix64((static_cast<uint64_t>(index) << 40) ^ sc_.seed));
-  const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
   const uint64_t region = std::max<uint64_t>(bytes, 1);
   if (baseline_) {
-    f.base_receiver->bind_target(f.target.data(), bytes);
+    f.base_receiver->bind_target(f.target, bytes);
     update_done(f);
     return;
   }
   MemoryRegionTable& src_memory = hosts_[f.src]->endpoint().memory();
   MemoryRegionTable& dst_memory = hosts_[f.dst]->endpoint().memory();
-  f.set_regions(src_memory.register_region(pds_[f.src], f.source.data(), region, access).value(),
-                dst_memory.register_region(pds_[f.dst], f.target.data(), region, access).value());
+  // The source is read only by its own host (and shared with other flows' windows).
+  f.set_regions(
+      src_memory.register_region(pds_[f.src], f.source, region, kAccessLocalWrite).value(),
+      dst_memory.register_region(pds_[f.dst], f.target, region,
+                                 kAccessLocalWrite | kAccessRemoteWrite).value());
   update_done(f);
 }
 
@@ -445,7 +487,7 @@ void Runner::setup_shared(Flow& f) {
 void Runner::post_work(Flow& f, uint32_t transfer) {
   Op& op = ops_[transfer];
   if (baseline_) {
-    const uint8_t* source = sc_.payload ? f.source.data() : shared_.source();
+    const uint8_t* source = sc_.payload ? f.source : shared_.source();
     const BaseWr wr{transfer,     source + at(transfer), op.length,
                     at(transfer), op.imm != 0,           op.immediate};
     if (f.base_sender->post(wr)) {
@@ -1041,7 +1083,7 @@ void Runner::check_payload(const Flow& f, RunReport& r, std::string& why) const 
       flow_failed |= op.settled;
       continue;
     }
-    if (std::memcmp(f.source.data() + offset, f.target.data() + offset, op.length) != 0) {
+    if (std::memcmp(f.source + offset, f.target + offset, op.length) != 0) {
       if (why.empty()) why = "data mismatch at offset " + std::to_string(offset);
     } else {
       r.bytes_verified += op.length;
@@ -1089,6 +1131,7 @@ RunReport Runner::run() {
   for (SimTransport* t : transports_) t->kick();
   events_.schedule_after(kCheckInterval, [this] { tick(); });
   if (options_.on_built) options_.on_built();
+  if (sc_.payload) map_targets();
   events_.run_until(sc_.time_limit);
   poll_completions();
   report_.progress.emplace_back(events_.now().ns, placed_bytes());  // the series ends at the end

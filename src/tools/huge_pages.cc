@@ -1,4 +1,4 @@
-// Walks /proc/self/maps and asks for transparent huge pages on the big anonymous writable
+// Walks /proc/self/smaps and asks for transparent huge pages on the big anonymous writable
 // mappings (huge_pages.h). Linux only; every step may fail and is then skipped.
 #include "tools/huge_pages.h"
 
@@ -27,29 +27,44 @@ bool is_anonymous_writable(const char* perms, const char* path) {
   return path[0] == '\0' || std::strcmp(path, "[heap]") == 0;
 }
 
+// Asks for huge pages on [begin, end) (whole huge pages inside it) and collapses them.
+void back_mapping(uintptr_t begin, uintptr_t end, HugePageReport& report) {
+  const uintptr_t lo = (begin + kHugeBytes - 1) & ~(kHugeBytes - 1);
+  const uintptr_t hi = end & ~(kHugeBytes - 1);
+  if (hi <= lo) return;
+  void* at = reinterpret_cast<void*>(lo);
+  ++report.mappings;
+  report.bytes_asked += hi - lo;
+  if (madvise(at, hi - lo, MADV_HUGEPAGE) != 0) return;
+  if (madvise(at, hi - lo, MADV_COLLAPSE) == 0) report.bytes_collapsed += hi - lo;
+}
+
 }  // namespace
 
+// /proc/self/smaps: a header line per mapping ("begin-end perms offset dev inode [path]"), then
+// its fields, the last of which is "VmFlags:"; a mapping flagged "nh" was asked to stay on small
+// pages (ZeroedBuffer::keep_off_huge_pages) and is left so: MADV_HUGEPAGE would undo that.
 HugePageReport back_heap_with_huge_pages(size_t min_bytes) {
   HugePageReport report;
-  std::FILE* maps = std::fopen("/proc/self/maps", "r");
-  if (maps == nullptr) return report;
+  std::FILE* smaps = std::fopen("/proc/self/smaps", "r");
+  if (smaps == nullptr) return report;
   char line[512];
-  while (std::fgets(line, sizeof line, maps) != nullptr) {
-    unsigned long begin = 0, end = 0;
+  unsigned long begin = 0, end = 0;  // of the mapping whose fields are being read
+  bool candidate = false;
+  while (std::fgets(line, sizeof line, smaps) != nullptr) {
+    // Scanned into locals: a field line such as "Anonymous:" matches "%lx" in part.
+    unsigned long lo = 0, hi = 0;
     char perms[8] = {}, path[256] = {};
-    if (std::sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &begin, &end, perms, path) < 3) continue;
-    if (!is_anonymous_writable(perms, path) || end - begin < min_bytes) continue;
-    // Whole huge pages inside the mapping only.
-    const uintptr_t lo = (begin + kHugeBytes - 1) & ~(kHugeBytes - 1);
-    const uintptr_t hi = end & ~(kHugeBytes - 1);
-    if (hi <= lo) continue;
-    void* at = reinterpret_cast<void*>(lo);
-    ++report.mappings;
-    report.bytes_asked += hi - lo;
-    if (madvise(at, hi - lo, MADV_HUGEPAGE) != 0) continue;
-    if (madvise(at, hi - lo, MADV_COLLAPSE) == 0) report.bytes_collapsed += hi - lo;
+    if (std::sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &lo, &hi, perms, path) >= 3) {
+      begin = lo;
+      end = hi;
+      candidate = is_anonymous_writable(perms, path) && end - begin >= min_bytes;
+    } else if (candidate && std::strncmp(line, "VmFlags:", 8) == 0) {
+      candidate = false;
+      if (std::strstr(line, " nh") == nullptr) back_mapping(begin, end, report);
+    }
   }
-  std::fclose(maps);
+  std::fclose(smaps);
   return report;
 }
 

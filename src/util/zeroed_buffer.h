@@ -5,6 +5,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -29,20 +30,33 @@ class ZeroedBuffer {
   // page fault per page on first touch (the kernel still zeroes each page; what goes is the
   // trap per 4 KiB). Only the whole pages inside the block; best effort (kernels before 5.14
   // refuse it and the pages fault in as before). Setup time, never the engine.
-  void prefault() {
+  // Bytes [from, to) only: prefault(from, to).
+  void prefault() { prefault(0, size_); }
+  void prefault(size_t from, size_t to) {
 #ifdef MADV_POPULATE_WRITE
-    const uintptr_t page = 4096;
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(bytes_.get()) + page - 1) & ~(page - 1);
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes_.get()) + size_) & ~(page - 1);
-    if (end > begin)
-      (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+    advise_whole_pages(MADV_POPULATE_WRITE, from, to);
 #endif
   }
+  // Keeps the block on 4 KiB pages even where the heap is asked for transparent huge pages
+  // (tools/huge_pages.h): for bulk data touched once in order, such as a simulation's payload
+  // buffers, huge pages save no TLB misses worth their cost, while allocating and zeroing
+  // gigabytes of them (or collapsing them afterwards) can take longer than the run. Call it
+  // before the first touch. Best effort, like prefault().
+  void keep_off_huge_pages() { advise_whole_pages(MADV_NOHUGEPAGE, 0, size_); }
 
  private:
   struct Free {
     void operator()(uint8_t* p) const { std::free(p); }
   };
+  // madvise over the whole 4 KiB pages inside bytes [from, to) (never a neighbour's bytes).
+  void advise_whole_pages(int advice, size_t from, size_t to) {
+    const uintptr_t page = 4096;
+    const uintptr_t base = reinterpret_cast<uintptr_t>(bytes_.get());
+    const uintptr_t begin = (base + from + page - 1) & ~(page - 1);
+    const uintptr_t end = (base + std::min(to, size_)) & ~(page - 1);
+    if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, advice);
+  }
+
   std::unique_ptr<uint8_t, Free> bytes_;
   size_t size_ = 0;
 };
