@@ -89,6 +89,7 @@ const std::vector<BadScenario> kCorpus = {
   {"[workload]\npattern = \"flows\"\nflows = [[0, 0]]\n", "workload.flows: [0, 0] sends to itself"},
   {"[workload]\npattern = \"flows\"\nflows = [[0, 9]]\n", "workload.flows: every entry must be [a, b] with integers 0..7"},
   {"[workload]\npattern = \"flows\"\n", "workload.flows: given exactly when pattern = \"flows\" (a list of [source, destination] hosts)"},
+  {"[workload]\nmessages = 1000\nmessage_bytes = 10000000\n", "workload: 152587 MiB of writes in all; a payload run holds every byte written and allows 8192 MiB (payload = false has no such limit)"},
   {"payload = false\n[workload]\nmessages = 1000000\nqps = 1000000\nmessage_bytes = 4000000000\n", "workload: more than 2^62 bytes of writes in all"},
   // Faults.
   {"[[fault]]\naction = \"explode\"\n", "fault[0].action = \"explode\": must be faults, down, up, reboot, flap, degrade, blackhole, unblackhole, gray, nic_drop or heal"},

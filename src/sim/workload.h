@@ -89,7 +89,7 @@ struct WorkloadPlan {
 // Builds the plan; `prng` decides WRITE-with-immediate shares and permutations.
 WorkloadPlan plan_workload(const Workload& workload, uint32_t hosts, Prng& prng);
 
-// Payload bytes the plan will write (each is held twice in memory: source and target), and the
+// Payload bytes the plan will write (a payload run holds each in memory), and the
 // flows (queue pairs) it will make, without planning; both saturate at UINT64_MAX.
 uint64_t planned_bytes(const Workload& workload, uint32_t hosts);
 uint64_t planned_flows(const Workload& workload, uint32_t hosts);
