@@ -81,7 +81,11 @@ const std::vector<BadScenario> kCorpus = {
   {"[transport]\npfc_xoff_kib = 10\npfc_xon_kib = 20\n", "transport.pfc_xon_kib = 20: must be at most pfc_xoff_kib (10)"},
   // Workload.
   {"[workload]\npattern = \"broadcast\"\n", "workload.pattern = \"broadcast\": must be pairs, incast, permutation, all_to_all, ring_allreduce or flows"},
-  {"[workload]\nring_order = \"random\"\n", "workload.ring_order = \"random\": must be \"hosts\" or \"shuffled\""},
+  {"[workload]\npattern = \"all_to_all\"\nrank_order = \"random\"\n", "workload.rank_order = \"random\": must be \"hosts\" or \"shuffled\""},
+  {"[workload]\npattern = \"all_to_all\"\nranks = 9\n", "workload.ranks = 9: must be 2..8 (the fabric's hosts)"},
+  {"[workload]\npattern = \"ring_allreduce\"\nranks = 1\n", "workload.ranks = 1: must be 2..8 (the fabric's hosts)"},
+  {"[workload]\nranks = 4\n", "workload.ranks, rank_order: only all_to_all and ring_allreduce place ranks"},
+  {"[workload]\npattern = \"ring_allreduce\"\nranks = 4\nmessage_bytes = 3\n", "workload.message_bytes: a ring all-reduce needs at least one byte per rank and slice"},
   {"[workload]\nimm_fraction = 1.5\n", "workload.imm_fraction = 1.5: must be in [0, 1]"},
   {"[workload]\ncompute_us = -1\n", "workload.compute_us = -1: must be >= 0 and at most 1e+12"},
   {"[workload]\nmessage_bytes = 0\n", "workload.message_bytes = 0: must be 1..4294967295 (bytes per message)"},

@@ -132,8 +132,61 @@ TEST(Workload, RingAllreduceSplitsEachStepOverTheQps) {
             2u * 2 * 3 * 1003);  // iterations x 2(N-1) x the vector: the same bytes as with one QP
 }
 
+// `ranks`: a job on some of the fabric's hosts. All-to-all among 4 of 16 hosts: every ordered
+// pair of 4 distinct hosts once; a ring of 5 visits 5 distinct hosts; a job of every host
+// (ranks = hosts) plans exactly what ranks = 0 does, draws included.
+TEST(Workload, RanksPlaceAJobOnSomeHosts) {
+  Workload a2a;
+  a2a.pattern = Pattern::kAllToAll;
+  a2a.messages = 1;
+  a2a.ranks = 4;
+  a2a.rank_order = RankOrder::kShuffled;
+  Prng prng(3);
+  const WorkloadPlan plan = plan_workload(a2a, 16, prng);
+  ASSERT_EQ(plan.flows.size(), 12u);
+  EXPECT_EQ(planned_flows(a2a, 16), 12u);
+  std::set<std::pair<HostId, HostId>> pairs;
+  std::set<HostId> hosts;
+  for (const PlannedFlow& f : plan.flows) {
+    EXPECT_NE(f.src, f.dst);
+    pairs.insert({f.src, f.dst});
+    hosts.insert(f.src);
+  }
+  EXPECT_EQ(pairs.size(), 12u);
+  EXPECT_EQ(hosts.size(), 4u);
+  EXPECT_NE(*hosts.rbegin(), 3u) << "seed 3 should place ranks beyond the first four hosts";
+
+  Workload ring;
+  ring.pattern = Pattern::kRingAllreduce;
+  ring.message_bytes = 5000;
+  ring.ranks = 5;
+  ring.rank_order = RankOrder::kShuffled;
+  Prng ring_prng(4);
+  const WorkloadPlan rp = plan_workload(ring, 16, ring_prng);
+  ASSERT_EQ(rp.flows.size(), 5u);
+  std::set<HostId> ring_hosts;
+  for (uint32_t r = 0; r < 5; ++r) {
+    EXPECT_EQ(rp.flows[r].dst, rp.flows[(r + 1) % 5].src);
+    ring_hosts.insert(rp.flows[r].src);
+  }
+  EXPECT_EQ(ring_hosts.size(), 5u);
+  EXPECT_EQ(rp.transfers.size(), 2u * 4 * 5);
+
+  ring.ranks = 16;
+  Prng p1(9), p2(9);
+  const WorkloadPlan every = plan_workload(ring, 16, p1);
+  ring.ranks = 0;
+  const WorkloadPlan all = plan_workload(ring, 16, p2);
+  ASSERT_EQ(every.flows.size(), all.flows.size());
+  for (size_t i = 0; i < all.flows.size(); ++i) {
+    EXPECT_EQ(every.flows[i].src, all.flows[i].src);
+    EXPECT_EQ(every.flows[i].dst, all.flows[i].dst);
+  }
+  EXPECT_EQ(p1.next_u64(), p2.next_u64());
+}
+
 // `slices`: each chunk goes as S slices and slice j waits only for slice j of the step before
-// (NCCL's pipelining); `ring_order = shuffled`: the ring visits every host once, in a seeded
+// (NCCL's pipelining); `rank_order = shuffled`: the ring visits every host once, in a seeded
 // order.
 TEST(Workload, RingAllreduceSlicesPipelineAndShuffledRanksFormOneRing) {
   Workload w;
@@ -142,7 +195,7 @@ TEST(Workload, RingAllreduceSlicesPipelineAndShuffledRanksFormOneRing) {
   w.slices = 3;
   w.qps_per_flow = 2;
   w.iterations = 2;
-  w.ring_order = RingOrder::kShuffled;
+  w.rank_order = RankOrder::kShuffled;
   constexpr uint32_t n = 8, per_step = 3 * 2;
   Prng prng(5);
   const WorkloadPlan plan = plan_workload(w, n, prng);
@@ -250,7 +303,7 @@ TEST(SimWorkload, PipelinedShuffledRingDeliversEveryByteOnce) {
   Scenario s = workload_scenario(Pattern::kRingAllreduce);
   s.workload.message_bytes = 1 << 20;
   s.workload.slices = 4;
-  s.workload.ring_order = RingOrder::kShuffled;
+  s.workload.rank_order = RankOrder::kShuffled;
   const RunReport r = run_scenario(s);
   expect_exactly_once(r);
   ASSERT_EQ(r.groups.size(), 1u);

@@ -353,8 +353,9 @@ void check_workload_sizes(Reader& r, const Scenario& s) {
                                    {"slices", w.slices}})
     r.require(value >= 1 && value <= 1'000'000, std::string("workload.") + key, double(value),
               "1..1000000");
-  if (w.pattern == Pattern::kRingAllreduce && w.message_bytes < uint64_t{s.fabric.hosts} * w.slices)
-    r.fail("workload.message_bytes: a ring all-reduce needs at least one byte per host and slice");
+  if (w.pattern == Pattern::kRingAllreduce &&
+      w.message_bytes < uint64_t{job_ranks(w, s.fabric.hosts)} * w.slices)
+    r.fail("workload.message_bytes: a ring all-reduce needs at least one byte per rank and slice");
   // Every payload byte is held in memory (its target; sources are shared patterns,
   // payload_layout.h) for the exactly-once check, unless the run is payload-free.
   constexpr uint64_t kMaxPlannedBytes = 8ull << 30;
@@ -368,12 +369,36 @@ void check_workload_sizes(Reader& r, const Scenario& s) {
            "(payload = false has no such limit)");
 }
 
+// Where a job's ranks sit: `ranks` of the fabric's hosts, in host or shuffled order; only the
+// patterns that place ranks (all_to_all, ring_allreduce) take them.
+void read_ranks(Reader& r, const toml::table& t, Scenario& s) {
+  Workload& w = s.workload;
+  std::string order = "hosts";
+  r.get(t, "workload.", "rank_order", order);
+  if (order == "shuffled")
+    w.rank_order = RankOrder::kShuffled;
+  else
+    r.require(order == "hosts", "workload.rank_order", order, "\"hosts\" or \"shuffled\"");
+  int64_t ranks = 0;
+  r.get(t, "workload.", "ranks", ranks);
+  const bool placed = w.pattern == Pattern::kAllToAll || w.pattern == Pattern::kRingAllreduce;
+  if (!placed && (t.contains("ranks") || t.contains("rank_order"))) {
+    r.fail("workload.ranks, rank_order: only all_to_all and ring_allreduce place ranks");
+    return;
+  }
+  if (!t.contains("ranks")) return;
+  r.require(ranks >= 2 && ranks <= s.fabric.hosts, "workload.ranks", double(ranks),
+            "2.." + std::to_string(s.fabric.hosts) + " (the fabric's hosts)");
+  if (r.ok) w.ranks = static_cast<uint32_t>(ranks);
+}
+
 void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
   r.check_keys(
       *t, "workload.",
       {"pattern", "bidirectional", "victim", "message_bytes", "messages", "iterations",
-       "compute_us", "qps", "imm_fraction", "expect_failure", "flows", "slices", "ring_order"});
+       "compute_us", "qps", "imm_fraction", "expect_failure", "flows", "slices", "ranks",
+       "rank_order"});
   Workload& w = s.workload;
   std::string pattern = "pairs";
   double compute_us = 0;
@@ -388,13 +413,6 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   r.probability(*t, "workload.", "imm_fraction", w.imm_fraction);
   r.get(*t, "workload.", "expect_failure", w.expect_failure);
   r.get(*t, "workload.", "slices", w.slices);
-  std::string ring_order = "hosts";
-  r.get(*t, "workload.", "ring_order", ring_order);
-  if (ring_order == "shuffled")
-    w.ring_order = RingOrder::kShuffled;
-  else
-    r.require(ring_order == "hosts", "workload.ring_order", ring_order,
-              "\"hosts\" or \"shuffled\"");
   w.compute = from_us(compute_us);
   const std::vector<std::pair<std::string, Pattern>> patterns = {
       {"pairs", Pattern::kPairs},
@@ -421,6 +439,7 @@ void read_workload(Reader& r, const toml::table* t, Scenario& s) {
     r.fail(
         "workload.flows: given exactly when pattern = \"flows\" (a list of [source, destination] "
         "hosts)");
+  read_ranks(r, *t, s);
   check_workload_sizes(r, s);
 }
 

@@ -33,13 +33,15 @@ std::vector<HostId> single_cycle(uint32_t hosts, Prng& prng) {
   return perm;
 }
 
-// The ring's ranks: rank r is host order[r]; flow r carries rank r -> rank r+1.
-std::vector<HostId> ring_ranks(const Workload& w, uint32_t n, Prng& prng) {
-  std::vector<HostId> order(n);
-  for (HostId h = 0; h < n; ++h) order[h] = h;
-  if (w.ring_order == RingOrder::kShuffled) {
-    for (uint32_t i = n - 1; i > 0; --i) std::swap(order[i], order[prng.below(i + 1)]);
+// The job's ranks: rank r is host order[r]. Shuffled: every host in a seeded random order,
+// the first job_ranks of them kept (so a job of every host draws the same order as any other).
+std::vector<HostId> rank_hosts(const Workload& w, uint32_t hosts, Prng& prng) {
+  std::vector<HostId> order(hosts);
+  for (HostId h = 0; h < hosts; ++h) order[h] = h;
+  if (w.rank_order == RankOrder::kShuffled) {
+    for (uint32_t i = hosts - 1; i > 0; --i) std::swap(order[i], order[prng.below(i + 1)]);
   }
+  order.resize(job_ranks(w, hosts));
   return order;
 }
 
@@ -91,9 +93,10 @@ void add_ring_step(WorkloadPlan& plan, const Workload& w, const RingShape& g, ui
 // and each slice is split over the Q queue pairs). Step s of iteration k on rank r sends chunk
 // (r - s) mod N during reduce-scatter (s < N-1) and (r - s + 1) mod N during all-gather, as
 // `slices` S slices (add_ring_step), so with S > 1 the steps pipeline as in NCCL.
-void plan_ring_allreduce(WorkloadPlan& plan, const Workload& w, uint32_t n, Prng& prng) {
+void plan_ring_allreduce(WorkloadPlan& plan, const Workload& w, uint32_t hosts, Prng& prng) {
+  const std::vector<HostId> order = rank_hosts(w, hosts, prng);
+  const auto n = static_cast<uint32_t>(order.size());
   const RingShape g{n, w.qps_per_flow, w.slices, w.slices * w.qps_per_flow, 2 * (n - 1)};
-  const std::vector<HostId> order = ring_ranks(w, n, prng);
   for (uint32_t r = 0; r < n; ++r) {
     for (uint32_t q = 0; q < g.qps; ++q) plan.flows.push_back({order[r], order[(r + 1) % n]});
   }
@@ -143,13 +146,15 @@ WorkloadPlan plan_workload(const Workload& w, uint32_t hosts, Prng& prng) {
       for (HostId h = 0; h < hosts; ++h) add_messages(plan, w, h, perm[h], prng);
       break;
     }
-    case Pattern::kAllToAll:
-      for (HostId h = 0; h < hosts; ++h) {
-        for (HostId d = 0; d < hosts; ++d) {
+    case Pattern::kAllToAll: {
+      const std::vector<HostId> ranks = rank_hosts(w, hosts, prng);
+      for (const HostId h : ranks) {
+        for (const HostId d : ranks) {
           if (d != h) add_messages(plan, w, h, d, prng);
         }
       }
       break;
+    }
     case Pattern::kRingAllreduce:
       plan_ring_allreduce(plan, w, hosts, prng);
       break;
@@ -161,7 +166,7 @@ namespace {
 
 // Flows (queue pairs) the plan makes, in floating point: host counts can multiply past 64 bits.
 long double flow_count(const Workload& w, uint32_t hosts) {
-  const long double n = hosts;
+  const long double n = job_ranks(w, hosts);
   long double pairs = 0;  // source -> destination pairs, each with qps_per_flow flows
   switch (w.pattern) {
     case Pattern::kPairs:
@@ -198,10 +203,15 @@ uint64_t planned_bytes(const Workload& w, uint32_t hosts) {
   if (w.pattern != Pattern::kRingAllreduce)
     return saturated(flow_count(w, hosts) * w.messages * static_cast<long double>(w.message_bytes));
   // At most: each of N ranks sends 2(N-1) chunks of about bytes / N per iteration.
-  const long double n = hosts;
+  const long double n = job_ranks(w, hosts);
   return saturated(
       (std::floor(2 * (n - 1) * static_cast<long double>(w.message_bytes) / n) * n + 2 * n) *
       w.iterations);
+}
+
+uint32_t job_ranks(const Workload& w, uint32_t hosts) {
+  const bool placed = w.pattern == Pattern::kAllToAll || w.pattern == Pattern::kRingAllreduce;
+  return placed && w.ranks > 0 ? w.ranks : hosts;
 }
 
 const char* to_string(Pattern pattern) {

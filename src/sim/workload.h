@@ -10,16 +10,17 @@
 //   incast         every host -> host 0; with `victim`, also host N-1 -> host 1 (a bystander
 //                  flow sharing host 0's leaf when hosts_per_leaf >= 2)
 //   permutation    host i -> perm(i), a seeded random single-cycle permutation (no fixed point)
-//   all_to_all     every host -> every other host
+//   all_to_all     every rank -> every other rank
 //   ring_allreduce `iterations` ring all-reduces of `message_bytes` per host: 2(N-1) steps of
 //                  a 1/N chunk, step s waiting for the chunk received in step s-1; each
 //                  iteration starts `compute_us` after the previous one ended at that host
 //                  (compute_us > 0: a training-step model; each iteration is one step).
 //                  `slices` > 1 pipelines each step as NCCL does: a chunk is sent as that many
-//                  slices and slice j of step s waits only for slice j of step s-1. With
-//                  `ring_order` kShuffled the ring visits the hosts in a seeded random order
-//                  (ranks placed anywhere in the fabric, as a scheduler does) instead of
-//                  host i -> i+1 (one flow per leaf crosses the spines)
+//                  slices and slice j of step s waits only for slice j of step s-1
+// Ranks (all_to_all, ring_allreduce): the job runs on `ranks` hosts (0: every host). With
+// `rank_order` kHosts rank r is host r (a ring's flows stay inside a leaf but one per leaf);
+// with kShuffled the ranks are that many hosts drawn in a seeded random order, placed anywhere
+// in the fabric as a scheduler does.
 // A transfer delivered means: its WRITE-with-immediate was received (receive completion at
 // the destination), or for a plain WRITE its send completion (the data is placed when ACKed).
 #pragma once
@@ -37,7 +38,7 @@
 namespace mrc::sim {
 
 enum class Pattern : uint8_t { kPairs, kIncast, kPermutation, kAllToAll, kRingAllreduce, kFlows };
-enum class RingOrder : uint8_t { kHosts, kShuffled };
+enum class RankOrder : uint8_t { kHosts, kShuffled };
 
 struct Workload {
   Pattern pattern = Pattern::kPairs;
@@ -48,7 +49,8 @@ struct Workload {
   uint32_t iterations = 1;                        // ring_allreduce
   Duration compute{0};                       // ring_allreduce: compute time before each iteration
   uint32_t slices = 1;                       // ring_allreduce: pipelined slices per chunk
-  RingOrder ring_order = RingOrder::kHosts;  // ring_allreduce
+  uint32_t ranks = 0;                        // all_to_all, ring_allreduce; 0: every host
+  RankOrder rank_order = RankOrder::kHosts;  // all_to_all, ring_allreduce
   uint32_t qps_per_flow = 1;
   double imm_fraction = 0.5;                     // share of messages sent as WRITE-with-immediate
   bool expect_failure = false;                   // the scenario drives QPs past their retry limit
@@ -93,6 +95,9 @@ WorkloadPlan plan_workload(const Workload& workload, uint32_t hosts, Prng& prng)
 // flows (queue pairs) it will make, without planning; both saturate at UINT64_MAX.
 uint64_t planned_bytes(const Workload& workload, uint32_t hosts);
 uint64_t planned_flows(const Workload& workload, uint32_t hosts);
+
+// The hosts a job of this workload runs on: `ranks`, or every host if 0.
+uint32_t job_ranks(const Workload& workload, uint32_t hosts);
 
 const char* to_string(Pattern pattern);
 

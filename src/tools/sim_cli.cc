@@ -32,7 +32,7 @@ using ull = unsigned long long;
 
 struct RunContext {
   std::string name;
-  uint32_t hosts = 0;
+  uint32_t ranks = 0;  // the job's ranks: busbw's N
   sim::Pattern pattern = sim::Pattern::kPairs;
   double wall_s = 0;
   double setup_wall_s = 0;     // building fabric, hosts, QPs and workload, before the first event
@@ -79,7 +79,7 @@ nlohmann::json groups_json(const RunReport& r, const RunContext& c) {
                          fraction_of_line_rate(g.goodput_gbit_per_s, g.line_rate_gbit_per_s)},
                         {"overlaps_previous", g.overlaps_previous}};
     if (c.pattern == sim::Pattern::kRingAllreduce) {
-      const auto [alg, bus] = bandwidths(r, g, c.hosts);
+      const auto [alg, bus] = bandwidths(r, g, c.ranks);
       j["algbw_gbit_per_s"] = alg;
       j["busbw_gbit_per_s"] = bus;
     }
@@ -178,7 +178,7 @@ void print_groups(const RunReport& r, const RunContext& c) {
     const double fraction = fraction_of_line_rate(g.goodput_gbit_per_s, g.line_rate_gbit_per_s);
     const char* overlap = g.overlaps_previous ? " (overlaps the one before)" : "";
     if (ring) {
-      const auto [alg, bus] = bandwidths(r, g, c.hosts);
+      const auto [alg, bus] = bandwidths(r, g, c.ranks);
       std::printf("  %-12s %.3f ms, algbw %.1f Gbit/s, busbw %.1f Gbit/s, %.3f of line rate%s\n",
                   g.name.c_str(), group_ms(g), alg, bus, fraction, overlap);
     } else {
@@ -370,7 +370,7 @@ void write_markdown(const RunReport& r, const RunContext& c, std::FILE* out) {
                  "| group | ms | goodput Gbit/s | of line rate | algbw Gbit/s | busbw Gbit/s | "
                  "overlaps the one before |\n|---|---:|---:|---:|---:|---:|---|\n");
     for (const GroupReport& g : r.groups) {
-      const auto [alg, bus] = bandwidths(r, g, c.hosts);
+      const auto [alg, bus] = bandwidths(r, g, c.ranks);
       std::fprintf(out, "| %s | %.3f | %.1f | %.3f | %.1f | %.1f | %s |\n", g.name.c_str(),
                    group_ms(g), g.goodput_gbit_per_s,
                    fraction_of_line_rate(g.goodput_gbit_per_s, g.line_rate_gbit_per_s), alg, bus,
@@ -454,7 +454,7 @@ int run_sim(const SimOptions& o) {
     };
     const RunReport r = sim::run_scenario(scenario, options);
     RunContext c{scenario.name,
-                 scenario.fabric.hosts,
+                 sim::job_ranks(scenario.workload, scenario.fabric.hosts),
                  scenario.workload.pattern,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                  setup_s,
