@@ -135,12 +135,18 @@ TEST(Workload, RingAllreduceSplitsEachStepOverTheQps) {
 // `ranks`: a job on some of the fabric's hosts. All-to-all among 4 of 16 hosts: every ordered
 // pair of 4 distinct hosts once; a ring of 5 visits 5 distinct hosts; a job of every host
 // (ranks = hosts) plans exactly what ranks = 0 does, draws included.
+Workload shuffled_job(Pattern pattern, uint32_t ranks) {
+  Workload w;
+  w.pattern = pattern;
+  w.messages = 1;
+  w.message_bytes = 5000;
+  w.ranks = ranks;
+  w.rank_order = RankOrder::kShuffled;
+  return w;
+}
+
 TEST(Workload, RanksPlaceAJobOnSomeHosts) {
-  Workload a2a;
-  a2a.pattern = Pattern::kAllToAll;
-  a2a.messages = 1;
-  a2a.ranks = 4;
-  a2a.rank_order = RankOrder::kShuffled;
+  const Workload a2a = shuffled_job(Pattern::kAllToAll, 4);
   Prng prng(3);
   const WorkloadPlan plan = plan_workload(a2a, 16, prng);
   ASSERT_EQ(plan.flows.size(), 12u);
@@ -156,11 +162,7 @@ TEST(Workload, RanksPlaceAJobOnSomeHosts) {
   EXPECT_EQ(hosts.size(), 4u);
   EXPECT_NE(*hosts.rbegin(), 3u) << "seed 3 should place ranks beyond the first four hosts";
 
-  Workload ring;
-  ring.pattern = Pattern::kRingAllreduce;
-  ring.message_bytes = 5000;
-  ring.ranks = 5;
-  ring.rank_order = RankOrder::kShuffled;
+  Workload ring = shuffled_job(Pattern::kRingAllreduce, 5);
   Prng ring_prng(4);
   const WorkloadPlan rp = plan_workload(ring, 16, ring_prng);
   ASSERT_EQ(rp.flows.size(), 5u);
