@@ -1,14 +1,14 @@
 // Payload-run layout (sim/payload_layout.h): slices never overlap, and no packet of one flow
 // can be placed where it would read the same pattern bytes as the packet the checker expects
 // there, in its own flow or another, for grains from whole MTUs down to a few bytes.
-#include "sim/payload_layout.h"
-
 #include <gtest/gtest.h>
 
 #include <numeric>
 #include <set>
 #include <tuple>
 #include <vector>
+
+#include "sim/payload_layout.h"
 
 namespace mrc::sim {
 namespace {
@@ -27,7 +27,8 @@ uint64_t grain_of(const Case& c) {
 
 PayloadLayout lay_out(const Case& c) {
   std::vector<uint64_t> bytes;
-  for (const auto& flow : c.transfers) bytes.push_back(std::accumulate(flow.begin(), flow.end(), uint64_t{0}));
+  for (const auto& flow : c.transfers)
+    bytes.push_back(std::accumulate(flow.begin(), flow.end(), uint64_t{0}));
   return lay_out_payload(bytes, grain_of(c));
 }
 
@@ -62,7 +63,8 @@ void expect_disjoint_slices(const Case& c) {
     EXPECT_LE(l.pattern_at[g] + l.pattern_bytes[g], l.targets_from);
   }
   for (size_t f = 0; f < c.transfers.size(); ++f) {
-    const uint64_t bytes = std::accumulate(c.transfers[f].begin(), c.transfers[f].end(), uint64_t{0});
+    const uint64_t bytes =
+        std::accumulate(c.transfers[f].begin(), c.transfers[f].end(), uint64_t{0});
     slices.emplace_back(l.target_at[f], l.target_at[f] + std::max<uint64_t>(bytes, 1));
     EXPECT_EQ(l.target_at[f] % 64, 0u);
     EXPECT_GE(l.target_at[f], l.targets_from);

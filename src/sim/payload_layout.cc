@@ -10,7 +10,9 @@ namespace {
 
 constexpr uint64_t kAlign = 64;
 
-uint64_t slice(uint64_t bytes) { return (std::max<uint64_t>(bytes, 1) + kAlign - 1) & ~(kAlign - 1); }
+uint64_t slice(uint64_t bytes) {
+  return (std::max<uint64_t>(bytes, 1) + kAlign - 1) & ~(kAlign - 1);
+}
 
 }  // namespace
 

@@ -20,7 +20,7 @@
 namespace mrc::sim {
 
 struct PayloadLayout {
-  uint64_t grain = 1;                  // flows per group
+  uint64_t grain = 1;                   // flows per group
   std::vector<uint64_t> pattern_at;     // per group: its pattern's offset in the block
   std::vector<uint64_t> pattern_bytes;  // per group: its pattern's length
   std::vector<uint64_t> source_at;      // per flow: its source window's offset in the block

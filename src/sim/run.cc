@@ -76,7 +76,7 @@ struct alignas(64) Flow {
   Instant wake_at = Instant::never();   // a wake-up is scheduled then (a transfer's delay ends)
   BaselineConn* base_sender = nullptr;  // baseline transports instead of the engine's QPs
   BaselineConn* base_receiver = nullptr;
-  uint64_t bytes = 0;  // of all its transfers
+  uint64_t bytes = 0;         // of all its transfers
   uint8_t* source = nullptr;  // payload runs: its source and target, in Runner::payload_
   uint8_t* target = nullptr;
 
@@ -424,7 +424,8 @@ void Runner::allocate_payload() {
   payload_ = ZeroedBuffer(l.total_bytes);
   payload_.keep_off_huge_pages();
   for (uint64_t g = 0; g < l.pattern_at.size(); ++g)
-    fill_pattern(payload_.data() + l.pattern_at[g], l.pattern_bytes[g], mix64((g << 40) ^ sc_.seed));
+    fill_pattern(payload_.data() + l.pattern_at[g], l.pattern_bytes[g],
+                 mix64((g << 40) ^ sc_.seed));
   targets_from_ = l.targets_from;
   for (uint32_t i = 0; i < flows_.size(); ++i) {
     flows_[i]->source = payload_.data() + l.source_at[i];
@@ -450,8 +451,9 @@ void Runner::setup_buffers(Flow& f) {
   // The source is read only by its own host (and shared with other flows' windows).
   f.set_regions(
       src_memory.register_region(pds_[f.src], f.source, region, kAccessLocalWrite).value(),
-      dst_memory.register_region(pds_[f.dst], f.target, region,
-                                 kAccessLocalWrite | kAccessRemoteWrite).value());
+      dst_memory
+          .register_region(pds_[f.dst], f.target, region, kAccessLocalWrite | kAccessRemoteWrite)
+          .value());
   update_done(f);
 }
 

@@ -394,11 +394,10 @@ void read_ranks(Reader& r, const toml::table& t, Scenario& s) {
 
 void read_workload(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
-  r.check_keys(
-      *t, "workload.",
-      {"pattern", "bidirectional", "victim", "message_bytes", "messages", "iterations",
-       "compute_us", "qps", "imm_fraction", "expect_failure", "flows", "slices", "ranks",
-       "rank_order"});
+  r.check_keys(*t, "workload.",
+               {"pattern", "bidirectional", "victim", "message_bytes", "messages", "iterations",
+                "compute_us", "qps", "imm_fraction", "expect_failure", "flows", "slices", "ranks",
+                "rank_order"});
   Workload& w = s.workload;
   std::string pattern = "pairs";
   double compute_us = 0;

@@ -42,7 +42,9 @@ class ZeroedBuffer {
   // buffers, huge pages save no TLB misses worth their cost, while allocating and zeroing
   // gigabytes of them (or collapsing them afterwards) can take longer than the run. Call it
   // before the first touch. Best effort, like prefault().
-  void keep_off_huge_pages() { advise_whole_pages(MADV_NOHUGEPAGE, 0, size_); }
+  void keep_off_huge_pages() {
+    advise_whole_pages(MADV_NOHUGEPAGE, 0, size_);
+  }
 
  private:
   struct Free {
