@@ -19,10 +19,10 @@ value() {  # TEXT SERIES: the sample's value, or nothing. "qpn=*" matches any QP
   echo "$1" | awk -v s="$2" '{ n = $1; sub(/qpn="[0-9]+"/, "qpn=*", n) } n == s { print $2; exit }'
 }
 
-"$MRC" perf --server --oob-port $oob --port 4895 --ev-port-base 55000 --metrics-port $sport > /tmp/mrc-metrics-srv.$$ 2>&1 &
+"$MRC" perf --server --oob-port $oob --port 4881 --ev-port-base 55000 --metrics-port $sport > /tmp/mrc-metrics-srv.$$ 2>&1 &
 srv=$!
 sleep 0.3
-"$MRC" perf --client 127.0.0.1 --oob-port $oob --port 4896 --ev-port-base 55500 --duration 3 --metrics-port $mport \
+"$MRC" perf --client 127.0.0.1 --oob-port $oob --port 4882 --ev-port-base 55500 --duration 3 --metrics-port $mport \
   > /tmp/mrc-metrics-cli.$$ 2>&1 &
 cli=$!
 cleanup() { kill $cli $srv 2>/dev/null; rm -f /tmp/mrc-metrics-srv.$$ /tmp/mrc-metrics-cli.$$; }
@@ -50,7 +50,7 @@ s=$(get $sport /metrics) || fail "server scrape"
 placed=$(value "$s" 'mrc_qp_placed_bytes_total{role="server",qpn=*}')
 [ -n "$placed" ] && [ "$placed" != 0 ] || fail "server placed no bytes: $(echo "$s" | grep placed)"
 get $mport / | grep -q '^HTTP/1.1 404' || fail "/ is not 404"
-out=$("$MRC" perf --client 127.0.0.1 --metrics-port $mport --port 4897 --ev-port-base 56000 2>&1); rc=$?
+out=$("$MRC" perf --client 127.0.0.1 --metrics-port $mport --port 4883 --ev-port-base 56000 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "127.0.0.1:$mport: Address already in use" || fail "port in use: rc=$rc $out"
 wait $cli || { cat /tmp/mrc-metrics-cli.$$; fail "client exit status"; }
 wait $srv || { cat /tmp/mrc-metrics-srv.$$; fail "server exit status"; }
