@@ -31,9 +31,11 @@ def test_two_ranks_match_gloo_through_a_plane_cut(tmp_path):
     down = [r for r in records if r["plane_down"]]
     assert [r["step"] for r in down] == list(range(10, 25))
     assert all(r["plane_bytes"][2] == 0 for r in down), output
-    assert all(r["plane_bytes"][p] > 0 for r in down for p in (0, 1, 3)), output
-    # Before the cut plane 2 carried bytes (not necessarily in every step: a step's gradients are
-    # a few dozen packets, which the datapath's turns over the planes may give to fewer planes).
+    # The surviving planes carry the cut plane's share while it is down, and plane 2 carried
+    # bytes before the cut; neither in every step: a step's gradients are a few dozen packets,
+    # which the datapath's turns over the planes may give to fewer planes (a step of the cut
+    # period has been seen with plane 0 or 1 idle).
+    assert all(sum(r["plane_bytes"][p] for r in down) > 0 for p in (0, 1, 3)), output
     assert sum(r["plane_bytes"][2] for r in records[:10]) > 0, output
     assert sum(r["plane_bytes"][2] for r in records[25:]) > 0, "plane 2 never came back:\n" + output
     assert records[-1]["loss"] < 0.8 * records[0]["loss"], "the model did not learn:\n" + output
