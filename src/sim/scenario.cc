@@ -381,8 +381,7 @@ void read_ranks(Reader& r, const toml::table& t, Scenario& s) {
     r.require(order == "hosts", "workload.rank_order", order, "\"hosts\" or \"shuffled\"");
   int64_t ranks = 0;
   r.get(t, "workload.", "ranks", ranks);
-  const bool placed = w.pattern == Pattern::kAllToAll || w.pattern == Pattern::kRingAllreduce;
-  if (!placed && (t.contains("ranks") || t.contains("rank_order"))) {
+  if (!places_ranks(w.pattern) && (t.contains("ranks") || t.contains("rank_order"))) {
     r.fail("workload.ranks, rank_order: only all_to_all and ring_allreduce place ranks");
     return;
   }

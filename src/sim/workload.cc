@@ -209,9 +209,12 @@ uint64_t planned_bytes(const Workload& w, uint32_t hosts) {
       w.iterations);
 }
 
+bool places_ranks(Pattern pattern) {
+  return pattern == Pattern::kAllToAll || pattern == Pattern::kRingAllreduce;
+}
+
 uint32_t job_ranks(const Workload& w, uint32_t hosts) {
-  const bool placed = w.pattern == Pattern::kAllToAll || w.pattern == Pattern::kRingAllreduce;
-  return placed && w.ranks > 0 ? w.ranks : hosts;
+  return places_ranks(w.pattern) && w.ranks > 0 ? w.ranks : hosts;
 }
 
 const char* to_string(Pattern pattern) {

@@ -96,6 +96,8 @@ WorkloadPlan plan_workload(const Workload& workload, uint32_t hosts, Prng& prng)
 uint64_t planned_bytes(const Workload& workload, uint32_t hosts);
 uint64_t planned_flows(const Workload& workload, uint32_t hosts);
 
+// Whether the pattern places a job's ranks (`ranks`, `rank_order`): all_to_all, ring_allreduce.
+bool places_ranks(Pattern pattern);
 // The hosts a job of this workload runs on: `ranks`, or every host if 0.
 uint32_t job_ranks(const Workload& workload, uint32_t hosts);
 

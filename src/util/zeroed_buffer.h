@@ -26,12 +26,10 @@ class ZeroedBuffer {
   const uint8_t* data() const { return bytes_.get(); }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  // For a buffer about to be written whole: maps its pages now, in one call, instead of one
-  // page fault per page on first touch (the kernel still zeroes each page; what goes is the
-  // trap per 4 KiB). Only the whole pages inside the block; best effort (kernels before 5.14
-  // refuse it and the pages fault in as before). Setup time, never the engine.
-  // Bytes [from, to) only: prefault(from, to).
-  void prefault() { prefault(0, size_); }
+  // For bytes [from, to) of the block about to be written whole: maps their pages now, in one
+  // call, instead of one page fault per page on first touch (the kernel still zeroes each page;
+  // what goes is the trap per 4 KiB). Only whole pages; best effort (kernels before 5.14 refuse
+  // it and the pages fault in as before). Setup time, never the engine.
   void prefault(size_t from, size_t to) {
 #ifdef MADV_POPULATE_WRITE
     advise_whole_pages(MADV_POPULATE_WRITE, from, to);
