@@ -16,6 +16,13 @@ enum class CcAlgorithm : uint8_t { kNscc, kAimd, kFixed };
 // "nscc", "aimd" or "fixed"; false for anything else.
 bool parse_cc_algorithm(std::string_view name, CcAlgorithm& out);
 
+// How the EV set chooses among its GOOD EVs and judges feedback (core/path_policy.h): its own
+// rules (the default), or a baseline policy inside the same state machine.
+enum class PathPolicyKind : uint8_t { kRules, kOblivious, kReps };
+// "rules", "oblivious" or "reps"; false for anything else.
+bool parse_path_policy(std::string_view name, PathPolicyKind& out);
+const char* to_string(PathPolicyKind kind);
+
 // NSCC-style window congestion control parameters (see core/cc/nscc.h).
 struct NsccConfig {
   // Base (unloaded) RTT. 0 = learn it as the minimum RTT observed.
@@ -53,6 +60,8 @@ struct QpConfig {
   uint8_t ev_revive_probes = 3;
   // A first loss on an EV only SKIPs it; a second within this many uses retires it (EvSetConfig).
   uint8_t ev_loss_strike_uses = 2;
+  // Path policy inside the EV state machine (core/path_policy.h); kRules: the rules alone.
+  PathPolicyKind path_policy = PathPolicyKind::kRules;
   // 0: random 32-bit EVs (simulator). Otherwise EVs are UDP source ports starting here (the
   // UDP datapath binds one send socket per port); see EvSetConfig::port_base.
   uint16_t ev_port_base = 0;

@@ -19,6 +19,30 @@ bool parse_cc_algorithm(std::string_view name, CcAlgorithm& out) {
   return true;
 }
 
+bool parse_path_policy(std::string_view name, PathPolicyKind& out) {
+  if (name == "rules")
+    out = PathPolicyKind::kRules;
+  else if (name == "oblivious")
+    out = PathPolicyKind::kOblivious;
+  else if (name == "reps")
+    out = PathPolicyKind::kReps;
+  else
+    return false;
+  return true;
+}
+
+const char* to_string(PathPolicyKind kind) {
+  switch (kind) {
+    case PathPolicyKind::kRules:
+      return "rules";
+    case PathPolicyKind::kOblivious:
+      return "oblivious";
+    case PathPolicyKind::kReps:
+      return "reps";
+  }
+  return "?";
+}
+
 namespace {
 std::string range_error(const char* field, uint64_t value, uint64_t lo, uint64_t hi) {
   char buf[160];

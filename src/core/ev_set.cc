@@ -25,7 +25,10 @@ const char* to_string(EvState s) {
 }
 
 EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
-    : config_(config), prng_(seed), plane_probe_at_(config.planes, Instant::never()) {
+    : config_(config),
+      prng_(seed),
+      policy_(make_path_policy(config.path_policy, config.planes)),
+      plane_probe_at_(config.planes, Instant::never()) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
   planes_ = static_cast<uint8_t>(config.planes);
   if (config.explicit_evs.empty()) {
@@ -142,10 +145,17 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
       fallback = index;
       continue;
     }
-    if (s.strike_uses > 0) --s.strike_uses;
-    return r.last = index;
+    return r.last = use(plane, index, avoid);
   }
-  return r.last = fallback;
+  // Only `avoid` was left: the rules send on it without counting a use; a policy may still pick.
+  return r.last = policy_ ? use(plane, fallback, avoid) : fallback;
+}
+
+// The policy's say over the rotation's choice, then the use counted against a strike.
+uint16_t EvSet::use(PlaneId plane, uint16_t candidate, uint16_t avoid) {
+  const uint16_t index = policy_ ? policy_->choose(*this, plane, candidate, avoid) : candidate;
+  if (index != kNoSlot && slots_[index].strike_uses > 0) --slots_[index].strike_uses;
+  return index;
 }
 
 EvStats EvSet::stats(uint16_t index) const {
@@ -184,6 +194,7 @@ void EvSet::set_state(uint16_t slot, EvState state) {
 void EvSet::on_ecn(uint16_t slot) {
   Slot& s = slots_[slot];
   ++details_[slot].counts.ecn_marks;
+  if (policy_ && !policy_->skips_on_marks()) return;
   if (s.state == EvState::kGood) {
     set_state(slot, EvState::kSkip);
     ++transitions_.to_skip;
@@ -193,19 +204,21 @@ void EvSet::on_ecn(uint16_t slot) {
 void EvSet::on_trim(uint16_t slot) {
   Slot& s = slots_[slot];
   ++details_[slot].counts.trims;
+  if (policy_ && !policy_->skips_on_marks()) return;
   if (s.state == EvState::kGood) {
     set_state(slot, EvState::kSkip);
     ++transitions_.to_skip;
   }
 }
 
-void EvSet::on_loss(uint16_t slot, Instant now) {
+void EvSet::on_loss(uint16_t slot, Instant now, bool timeout) {
   Slot& s = slots_[slot];
   ++details_[slot].counts.losses;
   if (s.state == EvState::kAssumedBad) {
     s.probe_successes = 0;
     return;
   }
+  if (!timeout && policy_ && !policy_->strikes_on_loss()) return;
   if (!usable(s.state)) return;
   if (s.active && usable_active() <= config_.min_active) {
     ++transitions_.floor_held;

@@ -25,15 +25,21 @@
 // and a plane whose listed EVs are all unusable carries nothing. A SKIP (ECN mark, trim) passes
 // over every copy of the EV for the rest of that rotation, so the marked path's share drops. Echoed
 // EVs map back to slots by binary search over the sorted list instead of the slot bits.
+// Path policy (EvSetConfig::path_policy, path_policy.h): without one the rules above are the
+// whole of it. With one, the policy may swap the rotation's choice for another GOOD active EV of
+// the same plane, and decide whether marks SKIP and non-timeout losses strike; every state
+// change above (retirement on a timeout, the floor, replacement, probing, DENIED) stays here.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "core/path_policy.h"
 #include "mrc/types.hpp"
 #include "util/prng.h"
 
@@ -88,6 +94,7 @@ struct EvSetConfig {
   // Non-empty: explicit mode; active_count and backup_per_plane are ignored. Every plane must
   // be < planes and an EV value may not appear on two planes (QpConfig::validate checks).
   std::vector<ExplicitEv> explicit_evs;
+  PathPolicyKind path_policy = PathPolicyKind::kRules;
 };
 
 class EvSet {
@@ -147,7 +154,25 @@ class EvSet {
 
   void on_ecn(uint16_t slot);
   void on_trim(uint16_t slot);
-  void on_loss(uint16_t slot, Instant now);
+  // A packet sent on the slot's EV was lost: found by the retransmission timer (`timeout`, which
+  // every policy holds against the EV) or by any other detection (which a policy may not).
+  void on_loss(uint16_t slot, Instant now, bool timeout = false);
+  // An acknowledgement echoed the slot's EV without an ECN mark (seen by the policy only).
+  void on_clean_ack(uint16_t slot, Instant now) {
+    if (policy_) policy_->on_clean_ack(slot, slots_[slot].plane, now);
+  }
+  // The QP's retransmission timer fired (seen by the policy only).
+  void on_timeout(Instant now, Duration rtt) {
+    if (policy_) policy_->on_timeout(now, rtt);
+  }
+  // Whether the slot may carry the plane's next packet: GOOD, in rotation, on that plane, and
+  // not `avoid` (what a path policy may choose instead of the rotation's slot).
+  bool choosable(uint16_t slot, PlaneId plane, uint16_t avoid = kNoSlot) const {
+    if (slot >= slots_.size() || slot == avoid) return false;
+    const Slot& s = slots_[slot];
+    return s.active && s.state == EvState::kGood && s.plane == plane;
+  }
+  const PathPolicy* policy() const { return policy_.get(); }
   void on_probe_answered(uint16_t slot);
   // The loss that struck or retired this EV turned out to be reordering: its strike is
   // forgotten, and a retired EV is GOOD again at once.
@@ -197,6 +222,7 @@ class EvSet {
     rotations_[plane.value].usable = static_cast<uint16_t>(rotations_[plane.value].usable + delta);
     usable_active_all_ = static_cast<uint16_t>(usable_active_all_ + delta);
   }
+  uint16_t use(PlaneId plane, uint16_t candidate, uint16_t avoid);
   void retire(uint16_t slot, Instant now);
   void refill(PlaneId plane);
   void reshuffle(PlaneId plane);
@@ -225,6 +251,7 @@ class EvSet {
 
   EvSetConfig config_;
   Prng prng_;
+  std::unique_ptr<PathPolicy> policy_;  // nullptr: the rules alone
   // Per slot, what packets do not touch: read when probing and reporting. Its counts' packets
   // and bytes stay zero (the slot keeps those).
   struct Detail {

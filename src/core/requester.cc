@@ -359,6 +359,8 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
   if (echoed != EvSet::kNoSlot && sack.skip_mode == wire::SkipMode::kSkipOnce) evs_.on_ecn(echoed);
   if (echoed != EvSet::kNoSlot && sack.skip_mode == wire::SkipMode::kAlwaysSkip)
     evs_.on_loss(echoed, now);
+  if (echoed != EvSet::kNoSlot && sack.skip_mode == wire::SkipMode::kNone && !sack.probe_response)
+    evs_.on_clean_ack(echoed, now);
   if (sack.probe_response) {
     if (echoed != EvSet::kNoSlot && evs_.slot(echoed).state == EvState::kAssumedBad)
       evs_.on_probe_answered(echoed);
@@ -408,7 +410,7 @@ void Requester::walk_same_ev(Instant now, Psn trigger, Psn bitmap_base, const wi
     if (covered || psn.since(sack.cumulative_psn) < 0) {
       if (covered) {
         ++stats_.losses_same_ev;
-        declare_lost(psn, stats_.losses_fast, true, now);
+        declare_lost(psn, stats_.losses_fast, Blame::kEv, now);
       }
     } else if (q.state == SentPacket::State::kInFlight) {
       const Duration grace{std::max<int64_t>(reorder_window().ns / 4, 1000)};
@@ -471,7 +473,7 @@ void Requester::rack_scan(Instant now) {
     if (live && !(window_.at(r.psn).sent_at + reorder < newest_acked_sent_at_)) return;
     if (live) {
       ++stats_.losses_rack;
-      declare_lost(r.psn, stats_.losses_fast, true, now);
+      declare_lost(r.psn, stats_.losses_fast, Blame::kEv, now);
     }
     tx_order_.pop();
   }
@@ -488,12 +490,12 @@ void Requester::tail_probe_answered(Instant now, const wire::Sack& sack) {
     const Psn psn = base + i;
     if ((sack.bitmap >> i) & 1 || !window_.contains(psn)) continue;
     const SentPacket& p = window_.at(psn);
-    if (p.pending() && p.sent_at < sent_before) declare_lost(psn, stats_.losses_probe, true, now);
+    if (p.pending() && p.sent_at < sent_before) declare_lost(psn, stats_.losses_probe, Blame::kEv, now);
   }
   tail_probe_ev_ = Ev(0);
 }
 
-void Requester::declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now) {
+void Requester::declare_lost(Psn psn, uint64_t& counter, Blame blame, Instant now) {
   SentPacket& p = window_.at(psn);
   MRC_ASSERT(p.state != SentPacket::State::kAcked && p.state != SentPacket::State::kLost);
   remove_in_flight(p);
@@ -501,8 +503,8 @@ void Requester::declare_lost(Psn psn, uint64_t& counter, bool path_failure, Inst
   ++counter;
   const bool queued = retransmits_.push(psn);
   MRC_ASSERT(queued);  // the queue holds a whole window
-  if (path_failure && evs_.slot_of(p.ev) == p.ev_slot) {
-    evs_.on_loss(p.ev_slot, now);
+  if (blame != Blame::kNone && evs_.slot_of(p.ev) == p.ev_slot) {
+    evs_.on_loss(p.ev_slot, now, blame == Blame::kTimeout);
     cc_.on_loss(now, p.length);
   }
 }
@@ -523,12 +525,12 @@ void Requester::on_nack(Instant now, const wire::Nack& nack) {
       if (evs_.slot_of(p.ev) == p.ev_slot) evs_.on_trim(p.ev_slot);
       cc_.on_trim(now, p.length);
       ++stats_.losses_nack;
-      declare_lost(psn, stats_.losses_fast, false, now);
+      declare_lost(psn, stats_.losses_fast, Blame::kNone, now);
       break;
     case wire::NackReason::kPsnOutOfWindow:
       peer_window_psns_ = std::max<uint32_t>(1, static_cast<uint32_t>(psn.since(window_.oldest())));
       ++stats_.losses_nack;
-      declare_lost(psn, stats_.losses_fast, false, now);
+      declare_lost(psn, stats_.losses_fast, Blame::kNone, now);
       break;
     default:  // no resources at the responder: try again after a while
       if (p.state == SentPacket::State::kInFlight && suspects_.size() < kMaxSuspects) {
@@ -555,7 +557,7 @@ WcStatus Requester::failure_status() const {
 
 void Requester::on_plane_down(PlaneId plane) {
   declare_lost_where([plane](const SentPacket& p) { return p.plane == plane; }, stats_.losses_port,
-                     false, Instant{0});
+                     Blame::kNone, Instant{0});
 }
 
 // ---- timers ------------------------------------------------------------------------------
@@ -615,7 +617,7 @@ void Requester::check_suspects(Instant now) {
     if (!live) continue;
     if (s.deadline <= now) {
       ++stats_.losses_same_ev_late;
-      declare_lost(s.psn, stats_.losses_fast, true, now);
+      declare_lost(s.psn, stats_.losses_fast, Blame::kEv, now);
     } else {
       suspects_[kept++] = s;
     }
@@ -636,7 +638,9 @@ void Requester::on_timer(Instant now) {
       failed_ = true;
       return;
     }
-    declare_lost_where([](const SentPacket&) { return true; }, stats_.losses_timeout, true, now);
+    evs_.on_timeout(now, Duration{stats_.rtt.smoothed_ns});
+    declare_lost_where([](const SentPacket&) { return true; }, stats_.losses_timeout,
+                       Blame::kTimeout, now);
     order_retransmits();
     cc_.on_timeout(now);
     last_progress_ = now;
@@ -681,7 +685,7 @@ bool Requester::resend_tail(Instant now) {
                --budget;
                return true;
              },
-             stats_.losses_tail, true, now) > 0;
+             stats_.losses_tail, Blame::kEv, now) > 0;
 }
 
 // ---- completion ----------------------------------------------------------------------------

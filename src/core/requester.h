@@ -166,14 +166,17 @@ class Requester {
   void order_retransmits();
   bool nothing_new_to_send() const { return sq_next_send_ == sq_tail_; }
   static constexpr size_t kMaxTailResend = 8;  // packets resent per tail timer (resend_tail)
-  void declare_lost(Psn psn, uint64_t& counter, bool path_failure, Instant now);
+  // What a loss is held against: nothing (a trim, a plane that went down), the packet's EV, or
+  // its EV as a timeout (which a path policy cannot excuse; see ev_set.h).
+  enum class Blame : uint8_t { kNone, kEv, kTimeout };
+  void declare_lost(Psn psn, uint64_t& counter, Blame blame, Instant now);
   // Declares lost every pending packet of the window that `which` selects; returns how many.
   template <typename Which>
-  size_t declare_lost_where(Which which, uint64_t& counter, bool path_failure, Instant now) {
+  size_t declare_lost_where(Which which, uint64_t& counter, Blame blame, Instant now) {
     size_t n = 0;
     for (Psn psn = window_.oldest(); psn != window_.next(); psn += 1) {
       if (!window_.at(psn).pending() || !which(window_.at(psn))) continue;
-      declare_lost(psn, counter, path_failure, now);
+      declare_lost(psn, counter, blame, now);
       ++n;
     }
     return n;

@@ -299,12 +299,13 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
                 "eta",
                 "fi",
                 "incast_penalty",
-                "incast_window_us"});
+                "incast_window_us",
+                "path_policy"});
   QpConfig& q = s.qp;
   uint32_t mtu = q.mtu_bytes, ev = q.ev_count, ev_min = q.ev_min_active, mpr = q.mpr,
            wimm = q.max_wimm, timeout = q.timeout, lin = q.retry_linear, exp = q.retry_exp,
            ack = q.sack_every(), window = static_cast<uint32_t>(q.nscc.max_window_bytes / 1024);
-  std::string cc = "nscc";
+  std::string cc = "nscc", policy = to_string(q.path_policy);
   r.get(*t, "qp.", "mtu", mtu);
   r.get(*t, "qp.", "ev_count", ev);
   r.get(*t, "qp.", "ev_min_active", ev_min);
@@ -339,6 +340,9 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   read_cc_knobs(r, *t, q);
   read_ev_burst(r, *t, q);
   r.require(parse_cc_algorithm(cc, q.cc), "qp.cc", cc, "\"nscc\", \"aimd\" or \"fixed\"");
+  r.get(*t, "qp.", "path_policy", policy);
+  r.require(parse_path_policy(policy, q.path_policy), "qp.path_policy", policy,
+            "\"rules\", \"oblivious\" or \"reps\"");
   read_ev_list(r, *t, s);
 }
 

@@ -1,0 +1,106 @@
+// Path policies: how an EV set chooses among its GOOD EVs and which feedback it holds against
+// an EV, inside the spec's state machine.
+//
+// The EV set (ev_set.h) stays authoritative: DENIED, ASSUMED_BAD after a retransmission
+// timeout, the ev_min_active floor, same-plane replacement and background probing work the
+// same under every policy. A policy may only
+//   - choose another GOOD, active EV of the same plane than the one the rotation offers
+//     (choose), and
+//   - judge feedback: whether an ECN mark or trim SKIPs the EV, and whether a loss that was not
+//     a timeout counts against the EV (a strike).
+// It sees clean acknowledgements (an echoed EV without an ECN mark) and timeouts. No policy
+// (kRules) is the EV set's own rules exactly and costs nothing per packet.
+//
+// The baselines a learned policy must beat (../shared/reference/learned-paths.md):
+//   kOblivious  oblivious spraying: the rotation, and no feedback is held against an EV except
+//               a timeout. What spraying without MRC's SKIP and strike rules does.
+//   kReps       recycled entropy packet spraying (REPS, Bonato et al., 2024): EVs whose
+//               packets were acknowledged without an ECN mark go into a small ring per plane
+//               and are reused first, each once; with none fresh the rotation explores. After a
+//               timeout the ring freezes: its EVs are reused round and round, without being
+//               used up, until a clean acknowledgement arrives at least `freeze` later; then
+//               the ring is emptied and the next kExploreAfterFreeze packets explore.
+// Policies draw no randomness of their own: exploring is the rotation's (seeded) choice.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "mrc/config.hpp"
+#include "mrc/types.hpp"
+
+namespace mrc {
+
+class EvSet;
+
+class PathPolicy {
+ public:
+  virtual ~PathPolicy() = default;
+  // The slot for the plane's next packet: `candidate` (the rotation's choice, or kNoSlot) or
+  // another slot for which evs.choosable(slot, plane, avoid) holds.
+  virtual uint16_t choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) = 0;
+  // Whether an ECN mark or a trim SKIPs the EV (the rules: yes).
+  virtual bool skips_on_marks() const = 0;
+  // Whether a loss other than a timeout counts against the EV (the rules: yes).
+  virtual bool strikes_on_loss() const = 0;
+  // An acknowledgement echoed `slot` without an ECN mark.
+  virtual void on_clean_ack(uint16_t slot, PlaneId plane, Instant now) = 0;
+  // The retransmission timer fired; `rtt` is the QP's smoothed RTT.
+  virtual void on_timeout(Instant now, Duration rtt) = 0;
+  // Bytes of per-QP state the policy keeps (the ship gate's memory bound).
+  virtual size_t state_bytes() const = 0;
+};
+
+// nullptr for kRules.
+std::unique_ptr<PathPolicy> make_path_policy(PathPolicyKind kind, int planes);
+
+class ObliviousPolicy final : public PathPolicy {
+ public:
+  uint16_t choose(const EvSet&, PlaneId, uint16_t candidate, uint16_t) override {
+    return candidate;
+  }
+  bool skips_on_marks() const override { return false; }
+  bool strikes_on_loss() const override { return false; }
+  void on_clean_ack(uint16_t, PlaneId, Instant) override {}
+  void on_timeout(Instant, Duration) override {}
+  size_t state_bytes() const override { return sizeof(*this); }
+};
+
+class RepsPolicy final : public PathPolicy {
+ public:
+  static constexpr uint32_t kRingEntries = 8;
+  static constexpr uint16_t kExploreAfterFreeze = 16;
+  static constexpr int64_t kMinFreezeNs = 100'000;
+
+  explicit RepsPolicy(int planes) : rings_(static_cast<size_t>(planes)) {}
+  uint16_t choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) override;
+  bool skips_on_marks() const override { return true; }
+  bool strikes_on_loss() const override { return true; }
+  void on_clean_ack(uint16_t slot, PlaneId plane, Instant now) override;
+  void on_timeout(Instant now, Duration rtt) override;
+  size_t state_bytes() const override { return sizeof(*this) + rings_.size() * sizeof(Ring); }
+  bool frozen() const { return frozen_; }
+
+ private:
+  // One plane's recycled EVs: entries written at `head` round the ring; `fresh` bit i: entry i
+  // has not been reused yet (outside a freeze an entry is reused once).
+  struct Ring {
+    std::array<uint16_t, kRingEntries> slots;
+    uint8_t head = 0;
+    uint8_t fresh = 0;
+    uint8_t filled = 0;  // bit i: entry i holds a slot
+    uint8_t cursor = 0;  // a freeze's round-robin position
+  };
+  uint16_t reuse_fresh(const EvSet& evs, Ring& ring, PlaneId plane, uint16_t avoid);
+  uint16_t reuse_frozen(const EvSet& evs, Ring& ring, PlaneId plane, uint16_t avoid);
+
+  std::vector<Ring> rings_;
+  Instant thaw_at_{0};
+  uint16_t explore_left_ = 0;
+  bool frozen_ = false;
+};
+
+}  // namespace mrc
