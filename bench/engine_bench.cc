@@ -5,6 +5,8 @@
 //   receive: Endpoint::handle_datagram of valid 4 KiB packets with consecutive PSNs (decode,
 //            ICRC check, window, length/key/bounds checks, placement, SACK coalescing);
 //   floor:   a plain 4 KiB memcpy, which any implementation pays, and the 4 KiB ICRC alone.
+//   policy:  the send path with SACKs under each path policy (core/path_policy.h); the
+//            difference to the rules is what a policy costs per packet (its ship gate: 10 ns).
 //
 // Engine benchmarks time batches of kBatch packets with a steady clock (manual time) so that the
 // bookkeeping a real peer would do (encoding the SACKs, recycling the receive window) stays out
@@ -55,9 +57,10 @@ void report(benchmark::State& state, double seconds, uint64_t packets) {
   state.counters["Gbit_per_s"] = static_cast<double>(packets) * kPayload * 8 / seconds / 1e9;
 }
 
-QpConfig bench_config() {
+QpConfig bench_config(PathPolicyKind policy = PathPolicyKind::kRules) {
   QpConfig c;  // defaults: 4096 MTU, 128 EVs, MPR 32 (4096 PSNs), NSCC
   c.max_send_wr = 64;
+  c.path_policy = policy;
   return c;
 }
 
@@ -71,10 +74,11 @@ struct Sent {
 
 class SendRig {
  public:
-  SendRig() : source_(kWrBytes), out_storage_(wire::kMaxDatagramBytes + 8192) {
+  explicit SendRig(PathPolicyKind policy = PathPolicyKind::kRules)
+      : source_(kWrBytes), out_storage_(wire::kMaxDatagramBytes + 8192) {
     const uint32_t pd = endpoint_.memory().alloc_pd();
     cq_ = endpoint_.create_cq(256);
-    qp_ = endpoint_.create_qp(bench_config(), pd, cq_, cq_).value();
+    qp_ = endpoint_.create_qp(bench_config(policy), pd, cq_, cq_).value();
     mr_ =
         endpoint_.memory().register_region(pd, source_.data(), kWrBytes, kAccessLocalWrite).value();
     (void)qp_->to_init();
@@ -173,8 +177,9 @@ class SendRig {
   std::vector<std::vector<uint8_t>> sacks_;
 };
 
-void send_path(benchmark::State& state, bool time_sacks) {
-  SendRig rig;
+void send_path(benchmark::State& state, bool time_sacks,
+               PathPolicyKind policy = PathPolicyKind::kRules) {
+  SendRig rig(policy);
   double seconds = 0;
   uint64_t packets = 0;
   for (auto _ : state) {
@@ -205,6 +210,14 @@ void BM_EngineSend4K_with_sacks(benchmark::State& state) {
 }
 BENCHMARK(BM_EngineSend4K)->UseManualTime();
 BENCHMARK(BM_EngineSend4K_with_sacks)->UseManualTime();
+
+void BM_PolicySend4K_with_sacks(benchmark::State& state, PathPolicyKind policy) {
+  send_path(state, true, policy);
+}
+BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, rules, PathPolicyKind::kRules)->UseManualTime();
+BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, oblivious, PathPolicyKind::kOblivious)
+    ->UseManualTime();
+BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, reps, PathPolicyKind::kReps)->UseManualTime();
 
 // ---- receive path ------------------------------------------------------------------------
 
