@@ -28,13 +28,14 @@ import concurrent.futures
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-POLICIES = ["rules", "oblivious", "reps"]
+POLICIES = ["rules", "oblivious", "reps", "health"]
 BASELINES = ["rules", "oblivious", "reps"]
 
 # Student's t, two-sided 95 %, by degrees of freedom (then 1.96).
@@ -119,13 +120,13 @@ def fault_label(kind, param):
     return f"{kind}{param}"
 
 
-def scenario_text(name, topo, workload, fault, param, policy):
+def scenario_text(name, topo, workload, fault, param, policy, qp_extra=""):
     return (f'name = "{name}"\nseed = 1\ntime_limit_ms = 200\nheal_at_us = 1000000\n'
             f'payload = false\n\n[fabric]\nplanes = 4\nhosts = {topo["hosts"]}\n'
             f'hosts_per_leaf = {topo["hosts_per_leaf"]}\nspines = {topo["spines"]}\n'
             f'host_link = {{ {LINK} }}\nfabric_link = {{ {LINK} }}\n\n'
             f'[qp]\nev_count = 64\ntimeout = 10\ntarget_delay_us = 15\n'
-            f'path_policy = "{policy}"\n\n[transport]\nkind = "mrc"\n\n'
+            f'path_policy = "{policy}"\n{qp_extra}\n[transport]\nkind = "mrc"\n\n'
             f'[workload]\n{WORKLOADS[workload]}\n{FAULTS[fault](param)}')
 
 
@@ -143,6 +144,16 @@ def plan(set_name, policies, only):
 
 
 # ---- runs ------------------------------------------------------------------------------------
+
+def private_copy(mrc, out):
+    """The binary copied into `out`, so that a rebuild during a long evaluation changes nothing."""
+    if not os.access(mrc, os.X_OK):
+        sys.exit(f"paths_eval: no mrc binary at {mrc} (build first, or --mrc PATH)")
+    os.makedirs(os.path.join(out, "scenarios"), exist_ok=True)
+    copy = os.path.join(out, "mrc")
+    shutil.copy2(mrc, copy)
+    return copy
+
 
 def run_one(mrc, path, seed):
     cmd = [mrc, "sim", path, "--json", "--quiet", "--seed", str(seed), "--no-huge-pages"]
@@ -172,12 +183,10 @@ def main():
             sys.exit(f"paths_eval: unknown policy {p!r}: one of {', '.join(POLICIES)}")
     if a.seeds < 2:
         sys.exit("paths_eval: --seeds must be at least 2 (confidence intervals)")
-    if not os.access(a.mrc, os.X_OK):
-        sys.exit(f"paths_eval: no mrc binary at {a.mrc} (build first, or --mrc PATH)")
+    a.mrc = private_copy(a.mrc, a.out)
     cells, topo = plan(a.set, policies, a.only)
     if not cells:
         sys.exit("paths_eval: no scenario matches --only")
-    os.makedirs(os.path.join(a.out, "scenarios"), exist_ok=True)
     jobs = []
     for scen, w, kind, param, pol in cells:
         path = os.path.join(a.out, "scenarios", f"{scen}-{pol}.toml")

@@ -7,9 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/ev_set.h"
+#include "util/prng.h"
 
 namespace mrc {
 namespace {
@@ -35,7 +38,8 @@ TEST(PathPolicy, TheRulesAreTheDefaultAndHaveNoPolicy) {
 }
 
 TEST(PathPolicy, NamesParseBothWays) {
-  for (PathPolicyKind k : {PathPolicyKind::kRules, PathPolicyKind::kOblivious, PathPolicyKind::kReps}) {
+  for (PathPolicyKind k : {PathPolicyKind::kRules, PathPolicyKind::kOblivious,
+                           PathPolicyKind::kReps, PathPolicyKind::kHealth}) {
     PathPolicyKind parsed = PathPolicyKind::kRules;
     ASSERT_TRUE(parse_path_policy(to_string(k), parsed)) << to_string(k);
     EXPECT_EQ(parsed, k);
@@ -132,12 +136,87 @@ TEST(PathPolicy, RepsFreezesOnATimeoutAndExploresAfterThawing) {
   EXPECT_EQ(evs.next(kPlane0), b);
 }
 
+// The ship gate's bound, for the QP of the 64-host scenarios (4 planes, 256 EVs, 8 backups per
+// plane: 288 slots); REPS's and the oblivious policy's state do not grow with the EVs.
 TEST(PathPolicy, EveryPolicyFitsTheShipGatesMemoryBound) {
-  for (PathPolicyKind k : {PathPolicyKind::kOblivious, PathPolicyKind::kReps}) {
-    const auto policy = make_path_policy(k, kMaxPlanes);
+  for (PathPolicyKind k :
+       {PathPolicyKind::kOblivious, PathPolicyKind::kReps, PathPolicyKind::kHealth}) {
+    const auto policy = make_path_policy(k, HealthPolicyConfig{}, 4, 288);
     ASSERT_NE(policy, nullptr);
     EXPECT_LE(policy->state_bytes(), 512u) << to_string(k);
   }
+  EXPECT_LE(make_path_policy(PathPolicyKind::kReps, {}, kMaxPlanes, 2048)->state_bytes(), 512u);
+}
+
+// Sends `packets` on one plane of 16 EVs; each packet's EV loses it with `loss` (`bad_loss` for
+// the first EV sent on), else is acknowledged cleanly one time in four (coalesced SACKs).
+// Returns the EV set for inspection and the first EV's slot.
+struct LossRun {
+  EvSet evs;
+  uint16_t bad = EvSet::kNoSlot;
+  int sent = 0;  // packets sent before the run ended (or every usable EV was gone)
+};
+LossRun run_losses(PathPolicyKind kind, double loss, double bad_loss, int packets, uint64_t seed) {
+  EvSetConfig c = config(kind, 1, 16);
+  c.loss_strike_uses = 2;
+  LossRun run{EvSet(c, seed)};
+  Prng prng(seed);
+  const auto draw = [&] { return static_cast<double>(prng.next_u64() >> 11) / (1ull << 53); };
+  for (int i = 0; i < packets; ++i) {
+    const uint16_t s = run.evs.next(kPlane0);
+    if (s == EvSet::kNoSlot) break;  // nothing left to send on (no probes revive EVs here)
+    if (run.bad == EvSet::kNoSlot) run.bad = s;
+    ++run.sent;
+    const Instant now{i * 1000};
+    if (draw() < (s == run.bad ? bad_loss : loss))
+      run.evs.on_loss(s, now);
+    else if (i % 4 == 0)
+      run.evs.on_clean_ack(s, now);
+  }
+  return run;
+}
+
+// Uniform loss (every EV alike): the rules retire EV after EV; the health policy, which judges
+// an EV against its plane's median, retires far fewer per packet sent.
+TEST(PathPolicy, HealthRetiresFarFewerEvsUnderUniformLoss) {
+  double rules = 0, health = 0;  // retirements per 1000 packets, summed over seeds
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const LossRun r = run_losses(PathPolicyKind::kRules, 0.05, 0.05, 20000, seed);
+    const LossRun h = run_losses(PathPolicyKind::kHealth, 0.05, 0.05, 20000, seed);
+    rules += 1000.0 * static_cast<double>(r.evs.transitions().to_assumed_bad) / r.sent;
+    health += 1000.0 * static_cast<double>(h.evs.transitions().to_assumed_bad) / h.sent;
+  }
+  EXPECT_GT(rules, 0);
+  EXPECT_LT(health * 4, rules) << "retirements per 1000 packets: rules " << rules / 5 << ", health "
+                               << health / 5;
+}
+
+// A bad path among healthy ones: its EV loses half its packets and is retired, as under the rules.
+TEST(PathPolicy, HealthRetiresABadPath) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const LossRun run = run_losses(PathPolicyKind::kHealth, 0.01, 0.5, 2000, seed);
+    EXPECT_EQ(run.evs.slot(run.bad).state, EvState::kAssumedBad) << "seed " << seed;
+  }
+}
+
+TEST(PathPolicy, HealthStillRetiresOnTimeouts) {
+  EvSet evs(config(PathPolicyKind::kHealth), 1);
+  const uint16_t s = evs.next(kPlane0);
+  evs.on_loss(s, Instant{1000}, /*timeout=*/true);
+  evs.on_loss(s, Instant{1000}, /*timeout=*/true);
+  EXPECT_EQ(evs.slot(s).state, EvState::kAssumedBad);
+}
+
+// The weights ship as data (data/path_policy/health.json, written by bench/paths_train.py): the
+// compiled-in defaults are those.
+TEST(PathPolicy, HealthDefaultsAreTheShippedTrainedValues) {
+  std::ifstream in(std::string(MRC_SOURCE_DIR) + "/data/path_policy/health.json");
+  ASSERT_TRUE(in.good());
+  const auto trained = nlohmann::json::parse(in);
+  const HealthPolicyConfig defaults;
+  EXPECT_EQ(trained.at("ev_shift").get<int>(), defaults.ev_shift);
+  EXPECT_DOUBLE_EQ(trained.at("ratio").get<double>(), defaults.ratio);
+  EXPECT_DOUBLE_EQ(trained.at("floor").get<double>(), defaults.floor);
 }
 
 }  // namespace

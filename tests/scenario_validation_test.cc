@@ -66,6 +66,10 @@ const std::vector<BadScenario> kCorpus = {
   {"[qp]\ninitial_window_kib = 0\n", "qp.initial_window_kib = 0: must be 1..window_kib (4096)"},
   {"[qp]\nqa_gate = 64\n", "qp.qa_gate = 64: must be 0..63 (a shift of the maximum window; 0: quick adapt on every lossy round)"},
   {"[qp]\nack_delay_us = 5000\n", "qp.ack_delay_us = 5000: must be 0..1000"},
+  {"[qp]\npath_policy = \"ecmp\"\n", "qp.path_policy = \"ecmp\": must be \"rules\", \"oblivious\", \"reps\" or \"health\""},
+  {"[qp]\nhealth_ev_shift = 0\n", "qp.health_ev_shift = 0: must be 1..7"},
+  {"[qp]\nhealth_ratio = -1.0\n", "qp.health_ratio = -1: must be 0..1000"},
+  {"[qp]\nhealth_floor = 1.5\n", "qp.health_floor = 1.5: must be 0..1 (a loss share)"},
   {"[qp]\nev_burst = 0\n", "qp.ev_burst = 0: must be 1..64 (packets per EV burst; 1: every packet on the next EV)"},
   // Transport.
   {"[transport]\nkind = \"tcp\"\n", "transport.kind = \"tcp\": must be \"mrc\", \"roce\", \"roce_pfc\" or \"mptcp\""},

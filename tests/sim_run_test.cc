@@ -90,6 +90,31 @@ INSTANTIATE_TEST_SUITE_P(AllKinds, SimFaultKind, ::testing::Range(0, 8),
                                fault_cases()[static_cast<size_t>(param_info.param)].name);
                          });
 
+// Every path policy (core/path_policy.h) under every fault kind, then heal: each byte exactly
+// once. A policy only chooses among GOOD EVs and judges losses, so none may lose or hang data.
+class SimPathPolicy : public ::testing::TestWithParam<PathPolicyKind> {};
+
+TEST_P(SimPathPolicy, EveryFaultKindThenHealDeliversExactlyOnce) {
+  for (const FaultCase& c : fault_cases()) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      Scenario s = base_scenario(seed);
+      s.qp.path_policy = GetParam();
+      s.faults.push_back({Instant{Duration::from_us(5).ns}, c.action, c.name});
+      s.heal_at = Instant{Duration::from_us(800).ns};
+      const RunReport r = run_scenario(s);
+      SCOPED_TRACE(std::string("policy ") + to_string(GetParam()) + ", fault kind " + c.name +
+                   ", seed " + std::to_string(seed));
+      expect_exactly_once(r);
+    }
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Policies, SimPathPolicy,
+                         ::testing::Values(PathPolicyKind::kOblivious, PathPolicyKind::kReps,
+                                           PathPolicyKind::kHealth),
+                         [](const ::testing::TestParamInfo<PathPolicyKind>& param_info) {
+                           return std::string(to_string(param_info.param));
+                         });
+
 // Goodput and line rate as SIMULATION.md defines them: the line rate is what the workload's NICs
 // allow (min of distinct senders and receivers, x planes x host link rate), and no run or
 // group delivers faster than it.

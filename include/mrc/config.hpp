@@ -18,10 +18,18 @@ bool parse_cc_algorithm(std::string_view name, CcAlgorithm& out);
 
 // How the EV set chooses among its GOOD EVs and judges feedback (core/path_policy.h): its own
 // rules (the default), or a baseline policy inside the same state machine.
-enum class PathPolicyKind : uint8_t { kRules, kOblivious, kReps };
-// "rules", "oblivious" or "reps"; false for anything else.
+enum class PathPolicyKind : uint8_t { kRules, kOblivious, kReps, kHealth };
+// "rules", "oblivious", "reps" or "health"; false for anything else.
 bool parse_path_policy(std::string_view name, PathPolicyKind& out);
 const char* to_string(PathPolicyKind kind);
+
+// The health policy's parameters (core/path_policy.h, HealthPolicy). The defaults are the
+// trained values of data/path_policy/health.json (bench/paths_train.py made them).
+struct HealthPolicyConfig {
+  uint8_t ev_shift = 4;   // each EV's loss share: an EWMA with gain 2^-ev_shift per feedback
+  double ratio = 1.579;   // a loss strikes if the EV's share exceeds ratio x its plane's median
+  double floor = 0.0108;  // ... and this absolute share
+};
 
 // NSCC-style window congestion control parameters (see core/cc/nscc.h).
 struct NsccConfig {
@@ -62,6 +70,7 @@ struct QpConfig {
   uint8_t ev_loss_strike_uses = 2;
   // Path policy inside the EV state machine (core/path_policy.h); kRules: the rules alone.
   PathPolicyKind path_policy = PathPolicyKind::kRules;
+  HealthPolicyConfig health;  // path_policy = kHealth
   // 0: random 32-bit EVs (simulator). Otherwise EVs are UDP source ports starting here (the
   // UDP datapath binds one send socket per port); see EvSetConfig::port_base.
   uint16_t ev_port_base = 0;

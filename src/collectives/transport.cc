@@ -243,6 +243,19 @@ void Transport::on_receive(int peer, const Completion& c) {
   ++p.arrived;
 }
 
+// What this end's queue pair saw of the peer, for a failure message: whether the peer was
+// silent, or answered with what.
+std::string Transport::qp_summary(const Qp& qp) {
+  const QpStats st = qp.stats();
+  uint64_t nacks = 0, drops = 0;
+  for (uint64_t n : st.nacks_received) nacks += n;
+  for (uint64_t n : st.drops) drops += n;
+  return "this end's queue pair: " + std::to_string(st.data_packets_sent) + " data packets sent, " +
+         std::to_string(st.sacks_received) + " SACKs and " + std::to_string(nacks) +
+         " NACKs received, " + std::to_string(st.timeouts) + " timeouts, " + std::to_string(drops) +
+         " packets dropped";
+}
+
 void Transport::on_completion(const Completion& c, SteadyClock::time_point now, bool& progressed) {
   auto it =
       std::lower_bound(qpn_to_peer_.begin(), qpn_to_peer_.end(), std::make_pair(c.qpn.value, 0));
@@ -255,7 +268,7 @@ void Transport::on_completion(const Completion& c, SteadyClock::time_point now, 
     std::string why = to_string(c.status);
     if (c.status == WcStatus::kRetryExceeded)
       why += ": rank " + std::to_string(peer) +
-             " stopped answering (it exited, crashed or is unreachable)";
+             " stopped answering (it exited, crashed or is unreachable; " + qp_summary(*p.qp) + ")";
     return record_failure(Errc::kPeerFailed, std::string(operation_) + ": the connection to rank " +
                                                  std::to_string(peer) + " failed: " + why);
   }

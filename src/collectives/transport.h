@@ -122,6 +122,7 @@ class Transport {
   Transport() = default;
   // `progressed` is set by a completion that is progress (any but a heartbeat's).
   void on_completion(const Completion& c, SteadyClock::time_point now, bool& progressed);
+  static std::string qp_summary(const Qp& qp);
   void on_receive(int peer, const Completion& c);
   void flush_credits(int peer);
   // Checks made while a wait finds nothing to do: another rank's failure, the no-progress

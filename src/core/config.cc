@@ -26,6 +26,8 @@ bool parse_path_policy(std::string_view name, PathPolicyKind& out) {
     out = PathPolicyKind::kOblivious;
   else if (name == "reps")
     out = PathPolicyKind::kReps;
+  else if (name == "health")
+    out = PathPolicyKind::kHealth;
   else
     return false;
   return true;
@@ -39,6 +41,8 @@ const char* to_string(PathPolicyKind kind) {
       return "oblivious";
     case PathPolicyKind::kReps:
       return "reps";
+    case PathPolicyKind::kHealth:
+      return "health";
   }
   return "?";
 }

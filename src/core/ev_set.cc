@@ -25,10 +25,7 @@ const char* to_string(EvState s) {
 }
 
 EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
-    : config_(config),
-      prng_(seed),
-      policy_(make_path_policy(config.path_policy, config.planes)),
-      plane_probe_at_(config.planes, Instant::never()) {
+    : config_(config), prng_(seed), plane_probe_at_(config.planes, Instant::never()) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
   planes_ = static_cast<uint8_t>(config.planes);
   if (config.explicit_evs.empty()) {
@@ -38,6 +35,7 @@ EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
   }
   MRC_ASSERT(order_.size() < (1u << 16));  // rotations index it with 16 bits
   details_.resize(slots_.size());
+  policy_ = make_path_policy(config.path_policy, config.health, config.planes, slots_.size());
   for (int p = 0; p < config.planes; ++p) reshuffle(PlaneId(static_cast<uint8_t>(p)));
 }
 
@@ -218,8 +216,18 @@ void EvSet::on_loss(uint16_t slot, Instant now, bool timeout) {
     s.probe_successes = 0;
     return;
   }
-  if (!timeout && policy_ && !policy_->strikes_on_loss()) return;
   if (!usable(s.state)) return;
+  const PathPolicy::Verdict verdict = timeout || !policy_
+                                          ? PathPolicy::Verdict::kStrike
+                                          : policy_->judge_loss(*this, slot, s.plane);
+  if (verdict == PathPolicy::Verdict::kIgnore) return;
+  if (verdict == PathPolicy::Verdict::kSkip) {
+    if (s.state == EvState::kGood) {
+      set_state(slot, EvState::kSkip);
+      ++transitions_.to_skip;
+    }
+    return;
+  }
   if (s.active && usable_active() <= config_.min_active) {
     ++transitions_.floor_held;
     set_state(slot, EvState::kSkip);

@@ -95,6 +95,7 @@ struct EvSetConfig {
   // be < planes and an EV value may not appear on two planes (QpConfig::validate checks).
   std::vector<ExplicitEv> explicit_evs;
   PathPolicyKind path_policy = PathPolicyKind::kRules;
+  HealthPolicyConfig health;
 };
 
 class EvSet {

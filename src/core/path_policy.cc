@@ -7,7 +7,8 @@
 
 namespace mrc {
 
-std::unique_ptr<PathPolicy> make_path_policy(PathPolicyKind kind, int planes) {
+std::unique_ptr<PathPolicy> make_path_policy(PathPolicyKind kind, const HealthPolicyConfig& health,
+                                             int planes, size_t slots) {
   switch (kind) {
     case PathPolicyKind::kRules:
       return nullptr;
@@ -15,12 +16,13 @@ std::unique_ptr<PathPolicy> make_path_policy(PathPolicyKind kind, int planes) {
       return std::make_unique<ObliviousPolicy>();
     case PathPolicyKind::kReps:
       return std::make_unique<RepsPolicy>(planes);
+    case PathPolicyKind::kHealth:
+      return std::make_unique<HealthPolicy>(health, slots);
   }
   return nullptr;
 }
 
-uint16_t RepsPolicy::choose(const EvSet& evs, PlaneId plane, uint16_t candidate,
-                            uint16_t avoid) {
+uint16_t RepsPolicy::choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) {
   if (explore_left_ > 0) {
     --explore_left_;
     return candidate;
@@ -77,6 +79,40 @@ void RepsPolicy::on_timeout(Instant now, Duration rtt) {
   if (frozen_ || explore_left_ > 0) return;
   frozen_ = true;
   thaw_at_ = now + Duration{std::max<int64_t>(8 * rtt.ns, kMinFreezeNs)};
+}
+
+// ---- health ------------------------------------------------------------------------------
+
+// The share moves toward 1 on a loss and toward 0 on a clean acknowledgement. Acknowledgements
+// are coalesced (one echoed EV per SACK), so a share is not a loss rate per packet; but every EV
+// is counted alike, so an EV's share against its plane's median is what tells a bad path from
+// uniform loss. An arithmetic shift rounds down: a share decays all the way to 0.
+void HealthPolicy::observe(uint16_t slot, bool lost) {
+  const int share = ev_loss_[slot];
+  const int target = lost ? 255 : 0;
+  ev_loss_[slot] =
+      static_cast<uint8_t>(std::clamp(share + ((target - share) >> config_.ev_shift), 0, 255));
+}
+
+double HealthPolicy::plane_median_share(const EvSet& evs, PlaneId plane) const {
+  std::array<uint8_t, size_t{1} << EvSet::kSlotBits> shares;
+  size_t n = 0;
+  for (size_t i = 0; i < evs.size() && i < ev_loss_.size(); ++i) {
+    const EvSet::Slot& s = evs.slot(static_cast<uint16_t>(i));
+    if (s.active && s.plane == plane) shares[n++] = ev_loss_[i];
+  }
+  if (n == 0) return 0;
+  std::nth_element(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(n / 2),
+                   shares.begin() + static_cast<std::ptrdiff_t>(n));
+  return shares[n / 2] / 255.0;
+}
+
+PathPolicy::Verdict HealthPolicy::judge_loss(const EvSet& evs, uint16_t slot, PlaneId plane) {
+  observe(slot, true);
+  const double share = ev_loss_share(slot);
+  const bool localised =
+      share > config_.floor && share > config_.ratio * plane_median_share(evs, plane);
+  return localised ? Verdict::kStrike : Verdict::kSkip;
 }
 
 }  // namespace mrc

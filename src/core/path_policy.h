@@ -6,8 +6,8 @@
 // same under every policy. A policy may only
 //   - choose another GOOD, active EV of the same plane than the one the rotation offers
 //     (choose), and
-//   - judge feedback: whether an ECN mark or trim SKIPs the EV, and whether a loss that was not
-//     a timeout counts against the EV (a strike).
+//   - judge feedback: whether an ECN mark or trim SKIPs the EV, and what a loss that was not a
+//     timeout does to the EV: a strike (the rules), a SKIP only, or nothing.
 // It sees clean acknowledgements (an echoed EV without an ECN mark) and timeouts. No policy
 // (kRules) is the EV set's own rules exactly and costs nothing per packet.
 //
@@ -20,6 +20,19 @@
 //               timeout the ring freezes: its EVs are reused round and round, without being
 //               used up, until a clean acknowledgement arrives at least `freeze` later; then
 //               the ring is emptied and the next kExploreAfterFreeze packets explore.
+// And a first learned one:
+//   kHealth     a loss-locality classifier on the feedback path (the brief's C3, reduced to
+//               its loss judgement): each EV keeps the share of its feedback (clean
+//               acknowledgements and losses) that was a loss. A loss strikes the EV only if its
+//               share is above `ratio` times the median share of the plane's EVs in rotation
+//               and above `floor`; otherwise it only SKIPs the EV: uniform loss (every EV
+//               alike: a lossy NIC, a noisy fabric) then retires no EV, yet a lost packet still
+//               steers the next ones elsewhere for a rotation as under the rules (a loss is
+//               also a congestion signal), while a bad path (its EVs far above the rest) is
+//               struck as under the rules. The median, not the mean, so that a minority of bad EVs
+//               (a blackhole, a gray link) does not raise the bar for itself. Its parameters are
+//               trained on simulator scenarios (bench/paths_train.py,
+//               data/path_policy/health.json). Nothing per packet; a median per loss.
 // Policies draw no randomness of their own: exploring is the rotation's (seeded) choice.
 #pragma once
 
@@ -44,8 +57,11 @@ class PathPolicy {
   virtual uint16_t choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) = 0;
   // Whether an ECN mark or a trim SKIPs the EV (the rules: yes).
   virtual bool skips_on_marks() const = 0;
-  // Whether a loss other than a timeout counts against the EV (the rules: yes).
-  virtual bool strikes_on_loss() const = 0;
+  // What a loss on the slot's usable EV, found other than by a timeout, does to the EV: the
+  // rules' strike (a first one SKIPs, a second soon after retires), a SKIP only (passed over
+  // once, never retired for it), or nothing.
+  enum class Verdict : uint8_t { kStrike, kSkip, kIgnore };
+  virtual Verdict judge_loss(const EvSet& evs, uint16_t slot, PlaneId plane) = 0;
   // An acknowledgement echoed `slot` without an ECN mark.
   virtual void on_clean_ack(uint16_t slot, PlaneId plane, Instant now) = 0;
   // The retransmission timer fired; `rtt` is the QP's smoothed RTT.
@@ -54,8 +70,9 @@ class PathPolicy {
   virtual size_t state_bytes() const = 0;
 };
 
-// nullptr for kRules.
-std::unique_ptr<PathPolicy> make_path_policy(PathPolicyKind kind, int planes);
+// nullptr for kRules. `slots`: the EV set's slot count.
+std::unique_ptr<PathPolicy> make_path_policy(PathPolicyKind kind, const HealthPolicyConfig& health,
+                                             int planes, size_t slots);
 
 class ObliviousPolicy final : public PathPolicy {
  public:
@@ -63,7 +80,7 @@ class ObliviousPolicy final : public PathPolicy {
     return candidate;
   }
   bool skips_on_marks() const override { return false; }
-  bool strikes_on_loss() const override { return false; }
+  Verdict judge_loss(const EvSet&, uint16_t, PlaneId) override { return Verdict::kIgnore; }
   void on_clean_ack(uint16_t, PlaneId, Instant) override {}
   void on_timeout(Instant, Duration) override {}
   size_t state_bytes() const override { return sizeof(*this); }
@@ -78,7 +95,7 @@ class RepsPolicy final : public PathPolicy {
   explicit RepsPolicy(int planes) : rings_(static_cast<size_t>(planes)) {}
   uint16_t choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) override;
   bool skips_on_marks() const override { return true; }
-  bool strikes_on_loss() const override { return true; }
+  Verdict judge_loss(const EvSet&, uint16_t, PlaneId) override { return Verdict::kStrike; }
   void on_clean_ack(uint16_t slot, PlaneId plane, Instant now) override;
   void on_timeout(Instant now, Duration rtt) override;
   size_t state_bytes() const override { return sizeof(*this) + rings_.size() * sizeof(Ring); }
@@ -101,6 +118,29 @@ class RepsPolicy final : public PathPolicy {
   Instant thaw_at_{0};
   uint16_t explore_left_ = 0;
   bool frozen_ = false;
+};
+
+class HealthPolicy final : public PathPolicy {
+ public:
+  HealthPolicy(const HealthPolicyConfig& config, size_t slots)
+      : config_(config), ev_loss_(slots, 0) {}
+  uint16_t choose(const EvSet&, PlaneId, uint16_t candidate, uint16_t) override {
+    return candidate;
+  }
+  bool skips_on_marks() const override { return true; }
+  Verdict judge_loss(const EvSet& evs, uint16_t slot, PlaneId plane) override;
+  void on_clean_ack(uint16_t slot, PlaneId, Instant) override { observe(slot, false); }
+  void on_timeout(Instant, Duration) override {}
+  size_t state_bytes() const override { return sizeof(*this) + ev_loss_.size(); }
+  // The EV's loss share, and the median of the plane's EVs in rotation, in [0, 1].
+  double ev_loss_share(uint16_t slot) const { return ev_loss_[slot] / 255.0; }
+  double plane_median_share(const EvSet& evs, PlaneId plane) const;
+
+ private:
+  void observe(uint16_t slot, bool lost);
+
+  HealthPolicyConfig config_;
+  std::vector<uint8_t> ev_loss_;  // per slot, the loss share in 1/255 (one byte per EV)
 };
 
 }  // namespace mrc

@@ -124,6 +124,7 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   ev.port_stride = config_.ev_ports_per_plane;
   ev.explicit_evs = config_.ev_list;
   ev.path_policy = config_.path_policy;
+  ev.health = config_.health;
   uint64_t mix = seed_ ^ (static_cast<uint64_t>(qpn_.value) << 32);
   evs_.emplace(ev, Prng::splitmix64(mix));
   cc_ = make_congestion_controller(config_);

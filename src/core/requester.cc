@@ -490,7 +490,8 @@ void Requester::tail_probe_answered(Instant now, const wire::Sack& sack) {
     const Psn psn = base + i;
     if ((sack.bitmap >> i) & 1 || !window_.contains(psn)) continue;
     const SentPacket& p = window_.at(psn);
-    if (p.pending() && p.sent_at < sent_before) declare_lost(psn, stats_.losses_probe, Blame::kEv, now);
+    if (p.pending() && p.sent_at < sent_before)
+      declare_lost(psn, stats_.losses_probe, Blame::kEv, now);
   }
   tail_probe_ev_ = Ev(0);
 }

@@ -275,6 +275,18 @@ void read_ev_list(Reader& r, const toml::table& t, Scenario& s) {
   }
 }
 
+// The health policy's parameters (HealthPolicyConfig).
+void read_health(Reader& r, const toml::table& t, HealthPolicyConfig& h) {
+  uint32_t ev_shift = h.ev_shift;
+  r.get(t, "qp.", "health_ev_shift", ev_shift);
+  r.get(t, "qp.", "health_ratio", h.ratio);
+  r.get(t, "qp.", "health_floor", h.floor);
+  r.require(ev_shift >= 1 && ev_shift <= 7, "qp.health_ev_shift", double(ev_shift), "1..7");
+  r.require(h.ratio >= 0 && h.ratio <= 1000, "qp.health_ratio", h.ratio, "0..1000");
+  r.require(h.floor >= 0 && h.floor <= 1, "qp.health_floor", h.floor, "0..1 (a loss share)");
+  h.ev_shift = static_cast<uint8_t>(std::min<uint32_t>(ev_shift, 7));
+}
+
 void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
   r.check_keys(*t, "qp.",
@@ -300,7 +312,10 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
                 "fi",
                 "incast_penalty",
                 "incast_window_us",
-                "path_policy"});
+                "path_policy",
+                "health_ev_shift",
+                "health_ratio",
+                "health_floor"});
   QpConfig& q = s.qp;
   uint32_t mtu = q.mtu_bytes, ev = q.ev_count, ev_min = q.ev_min_active, mpr = q.mpr,
            wimm = q.max_wimm, timeout = q.timeout, lin = q.retry_linear, exp = q.retry_exp,
@@ -342,7 +357,8 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   r.require(parse_cc_algorithm(cc, q.cc), "qp.cc", cc, "\"nscc\", \"aimd\" or \"fixed\"");
   r.get(*t, "qp.", "path_policy", policy);
   r.require(parse_path_policy(policy, q.path_policy), "qp.path_policy", policy,
-            "\"rules\", \"oblivious\" or \"reps\"");
+            "\"rules\", \"oblivious\", \"reps\" or \"health\"");
+  read_health(r, *t, q.health);
   read_ev_list(r, *t, s);
 }
 
