@@ -218,6 +218,7 @@ BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, rules, PathPolicyKind::kRules)->Us
 BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, oblivious, PathPolicyKind::kOblivious)
     ->UseManualTime();
 BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, reps, PathPolicyKind::kReps)->UseManualTime();
+BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, health, PathPolicyKind::kHealth)->UseManualTime();
 
 // ---- receive path ------------------------------------------------------------------------
 
