@@ -18,10 +18,11 @@ draws the same rank placement and fault targets) with its interval, and the wors
 ratio to the best baseline of that scenario. A run that fails (a byte lost, an operation not
 completed) stops the harness with its replay command.
 
-Usage: bench/paths_eval.py [--set train|test] [--seeds N] [--policies rules,oblivious,reps]
+Usage: bench/paths_eval.py [--set train|test] [--seeds N] [--policies rules,oblivious,reps,health]
                            [--jobs N] [--out DIR] [--mrc PATH] [--only SUBSTRING]
+       bench/paths_eval.py --from-runs DIR        (summarise and plot an earlier evaluation)
 Writes DIR/runs.json (every run), DIR/summary.json, DIR/summary.md and, with
-python3-matplotlib, DIR/ratios.png.
+python3-matplotlib (Debian's /usr/bin/python3), DIR/ratios.png.
 """
 import argparse
 import concurrent.futures
@@ -176,7 +177,16 @@ def main():
     ap.add_argument("--out", default="bench/results/paths")
     ap.add_argument("--mrc", default=os.path.join(ROOT, "build/release/src/mrc"))
     ap.add_argument("--only", default="", help="only scenarios whose name contains this")
+    ap.add_argument("--from-runs", metavar="DIR",
+                    help="summarise (and plot) DIR/runs.json of an earlier evaluation; run nothing")
     a = ap.parse_args()
+    if a.from_runs:
+        with open(os.path.join(a.from_runs, "runs.json")) as f:
+            runs = json.load(f)
+        policies = [p for p in POLICIES if any(r["policy"] == p for r in runs)]
+        a.out, a.seeds = a.from_runs, len({r["seed"] for r in runs})
+        write_outputs(a, runs, summarise(runs, policies), policies)
+        return
     policies = [p for p in a.policies.split(",") if p]
     for p in policies:
         if p not in POLICIES:
@@ -291,7 +301,8 @@ def plot(a, summary, policies):
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(scens))])
     ax.set_xticklabels(scens, rotation=70, ha="right", fontsize=7)
-    ax.set_ylabel("completion time / rules'")
+    ax.set_yscale("log")
+    ax.set_ylabel("completion time / rules' (log)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "ratios.png"), dpi=120)
