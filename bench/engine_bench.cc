@@ -225,14 +225,16 @@ BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, health, PathPolicyKind::kHealth)->
 class ReceiveRig {
  public:
   static constexpr uint32_t kFirstPsn = 1000;
-  static constexpr size_t kSlot = 2 * 4096;
+  static constexpr size_t kSlot = size_t{2} * 4096;
 
-  ReceiveRig() : target_(kBatch * kPayload), packets_(kBatch * kSlot) {
+  ReceiveRig()
+      : target_(static_cast<size_t>(kBatch) * kPayload),
+        packets_(static_cast<size_t>(kBatch) * kSlot) {
     const uint32_t pd = endpoint_.memory().alloc_pd();
     cq_ = endpoint_.create_cq(256);
     qp_ = endpoint_.create_qp(bench_config(), pd, cq_, cq_).value();
     mr_ = endpoint_.memory()
-              .register_region(pd, target_.data(), kBatch * kPayload,
+              .register_region(pd, target_.data(), static_cast<uint64_t>(kBatch) * kPayload,
                                kAccessLocalWrite | kAccessRemoteWrite)
               .value();
     build_packets();
@@ -336,7 +338,7 @@ BENCHMARK(BM_EngineReceive4K_with_sacks)->UseManualTime();
 // Source and destination 2 KiB apart modulo 4 KiB, as in the engine benchmarks above.
 void BM_Memcpy4K(benchmark::State& state) {
   Arena source(kPayload);
-  Arena dest(2 * kPayload);
+  Arena dest(size_t{2} * kPayload);
   uint8_t* to = dest.data() + 2048;
   for (auto _ : state) {
     std::memcpy(to, source.data(), kPayload);

@@ -167,7 +167,7 @@ LossRun run_losses(PathPolicyKind kind, double loss, double bad_loss, int packet
     if (s == EvSet::kNoSlot) break;  // nothing left to send on (no probes revive EVs here)
     if (run.bad == EvSet::kNoSlot) run.bad = s;
     ++run.sent;
-    const Instant now{i * 1000};
+    const Instant now{int64_t{i} * 1000};
     if (draw() < (s == run.bad ? bad_loss : loss))
       run.evs.on_loss(s, now);
     else if (i % 4 == 0)
