@@ -189,24 +189,21 @@ void EvSet::set_state(uint16_t slot, EvState state) {
   ++details_[slot].counts.state_changes;
 }
 
+// Passed over for the rest of this rotation, if GOOD.
+void EvSet::skip(uint16_t slot) {
+  if (slots_[slot].state != EvState::kGood) return;
+  set_state(slot, EvState::kSkip);
+  ++transitions_.to_skip;
+}
+
 void EvSet::on_ecn(uint16_t slot) {
-  Slot& s = slots_[slot];
   ++details_[slot].counts.ecn_marks;
-  if (policy_ && !policy_->skips_on_marks()) return;
-  if (s.state == EvState::kGood) {
-    set_state(slot, EvState::kSkip);
-    ++transitions_.to_skip;
-  }
+  if (!policy_ || policy_->skips_on_marks()) skip(slot);
 }
 
 void EvSet::on_trim(uint16_t slot) {
-  Slot& s = slots_[slot];
   ++details_[slot].counts.trims;
-  if (policy_ && !policy_->skips_on_marks()) return;
-  if (s.state == EvState::kGood) {
-    set_state(slot, EvState::kSkip);
-    ++transitions_.to_skip;
-  }
+  if (!policy_ || policy_->skips_on_marks()) skip(slot);
 }
 
 void EvSet::on_loss(uint16_t slot, Instant now, bool timeout) {
@@ -220,14 +217,8 @@ void EvSet::on_loss(uint16_t slot, Instant now, bool timeout) {
   const PathPolicy::Verdict verdict = timeout || !policy_
                                           ? PathPolicy::Verdict::kStrike
                                           : policy_->judge_loss(*this, slot, s.plane);
-  if (verdict == PathPolicy::Verdict::kIgnore) return;
-  if (verdict == PathPolicy::Verdict::kSkip) {
-    if (s.state == EvState::kGood) {
-      set_state(slot, EvState::kSkip);
-      ++transitions_.to_skip;
-    }
-    return;
-  }
+  if (verdict == PathPolicy::Verdict::kSkip) skip(slot);
+  if (verdict != PathPolicy::Verdict::kStrike) return;
   if (s.active && usable_active() <= config_.min_active) {
     ++transitions_.floor_held;
     set_state(slot, EvState::kSkip);

@@ -224,6 +224,7 @@ class EvSet {
     usable_active_all_ = static_cast<uint16_t>(usable_active_all_ + delta);
   }
   uint16_t use(PlaneId plane, uint16_t candidate, uint16_t avoid);
+  void skip(uint16_t slot);
   void retire(uint16_t slot, Instant now);
   void refill(PlaneId plane);
   void reshuffle(PlaneId plane);

@@ -49,23 +49,29 @@ namespace mrc {
 
 class EvSet;
 
+// Each hook's default is what the rules do, so a policy overrides only where it differs.
 class PathPolicy {
  public:
   virtual ~PathPolicy() = default;
   // The slot for the plane's next packet: `candidate` (the rotation's choice, or kNoSlot) or
   // another slot for which evs.choosable(slot, plane, avoid) holds.
-  virtual uint16_t choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) = 0;
+  virtual uint16_t choose(const EvSet& /*evs*/, PlaneId /*plane*/, uint16_t candidate,
+                          uint16_t /*avoid*/) {
+    return candidate;
+  }
   // Whether an ECN mark or a trim SKIPs the EV (the rules: yes).
-  virtual bool skips_on_marks() const = 0;
+  virtual bool skips_on_marks() const { return true; }
   // What a loss on the slot's usable EV, found other than by a timeout, does to the EV: the
   // rules' strike (a first one SKIPs, a second soon after retires), a SKIP only (passed over
   // once, never retired for it), or nothing.
   enum class Verdict : uint8_t { kStrike, kSkip, kIgnore };
-  virtual Verdict judge_loss(const EvSet& evs, uint16_t slot, PlaneId plane) = 0;
+  virtual Verdict judge_loss(const EvSet& /*evs*/, uint16_t /*slot*/, PlaneId /*plane*/) {
+    return Verdict::kStrike;
+  }
   // An acknowledgement echoed `slot` without an ECN mark.
-  virtual void on_clean_ack(uint16_t slot, PlaneId plane, Instant now) = 0;
+  virtual void on_clean_ack(uint16_t /*slot*/, PlaneId /*plane*/, Instant /*now*/) {}
   // The retransmission timer fired; `rtt` is the QP's smoothed RTT.
-  virtual void on_timeout(Instant now, Duration rtt) = 0;
+  virtual void on_timeout(Instant /*now*/, Duration /*rtt*/) {}
   // Bytes of per-QP state the policy keeps (the ship gate's memory bound).
   virtual size_t state_bytes() const = 0;
 };
@@ -76,13 +82,8 @@ std::unique_ptr<PathPolicy> make_path_policy(PathPolicyKind kind, const HealthPo
 
 class ObliviousPolicy final : public PathPolicy {
  public:
-  uint16_t choose(const EvSet&, PlaneId, uint16_t candidate, uint16_t) override {
-    return candidate;
-  }
   bool skips_on_marks() const override { return false; }
   Verdict judge_loss(const EvSet&, uint16_t, PlaneId) override { return Verdict::kIgnore; }
-  void on_clean_ack(uint16_t, PlaneId, Instant) override {}
-  void on_timeout(Instant, Duration) override {}
   size_t state_bytes() const override { return sizeof(*this); }
 };
 
@@ -94,8 +95,6 @@ class RepsPolicy final : public PathPolicy {
 
   explicit RepsPolicy(int planes) : rings_(static_cast<size_t>(planes)) {}
   uint16_t choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) override;
-  bool skips_on_marks() const override { return true; }
-  Verdict judge_loss(const EvSet&, uint16_t, PlaneId) override { return Verdict::kStrike; }
   void on_clean_ack(uint16_t slot, PlaneId plane, Instant now) override;
   void on_timeout(Instant now, Duration rtt) override;
   size_t state_bytes() const override { return sizeof(*this) + rings_.size() * sizeof(Ring); }
@@ -124,13 +123,8 @@ class HealthPolicy final : public PathPolicy {
  public:
   HealthPolicy(const HealthPolicyConfig& config, size_t slots)
       : config_(config), ev_loss_(slots, 0) {}
-  uint16_t choose(const EvSet&, PlaneId, uint16_t candidate, uint16_t) override {
-    return candidate;
-  }
-  bool skips_on_marks() const override { return true; }
   Verdict judge_loss(const EvSet& evs, uint16_t slot, PlaneId plane) override;
   void on_clean_ack(uint16_t slot, PlaneId, Instant) override { observe(slot, false); }
-  void on_timeout(Instant, Duration) override {}
   size_t state_bytes() const override { return sizeof(*this) + ev_loss_.size(); }
   // The EV's loss share, and the median of the plane's EVs in rotation, in [0, 1].
   double ev_loss_share(uint16_t slot) const { return ev_loss_[slot] / 255.0; }

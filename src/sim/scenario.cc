@@ -275,8 +275,44 @@ void read_ev_list(Reader& r, const toml::table& t, Scenario& s) {
   }
 }
 
-// The health policy's parameters (HealthPolicyConfig).
-void read_health(Reader& r, const toml::table& t, HealthPolicyConfig& h) {
+// Every key [qp] may hold.
+const std::set<std::string>& qp_keys() {
+  static const std::set<std::string> keys = {"mtu",
+                                             "ev_count",
+                                             "ev_burst",
+                                             "ev_min_active",
+                                             "mpr",
+                                             "max_wimm",
+                                             "timeout",
+                                             "retry_linear",
+                                             "retry_exp",
+                                             "ack_every",
+                                             "cc",
+                                             "window_kib",
+                                             "ev_list",
+                                             "initial_window_kib",
+                                             "target_delay_us",
+                                             "quick_adapt",
+                                             "qa_gate",
+                                             "ack_delay_us",
+                                             "eta",
+                                             "fi",
+                                             "incast_penalty",
+                                             "incast_window_us",
+                                             "path_policy",
+                                             "health_ev_shift",
+                                             "health_ratio",
+                                             "health_floor"};
+  return keys;
+}
+
+// The path policy and the health policy's parameters (HealthPolicyConfig).
+void read_path_policy(Reader& r, const toml::table& t, QpConfig& q) {
+  std::string policy = to_string(q.path_policy);
+  r.get(t, "qp.", "path_policy", policy);
+  r.require(parse_path_policy(policy, q.path_policy), "qp.path_policy", policy,
+            "\"rules\", \"oblivious\", \"reps\" or \"health\"");
+  HealthPolicyConfig& h = q.health;
   uint32_t ev_shift = h.ev_shift;
   r.get(t, "qp.", "health_ev_shift", ev_shift);
   r.get(t, "qp.", "health_ratio", h.ratio);
@@ -289,38 +325,12 @@ void read_health(Reader& r, const toml::table& t, HealthPolicyConfig& h) {
 
 void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
-  r.check_keys(*t, "qp.",
-               {"mtu",
-                "ev_count",
-                "ev_burst",
-                "ev_min_active",
-                "mpr",
-                "max_wimm",
-                "timeout",
-                "retry_linear",
-                "retry_exp",
-                "ack_every",
-                "cc",
-                "window_kib",
-                "ev_list",
-                "initial_window_kib",
-                "target_delay_us",
-                "quick_adapt",
-                "qa_gate",
-                "ack_delay_us",
-                "eta",
-                "fi",
-                "incast_penalty",
-                "incast_window_us",
-                "path_policy",
-                "health_ev_shift",
-                "health_ratio",
-                "health_floor"});
+  r.check_keys(*t, "qp.", qp_keys());
   QpConfig& q = s.qp;
   uint32_t mtu = q.mtu_bytes, ev = q.ev_count, ev_min = q.ev_min_active, mpr = q.mpr,
            wimm = q.max_wimm, timeout = q.timeout, lin = q.retry_linear, exp = q.retry_exp,
            ack = q.sack_every(), window = static_cast<uint32_t>(q.nscc.max_window_bytes / 1024);
-  std::string cc = "nscc", policy = to_string(q.path_policy);
+  std::string cc = "nscc";
   r.get(*t, "qp.", "mtu", mtu);
   r.get(*t, "qp.", "ev_count", ev);
   r.get(*t, "qp.", "ev_min_active", ev_min);
@@ -355,10 +365,7 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   read_cc_knobs(r, *t, q);
   read_ev_burst(r, *t, q);
   r.require(parse_cc_algorithm(cc, q.cc), "qp.cc", cc, "\"nscc\", \"aimd\" or \"fixed\"");
-  r.get(*t, "qp.", "path_policy", policy);
-  r.require(parse_path_policy(policy, q.path_policy), "qp.path_policy", policy,
-            "\"rules\", \"oblivious\", \"reps\" or \"health\"");
-  read_health(r, *t, q.health);
+  read_path_policy(r, *t, q);
   read_ev_list(r, *t, s);
 }
 
