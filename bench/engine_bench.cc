@@ -57,10 +57,17 @@ void report(benchmark::State& state, double seconds, uint64_t packets) {
   state.counters["Gbit_per_s"] = static_cast<double>(packets) * kPayload * 8 / seconds / 1e9;
 }
 
-QpConfig bench_config(PathPolicyKind policy = PathPolicyKind::kRules) {
+// A path policy, and whether the watchdog wraps it.
+struct PolicyChoice {
+  PathPolicyKind kind = PathPolicyKind::kRules;
+  bool watchdog = false;
+};
+
+QpConfig bench_config(PolicyChoice policy = {}) {
   QpConfig c;  // defaults: 4096 MTU, 128 EVs, MPR 32 (4096 PSNs), NSCC
   c.max_send_wr = 64;
-  c.path_policy = policy;
+  c.path_policy = policy.kind;
+  c.path_watchdog.enabled = policy.watchdog;
   return c;
 }
 
@@ -74,7 +81,7 @@ struct Sent {
 
 class SendRig {
  public:
-  explicit SendRig(PathPolicyKind policy = PathPolicyKind::kRules)
+  explicit SendRig(PolicyChoice policy = {})
       : source_(kWrBytes), out_storage_(wire::kMaxDatagramBytes + 8192) {
     const uint32_t pd = endpoint_.memory().alloc_pd();
     cq_ = endpoint_.create_cq(256);
@@ -177,8 +184,7 @@ class SendRig {
   std::vector<std::vector<uint8_t>> sacks_;
 };
 
-void send_path(benchmark::State& state, bool time_sacks,
-               PathPolicyKind policy = PathPolicyKind::kRules) {
+void send_path(benchmark::State& state, bool time_sacks, PolicyChoice policy = {}) {
   SendRig rig(policy);
   double seconds = 0;
   uint64_t packets = 0;
@@ -211,14 +217,19 @@ void BM_EngineSend4K_with_sacks(benchmark::State& state) {
 BENCHMARK(BM_EngineSend4K)->UseManualTime();
 BENCHMARK(BM_EngineSend4K_with_sacks)->UseManualTime();
 
-void BM_PolicySend4K_with_sacks(benchmark::State& state, PathPolicyKind policy) {
-  send_path(state, true, policy);
+void BM_PolicySend4K_with_sacks(benchmark::State& state, PathPolicyKind kind, bool watchdog) {
+  send_path(state, true, PolicyChoice{kind, watchdog});
 }
-BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, rules, PathPolicyKind::kRules)->UseManualTime();
-BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, oblivious, PathPolicyKind::kOblivious)
-    ->UseManualTime();
-BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, reps, PathPolicyKind::kReps)->UseManualTime();
-BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, health, PathPolicyKind::kHealth)->UseManualTime();
+#define MRC_POLICY_BENCH(name, kind, watchdog)                                    \
+  BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, name, PathPolicyKind::kind, watchdog) \
+      ->UseManualTime()
+MRC_POLICY_BENCH(rules, kRules, false);
+MRC_POLICY_BENCH(oblivious, kOblivious, false);
+MRC_POLICY_BENCH(reps, kReps, false);
+MRC_POLICY_BENCH(health, kHealth, false);
+MRC_POLICY_BENCH(p2c, kP2c, false);
+MRC_POLICY_BENCH(hedge, kHedge, false);
+MRC_POLICY_BENCH(p2c_watchdog, kP2c, true);
 
 // ---- receive path ------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ draws the same rank placement and fault targets) with its interval, and the wors
 ratio to the best baseline of that scenario. A run that fails (a byte lost, an operation not
 completed) stops the harness with its replay command.
 
-Usage: bench/paths_eval.py [--set train|test] [--seeds N] [--policies rules,oblivious,reps,health]
+Usage: bench/paths_eval.py [--set train|test] [--seeds N] [--policies rules,reps,oracle,...]
                            [--jobs N] [--out DIR] [--mrc PATH] [--only SUBSTRING]
        bench/paths_eval.py --from-runs DIR        (summarise and plot an earlier evaluation)
 Writes DIR/runs.json (every run), DIR/summary.json, DIR/summary.md and, with
@@ -36,7 +36,11 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-POLICIES = ["rules", "oblivious", "reps", "health"]
+# A policy label is a qp.path_policy value, "+wd" adding the watchdog (qp.path_watchdog).
+POLICIES = ["rules", "oblivious", "reps", "oracle", "health", "p2c", "hedge", "reps+wd",
+            "p2c+wd", "hedge+wd"]
+# The worst-case ratio is to the best of these; the oracle is the upper bound, not a baseline
+# a policy could be (it reads the faults from the simulator).
 BASELINES = ["rules", "oblivious", "reps"]
 
 # Student's t, two-sided 95 %, by degrees of freedom (then 1.96).
@@ -121,13 +125,18 @@ def fault_label(kind, param):
     return f"{kind}{param}"
 
 
+def policy_lines(label):
+    base, wd = (label[:-3], True) if label.endswith("+wd") else (label, False)
+    return f'path_policy = "{base}"\n' + ("path_watchdog = true\n" if wd else "")
+
+
 def scenario_text(name, topo, workload, fault, param, policy, qp_extra=""):
     return (f'name = "{name}"\nseed = 1\ntime_limit_ms = 200\nheal_at_us = 1000000\n'
             f'payload = false\n\n[fabric]\nplanes = 4\nhosts = {topo["hosts"]}\n'
             f'hosts_per_leaf = {topo["hosts_per_leaf"]}\nspines = {topo["spines"]}\n'
             f'host_link = {{ {LINK} }}\nfabric_link = {{ {LINK} }}\n\n'
             f'[qp]\nev_count = 64\ntimeout = 10\ntarget_delay_us = 15\n'
-            f'path_policy = "{policy}"\n{qp_extra}\n[transport]\nkind = "mrc"\n\n'
+            f'{policy_lines(policy)}{qp_extra}\n[transport]\nkind = "mrc"\n\n'
             f'[workload]\n{WORKLOADS[workload]}\n{FAULTS[fault](param)}')
 
 
@@ -255,6 +264,34 @@ def summarise(runs, policies):
     return out
 
 
+def fault_class(scenario):
+    label = scenario.split("-", 2)[2]
+    return next(k for k in sorted(FAULTS, key=len, reverse=True) if label.startswith(k))
+
+
+def gate(summary, policies):
+    """The ship gate per policy (issue: >= 10 % faster than the rules in >= 2 fault classes, at
+    the interval; never more than 2 % slower in any, at the interval). A class is won if one of
+    its scenarios is (ratio + CI <= 0.90), lost if one is (ratio - CI > 1.02)."""
+    out = {}
+    for p in policies:
+        if p == "rules":
+            continue
+        won, lost = set(), set()
+        for scen, row in summary.items():
+            e = row["policies"].get(p, {})
+            if "ratio_to_rules" not in e:
+                continue
+            r, ci = e["ratio_to_rules"], e["ratio_ci"]
+            if r + ci <= 0.90 and fault_class(scen) != "none":
+                won.add(fault_class(scen))
+            if r - ci > 1.02:
+                lost.add(fault_class(scen))
+        out[p] = {"won": sorted(won), "lost": sorted(lost),
+                  "passes": len(won) >= 2 and not lost}
+    return out
+
+
 def write_outputs(a, runs, summary, policies):
     with open(os.path.join(a.out, "runs.json"), "w") as f:
         json.dump(runs, f, indent=1)
@@ -274,6 +311,14 @@ def write_outputs(a, runs, summary, policies):
                   for p in policies if p != "rules" and "ratio_to_rules" in ps[p]]
         cells += [f"{ps[p]['worst_ratio_to_best']:.3f}" for p in policies]
         lines.append(f"| {scen} | " + " | ".join(cells) + " |")
+    g = gate(summary, policies)
+    lines += ["", "Ship gate (>= 10 % faster in >= 2 fault classes, never > 2 % slower; at the "
+              "interval):", "", "| policy | classes won | classes lost | passes |",
+              "|---|---|---|---|"]
+    lines += [f"| {p} | {', '.join(v['won']) or '-'} | {', '.join(v['lost']) or '-'} | "
+              f"{'yes' if v['passes'] else 'no'} |" for p, v in g.items()]
+    with open(os.path.join(a.out, "gate.json"), "w") as f:
+        json.dump(g, f, indent=1)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(a.out, "summary.md"), "w") as f:
         f.write(text)

@@ -12,6 +12,8 @@
 #include <set>
 
 #include "core/ev_set.h"
+#include "core/learned_policies.h"
+#include "core/path_watchdog.h"
 #include "util/prng.h"
 
 namespace mrc {
@@ -141,11 +143,17 @@ TEST(PathPolicy, RepsFreezesOnATimeoutAndExploresAfterThawing) {
 TEST(PathPolicy, EveryPolicyFitsTheShipGatesMemoryBound) {
   for (PathPolicyKind k :
        {PathPolicyKind::kOblivious, PathPolicyKind::kReps, PathPolicyKind::kHealth}) {
-    const auto policy = make_path_policy(k, HealthPolicyConfig{}, 4, 288);
+    EvSetConfig c;
+    c.planes = 4;
+    c.path_policy = k;
+    const auto policy = make_path_policy(c, 288, 1);
     ASSERT_NE(policy, nullptr);
     EXPECT_LE(policy->state_bytes(), 512u) << to_string(k);
   }
-  EXPECT_LE(make_path_policy(PathPolicyKind::kReps, {}, kMaxPlanes, 2048)->state_bytes(), 512u);
+  EvSetConfig reps;
+  reps.planes = kMaxPlanes;
+  reps.path_policy = PathPolicyKind::kReps;
+  EXPECT_LE(make_path_policy(reps, 2048, 1)->state_bytes(), 512u);
 }
 
 // Sends `packets` on one plane of 16 EVs; each packet's EV loses it with `loss` (`bad_loss` for

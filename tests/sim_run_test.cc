@@ -90,30 +90,68 @@ INSTANTIATE_TEST_SUITE_P(AllKinds, SimFaultKind, ::testing::Range(0, 8),
                                fault_cases()[static_cast<size_t>(param_info.param)].name);
                          });
 
-// Every path policy (core/path_policy.h) under every fault kind, then heal: each byte exactly
-// once. A policy only chooses among GOOD EVs and judges losses, so none may lose or hang data.
-class SimPathPolicy : public ::testing::TestWithParam<PathPolicyKind> {};
+// Every path policy (core/path_policy.h, learned_policies.h), the simulator's oracle and a
+// policy under the watchdog, under every fault kind, then heal: each byte exactly once. A policy
+// only chooses among GOOD EVs and judges losses, so none may lose or hang data.
+class SimPathPolicy : public ::testing::TestWithParam<const char*> {};
+
+void set_policy(Scenario& s, std::string_view label) {
+  if (label == "oracle") {
+    s.oracle_paths = true;
+    return;
+  }
+  const bool watchdog = label.ends_with("_watchdog");
+  if (watchdog) label.remove_suffix(sizeof("_watchdog") - 1);
+  ASSERT_TRUE(parse_path_policy(label, s.qp.path_policy)) << label;
+  s.qp.path_watchdog.enabled = watchdog;
+  s.qp.path_watchdog.min_epoch_ns = 5'000;  // epochs short enough to switch within a run
+}
 
 TEST_P(SimPathPolicy, EveryFaultKindThenHealDeliversExactlyOnce) {
   for (const FaultCase& c : fault_cases()) {
     for (uint64_t seed = 1; seed <= 3; ++seed) {
       Scenario s = base_scenario(seed);
-      s.qp.path_policy = GetParam();
+      set_policy(s, GetParam());
       s.faults.push_back({Instant{Duration::from_us(5).ns}, c.action, c.name});
       s.heal_at = Instant{Duration::from_us(800).ns};
       const RunReport r = run_scenario(s);
-      SCOPED_TRACE(std::string("policy ") + to_string(GetParam()) + ", fault kind " + c.name +
-                   ", seed " + std::to_string(seed));
+      SCOPED_TRACE(std::string("policy ") + GetParam() + ", fault kind " + c.name + ", seed " +
+                   std::to_string(seed) + "; replay: mrc_tests --gtest_filter='Policies/" +
+                   "SimPathPolicy.*/" + GetParam() + "'");
       expect_exactly_once(r);
     }
   }
 }
 INSTANTIATE_TEST_SUITE_P(Policies, SimPathPolicy,
-                         ::testing::Values(PathPolicyKind::kOblivious, PathPolicyKind::kReps,
-                                           PathPolicyKind::kHealth),
-                         [](const ::testing::TestParamInfo<PathPolicyKind>& param_info) {
-                           return std::string(to_string(param_info.param));
+                         ::testing::Values("oblivious", "reps", "health", "p2c", "hedge",
+                                           "oracle", "reps_watchdog", "p2c_watchdog"),
+                         [](const ::testing::TestParamInfo<const char*>& param_info) {
+                           return std::string(param_info.param);
                          });
+
+// The oracle reads the fault from the fabric: with one spine link of plane 0 losing every
+// packet from the start, it sends nothing on the EVs that cross it, so nothing is lost or
+// retransmitted, where the rules find the bad EVs by losing packets on them.
+TEST(SimPathPolicy, TheOracleSendsNothingIntoAKnownFault) {
+  const auto run = [](const char* policy) {
+    Scenario s;
+    std::string error;
+    const std::string text = std::string("name = \"oracle\"\npayload = false\n") +
+                             "[fabric]\nplanes = 2\nhosts = 2\nhosts_per_leaf = 1\nspines = 4\n" +
+                             "[qp]\nev_count = 16\npath_policy = \"" + policy + "\"\n" +
+                             "[workload]\nmessage_bytes = 200000\nmessages = 6\n" +
+                             "bidirectional = true\n[[fault]]\nat_us = 0\naction = \"faults\"\n" +
+                             "plane = 0\nlink = \"leaf_spine\"\nleaf = 0\nspine = 1\nloss = 1.0\n";
+    EXPECT_TRUE(load_scenario_text(text, "oracle.toml", s, error)) << error;
+    return run_scenario(s);
+  };
+  const RunReport oracle = run("oracle");
+  const RunReport rules = run("rules");
+  expect_exactly_once(oracle);
+  expect_exactly_once(rules);
+  EXPECT_EQ(oracle.retransmits, 0u);
+  EXPECT_GT(rules.retransmits, 0u);
+}
 
 // Goodput and line rate as SIMULATION.md defines them: the line rate is what the workload's NICs
 // allow (min of distinct senders and receivers, x planes x host link rate), and no run or

@@ -18,8 +18,8 @@ bool parse_cc_algorithm(std::string_view name, CcAlgorithm& out);
 
 // How the EV set chooses among its GOOD EVs and judges feedback (core/path_policy.h): its own
 // rules (the default), or a baseline policy inside the same state machine.
-enum class PathPolicyKind : uint8_t { kRules, kOblivious, kReps, kHealth };
-// "rules", "oblivious", "reps" or "health"; false for anything else.
+enum class PathPolicyKind : uint8_t { kRules, kOblivious, kReps, kHealth, kP2c, kHedge };
+// "rules", "oblivious", "reps", "health", "p2c" or "hedge"; false for anything else.
 bool parse_path_policy(std::string_view name, PathPolicyKind& out);
 const char* to_string(PathPolicyKind kind);
 
@@ -29,6 +29,40 @@ struct HealthPolicyConfig {
   uint8_t ev_shift = 4;   // each EV's loss share: an EWMA with gain 2^-ev_shift per feedback
   double ratio = 1.579;   // a loss strikes if the EV's share exceeds ratio x its plane's median
   double floor = 0.0108;  // ... and this absolute share
+};
+
+// The p2c policy's parameters (core/learned_policies.h, P2cPolicy): each EV's score moves
+// toward 255 x (the feedback's weight) by 2^-shift per feedback; a clean acknowledgement
+// weighs 0. The defaults are data/path_policy/p2c.json.
+struct P2cPolicyConfig {
+  uint8_t shift = 4;
+  double mark_weight = 0.127;  // an ECN mark or a trim
+  double loss_weight = 0.24;   // a loss found other than by a timeout
+};
+
+// The hedge policy's parameters (core/learned_policies.h, HedgePolicy): each EV's penalty
+// grows by these on feedback and shrinks by `decay` on a clean acknowledgement; its weight is
+// 2^(-penalty/16), never below `floor`. The defaults are data/path_policy/hedge.json.
+struct HedgePolicyConfig {
+  double mark_penalty = 11;
+  double loss_penalty = 18;
+  double decay = 4;
+  double floor = 0.09251;  // every GOOD EV keeps at least this share of a fair weight
+};
+
+// The watchdog around a path policy (core/path_watchdog.h): the policy runs in epochs of
+// max(epoch_rtts x RTT, min_epoch_ns); when its goodput falls below (1 - fall) x the last
+// epoch the rules ran, `bad_epochs` times in a row, the rules take over for a random
+// revert_epochs..2 x revert_epochs epochs. Every recalibrate_every policy epochs the rules
+// run one epoch, which becomes the new baseline.
+struct PathWatchdogConfig {
+  bool enabled = false;
+  uint16_t epoch_rtts = 16;
+  int64_t min_epoch_ns = 20'000;
+  double fall = 0.2;
+  uint8_t bad_epochs = 2;
+  uint16_t revert_epochs = 4;
+  uint16_t recalibrate_every = 8;
 };
 
 // NSCC-style window congestion control parameters (see core/cc/nscc.h).
@@ -71,6 +105,9 @@ struct QpConfig {
   // Path policy inside the EV state machine (core/path_policy.h); kRules: the rules alone.
   PathPolicyKind path_policy = PathPolicyKind::kRules;
   HealthPolicyConfig health;  // path_policy = kHealth
+  P2cPolicyConfig p2c;        // path_policy = kP2c
+  HedgePolicyConfig hedge;    // path_policy = kHedge
+  PathWatchdogConfig path_watchdog;  // around any policy but kRules
   // 0: random 32-bit EVs (simulator). Otherwise EVs are UDP source ports starting here (the
   // UDP datapath binds one send socket per port); see EvSetConfig::port_base.
   uint16_t ev_port_base = 0;
@@ -129,6 +166,7 @@ struct QpConfig {
   std::string validate(int planes) const;
   std::string validate_auto_evs(int planes) const;
   std::string validate_ev_list(int planes) const;
+  std::string validate_path_policy() const;
 
   Duration ack_timeout() const { return Duration{static_cast<int64_t>(1024) << timeout}; }
 };

@@ -28,6 +28,10 @@ bool parse_path_policy(std::string_view name, PathPolicyKind& out) {
     out = PathPolicyKind::kReps;
   else if (name == "health")
     out = PathPolicyKind::kHealth;
+  else if (name == "p2c")
+    out = PathPolicyKind::kP2c;
+  else if (name == "hedge")
+    out = PathPolicyKind::kHedge;
   else
     return false;
   return true;
@@ -43,6 +47,10 @@ const char* to_string(PathPolicyKind kind) {
       return "reps";
     case PathPolicyKind::kHealth:
       return "health";
+    case PathPolicyKind::kP2c:
+      return "p2c";
+    case PathPolicyKind::kHedge:
+      return "hedge";
   }
   return "?";
 }
@@ -97,6 +105,23 @@ std::string QpConfig::validate(int planes) const {
   if (nscc.min_window_bytes < mtu_bytes || nscc.max_window_bytes < nscc.min_window_bytes)
     return "nscc window bounds must satisfy mtu_bytes <= min_window_bytes <= max_window_bytes";
   if (fixed_window_bytes < mtu_bytes) return "fixed_window_bytes must be at least mtu_bytes";
+  return validate_path_policy();
+}
+
+// The integer settings whose out-of-range values the policies could not run with (the
+// simulator's scenario loader checks every field with its own messages).
+std::string QpConfig::validate_path_policy() const {
+  if (health.ev_shift < 1 || health.ev_shift > 7)
+    return range_error("health.ev_shift", health.ev_shift, 1, 7);
+  if (p2c.shift < 1 || p2c.shift > 7) return range_error("p2c.shift", p2c.shift, 1, 7);
+  const PathWatchdogConfig& w = path_watchdog;
+  if (w.epoch_rtts < 1) return range_error("path_watchdog.epoch_rtts", w.epoch_rtts, 1, 65535);
+  if (w.bad_epochs < 1) return range_error("path_watchdog.bad_epochs", w.bad_epochs, 1, 255);
+  if (w.revert_epochs < 1 || w.revert_epochs > 32767)
+    return range_error("path_watchdog.revert_epochs", w.revert_epochs, 1, 32767);
+  if (w.recalibrate_every < 1)
+    return range_error("path_watchdog.recalibrate_every", w.recalibrate_every, 1, 65535);
+  if (!(w.fall >= 0 && w.fall < 1)) return "path_watchdog.fall must be in [0, 1)";
   return {};
 }
 

@@ -35,7 +35,10 @@ EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
   }
   MRC_ASSERT(order_.size() < (1u << 16));  // rotations index it with 16 bits
   details_.resize(slots_.size());
-  policy_ = make_path_policy(config.path_policy, config.health, config.planes, slots_.size());
+  // The policy's seed is derived, not drawn, so the rotation's draws are the same under every
+  // policy.
+  uint64_t mix = seed ^ 0x9A7B'0C1D'2E3F'4051ULL;
+  policy_ = make_path_policy(config, slots_.size(), Prng::splitmix64(mix));
   for (int p = 0; p < config.planes; ++p) reshuffle(PlaneId(static_cast<uint8_t>(p)));
 }
 
@@ -198,12 +201,18 @@ void EvSet::skip(uint16_t slot) {
 
 void EvSet::on_ecn(uint16_t slot) {
   ++details_[slot].counts.ecn_marks;
-  if (!policy_ || policy_->skips_on_marks()) skip(slot);
+  on_mark(slot);
 }
 
 void EvSet::on_trim(uint16_t slot) {
   ++details_[slot].counts.trims;
-  if (!policy_ || policy_->skips_on_marks()) skip(slot);
+  on_mark(slot);
+}
+
+void EvSet::on_mark(uint16_t slot) {
+  if (!policy_) return skip(slot);
+  policy_->on_mark(slot, slots_[slot].plane);
+  if (policy_->skips_on_marks()) skip(slot);
 }
 
 void EvSet::on_loss(uint16_t slot, Instant now, bool timeout) {

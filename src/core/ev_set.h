@@ -96,6 +96,9 @@ struct EvSetConfig {
   std::vector<ExplicitEv> explicit_evs;
   PathPolicyKind path_policy = PathPolicyKind::kRules;
   HealthPolicyConfig health;
+  P2cPolicyConfig p2c;
+  HedgePolicyConfig hedge;
+  PathWatchdogConfig watchdog;
 };
 
 class EvSet {
@@ -162,6 +165,10 @@ class EvSet {
   void on_clean_ack(uint16_t slot, Instant now) {
     if (policy_) policy_->on_clean_ack(slot, slots_[slot].plane, now);
   }
+  // An acknowledgement newly acknowledged `bytes` of payload (seen by the policy only).
+  void on_delivered(uint64_t bytes, Instant now, Duration rtt) {
+    if (policy_) policy_->on_delivered(bytes, now, rtt);
+  }
   // The QP's retransmission timer fired (seen by the policy only).
   void on_timeout(Instant now, Duration rtt) {
     if (policy_) policy_->on_timeout(now, rtt);
@@ -174,6 +181,15 @@ class EvSet {
     return s.active && s.state == EvState::kGood && s.plane == plane;
   }
   const PathPolicy* policy() const { return policy_.get(); }
+  // Replaces the policy (nullptr: the rules): for a policy the factory cannot build, such as
+  // the simulator's oracle.
+  void set_policy(std::unique_ptr<PathPolicy> policy) { policy_ = std::move(policy); }
+  // The plane's rotation: its active slots (explicit mode: with repeats), in this rotation's
+  // shuffled order. What a policy scans for an alternative to the rotation's choice.
+  std::span<const uint16_t> rotation_slots(PlaneId plane) const {
+    const Rotation& r = rotations_[plane.value];
+    return {order_.data() + r.begin, r.size};
+  }
   void on_probe_answered(uint16_t slot);
   // The loss that struck or retired this EV turned out to be reordering: its strike is
   // forgotten, and a retired EV is GOOD again at once.
@@ -225,6 +241,7 @@ class EvSet {
   }
   uint16_t use(PlaneId plane, uint16_t candidate, uint16_t avoid);
   void skip(uint16_t slot);
+  void on_mark(uint16_t slot);  // an ECN mark or a trim
   void retire(uint16_t slot, Instant now);
   void refill(PlaneId plane);
   void reshuffle(PlaneId plane);

@@ -4,23 +4,80 @@
 #include <algorithm>
 
 #include "core/ev_set.h"
+#include "core/learned_policies.h"
+#include "core/path_watchdog.h"
 
 namespace mrc {
 
-std::unique_ptr<PathPolicy> make_path_policy(PathPolicyKind kind, const HealthPolicyConfig& health,
-                                             int planes, size_t slots) {
-  switch (kind) {
+namespace {
+
+std::unique_ptr<PathPolicy> make_bare(const EvSetConfig& config, size_t slots, uint64_t seed) {
+  switch (config.path_policy) {
     case PathPolicyKind::kRules:
       return nullptr;
     case PathPolicyKind::kOblivious:
       return std::make_unique<ObliviousPolicy>();
     case PathPolicyKind::kReps:
-      return std::make_unique<RepsPolicy>(planes);
+      return std::make_unique<RepsPolicy>(config.planes);
     case PathPolicyKind::kHealth:
-      return std::make_unique<HealthPolicy>(health, slots);
+      return std::make_unique<HealthPolicy>(config.health, slots);
+    case PathPolicyKind::kP2c:
+      return std::make_unique<P2cPolicy>(config.p2c, slots, seed);
+    case PathPolicyKind::kHedge:
+      return std::make_unique<HedgePolicy>(config.hedge, slots);
   }
   return nullptr;
 }
+
+}  // namespace
+
+std::unique_ptr<PathPolicy> make_path_policy(const EvSetConfig& config, size_t slots,
+                                             uint64_t seed) {
+  std::unique_ptr<PathPolicy> policy = make_bare(config, slots, seed);
+  if (policy == nullptr || !config.watchdog.enabled) return policy;
+  return std::make_unique<PathWatchdog>(config.watchdog, std::move(policy), seed ^ 1);
+}
+
+// ---- spray credits -----------------------------------------------------------------------
+
+// An offer adds the weight (in 1/255 of a packet, rounded up so that no positive weight starves)
+// to the slot's credit; a whole packet's credit is spent on the packet.
+bool SprayCredits::offer(uint16_t slot, double weight) {
+  if (weight <= 0) return false;
+  const int add = weight >= 1 ? 255 : static_cast<int>(weight * 255) + 1;
+  const int credit = credit_[slot] + add;
+  if (credit >= 255) {
+    credit_[slot] = static_cast<uint8_t>(credit - 255);
+    return true;
+  }
+  credit_[slot] = static_cast<uint8_t>(credit);
+  return false;
+}
+
+uint16_t SprayCredits::pick(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid,
+                            WeightFn weight, const void* context) {
+  if (candidate != EvSet::kNoSlot && offer(candidate, weight(context, candidate)))
+    return candidate;
+  const std::span<const uint16_t> order = evs.rotation_slots(plane);
+  // Two passes over the plane; if every EV's weight is small none may earn a whole packet in
+  // them, and the one with the most credit carries it (its credit spent): the shares stay in
+  // proportion to the weights whatever their scale.
+  uint16_t richest = candidate;
+  int richest_credit = candidate != EvSet::kNoSlot ? credit_[candidate] : -1;
+  for (size_t k = 0; k < 2 * order.size(); ++k) {
+    const uint16_t slot = order[(start_ + k) % order.size()];
+    if (slot == candidate || !evs.choosable(slot, plane, avoid)) continue;
+    if (offer(slot, weight(context, slot))) {
+      start_ = static_cast<uint16_t>((start_ + k + 1) % order.size());
+      return slot;
+    }
+    if (credit_[slot] > richest_credit) richest = slot, richest_credit = credit_[slot];
+  }
+  if (richest != EvSet::kNoSlot) credit_[richest] = 0;
+  return richest;
+}
+
+// ---- REPS --------------------------------------------------------------------------------
 
 uint16_t RepsPolicy::choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) {
   if (explore_left_ > 0) {
@@ -79,40 +136,6 @@ void RepsPolicy::on_timeout(Instant now, Duration rtt) {
   if (frozen_ || explore_left_ > 0) return;
   frozen_ = true;
   thaw_at_ = now + Duration{std::max<int64_t>(8 * rtt.ns, kMinFreezeNs)};
-}
-
-// ---- health ------------------------------------------------------------------------------
-
-// The share moves toward 1 on a loss and toward 0 on a clean acknowledgement. Acknowledgements
-// are coalesced (one echoed EV per SACK), so a share is not a loss rate per packet; but every EV
-// is counted alike, so an EV's share against its plane's median is what tells a bad path from
-// uniform loss. An arithmetic shift rounds down: a share decays all the way to 0.
-void HealthPolicy::observe(uint16_t slot, bool lost) {
-  const int share = ev_loss_[slot];
-  const int target = lost ? 255 : 0;
-  ev_loss_[slot] =
-      static_cast<uint8_t>(std::clamp(share + ((target - share) >> config_.ev_shift), 0, 255));
-}
-
-double HealthPolicy::plane_median_share(const EvSet& evs, PlaneId plane) const {
-  std::array<uint8_t, size_t{1} << EvSet::kSlotBits> shares;
-  size_t n = 0;
-  for (size_t i = 0; i < evs.size() && i < ev_loss_.size(); ++i) {
-    const EvSet::Slot& s = evs.slot(static_cast<uint16_t>(i));
-    if (s.active && s.plane == plane) shares[n++] = ev_loss_[i];
-  }
-  if (n == 0) return 0;
-  std::nth_element(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(n / 2),
-                   shares.begin() + static_cast<std::ptrdiff_t>(n));
-  return shares[n / 2] / 255.0;
-}
-
-PathPolicy::Verdict HealthPolicy::judge_loss(const EvSet& evs, uint16_t slot, PlaneId plane) {
-  observe(slot, true);
-  const double share = ev_loss_share(slot);
-  const bool localised =
-      share > config_.floor && share > config_.ratio * plane_median_share(evs, plane);
-  return localised ? Verdict::kStrike : Verdict::kSkip;
 }
 
 }  // namespace mrc

@@ -20,20 +20,10 @@
 //               timeout the ring freezes: its EVs are reused round and round, without being
 //               used up, until a clean acknowledgement arrives at least `freeze` later; then
 //               the ring is emptied and the next kExploreAfterFreeze packets explore.
-// And a first learned one:
-//   kHealth     a loss-locality classifier on the feedback path (the brief's C3, reduced to
-//               its loss judgement): each EV keeps the share of its feedback (clean
-//               acknowledgements and losses) that was a loss. A loss strikes the EV only if its
-//               share is above `ratio` times the median share of the plane's EVs in rotation
-//               and above `floor`; otherwise it only SKIPs the EV: uniform loss (every EV
-//               alike: a lossy NIC, a noisy fabric) then retires no EV, yet a lost packet still
-//               steers the next ones elsewhere for a rotation as under the rules (a loss is
-//               also a congestion signal), while a bad path (its EVs far above the rest) is
-//               struck as under the rules. The median, not the mean, so that a minority of bad EVs
-//               (a blackhole, a gray link) does not raise the bar for itself. Its parameters are
-//               trained on simulator scenarios (bench/paths_train.py,
-//               data/path_policy/health.json). Nothing per packet; a median per loss.
-// Policies draw no randomness of their own: exploring is the rotation's (seeded) choice.
+// The learned policies are in learned_policies.h, the watchdog that guards any policy in
+// path_watchdog.h, and the simulator's oracle (which knows the faults) in sim/oracle_policy.h.
+// A policy that draws random numbers draws them from a Prng seeded from the EV set's seed, so
+// a run replays exactly; exploring is otherwise the rotation's (seeded) choice.
 #pragma once
 
 #include <array>
@@ -70,15 +60,43 @@ class PathPolicy {
   }
   // An acknowledgement echoed `slot` without an ECN mark.
   virtual void on_clean_ack(uint16_t /*slot*/, PlaneId /*plane*/, Instant /*now*/) {}
+  // An acknowledgement echoed `slot` with an ECN mark, or a packet sent on it was trimmed.
+  virtual void on_mark(uint16_t /*slot*/, PlaneId /*plane*/) {}
+  // An acknowledgement newly acknowledged `bytes` of payload; `rtt` is the QP's smoothed RTT.
+  virtual void on_delivered(uint64_t /*bytes*/, Instant /*now*/, Duration /*rtt*/) {}
   // The retransmission timer fired; `rtt` is the QP's smoothed RTT.
   virtual void on_timeout(Instant /*now*/, Duration /*rtt*/) {}
   // Bytes of per-QP state the policy keeps (the ship gate's memory bound).
   virtual size_t state_bytes() const = 0;
 };
 
-// nullptr for kRules. `slots`: the EV set's slot count.
-std::unique_ptr<PathPolicy> make_path_policy(PathPolicyKind kind, const HealthPolicyConfig& health,
-                                             int planes, size_t slots);
+struct EvSetConfig;
+// nullptr for kRules. `slots`: the EV set's slot count; `seed`: for a policy's random draws.
+// With config.watchdog.enabled the policy comes wrapped in a PathWatchdog.
+std::unique_ptr<PathPolicy> make_path_policy(const EvSetConfig& config, size_t slots,
+                                             uint64_t seed);
+
+// Per-EV credits that spread a plane's packets in proportion to weights in [0, 1] (smooth
+// weighted round robin): each offer adds the EV's weight to its credit, and the first EV
+// whose credit reaches a whole packet carries it. The rotation's candidate is offered first,
+// then the plane's rotation in order from a moving start, so an EV of weight 1 is taken at
+// once and one of weight w carries w of the packets it would have carried. Deterministic;
+// one byte per slot.
+class SprayCredits {
+ public:
+  explicit SprayCredits(size_t slots) : credit_(slots, 0) {}
+  // `weight(context, slot)` in [0, 1]. Returns a slot for which evs.choosable holds, or
+  // `candidate` when no EV of the plane earns a packet within two passes.
+  using WeightFn = double (*)(const void* context, uint16_t slot);
+  uint16_t pick(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid,
+                WeightFn weight, const void* context);
+  size_t state_bytes() const { return credit_.size(); }
+
+ private:
+  bool offer(uint16_t slot, double weight);
+  std::vector<uint8_t> credit_;  // per slot, in 1/255 of a packet
+  uint16_t start_ = 0;
+};
 
 class ObliviousPolicy final : public PathPolicy {
  public:
@@ -117,24 +135,6 @@ class RepsPolicy final : public PathPolicy {
   Instant thaw_at_{0};
   uint16_t explore_left_ = 0;
   bool frozen_ = false;
-};
-
-class HealthPolicy final : public PathPolicy {
- public:
-  HealthPolicy(const HealthPolicyConfig& config, size_t slots)
-      : config_(config), ev_loss_(slots, 0) {}
-  Verdict judge_loss(const EvSet& evs, uint16_t slot, PlaneId plane) override;
-  void on_clean_ack(uint16_t slot, PlaneId, Instant) override { observe(slot, false); }
-  size_t state_bytes() const override { return sizeof(*this) + ev_loss_.size(); }
-  // The EV's loss share, and the median of the plane's EVs in rotation, in [0, 1].
-  double ev_loss_share(uint16_t slot) const { return ev_loss_[slot] / 255.0; }
-  double plane_median_share(const EvSet& evs, PlaneId plane) const;
-
- private:
-  void observe(uint16_t slot, bool lost);
-
-  HealthPolicyConfig config_;
-  std::vector<uint8_t> ev_loss_;  // per slot, the loss share in 1/255 (one byte per EV)
 };
 
 }  // namespace mrc

@@ -125,6 +125,9 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   ev.explicit_evs = config_.ev_list;
   ev.path_policy = config_.path_policy;
   ev.health = config_.health;
+  ev.p2c = config_.p2c;
+  ev.hedge = config_.hedge;
+  ev.watchdog = config_.path_watchdog;
   uint64_t mix = seed_ ^ (static_cast<uint64_t>(qpn_.value) << 32);
   evs_.emplace(ev, Prng::splitmix64(mix));
   cc_ = make_congestion_controller(config_);

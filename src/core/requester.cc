@@ -383,7 +383,10 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
     }
   }
   rack_scan(now);
-  if (acked > 0) on_progress(now);
+  if (acked > 0) {
+    on_progress(now);
+    evs_.on_delivered(acked, now, Duration{stats_.rtt.smoothed_ns});
+  }
   // Congestion control sees the network's delay: the responder's hold comes off the sample
   // (the loss timers keep the raw round trip: they wait for SACKs, held ones included).
   cc_.on_ack(AckSample{now, acked, wire::rtt_less_hold(rtt, sack.cc_flags),

@@ -164,6 +164,11 @@ class Fabric {
   // The loss a packet from src to dst with this EV meets: the largest of the faults that match
   // it (exactly or through kAnyHost); 0 if none.
   double path_loss(PlaneId plane, Ev ev, HostId src, HostId dst) const;
+  // What an EV's path from src to dst is worth now, in [0, 1]: 0 if a link on it is down or
+  // loses packets or an EV path fault matches it, else the slowest link's share of its
+  // configured rate. NIC drops are not counted (every path of the port has them). For the
+  // oracle policy (oracle_policy.h); it walks the route, so it is not for the per-hop path.
+  double path_health(HostId src, HostId dst, PlaneId plane, Ev ev) const;
   // Sets (or with rates 0 clears) the NIC drop of the ports `drop` names.
   void set_nic_drop(const NicDrop& drop);
   // Starts flapping the links of `scope` now (see FlapSpec).

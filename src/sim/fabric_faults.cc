@@ -148,6 +148,17 @@ double Fabric::path_loss(PlaneId plane, Ev ev, HostId src, HostId dst) const {
   return loss;
 }
 
+double Fabric::path_health(HostId src, HostId dst, PlaneId plane, Ev ev) const {
+  if (path_loss(plane, ev, src, dst) > 0) return 0;
+  double health = 1;
+  for (const uint32_t local : topology_.route(plane, src, dst, ev)) {
+    const Link& link = links_[global(plane, local).value];
+    if (!link.up() || link.faults.loss > 0) return 0;
+    health = std::min(health, link.rate_gbps() / link.config().rate_gbps);
+  }
+  return health;
+}
+
 void Fabric::set_nic_drop(const NicDrop& drop) {
   MRC_ASSERT(drop.host == kAnyHost || drop.host < config_.hosts);
   MRC_ASSERT(drop.plane < static_cast<int>(config_.planes));

@@ -15,6 +15,7 @@
 
 #include "sim/baseline.h"
 #include "sim/host.h"
+#include "sim/oracle_policy.h"
 #include "sim/payload_free.h"
 #include "sim/payload_layout.h"
 #include "sim/workload.h"
@@ -385,6 +386,10 @@ QueuePair* Runner::connect(HostId a, HostId b, QueuePair*& back) {
   MRC_ASSERT(qa->to_rtr(RtrAttributes{qb->qpn(), psn_b, b}).ok());
   MRC_ASSERT(qb->to_rtr(RtrAttributes{qa->qpn(), psn_a, a}).ok());
   MRC_ASSERT(qa->to_rts(RtsAttributes{psn_a}).ok() && qb->to_rts(RtsAttributes{psn_b}).ok());
+  if (sc_.oracle_paths) {
+    qa->evs()->set_policy(std::make_unique<OraclePolicy>(*fabric_, a, b, qa->evs()->size()));
+    qb->evs()->set_policy(std::make_unique<OraclePolicy>(*fabric_, b, a, qb->evs()->size()));
+  }
   back = qb;
   return qa;
 }

@@ -302,18 +302,24 @@ const std::set<std::string>& qp_keys() {
                                              "path_policy",
                                              "health_ev_shift",
                                              "health_ratio",
-                                             "health_floor"};
+                                             "health_floor",
+                                             "p2c_shift",
+                                             "p2c_mark_weight",
+                                             "p2c_loss_weight",
+                                             "hedge_mark_penalty",
+                                             "hedge_loss_penalty",
+                                             "hedge_decay",
+                                             "hedge_floor",
+                                             "path_watchdog",
+                                             "watchdog_fall",
+                                             "watchdog_epoch_rtts"};
   return keys;
 }
 
-// The path policy and the health policy's parameters (HealthPolicyConfig).
-void read_path_policy(Reader& r, const toml::table& t, QpConfig& q) {
-  std::string policy = to_string(q.path_policy);
-  r.get(t, "qp.", "path_policy", policy);
-  r.require(parse_path_policy(policy, q.path_policy), "qp.path_policy", policy,
-            "\"rules\", \"oblivious\", \"reps\" or \"health\"");
+// The learned policies' parameters (HealthPolicyConfig, P2cPolicyConfig, HedgePolicyConfig).
+void read_learned_policies(Reader& r, const toml::table& t, QpConfig& q) {
   HealthPolicyConfig& h = q.health;
-  uint32_t ev_shift = h.ev_shift;
+  uint32_t ev_shift = h.ev_shift, p2c_shift = q.p2c.shift;
   r.get(t, "qp.", "health_ev_shift", ev_shift);
   r.get(t, "qp.", "health_ratio", h.ratio);
   r.get(t, "qp.", "health_floor", h.floor);
@@ -321,6 +327,49 @@ void read_path_policy(Reader& r, const toml::table& t, QpConfig& q) {
   r.require(h.ratio >= 0 && h.ratio <= 1000, "qp.health_ratio", h.ratio, "0..1000");
   r.require(h.floor >= 0 && h.floor <= 1, "qp.health_floor", h.floor, "0..1 (a loss share)");
   h.ev_shift = static_cast<uint8_t>(std::min<uint32_t>(ev_shift, 7));
+  P2cPolicyConfig& c = q.p2c;
+  r.get(t, "qp.", "p2c_shift", p2c_shift);
+  r.get(t, "qp.", "p2c_mark_weight", c.mark_weight);
+  r.get(t, "qp.", "p2c_loss_weight", c.loss_weight);
+  r.require(p2c_shift >= 1 && p2c_shift <= 7, "qp.p2c_shift", double(p2c_shift), "1..7");
+  r.require(c.mark_weight >= 0 && c.mark_weight <= 1, "qp.p2c_mark_weight", c.mark_weight, "0..1");
+  r.require(c.loss_weight >= 0 && c.loss_weight <= 1, "qp.p2c_loss_weight", c.loss_weight, "0..1");
+  c.shift = static_cast<uint8_t>(std::min<uint32_t>(p2c_shift, 7));
+  HedgePolicyConfig& g = q.hedge;
+  r.get(t, "qp.", "hedge_mark_penalty", g.mark_penalty);
+  r.get(t, "qp.", "hedge_loss_penalty", g.loss_penalty);
+  r.get(t, "qp.", "hedge_decay", g.decay);
+  r.get(t, "qp.", "hedge_floor", g.floor);
+  for (auto [key, value] : {std::pair{"qp.hedge_mark_penalty", g.mark_penalty},
+                            std::pair{"qp.hedge_loss_penalty", g.loss_penalty},
+                            std::pair{"qp.hedge_decay", g.decay}})
+    r.require(value >= 0 && value <= 255, key, value, "0..255 (sixteenths of a halving)");
+  r.require(g.floor > 0 && g.floor <= 1, "qp.hedge_floor", g.floor, "(0, 1] (a weight)");
+}
+
+// The path policy ("oracle": the simulator's, Scenario::oracle_paths), its watchdog, and the
+// learned policies' parameters.
+void read_path_policy(Reader& r, const toml::table& t, Scenario& s) {
+  QpConfig& q = s.qp;
+  std::string policy = to_string(q.path_policy);
+  r.get(t, "qp.", "path_policy", policy);
+  s.oracle_paths = policy == "oracle";
+  r.require(s.oracle_paths || parse_path_policy(policy, q.path_policy), "qp.path_policy", policy,
+            "\"rules\", \"oblivious\", \"reps\", \"health\", \"p2c\", \"hedge\" or \"oracle\"");
+  if (s.oracle_paths) q.path_policy = PathPolicyKind::kRules;  // the runner installs the oracle
+  PathWatchdogConfig& w = q.path_watchdog;
+  uint32_t epoch_rtts = w.epoch_rtts;
+  r.get(t, "qp.", "path_watchdog", w.enabled);
+  r.get(t, "qp.", "watchdog_fall", w.fall);
+  r.get(t, "qp.", "watchdog_epoch_rtts", epoch_rtts);
+  r.require(w.fall >= 0 && w.fall < 1, "qp.watchdog_fall", w.fall, "[0, 1) (a share of goodput)");
+  r.require(epoch_rtts >= 1 && epoch_rtts <= 1000, "qp.watchdog_epoch_rtts", double(epoch_rtts),
+            "1..1000");
+  w.epoch_rtts = static_cast<uint16_t>(std::clamp<uint32_t>(epoch_rtts, 1, 1000));
+  if (w.enabled && s.oracle_paths)
+    r.fail("qp.path_watchdog = true: must be false with the oracle (it is the upper bound, not "
+           "a policy to guard)");
+  read_learned_policies(r, t, q);
 }
 
 void read_qp(Reader& r, const toml::table* t, Scenario& s) {
@@ -365,7 +414,7 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   read_cc_knobs(r, *t, q);
   read_ev_burst(r, *t, q);
   r.require(parse_cc_algorithm(cc, q.cc), "qp.cc", cc, "\"nscc\", \"aimd\" or \"fixed\"");
-  read_path_policy(r, *t, q);
+  read_path_policy(r, *t, s);
   read_ev_list(r, *t, s);
 }
 

@@ -41,6 +41,9 @@ struct Scenario {
   uint64_t seed = 1;
   FabricConfig fabric;
   QpConfig qp;  // MRC queue pairs; mtu, timeout, retry_linear, ack_every also baselines
+  // qp.path_policy = "oracle": every QP's EV set runs the simulator's oracle (oracle_policy.h),
+  // which reads each EV's path health from the fabric; qp.path_policy is then kRules.
+  bool oracle_paths = false;
   TransportConfig transport;  // [transport]: mrc (the engine) or a baseline
   Workload workload;
   std::vector<ScheduledFault> faults;
