@@ -33,12 +33,23 @@ def log_uniform(rng, lo, hi, digits):
 
 # Per policy: the starting defaults, a draw from the search space, and the scenario keys.
 SPACES = {
+    # The loss judgement (ev_shift, ratio, floor) starts from its earlier training (1.579,
+    # 0.0108, without prediction); the draws add failure prediction around it.
     "health": {
-        "defaults": {"ev_shift": 4, "ratio": 3.0, "floor": 0.03},
-        "draw": lambda rng: {"ev_shift": rng.randint(2, 6),
-                             "ratio": log_uniform(rng, 1.5, 8, 3),
-                             "floor": log_uniform(rng, 0.01, 0.2, 4)},
-        "keys": {"ev_shift": "health_ev_shift", "ratio": "health_ratio", "floor": "health_floor"},
+        "defaults": {"ev_shift": 4, "ratio": 1.579, "floor": 0.0108, "flap_risk": 0,
+                     "mark_risk": 0, "rtt_inflation": 0, "risk_shift": 4, "risk_limit": 1},
+        "draw": lambda rng: {"ev_shift": rng.randint(3, 5),
+                             "ratio": log_uniform(rng, 1.3, 3, 3),
+                             "floor": log_uniform(rng, 0.005, 0.05, 4),
+                             "flap_risk": round(rng.uniform(0, 1), 3),
+                             "mark_risk": log_uniform(rng, 0.01, 0.5, 3),
+                             "rtt_inflation": rng.choice([0, round(rng.uniform(1.5, 6), 2)]),
+                             "risk_shift": rng.randint(2, 6),
+                             "risk_limit": round(rng.uniform(0.2, 0.9), 3)},
+        "keys": {"ev_shift": "health_ev_shift", "ratio": "health_ratio", "floor": "health_floor",
+                 "flap_risk": "health_flap_risk", "mark_risk": "health_mark_risk",
+                 "rtt_inflation": "health_rtt_inflation", "risk_shift": "health_risk_shift",
+                 "risk_limit": "health_risk_limit"},
     },
     "p2c": {
         "defaults": {"shift": 3, "mark_weight": 0.25, "loss_weight": 1.0},

@@ -106,6 +106,67 @@ TEST(LearnedPolicies, HedgeFloorHoldsUnderAnyPenalty) {
   EXPECT_DOUBLE_EQ(p.weight(0), 1.0);
 }
 
+// Failure prediction: an EV the state machine retired before is risky; its next loss strikes at
+// once even where the loss-locality rule alone would only SKIP, and the rotation's choice of it
+// is traded for a lower-risk EV. Marks and inflated RTTs raise the risk too; clean
+// acknowledgements let it decay. Off (risk_limit 1), nothing is kept.
+TEST(LearnedPolicies, HealthPredictsFailureFromFlapsMarksAndRtts) {
+  HealthPolicyConfig c;
+  c.flap_risk = 0.8;
+  c.mark_risk = 0.5;
+  c.rtt_inflation = 2;
+  c.risk_shift = 2;
+  c.risk_limit = 0.5;
+  EvSetConfig ec = config(PathPolicyKind::kRules, 1, 8);
+  EvSet evs(ec, 1);
+  HealthPolicy h(c, 1, evs.size(), 7);
+  // Uniform loss: every EV's share alike (two losses each), so a loss only SKIPs...
+  for (uint16_t i = 0; i < 8; ++i) h.judge_loss(evs, i, kPlane0);
+  for (uint16_t i = 2; i < 8; ++i) h.judge_loss(evs, i, kPlane0);
+  EXPECT_EQ(h.judge_loss(evs, 1, kPlane0), PathPolicy::Verdict::kSkip);
+  // ... unless EV 0 was retired before.
+  h.on_retired(0, kPlane0);
+  EXPECT_NEAR(h.risk(0), 0.8, 0.01);
+  EXPECT_EQ(h.judge_loss(evs, 0, kPlane0), PathPolicy::Verdict::kStrike);
+  // Clean acknowledgements bring it below the limit.
+  for (int i = 0; i < 4; ++i) h.on_clean_ack(0, kPlane0, Instant{0});
+  EXPECT_LT(h.risk(0), 0.5);
+  h.on_mark(2, kPlane0);
+  EXPECT_NEAR(h.risk(2), 0.5, 0.01);
+  h.on_rtt(3, kPlane0, Duration{10'000});
+  h.on_rtt(3, kPlane0, Duration{15'000});  // 1.5 x the lowest: not inflated
+  EXPECT_EQ(h.risk(3), 0);
+  h.on_rtt(3, kPlane0, Duration{30'000});  // 3 x
+  EXPECT_GT(h.risk(3), 0);
+}
+
+TEST(LearnedPolicies, HealthPassesOverARiskyEvInRotation) {
+  // Explicit EVs: no backups, so a retired EV keeps its place in the rotation.
+  EvSetConfig c = config(PathPolicyKind::kHealth, 1, 8);
+  for (uint32_t e = 1; e <= 8; ++e) c.explicit_evs.push_back({kPlane0, Ev(e * 1000)});
+  c.health.flap_risk = 1;
+  c.health.risk_limit = 0.5;
+  c.loss_strike_uses = 0;  // one strike retires
+  EvSet evs(c, 4);
+  const uint16_t bad = evs.next(kPlane0);
+  evs.on_loss(bad, Instant{0}, /*timeout=*/true);  // retired; the policy notes it
+  ASSERT_EQ(evs.slot(bad).state, EvState::kAssumedBad);
+  evs.revive(bad);  // GOOD again (as after answered probes), still risky
+  ASSERT_EQ(evs.slot(bad).state, EvState::kGood);
+  const auto n = spread(evs, 800);
+  // Offered about 100 times, it keeps only the draws that land on itself (1 in 8).
+  EXPECT_LT(n.count(bad) ? n.at(bad) : 0, 40);
+}
+
+TEST(LearnedPolicies, HealthKeepsNoRiskWithoutPrediction) {
+  HealthPolicyConfig off;
+  off.risk_limit = 1;
+  HealthPolicy h(off, 4, 288, 1);
+  h.on_retired(0, kPlane0);
+  EXPECT_EQ(h.risk(0), 0);
+  EXPECT_LE(h.state_bytes(), 512u);  // one byte per slot
+}
+
 // The shipped weights (data/path_policy/*.json, from bench/paths_train.py) are the defaults.
 TEST(LearnedPolicies, DefaultsAreTheShippedTrainedValues) {
   const auto load = [](const char* name) {

@@ -100,6 +100,14 @@ void set_policy(Scenario& s, std::string_view label) {
     s.oracle_paths = true;
     return;
   }
+  if (label == "health_predicting") {  // failure prediction on, whatever the shipped defaults
+    s.qp.path_policy = PathPolicyKind::kHealth;
+    s.qp.health.flap_risk = 0.5;
+    s.qp.health.mark_risk = 0.2;
+    s.qp.health.rtt_inflation = 3;
+    s.qp.health.risk_limit = 0.4;
+    return;
+  }
   const bool watchdog = label.ends_with("_watchdog");
   if (watchdog) label.remove_suffix(sizeof("_watchdog") - 1);
   ASSERT_TRUE(parse_path_policy(label, s.qp.path_policy)) << label;
@@ -123,7 +131,8 @@ TEST_P(SimPathPolicy, EveryFaultKindThenHealDeliversExactlyOnce) {
   }
 }
 INSTANTIATE_TEST_SUITE_P(Policies, SimPathPolicy,
-                         ::testing::Values("oblivious", "reps", "health", "p2c", "hedge",
+                         ::testing::Values("oblivious", "reps", "health", "health_predicting",
+                                           "p2c", "hedge",
                                            "oracle", "reps_watchdog", "p2c_watchdog"),
                          [](const ::testing::TestParamInfo<const char*>& param_info) {
                            return std::string(param_info.param);

@@ -23,12 +23,23 @@ enum class PathPolicyKind : uint8_t { kRules, kOblivious, kReps, kHealth, kP2c, 
 bool parse_path_policy(std::string_view name, PathPolicyKind& out);
 const char* to_string(PathPolicyKind kind);
 
-// The health policy's parameters (core/path_policy.h, HealthPolicy). The defaults are the
+// The health policy's parameters (core/learned_policies.h, HealthPolicy). The defaults are the
 // trained values of data/path_policy/health.json (bench/paths_train.py made them).
 struct HealthPolicyConfig {
-  uint8_t ev_shift = 4;   // each EV's loss share: an EWMA with gain 2^-ev_shift per feedback
-  double ratio = 1.579;   // a loss strikes if the EV's share exceeds ratio x its plane's median
-  double floor = 0.0108;  // ... and this absolute share
+  uint8_t ev_shift = 3;   // each EV's loss share: an EWMA with gain 2^-ev_shift per feedback
+  double ratio = 1.68;    // a loss strikes if the EV's share exceeds ratio x its plane's median
+  double floor = 0.0361;  // ... and this absolute share
+  // Failure prediction: each EV's risk in [0, 1] rises when the state machine retires it
+  // (flap_risk added: a path that failed before fails again), on an ECN mark or trim (by
+  // mark_risk of what is left to 1) and on an RTT sample above rtt_inflation x the plane's
+  // lowest (by 1/8 of what is left; 0: RTTs not used), and decays by 2^-risk_shift on a clean
+  // acknowledgement. Above risk_limit a loss strikes at once and the EV is passed over for a
+  // random GOOD EV of lower risk; risk_limit 1 turns prediction off.
+  double flap_risk = 0.31;
+  double mark_risk = 0.394;
+  double rtt_inflation = 4.85;
+  uint8_t risk_shift = 6;
+  double risk_limit = 0.377;
 };
 
 // The p2c policy's parameters (core/learned_policies.h, P2cPolicy): each EV's score moves

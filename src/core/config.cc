@@ -113,6 +113,8 @@ std::string QpConfig::validate(int planes) const {
 std::string QpConfig::validate_path_policy() const {
   if (health.ev_shift < 1 || health.ev_shift > 7)
     return range_error("health.ev_shift", health.ev_shift, 1, 7);
+  if (health.risk_shift < 1 || health.risk_shift > 7)
+    return range_error("health.risk_shift", health.risk_shift, 1, 7);
   if (p2c.shift < 1 || p2c.shift > 7) return range_error("p2c.shift", p2c.shift, 1, 7);
   const PathWatchdogConfig& w = path_watchdog;
   if (w.epoch_rtts < 1) return range_error("path_watchdog.epoch_rtts", w.epoch_rtts, 1, 65535);

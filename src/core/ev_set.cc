@@ -251,6 +251,7 @@ void EvSet::retire(uint16_t slot, Instant now) {
   s.failed_probes = 0;
   s.probe_outstanding = false;
   details_[slot].next_probe_at = now + config_.probe_interval;
+  if (policy_) policy_->on_retired(slot, s.plane);
   refill(s.plane);
 }
 

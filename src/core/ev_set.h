@@ -165,6 +165,10 @@ class EvSet {
   void on_clean_ack(uint16_t slot, Instant now) {
     if (policy_) policy_->on_clean_ack(slot, slots_[slot].plane, now);
   }
+  // An RTT sample taken on the slot's EV (seen by the policy only).
+  void on_rtt(uint16_t slot, Duration rtt) {
+    if (policy_) policy_->on_rtt(slot, slots_[slot].plane, rtt);
+  }
   // An acknowledgement newly acknowledged `bytes` of payload (seen by the policy only).
   void on_delivered(uint64_t bytes, Instant now, Duration rtt) {
     if (policy_) policy_->on_delivered(bytes, now, rtt);

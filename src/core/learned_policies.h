@@ -12,7 +12,11 @@
 //           rotation as under the rules (a loss is also a congestion signal), while a bad path
 //           (its EVs far above the rest) is struck as under the rules. The median, not the
 //           mean, so that a minority of bad EVs (a blackhole, a gray link) does not raise the
-//           bar for itself. Nothing per packet; a median per loss.
+//           bar for itself. It also predicts failures: each EV's risk rises when the state
+//           machine retires it (a flapping path fails again), on ECN marks and on inflated RTTs,
+//           and decays on clean acknowledgements; an EV above the risk limit is struck on its
+//           first loss and passed over for a random lower-risk GOOD EV of its plane, before it
+//           loses anything. Nothing per packet below the limit; a median per loss.
 //   p2c     a learned-score power-of-two choice (the brief's C1): each EV keeps a score, an
 //           EWMA of its feedback (clean acknowledgement 0, ECN mark or trim `mark_weight`, loss
 //           `loss_weight`); each packet compares the rotation's EV with one other GOOD EV of
@@ -38,20 +42,35 @@ namespace mrc {
 
 class HealthPolicy final : public PathPolicy {
  public:
-  HealthPolicy(const HealthPolicyConfig& config, size_t slots)
-      : config_(config), ev_loss_(slots, 0) {}
+  HealthPolicy(const HealthPolicyConfig& config, int planes, size_t slots, uint64_t seed);
+  uint16_t choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) override;
   Verdict judge_loss(const EvSet& evs, uint16_t slot, PlaneId plane) override;
-  void on_clean_ack(uint16_t slot, PlaneId, Instant) override { observe(slot, false); }
-  size_t state_bytes() const override { return sizeof(*this) + ev_loss_.size(); }
+  void on_clean_ack(uint16_t slot, PlaneId, Instant) override;
+  void on_mark(uint16_t slot, PlaneId) override;
+  void on_rtt(uint16_t slot, PlaneId plane, Duration rtt) override;
+  void on_retired(uint16_t slot, PlaneId) override;
+  size_t state_bytes() const override {
+    return sizeof(*this) + loss_.size() + risk_.size() +
+           plane_min_rtt_ns_.size() * sizeof(int64_t);
+  }
   // The EV's loss share, and the median of the plane's EVs in rotation, in [0, 1].
-  double ev_loss_share(uint16_t slot) const { return ev_loss_[slot] / 255.0; }
+  double ev_loss_share(uint16_t slot) const { return loss_[slot] / 255.0; }
   double plane_median_share(const EvSet& evs, PlaneId plane) const;
+  // The EV's predicted risk of failing, in [0, 1].
+  double risk(uint16_t slot) const { return risk_.empty() ? 0 : risk_[slot] / 255.0; }
 
  private:
   void observe(uint16_t slot, bool lost);
+  void raise_risk(uint16_t slot, int by);
+  bool risky(uint16_t slot) const { return !risk_.empty() && risk_[slot] > risk_limit_; }
 
   HealthPolicyConfig config_;
-  std::vector<uint8_t> ev_loss_;  // per slot, the loss share in 1/255 (one byte per EV)
+  int risk_limit_;  // in 1/255
+  Prng prng_;
+  std::vector<uint8_t> loss_;  // per slot, the loss share in 1/255
+  // Per slot, the risk in 1/255; empty (nothing kept) when prediction is off (risk_limit 1).
+  std::vector<uint8_t> risk_;
+  std::vector<int64_t> plane_min_rtt_ns_;  // the lowest RTT sampled per plane (prediction on)
 };
 
 class P2cPolicy final : public PathPolicy {

@@ -20,7 +20,7 @@ std::unique_ptr<PathPolicy> make_bare(const EvSetConfig& config, size_t slots, u
     case PathPolicyKind::kReps:
       return std::make_unique<RepsPolicy>(config.planes);
     case PathPolicyKind::kHealth:
-      return std::make_unique<HealthPolicy>(config.health, slots);
+      return std::make_unique<HealthPolicy>(config.health, config.planes, slots, seed);
     case PathPolicyKind::kP2c:
       return std::make_unique<P2cPolicy>(config.p2c, slots, seed);
     case PathPolicyKind::kHedge:

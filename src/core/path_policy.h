@@ -62,6 +62,10 @@ class PathPolicy {
   virtual void on_clean_ack(uint16_t /*slot*/, PlaneId /*plane*/, Instant /*now*/) {}
   // An acknowledgement echoed `slot` with an ECN mark, or a packet sent on it was trimmed.
   virtual void on_mark(uint16_t /*slot*/, PlaneId /*plane*/) {}
+  // An RTT sample taken on the slot's EV.
+  virtual void on_rtt(uint16_t /*slot*/, PlaneId /*plane*/, Duration /*rtt*/) {}
+  // The state machine retired the slot's EV (ASSUMED_BAD).
+  virtual void on_retired(uint16_t /*slot*/, PlaneId /*plane*/) {}
   // An acknowledgement newly acknowledged `bytes` of payload; `rtt` is the QP's smoothed RTT.
   virtual void on_delivered(uint64_t /*bytes*/, Instant /*now*/, Duration /*rtt*/) {}
   // The retransmission timer fired; `rtt` is the QP's smoothed RTT.

@@ -43,6 +43,10 @@ class PathWatchdog final : public PathPolicy {
   }
   void on_mark(uint16_t slot, PlaneId plane) override { inner_->on_mark(slot, plane); }
   void on_timeout(Instant now, Duration rtt) override { inner_->on_timeout(now, rtt); }
+  void on_rtt(uint16_t slot, PlaneId plane, Duration rtt) override {
+    inner_->on_rtt(slot, plane, rtt);
+  }
+  void on_retired(uint16_t slot, PlaneId plane) override { inner_->on_retired(slot, plane); }
   void on_delivered(uint64_t bytes, Instant now, Duration rtt) override;
   size_t state_bytes() const override { return sizeof(*this) + inner_->state_bytes(); }
 

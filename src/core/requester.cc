@@ -376,6 +376,7 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
         wire::timestamp_of(t.sent_at) == sack.cc.echoed_timestamp) {
       rtt = now - t.sent_at;
       stats_.rtt.add(rtt.ns);
+      if (echoed != EvSet::kNoSlot) evs_.on_rtt(echoed, rtt);
       walk_same_ev(now, trigger, base, sack);
     } else if (t.transmissions > 1 && t.first_ev.value == sack.echoed_entropy &&
                t.first_timestamp == sack.cc.echoed_timestamp) {

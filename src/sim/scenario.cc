@@ -303,6 +303,11 @@ const std::set<std::string>& qp_keys() {
                                              "health_ev_shift",
                                              "health_ratio",
                                              "health_floor",
+                                             "health_flap_risk",
+                                             "health_mark_risk",
+                                             "health_rtt_inflation",
+                                             "health_risk_shift",
+                                             "health_risk_limit",
                                              "p2c_shift",
                                              "p2c_mark_weight",
                                              "p2c_loss_weight",
@@ -316,6 +321,25 @@ const std::set<std::string>& qp_keys() {
   return keys;
 }
 
+// The health policy's failure prediction (HealthPolicyConfig).
+void read_health_prediction(Reader& r, const toml::table& t, HealthPolicyConfig& h) {
+  uint32_t risk_shift = h.risk_shift;
+  r.get(t, "qp.", "health_flap_risk", h.flap_risk);
+  r.get(t, "qp.", "health_mark_risk", h.mark_risk);
+  r.get(t, "qp.", "health_rtt_inflation", h.rtt_inflation);
+  r.get(t, "qp.", "health_risk_shift", risk_shift);
+  r.get(t, "qp.", "health_risk_limit", h.risk_limit);
+  r.require(h.flap_risk >= 0 && h.flap_risk <= 1, "qp.health_flap_risk", h.flap_risk, "0..1");
+  r.require(h.mark_risk >= 0 && h.mark_risk <= 1, "qp.health_mark_risk", h.mark_risk, "0..1");
+  r.require(h.rtt_inflation == 0 || (h.rtt_inflation >= 1 && h.rtt_inflation <= 100),
+            "qp.health_rtt_inflation", h.rtt_inflation, "0 (off) or 1..100 (x the lowest RTT)");
+  r.require(risk_shift >= 1 && risk_shift <= 7, "qp.health_risk_shift", double(risk_shift),
+            "1..7");
+  r.require(h.risk_limit >= 0 && h.risk_limit <= 1, "qp.health_risk_limit", h.risk_limit,
+            "0..1 (1: no prediction)");
+  h.risk_shift = static_cast<uint8_t>(std::clamp<uint32_t>(risk_shift, 1, 7));
+}
+
 // The learned policies' parameters (HealthPolicyConfig, P2cPolicyConfig, HedgePolicyConfig).
 void read_learned_policies(Reader& r, const toml::table& t, QpConfig& q) {
   HealthPolicyConfig& h = q.health;
@@ -327,6 +351,7 @@ void read_learned_policies(Reader& r, const toml::table& t, QpConfig& q) {
   r.require(h.ratio >= 0 && h.ratio <= 1000, "qp.health_ratio", h.ratio, "0..1000");
   r.require(h.floor >= 0 && h.floor <= 1, "qp.health_floor", h.floor, "0..1 (a loss share)");
   h.ev_shift = static_cast<uint8_t>(std::min<uint32_t>(ev_shift, 7));
+  read_health_prediction(r, t, h);
   P2cPolicyConfig& c = q.p2c;
   r.get(t, "qp.", "p2c_shift", p2c_shift);
   r.get(t, "qp.", "p2c_mark_weight", c.mark_weight);
