@@ -3,10 +3,12 @@
 reproduced") and prints a markdown table of what they measure.
 
   bench/published.py [--mrc build/pub/src/mrc] [--only PREFIX ...] [--quick] [--out FILE]
+                     [--set SECTION.KEY=VALUE ...]
 
 Each experiment is a scenario file in scenarios/ plus overrides (key = value lines replaced in
 their [section], a [[fault]] block appended for random drop). Runs one simulation at a time.
---quick keeps only the smaller message size of the 64-host sweep.
+--quick keeps only the smaller message size of the 64-host sweep. --set overrides a key in
+every MRC scenario (e.g. --set qp.path_policy=p2c to run them under another path policy).
 """
 import argparse
 import json
@@ -44,9 +46,14 @@ def override(text, sets):
     return "\n".join(lines)
 
 
+EXTRA_SETS = {}  # --set: applied to every scenario whose transport is MRC
+
+
 def run(mrc, scenario, sets=None, loss=0.0, report=False, replace=()):
     text = open(os.path.join(SCEN, scenario)).read()
     text = override(text, sets or {})
+    if EXTRA_SETS and not re.search(r'^kind\s*=\s*"(roce|roce_pfc|mptcp)"', text, re.M):
+        text = override(text, EXTRA_SETS)
     for old, new in replace:  # text edits, e.g. inside an inline table
         assert old in text, old
         text = text.replace(old, new)
@@ -225,7 +232,17 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--k12", action="store_true", help="also the 432-host FatTree (slow)")
     ap.add_argument("--out")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="override a key in every MRC scenario (a number, true/false or a string)")
     a = ap.parse_args()
+    for item in a.set:
+        key, sep, value = item.partition("=")
+        if not sep or "." not in key:
+            sys.exit("published.py: --set takes SECTION.KEY=VALUE, e.g. qp.path_policy=p2c")
+        try:
+            EXTRA_SETS[key] = json.loads(value)
+        except ValueError:
+            EXTRA_SETS[key] = value
     f = open(a.out, "a") if a.out else None
 
     def out(line):

@@ -32,9 +32,11 @@ EvSetConfig config(PathPolicyKind kind, int planes = 2, uint16_t active = 16) {
 constexpr PlaneId kPlane0{0};
 constexpr PlaneId kPlane1{1};
 
-TEST(PathPolicy, TheRulesAreTheDefaultAndHaveNoPolicy) {
+// A QP's default is the learned p2c policy (it passed the ship gate); an EV set built without
+// one runs the rules alone, with no policy object.
+TEST(PathPolicy, QpsDefaultToP2cAndTheRulesHaveNoPolicy) {
   EXPECT_EQ(EvSetConfig{}.path_policy, PathPolicyKind::kRules);
-  EXPECT_EQ(QpConfig{}.path_policy, PathPolicyKind::kRules);
+  EXPECT_EQ(QpConfig{}.path_policy, PathPolicyKind::kP2c);
   EvSet evs(config(PathPolicyKind::kRules), 1);
   EXPECT_EQ(evs.policy(), nullptr);
 }

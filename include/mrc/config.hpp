@@ -17,7 +17,8 @@ enum class CcAlgorithm : uint8_t { kNscc, kAimd, kFixed };
 bool parse_cc_algorithm(std::string_view name, CcAlgorithm& out);
 
 // How the EV set chooses among its GOOD EVs and judges feedback (core/path_policy.h): its own
-// rules (the default), or a baseline policy inside the same state machine.
+// rules, a baseline, or a learned policy inside the same state machine (QpConfig's default:
+// p2c).
 enum class PathPolicyKind : uint8_t { kRules, kOblivious, kReps, kHealth, kP2c, kHedge };
 // "rules", "oblivious", "reps", "health", "p2c" or "hedge"; false for anything else.
 bool parse_path_policy(std::string_view name, PathPolicyKind& out);
@@ -113,8 +114,10 @@ struct QpConfig {
   uint8_t ev_revive_probes = 3;
   // A first loss on an EV only SKIPs it; a second within this many uses retires it (EvSetConfig).
   uint8_t ev_loss_strike_uses = 2;
-  // Path policy inside the EV state machine (core/path_policy.h); kRules: the rules alone.
-  PathPolicyKind path_policy = PathPolicyKind::kRules;
+  // Path policy inside the EV state machine (core/path_policy.h). The default is the learned
+  // p2c policy, which passed the ship gate on the simulator's held-out scenarios
+  // (docs/BENCHMARKS.md, "Path policies"); kRules: MRC's own rules alone.
+  PathPolicyKind path_policy = PathPolicyKind::kP2c;
   HealthPolicyConfig health;  // path_policy = kHealth
   P2cPolicyConfig p2c;        // path_policy = kP2c
   HedgePolicyConfig hedge;    // path_policy = kHedge
