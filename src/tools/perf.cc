@@ -372,6 +372,7 @@ Result<Ok, Error> PerfSide::open_qps() {
   qc.timeout = 12;
   qc.retry_exp = 10;  // tolerate seconds-long scheduling stalls of a busy host (~8 s in all)
   (void)parse_cc_algorithm(o_.cc, qc.cc);  // the CLI accepts the three names only
+  (void)parse_path_policy(o_.path_policy, qc.path_policy);  // likewise the policies' names
   qc.nscc.max_window_bytes = qc.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
   qc.nscc.initial_window_bytes =
       std::min<uint64_t>(qc.nscc.initial_window_bytes, qc.nscc.max_window_bytes);
@@ -1103,6 +1104,10 @@ void add_fault_and_transport_options(CLI::App& app, PerfOptions& o) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--cc", o.cc, "congestion control: nscc, aimd or fixed")
       ->check(CLI::IsMember({"nscc", "aimd", "fixed"}));
+  app.add_option("--path-policy", o.path_policy,
+                 "how each QP chooses among its GOOD EVs: p2c (default: the learned score "
+                 "policy), rules (MRC's own), oblivious, reps, health or hedge")
+      ->check(CLI::IsMember({"p2c", "rules", "oblivious", "reps", "health", "hedge"}));
   app.add_option("--ev-count", o.ev_count, "EVs per QP (multiple of the plane count, at most 256)");
   app.add_option("--window-kib", o.window_kib, "largest congestion window, KiB (default 2048)");
   app.add_option("--ev-burst", o.ev_burst,

@@ -42,6 +42,7 @@ struct PerfOptions {
   bool json = false;
   bool once = false;
   std::string cc = "nscc";
+  std::string path_policy = "p2c";  // QpConfig::path_policy (core/path_policy.h)
   uint32_t ev_count = 128;
   uint32_t window_kib = 2048;
   uint32_t ev_burst = 0;        // QpConfig::ev_burst_packets (0: the datapath's default)
