@@ -220,7 +220,7 @@ BENCHMARK(BM_EngineSend4K_with_sacks)->UseManualTime();
 void BM_PolicySend4K_with_sacks(benchmark::State& state, PathPolicyKind kind, bool watchdog) {
   send_path(state, true, PolicyChoice{kind, watchdog});
 }
-#define MRC_POLICY_BENCH(name, kind, watchdog)                                    \
+#define MRC_POLICY_BENCH(name, kind, watchdog)                                        \
   BENCHMARK_CAPTURE(BM_PolicySend4K_with_sacks, name, PathPolicyKind::kind, watchdog) \
       ->UseManualTime()
 MRC_POLICY_BENCH(rules, kRules, false);

@@ -83,8 +83,8 @@ TEST(LearnedPolicies, HedgeSpreadsByWeightAndKeepsTheFloor) {
   EvSet evs(c, 2);
   const uint16_t half = evs.next(kPlane0);
   uint16_t gone = evs.next(kPlane0);
-  evs.on_ecn(half);  // penalty 16: weight 1/2
-  for (int i = 0; i < 4; ++i) evs.on_ecn(gone);  // penalty 64: 1/16
+  evs.on_ecn(half);                                                // penalty 16: weight 1/2
+  for (int i = 0; i < 4; ++i) evs.on_ecn(gone);                    // penalty 64: 1/16
   for (int i = 0; i < 4; ++i) evs.on_clean_ack(gone, Instant{0});  // decay 0: no change
   const auto* policy = dynamic_cast<const HedgePolicy*>(evs.policy());
   ASSERT_NE(policy, nullptr);
@@ -204,8 +204,12 @@ class Marker final : public PathPolicy {
 };
 
 struct Dog {
-  PathWatchdogConfig config{.enabled = true, .epoch_rtts = 1, .min_epoch_ns = 1000,
-                            .fall = 0.2, .bad_epochs = 2, .revert_epochs = 4,
+  PathWatchdogConfig config{.enabled = true,
+                            .epoch_rtts = 1,
+                            .min_epoch_ns = 1000,
+                            .fall = 0.2,
+                            .bad_epochs = 2,
+                            .revert_epochs = 4,
                             .recalibrate_every = 100};
   EvSet evs{config_for_test(), 1};
   Marker* marker = nullptr;
@@ -259,7 +263,7 @@ TEST(PathWatchdog, RevertsForRevertToTwiceRevertEpochsWhenGoodputFalls) {
     }
     EXPECT_GE(rules_epochs, 4) << "seed " << seed;
     EXPECT_LE(rules_epochs, 9) << "seed " << seed;  // 4..8 epochs, the last the new baseline
-    d.epoch(700);  // the new baseline is 700: no longer bad
+    d.epoch(700);                                   // the new baseline is 700: no longer bad
     d.epoch(700);
     EXPECT_TRUE(d.policy_acts());
   }

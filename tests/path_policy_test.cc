@@ -152,8 +152,8 @@ size_t state_bytes(PathPolicyKind kind, int planes, size_t slots) {
 }
 
 TEST(PathPolicy, ThePoliciesWithinTheShipGatesMemoryBound) {
-  for (PathPolicyKind k : {PathPolicyKind::kOblivious, PathPolicyKind::kReps,
-                           PathPolicyKind::kP2c, PathPolicyKind::kHedge})
+  for (PathPolicyKind k : {PathPolicyKind::kOblivious, PathPolicyKind::kReps, PathPolicyKind::kP2c,
+                           PathPolicyKind::kHedge})
     EXPECT_LE(state_bytes(k, 4, 160), 512u) << to_string(k);
   for (PathPolicyKind k : {PathPolicyKind::kOblivious, PathPolicyKind::kReps, PathPolicyKind::kP2c})
     EXPECT_LE(state_bytes(k, 4, 288), 512u) << to_string(k);

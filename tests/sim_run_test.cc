@@ -132,8 +132,8 @@ TEST_P(SimPathPolicy, EveryFaultKindThenHealDeliversExactlyOnce) {
 }
 INSTANTIATE_TEST_SUITE_P(Policies, SimPathPolicy,
                          ::testing::Values("oblivious", "reps", "health", "health_predicting",
-                                           "p2c", "hedge",
-                                           "oracle", "reps_watchdog", "p2c_watchdog"),
+                                           "p2c", "hedge", "oracle", "reps_watchdog",
+                                           "p2c_watchdog"),
                          [](const ::testing::TestParamInfo<const char*>& param_info) {
                            return std::string(param_info.param);
                          });

@@ -19,10 +19,7 @@ int to_255(double weight) {
 
 HealthPolicy::HealthPolicy(const HealthPolicyConfig& config, int planes, size_t slots,
                            uint64_t seed)
-    : config_(config),
-      risk_limit_(to_255(config.risk_limit)),
-      prng_(seed),
-      loss_(slots, 0) {
+    : config_(config), risk_limit_(to_255(config.risk_limit)), prng_(seed), loss_(slots, 0) {
   if (risk_limit_ >= 255) return;  // prediction off
   risk_.assign(slots, 0);
   plane_min_rtt_ns_.assign(static_cast<size_t>(planes), INT64_MAX);
@@ -92,8 +89,7 @@ PathPolicy::Verdict HealthPolicy::judge_loss(const EvSet& evs, uint16_t slot, Pl
 
 // A risky candidate is passed over for one random GOOD EV of the plane with a lower risk, if
 // the draw finds one; below the limit the rotation's choice stands and nothing is drawn.
-uint16_t HealthPolicy::choose(const EvSet& evs, PlaneId plane, uint16_t candidate,
-                              uint16_t avoid) {
+uint16_t HealthPolicy::choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) {
   if (candidate == EvSet::kNoSlot || !risky(candidate)) return candidate;
   const std::span<const uint16_t> order = evs.rotation_slots(plane);
   const uint16_t other = order[prng_.below(order.size())];
@@ -152,8 +148,7 @@ void HedgePolicy::penalise(uint16_t slot, int by) {
   penalty_[slot] = static_cast<uint8_t>(std::clamp(penalty_[slot] + by, 0, 255));
 }
 
-uint16_t HedgePolicy::choose(const EvSet& evs, PlaneId plane, uint16_t candidate,
-                             uint16_t avoid) {
+uint16_t HedgePolicy::choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) {
   return credits_.pick(evs, plane, candidate, avoid, &HedgePolicy::weight_of, this);
 }
 

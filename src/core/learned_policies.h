@@ -50,8 +50,7 @@ class HealthPolicy final : public PathPolicy {
   void on_rtt(uint16_t slot, PlaneId plane, Duration rtt) override;
   void on_retired(uint16_t slot, PlaneId) override;
   size_t state_bytes() const override {
-    return sizeof(*this) + loss_.size() + risk_.size() +
-           plane_min_rtt_ns_.size() * sizeof(int64_t);
+    return sizeof(*this) + loss_.size() + risk_.size() + plane_min_rtt_ns_.size() * sizeof(int64_t);
   }
   // The EV's loss share, and the median of the plane's EVs in rotation, in [0, 1].
   double ev_loss_share(uint16_t slot) const { return loss_[slot] / 255.0; }

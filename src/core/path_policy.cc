@@ -56,8 +56,7 @@ bool SprayCredits::offer(uint16_t slot, double weight) {
 
 uint16_t SprayCredits::pick(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid,
                             WeightFn weight, const void* context) {
-  if (candidate != EvSet::kNoSlot && offer(candidate, weight(context, candidate)))
-    return candidate;
+  if (candidate != EvSet::kNoSlot && offer(candidate, weight(context, candidate))) return candidate;
   const std::span<const uint16_t> order = evs.rotation_slots(plane);
   // Two passes over the plane; if every EV's weight is small none may earn a whole packet in
   // them, and the one with the most credit carries it (its credit spent): the shares stay in

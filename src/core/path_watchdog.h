@@ -26,8 +26,7 @@ namespace mrc {
 
 class PathWatchdog final : public PathPolicy {
  public:
-  PathWatchdog(const PathWatchdogConfig& config, std::unique_ptr<PathPolicy> inner,
-               uint64_t seed)
+  PathWatchdog(const PathWatchdogConfig& config, std::unique_ptr<PathPolicy> inner, uint64_t seed)
       : config_(config), inner_(std::move(inner)), prng_(seed) {}
 
   uint16_t choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) override {

@@ -11,8 +11,7 @@ double OraclePolicy::weight_of(const void* context, uint16_t slot) {
   return c.self->fabric_.path_health(c.self->src_, c.self->dst_, s.plane, s.ev);
 }
 
-uint16_t OraclePolicy::choose(const EvSet& evs, PlaneId plane, uint16_t candidate,
-                              uint16_t avoid) {
+uint16_t OraclePolicy::choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) {
   const Context context{this, &evs};
   return credits_.pick(evs, plane, candidate, avoid, &OraclePolicy::weight_of, &context);
 }

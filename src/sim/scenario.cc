@@ -333,8 +333,7 @@ void read_health_prediction(Reader& r, const toml::table& t, HealthPolicyConfig&
   r.require(h.mark_risk >= 0 && h.mark_risk <= 1, "qp.health_mark_risk", h.mark_risk, "0..1");
   r.require(h.rtt_inflation == 0 || (h.rtt_inflation >= 1 && h.rtt_inflation <= 100),
             "qp.health_rtt_inflation", h.rtt_inflation, "0 (off) or 1..100 (x the lowest RTT)");
-  r.require(risk_shift >= 1 && risk_shift <= 7, "qp.health_risk_shift", double(risk_shift),
-            "1..7");
+  r.require(risk_shift >= 1 && risk_shift <= 7, "qp.health_risk_shift", double(risk_shift), "1..7");
   r.require(h.risk_limit >= 0 && h.risk_limit <= 1, "qp.health_risk_limit", h.risk_limit,
             "0..1 (1: no prediction)");
   h.risk_shift = static_cast<uint8_t>(std::clamp<uint32_t>(risk_shift, 1, 7));
@@ -365,9 +364,9 @@ void read_learned_policies(Reader& r, const toml::table& t, QpConfig& q) {
   r.get(t, "qp.", "hedge_loss_penalty", g.loss_penalty);
   r.get(t, "qp.", "hedge_decay", g.decay);
   r.get(t, "qp.", "hedge_floor", g.floor);
-  for (auto [key, value] : {std::pair{"qp.hedge_mark_penalty", g.mark_penalty},
-                            std::pair{"qp.hedge_loss_penalty", g.loss_penalty},
-                            std::pair{"qp.hedge_decay", g.decay}})
+  for (auto [key, value] :
+       {std::pair{"qp.hedge_mark_penalty", g.mark_penalty},
+        std::pair{"qp.hedge_loss_penalty", g.loss_penalty}, std::pair{"qp.hedge_decay", g.decay}})
     r.require(value >= 0 && value <= 255, key, value, "0..255 (sixteenths of a halving)");
   r.require(g.floor > 0 && g.floor <= 1, "qp.hedge_floor", g.floor, "(0, 1] (a weight)");
 }
@@ -392,8 +391,9 @@ void read_path_policy(Reader& r, const toml::table& t, Scenario& s) {
             "1..1000");
   w.epoch_rtts = static_cast<uint16_t>(std::clamp<uint32_t>(epoch_rtts, 1, 1000));
   if (w.enabled && s.oracle_paths)
-    r.fail("qp.path_watchdog = true: must be false with the oracle (it is the upper bound, not "
-           "a policy to guard)");
+    r.fail(
+        "qp.path_watchdog = true: must be false with the oracle (it is the upper bound, not "
+        "a policy to guard)");
   read_learned_policies(r, t, q);
 }
 

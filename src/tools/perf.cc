@@ -371,7 +371,7 @@ Result<Ok, Error> PerfSide::open_qps() {
   qc.ack_every_packets = o_.ack_every;
   qc.timeout = 12;
   qc.retry_exp = 10;  // tolerate seconds-long scheduling stalls of a busy host (~8 s in all)
-  (void)parse_cc_algorithm(o_.cc, qc.cc);  // the CLI accepts the three names only
+  (void)parse_cc_algorithm(o_.cc, qc.cc);                   // the CLI accepts the three names only
   (void)parse_path_policy(o_.path_policy, qc.path_policy);  // likewise the policies' names
   qc.nscc.max_window_bytes = qc.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
   qc.nscc.initial_window_bytes =
