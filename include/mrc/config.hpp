@@ -118,9 +118,9 @@ struct QpConfig {
   // p2c policy, which passed the ship gate on the simulator's held-out scenarios
   // (docs/BENCHMARKS.md, "Path policies"); kRules: MRC's own rules alone.
   PathPolicyKind path_policy = PathPolicyKind::kP2c;
-  HealthPolicyConfig health;  // path_policy = kHealth
-  P2cPolicyConfig p2c;        // path_policy = kP2c
-  HedgePolicyConfig hedge;    // path_policy = kHedge
+  HealthPolicyConfig health;         // path_policy = kHealth
+  P2cPolicyConfig p2c;               // path_policy = kP2c
+  HedgePolicyConfig hedge;           // path_policy = kHedge
   PathWatchdogConfig path_watchdog;  // around any policy but kRules
   // 0: random 32-bit EVs (simulator). Otherwise EVs are UDP source ports starting here (the
   // UDP datapath binds one send socket per port); see EvSetConfig::port_base.
