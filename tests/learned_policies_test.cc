@@ -14,22 +14,13 @@
 
 #include "core/ev_set.h"
 #include "core/path_watchdog.h"
+#include "policy_config.h"
 
 namespace mrc {
 namespace {
 
 constexpr PlaneId kPlane0{0};
 constexpr PlaneId kPlane1{1};
-
-EvSetConfig config(PathPolicyKind kind, int planes = 2, uint16_t active = 16) {
-  EvSetConfig c;
-  c.planes = planes;
-  c.active_count = active;
-  c.backup_per_plane = 4;
-  c.min_active = 1;
-  c.path_policy = kind;
-  return c;
-}
 
 // Packets per slot over `n` packets of plane 0.
 std::map<uint16_t, int> spread(EvSet& evs, int n, uint16_t avoid = EvSet::kNoSlot) {
@@ -39,7 +30,7 @@ std::map<uint16_t, int> spread(EvSet& evs, int n, uint16_t avoid = EvSet::kNoSlo
 }
 
 TEST(LearnedPolicies, P2cSteersAwayFromAnEvWithMarksAndLosses) {
-  EvSet p2c(config(PathPolicyKind::kP2c), 3);
+  EvSet p2c(policy_config(PathPolicyKind::kP2c), 3);
   const uint16_t bad = p2c.next(kPlane0);
   for (int i = 0; i < 4; ++i) p2c.on_ecn(bad);  // a high score; the EV is GOOD again later
   auto* policy = dynamic_cast<const P2cPolicy*>(p2c.policy());
@@ -54,7 +45,7 @@ TEST(LearnedPolicies, P2cSteersAwayFromAnEvWithMarksAndLosses) {
 
 TEST(LearnedPolicies, P2cScoresDecayWithCleanAcknowledgements) {
   P2cPolicy p({.shift = 2, .mark_weight = 0.5, .loss_weight = 1.0}, 8, 1);
-  EvSet evs(config(PathPolicyKind::kRules), 1);
+  EvSet evs(policy_config(PathPolicyKind::kRules), 1);
   p.judge_loss(evs, 3, kPlane0);
   EXPECT_EQ(p.score(3), 255 >> 2);
   for (int i = 0; i < 40; ++i) p.on_clean_ack(3, kPlane0, Instant{0});
@@ -64,7 +55,7 @@ TEST(LearnedPolicies, P2cScoresDecayWithCleanAcknowledgements) {
 
 TEST(LearnedPolicies, EveryPolicyKeepsToItsPlaneAndToAvoid) {
   for (PathPolicyKind k : {PathPolicyKind::kP2c, PathPolicyKind::kHedge}) {
-    EvSet evs(config(k), 5);
+    EvSet evs(policy_config(k), 5);
     const uint16_t avoid = evs.next(kPlane0);
     for (int i = 0; i < 8; ++i) evs.on_ecn(evs.next(kPlane0));  // scores and weights differ
     for (int i = 0; i < 400; ++i) {
@@ -78,7 +69,7 @@ TEST(LearnedPolicies, EveryPolicyKeepsToItsPlaneAndToAvoid) {
 }
 
 TEST(LearnedPolicies, HedgeSpreadsByWeightAndKeepsTheFloor) {
-  EvSetConfig c = config(PathPolicyKind::kHedge, 1, 8);
+  EvSetConfig c = policy_config(PathPolicyKind::kHedge, 1, 8);
   c.hedge = {.mark_penalty = 16, .loss_penalty = 64, .decay = 0, .floor = 1.0 / 64};
   EvSet evs(c, 2);
   const uint16_t half = evs.next(kPlane0);
@@ -100,7 +91,7 @@ TEST(LearnedPolicies, HedgeSpreadsByWeightAndKeepsTheFloor) {
 
 TEST(LearnedPolicies, HedgeFloorHoldsUnderAnyPenalty) {
   HedgePolicy p({.mark_penalty = 255, .loss_penalty = 255, .decay = 1, .floor = 0.01}, 4);
-  EvSet evs(config(PathPolicyKind::kRules), 1);
+  EvSet evs(policy_config(PathPolicyKind::kRules), 1);
   for (int i = 0; i < 10; ++i) p.judge_loss(evs, 1, kPlane0);
   EXPECT_DOUBLE_EQ(p.weight(1), 0.01);
   EXPECT_DOUBLE_EQ(p.weight(0), 1.0);
@@ -117,7 +108,7 @@ TEST(LearnedPolicies, HealthPredictsFailureFromFlapsMarksAndRtts) {
   c.rtt_inflation = 2;
   c.risk_shift = 2;
   c.risk_limit = 0.5;
-  EvSetConfig ec = config(PathPolicyKind::kRules, 1, 8);
+  EvSetConfig ec = policy_config(PathPolicyKind::kRules, 1, 8);
   EvSet evs(ec, 1);
   HealthPolicy h(c, 1, evs.size(), 7);
   // Uniform loss: every EV's share alike (two losses each), so a loss only SKIPs...
@@ -142,7 +133,7 @@ TEST(LearnedPolicies, HealthPredictsFailureFromFlapsMarksAndRtts) {
 
 TEST(LearnedPolicies, HealthPassesOverARiskyEvInRotation) {
   // Explicit EVs: no backups, so a retired EV keeps its place in the rotation.
-  EvSetConfig c = config(PathPolicyKind::kHealth, 1, 8);
+  EvSetConfig c = policy_config(PathPolicyKind::kHealth, 1, 8);
   for (uint32_t e = 1; e <= 8; ++e) c.explicit_evs.push_back({kPlane0, Ev(e * 1000)});
   c.health.flap_risk = 1;
   c.health.risk_limit = 0.5;

@@ -14,20 +14,11 @@
 #include "core/ev_set.h"
 #include "core/learned_policies.h"
 #include "core/path_watchdog.h"
+#include "policy_config.h"
 #include "util/prng.h"
 
 namespace mrc {
 namespace {
-
-EvSetConfig config(PathPolicyKind kind, int planes = 2, uint16_t active = 16) {
-  EvSetConfig c;
-  c.planes = planes;
-  c.active_count = active;
-  c.backup_per_plane = 4;
-  c.min_active = 1;
-  c.path_policy = kind;
-  return c;
-}
 
 constexpr PlaneId kPlane0{0};
 constexpr PlaneId kPlane1{1};
@@ -37,7 +28,7 @@ constexpr PlaneId kPlane1{1};
 TEST(PathPolicy, QpsDefaultToP2cAndTheRulesHaveNoPolicy) {
   EXPECT_EQ(EvSetConfig{}.path_policy, PathPolicyKind::kRules);
   EXPECT_EQ(QpConfig{}.path_policy, PathPolicyKind::kP2c);
-  EvSet evs(config(PathPolicyKind::kRules), 1);
+  EvSet evs(policy_config(PathPolicyKind::kRules), 1);
   EXPECT_EQ(evs.policy(), nullptr);
 }
 
@@ -55,7 +46,7 @@ TEST(PathPolicy, NamesParseBothWays) {
 }
 
 TEST(PathPolicy, ObliviousHoldsMarksAndDetectedLossesAgainstNoEv) {
-  EvSet evs(config(PathPolicyKind::kOblivious), 1);
+  EvSet evs(policy_config(PathPolicyKind::kOblivious), 1);
   const uint16_t s = evs.next(kPlane0);
   evs.on_ecn(s);
   evs.on_trim(s);
@@ -67,7 +58,7 @@ TEST(PathPolicy, ObliviousHoldsMarksAndDetectedLossesAgainstNoEv) {
 }
 
 TEST(PathPolicy, ObliviousStillRetiresAnEvOnTimeouts) {
-  EvSet evs(config(PathPolicyKind::kOblivious), 1);
+  EvSet evs(policy_config(PathPolicyKind::kOblivious), 1);
   const uint16_t s = evs.next(kPlane0);
   evs.on_loss(s, Instant{1000}, /*timeout=*/true);  // the first strike
   evs.on_loss(s, Instant{1000}, /*timeout=*/true);
@@ -77,7 +68,7 @@ TEST(PathPolicy, ObliviousStillRetiresAnEvOnTimeouts) {
 }
 
 TEST(PathPolicy, RepsReusesEachCleanlyAcknowledgedEvOnceOldestFirst) {
-  EvSet evs(config(PathPolicyKind::kReps), 7);
+  EvSet evs(policy_config(PathPolicyKind::kReps), 7);
   const uint16_t a = evs.next(kPlane0), b = evs.next(kPlane0);
   evs.on_clean_ack(b, Instant{10});
   evs.on_clean_ack(a, Instant{11});
@@ -94,7 +85,7 @@ TEST(PathPolicy, RepsReusesEachCleanlyAcknowledgedEvOnceOldestFirst) {
 }
 
 TEST(PathPolicy, RepsNeverReusesAnEvTheStateMachineTookOut) {
-  EvSet evs(config(PathPolicyKind::kReps), 3);
+  EvSet evs(policy_config(PathPolicyKind::kReps), 3);
   const uint16_t marked = evs.next(kPlane0), retired = evs.next(kPlane0);
   evs.on_clean_ack(marked, Instant{10});
   evs.on_clean_ack(retired, Instant{10});
@@ -110,7 +101,7 @@ TEST(PathPolicy, RepsNeverReusesAnEvTheStateMachineTookOut) {
 }
 
 TEST(PathPolicy, RepsKeepsToAvoid) {
-  EvSet evs(config(PathPolicyKind::kReps), 5);
+  EvSet evs(policy_config(PathPolicyKind::kReps), 5);
   const uint16_t a = evs.next(kPlane0);
   evs.on_clean_ack(a, Instant{10});
   EXPECT_NE(evs.next(kPlane0, a), a);
@@ -118,7 +109,7 @@ TEST(PathPolicy, RepsKeepsToAvoid) {
 }
 
 TEST(PathPolicy, RepsFreezesOnATimeoutAndExploresAfterThawing) {
-  EvSet evs(config(PathPolicyKind::kReps), 9);
+  EvSet evs(policy_config(PathPolicyKind::kReps), 9);
   const auto* reps = static_cast<const RepsPolicy*>(evs.policy());
   const uint16_t a = evs.next(kPlane0), b = evs.next(kPlane0);
   evs.on_clean_ack(a, Instant{10});
@@ -170,7 +161,7 @@ struct LossRun {
   int sent = 0;  // packets sent before the run ended (or every usable EV was gone)
 };
 LossRun run_losses(PathPolicyKind kind, double loss, double bad_loss, int packets, uint64_t seed) {
-  EvSetConfig c = config(kind, 1, 16);
+  EvSetConfig c = policy_config(kind, 1, 16);
   c.loss_strike_uses = 2;
   LossRun run{EvSet(c, seed)};
   Prng prng(seed);
@@ -213,7 +204,7 @@ TEST(PathPolicy, HealthRetiresABadPath) {
 }
 
 TEST(PathPolicy, HealthStillRetiresOnTimeouts) {
-  EvSet evs(config(PathPolicyKind::kHealth), 1);
+  EvSet evs(policy_config(PathPolicyKind::kHealth), 1);
   const uint16_t s = evs.next(kPlane0);
   evs.on_loss(s, Instant{1000}, /*timeout=*/true);
   evs.on_loss(s, Instant{1000}, /*timeout=*/true);

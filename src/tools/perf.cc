@@ -685,6 +685,33 @@ std::string key_of(std::string_view name) {
   return key;
 }
 
+// One QP's counters in the --json summary.
+json qp_json(Qpn qpn, const QpStats& s) {
+  return {{"qpn", qpn.value},
+          {"retransmits", s.retransmits},
+          {"losses_fast", s.losses_fast},
+          {"losses_nack", s.losses_nack},
+          {"losses_same_ev", s.losses_same_ev},
+          {"losses_same_ev_late", s.losses_same_ev_late},
+          {"losses_rack", s.losses_rack},
+          {"losses_probe", s.losses_probe},
+          {"losses_tail", s.losses_tail},
+          {"losses_timeout", s.losses_timeout},
+          {"losses_port", s.losses_port},
+          {"false_losses", s.false_losses},
+          {"spurious_retransmits", s.spurious_retransmits},
+          {"timeouts", s.timeouts},
+          {"tail_probes", s.tail_probes},
+          {"ev_probes", s.ev_probes},
+          {"stale_sacks", s.stale_sacks},
+          {"rtt_us",
+           {{"min", us(s.rtt.min_ns)},
+            {"avg", us(s.rtt.avg_ns())},
+            {"max", us(s.rtt.max_ns)},
+            {"smoothed", us(s.rtt.smoothed_ns)}}},
+          {"window_bytes", s.window_bytes}};
+}
+
 json plane_and_ev_summary(PerfSide& side) {
   json planes = json::array();
   json qps = json::array();
@@ -698,29 +725,7 @@ json plane_and_ev_summary(PerfSide& side) {
     for (int p = 0; p < side.planes(); ++p) retransmits[p] += s.planes[p].retransmits;
     for (size_t r = 0; r < s.drops.size(); ++r)
       if (s.drops[r] > 0) drops[to_string(static_cast<DropReason>(r))] += s.drops[r];
-    qps.push_back({{"qpn", qp->qpn().value},
-                   {"retransmits", s.retransmits},
-                   {"losses_fast", s.losses_fast},
-                   {"losses_nack", s.losses_nack},
-                   {"losses_same_ev", s.losses_same_ev},
-                   {"losses_same_ev_late", s.losses_same_ev_late},
-                   {"losses_rack", s.losses_rack},
-                   {"losses_probe", s.losses_probe},
-                   {"losses_tail", s.losses_tail},
-                   {"losses_timeout", s.losses_timeout},
-                   {"losses_port", s.losses_port},
-                   {"false_losses", s.false_losses},
-                   {"spurious_retransmits", s.spurious_retransmits},
-                   {"timeouts", s.timeouts},
-                   {"tail_probes", s.tail_probes},
-                   {"ev_probes", s.ev_probes},
-                   {"stale_sacks", s.stale_sacks},
-                   {"rtt_us",
-                    {{"min", us(s.rtt.min_ns)},
-                     {"avg", us(s.rtt.avg_ns())},
-                     {"max", us(s.rtt.max_ns)},
-                     {"smoothed", us(s.rtt.smoothed_ns)}}},
-                   {"window_bytes", s.window_bytes}});
+    qps.push_back(qp_json(qp->qpn(), s));
     if (const EvSet* evs = qp->evs()) {
       for (size_t i = 0; i < evs->size(); ++i) {
         const EvSet::Slot& slot = evs->slot(static_cast<uint16_t>(i));
@@ -968,6 +973,19 @@ json send_sizes(PerfSide& s, Reporter& rep, const PerfOptions& o) {
   return sweep;
 }
 
+// The --sweep-sizes table: one row per message size.
+void print_sweep(const json& sweep) {
+  std::printf("%10s %10s %10s %12s %10s %10s %10s\n", "size", "messages", "Gbit/s", "msg/s",
+              "p50_us", "p99_us", "p99.9_us");
+  for (const auto& row : sweep)
+    std::printf("%10llu %10llu %10.2f %12.0f %10.1f %10.1f %10.1f\n",
+                static_cast<unsigned long long>(row["size"].get<uint64_t>()),
+                static_cast<unsigned long long>(row["messages"].get<uint64_t>()),
+                row["gbit_per_s"].get<double>(), row["messages_per_s"].get<double>(),
+                row["p50_us"].get<double>(), row["p99_us"].get<double>(),
+                row["p999_us"].get<double>());
+}
+
 int run_client(const PerfOptions& o) {
   std::unique_ptr<MetricsServer> metrics;
   if (!start_metrics(o, metrics)) return 2;
@@ -1020,17 +1038,7 @@ int run_client(const PerfOptions& o) {
   if (o.json) {
     std::cout << r.dump(2) << "\n";
   } else {
-    if (o.sweep_sizes) {
-      std::printf("%10s %10s %10s %12s %10s %10s %10s\n", "size", "messages", "Gbit/s", "msg/s",
-                  "p50_us", "p99_us", "p99.9_us");
-      for (const auto& row : sweep)
-        std::printf("%10llu %10llu %10.2f %12.0f %10.1f %10.1f %10.1f\n",
-                    static_cast<unsigned long long>(row["size"].get<uint64_t>()),
-                    static_cast<unsigned long long>(row["messages"].get<uint64_t>()),
-                    row["gbit_per_s"].get<double>(), row["messages_per_s"].get<double>(),
-                    row["p50_us"].get<double>(), row["p99_us"].get<double>(),
-                    row["p999_us"].get<double>());
-    }
+    if (o.sweep_sizes) print_sweep(sweep);
     print_summary(r);
     if (o.verify && ok)
       std::printf("every byte verified: %" PRIu64 " bytes written, %" PRIu64
