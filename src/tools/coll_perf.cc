@@ -356,6 +356,7 @@ Result<std::unique_ptr<Communicator>, Error> open_communicator(const CollPerfOpt
   co.qp.set_mtu(o.mtu_bytes);
   if (o.ack_every != 0) co.qp.ack_every_packets = o.ack_every;
   (void)parse_cc_algorithm(o.cc, co.qp.cc);  // the CLI accepts the three names only
+  (void)parse_path_policy(o.path_policy, co.qp.path_policy);  // likewise the policies' names
   if (o.target_delay_us > 0)
     co.qp.nscc.target_delay_ns = static_cast<int64_t>(o.target_delay_us * 1000);
   co.context.backend = io::parse_backend(o.backend).value();  // the CLI accepts udp and xdp only
@@ -527,6 +528,10 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
                  "congestion control of the ranks' queue pairs: nscc (default), aimd or fixed (a 1 "
                  "MiB window)")
       ->check(CLI::IsMember({"nscc", "aimd", "fixed"}));
+  app.add_option("--path-policy", o.path_policy,
+                 "how the ranks' queue pairs choose among their GOOD EVs: p2c (default: the "
+                 "learned score policy), rules (MRC's own), oblivious, reps, health or hedge")
+      ->check(CLI::IsMember({"p2c", "rules", "oblivious", "reps", "health", "hedge"}));
   app.add_option(
          "--target-delay-us", o.target_delay_us,
          "NSCC queueing-delay target in microseconds, 1 or more (default: the collectives', 250)")

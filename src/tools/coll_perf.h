@@ -45,9 +45,10 @@ struct CollPerfOptions {
   std::string backend = "udp";  // ContextOptions::backend: udp or xdp
   uint32_t threads = 1;         // ContextOptions::threads
   uint32_t slots = 8;
-  std::string cc = "nscc";     // QpConfig::cc: nscc, aimd or fixed
-  double target_delay_us = 0;  // NSCC delay target; 0: the datapath's default
-  uint32_t ack_every = 0;      // QpConfig::ack_every_packets; 0: the datapath's default
+  std::string cc = "nscc";          // QpConfig::cc: nscc, aimd or fixed
+  std::string path_policy = "p2c";  // QpConfig::path_policy (core/path_policy.h)
+  double target_delay_us = 0;       // NSCC delay target; 0: the datapath's default
+  uint32_t ack_every = 0;           // QpConfig::ack_every_packets; 0: the datapath's default
   uint64_t direct_max_bytes = 16 << 10;
   double timeout_s = 30;
 };
