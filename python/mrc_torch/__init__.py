@@ -23,6 +23,8 @@ the backend. Environment (read when a group is created):
     MRC_CHUNK_BYTES   staging chunk size (default 262144); MRC_SLOTS staging slots (default 8)
     MRC_MTU           payload bytes per packet (default 4096; 8192 suits 9000-byte links)
     MRC_BACKEND       datapath: udp (default) or xdp (AF_XDP; root; one rank per interface)
+    MRC_PATH_POLICY   how each queue pair chooses among its GOOD EVs: p2c (default, the learned
+                      score policy), rules (MRC's own), oblivious, reps, health or hedge
     MRC_TIMEOUT_S     a call that makes no progress for this long fails (default: the timeout
                       given to init_process_group, 30 min); a wait without progress is
                       reported on stderr after 5 s, 10 s, 20 s, ... saying what it waits for
@@ -111,6 +113,7 @@ def _create(options, pg_options=None):
         mtu=_env_int("MRC_MTU", 4096),
         backend=os.environ.get("MRC_BACKEND", "udp"),
         threads=threads,
+        path_policy=os.environ.get("MRC_PATH_POLICY", "p2c"),
         peer_timeout=datetime.timedelta(seconds=_env_float("MRC_PEER_TIMEOUT_S", 8.0)),
     )
     _groups_created += 1

@@ -26,7 +26,7 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
                                            std::chrono::milliseconds timeout, uint32_t chunk_bytes,
                                            uint32_t slots, uint32_t mtu, const std::string& backend,
                                            std::chrono::milliseconds peer_timeout,
-                                           uint32_t threads) {
+                                           uint32_t threads, const std::string& path_policy) {
   BackendOptions o;
   o.planes = planes;
   o.port = port_number(port, "port");
@@ -53,6 +53,8 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
   auto parsed = mrc::io::parse_backend(backend);
   TORCH_CHECK(parsed.ok(), "mrc: MRC_BACKEND: ", parsed.ok() ? "" : parsed.error().message);
   o.backend = parsed.value();
+  TORCH_CHECK(mrc::parse_path_policy(path_policy, o.path_policy), "mrc: MRC_PATH_POLICY=",
+              path_policy, ": one of p2c, rules, oblivious, reps, health, hedge");
   return c10::make_intrusive<ProcessGroupMrc>(store, rank, size, std::move(o));
 }
 
@@ -86,7 +88,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("timeout") = std::chrono::milliseconds(30 * 60 * 1000),
            py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 4096u,
            py::arg("backend") = "udp", py::arg("peer_timeout") = std::chrono::milliseconds(8000),
-           py::arg("threads") = 1u,
+           py::arg("threads") = 1u, py::arg("path_policy") = "p2c",
            // The rendezvous blocks until every rank has come: let other Python threads run.
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("planes", &ProcessGroupMrc::planes, "number of planes")

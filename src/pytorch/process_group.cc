@@ -127,6 +127,7 @@ ProcessGroupMrc::ProcessGroupMrc(const c10::intrusive_ptr<c10d::Store>& store, i
   o.chunk_bytes = options_.chunk_bytes;
   o.slots = options_.slots;
   o.qp.set_mtu(options_.mtu_bytes);
+  o.qp.path_policy = options_.path_policy;
   o.qp.retry_exp = coll::retry_exp_for(o.qp, options_.peer_timeout);
   o.timeout = options_.timeout;
   o.prefix = "mrc";  // the store is already prefixed per group

@@ -54,6 +54,7 @@ struct BackendOptions {
   uint32_t mtu_bytes = 4096;                // payload per packet (QpConfig::mtu_bytes)
   io::Backend backend = io::Backend::kUdp;  // the datapath (MRC_BACKEND: udp or xdp)
   uint32_t threads = 1;                     // engine threads (MRC_THREADS; ContextOptions::threads)
+  PathPolicyKind path_policy = PathPolicyKind::kP2c;  // QpConfig::path_policy (MRC_PATH_POLICY)
 };
 
 // One plane's counters (io::UdpPlaneStats) for Python.
