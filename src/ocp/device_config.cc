@@ -63,9 +63,12 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
       auto backend = io::parse_backend(value);
       if (!backend.ok()) return "backend=" + value + ": " + backend.error().message;
       spec.backend = backend.value();
+    } else if (key == "path-policy" && !is_peer) {
+      if (!parse_path_policy(value, spec.path_policy))
+        return "path-policy=" + value + ": one of p2c, rules, oblivious, reps, health, hedge";
     } else {
-      return "unknown setting '" + item +
-             "' (known: planes=, port=" + (is_peer ? "" : ", ev-ports=, drop=, backend=") + ")";
+      return "unknown setting '" + item + "' (known: planes=, port=" +
+             (is_peer ? "" : ", ev-ports=, drop=, backend=, path-policy=") + ")";
     }
   }
   if (planes_text.empty()) return "'" + name + "' needs planes=<ipv4>[,<ipv4>...]";

@@ -8,8 +8,8 @@
 //   /etc/mrc/devices.conf
 // Each entry (file line) is
 //   <name> planes=<ipv4>[,<ipv4>...] [port=<udp port>] [ev-ports=<first source port>]
-//   [drop=<fraction>]
-//          [backend=<udp|xdp>]
+//   [drop=<fraction>] [backend=<udp|xdp>]
+//   [path-policy=<p2c|rules|oblivious|reps|health|hedge>]
 //   peer planes=<ipv4>[,<ipv4>...] [port=<udp port>]
 // Each key at most once per entry. '#' starts a comment. Device names are what
 // ibv_get_device_list() shows; port k of a device (1-based) is its plane k. A peer is found by any
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "io/udp_host.h"
+#include "mrc/config.hpp"
 
 namespace mrc::ocp {
 
@@ -33,6 +34,8 @@ struct DeviceSpec {
   uint16_t ev_port_base = 50000;
   double drop = 0;  // fraction of sent packets the datapath drops (impairment, for tests and demos)
   io::Backend backend = io::Backend::kUdp;  // backend=udp|xdp
+  // path-policy=: the path policy of the device's QPs (QpConfig::path_policy)
+  PathPolicyKind path_policy = PathPolicyKind::kP2c;
 };
 
 struct DeviceConfig {

@@ -311,6 +311,7 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   config.max_sge = std::max<uint32_t>({cap.max_send_sge, cap.max_recv_sge, 1});
   const auto planes = static_cast<uint16_t>(nic.spec->planes.size());
   nic.device->configure(config);
+  config.path_policy = nic.spec->path_policy;
   config.ev_count =
       static_cast<uint16_t>(config.ev_count / planes * planes);  // an equal share per plane
   std::lock_guard lock(nic.mutex);

@@ -25,8 +25,8 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
                                            int port, int ev_port_base,
                                            std::chrono::milliseconds timeout, uint32_t chunk_bytes,
                                            uint32_t slots, uint32_t mtu, const std::string& backend,
-                                           std::chrono::milliseconds peer_timeout,
-                                           uint32_t threads, const std::string& path_policy) {
+                                           std::chrono::milliseconds peer_timeout, uint32_t threads,
+                                           const std::string& path_policy) {
   BackendOptions o;
   o.planes = planes;
   o.port = port_number(port, "port");
@@ -53,8 +53,9 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
   auto parsed = mrc::io::parse_backend(backend);
   TORCH_CHECK(parsed.ok(), "mrc: MRC_BACKEND: ", parsed.ok() ? "" : parsed.error().message);
   o.backend = parsed.value();
-  TORCH_CHECK(mrc::parse_path_policy(path_policy, o.path_policy), "mrc: MRC_PATH_POLICY=",
-              path_policy, ": one of p2c, rules, oblivious, reps, health, hedge");
+  TORCH_CHECK(mrc::parse_path_policy(path_policy, o.path_policy),
+              "mrc: MRC_PATH_POLICY=", path_policy,
+              ": one of p2c, rules, oblivious, reps, health, hedge");
   return c10::make_intrusive<ProcessGroupMrc>(store, rank, size, std::move(o));
 }
 

@@ -9,7 +9,8 @@ namespace {
 
 TEST(OcpDeviceConfig, ReadsDevicesAndPeers) {
   const DeviceConfig c = parse_device_config(
-      "mrc0 planes=127.0.0.1,127.0.0.2 port=30001 ev-ports=30100 backend=xdp; mrc1 "
+      "mrc0 planes=127.0.0.1,127.0.0.2 port=30001 ev-ports=30100 backend=xdp path-policy=rules; "
+      "mrc1 "
       "planes=127.0.0.3,127.0.0.4\n"
       "peer planes=10.0.0.1,10.0.0.2 # a remote host",
       "test");
@@ -20,6 +21,8 @@ TEST(OcpDeviceConfig, ReadsDevicesAndPeers) {
   EXPECT_EQ(c.devices[0].ev_port_base, 30100);
   EXPECT_EQ(c.devices[0].backend, io::Backend::kXdp);
   EXPECT_EQ(c.devices[1].backend, io::Backend::kUdp);
+  EXPECT_EQ(c.devices[0].path_policy, PathPolicyKind::kRules);
+  EXPECT_EQ(c.devices[1].path_policy, PathPolicyKind::kP2c);  // the QPs' default
   ASSERT_EQ(c.peers.size(), 1u);
   EXPECT_EQ(c.peers[0].planes.size(), 2u);
 }
@@ -30,9 +33,10 @@ TEST(OcpDeviceConfig, MistakesAreErrorsThatNameTheEntry) {
       parse_device_config("mrc0 planes=127.0.77.1,mrc1 planes=127.0.77.2", "MRC_DEVICES");
   EXPECT_NE(typo.error.find("'planes=' is given twice"), std::string::npos) << typo.error;
   EXPECT_TRUE(typo.devices.empty());
-  for (const char* bad : {"mrc0 planes=127.0.0.1 port=1 port=2",
-                          "mrc0 planes=127.0.0.1 backend=rdma", "mrc0 planes=127.0.0.1 colour=blue",
-                          "mrc0 port=1", "mrc0 planes=127.0.0.1; mrc0 planes=127.0.0.2"}) {
+  for (const char* bad :
+       {"mrc0 planes=127.0.0.1 port=1 port=2", "mrc0 planes=127.0.0.1 backend=rdma",
+        "mrc0 planes=127.0.0.1 colour=blue", "mrc0 planes=127.0.0.1 path-policy=ecmp",
+        "mrc0 port=1", "mrc0 planes=127.0.0.1; mrc0 planes=127.0.0.2"}) {
     const DeviceConfig c = parse_device_config(bad, "MRC_DEVICES");
     EXPECT_FALSE(c.error.empty()) << bad;
     EXPECT_NE(c.error.find("MRC_DEVICES"), std::string::npos) << c.error;
