@@ -8,8 +8,10 @@
 //     (choose), and
 //   - judge feedback: whether an ECN mark or trim SKIPs the EV, and what a loss that was not a
 //     timeout does to the EV: a strike (the rules), a SKIP only, or nothing.
-// It sees clean acknowledgements (an echoed EV without an ECN mark) and timeouts. No policy
-// (kRules) is the EV set's own rules exactly and costs nothing per packet.
+// It sees clean and marked acknowledgements (the echoed EV), RTT samples, the EVs the state
+// machine retires, the bytes each acknowledgement delivers, and timeouts. No policy (kRules)
+// is the EV set's own rules exactly and costs nothing per packet; QpConfig's default is the
+// learned p2c policy (learned_policies.h).
 //
 // The baselines a learned policy must beat (../shared/reference/learned-paths.md):
 //   kOblivious  oblivious spraying: the rotation, and no feedback is held against an EV except
@@ -21,7 +23,8 @@
 //               used up, until a clean acknowledgement arrives at least `freeze` later; then
 //               the ring is emptied and the next kExploreAfterFreeze packets explore.
 // The learned policies are in learned_policies.h, the watchdog that guards any policy in
-// path_watchdog.h, and the simulator's oracle (which knows the faults) in sim/oracle_policy.h.
+// path_watchdog.h, and the simulator's oracle (which knows the faults) in sim/oracle_policy.h;
+// SprayCredits below spreads packets by weight for hedge and the oracle.
 // A policy that draws random numbers draws them from a Prng seeded from the EV set's seed, so
 // a run replays exactly; exploring is otherwise the rotation's (seeded) choice.
 #pragma once
