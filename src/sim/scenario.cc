@@ -70,6 +70,19 @@ struct Reader {
     get(t, where, key, out);
     require(out >= 0 && out <= 1, where + key, out, "in [0, 1]");
   }
+  // A number in [lo, hi]; `allowed` says so in the message.
+  void number(const toml::table& t, const std::string& where, const char* key, double& out,
+              double lo, double hi, const std::string& allowed) {
+    get(t, where, key, out);
+    require(out >= lo && out <= hi, where + key, out, allowed);
+  }
+  // An EWMA's gain as a shift: 1..7 (gain 2^-shift).
+  void shift(const toml::table& t, const std::string& where, const char* key, uint8_t& out) {
+    uint32_t value = out;
+    get(t, where, key, value);
+    require(value >= 1 && value <= 7, where + key, double(value), "1..7");
+    out = static_cast<uint8_t>(std::clamp<uint32_t>(value, 1, 7));
+  }
   // Times in microseconds (or milliseconds): >= 0, or > 0 when `positive`, and finite and at
   // most kMaxTime so that they fit in nanoseconds.
   static constexpr double kMaxTime = 1e12;
@@ -323,51 +336,32 @@ const std::set<std::string>& qp_keys() {
 
 // The health policy's failure prediction (HealthPolicyConfig).
 void read_health_prediction(Reader& r, const toml::table& t, HealthPolicyConfig& h) {
-  uint32_t risk_shift = h.risk_shift;
-  r.get(t, "qp.", "health_flap_risk", h.flap_risk);
-  r.get(t, "qp.", "health_mark_risk", h.mark_risk);
+  r.number(t, "qp.", "health_flap_risk", h.flap_risk, 0, 1, "0..1");
+  r.number(t, "qp.", "health_mark_risk", h.mark_risk, 0, 1, "0..1");
   r.get(t, "qp.", "health_rtt_inflation", h.rtt_inflation);
-  r.get(t, "qp.", "health_risk_shift", risk_shift);
-  r.get(t, "qp.", "health_risk_limit", h.risk_limit);
-  r.require(h.flap_risk >= 0 && h.flap_risk <= 1, "qp.health_flap_risk", h.flap_risk, "0..1");
-  r.require(h.mark_risk >= 0 && h.mark_risk <= 1, "qp.health_mark_risk", h.mark_risk, "0..1");
   r.require(h.rtt_inflation == 0 || (h.rtt_inflation >= 1 && h.rtt_inflation <= 100),
             "qp.health_rtt_inflation", h.rtt_inflation, "0 (off) or 1..100 (x the lowest RTT)");
-  r.require(risk_shift >= 1 && risk_shift <= 7, "qp.health_risk_shift", double(risk_shift), "1..7");
-  r.require(h.risk_limit >= 0 && h.risk_limit <= 1, "qp.health_risk_limit", h.risk_limit,
-            "0..1 (1: no prediction)");
-  h.risk_shift = static_cast<uint8_t>(std::clamp<uint32_t>(risk_shift, 1, 7));
+  r.shift(t, "qp.", "health_risk_shift", h.risk_shift);
+  r.number(t, "qp.", "health_risk_limit", h.risk_limit, 0, 1, "0..1 (1: no prediction)");
 }
 
 // The learned policies' parameters (HealthPolicyConfig, P2cPolicyConfig, HedgePolicyConfig).
 void read_learned_policies(Reader& r, const toml::table& t, QpConfig& q) {
   HealthPolicyConfig& h = q.health;
-  uint32_t ev_shift = h.ev_shift, p2c_shift = q.p2c.shift;
-  r.get(t, "qp.", "health_ev_shift", ev_shift);
-  r.get(t, "qp.", "health_ratio", h.ratio);
-  r.get(t, "qp.", "health_floor", h.floor);
-  r.require(ev_shift >= 1 && ev_shift <= 7, "qp.health_ev_shift", double(ev_shift), "1..7");
-  r.require(h.ratio >= 0 && h.ratio <= 1000, "qp.health_ratio", h.ratio, "0..1000");
-  r.require(h.floor >= 0 && h.floor <= 1, "qp.health_floor", h.floor, "0..1 (a loss share)");
-  h.ev_shift = static_cast<uint8_t>(std::min<uint32_t>(ev_shift, 7));
+  r.shift(t, "qp.", "health_ev_shift", h.ev_shift);
+  r.number(t, "qp.", "health_ratio", h.ratio, 0, 1000, "0..1000");
+  r.number(t, "qp.", "health_floor", h.floor, 0, 1, "0..1 (a loss share)");
   read_health_prediction(r, t, h);
   P2cPolicyConfig& c = q.p2c;
-  r.get(t, "qp.", "p2c_shift", p2c_shift);
-  r.get(t, "qp.", "p2c_mark_weight", c.mark_weight);
-  r.get(t, "qp.", "p2c_loss_weight", c.loss_weight);
-  r.require(p2c_shift >= 1 && p2c_shift <= 7, "qp.p2c_shift", double(p2c_shift), "1..7");
-  r.require(c.mark_weight >= 0 && c.mark_weight <= 1, "qp.p2c_mark_weight", c.mark_weight, "0..1");
-  r.require(c.loss_weight >= 0 && c.loss_weight <= 1, "qp.p2c_loss_weight", c.loss_weight, "0..1");
-  c.shift = static_cast<uint8_t>(std::min<uint32_t>(p2c_shift, 7));
+  r.shift(t, "qp.", "p2c_shift", c.shift);
+  r.number(t, "qp.", "p2c_mark_weight", c.mark_weight, 0, 1, "0..1");
+  r.number(t, "qp.", "p2c_loss_weight", c.loss_weight, 0, 1, "0..1");
   HedgePolicyConfig& g = q.hedge;
-  r.get(t, "qp.", "hedge_mark_penalty", g.mark_penalty);
-  r.get(t, "qp.", "hedge_loss_penalty", g.loss_penalty);
-  r.get(t, "qp.", "hedge_decay", g.decay);
+  const char* const kPenalty = "0..255 (sixteenths of a halving)";
+  r.number(t, "qp.", "hedge_mark_penalty", g.mark_penalty, 0, 255, kPenalty);
+  r.number(t, "qp.", "hedge_loss_penalty", g.loss_penalty, 0, 255, kPenalty);
+  r.number(t, "qp.", "hedge_decay", g.decay, 0, 255, kPenalty);
   r.get(t, "qp.", "hedge_floor", g.floor);
-  for (auto [key, value] :
-       {std::pair{"qp.hedge_mark_penalty", g.mark_penalty},
-        std::pair{"qp.hedge_loss_penalty", g.loss_penalty}, std::pair{"qp.hedge_decay", g.decay}})
-    r.require(value >= 0 && value <= 255, key, value, "0..255 (sixteenths of a halving)");
   r.require(g.floor > 0 && g.floor <= 1, "qp.hedge_floor", g.floor, "(0, 1] (a weight)");
 }
 
