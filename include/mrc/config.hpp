@@ -23,6 +23,10 @@ enum class PathPolicyKind : uint8_t { kRules, kOblivious, kReps, kHealth, kP2c, 
 // "rules", "oblivious", "reps", "health", "p2c" or "hedge"; false for anything else.
 bool parse_path_policy(std::string_view name, PathPolicyKind& out);
 const char* to_string(PathPolicyKind kind);
+// Every policy's name, in PathPolicyKind order (for a command line's choices), and the same as
+// one list for messages: "rules, oblivious, reps, health, p2c, hedge".
+const std::vector<std::string>& path_policy_names();
+const std::string& path_policy_name_list();
 
 // The health policy's parameters (core/learned_policies.h, HealthPolicy). The defaults are the
 // trained values of data/path_policy/health.json (bench/paths_train.py made them).

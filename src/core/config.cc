@@ -55,6 +55,25 @@ const char* to_string(PathPolicyKind kind) {
   return "?";
 }
 
+const std::vector<std::string>& path_policy_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (int k = 0; k <= static_cast<int>(PathPolicyKind::kHedge); ++k)
+      out.emplace_back(to_string(static_cast<PathPolicyKind>(k)));
+    return out;
+  }();
+  return names;
+}
+
+const std::string& path_policy_name_list() {
+  static const std::string list = [] {
+    std::string out;
+    for (const std::string& name : path_policy_names()) out += (out.empty() ? "" : ", ") + name;
+    return out;
+  }();
+  return list;
+}
+
 namespace {
 std::string range_error(const char* field, uint64_t value, uint64_t lo, uint64_t hi) {
   char buf[160];

@@ -91,10 +91,8 @@ PathPolicy::Verdict HealthPolicy::judge_loss(const EvSet& evs, uint16_t slot, Pl
 // the draw finds one; below the limit the rotation's choice stands and nothing is drawn.
 uint16_t HealthPolicy::choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) {
   if (candidate == EvSet::kNoSlot || !risky(candidate)) return candidate;
-  const std::span<const uint16_t> order = evs.rotation_slots(plane);
-  const uint16_t other = order[prng_.below(order.size())];
-  const bool better = evs.choosable(other, plane, avoid) && risk_[other] < risk_[candidate];
-  return better ? other : candidate;
+  const uint16_t other = draw_choosable(evs, plane, avoid, prng_);
+  return other != EvSet::kNoSlot && risk_[other] < risk_[candidate] ? other : candidate;
 }
 
 // ---- p2c ---------------------------------------------------------------------------------
@@ -114,11 +112,9 @@ void P2cPolicy::observe(uint16_t slot, int target) {
 }
 
 uint16_t P2cPolicy::choose(const EvSet& evs, PlaneId plane, uint16_t candidate, uint16_t avoid) {
-  const std::span<const uint16_t> order = evs.rotation_slots(plane);
-  if (candidate == EvSet::kNoSlot || order.empty()) return candidate;
-  const uint16_t other = order[prng_.below(order.size())];
-  if (other == candidate || !evs.choosable(other, plane, avoid)) return candidate;
-  return score_[other] < score_[candidate] ? other : candidate;
+  if (candidate == EvSet::kNoSlot) return candidate;
+  const uint16_t other = draw_choosable(evs, plane, avoid, prng_);
+  return other != EvSet::kNoSlot && score_[other] < score_[candidate] ? other : candidate;
 }
 
 // ---- hedge -------------------------------------------------------------------------------

@@ -38,6 +38,13 @@ std::unique_ptr<PathPolicy> make_path_policy(const EvSetConfig& config, size_t s
   return std::make_unique<PathWatchdog>(config.watchdog, std::move(policy), seed ^ 1);
 }
 
+uint16_t draw_choosable(const EvSet& evs, PlaneId plane, uint16_t avoid, Prng& prng) {
+  const std::span<const uint16_t> order = evs.rotation_slots(plane);
+  if (order.empty()) return EvSet::kNoSlot;
+  const uint16_t slot = order[prng.below(order.size())];
+  return evs.choosable(slot, plane, avoid) ? slot : EvSet::kNoSlot;
+}
+
 // ---- spray credits -----------------------------------------------------------------------
 
 // An offer adds the weight (in 1/255 of a packet, rounded up so that no positive weight starves)

@@ -37,6 +37,7 @@
 
 #include "mrc/config.hpp"
 #include "mrc/types.hpp"
+#include "util/prng.h"
 
 namespace mrc {
 
@@ -76,6 +77,11 @@ class PathPolicy {
   // Bytes of per-QP state the policy keeps (the ship gate's memory bound).
   virtual size_t state_bytes() const = 0;
 };
+
+// One EV of the plane's rotation drawn at random: the slot if evs.choosable(slot, plane,
+// avoid), else kNoSlot (a rotation that is empty draws nothing). The alternative that p2c and
+// the health policy weigh against the rotation's choice.
+uint16_t draw_choosable(const EvSet& evs, PlaneId plane, uint16_t avoid, Prng& prng);
 
 struct EvSetConfig;
 // nullptr for kRules. `slots`: the EV set's slot count; `seed`: for a policy's random draws.

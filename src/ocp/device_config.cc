@@ -65,7 +65,7 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
       spec.backend = backend.value();
     } else if (key == "path-policy" && !is_peer) {
       if (!parse_path_policy(value, spec.path_policy))
-        return "path-policy=" + value + ": one of p2c, rules, oblivious, reps, health, hedge";
+        return "path-policy=" + value + ": one of " + path_policy_name_list();
     } else {
       return "unknown setting '" + item + "' (known: planes=, port=" +
              (is_peer ? "" : ", ev-ports=, drop=, backend=, path-policy=") + ")";

@@ -54,8 +54,7 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
   TORCH_CHECK(parsed.ok(), "mrc: MRC_BACKEND: ", parsed.ok() ? "" : parsed.error().message);
   o.backend = parsed.value();
   TORCH_CHECK(mrc::parse_path_policy(path_policy, o.path_policy),
-              "mrc: MRC_PATH_POLICY=", path_policy,
-              ": one of p2c, rules, oblivious, reps, health, hedge");
+              "mrc: MRC_PATH_POLICY=", path_policy, ": one of ", mrc::path_policy_name_list());
   return c10::make_intrusive<ProcessGroupMrc>(store, rank, size, std::move(o));
 }
 

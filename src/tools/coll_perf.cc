@@ -531,7 +531,7 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
   app.add_option("--path-policy", o.path_policy,
                  "how the ranks' queue pairs choose among their GOOD EVs: p2c (default: the "
                  "learned score policy), rules (MRC's own), oblivious, reps, health or hedge")
-      ->check(CLI::IsMember({"p2c", "rules", "oblivious", "reps", "health", "hedge"}));
+      ->check(CLI::IsMember(path_policy_names()));
   app.add_option(
          "--target-delay-us", o.target_delay_us,
          "NSCC queueing-delay target in microseconds, 1 or more (default: the collectives', 250)")

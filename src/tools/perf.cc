@@ -1115,7 +1115,7 @@ void add_fault_and_transport_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--path-policy", o.path_policy,
                  "how each QP chooses among its GOOD EVs: p2c (default: the learned score "
                  "policy), rules (MRC's own), oblivious, reps, health or hedge")
-      ->check(CLI::IsMember({"p2c", "rules", "oblivious", "reps", "health", "hedge"}));
+      ->check(CLI::IsMember(path_policy_names()));
   app.add_option("--ev-count", o.ev_count, "EVs per QP (multiple of the plane count, at most 256)");
   app.add_option("--window-kib", o.window_kib, "largest congestion window, KiB (default 2048)");
   app.add_option("--ev-burst", o.ev_burst,
