@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "core/endpoint.h"
@@ -64,7 +65,11 @@ class Pair {
       s.pd = s.endpoint->memory().alloc_pd();
       s.send_cq = s.endpoint->create_cq(4096);
       s.recv_cq = s.endpoint->create_cq(4096);
-      s.qp = s.endpoint->create_qp(config, s.pd, s.send_cq, s.recv_cq).value();
+      // One configuration for both ends: in secure mode it holds the connection's two
+      // secrets as A sees them, so B sends under A's receive secret.
+      QpConfig own = config;
+      if (i == 1) std::swap(own.security.send_secret, own.security.receive_secret);
+      s.qp = s.endpoint->create_qp(own, s.pd, s.send_cq, s.recv_cq).value();
       s.source.resize(buffer_bytes);
       s.target.assign(buffer_bytes, 0);
       for (size_t k = 0; k < buffer_bytes; ++k)

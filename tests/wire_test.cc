@@ -407,10 +407,10 @@ TEST(WireRoundTrip, ToStringCoversEveryEnumerator) {
   for (NackReason r : kNackReasons) names.insert(to_string(r));
   EXPECT_EQ(names.size(), std::size(kNackReasons));
   names.clear();
-  for (int e = 0; e <= static_cast<int>(DecodeError::kBadReservedField); ++e) {
+  for (int e = 0; e <= static_cast<int>(DecodeError::kSecured); ++e) {
     names.insert(to_string(static_cast<DecodeError>(e)));
   }
-  EXPECT_EQ(names.size(), 9u);
+  EXPECT_EQ(names.size(), 10u);
 }
 
 // ---- Exact byte layouts -----------------------------------------------------------------------
@@ -560,7 +560,7 @@ TEST(WireLayout, ReservedBitsAreIgnoredOnRead) {
     const ControlPacket c = random_control(rng, op);
     Bytes wire = encode_bytes(c);
     wire[4] = 0xFF;   // BTH reserved byte
-    wire[8] |= 0x0F;  // BTH reserved bits of the flags byte
+    wire[8] |= 0x07;  // BTH reserved bits of the flags byte (bit 3 is S: secure packets)
     reseal(wire);
     auto got = decode(wire);
     ASSERT_TRUE(got.ok()) << to_string(op);
@@ -830,9 +830,11 @@ TEST(WireRobust, EverySingleBitFlipIsCaught) {
       if (byte >= 2 && byte != 8) {
         EXPECT_EQ(got.error(), DecodeError::kBadIcrc) << bit;
       } else if (byte == 8) {
-        // The ts flag changes the header length of data packets.
+        // The ts flag changes the header length of data packets; the S flag makes it a secure
+        // packet, which only the engine's packet protection opens.
         EXPECT_TRUE(got.error() == DecodeError::kBadIcrc ||
-                    got.error() == DecodeError::kTruncatedHeader);
+                    got.error() == DecodeError::kTruncatedHeader ||
+                    got.error() == DecodeError::kSecured);
       }
       decode_all_ways(flipped);
     }

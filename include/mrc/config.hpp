@@ -3,6 +3,7 @@
 // knob (mpr, max_wimm, timeout, retry counts, EV count and ev_min_active).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,6 +16,29 @@ namespace mrc {
 enum class CcAlgorithm : uint8_t { kNscc, kAimd, kFixed };
 // "nscc", "aimd" or "fixed"; false for anything else.
 bool parse_cc_algorithm(std::string_view name, CcAlgorithm& out);
+
+// Secure mode (docs/PROTOCOL.md, "Secure packets"): every packet of a QP carries an AES-GCM
+// tag over its headers and payload; kEncrypt also encrypts the payload. kOff: plain MRC.
+enum class SecureMode : uint8_t { kOff, kAuthenticate, kEncrypt };
+// "off", "auth" or "encrypt"; false for anything else.
+bool parse_secure_mode(std::string_view name, SecureMode& out);
+const char* to_string(SecureMode mode);
+
+// A QP's keys and their use. The two traffic secrets come from connection set-up (a key
+// exchange, or a pre-shared key: api/secure_handshake.h); each end's send secret is the other
+// end's receive secret. Every `rekey_packets` packets the sender moves to the next key epoch,
+// whose secret follows from the current one; receivers follow on the first packet that
+// verifies under the next epoch's key.
+inline constexpr size_t kTrafficSecretBytes = 32;
+struct SecurityConfig {
+  SecureMode mode = SecureMode::kOff;
+  std::array<uint8_t, kTrafficSecretBytes> send_secret{};
+  std::array<uint8_t, kTrafficSecretBytes> receive_secret{};
+  uint64_t rekey_packets = uint64_t{1} << 24;
+  bool operator==(const SecurityConfig&) const = default;
+};
+// Bytes a secure packet adds to the plain one: its 8-byte security header and 16-byte tag.
+inline constexpr uint32_t kSecureOverheadBytes = 24;
 
 // How the EV set chooses among its GOOD EVs and judges feedback (core/path_policy.h): its own
 // rules, a baseline, or a learned policy inside the same state machine (QpConfig's default:
@@ -172,6 +196,10 @@ struct QpConfig {
   // Largest message on the wire; a longer work request is carried as several messages.
   uint64_t max_message_bytes = 1ull << 30;
 
+  // Authenticated (and optionally encrypted) packets; mtu_bytes must then leave room for
+  // kSecureOverheadBytes (at most 9000 - 24).
+  SecurityConfig security;
+
   CcAlgorithm cc = CcAlgorithm::kNscc;
   NsccConfig nscc;
   uint64_t fixed_window_bytes = 1u << 20;
@@ -185,6 +213,7 @@ struct QpConfig {
   std::string validate_auto_evs(int planes) const;
   std::string validate_ev_list(int planes) const;
   std::string validate_path_policy() const;
+  std::string validate_security() const;
 
   Duration ack_timeout() const { return Duration{static_cast<int64_t>(1024) << timeout}; }
 };

@@ -90,11 +90,26 @@ struct QpStats {
   uint64_t in_flight_bytes = 0;
 };
 
+// Why a datagram for a secure QP, or a secure datagram, was refused (core/packet_protection.h).
+// Counted by the endpoint, not the QP: a refused packet leaves the QP it names untouched.
+enum class SecurityDrop : uint8_t {
+  kPlainToSecure,  // a plain packet for a secure QP
+  kSecureToPlain,  // a secure packet for a QP without secure mode
+  kTrimmed,        // trimmed in the fabric: its tag is gone, it cannot be verified
+  kTruncated,      // shorter than its headers, security header and tag
+  kOldKey,         // a key epoch the receiver no longer (or does not yet) hold
+  kReplay,         // a packet counter already seen, or older than the replay window
+  kBadTag,         // forged or modified: the AES-GCM tag does not match
+  kCount
+};
+const char* to_string(SecurityDrop d);
+
 struct EndpointStats {
   uint64_t datagrams_received = 0;
   uint64_t datagrams_sent = 0;
   std::array<uint64_t, 16> decode_errors{};  // index = wire::DecodeError
   uint64_t unknown_qp = 0;
+  std::array<uint64_t, static_cast<size_t>(SecurityDrop::kCount)> security_drops{};
 };
 
 }  // namespace mrc

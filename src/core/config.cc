@@ -74,6 +74,28 @@ const std::string& path_policy_name_list() {
   return list;
 }
 
+const char* to_string(SecureMode mode) {
+  switch (mode) {
+    case SecureMode::kOff:
+      return "off";
+    case SecureMode::kAuthenticate:
+      return "auth";
+    case SecureMode::kEncrypt:
+      return "encrypt";
+  }
+  return "?";
+}
+
+bool parse_secure_mode(std::string_view name, SecureMode& out) {
+  for (const SecureMode mode : {SecureMode::kOff, SecureMode::kAuthenticate, SecureMode::kEncrypt}) {
+    if (name == to_string(mode)) {
+      out = mode;
+      return true;
+    }
+  }
+  return false;
+}
+
 namespace {
 std::string range_error(const char* field, uint64_t value, uint64_t lo, uint64_t hi) {
   char buf[160];
@@ -124,7 +146,24 @@ std::string QpConfig::validate(int planes) const {
   if (nscc.min_window_bytes < mtu_bytes || nscc.max_window_bytes < nscc.min_window_bytes)
     return "nscc window bounds must satisfy mtu_bytes <= min_window_bytes <= max_window_bytes";
   if (fixed_window_bytes < mtu_bytes) return "fixed_window_bytes must be at least mtu_bytes";
+  if (std::string error = validate_security(); !error.empty()) return error;
   return validate_path_policy();
+}
+
+// A secure packet is 24 bytes longer than a plain one, and the largest datagram stays what the
+// datapath's buffers hold; an all-zero secret is a key nobody set.
+std::string QpConfig::validate_security() const {
+  if (security.mode == SecureMode::kOff) return {};
+  constexpr uint32_t kMaxSecureMtu = 9000 - kSecureOverheadBytes;
+  if (mtu_bytes > kMaxSecureMtu)
+    return range_error("mtu_bytes (secure mode)", mtu_bytes, 256, kMaxSecureMtu);
+  if (security.rekey_packets < 1 || security.rekey_packets > (uint64_t{1} << 40))
+    return range_error("security.rekey_packets", security.rekey_packets, 1, uint64_t{1} << 40);
+  const auto zero = std::array<uint8_t, kTrafficSecretBytes>{};
+  if (security.send_secret == zero || security.receive_secret == zero)
+    return "secure mode needs both traffic secrets (connection set-up derives them; none was "
+           "given)";
+  return {};
 }
 
 // The integer settings whose out-of-range values the policies could not run with (the

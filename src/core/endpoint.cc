@@ -75,6 +75,10 @@ QueuePair* Endpoint::qp(Qpn qpn) {
 
 void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, const RxMeta& meta) {
   ++stats_.datagrams_received;
+  if (wire::is_secure(datagram)) {
+    handle_secure(now, datagram, meta);
+    return;
+  }
   wire::DecodeOptions options;
   options.trimmed = meta.trimmed;
   options.verify_icrc = !meta.icrc_checked;
@@ -93,7 +97,54 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
     ++stats_.unknown_qp;
     return;
   }
+  if (target->protection() != nullptr) {
+    count(SecurityDrop::kPlainToSecure);
+    return;
+  }
   target->handle(now, packet, meta);
+}
+
+// A secure datagram reaches its QP only opened: verified (ICRC, key epoch, replay window, tag)
+// and, in encrypt mode, decrypted into open_buffer_. Whatever fails is counted here and goes no
+// further, so the QP it names sees nothing of it and sends no answer.
+void Endpoint::handle_secure(Instant now, std::span<const uint8_t> datagram, const RxMeta& meta) {
+  if (datagram.size() < wire::kBthBytes + wire::kIcrcBytes) {
+    ++stats_.decode_errors[static_cast<size_t>(wire::DecodeError::kTooShort)];
+    return;
+  }
+  if (datagram.size() > wire::kMaxDatagramBytes) {
+    ++stats_.decode_errors[static_cast<size_t>(wire::DecodeError::kPayloadTooLong)];
+    return;
+  }
+  // As for plain packets, the ICRC first (a trimmed packet carries none).
+  if (!meta.trimmed && !meta.icrc_checked && !wire::icrc_matches(datagram)) {
+    ++stats_.decode_errors[static_cast<size_t>(wire::DecodeError::kBadIcrc)];
+    return;
+  }
+  const Qpn dest{static_cast<uint32_t>(datagram[5]) << 16 |
+                 static_cast<uint32_t>(datagram[6]) << 8 | datagram[7]};
+  QueuePair* target = qp(dest);
+  if (target == nullptr || meta.plane.value >= config_.planes) {
+    ++stats_.unknown_qp;
+    return;
+  }
+  if (target->protection() == nullptr) return count(SecurityDrop::kSecureToPlain);
+  if (meta.trimmed) return count(SecurityDrop::kTrimmed);
+  if (open_buffer_.empty()) open_buffer_.resize(wire::kMaxDatagramBytes);
+  const auto opened = target->protection()->open(datagram, open_buffer_);
+  if (!opened.ok()) return count(opened.error());
+  wire::DecodeOptions options;
+  options.verify_icrc = false;
+  const auto decoded = wire::decode(std::span(open_buffer_).first(opened.value()), options);
+  if (!decoded.ok()) {
+    ++stats_.decode_errors[static_cast<size_t>(decoded.error()) % stats_.decode_errors.size()];
+    return;
+  }
+  target->handle(now, decoded.value(), meta);
+}
+
+void Endpoint::count(SecurityDrop drop) {
+  ++stats_.security_drops[static_cast<size_t>(drop)];
 }
 
 // QPN 0: an EV probe request (answered whatever QPs exist) or the answer to one of ours.

@@ -94,6 +94,8 @@ class Endpoint {
 
  private:
   bool handle_endpoint_packet(Instant now, const wire::Packet& packet, const RxMeta& meta);
+  void handle_secure(Instant now, std::span<const uint8_t> datagram, const RxMeta& meta);
+  void count(SecurityDrop drop);
   // The next datagram from the prober or a QP, its ICRC field zero; 0 if none.
   size_t next_datagram(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   // The schedule reads the touched QPs again; update_schedule also lets QPs whose probe time
@@ -113,6 +115,9 @@ class Endpoint {
   std::vector<uint32_t> due_;     // scratch for handle_timeout
   EvProber prober_;
   EndpointStats stats_;
+  // Where a secure datagram is opened (headers, then the payload in the clear); sized at the
+  // first one, so that endpoints without secure QPs hold nothing.
+  std::vector<uint8_t> open_buffer_;
   MemoryRegionTable memory_;
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   // Owned through a pointer for the same reason: the QPs' responders keep its address.

@@ -136,6 +136,8 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   responder_->start(attributes.expected_psn, qpn_, attributes.dest_qp, pd_, mrs_);
   for (uint64_t wr_id : early_receives_) responder_->post_recv(wr_id);
   early_receives_.clear();
+  if (config_.security.mode != SecureMode::kOff)
+    protection_ = std::make_unique<PacketProtection>(config_.security);
   state_ = QpState::kRtr;
   return Ok{};
 }
@@ -182,6 +184,7 @@ void QueuePair::to_reset() {
   changed();
   requester_.reset();
   responder_.reset();
+  protection_.reset();
   responder_pending_ = false;
   cc_.reset();
   evs_.reset();
@@ -323,7 +326,19 @@ size_t QueuePair::poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& me
   return n;
 }
 
+// A secure QP writes its plain packet a security header further on and seals it there
+// (PacketProtection::seal); the trimmable length then includes that header.
 size_t QueuePair::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
+  if (!protection_) return poll_plain(now, plane, out, meta);
+  if (out.size() < kSecureOverheadBytes) return 0;
+  const size_t n = poll_plain(
+      now, plane, out.subspan(wire::kSechBytes, out.size() - kSecureOverheadBytes), meta);
+  if (n == 0) return 0;
+  if (meta.header_bytes != 0) meta.header_bytes += wire::kSechBytes;
+  return protection_->seal(out, n);
+}
+
+size_t QueuePair::poll_plain(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
   changed();
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return 0;
   if (((usable_planes() >> plane.value) & 1) == 0) return 0;

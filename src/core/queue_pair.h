@@ -21,6 +21,7 @@
 #include "core/control_queue.h"
 #include "core/ev_set.h"
 #include "core/incast_detector.h"
+#include "core/packet_protection.h"
 #include "core/requester.h"
 #include "core/responder.h"
 #include "mrc/config.hpp"
@@ -94,6 +95,10 @@ class QueuePair {
   const EvSet* evs() const { return evs_ ? &*evs_ : nullptr; }
   EvSet* evs();  // a controller may change EV states through it
   const CongestionController* congestion() const { return cc_.get(); }
+  // Secure mode (QpConfig::security), from RTR on: the endpoint opens this QP's packets with it
+  // before the QP sees them; poll_transmit seals what it sends. nullptr without secure mode.
+  PacketProtection* protection() { return protection_.get(); }
+  const PacketProtection* protection() const { return protection_.get(); }
   int planes() const { return planes_; }
 
  private:
@@ -102,6 +107,7 @@ class QueuePair {
   void set_peer_ports(uint32_t mask);
   void queue_port_status(Instant now);
   size_t poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
+  size_t poll_plain(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   void after_event(Instant now);
   // Moves the responder's deliverable completions to the receive CQ (if it has any pending).
   void deliver();
@@ -142,6 +148,7 @@ class QueuePair {
   std::unique_ptr<CongestionController> cc_;
   std::optional<Responder> responder_;
   std::optional<Requester> requester_;
+  std::unique_ptr<PacketProtection> protection_;
   std::vector<uint64_t> early_receives_;  // posted in INIT
 };
 

@@ -20,6 +20,28 @@ void RttStats::add(int64_t rtt_ns) {
   ++samples;
 }
 
+const char* to_string(SecurityDrop d) {
+  switch (d) {
+    case SecurityDrop::kPlainToSecure:
+      return "plain_to_secure";
+    case SecurityDrop::kSecureToPlain:
+      return "secure_to_plain";
+    case SecurityDrop::kTrimmed:
+      return "trimmed";
+    case SecurityDrop::kTruncated:
+      return "truncated";
+    case SecurityDrop::kOldKey:
+      return "old_key";
+    case SecurityDrop::kReplay:
+      return "replay";
+    case SecurityDrop::kBadTag:
+      return "bad_tag";
+    case SecurityDrop::kCount:
+      break;
+  }
+  return "?";
+}
+
 const char* to_string(DropReason r) {
   switch (r) {
     case DropReason::kDecode:

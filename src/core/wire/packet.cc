@@ -413,10 +413,6 @@ size_t encode_data(const DataPacket& packet, std::span<uint8_t> out, bool defer_
 
 // ---- Decoding ---------------------------------------------------------------------------------
 
-bool icrc_matches(std::span<const uint8_t> datagram) {
-  const size_t covered = datagram.size() - kIcrcBytes;
-  return icrc32(datagram.first(covered)) == load_be32(datagram.data() + covered);
-}
 
 // Decoded packets are built in the return slot (one named result, so no copy of it is made). The
 // slot starts as a copy of a constant rather than a freshly default-constructed temporary: the
@@ -523,6 +519,20 @@ size_t data_header_bytes(Opcode op, bool timestamp_present) {
          (has_immediate(op) ? kImmBytes : 0);
 }
 
+size_t plain_header_bytes(std::span<const uint8_t> datagram) {
+  if (datagram.size() < kBthBytes + kIcrcBytes) return 0;
+  const auto op = static_cast<Opcode>(datagram[0]);
+  if (!is_data(op)) return datagram.size() - kIcrcBytes;
+  const size_t header = data_header_bytes(op, (datagram[8] & kBthTimestamp) != 0);
+  return header + kIcrcBytes <= datagram.size() ? header : 0;
+}
+
+bool icrc_matches(std::span<const uint8_t> datagram) {
+  MRC_ASSERT(datagram.size() >= kIcrcBytes);
+  const size_t covered = datagram.size() - kIcrcBytes;
+  return icrc32(datagram.first(covered)) == load_be32(datagram.data() + covered);
+}
+
 size_t write_data_header(const DataHeader& h, std::span<uint8_t> out) {
   MRC_ASSERT(is_data(h.bth.opcode));
   MRC_ASSERT(out.size() >= data_header_bytes(h.bth.opcode, h.bth.timestamp_present));
@@ -554,6 +564,7 @@ Result<Packet, DecodeError> decode(std::span<const uint8_t> datagram, DecodeOpti
   if (!is_known_opcode(p[0])) return Err{DecodeError::kUnknownOpcode};
   if ((p[1] & kBthVersionMask) != 0) return Err{DecodeError::kBadTransportVersion};
   if ((p[1] & kBthPadMask) != 0) return Err{DecodeError::kBadPadCount};
+  if ((p[8] & kBthSecureFlag) != 0) return Err{DecodeError::kSecured};
   if (is_data(static_cast<Opcode>(p[0]))) return decode_data(datagram, options);
   return decode_control(datagram, options);
 }
@@ -578,6 +589,8 @@ std::string_view to_string(DecodeError e) {
       return "bad pad count";
     case DecodeError::kBadReservedField:
       return "bad reserved field";
+    case DecodeError::kSecured:
+      return "secure packet";
   }
   return "unknown decode error";
 }

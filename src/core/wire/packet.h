@@ -261,6 +261,7 @@ enum class DecodeError : uint8_t {
   kPayloadTooLong,       // data payload longer than kMaxPayloadBytes
   kBadPadCount,          // BTH pad count set (MRC sends no padding)
   kBadReservedField,     // an enumerated field holds a value the spec does not define
+  kSecured,              // a secure packet (BTH S flag): opened by the engine's packet protection
 };
 std::string_view to_string(DecodeError e);
 std::string_view to_string(Opcode op);
@@ -279,6 +280,15 @@ inline constexpr size_t kEndpointResponseBytes = 36;
 inline constexpr size_t kAckBytes = 4;
 inline constexpr size_t kIcrcBytes = 4;
 inline constexpr size_t kMaxPayloadBytes = 9000;
+// Secure packets (docs/PROTOCOL.md, "Secure packets"; core/packet_protection.h): BTH byte 8
+// bit 3 (S) set, an 8-byte security header (SECH: key epoch, packet counter) right after the
+// BTH, and a 16-byte AES-GCM tag before the ICRC.
+inline constexpr uint8_t kBthSecureFlag = 0x08;
+inline constexpr size_t kSechBytes = 8;
+inline constexpr size_t kTagBytes = 16;
+constexpr bool is_secure(std::span<const uint8_t> datagram) {
+  return datagram.size() > 8 && (datagram[8] & kBthSecureFlag) != 0;
+}
 // Largest data header: BTH + METH + TSETH + RETH + ImmDt.
 inline constexpr size_t kMaxDataHeaderBytes =
     kBthBytes + kMethBytes + kTsethBytes + kRethBytes + kImmBytes;
@@ -286,6 +296,15 @@ inline constexpr size_t kMaxDatagramBytes = kMaxDataHeaderBytes + kMaxPayloadByt
 
 // Length of BTH + extension headers for a data packet with this opcode.
 size_t data_header_bytes(Opcode op, bool timestamp_present);
+
+// Bytes of BTH and extension headers at the start of a plain datagram (headers, payload,
+// ICRC): a data packet's follow from its opcode and ts flag; anything else is taken as headers
+// only. 0 if the datagram is shorter than BTH + ICRC or than the headers + ICRC it calls for.
+size_t plain_header_bytes(std::span<const uint8_t> datagram);
+
+// True if the datagram's last 4 bytes are the ICRC of the bytes before them.
+// REQUIRES: datagram.size() >= kIcrcBytes.
+bool icrc_matches(std::span<const uint8_t> datagram);
 
 // Hot-path encoding for data packets: write the headers at the start of `out` and return their
 // length; the caller then places the payload right after them and calls seal().

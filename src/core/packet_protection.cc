@@ -1,0 +1,204 @@
+// AES-128-GCM packet protection, key epochs and replay protection (see packet_protection.h).
+#include "core/packet_protection.h"
+
+#include <openssl/evp.h>
+
+#include <cstring>
+
+#include "core/wire/packet.h"
+#include "mrc/assert.hpp"
+
+namespace mrc {
+
+// ---- GcmKey ----------------------------------------------------------------------------------
+
+struct GcmKey::Context {
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  ~Context() { EVP_CIPHER_CTX_free(ctx); }
+};
+
+GcmKey::GcmKey(const PacketKeys& keys, bool encrypting)
+    : context_(std::make_unique<Context>()), iv_(keys.iv) {
+  MRC_ASSERT(context_->ctx != nullptr);
+  const int ok = EVP_CipherInit_ex(context_->ctx, EVP_aes_128_gcm(), nullptr, keys.key.data(),
+                                   nullptr, encrypting ? 1 : 0);
+  MRC_ASSERT(ok == 1);
+}
+
+GcmKey::GcmKey(GcmKey&&) noexcept = default;
+GcmKey& GcmKey::operator=(GcmKey&&) noexcept = default;
+GcmKey::~GcmKey() = default;
+
+std::array<uint8_t, kPacketIvBytes> GcmKey::nonce(uint64_t nonce_low) const {
+  std::array<uint8_t, kPacketIvBytes> n = iv_;
+  for (int i = 0; i < 8; ++i) n[kPacketIvBytes - 1 - i] ^= static_cast<uint8_t>(nonce_low >> (8 * i));
+  return n;
+}
+
+// One EVP call sequence per packet, on a context keyed once: set the nonce, feed the associated
+// data, then the payload (encrypted in place, or as more associated data), then take the tag.
+void GcmKey::seal(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<uint8_t> payload,
+                  bool encrypt_payload, std::span<uint8_t> tag) {
+  EVP_CIPHER_CTX* ctx = context_->ctx;
+  const auto n = nonce(nonce_low);
+  int length = 0;
+  bool ok = EVP_EncryptInit_ex(ctx, nullptr, nullptr, nullptr, n.data()) == 1;
+  ok = ok && EVP_EncryptUpdate(ctx, nullptr, &length, aad.data(), static_cast<int>(aad.size()));
+  if (!payload.empty()) {
+    uint8_t* to = encrypt_payload ? payload.data() : nullptr;
+    ok = ok && EVP_EncryptUpdate(ctx, to, &length, payload.data(),
+                                 static_cast<int>(payload.size())) == 1;
+  }
+  std::array<uint8_t, 16> unused{};
+  ok = ok && EVP_EncryptFinal_ex(ctx, unused.data(), &length) == 1;
+  ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, static_cast<int>(tag.size()),
+                                 tag.data()) == 1;
+  MRC_ASSERT(ok);
+}
+
+bool GcmKey::open(uint64_t nonce_low, std::span<const uint8_t> aad,
+                  std::span<const uint8_t> payload, bool encrypted_payload,
+                  std::span<const uint8_t> tag, std::span<uint8_t> out) {
+  MRC_ASSERT(out.size() == payload.size());
+  EVP_CIPHER_CTX* ctx = context_->ctx;
+  const auto n = nonce(nonce_low);
+  int length = 0;
+  bool ok = EVP_DecryptInit_ex(ctx, nullptr, nullptr, nullptr, n.data()) == 1;
+  ok = ok && EVP_DecryptUpdate(ctx, nullptr, &length, aad.data(), static_cast<int>(aad.size()));
+  if (!payload.empty()) {
+    uint8_t* to = encrypted_payload ? out.data() : nullptr;
+    ok = ok && EVP_DecryptUpdate(ctx, to, &length, payload.data(),
+                                 static_cast<int>(payload.size())) == 1;
+    if (!encrypted_payload) std::memcpy(out.data(), payload.data(), payload.size());
+  }
+  // OpenSSL takes the expected tag through a non-const pointer; it only reads it.
+  auto* expected = const_cast<uint8_t*>(tag.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, static_cast<int>(tag.size()),
+                                 expected) == 1;
+  std::array<uint8_t, 16> unused{};
+  return ok && EVP_DecryptFinal_ex(ctx, unused.data(), &length) == 1;
+}
+
+// ---- PacketProtection ------------------------------------------------------------------------
+
+namespace {
+
+constexpr size_t kSechEpochBytes = 2;
+constexpr uint64_t kCounterMask = (uint64_t{1} << 48) - 1;
+
+// Epoch (16 bits) above the 48-bit counter: the nonce's low 64 bits and the SECH's 8 bytes.
+uint64_t nonce_low(uint16_t epoch, uint64_t counter) {
+  return (uint64_t{epoch} << 48) | (counter & kCounterMask);
+}
+
+void put_sech(uint8_t* p, uint16_t epoch, uint64_t counter) {
+  const uint64_t v = nonce_low(epoch, counter);
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
+}
+
+uint64_t get_sech(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
+  return v;
+}
+
+}  // namespace
+
+PacketProtection::ReceiveEpoch PacketProtection::receive_epoch_from(const TrafficSecret& secret,
+                                                                    uint16_t number) {
+  ReceiveEpoch epoch;
+  epoch.valid = true;
+  epoch.number = number;
+  epoch.secret = secret;
+  epoch.key = GcmKey(packet_keys(secret), /*encrypting=*/false);
+  return epoch;
+}
+
+PacketProtection::PacketProtection(const SecurityConfig& config)
+    : mode_(config.mode), rekey_packets_(config.rekey_packets) {
+  MRC_ASSERT(mode_ != SecureMode::kOff && rekey_packets_ >= 1 && rekey_packets_ <= kCounterMask);
+  send_.secret = config.send_secret;
+  send_.key = GcmKey(packet_keys(send_.secret), /*encrypting=*/true);
+  receive_[kCurrent] = receive_epoch_from(config.receive_secret, 0);
+  receive_[kNext] = receive_epoch_from(next_epoch_secret(config.receive_secret), 1);
+}
+
+void PacketProtection::next_send_epoch() {
+  send_.secret = next_epoch_secret(send_.secret);
+  send_.key = GcmKey(packet_keys(send_.secret), /*encrypting=*/true);
+  ++send_.number;
+  send_.packets = 0;
+}
+
+// The plain datagram's BTH moves to the front, the SECH takes the 8 bytes it left, and the
+// extension headers and payload stay where the QP wrote them.
+size_t PacketProtection::seal(std::span<uint8_t> out, size_t plain_length) {
+  MRC_ASSERT(out.size() >= plain_length + kSecureOverheadBytes);
+  if (send_.packets == rekey_packets_) next_send_epoch();
+  const size_t header =
+      wire::plain_header_bytes(out.subspan(wire::kSechBytes, plain_length)) + wire::kSechBytes;
+  MRC_ASSERT(header > wire::kSechBytes);
+  uint8_t* p = out.data();
+  std::memmove(p, p + wire::kSechBytes, wire::kBthBytes);
+  p[8] |= wire::kBthSecureFlag;
+  put_sech(p + wire::kBthBytes, send_.number, send_.packets);
+  const size_t payload_end = plain_length - wire::kIcrcBytes + wire::kSechBytes;
+  const std::span<uint8_t> payload = out.subspan(header, payload_end - header);
+  send_.key.seal(nonce_low(send_.number, send_.packets), out.first(header), payload,
+                 mode_ == SecureMode::kEncrypt, out.subspan(payload_end, wire::kTagBytes));
+  ++send_.packets;
+  return wire::seal_deferred(out, payload_end + wire::kTagBytes);
+}
+
+PacketProtection::ReceiveEpoch* PacketProtection::epoch_for(uint16_t number) {
+  for (ReceiveEpoch& epoch : receive_)
+    if (epoch.valid && epoch.number == number) return &epoch;
+  return nullptr;
+}
+
+// After a packet verified: its counter is taken, a first packet of the next epoch makes that
+// epoch current, and the previous epoch is let go once the current one is a window in.
+void PacketProtection::accepted(ReceiveEpoch* epoch, uint64_t counter) {
+  epoch->window.accept(counter);
+  if (epoch == &receive_[kNext]) {
+    receive_[kPrevious] = std::move(receive_[kCurrent]);
+    receive_[kCurrent] = std::move(receive_[kNext]);
+    const ReceiveEpoch& current = receive_[kCurrent];
+    receive_[kNext] = receive_epoch_from(next_epoch_secret(current.secret),
+                                         static_cast<uint16_t>(current.number + 1));
+  }
+  if (receive_[kPrevious].valid && receive_[kCurrent].window.highest() >= ReplayWindow::kPackets)
+    receive_[kPrevious] = ReceiveEpoch{};
+}
+
+Result<size_t, SecurityDrop> PacketProtection::open(std::span<const uint8_t> datagram,
+                                                    std::span<uint8_t> plain) {
+  constexpr size_t kMinBytes = wire::kBthBytes + kSecureOverheadBytes + wire::kIcrcBytes;
+  if (datagram.size() < kMinBytes) return Err{SecurityDrop::kTruncated};
+  MRC_ASSERT(plain.size() >= datagram.size());
+  const size_t plain_length = datagram.size() - kSecureOverheadBytes;
+  const size_t header = wire::plain_header_bytes(datagram.first(plain_length));
+  if (header < wire::kBthBytes) return Err{SecurityDrop::kTruncated};
+  const uint64_t sech = get_sech(datagram.data() + wire::kBthBytes);
+  const auto number = static_cast<uint16_t>(sech >> 48);
+  const uint64_t counter = sech & kCounterMask;
+  ReceiveEpoch* epoch = epoch_for(number);
+  if (epoch == nullptr) return Err{SecurityDrop::kOldKey};
+  if (!epoch->window.fresh(counter)) return Err{SecurityDrop::kReplay};
+  const size_t secure_header = header + wire::kSechBytes;
+  const size_t payload_end = plain_length - wire::kIcrcBytes + wire::kSechBytes;
+  const auto payload = datagram.subspan(secure_header, payload_end - secure_header);
+  const std::span<uint8_t> plain_payload = plain.subspan(header, payload.size());
+  if (!epoch->key.open(sech, datagram.first(secure_header), payload,
+                       mode_ == SecureMode::kEncrypt, datagram.subspan(payload_end, wire::kTagBytes),
+                       plain_payload))
+    return Err{SecurityDrop::kBadTag};
+  accepted(epoch, counter);
+  std::memcpy(plain.data(), datagram.data(), wire::kBthBytes);
+  plain[8] &= static_cast<uint8_t>(~wire::kBthSecureFlag);
+  std::memcpy(plain.data() + wire::kBthBytes, datagram.data() + wire::kBthBytes + wire::kSechBytes,
+              header - wire::kBthBytes);
+  return wire::seal_deferred(plain, header + payload.size());
+}
+
+}  // namespace mrc

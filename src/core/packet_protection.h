@@ -1,0 +1,106 @@
+// Packet protection of a secure QP: AES-128-GCM per packet, the key epochs and replay
+// protection (docs/PROTOCOL.md, "Secure packets").
+//
+// A secure datagram is the plain one with the BTH's S flag set, an 8-byte security header
+// (SECH: 16-bit key epoch, 48-bit packet counter) right after the BTH, and a 16-byte tag before
+// the ICRC:
+//   BTH(S) | SECH | extension headers | payload | tag | ICRC
+// The tag covers everything before it: BTH, SECH and extension headers as associated data, and
+// the payload either as associated data too (kAuthenticate) or encrypted (kEncrypt). The GCM
+// nonce is the epoch's IV xor (epoch, counter); each direction counts its packets from 0 in
+// every epoch, retransmissions included, so a nonce never repeats under one key.
+//
+// The sender moves to the next epoch after SecurityConfig::rekey_packets packets. The receiver
+// holds three epochs: the current one, the next (so the sender may move on at any packet) and,
+// for packets reordered across the change, the previous one until the current epoch is a
+// replay window in. Older epochs are refused: a packet sent under an old key no longer opens.
+//
+// open() decides before anything else is touched: a packet that does not verify changes
+// neither the QP nor this object (the replay window and the epochs move only after the tag
+// matched). Every failure is a counted reason (SecurityDrop), and the caller sends no answer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "core/key_schedule.h"
+#include "core/replay_window.h"
+#include "mrc/config.hpp"
+#include "mrc/result.hpp"
+#include "mrc/stats.hpp"
+
+namespace mrc {
+
+// One AES-128-GCM key, ready for per-packet use (an OpenSSL cipher context keyed once).
+class GcmKey {
+ public:
+  GcmKey() = default;
+  GcmKey(const PacketKeys& keys, bool encrypting);
+  GcmKey(GcmKey&&) noexcept;
+  GcmKey& operator=(GcmKey&&) noexcept;
+  ~GcmKey();
+
+  // Seals in place: the tag over aad | payload goes to `tag`; the payload is encrypted in place
+  // unless `encrypt_payload` is false (then it is associated data).
+  void seal(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<uint8_t> payload,
+            bool encrypt_payload, std::span<uint8_t> tag);
+  // Opens into `out` (the payload's plaintext; out.size() == payload.size()); false if the tag
+  // does not match (`out` then holds nothing to use).
+  bool open(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<const uint8_t> payload,
+            bool encrypted_payload, std::span<const uint8_t> tag, std::span<uint8_t> out);
+
+ private:
+  std::array<uint8_t, kPacketIvBytes> nonce(uint64_t nonce_low) const;
+
+  struct Context;
+  std::unique_ptr<Context> context_;
+  std::array<uint8_t, kPacketIvBytes> iv_{};
+};
+
+class PacketProtection {
+ public:
+  explicit PacketProtection(const SecurityConfig& config);
+
+  // Seals the plain datagram that lies at out[kSechBytes, kSechBytes + plain_length) (its ICRC
+  // field last, left zero) into a secure one from out[0]; returns its length, plain_length +
+  // kSecureOverheadBytes, the ICRC field zero. REQUIRES: out.size() >= that.
+  size_t seal(std::span<uint8_t> out, size_t plain_length);
+
+  // Verifies the secure `datagram` (whose ICRC the caller checked) and writes the plain
+  // datagram into `plain` (S flag cleared, ICRC field zero); returns its length.
+  // REQUIRES: plain.size() >= datagram.size().
+  Result<size_t, SecurityDrop> open(std::span<const uint8_t> datagram, std::span<uint8_t> plain);
+
+  uint16_t send_epoch() const { return send_.number; }
+  uint16_t receive_epoch() const { return receive_[kCurrent].number; }
+
+ private:
+  struct SendEpoch {
+    uint16_t number = 0;
+    TrafficSecret secret{};
+    GcmKey key;
+    uint64_t packets = 0;
+  };
+  struct ReceiveEpoch {
+    bool valid = false;
+    uint16_t number = 0;
+    TrafficSecret secret{};
+    GcmKey key;
+    ReplayWindow window;
+  };
+  enum Slot : uint8_t { kPrevious, kCurrent, kNext };
+
+  static ReceiveEpoch receive_epoch_from(const TrafficSecret& secret, uint16_t number);
+  void next_send_epoch();
+  ReceiveEpoch* epoch_for(uint16_t number);
+  void accepted(ReceiveEpoch* epoch, uint64_t counter);
+
+  SecureMode mode_;
+  uint64_t rekey_packets_;
+  SendEpoch send_;
+  std::array<ReceiveEpoch, 3> receive_;
+};
+
+}  // namespace mrc
