@@ -5,17 +5,21 @@
 #
 #   bench/datapath_loopback.sh                       # 3 rounds of every variant, 4 s each
 #   bench/datapath_loopback.sh --rounds 5 --json
+#   bench/datapath_loopback.sh --variants "udp_gso mrc_default mrc_auth mrc_encrypt"
 #
 # Variants: the raw UDP ceiling (GSO sends, recvmmsg without GRO: one datagram per receive
 # buffer, as the baseline of bench/compare.sh), the same with UDP_GRO at the receiver, and mrc
 # perf (1 MiB messages, 16 in flight) with EV bursts of 1, of 4 with a SACK per 4 packets, and
-# the datapath's defaults, and with GSO/GRO off. Rounds alternate the variants (A B C ... A B C ...), so a slow moment of the
+# the datapath's defaults, and with GSO/GRO off; on request (--variants) also mrc's secure mode,
+# authenticated (mrc_auth) and encrypted (mrc_encrypt), with the datapath's defaults and a
+# fresh pre-shared key. Rounds alternate the variants (A B C ... A B C ...), so a slow moment of the
 # shared machine hits all of them; the table gives each variant's median over the rounds.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 ROUNDS=3 DURATION=4 BUILD=1 JSON=0
+VARIANTS="udp_gso udp_gso_gro mrc_k1 mrc_k4_ack4 mrc_default mrc_no_gso"
 usage() {
   cat <<EOF
 usage: bench/datapath_loopback.sh [--rounds N] [--duration S] [--json] [--no-build]
@@ -23,6 +27,8 @@ usage: bench/datapath_loopback.sh [--rounds N] [--duration S] [--json] [--no-bui
   --duration S   seconds per transfer (default $DURATION)
   --json         one JSON object on stdout (else a table)
   --no-build     use build/release as it is
+  --variants "V ..."  which variants, in this order (default: $VARIANTS;
+                 also mrc_auth, mrc_encrypt); ratios are to udp_gso and mrc_default where run
 EOF
 }
 while [ $# -gt 0 ]; do
@@ -31,6 +37,7 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --json) JSON=1; shift ;;
     --no-build) BUILD=0; shift ;;
+    --variants) VARIANTS=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "datapath_loopback.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -71,7 +78,15 @@ run_mrc() {  # NAME FILE ARGS...
   wait "$server" || true
 }
 
-VARIANTS="udp_gso udp_gso_gro mrc_k1 mrc_k4_ack4 mrc_default mrc_no_gso"
+for v in $VARIANTS; do
+  case "$v" in
+    udp_gso | udp_gso_gro | mrc_k1 | mrc_k4_ack4 | mrc_default | mrc_no_gso | mrc_auth | mrc_encrypt) ;;
+    *) say "unknown variant $v"; usage >&2; exit 2 ;;
+  esac
+done
+KEY=$OUT/key
+openssl rand -hex 32 >"$KEY"
+chmod 600 "$KEY"
 for ((r = 1; r <= ROUNDS; r++)); do
   for v in $VARIANTS; do
     say "round $r/$ROUNDS: $v"
@@ -83,6 +98,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
       mrc_default) run_mrc "$v" "$f" ;;
       mrc_k4_ack4) run_mrc "$v" "$f" --ev-burst 4 --ack-every 4 ;;
       mrc_no_gso) run_mrc "$v" "$f" --ev-burst 1 --no-gso ;;
+      mrc_auth) run_mrc "$v" "$f" --secure auth --key-file "$KEY" ;;
+      mrc_encrypt) run_mrc "$v" "$f" --secure encrypt --key-file "$KEY" ;;
     esac
     echo "$(cpu_of "$f.client.times") $(cpu_of "$f.server.times")" >"$f.cpu"
   done
@@ -107,16 +124,19 @@ for v in variants:
     rows[v] = {"gbit_per_s": statistics.median(g for g, _ in got),
                "gbit_per_cpu_s": statistics.median(c for _, c in got),
                "rounds_gbit_per_s": [round(g, 2) for g, _ in got]}
-base = rows["udp_gso"]
+bases = [b for b in ("udp_gso", "mrc_default") if b in rows]
 for v in variants:
-    rows[v]["ratio_to_udp_gso"] = rows[v]["gbit_per_s"] / base["gbit_per_s"]
-    rows[v]["cpu_ratio_to_udp_gso"] = rows[v]["gbit_per_cpu_s"] / base["gbit_per_cpu_s"]
+    for b in bases:
+        rows[v][f"ratio_to_{b}"] = rows[v]["gbit_per_s"] / rows[b]["gbit_per_s"]
+        rows[v][f"cpu_ratio_to_{b}"] = rows[v]["gbit_per_cpu_s"] / rows[b]["gbit_per_cpu_s"]
 if as_json:
     print(json.dumps(rows, indent=1))
 else:
-    print(f"{'variant':<14}{'Gbit/s':>9}{'x udp_gso':>11}{'Gbit/CPU-s':>12}{'x udp_gso':>11}   rounds (Gbit/s)")
+    head = "".join(f"{'x ' + b:>15}" for b in bases)
+    print(f"{'variant':<14}{'Gbit/s':>9}{head}{'Gbit/CPU-s':>12}{head}   rounds (Gbit/s)")
     for v in variants:
         r = rows[v]
-        print(f"{v:<14}{r['gbit_per_s']:>9.2f}{r['ratio_to_udp_gso']:>11.2f}{r['gbit_per_cpu_s']:>12.2f}"
-              f"{r['cpu_ratio_to_udp_gso']:>11.2f}   {r['rounds_gbit_per_s']}")
+        ratios = "".join(f"{r['ratio_to_' + b]:>15.2f}" for b in bases)
+        cpu = "".join(f"{r['cpu_ratio_to_' + b]:>15.2f}" for b in bases)
+        print(f"{v:<14}{r['gbit_per_s']:>9.2f}{ratios}{r['gbit_per_cpu_s']:>12.2f}{cpu}   {r['rounds_gbit_per_s']}")
 EOF

@@ -7,6 +7,8 @@
 //   floor:   a plain 4 KiB memcpy, which any implementation pays, and the 4 KiB ICRC alone.
 //   policy:  the send path with SACKs under each path policy (core/path_policy.h); the
 //            difference to the rules is what a policy costs per packet (its ship gate: 10 ns).
+//   secure:  both paths with SACKs in secure mode (core/packet_protection.h), authenticated
+//            only and encrypted: the engine plus AES-128-GCM per packet, SACKs sealed too.
 //
 // Engine benchmarks time batches of kBatch packets with a steady clock (manual time) so that the
 // bookkeeping a real peer would do (encoding the SACKs, recycling the receive window) stays out
@@ -23,6 +25,7 @@
 
 #include "core/endpoint.h"
 #include "core/ev_set.h"
+#include "core/packet_protection.h"
 #include "core/wire/packet.h"
 
 namespace mrc {
@@ -64,12 +67,33 @@ struct PolicyChoice {
   bool watchdog = false;
 };
 
-QpConfig bench_config(PolicyChoice policy = {}) {
+QpConfig bench_config(PolicyChoice policy = {}, SecureMode secure = SecureMode::kOff) {
   QpConfig c;  // defaults: 4096 MTU, 128 EVs, MPR 32 (4096 PSNs), NSCC
   c.max_send_wr = 64;
   c.path_policy = policy.kind;
   c.path_watchdog.enabled = policy.watchdog;
+  c.security.mode = secure;
+  c.security.send_secret.fill(0x11);
+  c.security.receive_secret.fill(0x22);
   return c;
+}
+
+// The other end's packet protection in secure mode (its secrets swapped), which seals what the
+// measured side receives; nullptr in plain mode.
+std::unique_ptr<PacketProtection> peer_protection(SecureMode secure) {
+  if (secure == SecureMode::kOff) return nullptr;
+  SecurityConfig peer = bench_config({}, secure).security;
+  std::swap(peer.send_secret, peer.receive_secret);
+  return std::make_unique<PacketProtection>(peer);
+}
+
+// Seals the plain datagram at bytes[kSechBytes, kSechBytes + length) with `peer` (ICRC
+// included) and returns the secure datagram's length; or, without `peer`, seals the plain one
+// where it lies and returns its offset-free length.
+size_t seal_as_peer(PacketProtection* peer, std::span<uint8_t> bytes, size_t length) {
+  if (peer == nullptr) return wire::seal(bytes.subspan(wire::kSechBytes), length - wire::kIcrcBytes);
+  const size_t n = peer->seal(bytes, length);
+  return wire::seal(bytes, n - wire::kIcrcBytes);
 }
 
 // ---- send path ---------------------------------------------------------------------------
@@ -82,11 +106,13 @@ struct Sent {
 
 class SendRig {
  public:
-  explicit SendRig(PolicyChoice policy = {})
-      : source_(kWrBytes), out_storage_(wire::kMaxDatagramBytes + 8192) {
+  explicit SendRig(PolicyChoice policy = {}, SecureMode secure = SecureMode::kOff)
+      : source_(kWrBytes),
+        out_storage_(wire::kMaxDatagramBytes + 8192),
+        peer_(peer_protection(secure)) {
     const uint32_t pd = endpoint_.memory().alloc_pd();
     cq_ = endpoint_.create_cq(256);
-    qp_ = endpoint_.create_qp(bench_config(policy), pd, cq_, cq_).value();
+    qp_ = endpoint_.create_qp(bench_config(policy, secure), pd, cq_, cq_).value();
     mr_ =
         endpoint_.memory().register_region(pd, source_.data(), kWrBytes, kAccessLocalWrite).value();
     (void)qp_->to_init();
@@ -165,7 +191,10 @@ class SendRig {
     c.bth.psn = s.cumulative_psn;
     c.body = s;
     std::vector<uint8_t> bytes(128);
-    bytes.resize(wire::encode(wire::Packet{c}, bytes));
+    const size_t plain = wire::encode(wire::Packet{c}, std::span(bytes).subspan(wire::kSechBytes));
+    const size_t n = seal_as_peer(peer_.get(), bytes, plain);
+    if (peer_ == nullptr) bytes.erase(bytes.begin(), bytes.begin() + wire::kSechBytes);
+    bytes.resize(n);
     return bytes;
   }
 
@@ -183,10 +212,12 @@ class SendRig {
   uint64_t not_data_ = 0;
   Sent sent_[kBatch];
   std::vector<std::vector<uint8_t>> sacks_;
+  std::unique_ptr<PacketProtection> peer_;
 };
 
-void send_path(benchmark::State& state, bool time_sacks, PolicyChoice policy = {}) {
-  SendRig rig(policy);
+void send_path(benchmark::State& state, bool time_sacks, PolicyChoice policy = {},
+               SecureMode secure = SecureMode::kOff) {
+  SendRig rig(policy, secure);
   double seconds = 0;
   uint64_t packets = 0;
   for (auto _ : state) {
@@ -232,6 +263,12 @@ MRC_POLICY_BENCH(p2c, kP2c, false);
 MRC_POLICY_BENCH(hedge, kHedge, false);
 MRC_POLICY_BENCH(p2c_watchdog, kP2c, true);
 
+void BM_SecureSend4K_with_sacks(benchmark::State& state, SecureMode secure) {
+  send_path(state, true, {}, secure);
+}
+BENCHMARK_CAPTURE(BM_SecureSend4K_with_sacks, auth, SecureMode::kAuthenticate)->UseManualTime();
+BENCHMARK_CAPTURE(BM_SecureSend4K_with_sacks, encrypt, SecureMode::kEncrypt)->UseManualTime();
+
 // The EV choice alone, per policy: EvSet::next over 4 planes of the default QP's 128 EVs, a
 // clean acknowledgement for every 8th choice (the SACK rate of a 16-packet coalescing with
 // bursts) and an ECN mark for every 64th. What the ship gate's per-packet bound is about, apart
@@ -266,12 +303,13 @@ class ReceiveRig {
   static constexpr uint32_t kFirstPsn = 1000;
   static constexpr size_t kSlot = size_t{2} * 4096;
 
-  ReceiveRig()
+  explicit ReceiveRig(SecureMode secure = SecureMode::kOff)
       : target_(static_cast<size_t>(kBatch) * kPayload),
-        packets_(static_cast<size_t>(kBatch) * kSlot) {
+        packets_(static_cast<size_t>(kBatch) * kSlot),
+        peer_(peer_protection(secure)) {
     const uint32_t pd = endpoint_.memory().alloc_pd();
     cq_ = endpoint_.create_cq(256);
-    qp_ = endpoint_.create_qp(bench_config(), pd, cq_, cq_).value();
+    qp_ = endpoint_.create_qp(bench_config({}, secure), pd, cq_, cq_).value();
     mr_ = endpoint_.memory()
               .register_region(pd, target_.data(), static_cast<uint64_t>(kBatch) * kPayload,
                                kAccessLocalWrite | kAccessRemoteWrite)
@@ -281,7 +319,8 @@ class ReceiveRig {
   }
 
   // One 256 KiB message, FIRST, MIDDLE..., LAST, at consecutive PSNs. Each payload sits 2 KiB
-  // away from its destination modulo 4 KiB (no 4K aliasing in the placement copy).
+  // away from its destination modulo 4 KiB (no 4K aliasing in the placement copy). In secure
+  // mode they are sealed once, counters 0..63: recycle() gives the QP fresh keys and window.
   void build_packets() {
     for (int k = 0; k < kBatch; ++k) {
       wire::DataHeader h;
@@ -296,10 +335,14 @@ class ReceiveRig {
       h.tseth.tx_timestamp = static_cast<uint16_t>(k * 5);
       h.reth = {mr_.address + static_cast<uint64_t>(k) * kPayload, mr_.rkey, kBatch * kPayload};
       const size_t header = wire::data_header_bytes(h.bth.opcode, true);
-      const std::span<uint8_t> slot(packets_.data() + k * kSlot + 2048 - header, kSlot - 2048);
-      wire::write_data_header(h, slot);
-      for (uint32_t i = 0; i < kPayload; ++i) slot[header + i] = static_cast<uint8_t>(i * 7 + k);
-      datagrams_[k] = slot.first(wire::seal(slot, header + kPayload));
+      const size_t before = header + (peer_ ? wire::kSechBytes : 0);
+      const std::span<uint8_t> slot(packets_.data() + k * kSlot + 2048 - before, kSlot - 2048);
+      const std::span<uint8_t> plain = peer_ ? slot.subspan(wire::kSechBytes) : slot;
+      wire::write_data_header(h, plain);
+      for (uint32_t i = 0; i < kPayload; ++i) plain[header + i] = static_cast<uint8_t>(i * 7 + k);
+      const size_t length = header + kPayload + wire::kIcrcBytes;
+      datagrams_[k] = peer_ ? slot.first(seal_as_peer(peer_.get(), slot, length))
+                            : slot.first(wire::seal(slot, header + kPayload));
     }
   }
 
@@ -340,10 +383,11 @@ class ReceiveRig {
   Instant now_{1'000'000};
   uint64_t sacks_ = 0;
   uint64_t placed_before_ = 0;
+  std::unique_ptr<PacketProtection> peer_;
 };
 
-void receive_path(benchmark::State& state, bool time_sacks) {
-  ReceiveRig rig;
+void receive_path(benchmark::State& state, bool time_sacks, SecureMode secure = SecureMode::kOff) {
+  ReceiveRig rig(secure);
   double seconds = 0;
   uint64_t packets = 0;
   for (auto _ : state) {
@@ -371,6 +415,35 @@ void BM_EngineReceive4K_with_sacks(benchmark::State& state) {
 }
 BENCHMARK(BM_EngineReceive4K)->UseManualTime();
 BENCHMARK(BM_EngineReceive4K_with_sacks)->UseManualTime();
+void BM_SecureReceive4K_with_sacks(benchmark::State& state, SecureMode secure) {
+  receive_path(state, true, secure);
+}
+BENCHMARK_CAPTURE(BM_SecureReceive4K_with_sacks, auth, SecureMode::kAuthenticate)->UseManualTime();
+BENCHMARK_CAPTURE(BM_SecureReceive4K_with_sacks, encrypt, SecureMode::kEncrypt)
+    ->UseManualTime();
+
+// ---- secure mode's crypto alone ----------------------------------------------------------
+
+// PacketProtection::seal of one data packet with `state.range(0)` payload bytes (the SECH put,
+// the tag computed, the payload encrypted in the encrypt mode): the crypto's share of the
+// secure send path above, and at 0 bytes what a packet costs whatever it carries.
+void BM_Seal(benchmark::State& state, SecureMode secure) {
+  const auto payload = static_cast<size_t>(state.range(0));
+  PacketProtection protection(bench_config({}, secure).security);
+  std::vector<uint8_t> out(wire::kMaxDatagramBytes);
+  wire::DataHeader h;
+  h.bth.opcode = wire::Opcode::kWriteMiddle;
+  h.bth.timestamp_present = true;
+  const size_t header = wire::write_data_header(h, std::span(out).subspan(wire::kSechBytes));
+  const size_t plain = header + payload + wire::kIcrcBytes;
+  for (auto _ : state) {
+    std::memmove(out.data() + wire::kSechBytes, out.data(), wire::kBthBytes);  // BTH back
+    benchmark::DoNotOptimize(protection.seal(out, plain));
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * payload));
+}
+BENCHMARK_CAPTURE(BM_Seal, auth, SecureMode::kAuthenticate)->Arg(0)->Arg(4096);
+BENCHMARK_CAPTURE(BM_Seal, encrypt, SecureMode::kEncrypt)->Arg(0)->Arg(4096);
 
 // ---- floor -------------------------------------------------------------------------------
 

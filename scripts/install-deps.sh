@@ -7,7 +7,7 @@ packages=(build-essential cmake ninja-build ccache pkg-config
           libcpp-httplib-dev libibverbs-dev                          # libibverbs-dev: lib_mrc.so (OCP API)
           iproute2 nftables iptables ethtool libnetfilter-queue-dev  # namespace testbed
           libxdp-dev libbpf-dev python3-scapy                        # AF_XDP backend; RoCEv2 ICRC check
-          libssl-dev                                                 # secure mode: AES-GCM, HKDF
+          libssl-dev openssl                                         # secure mode: AES-GCM, HKDF; key files
           tshark                                                     # the Wireshark dissector's test
           python3-torch libtorch-dev pybind11-dev python3-pytest)    # torch backend (python/)
 missing=()

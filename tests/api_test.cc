@@ -268,3 +268,77 @@ TEST(Api, QpnsAndInitialPsnsAreUnpredictable) {
 
 }  // namespace
 }  // namespace mrc
+
+namespace mrc {
+namespace {
+
+ContextOptions secure_options(int index, SecureMode mode, uint8_t key_byte) {
+  ContextOptions o = options(index);
+  o.secure = mode;
+  o.preshared_key.assign(32, key_byte);
+  return o;
+}
+
+// Secure mode through the API: the key exchange rides in the connection strings, the write
+// verifies, the wire carried only secure packets; modes or keys that differ fail connect() on
+// both ends with both named, before any packet.
+TEST(ApiSecure, EncryptedWriteAndConnectErrors) {
+  auto a = Context::open(secure_options(10, SecureMode::kEncrypt, 7));
+  auto b = Context::open(secure_options(11, SecureMode::kEncrypt, 7));
+  ASSERT_TRUE(a.ok() && b.ok());
+  Context& ca = *a.value();
+  Context& cb = *b.value();
+  std::vector<uint8_t> src(1 << 20), dst(1 << 20, 0);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
+  const uint32_t pa = ca.alloc_pd(), pb = cb.alloc_pd();
+  const auto src_mr = ca.register_memory(pa, src.data(), src.size(), kAccessLocalWrite).value();
+  const auto dst_mr = cb.register_memory(pb, dst.data(), dst.size(), kAccessRemoteWrite).value();
+  auto [cqa, cqb, qa, qb] = connect_pair(ca, pa, cb, pb);
+  EXPECT_NE(qa->local_info().to_string().find(" secure=encrypt key="), std::string::npos);
+  const Sge sge{src_mr.address, static_cast<uint32_t>(src.size()), src_mr.lkey};
+  ASSERT_TRUE(qa->post_write(1, std::span(&sge, 1), dst_mr.address, dst_mr.rkey).ok());
+  Completion wc[2];
+  size_t got = 0;
+  for (int i = 0; i < 200 && got == 0; ++i) got = cqa->wait(wc, 50);
+  ASSERT_EQ(got, 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), src.size()));
+
+  // The same key files, another mode; then another key.
+  auto plain = Context::open(options(12));
+  ASSERT_TRUE(plain.ok());
+  Cq* cq = plain.value()->create_cq(4);
+  Qp* qp = plain.value()->create_qp(plain.value()->alloc_pd(), cq, cq).value();
+  Qp* qs = ca.create_qp(pa, cqa, cqa).value();
+  auto refused = qp->connect(qs->local_info());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("this end is 'off', the peer (queue pair"),
+            std::string::npos)
+      << refused.error().message;
+  refused = qs->connect(qp->local_info());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("this end is 'encrypt'"), std::string::npos);
+  auto other = Context::open(secure_options(13, SecureMode::kEncrypt, 9));
+  ASSERT_TRUE(other.ok());
+  Cq* cq2 = other.value()->create_cq(4);
+  Qp* qo = other.value()->create_qp(other.value()->alloc_pd(), cq2, cq2).value();
+  refused = qo->connect(qs->local_info());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("pre-shared keys differ: this end's key id is "),
+            std::string::npos)
+      << refused.error().message;
+  ConnectionInfo forged = qs->local_info();
+  forged.psn ^= 1;  // an offer altered on the way
+  Qp* qf = cb.create_qp(pb, cqb, cqb).value();
+  refused = qf->connect(forged);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("does not prove the pre-shared key"), std::string::npos);
+  ContextOptions keyless = options(14);  // refused before it binds a port
+  keyless.secure = SecureMode::kAuthenticate;
+  auto no_key = Context::open(keyless);
+  ASSERT_FALSE(no_key.ok());
+  EXPECT_NE(no_key.error().message.find("preshared_key"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mrc

@@ -37,6 +37,35 @@ run_pair --bytes 33554432 --qps 3 --bidir --size 262144
 SERVER_FLAGS="--threads 3" CLIENT_PORT=4895
 run_pair --bytes 33554432 --qps 5 --bidir --size 262144 --threads 2 --drop 0.001
 SERVER_FLAGS="" CLIENT_PORT=4892
+# Secure mode (the same key file on both sides): encrypted under drop, authenticated through a
+# plane failure; then keys and modes that differ fail on both sides at connection time.
+key=$(mktemp) other_key=$(mktemp)
+openssl rand -hex 32 > "$key"; openssl rand -hex 32 > "$other_key"; chmod 600 "$key" "$other_key"
+SERVER_FLAGS="--secure encrypt --key-file $key"
+run_pair --bytes 33554432 --drop 0.01 --secure encrypt --key-file "$key"
+SERVER_FLAGS="--secure auth --key-file $key"
+run_pair --bytes 134217728 --fail-plane 1@100ms+200ms --secure auth --key-file "$key"
+SERVER_FLAGS=""
+secure_refused() {  # SERVER_FLAGS CLIENT_FLAGS EXPECTED_MESSAGE
+  port=$((port + 1))
+  # shellcheck disable=SC2086
+  "$MRC" perf --server --oob-port $port --port 4891 --ev-port-base 52000 $1 > /tmp/mrc-perf-srv.$$ 2>&1 &
+  local srv=$! out rc
+  # shellcheck disable=SC2086
+  out=$("$MRC" perf --client 127.0.0.1 --oob-port $port --port 4892 --ev-port-base 53000 --duration 1 $2 2>&1); rc=$?
+  wait $srv; local src=$?
+  [ $rc -eq 2 ] && echo "$out" | grep -q "$3" || fail "client: rc=$rc $out"
+  [ $src -eq 2 ] && grep -q "$3" /tmp/mrc-perf-srv.$$ || fail "server: rc=$src $(tail -2 /tmp/mrc-perf-srv.$$)"
+  echo "ok: refused on both sides: $3"
+}
+secure_refused "--secure encrypt --key-file $key" "--secure encrypt --key-file $other_key" "pre-shared keys differ"
+secure_refused "" "--secure auth --key-file $key" "secure mode differs"
+out=$("$MRC" perf --client 127.0.0.1 --secure auth 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "needs --key-file" || fail "secure without a key: rc=$rc $out"
+chmod 644 "$other_key"
+out=$("$MRC" perf --client 127.0.0.1 --secure auth --key-file "$other_key" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "chmod 600" || fail "key readable by others: rc=$rc $out"
+rm -f "$key" "$other_key"
 
 # Garbage sent to a server's port during a transfer is refused and counted (the summary's
 # decode errors and unknown QPNs), and the transfer stays verified. The kernel may drop a few of

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mrc/error.hpp"
+#include "mrc/result.hpp"
 #include "mrc/types.hpp"
 
 namespace mrc::io {
@@ -83,5 +84,11 @@ inline uint32_t ev_source_ports(size_t planes) {
 }
 
 inline constexpr uint32_t kMaxDeviceThreads = 16;
+
+// Secure mode's pre-shared key (ContextOptions::preshared_key) from a key file: hex digits (at
+// least 32; whitespace ignored), such as `openssl rand -hex 32 > mrc.key` writes, readable by
+// its owner only (chmod 600). Errors name the file and the fix.
+inline constexpr size_t kMinPresharedKeyBytes = 16;
+Result<std::vector<uint8_t>, Error> read_key_file(const std::string& path);
 
 }  // namespace mrc::io

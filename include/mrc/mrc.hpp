@@ -39,6 +39,7 @@ class QueuePair;
 namespace io {
 class Device;
 class DeviceGroup;
+class KeyExchange;
 }  // namespace io
 
 struct ContextOptions {
@@ -62,6 +63,13 @@ struct ContextOptions {
   // with N threads uses N receive ports per plane and N * ev_source_ports() EV ports. With
   // caller_progress, the calling thread drives shard 0 and the others run on their threads.
   uint32_t threads = 1;
+  // Secure mode for every QP of the context (QpConfig::security, docs/PROTOCOL.md §1.12):
+  // kAuthenticate tags every packet with AES-GCM, kEncrypt encrypts payloads too. The keys come
+  // from a key exchange at connect(), authenticated by `preshared_key`, which both ends must hold
+  // (at least 16 bytes; io::read_key_file reads a key file). connect() fails, naming both ends,
+  // when the modes or keys differ.
+  SecureMode secure = SecureMode::kOff;
+  std::vector<uint8_t> preshared_key;
   uint64_t seed = 1;
   // What a user of this context changes to move its ports, named when a port is in use (the
   // collectives' tools and the torch backend name their own options or variables).
@@ -81,6 +89,12 @@ struct ConnectionInfo {
   // The peer's datapath: both ends need the same (the backends' ICRCs differ). Written into the
   // text only when not udp, so udp strings are what they always were.
   io::Backend backend = io::Backend::kUdp;
+  // Secure mode's key exchange (io/key_exchange.h): mode, key id, key share and proof. Written
+  // into the text only when secure.
+  SecureMode secure = SecureMode::kOff;
+  std::string key_id{};
+  std::string key_share{};
+  std::string key_proof{};
   std::string to_string() const;  // one line, for an out-of-band channel
   static Result<ConnectionInfo, Error> parse(const std::string& text);
 };
@@ -126,11 +140,13 @@ class Qp {
  private:
   friend class Context;
   Result<Ok, Error> post(const SendWr& wr);
+  Result<Ok, Error> agree_keys(const ConnectionInfo& remote);
   io::Device& device() const;
   Context* context_ = nullptr;
   uint32_t shard_ = 0;  // the context's shard (thread) this QP lives in
   QueuePair* qp_ = nullptr;
   uint32_t psn_ = 0;
+  std::shared_ptr<io::KeyExchange> exchange_;  // secure mode: this QP's key exchange
 };
 
 class Context {

@@ -14,6 +14,7 @@
 #include "core/endpoint.h"
 #include "io/device.h"
 #include "io/device_group.h"
+#include "io/key_exchange.h"
 #include "io/udp_host.h"
 #include "mrc/mrc.hpp"
 
@@ -28,13 +29,40 @@ std::string ConnectionInfo::to_string() const {
   out << "mrc1 qpn=" << qpn << " psn=" << psn << " planes=";
   for (size_t i = 0; i < planes.size(); ++i) out << (i ? "," : "") << planes[i];
   if (backend != io::Backend::kUdp) out << " backend=" << io::to_string(backend);
+  if (secure != SecureMode::kOff)
+    out << " secure=" << mrc::to_string(secure) << " key=" << key_id << " share=" << key_share
+        << " proof=" << key_proof;
   return out.str();
 }
 
+namespace {
+
+// The optional `name=value` fields after planes=; false for one it does not know.
+bool parse_option(const std::string& field, ConnectionInfo& info) {
+  const size_t eq = field.find('=');
+  if (eq == std::string::npos) return false;
+  const std::string name = field.substr(0, eq);
+  const std::string value = field.substr(eq + 1);
+  if (name == "backend") {
+    auto parsed = io::parse_backend(value);
+    if (parsed.ok()) info.backend = parsed.value();
+    return parsed.ok();
+  }
+  if (name == "secure") return parse_secure_mode(value, info.secure);
+  std::string* text = name == "key" ? &info.key_id
+                      : name == "share" ? &info.key_share
+                      : name == "proof" ? &info.key_proof
+                                        : nullptr;
+  if (text != nullptr) *text = value;
+  return text != nullptr;
+}
+
+}  // namespace
+
 Result<ConnectionInfo, Error> ConnectionInfo::parse(const std::string& text) {
   std::istringstream in(text);
-  std::string magic, qpn, psn, planes, backend;
-  in >> magic >> qpn >> psn >> planes >> backend;
+  std::string magic, qpn, psn, planes;
+  in >> magic >> qpn >> psn >> planes;
   ConnectionInfo info;
   const auto number = [](const std::string& digits, uint32_t& out) {
     if (digits.empty() || digits.size() > 10 ||
@@ -50,10 +78,10 @@ Result<ConnectionInfo, Error> ConnectionInfo::parse(const std::string& text) {
     return fail(Errc::kInvalidArgument, "not an mrc connection string: '" + text + "'");
   std::istringstream list(planes.substr(7));
   for (std::string item; std::getline(list, item, ',');) info.planes.push_back(item);
-  if (!backend.empty()) {
-    auto parsed = io::parse_backend(backend.rfind("backend=", 0) == 0 ? backend.substr(8) : "");
-    if (!parsed.ok()) return fail(parsed.error(), "not an mrc connection string: '" + text + "': ");
-    info.backend = parsed.value();
+  for (std::string field; in >> field;) {
+    if (!parse_option(field, info))
+      return fail(Errc::kInvalidArgument,
+                  "not an mrc connection string: '" + text + "': bad field '" + field + "'");
   }
   return info;
 }
@@ -67,6 +95,11 @@ Result<std::unique_ptr<Context>, Error> Context::open(const ContextOptions& opti
   }
   if (dc.planes.empty())
     return fail(Errc::kInvalidArgument, "a context needs at least one plane address");
+  if (options.secure != SecureMode::kOff &&
+      options.preshared_key.size() < io::kMinPresharedKeyBytes)
+    return fail(Errc::kInvalidArgument,
+                "secure mode needs ContextOptions::preshared_key (at least 16 bytes): the key "
+                "both ends hold");
   dc.ev_port_base = options.ev_port_base;
   dc.impairment = options.impairment;
   dc.gso = options.gso;
@@ -151,7 +184,9 @@ Result<Qp*, Error> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
   io::Device& device = devices_->shard(shard);
   std::lock_guard lock(device.lock());
   QpConfig c = config;
+  c.security.mode = options_.secure;  // the device leaves room for what secure mode adds
   device.configure(c);
+  c.security = SecurityConfig{};  // a secure QP's keys come at connect()
   const std::string invalid = c.validate(device.planes());
   if (!invalid.empty()) return fail(Errc::kInvalidArgument, "create_qp: " + invalid);
   auto qp = device.endpoint().create_qp(c, pd, send_cq->queues_[shard], recv_cq->queues_[shard]);
@@ -161,6 +196,11 @@ Result<Qp*, Error> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
   handle->shard_ = shard;
   handle->qp_ = qp.value();
   handle->psn_ = device.initial_psn().value;
+  if (options_.secure != SecureMode::kOff) {
+    auto exchange = io::KeyExchange::start(options_.secure, options_.preshared_key);
+    if (!exchange.ok()) return fail(exchange.error(), "create_qp: ");
+    handle->exchange_ = std::make_shared<io::KeyExchange>(std::move(exchange.value()));
+  }
   qps_.push_back(std::move(handle));
   return qps_.back().get();
 }
@@ -247,7 +287,31 @@ ConnectionInfo Qp::local_info() const {
   for (const io::PlaneAddress& a : device().config().planes)
     info.planes.push_back(io::to_string(a));
   info.backend = context_->options_.backend;
+  if (exchange_) {
+    const io::KeyOffer offer = exchange_->offer(info.qpn, info.psn);
+    info.secure = offer.mode;
+    info.key_id = offer.key_id;
+    info.key_share = offer.share;
+    info.key_proof = offer.proof;
+  }
   return info;
+}
+
+// Secure mode: the peer's offer checked and the QP's keys derived before it leaves RESET.
+// REQUIRES: the device's lock.
+Result<Ok, Error> Qp::agree_keys(const ConnectionInfo& remote) {
+  const std::string peer_name =
+      "queue pair " + std::to_string(remote.qpn) + " at " +
+      (remote.planes.empty() ? std::string("?") : remote.planes.front());
+  if (!exchange_) return io::check_secure_modes(SecureMode::kOff, remote.secure, peer_name);
+  const io::KeyOffer offer{remote.secure, remote.key_id, remote.key_share, remote.key_proof};
+  auto keys = exchange_->finish(qpn(), psn_, offer, remote.qpn, remote.psn, peer_name);
+  if (!keys.ok()) return Err{keys.error()};
+  QpConfig config = qp_->config();
+  config.security = keys.value();
+  if (auto set = qp_->set_config(config); !set.ok())
+    return fail(Errc::kInvalidArgument, qp_->config_error());
+  return Ok{};
 }
 
 Result<Ok, Error> Qp::connect(const ConnectionInfo& remote) {
@@ -272,6 +336,7 @@ Result<Ok, Error> Qp::connect(const ConnectionInfo& remote) {
     return fail(Errc::kInvalidState, std::string("connect: the queue pair is in ") +
                                          to_string(qp_->state()) +
                                          "; connect() needs a new queue pair (RESET)");
+  if (auto agreed = agree_keys(remote); !agreed.ok()) return fail(agreed.error(), "connect: ");
   const uint32_t peer = device().peer(addresses);
   auto moved = qp_->to_init();
   if (moved.ok()) moved = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer});

@@ -50,9 +50,11 @@ void Device::configure(QpConfig& c) const {
   if (c.ev_burst_packets == 0) c.ev_burst_packets = kUdpDefaultEvBurst;
   if (c.ack_every_packets == 0) c.ack_every_packets = kUdpDefaultAckEvery;
   if (c.nscc.target_delay_ns == 0) c.nscc.target_delay_ns = kUdpDefaultTargetDelayNs;
-  // A packet must fit the datapath's datagram (the xdp backend's frames hold less than UDP).
+  // A packet must fit the datapath's datagram (the xdp backend's frames hold less than UDP),
+  // a secure one with its security header and tag.
+  const size_t secure = c.security.mode != SecureMode::kOff ? kSecureOverheadBytes : 0;
   const size_t max_payload =
-      host_->max_datagram_bytes() - wire::kMaxDataHeaderBytes - wire::kIcrcBytes;
+      host_->max_datagram_bytes() - wire::kMaxDataHeaderBytes - wire::kIcrcBytes - secure;
   if (c.mtu_bytes > max_payload) c.set_mtu(static_cast<uint32_t>(max_payload));
 }
 

@@ -114,6 +114,11 @@ void render_endpoint(MetricsWriter& w, Endpoint& e) {
   }
   w.counter("mrc_endpoint_unknown_qp_total", "Datagrams for a queue pair that does not exist.", {},
             s.unknown_qp);
+  for (size_t r = 0; r < s.security_drops.size(); ++r) {
+    w.counter("mrc_endpoint_security_drops_total",
+              "Datagrams refused by secure mode before any queue pair saw them, by reason.",
+              {{"reason", to_string(static_cast<SecurityDrop>(r))}}, s.security_drops[r]);
+  }
   size_t qps = 0;
   e.for_each_qp([&](QueuePair&) { ++qps; });
   w.gauge("mrc_queue_pairs", "Queue pairs on this endpoint.", {}, static_cast<double>(qps));

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/device_group.h"
+#include "io/key_exchange.h"
 #include "tools/metrics.h"
 #include "tools/metrics_server.h"
 #include "tools/oob.h"
@@ -231,6 +232,8 @@ class PerfSide {
       sum.unknown_qp += e.unknown_qp;
       for (size_t i = 0; i < e.decode_errors.size(); ++i)
         sum.decode_errors[i] += e.decode_errors[i];
+      for (size_t i = 0; i < e.security_drops.size(); ++i)
+        sum.security_drops[i] += e.security_drops[i];
     }
     return sum;
   }
@@ -286,6 +289,13 @@ class PerfSide {
   uint64_t mismatches_ = 0;
   uint64_t send_errors_ = 0;
   std::string failure_;
+  // Secure mode: the pre-shared key and each QP's key exchange (io/key_exchange.h).
+  SecureMode secure_ = SecureMode::kOff;
+  std::vector<uint8_t> key_;
+  std::vector<io::KeyExchange> exchanges_;
+  Result<Ok, Error> read_key();
+  std::string peer_name(size_t q) const;
+  Result<Ok, Error> agree_keys(size_t q, const nlohmann::json& theirs);
   std::map<uint64_t, std::chrono::steady_clock::time_point> posted_at_;
   // A uniform sample (reservoir) of at most kMaxLatencySamples of the latencies seen, so a run of
   // any length keeps bounded memory; the percentiles are exact until then.
@@ -309,7 +319,27 @@ uint16_t PerfSide::udp_port() const {
   return o_.port != 0 ? o_.port : default_port(server_);
 }
 
+Result<Ok, Error> PerfSide::read_key() {
+  (void)parse_secure_mode(o_.secure, secure_);  // the CLI accepts the three names only
+  if (secure_ == SecureMode::kOff) return Ok{};
+  if (o_.key_file.empty())
+    return fail(Errc::kInvalidArgument,
+                "--secure " + o_.secure +
+                    " needs --key-file FILE, the pre-shared key both sides hold (make one with: "
+                    "openssl rand -hex 32 > FILE; chmod 600 FILE)");
+  auto key = io::read_key_file(o_.key_file);
+  if (!key.ok()) return Err{key.error()};
+  key_ = std::move(key.value());
+  return Ok{};
+}
+
+std::string PerfSide::peer_name(size_t q) const {
+  return (server_ ? std::string("the client") : "the server at " + o_.connect) + ", queue pair " +
+         std::to_string(q);
+}
+
 Result<Ok, Error> PerfSide::open() {
+  if (auto keyed = read_key(); !keyed.ok()) return keyed;
   io::DeviceConfig hc;
   const uint16_t port = udp_port();
   for (const std::string& text : o_.planes) {
@@ -379,7 +409,9 @@ Result<Ok, Error> PerfSide::open_qps() {
   for (uint32_t q = 0; q < o_.qps; ++q) {
     io::Device& shard = shard_of(q);
     QpConfig c = qc;
-    shard.configure(c);  // the datapath's defaults; then what the command line asks for
+    c.security.mode = secure_;  // the device leaves room for what secure mode adds
+    shard.configure(c);         // the datapath's defaults; then what the command line asks for
+    c.security = SecurityConfig{};  // the keys come at connect()
     if (o_.ev_burst != 0)
       c.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
     if (o_.target_delay_us >= 0)
@@ -389,6 +421,10 @@ Result<Ok, Error> PerfSide::open_qps() {
     CompletionQueue* cq = cqs_[q % cqs_.size()];
     qps_.push_back(shard.endpoint().create_qp(c, pd_, cq, cq).value());
     psns_.push_back(shard.initial_psn().value);
+    if (secure_ == SecureMode::kOff) continue;
+    auto exchange = io::KeyExchange::start(secure_, key_);
+    if (!exchange.ok()) return Err{exchange.error()};
+    exchanges_.push_back(std::move(exchange.value()));
   }
   return Ok{};
 }
@@ -400,11 +436,16 @@ json PerfSide::hello() const {
     for (const io::PlaneAddress& a : shard_of(i).config().planes)
       planes.push_back(io::to_string(a));
     qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", psns_[i]}, {"planes", planes}});
+    if (i < exchanges_.size()) {
+      const io::KeyOffer offer = exchanges_[i].offer(qps_[i]->qpn().value, psns_[i]);
+      qps.back()["key"] = {{"id", offer.key_id}, {"share", offer.share}, {"proof", offer.proof}};
+    }
   }
   return {{"mrc_perf", 1},           {"planes", o_.planes},
           {"port", udp_port()},      {"qps", qps},
           {"rkey", target_mr_.rkey}, {"addr", target_mr_.address},
-          {"len", target_.size()},   {"backend", o_.backend}};
+          {"len", target_.size()},   {"backend", o_.backend},
+          {"secure", o_.secure}};
 }
 
 Result<Ok, Error> PerfSide::connect(const json& peer) {
@@ -420,6 +461,10 @@ Result<Ok, Error> PerfSide::connect(const json& peer) {
                 "the peer uses the " + theirs + " backend and this side the " + o_.backend +
                     " backend: both ends need the same --backend (their ICRCs differ)");
   }
+  SecureMode theirs = SecureMode::kOff;
+  (void)parse_secure_mode(peer.value("secure", std::string("off")), theirs);
+  if (auto same = io::check_secure_modes(secure_, theirs, peer_name(0)); !same.ok())
+    return fail(same.error(), "");
   peer_addr_ = peer["addr"].get<uint64_t>();
   peer_rkey_ = peer["rkey"].get<uint32_t>();
   if (peer["len"].get<uint64_t>() < slots_ * std::max<uint64_t>(o_.size, 8)) {
@@ -444,6 +489,7 @@ Result<Ok, Error> PerfSide::connect_qp(size_t q, const json& peer) {
   io::Device& shard = shard_of(q);
   std::lock_guard lock(shard.lock());
   QueuePair* qp = qps_[q];
+  if (auto keyed = agree_keys(q, theirs); !keyed.ok()) return keyed;
   auto moved = qp->to_init();
   if (moved.ok())
     moved = qp->to_rtr(RtrAttributes{Qpn(theirs["qpn"].get<uint32_t>()),
@@ -457,6 +503,25 @@ Result<Ok, Error> PerfSide::connect_qp(size_t q, const json& peer) {
                                                 ": posting receive " + std::to_string(r) + ": ");
     }
   }
+  return Ok{};
+}
+
+// Secure mode: the peer's offer for QP q checked, and the QP's keys set while it is in RESET.
+Result<Ok, Error> PerfSide::agree_keys(size_t q, const json& theirs) {
+  if (secure_ == SecureMode::kOff) return Ok{};
+  if (!theirs.contains("key"))
+    return fail(Errc::kInvalidArgument, peer_name(q) + " sent no key exchange");
+  const json& k = theirs["key"];
+  const io::KeyOffer offer{secure_, k.value("id", ""), k.value("share", ""), k.value("proof", "")};
+  auto keys = exchanges_[q].finish(qps_[q]->qpn().value, psns_[q], offer,
+                                   theirs["qpn"].get<uint32_t>(), theirs["psn"].get<uint32_t>(),
+                                   peer_name(q));
+  if (!keys.ok()) return Err{keys.error()};
+  QpConfig c = qps_[q]->config();
+  c.security = keys.value();
+  if (!qps_[q]->set_config(c).ok())
+    return fail(Errc::kInvalidArgument, "queue pair " + std::to_string(q) + ": " +
+                                            qps_[q]->config_error());
   return Ok{};
 }
 
@@ -762,6 +827,10 @@ json plane_and_ev_summary(PerfSide& side) {
     if (e.decode_errors[i] > 0)
       decode_errors[key_of(wire::to_string(static_cast<wire::DecodeError>(i)))] =
           e.decode_errors[i];
+  json security_drops = json::object();  // secure mode's refusals (PROTOCOL.md §1.12)
+  for (size_t i = 0; i < e.security_drops.size(); ++i)
+    if (e.security_drops[i] > 0)
+      security_drops[to_string(static_cast<SecurityDrop>(i))] = e.security_drops[i];
   return {{"backend", side.backend_description()},
           {"planes", planes},
           {"qps", qps},
@@ -769,6 +838,7 @@ json plane_and_ev_summary(PerfSide& side) {
           {"evs_with_losses", worst},
           {"decode_errors", decode_errors},
           {"unknown_qp", e.unknown_qp},
+          {"security_drops", security_drops},
           {"drops", drops}};
 }
 
@@ -801,8 +871,8 @@ void print_summary(const json& r) {
   // Datagrams refused: malformed or bad ICRC (decode errors), to no QP of ours, or refused by
   // a QP (duplicate, out of window, bad key, ...): none on a clean run but duplicates.
   uint64_t refused = r["summary"]["unknown_qp"].get<uint64_t>();
-  for (const auto& [name, n] : r["summary"]["decode_errors"].items()) refused += n.get<uint64_t>();
-  for (const auto& [name, n] : r["summary"]["drops"].items()) refused += n.get<uint64_t>();
+  for (const char* group : {"decode_errors", "security_drops", "drops"})
+    for (const auto& [name, n] : r["summary"][group].items()) refused += n.get<uint64_t>();
   if (!r["capture"].get<std::string>().empty())
     std::printf("%s\n", r["capture"].get<std::string>().c_str());
   std::printf("datagrams refused: %llu", static_cast<unsigned long long>(refused));
@@ -811,8 +881,9 @@ void print_summary(const json& r) {
   if (r["summary"]["unknown_qp"].get<uint64_t>() > 0)
     std::printf(" unknown_qp=%llu",
                 static_cast<unsigned long long>(r["summary"]["unknown_qp"].get<uint64_t>()));
-  for (const auto& [name, n] : r["summary"]["drops"].items())
-    std::printf(" %s=%llu", name.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
+  for (const char* group : {"security_drops", "drops"})
+    for (const auto& [name, n] : r["summary"][group].items())
+      std::printf(" %s=%llu", name.c_str(), static_cast<unsigned long long>(n.get<uint64_t>()));
   std::printf("\n");
 }
 
@@ -1136,6 +1207,14 @@ void add_fault_and_transport_options(CLI::App& app, PerfOptions& o) {
                  "interfaces, writing whole "
                  "RoCEv2 frames; root only; datagrams up to 3798 bytes, or the interface MTU)")
       ->check(CLI::IsMember({"udp", "xdp"}));
+  app.add_option("--secure", o.secure,
+                 "secure mode (both sides alike): off (default), auth (every packet carries an "
+                 "AES-GCM tag) or encrypt (payloads encrypted too); needs --key-file")
+      ->check(CLI::IsMember({"off", "auth", "encrypt"}));
+  app.add_option("--key-file", o.key_file,
+                 "secure mode's pre-shared key, the same file on both sides: hex digits (openssl "
+                 "rand -hex 32 > FILE; chmod 600 FILE); each QP's keys come from a key exchange "
+                 "it authenticates");
   app.add_option("--pcap", o.pcap,
                  "write every datagram sent and received to this capture file (pcap; read it with "
                  "mrc decode, tshark)");

@@ -50,6 +50,8 @@ struct PerfOptions {
   double target_delay_us = -1;  // NsccConfig::target_delay_ns; < 0: the datapath's default
   bool gso = true;              // UdpHostConfig::gso and ::gro
   std::string backend = "udp";  // UdpHostConfig::backend: udp or xdp
+  std::string secure = "off";   // QpConfig::security mode: off, auth or encrypt
+  std::string key_file;         // secure mode's pre-shared key (io::read_key_file)
   std::string pcap;             // --pcap: capture every datagram sent and received to this file
   uint64_t pcap_max_mib = 256;  // the capture's budget
   uint16_t metrics_port = 0;    // 0: no Prometheus endpoint
