@@ -38,6 +38,32 @@ with open(sys.argv[2], "w") as out:
 print(f"ok: mrc decode: {s['mrc_packets']} packets, {ops}")
 PY
 
+# A secure transfer (PROTOCOL.md 1.12): every packet shows its S flag, SECH and tag, its
+# headers in the clear, its ICRC good.
+key="$dir/key"
+openssl rand -hex 32 > "$key"; chmod 600 "$key"
+"$MRC" perf --server --oob-port $((port + 1)) --port 4871 --ev-port-base 58000 --planes 127.0.0.1,127.0.0.2 --secure encrypt --key-file "$key" > "$dir/server.txt" 2>&1 &
+srv=$!
+"$MRC" perf --client 127.0.0.1 --oob-port $((port + 1)) --port 4872 --ev-port-base 58600 --planes 127.0.0.1,127.0.0.2 \
+  --secure encrypt --key-file "$key" --bytes 1M --size 256K --verify --pcap "$dir/secure.pcap" > "$dir/client.txt" 2>&1 || { cat "$dir/client.txt"; fail "secure perf with --pcap"; }
+wait $srv
+"$MRC" decode "$dir/secure.pcap" --port 4871 --json > "$dir/secure.json" || fail "mrc decode of a secure capture: exit $?"
+/usr/bin/python3 - "$dir/secure.json" "$dir/ours-secure.txt" <<'PY' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+s, packets = d["summary"], d["packets"]
+def fail(why): print("FAIL:", why); sys.exit(1)
+if s["mrc_packets"] == 0 or s["undecodable"] or s["bad_icrc"]: fail(f"secure capture: {s}")
+for p in packets:
+    h = p["headers"]
+    if not h["bth"].get("s") or "sech" not in h or len(h["tag"]["aes_gcm"]) != 32: fail(f"not shown as secure: {p}")
+if s["by_opcode"].get("WRITE_MIDDLE", 0) == 0 or s["by_opcode"].get("SACK", 0) == 0: fail(f"secure capture: {s}")
+with open(sys.argv[2], "w") as out:
+    for p in packets:
+        out.write(f'{p["record"]} {p["headers"]["bth"]["psn"]} {p["headers"]["sech"]["epoch"]} {p["headers"]["sech"]["counter"]}\n')
+print(f"ok: mrc decode shows {s['mrc_packets']} secure packets with their SECH and tag")
+PY
+
 # Bad input: a capture cut inside a record, a file that is no capture, a missing file.
 head -c $(( $(stat -c %s "$dir/run.pcap") - 100 )) "$dir/run.pcap" > "$dir/cut.pcap"
 out=$("$MRC" decode "$dir/cut.pcap" --brief 2>&1); rc=$?
@@ -73,4 +99,21 @@ if theirs != ours:
     diff = [(a, b) for a, b in zip(theirs, ours) if a != b][:5]
     fail(f"tshark and mrc decode disagree: {len(theirs)} vs {len(ours)} packets, first differences {diff}")
 print(f"ok: the dissector decodes the same {len(theirs)} packets to the same opcodes, PSNs and flags")
+PY
+
+tshark -X "lua_script:$SRC/tools/wireshark/mrc.lua" -r "$dir/secure.pcap" -Y mrc -T fields \
+  -e frame.number -e mrc.psn -e mrc.sech.epoch -e mrc.sech.counter -e mrc.s -e mrc.icrc.status -e _ws.expert.message 2> "$dir/tshark.err" > "$dir/tshark-secure.txt" \
+  || { cat "$dir/tshark.err"; fail "tshark on the secure capture: exit $?"; }
+/usr/bin/python3 - "$dir/tshark-secure.txt" "$dir/ours-secure.txt" <<'PY' || exit 1
+import sys
+def fail(why): print("FAIL:", why); sys.exit(1)
+theirs = []
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t")
+    if len(f) < 6 or f[4] not in ("1", "True") or f[5] != "good (UDP datapath CRC-32)": fail(f"secure packet as tshark shows it: {line!r}")
+    if len(f) > 6 and f[6]: fail(f"dissector expert info {f[6]!r} in {line!r}")
+    theirs.append(f"{int(f[0])} {int(f[1])} {int(f[2])} {int(f[3])}")
+ours = [l.strip() for l in open(sys.argv[2])]
+if theirs != ours: fail(f"tshark and mrc decode disagree on the secure capture: {theirs[:3]} vs {ours[:3]}")
+print(f"ok: the dissector shows the same {len(theirs)} secure packets, epochs and counters")
 PY

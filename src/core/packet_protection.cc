@@ -102,7 +102,46 @@ uint64_t get_sech(const uint8_t* p) {
   return v;
 }
 
+// The plain headers' length of a secure datagram (0 if it is too short for them, its SECH and
+// its tag), and the plain datagram's length.
+struct Layout {
+  size_t header = 0;
+  size_t plain_length = 0;
+  size_t payload_bytes() const { return plain_length - wire::kIcrcBytes - header; }
+};
+Layout layout_of(std::span<const uint8_t> secure) {
+  constexpr size_t kMinBytes = wire::kBthBytes + kSecureOverheadBytes + wire::kIcrcBytes;
+  if (secure.size() < kMinBytes) return {};
+  const size_t plain_length = secure.size() - kSecureOverheadBytes;
+  const size_t header = wire::plain_header_bytes(secure.first(plain_length));
+  return header < wire::kBthBytes ? Layout{} : Layout{header, plain_length};
+}
+
+// BTH (S cleared) and extension headers into `plain`.
+void copy_plain_headers(std::span<const uint8_t> secure, size_t header, std::span<uint8_t> plain) {
+  std::memcpy(plain.data(), secure.data(), wire::kBthBytes);
+  plain[8] &= static_cast<uint8_t>(~wire::kBthSecureFlag);
+  std::memcpy(plain.data() + wire::kBthBytes, secure.data() + wire::kBthBytes + wire::kSechBytes,
+              header - wire::kBthBytes);
+}
+
 }  // namespace
+
+Sech read_sech(std::span<const uint8_t> secure) {
+  MRC_ASSERT(secure.size() >= wire::kBthBytes + wire::kSechBytes);
+  const uint64_t v = get_sech(secure.data() + wire::kBthBytes);
+  return Sech{static_cast<uint16_t>(v >> 48), v & kCounterMask};
+}
+
+size_t unprotected_view(std::span<const uint8_t> secure, std::span<uint8_t> out) {
+  const Layout l = layout_of(secure);
+  if (l.header == 0) return 0;
+  MRC_ASSERT(out.size() >= secure.size());
+  copy_plain_headers(secure, l.header, out);
+  std::memcpy(out.data() + l.header, secure.data() + l.header + wire::kSechBytes,
+              l.payload_bytes());
+  return wire::seal_deferred(out, l.plain_length - wire::kIcrcBytes);
+}
 
 PacketProtection::ReceiveEpoch PacketProtection::receive_epoch_from(const TrafficSecret& secret,
                                                                     uint16_t number) {
@@ -173,32 +212,23 @@ void PacketProtection::accepted(ReceiveEpoch* epoch, uint64_t counter) {
 
 Result<size_t, SecurityDrop> PacketProtection::open(std::span<const uint8_t> datagram,
                                                     std::span<uint8_t> plain) {
-  constexpr size_t kMinBytes = wire::kBthBytes + kSecureOverheadBytes + wire::kIcrcBytes;
-  if (datagram.size() < kMinBytes) return Err{SecurityDrop::kTruncated};
+  const Layout l = layout_of(datagram);
+  if (l.header == 0) return Err{SecurityDrop::kTruncated};
   MRC_ASSERT(plain.size() >= datagram.size());
-  const size_t plain_length = datagram.size() - kSecureOverheadBytes;
-  const size_t header = wire::plain_header_bytes(datagram.first(plain_length));
-  if (header < wire::kBthBytes) return Err{SecurityDrop::kTruncated};
-  const uint64_t sech = get_sech(datagram.data() + wire::kBthBytes);
-  const auto number = static_cast<uint16_t>(sech >> 48);
-  const uint64_t counter = sech & kCounterMask;
-  ReceiveEpoch* epoch = epoch_for(number);
+  const Sech sech = read_sech(datagram);
+  ReceiveEpoch* epoch = epoch_for(sech.epoch);
   if (epoch == nullptr) return Err{SecurityDrop::kOldKey};
-  if (!epoch->window.fresh(counter)) return Err{SecurityDrop::kReplay};
-  const size_t secure_header = header + wire::kSechBytes;
-  const size_t payload_end = plain_length - wire::kIcrcBytes + wire::kSechBytes;
-  const auto payload = datagram.subspan(secure_header, payload_end - secure_header);
-  const std::span<uint8_t> plain_payload = plain.subspan(header, payload.size());
-  if (!epoch->key.open(sech, datagram.first(secure_header), payload,
+  if (!epoch->window.fresh(sech.counter)) return Err{SecurityDrop::kReplay};
+  const size_t secure_header = l.header + wire::kSechBytes;
+  const size_t payload_end = secure_header + l.payload_bytes();
+  if (!epoch->key.open(nonce_low(sech.epoch, sech.counter), datagram.first(secure_header),
+                       datagram.subspan(secure_header, l.payload_bytes()),
                        mode_ == SecureMode::kEncrypt, datagram.subspan(payload_end, wire::kTagBytes),
-                       plain_payload))
+                       plain.subspan(l.header, l.payload_bytes())))
     return Err{SecurityDrop::kBadTag};
-  accepted(epoch, counter);
-  std::memcpy(plain.data(), datagram.data(), wire::kBthBytes);
-  plain[8] &= static_cast<uint8_t>(~wire::kBthSecureFlag);
-  std::memcpy(plain.data() + wire::kBthBytes, datagram.data() + wire::kBthBytes + wire::kSechBytes,
-              header - wire::kBthBytes);
-  return wire::seal_deferred(plain, header + payload.size());
+  accepted(epoch, sech.counter);
+  copy_plain_headers(datagram, l.header, plain);
+  return wire::seal_deferred(plain, l.plain_length - wire::kIcrcBytes);
 }
 
 }  // namespace mrc

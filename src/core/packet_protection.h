@@ -59,6 +59,17 @@ class GcmKey {
   std::array<uint8_t, kPacketIvBytes> iv_{};
 };
 
+// A secure datagram's SECH, and the plain datagram it wraps as decoding tools show it,
+// unverified: BTH with S cleared, the extension headers, the payload as on the wire (the
+// ciphertext in encrypt mode), ICRC field zero. unprotected_view returns its length, or 0 if
+// `secure` is too short for its headers, SECH and tag. REQUIRES: out.size() >= secure.size().
+struct Sech {
+  uint16_t epoch = 0;
+  uint64_t counter = 0;
+};
+Sech read_sech(std::span<const uint8_t> secure);  // REQUIRES: secure.size() >= BTH + SECH
+size_t unprotected_view(std::span<const uint8_t> secure, std::span<uint8_t> out);
+
 class PacketProtection {
  public:
   explicit PacketProtection(const SecurityConfig& config);

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/packet_protection.h"
 #include "core/wire/packet.h"
 #include "io/pcap.h"
 #include "io/roce_frame.h"
@@ -141,6 +142,36 @@ json describe(const wire::Packet& packet) {
   return out;
 }
 
+// A datagram as the codec reads it; a secure one (PROTOCOL.md §1.12) through its unprotected
+// view, which `view` holds: the headers are in the clear, the payload is shown by its length.
+Result<wire::Packet, wire::DecodeError> decode_view(std::span<const uint8_t> g,
+                                                    std::vector<uint8_t>& view) {
+  wire::DecodeOptions options;
+  options.verify_icrc = false;  // checked by the callers, both ways
+  if (!wire::is_secure(g)) return wire::decode(g, options);
+  view.resize(g.size());
+  const size_t n = unprotected_view(g, view);
+  if (n == 0) return Err{wire::DecodeError::kTruncatedHeader};
+  return wire::decode(std::span(view).first(n), options);
+}
+
+// A secure packet's headers: the BTH's S flag, its SECH after the BTH, its tag last.
+json describe_secure(const json& headers, std::span<const uint8_t> g) {
+  const Sech sech = read_sech(g);
+  std::string tag;
+  for (const uint8_t b : g.last(wire::kIcrcBytes + wire::kTagBytes).first(wire::kTagBytes))
+    tag += hex(b, 2).substr(2);
+  json out;
+  for (const auto& [key, value] : headers.items()) {
+    out[key] = value;
+    if (key != "bth") continue;
+    out["bth"]["s"] = true;
+    out["sech"] = {{"epoch", sech.epoch}, {"counter", sech.counter}};
+  }
+  out["tag"] = {{"aes_gcm", tag}};
+  return out;
+}
+
 uint32_t load_be32(const uint8_t* p) {
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
 }
@@ -234,11 +265,11 @@ json describe_datagram(const io::CapturedDatagram& d, std::span<const uint8_t> g
   p["length"] = g.size();
   p["tos"] = d.tos;
   p["icrc"] = icrc;
-  wire::DecodeOptions options;
-  options.verify_icrc = false;  // checked by the caller, both ways
-  auto decoded = wire::decode(g, options);
+  std::vector<uint8_t> view;
+  auto decoded = decode_view(g, view);
   if (decoded.ok()) {
     p["headers"] = describe(decoded.value());
+    if (wire::is_secure(g)) p["headers"] = describe_secure(p["headers"], g);
   } else {
     p["error"] = std::string(wire::to_string(decoded.error()));
   }
@@ -251,9 +282,8 @@ json examine(const io::CapturedDatagram& d, const DecodeToolOptions& o) {
   const bool chosen =
       std::find(o.ports.begin(), o.ports.end(), d.destination_port) != o.ports.end();
   const std::string icrc = icrc_status(d, d.datagram);
-  wire::DecodeOptions options;
-  options.verify_icrc = false;
-  const bool decodes = wire::decode(d.datagram, options).ok();
+  std::vector<uint8_t> view;
+  const bool decodes = decode_view(d.datagram, view).ok();
   json out = json::array();
   if (decodes && icrc != "bad") {
     out.push_back(describe_datagram(d, d.datagram, icrc, -1));

@@ -39,6 +39,10 @@ local f = {
   r = ProtoField.bool("mrc.r", "Reserved flag R"),
   rtx = ProtoField.bool("mrc.rtx", "Retransmission"),
   ts = ProtoField.bool("mrc.ts", "Timestamp present"),
+  s = ProtoField.bool("mrc.s", "Secure packet (SECH follows the BTH, a tag precedes the ICRC)"),
+  epoch = ProtoField.uint16("mrc.sech.epoch", "Key epoch"),
+  counter = ProtoField.uint64("mrc.sech.counter", "Packet counter"),
+  tag = ProtoField.bytes("mrc.tag", "AES-GCM tag"),
   psn = ProtoField.uint24("mrc.psn", "PSN"),
   rqmsn = ProtoField.uint16("mrc.meth.rqmsn", "RQ message sequence number"),
   msn = ProtoField.uint16("mrc.meth.msn", "Message sequence number"),
@@ -148,7 +152,29 @@ local function add_bth(tree, tvb)
   t:add(f.r, tvb(8, 1):bitfield(1, 1) == 1)
   t:add(f.rtx, tvb(8, 1):bitfield(2, 1) == 1)
   t:add(f.ts, tvb(8, 1):bitfield(3, 1) == 1)
+  t:add(f.s, tvb(8, 1):bitfield(4, 1) == 1)
   t:add(f.psn, tvb(9, 3))
+end
+
+-- A secure packet (BTH S flag, docs/PROTOCOL.md 1.12) is dissected through its unprotected
+-- view: BTH, extension headers and payload as on the wire, without SECH and tag, as a new tab.
+-- Returns the tvb to dissect the headers from, or nil if the packet is too short to hold them.
+local function secure(tvb)
+  return tvb:len() >= 9 and bit32.btest(tvb(8, 1):uint(), 0x08)
+end
+local function view_of(tvb)
+  if not secure(tvb) then return tvb end
+  if tvb:len() < 12 + 8 + 16 + 4 then return nil end
+  local bytes = tvb(0, 12):bytes()
+  bytes:append(tvb(20, tvb:len() - 20 - 20):bytes())
+  bytes:append(ByteArray.new("00000000"))
+  return bytes:tvb("MRC unprotected view")
+end
+local function add_security(tree, tvb)
+  local h = tree:add(mrc, tvb(12, 8), "SECH (secure packet)")
+  h:add(f.epoch, tvb(12, 2))
+  h:add(f.counter, tvb(14, 6), UInt64.new(tvb(16, 4):uint(), tvb(14, 2):uint()))
+  tree:add(f.tag, tvb(tvb:len() - 20, 16))
 end
 
 local function add_data(tree, tvb, op)
@@ -223,19 +249,21 @@ function mrc.dissector(tvb, pinfo, tree)
   pinfo.cols.protocol = "MRC"
   local name = opcodes[op] or string.format("0x%02X", op)
   local root = tree:add(mrc, tvb(), "MRC " .. name)
-  if shape(tvb) == nil then
+  local body = view_of(tvb)
+  if body == nil or shape(body) == nil then
     root:add_proto_expert_info(e_length)
     return tvb:len()
   end
   add_bth(root, tvb)
-  if data_header_bytes(op, false) ~= nil then add_data(root, tvb, op)
-  elseif op == 0xDC then add_sack(root, tvb)
-  elseif op == 0xDD then add_nack(root, tvb)
-  elseif op == 0xDE then add_probe(root, tvb)
-  elseif op == 0xD8 or op == 0xD9 then add_endpoint(root, tvb, op)
+  if secure(tvb) then add_security(root, tvb) end
+  if data_header_bytes(op, false) ~= nil then add_data(root, body, op)
+  elseif op == 0xDC then add_sack(root, body)
+  elseif op == 0xDD then add_nack(root, body)
+  elseif op == 0xDE then add_probe(root, body)
+  elseif op == 0xD8 or op == 0xD9 then add_endpoint(root, body, op)
   elseif op == 0xD1 then
-    local h = root:add(mrc, tvb(12, 4), "AETH")
-    h:add(f.syndrome, tvb(12, 1)); h:add(f.aeth_msn, tvb(13, 3))
+    local h = root:add(mrc, body(12, 4), "AETH")
+    h:add(f.syndrome, body(12, 1)); h:add(f.aeth_msn, body(13, 3))
   end
   add_icrc(root, tvb)
   pinfo.cols.info = string.format("%s QP 0x%06X PSN %d%s", name, tvb(5, 3):uint(), tvb(9, 3):uint(),
@@ -245,7 +273,8 @@ end
 
 -- Any other UDP port: MRC if the header has an MRC shape and the ICRC is the UDP datapath's.
 local function heuristic(tvb, pinfo, tree)
-  if shape(tvb) == nil then return false end
+  local body = view_of(tvb)
+  if body == nil or shape(body) == nil then return false end
   local at = tvb:len() - 4
   if crc32(tvb, 0, at) ~= tvb(at, 4):uint() then return false end
   mrc.dissector(tvb, pinfo, tree)
