@@ -25,6 +25,11 @@ the backend. Environment (read when a group is created):
     MRC_BACKEND       datapath: udp (default) or xdp (AF_XDP; root; one rank per interface)
     MRC_PATH_POLICY   how each queue pair chooses among its GOOD EVs: p2c (default, the learned
                       score policy), rules (MRC's own), oblivious, reps, health or hedge
+    MRC_SECURE        secure mode of the rank's queue pairs (every rank alike): off (default),
+                      auth (an AES-GCM tag on every packet) or encrypt (payloads encrypted too)
+    MRC_KEY_FILE      secure mode's pre-shared key, the same file on every rank (hex digits:
+                      openssl rand -hex 32 > FILE; chmod 600 FILE); each queue pair's keys come
+                      from a key exchange it authenticates
     MRC_TIMEOUT_S     a call that makes no progress for this long fails (default: the timeout
                       given to init_process_group, 30 min); a wait without progress is
                       reported on stderr after 5 s, 10 s, 20 s, ... saying what it waits for
@@ -114,6 +119,8 @@ def _create(options, pg_options=None):
         backend=os.environ.get("MRC_BACKEND", "udp"),
         threads=threads,
         path_policy=os.environ.get("MRC_PATH_POLICY", "p2c"),
+        secure=os.environ.get("MRC_SECURE", "off"),
+        key_file=os.environ.get("MRC_KEY_FILE", ""),
         peer_timeout=datetime.timedelta(seconds=_env_float("MRC_PEER_TIMEOUT_S", 8.0)),
     )
     _groups_created += 1

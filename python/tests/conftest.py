@@ -28,11 +28,13 @@ def rank_env(port, ev_port_base, **extra):
 
 def run_ranks(commands, env, timeout=120, may_be_killed=()):
     """Runs one process per command; returns [(returncode, output)], killing all on timeout.
-    Output goes to files, so a rank that writes a lot never blocks on a full pipe. Ranks in
-    `may_be_killed` may end by a signal (they kill themselves)."""
+    `env` is the environment of every rank, or a list of one per command. Output goes to files,
+    so a rank that writes a lot never blocks on a full pipe. Ranks in `may_be_killed` may end by
+    a signal (they kill themselves)."""
+    envs = env if isinstance(env, list) else [env] * len(commands)
     logs = [tempfile.TemporaryFile(mode="w+") for _ in commands]
-    procs = [subprocess.Popen(c, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
-             for c, log in zip(commands, logs)]
+    procs = [subprocess.Popen(c, env=e, stdout=log, stderr=subprocess.STDOUT, text=True)
+             for c, e, log in zip(commands, envs, logs)]
     deadline = time.monotonic() + timeout
     try:
         for p in procs:

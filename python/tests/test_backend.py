@@ -2,8 +2,9 @@
 
 The ranks run every check of backend_ranks.py once (one start of the processes per world size);
 each test here asserts its check passed on every rank (2 ranks with 8192-byte packets, 3 with
-4096, and 2 ranks of 2 engine threads each, MRC_THREADS). UDP ports 25000-28599, 23400-23999,
-47600-47699 and 58000-60599 belong to this file.
+4096, and 2 ranks of 2 engine threads each, MRC_THREADS), then secure mode (MRC_SECURE). UDP
+ports 25000-28599, 23400-23999, 47600-47699 and 58000-60599, and planes 127.0.0.110-112 belong
+to this file.
 """
 
 import json
@@ -74,3 +75,52 @@ def test_vanished_peer_fails_the_work(tmp_path):
     # on a loaded machine where the retries take longer, the collective's no-progress timeout
     # fired first; both errors name rank 1.
     assert "connection to rank 1" in output or ("no progress" in output and "rank 1" in output), output
+
+
+SECURE_SCRIPT = """
+import datetime, sys, torch, torch.distributed as dist, mrc_torch
+rank = int(sys.argv[1])
+dist.init_process_group('mrc', init_method='file://' + sys.argv[2], rank=rank, world_size=2,
+                        timeout=datetime.timedelta(seconds=60))
+t = torch.arange(1 << 20, dtype=torch.float32) * (rank + 1)
+dist.all_reduce(t)
+assert torch.equal(t, torch.arange(1 << 20, dtype=torch.float32) * 3), 'wrong sum'
+dist.destroy_process_group()
+print('secure all-reduce ok')
+"""
+
+
+def secure_env(tmp_path, mode, key_file):
+    # Planes 127.0.0.110-111: addresses of their own, so these ports clash with no other test.
+    return rank_env(port=4791, ev_port_base=20000, MRC_PLANES="127.0.0.110,127.0.0.111",
+                    MRC_SECURE=mode, MRC_KEY_FILE=key_file)
+
+
+def key_file(path, byte):
+    path.write_text(f"{byte:02x}" * 32 + "\n")
+    path.chmod(0o600)
+    return str(path)
+
+
+def test_secure_mode_all_reduce_and_mismatches(tmp_path):
+    key = key_file(tmp_path / "key", 0x5A)
+    commands = [[python(), "-c", SECURE_SCRIPT, str(r), str(tmp_path / "store")] for r in range(2)]
+    for mode in ("auth", "encrypt"):
+        ran = run_ranks(commands, secure_env(tmp_path, mode, key), timeout=120)
+        for r, (code, output) in enumerate(ran):
+            assert code == 0 and "secure all-reduce ok" in output, f"{mode}, rank {r}:\n{output}"
+        (tmp_path / "store").unlink(missing_ok=True)
+    # Rank 1 holds another key: both ranks fail at connection time, naming the keys.
+    other = key_file(tmp_path / "other", 0x33)
+    envs = [secure_env(tmp_path, "encrypt", key), secure_env(tmp_path, "encrypt", other)]
+    for r, (code, output) in enumerate(run_ranks(commands, envs, timeout=120)):
+        assert code != 0 and "pre-shared keys differ" in output, f"rank {r}:\n{output}"
+
+
+def test_secure_mode_without_a_key_is_refused(tmp_path):
+    env = rank_env(port=4791, ev_port_base=20000, MRC_PLANES="127.0.0.112", MRC_SECURE="auth")
+    script = ("import datetime, torch.distributed as dist, mrc_torch\n"
+              f"dist.init_process_group('mrc', init_method='file://{tmp_path / 'store'}', rank=0, world_size=1,"
+              " timeout=datetime.timedelta(seconds=10))\n")
+    [(code, output)] = run_ranks([[python(), "-c", script]], env, timeout=60)
+    assert code != 0 and "needs MRC_KEY_FILE" in output, output

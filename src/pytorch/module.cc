@@ -20,13 +20,27 @@ uint16_t port_number(int value, const char* what) {
   return static_cast<uint16_t>(value);
 }
 
+// MRC_SECURE and MRC_KEY_FILE: the mode, and the pre-shared key every rank holds.
+void read_security(const std::string& secure, const std::string& key_file, BackendOptions& o) {
+  TORCH_CHECK(mrc::parse_secure_mode(secure, o.secure), "mrc: MRC_SECURE=", secure,
+              ": one of off, auth, encrypt");
+  if (o.secure == mrc::SecureMode::kOff) return;
+  TORCH_CHECK(!key_file.empty(), "mrc: MRC_SECURE=", secure,
+              " needs MRC_KEY_FILE, the pre-shared key every rank holds (make one with: openssl "
+              "rand -hex 32 > FILE; chmod 600 FILE)");
+  auto key = mrc::io::read_key_file(key_file);
+  TORCH_CHECK(key.ok(), "mrc: MRC_KEY_FILE: ", key.ok() ? "" : key.error().message);
+  o.preshared_key = std::move(key.value());
+}
+
 c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                            int size, const std::vector<std::string>& planes,
                                            int port, int ev_port_base,
                                            std::chrono::milliseconds timeout, uint32_t chunk_bytes,
                                            uint32_t slots, uint32_t mtu, const std::string& backend,
                                            std::chrono::milliseconds peer_timeout, uint32_t threads,
-                                           const std::string& path_policy) {
+                                           const std::string& path_policy,
+                                           const std::string& secure, const std::string& key_file) {
   BackendOptions o;
   o.planes = planes;
   o.port = port_number(port, "port");
@@ -55,6 +69,7 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
   o.backend = parsed.value();
   TORCH_CHECK(mrc::parse_path_policy(path_policy, o.path_policy),
               "mrc: MRC_PATH_POLICY=", path_policy, ": one of ", mrc::path_policy_name_list());
+  read_security(secure, key_file, o);
   return c10::make_intrusive<ProcessGroupMrc>(store, rank, size, std::move(o));
 }
 
@@ -88,7 +103,8 @@ PYBIND11_MODULE(_C, m) {
            py::arg("timeout") = std::chrono::milliseconds(30 * 60 * 1000),
            py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 4096u,
            py::arg("backend") = "udp", py::arg("peer_timeout") = std::chrono::milliseconds(8000),
-           py::arg("threads") = 1u, py::arg("path_policy") = "p2c",
+           py::arg("threads") = 1u, py::arg("path_policy") = "p2c", py::arg("secure") = "off",
+           py::arg("key_file") = "",
            // The rendezvous blocks until every rank has come: let other Python threads run.
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("planes", &ProcessGroupMrc::planes, "number of planes")

@@ -47,6 +47,8 @@ struct CollPerfOptions {
   uint32_t slots = 8;
   std::string cc = "nscc";          // QpConfig::cc: nscc, aimd or fixed
   std::string path_policy = "p2c";  // QpConfig::path_policy (core/path_policy.h)
+  std::string secure = "off";       // ContextOptions::secure: off, auth or encrypt
+  std::string key_file;             // ContextOptions::preshared_key (io::read_key_file)
   double target_delay_us = 0;       // NSCC delay target; 0: the datapath's default
   uint32_t ack_every = 0;           // QpConfig::ack_every_packets; 0: the datapath's default
   uint64_t direct_max_bytes = 16 << 10;
