@@ -176,6 +176,43 @@ TEST(Secure, KeyEpochsAdvanceAndOldKeysStopOpening) {
   exchange(pair, 512 * 1024, 3);  // still verifies after many epochs
 }
 
+// A plain WRITE_ONLY datagram of 64 payload bytes, laid out kSechBytes into a buffer for seal().
+std::vector<uint8_t> plain_for_seal(size_t& plain_length) {
+  std::vector<uint8_t> out(256);
+  wire::DataHeader h;
+  h.bth.opcode = wire::Opcode::kWriteOnly;
+  const size_t header = wire::write_data_header(h, std::span(out).subspan(wire::kSechBytes));
+  plain_length = header + 64 + wire::kIcrcBytes;
+  return out;
+}
+
+TEST(Secure, AReceiverFollowsASenderWhoseWholeEpochsWereLost) {
+  SecurityConfig a = secure_config(SecureMode::kEncrypt, 1).security;  // an epoch per packet
+  SecurityConfig b = a;
+  std::swap(b.send_secret, b.receive_secret);
+  PacketProtection sender(a);
+  PacketProtection receiver(b);
+  std::vector<std::vector<uint8_t>> sent;
+  for (int i = 0; i < 40; ++i) {  // epochs 0..39
+    size_t length = 0;
+    std::vector<uint8_t> d = plain_for_seal(length);
+    d.resize(sender.seal(d, length));
+    sent.push_back(d);
+  }
+  std::vector<uint8_t> plain(512);
+  const auto opens = [&](int epoch) { return receiver.open(sent[epoch], plain); };
+  ASSERT_TRUE(opens(0).ok());
+  ASSERT_TRUE(opens(5).ok());  // epochs 1-4 lost whole
+  EXPECT_EQ(receiver.receive_epoch(), 5);
+  EXPECT_TRUE(opens(4).ok());  // the previous epoch, reordered
+  EXPECT_EQ(opens(3).error(), SecurityDrop::kOldKey);
+  EXPECT_EQ(opens(5).error(), SecurityDrop::kReplay);
+  EXPECT_EQ(opens(5 + PacketProtection::kEpochsAhead + 1).error(), SecurityDrop::kOldKey);
+  ASSERT_TRUE(opens(5 + PacketProtection::kEpochsAhead).ok());  // as far as a receiver follows
+  ASSERT_TRUE(opens(6 + PacketProtection::kEpochsAhead).ok());
+  EXPECT_EQ(receiver.receive_epoch(), 6 + PacketProtection::kEpochsAhead);
+}
+
 class SecureHostile : public ::testing::Test {
  protected:
   // Key epochs of 8 packets: A's first packets are several epochs old by the end.

@@ -190,22 +190,57 @@ size_t PacketProtection::seal(std::span<uint8_t> out, size_t plain_length) {
 }
 
 PacketProtection::ReceiveEpoch* PacketProtection::epoch_for(uint16_t number) {
-  for (ReceiveEpoch& epoch : receive_)
+  for (Slot slot : {kCurrent, kNext, kPrevious}) {
+    ReceiveEpoch& epoch = receive_[slot];
     if (epoch.valid && epoch.number == number) return &epoch;
-  return nullptr;
+  }
+  const auto distance = static_cast<uint16_t>(number - receive_[kCurrent].number);
+  return distance >= 2 && distance <= kEpochsAhead ? epoch_ahead(distance) : nullptr;
 }
 
-// After a packet verified: its counter is taken, a first packet of the next epoch makes that
+// The secret of the epoch `distance` (2..kEpochsAhead) past the current one.
+const TrafficSecret& PacketProtection::secret_ahead(uint16_t distance) {
+  for (; ahead_known_ < distance - 1; ++ahead_known_) {
+    const TrafficSecret& before =
+        ahead_known_ == 0 ? receive_[kNext].secret : ahead_[ahead_known_ - 1];
+    ahead_[ahead_known_] = next_epoch_secret(before);
+  }
+  return ahead_[distance - 2];
+}
+
+PacketProtection::ReceiveEpoch* PacketProtection::epoch_ahead(uint16_t distance) {
+  const auto number = static_cast<uint16_t>(receive_[kCurrent].number + distance);
+  ReceiveEpoch& candidate = receive_[kAhead];
+  if (!candidate.valid || candidate.number != number)
+    candidate = receive_epoch_from(secret_ahead(distance), number);
+  return &candidate;
+}
+
+// The epoch in `slot` (kNext or kAhead) becomes current; the one before it previous.
+void PacketProtection::move_to(Slot slot) {
+  const auto number = static_cast<uint16_t>(receive_[slot].number - 1);
+  if (slot == kNext) {
+    receive_[kPrevious] = std::move(receive_[kCurrent]);
+  } else if (number == receive_[kNext].number) {
+    receive_[kPrevious] = std::move(receive_[kNext]);
+  } else {
+    receive_[kPrevious] = receive_epoch_from(
+        secret_ahead(static_cast<uint16_t>(number - receive_[kCurrent].number)), number);
+  }
+  receive_[kCurrent] = std::move(receive_[slot]);
+  receive_[kAhead] = ReceiveEpoch{};
+  ahead_known_ = 0;
+  const ReceiveEpoch& current = receive_[kCurrent];
+  receive_[kNext] = receive_epoch_from(next_epoch_secret(current.secret),
+                                       static_cast<uint16_t>(current.number + 1));
+}
+
+// After a packet verified: its counter is taken, a first packet of a later epoch makes that
 // epoch current, and the previous epoch is let go once the current one is a window in.
 void PacketProtection::accepted(ReceiveEpoch* epoch, uint64_t counter) {
   epoch->window.accept(counter);
-  if (epoch == &receive_[kNext]) {
-    receive_[kPrevious] = std::move(receive_[kCurrent]);
-    receive_[kCurrent] = std::move(receive_[kNext]);
-    const ReceiveEpoch& current = receive_[kCurrent];
-    receive_[kNext] = receive_epoch_from(next_epoch_secret(current.secret),
-                                         static_cast<uint16_t>(current.number + 1));
-  }
+  if (epoch == &receive_[kNext]) move_to(kNext);
+  if (epoch == &receive_[kAhead]) move_to(kAhead);
   if (receive_[kPrevious].valid && receive_[kCurrent].window.highest() >= ReplayWindow::kPackets)
     receive_[kPrevious] = ReceiveEpoch{};
 }

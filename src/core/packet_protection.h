@@ -11,9 +11,11 @@
 // every epoch, retransmissions included, so a nonce never repeats under one key.
 //
 // The sender moves to the next epoch after SecurityConfig::rekey_packets packets. The receiver
-// holds three epochs: the current one, the next (so the sender may move on at any packet) and,
-// for packets reordered across the change, the previous one until the current epoch is a
-// replay window in. Older epochs are refused: a packet sent under an old key no longer opens.
+// holds the current epoch, the next (so the sender may move on at any packet) and, for packets
+// reordered across the change, the previous one until the current epoch is a replay window in;
+// a packet may also claim an epoch up to kEpochsAhead on (its sender's packets of the epochs
+// between were all lost). Older epochs are refused: a packet sent under an old key no longer
+// opens.
 //
 // open() decides before anything else is touched: a packet that does not verify changes
 // neither the QP nor this object (the replay window and the epochs move only after the tag
@@ -72,6 +74,10 @@ size_t unprotected_view(std::span<const uint8_t> secure, std::span<uint8_t> out)
 
 class PacketProtection {
  public:
+  // How far past its current epoch a receiver follows a sender: a sender whose packets of
+  // whole epochs were all lost (rekey_packets each) is still understood up to this many on.
+  static constexpr uint16_t kEpochsAhead = 16;
+
   explicit PacketProtection(const SecurityConfig& config);
 
   // Seals the plain datagram that lies at out[kSechBytes, kSechBytes + plain_length) (its ICRC
@@ -101,17 +107,26 @@ class PacketProtection {
     GcmKey key;
     ReplayWindow window;
   };
-  enum Slot : uint8_t { kPrevious, kCurrent, kNext };
+  // kAhead: a candidate epoch 2..kEpochsAhead past the current one, for a packet that claims it.
+  enum Slot : uint8_t { kPrevious, kCurrent, kNext, kAhead };
 
   static ReceiveEpoch receive_epoch_from(const TrafficSecret& secret, uint16_t number);
   void next_send_epoch();
   ReceiveEpoch* epoch_for(uint16_t number);
+  ReceiveEpoch* epoch_ahead(uint16_t distance);
+  const TrafficSecret& secret_ahead(uint16_t distance);
+  void move_to(Slot slot);
   void accepted(ReceiveEpoch* epoch, uint64_t counter);
 
   SecureMode mode_;
   uint64_t rekey_packets_;
   SendEpoch send_;
-  std::array<ReceiveEpoch, 3> receive_;
+  std::array<ReceiveEpoch, 4> receive_;
+  // The secrets of the epochs 2, 3, ... past the current one, derived when first asked for (at
+  // most kEpochsAhead - 1 per current epoch, so a packet claiming a far epoch costs no more
+  // than one key set-up).
+  std::array<TrafficSecret, kEpochsAhead - 1> ahead_{};
+  uint16_t ahead_known_ = 0;
 };
 
 }  // namespace mrc

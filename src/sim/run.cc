@@ -109,6 +109,7 @@ class Runner final : private CompletionNotifier {
     return f.sender != nullptr ? f.sender->state() == QpState::kRts : !f.base_sender->failed();
   }
   QueuePair* connect(HostId a, HostId b, QueuePair*& back);
+  std::pair<QpConfig, QpConfig> connection_configs();
   void lay_out(Flow& flow);
   void allocate_payload();
   void map_targets() {
@@ -374,11 +375,29 @@ void Runner::connect_flow(uint32_t i) {
   }
 }
 
+// Secure mode: each connection's two traffic secrets, drawn from the run's generator (so a run
+// replays from its seed), `a`'s send secret being `b`'s receive secret. Runs without secure mode
+// draw nothing here.
+std::pair<QpConfig, QpConfig> Runner::connection_configs() {
+  std::pair<QpConfig, QpConfig> configs{sc_.qp, sc_.qp};
+  if (sc_.qp.security.mode == SecureMode::kOff) return configs;
+  SecurityConfig& a = configs.first.security;
+  for (auto* secret : {&a.send_secret, &a.receive_secret})
+    for (size_t i = 0; i < secret->size(); i += 8) {
+      const uint64_t word = prng_.next_u64();
+      std::memcpy(secret->data() + i, &word, 8);
+    }
+  configs.second.security = a;
+  std::swap(configs.second.security.send_secret, configs.second.security.receive_secret);
+  return configs;
+}
+
 QueuePair* Runner::connect(HostId a, HostId b, QueuePair*& back) {
   Endpoint& ea = hosts_[a]->endpoint();
   Endpoint& eb = hosts_[b]->endpoint();
-  QueuePair* qa = ea.create_qp(sc_.qp, pds_[a], send_cqs_[a], recv_cqs_[a]).value();
-  QueuePair* qb = eb.create_qp(sc_.qp, pds_[b], send_cqs_[b], recv_cqs_[b]).value();
+  const auto [config_a, config_b] = connection_configs();
+  QueuePair* qa = ea.create_qp(config_a, pds_[a], send_cqs_[a], recv_cqs_[a]).value();
+  QueuePair* qb = eb.create_qp(config_b, pds_[b], send_cqs_[b], recv_cqs_[b]).value();
   const Psn psn_a(static_cast<uint32_t>(prng_.next_u32()));
   const Psn psn_b(static_cast<uint32_t>(prng_.next_u32()));
   // Fresh QPs of a validated configuration: a transition that fails is a bug.
@@ -844,16 +863,20 @@ void Runner::collect(RunReport& r) {
   r.transport = to_string(sc_.transport.kind);
   collect_baseline(r);
   for (auto& h : hosts_) {
-    r.hostile_drops += h->endpoint().stats().unknown_qp;
-    for (size_t i = 0; i < h->endpoint().stats().decode_errors.size(); ++i) {
-      const uint64_t e = h->endpoint().stats().decode_errors[i];
-      r.hostile_drops += e;
-      if (e > 0)
+    const EndpointStats e = h->endpoint().stats();
+    r.hostile_drops += e.unknown_qp;
+    for (size_t i = 0; i < e.decode_errors.size(); ++i) {
+      r.hostile_drops += e.decode_errors[i];
+      if (e.decode_errors[i] > 0)
         r.refused_by_reason[std::string("decode_") +
-                            std::string(wire::to_string(static_cast<wire::DecodeError>(i)))] += e;
+                            std::string(wire::to_string(static_cast<wire::DecodeError>(i)))] +=
+            e.decode_errors[i];
     }
-    if (h->endpoint().stats().unknown_qp > 0)
-      r.refused_by_reason["unknown_qp"] += h->endpoint().stats().unknown_qp;
+    if (e.unknown_qp > 0) r.refused_by_reason["unknown_qp"] += e.unknown_qp;
+    for (size_t i = 0; i < e.security_drops.size(); ++i)  // secure mode: trimmed, bad tag, ...
+      if (e.security_drops[i] > 0)
+        r.refused_by_reason[std::string("security_") +
+                            to_string(static_cast<SecurityDrop>(i))] += e.security_drops[i];
     h->endpoint().for_each_qp([&](QueuePair& qp) {
       const QpStats s = qp.stats();
       r.bytes_placed += s.data_bytes_placed;

@@ -330,7 +330,9 @@ const std::set<std::string>& qp_keys() {
                                              "hedge_floor",
                                              "path_watchdog",
                                              "watchdog_fall",
-                                             "watchdog_epoch_rtts"};
+                                             "watchdog_epoch_rtts",
+                                             "secure",
+                                             "rekey_packets"};
   return keys;
 }
 
@@ -391,6 +393,23 @@ void read_path_policy(Reader& r, const toml::table& t, Scenario& s) {
   read_learned_policies(r, t, q);
 }
 
+// Secure mode (PROTOCOL.md §1.12): the runner gives every connection its own traffic secrets,
+// drawn from the run's seed; until then the QP configuration holds placeholders, so that it
+// validates.
+void read_security(Reader& r, const toml::table& t, QpConfig& q) {
+  std::string mode = to_string(q.security.mode);
+  r.get(t, "qp.", "secure", mode);
+  r.require(parse_secure_mode(mode, q.security.mode), "qp.secure", mode,
+            "\"off\", \"auth\" or \"encrypt\"");
+  constexpr double kMaxRekey = double(uint64_t{1} << 40);
+  auto rekey = double(q.security.rekey_packets);
+  r.number(t, "qp.", "rekey_packets", rekey, 1, kMaxRekey, "1..2^40");
+  q.security.rekey_packets = static_cast<uint64_t>(std::clamp(rekey, 1.0, kMaxRekey));
+  if (q.security.mode == SecureMode::kOff) return;
+  q.security.send_secret.fill(1);
+  q.security.receive_secret.fill(2);
+}
+
 void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
   r.check_keys(*t, "qp.", qp_keys());
@@ -434,6 +453,7 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   read_ev_burst(r, *t, q);
   r.require(parse_cc_algorithm(cc, q.cc), "qp.cc", cc, "\"nscc\", \"aimd\" or \"fixed\"");
   read_path_policy(r, *t, s);
+  read_security(r, *t, q);
   read_ev_list(r, *t, s);
 }
 
