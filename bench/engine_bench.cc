@@ -91,7 +91,8 @@ std::unique_ptr<PacketProtection> peer_protection(SecureMode secure) {
 // included) and returns the secure datagram's length; or, without `peer`, seals the plain one
 // where it lies and returns its offset-free length.
 size_t seal_as_peer(PacketProtection* peer, std::span<uint8_t> bytes, size_t length) {
-  if (peer == nullptr) return wire::seal(bytes.subspan(wire::kSechBytes), length - wire::kIcrcBytes);
+  if (peer == nullptr)
+    return wire::seal(bytes.subspan(wire::kSechBytes), length - wire::kIcrcBytes);
   const size_t n = peer->seal(bytes, length);
   return wire::seal(bytes, n - wire::kIcrcBytes);
 }
@@ -419,8 +420,7 @@ void BM_SecureReceive4K_with_sacks(benchmark::State& state, SecureMode secure) {
   receive_path(state, true, secure);
 }
 BENCHMARK_CAPTURE(BM_SecureReceive4K_with_sacks, auth, SecureMode::kAuthenticate)->UseManualTime();
-BENCHMARK_CAPTURE(BM_SecureReceive4K_with_sacks, encrypt, SecureMode::kEncrypt)
-    ->UseManualTime();
+BENCHMARK_CAPTURE(BM_SecureReceive4K_with_sacks, encrypt, SecureMode::kEncrypt)->UseManualTime();
 
 // ---- secure mode's crypto alone ----------------------------------------------------------
 

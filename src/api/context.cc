@@ -49,7 +49,7 @@ bool parse_option(const std::string& field, ConnectionInfo& info) {
     return parsed.ok();
   }
   if (name == "secure") return parse_secure_mode(value, info.secure);
-  std::string* text = name == "key" ? &info.key_id
+  std::string* text = name == "key"     ? &info.key_id
                       : name == "share" ? &info.key_share
                       : name == "proof" ? &info.key_proof
                                         : nullptr;
@@ -300,9 +300,8 @@ ConnectionInfo Qp::local_info() const {
 // Secure mode: the peer's offer checked and the QP's keys derived before it leaves RESET.
 // REQUIRES: the device's lock.
 Result<Ok, Error> Qp::agree_keys(const ConnectionInfo& remote) {
-  const std::string peer_name =
-      "queue pair " + std::to_string(remote.qpn) + " at " +
-      (remote.planes.empty() ? std::string("?") : remote.planes.front());
+  const std::string peer_name = "queue pair " + std::to_string(remote.qpn) + " at " +
+                                (remote.planes.empty() ? std::string("?") : remote.planes.front());
   if (!exchange_) return io::check_secure_modes(SecureMode::kOff, remote.secure, peer_name);
   const io::KeyOffer offer{remote.secure, remote.key_id, remote.key_share, remote.key_proof};
   auto keys = exchange_->finish(qpn(), psn_, offer, remote.qpn, remote.psn, peer_name);

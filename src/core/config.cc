@@ -87,7 +87,8 @@ const char* to_string(SecureMode mode) {
 }
 
 bool parse_secure_mode(std::string_view name, SecureMode& out) {
-  for (const SecureMode mode : {SecureMode::kOff, SecureMode::kAuthenticate, SecureMode::kEncrypt}) {
+  for (const SecureMode mode :
+       {SecureMode::kOff, SecureMode::kAuthenticate, SecureMode::kEncrypt}) {
     if (name == to_string(mode)) {
       out = mode;
       return true;

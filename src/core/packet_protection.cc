@@ -31,7 +31,8 @@ GcmKey::~GcmKey() = default;
 
 std::array<uint8_t, kPacketIvBytes> GcmKey::nonce(uint64_t nonce_low) const {
   std::array<uint8_t, kPacketIvBytes> n = iv_;
-  for (int i = 0; i < 8; ++i) n[kPacketIvBytes - 1 - i] ^= static_cast<uint8_t>(nonce_low >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    n[kPacketIvBytes - 1 - i] ^= static_cast<uint8_t>(nonce_low >> (8 * i));
   return n;
 }
 
@@ -46,8 +47,8 @@ void GcmKey::seal(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<ui
   ok = ok && EVP_EncryptUpdate(ctx, nullptr, &length, aad.data(), static_cast<int>(aad.size()));
   if (!payload.empty()) {
     uint8_t* to = encrypt_payload ? payload.data() : nullptr;
-    ok = ok && EVP_EncryptUpdate(ctx, to, &length, payload.data(),
-                                 static_cast<int>(payload.size())) == 1;
+    ok = ok &&
+         EVP_EncryptUpdate(ctx, to, &length, payload.data(), static_cast<int>(payload.size())) == 1;
   }
   std::array<uint8_t, 16> unused{};
   ok = ok && EVP_EncryptFinal_ex(ctx, unused.data(), &length) == 1;
@@ -67,14 +68,15 @@ bool GcmKey::open(uint64_t nonce_low, std::span<const uint8_t> aad,
   ok = ok && EVP_DecryptUpdate(ctx, nullptr, &length, aad.data(), static_cast<int>(aad.size()));
   if (!payload.empty()) {
     uint8_t* to = encrypted_payload ? out.data() : nullptr;
-    ok = ok && EVP_DecryptUpdate(ctx, to, &length, payload.data(),
-                                 static_cast<int>(payload.size())) == 1;
+    ok = ok &&
+         EVP_DecryptUpdate(ctx, to, &length, payload.data(), static_cast<int>(payload.size())) == 1;
     if (!encrypted_payload) std::memcpy(out.data(), payload.data(), payload.size());
   }
   // OpenSSL takes the expected tag through a non-const pointer; it only reads it.
-  auto* expected = const_cast<uint8_t*>(tag.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-  ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, static_cast<int>(tag.size()),
-                                 expected) == 1;
+  auto* expected =
+      const_cast<uint8_t*>(tag.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  ok = ok &&
+       EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, static_cast<int>(tag.size()), expected) == 1;
   std::array<uint8_t, 16> unused{};
   return ok && EVP_DecryptFinal_ex(ctx, unused.data(), &length) == 1;
 }
@@ -258,7 +260,8 @@ Result<size_t, SecurityDrop> PacketProtection::open(std::span<const uint8_t> dat
   const size_t payload_end = secure_header + l.payload_bytes();
   if (!epoch->key.open(nonce_low(sech.epoch, sech.counter), datagram.first(secure_header),
                        datagram.subspan(secure_header, l.payload_bytes()),
-                       mode_ == SecureMode::kEncrypt, datagram.subspan(payload_end, wire::kTagBytes),
+                       mode_ == SecureMode::kEncrypt,
+                       datagram.subspan(payload_end, wire::kTagBytes),
                        plain.subspan(l.header, l.payload_bytes())))
     return Err{SecurityDrop::kBadTag};
   accepted(epoch, sech.counter);

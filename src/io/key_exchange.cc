@@ -47,8 +47,8 @@ bool from_hex(const std::string& text, std::vector<uint8_t>& out) {
 std::vector<uint8_t> hmac(std::span<const uint8_t> key, std::span<const uint8_t> data) {
   std::vector<uint8_t> out(32);
   unsigned int length = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data.data(), data.size(),
-       out.data(), &length);
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data.data(), data.size(), out.data(),
+       &length);
   out.resize(length);
   return out;
 }
@@ -70,11 +70,13 @@ std::string key_id_of(std::span<const uint8_t> key) {
 Result<std::vector<uint8_t>, Error> read_key_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    return fail(Errc::kNotFound, "key file " + path + ": no such file (make one with: openssl "
-                                 "rand -hex 32 > " + path + "; chmod 600 " + path + ")");
+    return fail(Errc::kNotFound, "key file " + path +
+                                     ": no such file (make one with: openssl "
+                                     "rand -hex 32 > " +
+                                     path + "; chmod 600 " + path + ")");
   if ((st.st_mode & 077) != 0)
-    return fail(Errc::kPermission, "key file " + path +
-                                       " is readable by others: chmod 600 " + path);
+    return fail(Errc::kPermission,
+                "key file " + path + " is readable by others: chmod 600 " + path);
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
@@ -131,8 +133,8 @@ std::string KeyExchange::own_share() const {
 
 std::string KeyExchange::proof(SecureMode mode, uint32_t qpn, uint32_t psn,
                                const std::string& share) const {
-  std::vector<uint8_t> data{'m', 'r', 'c', ' ', 'o', 'f', 'f', 'e', 'r',
-                            static_cast<uint8_t>(mode)};
+  std::vector<uint8_t> data{'m', 'r', 'c', ' ', 'o',
+                            'f', 'f', 'e', 'r', static_cast<uint8_t>(mode)};
   put_u32(data, qpn);
   put_u32(data, psn);
   data.insert(data.end(), share.begin(), share.end());
@@ -152,8 +154,8 @@ namespace {
 
 // X25519(own, peer public key): 32 bytes, or empty if OpenSSL refuses the peer's key.
 std::vector<uint8_t> x25519(EVP_PKEY* own, std::span<const uint8_t> peer_public) {
-  EVP_PKEY* peer = EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr, peer_public.data(),
-                                               peer_public.size());
+  EVP_PKEY* peer =
+      EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr, peer_public.data(), peer_public.size());
   EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new(own, nullptr);
   std::vector<uint8_t> shared(32);
   size_t length = shared.size();
@@ -178,9 +180,8 @@ void add_end(std::vector<uint8_t>& transcript, const std::string& share, uint32_
 
 // The peer's offer must match in mode and key and carry a proof made with the key; then both
 // ends order the offers by share (the smaller is end "a") and derive the same secrets.
-Result<SecurityConfig, Error> KeyExchange::finish(uint32_t qpn, uint32_t psn,
-                                                  const KeyOffer& peer, uint32_t peer_qpn,
-                                                  uint32_t peer_psn,
+Result<SecurityConfig, Error> KeyExchange::finish(uint32_t qpn, uint32_t psn, const KeyOffer& peer,
+                                                  uint32_t peer_qpn, uint32_t peer_psn,
                                                   const std::string& peer_name) const {
   if (auto same = check_secure_modes(mode_, peer.mode, peer_name); !same.ok())
     return Err{same.error()};

@@ -55,8 +55,8 @@ struct BackendOptions {
   io::Backend backend = io::Backend::kUdp;  // the datapath (MRC_BACKEND: udp or xdp)
   uint32_t threads = 1;                     // engine threads (MRC_THREADS; ContextOptions::threads)
   PathPolicyKind path_policy = PathPolicyKind::kP2c;  // QpConfig::path_policy (MRC_PATH_POLICY)
-  SecureMode secure = SecureMode::kOff;  // ContextOptions::secure (MRC_SECURE)
-  std::vector<uint8_t> preshared_key;    // from MRC_KEY_FILE (io::read_key_file)
+  SecureMode secure = SecureMode::kOff;               // ContextOptions::secure (MRC_SECURE)
+  std::vector<uint8_t> preshared_key;                 // from MRC_KEY_FILE (io::read_key_file)
 };
 
 // One plane's counters (io::UdpPlaneStats) for Python.

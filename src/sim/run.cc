@@ -875,8 +875,8 @@ void Runner::collect(RunReport& r) {
     if (e.unknown_qp > 0) r.refused_by_reason["unknown_qp"] += e.unknown_qp;
     for (size_t i = 0; i < e.security_drops.size(); ++i)  // secure mode: trimmed, bad tag, ...
       if (e.security_drops[i] > 0)
-        r.refused_by_reason[std::string("security_") +
-                            to_string(static_cast<SecurityDrop>(i))] += e.security_drops[i];
+        r.refused_by_reason[std::string("security_") + to_string(static_cast<SecurityDrop>(i))] +=
+            e.security_drops[i];
     h->endpoint().for_each_qp([&](QueuePair& qp) {
       const QpStats s = qp.stats();
       r.bytes_placed += s.data_bytes_placed;

@@ -360,12 +360,13 @@ Result<std::unique_ptr<Communicator>, Error> open_communicator(const CollPerfOpt
   if (o.target_delay_us > 0)
     co.qp.nscc.target_delay_ns = static_cast<int64_t>(o.target_delay_us * 1000);
   co.context.backend = io::parse_backend(o.backend).value();  // the CLI accepts udp and xdp only
-  (void)parse_secure_mode(o.secure, co.context.secure);        // likewise off, auth, encrypt
+  (void)parse_secure_mode(o.secure, co.context.secure);       // likewise off, auth, encrypt
   if (co.context.secure != SecureMode::kOff) {
     if (o.key_file.empty())
       return fail(Errc::kInvalidArgument,
-                  "--secure " + o.secure + " needs --key-file FILE, the pre-shared key every rank "
-                  "holds (make one with: openssl rand -hex 32 > FILE; chmod 600 FILE)");
+                  "--secure " + o.secure +
+                      " needs --key-file FILE, the pre-shared key every rank "
+                      "holds (make one with: openssl rand -hex 32 > FILE; chmod 600 FILE)");
     auto key = io::read_key_file(o.key_file);
     if (!key.ok()) return Err{key.error()};
     co.context.preshared_key = std::move(key.value());

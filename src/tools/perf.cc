@@ -409,8 +409,8 @@ Result<Ok, Error> PerfSide::open_qps() {
   for (uint32_t q = 0; q < o_.qps; ++q) {
     io::Device& shard = shard_of(q);
     QpConfig c = qc;
-    c.security.mode = secure_;  // the device leaves room for what secure mode adds
-    shard.configure(c);         // the datapath's defaults; then what the command line asks for
+    c.security.mode = secure_;      // the device leaves room for what secure mode adds
+    shard.configure(c);             // the datapath's defaults; then what the command line asks for
     c.security = SecurityConfig{};  // the keys come at connect()
     if (o_.ev_burst != 0)
       c.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
@@ -513,15 +513,15 @@ Result<Ok, Error> PerfSide::agree_keys(size_t q, const json& theirs) {
     return fail(Errc::kInvalidArgument, peer_name(q) + " sent no key exchange");
   const json& k = theirs["key"];
   const io::KeyOffer offer{secure_, k.value("id", ""), k.value("share", ""), k.value("proof", "")};
-  auto keys = exchanges_[q].finish(qps_[q]->qpn().value, psns_[q], offer,
-                                   theirs["qpn"].get<uint32_t>(), theirs["psn"].get<uint32_t>(),
-                                   peer_name(q));
+  auto keys =
+      exchanges_[q].finish(qps_[q]->qpn().value, psns_[q], offer, theirs["qpn"].get<uint32_t>(),
+                           theirs["psn"].get<uint32_t>(), peer_name(q));
   if (!keys.ok()) return Err{keys.error()};
   QpConfig c = qps_[q]->config();
   c.security = keys.value();
   if (!qps_[q]->set_config(c).ok())
-    return fail(Errc::kInvalidArgument, "queue pair " + std::to_string(q) + ": " +
-                                            qps_[q]->config_error());
+    return fail(Errc::kInvalidArgument,
+                "queue pair " + std::to_string(q) + ": " + qps_[q]->config_error());
   return Ok{};
 }
 

@@ -413,7 +413,6 @@ size_t encode_data(const DataPacket& packet, std::span<uint8_t> out, bool defer_
 
 // ---- Decoding ---------------------------------------------------------------------------------
 
-
 // Decoded packets are built in the return slot (one named result, so no copy of it is made). The
 // slot starts as a copy of a constant rather than a freshly default-constructed temporary: the
 // temporary's field-by-field stores, read back at once by the wide loads of the copy into the
