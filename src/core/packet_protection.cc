@@ -85,7 +85,6 @@ bool GcmKey::open(uint64_t nonce_low, std::span<const uint8_t> aad,
 
 namespace {
 
-constexpr size_t kSechEpochBytes = 2;
 constexpr uint64_t kCounterMask = (uint64_t{1} << 48) - 1;
 
 // Epoch (16 bits) above the 48-bit counter: the nonce's low 64 bits and the SECH's 8 bytes.
