@@ -19,6 +19,8 @@ namespace {
 
 using test::Pair;
 
+constexpr size_t kKiB = 1024;
+
 std::vector<uint8_t> hex(const std::string& text) {
   std::vector<uint8_t> out;
   for (size_t i = 0; i + 1 < text.size(); i += 2)
@@ -145,8 +147,8 @@ bool holds_source(const std::vector<uint8_t>& datagram, const std::vector<uint8_
 TEST(Secure, TransfersVerifyAndTheWireShowsTheMode) {
   for (const SecureMode mode : {SecureMode::kAuthenticate, SecureMode::kEncrypt}) {
     SCOPED_TRACE(to_string(mode));
-    Pair pair(2, secure_config(mode), 256 * 1024);
-    const auto wire = exchange(pair, 256 * 1024, 1);
+    Pair pair(2, secure_config(mode), 256 * kKiB);
+    const auto wire = exchange(pair, 256 * kKiB, 1);
     size_t secure = 0;
     size_t clear = 0;
     for (const auto& d : wire) {
@@ -166,14 +168,14 @@ TEST(Secure, TransfersVerifyAndTheWireShowsTheMode) {
 }
 
 TEST(Secure, KeyEpochsAdvanceAndOldKeysStopOpening) {
-  Pair pair(2, secure_config(SecureMode::kEncrypt, 16), 512 * 1024);
-  const auto wire = exchange(pair, 512 * 1024, 1);
+  Pair pair(2, secure_config(SecureMode::kEncrypt, 16), 512 * kKiB);
+  const auto wire = exchange(pair, 512 * kKiB, 1);
   const PacketProtection* a = pair.side[0].qp->protection();
   const PacketProtection* b = pair.side[1].qp->protection();
   ASSERT_NE(a, nullptr);
   EXPECT_GE(a->send_epoch(), 4);
   EXPECT_EQ(b->receive_epoch(), a->send_epoch());
-  exchange(pair, 512 * 1024, 3);  // still verifies after many epochs
+  exchange(pair, 512 * kKiB, 3);  // still verifies after many epochs
 }
 
 // A plain WRITE_ONLY datagram of 64 payload bytes, laid out kSechBytes into a buffer for seal().
@@ -217,7 +219,7 @@ class SecureHostile : public ::testing::Test {
  protected:
   // Key epochs of 8 packets: A's first packets are several epochs old by the end.
   SecureHostile() : pair_(2, secure_config(SecureMode::kEncrypt, 8), 1 << 20) {}
-  void SetUp() override { wire_ = exchange(pair_, 256 * 1024, 1, /*both_ways=*/false); }
+  void SetUp() override { wire_ = exchange(pair_, 256 * kKiB, 1, /*both_ways=*/false); }
 
   Endpoint& victim() { return *pair_.side[1].endpoint; }
   void inject(const std::vector<uint8_t>& bytes) {
@@ -289,7 +291,7 @@ TEST_F(SecureHostile, NothingButTheRealPeerTouchesTheQp) {
   inject(plain);
   EXPECT_EQ(security_drops(victim(), SecurityDrop::kPlainToSecure), 1u);
   expect_untouched(before, target_before);
-  exchange(pair_, 256 * 1024, 10);  // and the real peer still gets through
+  exchange(pair_, 256 * kKiB, 10);  // and the real peer still gets through
 }
 
 TEST_F(SecureHostile, ATrimmedSecurePacketIsNotTrusted) {
@@ -304,7 +306,7 @@ TEST_F(SecureHostile, ATrimmedSecurePacketIsNotTrusted) {
 }
 
 TEST(Secure, MismatchedKeysPlaceNothingAndTheSenderFails) {
-  Pair pair(1, secure_config(SecureMode::kAuthenticate), 64 * 1024);
+  Pair pair(1, secure_config(SecureMode::kAuthenticate), 64 * kKiB);
   QpConfig wrong = secure_config(SecureMode::kAuthenticate);
   wrong.security.send_secret.fill(0x33);  // B expects A under 0x22 (pair.h swaps)
   // Rebuild A's protection with the wrong send secret: a QP takes its keys at RTR.
@@ -324,9 +326,9 @@ TEST(Secure, MismatchedKeysPlaceNothingAndTheSenderFails) {
 }
 
 TEST(Secure, ASecurePacketForAPlainQpIsDropped) {
-  Pair secure(1, secure_config(SecureMode::kEncrypt), 64 * 1024);
+  Pair secure(1, secure_config(SecureMode::kEncrypt), 64 * kKiB);
   const auto wire = exchange(secure, 8192, 1);
-  Pair plain(1, test::small_config(), 64 * 1024);
+  Pair plain(1, test::small_config(), 64 * kKiB);
   const auto before = qp_counters(plain.side[1].qp);
   RxMeta meta;
   for (auto d : wire) {

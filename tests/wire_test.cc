@@ -204,8 +204,7 @@ size_t control_body_bytes(Opcode op) {
       return 4;
     case Opcode::kEndpointRequest:
       return 16;
-    case Opcode::kEndpointResponse:
-      return 36;
+    case Opcode::kEndpointResponse:  // 36, as a SACK
     case Opcode::kSack:
       return 36;
     case Opcode::kNack:
