@@ -90,6 +90,19 @@ Result<std::vector<uint8_t>, Error> read_key_file(const std::string& path) {
   return key;
 }
 
+Result<std::vector<uint8_t>, Error> preshared_key_for(SecureMode mode, const std::string& key_file,
+                                                      const std::string& mode_setting,
+                                                      const std::string& file_setting,
+                                                      const std::string& holders) {
+  if (mode == SecureMode::kOff) return std::vector<uint8_t>{};
+  if (key_file.empty())
+    return fail(Errc::kInvalidArgument,
+                mode_setting + to_string(mode) + " needs " + file_setting +
+                    " FILE, the pre-shared key that " + holders +
+                    " must hold (make one with: openssl rand -hex 32 > FILE; chmod 600 FILE)");
+  return read_key_file(key_file);
+}
+
 Result<Ok, Error> check_secure_modes(SecureMode local, SecureMode peer,
                                      const std::string& peer_name) {
   if (local == peer) return Ok{};

@@ -37,6 +37,15 @@ struct KeyOffer {
   std::string proof;   // 64 hex digits: HMAC-SHA256(key, mode | qpn | psn | share)
 };
 
+// The pre-shared key secure mode `mode` needs, read from `key_file` (empty when the mode is
+// off). `mode_setting` and `file_setting` are how the user set them ("--secure ", "--key-file";
+// "MRC_SECURE=", "MRC_KEY_FILE"), for the message when no file was given; `holders` says who
+// must hold the same key ("both sides", "every rank").
+Result<std::vector<uint8_t>, Error> preshared_key_for(SecureMode mode, const std::string& key_file,
+                                                      const std::string& mode_setting,
+                                                      const std::string& file_setting,
+                                                      const std::string& holders);
+
 // Both ends must ask for the same secure mode; the error names both.
 Result<Ok, Error> check_secure_modes(SecureMode local, SecureMode peer,
                                      const std::string& peer_name);

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "io/key_exchange.h"
 #include "pytorch/process_group.h"
 
 namespace py = pybind11;
@@ -24,12 +25,9 @@ uint16_t port_number(int value, const char* what) {
 void read_security(const std::string& secure, const std::string& key_file, BackendOptions& o) {
   TORCH_CHECK(mrc::parse_secure_mode(secure, o.secure), "mrc: MRC_SECURE=", secure,
               ": one of off, auth, encrypt");
-  if (o.secure == mrc::SecureMode::kOff) return;
-  TORCH_CHECK(!key_file.empty(), "mrc: MRC_SECURE=", secure,
-              " needs MRC_KEY_FILE, the pre-shared key every rank holds (make one with: openssl "
-              "rand -hex 32 > FILE; chmod 600 FILE)");
-  auto key = mrc::io::read_key_file(key_file);
-  TORCH_CHECK(key.ok(), "mrc: MRC_KEY_FILE: ", key.ok() ? "" : key.error().message);
+  auto key =
+      mrc::io::preshared_key_for(o.secure, key_file, "MRC_SECURE=", "MRC_KEY_FILE", "every rank");
+  TORCH_CHECK(key.ok(), "mrc: ", key.ok() ? "" : key.error().message);
   o.preshared_key = std::move(key.value());
 }
 

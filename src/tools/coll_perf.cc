@@ -18,6 +18,8 @@
 
 #include "collectives/communicator.h"
 #include "io/device.h"
+#include "io/key_exchange.h"
+#include "tools/secure_options.h"
 
 namespace mrc::tools {
 
@@ -361,16 +363,10 @@ Result<std::unique_ptr<Communicator>, Error> open_communicator(const CollPerfOpt
     co.qp.nscc.target_delay_ns = static_cast<int64_t>(o.target_delay_us * 1000);
   co.context.backend = io::parse_backend(o.backend).value();  // the CLI accepts udp and xdp only
   (void)parse_secure_mode(o.secure, co.context.secure);       // likewise off, auth, encrypt
-  if (co.context.secure != SecureMode::kOff) {
-    if (o.key_file.empty())
-      return fail(Errc::kInvalidArgument,
-                  "--secure " + o.secure +
-                      " needs --key-file FILE, the pre-shared key every rank "
-                      "holds (make one with: openssl rand -hex 32 > FILE; chmod 600 FILE)");
-    auto key = io::read_key_file(o.key_file);
-    if (!key.ok()) return Err{key.error()};
-    co.context.preshared_key = std::move(key.value());
-  }
+  auto key = io::preshared_key_for(co.context.secure, o.key_file, "--secure ", "--key-file",
+                                   "every rank");
+  if (!key.ok()) return Err{key.error()};
+  co.context.preshared_key = std::move(key.value());
   co.context.port_setting = "--port";
   co.context.ev_port_setting = "--ev-port-base";
   co.slots = o.slots;
@@ -543,13 +539,7 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
                  "how the ranks' queue pairs choose among their GOOD EVs: p2c (default: the "
                  "learned score policy), rules (MRC's own), oblivious, reps, health or hedge")
       ->check(CLI::IsMember(path_policy_names()));
-  app.add_option("--secure", o.secure,
-                 "secure mode of the ranks' queue pairs (every rank alike): off (default), auth "
-                 "(AES-GCM tags) or encrypt (payloads encrypted too); needs --key-file")
-      ->check(CLI::IsMember({"off", "auth", "encrypt"}));
-  app.add_option("--key-file", o.key_file,
-                 "secure mode's pre-shared key, the same file for every rank (openssl rand -hex 32 "
-                 "> FILE; chmod 600 FILE)");
+  add_secure_options(app, o.secure, o.key_file, "every rank");
   app.add_option(
          "--target-delay-us", o.target_delay_us,
          "NSCC queueing-delay target in microseconds, 1 or more (default: the collectives', 250)")

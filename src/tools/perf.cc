@@ -25,6 +25,7 @@
 #include "tools/metrics.h"
 #include "tools/metrics_server.h"
 #include "tools/oob.h"
+#include "tools/secure_options.h"
 #include "util/prng.h"
 
 namespace mrc::tools {
@@ -321,13 +322,7 @@ uint16_t PerfSide::udp_port() const {
 
 Result<Ok, Error> PerfSide::read_key() {
   (void)parse_secure_mode(o_.secure, secure_);  // the CLI accepts the three names only
-  if (secure_ == SecureMode::kOff) return Ok{};
-  if (o_.key_file.empty())
-    return fail(Errc::kInvalidArgument,
-                "--secure " + o_.secure +
-                    " needs --key-file FILE, the pre-shared key both sides hold (make one with: "
-                    "openssl rand -hex 32 > FILE; chmod 600 FILE)");
-  auto key = io::read_key_file(o_.key_file);
+  auto key = io::preshared_key_for(secure_, o_.key_file, "--secure ", "--key-file", "both sides");
   if (!key.ok()) return Err{key.error()};
   key_ = std::move(key.value());
   return Ok{};
@@ -1207,14 +1202,7 @@ void add_fault_and_transport_options(CLI::App& app, PerfOptions& o) {
                  "interfaces, writing whole "
                  "RoCEv2 frames; root only; datagrams up to 3798 bytes, or the interface MTU)")
       ->check(CLI::IsMember({"udp", "xdp"}));
-  app.add_option("--secure", o.secure,
-                 "secure mode (both sides alike): off (default), auth (every packet carries an "
-                 "AES-GCM tag) or encrypt (payloads encrypted too); needs --key-file")
-      ->check(CLI::IsMember({"off", "auth", "encrypt"}));
-  app.add_option("--key-file", o.key_file,
-                 "secure mode's pre-shared key, the same file on both sides: hex digits (openssl "
-                 "rand -hex 32 > FILE; chmod 600 FILE); each QP's keys come from a key exchange "
-                 "it authenticates");
+  add_secure_options(app, o.secure, o.key_file, "both sides");
   app.add_option("--pcap", o.pcap,
                  "write every datagram sent and received to this capture file (pcap; read it with "
                  "mrc decode, tshark)");
