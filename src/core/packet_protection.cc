@@ -37,48 +37,44 @@ std::array<uint8_t, kPacketIvBytes> GcmKey::nonce(uint64_t nonce_low) const {
 }
 
 // One EVP call sequence per packet, on a context keyed once: set the nonce, feed the associated
-// data, then the payload (encrypted in place, or as more associated data), then take the tag.
-void GcmKey::seal(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<uint8_t> payload,
-                  bool encrypt_payload, std::span<uint8_t> tag) {
+// data, then the payload (through the cipher into `out`, or with `out` null as more associated
+// data), then take the tag (sealing) or check it (opening).
+bool GcmKey::run(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<const uint8_t> payload,
+                 uint8_t* out, uint8_t* tag, bool sealing) {
   EVP_CIPHER_CTX* ctx = context_->ctx;
   const auto n = nonce(nonce_low);
   int length = 0;
-  bool ok = EVP_EncryptInit_ex(ctx, nullptr, nullptr, nullptr, n.data()) == 1;
-  ok = ok && EVP_EncryptUpdate(ctx, nullptr, &length, aad.data(), static_cast<int>(aad.size()));
-  if (!payload.empty()) {
-    uint8_t* to = encrypt_payload ? payload.data() : nullptr;
+  bool ok = EVP_CipherInit_ex(ctx, nullptr, nullptr, nullptr, n.data(), -1) == 1;
+  ok = ok && EVP_CipherUpdate(ctx, nullptr, &length, aad.data(), static_cast<int>(aad.size())) == 1;
+  if (!payload.empty())
     ok = ok &&
-         EVP_EncryptUpdate(ctx, to, &length, payload.data(), static_cast<int>(payload.size())) == 1;
-  }
+         EVP_CipherUpdate(ctx, out, &length, payload.data(), static_cast<int>(payload.size())) == 1;
+  const int tag_bytes = static_cast<int>(wire::kTagBytes);
+  if (!sealing) ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, tag_bytes, tag) == 1;
   std::array<uint8_t, 16> unused{};
-  ok = ok && EVP_EncryptFinal_ex(ctx, unused.data(), &length) == 1;
-  ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, static_cast<int>(tag.size()),
-                                 tag.data()) == 1;
+  ok = ok && EVP_CipherFinal_ex(ctx, unused.data(), &length) == 1;
+  if (sealing) ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, tag_bytes, tag) == 1;
+  return ok;
+}
+
+void GcmKey::seal(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<uint8_t> payload,
+                  bool encrypt_payload, std::span<uint8_t> tag) {
+  MRC_ASSERT(tag.size() == wire::kTagBytes);
+  const bool ok =
+      run(nonce_low, aad, payload, encrypt_payload ? payload.data() : nullptr, tag.data(), true);
   MRC_ASSERT(ok);
 }
 
 bool GcmKey::open(uint64_t nonce_low, std::span<const uint8_t> aad,
                   std::span<const uint8_t> payload, bool encrypted_payload,
                   std::span<const uint8_t> tag, std::span<uint8_t> out) {
-  MRC_ASSERT(out.size() == payload.size());
-  EVP_CIPHER_CTX* ctx = context_->ctx;
-  const auto n = nonce(nonce_low);
-  int length = 0;
-  bool ok = EVP_DecryptInit_ex(ctx, nullptr, nullptr, nullptr, n.data()) == 1;
-  ok = ok && EVP_DecryptUpdate(ctx, nullptr, &length, aad.data(), static_cast<int>(aad.size()));
-  if (!payload.empty()) {
-    uint8_t* to = encrypted_payload ? out.data() : nullptr;
-    ok = ok &&
-         EVP_DecryptUpdate(ctx, to, &length, payload.data(), static_cast<int>(payload.size())) == 1;
-    if (!encrypted_payload) std::memcpy(out.data(), payload.data(), payload.size());
-  }
+  MRC_ASSERT(out.size() == payload.size() && tag.size() == wire::kTagBytes);
+  if (!encrypted_payload && !payload.empty())
+    std::memcpy(out.data(), payload.data(), payload.size());
   // OpenSSL takes the expected tag through a non-const pointer; it only reads it.
   auto* expected =
       const_cast<uint8_t*>(tag.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-  ok = ok &&
-       EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, static_cast<int>(tag.size()), expected) == 1;
-  std::array<uint8_t, 16> unused{};
-  return ok && EVP_DecryptFinal_ex(ctx, unused.data(), &length) == 1;
+  return run(nonce_low, aad, payload, encrypted_payload ? out.data() : nullptr, expected, false);
 }
 
 // ---- PacketProtection ------------------------------------------------------------------------

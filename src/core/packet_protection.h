@@ -55,6 +55,8 @@ class GcmKey {
 
  private:
   std::array<uint8_t, kPacketIvBytes> nonce(uint64_t nonce_low) const;
+  bool run(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<const uint8_t> payload,
+           uint8_t* out, uint8_t* tag, bool sealing);
 
   struct Context;
   std::unique_ptr<Context> context_;
