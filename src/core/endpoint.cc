@@ -83,10 +83,7 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
   options.trimmed = meta.trimmed;
   options.verify_icrc = !meta.icrc_checked;
   auto decoded = wire::decode(datagram, options);
-  if (!decoded.ok()) {
-    ++stats_.decode_errors[static_cast<size_t>(decoded.error()) % stats_.decode_errors.size()];
-    return;
-  }
+  if (!decoded.ok()) return count(decoded.error());
   const wire::Packet& packet = decoded.value();
   if (handle_endpoint_packet(now, packet, meta)) return;
   const Qpn dest = std::holds_alternative<wire::DataPacket>(packet)
@@ -108,19 +105,12 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
 // and, in encrypt mode, decrypted into open_buffer_. Whatever fails is counted here and goes no
 // further, so the QP it names sees nothing of it and sends no answer.
 void Endpoint::handle_secure(Instant now, std::span<const uint8_t> datagram, const RxMeta& meta) {
-  if (datagram.size() < wire::kBthBytes + wire::kIcrcBytes) {
-    ++stats_.decode_errors[static_cast<size_t>(wire::DecodeError::kTooShort)];
-    return;
-  }
-  if (datagram.size() > wire::kMaxDatagramBytes) {
-    ++stats_.decode_errors[static_cast<size_t>(wire::DecodeError::kPayloadTooLong)];
-    return;
-  }
+  if (datagram.size() < wire::kBthBytes + wire::kIcrcBytes)
+    return count(wire::DecodeError::kTooShort);
+  if (datagram.size() > wire::kMaxDatagramBytes) return count(wire::DecodeError::kPayloadTooLong);
   // As for plain packets, the ICRC first (a trimmed packet carries none).
-  if (!meta.trimmed && !meta.icrc_checked && !wire::icrc_matches(datagram)) {
-    ++stats_.decode_errors[static_cast<size_t>(wire::DecodeError::kBadIcrc)];
-    return;
-  }
+  if (!meta.trimmed && !meta.icrc_checked && !wire::icrc_matches(datagram))
+    return count(wire::DecodeError::kBadIcrc);
   const Qpn dest{static_cast<uint32_t>(datagram[5]) << 16 |
                  static_cast<uint32_t>(datagram[6]) << 8 | datagram[7]};
   QueuePair* target = qp(dest);
@@ -136,15 +126,16 @@ void Endpoint::handle_secure(Instant now, std::span<const uint8_t> datagram, con
   wire::DecodeOptions options;
   options.verify_icrc = false;
   const auto decoded = wire::decode(std::span(open_buffer_).first(opened.value()), options);
-  if (!decoded.ok()) {
-    ++stats_.decode_errors[static_cast<size_t>(decoded.error()) % stats_.decode_errors.size()];
-    return;
-  }
+  if (!decoded.ok()) return count(decoded.error());
   target->handle(now, decoded.value(), meta);
 }
 
 void Endpoint::count(SecurityDrop drop) {
   ++stats_.security_drops[static_cast<size_t>(drop)];
+}
+
+void Endpoint::count(wire::DecodeError error) {
+  ++stats_.decode_errors[static_cast<size_t>(error) % stats_.decode_errors.size()];
 }
 
 // QPN 0: an EV probe request (answered whatever QPs exist) or the answer to one of ours.

@@ -96,6 +96,7 @@ class Endpoint {
   bool handle_endpoint_packet(Instant now, const wire::Packet& packet, const RxMeta& meta);
   void handle_secure(Instant now, std::span<const uint8_t> datagram, const RxMeta& meta);
   void count(SecurityDrop drop);
+  void count(wire::DecodeError error);
   // The next datagram from the prober or a QP, its ICRC field zero; 0 if none.
   size_t next_datagram(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   // The schedule reads the touched QPs again; update_schedule also lets QPs whose probe time

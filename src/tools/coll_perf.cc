@@ -363,8 +363,8 @@ Result<std::unique_ptr<Communicator>, Error> open_communicator(const CollPerfOpt
     co.qp.nscc.target_delay_ns = static_cast<int64_t>(o.target_delay_us * 1000);
   co.context.backend = io::parse_backend(o.backend).value();  // the CLI accepts udp and xdp only
   (void)parse_secure_mode(o.secure, co.context.secure);       // likewise off, auth, encrypt
-  auto key = io::preshared_key_for(co.context.secure, o.key_file, "--secure ", "--key-file",
-                                   "every rank");
+  auto key =
+      io::preshared_key_for(co.context.secure, o.key_file, "--secure ", "--key-file", "every rank");
   if (!key.ok()) return Err{key.error()};
   co.context.preshared_key = std::move(key.value());
   co.context.port_setting = "--port";
