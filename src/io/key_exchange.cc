@@ -74,6 +74,9 @@ Result<std::vector<uint8_t>, Error> read_key_file(const std::string& path) {
                                      ": no such file (make one with: openssl "
                                      "rand -hex 32 > " +
                                      path + "; chmod 600 " + path + ")");
+  if (!S_ISREG(st.st_mode) || st.st_size > 4096)
+    return fail(Errc::kInvalidArgument,
+                "key file " + path + ": not a regular file of at most 4096 bytes");
   if ((st.st_mode & 077) != 0)
     return fail(Errc::kPermission,
                 "key file " + path + " is readable by others: chmod 600 " + path);
