@@ -25,8 +25,8 @@ bool parse_secure_mode(std::string_view name, SecureMode& out);
 const char* to_string(SecureMode mode);
 
 // A QP's keys and their use. The two traffic secrets come from connection set-up (a key
-// exchange, or a pre-shared key: api/secure_handshake.h); each end's send secret is the other
-// end's receive secret. Every `rekey_packets` packets the sender moves to the next key epoch,
+// exchange authenticated by a pre-shared key: io/key_exchange.h); each end's send secret is the
+// other end's receive secret. Every `rekey_packets` packets the sender moves to the next key epoch,
 // whose secret follows from the current one; receivers follow on the first packet that
 // verifies under the next epoch's key.
 inline constexpr size_t kTrafficSecretBytes = 32;

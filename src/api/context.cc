@@ -184,9 +184,7 @@ Result<Qp*, Error> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
   io::Device& device = devices_->shard(shard);
   std::lock_guard lock(device.lock());
   QpConfig c = config;
-  c.security.mode = options_.secure;  // the device leaves room for what secure mode adds
-  device.configure(c);
-  c.security = SecurityConfig{};  // a secure QP's keys come at connect()
+  device.configure(c, options_.secure);  // a secure QP's keys come at connect()
   const std::string invalid = c.validate(device.planes());
   if (!invalid.empty()) return fail(Errc::kInvalidArgument, "create_qp: " + invalid);
   auto qp = device.endpoint().create_qp(c, pd, send_cq->queues_[shard], recv_cq->queues_[shard]);

@@ -19,24 +19,6 @@ bool parse_cc_algorithm(std::string_view name, CcAlgorithm& out) {
   return true;
 }
 
-bool parse_path_policy(std::string_view name, PathPolicyKind& out) {
-  if (name == "rules")
-    out = PathPolicyKind::kRules;
-  else if (name == "oblivious")
-    out = PathPolicyKind::kOblivious;
-  else if (name == "reps")
-    out = PathPolicyKind::kReps;
-  else if (name == "health")
-    out = PathPolicyKind::kHealth;
-  else if (name == "p2c")
-    out = PathPolicyKind::kP2c;
-  else if (name == "hedge")
-    out = PathPolicyKind::kHedge;
-  else
-    return false;
-  return true;
-}
-
 const char* to_string(PathPolicyKind kind) {
   switch (kind) {
     case PathPolicyKind::kRules:
@@ -53,6 +35,17 @@ const char* to_string(PathPolicyKind kind) {
       return "hedge";
   }
   return "?";
+}
+
+// Names are to_string's: one list, read both ways.
+bool parse_path_policy(std::string_view name, PathPolicyKind& out) {
+  for (int k = 0; k <= static_cast<int>(PathPolicyKind::kHedge); ++k) {
+    if (name == to_string(static_cast<PathPolicyKind>(k))) {
+      out = static_cast<PathPolicyKind>(k);
+      return true;
+    }
+  }
+  return false;
 }
 
 const std::vector<std::string>& path_policy_names() {

@@ -18,8 +18,9 @@
 // opens.
 //
 // open() decides before anything else is touched: a packet that does not verify changes
-// neither the QP nor this object (the replay window and the epochs move only after the tag
-// matched). Every failure is a counted reason (SecurityDrop), and the caller sends no answer.
+// neither the QP nor this object's state (the replay window and the epochs move only after the
+// tag matched; a packet claiming a later epoch may only fill the cache of its keys). Every failure
+// is a counted reason (SecurityDrop), and the caller sends no answer.
 #pragma once
 
 #include <cstddef>
@@ -29,11 +30,14 @@
 
 #include "core/key_schedule.h"
 #include "core/replay_window.h"
+#include "core/wire/packet.h"
 #include "mrc/config.hpp"
 #include "mrc/result.hpp"
 #include "mrc/stats.hpp"
 
 namespace mrc {
+
+static_assert(kSecureOverheadBytes == wire::kSechBytes + wire::kTagBytes);
 
 // One AES-128-GCM key, ready for per-packet use (an OpenSSL cipher context keyed once).
 class GcmKey {

@@ -43,7 +43,7 @@ Device::~Device() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Device::configure(QpConfig& c) const {
+void Device::configure(QpConfig& c, SecureMode secure) const {
   c.ev_port_base = config_.ev_port_base;
   c.ev_ports_per_plane =
       static_cast<uint16_t>(ev_source_ports(config_.planes.size()) / config_.planes.size());
@@ -52,9 +52,9 @@ void Device::configure(QpConfig& c) const {
   if (c.nscc.target_delay_ns == 0) c.nscc.target_delay_ns = kUdpDefaultTargetDelayNs;
   // A packet must fit the datapath's datagram (the xdp backend's frames hold less than UDP),
   // a secure one with its security header and tag.
-  const size_t secure = c.security.mode != SecureMode::kOff ? kSecureOverheadBytes : 0;
+  const size_t overhead = secure != SecureMode::kOff ? kSecureOverheadBytes : 0;
   const size_t max_payload =
-      host_->max_datagram_bytes() - wire::kMaxDataHeaderBytes - wire::kIcrcBytes - secure;
+      host_->max_datagram_bytes() - wire::kMaxDataHeaderBytes - wire::kIcrcBytes - overhead;
   if (c.mtu_bytes > max_payload) c.set_mtu(static_cast<uint32_t>(max_payload));
 }
 

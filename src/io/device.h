@@ -90,9 +90,11 @@ class Device final : private CompletionNotifier {
 
   // The handle of the peer with these receive addresses (one per plane), added if new.
   uint32_t peer(const std::vector<PlaneAddress>& planes) { return host_->add_peer(planes); }
-  // Writes the datapath's part of a QP configuration: its EV source ports, and the EV burst
-  // and NSCC delay target if the QP leaves them to the datapath (0).
-  void configure(QpConfig& config) const;
+  // Writes the datapath's part of a QP configuration: its EV source ports, the EV burst and
+  // NSCC delay target if the QP leaves them to the datapath (0), and an MTU whose packets fit
+  // the datapath's datagram, a `secure` QP's with its security header and tag (its keys come
+  // later, at connect).
+  void configure(QpConfig& config, SecureMode secure = SecureMode::kOff) const;
   // A completion queue whose turning non-empty the device reports to on_completions, by its
   // tag: the device's CQs are numbered 0, 1, ... in the order they are created.
   CompletionQueue* create_cq(uint32_t capacity);

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/key_schedule.h"
+#include "util/hex.h"
 
 namespace mrc::io {
 namespace {
@@ -21,28 +22,6 @@ namespace {
 constexpr size_t kPublicBytes = 32;
 constexpr size_t kNonceBytes = 16;
 constexpr size_t kShareBytes = kPublicBytes + kNonceBytes;
-
-std::string to_hex(std::span<const uint8_t> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (const uint8_t b : bytes) {
-    out += kDigits[b >> 4];
-    out += kDigits[b & 15];
-  }
-  return out;
-}
-
-bool from_hex(const std::string& text, std::vector<uint8_t>& out) {
-  if (text.size() % 2 != 0) return false;
-  out.clear();
-  for (size_t i = 0; i < text.size(); i += 2) {
-    if (!std::isxdigit(static_cast<unsigned char>(text[i])) ||
-        !std::isxdigit(static_cast<unsigned char>(text[i + 1])))
-      return false;
-    out.push_back(static_cast<uint8_t>(std::stoi(text.substr(i, 2), nullptr, 16)));
-  }
-  return true;
-}
 
 std::vector<uint8_t> hmac(std::span<const uint8_t> key, std::span<const uint8_t> data) {
   std::vector<uint8_t> out(32);

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "util/hex.h"
+
 namespace mrc::ocp {
 namespace {
 
@@ -21,18 +23,7 @@ constexpr size_t kMaxArray = 4096;    // entries of any forwarded array
 constexpr int kReplyWaitMs = 10'000;  // beyond a call's own timeout
 
 std::string to_hex(const void* data, size_t bytes) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string out(bytes * 2, '0');
-  const auto* b = static_cast<const uint8_t*>(data);
-  for (size_t i = 0; i < bytes; ++i) {
-    out[2 * i] = kDigits[b[i] >> 4];
-    out[2 * i + 1] = kDigits[b[i] & 15];
-  }
-  return out;
-}
-
-int nibble(char c) {
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+  return mrc::to_hex(std::span(static_cast<const uint8_t*>(data), bytes));
 }
 
 // Reads j[key] (hex) into `out`, at most `max_bytes`; false if malformed or too long.
@@ -41,15 +32,11 @@ bool from_hex(const json& j, const char* key, void* out, size_t max_bytes, size_
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return true;
   if (!it->is_string()) return false;
-  const std::string& s = it->get_ref<const std::string&>();
-  if (s.size() % 2 != 0 || s.size() / 2 > max_bytes) return false;
-  auto* b = static_cast<uint8_t*>(out);
-  for (size_t i = 0; i < s.size() / 2; ++i) {
-    const int hi = nibble(s[2 * i]), lo = nibble(s[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    b[i] = static_cast<uint8_t>(hi << 4 | lo);
-  }
-  got = s.size() / 2;
+  std::vector<uint8_t> bytes;
+  if (!mrc::from_hex(it->get_ref<const std::string&>(), bytes) || bytes.size() > max_bytes)
+    return false;
+  if (!bytes.empty()) std::memcpy(out, bytes.data(), bytes.size());
+  got = bytes.size();
   return true;
 }
 
@@ -84,7 +71,7 @@ bool send_all(int fd, const std::string& line) {
 json call(Nic& nic, json req, int extra_wait_ms = 0) {
   req["op"] = "call";
   std::lock_guard lock(nic.remote_mutex);
-  const json lost{{"ok", false}, {"errno", EIO}};
+  json lost{{"ok", false}, {"errno", EIO}};  // not const: returned by move
   if (nic.remote_fd < 0 || !send_all(nic.remote_fd, req.dump() + "\n")) return lost;
   for (;;) {
     const size_t end = nic.remote_buffer.find('\n');

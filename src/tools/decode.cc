@@ -15,6 +15,7 @@
 #include "core/wire/packet.h"
 #include "io/pcap.h"
 #include "io/roce_frame.h"
+#include "util/hex.h"
 
 namespace mrc::tools {
 
@@ -158,9 +159,7 @@ Result<wire::Packet, wire::DecodeError> decode_view(std::span<const uint8_t> g,
 // A secure packet's headers: the BTH's S flag, its SECH after the BTH, its tag last.
 json describe_secure(const json& headers, std::span<const uint8_t> g) {
   const Sech sech = read_sech(g);
-  std::string tag;
-  for (const uint8_t b : g.last(wire::kIcrcBytes + wire::kTagBytes).first(wire::kTagBytes))
-    tag += hex(b, 2).substr(2);
+  const std::string tag = to_hex(g.last(wire::kIcrcBytes + wire::kTagBytes).first(wire::kTagBytes));
   json out;
   for (const auto& [key, value] : headers.items()) {
     out[key] = value;

@@ -404,9 +404,8 @@ Result<Ok, Error> PerfSide::open_qps() {
   for (uint32_t q = 0; q < o_.qps; ++q) {
     io::Device& shard = shard_of(q);
     QpConfig c = qc;
-    c.security.mode = secure_;      // the device leaves room for what secure mode adds
-    shard.configure(c);             // the datapath's defaults; then what the command line asks for
-    c.security = SecurityConfig{};  // the keys come at connect()
+    shard.configure(c, secure_);  // the datapath's defaults (keys come at connect); then what
+                                  // the command line asks for
     if (o_.ev_burst != 0)
       c.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
     if (o_.target_delay_us >= 0)
