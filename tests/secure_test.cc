@@ -344,6 +344,46 @@ TEST(Secure, ASecurePacketForAPlainQpIsDropped) {
   EXPECT_EQ(qp_counters(plain.side[1].qp), before);
 }
 
+// A keys_later QP (keys agreed over its own path after RTR, io/inband_keys.h) sends nothing
+// and opens nothing until set_keys; then the transfer runs as any secure one's.
+TEST(Secure, AQpWhoseKeysComeLaterWaitsForThem) {
+  QpConfig later = test::small_config();
+  later.security.mode = SecureMode::kEncrypt;
+  later.security.keys_later = true;
+  ASSERT_EQ(later.validate(1), "");
+  Pair pair(1, later, 64 * kKiB);
+  ASSERT_TRUE(pair.write(0, 0, 8192, 1).ok());
+  pair.run(pair.now() + Duration{2'000'000'000});
+  EXPECT_EQ(pair.side[0].endpoint->stats().datagrams_sent, 0u);
+  EXPECT_TRUE(pair.drain(0, false).empty());  // waiting, not failed
+  // Secure and plain packets for it are refused, and it still sends nothing.
+  Pair other(1, secure_config(SecureMode::kEncrypt), 64 * kKiB);
+  auto wire = exchange(other, 8192, 1, /*both_ways=*/false);
+  ASSERT_FALSE(wire.empty());
+  const uint32_t qpn = pair.side[1].qp->qpn().value;
+  for (auto& d : wire) {
+    d[5] = static_cast<uint8_t>(qpn >> 16);
+    d[6] = static_cast<uint8_t>(qpn >> 8);
+    d[7] = static_cast<uint8_t>(qpn);
+    wire::seal(d, d.size() - wire::kIcrcBytes);
+    pair.side[1].endpoint->handle_datagram(pair.now(), d, RxMeta{});
+  }
+  EXPECT_EQ(security_drops(*pair.side[1].endpoint, SecurityDrop::kNoKey), wire.size());
+  EXPECT_FALSE(pair.side[1].endpoint->wants_to_send(pair.now()));
+  std::array<uint8_t, kTrafficSecretBytes> x{}, y{};
+  x.fill(0x5a);
+  y.fill(0xa5);
+  ASSERT_TRUE(pair.side[0].qp->set_keys(x, y).ok());
+  ASSERT_TRUE(pair.side[1].qp->set_keys(y, x).ok());
+  EXPECT_FALSE(pair.side[1].qp->set_keys(y, x).ok());  // once
+  pair.run(pair.now() + Duration{50'000'000});
+  const auto done = pair.drain(0, false);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::kSuccess);
+  EXPECT_TRUE(std::equal(pair.side[1].target.begin(), pair.side[1].target.begin() + 8192,
+                         pair.side[0].source.begin()));
+}
+
 TEST(Secure, ConfigurationErrorsNameTheField) {
   QpConfig c = secure_config(SecureMode::kEncrypt);
   c.set_mtu(9000);

@@ -35,6 +35,9 @@ struct SecurityConfig {
   std::array<uint8_t, kTrafficSecretBytes> send_secret{};
   std::array<uint8_t, kTrafficSecretBytes> receive_secret{};
   uint64_t rekey_packets = uint64_t{1} << 24;
+  // The secrets come after RTR, through QueuePair::set_keys (a key exchange over the QP's own
+  // path: io/inband_keys.h); until then the QP sends nothing and accepts nothing.
+  bool keys_later = false;
   bool operator==(const SecurityConfig&) const = default;
 };
 // Bytes a secure packet adds to the plain one: its 8-byte security header and 16-byte tag.

@@ -100,6 +100,7 @@ enum class SecurityDrop : uint8_t {
   kOldKey,         // a key epoch the receiver no longer (or does not yet) hold
   kReplay,         // a packet counter already seen, or older than the replay window
   kBadTag,         // forged or modified: the AES-GCM tag does not match
+  kNoKey,          // for a QP whose keys are not agreed yet (SecurityConfig::keys_later)
   kCount
 };
 const char* to_string(SecurityDrop d);

@@ -154,7 +154,7 @@ std::string QpConfig::validate_security() const {
   if (security.rekey_packets < 1 || security.rekey_packets > (uint64_t{1} << 40))
     return range_error("security.rekey_packets", security.rekey_packets, 1, uint64_t{1} << 40);
   const auto zero = std::array<uint8_t, kTrafficSecretBytes>{};
-  if (security.send_secret == zero || security.receive_secret == zero)
+  if (!security.keys_later && (security.send_secret == zero || security.receive_secret == zero))
     return "secure mode needs both traffic secrets (connection set-up derives them; none was "
            "given)";
   return {};

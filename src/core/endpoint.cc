@@ -94,7 +94,7 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
     ++stats_.unknown_qp;
     return;
   }
-  if (target->protection() != nullptr) {
+  if (target->secure()) {
     count(SecurityDrop::kPlainToSecure);
     return;
   }
@@ -118,7 +118,8 @@ void Endpoint::handle_secure(Instant now, std::span<const uint8_t> datagram, con
     ++stats_.unknown_qp;
     return;
   }
-  if (target->protection() == nullptr) return count(SecurityDrop::kSecureToPlain);
+  if (!target->secure()) return count(SecurityDrop::kSecureToPlain);
+  if (target->protection() == nullptr) return count(SecurityDrop::kNoKey);
   if (meta.trimmed) return count(SecurityDrop::kTrimmed);
   if (open_buffer_.empty()) open_buffer_.resize(wire::kMaxDatagramBytes);
   const auto opened = target->protection()->open(datagram, open_buffer_);

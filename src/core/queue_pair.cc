@@ -136,7 +136,7 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   responder_->start(attributes.expected_psn, qpn_, attributes.dest_qp, pd_, mrs_);
   for (uint64_t wr_id : early_receives_) responder_->post_recv(wr_id);
   early_receives_.clear();
-  if (config_.security.mode != SecureMode::kOff)
+  if (secure() && !config_.security.keys_later)
     protection_ = std::make_unique<PacketProtection>(config_.security);
   state_ = QpState::kRtr;
   return Ok{};
@@ -150,6 +150,20 @@ Result<Ok, QpError> QueuePair::to_rts(const RtsAttributes& attributes) {
   requester_->start(attributes.initial_psn, qpn_, remote_.dest_qp);
   requester_->set_completion_queue(send_cq_);
   state_ = QpState::kRts;
+  return Ok{};
+}
+
+Result<Ok, QpError> QueuePair::set_keys(
+    const std::array<uint8_t, kTrafficSecretBytes>& send_secret,
+    const std::array<uint8_t, kTrafficSecretBytes>& receive_secret) {
+  changed();
+  const bool connected = state_ == QpState::kRtr || state_ == QpState::kRts;
+  if (!connected || !config_.security.keys_later || !awaiting_keys())
+    return Err{QpError::kBadTransition};
+  SecurityConfig security = config_.security;
+  security.send_secret = send_secret;
+  security.receive_secret = receive_secret;
+  protection_ = std::make_unique<PacketProtection>(security);
   return Ok{};
 }
 
@@ -329,7 +343,7 @@ size_t QueuePair::poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& me
 // A secure QP writes its plain packet a security header further on and seals it there
 // (PacketProtection::seal); the trimmable length then includes that header.
 size_t QueuePair::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
-  if (!protection_) return poll_plain(now, plane, out, meta);
+  if (!protection_) return awaiting_keys() ? 0 : poll_plain(now, plane, out, meta);
   if (out.size() < kSecureOverheadBytes) return 0;
   const size_t n = poll_plain(
       now, plane, out.subspan(wire::kSechBytes, out.size() - kSecureOverheadBytes), meta);
@@ -357,7 +371,8 @@ bool QueuePair::wants_to_send(Instant now) const {
 // retransmission, probe or new data; Requester::wants_to_send does not depend on the time),
 // only an EV probe can produce a packet, and EvSet::probe_due finds none before next_probe_at.
 Instant QueuePair::send_ready_at() const {
-  if (state_ != QpState::kRtr && state_ != QpState::kRts) return Instant::never();
+  if ((state_ != QpState::kRtr && state_ != QpState::kRts) || awaiting_keys())
+    return Instant::never();
   if (!control_.empty() || (requester_ && requester_->wants_to_send(Instant::never())))
     return Schedule::kReadyNow;
   // Only the requester's calls and evs() change probe times (not EvSet::next).
@@ -369,7 +384,8 @@ Instant QueuePair::send_ready_at() const {
 // A pure function of the QP's state: the endpoint's schedule reads it after every call that may
 // change that state.
 Instant QueuePair::next_deadline() const {
-  if (state_ != QpState::kRtr && state_ != QpState::kRts) return Instant::never();
+  if ((state_ != QpState::kRtr && state_ != QpState::kRts) || awaiting_keys())
+    return Instant::never();
   Instant deadline = responder_->next_deadline();
   if (requester_) deadline = std::min(deadline, requester_->next_deadline());
   if (port_status_unanswered_) deadline = std::min(deadline, port_status_next_at_);

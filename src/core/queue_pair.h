@@ -60,6 +60,9 @@ class QueuePair {
   Result<Ok, QpError> to_init();
   Result<Ok, QpError> to_rtr(const RtrAttributes& attributes);
   Result<Ok, QpError> to_rts(const RtsAttributes& attributes);
+  // The traffic secrets of a keys_later QP, once, in RTR or RTS (else kBadTransition).
+  Result<Ok, QpError> set_keys(const std::array<uint8_t, kTrafficSecretBytes>& send_secret,
+                               const std::array<uint8_t, kTrafficSecretBytes>& receive_secret);
   void to_error();
   void to_reset();
 
@@ -96,7 +99,10 @@ class QueuePair {
   EvSet* evs();  // a controller may change EV states through it
   const CongestionController* congestion() const { return cc_.get(); }
   // Secure mode (QpConfig::security), from RTR on: the endpoint opens this QP's packets with it
-  // before the QP sees them; poll_transmit seals what it sends. nullptr without secure mode.
+  // before the QP sees them; poll_transmit seals what it sends. nullptr without secure mode, and
+  // while a secure QP's keys are not set (SecurityConfig::keys_later): it then sends nothing
+  // and the endpoint refuses its packets.
+  bool secure() const { return config_.security.mode != SecureMode::kOff; }
   PacketProtection* protection() { return protection_.get(); }
   const PacketProtection* protection() const { return protection_.get(); }
   int planes() const { return planes_; }
@@ -108,6 +114,7 @@ class QueuePair {
   void queue_port_status(Instant now);
   size_t poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   size_t poll_plain(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
+  bool awaiting_keys() const { return secure() && !protection_; }
   void after_event(Instant now);
   // Moves the responder's deliverable completions to the receive CQ (if it has any pending).
   void deliver();

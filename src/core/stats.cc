@@ -36,6 +36,8 @@ const char* to_string(SecurityDrop d) {
       return "replay";
     case SecurityDrop::kBadTag:
       return "bad_tag";
+    case SecurityDrop::kNoKey:
+      return "no_key";
     case SecurityDrop::kCount:
       break;
   }
