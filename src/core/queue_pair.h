@@ -103,6 +103,8 @@ class QueuePair {
   // while a secure QP's keys are not set (SecurityConfig::keys_later): it then sends nothing
   // and the endpoint refuses its packets.
   bool secure() const { return config_.security.mode != SecureMode::kOff; }
+  // The peer QP and handle given at RTR.
+  const RtrAttributes& remote() const { return remote_; }
   PacketProtection* protection() { return protection_.get(); }
   const PacketProtection* protection() const { return protection_.get(); }
   int planes() const { return planes_; }

@@ -1,6 +1,8 @@
 // A device: engine, UDP datapath, progress thread, peers, EV ports and CQ events (device.h).
 #include "io/device.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -34,6 +36,11 @@ Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
   if (!host.ok()) return Err{host.error()};
   std::unique_ptr<Device> device(new Device(config, shared_lock, psn_seed));
   device->host_ = std::move(host.value());
+  Device* raw = device.get();
+  device->host_->set_side_channel(kKeyOfferOpcode,
+                                  [raw](std::span<const uint8_t> d, const sockaddr_in& from) {
+                                    raw->on_key_offer(d, from);
+                                  });
   return device;
 }
 
@@ -88,8 +95,54 @@ void Device::on_round(std::function<void()> round) {
 }
 
 // One round of the datapath and of the API's hooks, holding the lock; true if there was work.
+Result<Ok, Error> Device::agree_keys(const QueuePair& qp, std::span<const uint8_t> key,
+                                     uint32_t peer, Qpn peer_qpn, const std::string& peer_name) {
+  if (!keys_) keys_ = std::make_unique<InbandKeys>();
+  auto started = keys_->start(host_->now(), qp.config().security.mode, key, qp.qpn().value, peer,
+                              peer_qpn.value, peer_name);
+  run_key_agreements();
+  return started;
+}
+
+// A KEY OFFER goes to the agreements, unless it names a plain QP connected to its sender: the
+// two ends' secure modes then differ, and the plain QP (which authenticates nothing anyway)
+// fails now, with both named, rather than after its retries.
+void Device::on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& from) {
+  const auto offer = decode_key_offer(datagram);
+  QueuePair* qp = offer ? endpoint().qp(Qpn(offer->dest_qpn)) : nullptr;
+  const bool connected =
+      qp != nullptr && (qp->state() == QpState::kRtr || qp->state() == QpState::kRts);
+  if (!connected || qp->secure() || qp->remote().dest_qp.value != offer->source_qpn) {
+    if (keys_) keys_->on_datagram(host_->now(), datagram);
+    return;
+  }
+  char text[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &from.sin_addr, text, sizeof text);
+  qp->to_error();
+  if (key_failed_)
+    key_failed_(qp->qpn(), std::string("the peer at ") + text + " (queue pair " +
+                               std::to_string(offer->source_qpn) + ") is in secure mode " +
+                               to_string(offer->offer.mode) +
+                               ", this end is not: both ends need the same secure mode");
+}
+
+// Sends what the agreements have to send and hands their outcomes to the QPs.
+void Device::run_key_agreements() {
+  keys_->on_timer(host_->now());
+  for (const InbandKeys::Outgoing& o : keys_->take_outgoing()) host_->send_side(o.peer, o.datagram);
+  for (const InbandKeys::Outcome& o : keys_->take_outcomes()) {
+    QueuePair* qp = endpoint().qp(Qpn(o.qpn));
+    if (qp == nullptr) continue;
+    if (o.agreed && qp->set_keys(o.keys.send_secret, o.keys.receive_secret).ok()) continue;
+    if (o.agreed) continue;  // the QP left RTR/RTS meanwhile: nothing to key
+    qp->to_error();
+    if (key_failed_) key_failed_(Qpn(o.qpn), o.error);
+  }
+}
+
 bool Device::round() {
   const bool busy = host_->run_once();
+  if (keys_ && keys_->active()) run_key_agreements();
   if (!ready_.empty()) {
     if (completions_) completions_(ready_);
     for (uint32_t tag : ready_) is_ready_[tag] = false;
@@ -132,6 +185,7 @@ bool Device::step(Duration max_wait) {
     if (stopping_.load(std::memory_order_relaxed)) return false;
     busy = round();
     until = std::min(host_->wake_at(), host_->now() + max_wait);
+    if (keys_) until = std::min(until, keys_->next_deadline());
   }
   if (!busy) host_->sleep_until(until);
   return true;

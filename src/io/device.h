@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/endpoint.h"
+#include "io/inband_keys.h"
 #include "io/udp_host.h"
 #include "mrc/error.hpp"
 #include "util/prng.h"
@@ -105,6 +106,22 @@ class Device final : private CompletionNotifier {
   void on_completions(std::function<void(std::span<const uint32_t>)> completions);
   void on_round(std::function<void()> round);
 
+  // In-band key agreement (io/inband_keys.h) for a secure QP whose keys come later
+  // (SecurityConfig::keys_later: the OCP device, whose users carry no key offers), connected to
+  // `peer_qpn` at the peer handle `peer`, under the pre-shared `key`. When it ends the QP has
+  // its keys (QueuePair::set_keys), or is moved to ERROR and on_key_failure's callback gets the
+  // reason, naming `peer_name`. forget_keys drops it (the QP was reset or destroyed). A KEY
+  // OFFER from its connected peer to a plain QP moves that QP to ERROR the same way: the two
+  // ends' secure modes differ. Call holding the lock.
+  Result<Ok, Error> agree_keys(const QueuePair& qp, std::span<const uint8_t> key, uint32_t peer,
+                               Qpn peer_qpn, const std::string& peer_name);
+  void forget_keys(Qpn qpn) {
+    if (keys_) keys_->stop(qpn.value);
+  }
+  void on_key_failure(std::function<void(Qpn, const std::string&)> failed) {
+    key_failed_ = std::move(failed);
+  }
+
   // Runs progress on a thread of its own until the device is destroyed.
   void start_thread();
   // One round of progress, sleeping up to `max_wait` if there was nothing to do: without a
@@ -128,6 +145,8 @@ class Device final : private CompletionNotifier {
   bool step(Duration max_wait);
   void loop();
   bool caller_driving() const;
+  void run_key_agreements();
+  void on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& from);
 
   DeviceConfig config_;
   std::unique_ptr<UdpHost> host_;
@@ -141,6 +160,8 @@ class Device final : private CompletionNotifier {
   std::vector<bool> is_ready_;  // by tag, one per CQ created here
   std::function<void(std::span<const uint32_t>)> completions_;
   std::function<void()> round_;
+  std::unique_ptr<InbandKeys> keys_;  // made by the first agree_keys
+  std::function<void(Qpn, const std::string&)> key_failed_;
   Prng psns_;                   // initial PSNs (unpredictable_ids)
   uint32_t next_psn_ = 0x1000;  // initial PSNs otherwise
 };

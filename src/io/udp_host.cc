@@ -314,9 +314,24 @@ bool UdpHost::receive(int p, Instant now) {
       a.tos = d.tos;
       capture_->write(realtime_ns(), a, d.bytes);
     }
-    endpoint_->handle_datagram(now, d.bytes, meta);
+    if (side_handler_ && !d.bytes.empty() && d.bytes[0] == side_opcode_)
+      side_handler_(d.bytes, d.from);
+    else
+      endpoint_->handle_datagram(now, d.bytes, meta);
   }
   return true;
+}
+
+void UdpHost::send_side(uint32_t peer, std::span<const uint8_t> datagram) {
+  if (peer >= peers_.size()) return;
+  for (size_t p = 0; p < planes_.size() && p < peers_[peer].size(); ++p) {
+    const Plane& plane = planes_[p];
+    if (!plane.stats.up) continue;
+    const sockaddr_in& to = peers_[peer][p];
+    // Best effort, as any datagram: the agreement sends again until it is answered.
+    (void)::sendto(plane.rx_fd, datagram.data(), datagram.size(), 0,
+                   reinterpret_cast<const sockaddr*>(&to), sizeof to);
+  }
 }
 
 // A sent datagram as it was on the wire: from the plane's address and the EV's source port. The

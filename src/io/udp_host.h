@@ -26,6 +26,7 @@
 #include <netinet/in.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <queue>
 #include <span>
@@ -119,6 +120,16 @@ class UdpHost {
   // `capture` (null: stop), with the addresses it had on the wire; with the xdp backend the
   // RoCEv2 ICRC its link writes. The writer must outlive the capture.
   void set_capture(PcapWriter* capture) { capture_ = capture; }
+  // A side channel beside the engine's datagrams (the in-band key agreement's KEY OFFERs,
+  // io/inband_keys.h): received datagrams whose first byte is `opcode` go to `handler` instead
+  // of the endpoint, and send_side sends one to a peer's MRC port on every plane that is up,
+  // from this host's MRC port, outside the impairments.
+  using SideHandler = std::function<void(std::span<const uint8_t>, const sockaddr_in& from)>;
+  void set_side_channel(uint8_t opcode, SideHandler handler) {
+    side_opcode_ = opcode;
+    side_handler_ = std::move(handler);
+  }
+  void send_side(uint32_t peer, std::span<const uint8_t> datagram);
 
  private:
   struct Plane {
@@ -197,6 +208,8 @@ class UdpHost {
   TxBatch tx_;
   RxBatch rx_;
   PcapWriter* capture_ = nullptr;
+  uint8_t side_opcode_ = 0;
+  SideHandler side_handler_;
   std::vector<uint8_t> capture_frame_;  // scratch: the xdp backend's frame, for its ICRC
 };
 

@@ -66,12 +66,22 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
     } else if (key == "path-policy" && !is_peer) {
       if (!parse_path_policy(value, spec.path_policy))
         return "path-policy=" + value + ": one of " + path_policy_name_list();
+    } else if (key == "secure" && !is_peer) {
+      if (!parse_secure_mode(value, spec.secure))
+        return "secure=" + value + ": one of off, auth, encrypt";
+    } else if (key == "key-file" && !is_peer) {
+      if (value.empty()) return "key-file= needs a path";
+      spec.key_file = value;
     } else {
       return "unknown setting '" + item + "' (known: planes=, port=" +
-             (is_peer ? "" : ", ev-ports=, drop=, backend=, path-policy=") + ")";
+             (is_peer ? "" : ", ev-ports=, drop=, backend=, path-policy=, secure=, key-file=") +
+             ")";
     }
   }
   if (planes_text.empty()) return "'" + name + "' needs planes=<ipv4>[,<ipv4>...]";
+  if (spec.secure != SecureMode::kOff && spec.key_file.empty())
+    return "secure=" + std::string(to_string(spec.secure)) +
+           " needs key-file=<path> (the pre-shared key both ends hold)";
   std::istringstream list(planes_text);
   for (std::string a; std::getline(list, a, ',');) {
     auto parsed = io::parse_plane_address(a, spec.port);

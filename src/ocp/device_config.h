@@ -10,6 +10,7 @@
 //   <name> planes=<ipv4>[,<ipv4>...] [port=<udp port>] [ev-ports=<first source port>]
 //   [drop=<fraction>] [backend=<udp|xdp>]
 //   [path-policy=<p2c|rules|oblivious|reps|health|hedge>]
+//   [secure=<off|auth|encrypt> key-file=<path>]
 //   peer planes=<ipv4>[,<ipv4>...] [port=<udp port>]
 // Each key at most once per entry. '#' starts a comment. Device names are what
 // ibv_get_device_list() shows; port k of a device (1-based) is its plane k. A peer is found by any
@@ -36,6 +37,10 @@ struct DeviceSpec {
   io::Backend backend = io::Backend::kUdp;  // backend=udp|xdp
   // path-policy=: the path policy of the device's QPs (QpConfig::path_policy)
   PathPolicyKind path_policy = PathPolicyKind::kP2c;
+  // secure=: every QP of the device in this secure mode, its keys agreed over its own path at
+  // RTR under the pre-shared key in key-file= (io/inband_keys.h; docs/OCP.md "Secure mode").
+  SecureMode secure = SecureMode::kOff;
+  std::string key_file;
 };
 
 struct DeviceConfig {

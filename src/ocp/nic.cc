@@ -148,7 +148,16 @@ Nic* nic_open(int index) {
     return g_nics[index].get();
   }
   auto nic = std::make_unique<Nic>();
-  auto device = open_device(config.devices[index], nic->mutex);
+  const DeviceSpec& spec = config.devices[index];
+  if (spec.secure != SecureMode::kOff) {
+    auto key = io::read_key_file(spec.key_file);
+    if (!key.ok()) {
+      say_open_failed(index, "key-file=" + spec.key_file + ": " + key.error().message);
+      return fail<Nic*>(to_errno(key.error().code), nullptr);
+    }
+    nic->key = std::move(key.value());
+  }
+  auto device = open_device(spec, nic->mutex);
   if (!device.ok()) {
     // Owned by another process that serves its controller: a controller-only device.
     const bool in_use = device.error().code == Errc::kAddressInUse;
@@ -166,6 +175,10 @@ Nic* nic_open(int index) {
   Nic* raw = nic.get();
   nic->device->on_completions([raw](std::span<const uint32_t> tags) { raw->on_completions(tags); });
   nic->device->on_round([raw] { raw->after_progress(); });
+  nic->device->on_key_failure([raw](Qpn qpn, const std::string& why) {
+    std::fprintf(stderr, "mrc: device %s, queue pair %u: %s\n", raw->spec->name.c_str(),
+                 qpn.value, why.c_str());
+  });
   nic->device->start_thread();
   const char* serve = std::getenv("MRC_CTL_SOCKET");
   if (serve == nullptr || std::strcmp(serve, "off") != 0) nic->ctl_server = CtlServer::start(*nic);

@@ -91,6 +91,7 @@ struct Nic {
   std::mutex mutex;
   std::unique_ptr<io::Device> device;
   io::UdpHost* host = nullptr;
+  std::vector<uint8_t> key;  // the pre-shared key of a secure device (spec->key_file)
   int opens = 0;
   std::vector<mrc_context*> contexts;
   std::vector<bool> admin_up;     // per port (plane); false = MRC_CTL_PORT_ADMIN_DISABLED

@@ -16,6 +16,7 @@
 #include "mrc/mrc.hpp"
 #include "ocp/ctl.h"
 #include "ocp/ocp_internal.h"
+#include "util/errno_map.h"
 
 using namespace mrc;
 using namespace mrc::ocp;
@@ -216,12 +217,29 @@ int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
   return 0;
 }
 
+// A secure device's QP agrees its keys with the peer QP from RTR on (io/inband_keys.h); it
+// sends and accepts nothing until then, and a failed agreement moves it to ERROR.
+int start_key_agreement(mrc_qp& qp, uint32_t peer, const ibv_qp_attr& v) {
+  Nic& nic = *qp.context->nic;
+  if (!qp.qp->secure()) return 0;
+  char text[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, v.ah_attr.grh.dgid.raw + 12, text, sizeof text);
+  const auto started = nic.device->agree_keys(*qp.qp, nic.key, peer, Qpn(v.dest_qp_num),
+                                              std::string("the peer at ") + text);
+  if (started.ok()) return 0;
+  std::fprintf(stderr, "mrc: modify_qp(RTR): %s\n", started.error().message.c_str());
+  qp.qp->to_reset();  // back to INIT, where the failed call found it
+  (void)qp.qp->to_init();
+  return to_errno(started.error().code);
+}
+
 int transition(mrc_qp& qp, ibv_qp_state to, const ibv_qp_attr* v, int mask) {
   const ibv_qp_state from = qp.state;
   if (to == IBV_QPS_ERR) {
     qp.qp->to_error();
   } else if (to == IBV_QPS_RESET) {
     qp.qp->to_reset();
+    qp.context->nic->device->forget_keys(qp.qp->qpn());
   } else if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) {
     if (!qp.qp->to_init().ok()) return EINVAL;
   } else if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
@@ -231,6 +249,7 @@ int transition(mrc_qp& qp, ibv_qp_state to, const ibv_qp_attr* v, int mask) {
     if (int e = resolve_peer(qp, v->ah_attr, peer)) return e;
     RtrAttributes rtr{Qpn(v->dest_qp_num), Psn(v->rq_psn), peer};
     if (!qp.qp->to_rtr(rtr).ok()) return EINVAL;
+    if (int e = start_key_agreement(qp, peer, *v)) return e;
     ctl_qp_connected(*qp.context->nic, qp);
   } else if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
     if (!(mask & IBV_QP_SQ_PSN)) return EINVAL;
@@ -310,7 +329,9 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   config.max_recv_wr = std::max<uint32_t>(cap.max_recv_wr, 1);
   config.max_sge = std::max<uint32_t>({cap.max_send_sge, cap.max_recv_sge, 1});
   const auto planes = static_cast<uint16_t>(nic.spec->planes.size());
-  nic.device->configure(config);
+  nic.device->configure(config, nic.spec->secure);
+  config.security.mode = nic.spec->secure;
+  config.security.keys_later = true;  // agreed at RTR (io/inband_keys.h)
   config.path_policy = nic.spec->path_policy;
   config.ev_count =
       static_cast<uint16_t>(config.ev_count / planes * planes);  // an equal share per plane
@@ -343,6 +364,7 @@ int mrc_destroy_qp(mrc_qp* qp) {
   mrc_context* c = qp->context;
   {
     std::lock_guard lock(c->nic->mutex);
+    c->nic->device->forget_keys(qp->qp->qpn());
     MRC_ASSERT(c->nic->host->endpoint().destroy_qp(qp->qp->qpn()).ok());  // valid(qp): it exists
     --qp->init.send_cq->qps;
     --qp->init.recv_cq->qps;

@@ -11,7 +11,7 @@ TEST(OcpDeviceConfig, ReadsDevicesAndPeers) {
   const DeviceConfig c = parse_device_config(
       "mrc0 planes=127.0.0.1,127.0.0.2 port=30001 ev-ports=30100 backend=xdp path-policy=rules; "
       "mrc1 "
-      "planes=127.0.0.3,127.0.0.4\n"
+      "planes=127.0.0.3,127.0.0.4 secure=encrypt key-file=/etc/mrc/key\n"
       "peer planes=10.0.0.1,10.0.0.2 # a remote host",
       "test");
   ASSERT_TRUE(c.error.empty()) << c.error;
@@ -23,6 +23,9 @@ TEST(OcpDeviceConfig, ReadsDevicesAndPeers) {
   EXPECT_EQ(c.devices[1].backend, io::Backend::kUdp);
   EXPECT_EQ(c.devices[0].path_policy, PathPolicyKind::kRules);
   EXPECT_EQ(c.devices[1].path_policy, PathPolicyKind::kP2c);  // the QPs' default
+  EXPECT_EQ(c.devices[0].secure, SecureMode::kOff);
+  EXPECT_EQ(c.devices[1].secure, SecureMode::kEncrypt);
+  EXPECT_EQ(c.devices[1].key_file, "/etc/mrc/key");
   ASSERT_EQ(c.peers.size(), 1u);
   EXPECT_EQ(c.peers[0].planes.size(), 2u);
 }
@@ -36,7 +39,9 @@ TEST(OcpDeviceConfig, MistakesAreErrorsThatNameTheEntry) {
   for (const char* bad :
        {"mrc0 planes=127.0.0.1 port=1 port=2", "mrc0 planes=127.0.0.1 backend=rdma",
         "mrc0 planes=127.0.0.1 colour=blue", "mrc0 planes=127.0.0.1 path-policy=ecmp",
-        "mrc0 port=1", "mrc0 planes=127.0.0.1; mrc0 planes=127.0.0.2"}) {
+        "mrc0 port=1", "mrc0 planes=127.0.0.1; mrc0 planes=127.0.0.2",
+        "mrc0 planes=127.0.0.1 secure=auth", "mrc0 planes=127.0.0.1 secure=on key-file=k",
+        "mrc0 planes=127.0.0.1 secure=auth key-file=", "peer planes=127.0.0.1 secure=auth"}) {
     const DeviceConfig c = parse_device_config(bad, "MRC_DEVICES");
     EXPECT_FALSE(c.error.empty()) << bad;
     EXPECT_NE(c.error.find("MRC_DEVICES"), std::string::npos) << c.error;
