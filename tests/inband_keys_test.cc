@@ -52,7 +52,10 @@ struct Ends {
       for (auto& e : end) e.on_timer(now);
     }
   }
-  bool quiet() const { return end[0].next_deadline().is_never() && end[1].next_deadline().is_never(); }
+  bool quiet() const {
+    return end[0].next_deadline().is_never() && end[1].next_deadline().is_never() &&
+           !end[0].active() && !end[1].active();
+  }
 };
 
 void expect_matching(const Ends& e) {

@@ -97,8 +97,7 @@ void Device::on_round(std::function<void()> round) {
 // One round of the datapath and of the API's hooks, holding the lock; true if there was work.
 Result<Ok, Error> Device::agree_keys(const QueuePair& qp, std::span<const uint8_t> key,
                                      uint32_t peer, Qpn peer_qpn, const std::string& peer_name) {
-  if (!keys_) keys_ = std::make_unique<InbandKeys>();
-  auto started = keys_->start(host_->now(), qp.config().security.mode, key, qp.qpn().value, peer,
+  auto started = keys_.start(host_->now(), qp.config().security.mode, key, qp.qpn().value, peer,
                               peer_qpn.value, peer_name);
   run_key_agreements();
   return started;
@@ -113,7 +112,7 @@ void Device::on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& 
   const bool connected =
       qp != nullptr && (qp->state() == QpState::kRtr || qp->state() == QpState::kRts);
   if (!connected || qp->secure() || qp->remote().dest_qp.value != offer->source_qpn) {
-    if (keys_) keys_->on_datagram(host_->now(), datagram);
+    keys_.on_datagram(host_->now(), datagram);
     return;
   }
   char text[INET_ADDRSTRLEN] = "?";
@@ -128,9 +127,9 @@ void Device::on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& 
 
 // Sends what the agreements have to send and hands their outcomes to the QPs.
 void Device::run_key_agreements() {
-  keys_->on_timer(host_->now());
-  for (const InbandKeys::Outgoing& o : keys_->take_outgoing()) host_->send_side(o.peer, o.datagram);
-  for (const InbandKeys::Outcome& o : keys_->take_outcomes()) {
+  keys_.on_timer(host_->now());
+  for (const InbandKeys::Outgoing& o : keys_.take_outgoing()) host_->send_side(o.peer, o.datagram);
+  for (const InbandKeys::Outcome& o : keys_.take_outcomes()) {
     QueuePair* qp = endpoint().qp(Qpn(o.qpn));
     if (qp == nullptr) continue;
     if (o.agreed && qp->set_keys(o.keys.send_secret, o.keys.receive_secret).ok()) continue;
@@ -142,7 +141,7 @@ void Device::run_key_agreements() {
 
 bool Device::round() {
   const bool busy = host_->run_once();
-  if (keys_ && keys_->active()) run_key_agreements();
+  if (keys_.active()) run_key_agreements();
   if (!ready_.empty()) {
     if (completions_) completions_(ready_);
     for (uint32_t tag : ready_) is_ready_[tag] = false;
@@ -185,7 +184,7 @@ bool Device::step(Duration max_wait) {
     if (stopping_.load(std::memory_order_relaxed)) return false;
     busy = round();
     until = std::min(host_->wake_at(), host_->now() + max_wait);
-    if (keys_) until = std::min(until, keys_->next_deadline());
+    until = std::min(until, keys_.next_deadline());
   }
   if (!busy) host_->sleep_until(until);
   return true;

@@ -115,9 +115,9 @@ class Device final : private CompletionNotifier {
   // ends' secure modes differ. Call holding the lock.
   Result<Ok, Error> agree_keys(const QueuePair& qp, std::span<const uint8_t> key, uint32_t peer,
                                Qpn peer_qpn, const std::string& peer_name);
-  void forget_keys(Qpn qpn) {
-    if (keys_) keys_->stop(qpn.value);
-  }
+  void forget_keys(Qpn qpn) { keys_.stop(qpn.value); }
+  // KEY OFFERs sent, received and refused (malformed, for no agreement, not verified).
+  const InbandKeys::Counters& key_offers() const { return keys_.counters(); }
   void on_key_failure(std::function<void(Qpn, const std::string&)> failed) {
     key_failed_ = std::move(failed);
   }
@@ -160,7 +160,7 @@ class Device final : private CompletionNotifier {
   std::vector<bool> is_ready_;  // by tag, one per CQ created here
   std::function<void(std::span<const uint32_t>)> completions_;
   std::function<void()> round_;
-  std::unique_ptr<InbandKeys> keys_;  // made by the first agree_keys
+  InbandKeys keys_;
   std::function<void(Qpn, const std::string&)> key_failed_;
   Prng psns_;                   // initial PSNs (unpredictable_ids)
   uint32_t next_psn_ = 0x1000;  // initial PSNs otherwise

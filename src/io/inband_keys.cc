@@ -93,9 +93,24 @@ Result<Ok, Error> InbandKeys::start(Instant now, SecureMode mode, std::span<cons
   a.own = a.exchange.offer(qpn, 0);
   a.deadline = now + timeout_;
   a.next_send = now;
-  agreements_.insert_or_assign(qpn, std::move(a));
+  stop(qpn);
+  agreements_.emplace(qpn, std::move(a));
+  ++unsettled_;
   on_timer(now);
   return Ok{};
+}
+
+void InbandKeys::stop(uint32_t qpn) {
+  const auto it = agreements_.find(qpn);
+  if (it == agreements_.end()) return;
+  if (!it->second.quiet) --unsettled_;
+  agreements_.erase(it);
+}
+
+void InbandKeys::settle(Agreement& a) {
+  if (!a.finished) fail(a);
+  a.quiet = true;
+  --unsettled_;
 }
 
 void InbandKeys::send(Agreement& a, bool reply) {
@@ -166,8 +181,7 @@ void InbandKeys::on_timer(Instant now) {
   for (auto& [qpn, a] : agreements_) {
     if (a.quiet) continue;
     if (a.done() || now >= a.deadline) {
-      if (!a.finished) fail(a);
-      a.quiet = true;
+      settle(a);
       continue;
     }
     if (now >= a.next_send) {
@@ -179,6 +193,7 @@ void InbandKeys::on_timer(Instant now) {
 
 Instant InbandKeys::next_deadline() const {
   Instant next = Instant::never();
+  if (unsettled_ == 0) return next;
   for (const auto& [qpn, a] : agreements_)
     if (!a.quiet) next = std::min(next, a.done() ? Instant{0} : std::min(a.next_send, a.deadline));
   return next;

@@ -76,8 +76,10 @@ class InbandKeys {
   Result<Ok, Error> start(Instant now, SecureMode mode, std::span<const uint8_t> key, uint32_t qpn,
                           uint32_t peer, uint32_t peer_qpn, const std::string& peer_name);
   // Forgets the QP's agreement (the QP was reset or destroyed).
-  void stop(uint32_t qpn) { agreements_.erase(qpn); }
-  bool active() const { return !agreements_.empty(); }
+  void stop(uint32_t qpn);
+  // Whether on_timer has anything to do or there is output to take: false once every
+  // agreement is settled (done or past its deadline; it then only answers offers).
+  bool active() const { return unsettled_ > 0 || !outgoing_.empty() || !outcomes_.empty(); }
 
   void on_datagram(Instant now, std::span<const uint8_t> datagram);
   void on_timer(Instant now);
@@ -106,9 +108,11 @@ class InbandKeys {
   void send(Agreement& a, bool reply);
   bool take(Agreement& a, const KeyOfferPacket& packet);
   void fail(Agreement& a);
+  void settle(Agreement& a);
 
   Duration timeout_;
   std::map<uint32_t, Agreement> agreements_;
+  size_t unsettled_ = 0;  // agreements not quiet
   std::vector<Outgoing> outgoing_;
   std::vector<Outcome> outcomes_;
   Counters counters_;
