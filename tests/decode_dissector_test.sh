@@ -64,6 +64,38 @@ with open(sys.argv[2], "w") as out:
 print(f"ok: mrc decode shows {s['mrc_packets']} secure packets with their SECH and tag")
 PY
 
+# A KEY OFFER (PROTOCOL.md 1.13), built here from the documented layout: mrc decode shows its
+# KOETH field by field.
+/usr/bin/python3 - "$dir/offer.pcap" <<'PY' || fail "writing the KEY OFFER capture"
+import struct, sys, zlib
+koeth = struct.pack(">I", 0x00ABCDEF) + bytes([2, 0x03, 0, 0]) + bytes(range(8)) + bytes([0x11] * 32) \
+      + bytes([0x22] * 16) + bytes([0x33] * 32)
+bth = bytes([0xDF, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0, 0, 0, 0])
+mrc = bth + koeth
+mrc += struct.pack(">I", zlib.crc32(mrc))
+udp = struct.pack(">HHHH", 4791, 4791, 8 + len(mrc), 0) + mrc
+ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0, bytes([127, 0, 0, 1]), bytes([127, 0, 0, 2]))
+s = sum(struct.unpack(">10H", ip)); s = (s & 0xFFFF) + (s >> 16); s = (s & 0xFFFF) + (s >> 16)
+ip = ip[:10] + struct.pack(">H", ~s & 0xFFFF) + ip[12:]
+frame = bytes(12) + b"\x08\x00" + ip + udp
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    f.write(struct.pack("<IIII", 1, 0, len(frame), len(frame)) + frame)
+PY
+"$MRC" decode "$dir/offer.pcap" --json > "$dir/offer.json" || fail "mrc decode of a KEY OFFER: exit $?"
+/usr/bin/python3 - "$dir/offer.json" <<'PY' || exit 1
+import json, sys
+def fail(why): print("FAIL:", why); sys.exit(1)
+d = json.load(open(sys.argv[1]))
+if d["summary"]["by_opcode"] != {"KEY_OFFER": 1}: fail(f"KEY OFFER capture: {d['summary']}")
+h = d["packets"][0]["headers"]
+k = h["koeth"]
+want = {"source_qp": "0xabcdef", "mode": "encrypt", "holds_yours": True, "reply": True,
+        "key_id": "0001020304050607", "public_key": "11" * 32, "nonce": "22" * 16, "proof": "33" * 32}
+if h["bth"]["dest_qp"] != "0x123456" or any(k.get(f) != v for f, v in want.items()): fail(f"KEY OFFER shown as {h}")
+print("ok: mrc decode shows a KEY OFFER's KOETH")
+PY
+
 # Bad input: a capture cut inside a record, a file that is no capture, a missing file.
 head -c $(( $(stat -c %s "$dir/run.pcap") - 100 )) "$dir/run.pcap" > "$dir/cut.pcap"
 out=$("$MRC" decode "$dir/cut.pcap" --brief 2>&1); rc=$?
@@ -117,3 +149,13 @@ ours = [l.strip() for l in open(sys.argv[2])]
 if theirs != ours: fail(f"tshark and mrc decode disagree on the secure capture: {theirs[:3]} vs {ours[:3]}")
 print(f"ok: the dissector shows the same {len(theirs)} secure packets, epochs and counters")
 PY
+
+tshark -X "lua_script:$SRC/tools/wireshark/mrc.lua" -r "$dir/offer.pcap" -Y mrc -T fields \
+  -e mrc.opcode -e mrc.koeth.source_qp -e mrc.koeth.mode -e mrc.koeth.holds_yours -e mrc.koeth.reply \
+  -e mrc.icrc.status 2> "$dir/tshark.err" > "$dir/tshark-offer.txt" \
+  || { cat "$dir/tshark.err"; fail "tshark on the KEY OFFER capture: exit $?"; }
+offer=$(tr '\t' ' ' < "$dir/tshark-offer.txt")
+case "$offer" in
+  "0xdf 0xabcdef 2 "[1T]*" "[1T]*" good (UDP datapath CRC-32)") echo "ok: the dissector shows the KEY OFFER's KOETH" ;;
+  *) fail "KEY OFFER as tshark shows it: '$offer'" ;;
+esac

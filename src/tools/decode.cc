@@ -13,6 +13,7 @@
 
 #include "core/packet_protection.h"
 #include "core/wire/packet.h"
+#include "io/inband_keys.h"
 #include "io/pcap.h"
 #include "io/roce_frame.h"
 #include "util/hex.h"
@@ -171,6 +172,23 @@ json describe_secure(const json& headers, std::span<const uint8_t> g) {
   return out;
 }
 
+// A KEY OFFER (PROTOCOL.md §1.13, the in-band key agreement's): its BTH and KOETH.
+json describe_key_offer(const io::KeyOfferPacket& k) {
+  json bth = {{"opcode", hex(io::kKeyOfferOpcode, 2)},
+              {"name", "KEY_OFFER"},
+              {"dest_qp", hex(k.dest_qpn, 6)},
+              {"psn", 0}};
+  json koeth = {{"source_qp", hex(k.source_qpn, 6)},
+                {"mode", to_string(k.offer.mode)},
+                {"holds_yours", k.holds_yours},
+                {"reply", k.reply},
+                {"key_id", k.offer.key_id},
+                {"public_key", k.offer.share.substr(0, 64)},
+                {"nonce", k.offer.share.substr(64)},
+                {"proof", k.offer.proof}};
+  return {{"bth", bth}, {"koeth", koeth}};
+}
+
 uint32_t load_be32(const uint8_t* p) {
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
 }
@@ -264,6 +282,10 @@ json describe_datagram(const io::CapturedDatagram& d, std::span<const uint8_t> g
   p["length"] = g.size();
   p["tos"] = d.tos;
   p["icrc"] = icrc;
+  if (const auto offer = io::decode_key_offer(g)) {
+    p["headers"] = describe_key_offer(*offer);
+    return p;
+  }
   std::vector<uint8_t> view;
   auto decoded = decode_view(g, view);
   if (decoded.ok()) {
@@ -282,7 +304,7 @@ json examine(const io::CapturedDatagram& d, const DecodeToolOptions& o) {
       std::find(o.ports.begin(), o.ports.end(), d.destination_port) != o.ports.end();
   const std::string icrc = icrc_status(d, d.datagram);
   std::vector<uint8_t> view;
-  const bool decodes = decode_view(d.datagram, view).ok();
+  const bool decodes = decode_view(d.datagram, view).ok() || io::decode_key_offer(d.datagram);
   json out = json::array();
   if (decodes && icrc != "bad") {
     out.push_back(describe_datagram(d, d.datagram, icrc, -1));

@@ -17,9 +17,12 @@ local opcodes = {
   [0xC6] = "WRITE_FIRST", [0xC7] = "WRITE_MIDDLE", [0xC8] = "WRITE_LAST", [0xC9] = "WRITE_LAST_IMM",
   [0xCA] = "WRITE_ONLY", [0xCB] = "WRITE_ONLY_IMM", [0xD1] = "ACK", [0xD8] = "ENDPOINT_REQUEST",
   [0xD9] = "ENDPOINT_RESPONSE", [0xDC] = "SACK", [0xDD] = "NACK", [0xDE] = "PROBE",
+  [0xDF] = "KEY_OFFER",
 }
 -- Bytes after the BTH and before the ICRC of each control opcode (exact).
-local control_bytes = { [0xD1] = 4, [0xD8] = 16, [0xD9] = 36, [0xDC] = 36, [0xDD] = 20, [0xDE] = 16 }
+local control_bytes = { [0xD1] = 4, [0xD8] = 16, [0xD9] = 36, [0xDC] = 36, [0xDD] = 20, [0xDE] = 16,
+                        [0xDF] = 96 }
+local secure_modes = { [0] = "off", [1] = "auth", [2] = "encrypt" }
 local nack_reasons = {
   [0x01] = "TRIMMED", [0x02] = "TRIMMED_LASTHOP", [0x06] = "NO_BITMAP", [0x07] = "NO_PKT_BUFFER",
   [0x0A] = "NO_RESOURCE", [0x0B] = "PSN_OOR_WINDOW", [0x19] = "UNEXP_EVENT",
@@ -43,6 +46,14 @@ local f = {
   epoch = ProtoField.uint16("mrc.sech.epoch", "Key epoch"),
   counter = ProtoField.uint64("mrc.sech.counter", "Packet counter"),
   tag = ProtoField.bytes("mrc.tag", "AES-GCM tag"),
+  ko_sqpn = ProtoField.uint24("mrc.koeth.source_qp", "Source QP", base.HEX),
+  ko_mode = ProtoField.uint8("mrc.koeth.mode", "Secure mode", base.DEC, secure_modes),
+  ko_h = ProtoField.bool("mrc.koeth.holds_yours", "Holds the receiver's offer (H)"),
+  ko_r = ProtoField.bool("mrc.koeth.reply", "Reply (R)"),
+  ko_key_id = ProtoField.bytes("mrc.koeth.key_id", "Pre-shared key id"),
+  ko_public = ProtoField.bytes("mrc.koeth.public_key", "X25519 public key"),
+  ko_nonce = ProtoField.bytes("mrc.koeth.nonce", "Nonce"),
+  ko_proof = ProtoField.bytes("mrc.koeth.proof", "Proof (HMAC-SHA256)"),
   psn = ProtoField.uint24("mrc.psn", "PSN"),
   rqmsn = ProtoField.uint16("mrc.meth.rqmsn", "RQ message sequence number"),
   msn = ProtoField.uint16("mrc.meth.msn", "Message sequence number"),
@@ -233,6 +244,15 @@ local function add_endpoint(tree, tvb, op)
   end
 end
 
+-- KEY OFFER (mrc's in-band key agreement, PROTOCOL.md 1.13).
+local function add_key_offer(tree, tvb)
+  local h = tree:add(mrc, tvb(12, 96), "KOETH (key offer)")
+  h:add(f.ko_sqpn, tvb(13, 3)); h:add(f.ko_mode, tvb(16, 1))
+  h:add(f.ko_h, tvb(17, 1):bitfield(7, 1) == 1); h:add(f.ko_r, tvb(17, 1):bitfield(6, 1) == 1)
+  h:add(f.ko_key_id, tvb(20, 8)); h:add(f.ko_public, tvb(28, 32)); h:add(f.ko_nonce, tvb(60, 16))
+  h:add(f.ko_proof, tvb(76, 32))
+end
+
 local function add_icrc(tree, tvb)
   local at = tvb:len() - 4
   tree:add(f.icrc, tvb(at, 4))
@@ -261,6 +281,7 @@ function mrc.dissector(tvb, pinfo, tree)
   elseif op == 0xDD then add_nack(root, body)
   elseif op == 0xDE then add_probe(root, body)
   elseif op == 0xD8 or op == 0xD9 then add_endpoint(root, body, op)
+  elseif op == 0xDF then add_key_offer(root, body)
   elseif op == 0xD1 then
     local h = root:add(mrc, body(12, 4), "AETH")
     h:add(f.syndrome, body(12, 1)); h:add(f.aeth_msn, body(13, 3))
