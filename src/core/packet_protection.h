@@ -28,6 +28,7 @@
 #include <memory>
 #include <span>
 
+#include "core/gmac.h"
 #include "core/key_schedule.h"
 #include "core/replay_window.h"
 #include "core/wire/packet.h"
@@ -39,7 +40,9 @@ namespace mrc {
 
 static_assert(kSecureOverheadBytes == wire::kSechBytes + wire::kTagBytes);
 
-// One AES-128-GCM key, ready for per-packet use (an OpenSSL cipher context keyed once).
+// One AES-128-GCM key, ready for per-packet use: an OpenSSL cipher context keyed once, and for
+// payloads that are only authenticated, a GMAC of the same key (core/gmac.h) where the CPU has
+// AES-NI.
 class GcmKey {
  public:
   GcmKey() = default;
@@ -64,6 +67,7 @@ class GcmKey {
 
   struct Context;
   std::unique_ptr<Context> context_;
+  std::unique_ptr<Gmac> gmac_;
   std::array<uint8_t, kPacketIvBytes> iv_{};
 };
 
