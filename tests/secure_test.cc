@@ -427,6 +427,32 @@ TEST(Secure, AQpWhoseKeysComeLaterWaitsForThem) {
                          pair.side[0].source.begin()));
 }
 
+// A QP's configured secrets serve one connection: RTR takes them and the QP keeps no copy, so
+// a QP reset and connected again cannot send under the same key from counter 0 (a repeated
+// GCM nonce); it waits for new keys instead.
+TEST(Secure, AReconnectedQpDoesNotReuseItsKeys) {
+  Pair pair(1, secure_config(SecureMode::kEncrypt), 64 * kKiB);
+  (void)exchange(pair, 8192, 1, /*both_ways=*/false);
+  QueuePair* a = pair.side[0].qp;
+  const auto zero = std::array<uint8_t, kTrafficSecretBytes>{};
+  EXPECT_EQ(a->config().security.send_secret, zero);
+  EXPECT_EQ(a->config().security.receive_secret, zero);
+  a->to_reset();
+  ASSERT_TRUE(a->to_init().ok());
+  ASSERT_TRUE(a->to_rtr(RtrAttributes{pair.side[1].qp->qpn(), Psn(77), 1}).ok());
+  ASSERT_TRUE(a->to_rts(RtsAttributes{Psn(77)}).ok());
+  const uint64_t sent = pair.side[0].endpoint->stats().datagrams_sent;
+  ASSERT_TRUE(pair.write(0, 0, 8192, 2).ok());
+  pair.run(pair.now() + Duration{50'000'000});
+  EXPECT_EQ(pair.side[0].endpoint->stats().datagrams_sent, sent);
+  // New secrets (as a new connection's set-up gives) make it usable again.
+  a->to_reset();
+  ASSERT_TRUE(a->set_config(secure_config(SecureMode::kEncrypt)).ok());
+  ASSERT_TRUE(a->to_init().ok());
+  ASSERT_TRUE(a->to_rtr(RtrAttributes{pair.side[1].qp->qpn(), Psn(99), 1}).ok());
+  EXPECT_NE(a->protection(), nullptr);
+}
+
 TEST(Secure, ConfigurationErrorsNameTheField) {
   QpConfig c = secure_config(SecureMode::kEncrypt);
   c.set_mtu(9000);

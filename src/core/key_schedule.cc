@@ -1,6 +1,7 @@
 // HKDF-SHA256 and the labels of mrc's key schedule (see key_schedule.h).
 #include "core/key_schedule.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
@@ -91,6 +92,10 @@ TrafficSecrets derive_traffic_secrets(std::span<const uint8_t> shared,
   hkdf_expand_label(master, "a to b", digest, secrets.a_to_b);
   hkdf_expand_label(master, "b to a", digest, secrets.b_to_a);
   return secrets;
+}
+
+void wipe(TrafficSecret& secret) {
+  OPENSSL_cleanse(secret.data(), secret.size());
 }
 
 }  // namespace mrc

@@ -35,6 +35,8 @@ void hkdf_expand_label(const TrafficSecret& secret, std::string_view label,
                        std::span<const uint8_t> context, std::span<uint8_t> out);
 
 PacketKeys packet_keys(const TrafficSecret& epoch_secret);
+// Overwrites a secret with zeros in a way the compiler keeps (OPENSSL_cleanse).
+void wipe(TrafficSecret& secret);
 TrafficSecret next_epoch_secret(const TrafficSecret& epoch_secret);
 
 // The traffic secrets of one connection, from what its set-up agreed: `shared` (a key

@@ -136,8 +136,15 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   responder_->start(attributes.expected_psn, qpn_, attributes.dest_qp, pd_, mrs_);
   for (uint64_t wr_id : early_receives_) responder_->post_recv(wr_id);
   early_receives_.clear();
-  if (secure() && !config_.security.keys_later)
+  if (secure() && !config_.security.keys_later) {
+    // The configured secrets serve one connection: the packet counters start again from 0 at
+    // every RTR, and a GCM nonce must never repeat under a key. So the QP keeps no copy, and
+    // once reset it needs new secrets (set_config) or keys after RTR (set_keys).
     protection_ = std::make_unique<PacketProtection>(config_.security);
+    wipe(config_.security.send_secret);
+    wipe(config_.security.receive_secret);
+    config_.security.keys_later = true;
+  }
   state_ = QpState::kRtr;
   return Ok{};
 }
