@@ -3,13 +3,12 @@
 // counted by the endpoint, and answered with nothing. Also the pieces alone: AES-GCM against a
 // published test vector, HKDF against RFC 5869, the replay window.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <openssl/evp.h>
 
 #include "core/gmac.h"
 #include "core/key_schedule.h"
@@ -113,8 +112,10 @@ TEST(Secure, GmacMatchesAesGcmWithoutPlaintext) {
     gmac.tag(nonce, all.first(split), all.subspan(split), tag);
     ASSERT_EQ(tag, expected) << "trial " << trial << ", " << data.size() << " bytes";
     EXPECT_TRUE(gmac.verify(nonce, all.first(split), all.subspan(split), expected));
-    if (!data.empty()) data[prng.below(data.size())] ^= 0x10;
-    else nonce[0] ^= 1;
+    if (!data.empty())
+      data[prng.below(data.size())] ^= 0x10;
+    else
+      nonce[0] ^= 1;
     EXPECT_FALSE(gmac.verify(nonce, all.first(split), all.subspan(split), expected));
   }
   EVP_CIPHER_CTX_free(evp);

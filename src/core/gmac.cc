@@ -43,7 +43,7 @@ __attribute__((target("aes,sse2"))) void expand_key(const uint8_t* key, RoundKey
 
 // OpenSSL's block128_f: one block, `key` being our RoundKeys.
 __attribute__((target("aes,sse2"))) void encrypt_block(const unsigned char in[16],
-                                                        unsigned char out[16], const void* key) {
+                                                       unsigned char out[16], const void* key) {
   const auto& k = *static_cast<const RoundKeys*>(key);
   __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in)), k.rk[0]);
   for (int round = 1; round < 10; ++round) b = _mm_aesenc_si128(b, k.rk[round]);

@@ -37,10 +37,9 @@ Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
   std::unique_ptr<Device> device(new Device(config, shared_lock, psn_seed));
   device->host_ = std::move(host.value());
   Device* raw = device.get();
-  device->host_->set_side_channel(kKeyOfferOpcode,
-                                  [raw](std::span<const uint8_t> d, const sockaddr_in& from) {
-                                    raw->on_key_offer(d, from);
-                                  });
+  device->host_->set_side_channel(
+      kKeyOfferOpcode,
+      [raw](std::span<const uint8_t> d, const sockaddr_in& from) { raw->on_key_offer(d, from); });
   return device;
 }
 
@@ -98,7 +97,7 @@ void Device::on_round(std::function<void()> round) {
 Result<Ok, Error> Device::agree_keys(const QueuePair& qp, std::span<const uint8_t> key,
                                      uint32_t peer, Qpn peer_qpn, const std::string& peer_name) {
   auto started = keys_.start(host_->now(), qp.config().security.mode, key, qp.qpn().value, peer,
-                              peer_qpn.value, peer_name);
+                             peer_qpn.value, peer_name);
   run_key_agreements();
   return started;
 }

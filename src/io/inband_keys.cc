@@ -46,8 +46,8 @@ std::vector<uint8_t> encode_key_offer(const KeyOfferPacket& packet) {
   uint8_t* k = &out[kBth];
   put_u32(k + kSourceQpn, packet.source_qpn & kQpnMask);
   k[kMode] = static_cast<uint8_t>(packet.offer.mode);
-  k[kFlags] = static_cast<uint8_t>((packet.holds_yours ? kHoldsYours : 0) |
-                                   (packet.reply ? kReply : 0));
+  k[kFlags] =
+      static_cast<uint8_t>((packet.holds_yours ? kHoldsYours : 0) | (packet.reply ? kReply : 0));
   const KeyOffer& o = packet.offer;
   if (!put_hex(k + kKeyId, o.key_id, kKeyIdBytes) || !put_hex(k + kShare, o.share, kShareBytes) ||
       !put_hex(k + kProof, o.proof, kProofBytes))
@@ -163,15 +163,13 @@ void InbandKeys::on_datagram(Instant now, std::span<const uint8_t> datagram) {
 
 void InbandKeys::fail(Agreement& a) {
   a.finished = true;
-  const std::string peer =
-      a.peer_name + " (queue pair " + std::to_string(a.peer_qpn) + ") within " +
-      std::to_string(timeout_.ns / 1'000'000) + " ms";
-  std::string why =
-      a.refused.empty()
-          ? "no key offer from " + peer + ": both ends need secure mode " +
-                std::string(to_string(a.mode)) +
-                " and the same key file, and the peer's QP must reach RTR"
-          : "no key agreement with " + peer + ": " + a.refused;
+  const std::string peer = a.peer_name + " (queue pair " + std::to_string(a.peer_qpn) +
+                           ") within " + std::to_string(timeout_.ns / 1'000'000) + " ms";
+  std::string why = a.refused.empty()
+                        ? "no key offer from " + peer + ": both ends need secure mode " +
+                              std::string(to_string(a.mode)) +
+                              " and the same key file, and the peer's QP must reach RTR"
+                        : "no key agreement with " + peer + ": " + a.refused;
   outcomes_.push_back(Outcome{a.qpn, false, {}, std::move(why)});
 }
 

@@ -26,17 +26,17 @@
 #include <utility>
 #include <vector>
 
-#include "mrc/types.hpp"
 #include "io/key_exchange.h"
+#include "mrc/types.hpp"
 
 namespace mrc::io {
 
-inline constexpr uint8_t kKeyOfferOpcode = 0xDF;  // BTH opcode of a KEY OFFER datagram
+inline constexpr uint8_t kKeyOfferOpcode = 0xDF;       // BTH opcode of a KEY OFFER datagram
 inline constexpr size_t kKeyOfferBytes = 12 + 96 + 4;  // BTH, KOETH, ICRC
 
 struct KeyOfferPacket {
-  uint32_t dest_qpn = 0;    // the receiver's QP
-  uint32_t source_qpn = 0;  // the sender's QP
+  uint32_t dest_qpn = 0;     // the receiver's QP
+  uint32_t source_qpn = 0;   // the sender's QP
   bool holds_yours = false;  // H
   bool reply = false;        // R
   KeyOffer offer;

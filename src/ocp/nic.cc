@@ -176,8 +176,8 @@ Nic* nic_open(int index) {
   nic->device->on_completions([raw](std::span<const uint32_t> tags) { raw->on_completions(tags); });
   nic->device->on_round([raw] { raw->after_progress(); });
   nic->device->on_key_failure([raw](Qpn qpn, const std::string& why) {
-    std::fprintf(stderr, "mrc: device %s, queue pair %u: %s\n", raw->spec->name.c_str(),
-                 qpn.value, why.c_str());
+    std::fprintf(stderr, "mrc: device %s, queue pair %u: %s\n", raw->spec->name.c_str(), qpn.value,
+                 why.c_str());
   });
   nic->device->start_thread();
   const char* serve = std::getenv("MRC_CTL_SOCKET");

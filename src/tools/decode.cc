@@ -178,14 +178,10 @@ json describe_key_offer(const io::KeyOfferPacket& k) {
               {"name", "KEY_OFFER"},
               {"dest_qp", hex(k.dest_qpn, 6)},
               {"psn", 0}};
-  json koeth = {{"source_qp", hex(k.source_qpn, 6)},
-                {"mode", to_string(k.offer.mode)},
-                {"holds_yours", k.holds_yours},
-                {"reply", k.reply},
-                {"key_id", k.offer.key_id},
-                {"public_key", k.offer.share.substr(0, 64)},
-                {"nonce", k.offer.share.substr(64)},
-                {"proof", k.offer.proof}};
+  json koeth = {{"source_qp", hex(k.source_qpn, 6)}, {"mode", to_string(k.offer.mode)},
+                {"holds_yours", k.holds_yours},      {"reply", k.reply},
+                {"key_id", k.offer.key_id},          {"public_key", k.offer.share.substr(0, 64)},
+                {"nonce", k.offer.share.substr(64)}, {"proof", k.offer.proof}};
   return {{"bth", bth}, {"koeth", koeth}};
 }
 
