@@ -67,17 +67,17 @@ TEST(Secure, AesGcmMatchesThePublishedTestVector) {
   const std::vector<uint8_t> aad = hex("feedfacedeadbeeffeedfacedeadbeefabaddad2");
   const std::vector<uint8_t> plain = text;
   std::array<uint8_t, 16> tag{};
-  GcmKey sealer(keys, true);
-  sealer.seal(0, aad, text, true, tag);
+  GcmKey sealer(keys, SecureMode::kEncrypt, /*sealing=*/true);
+  sealer.seal(0, aad, text, tag);
   EXPECT_EQ(text, hex("42831ec2217774244b7221b784d0d49ce3aa212f2c02a4e035c17e2329aca12e21d514b2546"
                       "6931c7d8f6a5aac84aa051ba30b396a0aac973d58e091"));
   EXPECT_EQ(std::vector<uint8_t>(tag.begin(), tag.end()), hex("5bc94fbc3221a5db94fae95ae7121a47"));
-  GcmKey opener(keys, false);
+  GcmKey opener(keys, SecureMode::kEncrypt, /*sealing=*/false);
   std::vector<uint8_t> out(text.size());
-  ASSERT_TRUE(opener.open(0, aad, text, true, tag, out));
+  ASSERT_TRUE(opener.open(0, aad, text, tag, out));
   EXPECT_EQ(out, plain);
   tag[3] ^= 1;
-  EXPECT_FALSE(opener.open(0, aad, text, true, tag, out));
+  EXPECT_FALSE(opener.open(0, aad, text, tag, out));
 }
 
 // The GMAC of authenticate-only packets (core/gmac.h: an AES-NI block under OpenSSL's GCM mode)

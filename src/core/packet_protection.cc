@@ -17,12 +17,17 @@ struct GcmKey::Context {
   ~Context() { EVP_CIPHER_CTX_free(ctx); }
 };
 
-GcmKey::GcmKey(const PacketKeys& keys, bool encrypting)
-    : context_(std::make_unique<Context>()), iv_(keys.iv) {
+GcmKey::GcmKey(const PacketKeys& keys, SecureMode mode, bool sealing)
+    : encrypt_(mode == SecureMode::kEncrypt), iv_(keys.iv) {
+  MRC_ASSERT(mode != SecureMode::kOff);
+  if (!encrypt_ && Gmac::available()) {
+    gmac_ = std::make_unique<Gmac>(keys.key);
+    return;
+  }
+  context_ = std::make_unique<Context>();
   MRC_ASSERT(context_->ctx != nullptr);
-  if (Gmac::available()) gmac_ = std::make_unique<Gmac>(keys.key);
   const int ok = EVP_CipherInit_ex(context_->ctx, EVP_aes_128_gcm(), nullptr, keys.key.data(),
-                                   nullptr, encrypting ? 1 : 0);
+                                   nullptr, sealing ? 1 : 0);
   MRC_ASSERT(ok == 1);
 }
 
@@ -59,32 +64,32 @@ bool GcmKey::run(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<con
 }
 
 void GcmKey::seal(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<uint8_t> payload,
-                  bool encrypt_payload, std::span<uint8_t> tag) {
+                  std::span<uint8_t> tag) {
   MRC_ASSERT(tag.size() == wire::kTagBytes);
-  if (!encrypt_payload && gmac_) {
+  if (gmac_) {
     gmac_->tag(nonce(nonce_low), aad, payload, tag.first<wire::kTagBytes>());
     return;
   }
-  const bool ok =
-      run(nonce_low, aad, payload, encrypt_payload ? payload.data() : nullptr, tag.data(), true);
+  const bool ok = run(nonce_low, aad, payload, encrypt_ ? payload.data() : nullptr, tag.data(),
+                      /*sealing=*/true);
   MRC_ASSERT(ok);
 }
 
 bool GcmKey::open(uint64_t nonce_low, std::span<const uint8_t> aad,
-                  std::span<const uint8_t> payload, bool encrypted_payload,
-                  std::span<const uint8_t> tag, std::span<uint8_t> out) {
+                  std::span<const uint8_t> payload, std::span<const uint8_t> tag,
+                  std::span<uint8_t> out) {
   MRC_ASSERT(out.size() == payload.size() && tag.size() == wire::kTagBytes);
-  if (!encrypted_payload && gmac_) {
+  if (gmac_) {
     if (!gmac_->verify(nonce(nonce_low), aad, payload, tag.first<wire::kTagBytes>())) return false;
-    if (!payload.empty()) std::memcpy(out.data(), payload.data(), payload.size());
-    return true;
+  } else {
+    // OpenSSL takes the expected tag through a non-const pointer; it only reads it.
+    auto* expected =
+        const_cast<uint8_t*>(tag.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+    if (!run(nonce_low, aad, payload, encrypt_ ? out.data() : nullptr, expected, false))
+      return false;
   }
-  if (!encrypted_payload && !payload.empty())
-    std::memcpy(out.data(), payload.data(), payload.size());
-  // OpenSSL takes the expected tag through a non-const pointer; it only reads it.
-  auto* expected =
-      const_cast<uint8_t*>(tag.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-  return run(nonce_low, aad, payload, encrypted_payload ? out.data() : nullptr, expected, false);
+  if (!encrypt_ && !payload.empty()) std::memcpy(out.data(), payload.data(), payload.size());
+  return true;
 }
 
 // ---- PacketProtection ------------------------------------------------------------------------
@@ -151,12 +156,12 @@ size_t unprotected_view(std::span<const uint8_t> secure, std::span<uint8_t> out)
 }
 
 PacketProtection::ReceiveEpoch PacketProtection::receive_epoch_from(const TrafficSecret& secret,
-                                                                    uint16_t number) {
+                                                                    uint16_t number) const {
   ReceiveEpoch epoch;
   epoch.valid = true;
   epoch.number = number;
   epoch.secret = secret;
-  epoch.key = GcmKey(packet_keys(secret), /*encrypting=*/false);
+  epoch.key = GcmKey(packet_keys(secret), mode_, /*sealing=*/false);
   return epoch;
 }
 
@@ -164,14 +169,14 @@ PacketProtection::PacketProtection(const SecurityConfig& config)
     : mode_(config.mode), rekey_packets_(config.rekey_packets) {
   MRC_ASSERT(mode_ != SecureMode::kOff && rekey_packets_ >= 1 && rekey_packets_ <= kCounterMask);
   send_.secret = config.send_secret;
-  send_.key = GcmKey(packet_keys(send_.secret), /*encrypting=*/true);
+  send_.key = GcmKey(packet_keys(send_.secret), mode_, /*sealing=*/true);
   receive_[kCurrent] = receive_epoch_from(config.receive_secret, 0);
   receive_[kNext] = receive_epoch_from(next_epoch_secret(config.receive_secret), 1);
 }
 
 void PacketProtection::next_send_epoch() {
   send_.secret = next_epoch_secret(send_.secret);
-  send_.key = GcmKey(packet_keys(send_.secret), /*encrypting=*/true);
+  send_.key = GcmKey(packet_keys(send_.secret), mode_, /*sealing=*/true);
   ++send_.number;
   send_.packets = 0;
 }
@@ -191,7 +196,7 @@ size_t PacketProtection::seal(std::span<uint8_t> out, size_t plain_length) {
   const size_t payload_end = plain_length - wire::kIcrcBytes + wire::kSechBytes;
   const std::span<uint8_t> payload = out.subspan(header, payload_end - header);
   send_.key.seal(nonce_low(send_.number, send_.packets), out.first(header), payload,
-                 mode_ == SecureMode::kEncrypt, out.subspan(payload_end, wire::kTagBytes));
+                 out.subspan(payload_end, wire::kTagBytes));
   ++send_.packets;
   return wire::seal_deferred(out, payload_end + wire::kTagBytes);
 }
@@ -265,7 +270,6 @@ Result<size_t, SecurityDrop> PacketProtection::open(std::span<const uint8_t> dat
   const size_t payload_end = secure_header + l.payload_bytes();
   if (!epoch->key.open(nonce_low(sech.epoch, sech.counter), datagram.first(secure_header),
                        datagram.subspan(secure_header, l.payload_bytes()),
-                       mode_ == SecureMode::kEncrypt,
                        datagram.subspan(payload_end, wire::kTagBytes),
                        plain.subspan(l.header, l.payload_bytes())))
     return Err{SecurityDrop::kBadTag};

@@ -40,25 +40,26 @@ namespace mrc {
 
 static_assert(kSecureOverheadBytes == wire::kSechBytes + wire::kTagBytes);
 
-// One AES-128-GCM key, ready for per-packet use: an OpenSSL cipher context keyed once, and for
-// payloads that are only authenticated, a GMAC of the same key (core/gmac.h) where the CPU has
-// AES-NI.
+// One AES-128-GCM key, ready for per-packet use in one secure mode: for kEncrypt an OpenSSL
+// cipher context keyed once; for kAuthenticate (payloads are associated data) a GMAC of the key
+// (core/gmac.h), or that EVP context on a CPU without AES-NI.
 class GcmKey {
  public:
   GcmKey() = default;
-  GcmKey(const PacketKeys& keys, bool encrypting);
+  // `sealing`: this key seals (else it opens). REQUIRES: mode != kOff.
+  GcmKey(const PacketKeys& keys, SecureMode mode, bool sealing);
   GcmKey(GcmKey&&) noexcept;
   GcmKey& operator=(GcmKey&&) noexcept;
   ~GcmKey();
 
-  // Seals in place: the tag over aad | payload goes to `tag`; the payload is encrypted in place
-  // unless `encrypt_payload` is false (then it is associated data).
+  // Seals in place: the tag over aad | payload goes to `tag`; in kEncrypt the payload is
+  // encrypted in place, in kAuthenticate it is associated data.
   void seal(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<uint8_t> payload,
-            bool encrypt_payload, std::span<uint8_t> tag);
+            std::span<uint8_t> tag);
   // Opens into `out` (the payload's plaintext; out.size() == payload.size()); false if the tag
   // does not match (`out` then holds nothing to use).
   bool open(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<const uint8_t> payload,
-            bool encrypted_payload, std::span<const uint8_t> tag, std::span<uint8_t> out);
+            std::span<const uint8_t> tag, std::span<uint8_t> out);
 
  private:
   std::array<uint8_t, kPacketIvBytes> nonce(uint64_t nonce_low) const;
@@ -66,8 +67,9 @@ class GcmKey {
            uint8_t* out, uint8_t* tag, bool sealing);
 
   struct Context;
-  std::unique_ptr<Context> context_;
-  std::unique_ptr<Gmac> gmac_;
+  std::unique_ptr<Context> context_;  // EVP: kEncrypt, or kAuthenticate without AES-NI
+  std::unique_ptr<Gmac> gmac_;        // kAuthenticate with AES-NI
+  bool encrypt_ = false;              // the payload is encrypted (kEncrypt)
   std::array<uint8_t, kPacketIvBytes> iv_{};
 };
 
@@ -120,7 +122,7 @@ class PacketProtection {
   // kAhead: a candidate epoch 2..kEpochsAhead past the current one, for a packet that claims it.
   enum Slot : uint8_t { kPrevious, kCurrent, kNext, kAhead };
 
-  static ReceiveEpoch receive_epoch_from(const TrafficSecret& secret, uint16_t number);
+  ReceiveEpoch receive_epoch_from(const TrafficSecret& secret, uint16_t number) const;
   void next_send_epoch();
   ReceiveEpoch* epoch_for(uint16_t number);
   ReceiveEpoch* epoch_ahead(uint16_t distance);

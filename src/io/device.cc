@@ -111,7 +111,7 @@ void Device::on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& 
   const bool connected =
       qp != nullptr && (qp->state() == QpState::kRtr || qp->state() == QpState::kRts);
   if (!connected || qp->secure() || qp->remote().dest_qp.value != offer->source_qpn) {
-    keys_.on_datagram(host_->now(), datagram);
+    keys_.on_offer(host_->now(), offer ? &*offer : nullptr);
     return;
   }
   char text[INET_ADDRSTRLEN] = "?";
@@ -131,8 +131,10 @@ void Device::run_key_agreements() {
   for (const InbandKeys::Outcome& o : keys_.take_outcomes()) {
     QueuePair* qp = endpoint().qp(Qpn(o.qpn));
     if (qp == nullptr) continue;
-    if (o.agreed && qp->set_keys(o.keys.send_secret, o.keys.receive_secret).ok()) continue;
-    if (o.agreed) continue;  // the QP left RTR/RTS meanwhile: nothing to key
+    if (o.agreed) {
+      (void)qp->set_keys(o.keys.send_secret, o.keys.receive_secret);  // refused if reset since
+      continue;
+    }
     qp->to_error();
     if (key_failed_) key_failed_(Qpn(o.qpn), o.error);
   }

@@ -140,10 +140,9 @@ bool InbandKeys::take(Agreement& a, const KeyOfferPacket& packet) {
   return true;
 }
 
-void InbandKeys::on_datagram(Instant now, std::span<const uint8_t> datagram) {
+void InbandKeys::on_offer(Instant now, const KeyOfferPacket* packet) {
   ++counters_.offers_received;
-  const auto packet = decode_key_offer(datagram);
-  const auto it = packet ? agreements_.find(packet->dest_qpn) : agreements_.end();
+  const auto it = packet != nullptr ? agreements_.find(packet->dest_qpn) : agreements_.end();
   if (it == agreements_.end() || packet->source_qpn != it->second.peer_qpn) {
     ++counters_.offers_refused;  // malformed, or for no agreement of ours
     return;

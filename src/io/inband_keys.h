@@ -81,7 +81,12 @@ class InbandKeys {
   // agreement is settled (done or past its deadline; it then only answers offers).
   bool active() const { return unsettled_ > 0 || !outgoing_.empty() || !outcomes_.empty(); }
 
-  void on_datagram(Instant now, std::span<const uint8_t> datagram);
+  void on_datagram(Instant now, std::span<const uint8_t> datagram) {
+    const auto packet = decode_key_offer(datagram);
+    on_offer(now, packet ? &*packet : nullptr);
+  }
+  // A KEY OFFER its receiver decoded already; null for a datagram that did not decode.
+  void on_offer(Instant now, const KeyOfferPacket* packet);
   void on_timer(Instant now);
   Instant next_deadline() const;
 
