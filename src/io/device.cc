@@ -93,7 +93,6 @@ void Device::on_round(std::function<void()> round) {
   round_ = std::move(round);
 }
 
-// One round of the datapath and of the API's hooks, holding the lock; true if there was work.
 Result<Ok, Error> Device::agree_keys(const QueuePair& qp, std::span<const uint8_t> key,
                                      uint32_t peer, Qpn peer_qpn, const std::string& peer_name) {
   auto started = keys_.start(host_->now(), qp.config().security.mode, key, qp.qpn().value, peer,
@@ -140,6 +139,7 @@ void Device::run_key_agreements() {
   }
 }
 
+// One round of the datapath and of the API's hooks, holding the lock; true if there was work.
 bool Device::round() {
   const bool busy = host_->run_once();
   if (keys_.active()) run_key_agreements();

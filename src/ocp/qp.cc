@@ -235,11 +235,10 @@ int start_key_agreement(mrc_qp& qp, uint32_t peer, const ibv_qp_attr& v) {
 
 int transition(mrc_qp& qp, ibv_qp_state to, const ibv_qp_attr* v, int mask) {
   const ibv_qp_state from = qp.state;
-  if (to == IBV_QPS_ERR) {
-    qp.qp->to_error();
-  } else if (to == IBV_QPS_RESET) {
-    qp.qp->to_reset();
-    qp.context->nic->device->forget_keys(qp.qp->qpn());
+  if (to == IBV_QPS_ERR || to == IBV_QPS_RESET) {
+    if (to == IBV_QPS_ERR) qp.qp->to_error();
+    if (to == IBV_QPS_RESET) qp.qp->to_reset();
+    qp.context->nic->device->forget_keys(qp.qp->qpn());  // an agreement under way ends
   } else if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) {
     if (!qp.qp->to_init().ok()) return EINVAL;
   } else if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
@@ -331,7 +330,7 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   const auto planes = static_cast<uint16_t>(nic.spec->planes.size());
   nic.device->configure(config, nic.spec->secure);
   config.security.mode = nic.spec->secure;
-  config.security.keys_later = true;  // agreed at RTR (io/inband_keys.h)
+  config.security.keys_later = nic.spec->secure != SecureMode::kOff;  // agreed at RTR
   config.path_policy = nic.spec->path_policy;
   config.ev_count =
       static_cast<uint16_t>(config.ev_count / planes * planes);  // an equal share per plane
