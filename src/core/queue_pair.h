@@ -103,6 +103,7 @@ class QueuePair {
   // while a secure QP's keys are not set (SecurityConfig::keys_later): it then sends nothing
   // and the endpoint refuses its packets.
   bool secure() const { return config_.security.mode != SecureMode::kOff; }
+  bool awaiting_keys() const { return secure() && !protection_; }
   // The peer QP and handle given at RTR.
   const RtrAttributes& remote() const { return remote_; }
   PacketProtection* protection() { return protection_.get(); }
@@ -116,7 +117,6 @@ class QueuePair {
   void queue_port_status(Instant now);
   size_t poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   size_t poll_plain(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
-  bool awaiting_keys() const { return secure() && !protection_; }
   void after_event(Instant now);
   // Moves the responder's deliverable completions to the receive CQ (if it has any pending).
   void deliver();

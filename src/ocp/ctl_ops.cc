@@ -103,8 +103,23 @@ json op_device(Nic& nic) {
                       {"packets_sent", st.packets_sent},
                       {"packets_received", st.packets_received}});
   }
-  for (mrc_context* c : nic.contexts) qps += static_cast<int>(c->qp_list.size());
+  int awaiting_keys = 0;  // secure QPs past RTR whose key agreement has not ended
+  for (mrc_context* c : nic.contexts) {
+    qps += static_cast<int>(c->qp_list.size());
+    for (const mrc_qp* qp : c->qp_list) {
+      const QpState s = qp->qp->state();
+      const bool connected = s == QpState::kRtr || s == QpState::kRts;
+      awaiting_keys += connected && qp->qp->awaiting_keys() ? 1 : 0;
+    }
+  }
+  const io::InbandKeys::Counters& offers = nic.device->key_offers();
   return json{{"ok", true},
+              {"secure", to_string(nic.spec->secure)},
+              {"qps_awaiting_keys", awaiting_keys},
+              {"key_offers",
+               {{"sent", offers.offers_sent},
+                {"received", offers.offers_received},
+                {"refused", offers.offers_refused}}},
               {"device", nic.spec->name},
               {"pid", getpid()},
               {"planes", planes},

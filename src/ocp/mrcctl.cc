@@ -150,6 +150,13 @@ json call(const std::string& device, const json& request, int& exit_code) {
 void print_ports(const json& d) {
   std::printf("%s  pid %d  qps %d\n", d.value("device", "?").c_str(), d.value("pid", 0),
               d.value("qps", 0));
+  if (d.value("secure", "off") != "off") {
+    const json& k = d["key_offers"];
+    std::printf("  secure %s  qps awaiting keys %d  key offers: sent %llu  received %llu  "
+                "refused %llu\n",
+                d.value("secure", "?").c_str(), d.value("qps_awaiting_keys", 0),
+                k.value("sent", 0ull), k.value("received", 0ull), k.value("refused", 0ull));
+  }
   for (const json& p : d["planes"])
     std::printf("  port %d  %s:%d  admin %-4s  link %-4s  tx %llu  rx %llu packets\n",
                 p.value("port", 0), p.value("address", "?").c_str(), p.value("udp_port", 0),

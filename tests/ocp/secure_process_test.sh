@@ -3,10 +3,12 @@
 # RTR, io/inband_keys.h): data arrives intact in both modes, in one process and across two; a
 # key or a mode that differs fails both ends within the agreement's timeout, each naming the
 # other; a configuration without a usable key file is refused at open, naming what to fix.
-#   secure_process_test.sh <mrc_bw> <mrc_integrity>
+# With mrcctl, also what `mrcctl dev` shows of a device whose agreement is failing.
+#   secure_process_test.sh <mrc_bw> <mrc_integrity> [<mrcctl>]
 set -euo pipefail
 bw="$1"
 integrity="$2"
+mrcctl="${3:-}"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"; kill $(jobs -p) 2>/dev/null || true' EXIT
 key() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$1"; chmod 600 "$1"; }
@@ -32,7 +34,8 @@ grep -q "mrc_bw: done" "$dir/auth-client.out" || fail "authenticated sweep did n
 # 3. Mismatches, run side by side (each fails within the 10 s agreement timeout):
 #    different key files; a secure client and a plain server.
 run_pair() {  # <name> <port> <server devices> <client devices>
-  MRC_DEVICES="$3" timeout 60 "$bw" -d mrc0 -p "$2" >"$dir/$1-server.out" 2>&1 &
+  mkdir -p "$dir/ctl-$1"
+  MRC_CTL_DIR="$dir/ctl-$1" MRC_DEVICES="$3" timeout 60 "$bw" -d mrc0 -p "$2" >"$dir/$1-server.out" 2>&1 &
   MRC_DEVICES="$4" timeout 60 "$bw" -d mrc1 -p "$2" -m 1 -s 4096 -n 10 127.0.0.1 \
     >"$dir/$1-client.out" 2>&1 &
 }
@@ -41,6 +44,18 @@ e0="mrc0 planes=127.0.0.79,127.0.0.80 port=33401 ev-ports=33500"
 e1="mrc1 planes=127.0.0.81,127.0.0.82 port=33401 ev-ports=33900"
 run_pair keys 40022 "$d0 secure=encrypt key-file=$dir/k1;$d1" "$d0;$d1 secure=encrypt key-file=$dir/k2"
 run_pair modes 40023 "$e0;$e1" "$e0;$e1 secure=auth key-file=$dir/k1"
+if [ -n "$mrcctl" ]; then  # the server of the key mismatch, while its QP waits for keys
+  sleep 2
+  MRC_CTL_DIR="$dir/ctl-keys" MRC_DEVICES="$d0 secure=encrypt key-file=$dir/k1;$d1" \
+    "$mrcctl" --json dev show mrc0 >"$dir/dev.out" 2>&1 || fail "mrcctl dev show mrc0"
+  /usr/bin/python3 - "$dir/dev.out" <<'PY' || fail "mrcctl dev does not show the waiting agreement"
+import json, sys
+d = json.load(open(sys.argv[1]))[0]
+k = d["key_offers"]
+ok = d["secure"] == "encrypt" and d["qps_awaiting_keys"] == 1 and k["sent"] > 0 and k["refused"] > 0
+sys.exit(0 if ok else f"mrcctl dev: {d}")
+PY
+fi
 for job in $(jobs -p); do
   if wait "$job"; then fail "a mismatched pair completed"; fi
 done
