@@ -39,7 +39,9 @@ Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
   Device* raw = device.get();
   device->host_->set_side_channel(
       kKeyOfferOpcode,
-      [raw](std::span<const uint8_t> d, const sockaddr_in& from) { raw->on_key_offer(d, from); });
+      [raw](std::span<const uint8_t> d, const sockaddr_in& from, bool icrc_checked) {
+        raw->on_key_offer(d, from, icrc_checked);
+      });
   return device;
 }
 
@@ -56,12 +58,15 @@ void Device::configure(QpConfig& c, SecureMode secure) const {
   if (c.ev_burst_packets == 0) c.ev_burst_packets = kUdpDefaultEvBurst;
   if (c.ack_every_packets == 0) c.ack_every_packets = kUdpDefaultAckEvery;
   if (c.nscc.target_delay_ns == 0) c.nscc.target_delay_ns = kUdpDefaultTargetDelayNs;
-  // A packet must fit the datapath's datagram (the xdp backend's frames hold less than UDP),
-  // a secure one with its security header and tag.
+  if (c.mtu_bytes > max_mtu_bytes(secure)) c.set_mtu(max_mtu_bytes(secure));
+}
+
+// A packet must fit the datapath's datagram (the xdp backend's frames hold less than UDP), a
+// secure one with its security header and tag.
+uint32_t Device::max_mtu_bytes(SecureMode secure) const {
   const size_t overhead = secure != SecureMode::kOff ? kSecureOverheadBytes : 0;
-  const size_t max_payload =
-      host_->max_datagram_bytes() - wire::kMaxDataHeaderBytes - wire::kIcrcBytes - overhead;
-  if (c.mtu_bytes > max_payload) c.set_mtu(static_cast<uint32_t>(max_payload));
+  return static_cast<uint32_t>(host_->max_datagram_bytes() - wire::kMaxDataHeaderBytes -
+                               wire::kIcrcBytes - overhead);
 }
 
 Psn Device::initial_psn() {
@@ -104,8 +109,9 @@ Result<Ok, Error> Device::agree_keys(const QueuePair& qp, std::span<const uint8_
 // A KEY OFFER goes to the agreements, unless it names a plain QP connected to its sender: the
 // two ends' secure modes then differ, and the plain QP (which authenticates nothing anyway)
 // fails now, with both named, rather than after its retries.
-void Device::on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& from) {
-  const auto offer = decode_key_offer(datagram);
+void Device::on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& from,
+                          bool icrc_checked) {
+  const auto offer = decode_key_offer(datagram, icrc_checked);
   QueuePair* qp = offer ? endpoint().qp(Qpn(offer->dest_qpn)) : nullptr;
   const bool connected =
       qp != nullptr && (qp->state() == QpState::kRtr || qp->state() == QpState::kRts);

@@ -96,6 +96,8 @@ class Device final : private CompletionNotifier {
   // the datapath's datagram, a `secure` QP's with its security header and tag (its keys come
   // later, at connect).
   void configure(QpConfig& config, SecureMode secure = SecureMode::kOff) const;
+  // The largest MTU (payload bytes per packet) whose packets fit the datapath's datagram.
+  uint32_t max_mtu_bytes(SecureMode secure = SecureMode::kOff) const;
   // A completion queue whose turning non-empty the device reports to on_completions, by its
   // tag: the device's CQs are numbered 0, 1, ... in the order they are created.
   CompletionQueue* create_cq(uint32_t capacity);
@@ -146,7 +148,7 @@ class Device final : private CompletionNotifier {
   void loop();
   bool caller_driving() const;
   void run_key_agreements();
-  void on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& from);
+  void on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& from, bool icrc_checked);
 
   DeviceConfig config_;
   std::unique_ptr<UdpHost> host_;

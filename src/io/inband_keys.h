@@ -42,8 +42,10 @@ struct KeyOfferPacket {
   KeyOffer offer;
 };
 std::vector<uint8_t> encode_key_offer(const KeyOfferPacket& packet);
-// Nothing if the datagram is not a well-formed KEY OFFER with a good ICRC.
-std::optional<KeyOfferPacket> decode_key_offer(std::span<const uint8_t> datagram);
+// Nothing if the datagram is not a well-formed KEY OFFER with a good ICRC (the UDP datapath's
+// CRC, unless `icrc_checked`: the xdp link checked a RoCEv2 ICRC there).
+std::optional<KeyOfferPacket> decode_key_offer(std::span<const uint8_t> datagram,
+                                               bool icrc_checked = false);
 inline bool is_key_offer(std::span<const uint8_t> datagram) {
   return !datagram.empty() && datagram[0] == kKeyOfferOpcode;
 }

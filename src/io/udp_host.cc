@@ -315,7 +315,7 @@ bool UdpHost::receive(int p, Instant now) {
       capture_->write(realtime_ns(), a, d.bytes);
     }
     if (side_handler_ && !d.bytes.empty() && d.bytes[0] == side_opcode_)
-      side_handler_(d.bytes, d.from);
+      side_handler_(d.bytes, d.from, xdp);
     else
       endpoint_->handle_datagram(now, d.bytes, meta);
   }
@@ -324,13 +324,18 @@ bool UdpHost::receive(int p, Instant now) {
 
 void UdpHost::send_side(uint32_t peer, std::span<const uint8_t> datagram) {
   if (peer >= peers_.size()) return;
-  for (size_t p = 0; p < planes_.size() && p < peers_[peer].size(); ++p) {
-    const Plane& plane = planes_[p];
-    if (!plane.stats.up) continue;
-    const sockaddr_in& to = peers_[peer][p];
+  for (int p = 0; p < planes() && static_cast<size_t>(p) < peers_[peer].size(); ++p) {
+    Plane& plane = planes_[p];
+    const std::span<uint8_t> space = tx_space(p);
     // Best effort, as any datagram: the agreement sends again until it is answered.
-    (void)::sendto(plane.rx_fd, datagram.data(), datagram.size(), 0,
-                   reinterpret_cast<const sockaddr*>(&to), sizeof to);
+    if (!plane.stats.up || space.size() < datagram.size()) continue;
+    std::memcpy(space.data(), datagram.data(), datagram.size());
+    const Route r{plane.xdp ? -1 : plane.rx_fd, plane.local.port, peers_[peer][p]};
+    if (capture_ != nullptr) capture_sent(p, r, space.first(datagram.size()));
+    TxOutcome outcome;
+    tx_add(p, r, datagram.size(), now(), outcome);
+    tx_flush(p, outcome);
+    account(p, outcome);
   }
 }
 

@@ -122,9 +122,12 @@ class UdpHost {
   void set_capture(PcapWriter* capture) { capture_ = capture; }
   // A side channel beside the engine's datagrams (the in-band key agreement's KEY OFFERs,
   // io/inband_keys.h): received datagrams whose first byte is `opcode` go to `handler` instead
-  // of the endpoint, and send_side sends one to a peer's MRC port on every plane that is up,
-  // from this host's MRC port, outside the impairments.
-  using SideHandler = std::function<void(std::span<const uint8_t>, const sockaddr_in& from)>;
+  // of the endpoint (`icrc_checked`: the xdp link checked the RoCEv2 ICRC, which then stands
+  // where the UDP datapath's CRC would), and send_side sends one to a peer's MRC port on every
+  // plane that is up, from this host's MRC port, through the backend (the xdp link writes its
+  // ICRC), outside the impairments.
+  using SideHandler = std::function<void(std::span<const uint8_t>, const sockaddr_in& from,
+                                         bool icrc_checked)>;
   void set_side_channel(uint8_t opcode, SideHandler handler) {
     side_opcode_ = opcode;
     side_handler_ = std::move(handler);

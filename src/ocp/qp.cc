@@ -162,7 +162,10 @@ int apply_verbs_attrs(mrc_qp& qp, const ibv_qp_attr* v, int mask, QpConfig& next
   if (mask & IBV_QP_PATH_MTU) {
     if (v->path_mtu < IBV_MTU_256 || v->path_mtu > IBV_MTU_4096) return EINVAL;
     if (qp.state != IBV_QPS_RESET && qp.state != IBV_QPS_INIT) return EINVAL;
-    next.mtu_bytes = 128u << v->path_mtu;
+    // The path MTU asked for, as far as the datapath's datagram carries it (a RoCE NIC's
+    // active MTU is at most its port's).
+    const Nic& nic = *qp.context->nic;
+    next.set_mtu(std::min(128u << v->path_mtu, nic.device->max_mtu_bytes(nic.spec->secure)));
   }
   if ((mask & IBV_QP_ACCESS_FLAGS) &&
       (v->qp_access_flags &
@@ -405,7 +408,10 @@ int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* vattr, int vattr_mask, mrc_qp_attr* mr
     vattr->port_num = 1;
     vattr->timeout = qp->config.timeout;
     vattr->retry_cnt = qp->config.retry_linear;
-    vattr->path_mtu = static_cast<ibv_mtu>(__builtin_ctz(qp->config.mtu_bytes) - 7);
+    // The largest verbs MTU within the one in force (which the datapath may have clamped
+    // below a power of two: the xdp backend's frames, a secure QP's 24 bytes).
+    const int log2_mtu = 31 - __builtin_clz(std::max(qp->config.mtu_bytes, 256u));
+    vattr->path_mtu = static_cast<ibv_mtu>(std::min(log2_mtu - 7, static_cast<int>(IBV_MTU_4096)));
   }
   if (mrc_attr != nullptr) {
     *mrc_attr = qp->mattr;
