@@ -7,13 +7,16 @@
 #      garbage datagrams to the server's port (a kernel UDP socket's, so no RoCEv2 ICRC) are
 #      refused and counted (mrc_plane_xdp_receive_refused_total) without hurting the transfer;
 #   3. once both processes are gone, no XDP program is left on any interface (a BPF link
-#      detaches with its process), after a clean exit and after kill -9.
+#      detaches with its process), after a clean exit and after kill -9;
+#   4. given mrc_bw, the OCP device on the xdp backend in secure mode (encrypt): its QPs agree
+#      keys over the link (KEY OFFERs carry the RoCEv2 ICRC too) and a bandwidth sweep finishes.
 # Needs root, network namespaces and AF_XDP; otherwise exits 77 (CTest: skipped).
 #
-#   tests/xdp_backend_test.sh PATH/TO/mrc
+#   tests/xdp_backend_test.sh PATH/TO/mrc [PATH/TO/mrc_bw]
 set -uo pipefail
 
-MRC=${1:?usage: xdp_backend_test.sh PATH/TO/mrc}
+MRC=${1:?usage: xdp_backend_test.sh PATH/TO/mrc [PATH/TO/mrc_bw]}
+BW=${2:-}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TESTBED=$HERE/../scripts/testbed.sh
 PREFIX=mrcxdp$$
@@ -97,4 +100,22 @@ wait "$killed" 2>/dev/null
 pids=""
 for _ in $(seq 1 50); do [ -z "$(xdp_programs)" ] && break; sleep 0.1; done
 [ -z "$(xdp_programs)" ] || fail "XDP programs left after kill -9: $(xdp_programs)"
-echo "PASSED: $SECONDS_OF_TRANSFER s of transfer verified over the xdp backend with reordering and a plane cut; a second host refused; garbage refused and counted; nothing left attached"
+# 4. The OCP device on the xdp backend, secure.
+secure=""
+if [ -n "$BW" ]; then
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$OUT/key"
+  chmod 600 "$OUT/key"
+  devices="mrc0 planes=$server_planes backend=xdp secure=encrypt key-file=$OUT/key"
+  devices="$devices;mrc1 planes=$client_planes backend=xdp secure=encrypt key-file=$OUT/key"
+  in_ns 0 env MRC_CTL_DIR="$OUT/ctl0" MRC_DEVICES="$devices" timeout 60 "$BW" -d mrc0 -p 40041 \
+    >"$OUT/bw-server" 2>&1 &
+  pids="$!"
+  in_ns 1 env MRC_CTL_DIR="$OUT/ctl1" MRC_DEVICES="$devices" timeout 60 "$BW" -d mrc1 -p 40041 \
+    -m 4096 -s 1048576 -n 20 "${server_planes%%,*}" >"$OUT/bw-client" 2>&1 ||
+    { cat "$OUT/bw-client" "$OUT/bw-server"; fail "secure OCP sweep over the xdp backend failed"; }
+  wait "$pids" || { cat "$OUT/bw-server"; fail "secure OCP server over the xdp backend failed"; }
+  pids=""
+  grep -q "mrc_bw: done" "$OUT/bw-client" || fail "secure OCP sweep over the xdp backend did not finish"
+  secure="; the OCP device agreed keys and moved data encrypted over it"
+fi
+echo "PASSED: $SECONDS_OF_TRANSFER s of transfer verified over the xdp backend with reordering and a plane cut; a second host refused; garbage refused and counted; nothing left attached$secure"
