@@ -38,10 +38,8 @@ Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
   device->host_ = std::move(host.value());
   Device* raw = device.get();
   device->host_->set_side_channel(
-      kKeyOfferOpcode,
-      [raw](std::span<const uint8_t> d, const sockaddr_in& from, bool icrc_checked) {
-        raw->on_key_offer(d, from, icrc_checked);
-      });
+      kKeyOfferOpcode, [raw](std::span<const uint8_t> d, const sockaddr_in& from,
+                             bool icrc_checked) { raw->on_key_offer(d, from, icrc_checked); });
   return device;
 }
 

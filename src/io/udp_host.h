@@ -126,8 +126,8 @@ class UdpHost {
   // where the UDP datapath's CRC would), and send_side sends one to a peer's MRC port on every
   // plane that is up, from this host's MRC port, through the backend (the xdp link writes its
   // ICRC), outside the impairments.
-  using SideHandler = std::function<void(std::span<const uint8_t>, const sockaddr_in& from,
-                                         bool icrc_checked)>;
+  using SideHandler =
+      std::function<void(std::span<const uint8_t>, const sockaddr_in& from, bool icrc_checked)>;
   void set_side_channel(uint8_t opcode, SideHandler handler) {
     side_opcode_ = opcode;
     side_handler_ = std::move(handler);

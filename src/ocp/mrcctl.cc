@@ -152,10 +152,11 @@ void print_ports(const json& d) {
               d.value("qps", 0));
   if (d.value("secure", "off") != "off") {
     const json& k = d["key_offers"];
-    std::printf("  secure %s  qps awaiting keys %d  key offers: sent %llu  received %llu  "
-                "refused %llu\n",
-                d.value("secure", "?").c_str(), d.value("qps_awaiting_keys", 0),
-                k.value("sent", 0ull), k.value("received", 0ull), k.value("refused", 0ull));
+    std::printf(
+        "  secure %s  qps awaiting keys %d  key offers: sent %llu  received %llu  "
+        "refused %llu\n",
+        d.value("secure", "?").c_str(), d.value("qps_awaiting_keys", 0), k.value("sent", 0ull),
+        k.value("received", 0ull), k.value("refused", 0ull));
   }
   for (const json& p : d["planes"])
     std::printf("  port %d  %s:%d  admin %-4s  link %-4s  tx %llu  rx %llu packets\n",
