@@ -195,7 +195,8 @@ json op_ev_profiles(Nic& nic, mrc_context& ctx) {
 json qp_evs(const mrc_qp& q) {
   json evs = json::array();
   const EvSet& set = *q.qp->evs();
-  for (uint16_t i = 0; i < set.size(); ++i) {
+  for (size_t k = 0; k < set.size(); ++k) {
+    const auto i = static_cast<uint16_t>(k);  // an EV set holds at most 65535 slots
     const EvSet::Slot& s = set.slot(i);
     const EvStats st = set.stats(i);
     evs.push_back({{"ev", s.ev.value},
