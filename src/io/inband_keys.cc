@@ -91,7 +91,7 @@ Result<Ok, Error> InbandKeys::start(Instant now, SecureMode mode, std::span<cons
   a.peer = peer;
   a.peer_qpn = peer_qpn;
   a.peer_name = peer_name;
-  a.own = a.exchange.offer(qpn, 0);
+  a.own = a.exchange->offer(qpn, 0);
   a.deadline = now + timeout_;
   a.next_send = now;
   stop(qpn);
@@ -110,6 +110,7 @@ void InbandKeys::stop(uint32_t qpn) {
 
 void InbandKeys::settle(Agreement& a) {
   if (!a.finished) fail(a);
+  a.exchange.reset();
   a.quiet = true;
   --unsettled_;
 }
@@ -128,12 +129,14 @@ bool InbandKeys::take(Agreement& a, const KeyOfferPacket& packet) {
     a.refused = "an offer with another key share came after the one taken";
     return false;
   }
-  auto keys = a.exchange.finish(a.qpn, 0, packet.offer, a.peer_qpn, 0, a.peer_name);
+  if (!a.exchange) return false;  // settled without an offer: nothing more is taken
+  auto keys = a.exchange->finish(a.qpn, 0, packet.offer, a.peer_qpn, 0, a.peer_name);
   if (!keys.ok()) {
     a.refused = keys.error().message;
     return false;
   }
   a.peer_share = packet.offer.share;
+  a.exchange.reset();
   Outcome o{a.qpn, true, keys.value(), {}};
   o.keys.keys_later = true;
   outcomes_.push_back(std::move(o));

@@ -99,7 +99,9 @@ class InbandKeys {
  private:
   struct Agreement {
     explicit Agreement(KeyExchange e) : exchange(std::move(e)) {}
-    KeyExchange exchange;
+    // The ephemeral key pair, let go once an offer is taken (forward secrecy: answering later
+    // offers needs only `own`).
+    std::optional<KeyExchange> exchange;
     SecureMode mode = SecureMode::kOff;
     uint32_t qpn = 0, peer = 0, peer_qpn = 0;
     std::string peer_name;
