@@ -15,6 +15,7 @@
 #include "core/packet_protection.h"
 #include "core/replay_window.h"
 #include "pair.h"
+#include "util/hex.h"
 #include "util/prng.h"
 
 namespace mrc {
@@ -26,8 +27,7 @@ constexpr size_t kKiB = 1024;
 
 std::vector<uint8_t> hex(const std::string& text) {
   std::vector<uint8_t> out;
-  for (size_t i = 0; i + 1 < text.size(); i += 2)
-    out.push_back(static_cast<uint8_t>(std::stoi(text.substr(i, 2), nullptr, 16)));
+  EXPECT_TRUE(from_hex(text, out)) << text;
   return out;
 }
 

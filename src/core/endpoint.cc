@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "mrc/assert.hpp"
+#include "util/bytes.h"
 
 namespace mrc {
 
@@ -111,8 +112,7 @@ void Endpoint::handle_secure(Instant now, std::span<const uint8_t> datagram, con
   // As for plain packets, the ICRC first (a trimmed packet carries none).
   if (!meta.trimmed && !meta.icrc_checked && !wire::icrc_matches(datagram))
     return count(wire::DecodeError::kBadIcrc);
-  const Qpn dest{static_cast<uint32_t>(datagram[5]) << 16 |
-                 static_cast<uint32_t>(datagram[6]) << 8 | datagram[7]};
+  const Qpn dest{load_be24(datagram.data() + 5)};
   QueuePair* target = qp(dest);
   if (target == nullptr || meta.plane.value >= config_.planes) {
     ++stats_.unknown_qp;

@@ -7,6 +7,7 @@
 
 #include "core/wire/packet.h"
 #include "mrc/assert.hpp"
+#include "util/bytes.h"
 
 namespace mrc {
 
@@ -103,17 +104,6 @@ uint64_t nonce_low(uint16_t epoch, uint64_t counter) {
   return (uint64_t{epoch} << 48) | (counter & kCounterMask);
 }
 
-void put_sech(uint8_t* p, uint16_t epoch, uint64_t counter) {
-  const uint64_t v = nonce_low(epoch, counter);
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
-}
-
-uint64_t get_sech(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
-  return v;
-}
-
 // The plain headers' length of a secure datagram (0 if it is too short for them, its SECH and
 // its tag), and the plain datagram's length.
 struct Layout {
@@ -141,7 +131,7 @@ void copy_plain_headers(std::span<const uint8_t> secure, size_t header, std::spa
 
 Sech read_sech(std::span<const uint8_t> secure) {
   MRC_ASSERT(secure.size() >= wire::kBthBytes + wire::kSechBytes);
-  const uint64_t v = get_sech(secure.data() + wire::kBthBytes);
+  const uint64_t v = load_be64(secure.data() + wire::kBthBytes);
   return Sech{static_cast<uint16_t>(v >> 48), v & kCounterMask};
 }
 
@@ -192,7 +182,7 @@ size_t PacketProtection::seal(std::span<uint8_t> out, size_t plain_length) {
   uint8_t* p = out.data();
   std::memmove(p, p + wire::kSechBytes, wire::kBthBytes);
   p[8] |= wire::kBthSecureFlag;
-  put_sech(p + wire::kBthBytes, send_.number, send_.packets);
+  store_be64(p + wire::kBthBytes, nonce_low(send_.number, send_.packets));  // the SECH
   const size_t payload_end = plain_length - wire::kIcrcBytes + wire::kSechBytes;
   const std::span<uint8_t> payload = out.subspan(header, payload_end - header);
   send_.key.seal(nonce_low(send_.number, send_.packets), out.first(header), payload,

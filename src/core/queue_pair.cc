@@ -165,8 +165,8 @@ Result<Ok, QpError> QueuePair::set_keys(
     const std::array<uint8_t, kTrafficSecretBytes>& receive_secret) {
   changed();
   const bool connected = state_ == QpState::kRtr || state_ == QpState::kRts;
-  if (!connected || !config_.security.keys_later || !awaiting_keys())
-    return Err{QpError::kBadTransition};
+  // A QP awaiting keys in RTR or RTS is a keys_later one (to_rtr keyed the others).
+  if (!connected || !awaiting_keys()) return Err{QpError::kBadTransition};
   SecurityConfig security = config_.security;
   security.send_secret = send_secret;
   security.receive_secret = receive_secret;

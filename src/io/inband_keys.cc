@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/wire/packet.h"
+#include "util/bytes.h"
 #include "util/hex.h"
 
 namespace mrc::io {
@@ -17,14 +18,6 @@ constexpr uint8_t kReply = 0x02;
 constexpr size_t kSourceQpn = 0, kMode = 4, kFlags = 5, kKeyId = 8, kShare = 16, kProof = 64,
                  kKoeth = 96;
 constexpr size_t kKeyIdBytes = 8, kShareBytes = 48, kProofBytes = 32;
-
-void put_u32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
-}
-uint32_t get_u32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
-         static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
 
 // A hex field of the offer into its bytes on the wire; false if it is not `bytes` long.
 bool put_hex(uint8_t* p, const std::string& text, size_t bytes) {
@@ -42,9 +35,9 @@ std::string get_hex(const uint8_t* p, size_t bytes) {
 std::vector<uint8_t> encode_key_offer(const KeyOfferPacket& packet) {
   std::vector<uint8_t> out(kKeyOfferBytes, 0);
   out[0] = kKeyOfferOpcode;
-  put_u32(&out[4], packet.dest_qpn & kQpnMask);  // byte 4 stays 0: the BTH's QPN is 24 bits
+  store_be24(&out[5], packet.dest_qpn & kQpnMask);  // the BTH's destination QP
   uint8_t* k = &out[kBth];
-  put_u32(k + kSourceQpn, packet.source_qpn & kQpnMask);
+  store_be32(k + kSourceQpn, packet.source_qpn & kQpnMask);
   k[kMode] = static_cast<uint8_t>(packet.offer.mode);
   k[kFlags] =
       static_cast<uint8_t>((packet.holds_yours ? kHoldsYours : 0) | (packet.reply ? kReply : 0));
@@ -65,8 +58,8 @@ std::optional<KeyOfferPacket> decode_key_offer(std::span<const uint8_t> datagram
   if (k[kMode] > static_cast<uint8_t>(SecureMode::kEncrypt) || (k[kFlags] & ~3) != 0)
     return std::nullopt;
   KeyOfferPacket p;
-  p.dest_qpn = get_u32(datagram.data() + 4) & kQpnMask;
-  p.source_qpn = get_u32(k + kSourceQpn) & kQpnMask;
+  p.dest_qpn = load_be24(datagram.data() + 5);
+  p.source_qpn = load_be32(k + kSourceQpn) & kQpnMask;
   p.holds_yours = (k[kFlags] & kHoldsYours) != 0;
   p.reply = (k[kFlags] & kReply) != 0;
   p.offer.mode = static_cast<SecureMode>(k[kMode]);
@@ -109,7 +102,7 @@ void InbandKeys::stop(uint32_t qpn) {
 }
 
 void InbandKeys::settle(Agreement& a) {
-  if (!a.finished) fail(a);
+  if (a.peer_share.empty()) fail(a);  // else the QP has its keys already
   a.exchange.reset();
   a.quiet = true;
   --unsettled_;
@@ -140,7 +133,6 @@ bool InbandKeys::take(Agreement& a, const KeyOfferPacket& packet) {
   Outcome o{a.qpn, true, keys.value(), {}};
   o.keys.keys_later = true;
   outcomes_.push_back(std::move(o));
-  a.finished = true;
   return true;
 }
 
@@ -165,7 +157,6 @@ void InbandKeys::on_offer(Instant now, const KeyOfferPacket* packet) {
 }
 
 void InbandKeys::fail(Agreement& a) {
-  a.finished = true;
   const std::string peer = a.peer_name + " (queue pair " + std::to_string(a.peer_qpn) +
                            ") within " + std::to_string(timeout_.ns / 1'000'000) + " ms";
   std::string why = a.refused.empty()

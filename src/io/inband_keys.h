@@ -108,9 +108,10 @@ class InbandKeys {
     KeyOffer own;
     std::string peer_share;  // of the offer taken; empty until then
     bool peer_holds_ours = false;
-    bool finished = false;  // its outcome was given
-    bool quiet = false;     // done or past its deadline: sends only replies
-    std::string refused;    // why the last refused offer was refused
+    // Done or past its deadline: sends only replies. Its outcome was given once it took an
+    // offer (keys) or turned quiet without one (an error).
+    bool quiet = false;
+    std::string refused;  // why the last refused offer was refused
     Instant next_send, deadline, last_reply = Instant{INT64_MIN / 2};
     bool done() const { return !peer_share.empty() && peer_holds_ours; }
   };

@@ -16,6 +16,7 @@
 #include "io/inband_keys.h"
 #include "io/pcap.h"
 #include "io/roce_frame.h"
+#include "util/bytes.h"
 #include "util/hex.h"
 
 namespace mrc::tools {
@@ -183,10 +184,6 @@ json describe_key_offer(const io::KeyOfferPacket& k) {
                 {"key_id", k.offer.key_id},          {"public_key", k.offer.share.substr(0, 64)},
                 {"nonce", k.offer.share.substr(64)}, {"proof", k.offer.proof}};
   return {{"bth", bth}, {"koeth", koeth}};
-}
-
-uint32_t load_be32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
 }
 
 // Which ICRC the datagram `g` carries: the UDP datapath's CRC-32 over the datagram, or the RoCEv2
