@@ -10,17 +10,22 @@ set -euo pipefail
 PROG=${MRC_TESTBED_PROG:-testbed.sh}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STATE_ROOT=${MRC_TESTBED_STATE:-/run/mrc-testbed}
+# shellcheck source=scripts/testbed_srv6.sh
+. "$REPO/scripts/testbed_srv6.sh"
 
 usage() {
   cat <<EOF
 usage: $PROG [options] SUBCOMMAND [args]
 
 Subcommands:
-  up                        create the testbed (--hosts, --planes, --rate, --router, --paths, --mtu)
+  up                        create the testbed (--hosts, --planes, --rate, --router, --paths,
+                            --routing, --spines, --mtu)
   down                      remove it (idempotent; ends processes left inside its namespaces)
   status                    print the layout, addresses, link states, rates and faults
   addrs HOST                print HOST's plane addresses, comma-separated (for mrc perf --planes)
   fail PLANE                take the plane's links down (the NICs see it); repair brings them up
+                            (--routing srv6 with --spine S [--leaf L]: spine S's links, or only
+                            its link down to leaf L, a silent black hole for the senders)
   repair PLANE
   blackhole PLANE           drop the plane's packets silently (links stay up); unblackhole ends it
   unblackhole PLANE
@@ -35,11 +40,18 @@ Options:
   --rate RATE     per-plane rate at up (default unlimited)
   --router        a router namespace per plane and host between the hosts (default: direct veth pairs)
   --paths K       parallel links between the routers of a plane, ECMP-hashed on UDP ports (default 1)
+  --routing MODE  ecmp (default: the layouts above, IPv4) or srv6: an IPv6 leaf-spine per plane
+                  whose spines run SRv6 uSID (End next-csid) SIDs; hosts get locators
+                  fd00:P:1HH:3HH:: (docs/TESTBED.md "SRv6 fabric"); status shows SIDs and
+                  per-spine counters; rate/loss/delay/blackhole are not available there
+  --spines S      spines per plane with --routing srv6 (default 2)
   --mtu BYTES     MTU of every link (default 9000: mrc's 4 KiB packets travel unfragmented)
   --queue-ms MS   queue of a rate-limited link, in ms at its rate (default 5)
   --prefix NAME   name prefix of the namespaces (default mrctb; letters, digits, _)
   --host H        fault subcommands: only host H's link of the plane
   --path K        fault subcommands (--router): only parallel link K between the plane's routers
+  --spine S       fail/repair (--routing srv6): spine S of the plane
+  --leaf L        with --spine: only the spine's link to leaf L (host L's leaf)
   --json          machine-readable output
 Addresses: host h, plane p is 198.18.p.(h+1)/24. Root only. See docs/TESTBED.md.
 EOF
@@ -54,7 +66,8 @@ die() {
 # Options
 
 HOSTS=2 PLANES=4 RATE="" ROUTER=0 PATHS=1 MTU=9000 QUEUE_MS=5 PREFIX=mrctb JSON=0
-SEL_HOST="" SEL_PATH=""
+ROUTING=ecmp SPINES=2 UN_MODE=""
+SEL_HOST="" SEL_PATH="" SEL_SPINE="" SEL_LEAF=""
 
 CMD="" ARGS=()
 while [ $# -gt 0 ]; do
@@ -64,6 +77,10 @@ while [ $# -gt 0 ]; do
     --rate) RATE=${2:?--rate needs a rate}; shift 2 ;;
     --router) ROUTER=1; shift ;;
     --paths) PATHS=${2:?--paths needs a number}; shift 2 ;;
+    --routing) ROUTING=${2:?--routing needs ecmp or srv6}; shift 2 ;;
+    --spines) SPINES=${2:?--spines needs a number}; shift 2 ;;
+    --spine) SEL_SPINE=${2:?--spine needs a spine number}; shift 2 ;;
+    --leaf) SEL_LEAF=${2:?--leaf needs a leaf number}; shift 2 ;;
     --mtu) MTU=${2:?--mtu needs a number}; shift 2 ;;
     --queue-ms) QUEUE_MS=${2:?--queue-ms needs a number}; shift 2 ;;
     --prefix) PREFIX=${2:?--prefix needs a name}; shift 2 ;;
@@ -95,6 +112,8 @@ is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
 is_uint "$HOSTS" && [ "$HOSTS" -ge 2 ] && [ "$HOSTS" -le 16 ] || die "--hosts must be 2..16"
 is_uint "$PLANES" && [ "$PLANES" -ge 1 ] && [ "$PLANES" -le 16 ] || die "--planes must be 1..16"
 is_uint "$PATHS" && [ "$PATHS" -ge 1 ] && [ "$PATHS" -le 16 ] || die "--paths must be 1..16"
+is_uint "$SPINES" && [ "$SPINES" -ge 1 ] && [ "$SPINES" -le 16 ] || die "--spines must be 1..16"
+case "$ROUTING" in ecmp | srv6) ;; *) die "--routing '$ROUTING': use ecmp or srv6" ;; esac
 is_uint "$MTU" && [ "$MTU" -ge 1280 ] && [ "$MTU" -le 65535 ] || die "--mtu must be 1280..65535"
 [[ $QUEUE_MS =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--queue-ms must be a number of milliseconds"
 
@@ -133,6 +152,9 @@ HOSTS=$HOSTS
 PLANES=$PLANES
 ROUTER=$ROUTER
 PATHS=$PATHS
+ROUTING=$ROUTING
+SPINES=$SPINES
+UN_MODE=$UN_MODE
 MTU=$MTU
 QUEUE_MS=$QUEUE_MS
 RATE=$RATE
@@ -145,6 +167,7 @@ load_config() {
   while IFS='=' read -r key value; do
     case "$key" in
       HOSTS) HOSTS=$value ;; PLANES) PLANES=$value ;; ROUTER) ROUTER=$value ;; PATHS) PATHS=$value ;;
+      ROUTING) ROUTING=$value ;; SPINES) SPINES=$value ;; UN_MODE) UN_MODE=$value ;;
       MTU) MTU=$value ;; QUEUE_MS) QUEUE_MS=$value ;; RATE) RATE=$value ;;
     esac
   done <"$STATE/config"
@@ -156,6 +179,7 @@ PREFIX_ARG=""
 all_namespaces() {
   local h p
   for ((h = 0; h < HOSTS; h++)); do host_ns "$h"; done
+  [ "$ROUTING" != srv6 ] || srv6_namespaces
   if [ "$ROUTER" = 1 ]; then
     for ((p = 0; p < PLANES; p++)); do
       for ((h = 0; h < HOSTS; h++)); do sw_ns "$p" "$h"; done
@@ -165,7 +189,7 @@ all_namespaces() {
 
 # Namespaces that exist now and are named exactly as this prefix's testbed names them.
 existing_namespaces() {
-  ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${PREFIX}-(h[0-9]+|p[0-9]+-sw[0-9]+)\$" || true
+  ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${PREFIX}-(h[0-9]+|p[0-9]+-(sw|l|s)[0-9]+)\$" || true
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -359,13 +383,14 @@ cmd_up() {
   need_cmd tc iproute2
   need_cmd ethtool ethtool
   need_cmd flock util-linux
-  [ "$ROUTER" = 1 ] || [ "$HOSTS" = 2 ] || die "--hosts $HOSTS needs --router (direct veth pairs join exactly 2 hosts)"
   [ "$ROUTER" = 1 ] || [ "$PATHS" = 1 ] || die "--paths $PATHS needs --router (parallel links are between routers)"
+  [ "$ROUTING" = ecmp ] || [ "$ROUTER" = 0 ] || die "--routing srv6 builds its own leaf-spine: leave out --router"
   check_rate "$RATE"
   if [ -f "$STATE/config" ] || [ -n "$(existing_namespaces)" ]; then
     die "testbed '$PREFIX' is already up ('$PROG${PREFIX_ARG} status' shows it; '$PROG${PREFIX_ARG} down' removes it)"
   fi
   mkdir -p "$STATE"
+  [ "$ROUTING" != srv6 ] || UN_MODE=$(srv6_un_mode)
   # From here on, any failure removes what was made.
   trap 'echo "$PROG: up failed; removing what was made" >&2; teardown >/dev/null 2>&1 || true' EXIT
   save_config
@@ -379,6 +404,10 @@ cmd_up() {
   fi
   configure_ns "$first_ns" host
   for ((h = 1; h < HOSTS; h++)); do ip netns add "$(host_ns "$h")"; configure_ns "$(host_ns "$h")" host; done
+  if [ "$ROUTING" = srv6 ]; then
+    srv6_up
+    return
+  fi
   if [ "$ROUTER" = 1 ]; then
     for ((p = 0; p < PLANES; p++)); do
       for ((h = 0; h < HOSTS; h++)); do ip netns add "$(sw_ns "$p" "$h")"; configure_ns "$(sw_ns "$p" "$h")" router; done
@@ -387,6 +416,7 @@ cmd_up() {
 
   for ((p = 0; p < PLANES; p++)); do
     if [ "$ROUTER" = 0 ]; then
+      [ "$HOSTS" = 2 ] || die "--hosts $HOSTS needs --router or --routing srv6 (direct veth pairs join exactly 2 hosts)"
       ip link add "$(nic 0 "$p")" netns "$(host_ns 0)" type veth peer name "$(nic 1 "$p")" netns "$(host_ns 1)"
       for h in 0 1; do
         configure_link_end "$(host_ns "$h")" "$(nic "$h" "$p")"
@@ -424,10 +454,22 @@ cmd_up() {
       while read -r end; do apply_rate "$end" "$RATE"; done < <(plane_ends "$p")
     done
   fi
+  up_done
+}
+
+# The end of a successful up: buffers, the trap lifted, what was made.
+up_done() {
   raise_buffers
   trap - EXIT
   if [ "$JSON" = 1 ]; then
     cmd_status
+  elif [ "$ROUTING" = srv6 ]; then
+    echo "testbed '$PREFIX' is up: $HOSTS hosts x $PLANES planes, SRv6 uSID leaf-spine per plane ($SPINES spines, uN by $UN_MODE), MTU $MTU"
+    for ((h = 0; h < HOSTS; h++)); do
+      echo "  host $h: namespace $(host_ns "$h"), locators $(srv6_addrs_of "$h")"
+    done
+    echo "  try: ip netns exec $(host_ns 0) build/release/src/mrc perf --server --planes $(srv6_addrs_of 0) --srv6-paths $(srv6_paths)"
+    echo "       ip netns exec $(host_ns 1) build/release/src/mrc perf --client $(srv6_locator 0 0) --planes $(srv6_addrs_of 1) --srv6-paths $(srv6_paths) --bytes 536870912 --verify"
   else
     echo "testbed '$PREFIX' is up: $HOSTS hosts x $PLANES planes, $(layout_words)"
     for ((h = 0; h < HOSTS; h++)); do
@@ -436,6 +478,21 @@ cmd_up() {
     echo "  try: ip netns exec $(host_ns 0) build/release/src/mrc perf --server --planes $(addrs_of 0)"
     echo "       ip netns exec $(host_ns 1) build/release/src/mrc perf --client $(host_addr 0 0) --planes $(addrs_of 1) --bytes 536870912 --verify"
   fi
+}
+
+# --routing srv6: the fabric of every plane, rates on the hosts' links.
+srv6_up() {
+  local h p end
+  for ((h = 0; h < HOSTS; h++)); do srv6_host_ns_setup "$(host_ns "$h")"; done
+  for ((p = 0; p < PLANES; p++)); do srv6_plane_up "$p"; done
+  if ! is_unlimited "$RATE"; then
+    for ((p = 0; p < PLANES; p++)); do
+      for ((h = 0; h < HOSTS; h++)); do
+        for end in "$(host_ns "$h")|$(nic "$h" "$p")" "$(leaf_ns "$p" "$h")|host"; do apply_rate "$end" "$RATE"; done
+      done
+    done
+  fi
+  up_done
 }
 
 layout_words() {
@@ -449,6 +506,7 @@ layout_words() {
 }
 
 addrs_of() {
+  [ "$ROUTING" != srv6 ] || { srv6_addrs_of "$1"; return; }
   local h=$1 p out=""
   for ((p = 0; p < PLANES; p++)); do out+="${out:+,}$(host_addr "$h" "$p")"; done
   echo "$out"
@@ -545,11 +603,18 @@ done_line() {  # ACTION PLANE VALUE MESSAGE
 
 cmd_fail() {  # PLANE up|down
   local p=$1 state=$2 end
+  if [ -n "$SEL_SPINE" ]; then
+    [ "$ROUTING" = srv6 ] || die "--spine needs a testbed made with --routing srv6"
+    srv6_cmd_fail "$p" "$state"
+    return
+  fi
+  [ -z "$SEL_LEAF" ] || die "--leaf needs --spine (the spine's link to that leaf)"
   check_plane "$p"
   check_selection
   while read -r end; do ip -n "${end%%|*}" link set dev "${end##*|}" "$state"; done < <(fail_ends "$p" "$SEL_HOST" "$SEL_PATH")
   if [ "$state" = up ]; then
     plane_routes "$p"
+    [ "$ROUTING" != srv6 ] || srv6_routes "$p"
     record_fault fail "$p" "$(scope_of)" ""
     done_line repair "$p" up "$(what "$p"): links up"
   else
@@ -719,6 +784,7 @@ cmd_status() {
     return 3
   fi
   load_config
+  [ "$ROUTING" != srv6 ] || { srv6_status; return; }
   local h p ns ruleset tcout facts
   local json_hosts=() text=()
   for ((h = 0; h < HOSTS; h++)); do
@@ -827,6 +893,7 @@ case "$CMD" in
     case "$CMD" in
       fail) cmd_fail "${ARGS[0]}" down ;;
       repair) cmd_fail "${ARGS[0]}" up ;;
+      blackhole | unblackhole) [ "$ROUTING" != srv6 ] || die "'$CMD' is not available on an SRv6 testbed (fail and repair are: --spine S [--leaf L])" ;;&
       blackhole) cmd_blackhole "${ARGS[0]}" on ;;
       unblackhole) cmd_blackhole "${ARGS[0]}" off ;;
     esac
@@ -835,6 +902,7 @@ case "$CMD" in
     case "$CMD" in rate) a=RATE ;; loss) a=PERCENT ;; delay) a=MS ;; esac
     nargs 2 "$CMD PLANE $a [--host H | --path K]"
     load_config
+    [ "$ROUTING" != srv6 ] || die "'$CMD' is not available on an SRv6 testbed (fail and repair are: --spine S [--leaf L])"
     "cmd_$CMD" "${ARGS[0]}" "${ARGS[1]}"
     ;;
   exec) cmd_exec "${ARGS[@]}" ;;

@@ -20,12 +20,12 @@ TEST(Device, OnePeerHandlePerSetOfAddresses) {
   Device& d = *device.value();
   const std::vector<PlaneAddress> a = loopback_config(1092, 0).planes;
   const std::vector<PlaneAddress> b = loopback_config(1093, 0).planes;
-  const uint32_t first = d.peer(a);
-  EXPECT_EQ(d.peer(a), first);
-  const uint32_t second = d.peer(b);
+  const uint32_t first = d.peer(a).value();
+  EXPECT_EQ(d.peer(a).value(), first);
+  const uint32_t second = d.peer(b).value();
   EXPECT_NE(second, first);
-  EXPECT_EQ(d.peer(b), second);
-  EXPECT_EQ(d.peer(a), first);
+  EXPECT_EQ(d.peer(b).value(), second);
+  EXPECT_EQ(d.peer(a).value(), first);
 }
 
 TEST(Device, ConfigureWritesTheDatapathsFieldsAndKeepsChoices) {

@@ -340,7 +340,7 @@ TEST(Metrics, UdpHostPlanesMatch) {
                 .value();
   }
   for (int i = 0; i < 2; ++i) {
-    const uint32_t peer = host[i]->add_peer(planes[1 - i]);
+    const uint32_t peer = host[i]->add_peer(planes[1 - i]).value();
     ASSERT_TRUE(qp[i]->to_init().ok());
     ASSERT_TRUE(qp[i]->to_rtr(RtrAttributes{qp[1 - i]->qpn(), Psn(7), peer}).ok());
     ASSERT_TRUE(qp[i]->to_rts(RtsAttributes{Psn(7)}).ok());

@@ -24,10 +24,11 @@ std::string temp_path(const char* name) {
 
 UdpAddresses addresses(const char* from, uint16_t sport, const char* to, uint16_t dport) {
   UdpAddresses a;
-  inet_pton(AF_INET, from, &a.source.sin_addr);
-  inet_pton(AF_INET, to, &a.destination.sin_addr);
-  a.source.sin_port = htons(sport);
-  a.destination.sin_port = htons(dport);
+  in_addr source{}, destination{};
+  inet_pton(AF_INET, from, &source);
+  inet_pton(AF_INET, to, &destination);
+  a.source = SocketAddress::ipv4(source, sport);
+  a.destination = SocketAddress::ipv4(destination, dport);
   a.tos = 0x02;
   return a;
 }

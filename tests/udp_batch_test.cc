@@ -29,7 +29,7 @@ void add_datagram(TxBatch& tx, int fd, const sockaddr_in& to, size_t length, uin
                   TxOutcome& out) {
   const std::span<uint8_t> space = tx.next();
   for (size_t b = 0; b < length; ++b) space[b] = static_cast<uint8_t>(i * 31 + b);
-  tx.add(fd, to, length, out);
+  tx.add(fd, SocketAddress::from(reinterpret_cast<const sockaddr*>(&to)), length, out);
 }
 
 // Receives until `want` datagrams came (or a bounded number of empty polls).
@@ -39,7 +39,7 @@ std::vector<std::vector<uint8_t>> receive(RxBatch& rx, int fd, size_t want,
   for (int polls = 0; got.size() < want && polls < 100000; ++polls) {
     for (const RxDatagram& d : rx.receive(fd)) {
       got.emplace_back(d.bytes.begin(), d.bytes.end());
-      if (ports != nullptr) ports->push_back(ntohs(d.from.sin_port));
+      if (ports != nullptr) ports->push_back(d.from.port());
     }
   }
   return got;

@@ -101,7 +101,8 @@ void transfer(uint16_t salt, const Impairment& impairment, size_t bytes, const E
   }
   for (int i = 0; i < 2; ++i) {
     Side& o = side[1 - i];
-    const uint32_t peer = side[i].host->add_peer(host_config(1 - i, salt, impairment).planes);
+    const uint32_t peer =
+        side[i].host->add_peer(host_config(1 - i, salt, impairment).planes).value();
     ASSERT_TRUE(side[i].qp->to_init().ok());
     ASSERT_TRUE(side[i].qp->to_rtr(RtrAttributes{o.qp->qpn(), Psn(100u + 1 - i), peer}).ok());
     ASSERT_TRUE(side[i].qp->to_rts(RtsAttributes{Psn(100u + i)}).ok());

@@ -334,9 +334,10 @@ Result<Ok, Error> Qp::connect(const ConnectionInfo& remote) {
                                          to_string(qp_->state()) +
                                          "; connect() needs a new queue pair (RESET)");
   if (auto agreed = agree_keys(remote); !agreed.ok()) return fail(agreed.error(), "connect: ");
-  const uint32_t peer = device().peer(addresses);
+  const auto peer = device().peer(addresses);
+  if (!peer.ok()) return fail(peer.error(), "connect: ");
   auto moved = qp_->to_init();
-  if (moved.ok()) moved = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer});
+  if (moved.ok()) moved = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer.value()});
   if (moved.ok()) moved = qp_->to_rts(RtsAttributes{Psn(psn_)});
   if (!moved.ok()) return fail(to_error(moved.error()), "connect: ");
   return Ok{};

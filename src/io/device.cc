@@ -23,6 +23,7 @@ Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
   hc.impairment = config.impairment;
   hc.gso = hc.gro = config.gso;
   hc.backend = config.backend;
+  hc.srv6_paths = config.srv6_paths;
   hc.seed = config.seed;
   std::random_device os_random;  // unpredictable_ids: the OS's entropy, not a seed
   const auto draw = [&] { return (uint64_t{os_random()} << 32) | os_random(); };
@@ -38,7 +39,7 @@ Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
   device->host_ = std::move(host.value());
   Device* raw = device.get();
   device->host_->set_side_channel(
-      kKeyOfferOpcode, [raw](std::span<const uint8_t> d, const sockaddr_in& from,
+      kKeyOfferOpcode, [raw](std::span<const uint8_t> d, const SocketAddress& from,
                              bool icrc_checked) { raw->on_key_offer(d, from, icrc_checked); });
   return device;
 }
@@ -107,7 +108,7 @@ Result<Ok, Error> Device::agree_keys(const QueuePair& qp, std::span<const uint8_
 // A KEY OFFER goes to the agreements, unless it names a plain QP connected to its sender: the
 // two ends' secure modes then differ, and the plain QP (which authenticates nothing anyway)
 // fails now, with both named, rather than after its retries.
-void Device::on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& from,
+void Device::on_key_offer(std::span<const uint8_t> datagram, const SocketAddress& from,
                           bool icrc_checked) {
   const auto offer = decode_key_offer(datagram, icrc_checked);
   QueuePair* qp = offer ? endpoint().qp(Qpn(offer->dest_qpn)) : nullptr;
@@ -117,11 +118,9 @@ void Device::on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& 
     keys_.on_offer(host_->now(), offer ? &*offer : nullptr);
     return;
   }
-  char text[INET_ADDRSTRLEN] = "?";
-  inet_ntop(AF_INET, &from.sin_addr, text, sizeof text);
   qp->to_error();
   if (key_failed_)
-    key_failed_(qp->qpn(), std::string("the peer at ") + text + " (queue pair " +
+    key_failed_(qp->qpn(), "the peer at " + address_text(from) + " (queue pair " +
                                std::to_string(offer->source_qpn) + ") is in secure mode " +
                                to_string(offer->offer.mode) +
                                ", this end is not: both ends need the same secure mode");

@@ -55,6 +55,7 @@ struct DeviceConfig {
   Impairment impairment;
   bool gso = true;                  // UdpHostConfig::gso and ::gro
   Backend backend = Backend::kUdp;  // UdpHostConfig::backend
+  Srv6Paths srv6_paths;             // UdpHostConfig::srv6_paths (empty: ECMP mode)
   uint64_t seed = 1;
   // QPNs with random tags (EndpointConfig::qpn_seed) and random initial PSNs (initial_psn()),
   // both drawn from the OS, so that neither can be guessed by a sender of forged packets.
@@ -90,7 +91,9 @@ class Device final : private CompletionNotifier {
   Psn initial_psn();
 
   // The handle of the peer with these receive addresses (one per plane), added if new.
-  uint32_t peer(const std::vector<PlaneAddress>& planes) { return host_->add_peer(planes); }
+  Result<uint32_t, Error> peer(const std::vector<PlaneAddress>& planes) {
+    return host_->add_peer(planes);
+  }
   // Writes the datapath's part of a QP configuration: its EV source ports, the EV burst and
   // NSCC delay target if the QP leaves them to the datapath (0), and an MTU whose packets fit
   // the datapath's datagram, a `secure` QP's with its security header and tag (its keys come
@@ -148,7 +151,8 @@ class Device final : private CompletionNotifier {
   void loop();
   bool caller_driving() const;
   void run_key_agreements();
-  void on_key_offer(std::span<const uint8_t> datagram, const sockaddr_in& from, bool icrc_checked);
+  void on_key_offer(std::span<const uint8_t> datagram, const SocketAddress& from,
+                    bool icrc_checked);
 
   DeviceConfig config_;
   std::unique_ptr<UdpHost> host_;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "util/bytes.h"
 #include "util/errno_map.h"
 
 namespace mrc::io {
@@ -27,18 +28,9 @@ constexpr uint32_t kBlockEnhancedPacket = 6;
 constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
 constexpr size_t kMaxRecordBytes = size_t{256} * 1024;  // larger than any snap length a tool writes
 
-uint16_t be16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-
-void put_be16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-
 uint16_t ipv4_checksum(const uint8_t* header) {
   uint32_t sum = 0;
-  for (int i = 0; i < 20; i += 2) sum += be16(header + i);
+  for (int i = 0; i < 20; i += 2) sum += load_be16(header + i);
   while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
   return static_cast<uint16_t>(~sum);
 }
@@ -54,10 +46,10 @@ std::string address_text(int family, const uint8_t* address, uint16_t port) {
 bool take_udp(std::span<const uint8_t> ip, size_t udp_at, CapturedDatagram& out) {
   if (ip.size() < udp_at + 8) return false;
   const uint8_t* udp = ip.data() + udp_at;
-  const uint16_t length = be16(udp + 4);
+  const uint16_t length = load_be16(udp + 4);
   if (length < 8 || length > ip.size() - udp_at) return false;
-  out.source_port = be16(udp);
-  out.destination_port = be16(udp + 2);
+  out.source_port = load_be16(udp);
+  out.destination_port = load_be16(udp + 2);
   out.ip_packet = ip.first(udp_at + length);
   out.datagram = ip.subspan(udp_at + 8, length - 8u);
   return true;
@@ -66,9 +58,9 @@ bool take_udp(std::span<const uint8_t> ip, size_t udp_at, CapturedDatagram& out)
 bool take_ipv4(std::span<const uint8_t> bytes, CapturedDatagram& out) {
   if (bytes.size() < 20 || (bytes[0] >> 4) != 4) return false;
   const size_t header = static_cast<size_t>(bytes[0] & 0x0F) * 4;
-  const size_t total = be16(bytes.data() + 2);
+  const size_t total = load_be16(bytes.data() + 2);
   if (header < 20 || total < header || total > bytes.size()) return false;
-  const uint16_t fragment = be16(bytes.data() + 6);
+  const uint16_t fragment = load_be16(bytes.data() + 6);
   if ((fragment & 0x3FFF) != 0 || bytes[9] != IPPROTO_UDP) return false;  // MF or an offset
   if (!take_udp(bytes.first(total), header, out)) return false;
   out.ipv6 = false;
@@ -80,7 +72,7 @@ bool take_ipv4(std::span<const uint8_t> bytes, CapturedDatagram& out) {
 
 bool take_ipv6(std::span<const uint8_t> bytes, CapturedDatagram& out) {
   if (bytes.size() < 40 || (bytes[0] >> 4) != 6 || bytes[6] != IPPROTO_UDP) return false;
-  const size_t payload = be16(bytes.data() + 4);
+  const size_t payload = load_be16(bytes.data() + 4);
   if (payload > bytes.size() - 40) return false;
   if (!take_udp(bytes.first(40 + payload), 40, out)) return false;
   out.ipv6 = true;
@@ -126,9 +118,45 @@ uint64_t PcapWriter::dropped() const {
   return dropped_;
 }
 
+// The IP and UDP headers a datagram had on the wire (IPv4: 28 bytes, IPv6: 48); returns their
+// length.
+size_t PcapWriter::headers(const UdpAddresses& a, size_t datagram_bytes, uint8_t* out) {
+  const auto udp_length = static_cast<uint16_t>(8 + datagram_bytes);
+  size_t ip = 20;
+  if (a.source.is_v6()) {
+    ip = 40;
+    std::memset(out, 0, ip);
+    store_be32(out, 6u << 28 | static_cast<uint32_t>(a.tos) << 20);
+    store_be16(out + 4, udp_length);
+    out[6] = IPPROTO_UDP;
+    out[7] = 64;
+    std::memcpy(out + 8, a.source.bytes(), 16);
+    std::memcpy(out + 24, a.destination.bytes(), 16);
+  } else {
+    std::memset(out, 0, ip);
+    out[0] = 0x45;
+    out[1] = a.tos;
+    store_be16(out + 2, static_cast<uint16_t>(ip + udp_length));
+    store_be16(out + 4, ip_id_++);
+    out[6] = 0x40;  // don't fragment
+    out[8] = 64;
+    out[9] = IPPROTO_UDP;
+    std::memcpy(out + 12, a.source.bytes(), 4);
+    std::memcpy(out + 16, a.destination.bytes(), 4);
+    store_be16(out + 10, ipv4_checksum(out));
+  }
+  store_be16(out + ip, a.source.port());
+  store_be16(out + ip + 2, a.destination.port());
+  store_be16(out + ip + 4, udp_length);
+  store_be16(out + ip + 6, 0);
+  return ip + 8;
+}
+
 bool PcapWriter::write(uint64_t unix_ns, const UdpAddresses& a, std::span<const uint8_t> datagram) {
   std::lock_guard lock(mutex_);
-  const size_t length = 28 + datagram.size();
+  uint8_t header_bytes[48];
+  const size_t header_length = headers(a, datagram.size(), header_bytes);
+  const size_t length = header_length + datagram.size();
   if (file_ == nullptr || length > 65535 || bytes_ + 16 + length > max_bytes_) {
     ++dropped_;
     return false;
@@ -136,22 +164,8 @@ bool PcapWriter::write(uint64_t unix_ns, const UdpAddresses& a, std::span<const 
   const uint32_t record[4] = {static_cast<uint32_t>(unix_ns / 1'000'000'000),
                               static_cast<uint32_t>(unix_ns % 1'000'000'000),
                               static_cast<uint32_t>(length), static_cast<uint32_t>(length)};
-  uint8_t headers[28] = {};
-  headers[0] = 0x45;
-  headers[1] = a.tos;
-  put_be16(headers + 2, static_cast<uint16_t>(length));
-  put_be16(headers + 4, ip_id_++);
-  headers[6] = 0x40;  // don't fragment
-  headers[8] = 64;
-  headers[9] = IPPROTO_UDP;
-  std::memcpy(headers + 12, &a.source.sin_addr, 4);
-  std::memcpy(headers + 16, &a.destination.sin_addr, 4);
-  put_be16(headers + 10, ipv4_checksum(headers));
-  std::memcpy(headers + 20, &a.source.sin_port, 2);  // network order already
-  std::memcpy(headers + 22, &a.destination.sin_port, 2);
-  put_be16(headers + 24, static_cast<uint16_t>(8 + datagram.size()));
   if (std::fwrite(record, sizeof record, 1, file_) != 1 ||
-      std::fwrite(headers, sizeof headers, 1, file_) != 1 ||
+      std::fwrite(header_bytes, header_length, 1, file_) != 1 ||
       (!datagram.empty() && std::fwrite(datagram.data(), datagram.size(), 1, file_) != 1)) {
     std::fclose(file_);
     file_ = nullptr;
@@ -331,7 +345,7 @@ bool find_udp(uint32_t link_type, std::span<const uint8_t> frame, CapturedDatagr
     case 1: {  // Ethernet, with any number of 802.1Q / 802.1ad tags
       size_t at = 12;
       while (frame.size() >= at + 2) {
-        const uint16_t type = be16(frame.data() + at);
+        const uint16_t type = load_be16(frame.data() + at);
         if (type != 0x8100 && type != 0x88A8)
           return take_ethertype(type, frame.subspan(at + 2), out);
         at += 4;
@@ -339,9 +353,9 @@ bool find_udp(uint32_t link_type, std::span<const uint8_t> frame, CapturedDatagr
       return false;
     }
     case 113:  // Linux cooked v1: the protocol in bytes 14-15 of 16
-      return frame.size() >= 16 && take_ethertype(be16(frame.data() + 14), frame.subspan(16), out);
+      return frame.size() >= 16 && take_ethertype(load_be16(frame.data() + 14), frame.subspan(16), out);
     case 276:  // Linux cooked v2: the protocol in bytes 0-1 of 20
-      return frame.size() >= 20 && take_ethertype(be16(frame.data()), frame.subspan(20), out);
+      return frame.size() >= 20 && take_ethertype(load_be16(frame.data()), frame.subspan(20), out);
     case 0: {  // BSD loopback: a 4-byte address family in the capturing host's order
       if (frame.size() < 4) return false;
       const std::span<const uint8_t> ip = frame.subspan(4);

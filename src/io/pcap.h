@@ -2,9 +2,10 @@
 // of the captures other tools write, down to each UDP datagram.
 //
 // The writer makes a classic pcap file (nanosecond timestamps, link type RAW: each record an
-// IPv4 packet), so tcpdump, tshark and `mrc decode` read it. A datagram is written with the IPv4
+// IPv4 or IPv6 packet), so tcpdump, tshark and `mrc decode` read it. A datagram is written with the IPv4
 // and UDP headers it had or would have had on the wire (addresses, ports and TOS from the
-// datapath; checksums: IPv4 computed, UDP zero, as RoCEv2 NICs send). It stops writing at a
+// datapath; checksums: IPv4 computed, UDP zero, as RoCEv2 NICs send; with IPv6, the final
+// destination: an SRv6 plane's container is rewritten on the way). It stops writing at a
 // byte budget and says so, so a capture of a long run stays bounded.
 //
 // The reader takes classic pcap (either byte order, micro- or nanosecond stamps) and pcapng
@@ -25,14 +26,15 @@
 #include <string>
 #include <vector>
 
+#include "io/socket_address.h"
 #include "mrc/error.hpp"
 
 namespace mrc::io {
 
-// One UDP datagram's addresses as a capture holds them (IPv4 only for the writer).
+// One UDP datagram's addresses as a capture holds them (source and destination of one family).
 struct UdpAddresses {
-  sockaddr_in source{};
-  sockaddr_in destination{};
+  SocketAddress source;
+  SocketAddress destination;
   uint8_t tos = 0;
 };
 
@@ -54,6 +56,7 @@ class PcapWriter {
 
  private:
   PcapWriter(std::FILE* file, uint64_t max_bytes) : file_(file), max_bytes_(max_bytes) {}
+  size_t headers(const UdpAddresses& a, size_t datagram_bytes, uint8_t* out);
   mutable std::mutex mutex_;  // the engine threads of a device group share one capture
   std::FILE* file_;
   uint64_t max_bytes_;

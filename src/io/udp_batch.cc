@@ -37,13 +37,12 @@ TxBatch::TxBatch(size_t max_datagram_bytes, bool gso)
 // A datagram joins a batch from the same socket to the same address, no longer than its
 // datagrams, while the batch's last datagram is of full size (bytes_ == count_ * segment_: a
 // shorter one ends the batch) and the bounds allow one more.
-bool TxBatch::joins(int fd, const sockaddr_in& to, size_t length) const {
-  return bytes_ == count_ * segment_ && fd == fd_ && to.sin_addr.s_addr == to_.sin_addr.s_addr &&
-         to.sin_port == to_.sin_port && length <= segment_ && count_ < kMaxGsoSegments &&
-         bytes_ + length <= kMaxGsoBytes;
+bool TxBatch::joins(int fd, const SocketAddress& to, size_t length) const {
+  return bytes_ == count_ * segment_ && fd == fd_ && to == to_ && length <= segment_ &&
+         count_ < kMaxGsoSegments && bytes_ + length <= kMaxGsoBytes;
 }
 
-void TxBatch::add(int fd, const sockaddr_in& to, size_t length, TxOutcome& out) {
+void TxBatch::add(int fd, const SocketAddress& to, size_t length, TxOutcome& out) {
   if (count_ > 0 && !joins(fd, to, length)) {
     // The new datagram sits right after the batch: send the batch, then move it to the front.
     const size_t at = bytes_;
@@ -75,8 +74,8 @@ void TxBatch::send_gso(TxOutcome& out) {
   iovec iov{buffer_.data(), bytes_};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
   msghdr msg{};
-  msg.msg_name = &to_;
-  msg.msg_namelen = sizeof to_;
+  msg.msg_name = to_.get();
+  msg.msg_namelen = to_.length();
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   msg.msg_control = control;
@@ -111,8 +110,8 @@ void TxBatch::send_each(TxOutcome& out) {
   for (size_t i = 0; i < count_; ++i) {
     const size_t offset = i * segment_;
     iov[i] = {buffer_.data() + offset, std::min(segment_, bytes_ - offset)};
-    messages[i].msg_hdr.msg_name = &to_;
-    messages[i].msg_hdr.msg_namelen = sizeof to_;
+    messages[i].msg_hdr.msg_name = to_.get();
+    messages[i].msg_hdr.msg_namelen = to_.length();
     messages[i].msg_hdr.msg_iov = &iov[i];
     messages[i].msg_hdr.msg_iovlen = 1;
   }
@@ -157,6 +156,11 @@ std::span<const RxDatagram> RxBatch::receive(int fd) {
     size_t segment = messages_[i].msg_len;
     for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
       if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) std::memcpy(&tos, CMSG_DATA(c), 1);
+      if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+        int tclass = 0;
+        std::memcpy(&tclass, CMSG_DATA(c), sizeof tclass);
+        tos = static_cast<uint8_t>(tclass);
+      }
       if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
         int size = 0;
         std::memcpy(&size, CMSG_DATA(c), sizeof size);
@@ -168,7 +172,8 @@ std::span<const RxDatagram> RxBatch::receive(int fd) {
     // short and is dropped by the engine's decoder like any malformed datagram.
     for (size_t offset = 0; offset < messages_[i].msg_len; offset += segment) {
       const size_t length = std::min<size_t>(segment, messages_[i].msg_len - offset);
-      out_.push_back(RxDatagram{{base + offset, length}, from_[i], tos});
+      out_.push_back(RxDatagram{
+          {base + offset, length}, SocketAddress::from(reinterpret_cast<sockaddr*>(&from_[i])), tos});
     }
   }
   return out_;

@@ -12,7 +12,8 @@
 //
 // Receive (RxBatch): recvmmsg into buffers of 64 KiB, with UDP_GRO on the socket so that a
 // burst from one source arrives as one buffer with its segment size in a control message; the
-// segments are handed out one by one, each with the sender's address and the IP TOS byte.
+// segments are handed out one by one, each with the sender's address and the IP TOS byte (the
+// traffic class over IPv6).
 //
 // Bounds: a batch holds at most kMaxGsoSegments datagrams and kMaxGsoBytes bytes; a receive
 // call at most kRxMessages buffers.
@@ -26,6 +27,8 @@
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "io/socket_address.h"
 
 namespace mrc::io {
 
@@ -62,7 +65,7 @@ class TxBatch {
   std::span<uint8_t> next() { return {buffer_.data() + bytes_, max_datagram_}; }
   // The datagram just written at next(), `length` bytes, goes from `fd` to `to`. If it cannot
   // join the batch, the batch is sent first (into `out`) and it starts a new one.
-  void add(int fd, const sockaddr_in& to, size_t length, TxOutcome& out);
+  void add(int fd, const SocketAddress& to, size_t length, TxOutcome& out);
   // Sends what the batch holds.
   void flush(TxOutcome& out);
   bool gso() const { return gso_; }
@@ -70,7 +73,7 @@ class TxBatch {
   size_t size() const { return count_; }
 
  private:
-  bool joins(int fd, const sockaddr_in& to, size_t length) const;
+  bool joins(int fd, const SocketAddress& to, size_t length) const;
   void send_gso(TxOutcome& out);
   void send_each(TxOutcome& out);
 
@@ -78,7 +81,7 @@ class TxBatch {
   size_t max_datagram_;
   bool gso_;
   int fd_ = -1;
-  sockaddr_in to_{};
+  SocketAddress to_;
   size_t segment_ = 0;  // the batch's datagram size (all but a shorter last one)
   size_t count_ = 0;
   size_t bytes_ = 0;
@@ -87,7 +90,7 @@ class TxBatch {
 // One received datagram: its bytes, its sender and the IP TOS byte it arrived with.
 struct RxDatagram {
   std::span<const uint8_t> bytes;
-  sockaddr_in from{};
+  SocketAddress from;
   uint8_t tos = 0;
 };
 
@@ -106,7 +109,7 @@ class RxBatch {
   std::vector<RxDatagram> out_;
   std::array<mmsghdr, kRxMessages> messages_{};
   std::array<iovec, kRxMessages> iov_{};
-  std::array<sockaddr_in, kRxMessages> from_{};
+  std::array<sockaddr_in6, kRxMessages> from_{};  // either family fits
   alignas(cmsghdr) std::array<std::array<char, 64>, kRxMessages> control_{};
   uint64_t calls_ = 0;
 };

@@ -43,6 +43,10 @@ namespace {
 constexpr int kTransmitRounds = 4;
 constexpr size_t kPlaneBurst = 16;
 constexpr uint32_t kWakeToken = 0xFFFF;
+constexpr int kUdpNoCheck6Tx = 101;  // linux/udp.h UDP_NO_CHECK6_TX / _RX
+constexpr int kUdpNoCheck6Rx = 102;
+constexpr size_t kReplyCacheSlots = 256;
+constexpr uint64_t kV6SourceFlag = uint64_t{1} << 63;
 
 int64_t monotonic_ns() {
   timespec ts{};
@@ -72,25 +76,38 @@ std::string in_use_advice(const PlaneAddress& a, const char* what, const std::st
   return " (" + who + " uses this " + what + ": stop it, or choose another with " + setting + ")";
 }
 
-// A UDP socket bound to `a`; `what` and `setting` name the port in the error of one in use.
-Result<int, Error> bound_socket(const PlaneAddress& a, int buffer_bytes, const char* what,
-                                const std::string& setting) {
-  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Err{errno_error("socket for", a)};
-  // Larger buffers absorb bursts; FORCE works as root, the plain option up to rmem_max.
+// Socket options of an MRC socket: large buffers (FORCE works as root, the plain option up to
+// rmem_max), ECT(0) on what it sends and the TOS / traffic class of what it receives; SRv6
+// planes send and accept UDP checksum zero (srv6.h).
+void set_options(int fd, bool v6, int buffer_bytes, bool zero_checksum) {
   if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof buffer_bytes) != 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes);
   if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof buffer_bytes) != 0)
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof buffer_bytes);
   const int on = 1;
-  setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on);
   const int ect0 = 0x02;  // ECN-capable transport
-  setsockopt(fd, IPPROTO_IP, IP_TOS, &ect0, sizeof ect0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr = a.address;
-  sa.sin_port = htons(a.port);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+  if (v6) {
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof on);
+    setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &ect0, sizeof ect0);
+  } else {
+    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on);
+    setsockopt(fd, IPPROTO_IP, IP_TOS, &ect0, sizeof ect0);
+  }
+  if (zero_checksum) {
+    setsockopt(fd, IPPROTO_UDP, kUdpNoCheck6Tx, &on, sizeof on);
+    setsockopt(fd, IPPROTO_UDP, kUdpNoCheck6Rx, &on, sizeof on);
+  }
+}
+
+// A UDP socket bound to `a`; `what` and `setting` name the port in the error of one in use.
+Result<int, Error> bound_socket(const PlaneAddress& a, int buffer_bytes, bool zero_checksum,
+                                const char* what, const std::string& setting) {
+  const int fd = socket(a.v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Err{errno_error("socket for", a)};
+  set_options(fd, a.v6, buffer_bytes, zero_checksum);
+  const SocketAddress sa = a.socket();
+  if (bind(fd, sa.get(), sa.length()) != 0) {
     const int error = errno;
     Error e = errno_error("cannot bind", a);
     close(fd);
@@ -101,26 +118,54 @@ Result<int, Error> bound_socket(const PlaneAddress& a, int buffer_bytes, const c
   return fd;
 }
 
+// FNV-1a over an IPv6 sender's address and port: the key of its reply_cache_ slot.
+uint32_t sender_hash(const SocketAddress& a) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < a.byte_count(); ++i) h = (h ^ a.bytes()[i]) * 16777619u;
+  return (h ^ a.port()) * 16777619u;
+}
+
 }  // namespace
+
+SocketAddress PlaneAddress::socket() const {
+  return v6 ? SocketAddress::ipv6(address6, port) : SocketAddress::ipv4(address, port);
+}
 
 Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_t default_port) {
   PlaneAddress a;
   a.port = default_port;
   std::string host = text;
+  std::string port;
   const size_t colon = text.rfind(':');
-  if (colon != std::string::npos) {
+  if (!text.empty() && text.front() == '[') {  // [IPv6]:port or [IPv6]
+    const size_t close = text.find(']');
+    if (close == std::string::npos || (close + 1 < text.size() && text[close + 1] != ':'))
+      return fail(Errc::kInvalidArgument,
+                  "bad plane address '" + text + "': expected [IPv6 address]:port");
+    host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) port = text.substr(close + 2);
+    if (close + 1 < text.size() && port.empty()) port = "-";
+  } else if (colon != std::string::npos && text.find(':') == colon) {  // IPv4:port
     host = text.substr(0, colon);
-    const std::string port = text.substr(colon + 1);
+    port = text.substr(colon + 1);
+    if (port.empty()) port = "-";
+  }
+  if (!port.empty()) {
     char* end = nullptr;
     const long value = std::strtol(port.c_str(), &end, 10);
-    if (port.empty() || *end != '\0' || value < 1 || value > 65535)
+    if (*end != '\0' || value < 1 || value > 65535)
       return fail(Errc::kInvalidArgument,
                   "bad port in plane address '" + text + "': must be 1..65535");
     a.port = static_cast<uint16_t>(value);
   }
-  if (inet_pton(AF_INET, host.c_str(), &a.address) != 1)
-    return fail(Errc::kInvalidArgument, "bad plane address '" + text +
-                                            "': expected an IPv4 address such as 127.0.0.1[:port]");
+  a.v6 = host.find(':') != std::string::npos;
+  const int parsed = a.v6 ? inet_pton(AF_INET6, host.c_str(), &a.address6)
+                          : inet_pton(AF_INET, host.c_str(), &a.address);
+  if (parsed != 1)
+    return fail(Errc::kInvalidArgument,
+                "bad plane address '" + text +
+                    "': expected an IPv4 address such as 127.0.0.1[:port] or an IPv6 address "
+                    "such as fd00::1 or [fd00::1]:port");
   return a;
 }
 
@@ -135,10 +180,30 @@ Result<Backend, Error> parse_backend(const std::string& text) {
 }
 
 std::string to_string(const PlaneAddress& a) {
-  char buf[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &a.address, buf, sizeof buf);
-  return std::string(buf) + ":" + std::to_string(a.port);
+  return to_string(a.socket());
 }
+
+namespace {
+
+// IPv6 planes need the udp backend; SRv6 paths need IPv6 planes.
+Result<Ok, Error> check_families(const UdpHostConfig& config) {
+  for (size_t p = 0; p < config.planes.size(); ++p) {
+    const PlaneAddress& a = config.planes[p];
+    const std::string plane = "plane " + std::to_string(p) + " (" + to_string(a) + ")";
+    if (a.v6 && config.backend == Backend::kXdp)
+      return fail(Errc::kInvalidArgument, plane + " is IPv6: the xdp backend writes IPv4 frames "
+                                                  "only; use the udp backend for IPv6 planes");
+    if (!a.v6 && !config.srv6_paths.empty())
+      return fail(Errc::kInvalidArgument,
+                  plane + " is IPv4: SRv6 paths need IPv6 planes (the host's locators)");
+  }
+  if (config.srv6_paths.size() > kSrv6MaxPaths)
+    return fail(Errc::kInvalidArgument,
+                "at most " + std::to_string(kSrv6MaxPaths) + " SRv6 paths");
+  return Ok{};
+}
+
+}  // namespace
 
 UdpHost::UdpHost(const UdpHostConfig& config)
     : config_(config), prng_(config.impairment.seed), tx_(wire::kMaxDatagramBytes, config.gso) {
@@ -153,6 +218,7 @@ Result<std::unique_ptr<UdpHost>, Error> UdpHost::open(const UdpHostConfig& confi
           static_cast<uint32_t>(config.planes.size()) * config.ev_ports_per_plane >
       65536)
     return fail(Errc::kInvalidArgument, "EV source ports run past 65535: lower ev_port_base");
+  if (auto checked = check_families(config); !checked.ok()) return Err{checked.error()};
   for (const PlaneFlap& f : config.impairment.flaps) {
     if (f.plane < 0 || f.plane >= static_cast<int>(config.planes.size()))
       return fail(Errc::kInvalidArgument,
@@ -194,7 +260,9 @@ Result<Ok, Error> UdpHost::open_sockets() {
 Result<Ok, Error> UdpHost::open_plane(int p) {
   Plane& plane = planes_[p];
   plane.local = config_.planes[p];
-  auto rx = bound_socket(plane.local, config_.socket_buffer_bytes, "port", config_.port_setting);
+  const bool srv6 = !config_.srv6_paths.empty();
+  auto rx = bound_socket(plane.local, config_.socket_buffer_bytes, srv6, "port",
+                         config_.port_setting);
   if (!rx.ok()) return Err{rx.error()};
   plane.rx_fd = rx.value();
   int poll_fd = plane.rx_fd;
@@ -216,11 +284,12 @@ Result<Ok, Error> UdpHost::open_plane(int p) {
   for (uint16_t i = 0; i < config_.ev_ports_per_plane; ++i) {
     PlaneAddress a = plane.local;
     a.port = static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + i);
-    auto tx =
-        bound_socket(a, config_.socket_buffer_bytes, "EV source port", config_.ev_port_setting);
+    auto tx = bound_socket(a, config_.socket_buffer_bytes, srv6, "EV source port",
+                           config_.ev_port_setting);
     if (!tx.ok()) return Err{tx.error()};
     plane.tx_fds.push_back(tx.value());
-    if (tx_.gso() && !gso_supported(tx.value())) tx_.disable_gso();
+    // The kernel refuses GSO for datagrams without a UDP checksum (SRv6 planes).
+    if (tx_.gso() && (srv6 || !gso_supported(tx.value()))) tx_.disable_gso();
   }
   return Ok{};
 }
@@ -258,27 +327,53 @@ UdpHost::~UdpHost() {
   if (wake_fd_ >= 0) close(wake_fd_);
 }
 
-uint32_t UdpHost::add_peer(const std::vector<PlaneAddress>& planes) {
-  std::vector<sockaddr_in> addresses;
-  for (const PlaneAddress& a : planes) {
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr = a.address;
-    sa.sin_port = htons(a.port);
-    addresses.push_back(sa);
+Result<uint32_t, Error> UdpHost::add_peer(const std::vector<PlaneAddress>& planes) {
+  std::vector<std::vector<SocketAddress>> addresses;
+  for (size_t p = 0; p < planes.size(); ++p) {
+    const PlaneAddress& a = planes[p];
+    if (p < planes_.size() && a.v6 != planes_[p].local.v6)
+      return fail(Errc::kInvalidArgument,
+                  "peer address " + to_string(a) + " of plane " + std::to_string(p) + " is " +
+                      (a.v6 ? "IPv6" : "IPv4") + ", this host's plane address " +
+                      to_string(planes_[p].local) + " is not: both ends need the same family");
+    addresses.emplace_back();
+    if (config_.srv6_paths.empty()) addresses.back().push_back(a.socket());
+    for (const auto& path : config_.srv6_paths) {
+      auto to = srv6_destination(a.address6, path);
+      if (!to.ok()) return fail(to.error(), "peer of plane " + std::to_string(p) + ": ");
+      addresses.back().push_back(SocketAddress::ipv6(to.value(), a.port));
+    }
   }
-  const auto same = [](const sockaddr_in& a, const sockaddr_in& b) {
-    return a.sin_addr.s_addr == b.sin_addr.s_addr && a.sin_port == b.sin_port;
-  };
   for (size_t i = 0; i < peers_.size(); ++i)
-    if (std::equal(peers_[i].begin(), peers_[i].end(), addresses.begin(), addresses.end(), same))
-      return static_cast<uint32_t>(i);
+    if (peers_[i] == addresses) return static_cast<uint32_t>(i);
   // The xdp backend writes the next hop's MAC itself: resolve it now, not on the first packets.
   for (size_t p = 0; p < planes_.size() && p < addresses.size(); ++p)
     if (planes_[p].xdp)
-      planes_[p].xdp->neighbours().resolve(addresses[p].sin_addr, Duration::from_ms(1000));
-  peers_.push_back(addresses);
+      planes_[p].xdp->neighbours().resolve(addresses[p][0].u.v4.sin_addr, Duration::from_ms(1000));
+  peers_.push_back(std::move(addresses));
   return static_cast<uint32_t>(peers_.size() - 1);
+}
+
+uint64_t UdpHost::source_token(const SocketAddress& from) {
+  if (!from.is_v6())
+    return static_cast<uint64_t>(ntohl(from.u.v4.sin_addr.s_addr)) << 16 | from.port();
+  const uint32_t hash = sender_hash(from);
+  if (reply_cache_.empty()) reply_cache_.resize(kReplyCacheSlots);
+  reply_cache_[hash % kReplyCacheSlots] = from;
+  return kV6SourceFlag | static_cast<uint64_t>(hash) << 16 | from.port();
+}
+
+bool UdpHost::reply_address(uint64_t token, SocketAddress& to) const {
+  if ((token & kV6SourceFlag) == 0) {
+    to = SocketAddress::ipv4(in_addr{htonl(static_cast<uint32_t>(token >> 16))},
+                             static_cast<uint16_t>(token));
+    return true;
+  }
+  // The sender's slot may since hold another: then the reply has nowhere to go.
+  const auto hash = static_cast<uint32_t>(token >> 16);
+  if (reply_cache_.empty()) return false;
+  to = reply_cache_[hash % kReplyCacheSlots];
+  return to.is_v6() && sender_hash(to) == hash;
 }
 
 Instant UdpHost::now() const {
@@ -299,21 +394,14 @@ bool UdpHost::receive(int p, Instant now) {
     }
     RxMeta meta;
     meta.plane = PlaneId(static_cast<uint8_t>(p));
-    meta.ev = Ev(ntohs(d.from.sin_port));
-    meta.source =
-        static_cast<uint64_t>(ntohl(d.from.sin_addr.s_addr)) << 16 | ntohs(d.from.sin_port);
+    meta.ev = Ev(d.from.port());
+    meta.source = source_token(d.from);
     meta.ecn_ce = (d.tos & 0x03) == 0x03;
     meta.icrc_checked = xdp;  // the link checked the RoCEv2 ICRC
     ++plane.stats.packets_received;
     plane.stats.bytes_received += d.bytes.size();
-    if (capture_ != nullptr) {
-      UdpAddresses a;
-      a.source = d.from;
-      a.destination.sin_addr = plane.local.address;
-      a.destination.sin_port = htons(plane.local.port);
-      a.tos = d.tos;
-      capture_->write(realtime_ns(), a, d.bytes);
-    }
+    if (capture_ != nullptr) capture_->write(realtime_ns(), {d.from, plane.local.socket(), d.tos},
+                                             d.bytes);
     if (side_handler_ && !d.bytes.empty() && d.bytes[0] == side_opcode_)
       side_handler_(d.bytes, d.from, xdp);
     else
@@ -330,7 +418,7 @@ void UdpHost::send_side(uint32_t peer, std::span<const uint8_t> datagram) {
     // Best effort, as any datagram: the agreement sends again until it is answered.
     if (!plane.stats.up || space.size() < datagram.size()) continue;
     std::memcpy(space.data(), datagram.data(), datagram.size());
-    const Route r{plane.xdp ? -1 : plane.rx_fd, plane.local.port, peers_[peer][p]};
+    const Route r{plane.xdp ? -1 : plane.rx_fd, plane.local.port, peers_[peer][p][0]};
     if (capture_ != nullptr) capture_sent(p, r, space.first(datagram.size()));
     TxOutcome outcome;
     tx_add(p, r, datagram.size(), now(), outcome);
@@ -343,11 +431,9 @@ void UdpHost::send_side(uint32_t peer, std::span<const uint8_t> datagram) {
 // xdp backend's link writes the RoCEv2 ICRC into the frame (the engine leaves the field zero),
 // so the capture gets it from the same frame, built here.
 void UdpHost::capture_sent(int p, const Route& r, std::span<uint8_t> datagram) {
-  UdpAddresses a;
-  a.source.sin_addr = planes_[p].local.address;
-  a.source.sin_port = htons(r.source_port);
-  a.destination = r.to;
-  a.tos = kMrcTos;
+  SocketAddress source = planes_[p].local.socket();
+  source.set_port(r.source_port);
+  const UdpAddresses a{source, r.to, kMrcTos};
   if (planes_[p].xdp == nullptr || datagram.size() < 16) {
     capture_->write(realtime_ns(), a, datagram);
     return;
@@ -355,10 +441,10 @@ void UdpHost::capture_sent(int p, const Route& r, std::span<uint8_t> datagram) {
   capture_frame_.resize(kFrameHeaderBytes + datagram.size());
   std::memcpy(capture_frame_.data() + kFrameHeaderBytes, datagram.data(), datagram.size());
   FrameAddresses f;
-  f.source_ip = a.source.sin_addr;
-  f.destination_ip = a.destination.sin_addr;
+  f.source_ip = a.source.u.v4.sin_addr;
+  f.destination_ip = a.destination.u.v4.sin_addr;
   f.source_port = r.source_port;
-  f.destination_port = ntohs(a.destination.sin_port);
+  f.destination_port = a.destination.port();
   write_frame(f, 0, datagram.size(), capture_frame_);
   capture_->write(realtime_ns(), a, std::span(capture_frame_).subspan(kFrameHeaderBytes));
 }
@@ -376,10 +462,8 @@ void UdpHost::account(int p, const TxOutcome& outcome) {
 bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
   Plane& plane = planes_[p];
   if (meta.reply) {  // an answer to a connectionless request: from the MRC port, to its sender's
-    r.to = sockaddr_in{};
-    r.to.sin_family = AF_INET;
-    r.to.sin_addr.s_addr = htonl(static_cast<uint32_t>(meta.reply_to >> 16));
-    r.to.sin_port = htons(plane.local.port);
+    if (!reply_address(meta.reply_to, r.to) || r.to.is_v6() != plane.local.v6) return false;
+    r.to.set_port(plane.local.port);
     r.fd = plane.rx_fd;
     r.source_port = plane.local.port;
     return true;
@@ -392,7 +476,8 @@ bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
   r.source_port =
       static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + port_index);
   r.fd = plane.xdp ? -1 : plane.tx_fds[port_index];
-  r.to = peers_[meta.peer][p];
+  const std::vector<SocketAddress>& to = peers_[meta.peer][p];  // SRv6: one per path
+  r.to = to[port_index % to.size()];
   return true;
 }
 
@@ -418,7 +503,7 @@ std::span<uint8_t> UdpHost::tx_space(int p) {
 
 void UdpHost::tx_add(int p, const Route& r, size_t length, Instant now, TxOutcome& outcome) {
   if (planes_[p].xdp) {
-    planes_[p].xdp->add(r.source_port, r.to, length, now, outcome);
+    planes_[p].xdp->add(r.source_port, r.to.u.v4, length, now, outcome);
   } else {
     tx_.add(r.fd, r.to, length, outcome);
   }
@@ -507,6 +592,23 @@ void UdpHost::update_plane(int plane) {
   endpoint_->set_port_up(PlaneId(static_cast<uint8_t>(plane)), up, now());
 }
 
+namespace {
+
+// Whether `address` lies in the network of interface address `i` (127.0.0.2 is in lo's
+// 127.0.0.1/8, for example, though only 127.0.0.1 is listed on it).
+bool in_network(const ifaddrs& i, const SocketAddress& address) {
+  const SocketAddress own = SocketAddress::from(i.ifa_addr);
+  if (own.family() != address.family()) return false;
+  const SocketAddress mask = SocketAddress::from(i.ifa_netmask);
+  for (size_t k = 0; k < address.byte_count(); ++k) {
+    const uint8_t m = mask.family() == own.family() ? mask.bytes()[k] : 0xFF;
+    if ((own.bytes()[k] & m) != (address.bytes()[k] & m)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void UdpHost::check_links(Instant now) {
   if (now < next_link_check_) return;
   next_link_check_ = now + Duration::from_ms(20);
@@ -514,14 +616,9 @@ void UdpHost::check_links(Instant now) {
   if (getifaddrs(&list) != 0) return;
   for (int p = 0; p < planes(); ++p) {
     bool up = false;
+    const SocketAddress address = planes_[p].local.socket();
     for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
-      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-      // The interface whose network holds the plane's address (127.0.0.2 is lo's, for
-      // example, though only 127.0.0.1 is listed on it).
-      const auto* sin = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
-      const auto* mask = reinterpret_cast<const sockaddr_in*>(i->ifa_netmask);
-      const uint32_t m = mask != nullptr ? mask->sin_addr.s_addr : 0xFFFFFFFFu;
-      if ((sin->sin_addr.s_addr & m) != (planes_[p].local.address.s_addr & m)) continue;
+      if (i->ifa_addr == nullptr || !in_network(*i, address)) continue;
       up = up || ((i->ifa_flags & IFF_UP) && (i->ifa_flags & IFF_RUNNING));
     }
     planes_[p].link_up = up;

@@ -20,6 +20,9 @@
 //     whole Ethernet/IPv4/UDP frames written here with the RoCEv2 ICRC, so any packet takes any
 //     source port without a socket per EV. Root (or CAP_BPF, CAP_NET_ADMIN, CAP_NET_RAW) only.
 // The impairments and the link checks work the same over either.
+// Planes are IPv4 or IPv6 (the udp backend; xdp writes IPv4 frames only). With SRv6 paths
+// (UdpHostConfig::srv6_paths, io/srv6.h) every plane is IPv6 and each EV's packets go to a uSID
+// container naming its path: the EV picks the path, the fabric follows it.
 // Single-threaded: progress() does all the work; callers post work between calls.
 #pragma once
 
@@ -35,6 +38,8 @@
 
 #include "core/endpoint.h"
 #include "io/pcap.h"
+#include "io/socket_address.h"
+#include "io/srv6.h"
 #include "io/udp_batch.h"
 #include "io/xdp_link.h"
 #include "mrc/datapath.hpp"
@@ -44,10 +49,14 @@
 namespace mrc::io {
 
 struct PlaneAddress {
-  in_addr address{};
+  in_addr address{};  // IPv4 plane
   uint16_t port = 4791;
+  bool v6 = false;
+  in6_addr address6{};  // IPv6 plane
+  SocketAddress socket() const;
 };
-// Parses "127.0.0.1", "127.0.0.1:4792" (a missing port takes `default_port`).
+// Parses "127.0.0.1", "127.0.0.1:4792", "fd00::1", "[fd00::1]:4792" (a missing port takes
+// `default_port`).
 Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_t default_port);
 std::string to_string(const PlaneAddress& a);
 
@@ -58,6 +67,10 @@ struct UdpHostConfig {
   // per plane. Must match QpConfig::ev_port_base of every QP on this host.
   uint16_t ev_port_base = 50000;
   uint16_t ev_ports_per_plane = 40;
+  // SRv6 uSID path mode (io/srv6.h): empty, the EVs are ECMP entropy only; else every plane is
+  // IPv6, a peer's plane address is its locator, and the EV of source-port index i takes path
+  // i % paths (its uSIDs inserted after the locator's block). UDP checksums are zero then.
+  Srv6Paths srv6_paths;
   int socket_buffer_bytes = 8 << 20;
   // Batched send and receive (UDP GSO and GRO) where the kernel offers them; off: one datagram
   // per sendmmsg entry and per receive buffer.
@@ -91,8 +104,9 @@ class UdpHost {
 
   Endpoint& endpoint() { return *endpoint_; }
   // A peer's receive addresses, one per plane; returns the handle for RtrAttributes::peer. The
-  // same addresses always give the same handle, however many QPs connect to that peer.
-  uint32_t add_peer(const std::vector<PlaneAddress>& planes);
+  // same addresses always give the same handle, however many QPs connect to that peer. Refused
+  // (nothing added): a plane of the other IP family, an SRv6 locator without room for a path.
+  Result<uint32_t, Error> add_peer(const std::vector<PlaneAddress>& planes);
   // Receives, runs due timers and impairment events, transmits; if nothing could be done,
   // sleeps until a packet arrives, a deadline passes, or `max_wait` elapses.
   void progress(Duration max_wait);
@@ -127,7 +141,7 @@ class UdpHost {
   // plane that is up, from this host's MRC port, through the backend (the xdp link writes its
   // ICRC), outside the impairments.
   using SideHandler =
-      std::function<void(std::span<const uint8_t>, const sockaddr_in& from, bool icrc_checked)>;
+      std::function<void(std::span<const uint8_t>, const SocketAddress& from, bool icrc_checked)>;
   void set_side_channel(uint8_t opcode, SideHandler handler) {
     side_opcode_ = opcode;
     side_handler_ = std::move(handler);
@@ -150,7 +164,7 @@ class UdpHost {
   struct Route {
     int fd = -1;
     uint16_t source_port = 0;
-    sockaddr_in to{};
+    SocketAddress to;
   };
   struct Delayed {
     Instant release;
@@ -167,6 +181,10 @@ class UdpHost {
   Result<Ok, Error> open_sockets();
   Result<Ok, Error> open_plane(int p);
   bool receive(int plane, Instant now);
+  // RxMeta::source of a datagram from `from`, and back (a reply's address): IPv4 addresses and
+  // ports fit in it; an IPv6 sender is kept in reply_cache_ under a hash the token carries.
+  uint64_t source_token(const SocketAddress& from);
+  bool reply_address(uint64_t token, SocketAddress& to) const;
   size_t transmit(int plane, Instant now, size_t budget);
   bool transmit_round_robin(Instant now);
   // Where a packet the engine produced goes; false if nowhere.
@@ -190,7 +208,9 @@ class UdpHost {
   UdpHostConfig config_;
   std::unique_ptr<Endpoint> endpoint_;
   std::vector<Plane> planes_;
-  std::vector<std::vector<sockaddr_in>> peers_;
+  // Per peer and plane: where its packets go (one address, or with SRv6 one per path).
+  std::vector<std::vector<std::vector<SocketAddress>>> peers_;
+  std::vector<SocketAddress> reply_cache_;  // IPv6 senders of recent datagrams, by hash
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   int64_t clock_origin_ns_ = 0;

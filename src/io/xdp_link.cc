@@ -220,9 +220,7 @@ std::span<const RxDatagram> XdpLink::receive() {
     neighbours_.learn(a.source_ip, a.source_mac);
     RxDatagram out;
     out.bytes = parsed->datagram;
-    out.from.sin_family = AF_INET;
-    out.from.sin_addr = a.source_ip;
-    out.from.sin_port = htons(a.source_port);
+    out.from = SocketAddress::ipv4(a.source_ip, a.source_port);
     out.tos = a.tos;
     rx_out_.push_back(out);
   }

@@ -614,8 +614,9 @@ int probe_target(Nic& nic, const mrc_ctl_ep_req& r, ProbeTarget& out) {
   } else {
     addresses[plane] = io::PlaneAddress{in_addr{dip}, nic.spec->planes[plane].port};
   }
-  out = ProbeTarget{nic.peer_handle(addresses), PlaneId(static_cast<uint8_t>(plane)),
-                    Ev(ev_port(r.req_ev))};
+  const auto peer = nic.peer_handle(addresses);
+  if (!peer.ok()) return EINVAL;
+  out = ProbeTarget{peer.value(), PlaneId(static_cast<uint8_t>(plane)), Ev(ev_port(r.req_ev))};
   return 0;
 }
 

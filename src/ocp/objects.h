@@ -124,7 +124,9 @@ struct Nic {
   void after_progress();  // under mutex, after each round: async and EV events
   void on_completions(std::span<const uint32_t> tags);  // under mutex: CQs that turned non-empty
   bool port_up(int plane) const;
-  uint32_t peer_handle(const std::vector<io::PlaneAddress>& planes) { return device->peer(planes); }
+  Result<uint32_t, Error> peer_handle(const std::vector<io::PlaneAddress>& planes) {
+    return device->peer(planes);
+  }
   // Every mrc_cq of the device's engine CQs, by the device's tag (null once destroyed).
   std::vector<mrc_cq*> cqs_by_tag;
 };

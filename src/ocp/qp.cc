@@ -216,7 +216,12 @@ int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
         text, peer->planes.size(), nic.spec->name.c_str(), nic.spec->planes.size());
     return EINVAL;
   }
-  handle = nic.peer_handle(peer->planes);
+  const auto added = nic.peer_handle(peer->planes);
+  if (!added.ok()) {
+    std::fprintf(stderr, "mrc: modify_qp(RTR): %s\n", added.error().message.c_str());
+    return EINVAL;
+  }
+  handle = added.value();
   return 0;
 }
 

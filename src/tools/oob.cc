@@ -24,13 +24,15 @@ OobChannel::~OobChannel() {
 
 Result<OobChannel, Error> OobChannel::accept_one(uint16_t port) {
   OobChannel c;
-  c.listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int on = 1;
+  // Both families on one socket: IPv4 clients arrive as IPv4-mapped addresses.
+  c.listen_fd_ = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int on = 1, off = 0;
   setsockopt(c.listen_fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  setsockopt(c.listen_fd_, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+  sockaddr_in6 sa{};
+  sa.sin6_family = AF_INET6;
+  sa.sin6_port = htons(port);
+  sa.sin6_addr = in6addr_any;
   if (bind(c.listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
       listen(c.listen_fd_, 1) != 0) {
     const int e = errno;
@@ -47,7 +49,7 @@ Result<OobChannel, Error> OobChannel::connect_to(const std::string& host, uint16
                                                  int timeout_ms) {
   OobChannel c;
   addrinfo hints{};
-  hints.ai_family = AF_INET;
+  hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* result = nullptr;
   if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &result) != 0 ||
@@ -57,7 +59,7 @@ Result<OobChannel, Error> OobChannel::connect_to(const std::string& host, uint16
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   int last_errno = 0;
   while (std::chrono::steady_clock::now() < give_up) {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int fd = socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (connect(fd, result->ai_addr, result->ai_addrlen) == 0) {
       c.fd_ = fd;
       break;

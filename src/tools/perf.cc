@@ -354,6 +354,11 @@ Result<Ok, Error> PerfSide::open() {
   auto backend = io::parse_backend(o_.backend);
   if (!backend.ok()) return Err{backend.error()};
   hc.backend = backend.value();
+  if (!o_.srv6_paths.empty()) {
+    auto paths = io::parse_srv6_paths(o_.srv6_paths);
+    if (!paths.ok()) return fail(paths.error(), "--srv6-paths: ");
+    hc.srv6_paths = paths.value();
+  }
   auto impaired = impairment_from_options(o_, static_cast<int>(hc.planes.size()), hc.impairment);
   if (!impaired.ok()) return impaired;
   auto devices = io::DeviceGroup::open(hc, o_.threads);
@@ -484,10 +489,12 @@ Result<Ok, Error> PerfSide::connect_qp(size_t q, const json& peer) {
   std::lock_guard lock(shard.lock());
   QueuePair* qp = qps_[q];
   if (auto keyed = agree_keys(q, theirs); !keyed.ok()) return keyed;
+  const auto peer_handle = shard.peer(remote);
+  if (!peer_handle.ok()) return fail(peer_handle.error(), "the peer's queue pair " + std::to_string(q) + ": ");
   auto moved = qp->to_init();
   if (moved.ok())
     moved = qp->to_rtr(RtrAttributes{Qpn(theirs["qpn"].get<uint32_t>()),
-                                     Psn(theirs["psn"].get<uint32_t>()), shard.peer(remote)});
+                                     Psn(theirs["psn"].get<uint32_t>()), peer_handle.value()});
   if (moved.ok()) moved = qp->to_rts(RtsAttributes{Psn(psns_[q])});
   if (!moved.ok())
     return fail(to_error(moved.error()), "connecting queue pair " + std::to_string(q) + ": ");
@@ -1127,7 +1134,8 @@ void add_test_options(CLI::App& app, PerfOptions& o) {
                  "run as client of the server at this address (its TCP setup port)");
   app.add_option("--oob-port", o.oob_port, "TCP port for connection setup (default 18515)");
   app.add_option("--planes", o.planes,
-                 "local plane addresses, one per plane, IPv4[:port] (default 127.0.0.1-4)")
+                 "local plane addresses, one per plane, IPv4[:port] or IPv6 / [IPv6]:port "
+                 "(default 127.0.0.1-4)")
       ->delimiter(',');
   app.add_option(
       "--port", o.port,
@@ -1201,6 +1209,10 @@ void add_fault_and_transport_options(CLI::App& app, PerfOptions& o) {
                  "interfaces, writing whole "
                  "RoCEv2 frames; root only; datagrams up to 3798 bytes, or the interface MTU)")
       ->check(CLI::IsMember({"udp", "xdp"}));
+  app.add_option("--srv6-paths", o.srv6_paths,
+                 "SRv6 uSID path mode: the paths through each plane's fabric as hexadecimal "
+                 "uSIDs, e.g. 200,201 (one spine each); EV i takes path i % paths. Needs IPv6 "
+                 "planes, each this host's locator block:leaf:host:: (default: ECMP mode)");
   add_secure_options(app, o.secure, o.key_file, "both sides");
   app.add_option("--pcap", o.pcap,
                  "write every datagram sent and received to this capture file (pcap; read it with "

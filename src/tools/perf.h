@@ -50,6 +50,7 @@ struct PerfOptions {
   double target_delay_us = -1;  // NsccConfig::target_delay_ns; < 0: the datapath's default
   bool gso = true;              // UdpHostConfig::gso and ::gro
   std::string backend = "udp";  // UdpHostConfig::backend: udp or xdp
+  std::string srv6_paths;       // UdpHostConfig::srv6_paths ("200,201"); empty: ECMP mode
   std::string secure = "off";   // QpConfig::security mode: off, auth or encrypt
   std::string key_file;         // secure mode's pre-shared key (io::read_key_file)
   std::string pcap;             // --pcap: capture every datagram sent and received to this file

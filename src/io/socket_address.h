@@ -1,0 +1,46 @@
+// A UDP socket address of either IP family, as the kernel takes it (sockaddr_in or
+// sockaddr_in6), so the datapath's sends, receives and peer tables need not know which family
+// a plane uses. Plane addresses are IPv4 (a plane per local address, ECMP on the UDP source
+// port) or IPv6 (also the family SRv6 planes need: io/srv6.h).
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <string>
+
+namespace mrc::io {
+
+struct SocketAddress {
+  union {
+    sockaddr any;
+    sockaddr_in v4;
+    sockaddr_in6 v6;
+  } u{};
+
+  static SocketAddress ipv4(in_addr address, uint16_t port);
+  static SocketAddress ipv6(const in6_addr& address, uint16_t port);
+  // From what recvmmsg or getifaddrs wrote; anything but AF_INET / AF_INET6 gives family 0.
+  static SocketAddress from(const sockaddr* address);
+
+  int family() const { return u.any.sa_family; }
+  bool is_v6() const { return family() == AF_INET6; }
+  socklen_t length() const { return is_v6() ? sizeof u.v6 : sizeof u.v4; }
+  const sockaddr* get() const { return &u.any; }
+  sockaddr* get() { return &u.any; }
+  uint16_t port() const;
+  void set_port(uint16_t port);
+  // The address's bytes (4 or 16), as they are on the wire.
+  const uint8_t* bytes() const;
+  size_t byte_count() const { return is_v6() ? 16 : 4; }
+  // Same family, address and port.
+  bool operator==(const SocketAddress& o) const;
+};
+
+// "127.0.0.1:4791", "[fd00::1]:4791".
+std::string to_string(const SocketAddress& a);
+// The address alone: "127.0.0.1", "fd00::1".
+std::string address_text(const SocketAddress& a);
+
+}  // namespace mrc::io
