@@ -29,7 +29,7 @@ void add_datagram(TxBatch& tx, int fd, const sockaddr_in& to, size_t length, uin
                   TxOutcome& out) {
   const std::span<uint8_t> space = tx.next();
   for (size_t b = 0; b < length; ++b) space[b] = static_cast<uint8_t>(i * 31 + b);
-  tx.add(fd, SocketAddress::from(reinterpret_cast<const sockaddr*>(&to)), length, out);
+  tx.add(fd, SocketAddress::ipv4(to.sin_addr, ntohs(to.sin_port)), length, out);
 }
 
 // Receives until `want` datagrams came (or a bounded number of empty polls).

@@ -22,11 +22,15 @@ struct Side {
   MemoryRegionInfo source_mr, target_mr;
 };
 
+// IPv6 planes: all four on ::1, each on a port of its own (salts >= 20 only).
+bool g_ipv6 = false;
+
 UdpHostConfig host_config(int index, uint16_t port_salt, const Impairment& impairment) {
   UdpHostConfig c;
   for (int p = 0; p < 4; ++p) {
-    PlaneAddress a = parse_plane_address("127.0.0." + std::to_string(p + 1), 0).value();
-    a.port = static_cast<uint16_t>(20000 + port_salt * 10 + index);
+    PlaneAddress a =
+        parse_plane_address(g_ipv6 ? "::1" : "127.0.0." + std::to_string(p + 1), 0).value();
+    a.port = static_cast<uint16_t>(20000 + port_salt * 10 + index + (g_ipv6 ? 2 * p : 0));
     c.planes.push_back(a);
   }
   c.ev_port_base = static_cast<uint16_t>(30000 + port_salt * 400 + index * 200);
@@ -227,6 +231,15 @@ TEST(UdpLoopback, PlaneFlapping) {
   transfer(8, imp, 16 << 20);
 }
 
+TEST(UdpLoopback, Ipv6PlanesCarryAVerifiedTransfer) {
+  g_ipv6 = true;
+  transfer(20, Impairment{}, 8 << 20, {}, 8);
+  Impairment drop;
+  drop.drop = 0.01;
+  transfer(21, drop, 4 << 20, {}, 8);
+  g_ipv6 = false;
+}
+
 TEST(UdpLoopback, ClearErrors) {
   UdpHostConfig c;
   EXPECT_FALSE(UdpHost::open(c).ok());
@@ -262,6 +275,42 @@ TEST(UdpLoopback, ClearErrors) {
                 "this process already uses this port: choose another with --port"),
             std::string::npos)
       << second.error().message;
+}
+
+TEST(UdpLoopback, FamiliesAndSrv6PathsAreChecked) {
+  // SRv6 paths need IPv6 planes; the xdp backend IPv4 ones.
+  UdpHostConfig c = host_config(0, 10, Impairment{});
+  c.srv6_paths = {{0x200}, {0x201}};
+  auto srv6_v4 = UdpHost::open(c);
+  ASSERT_FALSE(srv6_v4.ok());
+  EXPECT_NE(srv6_v4.error().message.find("plane 0 (127.0.0.1:20100) is IPv4: SRv6 paths need IPv6"),
+            std::string::npos)
+      << srv6_v4.error().message;
+  g_ipv6 = true;
+  c = host_config(0, 22, Impairment{});
+  g_ipv6 = false;
+  c.backend = Backend::kXdp;
+  auto xdp_v6 = UdpHost::open(c);
+  ASSERT_FALSE(xdp_v6.ok());
+  EXPECT_NE(xdp_v6.error().message.find("is IPv6: the xdp backend writes IPv4 frames only"),
+            std::string::npos)
+      << xdp_v6.error().message;
+  // A peer of the other family, or a locator with no room for the path: refused, nothing added.
+  c.backend = Backend::kUdp;
+  c.srv6_paths = {{0x200}, {0x201}};
+  auto host = UdpHost::open(c);
+  ASSERT_TRUE(host.ok()) << host.error().message;
+  auto v4_peer = host.value()->add_peer(host_config(1, 10, Impairment{}).planes);
+  ASSERT_FALSE(v4_peer.ok());
+  EXPECT_NE(v4_peer.error().message.find("both ends need the same family"), std::string::npos)
+      << v4_peer.error().message;
+  std::vector<PlaneAddress> full(4, parse_plane_address("[fd00:0:1:2:3:4:5:6]:4791", 0).value());
+  auto no_room = host.value()->add_peer(full);
+  ASSERT_FALSE(no_room.ok());
+  EXPECT_NE(no_room.error().message.find("has no room for a path of 1 uSID"), std::string::npos)
+      << no_room.error().message;
+  std::vector<PlaneAddress> locators(4, parse_plane_address("fd00:0:101:301::", 4791).value());
+  EXPECT_EQ(host.value()->add_peer(locators).value(), 0u);  // the first peer that was added
 }
 
 }  // namespace

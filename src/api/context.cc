@@ -337,7 +337,8 @@ Result<Ok, Error> Qp::connect(const ConnectionInfo& remote) {
   const auto peer = device().peer(addresses);
   if (!peer.ok()) return fail(peer.error(), "connect: ");
   auto moved = qp_->to_init();
-  if (moved.ok()) moved = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer.value()});
+  if (moved.ok())
+    moved = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer.value()});
   if (moved.ok()) moved = qp_->to_rts(RtsAttributes{Psn(psn_)});
   if (!moved.ok()) return fail(to_error(moved.error()), "connect: ");
   return Ok{};

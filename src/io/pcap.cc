@@ -353,7 +353,8 @@ bool find_udp(uint32_t link_type, std::span<const uint8_t> frame, CapturedDatagr
       return false;
     }
     case 113:  // Linux cooked v1: the protocol in bytes 14-15 of 16
-      return frame.size() >= 16 && take_ethertype(load_be16(frame.data() + 14), frame.subspan(16), out);
+      return frame.size() >= 16 &&
+             take_ethertype(load_be16(frame.data() + 14), frame.subspan(16), out);
     case 276:  // Linux cooked v2: the protocol in bytes 0-1 of 20
       return frame.size() >= 20 && take_ethertype(load_be16(frame.data()), frame.subspan(20), out);
     case 0: {  // BSD loopback: a 4-byte address family in the capturing host's order

@@ -2,8 +2,8 @@
 // of the captures other tools write, down to each UDP datagram.
 //
 // The writer makes a classic pcap file (nanosecond timestamps, link type RAW: each record an
-// IPv4 or IPv6 packet), so tcpdump, tshark and `mrc decode` read it. A datagram is written with the IPv4
-// and UDP headers it had or would have had on the wire (addresses, ports and TOS from the
+// IPv4 or IPv6 packet), so tcpdump, tshark and `mrc decode` read it. A datagram is written with the
+// IPv4 and UDP headers it had or would have had on the wire (addresses, ports and TOS from the
 // datapath; checksums: IPv4 computed, UDP zero, as RoCEv2 NICs send; with IPv6, the final
 // destination: an SRv6 plane's container is rewritten on the way). It stops writing at a
 // byte budget and says so, so a capture of a long run stays bounded.

@@ -21,7 +21,8 @@ struct SocketAddress {
 
   static SocketAddress ipv4(in_addr address, uint16_t port);
   static SocketAddress ipv6(const in6_addr& address, uint16_t port);
-  // From what recvmmsg or getifaddrs wrote; anything but AF_INET / AF_INET6 gives family 0.
+  // From what recvmmsg or getifaddrs wrote (room for the family it names); anything but
+  // AF_INET / AF_INET6 gives family 0.
   static SocketAddress from(const sockaddr* address);
 
   int family() const { return u.any.sa_family; }

@@ -29,8 +29,7 @@ Result<std::vector<uint16_t>, Error> parse_path(const std::string& path, const s
   std::stringstream in(path);
   std::string usid;
   const auto bad = [&](const std::string& why) {
-    return fail(Errc::kInvalidArgument,
-                "bad SRv6 path '" + path + "' in '" + text + "': " + why);
+    return fail(Errc::kInvalidArgument, "bad SRv6 path '" + path + "' in '" + text + "': " + why);
   };
   while (std::getline(in, usid, ':')) {
     const bool hex = !usid.empty() && usid.size() <= 4 &&
@@ -86,11 +85,11 @@ Result<in6_addr, Error> srv6_destination(const in6_addr& locator,
     if (usid_at(locator, i) == 0) continue;
     char text[INET6_ADDRSTRLEN] = {};
     inet_ntop(AF_INET6, &locator, text, sizeof text);
-    return fail(Errc::kInvalidArgument,
-                std::string("SRv6 locator ") + text + " has no room for a path of " +
-                    std::to_string(shift) + " uSID" + (shift == 1 ? "" : "s") +
-                    ": its last " + std::to_string(shift * kSrv6UsidBits) +
-                    " bits must be zero (block:leaf:host::)");
+    return fail(Errc::kInvalidArgument, std::string("SRv6 locator ") + text +
+                                            " has no room for a path of " + std::to_string(shift) +
+                                            " uSID" + (shift == 1 ? "" : "s") + ": its last " +
+                                            std::to_string(shift * kSrv6UsidBits) +
+                                            " bits must be zero (block:leaf:host::)");
   }
   in6_addr out = locator;
   for (int i = kBlockUsids + kUsidsAfterBlock - 1; i >= kBlockUsids + shift; --i)

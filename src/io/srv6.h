@@ -56,6 +56,7 @@ std::string to_string(const Srv6Paths& paths);
 
 // The destination of a packet taking `path` to `locator` (block:uSIDs...). Refused when the
 // locator's trailing uSIDs that the path pushes out are not zero: the container would not fit.
-Result<in6_addr, Error> srv6_destination(const in6_addr& locator, const std::vector<uint16_t>& path);
+Result<in6_addr, Error> srv6_destination(const in6_addr& locator,
+                                         const std::vector<uint16_t>& path);
 
 }  // namespace mrc::io

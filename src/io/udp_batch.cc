@@ -172,8 +172,9 @@ std::span<const RxDatagram> RxBatch::receive(int fd) {
     // short and is dropped by the engine's decoder like any malformed datagram.
     for (size_t offset = 0; offset < messages_[i].msg_len; offset += segment) {
       const size_t length = std::min<size_t>(segment, messages_[i].msg_len - offset);
-      out_.push_back(RxDatagram{
-          {base + offset, length}, SocketAddress::from(reinterpret_cast<sockaddr*>(&from_[i])), tos});
+      out_.push_back(RxDatagram{{base + offset, length},
+                                SocketAddress::from(reinterpret_cast<sockaddr*>(&from_[i])),
+                                tos});
     }
   }
   return out_;

@@ -137,7 +137,8 @@ Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_
   std::string host = text;
   std::string port;
   const size_t colon = text.rfind(':');
-  if (!text.empty() && text.front() == '[') {  // [IPv6]:port or [IPv6]
+  const bool bracketed = !text.empty() && text.front() == '[';
+  if (bracketed) {  // [IPv6]:port or [IPv6]
     const size_t close = text.find(']');
     if (close == std::string::npos || (close + 1 < text.size() && text[close + 1] != ':'))
       return fail(Errc::kInvalidArgument,
@@ -158,7 +159,7 @@ Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_
                   "bad port in plane address '" + text + "': must be 1..65535");
     a.port = static_cast<uint16_t>(value);
   }
-  a.v6 = host.find(':') != std::string::npos;
+  a.v6 = bracketed || host.find(':') != std::string::npos;
   const int parsed = a.v6 ? inet_pton(AF_INET6, host.c_str(), &a.address6)
                           : inet_pton(AF_INET, host.c_str(), &a.address);
   if (parsed != 1)
@@ -183,27 +184,23 @@ std::string to_string(const PlaneAddress& a) {
   return to_string(a.socket());
 }
 
-namespace {
-
-// IPv6 planes need the udp backend; SRv6 paths need IPv6 planes.
-Result<Ok, Error> check_families(const UdpHostConfig& config) {
-  for (size_t p = 0; p < config.planes.size(); ++p) {
-    const PlaneAddress& a = config.planes[p];
+Result<Ok, Error> check_plane_families(const std::vector<PlaneAddress>& planes, Backend backend,
+                                       const Srv6Paths& srv6_paths) {
+  for (size_t p = 0; p < planes.size(); ++p) {
+    const PlaneAddress& a = planes[p];
     const std::string plane = "plane " + std::to_string(p) + " (" + to_string(a) + ")";
-    if (a.v6 && config.backend == Backend::kXdp)
-      return fail(Errc::kInvalidArgument, plane + " is IPv6: the xdp backend writes IPv4 frames "
-                                                  "only; use the udp backend for IPv6 planes");
-    if (!a.v6 && !config.srv6_paths.empty())
+    if (a.v6 && backend == Backend::kXdp)
+      return fail(Errc::kInvalidArgument, plane +
+                                              " is IPv6: the xdp backend writes IPv4 frames "
+                                              "only; use the udp backend for IPv6 planes");
+    if (!a.v6 && !srv6_paths.empty())
       return fail(Errc::kInvalidArgument,
                   plane + " is IPv4: SRv6 paths need IPv6 planes (the host's locators)");
   }
-  if (config.srv6_paths.size() > kSrv6MaxPaths)
-    return fail(Errc::kInvalidArgument,
-                "at most " + std::to_string(kSrv6MaxPaths) + " SRv6 paths");
+  if (srv6_paths.size() > kSrv6MaxPaths)
+    return fail(Errc::kInvalidArgument, "at most " + std::to_string(kSrv6MaxPaths) + " SRv6 paths");
   return Ok{};
 }
-
-}  // namespace
 
 UdpHost::UdpHost(const UdpHostConfig& config)
     : config_(config), prng_(config.impairment.seed), tx_(wire::kMaxDatagramBytes, config.gso) {
@@ -218,7 +215,9 @@ Result<std::unique_ptr<UdpHost>, Error> UdpHost::open(const UdpHostConfig& confi
           static_cast<uint32_t>(config.planes.size()) * config.ev_ports_per_plane >
       65536)
     return fail(Errc::kInvalidArgument, "EV source ports run past 65535: lower ev_port_base");
-  if (auto checked = check_families(config); !checked.ok()) return Err{checked.error()};
+  if (auto checked = check_plane_families(config.planes, config.backend, config.srv6_paths);
+      !checked.ok())
+    return Err{checked.error()};
   for (const PlaneFlap& f : config.impairment.flaps) {
     if (f.plane < 0 || f.plane >= static_cast<int>(config.planes.size()))
       return fail(Errc::kInvalidArgument,
@@ -261,8 +260,8 @@ Result<Ok, Error> UdpHost::open_plane(int p) {
   Plane& plane = planes_[p];
   plane.local = config_.planes[p];
   const bool srv6 = !config_.srv6_paths.empty();
-  auto rx = bound_socket(plane.local, config_.socket_buffer_bytes, srv6, "port",
-                         config_.port_setting);
+  auto rx =
+      bound_socket(plane.local, config_.socket_buffer_bytes, srv6, "port", config_.port_setting);
   if (!rx.ok()) return Err{rx.error()};
   plane.rx_fd = rx.value();
   int poll_fd = plane.rx_fd;
@@ -400,8 +399,8 @@ bool UdpHost::receive(int p, Instant now) {
     meta.icrc_checked = xdp;  // the link checked the RoCEv2 ICRC
     ++plane.stats.packets_received;
     plane.stats.bytes_received += d.bytes.size();
-    if (capture_ != nullptr) capture_->write(realtime_ns(), {d.from, plane.local.socket(), d.tos},
-                                             d.bytes);
+    if (capture_ != nullptr)
+      capture_->write(realtime_ns(), {d.from, plane.local.socket(), d.tos}, d.bytes);
     if (side_handler_ && !d.bytes.empty() && d.bytes[0] == side_opcode_)
       side_handler_(d.bytes, d.from, xdp);
     else

@@ -60,6 +60,10 @@ struct PlaneAddress {
 Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_t default_port);
 std::string to_string(const PlaneAddress& a);
 
+// IPv6 planes need the udp backend, SRv6 paths IPv6 planes; the error names the plane.
+Result<Ok, Error> check_plane_families(const std::vector<PlaneAddress>& planes, Backend backend,
+                                       const Srv6Paths& srv6_paths);
+
 struct UdpHostConfig {
   std::vector<PlaneAddress> planes;
   Backend backend = Backend::kUdp;

@@ -333,34 +333,51 @@ std::string PerfSide::peer_name(size_t q) const {
          std::to_string(q);
 }
 
-Result<Ok, Error> PerfSide::open() {
-  if (auto keyed = read_key(); !keyed.ok()) return keyed;
+namespace {
+
+// The datapath's settings from the options: plane addresses, EV ports, backend, SRv6 paths and
+// impairments, checked as far as they can be without opening anything (a server checks them
+// before it waits for a client).
+Result<io::DeviceConfig, Error> device_config(const PerfOptions& o, bool server) {
   io::DeviceConfig hc;
-  const uint16_t port = udp_port();
-  for (const std::string& text : o_.planes) {
+  const uint16_t port = o.port != 0 ? o.port : default_port(server);
+  for (const std::string& text : o.planes) {
     auto a = io::parse_plane_address(text, port);
     if (!a.ok()) return Err{a.error()};
     hc.planes.push_back(a.value());
   }
   const uint32_t ev_base =
-      o_.ev_port_base != 0 ? o_.ev_port_base : default_ev_port_base(server_, hc.planes.size());
+      o.ev_port_base != 0 ? o.ev_port_base : default_ev_port_base(server, hc.planes.size());
   if (ev_base > 65535) {  // the device group checks where the range ends
     return fail(Errc::kInvalidArgument, "the default EV source ports for " +
                                             std::to_string(hc.planes.size()) +
                                             " planes start past 65535: choose --ev-port-base");
   }
   hc.ev_port_base = static_cast<uint16_t>(ev_base);
-  hc.gso = o_.gso;
-  auto backend = io::parse_backend(o_.backend);
+  hc.gso = o.gso;
+  auto backend = io::parse_backend(o.backend);
   if (!backend.ok()) return Err{backend.error()};
   hc.backend = backend.value();
-  if (!o_.srv6_paths.empty()) {
-    auto paths = io::parse_srv6_paths(o_.srv6_paths);
+  if (!o.srv6_paths.empty()) {
+    auto paths = io::parse_srv6_paths(o.srv6_paths);
     if (!paths.ok()) return fail(paths.error(), "--srv6-paths: ");
     hc.srv6_paths = paths.value();
   }
-  auto impaired = impairment_from_options(o_, static_cast<int>(hc.planes.size()), hc.impairment);
-  if (!impaired.ok()) return impaired;
+  if (auto families = io::check_plane_families(hc.planes, hc.backend, hc.srv6_paths);
+      !families.ok())
+    return Err{families.error()};
+  auto impaired = impairment_from_options(o, static_cast<int>(hc.planes.size()), hc.impairment);
+  if (!impaired.ok()) return Err{impaired.error()};
+  return hc;
+}
+
+}  // namespace
+
+Result<Ok, Error> PerfSide::open() {
+  if (auto keyed = read_key(); !keyed.ok()) return keyed;
+  auto config = device_config(o_, server_);
+  if (!config.ok()) return Err{config.error()};
+  const io::DeviceConfig& hc = config.value();
   auto devices = io::DeviceGroup::open(hc, o_.threads);
   if (!devices.ok()) return Err{devices.error()};
   devices_ = std::move(devices.value());
@@ -490,7 +507,8 @@ Result<Ok, Error> PerfSide::connect_qp(size_t q, const json& peer) {
   QueuePair* qp = qps_[q];
   if (auto keyed = agree_keys(q, theirs); !keyed.ok()) return keyed;
   const auto peer_handle = shard.peer(remote);
-  if (!peer_handle.ok()) return fail(peer_handle.error(), "the peer's queue pair " + std::to_string(q) + ": ");
+  if (!peer_handle.ok())
+    return fail(peer_handle.error(), "the peer's queue pair " + std::to_string(q) + ": ");
   auto moved = qp->to_init();
   if (moved.ok())
     moved = qp->to_rtr(RtrAttributes{Qpn(theirs["qpn"].get<uint32_t>()),
@@ -956,6 +974,8 @@ int serve_one(const PerfOptions& o) {
   if (!o.json)
     std::fprintf(stderr, "mrc perf server: %zu planes, waiting for a client on TCP port %u\n",
                  o.planes.size(), o.oob_port);
+  if (auto config = device_config(o, true); !config.ok())
+    return std::fprintf(stderr, "mrc perf: %s\n", config.error().message.c_str()), 2;
   auto accepted = OobChannel::accept_one(o.oob_port);
   if (!accepted.ok())
     return std::fprintf(stderr, "mrc perf: %s\n", accepted.error().message.c_str()), 2;

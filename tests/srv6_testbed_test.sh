@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Testbed.Srv6PathsVerified: mrc perf --verify in SRv6 uSID path mode between two namespaces of
+# the SRv6 testbed (scripts/testbed.sh --routing srv6: 2 planes, each a leaf-spine of 2 spines),
+# with plane 0's spine 1 cut from the server's leaf (a silent black hole: only packets through
+# that spine die) and repaired while the transfer runs. Passes when every byte is verified, both
+# spines of each plane forwarded SRv6 packets through their uN SID (the EVs spray over the
+# paths), and bad path settings are refused with the rule they break. Root only; otherwise exits
+# 77 (skipped). The testbed is always taken down.
+#
+#   tests/srv6_testbed_test.sh PATH/TO/mrc
+set -uo pipefail
+
+MRC=${1:?usage: srv6_testbed_test.sh PATH/TO/mrc}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TESTBED=$HERE/../scripts/testbed.sh
+PREFIX=mrcs6$$
+BYTES=$((1024 << 20))
+OUT=$(mktemp -d)
+
+# shellcheck source=tests/namespace_test_lib.sh
+. "$HERE/namespace_test_lib.sh"
+require_namespaces "$MRC"
+command -v nft >/dev/null 2>&1 || skip "'nft' is missing (Debian package nftables)"
+
+server_pid="" client_pid=""
+cleanup() {
+  for pid in $client_pid $server_pid; do kill "$pid" 2>/dev/null; done
+  "$TESTBED" --prefix "$PREFIX" down >/dev/null || echo "warning: '$TESTBED --prefix $PREFIX down' failed"
+  rm -rf "$OUT"
+}
+trap cleanup EXIT
+
+# Bad settings first: each refused at once, naming what is wrong.
+expect_refused() {  # MESSAGE ARGS...
+  local want=$1
+  shift
+  if "$MRC" perf --server "$@" >"$OUT/refused" 2>&1; then fail "mrc perf $* was accepted"; fi
+  grep -qF -- "$want" "$OUT/refused" || fail "mrc perf $* did not say '$want'"
+  rm -f "$OUT/refused"
+}
+expect_refused "--srv6-paths: bad SRv6 path 'zz'" --planes ::1 --srv6-paths zz
+expect_refused "is IPv4: SRv6 paths need IPv6 planes" --planes 127.0.0.1 --srv6-paths 200
+expect_refused "bad plane address '[fd00::1'" --planes "[fd00::1"
+
+"$TESTBED" --prefix "$PREFIX" --routing srv6 --planes 2 --spines 2 up >"$OUT/up" 2>&1 || fail "testbed up failed"
+server_planes=$("$TESTBED" --prefix "$PREFIX" addrs 0) || fail "testbed addrs 0"
+client_planes=$("$TESTBED" --prefix "$PREFIX" addrs 1) || fail "testbed addrs 1"
+paths=$("$TESTBED" --prefix "$PREFIX" --json status | sed -n 's/.*"srv6_paths": "\([^"]*\)".*/\1/p')
+[ "$paths" = "200,201" ] || fail "testbed status gave SRv6 paths '$paths', expected 200,201"
+echo "testbed $PREFIX: server $server_planes, client $client_planes, paths $paths"
+
+timeout 120 ip netns exec "$PREFIX-h0" "$MRC" perf --server --planes "$server_planes" --srv6-paths "$paths" >"$OUT/server" 2>&1 &
+server_pid=$!
+timeout 120 ip netns exec "$PREFIX-h1" "$MRC" perf --client "${server_planes%%,*}" --planes "$client_planes" \
+  --srv6-paths "$paths" --bytes "$BYTES" --verify --interval 0.5 >"$OUT/client" 2>&1 &
+client_pid=$!
+
+for _ in $(seq 1 300); do
+  grep -q 'Gbit/s |' "$OUT/client" 2>/dev/null && break
+  kill -0 "$client_pid" 2>/dev/null || break
+  sleep 0.1
+done
+grep -q 'Gbit/s |' "$OUT/client" || fail "no data flowed within 30 s"
+"$TESTBED" --prefix "$PREFIX" fail 0 --spine 1 --leaf 0 || fail "testbed fail 0 --spine 1 --leaf 0"
+echo "spine 1 cut from leaf 0 at: $(tail -1 "$OUT/client")"
+sleep 1
+kill -0 "$client_pid" 2>/dev/null || fail "the transfer ended before the spine came back: the fault did not happen mid-run"
+"$TESTBED" --prefix "$PREFIX" repair 0 --spine 1 --leaf 0 || fail "testbed repair"
+echo "spine 1 back at:            $(tail -1 "$OUT/client")"
+
+wait "$client_pid"
+client_rc=$?
+client_pid=""
+wait "$server_pid"
+server_rc=$?
+server_pid=""
+check_verified "$client_rc" "$server_rc"
+
+"$TESTBED" --prefix "$PREFIX" status | tee "$OUT/status"
+"$TESTBED" --prefix "$PREFIX" --json status >"$OUT/status.json"
+for p in 0 1; do
+  for s in 0 1; do
+    n=$(grep -o "\"plane\": $p, \"spine\": $s, [^}]*\"sid_packets\": [0-9]*" "$OUT/status.json" | grep -o '[0-9]*$')
+    [ "${n:-0}" -gt 1000 ] || fail "plane $p spine $s passed ${n:-0} packets through its uN SID: the EVs did not spray over both spines"
+  done
+done
+echo "PASSED: $((BYTES >> 20)) MiB verified over SRv6 paths, both spines of each plane used, a spine cut and repaired mid-run"
