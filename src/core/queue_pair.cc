@@ -339,11 +339,16 @@ size_t QueuePair::poll_control(PlaneId plane, std::span<uint8_t> out, TxMeta& me
   if (control_.empty()) return 0;
   const uint16_t slot = evs_->next(plane);
   if (slot == EvSet::kNoSlot) return 0;
-  const size_t n = wire::encode(wire::Packet{control_.front().packet}, out, /*defer_icrc=*/true);
+  const wire::ControlPacket& packet = control_.front().packet;
+  const size_t n = wire::encode(wire::Packet{packet}, out, /*defer_icrc=*/true);
   MRC_ASSERT(n > 0);
-  control_.pop();
   const EvSet::Slot& ev = evs_->slot(slot);
   meta = TxMeta{plane, ev.ev, remote_.peer, false, 0};
+  if (const auto* sack = std::get_if<wire::Sack>(&packet.body))
+    meta.answers = Ev(sack->echoed_entropy);
+  if (const auto* nack = std::get_if<wire::Nack>(&packet.body))
+    meta.answers = Ev(nack->echoed_entropy);
+  control_.pop();
   return n;
 }
 

@@ -37,6 +37,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -67,6 +68,11 @@ struct TxMeta {
   // datapath computes it (wire::seal over the datagram minus its last 4 bytes) or, like the
   // simulator's fabric, carries the bytes unchanged and vouches for them at the receiver.
   bool icrc_deferred = false;
+  // A SACK or NACK: the EV of the data packet it answers (its echoed entropy). The engine sends
+  // it on its own rotation's EV; a datapath whose paths are the same both ways (SRv6: an EV's
+  // source port names its path, srv6.h) may send it back the way that data came, which a
+  // failure that left the data's path alive leaves alive too.
+  std::optional<Ev> answers{};
 };
 
 class Requester {

@@ -15,11 +15,15 @@
 // the locator again and the fabric delivers it there; the receiving host owns its locator and
 // needs no SRv6 of its own.
 //
-// Which path an EV takes is algorithmic, as in the MRC paper's template: the EV of source-port
-// index i on a plane takes path i % paths, so every path gets an equal share of a QP's EVs and
-// the EV state machine (retire on loss, probe, revive) works on paths unchanged. The receiver
-// sees the EV as the UDP source port and echoes it, as in ECMP mode.
-//
+// Which path an EV takes is algorithmic, as in the MRC paper's template: the EV whose UDP
+// source port is P takes path P % paths, at both ends (the ports of a plane are consecutive, so
+// every path gets an equal share of a QP's EVs, and the EV state machine (retire on loss,
+// probe, revive) works on paths unchanged). The receiver sees the EV as the UDP source port and
+// echoes it, as in ECMP mode. Because both ends map ports to paths alike, a SACK or NACK goes
+// back the way the data it answers came (TxMeta::answers: the source port of this host's with
+// the same residue): a receive-only QP learns nothing of its own EVs, and a spine that lost its
+// link to the sender's leaf would otherwise keep eating the SACKs sent through it.
+
 // The UDP checksum: the kernel computes it over the destination address it sends to, and the
 // fabric rewrites that address, so the receiver would find it wrong. SRv6 planes send UDP
 // checksum zero (UDP_NO_CHECK6_TX; received with UDP_NO_CHECK6_RX), as RoCEv2 does: the ICRC

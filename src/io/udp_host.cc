@@ -469,14 +469,19 @@ bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
   }
   if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size())
     return false;
-  const uint32_t offset = meta.ev.value - config_.ev_port_base - p * config_.ev_ports_per_plane;
+  const uint32_t first_port = config_.ev_port_base + p * config_.ev_ports_per_plane;
+  const uint32_t offset = meta.ev.value - first_port;
   if (offset >= config_.ev_ports_per_plane) ++plane.stats.ev_port_mismatches;
-  const uint32_t port_index = offset < config_.ev_ports_per_plane ? offset : 0;
-  r.source_port =
-      static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + port_index);
-  r.fd = plane.xdp ? -1 : plane.tx_fds[port_index];
+  uint32_t port_index = offset < config_.ev_ports_per_plane ? offset : 0;
   const std::vector<SocketAddress>& to = peers_[meta.peer][p];  // SRv6: one per path
-  r.to = to[port_index % to.size()];
+  const auto paths = static_cast<uint32_t>(to.size());
+  if (paths > 1 && meta.answers) {  // back on the path of the data it answers (srv6.h)
+    const uint32_t index = (meta.answers->value % paths + paths - first_port % paths) % paths;
+    if (index < config_.ev_ports_per_plane) port_index = index;
+  }
+  r.source_port = static_cast<uint16_t>(first_port + port_index);
+  r.fd = plane.xdp ? -1 : plane.tx_fds[port_index];
+  r.to = to[r.source_port % paths];
   return true;
 }
 

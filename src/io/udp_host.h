@@ -72,8 +72,8 @@ struct UdpHostConfig {
   uint16_t ev_port_base = 50000;
   uint16_t ev_ports_per_plane = 40;
   // SRv6 uSID path mode (io/srv6.h): empty, the EVs are ECMP entropy only; else every plane is
-  // IPv6, a peer's plane address is its locator, and the EV of source-port index i takes path
-  // i % paths (its uSIDs inserted after the locator's block). UDP checksums are zero then.
+  // IPv6, a peer's plane address is its locator, and the EV of source port P takes path
+  // P % paths (its uSIDs inserted after the locator's block). UDP checksums are zero then.
   Srv6Paths srv6_paths;
   int socket_buffer_bytes = 8 << 20;
   // Batched send and receive (UDP GSO and GRO) where the kernel offers them; off: one datagram

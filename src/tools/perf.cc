@@ -1231,7 +1231,8 @@ void add_fault_and_transport_options(CLI::App& app, PerfOptions& o) {
       ->check(CLI::IsMember({"udp", "xdp"}));
   app.add_option("--srv6-paths", o.srv6_paths,
                  "SRv6 uSID path mode: the paths through each plane's fabric as hexadecimal "
-                 "uSIDs, e.g. 200,201 (one spine each); EV i takes path i % paths. Needs IPv6 "
+                 "uSIDs, e.g. 200,201 (one spine each); the EV of source port P takes path P % "
+                 "paths. Needs IPv6 "
                  "planes, each this host's locator block:leaf:host:: (default: ECMP mode)");
   add_secure_options(app, o.secure, o.key_file, "both sides");
   app.add_option("--pcap", o.pcap,
