@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SRv6 path mode against ECMP mode on the same SRv6 testbed (scripts/testbed.sh --routing srv6),
-# alternated: `mrc perf` with --srv6-paths (each EV a spine, UDP checksum zero, so no GSO) and
-# without (plain IPv6 to the locators: the leaves hash the UDP ports over the spines). Per run:
+# alternated: `mrc perf` with --srv6-paths (each EV a spine, UDP checksum zero, so no GSO),
+# without (plain IPv6 to the locators: the leaves hash the UDP ports over the spines), and
+# without and with --no-gso (ECMP on the same sends as SRv6: the cost of the lost GSO). Per run:
 # goodput, the two processes' CPU seconds (user + system) and the packets each spine forwarded.
 #
 #   sudo bench/srv6_compare.sh [--rounds N] [--duration S] [--planes P] [--spines S] [--mrc PATH]
@@ -35,9 +36,10 @@ spine_counts() {  # forwarded packets per spine, "p0s0=N p0s1=M ..."
     done
   echo "$out"
 }
-run() {  # MODE (srv6|ecmp)
+run() {  # MODE (srv6|ecmp|ecmp-no-gso)
   local extra=() before after
   [ "$1" = srv6 ] && extra=(--srv6-paths "$paths")
+  [ "$1" = ecmp-no-gso ] && extra=(--no-gso)
   before=$(spine_counts)
   ip netns exec "$PREFIX-h0" /usr/bin/time -f "%U %S" -o "$OUT/server.time" \
     "$MRC" perf --server --planes "$server" "${extra[@]}" >/dev/null 2>&1 &
@@ -52,4 +54,4 @@ run() {  # MODE (srv6|ecmp)
   echo "$1 goodput_gbit_per_s=$gbit cpu_s=$cpu spines(before->after): $before-> $after"
 }
 echo "# $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg), $PLANES planes x $SPINES spines, ${DURATION}s per run, paths $paths"
-for ((r = 0; r < ROUNDS; r++)); do run srv6; run ecmp; done
+for ((r = 0; r < ROUNDS; r++)); do run srv6; run ecmp; run ecmp-no-gso; done
