@@ -44,6 +44,7 @@ const std::vector<BadScenario> kCorpus = {
   {"[fabric]\nhosts_per_leaf = 0\n", "fabric.hosts_per_leaf = 0: must be 1..4096"},
   {"[fabric]\ntopology = \"torus\"\n", "fabric.topology = \"torus\": must be \"leaf_spine\" or \"fat_tree\""},
   {"[fabric]\nrouting = \"random\"\n", "fabric.routing = \"random\": must be \"ecmp\", \"spray\" or \"source\""},
+  {"[fabric]\necmp_hash = \"vendor\"\n", "fabric.ecmp_hash = \"vendor\": must be \"per_switch\" or \"same\""},
   {"[fabric]\ntopology = \"fat_tree\"\nk = 3\n", "fabric.k = 3: must be even, 2..64"},
   {"[fabric]\ntopology = \"fat_tree\"\nk = 4\nhosts = 17\n", "fabric.hosts: a k=4 FatTree has 16 host ports"},
   {"[fabric.host_link]\nrate_gbps = 0\n", "fabric.host_link.rate_gbps = 0: must be > 0 and at most 1e6"},

@@ -73,6 +73,18 @@ TEST(Topology, SourceRoutingEnumeratesThePaths) {
   EXPECT_LT(hashed.size(), 16u);  // hashing collides (birthday), which is the point of kSource
 }
 
+TEST(Topology, OneHashForEverySwitchPolarises) {
+  // k=8: from host 0 to another pod, 4 aggregation uplinks then 4 core uplinks. With one hash
+  // everywhere the core choice repeats the aggregation choice: 4 of the 16 paths.
+  Topology t = Topology::fat_tree(1, 8, 128, 3);
+  std::set<std::vector<NodeId>> salted, same;
+  for (uint32_t ev = 0; ev < 256; ++ev) salted.insert(switches_on(t, t.route(kP0, 0, 127, Ev(ev))));
+  t.set_same_hash_everywhere();
+  for (uint32_t ev = 0; ev < 256; ++ev) same.insert(switches_on(t, t.route(kP0, 0, 127, Ev(ev))));
+  EXPECT_EQ(salted.size(), 16u);
+  EXPECT_EQ(same.size(), 4u);
+}
+
 TEST(Topology, SprayingIgnoresTheEv) {
   Topology t = Topology::leaf_spine(1, 2, 1, 8, 3);
   t.set_routing(Routing::kSpray);

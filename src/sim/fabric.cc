@@ -32,6 +32,7 @@ Topology build_topology(const FabricConfig& c) {
           ? Topology::fat_tree(c.planes, c.k, c.hosts, c.ecmp_salt)
           : Topology::leaf_spine(c.planes, c.hosts, c.hosts_per_leaf, c.spines, c.ecmp_salt);
   t.set_routing(c.routing);
+  if (c.ecmp_same_hash) t.set_same_hash_everywhere();
   return t;
 }
 

@@ -46,6 +46,9 @@ struct FabricConfig {
   // Seeds the switches' ECMP hashes. Independent of the run seed, so an EV's path depends on
   // the topology only, like a real fabric's static hash configuration.
   uint64_t ecmp_salt = 0x6d72632d65636d70;  // "mrc-ecmp"
+  // One hash for every switch instead of one per switch (Topology::set_same_hash_everywhere):
+  // ECMP polarises.
+  bool ecmp_same_hash = false;
 };
 
 // deliver is required; port_ready and port_state may be left empty. Callbacks may call back

@@ -165,9 +165,14 @@ void read_link(Reader& r, const toml::table* t, const std::string& where, LinkCo
 }
 
 void read_fabric_shape(Reader& r, const toml::table& t, FabricConfig& f) {
-  std::string topology = "leaf_spine", routing = "ecmp";
+  std::string topology = "leaf_spine", routing = "ecmp", ecmp_hash = "per_switch";
   r.get(t, "fabric.", "topology", topology);
   r.get(t, "fabric.", "routing", routing);
+  r.get(t, "fabric.", "ecmp_hash", ecmp_hash);
+  if (ecmp_hash == "same")
+    f.ecmp_same_hash = true;
+  else if (ecmp_hash != "per_switch")
+    r.require(false, "fabric.ecmp_hash", ecmp_hash, "\"per_switch\" or \"same\"");
   r.get(t, "fabric.", "k", f.k);
   if (topology == "leaf_spine")
     f.topology = TopologyKind::kLeafSpine;
@@ -195,7 +200,7 @@ void read_fabric(Reader& r, const toml::table* t, Scenario& s) {
   if (t == nullptr) return;
   r.check_keys(*t, "fabric.",
                {"planes", "hosts", "spines", "hosts_per_leaf", "ecn_last_hop", "host_link",
-                "fabric_link", "core_link", "topology", "k", "routing"});
+                "fabric_link", "core_link", "topology", "k", "routing", "ecmp_hash"});
   r.get(*t, "fabric.", "planes", s.fabric.planes);
   r.get(*t, "fabric.", "hosts", s.fabric.hosts);
   r.get(*t, "fabric.", "spines", s.fabric.spines);

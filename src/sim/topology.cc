@@ -197,6 +197,12 @@ void Topology::finish(uint64_t salt) {
   for (size_t i = 0; i < salt_.size(); ++i) salt_[i] = mix64(salt ^ mix64(i + 1));
 }
 
+void Topology::set_same_hash_everywhere() {
+  if (salt_.empty()) return;
+  const uint64_t salt = salt_[0];
+  std::fill(salt_.begin(), salt_.end(), salt);
+}
+
 void Topology::set_route(NodeId at, NodeId dest_edge, uint32_t group) {
   const uint32_t slot = switch_slot_[at.value];
   const uint32_t edge = edge_slot_[dest_edge.value];

@@ -4,7 +4,8 @@
 //
 // A switch routes by the destination host's edge switch to a group of candidate output links
 // and picks one of them per packet (next_link) by the fabric's routing mode:
-//   kEcmp   hash of the packet's flow with a per-switch salt. On a real network the EV is the
+//   kEcmp   hash of the packet's flow with a per-switch salt (or one salt for every switch, which
+//           polarises: set_same_hash_everywhere). On a real network the EV is the
 //           UDP source port, so the 5-tuple hash gives each EV one path ("EV as entropy").
 //   kSpray  a fresh uniform choice per packet and switch (a hash of the packet id): packet
 //           spraying that ignores the EV.
@@ -72,6 +73,10 @@ class Topology {
   // attached (the first ones); the rest of the ports stay empty.
   static Topology fat_tree(uint32_t planes, uint32_t k, uint32_t hosts, uint64_t salt);
   void set_routing(Routing routing) { routing_ = routing; }
+  // Every switch hashes alike (one salt for all, as switches of one vendor and configuration
+  // do): with kEcmp, a flow that took uplink i at one tier takes uplink i at the next
+  // (polarisation), so a FatTree's flows use a fraction of its core links.
+  void set_same_hash_everywhere();
   Routing routing() const { return routing_; }
 
   uint32_t planes() const { return planes_; }
