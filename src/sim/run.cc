@@ -151,6 +151,8 @@ class Runner final : private CompletionNotifier {
   void schedule_faults();
   FaultAction resolve(const ScheduledFault& fault);
   void apply_path_target(const PathTarget& target);
+  void apply_spine_denial(const SpineDenial& denial);
+  void deny_through(QueuePair* qp, HostId from, HostId to, const SpineDenial& denial);
   void schedule_random_faults(Instant end);
   bool settled() const { return flows_done_ == flows_.size(); }
   // Ends the run (its completion time: now) once every flow has settled.
@@ -770,11 +772,39 @@ void Runner::apply_path_target(const PathTarget& target) {
   }
 }
 
+// A controller's denial (deny_spine): in every flow's two QPs, each EV of the plane whose
+// route from the QP's host to its peer crosses the spine. With source routing the EV names its
+// path, so this is what a controller that knows the spine is bad can do.
+void Runner::apply_spine_denial(const SpineDenial& denial) {
+  for (const auto& f : flows_) {
+    deny_through(f->sender, f->src, f->dst, denial);
+    deny_through(f->receiver, f->dst, f->src, denial);
+  }
+}
+
+void Runner::deny_through(QueuePair* qp, HostId from, HostId to, const SpineDenial& denial) {
+  if (qp == nullptr || qp->evs() == nullptr) return;
+  EvSet& evs = *qp->evs();
+  const Topology& topology = fabric_->topology();
+  const NodeId spine = fabric_->spine_switch(denial.spine);
+  for (uint16_t i = 0; i < evs.size(); ++i) {
+    const EvSet::Slot& slot = evs.slot(i);
+    if (slot.plane != denial.plane || slot.state == EvState::kDenied) continue;
+    for (const uint32_t link : topology.route(denial.plane, from, to, slot.ev, 0)) {
+      if (topology.link(link).to != spine) continue;
+      evs.set_denied(i, true);
+      break;
+    }
+  }
+}
+
 void Runner::schedule_faults() {
   Instant last{0};
   for (const ScheduledFault& f : sc_.faults) {
     if (f.target) {
       events_.schedule(f.at, [this, target = *f.target] { apply_path_target(target); });
+    } else if (f.deny) {
+      events_.schedule(f.at, [this, denial = *f.deny] { apply_spine_denial(denial); });
     } else {
       fabric_->schedule(f.at, resolve(f));
     }

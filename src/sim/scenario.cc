@@ -779,6 +779,25 @@ void read_path_fault(Reader& r, const toml::table& t, const std::string& where,
   f.target = target;
 }
 
+// deny_spine: the controller denies, in every QP, the EVs whose path crosses spine `spine` of
+// plane `plane` (leaf-spine, source routing, MRC: only there does an EV name its spine).
+void read_spine_denial(Reader& r, const toml::table& t, const std::string& where, Scenario& s,
+                       ScheduledFault& f) {
+  if (!t.get("plane") || !t.get("spine")) r.fail(where + "deny_spine needs a plane and a spine");
+  int64_t plane = 0, spine = 0;
+  r.get(t, where, "plane", plane);
+  r.get(t, where, "spine", spine);
+  r.require(s.fabric.routing == Routing::kSource, where + "action", std::string("deny_spine"),
+            "used with fabric.routing = \"source\" (only a source-routed EV names its spine)");
+  r.require(s.fabric.topology == TopologyKind::kLeafSpine, where + "action",
+            std::string("deny_spine"), "used with a leaf_spine fabric");
+  r.require(s.transport.kind == TransportKind::kMrc, where + "action", std::string("deny_spine"),
+            "used with transport mrc (it denies the EVs of MRC queue pairs)");
+  f.action = FaultAction::path_fault(PathFault{});  // resolved by the run
+  f.deny = SpineDenial{PlaneId(static_cast<uint8_t>(std::max<int64_t>(plane, 0))),
+                       static_cast<uint32_t>(std::max<int64_t>(spine, 0))};
+}
+
 // nic_drop: every NIC port, or one host's (host), on every plane or one (plane), loses `loss`
 // of what it receives (direction rx, the default), sends (tx) or both.
 FaultAction read_nic_drop(Reader& r, const toml::table& t, const std::string& where, double loss) {
@@ -861,10 +880,12 @@ void read_fault(Reader& r, const toml::table& t, size_t index, Scenario& s) {
     read_path_fault(r, t, where, action, lf.loss, s, f);
   } else if (action == "nic_drop") {
     f.action = read_nic_drop(r, t, where, lf.loss);
+  } else if (action == "deny_spine") {
+    read_spine_denial(r, t, where, s, f);
   } else {
     r.require(false, where + "action", action,
-              "faults, down, up, reboot, flap, degrade, blackhole, unblackhole, gray, nic_drop or "
-              "heal");
+              "faults, down, up, reboot, flap, degrade, blackhole, unblackhole, gray, nic_drop, "
+              "deny_spine or heal");
   }
   s.faults.push_back(f);
 }

@@ -28,12 +28,21 @@ struct PathTarget {
   double loss = 1;
 };
 
+// A controller's denial of every EV whose path crosses one spine (source routing only: there
+// the EV names its path, so the controller knows which EVs those are).
+struct SpineDenial {
+  PlaneId plane{0};
+  uint32_t spine = 0;
+};
+
 struct ScheduledFault {
   Instant at;
   FaultAction action;
   std::string description;
   // Set for an EV path fault: the run resolves it into one PathFault per flow and EV.
   std::optional<PathTarget> target = std::nullopt;
+  // Set for deny_spine: the run denies those EVs in every QP.
+  std::optional<SpineDenial> deny = std::nullopt;
 };
 
 struct Scenario {
