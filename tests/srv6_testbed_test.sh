@@ -7,10 +7,13 @@
 # paths), and bad path settings are refused with the rule they break. Root only; otherwise exits
 # 77 (skipped). The testbed is always taken down.
 #
-#   tests/srv6_testbed_test.sh PATH/TO/mrc
+# Given mrc_bw, the same over the OCP device (`srv6=` in MRC_DEVICES, a peer's GID its locator).
+#
+#   tests/srv6_testbed_test.sh PATH/TO/mrc [PATH/TO/mrc_bw]
 set -uo pipefail
 
-MRC=${1:?usage: srv6_testbed_test.sh PATH/TO/mrc}
+MRC=${1:?usage: srv6_testbed_test.sh PATH/TO/mrc [PATH/TO/mrc_bw]}
+BW=${2:-}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TESTBED=$HERE/../scripts/testbed.sh
 PREFIX=mrcs6$$
@@ -84,4 +87,24 @@ for p in 0 1; do
     [ "${n:-0}" -gt 1000 ] || fail "plane $p spine $s passed ${n:-0} packets through its uN SID: the EVs did not spray over both spines"
   done
 done
-echo "PASSED: $((BYTES >> 20)) MiB verified over SRv6 paths, both spines of each plane used, a spine cut and repaired mid-run"
+sid_total() {  # packets through every spine's uN SID
+  "$TESTBED" --prefix "$PREFIX" --json status | grep -o '"sid_packets": [0-9]*' | awk '{s += $2} END {print s + 0}'
+}
+ocp=""
+if [ -n "$BW" ]; then
+  sids_before=$(sid_total)
+  devices="mrc0 planes=$server_planes srv6=$paths;mrc1 planes=$client_planes srv6=$paths"
+  ip netns exec "$PREFIX-h0" env MRC_CTL_DIR="$OUT/ctl0" MRC_DEVICES="$devices" timeout 60 "$BW" \
+    -d mrc0 -p 40051 >"$OUT/bw-server" 2>&1 &
+  server_pid=$!
+  ip netns exec "$PREFIX-h1" env MRC_CTL_DIR="$OUT/ctl1" MRC_DEVICES="$devices" timeout 60 "$BW" \
+    -d mrc1 -p 40051 -m 4096 -s 1048576 -n 20 "${server_planes%%,*}" >"$OUT/bw-client" 2>&1 ||
+    fail "the OCP sweep over SRv6 paths failed"
+  wait "$server_pid" || fail "the OCP server over SRv6 paths failed"
+  server_pid=""
+  grep -q "mrc_bw: done" "$OUT/bw-client" || fail "the OCP sweep over SRv6 paths did not finish"
+  [ "$(sid_total)" -gt $((sids_before + 10000)) ] ||
+    fail "the OCP sweep did not go through the spines' uN SIDs ($sids_before before, $(sid_total) after)"
+  ocp="; OCP's write sweep over srv6= devices finished"
+fi
+echo "PASSED: $((BYTES >> 20)) MiB verified over SRv6 paths, both spines of each plane used, a spine cut and repaired mid-run$ocp"

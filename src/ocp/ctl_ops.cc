@@ -96,7 +96,7 @@ json op_device(Nic& nic) {
   for (size_t p = 0; p < nic.spec->planes.size(); ++p) {
     const io::UdpPlaneStats& st = nic.host->plane_stats(static_cast<int>(p));
     planes.push_back({{"port", p + 1},
-                      {"address", ipv4_text(nic.spec->planes[p].address)},
+                      {"address", io::address_text(nic.spec->planes[p].socket())},
                       {"udp_port", nic.spec->planes[p].port},
                       {"admin", nic.admin_up[p] ? "up" : "down"},
                       {"link", st.up ? "up" : "down"},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -72,13 +73,18 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
     } else if (key == "key-file" && !is_peer) {
       if (value.empty()) return "key-file= needs a path";
       spec.key_file = value;
+    } else if (key == "srv6" && !is_peer) {
+      auto paths = io::parse_srv6_paths(value);
+      if (!paths.ok()) return "srv6=" + value + ": " + paths.error().message;
+      spec.srv6_paths = paths.value();
     } else {
       return "unknown setting '" + item + "' (known: planes=, port=" +
-             (is_peer ? "" : ", ev-ports=, drop=, backend=, path-policy=, secure=, key-file=") +
+             (is_peer ? ""
+                      : ", ev-ports=, drop=, backend=, path-policy=, secure=, key-file=, srv6=") +
              ")";
     }
   }
-  if (planes_text.empty()) return "'" + name + "' needs planes=<ipv4>[,<ipv4>...]";
+  if (planes_text.empty()) return "'" + name + "' needs planes=<ip>[,<ip>...]";
   if (spec.secure != SecureMode::kOff && spec.key_file.empty())
     return "secure=" + std::string(to_string(spec.secure)) +
            " needs key-file=<path> (the pre-shared key both ends hold)";
@@ -90,6 +96,9 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
     spec.planes.push_back(parsed.value());
   }
   if (spec.planes.size() > 16) return "at most 16 planes per device";
+  if (auto families = io::check_plane_families(spec.planes, spec.backend, spec.srv6_paths);
+      !families.ok())
+    return families.error().message;
   return "";
 }
 
@@ -158,11 +167,28 @@ const DeviceConfig& device_config() {
   return config;
 }
 
+bool gid_ipv4(const uint8_t (&gid)[16], uint32_t& ipv4) {
+  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(gid, kMapped, sizeof kMapped) != 0) return false;
+  std::memcpy(&ipv4, gid + 12, 4);
+  return true;
+}
+
+std::optional<DeviceSpec> find_peer_by_gid(const DeviceConfig& config, const uint8_t (&gid)[16]) {
+  uint32_t ipv4 = 0;
+  if (gid_ipv4(gid, ipv4)) return find_peer(config, ipv4);
+  for (const auto* list : {&config.devices, &config.peers})
+    for (const DeviceSpec& spec : *list)
+      for (const io::PlaneAddress& a : spec.planes)
+        if (a.v6 && std::memcmp(a.address6.s6_addr, gid, 16) == 0) return spec;
+  return std::nullopt;
+}
+
 std::optional<DeviceSpec> find_peer(const DeviceConfig& config, uint32_t ipv4) {
   for (const auto* list : {&config.devices, &config.peers})
     for (const DeviceSpec& spec : *list)
       for (const io::PlaneAddress& a : spec.planes)
-        if (a.address.s_addr == ipv4) return spec;
+        if (!a.v6 && a.address.s_addr == ipv4) return spec;
   return std::nullopt;
 }
 

@@ -1,17 +1,19 @@
 // Configuration of mrc's software verbs devices ("mrc0", "mrc1", ...): which planes (local
-// IPv4 addresses) each device has, its MRC UDP port and the first UDP source port of its EVs,
-// plus the plane lists of remote hosts, so that a destination GID names a whole peer.
+// IPv4 or IPv6 addresses) each device has, its MRC UDP port and the first UDP source port of its
+// EVs, plus the plane lists of remote hosts, so that a destination GID names a whole peer.
 //
 // Read once per process from, in this order:
 //   MRC_DEVICES   the configuration text itself, entries separated by ';' or newlines
 //   MRC_CONFIG    the path of a configuration file
 //   /etc/mrc/devices.conf
 // Each entry (file line) is
-//   <name> planes=<ipv4>[,<ipv4>...] [port=<udp port>] [ev-ports=<first source port>]
-//   [drop=<fraction>] [backend=<udp|xdp>]
+//   <name> planes=<ip>[,<ip>...] [port=<udp port>] [ev-ports=<first source port>]
+//   [drop=<fraction>] [backend=<udp|xdp>] [srv6=<uSID paths, e.g. 200,201>]
 //   [path-policy=<p2c|rules|oblivious|reps|health|hedge>]
 //   [secure=<off|auth|encrypt> key-file=<path>]
-//   peer planes=<ipv4>[,<ipv4>...] [port=<udp port>]
+//   peer planes=<ip>[,<ip>...] [port=<udp port>]
+// srv6= puts the device in SRv6 uSID path mode (io/srv6.h): its planes are IPv6 locators and each
+// EV's packets go to the container of its path; a peer's GID is its locator.
 // Each key at most once per entry. '#' starts a comment. Device names are what
 // ibv_get_device_list() shows; port k of a device (1-based) is its plane k. A peer is found by any
 // of its plane addresses: local devices are peers too, so two processes on one host just use two
@@ -41,6 +43,7 @@ struct DeviceSpec {
   // RTR under the pre-shared key in key-file= (io/inband_keys.h; docs/OCP.md "Secure mode").
   SecureMode secure = SecureMode::kOff;
   std::string key_file;
+  io::Srv6Paths srv6_paths;  // srv6=: SRv6 uSID path mode (empty: ECMP mode)
 };
 
 struct DeviceConfig {
@@ -58,5 +61,9 @@ const DeviceConfig& device_config();
 
 // The plane list of the host owning `ipv4` (network byte order), from devices and peers.
 std::optional<DeviceSpec> find_peer(const DeviceConfig& config, uint32_t ipv4);
+// The same for a RoCEv2 GID: an IPv4-mapped GID names an IPv4 plane, any other an IPv6 one.
+std::optional<DeviceSpec> find_peer_by_gid(const DeviceConfig& config, const uint8_t (&gid)[16]);
+// Whether `gid` is IPv4-mapped (::ffff:a.b.c.d); then `ipv4` (network order) is its address.
+bool gid_ipv4(const uint8_t (&gid)[16], uint32_t& ipv4);
 
 }  // namespace mrc::ocp

@@ -40,6 +40,7 @@ Result<std::unique_ptr<io::Device>, Error> open_device(const DeviceSpec& spec, s
   dc.ev_port_base = spec.ev_port_base;
   dc.impairment.drop = spec.drop;
   dc.backend = spec.backend;
+  dc.srv6_paths = spec.srv6_paths;
   // What a library user changes, in the error of a port in use: the device's entry.
   const std::string entry =
       " in " + spec.name + "'s entry of " + device_config().source + ", or open another device";
@@ -216,7 +217,18 @@ bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid
   if (port < 1 || port > static_cast<int>(spec.planes.size()) || index < 0 || index > 3)
     return false;
   std::memset(gid, 0, sizeof *gid);
-  const uint32_t ip = spec.planes[port - 1].address.s_addr;  // network order
+  const io::PlaneAddress& plane = spec.planes[port - 1];
+  if (plane.v6) {  // the address itself (indices 2, 3); link-local: fe80::/64 + its low 64 bits
+    std::memcpy(gid->raw, plane.address6.s6_addr, 16);
+    if (index < 2) {
+      std::memset(gid->raw, 0, 8);
+      gid->raw[0] = 0xfe;
+      gid->raw[1] = 0x80;
+    }
+    if (type != nullptr) *type = index % 2 == 0 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
+    return true;
+  }
+  const uint32_t ip = plane.address.s_addr;  // network order
   const auto* b = reinterpret_cast<const uint8_t*>(&ip);
   if (index < 2) {
     // fe80::/64 with the EUI-64 interface id of a locally administered MAC 02:00:<ipv4>.

@@ -187,21 +187,23 @@ void remember_verbs_attrs(mrc_qp& qp, const ibv_qp_attr* v, int mask) {
   if (mask & IBV_QP_SQ_PSN) qp.vattr.sq_psn = v->sq_psn;
 }
 
-// The peer's planes from the destination GID (an IPv4-mapped RoCEv2 GID).
+// The peer's planes from the destination GID: an IPv4-mapped RoCEv2 GID names an IPv4 plane,
+// any other GID an IPv6 plane (an SRv6 device's peer: its locator).
 int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
-  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   const ibv_gid& gid = ah.grh.dgid;
-  if (!ah.is_global || std::memcmp(gid.raw, kMapped, sizeof kMapped) != 0) {
-    std::fprintf(stderr,
-                 "mrc: modify_qp(RTR): the destination must be an IPv4 RoCEv2 GID (is_global=1)\n");
+  if (!ah.is_global) {
+    std::fprintf(stderr, "mrc: modify_qp(RTR): the destination needs a RoCEv2 GID (is_global=1)\n");
     return EINVAL;
   }
-  uint32_t ip = 0;
-  std::memcpy(&ip, gid.raw + 12, 4);
-  auto peer = find_peer(device_config(), ip);
+  const auto& raw = gid.raw;
+  auto peer = find_peer_by_gid(device_config(), raw);
   Nic& nic = *qp.context->nic;
-  char text[INET_ADDRSTRLEN] = "?";
-  inet_ntop(AF_INET, &ip, text, sizeof text);
+  uint32_t ip = 0;
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (gid_ipv4(raw, ip))
+    inet_ntop(AF_INET, &ip, text, sizeof text);
+  else
+    inet_ntop(AF_INET6, raw, text, sizeof text);
   if (!peer) {
     std::fprintf(stderr, "mrc: modify_qp(RTR): %s is not a plane of any device or peer in %s\n",
                  text,

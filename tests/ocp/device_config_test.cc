@@ -48,5 +48,39 @@ TEST(OcpDeviceConfig, MistakesAreErrorsThatNameTheEntry) {
   }
 }
 
+TEST(OcpDeviceConfig, Ipv6PlanesAndSrv6Paths) {
+  const DeviceConfig c = parse_device_config(
+      "mrc0 planes=fd00:0:100:300::,fd00:1:100:300:: srv6=200,201; "
+      "peer planes=fd00:0:101:301::,fd00:1:101:301::",
+      "test");
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  ASSERT_EQ(c.devices.size(), 1u);
+  EXPECT_TRUE(c.devices[0].planes[0].v6);
+  EXPECT_EQ(c.devices[0].srv6_paths, (io::Srv6Paths{{0x200}, {0x201}}));
+  // A peer is found by its GID: its IPv6 address as it is, an IPv4 one mapped.
+  uint8_t gid[16] = {0xfd, 0, 0, 1, 0x01, 0x01, 0x03, 0x01};
+  const auto peer = find_peer_by_gid(c, gid);
+  ASSERT_TRUE(peer.has_value());
+  EXPECT_EQ(peer->planes.size(), 2u);
+  gid[15] = 1;
+  EXPECT_FALSE(find_peer_by_gid(c, gid).has_value());
+  const DeviceConfig v4 = parse_device_config("mrc0 planes=10.1.2.3", "test");
+  const uint8_t mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 2, 3};
+  EXPECT_TRUE(find_peer_by_gid(v4, mapped).has_value());
+  // Paths that do not parse, or SRv6 on an IPv4 plane: errors naming the setting.
+  const std::pair<const char*, const char*> bad[] = {
+      {"mrc0 planes=fd00::1 srv6=2g0", "srv6=2g0: bad SRv6 path '2g0'"},
+      {"mrc0 planes=fd00::1 srv6=0", "uSID 0 ends a container"},
+      {"mrc0 planes=127.0.0.1 srv6=200", "is IPv4: SRv6 paths need IPv6 planes"},
+      {"mrc0 planes=fd00::1 backend=xdp", "the xdp backend writes IPv4 frames only"},
+      {"peer planes=fd00::1 srv6=200", "unknown setting 'srv6=200'"},
+  };
+  for (const auto& [text, why] : bad) {
+    const DeviceConfig e = parse_device_config(text, "MRC_DEVICES");
+    EXPECT_NE(e.error.find(why), std::string::npos) << text << ": " << e.error;
+    EXPECT_TRUE(e.devices.empty()) << text;
+  }
+}
+
 }  // namespace
 }  // namespace mrc::ocp

@@ -28,24 +28,35 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* The set-up connection: IPv4 or IPv6 (the server listens on both). */
 static int tcp_setup(const char *server, uint16_t port) {
-  struct sockaddr_in a;
+  struct sockaddr_in6 a;
   memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK(s >= 0, "socket");
+  a.sin6_family = AF_INET6;
+  a.sin6_port = htons(port);
   if (server != NULL) {
-    CHECK(inet_pton(AF_INET, server, &a.sin_addr) == 1, "bad server address %s", server);
-    for (int i = 0; connect(s, (struct sockaddr *)&a, sizeof a) != 0; i++) {
+    struct sockaddr_in a4;
+    memset(&a4, 0, sizeof a4);
+    a4.sin_family = AF_INET;
+    a4.sin_port = htons(port);
+    const int v4 = inet_pton(AF_INET, server, &a4.sin_addr) == 1;
+    CHECK(v4 || inet_pton(AF_INET6, server, &a.sin6_addr) == 1, "bad server address %s", server);
+    int s = socket(v4 ? AF_INET : AF_INET6, SOCK_STREAM, 0);
+    CHECK(s >= 0, "socket");
+    const struct sockaddr *to = v4 ? (const struct sockaddr *)&a4 : (const struct sockaddr *)&a;
+    const socklen_t len = v4 ? (socklen_t)sizeof a4 : (socklen_t)sizeof a;
+    for (int i = 0; connect(s, to, len) != 0; i++) {
       CHECK(i < 100, "cannot connect to %s:%u", server, port);
       usleep(50000);
     }
     return s;
   }
-  int one = 1;
+  int s = socket(AF_INET6, SOCK_STREAM, 0);
+  CHECK(s >= 0, "socket");
+  int one = 1, zero = 0;
   setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  a.sin_addr.s_addr = htonl(INADDR_ANY);  /* any: the client may be in another namespace */
+  setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  a.sin6_addr = in6addr_any; /* any: the client may be in another namespace */
   CHECK(bind(s, (struct sockaddr *)&a, sizeof a) == 0 && listen(s, 1) == 0, "listen on port %u", port);
   int c = accept(s, NULL, NULL);
   CHECK(c >= 0, "accept");
