@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -17,23 +18,37 @@ namespace mrc::io {
 
 namespace {
 
-// The inodes of the UDP sockets bound to `a`'s address or to 0.0.0.0 on its port. A line of
-// /proc/net/udp: "sl: local_ip:port remote_ip:port st tx:rx tr:when retrnsmt uid timeout
-// inode ..."; the addresses are the raw 32-bit network-order value printed as one hex number,
-// so they compare equal to in_addr::s_addr whatever the byte order.
+// The inodes of the UDP sockets bound to `a`'s address or to the wildcard on its port. A line
+// of /proc/net/udp (udp6 for IPv6): "sl: local_ip:port remote_ip:port st tx:rx tr:when
+// retrnsmt uid timeout inode ..."; an address is its raw 32-bit words, each printed as one hex
+// number, so they compare equal to the address's words in memory whatever the byte order.
 std::vector<unsigned long long> bound_inodes(const PlaneAddress& a) {
-  std::ifstream table("/proc/net/udp");
+  std::ifstream table(a.v6 ? "/proc/net/udp6" : "/proc/net/udp");
+  const size_t words = a.v6 ? 4 : 1;
+  uint32_t want[4] = {};
+  std::memcpy(want,
+              a.v6 ? static_cast<const void*>(a.address6.s6_addr)
+                   : static_cast<const void*>(&a.address.s_addr),
+              words * 4);
   std::string line;
   std::getline(table, line);  // the column names
   std::vector<unsigned long long> inodes;
   while (std::getline(table, line)) {
-    unsigned ip = 0, port = 0;
+    char ip[33] = {};
+    unsigned port = 0;
     unsigned long long inode = 0;
-    if (std::sscanf(line.c_str(), " %*u: %X:%X %*X:%*X %*X %*X:%*X %*X:%*X %*X %*u %*d %llu", &ip,
-                    &port, &inode) != 3)
+    if (std::sscanf(line.c_str(),
+                    " %*u: %32[0-9A-Fa-f]:%X %*X:%*X %*X %*X:%*X %*X:%*X %*X %*u %*d %llu", ip,
+                    &port, &inode) != 3 ||
+        std::strlen(ip) != words * 8)
       continue;
-    if (port == a.port && (ip == a.address.s_addr || ip == 0) && inode != 0)
-      inodes.push_back(inode);
+    bool same = true, wildcard = true;
+    for (size_t w = 0; w < words; ++w) {
+      const auto value = static_cast<uint32_t>(std::stoul(std::string(ip + w * 8, 8), nullptr, 16));
+      same = same && value == want[w];
+      wildcard = wildcard && value == 0;
+    }
+    if (port == a.port && (same || wildcard) && inode != 0) inodes.push_back(inode);
   }
   return inodes;
 }
