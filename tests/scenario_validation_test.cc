@@ -112,7 +112,10 @@ const std::vector<BadScenario> kCorpus = {
   {"[workload]\nmessages = 1000\nmessage_bytes = 10000000\n", "workload: 152587 MiB of writes in all; a payload run holds every byte written and allows 8192 MiB (payload = false has no such limit)"},
   {"payload = false\n[workload]\nmessages = 1000000\nqps = 1000000\nmessage_bytes = 4000000000\n", "workload: more than 2^62 bytes of writes in all"},
   // Faults.
-  {"[[fault]]\naction = \"explode\"\n", "fault[0].action = \"explode\": must be faults, down, up, reboot, flap, degrade, blackhole, unblackhole, gray, nic_drop or heal"},
+  {"[[fault]]\naction = \"explode\"\n", "fault[0].action = \"explode\": must be faults, down, up, reboot, flap, degrade, blackhole, unblackhole, gray, nic_drop, deny_spine or heal"},
+  {"[[fault]]\naction = \"deny_spine\"\nplane = 0\n", "fault[0].deny_spine needs a plane and a spine"},
+  {"[[fault]]\naction = \"deny_spine\"\nplane = 0\nspine = 1\n", "fault[0].action = \"deny_spine\": must be used with fabric.routing = \"source\" (only a source-routed EV names its spine)"},
+  {"[fabric]\nrouting = \"source\"\n[[fault]]\naction = \"deny_spine\"\nplane = 0\nspine = 9\n", "fault[0].spine = 9: must be 0..3 (4 in this fabric)"},
   {"[[fault]]\nat_us = -3\naction = \"heal\"\n", "fault[0].at_us = -3: must be >= 0 and at most 1e+12"},
   {"[[fault]]\naction = \"faults\"\nloss = 1.5\n", "fault[0].loss = 1.5: must be in [0, 1]"},
   {"[[fault]]\naction = \"faults\"\ncorrupt = nan\n", "fault[0].corrupt = nan: must be in [0, 1]"},
