@@ -28,7 +28,8 @@ int bound(uint16_t port) {
 void add_datagram(TxBatch& tx, int fd, const sockaddr_in& to, size_t length, uint8_t i,
                   TxOutcome& out) {
   const std::span<uint8_t> space = tx.next();
-  for (size_t b = 0; b < length; ++b) space[b] = static_cast<uint8_t>(i * 31 + b);
+  for (size_t b = 0; b < length; ++b)
+    space[b] = static_cast<uint8_t>(static_cast<size_t>(i) * 31 + b);
   tx.add(fd, SocketAddress::ipv4(to.sin_addr, ntohs(to.sin_port)), length, out);
 }
 
@@ -48,7 +49,7 @@ std::vector<std::vector<uint8_t>> receive(RxBatch& rx, int fd, size_t want,
 void check_datagram(const std::vector<uint8_t>& d, size_t length, uint8_t i) {
   ASSERT_EQ(d.size(), length) << "datagram " << int(i);
   for (size_t b = 0; b < length; ++b)
-    ASSERT_EQ(d[b], static_cast<uint8_t>(i * 31 + b)) << "datagram " << int(i);
+    ASSERT_EQ(d[b], static_cast<uint8_t>(static_cast<size_t>(i) * 31 + b)) << "datagram " << int(i);
 }
 
 TEST(UdpBatch, EqualDatagramsAndAShorterLastArriveAsSent) {

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "util/bytes.h"
+
 namespace mrc::io {
 
 namespace {
@@ -16,12 +18,11 @@ constexpr int kUsidsAfterBlock = (128 - kSrv6BlockBits) / kSrv6UsidBits;  // 6
 constexpr int kBlockUsids = kSrv6BlockBits / kSrv6UsidBits;               // 2
 
 uint16_t usid_at(const in6_addr& a, int index) {  // index over the whole address, 0..7
-  return static_cast<uint16_t>(a.s6_addr[2 * index] << 8 | a.s6_addr[2 * index + 1]);
+  return load_be16(a.s6_addr + static_cast<size_t>(index) * 2);
 }
 
 void set_usid(in6_addr& a, int index, uint16_t value) {
-  a.s6_addr[2 * index] = static_cast<uint8_t>(value >> 8);
-  a.s6_addr[2 * index + 1] = static_cast<uint8_t>(value);
+  store_be16(a.s6_addr + static_cast<size_t>(index) * 2, value);
 }
 
 Result<std::vector<uint16_t>, Error> parse_path(const std::string& path, const std::string& text) {

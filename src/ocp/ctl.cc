@@ -135,8 +135,10 @@ mrc_ctl_ev make_ev(const EvSet::Slot& s) {
 }
 
 uint16_t find_slot(const EvSet& evs, const mrc_ctl_ev& ev) {
-  for (uint16_t i = 0; i < evs.size(); ++i)
+  for (size_t k = 0; k < evs.size(); ++k) {
+    const auto i = static_cast<uint16_t>(k);
     if (evs.slot(i).ev.value == ev_port(ev) && evs.slot(i).plane.value + 1 == ev.port) return i;
+  }
   return EvSet::kNoSlot;
 }
 
@@ -559,7 +561,8 @@ void scan_qp(Nic& nic, mrc_qp& qp) {
   const uint64_t id = qp.has_ev_profile ? qp.ev_profile : 0;
   const int mask = id == 0 ? profile0(nic).event_mask : nic.ev_profiles[id].event_mask;
   qp.ev_seen.resize(evs->size(), static_cast<uint8_t>(EvState::kGood));
-  for (uint16_t i = 0; i < evs->size(); ++i) {
+  for (size_t k = 0; k < evs->size(); ++k) {
+    const auto i = static_cast<uint16_t>(k);
     const auto now = static_cast<uint8_t>(
         evs->slot(i).state == EvState::kSkip ? EvState::kGood : evs->slot(i).state);
     if (now == qp.ev_seen[i]) continue;
@@ -687,7 +690,9 @@ void ctl_after_progress(Nic& nic) {
       if (cq->ev_cq && cq->armed && cq->channel != nullptr && !cq->ev_events.empty()) {
         cq->armed = false;
         ++cq->events_delivered;
-        (void)!write(cq->channel->write_fd, &cq, sizeof cq);
+        // The channel carries the CQ's address (mrc_get_cq_event reads it back).
+        const auto token = reinterpret_cast<uintptr_t>(cq);
+        (void)!write(cq->channel->write_fd, &token, sizeof token);
       }
   }
 }

@@ -787,7 +787,8 @@ void Runner::deny_through(QueuePair* qp, HostId from, HostId to, const SpineDeni
   EvSet& evs = *qp->evs();
   const Topology& topology = fabric_->topology();
   const NodeId spine = fabric_->spine_switch(denial.spine);
-  for (uint16_t i = 0; i < evs.size(); ++i) {
+  for (size_t k = 0; k < evs.size(); ++k) {
+    const auto i = static_cast<uint16_t>(k);
     const EvSet::Slot& slot = evs.slot(i);
     if (slot.plane != denial.plane || slot.state == EvState::kDenied) continue;
     for (const uint32_t link : topology.route(denial.plane, from, to, slot.ev, 0)) {
