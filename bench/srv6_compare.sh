@@ -20,13 +20,9 @@ while [ $# -gt 0 ]; do
     *) echo "srv6_compare.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-TB="$REPO/scripts/testbed.sh --prefix $PREFIX"
-OUT=$(mktemp -d)
-trap '$TB down >/dev/null 2>&1 || true; rm -rf "$OUT"' EXIT
-$TB down >/dev/null 2>&1 || true
-$TB --routing srv6 --planes "$PLANES" --spines "$SPINES" up >/dev/null
-server=$($TB addrs 0) client=$($TB addrs 1)
-paths=$($TB --json status | sed -n 's/.*"srv6_paths": "\([^"]*\)".*/\1/p')
+# shellcheck source=bench/srv6_bench_lib.sh
+. "$REPO/bench/srv6_bench_lib.sh"
+srv6_bench_up "$PREFIX" "$PLANES" "$SPINES"
 spine_counts() {  # forwarded packets per spine, "p0s0=N p0s1=M ..."
   local p s out=""
   for ((p = 0; p < PLANES; p++)); do

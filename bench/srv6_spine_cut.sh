@@ -20,14 +20,11 @@ while [ $# -gt 0 ]; do
     *) echo "srv6_spine_cut.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-TB="$REPO/scripts/testbed.sh --prefix $PREFIX"
-OUT=$(mktemp -d)
-trap '$TB down >/dev/null 2>&1 || true; rm -rf "$OUT"' EXIT
-$TB down >/dev/null 2>&1 || true
-$TB --routing srv6 --planes 2 --spines 2 up >/dev/null
-server=$($TB addrs 0) client=$($TB addrs 1)
+# shellcheck source=bench/srv6_bench_lib.sh
+. "$REPO/bench/srv6_bench_lib.sh"
+srv6_bench_up "$PREFIX" 2 2
 extra=()
-[ "$MODE" = ecmp ] || extra=(--srv6-paths "$($TB --json status | sed -n 's/.*"srv6_paths": "\([^"]*\)".*/\1/p')")
+[ "$MODE" = ecmp ] || extra=(--srv6-paths "$paths")
 count() { ip netns exec "$PREFIX-p0-s$1" nft list table inet mrctb_count | grep -o 'packets [0-9]*' | head -1 | awk '{print $2}'; }
 ip netns exec "$PREFIX-h0" "$MRC" perf --server --planes "$server" "${extra[@]}" >/dev/null 2>&1 &
 sleep 0.5

@@ -463,21 +463,17 @@ up_done() {
   trap - EXIT
   if [ "$JSON" = 1 ]; then
     cmd_status
-  elif [ "$ROUTING" = srv6 ]; then
-    echo "testbed '$PREFIX' is up: $HOSTS hosts x $PLANES planes, SRv6 uSID leaf-spine per plane ($SPINES spines, uN by $UN_MODE), MTU $MTU"
-    for ((h = 0; h < HOSTS; h++)); do
-      echo "  host $h: namespace $(host_ns "$h"), locators $(srv6_addrs_of "$h")"
-    done
-    echo "  try: ip netns exec $(host_ns 0) build/release/src/mrc perf --server --planes $(srv6_addrs_of 0) --srv6-paths $(srv6_paths)"
-    echo "       ip netns exec $(host_ns 1) build/release/src/mrc perf --client $(srv6_locator 0 0) --planes $(srv6_addrs_of 1) --srv6-paths $(srv6_paths) --bytes 536870912 --verify"
-  else
-    echo "testbed '$PREFIX' is up: $HOSTS hosts x $PLANES planes, $(layout_words)"
-    for ((h = 0; h < HOSTS; h++)); do
-      echo "  host $h: namespace $(host_ns "$h"), plane addresses $(addrs_of "$h")"
-    done
-    echo "  try: ip netns exec $(host_ns 0) build/release/src/mrc perf --server --planes $(addrs_of 0)"
-    echo "       ip netns exec $(host_ns 1) build/release/src/mrc perf --client $(host_addr 0 0) --planes $(addrs_of 1) --bytes 536870912 --verify"
+    return
   fi
+  local h first extra=""
+  first=$(host_addr 0 0)
+  if [ "$ROUTING" = srv6 ]; then first=$(srv6_locator 0 0) extra=" --srv6-paths $(srv6_paths)"; fi
+  echo "testbed '$PREFIX' is up: $HOSTS hosts x $PLANES planes, $(layout_words)"
+  for ((h = 0; h < HOSTS; h++)); do
+    echo "  host $h: namespace $(host_ns "$h"), plane addresses $(addrs_of "$h")"
+  done
+  echo "  try: ip netns exec $(host_ns 0) build/release/src/mrc perf --server --planes $(addrs_of 0)$extra"
+  echo "       ip netns exec $(host_ns 1) build/release/src/mrc perf --client $first --planes $(addrs_of 1)$extra --bytes 536870912 --verify"
 }
 
 # --routing srv6: the fabric of every plane, rates on the hosts' links.
@@ -497,7 +493,10 @@ srv6_up() {
 
 layout_words() {
   local w
-  if [ "$ROUTER" = 1 ]; then
+  if [ "$ROUTING" = srv6 ]; then
+    echo "SRv6 uSID leaf-spine per plane ($SPINES spines, uN by $UN_MODE), MTU $MTU"
+    return
+  elif [ "$ROUTER" = 1 ]; then
     w="routers per plane and host, $PATHS parallel link(s) between them (ECMP on UDP ports)"
   else
     w="direct veth pair per plane"
@@ -772,6 +771,16 @@ end_facts() {  # NS IFNAME NFT_RULESET TC_OUTPUT
   echo "$link ${rate:--} ${loss:-0} ${ldrops:-0} $bh ${bdrops:-0} ${delay:-0} ${qdrops:-0}"
 }
 
+# The applied faults ($STATE/faults) as JSON objects, comma-separated.
+faults_json() {
+  local line kind fp scope value out=()
+  [ -f "$STATE/faults" ] || return 0
+  while read -r kind fp scope value; do
+    out+=("{\"kind\": \"$kind\", \"plane\": $fp, \"scope\": \"$scope\", \"value\": \"$value\"}")
+  done <"$STATE/faults"
+  (IFS=,; echo "${out[*]}")
+}
+
 cmd_status() {
   if [ ! -f "$STATE/config" ]; then
     local stray
@@ -803,12 +812,8 @@ cmd_status() {
     done
     json_hosts+=("{\"host\": $h, \"namespace\": \"$ns\", \"addresses\": \"$(addrs_of "$h")\", \"planes\": [$(IFS=,; echo "${planes_json[*]}")]}")
   done
-  local faults=() line kind fp scope value fjson=()
+  local faults=()
   [ -f "$STATE/faults" ] && mapfile -t faults <"$STATE/faults"
-  for line in "${faults[@]}"; do
-    read -r kind fp scope value <<<"$line"
-    fjson+=("{\"kind\": \"$kind\", \"plane\": $fp, \"scope\": \"$scope\", \"value\": \"$value\"}")
-  done
   local routers=()
   if [ "$ROUTER" = 1 ]; then
     for ((p = 0; p < PLANES; p++)); do
@@ -819,7 +824,7 @@ cmd_status() {
     echo "{\"prefix\": \"$PREFIX\", \"up\": true, \"hosts\": $HOSTS, \"planes\": $PLANES, \"router\": $([ "$ROUTER" = 1 ] && echo true || echo false), \"paths\": $PATHS, \"mtu\": $MTU, \"rate_at_up\": \"$(is_unlimited "$RATE" && echo unlimited || echo "$RATE")\", \"queue_ms\": $QUEUE_MS,"
     echo " \"host_list\": [$(IFS=,; echo "${json_hosts[*]}")],"
     echo " \"routers\": [$(IFS=,; echo "${routers[*]}")],"
-    echo " \"faults\": [$(IFS=,; echo "${fjson[*]}")]}"
+    echo " \"faults\": [$(faults_json)]}"
     return 0
   fi
   echo "testbed '$PREFIX': $HOSTS hosts x $PLANES planes, $(layout_words)"

@@ -215,19 +215,13 @@ srv6_status() {
   if [ "$JSON" = 1 ]; then
     local hosts_json=()
     for ((h = 0; h < HOSTS; h++)); do hosts_json+=("{\"host\": $h, \"namespace\": \"$(host_ns "$h")\", \"addresses\": \"$(srv6_addrs_of "$h")\"}"); done
-    local faults=() line kind fp scope value fjson=()
-    [ -f "$STATE/faults" ] && mapfile -t faults <"$STATE/faults"
-    for line in "${faults[@]}"; do
-      read -r kind fp scope value <<<"$line"
-      fjson+=("{\"kind\": \"$kind\", \"plane\": $fp, \"scope\": \"$scope\", \"value\": \"$value\"}")
-    done
     echo "{\"prefix\": \"$PREFIX\", \"up\": true, \"routing\": \"srv6\", \"hosts\": $HOSTS, \"planes\": $PLANES, \"spines\": $SPINES, \"un\": \"$UN_MODE\", \"mtu\": $MTU, \"srv6_paths\": \"$(srv6_paths)\","
     echo " \"host_list\": [$(IFS=,; echo "${hosts_json[*]}")],"
     echo " \"spine_list\": [$(IFS=,; echo "${spines_json[*]}")],"
-    echo " \"faults\": [$(IFS=,; echo "${fjson[*]}")]}"
+    echo " \"faults\": [$(faults_json)]}"
     return 0
   fi
-  echo "testbed '$PREFIX': $HOSTS hosts x $PLANES planes, SRv6 uSID leaf-spine per plane ($SPINES spines, uN by $UN_MODE), MTU $MTU"
+  echo "testbed '$PREFIX': $HOSTS hosts x $PLANES planes, $(layout_words)"
   for ((h = 0; h < HOSTS; h++)); do echo "host $h  namespace $(host_ns "$h")  locators $(srv6_addrs_of "$h")"; done
   printf '%s\n' "${text[@]}"
   if [ -s "$STATE/faults" ]; then

@@ -34,3 +34,13 @@ check_verified() {  # CLIENT_RC SERVER_RC
   grep -q "every byte verified" "$OUT/client" || fail "the client did not print 'every byte verified'"
   [ "$2" -eq 0 ] || fail "mrc perf server exited $2"
 }
+
+# Waits (up to 30 s) until the client's output in $OUT/client shows a live line, or fails.
+wait_for_data() {  # CLIENT_PID
+  for _ in $(seq 1 300); do
+    grep -q 'Gbit/s |' "$OUT/client" 2>/dev/null && break
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q 'Gbit/s |' "$OUT/client" || fail "no data flowed within 30 s"
+}

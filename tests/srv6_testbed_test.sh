@@ -58,12 +58,7 @@ timeout 120 ip netns exec "$PREFIX-h1" "$MRC" perf --client "${server_planes%%,*
   --srv6-paths "$paths" --bytes "$BYTES" --verify --interval 0.5 >"$OUT/client" 2>&1 &
 client_pid=$!
 
-for _ in $(seq 1 300); do
-  grep -q 'Gbit/s |' "$OUT/client" 2>/dev/null && break
-  kill -0 "$client_pid" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q 'Gbit/s |' "$OUT/client" || fail "no data flowed within 30 s"
+wait_for_data "$client_pid"
 "$TESTBED" --prefix "$PREFIX" fail 0 --spine 1 --leaf 0 || fail "testbed fail 0 --spine 1 --leaf 0"
 echo "spine 1 cut from leaf 0 at: $(tail -1 "$OUT/client")"
 sleep 1

@@ -42,12 +42,7 @@ timeout 120 ip netns exec "$PREFIX-h1" "$MRC" perf --client "${server_planes%%,*
 client_pid=$!
 
 # Fail plane 2 once data flows (the first live line), bring it back 1 s later.
-for _ in $(seq 1 300); do
-  grep -q 'Gbit/s |' "$OUT/client" 2>/dev/null && break
-  kill -0 "$client_pid" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q 'Gbit/s |' "$OUT/client" || fail "no data flowed within 30 s"
+wait_for_data "$client_pid"
 "$TESTBED" --prefix "$PREFIX" fail 2 || fail "testbed fail 2"
 ip -n "$PREFIX-h0" -o link show h0p2 | grep -q 'state DOWN' || fail "plane 2 is not down after 'testbed fail 2'"
 echo "plane 2 down at: $(tail -1 "$OUT/client")"
