@@ -43,7 +43,7 @@ class KeyExchange;
 }  // namespace io
 
 struct ContextOptions {
-  std::vector<std::string> planes;  // this host's address per plane, IPv4[:port]
+  std::vector<std::string> planes;  // this host's address per plane: IPv4[:port], IPv6, [IPv6]:port
   uint16_t port = 4791;             // UDP receive port where an address gives none
   uint16_t ev_port_base = 50000;    // first UDP source port for EVs
   io::Impairment impairment;        // off by default
@@ -51,6 +51,9 @@ struct ContextOptions {
   // The datapath: io::Backend::kUdp (kernel UDP sockets, default) or kXdp (AF_XDP on the
   // planes' interfaces; root only).
   io::Backend backend = io::Backend::kUdp;
+  // SRv6 uSID path mode (docs/PROTOCOL.md §2.2a): the paths through each plane's fabric as
+  // hexadecimal uSIDs, "200,201"; the planes are then IPv6 locators. Empty: ECMP mode.
+  std::string srv6_paths;
   // Caller-driven progress: Cq::poll and Cq::wait run the datapath on the calling thread (the
   // progress thread stands by while they do, and takes over 2 ms after the last call), so a
   // thread that waits for completions anyway does the work instead of waking another. For

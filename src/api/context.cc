@@ -104,6 +104,11 @@ Result<std::unique_ptr<Context>, Error> Context::open(const ContextOptions& opti
   dc.impairment = options.impairment;
   dc.gso = options.gso;
   dc.backend = options.backend;
+  if (!options.srv6_paths.empty()) {
+    auto paths = io::parse_srv6_paths(options.srv6_paths);
+    if (!paths.ok()) return fail(paths.error(), "ContextOptions::srv6_paths: ");
+    dc.srv6_paths = paths.value();
+  }
   dc.seed = options.seed;
   dc.port_setting = options.port_setting;
   dc.ev_port_setting = options.ev_port_setting;

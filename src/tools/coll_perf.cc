@@ -362,7 +362,8 @@ Result<std::unique_ptr<Communicator>, Error> open_communicator(const CollPerfOpt
   if (o.target_delay_us > 0)
     co.qp.nscc.target_delay_ns = static_cast<int64_t>(o.target_delay_us * 1000);
   co.context.backend = io::parse_backend(o.backend).value();  // the CLI accepts udp and xdp only
-  (void)parse_secure_mode(o.secure, co.context.secure);       // likewise off, auth, encrypt
+  co.context.srv6_paths = o.srv6_paths;
+  (void)parse_secure_mode(o.secure, co.context.secure);  // likewise off, auth, encrypt
   auto key =
       io::preshared_key_for(co.context.secure, o.key_file, "--secure ", "--key-file", "every rank");
   if (!key.ok()) return Err{key.error()};
@@ -561,6 +562,9 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
                  "interface, so "
                  "ranks on separate hosts or namespaces)")
       ->check(CLI::IsMember({"udp", "xdp"}));
+  app.add_option("--srv6-paths", o.srv6_paths,
+                 "SRv6 uSID path mode: the paths through each plane's fabric as hexadecimal uSIDs, "
+                 "e.g. 200,201; needs IPv6 planes, each rank's locator (default: ECMP mode)");
   app.add_option("--slots", o.slots, "staging slots per peer and direction (default 8)")
       ->check(CLI::Range(4, 1024));
   app.add_option("--direct-max-bytes", o.direct_max_bytes,

@@ -43,6 +43,7 @@ struct CollPerfOptions {
   uint32_t chunk_kib = 256;
   uint32_t mtu_bytes = 4096;    // payload bytes per packet (QpConfig::mtu_bytes)
   std::string backend = "udp";  // ContextOptions::backend: udp or xdp
+  std::string srv6_paths;       // ContextOptions::srv6_paths ("200,201"; empty: ECMP mode)
   uint32_t threads = 1;         // ContextOptions::threads
   uint32_t slots = 8;
   std::string cc = "nscc";          // QpConfig::cc: nscc, aimd or fixed
