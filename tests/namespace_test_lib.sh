@@ -44,3 +44,11 @@ wait_for_data() {  # CLIENT_PID
   done
   grep -q 'Gbit/s |' "$OUT/client" || fail "no data flowed within 30 s"
 }
+
+# The EXIT trap of a test on the testbed: ends $client_pid and $server_pid, takes the testbed
+# ($TESTBED, $PREFIX) down, removes $OUT.
+testbed_cleanup() {
+  for pid in $client_pid $server_pid; do kill "$pid" 2>/dev/null; done
+  "$TESTBED" --prefix "$PREFIX" down >/dev/null || echo "warning: '$TESTBED --prefix $PREFIX down' failed"
+  rm -rf "$OUT"
+}

@@ -26,12 +26,7 @@ require_namespaces "$MRC"
 command -v nft >/dev/null 2>&1 || skip "'nft' is missing (Debian package nftables)"
 
 server_pid="" client_pid=""
-cleanup() {
-  for pid in $client_pid $server_pid; do kill "$pid" 2>/dev/null; done
-  "$TESTBED" --prefix "$PREFIX" down >/dev/null || echo "warning: '$TESTBED --prefix $PREFIX down' failed"
-  rm -rf "$OUT"
-}
-trap cleanup EXIT
+trap testbed_cleanup EXIT
 
 # Bad settings first: each refused at once, naming what is wrong.
 expect_refused() {  # MESSAGE ARGS...

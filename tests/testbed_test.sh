@@ -20,12 +20,7 @@ OUT=$(mktemp -d)
 require_namespaces "$MRC"
 
 server_pid="" client_pid=""
-cleanup() {
-  for pid in $client_pid $server_pid; do kill "$pid" 2>/dev/null; done
-  "$TESTBED" --prefix "$PREFIX" down >/dev/null || echo "warning: '$TESTBED --prefix $PREFIX down' failed"
-  rm -rf "$OUT"
-}
-trap cleanup EXIT
+trap testbed_cleanup EXIT
 
 "$TESTBED" --prefix "$PREFIX" --hosts 2 --planes 4 --rate 500mbit up >"$OUT/up" 2>&1 || {
   cat "$OUT/up"
