@@ -52,3 +52,15 @@ testbed_cleanup() {
   "$TESTBED" --prefix "$PREFIX" down >/dev/null || echo "warning: '$TESTBED --prefix $PREFIX down' failed"
   rm -rf "$OUT"
 }
+
+# Waits for $client_pid and $server_pid (cleared once ended), then check_verified.
+wait_verified() {
+  local client_rc server_rc
+  wait "$client_pid"
+  client_rc=$?
+  client_pid=""
+  wait "$server_pid"
+  server_rc=$?
+  server_pid=""
+  check_verified "$client_rc" "$server_rc"
+}

@@ -61,13 +61,7 @@ kill -0 "$client_pid" 2>/dev/null || fail "the transfer ended before the spine c
 "$TESTBED" --prefix "$PREFIX" repair 0 --spine 1 --leaf 0 || fail "testbed repair"
 echo "spine 1 back at:            $(tail -1 "$OUT/client")"
 
-wait "$client_pid"
-client_rc=$?
-client_pid=""
-wait "$server_pid"
-server_rc=$?
-server_pid=""
-check_verified "$client_rc" "$server_rc"
+wait_verified
 
 "$TESTBED" --prefix "$PREFIX" status | tee "$OUT/status"
 "$TESTBED" --prefix "$PREFIX" --json status >"$OUT/status.json"

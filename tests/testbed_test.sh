@@ -46,11 +46,5 @@ kill -0 "$client_pid" 2>/dev/null || fail "the transfer ended before plane 2 cam
 "$TESTBED" --prefix "$PREFIX" repair 2 || fail "testbed repair 2"
 echo "plane 2 up at:   $(tail -1 "$OUT/client")"
 
-wait "$client_pid"
-client_rc=$?
-client_pid=""
-wait "$server_pid"
-server_rc=$?
-server_pid=""
-check_verified "$client_rc" "$server_rc"
+wait_verified
 echo "PASSED: $((BYTES >> 20)) MiB verified over 4 planes with plane 2 failed and repaired mid-run"
