@@ -35,11 +35,16 @@ uint16_t ipv4_checksum(const uint8_t* header) {
   return static_cast<uint16_t>(~sum);
 }
 
+// "a.b.c.d:port" or "[v6]:port", as io::to_string(SocketAddress) writes an address.
 std::string address_text(int family, const uint8_t* address, uint16_t port) {
-  char text[INET6_ADDRSTRLEN] = "?";
-  inet_ntop(family, address, text, sizeof text);
-  return family == AF_INET6 ? "[" + std::string(text) + "]:" + std::to_string(port)
-                            : std::string(text) + ":" + std::to_string(port);
+  if (family == AF_INET6) {
+    in6_addr v6{};
+    std::memcpy(v6.s6_addr, address, 16);
+    return to_string(SocketAddress::ipv6(v6, port));
+  }
+  in_addr v4{};
+  std::memcpy(&v4, address, 4);
+  return to_string(SocketAddress::ipv4(v4, port));
 }
 
 // The UDP header at `udp` (within `ip`, which ends where the IP packet says it ends).

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <optional>
 
 #include "io/port_holder.h"
 #include "util/errno_map.h"
@@ -135,7 +136,7 @@ Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_
   PlaneAddress a;
   a.port = default_port;
   std::string host = text;
-  std::string port;
+  std::optional<std::string> port;  // after the address's ':', if it names one
   const size_t colon = text.rfind(':');
   const bool bracketed = !text.empty() && text.front() == '[';
   if (bracketed) {  // [IPv6]:port or [IPv6]
@@ -145,16 +146,14 @@ Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_
                   "bad plane address '" + text + "': expected [IPv6 address]:port");
     host = text.substr(1, close - 1);
     if (close + 1 < text.size()) port = text.substr(close + 2);
-    if (close + 1 < text.size() && port.empty()) port = "-";
   } else if (colon != std::string::npos && text.find(':') == colon) {  // IPv4:port
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
-    if (port.empty()) port = "-";
   }
-  if (!port.empty()) {
+  if (port) {
     char* end = nullptr;
-    const long value = std::strtol(port.c_str(), &end, 10);
-    if (*end != '\0' || value < 1 || value > 65535)
+    const long value = std::strtol(port->c_str(), &end, 10);
+    if (port->empty() || *end != '\0' || value < 1 || value > 65535)
       return fail(Errc::kInvalidArgument,
                   "bad port in plane address '" + text + "': must be 1..65535");
     a.port = static_cast<uint16_t>(value);
@@ -356,10 +355,14 @@ Result<uint32_t, Error> UdpHost::add_peer(const std::vector<PlaneAddress>& plane
 uint64_t UdpHost::source_token(const SocketAddress& from) {
   if (!from.is_v6())
     return static_cast<uint64_t>(ntohl(from.u.v4.sin_addr.s_addr)) << 16 | from.port();
+  // A burst comes from one sender: hash and cache it once, not for every datagram.
+  if (from == last_v6_sender_) return last_v6_token_;
   const uint32_t hash = sender_hash(from);
   if (reply_cache_.empty()) reply_cache_.resize(kReplyCacheSlots);
   reply_cache_[hash % kReplyCacheSlots] = from;
-  return kV6SourceFlag | static_cast<uint64_t>(hash) << 16 | from.port();
+  last_v6_sender_ = from;
+  last_v6_token_ = kV6SourceFlag | static_cast<uint64_t>(hash) << 16 | from.port();
+  return last_v6_token_;
 }
 
 bool UdpHost::reply_address(uint64_t token, SocketAddress& to) const {
@@ -481,7 +484,7 @@ bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
   }
   r.source_port = static_cast<uint16_t>(first_port + port_index);
   r.fd = plane.xdp ? -1 : plane.tx_fds[port_index];
-  r.to = to[r.source_port % paths];
+  r.to = paths == 1 ? to[0] : to[r.source_port % paths];
   return true;
 }
 

@@ -215,6 +215,8 @@ class UdpHost {
   // Per peer and plane: where its packets go (one address, or with SRv6 one per path).
   std::vector<std::vector<std::vector<SocketAddress>>> peers_;
   std::vector<SocketAddress> reply_cache_;  // IPv6 senders of recent datagrams, by hash
+  SocketAddress last_v6_sender_;            // the last IPv6 sender, and its source token
+  uint64_t last_v6_token_ = 0;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   int64_t clock_origin_ns_ = 0;

@@ -53,12 +53,6 @@ bool get_uint(const json& j, const char* key, uint64_t max, uint64_t& out, bool 
   return true;
 }
 
-std::string ipv4_text(in_addr a) {
-  char text[INET_ADDRSTRLEN] = "?";
-  inet_ntop(AF_INET, &a, text, sizeof text);
-  return text;
-}
-
 uint16_t ev_value(const mrc_ctl_ev& ev) {
   return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]);
 }
@@ -230,7 +224,7 @@ json op_ev_states(Nic& nic, const json& req) {
       qps.push_back({{"qpn", q->qp->qpn().value},
                      {"profile", id},
                      {"state", to_string(q->qp->state())},
-                     {"peer", ipv4_text(in_addr{ip})},
+                     {"peer", io::address_text(io::SocketAddress::ipv4(in_addr{ip}, 0))},
                      {"dest_qpn", q->vattr.dest_qp_num},
                      {"evs", qp_evs(*q)}});
     }

@@ -29,6 +29,23 @@ bool parse_u16(const std::string& text, uint16_t& out) {
   return true;
 }
 
+// The planes= list of an entry (every plane on the entry's port), checked against its backend
+// and SRv6 paths; returns an error message or "".
+std::string parse_planes(const std::string& planes_text, DeviceSpec& spec) {
+  std::istringstream list(planes_text);
+  for (std::string a; std::getline(list, a, ',');) {
+    auto parsed = io::parse_plane_address(a, spec.port);
+    if (!parsed.ok()) return parsed.error().message;
+    parsed.value().port = spec.port;
+    spec.planes.push_back(parsed.value());
+  }
+  if (spec.planes.size() > 16) return "at most 16 planes per device";
+  if (auto families = io::check_plane_families(spec.planes, spec.backend, spec.srv6_paths);
+      !families.ok())
+    return families.error().message;
+  return "";
+}
+
 // Parses one entry; returns an error message or "".
 std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_peer) {
   std::istringstream in(entry);
@@ -88,18 +105,7 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
   if (spec.secure != SecureMode::kOff && spec.key_file.empty())
     return "secure=" + std::string(to_string(spec.secure)) +
            " needs key-file=<path> (the pre-shared key both ends hold)";
-  std::istringstream list(planes_text);
-  for (std::string a; std::getline(list, a, ',');) {
-    auto parsed = io::parse_plane_address(a, spec.port);
-    if (!parsed.ok()) return parsed.error().message;
-    parsed.value().port = spec.port;
-    spec.planes.push_back(parsed.value());
-  }
-  if (spec.planes.size() > 16) return "at most 16 planes per device";
-  if (auto families = io::check_plane_families(spec.planes, spec.backend, spec.srv6_paths);
-      !families.ok())
-    return families.error().message;
-  return "";
+  return parse_planes(planes_text, spec);
 }
 
 }  // namespace
@@ -172,6 +178,14 @@ bool gid_ipv4(const uint8_t (&gid)[16], uint32_t& ipv4) {
   if (std::memcmp(gid, kMapped, sizeof kMapped) != 0) return false;
   std::memcpy(&ipv4, gid + 12, 4);
   return true;
+}
+
+std::string gid_text(const uint8_t (&gid)[16]) {
+  uint32_t ipv4 = 0;
+  if (gid_ipv4(gid, ipv4)) return io::address_text(io::SocketAddress::ipv4(in_addr{ipv4}, 0));
+  in6_addr ipv6{};
+  std::memcpy(ipv6.s6_addr, gid, 16);
+  return io::address_text(io::SocketAddress::ipv6(ipv6, 0));
 }
 
 std::optional<DeviceSpec> find_peer_by_gid(const DeviceConfig& config, const uint8_t (&gid)[16]) {

@@ -65,5 +65,7 @@ std::optional<DeviceSpec> find_peer(const DeviceConfig& config, uint32_t ipv4);
 std::optional<DeviceSpec> find_peer_by_gid(const DeviceConfig& config, const uint8_t (&gid)[16]);
 // Whether `gid` is IPv4-mapped (::ffff:a.b.c.d); then `ipv4` (network order) is its address.
 bool gid_ipv4(const uint8_t (&gid)[16], uint32_t& ipv4);
+// The address a GID names, as text: "10.0.0.1" for an IPv4-mapped GID, else the IPv6 address.
+std::string gid_text(const uint8_t (&gid)[16]);
 
 }  // namespace mrc::ocp

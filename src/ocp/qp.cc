@@ -195,15 +195,10 @@ int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
     std::fprintf(stderr, "mrc: modify_qp(RTR): the destination needs a RoCEv2 GID (is_global=1)\n");
     return EINVAL;
   }
-  const auto& raw = gid.raw;
-  auto peer = find_peer_by_gid(device_config(), raw);
+  auto peer = find_peer_by_gid(device_config(), gid.raw);
   Nic& nic = *qp.context->nic;
-  uint32_t ip = 0;
-  char text[INET6_ADDRSTRLEN] = "?";
-  if (gid_ipv4(raw, ip))
-    inet_ntop(AF_INET, &ip, text, sizeof text);
-  else
-    inet_ntop(AF_INET6, raw, text, sizeof text);
+  const std::string address = gid_text(gid.raw);
+  const char* text = address.c_str();
   if (!peer) {
     std::fprintf(stderr, "mrc: modify_qp(RTR): %s is not a plane of any device or peer in %s\n",
                  text,
@@ -232,10 +227,8 @@ int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
 int start_key_agreement(mrc_qp& qp, uint32_t peer, const ibv_qp_attr& v) {
   Nic& nic = *qp.context->nic;
   if (!qp.qp->secure()) return 0;
-  char text[INET_ADDRSTRLEN] = "?";
-  inet_ntop(AF_INET, v.ah_attr.grh.dgid.raw + 12, text, sizeof text);
   const auto started = nic.device->agree_keys(*qp.qp, nic.key, peer, Qpn(v.dest_qp_num),
-                                              std::string("the peer at ") + text);
+                                              "the peer at " + gid_text(v.ah_attr.grh.dgid.raw));
   if (started.ok()) return 0;
   std::fprintf(stderr, "mrc: modify_qp(RTR): %s\n", started.error().message.c_str());
   qp.qp->to_reset();  // back to INIT, where the failed call found it
