@@ -8,12 +8,18 @@
 # 77 (skipped). The testbed is always taken down.
 #
 # Given mrc_bw, the same over the OCP device (`srv6=` in MRC_DEVICES, a peer's GID its locator).
+# Given mrc_ctl_srv6 too, SRv6 EVs through OCP's controller API: connectionless probes on the
+# SRv6 EV of each spine of each plane are answered, each through its spine's SID; and a write
+# sweep whose QPs (both ends, as the MRC paper's symmetric EVs) use an explicit profile of SRv6
+# EVs naming only spine 1 on plane 0 (both spines on plane 1) goes through spine 1's SID and not
+# spine 0's (but for stray packets).
 #
-#   tests/srv6_testbed_test.sh PATH/TO/mrc [PATH/TO/mrc_bw]
+#   tests/srv6_testbed_test.sh PATH/TO/mrc [PATH/TO/mrc_bw [PATH/TO/mrc_ctl_srv6]]
 set -uo pipefail
 
 MRC=${1:?usage: srv6_testbed_test.sh PATH/TO/mrc [PATH/TO/mrc_bw]}
 BW=${2:-}
+CTL_SRV6=${3:-}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TESTBED=$HERE/../scripts/testbed.sh
 PREFIX=mrcs6$$
@@ -74,6 +80,10 @@ done
 sid_total() {  # packets through every spine's uN SID
   "$TESTBED" --prefix "$PREFIX" --json status | grep -o '"sid_packets": [0-9]*' | awk '{s += $2} END {print s + 0}'
 }
+sid_of() {  # PLANE SPINE: packets through that spine's uN SID
+  "$TESTBED" --prefix "$PREFIX" --json status |
+    grep -o "\"plane\": $1, \"spine\": $2, [^}]*\"sid_packets\": [0-9]*" | grep -o '[0-9]*$'
+}
 ocp=""
 if [ -n "$BW" ]; then
   sids_before=$(sid_total)
@@ -90,5 +100,38 @@ if [ -n "$BW" ]; then
   [ "$(sid_total)" -gt $((sids_before + 10000)) ] ||
     fail "the OCP sweep did not go through the spines' uN SIDs ($sids_before before, $(sid_total) after)"
   ocp="; OCP's write sweep over srv6= devices finished"
+fi
+if [ -n "$BW" ] && [ -n "$CTL_SRV6" ]; then
+  # Probes first (replies come to the device port, so nothing else may hold it in h1).
+  ip netns exec "$PREFIX-h0" env MRC_CTL_DIR="$OUT/ctl0" MRC_DEVICES="$devices" timeout 30 "$CTL_SRV6" \
+    serve mrc0 5 >"$OUT/serve" 2>&1 &
+  server_pid=$!
+  sleep 0.5
+  p0=$(sid_of 0 0) p1=$(sid_of 1 1)
+  ip netns exec "$PREFIX-h1" env MRC_CTL_DIR="$OUT/ctl1" MRC_DEVICES="$devices" timeout 30 "$CTL_SRV6" \
+    probe mrc1 "${paths}" "$server_planes" >"$OUT/probe" 2>&1 || { cat "$OUT/probe"; fail "SRv6 EV probes were not all answered"; }
+  grep "mrc_ctl_srv6:" "$OUT/probe"
+  [ "$(sid_of 0 0)" -gt "$p0" ] && [ "$(sid_of 1 1)" -gt "$p1" ] || fail "the probes did not go through the spines their EVs name"
+  wait "$server_pid"
+  server_pid=""
+  s00=$(sid_of 0 0) s01=$(sid_of 0 1)
+  ip netns exec "$PREFIX-h0" env MRC_CTL_DIR="$OUT/ctl0" MRC_DEVICES="$devices" timeout 60 "$BW" \
+    -d mrc0 -p 40052 --srv6-evs 1:201,2:200,2:201 >"$OUT/bw-server2" 2>&1 &
+  server_pid=$!
+  ip netns exec "$PREFIX-h1" env MRC_CTL_DIR="$OUT/ctl1" MRC_DEVICES="$devices" timeout 60 "$BW" \
+    -d mrc1 -p 40052 -m 65536 -s 1048576 -n 100 --srv6-evs 1:201,2:200,2:201 "${server_planes%%,*}" \
+    >"$OUT/bw-client2" 2>&1 &
+  client_pid=$!
+  wait "$client_pid" || { cat "$OUT/bw-client2"; fail "the sweep with an explicit SRv6 EV profile failed"; }
+  client_pid=""
+  wait "$server_pid" || fail "its server failed"
+  server_pid=""
+  d00=$(($(sid_of 0 0) - s00)) d01=$(($(sid_of 0 1) - s01))
+  echo "explicit SRv6 EVs 1:201,2:200,2:201: plane 0 spine 0 SID +$d00 packets, spine 1 +$d01"
+  [ "$d01" -gt 10000 ] || fail "plane 0's spine 1 carried $d01 packets of a sweep whose EVs name it"
+  # Spine 0 of plane 0: only what no EV of the profile names (the probes, two per plane and
+  # spine, and any packet sent before the profile's EVs were in use).
+  [ "$d00" -lt $((d01 / 100)) ] || fail "plane 0's spine 0 carried $d00 packets, though no EV names it (spine 1: $d01)"
+  ocp+="; an explicit profile of SRv6 EVs steered the sweep (plane 0: spine 0 +$d00, spine 1 +$d01 packets) and SRv6 EV probes were answered"
 fi
 echo "PASSED: $((BYTES >> 20)) MiB verified over SRv6 paths, both spines of each plane used, a spine cut and repaired mid-run$ocp"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "util/bytes.h"
@@ -97,6 +98,39 @@ Result<in6_addr, Error> srv6_destination(const in6_addr& locator,
     set_usid(out, i, usid_at(locator, i - shift));
   for (int k = 0; k < shift; ++k) set_usid(out, kBlockUsids + k, path[k]);
   return out;
+}
+
+in6_addr srv6_ev_address(const in6_addr& locator, const std::vector<uint16_t>& path) {
+  in6_addr out{};
+  std::memcpy(out.s6_addr, locator.s6_addr, kSrv6BlockBits / 8);
+  for (size_t k = 0; k < path.size() && k < static_cast<size_t>(kUsidsAfterBlock); ++k)
+    set_usid(out, kBlockUsids + static_cast<int>(k), path[k]);
+  return out;
+}
+
+Result<std::vector<uint16_t>, Error> srv6_ev_path(const in6_addr& ev, const in6_addr& locator) {
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, &ev, text, sizeof text);
+  const auto bad = [&](const std::string& why) {
+    return fail(Errc::kInvalidArgument, std::string("SRv6 EV ") + text + ": " + why);
+  };
+  if (std::memcmp(ev.s6_addr, locator.s6_addr, kSrv6BlockBits / 8) != 0) {
+    char plane[INET6_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET6, &locator, plane, sizeof plane);
+    return bad(std::string("its block (first 32 bits) is not that of the plane's locator ") +
+               plane);
+  }
+  std::vector<uint16_t> path;
+  for (int i = kBlockUsids; i < kBlockUsids + kUsidsAfterBlock; ++i) {
+    const uint16_t usid = usid_at(ev, i);
+    if (usid != 0 && (path.size() + kBlockUsids != static_cast<size_t>(i)))
+      return bad("a uSID follows a zero one, which ends the container");
+    if (usid != 0) path.push_back(usid);
+  }
+  if (path.empty()) return bad("no uSID after the block names a path");
+  if (path.size() > kSrv6MaxPathUsids)
+    return bad("at most " + std::to_string(kSrv6MaxPathUsids) + " uSIDs per path");
+  return path;
 }
 
 }  // namespace mrc::io

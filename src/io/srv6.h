@@ -63,4 +63,12 @@ std::string to_string(const Srv6Paths& paths);
 Result<in6_addr, Error> srv6_destination(const in6_addr& locator,
                                          const std::vector<uint16_t>& path);
 
+// A path as an address, the form an SRv6 EV of the OCP controller API takes (an EV carries its
+// path): the block of the plane's locator, then the path's uSIDs, then zeros.
+in6_addr srv6_ev_address(const in6_addr& locator, const std::vector<uint16_t>& path);
+// The path of such an EV on the plane whose locator is `locator`: its uSIDs after the block,
+// up to the first zero one. Refused, saying why: another block than the plane's (the EV is not
+// this plane's), no uSID, a uSID after the end of the container, more than kSrv6MaxPathUsids.
+Result<std::vector<uint16_t>, Error> srv6_ev_path(const in6_addr& ev, const in6_addr& locator);
+
 }  // namespace mrc::io

@@ -249,6 +249,14 @@ Result<Ok, Error> UdpHost::open_sockets() {
   wake_event.data.u32 = kWakeToken;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_event);
   planes_.resize(config_.planes.size());
+  paths_ = config_.srv6_paths;
+  if (!paths_.empty())  // every port starts on path port % paths (srv6.h)
+    for (int p = 0; p < planes(); ++p) {
+      const uint32_t first = config_.ev_port_base + p * config_.ev_ports_per_plane;
+      auto& ports = port_path_.emplace_back(config_.ev_ports_per_plane);
+      for (uint32_t i = 0; i < ports.size(); ++i)
+        ports[i] = static_cast<uint16_t>((first + i) % paths_.size());
+    }
   for (int p = 0; p < planes(); ++p)
     if (auto opened = open_plane(p); !opened.ok()) return opened;
   return Ok{};
@@ -325,8 +333,19 @@ UdpHost::~UdpHost() {
   if (wake_fd_ >= 0) close(wake_fd_);
 }
 
+Result<std::vector<SocketAddress>, Error> UdpHost::path_addresses(const PlaneAddress& a, int plane,
+                                                                  const Srv6Paths& paths) {
+  std::vector<SocketAddress> out;
+  for (const auto& path : paths) {
+    auto to = srv6_destination(a.address6, path);
+    if (!to.ok()) return fail(to.error(), "peer of plane " + std::to_string(plane) + ": ");
+    out.push_back(SocketAddress::ipv6(to.value(), a.port));
+  }
+  return out;
+}
+
 Result<uint32_t, Error> UdpHost::add_peer(const std::vector<PlaneAddress>& planes) {
-  std::vector<std::vector<SocketAddress>> addresses;
+  Peer peer{planes, {}};
   for (size_t p = 0; p < planes.size(); ++p) {
     const PlaneAddress& a = planes[p];
     if (p < planes_.size() && a.v6 != planes_[p].local.v6)
@@ -334,22 +353,63 @@ Result<uint32_t, Error> UdpHost::add_peer(const std::vector<PlaneAddress>& plane
                   "peer address " + to_string(a) + " of plane " + std::to_string(p) + " is " +
                       (a.v6 ? "IPv6" : "IPv4") + ", this host's plane address " +
                       to_string(planes_[p].local) + " is not: both ends need the same family");
-    addresses.emplace_back();
-    if (config_.srv6_paths.empty()) addresses.back().push_back(a.socket());
-    for (const auto& path : config_.srv6_paths) {
-      auto to = srv6_destination(a.address6, path);
-      if (!to.ok()) return fail(to.error(), "peer of plane " + std::to_string(p) + ": ");
-      addresses.back().push_back(SocketAddress::ipv6(to.value(), a.port));
+    if (paths_.empty()) {
+      peer.to.push_back({a.socket()});
+      continue;
     }
+    auto to = path_addresses(a, static_cast<int>(p), paths_);
+    if (!to.ok()) return Err{to.error()};
+    peer.to.push_back(std::move(to.value()));
   }
   for (size_t i = 0; i < peers_.size(); ++i)
-    if (peers_[i] == addresses) return static_cast<uint32_t>(i);
+    if (peers_[i].to == peer.to) return static_cast<uint32_t>(i);
   // The xdp backend writes the next hop's MAC itself: resolve it now, not on the first packets.
-  for (size_t p = 0; p < planes_.size() && p < addresses.size(); ++p)
+  for (size_t p = 0; p < planes_.size() && p < peer.to.size(); ++p)
     if (planes_[p].xdp)
-      planes_[p].xdp->neighbours().resolve(addresses[p][0].u.v4.sin_addr, Duration::from_ms(1000));
-  peers_.push_back(std::move(addresses));
+      planes_[p].xdp->neighbours().resolve(peer.to[p][0].u.v4.sin_addr, Duration::from_ms(1000));
+  peers_.push_back(std::move(peer));
   return static_cast<uint32_t>(peers_.size() - 1);
+}
+
+Result<Ok, Error> UdpHost::set_port_path(int plane, uint16_t port,
+                                         const std::vector<uint16_t>& path) {
+  if (paths_.empty()) return fail(Errc::kInvalidArgument, "SRv6 paths need SRv6 mode");
+  const uint32_t first = config_.ev_port_base + plane * config_.ev_ports_per_plane;
+  if (plane < 0 || plane >= planes() || port < first || port >= first + config_.ev_ports_per_plane)
+    return fail(
+        Errc::kInvalidArgument,
+        "port " + std::to_string(port) + " is no EV source port of plane " + std::to_string(plane));
+  if (path.empty() || path.size() > kSrv6MaxPathUsids ||
+      std::find(path.begin(), path.end(), 0) != path.end())
+    return fail(Errc::kInvalidArgument,
+                "an SRv6 path is 1 to " + std::to_string(kSrv6MaxPathUsids) + " non-zero uSIDs");
+  auto index = static_cast<size_t>(std::find(paths_.begin(), paths_.end(), path) - paths_.begin());
+  if (index == paths_.size()) {  // a new path: every peer's destinations on it, or nothing
+    if (paths_.size() >= kMaxSrv6Paths)
+      return fail(Errc::kResourceExhausted,
+                  "at most " + std::to_string(kMaxSrv6Paths) + " SRv6 paths");
+    std::vector<std::vector<SocketAddress>> added;
+    for (const Peer& peer : peers_)
+      for (size_t p = 0; p < peer.planes.size(); ++p) {
+        auto to = path_addresses(peer.planes[p], static_cast<int>(p), {path});
+        if (!to.ok()) return Err{to.error()};
+        added.push_back(std::move(to.value()));
+      }
+    size_t k = 0;
+    for (Peer& peer : peers_)
+      for (auto& to : peer.to) to.push_back(added[k++][0]);
+    paths_.push_back(path);
+  }
+  port_path_[static_cast<size_t>(plane)][port - first] = static_cast<uint16_t>(index);
+  return Ok{};
+}
+
+std::vector<uint16_t> UdpHost::port_path(int plane, uint16_t port) const {
+  const uint32_t first = config_.ev_port_base + plane * config_.ev_ports_per_plane;
+  if (paths_.empty() || plane < 0 || plane >= planes() || port < first ||
+      port >= first + config_.ev_ports_per_plane)
+    return {};
+  return paths_[port_path_[static_cast<size_t>(plane)][port - first]];
 }
 
 uint64_t UdpHost::source_token(const SocketAddress& from) {
@@ -414,13 +474,13 @@ bool UdpHost::receive(int p, Instant now) {
 
 void UdpHost::send_side(uint32_t peer, std::span<const uint8_t> datagram) {
   if (peer >= peers_.size()) return;
-  for (int p = 0; p < planes() && static_cast<size_t>(p) < peers_[peer].size(); ++p) {
+  for (int p = 0; p < planes() && static_cast<size_t>(p) < peers_[peer].to.size(); ++p) {
     Plane& plane = planes_[p];
     const std::span<uint8_t> space = tx_space(p);
     // Best effort, as any datagram: the agreement sends again until it is answered.
     if (!plane.stats.up || space.size() < datagram.size()) continue;
     std::memcpy(space.data(), datagram.data(), datagram.size());
-    const Route r{plane.xdp ? -1 : plane.rx_fd, plane.local.port, peers_[peer][p][0]};
+    const Route r{plane.xdp ? -1 : plane.rx_fd, plane.local.port, peers_[peer].to[p][0]};
     if (capture_ != nullptr) capture_sent(p, r, space.first(datagram.size()));
     TxOutcome outcome;
     tx_add(p, r, datagram.size(), now(), outcome);
@@ -470,21 +530,29 @@ bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
     r.source_port = plane.local.port;
     return true;
   }
-  if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].size())
+  if (meta.peer >= peers_.size() || static_cast<size_t>(p) >= peers_[meta.peer].to.size())
     return false;
   const uint32_t first_port = config_.ev_port_base + p * config_.ev_ports_per_plane;
   const uint32_t offset = meta.ev.value - first_port;
   if (offset >= config_.ev_ports_per_plane) ++plane.stats.ev_port_mismatches;
   uint32_t port_index = offset < config_.ev_ports_per_plane ? offset : 0;
-  const std::vector<SocketAddress>& to = peers_[meta.peer][p];  // SRv6: one per path
-  const auto paths = static_cast<uint32_t>(to.size());
-  if (paths > 1 && meta.answers) {  // back on the path of the data it answers (srv6.h)
-    const uint32_t index = (meta.answers->value % paths + paths - first_port % paths) % paths;
-    if (index < config_.ev_ports_per_plane) port_index = index;
+  const std::vector<SocketAddress>& to = peers_[meta.peer].to[p];  // SRv6: one per path
+  if (!paths_.empty() && meta.answers) {  // back on the path of the data it answers (srv6.h)
+    const uint32_t answered = meta.answers->value - first_port;
+    const uint32_t in_ranges = meta.answers->value - config_.ev_port_base;
+    const auto paths = static_cast<uint32_t>(paths_.size());
+    const uint32_t same_residue =
+        (meta.answers->value % paths + paths - first_port % paths) % paths;
+    if (answered < config_.ev_ports_per_plane)
+      port_index = answered;  // this plane's EV: its port here maps to the same path
+    else if (in_ranges >= static_cast<uint32_t>(planes()) * config_.ev_ports_per_plane &&
+             same_residue < config_.ev_ports_per_plane)
+      port_index = same_residue;  // a peer with other ranges: the path of the port's residue
+    // else data of another plane: no path back to follow; the QP's own EV stands
   }
   r.source_port = static_cast<uint16_t>(first_port + port_index);
   r.fd = plane.xdp ? -1 : plane.tx_fds[port_index];
-  r.to = paths == 1 ? to[0] : to[r.source_port % paths];
+  r.to = paths_.empty() ? to[0] : to[port_path_[static_cast<size_t>(p)][port_index]];
   return true;
 }
 

@@ -111,6 +111,14 @@ class UdpHost {
   // same addresses always give the same handle, however many QPs connect to that peer. Refused
   // (nothing added): a plane of the other IP family, an SRv6 locator without room for a path.
   Result<uint32_t, Error> add_peer(const std::vector<PlaneAddress>& planes);
+  // SRv6 uSID path mode: the path the EV of source `port` on `plane` takes, from now on, at
+  // this end (the EVs an OCP controller names by their paths; every other port keeps
+  // port % paths). Refused, nothing changed: no SRv6 mode, a port outside the plane's range, a
+  // path that does not parse, too many distinct paths, or a peer's locator without room for it.
+  Result<Ok, Error> set_port_path(int plane, uint16_t port, const std::vector<uint16_t>& path);
+  // The path of that EV (empty without SRv6 or for a port outside the plane's range).
+  std::vector<uint16_t> port_path(int plane, uint16_t port) const;
+  static constexpr size_t kMaxSrv6Paths = 1024;
   // Receives, runs due timers and impairment events, transmits; if nothing could be done,
   // sleeps until a packet arrives, a deadline passes, or `max_wait` elapses.
   void progress(Duration max_wait);
@@ -212,8 +220,20 @@ class UdpHost {
   UdpHostConfig config_;
   std::unique_ptr<Endpoint> endpoint_;
   std::vector<Plane> planes_;
-  // Per peer and plane: where its packets go (one address, or with SRv6 one per path).
-  std::vector<std::vector<std::vector<SocketAddress>>> peers_;
+  // A peer: its planes' receive addresses, and per plane where its packets go (one address,
+  // or with SRv6 one per path of paths_).
+  struct Peer {
+    std::vector<PlaneAddress> planes;
+    std::vector<std::vector<SocketAddress>> to;
+  };
+  // Peer p's destinations on its plane `plane` for each path of `paths` (srv6_destination).
+  static Result<std::vector<SocketAddress>, Error> path_addresses(const PlaneAddress& a, int plane,
+                                                                  const Srv6Paths& paths);
+  std::vector<Peer> peers_;
+  // SRv6 paths (config_.srv6_paths, then those set_port_path added), and per plane the index
+  // into it of each EV source port's path (plane p's port first_port + i: port_path_[p][i]).
+  Srv6Paths paths_;
+  std::vector<std::vector<uint16_t>> port_path_;
   std::vector<SocketAddress> reply_cache_;  // IPv6 senders of recent datagrams, by hash
   SocketAddress last_v6_sender_;            // the last IPv6 sender, and its source token
   uint64_t last_v6_token_ = 0;

@@ -38,12 +38,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
+#include "io/socket_address.h"
 #include "mrc/mrc.hpp"
 #include "ocp/ctl_remote.h"
 #include "ocp/ev_gen.h"
+#include "ocp/ev_srv6.h"
 #include "ocp/ocp_internal.h"
 
 using namespace mrc;
@@ -126,7 +129,7 @@ uint16_t ev_port(const mrc_ctl_ev& ev) {
   return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]);
 }
 
-mrc_ctl_ev make_ev(const EvSet::Slot& s) {
+mrc_ctl_ev port_ev(const EvSet::Slot& s) {
   mrc_ctl_ev ev{};
   ev.val[0] = static_cast<uint8_t>(s.ev.value >> 8);
   ev.val[1] = static_cast<uint8_t>(s.ev.value);
@@ -134,10 +137,10 @@ mrc_ctl_ev make_ev(const EvSet::Slot& s) {
   return ev;
 }
 
-uint16_t find_slot(const EvSet& evs, const mrc_ctl_ev& ev) {
+uint16_t find_port_slot(const EvSet& evs, uint16_t port, uint8_t plane) {
   for (size_t k = 0; k < evs.size(); ++k) {
     const auto i = static_cast<uint16_t>(k);
-    if (evs.slot(i).ev.value == ev_port(ev) && evs.slot(i).plane.value + 1 == ev.port) return i;
+    if (evs.slot(i).ev.value == port && evs.slot(i).plane.value + 1 == plane) return i;
   }
   return EvSet::kNoSlot;
 }
@@ -149,12 +152,48 @@ void for_each_profile_qp(Nic& nic, uint64_t id, F&& f) {
       if ((qp->has_ev_profile ? qp->ev_profile : 0) == id && qp->qp->evs() != nullptr) f(*qp);
 }
 
-// EV format profile 0 is the device's own (UDP source ports); others must be UDP too.
-bool udp_format(const Nic& nic, uint64_t id) {
+// The EV format of a profile's EVs: format profile 0 is the device's own (UDP source ports).
+mrc_ctl_ev_fmt_mode format_of(const Nic& nic, uint64_t fmt_id) {
+  auto it = nic.ev_fmt_profiles.find(fmt_id);
+  return fmt_id == 0 || it == nic.ev_fmt_profiles.end() ? MRC_CTL_EV_FMT_MODE_UDP : it->second.mode;
+}
+
+bool srv6_evs(const Nic& nic, const EvProfile& p) {
+  return format_of(nic, p.fmt_id) == MRC_CTL_EV_FMT_MODE_SRV6;
+}
+
+// An engine EV as the controller sees it: a source port, or in mode SRV6 an address.
+mrc_ctl_ev make_ev(const Nic& nic, const EvProfile& p, const EvSet::Slot& s) {
+  return srv6_evs(nic, p) ? srv6_ev_of_port(nic, s.plane.value, static_cast<uint16_t>(s.ev.value))
+                          : port_ev(s);
+}
+
+// The slot of a controller EV in a QP's EVs, or kNoSlot.
+uint16_t find_slot(Nic& nic, const EvProfile& p, const EvSet& evs, const mrc_ctl_ev& ev) {
+  if (!srv6_evs(nic, p)) return find_port_slot(evs, ev_port(ev), ev.port);
+  const auto port = srv6_ev_port(nic, ev, false);
+  return port.ok() ? find_port_slot(evs, port.value(), ev.port) : EvSet::kNoSlot;
+}
+
+// A format profile an EV profile may name: 0, or one configured (past INIT).
+bool usable_format(const Nic& nic, uint64_t id) {
   if (id == 0) return true;
   auto it = nic.ev_fmt_profiles.find(id);
-  return it != nic.ev_fmt_profiles.end() && it->second.mode == MRC_CTL_EV_FMT_MODE_UDP &&
-         it->second.state != MRC_CTL_PROFILE_INIT;
+  return it != nic.ev_fmt_profiles.end() && it->second.state != MRC_CTL_PROFILE_INIT;
+}
+
+std::string ev_text(const mrc_ctl_ev& ev) {
+  in6_addr a{};
+  std::memcpy(a.s6_addr, ev.val, sizeof a.s6_addr);
+  return io::address_text(io::SocketAddress::ipv6(a, 0)) + " (port " + std::to_string(ev.port) +
+         ")";
+}
+
+// Bad controller input the errno alone would not explain: said once on stderr, naming the
+// field, and returned as the errno value.
+int refuse(int error, const std::string& why) {
+  std::fprintf(stderr, "mrc: controller: %s\n", why.c_str());
+  return error;
 }
 
 bool same_ev(const mrc_ctl_ev& a, const mrc_ctl_ev& b) {
@@ -168,7 +207,7 @@ bool is_unpopulated(const mrc_ctl_ev& ev) {
 
 // An EV this device can send: port = a plane, value = one of that plane's EV source ports
 // (first two bytes, big-endian), every other byte zero.
-bool valid_device_ev(const Nic& nic, const mrc_ctl_ev& ev) {
+bool valid_port_ev(const Nic& nic, const mrc_ctl_ev& ev) {
   const size_t planes = nic.spec->planes.size();
   if (ev.port < 1 || ev.port > planes) return false;
   for (size_t i = 2; i < sizeof ev.val; ++i)
@@ -176,6 +215,29 @@ bool valid_device_ev(const Nic& nic, const mrc_ctl_ev& ev) {
   const uint32_t per_plane = mrc::ev_source_ports(planes) / static_cast<uint32_t>(planes);
   const uint32_t first = nic.spec->ev_port_base + (ev.port - 1u) * per_plane;
   return ev_port(ev) >= first && ev_port(ev) < first + per_plane;
+}
+
+// The width of a format profile's EVs in bits (the fields' sum; format 0 and one without
+// fields: a source port's 16).
+uint32_t format_bits(const Nic& nic, uint64_t fmt_id) {
+  auto it = nic.ev_fmt_profiles.find(fmt_id);
+  if (fmt_id == 0 || it == nic.ev_fmt_profiles.end() || it->second.fields.empty()) return 16;
+  uint32_t bits = 0;
+  for (const auto& f : it->second.fields) bits += f.width;
+  return bits;
+}
+
+// 0 if QPs of the profile can send `ev`, else EINVAL (for an SRv6 EV, saying why).
+int check_ev(const Nic& nic, const EvProfile& p, const mrc_ctl_ev& ev) {
+  if (!srv6_evs(nic, p)) return valid_port_ev(nic, ev) ? 0 : EINVAL;
+  auto path = srv6_ev_path(nic, ev);
+  if (!path.ok()) return refuse(EINVAL, path.error().message);
+  const uint32_t bits = format_bits(nic, p.fmt_id);
+  for (uint32_t b = bits; b < 128; ++b)
+    if ((ev.val[b / 8] >> (7 - b % 8)) & 1)
+      return refuse(EINVAL, "SRv6 EV " + ev_text(ev) + ": bits past the EV format's " +
+                                std::to_string(bits) + " must be zero");
+  return 0;
 }
 
 // EXP and GEN profiles hold an EV array (QpConfig::ev_list for their QPs); AUTO ones do not.
@@ -205,17 +267,17 @@ bool listed(const EvProfile& p, const mrc_ctl_ev& ev) {
                      [&](const mrc_ctl_ev& x) { return same_ev(x, ev); });
 }
 
-// DENIED or GOOD for an EV this device can send (valid_device_ev: a UDP source port of the
-// EV's plane, else EINVAL), in the profile and every QP of it.
+// DENIED or GOOD for an EV the profile's QPs can send (check_ev, else EINVAL), in the profile
+// and every QP of it.
 int ev_modify_state(Nic& nic, uint64_t id, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
   if (raw(e.state) != MRC_CTL_EV_DENIED && raw(e.state) != MRC_CTL_EV_GOOD) return EINVAL;
-  if (!valid_device_ev(nic, e.ev)) return EINVAL;
+  if (int bad = check_ev(nic, p, e.ev)) return bad;
   if (has_list(p) && p.state == MRC_CTL_PROFILE_ONLINE && !listed(p, e.ev)) return ENOENT;
   const bool deny = e.state == MRC_CTL_EV_DENIED;
   std::erase_if(p.evs, [&](const mrc_ctl_ev_op_entry& x) { return same_ev(x.ev, e.ev); });
   if (deny) p.evs.push_back(e);
   for_each_profile_qp(nic, id, [&](mrc_qp& qp) {
-    const uint16_t slot = find_slot(*qp.qp->evs(), e.ev);
+    const uint16_t slot = find_slot(nic, p, *qp.qp->evs(), e.ev);
     if (slot != EvSet::kNoSlot) qp.qp->evs()->set_denied(slot, deny);
   });
   return 0;
@@ -227,7 +289,7 @@ int ev_replace(const Nic& nic, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
   if (p.mode != MRC_CTL_EV_MODE_EXP)
     return EOPNOTSUPP;  // AUTO: the engine picks; GEN: the rules do
   if (p.state != MRC_CTL_PROFILE_OFFLINE) return p.state == MRC_CTL_PROFILE_ONLINE ? EBUSY : EINVAL;
-  if (!valid_device_ev(nic, e.ev_new)) return EINVAL;
+  if (int bad = check_ev(nic, p, e.ev_new)) return bad;
   if (raw(e.state) != 0 && raw(e.state) != MRC_CTL_EV_GOOD && raw(e.state) != MRC_CTL_EV_DENIED)
     return EINVAL;
   bool found = false;
@@ -243,13 +305,13 @@ int ev_replace(const Nic& nic, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
   return 0;
 }
 
-int ev_query_state(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_op_entry& e) {
+int ev_query_state(Nic& nic, const EvSet* evs, const EvProfile& p, mrc_ctl_ev_op_entry& e) {
   if (evs == nullptr) {
     if (!has_list(p) || !listed(p, e.ev) || is_unpopulated(e.ev)) return ENOENT;
     e.state = listed_state(p, e.ev);
     return 0;
   }
-  const uint16_t slot = find_slot(*evs, e.ev);
+  const uint16_t slot = find_slot(nic, p, *evs, e.ev);
   if (slot == EvSet::kNoSlot) return ENOENT;
   e.state = to_ctl(evs->slot(slot).state);
   return 0;
@@ -257,7 +319,7 @@ int ev_query_state(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_op_entry& e)
 
 // The EV array: an explicit profile's list (copies included, states from a connected QP if
 // there is one); an AUTO profile's EVs as a connected QP of the profile uses them.
-int ev_query_array(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_profile_attr& a) {
+int ev_query_array(Nic& nic, const EvSet* evs, const EvProfile& p, mrc_ctl_ev_profile_attr& a) {
   auto& op = a.ev_op;
   const bool exp = has_list(p);
   const int n = exp              ? static_cast<int>(p.list.size())
@@ -271,13 +333,13 @@ int ev_query_array(const EvSet* evs, const EvProfile& p, mrc_ctl_ev_profile_attr
     if (exp) {
       const mrc_ctl_ev& ev = p.list[static_cast<size_t>(i)];
       const uint16_t slot =
-          evs != nullptr && !is_unpopulated(ev) ? find_slot(*evs, ev) : EvSet::kNoSlot;
+          evs != nullptr && !is_unpopulated(ev) ? find_slot(nic, p, *evs, ev) : EvSet::kNoSlot;
       const mrc_ctl_ev_state state =
           slot != EvSet::kNoSlot ? to_ctl(evs->slot(slot).state) : listed_state(p, ev);
       op.entries[i] = mrc_ctl_ev_op_entry{ev, {}, state, 0};
     } else {
       const EvSet::Slot& s = evs->slot(static_cast<uint16_t>(i));
-      op.entries[i] = mrc_ctl_ev_op_entry{make_ev(s), {}, to_ctl(s.state), 0};
+      op.entries[i] = mrc_ctl_ev_op_entry{make_ev(nic, p, s), {}, to_ctl(s.state), 0};
     }
   }
   op.entry_count = n;
@@ -302,11 +364,11 @@ int ev_op(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool 
   for_each_profile_qp(nic, id, [&](mrc_qp& qp) { evs = evs != nullptr ? evs : qp.qp->evs(); });
   if (raw(op.op) == MRC_CTL_EV_OP_QUERY_EV_STATE) {
     for (int i = 0; i < op.entry_count; ++i)
-      if (int e = ev_query_state(evs, p, op.entries[i])) return e;
+      if (int e = ev_query_state(nic, evs, p, op.entries[i])) return e;
     return 0;
   }
   if (raw(op.op) != MRC_CTL_EV_OP_QUERY_EV_ARRAY) return EINVAL;
-  return ev_query_array(evs, p, a);
+  return ev_query_array(nic, evs, p, a);
 }
 
 // EV field rules of a GEN profile: set while OFFLINE (checked against ev_gen.h's rules and the
@@ -326,13 +388,22 @@ int ev_fields_op(const Nic& nic, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool 
   if (p.state != MRC_CTL_PROFILE_OFFLINE) return p.state == MRC_CTL_PROFILE_ONLINE ? EBUSY : EINVAL;
   if (op.field_count > kMaxEvFields) return E2BIG;
   std::vector<mrc_ctl_ev_field> fields(op.fields, op.fields + op.field_count);
-  if (!check_ev_fields(fields).empty()) return EINVAL;
+  const bool srv6 = srv6_evs(nic, p);
+  if (const std::string bad =
+          srv6 ? check_ev_fields(fields, 32, format_bits(nic, p.fmt_id)) : check_ev_fields(fields);
+      !bad.empty())
+    return srv6 ? refuse(EINVAL, "SRv6 EV field rules: " + bad) : EINVAL;
   auto fmt = nic.ev_fmt_profiles.find(p.fmt_id);
   if (p.fmt_id != 0 && fmt != nic.ev_fmt_profiles.end() && !fmt->second.fields.empty()) {
-    uint32_t fmt_width = 0, width = 0;
-    for (const auto& f : fmt->second.fields) fmt_width += f.width;
+    const auto& formats = fmt->second.fields;
+    uint32_t width = 0;
     for (const auto& f : fields) width += f.width;
-    if (fields.size() > fmt->second.fields.size() || width > fmt_width) return EINVAL;
+    if (fields.size() > formats.size() || width > format_bits(nic, p.fmt_id)) return EINVAL;
+    for (size_t i = 0; srv6 && i < fields.size(); ++i)  // each value fills its format field
+      if (fields[i].width > formats[i].width)
+        return refuse(EINVAL, "SRv6 EV field " + std::to_string(i) +
+                                  " is wider than format field " + std::to_string(i) + " (" +
+                                  std::to_string(formats[i].width) + " bits)");
   }
   p.fields = std::move(fields);
   return 0;
@@ -354,11 +425,40 @@ int generate_list(const Nic& nic, uint64_t id, EvProfile& p) {
   if (p.fields.empty()) return EINVAL;
   uint64_t seed = id * 0x9E3779B97F4A7C15ull;
   for (char c : nic.spec->name) seed = (seed ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
-  p.list = generate_evs(p.fields, p.count, plane_ranges(nic), seed);
-  return p.list.empty() ? EINVAL : 0;  // the rules reach none of the device's source ports
+  if (!srv6_evs(nic, p)) {
+    p.list = generate_evs(p.fields, p.count, plane_ranges(nic), seed);
+    return p.list.empty() ? EINVAL : 0;  // the rules reach none of the device's source ports
+  }
+  std::vector<uint32_t> widths;
+  for (const auto& f : nic.ev_fmt_profiles.at(p.fmt_id).fields) widths.push_back(f.width);
+  const auto plane_of = [&](const mrc_ctl_ev& drawn) {  // the plane of the block it carries
+    mrc_ctl_ev ev = drawn;
+    ev.port = static_cast<uint8_t>(srv6_plane_of(nic, drawn) + 1);
+    return ev.port > 0 && srv6_ev_path(nic, ev).ok() ? ev.port - 1 : -1;
+  };
+  p.list = generate_address_evs(p.fields, widths, p.count, nic.spec->planes.size(), plane_of, seed);
+  if (p.list.empty())
+    return refuse(EINVAL,
+                  "SRv6 EV field rules draw no EV of this device: the first 32 bits must "
+                  "be a plane's locator block, then 1 to 5 non-zero uSIDs");
+  return 0;
 }
 
-int ev_state_change(const Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_profile_state to) {
+// OFFLINE -> ONLINE of a profile of SRv6 EVs: each bound to an EV source port (ev_srv6.h), or
+// none and the profile stays OFFLINE.
+int bind_srv6_list(Nic& nic, uint64_t id, EvProfile& p) {
+  if (p.mode == MRC_CTL_EV_MODE_AUTO)
+    return refuse(EINVAL, "EV profile " + std::to_string(id) +
+                              ": an AUTO profile's EVs are the device's own source ports (EV "
+                              "format 0 or a UDP one); SRv6 EVs come in EXP or GEN profiles");
+  auto bound = srv6_bind_all(nic, p.list);
+  if (bound.ok()) return 0;
+  if (p.mode == MRC_CTL_EV_MODE_GEN) p.list.clear();
+  return refuse(bound.error().code == Errc::kResourceExhausted ? ENOSPC : EINVAL,
+                "EV profile " + std::to_string(id) + ": " + bound.error().message);
+}
+
+int ev_state_change(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_profile_state to) {
   if (to == p.state) return 0;
   if (!lifecycle_allows(p.state, to)) return EINVAL;
   if (p.state == MRC_CTL_PROFILE_INIT && !p.mode_set) return EINVAL;  // INIT -> OFFLINE needs MODE
@@ -368,9 +468,13 @@ int ev_state_change(const Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_profile_s
     // Every entry must be replaced first, and the floor must be reachable.
     if (std::any_of(p.list.begin(), p.list.end(), is_unpopulated)) return EINVAL;
     if (p.min_active > distinct_evs(p.list)) return EINVAL;
+    for (const mrc_ctl_ev& ev : p.list)  // the EV format may have changed since REPLACE_EV
+      if (int bad = check_ev(nic, p, ev)) return bad;
   }
   if (to == MRC_CTL_PROFILE_ONLINE && p.mode == MRC_CTL_EV_MODE_GEN)
     if (int e = generate_list(nic, id, p)) return e;
+  if (to == MRC_CTL_PROFILE_ONLINE && srv6_evs(nic, p))
+    if (int e = bind_srv6_list(nic, id, p)) return e;
   if (to != MRC_CTL_PROFILE_ONLINE && p.mode == MRC_CTL_EV_MODE_GEN) p.list.clear();
   if (to == MRC_CTL_PROFILE_OFFLINE && p.state == MRC_CTL_PROFILE_INIT &&
       p.mode == MRC_CTL_EV_MODE_EXP)
@@ -425,7 +529,7 @@ int modify_ev_profile(Nic& nic, uint64_t id, mrc_ctl_ev_profile_attr& a, int mas
   if ((mask & MRC_CTL_EV_PROFILE_EVENT_MASK) &&
       (a.ev_event_mask & ~(MRC_CTL_EV_GOOD | MRC_CTL_EV_ASSUMED_BAD)))
     return EINVAL;
-  if ((mask & MRC_CTL_EV_PROFILE_FMT_ID) && !udp_format(nic, a.ev_fmt_profile_id)) return EINVAL;
+  if ((mask & MRC_CTL_EV_PROFILE_FMT_ID) && !usable_format(nic, a.ev_fmt_profile_id)) return EINVAL;
   if (int e = ev_mode_count(p, a, mask, planes)) return e;
   if (mask & MRC_CTL_EV_PROFILE_MIN_ACTIVE) {
     if (a.ev_min_active < 1 || a.ev_min_active > p.count) return EINVAL;
@@ -478,34 +582,70 @@ int cc_modify(CcProfile& p, mrc_ctl_cc_profile_attr& a, int mask) {
   return 0;
 }
 
-// An EV format profile (UDP mode only: fields of 16 bits at most in all, a UDP source port).
-// INIT -> OFFLINE needs the MODE (given with the move or since the profile was INIT), OFFLINE ->
-// ONLINE the fields; MODE and fields while ONLINE: EBUSY.
-int fmt_modify(EvFmtProfile& p, const mrc_ctl_ev_fmt_profile_attr& a, int mask) {
+// An EV format profile: mode UDP (fields of 16 bits at most in all, a UDP source port) or, on
+// an SRv6 device, SRV6 (check_srv6_format). INIT -> OFFLINE needs the MODE (given with the move
+// or since the profile was INIT), OFFLINE -> ONLINE the fields; MODE and fields while ONLINE,
+// and leaving ONLINE while an ONLINE EV profile uses it: EBUSY.
+int fmt_mode(const Nic& nic, EvFmtProfile& p, const mrc_ctl_ev_fmt_profile_attr& a, uint64_t id) {
+  const int64_t mode = raw(a.ev_fmt_mode);
+  const std::string name = "EV format profile " + std::to_string(id);
+  if (mode == MRC_CTL_EV_FMT_MODE_STEV)
+    return refuse(EOPNOTSUPP, name +
+                                  ": STEV (EV bits in the IPv6 flow label) is not "
+                                  "supported; this device's EV formats are UDP and SRV6");
+  if (mode == MRC_CTL_EV_FMT_MODE_SRV6) {
+    if (const std::string problem = srv6_device_problem(nic); !problem.empty())
+      return refuse(EINVAL, name + ": mode SRV6 does not match the planes: " + problem);
+  } else if (mode != MRC_CTL_EV_FMT_MODE_UDP) {
+    return EINVAL;
+  }
+  if (mode != p.mode) p.fields.clear();  // fields are read in their mode's terms
+  p.mode = static_cast<mrc_ctl_ev_fmt_mode>(mode);
+  p.mode_set = true;
+  return 0;
+}
+
+int fmt_fields(EvFmtProfile& p, const mrc_ctl_ev_fmt_profile_attr& a, uint64_t id) {
+  const auto& op = a.ev_fmt_op;
+  if (raw(op.op) != MRC_CTL_EV_FMT_OP_MODIFY_FIELDS || op.fmt_field_count < 1 ||
+      op.fmt_fields == nullptr)
+    return EINVAL;
+  if (op.fmt_field_count > 16) return E2BIG;
+  std::vector<mrc_ctl_ev_fmt_field> fields(op.fmt_fields, op.fmt_fields + op.fmt_field_count);
+  if (p.mode == MRC_CTL_EV_FMT_MODE_SRV6) {
+    if (const std::string bad = check_srv6_format(fields); !bad.empty())
+      return refuse(E2BIG, "EV format profile " + std::to_string(id) + ": " + bad);
+  } else {
+    int width = 0;
+    for (const auto& f : fields) width += f.width;
+    if (width > 16) return E2BIG;  // a UDP source port
+  }
+  p.fields = std::move(fields);
+  return 0;
+}
+
+bool fmt_in_use(const Nic& nic, uint64_t id) {
+  return std::any_of(nic.ev_profiles.begin(), nic.ev_profiles.end(), [&](const auto& e) {
+    return e.second.fmt_id == id && e.second.state == MRC_CTL_PROFILE_ONLINE;
+  });
+}
+
+int fmt_modify(const Nic& nic, uint64_t id, EvFmtProfile& p, const mrc_ctl_ev_fmt_profile_attr& a,
+               int mask) {
   if ((mask & (MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP)) &&
       p.state == MRC_CTL_PROFILE_ONLINE)
     return EBUSY;
-  if (mask & MRC_CTL_EV_FMT_PROFILE_MODE) {
-    if (raw(a.ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_UDP) return EOPNOTSUPP;
-    p.mode_set = true;
-  }
-  if (mask & MRC_CTL_EV_FMT_PROFILE_OP) {
-    const auto& op = a.ev_fmt_op;
-    if (raw(op.op) != MRC_CTL_EV_FMT_OP_MODIFY_FIELDS || op.fmt_field_count < 1 ||
-        op.fmt_fields == nullptr)
-      return EINVAL;
-    if (op.fmt_field_count > 16) return E2BIG;
-    int width = 0;
-    for (int i = 0; i < op.fmt_field_count; ++i) width += op.fmt_fields[i].width;
-    if (width > 16) return E2BIG;  // a UDP source port
-    p.fields.assign(op.fmt_fields, op.fmt_fields + op.fmt_field_count);
-  }
+  if (mask & MRC_CTL_EV_FMT_PROFILE_MODE)
+    if (int e = fmt_mode(nic, p, a, id)) return e;
+  if (mask & MRC_CTL_EV_FMT_PROFILE_OP)
+    if (int e = fmt_fields(p, a, id)) return e;
   if (!(mask & MRC_CTL_EV_FMT_PROFILE_STATE)) return 0;
   const mrc_ctl_profile_state to = profile_state(a.profile_state);
   if (to == p.state) return 0;
   if (!lifecycle_allows(p.state, to)) return EINVAL;
   if (p.state == MRC_CTL_PROFILE_INIT && !p.mode_set) return EINVAL;    // to OFFLINE: MODE
   if (to == MRC_CTL_PROFILE_ONLINE && p.fields.empty()) return EINVAL;  // to ONLINE: the fields
+  if (p.state == MRC_CTL_PROFILE_ONLINE && fmt_in_use(nic, id)) return EBUSY;
   if (to == MRC_CTL_PROFILE_INIT) p.mode_set = false;
   p.state = to;
   return 0;
@@ -522,7 +662,7 @@ int cc_modify0(int mask) {
              : 0;
 }
 
-void push_ev_event(Nic& nic, uint64_t profile, const EvSet::Slot& s, mrc_ctl_ev_state state) {
+void push_ev_event(Nic& nic, uint64_t profile, const mrc_ctl_ev& ev, mrc_ctl_ev_state state) {
   for (mrc_context* c : nic.contexts)
     for (mrc_cq* cq : c->cq_list) {
       if (!cq->ev_cq) continue;
@@ -532,7 +672,7 @@ void push_ev_event(Nic& nic, uint64_t profile, const EvSet::Slot& s, mrc_ctl_ev_
       }
       mrc_ctl_ev_event e{};
       e.profile_id = profile;
-      e.ev = make_ev(s);
+      e.ev = ev;
       e.drop_count = cq->ev_dropped;
       e.state = state;
       cq->ev_dropped = 0;
@@ -540,11 +680,10 @@ void push_ev_event(Nic& nic, uint64_t profile, const EvSet::Slot& s, mrc_ctl_ev_
     }
 }
 
-void log_watch_event(Nic& nic, const mrc_qp& qp, uint64_t profile, const EvSet::Slot& s,
+void log_watch_event(Nic& nic, const mrc_qp& qp, uint64_t profile, const mrc_ctl_ev& ev,
                      mrc_ctl_ev_state state) {
   if (nic.watch_log.size() >= Nic::kWatchLog) nic.watch_log.pop_front();
-  nic.watch_log.push_back(
-      WatchEvent{++nic.watch_seq, qp.qp->qpn().value, profile, make_ev(s), state});
+  nic.watch_log.push_back(WatchEvent{++nic.watch_seq, qp.qp->qpn().value, profile, ev, state});
   if (nic.watch_wake_fd >= 0) {
     const uint64_t one = 1;
     (void)!write(nic.watch_wake_fd, &one, sizeof one);
@@ -559,7 +698,8 @@ void scan_qp(Nic& nic, mrc_qp& qp) {
   if (total == qp.ev_transitions_seen && qp.ev_seen.size() == evs->size()) return;
   qp.ev_transitions_seen = total;
   const uint64_t id = qp.has_ev_profile ? qp.ev_profile : 0;
-  const int mask = id == 0 ? profile0(nic).event_mask : nic.ev_profiles[id].event_mask;
+  const EvProfile& profile = id == 0 ? profile0(nic) : nic.ev_profiles[id];
+  const int mask = profile.event_mask;
   qp.ev_seen.resize(evs->size(), static_cast<uint8_t>(EvState::kGood));
   for (size_t k = 0; k < evs->size(); ++k) {
     const auto i = static_cast<uint16_t>(k);
@@ -572,8 +712,9 @@ void scan_qp(Nic& nic, mrc_qp& qp) {
         (state == MRC_CTL_EV_GOOD && qp.ev_seen[i] == static_cast<uint8_t>(EvState::kAssumedBad) &&
          (mask & MRC_CTL_EV_GOOD));
     qp.ev_seen[i] = now;
-    if (report) push_ev_event(nic, id, evs->slot(i), state);
-    log_watch_event(nic, qp, id, evs->slot(i), state);
+    const mrc_ctl_ev ev = make_ev(nic, profile, evs->slot(i));
+    if (report) push_ev_event(nic, id, ev, state);
+    log_watch_event(nic, qp, id, ev, state);
   }
 }
 
@@ -597,29 +738,69 @@ struct ProbeTarget {
   Ev ev{0};
 };
 
+// The address a GID names on a plane of `local`'s family (IPv4-mapped for an IPv4 plane, any
+// other for an IPv6 one), at `local`'s port; false if it names none.
+bool gid_address(const ibv_gid& gid, const io::PlaneAddress& local, io::PlaneAddress& out) {
+  out = io::PlaneAddress{};
+  out.port = local.port;
+  out.v6 = local.v6;
+  uint32_t ip = 0;
+  if (is_zero(gid) || ipv4_of(gid, ip) == local.v6) return false;
+  if (local.v6)
+    std::memcpy(out.address6.s6_addr, gid.raw, sizeof gid.raw);
+  else
+    out.address.s_addr = ip;
+  return !local.v6 ? ip != 0 : true;
+}
+
+bool same_address(const io::PlaneAddress& a, const io::PlaneAddress& b) {
+  const io::SocketAddress x = a.socket(), y = b.socket();
+  return x.family() == y.family() && std::memcmp(x.bytes(), y.bytes(), x.byte_count()) == 0;
+}
+
+// The EV source port a probe's EV names (errno value, 0 = found): one of ours (mode UDP), or the
+// port bound to its path (mode SRV6, binding one if none is: ev_srv6.h).
+int probe_port(Nic& nic, const mrc_ctl_ep_req& r, uint16_t& port) {
+  if (raw(r.ev_fmt_mode) == MRC_CTL_EV_FMT_MODE_UDP) {
+    if (!valid_port_ev(nic, r.req_ev)) return EINVAL;
+    port = ev_port(r.req_ev);
+    return 0;
+  }
+  if (raw(r.ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_SRV6) return EOPNOTSUPP;  // STEV, or no mode
+  auto bound = srv6_ev_port(nic, r.req_ev, true);
+  if (!bound.ok())
+    return refuse(bound.error().code == Errc::kResourceExhausted ? ENOSPC : EINVAL,
+                  "EV probe " + std::to_string(r.req_id) + ": " + bound.error().message);
+  port = bound.value();
+  return 0;
+}
+
 // The host, plane and EV a probe request names (errno value, 0 = found): the EV's port is the
-// plane and its value one of our source ports there; sgid (if given) is our address on it; dgid
-// is any IPv4 RoCEv2 GID — a configured host's plane (reached at that host's port) or any
-// other address (reached at our own MRC port on the plane, the RoCEv2 convention). No QP is
+// plane (probe_port: its source port there); sgid (if given) is our address on it; dgid is any
+// RoCEv2 GID of the plane's family: a configured host's plane (reached at that host's port) or
+// any other address (reached at our own MRC port on the plane, the RoCEv2 convention). No QP is
 // needed: the peer's endpoint answers probes itself (Endpoint::prober).
 int probe_target(Nic& nic, const mrc_ctl_ep_req& r, ProbeTarget& out) {
   const size_t planes = nic.spec->planes.size();
-  uint32_t dip = 0, sip = 0;
-  if (raw(r.ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_UDP) return EOPNOTSUPP;
-  if (!valid_device_ev(nic, r.req_ev) || !ipv4_of(r.dgid, dip) || dip == 0) return EINVAL;
+  uint16_t port = 0;
+  if (int e = probe_port(nic, r, port)) return e;  // the mode, then the EV and its port
   const int plane = r.req_ev.port - 1;
-  if (!is_zero(r.sgid) && (!ipv4_of(r.sgid, sip) || sip != nic.spec->planes[plane].address.s_addr))
+  const io::PlaneAddress& local = nic.spec->planes[plane];
+  io::PlaneAddress to, from;
+  if (!gid_address(r.dgid, local, to)) return EINVAL;
+  if (!is_zero(r.sgid) && (!gid_address(r.sgid, local, from) || !same_address(from, local)))
     return EINVAL;
-  std::vector<io::PlaneAddress> addresses(planes);  // unused planes stay 0.0.0.0
-  const auto dest = find_peer(device_config(), dip);
-  if (dest && dest->planes.size() == planes && dest->planes[plane].address.s_addr == dip) {
+  std::vector<io::PlaneAddress> addresses(planes);  // unused planes: the unspecified address
+  for (size_t p = 0; p < planes; ++p) addresses[p].v6 = nic.spec->planes[p].v6;
+  const auto dest = find_peer_by_gid(device_config(), r.dgid.raw);
+  if (dest && dest->planes.size() == planes && same_address(dest->planes[plane], to)) {
     addresses = dest->planes;
   } else {
-    addresses[plane] = io::PlaneAddress{in_addr{dip}, nic.spec->planes[plane].port};
+    addresses[plane] = to;
   }
   const auto peer = nic.peer_handle(addresses);
   if (!peer.ok()) return EINVAL;
-  out = ProbeTarget{peer.value(), PlaneId(static_cast<uint8_t>(plane)), Ev(ev_port(r.req_ev))};
+  out = ProbeTarget{peer.value(), PlaneId(static_cast<uint8_t>(plane)), Ev(port)};
   return 0;
 }
 
@@ -703,9 +884,13 @@ int ctl_apply_ev_profile(Nic& nic, uint64_t id, QpConfig& config) {
   if (it == nic.ev_profiles.end() || it->second.state != MRC_CTL_PROFILE_ONLINE) return EINVAL;
   if (has_list(it->second)) {
     config.ev_list.clear();
-    for (const mrc_ctl_ev& ev : it->second.list)
-      config.ev_list.push_back(
-          ExplicitEv{PlaneId(static_cast<uint8_t>(ev.port - 1)), Ev(ev_port(ev))});
+    const bool srv6 = srv6_evs(nic, it->second);
+    for (const mrc_ctl_ev& ev : it->second.list) {
+      // An SRv6 EV's port was bound when the profile went ONLINE (bind_srv6_list).
+      auto bound = srv6 ? srv6_ev_port(nic, ev, false) : Result<uint16_t, Error>(ev_port(ev));
+      const uint16_t port = bound.ok() ? bound.value() : 0;
+      config.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(ev.port - 1)), Ev(port)});
+    }
     const auto distinct = static_cast<uint16_t>(distinct_evs(it->second.list));
     // A generated list may repeat an EV: the floor can be at most its distinct EVs.
     config.ev_min_active =
@@ -761,8 +946,9 @@ void ctl_qp_connected(Nic& nic, mrc_qp& qp) {
   const uint64_t id = qp.has_ev_profile ? qp.ev_profile : 0;
   EvSet* evs = qp.qp->evs();
   if (evs == nullptr) return;
-  for (const mrc_ctl_ev_op_entry& e : (id == 0 ? profile0(nic) : nic.ev_profiles[id]).evs) {
-    const uint16_t slot = find_slot(*evs, e.ev);
+  const EvProfile& p = id == 0 ? profile0(nic) : nic.ev_profiles[id];
+  for (const mrc_ctl_ev_op_entry& e : p.evs) {
+    const uint16_t slot = find_slot(nic, p, *evs, e.ev);
     if (slot != EvSet::kNoSlot) evs->set_denied(slot, true);
   }
 }
@@ -807,8 +993,9 @@ int mrc_ctl_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_ctl
   attr->ev.ev_free_count = 256;
   attr->ev.ev_max_count_profile = 256;
   attr->ev.ev_count_align = planes;
-  attr->ev.ev_max_width = 16;
-  attr->ev.ev_fmt_mode_mask = MRC_CTL_EV_FMT_MODE_UDP;
+  const bool srv6 = srv6_device_problem(*soft->nic).empty();  // SRV6 format profiles
+  attr->ev.ev_max_width = srv6 ? 128 : 16;
+  attr->ev.ev_fmt_mode_mask = MRC_CTL_EV_FMT_MODE_UDP | (srv6 ? MRC_CTL_EV_FMT_MODE_SRV6 : 0);
   attr->ev.ev_mode_mask = MRC_CTL_EV_MODE_AUTO | MRC_CTL_EV_MODE_EXP | MRC_CTL_EV_MODE_GEN;
   attr->cc.cc_max_profiles = 64;
   attr->cc.algorithms = const_cast<const char**>(kAlgorithms);
@@ -863,10 +1050,11 @@ int mrc_ctl_modify_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id,
     return forwarded(remote_ev_fmt_profile(*mrc_ctx->nic, true, id, attr, mask));
   std::lock_guard lock(mrc_ctx->nic->mutex);
   auto& profiles = mrc_ctx->nic->ev_fmt_profiles;
-  const bool fresh = !profiles.contains(id);
-  const int e = fmt_modify(profiles[id], *attr, mask);
-  if (e != 0 && fresh) profiles.erase(id);  // a refused call creates nothing
-  return e == 0 ? 0 : fail(e, -1);
+  EvFmtProfile changed = profiles.contains(id) ? profiles[id] : EvFmtProfile{};
+  const int e = fmt_modify(*mrc_ctx->nic, id, changed, *attr, mask);
+  if (e != 0) return fail(e, -1);  // a refused call changes and creates nothing
+  profiles[id] = std::move(changed);
+  return 0;
 }
 
 int mrc_ctl_query_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id,

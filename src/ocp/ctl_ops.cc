@@ -57,12 +57,31 @@ uint16_t ev_value(const mrc_ctl_ev& ev) {
   return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]);
 }
 
-mrc_ctl_ev make_ev(uint64_t value, uint64_t port) {
-  mrc_ctl_ev ev{};
+// An EV's value in JSON: a source port (format UDP), or an SRv6 EV's address as text.
+json ev_json(const mrc_ctl_ev& ev) {
+  if (std::all_of(ev.val + 2, ev.val + sizeof ev.val, [](uint8_t b) { return b == 0; }))
+    return ev_value(ev);
+  in6_addr a{};
+  std::memcpy(a.s6_addr, ev.val, sizeof a.s6_addr);
+  return io::address_text(io::SocketAddress::ipv6(a, 0));
+}
+
+// "ev" of a request: a source port, or an SRv6 EV as an IPv6 address ("fd00:1:200::"); the
+// EV format it is in comes back in `mode`.
+bool get_ev(const json& req, uint64_t port, mrc_ctl_ev& ev, mrc_ctl_ev_fmt_mode& mode) {
+  ev = mrc_ctl_ev{};
+  ev.port = static_cast<uint8_t>(port);
+  mode = MRC_CTL_EV_FMT_MODE_UDP;
+  auto it = req.find("ev");
+  if (it != req.end() && it->is_string()) {
+    mode = MRC_CTL_EV_FMT_MODE_SRV6;
+    return inet_pton(AF_INET6, it->get<std::string>().c_str(), ev.val) == 1;
+  }
+  uint64_t value = 0;
+  if (!get_uint(req, "ev", 65535, value, true)) return false;
   ev.val[0] = static_cast<uint8_t>(value >> 8);
   ev.val[1] = static_cast<uint8_t>(value);
-  ev.port = static_cast<uint8_t>(port);
-  return ev;
+  return true;
 }
 
 const char* profile_state_name(mrc_ctl_profile_state s) {
@@ -152,7 +171,7 @@ json op_ev_profiles(Nic& nic, mrc_context& ctx) {
   for (const auto& [id, p] : nic.ev_profiles) {
     json denied = json::array();
     for (const mrc_ctl_ev_op_entry& e : p.evs)
-      denied.push_back({{"ev", ev_value(e.ev)}, {"port", e.ev.port}});
+      denied.push_back({{"ev", ev_json(e.ev)}, {"port", e.ev.port}});
     int qps = 0;
     for (mrc_context* c : nic.contexts)
       for (mrc_qp* q : c->qp_list) qps += (q->has_ev_profile ? q->ev_profile : 0) == id;
@@ -168,7 +187,7 @@ json op_ev_profiles(Nic& nic, mrc_context& ctx) {
                   {"qps", qps}};
     if (p.mode != MRC_CTL_EV_MODE_AUTO) {
       json evs = json::array();  // unpopulated entries show as ev 0, port 0; GEN: drawn when ONLINE
-      for (const mrc_ctl_ev& ev : p.list) evs.push_back({{"ev", ev_value(ev)}, {"port", ev.port}});
+      for (const mrc_ctl_ev& ev : p.list) evs.push_back({{"ev", ev_json(ev)}, {"port", ev.port}});
       entry["evs"] = evs;
     }
     if (p.mode == MRC_CTL_EV_MODE_GEN) {
@@ -201,6 +220,10 @@ json qp_evs(const mrc_qp& q) {
                    {"losses", st.losses},
                    {"probes_sent", st.probes_sent},
                    {"probes_answered", st.probes_answered}});
+    // SRv6 mode: the path the EV's source port takes (io/srv6.h, ev_srv6.h)
+    const Nic& nic = *q.context->nic;
+    const auto path = nic.host->port_path(s.plane.value, static_cast<uint16_t>(s.ev.value));
+    if (!path.empty()) evs.back()["path"] = io::to_string(io::Srv6Paths{path});
   }
   return evs;
 }
@@ -233,19 +256,20 @@ json op_ev_states(Nic& nic, const json& req) {
 }
 
 json op_ev_set(mrc_context& ctx, const json& req) {
-  uint64_t profile = 0, value = 0, port = 0;
+  uint64_t profile = 0, port = 0;
+  mrc_ctl_ev ev{};
+  mrc_ctl_ev_fmt_mode mode{};
   const auto state = req.find("state");
   if (!get_uint(req, "profile", UINT64_MAX, profile, false) ||
-      !get_uint(req, "ev", 65535, value, true) || !get_uint(req, "port", 255, port, true) ||
+      !get_uint(req, "port", 255, port, true) || !get_ev(req, port, ev, mode) ||
       state == req.end() || !state->is_string() || (*state != "denied" && *state != "good"))
-    return refuse(
-        EINVAL,
-        "ev-set needs \"ev\": <source port>, \"port\": N, \"state\": \"denied\" | \"good\"");
+    return refuse(EINVAL,
+                  "ev-set needs \"ev\": <source port, or an SRv6 EV's address>, \"port\": N, "
+                  "\"state\": \"denied\" | \"good\"");
   mrc_ctl_ev_profile_attr attr{};
   if (mrc_ctl_query_ev_profile(&ctx, profile, &attr, 0) != 0)
     return refuse(ENOENT, "no EV profile " + std::to_string(profile));
-  mrc_ctl_ev_op_entry entry{
-      make_ev(value, port), {}, *state == "denied" ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD, 0};
+  mrc_ctl_ev_op_entry entry{ev, {}, *state == "denied" ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD, 0};
   attr.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
   attr.ev_op.entries = &entry;
   attr.ev_op.entry_count = 1;
@@ -309,29 +333,35 @@ bool probe_dest(Nic& nic, uint64_t qpn, const mrc_ctl_ev& ev, mrc_ctl_ep_req& r)
 }
 
 json op_probe(Nic& nic, mrc_context& ctx, const json& req) {
-  uint64_t value = 0, port = 0, qpn = 0, count = 1, timeout_ms = 1000;
+  uint64_t port = 0, qpn = 0, count = 1, timeout_ms = 1000;
+  std::vector<mrc_ctl_ep_req> reqs(1);
   const auto to = req.find("to");
-  if (!get_uint(req, "ev", 65535, value, true) || !get_uint(req, "port", 255, port, true) ||
+  if (!get_uint(req, "port", 255, port, true) ||
+      !get_ev(req, port, reqs[0].req_ev, reqs[0].ev_fmt_mode) ||
       !get_uint(req, "qpn", 0xffffff, qpn, false) || !get_uint(req, "count", 64, count, false) ||
       count == 0 || !get_uint(req, "timeout_ms", 5000, timeout_ms, false) ||
       (to != req.end() && !to->is_string()))
     return refuse(EINVAL,
-                  "probe needs \"ev\": <source port>, \"port\": N [, \"qpn\" or \"to\": "
-                  "\"a.b.c.d\", \"count\" 1-64, \"timeout_ms\" <= 5000]");
-  std::vector<mrc_ctl_ep_req> reqs(count);
-  reqs[0].ev_fmt_mode = MRC_CTL_EV_FMT_MODE_UDP;
-  reqs[0].req_ev = make_ev(value, port);
+                  "probe needs \"ev\": <source port, or an SRv6 EV's address>, \"port\": N [, "
+                  "\"qpn\" or \"to\": <address>, \"count\" 1-64, \"timeout_ms\" <= 5000]");
+  reqs.resize(count);
   in_addr address{};
   if (to != req.end()) {
-    if (inet_pton(AF_INET, to->get<std::string>().c_str(), &address) != 1)
-      return refuse(EINVAL, "\"to\": " + to->get<std::string>() + " is not an IPv4 address");
-    reqs[0].dgid.raw[10] = reqs[0].dgid.raw[11] = 0xff;
-    std::memcpy(reqs[0].dgid.raw + 12, &address.s_addr, 4);
-  } else if (!probe_dest(nic, qpn, reqs[0].req_ev, reqs[0]))
-    return refuse(ENOENT,
-                  "EV " + std::to_string(value) + " port " + std::to_string(port) +
-                      " is not an EV of " +
-                      (qpn != 0 ? "QP " + std::to_string(qpn) : std::string("any connected QP")));
+    const std::string text = to->get<std::string>();
+    if (inet_pton(AF_INET, text.c_str(), &address) == 1) {
+      reqs[0].dgid.raw[10] = reqs[0].dgid.raw[11] = 0xff;
+      std::memcpy(reqs[0].dgid.raw + 12, &address.s_addr, 4);
+    } else if (inet_pton(AF_INET6, text.c_str(), reqs[0].dgid.raw) != 1) {
+      return refuse(EINVAL, "\"to\": " + text + " is not an IPv4 or IPv6 address");
+    }
+  } else if (reqs[0].ev_fmt_mode != MRC_CTL_EV_FMT_MODE_UDP) {
+    return refuse(EINVAL, "a probe on an SRv6 EV needs \"to\": the destination's locator");
+  } else if (!probe_dest(nic, qpn, reqs[0].req_ev, reqs[0])) {
+    return refuse(
+        ENOENT, "EV " + std::to_string(ev_value(reqs[0].req_ev)) + " port " + std::to_string(port) +
+                    " is not an EV of " +
+                    (qpn != 0 ? "QP " + std::to_string(qpn) : std::string("any connected QP")));
+  }
   for (uint64_t i = 0; i < count; ++i) {
     reqs[i] = reqs[0];
     reqs[i].req_id = static_cast<uint16_t>(i + 1);
@@ -386,7 +416,7 @@ json ctl_watch_line(const WatchEvent& e) {
               {"seq", e.seq},
               {"qpn", e.qpn},
               {"profile", e.profile},
-              {"ev", ev_value(e.ev)},
+              {"ev", ev_json(e.ev)},
               {"port", e.ev.port},
               {"state", ctl_state_name(e.state)}};
 }

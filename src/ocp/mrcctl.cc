@@ -44,7 +44,8 @@ const char* const kUsage = R"(usage: mrcctl [-j|--json] OBJECT COMMAND [ARGUMENT
   watch DEV [count N]                       EV state changes of every QP as they happen
 
 An EV is named by its UDP source port and the port (plane, 1-based) it leaves from, as
-`mrcctl ev show` lists them. DEV is served by the process that opened it (any program using
+`mrcctl ev show` lists them; an SRv6 EV of an EXP or GEN profile by its address
+(fd00:1:200::, as `mrcctl ev profile show` lists it). DEV is served by the process that opened it (any program using
 lib_mrc.so); sockets are in $MRC_CTL_DIR, /run/mrc (root), $XDG_RUNTIME_DIR/mrc or
 /tmp/mrc-<uid>. Exit status: 0 done, 1 refused (the message says why), 2 usage,
 3 no such device or no process serving it.
@@ -229,6 +230,11 @@ int cmd_port(const Options& o, const std::vector<std::string>& a) {
   return usage_error("port show DEV | port set DEV PORT up|down");
 }
 
+// An EV value as the device gives it: a source port, or an SRv6 EV's address.
+std::string ev_text(const json& ev) {
+  return ev.is_string() ? ev.get<std::string>() : std::to_string(ev.get<int>());
+}
+
 void print_ev_profiles(const json& answer) {
   for (const json& p : answer["profiles"]) {
     std::string mask, denied;
@@ -237,8 +243,7 @@ void print_ev_profiles(const json& answer) {
       mask += m.get<std::string>();
     }
     for (const json& d : p["denied"])
-      denied +=
-          " " + std::to_string(d["ev"].get<int>()) + "/" + std::to_string(d["port"].get<int>());
+      denied += " " + ev_text(d["ev"]) + "/" + std::to_string(d["port"].get<int>());
     std::printf("profile %llu  %-7s  mode %s  count %u  min_active %u  events %s  qps %d%s%s\n",
                 p["id"].get<unsigned long long>(), p.value("state", "?").c_str(),
                 p.value("mode", "?").c_str(), p.value("count", 0u), p.value("min_active", 0u),
@@ -253,7 +258,7 @@ void print_ev_profiles(const json& answer) {
     if (!p.contains("evs")) continue;
     std::string evs;  // explicit profile: its EV array, EV/port, copies included
     for (const json& e : p["evs"])
-      evs += " " + std::to_string(e["ev"].get<int>()) + "/" + std::to_string(e["port"].get<int>());
+      evs += " " + ev_text(e["ev"]) + "/" + std::to_string(e["port"].get<int>());
     std::printf("  evs%s\n", evs.c_str());
   }
 }
@@ -264,8 +269,9 @@ void print_ev_states(const json& answer) {
                 q["profile"].get<unsigned long long>(), q.value("state", "?").c_str(),
                 q.value("peer", "?").c_str(), q.value("dest_qpn", 0u));
     for (const json& e : q["evs"])
-      std::printf("  ev %5u port %u  %-11s %-7s packets %llu  losses %llu  probes %llu/%llu\n",
-                  e.value("ev", 0u), e.value("port", 0u), e.value("state", "?").c_str(),
+      std::printf("  ev %5u port %u%s%s  %-11s %-7s packets %llu  losses %llu  probes %llu/%llu\n",
+                  e.value("ev", 0u), e.value("port", 0u), e.contains("path") ? "  path " : "",
+                  e.value("path", "").c_str(), e.value("state", "?").c_str(),
                   e.value("active", false) ? "active" : "backup", e.value("packets", 0ull),
                   e.value("losses", 0ull), e.value("probes_answered", 0ull),
                   e.value("probes_sent", 0ull));
@@ -307,8 +313,12 @@ int cmd_ev(const Options& o, const std::vector<std::string>& a) {
     req["op"] = "ev-states";
     return show(o, a[2], req, print_ev_states);
   }
-  uint64_t ev = 0, port = 0;
-  const bool ev_args = a.size() >= 5 && parse_uint(a[3], 65535, ev) && parse_uint(a[4], 255, port);
+  uint64_t number = 0, port = 0;
+  json ev;  // a source port, or an SRv6 EV's address (checked by the device's owner)
+  const bool srv6 = a.size() >= 5 && a[3].find(':') != std::string::npos;
+  const bool ev_args =
+      a.size() >= 5 && (srv6 || parse_uint(a[3], 65535, number)) && parse_uint(a[4], 255, port);
+  if (ev_args) ev = srv6 ? json(a[3]) : json(number);
   if (ev_args && (a[1] == "deny" || a[1] == "allow") && options_after(a, 5, {"profile"}, req)) {
     req.update({{"op", "ev-set"},
                 {"ev", ev},
@@ -317,10 +327,9 @@ int cmd_ev(const Options& o, const std::vector<std::string>& a) {
     return show(o, a[2], req, [&](const json& r) {
       if (!r.value("in_live_qps", false))
         std::printf(
-            "note: no connected QP of the profile has EV %llu port %llu yet; the state applies to "
-            "QPs that "
-            "connect later\n",
-            static_cast<unsigned long long>(ev), static_cast<unsigned long long>(port));
+            "note: no connected QP of the profile has EV %s port %llu yet; the state applies to "
+            "QPs that connect later\n",
+            a[3].c_str(), static_cast<unsigned long long>(port));
     });
   }
   req = json::object();

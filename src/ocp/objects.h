@@ -99,6 +99,8 @@ struct Nic {
   std::map<uint64_t, EvProfile> ev_profiles;
   std::map<uint64_t, EvFmtProfile> ev_fmt_profiles;
   std::map<uint64_t, CcProfile> cc_profiles;
+  // SRv6 EVs (ev_srv6.h): the EV source port bound to each (plane, path) an EV named.
+  std::map<std::pair<int, std::vector<uint16_t>>, uint16_t> srv6_ports;
   // EV state changes for watchers of the control socket: the newest kWatchLog, numbered.
   static constexpr size_t kWatchLog = 1024;
   std::deque<WatchEvent> watch_log;

@@ -8,6 +8,8 @@
  *   mrc_bw -d <device> [-p tcp-port] [--lat] [-m min] [-s max] [-n iters]            (server)
  *   mrc_bw -d <device> [-p tcp-port] [--lat] [-m min] [-s max] [-n iters] <server>   (client)
  * The client's sweep settings are sent to the server. Exit status 0 when every size finished.
+ * --srv6-evs PORT:USID,... (an SRv6 device): the QP uses an explicit EV profile of those SRv6
+ * EVs (EV format mode SRV6; port 1-based, uSID hexadecimal), built through the controller API.
  */
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -149,11 +151,30 @@ static void sweep(struct end *e, const struct peer_info *p, const struct setting
   }
 }
 
+/* --srv6-evs: profile 9 of those SRv6 EVs, for the QP (`m`). */
+static void use_srv6_evs(struct end *e, const char *list, struct mrc_qp_attr *m) {
+  struct mrc_ctl_ev evs[64];
+  uint32_t n = 0;
+  char text[512];
+  snprintf(text, sizeof text, "%s", list);
+  for (char *save = NULL, *t = strtok_r(text, ",", &save); t != NULL && n < 64; t = strtok_r(NULL, ",", &save)) {
+    unsigned port = 0, usid = 0;
+    CHECK(sscanf(t, "%u:%x", &port, &usid) == 2 && port >= 1 && port <= 255 && usid <= 0xffff,
+          "--srv6-evs: '%s' is not PORT:USID", t);
+    evs[n++] = srv6_ev(e->dev, (uint8_t)port, (uint16_t)usid);
+  }
+  CHECK(n > 0, "--srv6-evs: no EV");
+  srv6_explicit_profile(e->ctx, 9, evs, n);
+  m->profile.ev_profile_id = 9;
+}
+
 int main(int argc, char **argv) {
   const char *device = NULL;
   uint16_t port = 40010;
   struct settings st = {1, 1 << 20, 1000, 0};
-  static const struct option longs[] = {{"lat", no_argument, NULL, 'l'}, {NULL, 0, NULL, 0}};
+  const char *srv6_evs = NULL;
+  static const struct option longs[] = {
+      {"lat", no_argument, NULL, 'l'}, {"srv6-evs", required_argument, NULL, 'e'}, {NULL, 0, NULL, 0}};
   for (int c; (c = getopt_long(argc, argv, "d:p:m:s:n:", longs, NULL)) != -1;) {
     if (c == 'd') device = optarg;
     else if (c == 'p') port = (uint16_t)atoi(optarg);
@@ -161,7 +182,8 @@ int main(int argc, char **argv) {
     else if (c == 's') st.max_size = (uint32_t)strtoul(optarg, NULL, 0);
     else if (c == 'n') st.iters = (uint32_t)strtoul(optarg, NULL, 0);
     else if (c == 'l') st.lat = 1;
-    else CHECK(0, "usage: mrc_bw -d <device> [-p port] [--lat] [-m min] [-s max] [-n iters] [server]");
+    else if (c == 'e') srv6_evs = optarg;
+    else CHECK(0, "usage: mrc_bw -d <device> [-p port] [--lat] [-m min] [-s max] [-n iters] [--srv6-evs P:USID,...] [server]");
   }
   const char *server = optind < argc ? argv[optind] : NULL;
   const int client = server != NULL;
@@ -176,7 +198,10 @@ int main(int argc, char **argv) {
   struct peer_info me, peer;
   end_info(&e, psn, &me);
   exchange(sock, &me, &peer, sizeof me);
-  CHECK(end_connect(&e, psn, &peer, NULL, 0, 0, 0) == 0, "connect");
+  struct mrc_qp_attr m;
+  memset(&m, 0, sizeof m);
+  if (srv6_evs != NULL) use_srv6_evs(&e, srv6_evs, &m);
+  CHECK(end_connect(&e, psn, &peer, &m, srv6_evs != NULL ? MRC_QP_EV_PROFILE_ID : 0, 0, 0) == 0, "connect");
   CHECK(post_recvs(e.qp, 32) == 0, "post_recv");
   char sync = 1;
   exchange(sock, &sync, &sync, 1);  /* both QPs are in RTS with receives posted */

@@ -87,7 +87,7 @@ expect_exit 1 "is not an EV of any connected QP" -- "$mrcctl" ev probe mrc0 1 1
 # Connectionless: to mrc1's address on plane 2, on an EV (source port) no QP of mrc0 uses.
 "$mrcctl" ev probe mrc0 36250 2 to 127.0.1.15 count 8 timeout 2000 >"$out"
 grep -Eq "^8 sent, [1-8] answered" "$out" || fail "connectionless probe answered"
-expect_exit 1 "not an IPv4 address" -- "$mrcctl" ev probe mrc0 36250 2 to nowhere
+expect_exit 1 "not an IPv4 or IPv6 address" -- "$mrcctl" ev probe mrc0 36250 2 to nowhere
 
 # mrc_ctl_* C calls from a third process: a controller-only context on mrc0 (mrc1 is opened
 # too, for its GIDs, also controller-only).

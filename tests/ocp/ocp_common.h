@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mrc.h"
+#include "mrc_ctl.h"
 
 #define CHECK(cond, ...)                                            \
   do {                                                              \
@@ -204,6 +205,65 @@ static inline void write_messages(struct end* a, struct end* b, const struct pee
     wc = wait_wc(a->send_cq);
     CHECK(wc.status == IBV_WC_SUCCESS, "send completion: %s", ibv_wc_status_str(wc.status));
   }
+}
+
+/* The SRv6 EV (EV format mode SRV6) of `usid` on port `port` of an SRv6 device: the plane's
+ * locator block (its GID's first 4 bytes), then the uSID. */
+static inline struct mrc_ctl_ev srv6_ev(struct ibv_context* dev, uint8_t port, uint16_t usid) {
+  union ibv_gid gid;
+  struct mrc_ctl_ev ev;
+  CHECK(ibv_query_gid(dev, port, 3, &gid) == 0, "GID of port %u", port);
+  memset(&ev, 0, sizeof ev);
+  memcpy(ev.val, gid.raw, 4);
+  ev.val[4] = (uint8_t)(usid >> 8);
+  ev.val[5] = (uint8_t)usid;
+  ev.port = port;
+  return ev;
+}
+
+/* EV format profile 14 (OCP's SRv6 one: a 32-bit locator and four 16-bit uSIDs) and explicit
+ * EV profile `id` of `evs`, both ONLINE, as OCP's examples/mrc_ctl_exp_ev.md builds them. */
+static inline void srv6_explicit_profile(struct mrc_context* ctx, uint64_t id, const struct mrc_ctl_ev* evs,
+                                         uint32_t n) {
+  struct mrc_ctl_ev_fmt_field fields[5] = {{32}, {16}, {16}, {16}, {16}};
+  struct mrc_ctl_ev_fmt_profile_attr f;
+  memset(&f, 0, sizeof f);
+  f.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  f.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_SRV6;
+  f.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+  f.ev_fmt_op.fmt_fields = fields;
+  f.ev_fmt_op.fmt_field_count = 5;
+  CHECK(mrc_ctl_modify_ev_fmt_profile(
+            ctx, 14, &f, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP) == 0,
+        "SRv6 format profile 14 OFFLINE");
+  f.profile_state = MRC_CTL_PROFILE_ONLINE;
+  CHECK(mrc_ctl_modify_ev_fmt_profile(ctx, 14, &f, MRC_CTL_EV_FMT_PROFILE_STATE) == 0, "format profile 14 ONLINE");
+  struct mrc_ctl_ev_profile_attr a;
+  memset(&a, 0, sizeof a);
+  a.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  a.ev_mode = MRC_CTL_EV_MODE_EXP;
+  a.ev_fmt_profile_id = 14;
+  a.ev_count = n;
+  a.ev_min_active = 1;
+  CHECK(mrc_ctl_modify_ev_profile(ctx, id, &a,
+                                  MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
+                                      MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE) == 0,
+        "explicit EV profile %llu OFFLINE", (unsigned long long)id);
+  for (uint32_t i = 0; i < n; i++) {
+    struct mrc_ctl_ev_op_entry e;
+    memset(&e, 0, sizeof e);
+    e.ev_new = evs[i]; /* e.ev: the first unpopulated entry */
+    e.state = MRC_CTL_EV_GOOD;
+    memset(&a, 0, sizeof a);
+    a.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
+    a.ev_op.entries = &e;
+    a.ev_op.entry_count = 1;
+    CHECK(mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP) == 0, "REPLACE_EV %u", i);
+  }
+  memset(&a, 0, sizeof a);
+  a.profile_state = MRC_CTL_PROFILE_ONLINE;
+  CHECK(mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_STATE) == 0, "EV profile %llu ONLINE",
+        (unsigned long long)id);
 }
 
 #endif
