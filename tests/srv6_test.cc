@@ -74,6 +74,29 @@ TEST(Srv6, ALocatorWithoutRoomIsRefused) {
   EXPECT_TRUE(srv6_destination(v6("fd00:0:101:301:0:0:3::"), {0x200}).ok());
 }
 
+TEST(Srv6, AnEvAddressCarriesItsPath) {
+  // The form an SRv6 EV takes in the OCP controller API: the plane's block, the path, zeros.
+  const in6_addr locator = v6("fd00:1:101:301::");
+  EXPECT_EQ(text(srv6_ev_address(locator, {0x200})), "fd00:1:200::");
+  EXPECT_EQ(text(srv6_ev_address(locator, {0x100, 0x201})), "fd00:1:100:201::");
+  EXPECT_EQ(srv6_ev_path(v6("fd00:1:200::"), locator).value(), (std::vector<uint16_t>{0x200}));
+  EXPECT_EQ(srv6_ev_path(v6("fd00:1:1:2:3:4:5::"), locator).value(),
+            (std::vector<uint16_t>{1, 2, 3, 4, 5}));
+  const std::pair<const char*, const char*> bad[] = {
+      {"fd00:2:200::", "its block (first 32 bits) is not that of the plane's locator fd00:1:101:301::"},
+      {"fd00:1::", "no uSID after the block names a path"},
+      {"fd00:1:200:0:100::", "a uSID follows a zero one"},
+      {"fd00:1:1:2:3:4:5:6", "at most 5 uSIDs per path"},
+  };
+  for (const auto& [ev, why] : bad) {
+    const auto path = srv6_ev_path(v6(ev), locator);
+    ASSERT_FALSE(path.ok()) << ev << " was accepted";
+    EXPECT_NE(path.error().message.find(std::string("SRv6 EV ") + ev), std::string::npos)
+        << path.error().message;
+    EXPECT_NE(path.error().message.find(why), std::string::npos) << path.error().message;
+  }
+}
+
 TEST(PlaneAddress, BothFamiliesParseAndPrint) {
   const auto v4 = parse_plane_address("127.0.0.2:4800", 4791).value();
   EXPECT_FALSE(v4.v6);

@@ -313,5 +313,37 @@ TEST(UdpLoopback, FamiliesAndSrv6PathsAreChecked) {
   EXPECT_EQ(host.value()->add_peer(locators).value(), 0u);  // the first peer that was added
 }
 
+TEST(UdpLoopback, AnEvSourcePortTakesThePathItIsGiven) {
+  g_ipv6 = true;
+  UdpHostConfig c = host_config(0, 24, Impairment{});
+  g_ipv6 = false;
+  c.srv6_paths = {{0x200}, {0x201}};
+  auto host = UdpHost::open(c);
+  ASSERT_TRUE(host.ok()) << host.error().message;
+  UdpHost& h = *host.value();
+  const auto first = static_cast<uint16_t>(c.ev_port_base + c.ev_ports_per_plane);  // plane 1
+  EXPECT_EQ(h.port_path(1, first), c.srv6_paths[first % 2]);  // every port starts on port % paths
+  EXPECT_EQ(h.port_path(1, first + 1), c.srv6_paths[(first + 1) % 2]);
+  std::vector<PlaneAddress> locators(4, parse_plane_address("fd00:0:101:301::", 4791).value());
+  ASSERT_TRUE(h.add_peer(locators).ok());
+  ASSERT_TRUE(h.set_port_path(1, first, {0x100, 0x202}).ok());
+  EXPECT_EQ(h.port_path(1, first), (std::vector<uint16_t>{0x100, 0x202}));
+  EXPECT_EQ(h.port_path(0, static_cast<uint16_t>(c.ev_port_base)), c.srv6_paths[c.ev_port_base % 2]);
+  // Refused, nothing changed: a port of another plane, a bad path, a peer without room.
+  EXPECT_FALSE(h.set_port_path(1, static_cast<uint16_t>(c.ev_port_base), {0x200}).ok());
+  EXPECT_FALSE(h.set_port_path(1, first, {}).ok());
+  EXPECT_FALSE(h.set_port_path(1, first, {0x200, 0}).ok());
+  const auto too_long = h.set_port_path(1, first, {1, 2, 3, 4, 5});  // the peer has room for 4
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.error().message.find("has no room for a path of 5 uSIDs"), std::string::npos)
+      << too_long.error().message;
+  EXPECT_EQ(h.port_path(1, first), (std::vector<uint16_t>{0x100, 0x202}));
+  // Without SRv6 mode there are no paths to set.
+  auto plain = UdpHost::open(host_config(0, 26, Impairment{}));
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_FALSE(plain.value()->set_port_path(0, static_cast<uint16_t>(c.ev_port_base), {0x200}).ok());
+  EXPECT_TRUE(plain.value()->port_path(0, static_cast<uint16_t>(c.ev_port_base)).empty());
+}
+
 }  // namespace
 }  // namespace mrc::io
