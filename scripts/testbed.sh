@@ -41,9 +41,10 @@ Options:
   --router        a router namespace per plane and host between the hosts (default: direct veth pairs)
   --paths K       parallel links between the routers of a plane, ECMP-hashed on UDP ports (default 1)
   --routing MODE  ecmp (default: the layouts above, IPv4) or srv6: an IPv6 leaf-spine per plane
-                  whose spines run SRv6 uSID (End next-csid) SIDs; hosts get locators
-                  fd00:P:1HH:3HH:: (docs/TESTBED.md "SRv6 fabric"); status shows SIDs and
-                  per-spine counters; rate/loss/delay/blackhole are not available there
+                  whose spines run SRv6 uSID (End next-csid, uN) SIDs and whose leaves have
+                  a uA SID per uplink; hosts get locators fd00:P:1HH:3HH:: (docs/TESTBED.md
+                  "SRv6 fabric"); status shows SIDs, both path lists and per-spine and
+                  per-uplink counters; rate/loss/delay/blackhole are not available there
   --spines S      spines per plane with --routing srv6 (default 2)
   --mtu BYTES     MTU of every link (default 9000: mrc's 4 KiB packets travel unfragmented)
   --queue-ms MS   queue of a rate-limited link, in ms at its rate (default 5)

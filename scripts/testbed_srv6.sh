@@ -11,6 +11,10 @@
 # where it does not, an nftables map in the spine's prerouting hook does the same shift for
 # every locator of the fabric (container fd00:p:2ss:1hh:3hh:: -> fd00:p:1hh:3hh::) before the
 # kernel routes the packet: the same packets on every link, for the addresses this fabric has.
+# A leaf also has a uA SID per uplink, e0s (0xe00 + s: every leaf alike), "this leaf's link to
+# spine s": a container fd00:p:e0s:1hh:3hh:: is shifted at the sender's leaf and sent up that
+# link (nftables: the shift, and a mark that policy routing sends to spine s), then routed
+# plainly; paths e00,e01 choose the spine as 200,201 do, at the first hop instead of the spine.
 # The spine's a leaf routes each spine's /48 to it, its host's /64 to the host, and the other
 # leaves' /48 over every spine (ECMP on the UDP ports: plain IPv6 traffic, ECMP mode, gets there
 # too). A packet to the container fd00:p:2ss:1hh:3hh:: goes up to spine s, which shifts it to
@@ -25,9 +29,15 @@ leaf_usid() { usid_hex $((0x100 + $1)); }
 spine_usid() { usid_hex $((0x200 + $1)); }
 host_usid() { usid_hex $((0x300 + $1)); }
 srv6_locator() { echo "fd00:$2:$(leaf_usid "$1"):$(host_usid "$1")::"; }  # host h, plane p
-srv6_paths() {  # the spines' uSIDs, for mrc perf --srv6-paths
+ua_usid() { usid_hex $((0xe00 + $1)); }  # every leaf's uA SID of its link to spine s
+srv6_paths() {  # the spines' uSIDs (uN), for mrc perf --srv6-paths
   local s out=""
   for ((s = 0; s < SPINES; s++)); do out+="${out:+,}$(spine_usid "$s")"; done
+  echo "$out"
+}
+srv6_ua_paths() {  # the leaves' uplink uSIDs (uA): the same spines, chosen at the first leaf
+  local s out=""
+  for ((s = 0; s < SPINES; s++)); do out+="${out:+,}$(ua_usid "$s")"; done
   echo "$out"
 }
 
@@ -67,6 +77,31 @@ table ip6 mrctb_usid {
 NFT
 }
 
+# uA of leaf h of plane p by nftables: per uplink s, the shift as a map from each container to
+# its locator, and mark s + 1, which a rule sends to table 100 + s: the route up link s.
+srv6_nft_ua() {  # PLANE LEAF
+  local p=$1 h=$2 s g ns maps="" rules="" elements
+  ns=$(leaf_ns "$p" "$h")
+  for ((s = 0; s < SPINES; s++)); do
+    elements=""
+    for ((g = 0; g < HOSTS; g++)); do
+      elements+="${elements:+, }fd00:$p:$(ua_usid "$s"):$(leaf_usid "$g"):$(host_usid "$g"):: : $(srv6_locator "$g" "$p")"
+    done
+    maps+="  map ua$s { type ipv6_addr : ipv6_addr; elements = { $elements } }"$'\n'
+    rules+="    ip6 daddr fd00:$p:$(ua_usid "$s")::/48 counter meta mark set $((s + 1)) ip6 daddr set ip6 daddr map @ua$s"$'\n'
+    ip -n "$ns" -6 rule add fwmark $((s + 1)) table $((100 + s)) 2>/dev/null || true
+    # Link s down: its route goes and the blackhole stays (a source route does not re-route).
+    ip -n "$ns" -6 route replace blackhole "fd00:$p::/32" table $((100 + s)) metric 4000 2>/dev/null || true
+  done
+  ip netns exec "$ns" nft -f - <<NFT
+table ip6 mrctb_ua {
+$maps  chain prerouting {
+    type filter hook prerouting priority -300; policy accept;
+$rules  }
+}
+NFT
+}
+
 srv6_configure_router() {  # NS
   ip -n "$1" link set lo up
   ip netns exec "$1" sysctl -q -w net.ipv6.conf.all.forwarding=1 net.ipv6.conf.default.forwarding=1 \
@@ -100,6 +135,7 @@ srv6_routes() {
     hops=()
     for ((s = 0; s < SPINES; s++)); do
       ip -n "$ns" -6 route replace "fd00:$p:$(spine_usid "$s")::/48" via "fd02:$p:$h:$s::2" dev "s$s" 2>/dev/null || true
+      ip -n "$ns" -6 route replace "fd00:$p::/32" via "fd02:$p:$h:$s::2" dev "s$s" table $((100 + s)) 2>/dev/null || true
       [ "$(link_state "$ns" "s$s")" = up ] && hops+=(nexthop via "fd02:$p:$h:$s::2" dev "s$s")
     done
     for ((g = 0; g < HOSTS; g++)); do
@@ -138,6 +174,7 @@ srv6_plane_up() {  # PLANE
       ip -n "$sn" -6 addr add "fd02:$p:$h:$s::2/64" dev "l$h" nodad
     done
   done
+  for ((h = 0; h < HOSTS; h++)); do srv6_nft_ua "$p" "$h"; done
   srv6_routes "$p"
 }
 
@@ -193,10 +230,15 @@ srv6_counts() {  # NS -> "FORWARDED SID_PACKETS"
   echo "${fwd:-0} ${sid:-0}"
 }
 
+# Packets leaf NS sent up each uplink through its uA SID: "N0 N1 ..." (one per spine).
+srv6_ua_counts() {  # NS
+  ip netns exec "$1" nft list table ip6 mrctb_ua 2>/dev/null | grep -o 'packets [0-9]*' | awk '{printf "%s%s", sep, $2; sep=" "} END {print ""}'
+}
+
 srv6_status() {
-  local p s h ns fwd sid link links spines_json=() text=()
+  local p s h ns fwd sid link links ua spines_json=() leaves_json=() text=()
   for ((p = 0; p < PLANES; p++)); do
-    text+=("plane $p  block fd00:$p::/32  paths (mrc perf --srv6-paths) $(srv6_paths)")
+    text+=("plane $p  block fd00:$p::/32  paths (mrc perf --srv6-paths) $(srv6_paths) (uN at the spines) or $(srv6_ua_paths) (uA at the leaves)")
     for ((s = 0; s < SPINES; s++)); do
       ns=$(spine_ns "$p" "$s")
       read -r fwd sid <<<"$(srv6_counts "$ns")"
@@ -209,15 +251,23 @@ srv6_status() {
       spines_json+=("{\"plane\": $p, \"spine\": $s, \"namespace\": \"$ns\", \"usid\": \"$(spine_usid "$s")\", \"sid\": \"fd00:$p:$(spine_usid "$s")::/48\", \"forwarded_packets\": $fwd, \"sid_packets\": $sid, \"links\": \"$links\"}")
     done
     for ((h = 0; h < HOSTS; h++)); do
-      text+=("$(printf '  leaf  %-2s %-14s uSID %s  host %s locator %s' "$h" "$(leaf_ns "$p" "$h")" "$(leaf_usid "$h")" "$h" "$(srv6_locator "$h" "$p")")")
+      read -r -a ua <<<"$(srv6_ua_counts "$(leaf_ns "$p" "$h")")"
+      links="" sid=""
+      for ((s = 0; s < SPINES; s++)); do
+        links+="${links:+ }$(ua_usid "$s") ${ua[$s]:-0}"
+        sid+="${sid:+, }{\"spine\": $s, \"usid\": \"$(ua_usid "$s")\", \"sid_packets\": ${ua[$s]:-0}}"
+      done
+      text+=("$(printf '  leaf  %-2s %-14s uSID %s  host %s locator %s  uA via SID: %s' "$h" "$(leaf_ns "$p" "$h")" "$(leaf_usid "$h")" "$h" "$(srv6_locator "$h" "$p")" "$links")")
+      leaves_json+=("{\"plane\": $p, \"leaf\": $h, \"namespace\": \"$(leaf_ns "$p" "$h")\", \"usid\": \"$(leaf_usid "$h")\", \"ua\": [$sid]}")
     done
   done
   if [ "$JSON" = 1 ]; then
     local hosts_json=()
     for ((h = 0; h < HOSTS; h++)); do hosts_json+=("{\"host\": $h, \"namespace\": \"$(host_ns "$h")\", \"addresses\": \"$(srv6_addrs_of "$h")\"}"); done
-    echo "{\"prefix\": \"$PREFIX\", \"up\": true, \"routing\": \"srv6\", \"hosts\": $HOSTS, \"planes\": $PLANES, \"spines\": $SPINES, \"un\": \"$UN_MODE\", \"mtu\": $MTU, \"srv6_paths\": \"$(srv6_paths)\","
+    echo "{\"prefix\": \"$PREFIX\", \"up\": true, \"routing\": \"srv6\", \"hosts\": $HOSTS, \"planes\": $PLANES, \"spines\": $SPINES, \"un\": \"$UN_MODE\", \"mtu\": $MTU, \"srv6_paths\": \"$(srv6_paths)\", \"srv6_ua_paths\": \"$(srv6_ua_paths)\","
     echo " \"host_list\": [$(IFS=,; echo "${hosts_json[*]}")],"
     echo " \"spine_list\": [$(IFS=,; echo "${spines_json[*]}")],"
+    echo " \"leaf_list\": [$(IFS=,; echo "${leaves_json[*]}")],"
     echo " \"faults\": [$(faults_json)]}"
     return 0
   fi

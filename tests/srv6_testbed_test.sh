@@ -7,6 +7,8 @@
 # paths), and bad path settings are refused with the rule they break. Root only; otherwise exits
 # 77 (skipped). The testbed is always taken down.
 #
+# Then the same spines chosen at the sender's leaf instead (uA: paths e00,e01): a verified
+# transfer whose packets go up both uplinks of the client's leaf through its uA SIDs.
 # Given mrc_bw, the same over the OCP device (`srv6=` in MRC_DEVICES, a peer's GID its locator).
 # Given mrc_ctl_srv6 too, SRv6 EVs through OCP's controller API: connectionless probes on the
 # SRv6 EV of each spine of each plane are answered, each through its spine's SID; and a write
@@ -77,6 +79,28 @@ for p in 0 1; do
     [ "${n:-0}" -gt 1000 ] || fail "plane $p spine $s passed ${n:-0} packets through its uN SID: the EVs did not spray over both spines"
   done
 done
+# The same spines chosen at the first hop: uA paths (the leaves' uplink SIDs e00,e01).
+ua_paths=$(sed -n 's/.*"srv6_ua_paths": "\([^"]*\)".*/\1/p' "$OUT/status.json")
+[ "$ua_paths" = "e00,e01" ] || fail "testbed status gave uA paths '$ua_paths', expected e00,e01"
+ua_of() {  # PLANE LEAF SPINE: packets that leaf sent up to that spine through its uA SID
+  "$TESTBED" --prefix "$PREFIX" --json status | grep -o "\"plane\": $1, \"leaf\": $2, [^]]*" |
+    grep -o "\"spine\": $3, [^}]*\"sid_packets\": [0-9]*" | grep -o '[0-9]*$'
+}
+timeout 60 ip netns exec "$PREFIX-h0" "$MRC" perf --server --planes "$server_planes" --srv6-paths "$ua_paths" >"$OUT/server-ua" 2>&1 &
+server_pid=$!
+timeout 60 ip netns exec "$PREFIX-h1" "$MRC" perf --client "${server_planes%%,*}" --planes "$client_planes" \
+  --srv6-paths "$ua_paths" --bytes $((256 << 20)) --verify >"$OUT/client-ua" 2>&1 ||
+  { cat "$OUT/client-ua"; fail "the transfer over uA paths failed"; }
+wait "$server_pid" || true
+server_pid=""
+grep -q "every byte verified" "$OUT/client-ua" || fail "the transfer over uA paths was not verified"
+for p in 0 1; do
+  for s in 0 1; do
+    n=$(ua_of "$p" 1 "$s")
+    [ "${n:-0}" -gt 1000 ] || fail "plane $p: the client's leaf sent ${n:-0} packets up to spine $s through its uA SID"
+  done
+done
+echo "uA paths $ua_paths: 256 MiB verified, the client's leaf sent up both uplinks of each plane through its uA SIDs"
 sid_total() {  # packets through every spine's uN SID
   "$TESTBED" --prefix "$PREFIX" --json status | grep -o '"sid_packets": [0-9]*' | awk '{s += $2} END {print s + 0}'
 }
@@ -134,4 +158,4 @@ if [ -n "$BW" ] && [ -n "$CTL_SRV6" ]; then
   [ "$d00" -lt $((d01 / 100)) ] || fail "plane 0's spine 0 carried $d00 packets, though no EV names it (spine 1: $d01)"
   ocp+="; an explicit profile of SRv6 EVs steered the sweep (plane 0: spine 0 +$d00, spine 1 +$d01 packets) and SRv6 EV probes were answered"
 fi
-echo "PASSED: $((BYTES >> 20)) MiB verified over SRv6 paths, both spines of each plane used, a spine cut and repaired mid-run$ocp"
+echo "PASSED: $((BYTES >> 20)) MiB verified over SRv6 paths, both spines of each plane used, a spine cut and repaired mid-run; uA paths verified through the leaves' uA SIDs$ocp"
