@@ -3,8 +3,13 @@
 // windows also checked against the host's clock); clear errors for bad configuration. No root
 // needed.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "io/udp_host.h"
@@ -343,6 +348,78 @@ TEST(UdpLoopback, AnEvSourcePortTakesThePathItIsGiven) {
   ASSERT_TRUE(plain.ok()) << plain.error().message;
   EXPECT_FALSE(plain.value()->set_port_path(0, static_cast<uint16_t>(c.ev_port_base), {0x200}).ok());
   EXPECT_TRUE(plain.value()->port_path(0, static_cast<uint16_t>(c.ev_port_base)).empty());
+}
+
+// The flow label (and source port) of the next datagram on `fd`, whose IPV6_FLOWINFO is on.
+bool read_flow_label(int fd, uint32_t& label, uint16_t& source_port) {
+  if (poll(std::array<pollfd, 1>{pollfd{fd, POLLIN, 0}}.data(), 1, 0) != 1) return false;
+  uint8_t data[2048], control[64];
+  sockaddr_in6 from{};
+  iovec iov{data, sizeof data};
+  msghdr m{};
+  m.msg_name = &from;
+  m.msg_namelen = sizeof from;
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  if (recvmsg(fd, &m, 0) < 0) return false;
+  source_port = ntohs(from.sin6_port);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    uint32_t flowinfo = 0;
+    std::memcpy(&flowinfo, CMSG_DATA(c), sizeof flowinfo);
+    if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == 11)  // IPV6_FLOWINFO (linux/in6.h)
+      label = ntohl(flowinfo) & 0xFFFFF;                      // without the traffic class
+  }
+  return true;
+}
+
+TEST(UdpLoopback, AnEvSourcePortSendsTheFlowLabelItIsGiven) {
+  g_ipv6 = true;
+  UdpHostConfig c = host_config(0, 27, Impairment{});
+  g_ipv6 = false;
+  auto host = UdpHost::open(c);
+  ASSERT_TRUE(host.ok()) << host.error().message;
+  UdpHost& h = *host.value();
+  // The peer: a plain socket on ::1 that reads each datagram's flow label.
+  const int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+  ASSERT_GE(fd, 0);
+  const int on = 1;
+  ASSERT_EQ(setsockopt(fd, IPPROTO_IPV6, 11, &on, sizeof on), 0);  // IPV6_FLOWINFO
+  sockaddr_in6 self{};
+  self.sin6_family = AF_INET6;
+  self.sin6_addr = in6addr_loopback;
+  socklen_t len = sizeof self;
+  ASSERT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&self), sizeof self), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len), 0);
+  std::vector<PlaneAddress> peer(4, parse_plane_address("::1", ntohs(self.sin6_port)).value());
+  const uint32_t handle = h.add_peer(peer).value();
+  const auto port = static_cast<uint16_t>(c.ev_port_base + 3);
+  ASSERT_TRUE(h.set_port_flow_label(0, port, 0x12345).ok());
+  EXPECT_EQ(h.port_flow_label(0, port), 0x12345u);
+  ASSERT_TRUE(h.endpoint().prober().probe(handle, PlaneId(0), Ev(port), 1));
+  uint32_t label = 0;
+  uint16_t from = 0;
+  bool got = false;
+  for (int i = 0; i < 200 && !got; ++i) {
+    h.run_once();
+    got = read_flow_label(fd, label, from);
+    if (!got) usleep(1000);
+  }
+  ASSERT_TRUE(got) << "the probe never arrived";
+  EXPECT_EQ(from, port);
+  EXPECT_EQ(label, 0x12345u);
+  // Refused: a label over 20 bits, a port of another plane, a plane that is IPv4.
+  EXPECT_FALSE(h.set_port_flow_label(0, port, 0x100000).ok());
+  EXPECT_FALSE(h.set_port_flow_label(1, port, 1).ok());
+  const UdpHostConfig c4 = host_config(0, 28, Impairment{});
+  auto v4 = UdpHost::open(c4);
+  ASSERT_TRUE(v4.ok()) << v4.error().message;
+  const auto refused = v4.value()->set_port_flow_label(0, c4.ev_port_base, 1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("it is not an IPv6 udp plane"), std::string::npos)
+      << refused.error().message;
+  close(fd);
 }
 
 }  // namespace

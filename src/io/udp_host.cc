@@ -46,6 +46,7 @@ constexpr size_t kPlaneBurst = 16;
 constexpr uint32_t kWakeToken = 0xFFFF;
 constexpr int kUdpNoCheck6Tx = 101;  // linux/udp.h UDP_NO_CHECK6_TX / _RX
 constexpr int kUdpNoCheck6Rx = 102;
+constexpr int kIpv6FlowinfoSend = 33;  // IPV6_FLOWINFO_SEND (linux/in6.h; not in glibc's headers)
 constexpr size_t kReplyCacheSlots = 256;
 constexpr uint64_t kV6SourceFlag = uint64_t{1} << 63;
 
@@ -78,7 +79,8 @@ std::string in_use_advice(const PlaneAddress& a, const char* what, const std::st
 }
 
 // Socket options of an MRC socket: large buffers (FORCE works as root, the plain option up to
-// rmem_max), ECT(0) on what it sends and the TOS / traffic class of what it receives; SRv6
+// rmem_max), ECT(0) on what it sends and the TOS / traffic class of what it receives; IPv6 ones
+// send the flow label their destination's sin6_flowinfo carries (0: the kernel's own); SRv6
 // planes send and accept UDP checksum zero (srv6.h).
 void set_options(int fd, bool v6, int buffer_bytes, bool zero_checksum) {
   if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof buffer_bytes) != 0)
@@ -91,6 +93,7 @@ void set_options(int fd, bool v6, int buffer_bytes, bool zero_checksum) {
     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
     setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof on);
     setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &ect0, sizeof ect0);
+    setsockopt(fd, IPPROTO_IPV6, kIpv6FlowinfoSend, &on, sizeof on);
   } else {
     setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on);
     setsockopt(fd, IPPROTO_IP, IP_TOS, &ect0, sizeof ect0);
@@ -249,6 +252,7 @@ Result<Ok, Error> UdpHost::open_sockets() {
   wake_event.data.u32 = kWakeToken;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_event);
   planes_.resize(config_.planes.size());
+  port_flow_labels_.resize(config_.planes.size());
   paths_ = config_.srv6_paths;
   if (!paths_.empty())  // every port starts on path port % paths (srv6.h)
     for (int p = 0; p < planes(); ++p) {
@@ -404,6 +408,30 @@ Result<Ok, Error> UdpHost::set_port_path(int plane, uint16_t port,
   return Ok{};
 }
 
+Result<Ok, Error> UdpHost::set_port_flow_label(int plane, uint16_t port, uint32_t label) {
+  const uint32_t first = config_.ev_port_base + plane * config_.ev_ports_per_plane;
+  if (plane < 0 || plane >= planes() || port < first || port >= first + config_.ev_ports_per_plane)
+    return fail(Errc::kInvalidArgument, "port " + std::to_string(port) +
+                                            " is no EV source port of plane " + std::to_string(plane));
+  if (!planes_[plane].local.v6 || planes_[plane].xdp)
+    return fail(Errc::kInvalidArgument, "plane " + std::to_string(plane) + " (" +
+                                            to_string(planes_[plane].local) +
+                                            ") has no flow label: it is not an IPv6 udp plane");
+  if (label > 0xFFFFF) return fail(Errc::kInvalidArgument, "a flow label has 20 bits");
+  auto& labels = port_flow_labels_[static_cast<size_t>(plane)];
+  if (labels.empty()) labels.assign(config_.ev_ports_per_plane, 0);
+  labels[port - first] = label;
+  return Ok{};
+}
+
+uint32_t UdpHost::port_flow_label(int plane, uint16_t port) const {
+  const uint32_t first = config_.ev_port_base + plane * config_.ev_ports_per_plane;
+  if (plane < 0 || plane >= planes() || port < first || port >= first + config_.ev_ports_per_plane)
+    return 0;
+  const auto& labels = port_flow_labels_[static_cast<size_t>(plane)];
+  return labels.empty() ? 0 : labels[port - first];
+}
+
 std::vector<uint16_t> UdpHost::port_path(int plane, uint16_t port) const {
   const uint32_t first = config_.ev_port_base + plane * config_.ev_ports_per_plane;
   if (paths_.empty() || plane < 0 || plane >= planes() || port < first ||
@@ -553,6 +581,8 @@ bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
   r.source_port = static_cast<uint16_t>(first_port + port_index);
   r.fd = plane.xdp ? -1 : plane.tx_fds[port_index];
   r.to = paths_.empty() ? to[0] : to[port_path_[static_cast<size_t>(p)][port_index]];
+  if (const auto& labels = port_flow_labels_[static_cast<size_t>(p)]; !labels.empty())
+    r.to.u.v6.sin6_flowinfo = htonl(labels[port_index]);  // an IPv6 plane (set_port_flow_label)
   return true;
 }
 

@@ -119,6 +119,13 @@ class UdpHost {
   // The path of that EV (empty without SRv6 or for a port outside the plane's range).
   std::vector<uint16_t> port_path(int plane, uint16_t port) const;
   static constexpr size_t kMaxSrv6Paths = 1024;
+  // The IPv6 flow label of the EV of source `port` on `plane` (0: the kernel's own), for
+  // EVs that also carry a flow label (the OCP controller's STEV format). Refused: a port
+  // outside the plane's range, a plane that is not IPv6 on the udp backend, a label over 20
+  // bits. The kernel sends any label unless another socket of the namespace holds an exclusive
+  // flow-label lease (then such sends fail and count as send errors).
+  Result<Ok, Error> set_port_flow_label(int plane, uint16_t port, uint32_t label);
+  uint32_t port_flow_label(int plane, uint16_t port) const;
   // Receives, runs due timers and impairment events, transmits; if nothing could be done,
   // sleeps until a packet arrives, a deadline passes, or `max_wait` elapses.
   void progress(Duration max_wait);
@@ -234,6 +241,8 @@ class UdpHost {
   // into it of each EV source port's path (plane p's port first_port + i: port_path_[p][i]).
   Srv6Paths paths_;
   std::vector<std::vector<uint16_t>> port_path_;
+  // Per plane, each EV source port's flow label (empty: none set on the plane).
+  std::vector<std::vector<uint32_t>> port_flow_labels_;
   std::vector<SocketAddress> reply_cache_;  // IPv6 senders of recent datagrams, by hash
   SocketAddress last_v6_sender_;            // the last IPv6 sender, and its source token
   uint64_t last_v6_token_ = 0;
