@@ -47,6 +47,7 @@
 #include "ocp/ctl_remote.h"
 #include "ocp/ev_gen.h"
 #include "ocp/ev_srv6.h"
+#include "ocp/ev_stev.h"
 #include "ocp/ocp_internal.h"
 
 using namespace mrc;
@@ -154,22 +155,34 @@ void for_each_profile_qp(Nic& nic, uint64_t id, F&& f) {
 
 // The EV format of a profile's EVs: format profile 0 is the device's own (UDP source ports).
 mrc_ctl_ev_fmt_mode format_of(const Nic& nic, uint64_t fmt_id) {
-  auto it = nic.ev_fmt_profiles.find(fmt_id);
-  return fmt_id == 0 || it == nic.ev_fmt_profiles.end() ? MRC_CTL_EV_FMT_MODE_UDP : it->second.mode;
+  return ev_format_of(nic.ev_fmt_profiles, fmt_id);
 }
 
 bool srv6_evs(const Nic& nic, const EvProfile& p) {
   return format_of(nic, p.fmt_id) == MRC_CTL_EV_FMT_MODE_SRV6;
 }
 
+bool stev_evs(const Nic& nic, const EvProfile& p) {
+  return format_of(nic, p.fmt_id) == MRC_CTL_EV_FMT_MODE_STEV;
+}
+
+// SRV6 and STEV EVs are the format's fields packed from val[0]'s first bit (ev_srv6.h,
+// ev_stev.h); UDP ones a source port.
+bool packed_evs(const Nic& nic, const EvProfile& p) {
+  return srv6_evs(nic, p) || stev_evs(nic, p);
+}
+
 // An engine EV as the controller sees it: a source port, or in mode SRV6 an address.
 mrc_ctl_ev make_ev(const Nic& nic, const EvProfile& p, const EvSet::Slot& s) {
-  return srv6_evs(nic, p) ? srv6_ev_of_port(nic, s.plane.value, static_cast<uint16_t>(s.ev.value))
-                          : port_ev(s);
+  const auto port = static_cast<uint16_t>(s.ev.value);
+  if (srv6_evs(nic, p)) return srv6_ev_of_port(nic, s.plane.value, port);
+  if (stev_evs(nic, p)) return stev_ev_of_port(nic, s.plane.value, port);
+  return port_ev(s);
 }
 
 // The slot of a controller EV in a QP's EVs, or kNoSlot.
 uint16_t find_slot(Nic& nic, const EvProfile& p, const EvSet& evs, const mrc_ctl_ev& ev) {
+  if (stev_evs(nic, p)) return find_port_slot(evs, stev_port(ev), ev.port);
   if (!srv6_evs(nic, p)) return find_port_slot(evs, ev_port(ev), ev.port);
   const auto port = srv6_ev_port(nic, ev, false);
   return port.ok() ? find_port_slot(evs, port.value(), ev.port) : EvSet::kNoSlot;
@@ -229,13 +242,16 @@ uint32_t format_bits(const Nic& nic, uint64_t fmt_id) {
 
 // 0 if QPs of the profile can send `ev`, else EINVAL (for an SRv6 EV, saying why).
 int check_ev(const Nic& nic, const EvProfile& p, const mrc_ctl_ev& ev) {
-  if (!srv6_evs(nic, p)) return valid_port_ev(nic, ev) ? 0 : EINVAL;
-  auto path = srv6_ev_path(nic, ev);
-  if (!path.ok()) return refuse(EINVAL, path.error().message);
+  if (!packed_evs(nic, p)) return valid_port_ev(nic, ev) ? 0 : EINVAL;
+  if (stev_evs(nic, p)) {
+    if (const std::string bad = check_stev_ev(nic, ev); !bad.empty()) return refuse(EINVAL, bad);
+  } else if (auto path = srv6_ev_path(nic, ev); !path.ok()) {
+    return refuse(EINVAL, path.error().message);
+  }
   const uint32_t bits = format_bits(nic, p.fmt_id);
   for (uint32_t b = bits; b < 128; ++b)
     if ((ev.val[b / 8] >> (7 - b % 8)) & 1)
-      return refuse(EINVAL, "SRv6 EV " + ev_text(ev) + ": bits past the EV format's " +
+      return refuse(EINVAL, "EV " + ev_text(ev) + ": bits past the EV format's " +
                                 std::to_string(bits) + " must be zero");
   return 0;
 }
@@ -388,22 +404,22 @@ int ev_fields_op(const Nic& nic, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool 
   if (p.state != MRC_CTL_PROFILE_OFFLINE) return p.state == MRC_CTL_PROFILE_ONLINE ? EBUSY : EINVAL;
   if (op.field_count > kMaxEvFields) return E2BIG;
   std::vector<mrc_ctl_ev_field> fields(op.fields, op.fields + op.field_count);
-  const bool srv6 = srv6_evs(nic, p);
-  if (const std::string bad =
-          srv6 ? check_ev_fields(fields, 32, format_bits(nic, p.fmt_id)) : check_ev_fields(fields);
+  const bool packed = packed_evs(nic, p);
+  if (const std::string bad = packed ? check_ev_fields(fields, 32, format_bits(nic, p.fmt_id))
+                                     : check_ev_fields(fields);
       !bad.empty())
-    return srv6 ? refuse(EINVAL, "SRv6 EV field rules: " + bad) : EINVAL;
+    return packed ? refuse(EINVAL, "EV field rules: " + bad) : EINVAL;
   auto fmt = nic.ev_fmt_profiles.find(p.fmt_id);
   if (p.fmt_id != 0 && fmt != nic.ev_fmt_profiles.end() && !fmt->second.fields.empty()) {
     const auto& formats = fmt->second.fields;
     uint32_t width = 0;
     for (const auto& f : fields) width += f.width;
     if (fields.size() > formats.size() || width > format_bits(nic, p.fmt_id)) return EINVAL;
-    for (size_t i = 0; srv6 && i < fields.size(); ++i)  // each value fills its format field
+    for (size_t i = 0; packed && i < fields.size(); ++i)  // each value fills its format field
       if (fields[i].width > formats[i].width)
-        return refuse(EINVAL, "SRv6 EV field " + std::to_string(i) +
-                                  " is wider than format field " + std::to_string(i) + " (" +
-                                  std::to_string(formats[i].width) + " bits)");
+        return refuse(EINVAL, "EV field " + std::to_string(i) + " is wider than format field " +
+                                  std::to_string(i) + " (" + std::to_string(formats[i].width) +
+                                  " bits)");
   }
   p.fields = std::move(fields);
   return 0;
@@ -425,33 +441,43 @@ int generate_list(const Nic& nic, uint64_t id, EvProfile& p) {
   if (p.fields.empty()) return EINVAL;
   uint64_t seed = id * 0x9E3779B97F4A7C15ull;
   for (char c : nic.spec->name) seed = (seed ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
-  if (!srv6_evs(nic, p)) {
+  if (!packed_evs(nic, p)) {
     p.list = generate_evs(p.fields, p.count, plane_ranges(nic), seed);
     return p.list.empty() ? EINVAL : 0;  // the rules reach none of the device's source ports
   }
   std::vector<uint32_t> widths;
   for (const auto& f : nic.ev_fmt_profiles.at(p.fmt_id).fields) widths.push_back(f.width);
-  const auto plane_of = [&](const mrc_ctl_ev& drawn) {  // the plane of the block it carries
+  const bool srv6 = srv6_evs(nic, p);
+  const std::vector<PortRange> ranges = plane_ranges(nic);
+  const auto plane_of = [&](const mrc_ctl_ev& drawn) {  // the plane its block or port names
+    int plane = srv6 ? srv6_plane_of(nic, drawn) : -1;
+    for (size_t k = 0; !srv6 && k < ranges.size(); ++k)
+      if (stev_port(drawn) - ranges[k].first < ranges[k].count) plane = static_cast<int>(k);
     mrc_ctl_ev ev = drawn;
-    ev.port = static_cast<uint8_t>(srv6_plane_of(nic, drawn) + 1);
-    return ev.port > 0 && srv6_ev_path(nic, ev).ok() ? ev.port - 1 : -1;
+    ev.port = static_cast<uint8_t>(plane + 1);
+    const bool ok =
+        plane >= 0 && (srv6 ? srv6_ev_path(nic, ev).ok() : check_stev_ev(nic, ev).empty());
+    return ok ? plane : -1;
   };
   p.list = generate_address_evs(p.fields, widths, p.count, nic.spec->planes.size(), plane_of, seed);
   if (p.list.empty())
-    return refuse(EINVAL,
-                  "SRv6 EV field rules draw no EV of this device: the first 32 bits must "
-                  "be a plane's locator block, then 1 to 5 non-zero uSIDs");
+    return refuse(EINVAL, srv6 ? "SRv6 EV field rules draw no EV of this device: the first 32 bits "
+                                 "must be a plane's locator block, then 1 to 5 non-zero uSIDs"
+                               : "STEV EV field rules draw no EV of this device: the first 16 bits "
+                                 "must be one of a plane's EV source ports");
   return 0;
 }
 
-// OFFLINE -> ONLINE of a profile of SRv6 EVs: each bound to an EV source port (ev_srv6.h), or
-// none and the profile stays OFFLINE.
-int bind_srv6_list(Nic& nic, uint64_t id, EvProfile& p) {
+// OFFLINE -> ONLINE of a profile of SRv6 or STEV EVs: each SRv6 EV bound to an EV source port
+// (ev_srv6.h), each STEV EV's label put on its port (ev_stev.h); or none, and the profile stays
+// OFFLINE.
+int bind_packed_list(Nic& nic, uint64_t id, EvProfile& p) {
   if (p.mode == MRC_CTL_EV_MODE_AUTO)
-    return refuse(EINVAL, "EV profile " + std::to_string(id) +
-                              ": an AUTO profile's EVs are the device's own source ports (EV "
-                              "format 0 or a UDP one); SRv6 EVs come in EXP or GEN profiles");
-  auto bound = srv6_bind_all(nic, p.list);
+    return refuse(EINVAL,
+                  "EV profile " + std::to_string(id) +
+                      ": an AUTO profile's EVs are the device's own source ports (EV "
+                      "format 0 or a UDP one); SRv6 and STEV EVs come in EXP or GEN profiles");
+  auto bound = srv6_evs(nic, p) ? srv6_bind_all(nic, p.list) : stev_bind_all(nic, id, p.list);
   if (bound.ok()) return 0;
   if (p.mode == MRC_CTL_EV_MODE_GEN) p.list.clear();
   return refuse(bound.error().code == Errc::kResourceExhausted ? ENOSPC : EINVAL,
@@ -473,8 +499,8 @@ int ev_state_change(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_profile_state t
   }
   if (to == MRC_CTL_PROFILE_ONLINE && p.mode == MRC_CTL_EV_MODE_GEN)
     if (int e = generate_list(nic, id, p)) return e;
-  if (to == MRC_CTL_PROFILE_ONLINE && srv6_evs(nic, p))
-    if (int e = bind_srv6_list(nic, id, p)) return e;
+  if (to == MRC_CTL_PROFILE_ONLINE && packed_evs(nic, p))
+    if (int e = bind_packed_list(nic, id, p)) return e;
   if (to != MRC_CTL_PROFILE_ONLINE && p.mode == MRC_CTL_EV_MODE_GEN) p.list.clear();
   if (to == MRC_CTL_PROFILE_OFFLINE && p.state == MRC_CTL_PROFILE_INIT &&
       p.mode == MRC_CTL_EV_MODE_EXP)
@@ -589,11 +615,10 @@ int cc_modify(CcProfile& p, mrc_ctl_cc_profile_attr& a, int mask) {
 int fmt_mode(const Nic& nic, EvFmtProfile& p, const mrc_ctl_ev_fmt_profile_attr& a, uint64_t id) {
   const int64_t mode = raw(a.ev_fmt_mode);
   const std::string name = "EV format profile " + std::to_string(id);
-  if (mode == MRC_CTL_EV_FMT_MODE_STEV)
-    return refuse(EOPNOTSUPP, name +
-                                  ": STEV (EV bits in the IPv6 flow label) is not "
-                                  "supported; this device's EV formats are UDP and SRV6");
-  if (mode == MRC_CTL_EV_FMT_MODE_SRV6) {
+  if (mode == MRC_CTL_EV_FMT_MODE_STEV) {
+    if (const std::string problem = stev_device_problem(nic); !problem.empty())
+      return refuse(EINVAL, name + ": mode STEV does not match the planes: " + problem);
+  } else if (mode == MRC_CTL_EV_FMT_MODE_SRV6) {
     if (const std::string problem = srv6_device_problem(nic); !problem.empty())
       return refuse(EINVAL, name + ": mode SRV6 does not match the planes: " + problem);
   } else if (mode != MRC_CTL_EV_FMT_MODE_UDP) {
@@ -612,9 +637,10 @@ int fmt_fields(EvFmtProfile& p, const mrc_ctl_ev_fmt_profile_attr& a, uint64_t i
     return EINVAL;
   if (op.fmt_field_count > 16) return E2BIG;
   std::vector<mrc_ctl_ev_fmt_field> fields(op.fmt_fields, op.fmt_fields + op.fmt_field_count);
-  if (p.mode == MRC_CTL_EV_FMT_MODE_SRV6) {
-    if (const std::string bad = check_srv6_format(fields); !bad.empty())
-      return refuse(E2BIG, "EV format profile " + std::to_string(id) + ": " + bad);
+  if (p.mode == MRC_CTL_EV_FMT_MODE_SRV6 || p.mode == MRC_CTL_EV_FMT_MODE_STEV) {
+    const std::string bad =
+        p.mode == MRC_CTL_EV_FMT_MODE_SRV6 ? check_srv6_format(fields) : check_stev_format(fields);
+    if (!bad.empty()) return refuse(E2BIG, "EV format profile " + std::to_string(id) + ": " + bad);
   } else {
     int width = 0;
     for (const auto& f : fields) width += f.width;
@@ -758,6 +784,20 @@ bool same_address(const io::PlaneAddress& a, const io::PlaneAddress& b) {
   return x.family() == y.family() && std::memcmp(x.bytes(), y.bytes(), x.byte_count()) == 0;
 }
 
+// The source port of a probe's STEV EV, which is given the EV's flow label unless an ONLINE
+// profile's EV holds it at another (EBUSY).
+int probe_stev_port(Nic& nic, const mrc_ctl_ep_req& r, uint16_t& port) {
+  const std::string name = "EV probe " + std::to_string(r.req_id) + ": ";
+  if (const std::string problem = stev_device_problem(nic); !problem.empty())
+    return refuse(EINVAL, name + problem);
+  if (const std::string bad = check_stev_ev(nic, r.req_ev); !bad.empty())
+    return refuse(EINVAL, name + bad);
+  auto set = stev_bind_all(nic, UINT64_MAX, {r.req_ev});
+  if (!set.ok()) return refuse(EBUSY, name + set.error().message);
+  port = stev_port(r.req_ev);
+  return 0;
+}
+
 // The EV source port a probe's EV names (errno value, 0 = found): one of ours (mode UDP), or the
 // port bound to its path (mode SRV6, binding one if none is: ev_srv6.h).
 int probe_port(Nic& nic, const mrc_ctl_ep_req& r, uint16_t& port) {
@@ -766,7 +806,8 @@ int probe_port(Nic& nic, const mrc_ctl_ep_req& r, uint16_t& port) {
     port = ev_port(r.req_ev);
     return 0;
   }
-  if (raw(r.ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_SRV6) return EOPNOTSUPP;  // STEV, or no mode
+  if (raw(r.ev_fmt_mode) == MRC_CTL_EV_FMT_MODE_STEV) return probe_stev_port(nic, r, port);
+  if (raw(r.ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_SRV6) return EOPNOTSUPP;  // no such mode
   auto bound = srv6_ev_port(nic, r.req_ev, true);
   if (!bound.ok())
     return refuse(bound.error().code == Errc::kResourceExhausted ? ENOSPC : EINVAL,
@@ -886,7 +927,8 @@ int ctl_apply_ev_profile(Nic& nic, uint64_t id, QpConfig& config) {
     config.ev_list.clear();
     const bool srv6 = srv6_evs(nic, it->second);
     for (const mrc_ctl_ev& ev : it->second.list) {
-      // An SRv6 EV's port was bound when the profile went ONLINE (bind_srv6_list).
+      // An SRv6 EV's port was bound when the profile went ONLINE (bind_packed_list); a STEV or
+      // UDP EV names its port in its first two bytes.
       auto bound = srv6 ? srv6_ev_port(nic, ev, false) : Result<uint16_t, Error>(ev_port(ev));
       const uint16_t port = bound.ok() ? bound.value() : 0;
       config.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(ev.port - 1)), Ev(port)});
@@ -994,8 +1036,10 @@ int mrc_ctl_query_device_ex(ibv_context* context, mrc_context* mcontext, mrc_ctl
   attr->ev.ev_max_count_profile = 256;
   attr->ev.ev_count_align = planes;
   const bool srv6 = srv6_device_problem(*soft->nic).empty();  // SRV6 format profiles
-  attr->ev.ev_max_width = srv6 ? 128 : 16;
-  attr->ev.ev_fmt_mode_mask = MRC_CTL_EV_FMT_MODE_UDP | (srv6 ? MRC_CTL_EV_FMT_MODE_SRV6 : 0);
+  const bool stev = stev_device_problem(*soft->nic).empty();  // STEV ones
+  attr->ev.ev_max_width = srv6 ? 128 : stev ? 32 : 16;
+  attr->ev.ev_fmt_mode_mask = MRC_CTL_EV_FMT_MODE_UDP | (srv6 ? MRC_CTL_EV_FMT_MODE_SRV6 : 0) |
+                              (stev ? MRC_CTL_EV_FMT_MODE_STEV : 0);
   attr->ev.ev_mode_mask = MRC_CTL_EV_MODE_AUTO | MRC_CTL_EV_MODE_EXP | MRC_CTL_EV_MODE_GEN;
   attr->cc.cc_max_profiles = 64;
   attr->cc.algorithms = const_cast<const char**>(kAlgorithms);

@@ -57,25 +57,46 @@ uint16_t ev_value(const mrc_ctl_ev& ev) {
   return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]);
 }
 
-// An EV's value in JSON: a source port (format UDP), or an SRv6 EV's address as text.
+// An EV's value in JSON: a source port (format UDP), a STEV EV as "PORT:0xLABEL", or an SRv6
+// EV's address as text.
 json ev_json(const mrc_ctl_ev& ev) {
-  if (std::all_of(ev.val + 2, ev.val + sizeof ev.val, [](uint8_t b) { return b == 0; }))
-    return ev_value(ev);
+  const auto zero = [&](size_t from) {
+    return std::all_of(ev.val + from, ev.val + sizeof ev.val, [](uint8_t b) { return b == 0; });
+  };
+  if (zero(2)) return ev_value(ev);
+  if (zero(4)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%u:0x%x", ev_value(ev), ev.val[2] << 8 | ev.val[3]);
+    return std::string(text);
+  }
   in6_addr a{};
   std::memcpy(a.s6_addr, ev.val, sizeof a.s6_addr);
   return io::address_text(io::SocketAddress::ipv6(a, 0));
 }
 
-// "ev" of a request: a source port, or an SRv6 EV as an IPv6 address ("fd00:1:200::"); the
-// EV format it is in comes back in `mode`.
+// "ev" of a request: a source port, a STEV EV ("50001:0x1234": its source port and flow label),
+// or an SRv6 EV as an IPv6 address ("fd00:1:200::"); the EV format it is in comes back in
+// `mode`.
 bool get_ev(const json& req, uint64_t port, mrc_ctl_ev& ev, mrc_ctl_ev_fmt_mode& mode) {
   ev = mrc_ctl_ev{};
   ev.port = static_cast<uint8_t>(port);
   mode = MRC_CTL_EV_FMT_MODE_UDP;
   auto it = req.find("ev");
   if (it != req.end() && it->is_string()) {
-    mode = MRC_CTL_EV_FMT_MODE_SRV6;
-    return inet_pton(AF_INET6, it->get<std::string>().c_str(), ev.val) == 1;
+    const std::string text = it->get<std::string>();
+    if (std::count(text.begin(), text.end(), ':') != 1) {
+      mode = MRC_CTL_EV_FMT_MODE_SRV6;
+      return inet_pton(AF_INET6, text.c_str(), ev.val) == 1;
+    }
+    mode = MRC_CTL_EV_FMT_MODE_STEV;
+    char* end = nullptr;
+    const unsigned long source = std::strtoul(text.c_str(), &end, 10);
+    if (*end != ':') return false;
+    const unsigned long label = std::strtoul(end + 1, &end, 0);
+    if (*end != '\0' || source > 0xFFFF || label > 0xFFFF) return false;
+    ev.val[0] = static_cast<uint8_t>(source >> 8), ev.val[1] = static_cast<uint8_t>(source);
+    ev.val[2] = static_cast<uint8_t>(label >> 8), ev.val[3] = static_cast<uint8_t>(label);
+    return true;
   }
   uint64_t value = 0;
   if (!get_uint(req, "ev", 65535, value, true)) return false;
@@ -264,7 +285,8 @@ json op_ev_set(mrc_context& ctx, const json& req) {
       !get_uint(req, "port", 255, port, true) || !get_ev(req, port, ev, mode) ||
       state == req.end() || !state->is_string() || (*state != "denied" && *state != "good"))
     return refuse(EINVAL,
-                  "ev-set needs \"ev\": <source port, or an SRv6 EV's address>, \"port\": N, "
+                  "ev-set needs \"ev\": <source port, \"PORT:0xLABEL\" (STEV) or an SRv6 EV's "
+                  "address>, \"port\": N, "
                   "\"state\": \"denied\" | \"good\"");
   mrc_ctl_ev_profile_attr attr{};
   if (mrc_ctl_query_ev_profile(&ctx, profile, &attr, 0) != 0)
@@ -342,7 +364,8 @@ json op_probe(Nic& nic, mrc_context& ctx, const json& req) {
       count == 0 || !get_uint(req, "timeout_ms", 5000, timeout_ms, false) ||
       (to != req.end() && !to->is_string()))
     return refuse(EINVAL,
-                  "probe needs \"ev\": <source port, or an SRv6 EV's address>, \"port\": N [, "
+                  "probe needs \"ev\": <source port, \"PORT:0xLABEL\" (STEV) or an SRv6 EV's "
+                  "address>, \"port\": N [, "
                   "\"qpn\" or \"to\": <address>, \"count\" 1-64, \"timeout_ms\" <= 5000]");
   reqs.resize(count);
   in_addr address{};
@@ -354,7 +377,7 @@ json op_probe(Nic& nic, mrc_context& ctx, const json& req) {
     } else if (inet_pton(AF_INET6, text.c_str(), reqs[0].dgid.raw) != 1) {
       return refuse(EINVAL, "\"to\": " + text + " is not an IPv4 or IPv6 address");
     }
-  } else if (reqs[0].ev_fmt_mode != MRC_CTL_EV_FMT_MODE_UDP) {
+  } else if (reqs[0].ev_fmt_mode == MRC_CTL_EV_FMT_MODE_SRV6) {
     return refuse(EINVAL, "a probe on an SRv6 EV needs \"to\": the destination's locator");
   } else if (!probe_dest(nic, qpn, reqs[0].req_ev, reqs[0])) {
     return refuse(

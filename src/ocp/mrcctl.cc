@@ -44,8 +44,8 @@ const char* const kUsage = R"(usage: mrcctl [-j|--json] OBJECT COMMAND [ARGUMENT
   watch DEV [count N]                       EV state changes of every QP as they happen
 
 An EV is named by its UDP source port and the port (plane, 1-based) it leaves from, as
-`mrcctl ev show` lists them; an SRv6 EV of an EXP or GEN profile by its address
-(fd00:1:200::, as `mrcctl ev profile show` lists it). DEV is served by the process that opened it (any program using
+`mrcctl ev show` lists them; a STEV EV by its source port and flow label (50001:0x1234), an
+SRv6 EV by its address (fd00:1:200::), as `mrcctl ev profile show` lists them. DEV is served by the process that opened it (any program using
 lib_mrc.so); sockets are in $MRC_CTL_DIR, /run/mrc (root), $XDG_RUNTIME_DIR/mrc or
 /tmp/mrc-<uid>. Exit status: 0 done, 1 refused (the message says why), 2 usage,
 3 no such device or no process serving it.
@@ -315,10 +315,10 @@ int cmd_ev(const Options& o, const std::vector<std::string>& a) {
   }
   uint64_t number = 0, port = 0;
   json ev;  // a source port, or an SRv6 EV's address (checked by the device's owner)
-  const bool srv6 = a.size() >= 5 && a[3].find(':') != std::string::npos;
+  const bool text_ev = a.size() >= 5 && a[3].find(':') != std::string::npos;  // SRv6 or STEV
   const bool ev_args =
-      a.size() >= 5 && (srv6 || parse_uint(a[3], 65535, number)) && parse_uint(a[4], 255, port);
-  if (ev_args) ev = srv6 ? json(a[3]) : json(number);
+      a.size() >= 5 && (text_ev || parse_uint(a[3], 65535, number)) && parse_uint(a[4], 255, port);
+  if (ev_args) ev = text_ev ? json(a[3]) : json(number);
   if (ev_args && (a[1] == "deny" || a[1] == "allow") && options_after(a, 5, {"profile"}, req)) {
     req.update({{"op", "ev-set"},
                 {"ev", ev},

@@ -65,6 +65,13 @@ struct EvFmtProfile {
   bool mode_set = false;  // as EvProfile::mode_set
   std::vector<mrc_ctl_ev_fmt_field> fields;
 };
+// The EV format of EV profiles naming format profile `fmt_id`: 0, or one not found, is the
+// device's own (UDP source ports).
+inline mrc_ctl_ev_fmt_mode ev_format_of(const std::map<uint64_t, EvFmtProfile>& formats,
+                                        uint64_t fmt_id) {
+  auto it = formats.find(fmt_id);
+  return fmt_id == 0 || it == formats.end() ? MRC_CTL_EV_FMT_MODE_UDP : it->second.mode;
+}
 struct CcProfile {
   mrc_ctl_profile_state state = MRC_CTL_PROFILE_INIT;
   std::string algorithm;  // "" = congestion control off

@@ -2,7 +2,7 @@
  * examples/mrc_ctl_exp_ev.md and mrc_ctl_gen_ev.md set them up, on an SRv6 device (srv6=).
  *
  *   mrc_ctl_srv6 api <srv6 device> <IPv4 device> <IPv6 device without srv6=>
- *     - the device offers format modes UDP and SRV6, not STEV (EOPNOTSUPP);
+ *     - the device offers format modes UDP, SRV6 and STEV (its planes are IPv6);
  *     - OCP's SRv6 format profile (a 32-bit locator and four 16-bit uSIDs) goes ONLINE; its
  *       SRv6+SRH profile (224 bits) and a format of no whole uSIDs are E2BIG and leave no
  *       profile; SRV6 on the IPv4 device and on the IPv6 device without srv6= is EINVAL;
@@ -100,7 +100,7 @@ static void check_formats(struct mrc_context *ctx, struct mrc_context *v4, struc
   struct mrc_ctl_ev_fmt_field odd[2] = {{32}, {8}};
   struct mrc_ctl_ev_fmt_field stev[2] = {{16}, {16}};
   struct mrc_ctl_ev_fmt_profile_attr q;
-  EXPECT_ERRNO(fmt_profile(ctx, 13, MRC_CTL_EV_FMT_MODE_STEV, stev, 2), EOPNOTSUPP);
+  CHECK(fmt_profile(ctx, 13, MRC_CTL_EV_FMT_MODE_STEV, stev, 2) == 0, "a STEV format on IPv6 planes");
   EXPECT_ERRNO(fmt_profile(ctx, 15, MRC_CTL_EV_FMT_MODE_SRV6, srh, 12), E2BIG);
   EXPECT_ERRNO(mrc_ctl_query_ev_fmt_profile(ctx, 15, &q, 0), EINVAL); /* nothing created */
   EXPECT_ERRNO(fmt_profile(ctx, 16, MRC_CTL_EV_FMT_MODE_SRV6, odd, 2), E2BIG);
@@ -193,9 +193,9 @@ static int run_api(const char *srv6_device, const char *v4_device, const char *p
   CHECK(ctx && ctx4 && ctx6, "mrc_create_context");
   struct mrc_ctl_device_attr d;
   CHECK(mrc_ctl_query_device(dev, &d) == 0 && (d.ev.ev_fmt_mode_mask & MRC_CTL_EV_FMT_MODE_SRV6) &&
-            (d.ev.ev_fmt_mode_mask & MRC_CTL_EV_FMT_MODE_UDP) && !(d.ev.ev_fmt_mode_mask & MRC_CTL_EV_FMT_MODE_STEV) &&
+            (d.ev.ev_fmt_mode_mask & MRC_CTL_EV_FMT_MODE_UDP) && (d.ev.ev_fmt_mode_mask & MRC_CTL_EV_FMT_MODE_STEV) &&
             d.ev.ev_max_width == 128,
-        "SRv6 device offers formats UDP and SRV6, 128-bit EVs");
+        "SRv6 device offers formats UDP, SRV6 and STEV, 128-bit EVs");
   CHECK(mrc_ctl_query_device(v4, &d) == 0 && d.ev.ev_fmt_mode_mask == MRC_CTL_EV_FMT_MODE_UDP,
         "IPv4 device offers format UDP only");
   check_formats(ctx, ctx4, ctx6);
