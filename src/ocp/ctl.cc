@@ -789,7 +789,7 @@ bool same_address(const io::PlaneAddress& a, const io::PlaneAddress& b) {
 int probe_stev_port(Nic& nic, const mrc_ctl_ep_req& r, uint16_t& port) {
   const std::string name = "EV probe " + std::to_string(r.req_id) + ": ";
   if (const std::string problem = stev_device_problem(nic); !problem.empty())
-    return refuse(EINVAL, name + problem);
+    return refuse(EOPNOTSUPP, name + problem);  // a format the device does not offer
   if (const std::string bad = check_stev_ev(nic, r.req_ev); !bad.empty())
     return refuse(EINVAL, name + bad);
   auto set = stev_bind_all(nic, UINT64_MAX, {r.req_ev});
@@ -808,6 +808,8 @@ int probe_port(Nic& nic, const mrc_ctl_ep_req& r, uint16_t& port) {
   }
   if (raw(r.ev_fmt_mode) == MRC_CTL_EV_FMT_MODE_STEV) return probe_stev_port(nic, r, port);
   if (raw(r.ev_fmt_mode) != MRC_CTL_EV_FMT_MODE_SRV6) return EOPNOTSUPP;  // no such mode
+  if (const std::string problem = srv6_device_problem(nic); !problem.empty())
+    return refuse(EOPNOTSUPP, "EV probe " + std::to_string(r.req_id) + ": " + problem);
   auto bound = srv6_ev_port(nic, r.req_ev, true);
   if (!bound.ok())
     return refuse(bound.error().code == Errc::kResourceExhausted ? ENOSPC : EINVAL,
