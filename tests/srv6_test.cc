@@ -83,7 +83,8 @@ TEST(Srv6, AnEvAddressCarriesItsPath) {
   EXPECT_EQ(srv6_ev_path(v6("fd00:1:1:2:3:4:5::"), locator).value(),
             (std::vector<uint16_t>{1, 2, 3, 4, 5}));
   const std::pair<const char*, const char*> bad[] = {
-      {"fd00:2:200::", "its block (first 32 bits) is not that of the plane's locator fd00:1:101:301::"},
+      {"fd00:2:200::",
+       "its block (first 32 bits) is not that of the plane's locator fd00:1:101:301::"},
       {"fd00:1::", "no uSID after the block names a path"},
       {"fd00:1:200:0:100::", "a uSID follows a zero one"},
       {"fd00:1:1:2:3:4:5:6", "at most 5 uSIDs per path"},

@@ -333,7 +333,8 @@ TEST(UdpLoopback, AnEvSourcePortTakesThePathItIsGiven) {
   ASSERT_TRUE(h.add_peer(locators).ok());
   ASSERT_TRUE(h.set_port_path(1, first, {0x100, 0x202}).ok());
   EXPECT_EQ(h.port_path(1, first), (std::vector<uint16_t>{0x100, 0x202}));
-  EXPECT_EQ(h.port_path(0, static_cast<uint16_t>(c.ev_port_base)), c.srv6_paths[c.ev_port_base % 2]);
+  EXPECT_EQ(h.port_path(0, static_cast<uint16_t>(c.ev_port_base)),
+            c.srv6_paths[c.ev_port_base % 2]);
   // Refused, nothing changed: a port of another plane, a bad path, a peer without room.
   EXPECT_FALSE(h.set_port_path(1, static_cast<uint16_t>(c.ev_port_base), {0x200}).ok());
   EXPECT_FALSE(h.set_port_path(1, first, {}).ok());
@@ -346,7 +347,8 @@ TEST(UdpLoopback, AnEvSourcePortTakesThePathItIsGiven) {
   // Without SRv6 mode there are no paths to set.
   auto plain = UdpHost::open(host_config(0, 26, Impairment{}));
   ASSERT_TRUE(plain.ok()) << plain.error().message;
-  EXPECT_FALSE(plain.value()->set_port_path(0, static_cast<uint16_t>(c.ev_port_base), {0x200}).ok());
+  EXPECT_FALSE(
+      plain.value()->set_port_path(0, static_cast<uint16_t>(c.ev_port_base), {0x200}).ok());
   EXPECT_TRUE(plain.value()->port_path(0, static_cast<uint16_t>(c.ev_port_base)).empty());
 }
 

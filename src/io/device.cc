@@ -18,8 +18,7 @@ Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
   UdpHostConfig hc;
   hc.planes = config.planes;
   hc.ev_port_base = config.ev_port_base;
-  hc.ev_ports_per_plane =
-      static_cast<uint16_t>(ev_source_ports(config.planes.size()) / config.planes.size());
+  hc.ev_ports_per_plane = ev_source_ports_per_plane(config.planes.size());
   hc.impairment = config.impairment;
   hc.gso = hc.gro = config.gso;
   hc.backend = config.backend;
@@ -52,8 +51,7 @@ Device::~Device() {
 
 void Device::configure(QpConfig& c, SecureMode secure) const {
   c.ev_port_base = config_.ev_port_base;
-  c.ev_ports_per_plane =
-      static_cast<uint16_t>(ev_source_ports(config_.planes.size()) / config_.planes.size());
+  c.ev_ports_per_plane = ev_source_ports_per_plane(config_.planes.size());
   if (c.ev_burst_packets == 0) c.ev_burst_packets = kUdpDefaultEvBurst;
   if (c.ack_every_packets == 0) c.ack_every_packets = kUdpDefaultAckEvery;
   if (c.nscc.target_delay_ns == 0) c.nscc.target_delay_ns = kUdpDefaultTargetDelayNs;

@@ -411,8 +411,9 @@ Result<Ok, Error> UdpHost::set_port_path(int plane, uint16_t port,
 Result<Ok, Error> UdpHost::set_port_flow_label(int plane, uint16_t port, uint32_t label) {
   const uint32_t first = config_.ev_port_base + plane * config_.ev_ports_per_plane;
   if (plane < 0 || plane >= planes() || port < first || port >= first + config_.ev_ports_per_plane)
-    return fail(Errc::kInvalidArgument, "port " + std::to_string(port) +
-                                            " is no EV source port of plane " + std::to_string(plane));
+    return fail(
+        Errc::kInvalidArgument,
+        "port " + std::to_string(port) + " is no EV source port of plane " + std::to_string(plane));
   if (!planes_[plane].local.v6 || planes_[plane].xdp)
     return fail(Errc::kInvalidArgument, "plane " + std::to_string(plane) + " (" +
                                             to_string(planes_[plane].local) +

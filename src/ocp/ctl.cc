@@ -225,7 +225,7 @@ bool valid_port_ev(const Nic& nic, const mrc_ctl_ev& ev) {
   if (ev.port < 1 || ev.port > planes) return false;
   for (size_t i = 2; i < sizeof ev.val; ++i)
     if (ev.val[i] != 0) return false;
-  const uint32_t per_plane = mrc::ev_source_ports(planes) / static_cast<uint32_t>(planes);
+  const uint32_t per_plane = io::ev_source_ports_per_plane(planes);
   const uint32_t first = nic.spec->ev_port_base + (ev.port - 1u) * per_plane;
   return ev_port(ev) >= first && ev_port(ev) < first + per_plane;
 }
@@ -263,7 +263,7 @@ bool has_list(const EvProfile& p) {
 
 std::vector<PortRange> plane_ranges(const Nic& nic) {
   const size_t planes = nic.spec->planes.size();
-  const uint32_t per_plane = mrc::ev_source_ports(planes) / static_cast<uint32_t>(planes);
+  const uint32_t per_plane = io::ev_source_ports_per_plane(planes);
   std::vector<PortRange> out;
   for (size_t p = 0; p < planes; ++p)
     out.push_back(

@@ -20,7 +20,7 @@ constexpr uint32_t kMaxFormatFieldBits = 32;  // an EV field (mrc_ctl_ev_field) 
 
 uint32_t ports_per_plane(const Nic& nic) {
   const size_t planes = nic.spec->planes.size();
-  return io::ev_source_ports(planes) / static_cast<uint32_t>(planes);
+  return io::ev_source_ports_per_plane(planes);
 }
 
 uint32_t first_port(const Nic& nic, int plane) {

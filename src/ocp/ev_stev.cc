@@ -20,7 +20,7 @@ std::string hex(uint32_t label) {
 
 uint32_t ports_per_plane(const Nic& nic) {
   const size_t planes = nic.spec->planes.size();
-  return io::ev_source_ports(planes) / static_cast<uint32_t>(planes);
+  return io::ev_source_ports_per_plane(planes);
 }
 
 // The labels the EVs of ONLINE STEV profiles (but profile `except`) put on their ports.

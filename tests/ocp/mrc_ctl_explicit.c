@@ -38,13 +38,7 @@ static struct mrc_ctl_ev make_ev(uint8_t plane, uint32_t index) {
 }
 
 static int ev_op(struct mrc_context *ctx, enum mrc_ctl_ev_op op, struct mrc_ctl_ev_op_entry *e, int n, int query) {
-  struct mrc_ctl_ev_profile_attr a;
-  memset(&a, 0, sizeof a);
-  a.ev_op.op = op;
-  a.ev_op.entries = e;
-  a.ev_op.entry_count = n;
-  return query ? mrc_ctl_query_ev_profile(ctx, g_profile, &a, MRC_CTL_EV_PROFILE_EV_OP)
-               : mrc_ctl_modify_ev_profile(ctx, g_profile, &a, MRC_CTL_EV_PROFILE_EV_OP);
+  return ctl_ev_op(ctx, g_profile, op, e, n, query);
 }
 
 static int replace(struct mrc_context *ctx, struct mrc_ctl_ev from, struct mrc_ctl_ev to) {
@@ -53,10 +47,7 @@ static int replace(struct mrc_context *ctx, struct mrc_ctl_ev from, struct mrc_c
 }
 
 static int set_state(struct mrc_context *ctx, enum mrc_ctl_profile_state state) {
-  struct mrc_ctl_ev_profile_attr a;
-  memset(&a, 0, sizeof a);
-  a.profile_state = state;
-  return mrc_ctl_modify_ev_profile(ctx, g_profile, &a, MRC_CTL_EV_PROFILE_STATE);
+  return ctl_profile_state(ctx, g_profile, state);
 }
 
 static enum mrc_ctl_ev_state state_of(struct mrc_context *ctx, struct mrc_ctl_ev ev) {

@@ -27,70 +27,14 @@
 #include "mrc_ctl.h"
 #include "ocp_common.h"
 
-static int fmt_profile(struct mrc_context *ctx, uint64_t id, enum mrc_ctl_ev_fmt_mode mode,
-                       struct mrc_ctl_ev_fmt_field *fields, int n) {
-  struct mrc_ctl_ev_fmt_profile_attr a;
-  memset(&a, 0, sizeof a);
-  a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-  a.ev_fmt_mode = mode;
-  a.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
-  a.ev_fmt_op.fmt_fields = fields;
-  a.ev_fmt_op.fmt_field_count = n;
-  if (mrc_ctl_modify_ev_fmt_profile(ctx, id, &a,
-                                    MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE |
-                                        MRC_CTL_EV_FMT_PROFILE_OP) != 0)
-    return -1;
-  memset(&a, 0, sizeof a);
-  a.profile_state = MRC_CTL_PROFILE_ONLINE;
-  return mrc_ctl_modify_ev_fmt_profile(ctx, id, &a, MRC_CTL_EV_FMT_PROFILE_STATE);
-}
-
-static int ev_state(struct mrc_context *ctx, uint64_t id, enum mrc_ctl_profile_state state) {
-  struct mrc_ctl_ev_profile_attr a;
-  memset(&a, 0, sizeof a);
-  a.profile_state = state;
-  return mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_STATE);
-}
-
-static int replace(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev ev) {
-  struct mrc_ctl_ev_profile_attr a;
-  struct mrc_ctl_ev_op_entry e;
-  memset(&a, 0, sizeof a);
-  memset(&e, 0, sizeof e);
-  e.ev_new = ev; /* e.ev: the first unpopulated entry */
-  e.state = MRC_CTL_EV_GOOD;
-  a.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
-  a.ev_op.entries = &e;
-  a.ev_op.entry_count = 1;
-  return mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP);
+static int profile_offline(struct mrc_context *ctx, uint64_t id, enum mrc_ctl_ev_mode mode, uint32_t count,
+                           struct mrc_ctl_ev_field *fields, int n) {
+  return ctl_profile_offline(ctx, id, 14, mode, count, fields, n);
 }
 
 static void ev_array(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_op_entry *out, int n) {
-  struct mrc_ctl_ev_profile_attr a;
-  memset(&a, 0, sizeof a);
-  a.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
-  a.ev_op.entries = out;
-  a.ev_op.entry_count = n;
-  CHECK(mrc_ctl_query_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP) == 0 && a.ev_op.entry_count == n,
-        "EV array of profile %llu (%d entries)", (unsigned long long)id, a.ev_op.entry_count);
-}
-
-static int profile_offline(struct mrc_context *ctx, uint64_t id, enum mrc_ctl_ev_mode mode, uint32_t count,
-                           struct mrc_ctl_ev_field *fields, int n) {
-  struct mrc_ctl_ev_profile_attr a;
-  memset(&a, 0, sizeof a);
-  a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-  a.ev_mode = mode;
-  a.ev_fmt_profile_id = 14;
-  a.ev_count = count;
-  a.ev_min_active = 1;
-  a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
-  a.ev_fields_op.fields = fields;
-  a.ev_fields_op.field_count = n;
-  return mrc_ctl_modify_ev_profile(ctx, id, &a,
-                                   MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
-                                       MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE |
-                                       (fields != NULL ? MRC_CTL_EV_PROFILE_EV_FIELDS_OP : 0));
+  CHECK(ctl_ev_op(ctx, id, MRC_CTL_EV_OP_QUERY_EV_ARRAY, out, n, 1) == 0, "EV array of profile %llu",
+        (unsigned long long)id);
 }
 
 /* Format profiles: OCP's SRv6 one ONLINE; STEV, SRH, odd widths and non-SRv6 devices refused. */
@@ -100,13 +44,13 @@ static void check_formats(struct mrc_context *ctx, struct mrc_context *v4, struc
   struct mrc_ctl_ev_fmt_field odd[2] = {{32}, {8}};
   struct mrc_ctl_ev_fmt_field stev[2] = {{16}, {16}};
   struct mrc_ctl_ev_fmt_profile_attr q;
-  CHECK(fmt_profile(ctx, 13, MRC_CTL_EV_FMT_MODE_STEV, stev, 2) == 0, "a STEV format on IPv6 planes");
-  EXPECT_ERRNO(fmt_profile(ctx, 15, MRC_CTL_EV_FMT_MODE_SRV6, srh, 12), E2BIG);
+  CHECK(ctl_format_online(ctx, 13, MRC_CTL_EV_FMT_MODE_STEV, stev, 2) == 0, "a STEV format on IPv6 planes");
+  EXPECT_ERRNO(ctl_format_online(ctx, 15, MRC_CTL_EV_FMT_MODE_SRV6, srh, 12), E2BIG);
   EXPECT_ERRNO(mrc_ctl_query_ev_fmt_profile(ctx, 15, &q, 0), EINVAL); /* nothing created */
-  EXPECT_ERRNO(fmt_profile(ctx, 16, MRC_CTL_EV_FMT_MODE_SRV6, odd, 2), E2BIG);
-  EXPECT_ERRNO(fmt_profile(v4, 14, MRC_CTL_EV_FMT_MODE_SRV6, srv6, 5), EINVAL);
-  EXPECT_ERRNO(fmt_profile(plain, 14, MRC_CTL_EV_FMT_MODE_SRV6, srv6, 5), EINVAL);
-  CHECK(fmt_profile(ctx, 14, MRC_CTL_EV_FMT_MODE_SRV6, srv6, 5) == 0, "OCP's SRv6 format profile ONLINE");
+  EXPECT_ERRNO(ctl_format_online(ctx, 16, MRC_CTL_EV_FMT_MODE_SRV6, odd, 2), E2BIG);
+  EXPECT_ERRNO(ctl_format_online(v4, 14, MRC_CTL_EV_FMT_MODE_SRV6, srv6, 5), EINVAL);
+  EXPECT_ERRNO(ctl_format_online(plain, 14, MRC_CTL_EV_FMT_MODE_SRV6, srv6, 5), EINVAL);
+  CHECK(ctl_format_online(ctx, 14, MRC_CTL_EV_FMT_MODE_SRV6, srv6, 5) == 0, "OCP's SRv6 format profile ONLINE");
   memset(&q, 0, sizeof q);
   CHECK(mrc_ctl_query_ev_fmt_profile(ctx, 14, &q, MRC_CTL_EV_FMT_PROFILE_MODE) == 0 &&
             q.ev_fmt_mode == MRC_CTL_EV_FMT_MODE_SRV6,
@@ -118,27 +62,27 @@ static void check_explicit(struct ibv_context *dev, struct mrc_context *ctx) {
   CHECK(profile_offline(ctx, 9, MRC_CTL_EV_MODE_EXP, 2, NULL, 0) == 0, "explicit SRv6 profile OFFLINE");
   struct mrc_ctl_ev bad = srv6_ev(dev, 1, 0x200);
   bad.val[0] ^= 0xff; /* another block */
-  EXPECT_ERRNO(replace(ctx, 9, bad), EINVAL);
+  EXPECT_ERRNO(ctl_fill(ctx, 9, bad), EINVAL);
   bad = srv6_ev(dev, 1, 0x200);
   bad.val[8] = 0x01; /* a uSID after the zero one that ended the container */
-  EXPECT_ERRNO(replace(ctx, 9, bad), EINVAL);
+  EXPECT_ERRNO(ctl_fill(ctx, 9, bad), EINVAL);
   bad = srv6_ev(dev, 1, 0x200);
   bad.val[6] = bad.val[8] = bad.val[10] = 0x02; /* four uSIDs fill the 96-bit format */
   bad.val[12] = 0x01;                           /* and bits 96-127 are past it */
-  EXPECT_ERRNO(replace(ctx, 9, bad), EINVAL);
+  EXPECT_ERRNO(ctl_fill(ctx, 9, bad), EINVAL);
   bad = srv6_ev(dev, 1, 0x200);
   bad.val[20] = 1; /* an SRH segment */
-  EXPECT_ERRNO(replace(ctx, 9, bad), EINVAL);
+  EXPECT_ERRNO(ctl_fill(ctx, 9, bad), EINVAL);
   bad = srv6_ev(dev, 1, 0x200);
   bad.port = 2; /* the device has one port */
-  EXPECT_ERRNO(replace(ctx, 9, bad), EINVAL);
+  EXPECT_ERRNO(ctl_fill(ctx, 9, bad), EINVAL);
   memset(&bad, 0, sizeof bad);
   bad.val[0] = 0x8f, bad.val[1] = 0x0c, bad.port = 1; /* a UDP-port EV: no SRv6 EV */
-  EXPECT_ERRNO(replace(ctx, 9, bad), EINVAL);
-  EXPECT_ERRNO(ev_state(ctx, 9, MRC_CTL_PROFILE_ONLINE), EINVAL); /* still unpopulated */
+  EXPECT_ERRNO(ctl_fill(ctx, 9, bad), EINVAL);
+  EXPECT_ERRNO(ctl_profile_state(ctx, 9, MRC_CTL_PROFILE_ONLINE), EINVAL); /* still unpopulated */
   struct mrc_ctl_ev good[2] = {srv6_ev(dev, 1, 0x200), srv6_ev(dev, 1, 0x201)};
-  CHECK(replace(ctx, 9, good[0]) == 0 && replace(ctx, 9, good[1]) == 0, "REPLACE_EV with SRv6 EVs");
-  CHECK(ev_state(ctx, 9, MRC_CTL_PROFILE_ONLINE) == 0, "explicit SRv6 profile ONLINE");
+  CHECK(ctl_fill(ctx, 9, good[0]) == 0 && ctl_fill(ctx, 9, good[1]) == 0, "REPLACE_EV with SRv6 EVs");
+  CHECK(ctl_profile_state(ctx, 9, MRC_CTL_PROFILE_ONLINE) == 0, "explicit SRv6 profile ONLINE");
   struct mrc_ctl_ev_op_entry array[2];
   ev_array(ctx, 9, array, 2);
   for (int i = 0; i < 2; i++)
@@ -166,10 +110,10 @@ static void check_generated(struct ibv_context *dev, struct mrc_context *ctx) {
   fields[1].width = 16;
   fields[0].init_val ^= 0x00010000; /* no plane's block */
   CHECK(profile_offline(ctx, 10, MRC_CTL_EV_MODE_GEN, 8, fields, 2) == 0, "generated SRv6 profile OFFLINE");
-  EXPECT_ERRNO(ev_state(ctx, 10, MRC_CTL_PROFILE_ONLINE), EINVAL);
+  EXPECT_ERRNO(ctl_profile_state(ctx, 10, MRC_CTL_PROFILE_ONLINE), EINVAL);
   fields[0].init_val ^= 0x00010000;
   CHECK(profile_offline(ctx, 10, MRC_CTL_EV_MODE_GEN, 8, fields, 2) == 0, "generated profile's rules");
-  CHECK(ev_state(ctx, 10, MRC_CTL_PROFILE_ONLINE) == 0, "generated SRv6 profile ONLINE");
+  CHECK(ctl_profile_state(ctx, 10, MRC_CTL_PROFILE_ONLINE) == 0, "generated SRv6 profile ONLINE");
   struct mrc_ctl_ev_op_entry array[8];
   ev_array(ctx, 10, array, 8);
   int seen[2] = {0, 0};
@@ -182,7 +126,7 @@ static void check_generated(struct ibv_context *dev, struct mrc_context *ctx) {
   }
   CHECK(seen[0] > 0 && seen[1] > 0, "both uSIDs drawn (%d, %d)", seen[0], seen[1]);
   CHECK(profile_offline(ctx, 11, MRC_CTL_EV_MODE_AUTO, 1, NULL, 0) == 0, "AUTO profile OFFLINE");
-  EXPECT_ERRNO(ev_state(ctx, 11, MRC_CTL_PROFILE_ONLINE), EINVAL); /* AUTO EVs are ports */
+  EXPECT_ERRNO(ctl_profile_state(ctx, 11, MRC_CTL_PROFILE_ONLINE), EINVAL); /* AUTO EVs are ports */
 }
 
 static int run_api(const char *srv6_device, const char *v4_device, const char *plain_device) {

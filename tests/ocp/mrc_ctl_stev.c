@@ -34,63 +34,11 @@ static struct mrc_ctl_ev stev(uint32_t index, uint16_t label) {
 }
 
 static int format(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev_fmt_field *fields, int n) {
-  struct mrc_ctl_ev_fmt_profile_attr a;
-  memset(&a, 0, sizeof a);
-  a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-  a.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_STEV;
-  a.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
-  a.ev_fmt_op.fmt_fields = fields;
-  a.ev_fmt_op.fmt_field_count = n;
-  if (mrc_ctl_modify_ev_fmt_profile(ctx, id, &a,
-                                    MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE |
-                                        MRC_CTL_EV_FMT_PROFILE_OP) != 0)
-    return -1;
-  a.profile_state = MRC_CTL_PROFILE_ONLINE;
-  return mrc_ctl_modify_ev_fmt_profile(ctx, id, &a, MRC_CTL_EV_FMT_PROFILE_STATE);
-}
-
-static int profile(struct mrc_context *ctx, uint64_t id, uint64_t fmt, enum mrc_ctl_ev_mode mode, uint32_t count,
-                   struct mrc_ctl_ev_field *fields, int n) {
-  struct mrc_ctl_ev_profile_attr a;
-  memset(&a, 0, sizeof a);
-  a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-  a.ev_mode = mode;
-  a.ev_fmt_profile_id = fmt;
-  a.ev_count = count;
-  a.ev_min_active = 1;
-  a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
-  a.ev_fields_op.fields = fields;
-  a.ev_fields_op.field_count = n;
-  return mrc_ctl_modify_ev_profile(ctx, id, &a,
-                                   MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
-                                       MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE |
-                                       (fields != NULL ? MRC_CTL_EV_PROFILE_EV_FIELDS_OP : 0));
-}
-
-static int ev_op(struct mrc_context *ctx, uint64_t id, enum mrc_ctl_ev_op op, struct mrc_ctl_ev_op_entry *e, int n,
-                 int query) {
-  struct mrc_ctl_ev_profile_attr a;
-  memset(&a, 0, sizeof a);
-  a.ev_op.op = op;
-  a.ev_op.entries = e;
-  a.ev_op.entry_count = n;
-  return query ? mrc_ctl_query_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP)
-               : mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP);
-}
-
-static int replace(struct mrc_context *ctx, uint64_t id, struct mrc_ctl_ev ev) {
-  struct mrc_ctl_ev_op_entry e;
-  memset(&e, 0, sizeof e);
-  e.ev_new = ev;
-  e.state = MRC_CTL_EV_GOOD;
-  return ev_op(ctx, id, MRC_CTL_EV_OP_REPLACE_EV, &e, 1, 0);
+  return ctl_format_online(ctx, id, MRC_CTL_EV_FMT_MODE_STEV, fields, n);
 }
 
 static int online(struct mrc_context *ctx, uint64_t id) {
-  struct mrc_ctl_ev_profile_attr a;
-  memset(&a, 0, sizeof a);
-  a.profile_state = MRC_CTL_PROFILE_ONLINE;
-  return mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_STATE);
+  return ctl_profile_state(ctx, id, MRC_CTL_PROFILE_ONLINE);
 }
 
 static void check_formats(struct ibv_context *dev, struct mrc_context *ctx, struct mrc_context *v4) {
@@ -106,21 +54,21 @@ static void check_formats(struct ibv_context *dev, struct mrc_context *ctx, stru
 }
 
 static void check_explicit(struct mrc_context *ctx) {
-  CHECK(profile(ctx, 9, 13, MRC_CTL_EV_MODE_EXP, 3, NULL, 0) == 0, "explicit STEV profile OFFLINE");
+  CHECK(ctl_profile_offline(ctx, 9, 13, MRC_CTL_EV_MODE_EXP, 3, NULL, 0) == 0, "explicit STEV profile OFFLINE");
   struct mrc_ctl_ev bad = stev(300, 0x1234); /* past the plane's 272 EV source ports */
-  EXPECT_ERRNO(replace(ctx, 9, bad), EINVAL);
+  EXPECT_ERRNO(ctl_fill(ctx, 9, bad), EINVAL);
   bad = stev(1, 0x1234);
   bad.val[4] = 1; /* a STEV EV has 32 bits */
-  EXPECT_ERRNO(replace(ctx, 9, bad), EINVAL);
+  EXPECT_ERRNO(ctl_fill(ctx, 9, bad), EINVAL);
   const struct mrc_ctl_ev good[3] = {stev(1, 0x1234), stev(2, 0x5678), stev(1, 0x1234)};
-  for (int i = 0; i < 3; i++) CHECK(replace(ctx, 9, good[i]) == 0, "REPLACE_EV %d", i);
+  for (int i = 0; i < 3; i++) CHECK(ctl_fill(ctx, 9, good[i]) == 0, "REPLACE_EV %d", i);
   CHECK(online(ctx, 9) == 0, "explicit STEV profile ONLINE");
   struct mrc_ctl_ev_op_entry array[3];
-  CHECK(ev_op(ctx, 9, MRC_CTL_EV_OP_QUERY_EV_ARRAY, array, 3, 1) == 0, "EV array");
+  CHECK(ctl_ev_op(ctx, 9, MRC_CTL_EV_OP_QUERY_EV_ARRAY, array, 3, 1) == 0, "EV array");
   for (int i = 0; i < 3; i++)
     CHECK(memcmp(&array[i].ev, &good[i], sizeof good[i]) == 0, "EV %d reads back as given", i);
   /* Port 1 of the plane carries label 0x1234 for profile 9: another label cannot go ONLINE. */
-  CHECK(profile(ctx, 12, 13, MRC_CTL_EV_MODE_EXP, 1, NULL, 0) == 0 && replace(ctx, 12, stev(1, 0x9999)) == 0,
+  CHECK(ctl_profile_offline(ctx, 12, 13, MRC_CTL_EV_MODE_EXP, 1, NULL, 0) == 0 && ctl_fill(ctx, 12, stev(1, 0x9999)) == 0,
         "profile 12 OFFLINE");
   EXPECT_ERRNO(online(ctx, 12), EINVAL);
 }
@@ -132,10 +80,10 @@ static void check_generated(struct mrc_context *ctx) {
   f[0].width = 8, f[0].init_val = g_base >> 8; /* fixed: the ports' high byte */
   f[1].width = 4, f[1].max_val = 15, f[1].mask = 0xf;
   f[2].width = 4, f[2].max_val = 15, f[2].mask = 0xf;
-  CHECK(profile(ctx, 10, 14, MRC_CTL_EV_MODE_GEN, 16, f, 3) == 0, "generated STEV profile OFFLINE");
+  CHECK(ctl_profile_offline(ctx, 10, 14, MRC_CTL_EV_MODE_GEN, 16, f, 3) == 0, "generated STEV profile OFFLINE");
   CHECK(online(ctx, 10) == 0, "generated STEV profile ONLINE");
   struct mrc_ctl_ev_op_entry array[16];
-  CHECK(ev_op(ctx, 10, MRC_CTL_EV_OP_QUERY_EV_ARRAY, array, 16, 1) == 0, "generated EV array");
+  CHECK(ctl_ev_op(ctx, 10, MRC_CTL_EV_OP_QUERY_EV_ARRAY, array, 16, 1) == 0, "generated EV array");
   for (int i = 0; i < 16; i++) {
     const uint32_t port = (uint32_t)array[i].ev.val[0] << 8 | array[i].ev.val[1];
     CHECK(port >= g_base && port < g_base + 272 && array[i].ev.val[2] == 0 && array[i].ev.val[3] == 0 &&
@@ -160,7 +108,7 @@ static void check_traffic(const char *device) {
   CHECK(post_recvs(b.qp, 64) == 0, "post_recv");
   write_messages(&a, &b, &bi, 30);
   struct mrc_ctl_ev_op_entry e = {.ev = stev(2, 0x5678)};
-  CHECK(ev_op(a.ctx, 9, MRC_CTL_EV_OP_QUERY_EV_STATE, &e, 1, 1) == 0 &&
+  CHECK(ctl_ev_op(a.ctx, 9, MRC_CTL_EV_OP_QUERY_EV_STATE, &e, 1, 1) == 0 &&
             (e.state == MRC_CTL_EV_GOOD || e.state == MRC_CTL_EV_ASSUMED_BAD),
         "the QP uses STEV EV port 2 label 0x5678 (state %d)", (int)e.state);
   struct mrc_ctl_ep_req req[2];

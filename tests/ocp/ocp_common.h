@@ -221,48 +221,91 @@ static inline struct mrc_ctl_ev srv6_ev(struct ibv_context* dev, uint8_t port, u
   return ev;
 }
 
-/* EV format profile 14 (OCP's SRv6 one: a 32-bit locator and four 16-bit uSIDs) and explicit
- * EV profile `id` of `evs`, both ONLINE, as OCP's examples/mrc_ctl_exp_ev.md builds them. */
-static inline void srv6_explicit_profile(struct mrc_context* ctx, uint64_t id, const struct mrc_ctl_ev* evs,
-                                         uint32_t n) {
-  struct mrc_ctl_ev_fmt_field fields[5] = {{32}, {16}, {16}, {16}, {16}};
-  struct mrc_ctl_ev_fmt_profile_attr f;
-  memset(&f, 0, sizeof f);
-  f.profile_state = MRC_CTL_PROFILE_OFFLINE;
-  f.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_SRV6;
-  f.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
-  f.ev_fmt_op.fmt_fields = fields;
-  f.ev_fmt_op.fmt_field_count = 5;
-  CHECK(mrc_ctl_modify_ev_fmt_profile(
-            ctx, 14, &f, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP) == 0,
-        "SRv6 format profile 14 OFFLINE");
-  f.profile_state = MRC_CTL_PROFILE_ONLINE;
-  CHECK(mrc_ctl_modify_ev_fmt_profile(ctx, 14, &f, MRC_CTL_EV_FMT_PROFILE_STATE) == 0, "format profile 14 ONLINE");
+/* Controller calls as OCP's examples make them (mrc_ctl_exp_ev.md, mrc_ctl_gen_ev.md); each
+ * returns what the call returned. */
+
+/* Format profile `id`: INIT -> OFFLINE with its mode and fields, then ONLINE. */
+static inline int ctl_format_online(struct mrc_context* ctx, uint64_t id,
+                                    enum mrc_ctl_ev_fmt_mode mode,
+                                    struct mrc_ctl_ev_fmt_field* fields, int n) {
+  struct mrc_ctl_ev_fmt_profile_attr a;
+  memset(&a, 0, sizeof a);
+  a.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  a.ev_fmt_mode = mode;
+  a.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+  a.ev_fmt_op.fmt_fields = fields;
+  a.ev_fmt_op.fmt_field_count = n;
+  if (mrc_ctl_modify_ev_fmt_profile(ctx, id, &a,
+                                    MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE |
+                                        MRC_CTL_EV_FMT_PROFILE_OP) != 0)
+    return -1;
+  memset(&a, 0, sizeof a);
+  a.profile_state = MRC_CTL_PROFILE_ONLINE;
+  return mrc_ctl_modify_ev_fmt_profile(ctx, id, &a, MRC_CTL_EV_FMT_PROFILE_STATE);
+}
+
+/* EV profile `id` INIT -> OFFLINE: mode, format profile, count, floor 1, and field rules if given.
+ */
+static inline int ctl_profile_offline(struct mrc_context* ctx, uint64_t id, uint64_t fmt,
+                                      enum mrc_ctl_ev_mode mode, uint32_t count,
+                                      struct mrc_ctl_ev_field* fields, int n) {
   struct mrc_ctl_ev_profile_attr a;
   memset(&a, 0, sizeof a);
   a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-  a.ev_mode = MRC_CTL_EV_MODE_EXP;
-  a.ev_fmt_profile_id = 14;
-  a.ev_count = n;
+  a.ev_mode = mode;
+  a.ev_fmt_profile_id = fmt;
+  a.ev_count = count;
   a.ev_min_active = 1;
-  CHECK(mrc_ctl_modify_ev_profile(ctx, id, &a,
-                                  MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
-                                      MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE) == 0,
-        "explicit EV profile %llu OFFLINE", (unsigned long long)id);
-  for (uint32_t i = 0; i < n; i++) {
-    struct mrc_ctl_ev_op_entry e;
-    memset(&e, 0, sizeof e);
-    e.ev_new = evs[i]; /* e.ev: the first unpopulated entry */
-    e.state = MRC_CTL_EV_GOOD;
-    memset(&a, 0, sizeof a);
-    a.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
-    a.ev_op.entries = &e;
-    a.ev_op.entry_count = 1;
-    CHECK(mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP) == 0, "REPLACE_EV %u", i);
-  }
+  a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
+  a.ev_fields_op.fields = fields;
+  a.ev_fields_op.field_count = n;
+  return mrc_ctl_modify_ev_profile(ctx, id, &a,
+                                   MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE |
+                                       MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT |
+                                       MRC_CTL_EV_PROFILE_MIN_ACTIVE |
+                                       (fields != NULL ? MRC_CTL_EV_PROFILE_EV_FIELDS_OP : 0));
+}
+
+static inline int ctl_profile_state(struct mrc_context* ctx, uint64_t id,
+                                    enum mrc_ctl_profile_state state) {
+  struct mrc_ctl_ev_profile_attr a;
   memset(&a, 0, sizeof a);
-  a.profile_state = MRC_CTL_PROFILE_ONLINE;
-  CHECK(mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_STATE) == 0, "EV profile %llu ONLINE",
+  a.profile_state = state;
+  return mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_STATE);
+}
+
+/* An EV operation on profile `id` (`query`: through mrc_ctl_query_ev_profile). */
+static inline int ctl_ev_op(struct mrc_context* ctx, uint64_t id, enum mrc_ctl_ev_op op,
+                            struct mrc_ctl_ev_op_entry* entries, int n, int query) {
+  struct mrc_ctl_ev_profile_attr a;
+  memset(&a, 0, sizeof a);
+  a.ev_op.op = op;
+  a.ev_op.entries = entries;
+  a.ev_op.entry_count = n;
+  return query ? mrc_ctl_query_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP)
+               : mrc_ctl_modify_ev_profile(ctx, id, &a, MRC_CTL_EV_PROFILE_EV_OP);
+}
+
+/* REPLACE_EV of the first unpopulated entry of profile `id` with `ev`, GOOD. */
+static inline int ctl_fill(struct mrc_context* ctx, uint64_t id, struct mrc_ctl_ev ev) {
+  struct mrc_ctl_ev_op_entry e;
+  memset(&e, 0, sizeof e);
+  e.ev_new = ev;
+  e.state = MRC_CTL_EV_GOOD;
+  return ctl_ev_op(ctx, id, MRC_CTL_EV_OP_REPLACE_EV, &e, 1, 0);
+}
+
+/* EV format profile 14 (OCP's SRv6 one: a 32-bit locator and four 16-bit uSIDs) and explicit
+ * EV profile `id` of `evs`, both ONLINE, as OCP's examples/mrc_ctl_exp_ev.md builds them. */
+static inline void srv6_explicit_profile(struct mrc_context* ctx, uint64_t id,
+                                         const struct mrc_ctl_ev* evs, uint32_t n) {
+  struct mrc_ctl_ev_fmt_field fields[5] = {{32}, {16}, {16}, {16}, {16}};
+  CHECK(ctl_format_online(ctx, 14, MRC_CTL_EV_FMT_MODE_SRV6, fields, 5) == 0,
+        "SRv6 format profile 14 ONLINE");
+  CHECK(ctl_profile_offline(ctx, id, 14, MRC_CTL_EV_MODE_EXP, n, NULL, 0) == 0,
+        "explicit EV profile %llu OFFLINE", (unsigned long long)id);
+  for (uint32_t i = 0; i < n; i++) CHECK(ctl_fill(ctx, id, evs[i]) == 0, "REPLACE_EV %u", i);
+  CHECK(ctl_profile_state(ctx, id, MRC_CTL_PROFILE_ONLINE) == 0, "EV profile %llu ONLINE",
         (unsigned long long)id);
 }
 
