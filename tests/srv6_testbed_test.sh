@@ -16,6 +16,9 @@
 # EVs naming only spine 1 on plane 0 (both spines on plane 1) goes through spine 1's SID and not
 # spine 0's (but for stray packets).
 #
+# With MRC_TEST_TORCH_PATH (the torch backend's build directory), a 2-rank torch all-reduce
+# across the two hosts with MRC_SRV6_PATHS, every element checked, through the spines' SIDs.
+#
 #   tests/srv6_testbed_test.sh PATH/TO/mrc [PATH/TO/mrc_bw [PATH/TO/mrc_ctl_srv6]]
 set -uo pipefail
 
@@ -157,5 +160,27 @@ if [ -n "$BW" ] && [ -n "$CTL_SRV6" ]; then
   # spine, and any packet sent before the profile's EVs were in use).
   [ "$d00" -lt $((d01 / 100)) ] || fail "plane 0's spine 0 carried $d00 packets, though no EV names it (spine 1: $d01)"
   ocp+="; an explicit profile of SRv6 EVs steered the sweep (plane 0: spine 0 +$d00, spine 1 +$d01 packets) and SRv6 EV probes were answered"
+fi
+if [ -n "${MRC_TEST_TORCH_PATH:-}" ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  before=$(sid_total)
+  for r in 0 1; do
+    planes=$server_planes
+    [ "$r" = 0 ] || planes=$client_planes
+    ip netns exec "$PREFIX-h$r" env PYTHONPATH="$MRC_TEST_TORCH_PATH" MRC_PLANES="$planes" \
+      MRC_SRV6_PATHS="$paths" MRC_TIMEOUT_S=60 timeout 120 /usr/bin/python3 -c "
+import sys, torch, torch.distributed as dist, mrc_torch
+rank = int(sys.argv[1])
+dist.init_process_group('mrc', init_method='file://$OUT/torch-store', rank=rank, world_size=2)
+t = torch.arange(1 << 22, dtype=torch.float32) * (rank + 1)
+dist.all_reduce(t)
+assert torch.equal(t, torch.arange(1 << 22, dtype=torch.float32) * 3), 'wrong sum'
+dist.destroy_process_group()
+print('torch all-reduce over SRv6 paths ok')" "$r" >"$OUT/torch$r" 2>&1 &
+    eval "torch_pid$r=\$!"
+  done
+  # shellcheck disable=SC2154
+  wait "$torch_pid0" && wait "$torch_pid1" || { cat "$OUT/torch0" "$OUT/torch1"; fail "the torch all-reduce over SRv6 paths failed"; }
+  [ "$(sid_total)" -gt $((before + 1000)) ] || fail "the torch all-reduce did not go through the spines' SIDs"
+  ocp+="; a 2-rank torch all-reduce (16 MiB) over MRC_SRV6_PATHS, every element right"
 fi
 echo "PASSED: $((BYTES >> 20)) MiB verified over SRv6 paths, both spines of each plane used, a spine cut and repaired mid-run; uA paths verified through the leaves' uA SIDs$ocp"

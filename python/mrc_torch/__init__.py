@@ -30,6 +30,8 @@ the backend. Environment (read when a group is created):
     MRC_KEY_FILE      secure mode's pre-shared key, the same file on every rank (hex digits:
                       openssl rand -hex 32 > FILE; chmod 600 FILE); each queue pair's keys come
                       from a key exchange it authenticates
+    MRC_SRV6_PATHS    SRv6 uSID path mode (IPv6 planes, each a locator): the paths' uSIDs,
+                      e.g. 200,201; each EV's packets go through its path (default: ECMP mode)
     MRC_TIMEOUT_S     a call that makes no progress for this long fails (default: the timeout
                       given to init_process_group, 30 min); a wait without progress is
                       reported on stderr after 5 s, 10 s, 20 s, ... saying what it waits for
@@ -121,6 +123,7 @@ def _create(options, pg_options=None):
         path_policy=os.environ.get("MRC_PATH_POLICY", "p2c"),
         secure=os.environ.get("MRC_SECURE", "off"),
         key_file=os.environ.get("MRC_KEY_FILE", ""),
+        srv6_paths=os.environ.get("MRC_SRV6_PATHS", ""),
         peer_timeout=datetime.timedelta(seconds=_env_float("MRC_PEER_TIMEOUT_S", 8.0)),
     )
     _groups_created += 1

@@ -124,3 +124,18 @@ def test_secure_mode_without_a_key_is_refused(tmp_path):
               " timeout=datetime.timedelta(seconds=10))\n")
     [(code, output)] = run_ranks([[python(), "-c", script]], env, timeout=60)
     assert code != 0 and "needs MRC_KEY_FILE" in output, output
+
+
+def test_srv6_paths_are_checked(tmp_path):
+    # Refused with the rule they break: paths that do not parse (before any socket), and SRv6
+    # paths on IPv4 planes (naming the plane). The working case runs on the SRv6 testbed
+    # (tests/srv6_testbed_test.sh, root).
+    script = ("import datetime, torch.distributed as dist, mrc_torch\n"
+              f"dist.init_process_group('mrc', init_method='file://{tmp_path / 'store'}', rank=0, world_size=1,"
+              " timeout=datetime.timedelta(seconds=10))\n")
+    env = rank_env(port=23992, ev_port_base=23993, MRC_PLANES="127.0.0.1", MRC_SRV6_PATHS="zz")
+    [(code, output)] = run_ranks([[python(), "-c", script]], env, timeout=60)
+    assert code != 0 and "MRC_SRV6_PATHS: bad SRv6 path 'zz'" in output, output
+    env = rank_env(port=23994, ev_port_base=23995, MRC_PLANES="127.0.0.1", MRC_SRV6_PATHS="200,201")
+    [(code, output)] = run_ranks([[python(), "-c", script]], env, timeout=60)
+    assert code != 0 and "is IPv4: SRv6 paths need IPv6 planes" in output, output

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "io/key_exchange.h"
+#include "io/srv6.h"
 #include "pytorch/process_group.h"
 
 namespace py = pybind11;
@@ -38,7 +39,8 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
                                            uint32_t slots, uint32_t mtu, const std::string& backend,
                                            std::chrono::milliseconds peer_timeout, uint32_t threads,
                                            const std::string& path_policy,
-                                           const std::string& secure, const std::string& key_file) {
+                                           const std::string& secure, const std::string& key_file,
+                                           const std::string& srv6_paths) {
   BackendOptions o;
   o.planes = planes;
   o.port = port_number(port, "port");
@@ -68,6 +70,11 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
   TORCH_CHECK(mrc::parse_path_policy(path_policy, o.path_policy),
               "mrc: MRC_PATH_POLICY=", path_policy, ": one of ", mrc::path_policy_name_list());
   read_security(secure, key_file, o);
+  if (!srv6_paths.empty()) {  // checked here, before the rendezvous (the planes' families later)
+    auto paths = mrc::io::parse_srv6_paths(srv6_paths);
+    TORCH_CHECK(paths.ok(), "mrc: MRC_SRV6_PATHS: ", paths.ok() ? "" : paths.error().message);
+  }
+  o.srv6_paths = srv6_paths;
   return c10::make_intrusive<ProcessGroupMrc>(store, rank, size, std::move(o));
 }
 
@@ -102,7 +109,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 4096u,
            py::arg("backend") = "udp", py::arg("peer_timeout") = std::chrono::milliseconds(8000),
            py::arg("threads") = 1u, py::arg("path_policy") = "p2c", py::arg("secure") = "off",
-           py::arg("key_file") = "",
+           py::arg("key_file") = "", py::arg("srv6_paths") = "",
            // The rendezvous blocks until every rank has come: let other Python threads run.
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("planes", &ProcessGroupMrc::planes, "number of planes")

@@ -124,6 +124,7 @@ ProcessGroupMrc::ProcessGroupMrc(const c10::intrusive_ptr<c10d::Store>& store, i
   o.context.threads = options_.threads;
   o.context.secure = options_.secure;
   o.context.preshared_key = options_.preshared_key;
+  o.context.srv6_paths = options_.srv6_paths;
   o.context.port_setting = "MRC_PORT";
   o.context.ev_port_setting = "MRC_EV_PORT_BASE";
   o.chunk_bytes = options_.chunk_bytes;

@@ -57,6 +57,7 @@ struct BackendOptions {
   PathPolicyKind path_policy = PathPolicyKind::kP2c;  // QpConfig::path_policy (MRC_PATH_POLICY)
   SecureMode secure = SecureMode::kOff;               // ContextOptions::secure (MRC_SECURE)
   std::vector<uint8_t> preshared_key;                 // from MRC_KEY_FILE (io::read_key_file)
+  std::string srv6_paths;  // ContextOptions::srv6_paths (MRC_SRV6_PATHS; empty: ECMP mode)
 };
 
 // One plane's counters (io::UdpPlaneStats) for Python.
