@@ -375,11 +375,17 @@ Result<uint32_t, Error> UdpHost::add_peer(const std::vector<PlaneAddress>& plane
   return static_cast<uint32_t>(peers_.size() - 1);
 }
 
+std::optional<uint32_t> UdpHost::port_index(int plane, uint16_t port) const {
+  if (plane < 0 || plane >= planes()) return std::nullopt;
+  const uint32_t index = port - (config_.ev_port_base + plane * config_.ev_ports_per_plane);
+  return index < config_.ev_ports_per_plane ? std::optional(index) : std::nullopt;
+}
+
 Result<Ok, Error> UdpHost::set_port_path(int plane, uint16_t port,
                                          const std::vector<uint16_t>& path) {
   if (paths_.empty()) return fail(Errc::kInvalidArgument, "SRv6 paths need SRv6 mode");
-  const uint32_t first = config_.ev_port_base + plane * config_.ev_ports_per_plane;
-  if (plane < 0 || plane >= planes() || port < first || port >= first + config_.ev_ports_per_plane)
+  const auto at = port_index(plane, port);
+  if (!at)
     return fail(
         Errc::kInvalidArgument,
         "port " + std::to_string(port) + " is no EV source port of plane " + std::to_string(plane));
@@ -404,13 +410,13 @@ Result<Ok, Error> UdpHost::set_port_path(int plane, uint16_t port,
       for (auto& to : peer.to) to.push_back(added[k++][0]);
     paths_.push_back(path);
   }
-  port_path_[static_cast<size_t>(plane)][port - first] = static_cast<uint16_t>(index);
+  port_path_[static_cast<size_t>(plane)][*at] = static_cast<uint16_t>(index);
   return Ok{};
 }
 
 Result<Ok, Error> UdpHost::set_port_flow_label(int plane, uint16_t port, uint32_t label) {
-  const uint32_t first = config_.ev_port_base + plane * config_.ev_ports_per_plane;
-  if (plane < 0 || plane >= planes() || port < first || port >= first + config_.ev_ports_per_plane)
+  const auto at = port_index(plane, port);
+  if (!at)
     return fail(
         Errc::kInvalidArgument,
         "port " + std::to_string(port) + " is no EV source port of plane " + std::to_string(plane));
@@ -421,24 +427,21 @@ Result<Ok, Error> UdpHost::set_port_flow_label(int plane, uint16_t port, uint32_
   if (label > 0xFFFFF) return fail(Errc::kInvalidArgument, "a flow label has 20 bits");
   auto& labels = port_flow_labels_[static_cast<size_t>(plane)];
   if (labels.empty()) labels.assign(config_.ev_ports_per_plane, 0);
-  labels[port - first] = label;
+  labels[*at] = label;
   return Ok{};
 }
 
 uint32_t UdpHost::port_flow_label(int plane, uint16_t port) const {
-  const uint32_t first = config_.ev_port_base + plane * config_.ev_ports_per_plane;
-  if (plane < 0 || plane >= planes() || port < first || port >= first + config_.ev_ports_per_plane)
-    return 0;
+  const auto at = port_index(plane, port);
+  if (!at) return 0;
   const auto& labels = port_flow_labels_[static_cast<size_t>(plane)];
-  return labels.empty() ? 0 : labels[port - first];
+  return labels.empty() ? 0 : labels[*at];
 }
 
 std::vector<uint16_t> UdpHost::port_path(int plane, uint16_t port) const {
-  const uint32_t first = config_.ev_port_base + plane * config_.ev_ports_per_plane;
-  if (paths_.empty() || plane < 0 || plane >= planes() || port < first ||
-      port >= first + config_.ev_ports_per_plane)
-    return {};
-  return paths_[port_path_[static_cast<size_t>(plane)][port - first]];
+  const auto at = port_index(plane, port);
+  if (paths_.empty() || !at) return {};
+  return paths_[port_path_[static_cast<size_t>(plane)][*at]];
 }
 
 uint64_t UdpHost::source_token(const SocketAddress& from) {

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <span>
 #include <string>
@@ -234,6 +235,8 @@ class UdpHost {
     std::vector<std::vector<SocketAddress>> to;
   };
   // Peer p's destinations on its plane `plane` for each path of `paths` (srv6_destination).
+  // The index of EV source `port` among `plane`'s ports, if it is one of them.
+  std::optional<uint32_t> port_index(int plane, uint16_t port) const;
   static Result<std::vector<SocketAddress>, Error> path_addresses(const PlaneAddress& a, int plane,
                                                                   const Srv6Paths& paths);
   std::vector<Peer> peers_;
