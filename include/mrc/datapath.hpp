@@ -84,7 +84,7 @@ inline uint32_t ev_source_ports(size_t planes) {
 }
 // Each plane's share of them: plane p owns [ev_port_base + p * n, ev_port_base + (p + 1) * n).
 inline uint16_t ev_source_ports_per_plane(size_t planes) {
-  return planes == 0 ? 0 : static_cast<uint16_t>(256 / planes + 16);
+  return static_cast<uint16_t>(planes == 0 ? 0 : 256 / planes + 16);
 }
 
 inline constexpr uint32_t kMaxDeviceThreads = 16;
