@@ -146,19 +146,21 @@ if [ -n "$BW" ] && [ -n "$CTL_SRV6" ]; then
     -d mrc0 -p 40052 --srv6-evs 1:201,2:200,2:201 >"$OUT/bw-server2" 2>&1 &
   server_pid=$!
   ip netns exec "$PREFIX-h1" env MRC_CTL_DIR="$OUT/ctl1" MRC_DEVICES="$devices" timeout 60 "$BW" \
-    -d mrc1 -p 40052 -m 65536 -s 1048576 -n 100 --srv6-evs 1:201,2:200,2:201 "${server_planes%%,*}" \
+    -d mrc1 -p 40052 -m 65536 -s 1048576 -n 600 --srv6-evs 1:201,2:200,2:201 "${server_planes%%,*}" \
     >"$OUT/bw-client2" 2>&1 &
   client_pid=$!
   if [ -n "${MRC_TEST_MRCCTL:-}" ]; then  # the controller CLI names the SRv6 EVs by address
-    for _ in $(seq 100); do grep -q '^ 65536' "$OUT/bw-client2" && break; sleep 0.1; done
-    ip netns exec "$PREFIX-h1" env MRC_CTL_DIR="$OUT/ctl1" "$MRC_TEST_MRCCTL" ev profile show mrc1 \
-      >"$OUT/mrcctl" 2>&1 || { cat "$OUT/mrcctl"; fail "mrcctl ev profile show failed during the sweep"; }
+    mrcctl_h1() { ip netns exec "$PREFIX-h1" env MRC_CTL_DIR="$OUT/ctl1" "$MRC_TEST_MRCCTL" "$@"; }
+    for _ in $(seq 100); do  # until the client's QP of profile 9 is connected (stdout is buffered)
+      mrcctl_h1 ev show mrc1 profile 9 >"$OUT/mrcctl-evs" 2>&1 && grep -q "path 201" "$OUT/mrcctl-evs" && break
+      sleep 0.1
+    done
+    grep -q "port 1  path 201" "$OUT/mrcctl-evs" ||
+      { cat "$OUT/mrcctl-evs"; fail "mrcctl ev show did not give the EVs' paths during the sweep"; }
+    mrcctl_h1 ev profile show mrc1 >"$OUT/mrcctl" 2>&1 ||
+      { cat "$OUT/mrcctl"; fail "mrcctl ev profile show failed during the sweep"; }
     grep -q "fd00:0:201::/1 fd00:1:200::/2 fd00:1:201::/2" "$OUT/mrcctl" ||
       { cat "$OUT/mrcctl"; fail "mrcctl did not list profile 9's SRv6 EVs by address"; }
-    ip netns exec "$PREFIX-h1" env MRC_CTL_DIR="$OUT/ctl1" "$MRC_TEST_MRCCTL" ev show mrc1 profile 9 \
-      >"$OUT/mrcctl-evs" 2>&1 || { cat "$OUT/mrcctl-evs"; fail "mrcctl ev show failed during the sweep"; }
-    grep -q "port 1  path 201" "$OUT/mrcctl-evs" ||
-      { cat "$OUT/mrcctl-evs"; fail "mrcctl ev show did not give the EVs' paths"; }
   fi
   wait "$client_pid" || { cat "$OUT/bw-client2"; fail "the sweep with an explicit SRv6 EV profile failed"; }
   client_pid=""
