@@ -171,7 +171,7 @@ struct mrc_ctl_ev_fmt_profile_attr {
 
 /* Moves: INIT -> OFFLINE needs MODE (with the move, or given while INIT), OFFLINE -> ONLINE
  * needs the fields (MODIFY_FIELDS); MODE and fields while ONLINE: EBUSY; any other move: EINVAL.
- * A refused call creates no profile. */
+ * A refused call changes and creates nothing. */
 int mrc_ctl_modify_ev_fmt_profile(struct mrc_context *mrc_ctx,
 				  uint64_t ev_fmt_profile_id,
 				  struct mrc_ctl_ev_fmt_profile_attr *attr,
@@ -184,7 +184,8 @@ int mrc_ctl_query_ev_fmt_profile(struct mrc_context *mrc_ctx,
 /* ---- EVs --------------------------------------------------------------------------------- */
 
 /* An EV value. STEV uses the first 4 bytes; SRv6 an address in bytes 0-15 and the SRH segment
- * in bytes 16-31. mrc's UDP mode keeps the source port in the first 2 bytes, big-endian. */
+ * in bytes 16-31. mrc's UDP mode keeps the source port in the first 2 bytes, big-endian (its
+ * STEV mode the flow label in the next 2). */
 typedef uint8_t mrc_ctl_ev_t[MRC_CTL_EV_MAX_BYTES];
 
 /* An EV and the port (1-based) it leaves from. */
@@ -289,9 +290,11 @@ struct mrc_ctl_ev_profile_attr {
 /* EV_OP and EV_FIELDS_OP are mutually exclusive in one call (EINVAL). INIT -> OFFLINE needs MODE
  * (with the move, or given while INIT); MODE, FMT_ID, COUNT and MIN_ACTIVE while ONLINE: EBUSY.
  * REPLACE_EV and MODIFY_EV_STATE act on a profile past INIT (one in INIT, or never created:
- * EINVAL) and on EVs the device can send (mrc: the UDP source port, big-endian in val[0..1], of
- * one of the port's EV source ports, every other byte 0; else EINVAL). Profile 0 always exists,
- * ONLINE: the QPs created without MRC_QP_EV_PROFILE_ID. A refused call creates no profile. */
+ * EINVAL) and on EVs the device can send in the profile's EV format (mrc, UDP: one of the port's
+ * EV source ports, big-endian in val[0..1], every other byte 0; STEV: such a port, then the flow
+ * label in val[2..3]; SRV6: an address, the plane's block then the path's uSIDs; else EINVAL).
+ * Profile 0 always exists, ONLINE: the QPs created without MRC_QP_EV_PROFILE_ID. A refused call
+ * changes and creates nothing, but for an EV operation's entries before the one that failed. */
 int mrc_ctl_modify_ev_profile(struct mrc_context *mrc_ctx,
 			      uint64_t ev_profile_id,
 			      struct mrc_ctl_ev_profile_attr *attr,

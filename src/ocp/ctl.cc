@@ -29,7 +29,9 @@
 // moves follow its life cycle INIT -> OFFLINE -> ONLINE -> OFFLINE -> INIT; EV and EV format
 // profiles move OFFLINE only with a MODE given since they were INIT, a format profile ONLINE
 // only with fields; EV operations that change EVs need a configured profile (not INIT, nor one
-// never created) and EVs the device can send; else EINVAL. A refused call creates no profile.
+// never created) and EVs the device can send; else EINVAL. A refused call changes and creates
+// nothing (it runs on a copy of the profile), but for an EV operation's entries before the one
+// that failed, which took effect.
 #include "ocp/ctl.h"
 
 #include <arpa/inet.h>
@@ -537,7 +539,8 @@ int ev_mode_count(EvProfile& p, const mrc_ctl_ev_profile_attr& a, int mask, int 
   return 0;
 }
 
-int modify_ev_profile(Nic& nic, uint64_t id, mrc_ctl_ev_profile_attr& a, int mask) {
+// Applies a modify call to `p`, a copy of profile `id` (the caller keeps it only if it took).
+int modify_ev_profile(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_ev_profile_attr& a, int mask) {
   constexpr int kKnown =
       MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
       MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK |
@@ -545,7 +548,6 @@ int modify_ev_profile(Nic& nic, uint64_t id, mrc_ctl_ev_profile_attr& a, int mas
   if ((mask & ~kKnown) ||
       ((mask & MRC_CTL_EV_PROFILE_EV_OP) && (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP)))
     return EINVAL;
-  EvProfile& p = id == 0 ? profile0(nic) : nic.ev_profiles[id];
   const bool online = p.state == MRC_CTL_PROFILE_ONLINE;
   const int planes = static_cast<int>(nic.spec->planes.size());
   if ((mask & (MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT |
@@ -1132,8 +1134,18 @@ int mrc_ctl_modify_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_prof
   if (nic.remote()) return forwarded(remote_ev_profile(nic, true, id, attr, mask));
   std::lock_guard lock(nic.mutex);
   const bool fresh = id != 0 && !nic.ev_profiles.contains(id);
-  const int e = modify_ev_profile(nic, id, *attr, mask);
-  if (e != 0 && fresh) nic.ev_profiles.erase(id);  // a refused call creates nothing
+  EvProfile& stored = id == 0 ? profile0(nic) : nic.ev_profiles[id];
+  EvProfile changed = stored;
+  const int e = modify_ev_profile(nic, id, changed, *attr, mask);
+  // A refused call changes and creates nothing, but for an EV operation's entries before the
+  // one that failed: those took effect (in the QPs too), as OCP has it.
+  const bool entries_applied = e != 0 && !fresh && (mask & MRC_CTL_EV_PROFILE_EV_OP) &&
+                               (raw(attr->ev_op.op) == MRC_CTL_EV_OP_REPLACE_EV ||
+                                raw(attr->ev_op.op) == MRC_CTL_EV_OP_MODIFY_EV_STATE);
+  if (e == 0 || entries_applied)
+    stored = std::move(changed);
+  else if (fresh)
+    nic.ev_profiles.erase(id);
   return e == 0 ? 0 : fail(e, -1);
 }
 

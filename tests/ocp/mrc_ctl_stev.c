@@ -5,7 +5,8 @@
  *     (EINVAL); a STEV format wider than 32 bits is E2BIG;
  *   - an explicit profile of STEV EVs (source port, then flow label) refuses a port outside the
  *     plane's EV source ports and bytes past the fourth (EINVAL), reads its EVs back as given,
- *     and a second profile giving one of its ports another label cannot go ONLINE (EINVAL);
+ *     and a second profile giving one of its ports another label cannot go ONLINE (EINVAL), a
+ *     refused call leaving the profile as it was;
  *   - OCP's generated STEV profile (three fields, 8 + 4 + 4 bits) draws EVs whose port is one of
  *     the plane's;
  *   - a QP of the explicit profile moves data (two QPs of the device, connected to each other)
@@ -71,6 +72,17 @@ static void check_explicit(struct mrc_context *ctx) {
   CHECK(ctl_profile_offline(ctx, 12, 13, MRC_CTL_EV_MODE_EXP, 1, NULL, 0) == 0 && ctl_fill(ctx, 12, stev(1, 0x9999)) == 0,
         "profile 12 OFFLINE");
   EXPECT_ERRNO(online(ctx, 12), EINVAL);
+  /* A refused call changes nothing: the event mask given with that move is not kept. */
+  struct mrc_ctl_ev_profile_attr a;
+  memset(&a, 0, sizeof a);
+  a.profile_state = MRC_CTL_PROFILE_ONLINE;
+  a.ev_event_mask = MRC_CTL_EV_GOOD;
+  EXPECT_ERRNO(mrc_ctl_modify_ev_profile(ctx, 12, &a, MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_EVENT_MASK),
+               EINVAL);
+  memset(&a, 0, sizeof a);
+  CHECK(mrc_ctl_query_ev_profile(ctx, 12, &a, MRC_CTL_EV_PROFILE_EVENT_MASK | MRC_CTL_EV_PROFILE_STATE) == 0 &&
+            a.ev_event_mask == 0 && a.cur_profile_state == MRC_CTL_PROFILE_OFFLINE,
+        "profile 12 unchanged by the refused call (mask %d, state %d)", a.ev_event_mask, (int)a.cur_profile_state);
 }
 
 /* OCP's generated STEV example, the top byte fixed at the device's range so draws land there. */
