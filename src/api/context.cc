@@ -307,13 +307,7 @@ Result<Ok, Error> Qp::agree_keys(const ConnectionInfo& remote) {
                                 (remote.planes.empty() ? std::string("?") : remote.planes.front());
   if (!exchange_) return io::check_secure_modes(SecureMode::kOff, remote.secure, peer_name);
   const io::KeyOffer offer{remote.secure, remote.key_id, remote.key_share, remote.key_proof};
-  auto keys = exchange_->finish(qpn(), psn_, offer, remote.qpn, remote.psn, peer_name);
-  if (!keys.ok()) return Err{keys.error()};
-  QpConfig config = qp_->config();
-  config.security = keys.value();
-  if (auto set = qp_->set_config(config); !set.ok())
-    return fail(Errc::kInvalidArgument, qp_->config_error());
-  return Ok{};
+  return exchange_->finish_for(*qp_, psn_, offer, remote.qpn, remote.psn, peer_name);
 }
 
 Result<Ok, Error> Qp::connect(const ConnectionInfo& remote) {

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/key_schedule.h"
+#include "core/queue_pair.h"
 #include "util/hex.h"
 
 namespace mrc::io {
@@ -215,6 +216,19 @@ Result<SecurityConfig, Error> KeyExchange::finish(uint32_t qpn, uint32_t psn, co
   config.send_secret = is_a ? secrets.a_to_b : secrets.b_to_a;
   config.receive_secret = is_a ? secrets.b_to_a : secrets.a_to_b;
   return config;
+}
+
+Result<Ok, Error> KeyExchange::finish_for(QueuePair& qp, uint32_t psn, const KeyOffer& peer,
+                                          uint32_t peer_qpn, uint32_t peer_psn,
+                                          const std::string& peer_name) const {
+  auto keys = finish(qp.qpn().value, psn, peer, peer_qpn, peer_psn, peer_name);
+  if (!keys.ok()) return Err{keys.error()};
+  QpConfig config = qp.config();
+  config.security = keys.value();
+  if (!qp.set_config(config).ok())
+    return fail(Errc::kInvalidArgument,
+                "queue pair " + std::to_string(qp.qpn().value) + ": " + qp.config_error());
+  return Ok{};
 }
 
 }  // namespace mrc::io

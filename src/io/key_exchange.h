@@ -25,6 +25,10 @@
 #include "mrc/error.hpp"
 #include "mrc/result.hpp"
 
+namespace mrc {
+class QueuePair;
+}  // namespace mrc
+
 namespace mrc::io {
 
 // read_key_file and kMinPresharedKeyBytes: include/mrc/datapath.hpp.
@@ -64,6 +68,10 @@ class KeyExchange {
   Result<SecurityConfig, Error> finish(uint32_t qpn, uint32_t psn, const KeyOffer& peer,
                                        uint32_t peer_qpn, uint32_t peer_psn,
                                        const std::string& peer_name) const;
+  // finish() for `qp` (in RESET, whose initial PSN is `psn`), its keys then set in its
+  // configuration; the error names the peer, or what the QP refused.
+  Result<Ok, Error> finish_for(QueuePair& qp, uint32_t psn, const KeyOffer& peer, uint32_t peer_qpn,
+                               uint32_t peer_psn, const std::string& peer_name) const;
 
  private:
   KeyExchange() = default;

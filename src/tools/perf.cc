@@ -532,16 +532,8 @@ Result<Ok, Error> PerfSide::agree_keys(size_t q, const json& theirs) {
     return fail(Errc::kInvalidArgument, peer_name(q) + " sent no key exchange");
   const json& k = theirs["key"];
   const io::KeyOffer offer{secure_, k.value("id", ""), k.value("share", ""), k.value("proof", "")};
-  auto keys =
-      exchanges_[q].finish(qps_[q]->qpn().value, psns_[q], offer, theirs["qpn"].get<uint32_t>(),
-                           theirs["psn"].get<uint32_t>(), peer_name(q));
-  if (!keys.ok()) return Err{keys.error()};
-  QpConfig c = qps_[q]->config();
-  c.security = keys.value();
-  if (!qps_[q]->set_config(c).ok())
-    return fail(Errc::kInvalidArgument,
-                "queue pair " + std::to_string(q) + ": " + qps_[q]->config_error());
-  return Ok{};
+  return exchanges_[q].finish_for(*qps_[q], psns_[q], offer, theirs["qpn"].get<uint32_t>(),
+                                  theirs["psn"].get<uint32_t>(), peer_name(q));
 }
 
 void PerfSide::start_sending(uint64_t size, uint64_t count) {
