@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <span>
 
 #include "io/srv6.h"
 #include "mrc/datapath.hpp"
@@ -43,25 +44,29 @@ const std::vector<uint16_t>& own_path(const Nic& nic, uint16_t port) {
   return nic.spec->srv6_paths[port % nic.spec->srv6_paths.size()];
 }
 
-// Bindings that some profile's EV list still names (the others' ports may be bound again: a
-// QP's EVs come from an ONLINE profile's list, which cannot change while the QP exists).
-std::set<uint16_t> ports_in_use(const Nic& nic, int plane) {
+// Bindings that some profile's EV list, or `listing` (the list of a profile about to go ONLINE,
+// not stored yet), still names (the others' ports may be bound again: a QP's EVs come from an
+// ONLINE profile's list, which cannot change while the QP exists).
+std::set<uint16_t> ports_in_use(const Nic& nic, int plane, std::span<const mrc_ctl_ev> listing) {
   std::set<uint16_t> used;
+  const auto note = [&](const mrc_ctl_ev& ev) {
+    if (ev.port != plane + 1 || unpopulated(ev)) return;
+    auto path = srv6_ev_path(nic, ev);
+    if (!path.ok()) return;
+    auto it = nic.srv6_ports.find({plane, path.value()});
+    if (it != nic.srv6_ports.end()) used.insert(it->second);
+  };
   for (const auto& [id, profile] : nic.ev_profiles)
-    for (const mrc_ctl_ev& ev : profile.list) {
-      if (ev.port != plane + 1 || unpopulated(ev)) continue;
-      auto path = srv6_ev_path(nic, ev);
-      if (!path.ok()) continue;
-      auto it = nic.srv6_ports.find({plane, path.value()});
-      if (it != nic.srv6_ports.end()) used.insert(it->second);
-    }
+    std::for_each(profile.list.begin(), profile.list.end(), note);
+  std::for_each(listing.begin(), listing.end(), note);
   return used;
 }
 
 // The port to bind (plane, path) to: one already on the path and in no use, else the lowest
 // port in no use; 0 if every port of the plane is in use. A stale binding of it is dropped.
-uint16_t free_port(Nic& nic, int plane, const std::vector<uint16_t>& path) {
-  const std::set<uint16_t> used = ports_in_use(nic, plane);
+uint16_t free_port(Nic& nic, int plane, const std::vector<uint16_t>& path,
+                   std::span<const mrc_ctl_ev> listing) {
+  const std::set<uint16_t> used = ports_in_use(nic, plane, listing);
   uint16_t chosen = 0;
   for (uint32_t i = 0; i < ports_per_plane(nic); ++i) {
     const auto port = static_cast<uint16_t>(first_port(nic, plane) + i);
@@ -129,7 +134,11 @@ Result<std::vector<uint16_t>, Error> srv6_ev_path(const Nic& nic, const mrc_ctl_
   return io::srv6_ev_path(ev_address(ev), nic.spec->planes[ev.port - 1u].address6);
 }
 
-Result<uint16_t, Error> srv6_ev_port(Nic& nic, const mrc_ctl_ev& ev, bool bind) {
+namespace {
+
+// srv6_ev_port, binding with the EVs of `listing` counted as in use.
+Result<uint16_t, Error> ev_port_for(Nic& nic, const mrc_ctl_ev& ev, bool bind,
+                                    std::span<const mrc_ctl_ev> listing) {
   auto path = srv6_ev_path(nic, ev);
   if (!path.ok()) return Err{path.error()};
   const int plane = ev.port - 1;
@@ -139,7 +148,7 @@ Result<uint16_t, Error> srv6_ev_port(Nic& nic, const mrc_ctl_ev& ev, bool bind) 
     return fail(Errc::kNotFound, "SRv6 EV " +
                                      io::address_text(io::SocketAddress::ipv6(ev_address(ev), 0)) +
                                      " is in no profile of device " + nic.spec->name);
-  const uint16_t port = free_port(nic, plane, path.value());
+  const uint16_t port = free_port(nic, plane, path.value(), listing);
   if (port == 0)
     return fail(Errc::kResourceExhausted, "plane " + std::to_string(ev.port) + " of device " +
                                               nic.spec->name + " has " +
@@ -151,11 +160,17 @@ Result<uint16_t, Error> srv6_ev_port(Nic& nic, const mrc_ctl_ev& ev, bool bind) 
   return port;
 }
 
+}  // namespace
+
+Result<uint16_t, Error> srv6_ev_port(Nic& nic, const mrc_ctl_ev& ev, bool bind) {
+  return ev_port_for(nic, ev, bind, {});
+}
+
 Result<Ok, Error> srv6_bind_all(Nic& nic, const std::vector<mrc_ctl_ev>& evs) {
   const auto before = nic.srv6_ports;
   for (const mrc_ctl_ev& ev : evs) {
     if (unpopulated(ev)) continue;
-    auto port = srv6_ev_port(nic, ev, true);
+    auto port = ev_port_for(nic, ev, true, evs);  // evs's earlier bindings are in use
     if (port.ok()) continue;
     for (const auto& [key, p] : nic.srv6_ports)  // undo: the new bindings' ports as they were
       if (before.count(key) == 0) (void)nic.host->set_port_path(key.first, p, own_path(nic, p));
