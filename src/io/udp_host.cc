@@ -572,14 +572,15 @@ bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
   if (!paths_.empty() && meta.answers) {  // back on the path of the data it answers (srv6.h)
     const uint32_t answered = meta.answers->value - first_port;
     const uint32_t in_ranges = meta.answers->value - config_.ev_port_base;
-    const auto paths = static_cast<uint32_t>(paths_.size());
-    const uint32_t same_residue =
-        (meta.answers->value % paths + paths - first_port % paths) % paths;
-    if (answered < config_.ev_ports_per_plane)
+    if (answered < config_.ev_ports_per_plane) {
       port_index = answered;  // this plane's EV: its port here maps to the same path
-    else if (in_ranges >= static_cast<uint32_t>(planes()) * config_.ev_ports_per_plane &&
-             same_residue < config_.ev_ports_per_plane)
-      port_index = same_residue;  // a peer with other ranges: the path of the port's residue
+    } else if (in_ranges >= static_cast<uint32_t>(planes()) * config_.ev_ports_per_plane) {
+      // A peer with other ranges: the path of the port's residue.
+      const auto paths = static_cast<uint32_t>(paths_.size());
+      const uint32_t same_residue =
+          (meta.answers->value % paths + paths - first_port % paths) % paths;
+      if (same_residue < config_.ev_ports_per_plane) port_index = same_residue;
+    }
     // else data of another plane: no path back to follow; the QP's own EV stands
   }
   r.source_port = static_cast<uint16_t>(first_port + port_index);

@@ -128,10 +128,6 @@ mrc_ctl_ev_state to_ctl(EvState s) {
   return MRC_CTL_EV_UNKNOWN;
 }
 
-uint16_t ev_port(const mrc_ctl_ev& ev) {
-  return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]);
-}
-
 mrc_ctl_ev port_ev(const EvSet::Slot& s) {
   mrc_ctl_ev ev{};
   ev.val[0] = static_cast<uint8_t>(s.ev.value >> 8);
@@ -184,8 +180,7 @@ mrc_ctl_ev make_ev(const Nic& nic, const EvProfile& p, const EvSet::Slot& s) {
 
 // The slot of a controller EV in a QP's EVs, or kNoSlot.
 uint16_t find_slot(Nic& nic, const EvProfile& p, const EvSet& evs, const mrc_ctl_ev& ev) {
-  if (stev_evs(nic, p)) return find_port_slot(evs, stev_port(ev), ev.port);
-  if (!srv6_evs(nic, p)) return find_port_slot(evs, ev_port(ev), ev.port);
+  if (!srv6_evs(nic, p)) return find_port_slot(evs, ev_source_port(ev), ev.port);  // UDP, STEV
   const auto port = srv6_ev_port(nic, ev, false);
   return port.ok() ? find_port_slot(evs, port.value(), ev.port) : EvSet::kNoSlot;
 }
@@ -198,10 +193,8 @@ bool usable_format(const Nic& nic, uint64_t id) {
 }
 
 std::string ev_text(const mrc_ctl_ev& ev) {
-  in6_addr a{};
-  std::memcpy(a.s6_addr, ev.val, sizeof a.s6_addr);
-  return io::address_text(io::SocketAddress::ipv6(a, 0)) + " (port " + std::to_string(ev.port) +
-         ")";
+  return io::address_text(io::SocketAddress::ipv6(ev_address(ev), 0)) + " (port " +
+         std::to_string(ev.port) + ")";
 }
 
 // Bad controller input the errno alone would not explain: said once on stderr, naming the
@@ -216,8 +209,7 @@ bool same_ev(const mrc_ctl_ev& a, const mrc_ctl_ev& b) {
 }
 
 bool is_unpopulated(const mrc_ctl_ev& ev) {
-  static const mrc_ctl_ev kUnpopulated{};
-  return same_ev(ev, kUnpopulated);
+  return ev_unpopulated(ev);
 }
 
 // An EV this device can send: port = a plane, value = one of that plane's EV source ports
@@ -227,9 +219,8 @@ bool valid_port_ev(const Nic& nic, const mrc_ctl_ev& ev) {
   if (ev.port < 1 || ev.port > planes) return false;
   for (size_t i = 2; i < sizeof ev.val; ++i)
     if (ev.val[i] != 0) return false;
-  const uint32_t per_plane = io::ev_source_ports_per_plane(planes);
-  const uint32_t first = nic.spec->ev_port_base + (ev.port - 1u) * per_plane;
-  return ev_port(ev) >= first && ev_port(ev) < first + per_plane;
+  const PortRange range = plane_ev_ports(*nic.spec, ev.port - 1);
+  return ev_source_port(ev) - range.first < range.count;
 }
 
 // The width of a format profile's EVs in bits (the fields' sum; format 0 and one without
@@ -264,12 +255,9 @@ bool has_list(const EvProfile& p) {
 }
 
 std::vector<PortRange> plane_ranges(const Nic& nic) {
-  const size_t planes = nic.spec->planes.size();
-  const uint32_t per_plane = io::ev_source_ports_per_plane(planes);
   std::vector<PortRange> out;
-  for (size_t p = 0; p < planes; ++p)
-    out.push_back(
-        PortRange{nic.spec->ev_port_base + static_cast<uint32_t>(p) * per_plane, per_plane});
+  for (size_t p = 0; p < nic.spec->planes.size(); ++p)
+    out.push_back(plane_ev_ports(*nic.spec, static_cast<int>(p)));
   return out;
 }
 
@@ -454,12 +442,11 @@ int generate_list(const Nic& nic, uint64_t id, EvProfile& p) {
   const auto plane_of = [&](const mrc_ctl_ev& drawn) {  // the plane its block or port names
     int plane = srv6 ? srv6_plane_of(nic, drawn) : -1;
     for (size_t k = 0; !srv6 && k < ranges.size(); ++k)
-      if (stev_port(drawn) - ranges[k].first < ranges[k].count) plane = static_cast<int>(k);
+      if (ev_source_port(drawn) - ranges[k].first < ranges[k].count) plane = static_cast<int>(k);
+    if (plane < 0 || !srv6) return plane;  // a STEV EV of a plane's port is valid (<= 32 bits)
     mrc_ctl_ev ev = drawn;
     ev.port = static_cast<uint8_t>(plane + 1);
-    const bool ok =
-        plane >= 0 && (srv6 ? srv6_ev_path(nic, ev).ok() : check_stev_ev(nic, ev).empty());
-    return ok ? plane : -1;
+    return srv6_ev_path(nic, ev).ok() ? plane : -1;
   };
   p.list = generate_address_evs(p.fields, widths, p.count, nic.spec->planes.size(), plane_of, seed);
   if (p.list.empty())
@@ -748,13 +735,6 @@ void scan_qp(Nic& nic, mrc_qp& qp) {
 
 // ---- EV probes ----------------------------------------------------------------------------
 
-bool ipv4_of(const ibv_gid& gid, uint32_t& ip) {
-  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (std::memcmp(gid.raw, kMapped, sizeof kMapped) != 0) return false;
-  std::memcpy(&ip, gid.raw + 12, 4);
-  return true;
-}
-
 bool is_zero(const ibv_gid& gid) {
   static const uint8_t kZero[16] = {};
   return std::memcmp(gid.raw, kZero, sizeof kZero) == 0;
@@ -773,7 +753,7 @@ bool gid_address(const ibv_gid& gid, const io::PlaneAddress& local, io::PlaneAdd
   out.port = local.port;
   out.v6 = local.v6;
   uint32_t ip = 0;
-  if (is_zero(gid) || ipv4_of(gid, ip) == local.v6) return false;
+  if (is_zero(gid) || gid_ipv4(gid.raw, ip) == local.v6) return false;
   if (local.v6)
     std::memcpy(out.address6.s6_addr, gid.raw, sizeof gid.raw);
   else
@@ -796,7 +776,7 @@ int probe_stev_port(Nic& nic, const mrc_ctl_ep_req& r, uint16_t& port) {
     return refuse(EINVAL, name + bad);
   auto set = stev_bind_all(nic, UINT64_MAX, {r.req_ev});
   if (!set.ok()) return refuse(EBUSY, name + set.error().message);
-  port = stev_port(r.req_ev);
+  port = ev_source_port(r.req_ev);
   return 0;
 }
 
@@ -805,7 +785,7 @@ int probe_stev_port(Nic& nic, const mrc_ctl_ep_req& r, uint16_t& port) {
 int probe_port(Nic& nic, const mrc_ctl_ep_req& r, uint16_t& port) {
   if (raw(r.ev_fmt_mode) == MRC_CTL_EV_FMT_MODE_UDP) {
     if (!valid_port_ev(nic, r.req_ev)) return EINVAL;
-    port = ev_port(r.req_ev);
+    port = ev_source_port(r.req_ev);
     return 0;
   }
   if (raw(r.ev_fmt_mode) == MRC_CTL_EV_FMT_MODE_STEV) return probe_stev_port(nic, r, port);
@@ -933,7 +913,8 @@ int ctl_apply_ev_profile(Nic& nic, uint64_t id, QpConfig& config) {
     for (const mrc_ctl_ev& ev : it->second.list) {
       // An SRv6 EV's port was bound when the profile went ONLINE (bind_packed_list); a STEV or
       // UDP EV names its port in its first two bytes.
-      auto bound = srv6 ? srv6_ev_port(nic, ev, false) : Result<uint16_t, Error>(ev_port(ev));
+      auto bound =
+          srv6 ? srv6_ev_port(nic, ev, false) : Result<uint16_t, Error>(ev_source_port(ev));
       const uint16_t port = bound.ok() ? bound.value() : 0;
       config.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(ev.port - 1)), Ev(port)});
     }

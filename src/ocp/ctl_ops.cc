@@ -53,25 +53,19 @@ bool get_uint(const json& j, const char* key, uint64_t max, uint64_t& out, bool 
   return true;
 }
 
-uint16_t ev_value(const mrc_ctl_ev& ev) {
-  return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]);
-}
-
 // An EV's value in JSON: a source port (format UDP), a STEV EV as "PORT:0xLABEL", or an SRv6
 // EV's address as text.
 json ev_json(const mrc_ctl_ev& ev) {
   const auto zero = [&](size_t from) {
     return std::all_of(ev.val + from, ev.val + sizeof ev.val, [](uint8_t b) { return b == 0; });
   };
-  if (zero(2)) return ev_value(ev);
+  if (zero(2)) return ev_source_port(ev);
   if (zero(4)) {
     char text[32];
-    std::snprintf(text, sizeof text, "%u:0x%x", ev_value(ev), ev.val[2] << 8 | ev.val[3]);
+    std::snprintf(text, sizeof text, "%u:0x%x", ev_source_port(ev), ev.val[2] << 8 | ev.val[3]);
     return std::string(text);
   }
-  in6_addr a{};
-  std::memcpy(a.s6_addr, ev.val, sizeof a.s6_addr);
-  return io::address_text(io::SocketAddress::ipv6(a, 0));
+  return io::address_text(io::SocketAddress::ipv6(ev_address(ev), 0));
 }
 
 // "ev" of a request: a source port, a STEV EV ("50001:0x1234": its source port and flow label),
@@ -341,7 +335,7 @@ bool probe_dest(Nic& nic, uint64_t qpn, const mrc_ctl_ev& ev, mrc_ctl_ep_req& r)
       if ((qpn != 0 && q->qp->qpn().value != qpn) || q->qp->evs() == nullptr) continue;
       bool holds = false;
       for (uint16_t i = 0; i < q->qp->evs()->size() && !holds; ++i)
-        holds = q->qp->evs()->slot(i).ev.value == ev_value(ev) &&
+        holds = q->qp->evs()->slot(i).ev.value == ev_source_port(ev) &&
                 q->qp->evs()->slot(i).plane.value + 1 == ev.port;
       uint32_t ip = 0;
       std::memcpy(&ip, q->vattr.ah_attr.grh.dgid.raw + 12, 4);
@@ -380,10 +374,10 @@ json op_probe(Nic& nic, mrc_context& ctx, const json& req) {
   } else if (reqs[0].ev_fmt_mode == MRC_CTL_EV_FMT_MODE_SRV6) {
     return refuse(EINVAL, "a probe on an SRv6 EV needs \"to\": the destination's locator");
   } else if (!probe_dest(nic, qpn, reqs[0].req_ev, reqs[0])) {
-    return refuse(
-        ENOENT, "EV " + std::to_string(ev_value(reqs[0].req_ev)) + " port " + std::to_string(port) +
-                    " is not an EV of " +
-                    (qpn != 0 ? "QP " + std::to_string(qpn) : std::string("any connected QP")));
+    return refuse(ENOENT,
+                  "EV " + std::to_string(ev_source_port(reqs[0].req_ev)) + " port " +
+                      std::to_string(port) + " is not an EV of " +
+                      (qpn != 0 ? "QP " + std::to_string(qpn) : std::string("any connected QP")));
   }
   for (uint64_t i = 0; i < count; ++i) {
     reqs[i] = reqs[0];

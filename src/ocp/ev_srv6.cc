@@ -19,26 +19,6 @@ namespace {
 
 constexpr uint32_t kMaxFormatFieldBits = 32;  // an EV field (mrc_ctl_ev_field) is 32 bits
 
-uint32_t ports_per_plane(const Nic& nic) {
-  const size_t planes = nic.spec->planes.size();
-  return io::ev_source_ports_per_plane(planes);
-}
-
-uint32_t first_port(const Nic& nic, int plane) {
-  return nic.spec->ev_port_base + static_cast<uint32_t>(plane) * ports_per_plane(nic);
-}
-
-in6_addr ev_address(const mrc_ctl_ev& ev) {
-  in6_addr a{};
-  std::memcpy(a.s6_addr, ev.val, sizeof a.s6_addr);
-  return a;
-}
-
-bool unpopulated(const mrc_ctl_ev& ev) {
-  static const mrc_ctl_ev kUnpopulated{};
-  return std::memcmp(&ev, &kUnpopulated, sizeof ev) == 0;
-}
-
 // The default path of a port no EV is bound to (io/srv6.h: port % paths).
 const std::vector<uint16_t>& own_path(const Nic& nic, uint16_t port) {
   return nic.spec->srv6_paths[port % nic.spec->srv6_paths.size()];
@@ -50,7 +30,7 @@ const std::vector<uint16_t>& own_path(const Nic& nic, uint16_t port) {
 std::set<uint16_t> ports_in_use(const Nic& nic, int plane, std::span<const mrc_ctl_ev> listing) {
   std::set<uint16_t> used;
   const auto note = [&](const mrc_ctl_ev& ev) {
-    if (ev.port != plane + 1 || unpopulated(ev)) return;
+    if (ev.port != plane + 1 || ev_unpopulated(ev)) return;
     auto path = srv6_ev_path(nic, ev);
     if (!path.ok()) return;
     auto it = nic.srv6_ports.find({plane, path.value()});
@@ -68,8 +48,9 @@ uint16_t free_port(Nic& nic, int plane, const std::vector<uint16_t>& path,
                    std::span<const mrc_ctl_ev> listing) {
   const std::set<uint16_t> used = ports_in_use(nic, plane, listing);
   uint16_t chosen = 0;
-  for (uint32_t i = 0; i < ports_per_plane(nic); ++i) {
-    const auto port = static_cast<uint16_t>(first_port(nic, plane) + i);
+  const PortRange range = plane_ev_ports(*nic.spec, plane);
+  for (uint32_t i = 0; i < range.count; ++i) {
+    const auto port = static_cast<uint16_t>(range.first + i);
     if (used.count(port) != 0) continue;
     if (chosen == 0) chosen = port;
     if (nic.host->port_path(plane, port) == path) {
@@ -150,10 +131,10 @@ Result<uint16_t, Error> ev_port_for(Nic& nic, const mrc_ctl_ev& ev, bool bind,
                                      " is in no profile of device " + nic.spec->name);
   const uint16_t port = free_port(nic, plane, path.value(), listing);
   if (port == 0)
-    return fail(Errc::kResourceExhausted, "plane " + std::to_string(ev.port) + " of device " +
-                                              nic.spec->name + " has " +
-                                              std::to_string(ports_per_plane(nic)) +
-                                              " EV source ports, all bound to other SRv6 EVs");
+    return fail(Errc::kResourceExhausted,
+                "plane " + std::to_string(ev.port) + " of device " + nic.spec->name + " has " +
+                    std::to_string(plane_ev_ports(*nic.spec, plane).count) +
+                    " EV source ports, all bound to other SRv6 EVs");
   if (auto set = nic.host->set_port_path(plane, port, path.value()); !set.ok())
     return Err{set.error()};
   nic.srv6_ports[key] = port;
@@ -169,7 +150,7 @@ Result<uint16_t, Error> srv6_ev_port(Nic& nic, const mrc_ctl_ev& ev, bool bind) 
 Result<Ok, Error> srv6_bind_all(Nic& nic, const std::vector<mrc_ctl_ev>& evs) {
   const auto before = nic.srv6_ports;
   for (const mrc_ctl_ev& ev : evs) {
-    if (unpopulated(ev)) continue;
+    if (ev_unpopulated(ev)) continue;
     auto port = ev_port_for(nic, ev, true, evs);  // evs's earlier bindings are in use
     if (port.ok()) continue;
     for (const auto& [key, p] : nic.srv6_ports)  // undo: the new bindings' ports as they were

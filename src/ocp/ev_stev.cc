@@ -18,11 +18,6 @@ std::string hex(uint32_t label) {
   return text;
 }
 
-uint32_t ports_per_plane(const Nic& nic) {
-  const size_t planes = nic.spec->planes.size();
-  return io::ev_source_ports_per_plane(planes);
-}
-
 // The labels the EVs of ONLINE STEV profiles (but profile `except`) put on their ports.
 std::map<std::pair<int, uint16_t>, uint32_t> labels_in_use(const Nic& nic, uint64_t except) {
   std::map<std::pair<int, uint16_t>, uint32_t> used;
@@ -30,7 +25,7 @@ std::map<std::pair<int, uint16_t>, uint32_t> labels_in_use(const Nic& nic, uint6
     if (id == except || p.state != MRC_CTL_PROFILE_ONLINE ||
         ev_format_of(nic.ev_fmt_profiles, p.fmt_id) != MRC_CTL_EV_FMT_MODE_STEV)
       continue;
-    for (const mrc_ctl_ev& ev : p.list) used[{ev.port - 1, stev_port(ev)}] = stev_label(ev);
+    for (const mrc_ctl_ev& ev : p.list) used[{ev.port - 1, ev_source_port(ev)}] = stev_label(ev);
   }
   return used;
 }
@@ -55,26 +50,24 @@ std::string stev_device_problem(const Nic& nic) {
   return {};
 }
 
-uint16_t stev_port(const mrc_ctl_ev& ev) {
-  return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]);
-}
-
 uint32_t stev_label(const mrc_ctl_ev& ev) {
   return static_cast<uint32_t>(ev.val[2] << 8 | ev.val[3]);
 }
 
 std::string check_stev_ev(const Nic& nic, const mrc_ctl_ev& ev) {
   const size_t planes = nic.spec->planes.size();
-  const std::string name = "STEV EV port " + std::to_string(stev_port(ev)) + " label " +
-                           hex(stev_label(ev)) + " (port " + std::to_string(ev.port) + ")";
+  const auto name = [&] {  // built for a refusal only
+    return "STEV EV port " + std::to_string(ev_source_port(ev)) + " label " + hex(stev_label(ev)) +
+           " (port " + std::to_string(ev.port) + ")";
+  };
   if (ev.port < 1 || ev.port > planes)
-    return name + ": device " + nic.spec->name + " has ports 1-" + std::to_string(planes);
+    return name() + ": device " + nic.spec->name + " has ports 1-" + std::to_string(planes);
   for (size_t i = 4; i < sizeof ev.val; ++i)
-    if (ev.val[i] != 0) return name + ": bytes 4-31 must be zero (a STEV EV has 32 bits)";
-  const uint32_t first = nic.spec->ev_port_base + (ev.port - 1u) * ports_per_plane(nic);
-  if (stev_port(ev) < first || stev_port(ev) >= first + ports_per_plane(nic))
-    return name + ": its source port is none of the plane's EV source ports " +
-           std::to_string(first) + "-" + std::to_string(first + ports_per_plane(nic) - 1);
+    if (ev.val[i] != 0) return name() + ": bytes 4-31 must be zero (a STEV EV has 32 bits)";
+  const PortRange range = plane_ev_ports(*nic.spec, ev.port - 1);
+  if (ev_source_port(ev) - range.first >= range.count)
+    return name() + ": its source port is none of the plane's EV source ports " +
+           std::to_string(range.first) + "-" + std::to_string(range.first + range.count - 1);
   return {};
 }
 
@@ -82,7 +75,7 @@ Result<Ok, Error> stev_bind_all(Nic& nic, uint64_t id, const std::vector<mrc_ctl
   auto used = labels_in_use(nic, id);
   std::map<std::pair<int, uint16_t>, uint32_t> wanted;
   for (const mrc_ctl_ev& ev : evs) {
-    const std::pair<int, uint16_t> key{ev.port - 1, stev_port(ev)};
+    const std::pair<int, uint16_t> key{ev.port - 1, ev_source_port(ev)};
     for (const auto* taken : {&used, &wanted}) {
       auto it = taken->find(key);
       if (it != taken->end() && it->second != stev_label(ev))

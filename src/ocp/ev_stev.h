@@ -34,7 +34,7 @@ std::string check_stev_format(const std::vector<mrc_ctl_ev_fmt_field>& fields);
 // "" if `nic`'s planes take STEV format profiles, else why not (EINVAL).
 std::string stev_device_problem(const Nic& nic);
 
-uint16_t stev_port(const mrc_ctl_ev& ev);
+// The flow label of a STEV EV (its source port: ev_source_port, objects.h).
 uint32_t stev_label(const mrc_ctl_ev& ev);
 // "" if `ev` is a STEV EV of this device (its port a plane, its source port one of that
 // plane's, bytes 4-31 zero), else why not.

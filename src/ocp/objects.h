@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -30,6 +31,7 @@
 #include "mrc/config.hpp"
 #include "mrc_ctl.h"
 #include "ocp/device_config.h"
+#include "ocp/ev_gen.h"
 
 namespace mrc::ocp {
 
@@ -65,6 +67,27 @@ struct EvFmtProfile {
   bool mode_set = false;  // as EvProfile::mode_set
   std::vector<mrc_ctl_ev_fmt_field> fields;
 };
+// An EV value's pieces as the device's EV formats lay them out (ctl.cc): the UDP source port
+// in val[0..1], big-endian (a UDP or STEV EV), an address in val[0..15] (an SRv6 EV); all zero:
+// an unpopulated entry of an explicit profile.
+inline uint16_t ev_source_port(const mrc_ctl_ev& ev) {
+  return static_cast<uint16_t>(ev.val[0] << 8 | ev.val[1]);
+}
+inline in6_addr ev_address(const mrc_ctl_ev& ev) {
+  in6_addr a{};
+  std::memcpy(a.s6_addr, ev.val, sizeof a.s6_addr);
+  return a;
+}
+inline bool ev_unpopulated(const mrc_ctl_ev& ev) {
+  static const mrc_ctl_ev kUnpopulated{};
+  return std::memcmp(&ev, &kUnpopulated, sizeof ev) == 0;
+}
+// The EV source ports of the device's plane `plane` (0-based).
+inline PortRange plane_ev_ports(const DeviceSpec& spec, int plane) {
+  const uint32_t count = io::ev_source_ports_per_plane(spec.planes.size());
+  return PortRange{spec.ev_port_base + static_cast<uint32_t>(plane) * count, count};
+}
+
 // The EV format of EV profiles naming format profile `fmt_id`: 0, or one not found, is the
 // device's own (UDP source ports).
 inline mrc_ctl_ev_fmt_mode ev_format_of(const std::map<uint64_t, EvFmtProfile>& formats,
