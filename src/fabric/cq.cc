@@ -1,0 +1,316 @@
+// Completion queues, counters and event queues of the provider.
+//
+// A CQ holds entries in the tagged format, whatever format the application opened it with, and
+// converts as it is read. Error entries wait in their own queue: while one waits, fi_cq_read
+// answers -FI_EAVAIL, so the application reads it with fi_cq_readerr. Every queue is bounded by
+// what feeds it: an endpoint accepts at most fi_tx_attr::size sends and fi_rx_attr::size
+// receives at a time. Reads run progress on the domain first when its lock is free, so an
+// application that polls does the work without waiting for the progress thread.
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "fabric/provider.h"
+
+namespace mrc::fabric {
+namespace {
+
+void try_progress(Domain* d) {
+  if (d == nullptr) return;
+  std::unique_lock lock(d->lock, std::try_to_lock);
+  if (lock.owns_lock()) d->progress();
+}
+
+size_t entry_bytes(fi_cq_format f) {
+  switch (f) {
+    case FI_CQ_FORMAT_MSG: return sizeof(fi_cq_msg_entry);
+    case FI_CQ_FORMAT_DATA: return sizeof(fi_cq_data_entry);
+    case FI_CQ_FORMAT_TAGGED: return sizeof(fi_cq_tagged_entry);
+    default: return sizeof(fi_cq_entry);
+  }
+}
+
+// fi_cq_tagged_entry's fields are a prefix-compatible superset of the other formats.
+void store(fi_cq_format f, const fi_cq_tagged_entry& e, uint8_t* out) {
+  std::memcpy(out, &e, entry_bytes(f));
+}
+
+ssize_t read_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src) {
+  Cq* cq = reinterpret_cast<Cq*>(fid);
+  try_progress(cq->domain);
+  std::lock_guard lock(cq->lock);
+  if (!cq->errors.empty()) return -FI_EAVAIL;
+  if (cq->entries.empty()) return -FI_EAGAIN;
+  size_t n = 0;
+  for (; n < count && !cq->entries.empty(); ++n) {
+    store(cq->format, cq->entries.front().entry, static_cast<uint8_t*>(buf) + n * entry_bytes(cq->format));
+    if (src != nullptr) src[n] = cq->entries.front().source;
+    cq->entries.pop_front();
+  }
+  if (cq->wait_fd >= 0 && cq->entries.empty()) {
+    uint64_t v;
+    [[maybe_unused]] ssize_t r = ::read(cq->wait_fd, &v, sizeof v);
+  }
+  return static_cast<ssize_t>(n);
+}
+
+ssize_t cq_read(fid_cq* cq, void* buf, size_t count) { return read_from(cq, buf, count, nullptr); }
+
+ssize_t cq_readerr(fid_cq* fid, fi_cq_err_entry* buf, uint64_t) {
+  Cq* cq = reinterpret_cast<Cq*>(fid);
+  std::lock_guard lock(cq->lock);
+  if (cq->errors.empty()) return -FI_EAGAIN;
+  fi_cq_err_entry e = cq->errors.front();
+  cq->errors.pop_front();
+  // An application of API 1.5 or later may give its own err_data buffer; we carry none.
+  e.err_data = buf->err_data;
+  e.err_data_size = 0;
+  *buf = e;
+  return 1;
+}
+
+ssize_t sread_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src, const void*, int timeout_ms) {
+  Cq* cq = reinterpret_cast<Cq*>(fid);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const ssize_t n = read_from(fid, buf, count, src);
+    if (n != -FI_EAGAIN) return n;
+    std::unique_lock lock(cq->lock);
+    if (cq->signaled) {
+      cq->signaled = false;
+      return -FI_EAGAIN;
+    }
+    // Short waits: progress runs on the progress thread, and on ours between waits.
+    const auto step = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+    if (timeout_ms >= 0 && std::chrono::steady_clock::now() >= deadline) return -FI_EAGAIN;
+    cq->changed.wait_until(lock, timeout_ms >= 0 ? std::min(step, deadline) : step);
+  }
+}
+
+ssize_t cq_sread(fid_cq* cq, void* buf, size_t count, const void* cond, int timeout) {
+  return sread_from(cq, buf, count, nullptr, cond, timeout);
+}
+
+int cq_signal(fid_cq* fid) {
+  Cq* cq = reinterpret_cast<Cq*>(fid);
+  std::lock_guard lock(cq->lock);
+  cq->signaled = true;
+  cq->changed.notify_all();
+  return 0;
+}
+
+const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) {
+  const char* text = fi_strerror(prov_errno);
+  if (buf != nullptr && len > 0) {
+    std::strncpy(buf, text, len - 1);
+    buf[len - 1] = '\0';
+  }
+  return text;
+}
+
+int cq_close(fid* f) {
+  Cq* cq = reinterpret_cast<Cq*>(f);
+  if (cq->wait_fd >= 0) close(cq->wait_fd);
+  delete cq;
+  return 0;
+}
+
+int cq_control(fid* f, int command, void* arg) {
+  Cq* cq = reinterpret_cast<Cq*>(f);
+  if (command != FI_GETWAIT) return -FI_ENOSYS;
+  if (cq->wait_fd < 0) return -FI_ENODATA;
+  *static_cast<int*>(arg) = cq->wait_fd;
+  return 0;
+}
+
+fi_ops cq_fi_ops{sizeof(fi_ops), cq_close, no_bind, cq_control, no_ops_open, no_tostr, no_ops_set};
+fi_ops_cq cq_ops{sizeof(fi_ops_cq), cq_read, read_from, cq_readerr, cq_sread, sread_from, cq_signal, cq_strerror};
+
+}  // namespace
+
+void Cq::push(const CqEntry& e) {
+  std::lock_guard guard(lock);
+  entries.push_back(e);
+  if (wait_fd >= 0 && entries.size() == 1) {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = ::write(wait_fd, &one, sizeof one);
+  }
+  changed.notify_all();
+}
+
+void Cq::push_error(const fi_cq_err_entry& e) {
+  std::lock_guard guard(lock);
+  errors.push_back(e);
+  if (wait_fd >= 0) {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = ::write(wait_fd, &one, sizeof one);
+  }
+  changed.notify_all();
+}
+
+int open_cq(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
+  if (attr == nullptr) return -FI_EINVAL;
+  if (attr->format > FI_CQ_FORMAT_TAGGED || attr->wait_obj == FI_WAIT_SET ||
+      attr->wait_obj == FI_WAIT_MUTEX_COND || attr->wait_obj == FI_WAIT_POLLFD ||
+      (attr->flags & FI_AFFINITY) != 0)
+    return -FI_ENOSYS;
+  auto* cq = new Cq();
+  cq->domain = reinterpret_cast<Domain*>(domain);
+  cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
+  cq->wait_obj = attr->wait_obj;
+  if (attr->wait_obj == FI_WAIT_FD || attr->wait_obj == FI_WAIT_UNSPEC) {
+    cq->wait_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (cq->wait_fd < 0) {
+      delete cq;
+      return -FI_ENOMEM;
+    }
+  }
+  cq->fid.fid.fclass = FI_CLASS_CQ;
+  cq->fid.fid.context = context;
+  cq->fid.fid.ops = &cq_fi_ops;
+  cq->fid.ops = &cq_ops;
+  *out = &cq->fid;
+  return 0;
+}
+
+// --- counters ---
+
+namespace {
+
+uint64_t cntr_read(fid_cntr* f) {
+  Cntr* c = reinterpret_cast<Cntr*>(f);
+  std::lock_guard lock(c->lock);
+  return c->value;
+}
+uint64_t cntr_readerr(fid_cntr* f) {
+  Cntr* c = reinterpret_cast<Cntr*>(f);
+  std::lock_guard lock(c->lock);
+  return c->errors;
+}
+int cntr_add(fid_cntr* f, uint64_t v) {
+  reinterpret_cast<Cntr*>(f)->add(v, false);
+  return 0;
+}
+int cntr_adderr(fid_cntr* f, uint64_t v) {
+  reinterpret_cast<Cntr*>(f)->add(v, true);
+  return 0;
+}
+int cntr_set(fid_cntr* f, uint64_t v) {
+  Cntr* c = reinterpret_cast<Cntr*>(f);
+  std::lock_guard lock(c->lock);
+  c->value = v;
+  c->changed.notify_all();
+  return 0;
+}
+int cntr_seterr(fid_cntr* f, uint64_t v) {
+  Cntr* c = reinterpret_cast<Cntr*>(f);
+  std::lock_guard lock(c->lock);
+  c->errors = v;
+  c->changed.notify_all();
+  return 0;
+}
+int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout_ms) {
+  Cntr* c = reinterpret_cast<Cntr*>(f);
+  std::unique_lock lock(c->lock);
+  const uint64_t errors = c->errors;
+  const auto done = [&] { return c->value >= threshold || c->errors != errors; };
+  if (timeout_ms < 0)
+    c->changed.wait(lock, done);
+  else if (!c->changed.wait_for(lock, std::chrono::milliseconds(timeout_ms), done))
+    return -FI_ETIMEDOUT;
+  return c->value >= threshold ? 0 : -FI_EAVAIL;
+}
+int cntr_close(fid* f) {
+  delete reinterpret_cast<Cntr*>(f);
+  return 0;
+}
+
+fi_ops cntr_fi_ops{sizeof(fi_ops), cntr_close, no_bind, no_control, no_ops_open, no_tostr, no_ops_set};
+fi_ops_cntr cntr_ops{sizeof(fi_ops_cntr), cntr_read, cntr_readerr, cntr_add, cntr_set, cntr_wait, cntr_adderr, cntr_seterr};
+
+}  // namespace
+
+void Cntr::add(uint64_t n, bool error) {
+  std::lock_guard guard(lock);
+  (error ? errors : value) += n;
+  changed.notify_all();
+}
+
+int open_cntr(fid_domain*, fi_cntr_attr* attr, fid_cntr** out, void* context) {
+  if (attr != nullptr && (attr->events != FI_CNTR_EVENTS_COMP || attr->wait_obj == FI_WAIT_SET))
+    return -FI_ENOSYS;
+  auto* c = new Cntr();
+  c->fid.fid.fclass = FI_CLASS_CNTR;
+  c->fid.fid.context = context;
+  c->fid.fid.ops = &cntr_fi_ops;
+  c->fid.ops = &cntr_ops;
+  *out = &c->fid;
+  return 0;
+}
+
+// --- event queues: the provider raises no events on RDM endpoints; fi_eq_write works ---
+
+namespace {
+
+ssize_t eq_read_impl(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags) {
+  if (eq->events.empty()) return -FI_EAGAIN;
+  const Eq::Event& e = eq->events.front();
+  if (len < e.bytes.size()) return -FI_ETOOSMALL;
+  if (event != nullptr) *event = e.type;
+  std::memcpy(buf, e.bytes.data(), e.bytes.size());
+  const auto n = static_cast<ssize_t>(e.bytes.size());
+  if ((flags & FI_PEEK) == 0) eq->events.pop_front();
+  return n;
+}
+ssize_t eq_read(fid_eq* f, uint32_t* event, void* buf, size_t len, uint64_t flags) {
+  Eq* eq = reinterpret_cast<Eq*>(f);
+  std::lock_guard lock(eq->lock);
+  return eq_read_impl(eq, event, buf, len, flags);
+}
+ssize_t eq_sread(fid_eq* f, uint32_t* event, void* buf, size_t len, int timeout_ms, uint64_t flags) {
+  Eq* eq = reinterpret_cast<Eq*>(f);
+  std::unique_lock lock(eq->lock);
+  const auto ready = [&] { return !eq->events.empty(); };
+  if (timeout_ms < 0)
+    eq->changed.wait(lock, ready);
+  else
+    eq->changed.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
+  return eq_read_impl(eq, event, buf, len, flags);
+}
+ssize_t eq_readerr(fid_eq*, fi_eq_err_entry*, uint64_t) { return -FI_EAGAIN; }
+ssize_t eq_write(fid_eq* f, uint32_t event, const void* buf, size_t len, uint64_t) {
+  Eq* eq = reinterpret_cast<Eq*>(f);
+  std::lock_guard lock(eq->lock);
+  if (eq->events.size() >= kQueueSize) return -FI_EAGAIN;
+  const auto* b = static_cast<const uint8_t*>(buf);
+  eq->events.push_back({event, std::vector<uint8_t>(b, b + len)});
+  eq->changed.notify_all();
+  return static_cast<ssize_t>(len);
+}
+const char* eq_strerror(fid_eq*, int prov_errno, const void*, char* buf, size_t len) {
+  return cq_strerror(nullptr, prov_errno, nullptr, buf, len);
+}
+int eq_close(fid* f) {
+  delete reinterpret_cast<Eq*>(f);
+  return 0;
+}
+
+fi_ops eq_fi_ops{sizeof(fi_ops), eq_close, no_bind, no_control, no_ops_open, no_tostr, no_ops_set};
+fi_ops_eq eq_ops{sizeof(fi_ops_eq), eq_read, eq_readerr, eq_write, eq_sread, eq_strerror};
+
+}  // namespace
+
+int open_eq(fid_fabric*, fi_eq_attr* attr, fid_eq** out, void* context) {
+  if (attr != nullptr && (attr->wait_obj == FI_WAIT_SET || attr->wait_obj == FI_WAIT_FD)) return -FI_ENOSYS;
+  auto* eq = new Eq();
+  eq->fid.fid.fclass = FI_CLASS_EQ;
+  eq->fid.fid.context = context;
+  eq->fid.fid.ops = &eq_fi_ops;
+  eq->fid.ops = &eq_ops;
+  *out = &eq->fid;
+  return 0;
+}
+
+}  // namespace mrc::fabric

@@ -1,0 +1,310 @@
+// The domain: this host's planes as one mrc::Context, the provider's progress thread, and
+// memory registration.
+//
+// Planes come from FI_MRC_PLANES. Each entry is an address, the name of an interface (its
+// first address of the family), or an IPv4 prefix that picks this host's address in it, so one
+// setting serves every host of a job. Several processes on a host each need their own UDP
+// ports: the domain tries FI_MRC_PORT and the EV range from FI_MRC_EV_PORT_BASE, then the next
+// ports and the next range, while another process holds them.
+//
+// The progress thread waits (epoll) on the context's completion-queue descriptor, the
+// endpoints' connection listeners and link sockets, and a wake descriptor, and handles each
+// under the domain's lock.
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "fabric/provider.h"
+
+namespace mrc::fabric {
+namespace {
+
+std::optional<std::string> in_prefix(const std::string& entry) {
+  const auto slash = entry.find('/');
+  in_addr net{};
+  if (slash == std::string::npos || inet_pton(AF_INET, entry.substr(0, slash).c_str(), &net) != 1) return std::nullopt;
+  const int bits = std::atoi(entry.c_str() + slash + 1);
+  if (bits < 1 || bits > 32) return std::nullopt;
+  const uint32_t mask = bits == 32 ? ~0u : ~((1u << (32 - bits)) - 1);
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return std::nullopt;
+  std::optional<std::string> found;
+  for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    const in_addr a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr;
+    if ((ntohl(a.s_addr) & mask) != (ntohl(net.s_addr) & mask)) continue;
+    char text[INET_ADDRSTRLEN];
+    found = inet_ntop(AF_INET, &a, text, sizeof text);
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+std::optional<std::string> of_interface(const std::string& entry) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return std::nullopt;
+  std::optional<std::string> found;
+  for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || entry != i->ifa_name) continue;
+    char text[INET6_ADDRSTRLEN];
+    if (i->ifa_addr->sa_family == AF_INET)
+      found = inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+// FI_MRC_PLANES as the context's plane addresses, or an error naming the entry.
+Result<std::vector<std::string>, Error> resolve_planes(const std::string& setting) {
+  std::vector<std::string> planes;
+  std::istringstream list(setting);
+  for (std::string entry; std::getline(list, entry, ',');) {
+    if (entry.empty()) continue;
+    in6_addr any{};
+    std::optional<std::string> address;
+    if (inet_pton(AF_INET, entry.c_str(), &any) == 1 || inet_pton(AF_INET6, entry.c_str(), &any) == 1)
+      address = entry;
+    else if (entry.find('/') != std::string::npos)
+      address = in_prefix(entry);
+    else
+      address = of_interface(entry);
+    if (!address)
+      return fail(Errc::kNotFound, "FI_MRC_PLANES entry '" + entry +
+                                       "' is no address, no interface with an IPv4 address, and no "
+                                       "IPv4 prefix holding one of this host's addresses");
+    planes.push_back(*address);
+  }
+  if (planes.empty()) return fail(Errc::kInvalidArgument, "FI_MRC_PLANES names no plane");
+  return planes;
+}
+
+Result<std::unique_ptr<Context>, Error> open_context(const Settings& s, const std::vector<std::string>& planes) {
+  ContextOptions o;
+  o.planes = planes;
+  o.port_setting = "FI_MRC_PORT";
+  o.ev_port_setting = "FI_MRC_EV_PORT_BASE";
+  const uint32_t range = ev_source_ports(planes.size());
+  for (uint32_t k = 0;; ++k) {
+    const uint32_t port = static_cast<uint32_t>(s.port) + k;
+    const uint32_t ev = static_cast<uint32_t>(s.ev_port_base) + k * range;
+    if (port > 65535 || ev + range > 65536)
+      return fail(Errc::kAddressInUse, "every UDP port from FI_MRC_PORT and EV range from FI_MRC_EV_PORT_BASE is in use");
+    o.port = static_cast<uint16_t>(port);
+    o.ev_port_base = static_cast<uint16_t>(ev);
+    o.seed = (static_cast<uint64_t>(getpid()) << 16) ^ k;
+    auto ctx = Context::open(o);
+    if (ctx.ok() || ctx.error().code != Errc::kAddressInUse) return ctx;
+  }
+}
+
+std::optional<std::string> check(const Settings& s) {
+  if (s.slots < 2 || s.slots > static_cast<int>(kMaxSlots)) return "FI_MRC_SLOTS must be 2..128";
+  if (s.slot_bytes < static_cast<int>(kMinSlotBytes) || s.slot_bytes > static_cast<int>(kMaxSlotBytes))
+    return "FI_MRC_SLOT_BYTES must be 1024..1048576";
+  if (s.port < 1 || s.port > 65535 || s.ev_port_base < 1 || s.ev_port_base > 65535)
+    return "FI_MRC_PORT and FI_MRC_EV_PORT_BASE must be 1..65535";
+  if (s.connect_timeout_ms < 1) return "FI_MRC_CONNECT_TIMEOUT_MS must be positive";
+  return std::nullopt;
+}
+
+void progress_loop(Domain* d) {
+  epoll_event events[32];
+  while (!d->stopping.load()) {
+    {
+      std::lock_guard lock(d->lock);
+      d->graveyard.clear();
+    }
+    const int n = epoll_wait(d->epoll_fd, events, 32, 100);
+    std::lock_guard lock(d->lock);
+    for (int i = 0; i < n; ++i) {
+      auto* tag = static_cast<WatchTag*>(events[i].data.ptr);
+      switch (tag->kind) {
+        case WatchKind::kWake: {
+          uint64_t v;
+          [[maybe_unused]] ssize_t r = ::read(d->wake_fd, &v, sizeof v);
+          break;
+        }
+        case WatchKind::kListener: {
+          Endpoint& ep = *static_cast<Endpoint*>(tag->object);
+          if (ep.listen_fd >= 0) on_listener(ep);
+          break;
+        }
+        case WatchKind::kTxControl: on_tx_control(*static_cast<TxLink*>(tag->object), events[i].events); break;
+        case WatchKind::kRxControl: on_rx_control(*static_cast<RxLink*>(tag->object), events[i].events); break;
+        case WatchKind::kCq: break;
+      }
+    }
+    d->progress();
+    check_timeouts(*d);
+  }
+}
+
+int mr_close(fid* f) {
+  Mr* mr = reinterpret_cast<Mr*>(f);
+  {
+    std::lock_guard lock(mr->domain->lock);
+    (void)mr->domain->context->deregister_memory(mr->info.lkey);
+  }
+  delete mr;
+  return 0;
+}
+
+fi_ops mr_fi_ops{sizeof(fi_ops), mr_close, no_bind, no_control, no_ops_open, no_tostr, no_ops_set};
+
+int mr_reg(fid* f, const void* buf, size_t len, uint64_t access, uint64_t, uint64_t, uint64_t flags,
+           fid_mr** out, void* context) {
+  Domain* d = reinterpret_cast<Domain*>(f);
+  if (flags != 0) return -FI_EBADFLAGS;
+  uint32_t rights = kAccessLocalWrite;
+  if ((access & (FI_REMOTE_WRITE | FI_REMOTE_READ)) != 0) rights |= kAccessRemoteWrite;
+  std::lock_guard lock(d->lock);
+  // A zero-length or null registration (MPI registers such) names nothing; it gets a key of 0.
+  auto* mr = new Mr();
+  mr->domain = d;
+  if (buf != nullptr && len != 0) {
+    auto info = d->context->register_memory(d->pd, const_cast<void*>(buf), len, rights);
+    if (!info.ok()) {
+      delete mr;
+      warn("fi_mr_reg: " + info.error().message);
+      return -FI_ENOMEM;
+    }
+    mr->info = info.value();
+  }
+  mr->fid.fid.fclass = FI_CLASS_MR;
+  mr->fid.fid.context = context;
+  mr->fid.fid.ops = &mr_fi_ops;
+  mr->fid.mem_desc = mr;
+  mr->fid.key = mr->info.rkey;
+  *out = &mr->fid;
+  return 0;
+}
+
+int mr_regv(fid* f, const iovec* iov, size_t count, uint64_t access, uint64_t offset, uint64_t key,
+            uint64_t flags, fid_mr** mr, void* context) {
+  if (count > 1) return -FI_EINVAL;
+  return mr_reg(f, count == 0 ? nullptr : iov[0].iov_base, count == 0 ? 0 : iov[0].iov_len, access,
+                offset, key, flags, mr, context);
+}
+
+int mr_regattr(fid* f, const fi_mr_attr* attr, uint64_t flags, fid_mr** mr) {
+  return mr_regv(f, attr->mr_iov, attr->iov_count, attr->access, attr->offset, attr->requested_key,
+                 flags, mr, attr->context);
+}
+
+int domain_close(fid* f) {
+  Domain* d = reinterpret_cast<Domain*>(f);
+  {
+    std::lock_guard lock(d->lock);
+    if (!d->endpoints.empty()) return -FI_EBUSY;
+  }
+  d->stopping = true;
+  d->wake();
+  if (d->progress_thread.joinable()) d->progress_thread.join();
+  d->graveyard.clear();
+  d->context.reset();
+  close(d->epoll_fd);
+  close(d->wake_fd);
+  delete d;
+  return 0;
+}
+
+int no_scalable_ep(fid_domain*, fi_info*, fid_ep**, void*) { return -FI_ENOSYS; }
+int no_poll_open(fid_domain*, fi_poll_attr*, fid_poll**) { return -FI_ENOSYS; }
+int no_stx(fid_domain*, fi_tx_attr*, fid_stx**, void*) { return -FI_ENOSYS; }
+int no_srx(fid_domain*, fi_rx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
+int no_query_atomic(fid_domain*, fi_datatype, fi_op, fi_atomic_attr*, uint64_t) { return -FI_EOPNOTSUPP; }
+int no_query_collective(fid_domain*, fi_collective_op, fi_collective_attr*, uint64_t) { return -FI_EOPNOTSUPP; }
+int endpoint2(fid_domain* d, fi_info* info, fid_ep** ep, uint64_t flags, void* context) {
+  return flags != 0 ? -FI_EINVAL : open_endpoint(d, info, ep, context);
+}
+
+fi_ops domain_fi_ops{sizeof(fi_ops), domain_close, no_bind, no_control, no_ops_open, no_tostr, no_ops_set};
+fi_ops_domain domain_ops{sizeof(fi_ops_domain), open_av, open_cq, open_endpoint, no_scalable_ep, open_cntr,
+                         no_poll_open, no_stx, no_srx, no_query_atomic, no_query_collective, endpoint2};
+fi_ops_mr mr_ops{sizeof(fi_ops_mr), mr_reg, mr_regv, mr_regattr};
+
+WatchTag cq_tag{WatchKind::kCq, nullptr};
+WatchTag wake_tag{WatchKind::kWake, nullptr};
+
+}  // namespace
+
+void Domain::wake() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t r = ::write(wake_fd, &one, sizeof one);
+}
+
+void Domain::watch(int fd, void* tag, bool want_write) {
+  epoll_event e{};
+  e.events = EPOLLIN | EPOLLRDHUP | (want_write ? EPOLLOUT : 0u);
+  e.data.ptr = tag;
+  if (epoll_ctl(epoll_fd, EPOLL_CTL_MOD, fd, &e) != 0) epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &e);
+}
+
+void Domain::unwatch(int fd) { epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr); }
+
+int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context) {
+  if (info != nullptr && info->domain_attr != nullptr && info->domain_attr->name != nullptr &&
+      std::strcmp(info->domain_attr->name, "mrc") != 0)
+    return -FI_EINVAL;
+  const Settings s = settings();
+  if (auto bad = check(s)) {
+    warn(*bad);
+    return -FI_EINVAL;
+  }
+  auto planes = resolve_planes(s.planes);
+  if (!planes.ok()) {
+    warn(planes.error().message);
+    return -FI_ENODEV;
+  }
+  auto ctx = open_context(s, planes.value());
+  if (!ctx.ok()) {
+    warn("cannot open the planes " + s.planes + ": " + ctx.error().message);
+    return ctx.error().code == Errc::kAddressInUse ? -FI_EADDRINUSE : -FI_ENODEV;
+  }
+  auto* d = new Domain();
+  d->fabric = reinterpret_cast<Fabric*>(fabric);
+  d->config = s;
+  d->context = std::move(ctx.value());
+  d->planes = planes.value();
+  d->pd = d->context->alloc_pd();
+  d->cq = d->context->create_cq(65536);
+  d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  d->watch(d->cq->event_fd(), &cq_tag, false);
+  d->watch(d->wake_fd, &wake_tag, false);
+  d->fid.fid.fclass = FI_CLASS_DOMAIN;
+  d->fid.fid.context = context;
+  d->fid.fid.ops = &domain_fi_ops;
+  d->fid.ops = &domain_ops;
+  d->fid.mr = &mr_ops;
+  d->progress_thread = std::thread(progress_loop, d);
+  *out = &d->fid;
+  return 0;
+}
+
+void Domain::progress() {
+  Completion batch[64];
+  for (;;) {
+    const size_t n = cq->poll(batch);
+    for (size_t i = 0; i < n; ++i) {
+      const Completion& c = batch[i];
+      if (auto tx = tx_by_qpn.find(c.qpn.value); tx != tx_by_qpn.end())
+        on_tx_completion(*tx->second, c);
+      else if (auto rx = rx_by_qpn.find(c.qpn.value); rx != rx_by_qpn.end())
+        on_rx_completion(*rx->second, c);
+    }
+    if (n < 64) break;
+  }
+  // Slots are taken once per round, so the credits for them go back in one write.
+  for (RxLink* link : arrivals) drain(*link);
+  arrivals.clear();
+}
+
+}  // namespace mrc::fabric

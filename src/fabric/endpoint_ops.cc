@@ -1,0 +1,190 @@
+// An endpoint's data operations: sends and receives of FI_MSG and FI_TAGGED, peeks and claims,
+// and the completion entries and counters they produce.
+#include <cstdio>
+#include <cstring>
+
+#include "fabric/provider.h"
+
+namespace mrc::fabric {
+namespace {
+
+constexpr uint64_t kSendFlags = FI_COMPLETION | FI_INJECT | FI_REMOTE_CQ_DATA | FI_INJECT_COMPLETE |
+                                FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MORE | FI_TAGGED | FI_MSG;
+constexpr uint64_t kRecvFlags = FI_COMPLETION | FI_PEEK | FI_CLAIM | FI_DISCARD | FI_MORE | FI_TAGGED | FI_MSG;
+
+bool wants_completion(uint64_t bind_flags, uint64_t op_flags) {
+  return (bind_flags & FI_SELECTIVE_COMPLETION) == 0 || (op_flags & FI_COMPLETION) != 0;
+}
+
+}  // namespace
+
+void complete_send(Endpoint& ep, const SendOp& op) {
+  --ep.tx_outstanding;
+  if (op.completion && ep.tx_cq != nullptr) {
+    CqEntry e;
+    e.entry.op_context = op.context;
+    e.entry.flags = op.cq_flags;
+    ep.tx_cq->push(e);
+  }
+  if (ep.send_cntr != nullptr) ep.send_cntr->add(1, false);
+}
+
+void fail_send(Endpoint& ep, const SendOp& op, int err) {
+  --ep.tx_outstanding;
+  if (ep.tx_cq != nullptr) {
+    fi_cq_err_entry e{};
+    e.op_context = op.context;
+    e.flags = op.cq_flags;
+    e.err = err;
+    e.prov_errno = err;
+    ep.tx_cq->push_error(e);
+  }
+  if (ep.send_cntr != nullptr) ep.send_cntr->add(1, true);
+}
+
+void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m) {
+  --ep.rx_outstanding;
+  const uint64_t flags = FI_RECV | (m.tagged ? FI_TAGGED : FI_MSG) | (m.has_data ? FI_REMOTE_CQ_DATA : 0);
+  const bool truncated = m.bytes > r.buffer.bytes && (r.flags & FI_DISCARD) == 0;
+  if (ep.recv_cntr != nullptr) ep.recv_cntr->add(1, truncated);
+  if (ep.rx_cq == nullptr) return;
+  if (truncated) {
+    fi_cq_err_entry e{};
+    e.op_context = r.context;
+    e.flags = flags;
+    e.len = r.buffer.bytes;
+    e.buf = r.buffer.count > 0 ? r.buffer.v[0].iov_base : nullptr;
+    e.data = m.data;
+    e.tag = m.tag;
+    e.olen = m.bytes - r.buffer.bytes;
+    e.err = FI_ETRUNC;
+    e.prov_errno = FI_ETRUNC;
+    ep.rx_cq->push_error(e);
+    return;
+  }
+  if (!wants_completion(ep.rx_cq_flags, r.flags)) return;
+  CqEntry e;
+  e.entry = {r.context, flags, m.bytes, r.buffer.count > 0 ? r.buffer.v[0].iov_base : nullptr, m.data, m.tag};
+  e.source = m.source;
+  ep.rx_cq->push(e);
+}
+
+void deliver_unexpected(Endpoint& ep, const PostedRecv& r, Unexpected* u) {
+  r.buffer.write(0, u->payload.data(), u->payload.size());
+  const MessageInfo m{u->arrival.tagged, u->payload.size(), u->arrival.tag, u->data, u->has_data, u->arrival.source};
+  ep.matcher.remove(u);
+  complete_recv(ep, r, m);
+}
+
+namespace {
+
+// Takes `u` for `r` now, or when its last fragment arrives.
+void take(Endpoint& ep, const PostedRecv& r, Unexpected* u) {
+  ++ep.rx_outstanding;
+  if (u->complete)
+    deliver_unexpected(ep, r, u);
+  else
+    u->waiting = r;
+}
+
+// FI_PEEK (with FI_CLAIM or FI_DISCARD): a completion whether or not a message matches.
+ssize_t peek_locked(Endpoint& ep, const PostedRecv& r) {
+  Unexpected* u = ep.matcher.find_unexpected(r.tagged, r.source, r.tag, r.ignore);
+  if (ep.rx_cq == nullptr) return -FI_ENOCQ;
+  const uint64_t flags = FI_RECV | (r.tagged ? FI_TAGGED : FI_MSG);
+  if (u == nullptr) {
+    fi_cq_err_entry e{};
+    e.op_context = r.context;
+    e.flags = flags;
+    e.err = FI_ENOMSG;
+    e.prov_errno = FI_ENOMSG;
+    ep.rx_cq->push_error(e);
+    return 0;
+  }
+  CqEntry e;
+  e.entry = {r.context, flags | (u->has_data ? FI_REMOTE_CQ_DATA : 0), u->payload.size(), nullptr, u->data,
+             u->arrival.tag};
+  e.source = u->arrival.source;
+  if ((r.flags & FI_CLAIM) != 0) {
+    u->claimed = true;
+    u->claim_context = r.context;
+  } else if ((r.flags & FI_DISCARD) != 0 && u->complete) {
+    ep.matcher.remove(u);
+  }
+  ep.rx_cq->push(e);
+  return 0;
+}
+
+// A receive of a message an earlier FI_PEEK|FI_CLAIM reserved (its context names it).
+ssize_t claim_locked(Endpoint& ep, PostedRecv r) {
+  Unexpected* u = ep.matcher.find_claimed(r.context);
+  if (u == nullptr) return -FI_EINVAL;
+  if ((r.flags & FI_DISCARD) != 0) r.buffer = IoList{};
+  take(ep, r, u);
+  return 0;
+}
+
+}  // namespace
+
+ssize_t post_recv(Endpoint& ep, PostedRecv r) {
+  std::lock_guard lock(ep.domain->lock);
+  if (!ep.enabled) return -FI_EOPBADSTATE;
+  if ((r.flags & ~kRecvFlags) != 0) return -FI_EBADFLAGS;
+  if ((r.flags & FI_PEEK) != 0) return peek_locked(ep, r);
+  if (ep.rx_outstanding >= kQueueSize) return -FI_EAGAIN;
+  if ((r.flags & FI_CLAIM) != 0) return claim_locked(ep, r);
+  if (Unexpected* u = ep.matcher.find_unexpected(r.tagged, r.source, r.tag, r.ignore)) {
+    take(ep, r, u);
+    retry_stalled(ep);  // the store has room again
+    return 0;
+  }
+  ++ep.rx_outstanding;
+  ep.matcher.post(r);
+  retry_stalled(ep);
+  return 0;
+}
+
+ssize_t post_send(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint64_t flags) {
+  std::lock_guard lock(ep.domain->lock);
+  if (!ep.enabled) return -FI_EOPBADSTATE;
+  if ((flags & ~kSendFlags) != 0) return -FI_EBADFLAGS;
+  if (op->buffer.bytes > kMaxMessageBytes) return -FI_EMSGSIZE;
+  if ((flags & FI_INJECT) != 0 && op->buffer.bytes > kInjectBytes) return -FI_EMSGSIZE;
+  if (ep.tx_outstanding >= kQueueSize) return -FI_EAGAIN;
+  int err = 0;
+  TxLink* link = tx_link_to(ep, dest, &err);
+  if (link == nullptr) return err;
+  op->completion = (flags & FI_INJECT) == 0 && wants_completion(ep.tx_cq_flags, flags);
+  op->cq_flags = FI_SEND | (op->tagged ? FI_TAGGED : FI_MSG);
+  if ((flags & FI_INJECT) != 0) {
+    op->owned.resize(op->buffer.bytes);
+    op->buffer.read(0, op->owned.data(), op->owned.size());
+    op->buffer = IoList::of(op->owned.data(), op->owned.size());
+  }
+  ++ep.tx_outstanding;
+  if (link->state == TxLink::State::kFailed) {
+    fail_send(ep, *op, FI_EIO);
+    return 0;
+  }
+  link->queue.push_back(std::move(op));
+  pump(*link);
+  return 0;
+}
+
+ssize_t cancel(Endpoint& ep, void* context) {
+  std::lock_guard lock(ep.domain->lock);
+  auto r = ep.matcher.cancel(context);
+  if (!r) return -FI_ENOENT;
+  --ep.rx_outstanding;
+  if (ep.rx_cq != nullptr) {
+    fi_cq_err_entry e{};
+    e.op_context = context;
+    e.flags = FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG);
+    e.err = FI_ECANCELED;
+    e.prov_errno = FI_ECANCELED;
+    ep.rx_cq->push_error(e);
+  }
+  return 0;
+}
+
+}  // namespace mrc::fabric

@@ -1,0 +1,212 @@
+// Moving messages over links (link.h, wire.h): fragments into slots, slots out in order, and
+// credits back.
+//
+// Sender: while the link has a credit (a free receiver slot) and the staging slot of that index
+// is no longer being written, the front message's next fragment is copied into the staging slot
+// behind a SlotHeader and written into the receiver's slot, immediate = slot. A message holds
+// its place in the link's queue until its last fragment is posted, so messages never
+// interleave. Its send completes when the credit for its last slot returns: the receiver has
+// taken the message (FI_DELIVERY_COMPLETE).
+//
+// Receiver: slots complete in order (RQ-MSN order); a completion for any slot but the next one
+// breaks the link. Taking a slot checks its header (check_header), routes a first fragment to
+// a posted receive or the unexpected store, copies the payload, and completes the message at
+// its last fragment. A first fragment that neither a receive nor the store can take stops the
+// link there; it resumes when a receive is posted or the store drains.
+#include <cstdio>
+#include <cstring>
+
+#include "fabric/provider.h"
+
+namespace mrc::fabric {
+
+Registered::~Registered() {
+  if (context != nullptr && mr.lkey != 0) (void)context->deregister_memory(mr.lkey);
+  std::free(bytes);
+}
+
+namespace {
+
+// Posts the front message's next fragment into slot `slot`; false if the queue pair is full.
+bool post_fragment(TxLink& link, uint32_t slot) {
+  SendOp& op = *link.queue.front();
+  uint8_t* at = link.staging.bytes + size_t{slot} * link.slot_bytes;
+  const uint64_t total = op.buffer.bytes;
+  const uint64_t chunk = std::min<uint64_t>(link.slot_bytes - sizeof(SlotHeader), total - op.posted_bytes);
+  const bool last = op.posted_bytes + chunk == total;
+  SlotHeader h;
+  h.flags = (op.tagged ? kTagged : 0u) | (op.started ? 0u : kFirst) | (last ? kLast : 0u) |
+            (op.has_data ? kHasData : 0u);
+  h.fragment_bytes = static_cast<uint32_t>(chunk);
+  h.message_bytes = total;
+  h.offset = op.posted_bytes;
+  h.tag = op.tag;
+  h.data = op.data;
+  std::memcpy(at, &h, sizeof h);
+  op.buffer.read(op.posted_bytes, at + sizeof h, chunk);
+  const Sge sge{reinterpret_cast<uint64_t>(at), static_cast<uint32_t>(sizeof h + chunk), link.staging.mr.lkey};
+  auto posted = link.qp->post_write_imm(slot, {&sge, 1}, link.ring_address + uint64_t{slot} * link.slot_bytes,
+                                        link.ring_rkey, slot);
+  if (!posted.ok()) {
+    if (posted.error().code != Errc::kResourceExhausted)
+      fail_link(link, "cannot post to " + to_string(link.peer) + ": " + posted.error().message);
+    return false;
+  }
+  op.posted_bytes += chunk;
+  op.started = true;
+  if (last) {
+    link.in_flight.push_back(std::move(link.queue.front()));
+    link.queue.pop_front();
+  } else {
+    link.in_flight.push_back(nullptr);
+  }
+  return true;
+}
+
+}  // namespace
+
+void pump(TxLink& link) {
+  while (link.state == TxLink::State::kReady && !link.queue.empty() && link.credits > 0 &&
+         link.staging_busy[link.next_slot] == 0) {
+    const uint32_t slot = link.next_slot;
+    if (!post_fragment(link, slot)) return;
+    link.staging_busy[slot] = 1;
+    --link.credits;
+    link.next_slot = (slot + 1) % link.slots;
+  }
+}
+
+void fail_link(TxLink& link, const std::string& why) {
+  if (link.state == TxLink::State::kFailed) return;
+  link.state = TxLink::State::kFailed;
+  link.failure = why;
+  warn(why);
+  Endpoint& ep = *link.ep;
+  for (auto* list : {&link.in_flight, &link.queue})
+    for (auto& op : *list)
+      if (op) fail_send(ep, *op, FI_EIO);
+  link.in_flight.clear();
+  link.queue.clear();
+  if (link.control.fd >= 0) {
+    ep.domain->unwatch(link.control.fd);
+    ::close(link.control.fd);
+    link.control.fd = -1;
+  }
+}
+
+void on_tx_completion(TxLink& link, const Completion& c) {
+  if (link.state == TxLink::State::kFailed) return;
+  if (c.status != WcStatus::kSuccess) {
+    fail_link(link, "the link to " + to_string(link.peer) + " failed: " + to_string(c.status));
+    return;
+  }
+  if (c.opcode == WcOpcode::kRdmaWrite) {
+    if (c.wr_id < link.slots) link.staging_busy[c.wr_id] = 0;
+    pump(link);
+    return;
+  }
+  (void)link.qp->post_recv(0);
+  const uint32_t n = c.immediate & ~kCreditFlag;
+  if ((c.immediate & kCreditFlag) == 0 || n > link.in_flight.size()) {
+    fail_link(link, to_string(link.peer) + " returned credits for slots it was not sent");
+    return;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    if (link.in_flight.front()) complete_send(*link.ep, *link.in_flight.front());
+    link.in_flight.pop_front();
+  }
+  link.credits += n;
+  pump(link);
+}
+
+void on_rx_completion(RxLink& link, const Completion& c) {
+  if (link.broken) return;
+  if (c.status != WcStatus::kSuccess) {
+    link.broken = true;
+    warn("the link from " + to_string(link.peer) + " failed: " + to_string(c.status));
+    return;
+  }
+  if (c.opcode != WcOpcode::kRecvRdmaWithImm) return;  // a credit's write (unsignalled) or none
+  (void)link.qp->post_recv(0);
+  if (c.immediate != (link.next_slot + link.arrived) % link.slots || link.arrived >= link.slots) {
+    link.broken = true;
+    warn("the link from " + to_string(link.peer) + " wrote slot " + std::to_string(c.immediate) +
+         " out of order: link dropped");
+    return;
+  }
+  if (link.arrived++ == 0) link.ep->domain->arrivals.push_back(&link);
+}
+
+namespace {
+
+// Routes a message's first fragment; false if it must wait (no receive, store full).
+bool start_message(RxLink& link, const SlotHeader& h) {
+  Endpoint& ep = *link.ep;
+  if (link.known_source == kAnySource && ep.av != nullptr) link.known_source = ep.av->find(link.peer);
+  const Arrival a{(h.flags & kTagged) != 0, link.known_source, h.tag};
+  if (auto r = ep.matcher.take_posted(a)) {
+    link.target = *r;
+  } else {
+    link.stored = ep.matcher.add_unexpected(a, h.message_bytes);
+    if (link.stored == nullptr) return false;
+    link.stored->data = h.data;
+    link.stored->has_data = (h.flags & kHasData) != 0;
+  }
+  link.in_message = true;
+  link.message = MessageInfo{a.tagged, h.message_bytes, h.tag, h.data, (h.flags & kHasData) != 0, a.source};
+  return true;
+}
+
+void finish_message(RxLink& link) {
+  Endpoint& ep = *link.ep;
+  if (link.target) {
+    complete_recv(ep, *link.target, link.message);
+  } else if (link.stored != nullptr) {
+    link.stored->complete = true;
+    if (link.stored->waiting) deliver_unexpected(ep, *link.stored->waiting, link.stored);
+  }
+  link.in_message = false;
+  link.target.reset();
+  link.stored = nullptr;
+}
+
+// Takes the slot at next_slot; false if the link must wait or broke.
+bool take_slot(RxLink& link) {
+  const uint8_t* at = link.ring.bytes + size_t{link.next_slot} * link.slot_bytes;
+  SlotHeader h;
+  std::memcpy(&h, at, sizeof h);
+  if (auto bad = check_header(h, link.slot_bytes, kMaxMessageBytes, !link.in_message)) {
+    link.broken = true;
+    warn("the link from " + to_string(link.peer) + " sent " + *bad + ": link dropped");
+    return false;
+  }
+  if ((h.flags & kFirst) != 0 && !start_message(link, h)) return false;
+  if (link.target)
+    link.target->buffer.write(h.offset, at + sizeof h, h.fragment_bytes);
+  else
+    std::memcpy(link.stored->payload.data() + h.offset, at + sizeof h, h.fragment_bytes);
+  if (link.stored != nullptr) link.stored->received_bytes += h.fragment_bytes;
+  if ((h.flags & kLast) != 0) finish_message(link);
+  return true;
+}
+
+}  // namespace
+
+void drain(RxLink& link) {
+  while (link.arrived > 0 && !link.broken && take_slot(link)) {
+    link.next_slot = (link.next_slot + 1) % link.slots;
+    --link.arrived;
+    ++link.freed;
+  }
+  if (link.freed == 0 || link.broken) return;
+  auto sent = link.qp->post_write_imm(~0ull, {}, link.staging_address, link.staging_rkey, kCreditFlag | link.freed,
+                                      /*signaled=*/false);
+  if (sent.ok()) link.freed = 0;  // else: the queue is full; the next round sends them
+}
+
+void retry_stalled(Endpoint& ep) {
+  for (auto& link : ep.rx_links)
+    if (link->arrived > 0) drain(*link);
+}
+
+}  // namespace mrc::fabric

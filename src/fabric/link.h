@@ -1,0 +1,123 @@
+// The two ends of a link (wire.h): one sending endpoint's messages to one receiving endpoint,
+// over one mrc queue pair. The sender holds a TxLink per destination it sent to, the receiver
+// an RxLink per sender that connected. A link is created by its sender's first message, set up
+// over TCP by the connection manager (connect.h), and lives as long as its endpoints; its TCP
+// connection stays open, so a peer that dies is noticed (EOF) even when no data is in flight.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabric/matching.h"
+#include "fabric/wire.h"
+#include "mrc/mrc.hpp"
+
+namespace mrc::fabric {
+
+struct Endpoint;
+
+// A message as its receive completion reports it.
+struct MessageInfo {
+  bool tagged = false;
+  uint64_t bytes = 0;
+  uint64_t tag = 0;
+  uint64_t data = 0;
+  bool has_data = false;
+  uint64_t source = kAnySource;
+};
+
+// Tags of the domain's epoll set: what became readable.
+enum class WatchKind : uint8_t { kCq, kWake, kListener, kTxControl, kRxControl };
+struct WatchTag {
+  WatchKind kind;
+  void* object;
+};
+
+// A page-aligned buffer registered with the domain's context.
+struct Registered {
+  Context* context = nullptr;  // where it is registered (deregistered before it is freed)
+  uint8_t* bytes = nullptr;
+  size_t length = 0;
+  MemoryRegionInfo mr{};
+  Registered() = default;
+  Registered(const Registered&) = delete;
+  Registered& operator=(const Registered&) = delete;
+  ~Registered();
+};
+
+// One fi_send/fi_tsend (and their v/msg/inject/data forms) from post to completion.
+struct SendOp {
+  void* context = nullptr;
+  uint64_t cq_flags = 0;  // FI_SEND | FI_MSG or FI_TAGGED, as its completion reports it
+  bool completion = true;  // a CQ entry when done (FI_SELECTIVE_COMPLETION without FI_COMPLETION: none)
+  bool tagged = false;
+  uint64_t tag = 0;
+  uint64_t data = 0;
+  bool has_data = false;
+  IoList buffer;               // the application's buffers, read as slots open
+  std::vector<uint8_t> owned;  // an inject's copy (buffer then points here)
+  uint64_t posted_bytes = 0;
+  bool started = false;  // its first fragment is posted
+};
+
+// Connection-manager state of either end: the TCP socket and its unframed bytes.
+struct Control {
+  int fd = -1;
+  std::string inbox;   // bytes read, not yet a whole line
+  std::string outbox;  // bytes to write
+  bool connected = false;
+};
+
+struct TxLink {
+  enum class State { kConnecting, kReady, kFailed };
+  Endpoint* ep = nullptr;
+  WatchTag tag{WatchKind::kTxControl, this};
+  int64_t deadline_ms = 0;  // kConnecting: when set-up has taken too long (steady clock)
+  EndpointName peer;
+  uint64_t peer_addr = kAnySource;  // fi_addr the application sends to
+  State state = State::kConnecting;
+  Control control;
+  Qp* qp = nullptr;
+  Registered staging;  // slots x slot_bytes: fragments are built here
+  uint64_t ring_address = 0;  // the receiver's ring
+  uint32_t ring_rkey = 0;
+  uint32_t slots = 0;
+  uint32_t slot_bytes = 0;
+  uint32_t credits = 0;  // receiver slots free
+  uint32_t next_slot = 0;
+  std::vector<uint8_t> staging_busy;  // written, the write not yet complete locally
+  std::deque<std::unique_ptr<SendOp>> queue;  // not yet wholly posted (front: being posted)
+  // One entry per posted fragment, in slot order, until its credit returns: the op whose last
+  // fragment it is, or null.
+  std::deque<std::unique_ptr<SendOp>> in_flight;
+  std::string failure;  // kFailed: why
+};
+
+struct RxLink {
+  Endpoint* ep = nullptr;
+  WatchTag tag{WatchKind::kRxControl, this};
+  bool linked = false;  // the hello was answered: a link, no longer an accepted connection
+  EndpointName peer;
+  Control control;
+  Qp* qp = nullptr;
+  Registered ring;
+  uint64_t staging_address = 0;  // the sender's staging region: credits are written there
+  uint32_t staging_rkey = 0;
+  uint32_t slots = 0;
+  uint32_t slot_bytes = 0;
+  uint32_t next_slot = 0;
+  uint32_t arrived = 0;   // slots written from next_slot on, not yet taken
+  uint32_t freed = 0;     // slots taken, not yet credited back
+  bool in_message = false;
+  // Where the current message goes: a posted receive, or the unexpected store.
+  std::optional<PostedRecv> target;
+  uint64_t known_source = kAnySource;  // the sender's fi_addr, once the AV has it
+  Unexpected* stored = nullptr;
+  MessageInfo message;  // the current message
+  bool broken = false;
+};
+
+}  // namespace mrc::fabric

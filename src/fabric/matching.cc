@@ -1,0 +1,116 @@
+// Posted receives and unexpected messages (matching.h).
+#include "fabric/matching.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace mrc::fabric {
+
+IoList IoList::of(const iovec* iov, size_t count) {
+  IoList l;
+  l.count = std::min(count, kMaxIov);
+  for (size_t i = 0; i < l.count; ++i) {
+    l.v[i] = iov[i];
+    l.bytes += iov[i].iov_len;
+  }
+  return l;
+}
+
+IoList IoList::of(const void* buffer, size_t length) {
+  const iovec one{const_cast<void*>(buffer), length};
+  return of(&one, buffer == nullptr && length == 0 ? 0 : 1);
+}
+
+size_t IoList::write(size_t at, const void* source, size_t n) const {
+  size_t done = 0;
+  for (size_t i = 0; i < count && done < n; ++i) {
+    const size_t len = v[i].iov_len;
+    if (at >= len) {
+      at -= len;
+      continue;
+    }
+    const size_t take = std::min(len - at, n - done);
+    std::memcpy(static_cast<uint8_t*>(v[i].iov_base) + at, static_cast<const uint8_t*>(source) + done, take);
+    done += take;
+    at = 0;
+  }
+  return done;
+}
+
+void IoList::read(size_t at, void* target, size_t n) const {
+  size_t done = 0;
+  for (size_t i = 0; i < count && done < n; ++i) {
+    const size_t len = v[i].iov_len;
+    if (at >= len) {
+      at -= len;
+      continue;
+    }
+    const size_t take = std::min(len - at, n - done);
+    std::memcpy(static_cast<uint8_t*>(target) + done, static_cast<const uint8_t*>(v[i].iov_base) + at, take);
+    done += take;
+    at = 0;
+  }
+}
+
+bool matches(bool tagged, uint64_t source, uint64_t tag, uint64_t ignore, const Arrival& a) {
+  if (tagged != a.tagged) return false;
+  if (source != kAnySource && source != a.source) return false;
+  return !tagged || ((tag | ignore) == (a.tag | ignore));
+}
+
+std::optional<PostedRecv> Matcher::take_posted(const Arrival& a) {
+  auto& queue = a.tagged ? tagged_ : untagged_;
+  for (auto it = queue.begin(); it != queue.end(); ++it) {
+    if (!matches(*it, a)) continue;
+    PostedRecv r = *it;
+    queue.erase(it);
+    return r;
+  }
+  return std::nullopt;
+}
+
+std::optional<PostedRecv> Matcher::cancel(void* context) {
+  for (auto* queue : {&tagged_, &untagged_}) {
+    for (auto it = queue->begin(); it != queue->end(); ++it) {
+      if (it->context != context) continue;
+      PostedRecv r = *it;
+      queue->erase(it);
+      return r;
+    }
+  }
+  return std::nullopt;
+}
+
+Unexpected* Matcher::find_unexpected(bool tagged, uint64_t source, uint64_t tag, uint64_t ignore) {
+  for (Unexpected& u : unexpected_)
+    if (!u.claimed && !u.waiting && matches(tagged, source, tag, ignore, u.arrival)) return &u;
+  return nullptr;
+}
+
+Unexpected* Matcher::find_claimed(void* claim_context) {
+  for (Unexpected& u : unexpected_)
+    if (u.claimed && !u.waiting && u.claim_context == claim_context) return &u;
+  return nullptr;
+}
+
+Unexpected* Matcher::add_unexpected(const Arrival& a, uint64_t bytes) {
+  // One message may always be buffered, however large (within max_msg_size), so a message
+  // over the budget cannot wedge its link forever once the store is empty.
+  if (used_bytes_ != 0 && used_bytes_ + bytes > budget_bytes_) return nullptr;
+  Unexpected& u = unexpected_.emplace_back();
+  u.arrival = a;
+  u.payload.resize(bytes);
+  used_bytes_ += bytes;
+  return &u;
+}
+
+void Matcher::remove(Unexpected* u) {
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    if (&*it != u) continue;
+    used_bytes_ -= it->payload.size();
+    unexpected_.erase(it);
+    return;
+  }
+}
+
+}  // namespace mrc::fabric

@@ -1,0 +1,214 @@
+// The provider's entry point (fi_prov_ini), its settings, fi_getinfo and the fabric object.
+//
+// fi_getinfo offers one fi_info: FI_EP_RDM with FI_MSG and FI_TAGGED over this host's mrc
+// planes. Hints that ask for anything else (another endpoint type, capabilities or modes it
+// lacks, another address format, a fabric or domain of another name) get -FI_ENODATA, so what
+// the provider cannot do is refused at fi_getinfo, never later. Threading, progress and AV
+// types the hints ask for are echoed: the provider serialises its state behind the domain's
+// lock and progresses on its own thread, which satisfies every threading and progress model.
+#include "fabric/provider.h"
+
+#include <rdma/providers/fi_log.h>
+
+#include <cstring>
+
+namespace mrc::fabric {
+namespace {
+
+constexpr uint32_t kVersion = FI_VERSION(0, 1);
+constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
+constexpr uint64_t kOpFlags = FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
+                              FI_DELIVERY_COMPLETE | FI_MULTICAST;
+
+char* dup(const char* s) { return strdup(s); }
+
+bool refused(const fi_info* hints) {
+  if ((hints->caps & ~(kCaps | FI_PRIORITY)) != 0) return true;
+  if (hints->addr_format != FI_FORMAT_UNSPEC) return true;
+  if (hints->ep_attr != nullptr) {
+    const fi_ep_attr& e = *hints->ep_attr;
+    if (e.type != FI_EP_UNSPEC && e.type != FI_EP_RDM) return true;
+    if (e.max_msg_size > kMaxMessageBytes || e.auth_key_size != 0) return true;
+    if (e.tx_ctx_cnt > 1 || e.rx_ctx_cnt > 1) return true;
+  }
+  if (hints->fabric_attr != nullptr && hints->fabric_attr->name != nullptr &&
+      std::strcmp(hints->fabric_attr->name, "mrc") != 0)
+    return true;
+  if (hints->fabric_attr != nullptr && hints->fabric_attr->prov_name != nullptr &&
+      std::strstr(hints->fabric_attr->prov_name, "mrc") == nullptr)
+    return true;
+  if (hints->domain_attr != nullptr) {
+    const fi_domain_attr& d = *hints->domain_attr;
+    if (d.name != nullptr && std::strcmp(d.name, "mrc") != 0) return true;
+    if (d.cq_data_size > 8 || d.auth_key_size != 0) return true;
+    if (d.av_type != FI_AV_UNSPEC && d.av_type != FI_AV_MAP && d.av_type != FI_AV_TABLE) return true;
+  }
+  if (hints->tx_attr != nullptr && (hints->tx_attr->op_flags & ~kOpFlags) != 0) return true;
+  if (hints->rx_attr != nullptr && (hints->rx_attr->op_flags & ~(FI_COMPLETION | FI_MULTICAST)) != 0)
+    return true;
+  return false;
+}
+
+void fill(fi_info& info, const fi_info* hints) {
+  const uint64_t caps = hints != nullptr && hints->caps != 0 ? (hints->caps & kCaps) : kCaps;
+  info.caps = caps;
+  info.mode = 0;
+  info.addr_format = FI_FORMAT_UNSPEC;
+  *info.tx_attr = fi_tx_attr{};
+  info.tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_SEND);
+  info.tx_attr->op_flags = hints != nullptr && hints->tx_attr != nullptr ? hints->tx_attr->op_flags : 0;
+  info.tx_attr->msg_order = FI_ORDER_SAS;
+  info.tx_attr->comp_order = FI_ORDER_NONE;
+  info.tx_attr->inject_size = kInjectBytes;
+  info.tx_attr->size = kQueueSize;
+  info.tx_attr->iov_limit = kMaxIov;
+  info.tx_attr->rma_iov_limit = 0;
+  *info.rx_attr = fi_rx_attr{};
+  info.rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV);
+  info.rx_attr->op_flags = hints != nullptr && hints->rx_attr != nullptr ? hints->rx_attr->op_flags : 0;
+  info.rx_attr->msg_order = FI_ORDER_SAS;
+  info.rx_attr->comp_order = FI_ORDER_NONE;
+  info.rx_attr->size = kQueueSize;
+  info.rx_attr->iov_limit = kMaxIov;
+  fi_ep_attr& e = *info.ep_attr;
+  e = fi_ep_attr{};
+  e.type = FI_EP_RDM;
+  e.protocol = FI_PROTO_UNSPEC;
+  e.protocol_version = 1;
+  e.max_msg_size = kMaxMessageBytes;
+  const uint64_t tag_format = hints != nullptr && hints->ep_attr != nullptr ? hints->ep_attr->mem_tag_format : 0;
+  e.mem_tag_format = tag_format != 0 ? tag_format : 0xAAAAAAAAAAAAAAAAull;  // every bit: any tag layout
+  e.tx_ctx_cnt = 1;
+  e.rx_ctx_cnt = 1;
+}
+
+void fill_domain(fi_info& info, const fi_info* hints) {
+  fi_domain_attr& d = *info.domain_attr;
+  const fi_domain_attr* h = hints != nullptr ? hints->domain_attr : nullptr;
+  d = fi_domain_attr{};
+  d.name = dup("mrc");
+  d.threading = h != nullptr && h->threading != FI_THREAD_UNSPEC ? h->threading : FI_THREAD_SAFE;
+  d.control_progress = h != nullptr && h->control_progress != FI_PROGRESS_UNSPEC ? h->control_progress : FI_PROGRESS_AUTO;
+  d.data_progress = h != nullptr && h->data_progress != FI_PROGRESS_UNSPEC ? h->data_progress : FI_PROGRESS_AUTO;
+  d.resource_mgmt = FI_RM_ENABLED;
+  d.av_type = h != nullptr && h->av_type != FI_AV_UNSPEC ? h->av_type : FI_AV_UNSPEC;
+  d.mr_mode = 0;
+  d.mr_key_size = 4;
+  d.cq_data_size = 8;
+  d.cq_cnt = 256;
+  d.ep_cnt = 256;
+  d.tx_ctx_cnt = 256;
+  d.rx_ctx_cnt = 256;
+  d.max_ep_tx_ctx = 1;
+  d.max_ep_rx_ctx = 1;
+  d.cntr_cnt = 256;
+  d.mr_iov_limit = 1;
+  d.mr_cnt = 65536;
+  d.caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+  fi_fabric_attr& f = *info.fabric_attr;
+  f = fi_fabric_attr{};
+  f.name = dup("mrc");
+  f.prov_version = kVersion;
+  f.api_version = kApiVersion;
+}
+
+int fabric_close(fid* f) {
+  delete reinterpret_cast<Fabric*>(f);
+  return 0;
+}
+
+int fabric_trywait(fid_fabric*, fid** fids, int count) {
+  for (int i = 0; i < count; ++i) {
+    if (fids[i]->fclass != FI_CLASS_CQ) continue;
+    Cq* cq = reinterpret_cast<Cq*>(fids[i]);
+    std::lock_guard lock(cq->lock);
+    if (!cq->entries.empty() || !cq->errors.empty()) return -FI_EAGAIN;
+  }
+  return 0;
+}
+
+fi_ops fabric_fi_ops{sizeof(fi_ops), fabric_close, no_bind, no_control, no_ops_open, no_tostr, no_ops_set};
+
+int no_passive_ep(fid_fabric*, fi_info*, fid_pep**, void*) { return -FI_ENOSYS; }
+int no_wait_open(fid_fabric*, fi_wait_attr*, fid_wait**) { return -FI_ENOSYS; }
+int domain2(fid_fabric* f, fi_info* info, fid_domain** d, uint64_t flags, void* context) {
+  return flags != 0 ? -FI_EINVAL : open_domain(f, info, d, context);
+}
+
+fi_ops_fabric fabric_ops{sizeof(fi_ops_fabric), open_domain, no_passive_ep, open_eq, no_wait_open,
+                         fabric_trywait, domain2};
+
+int provider_getinfo(uint32_t version, const char*, const char*, uint64_t, const fi_info* hints,
+                     fi_info** info) {
+  return get_info(version, hints, info);
+}
+
+int provider_fabric(fi_fabric_attr* attr, fid_fabric** out, void* context) {
+  if (attr != nullptr && attr->name != nullptr && std::strcmp(attr->name, "mrc") != 0) return -FI_EINVAL;
+  auto* f = new Fabric();
+  f->fid.fid.fclass = FI_CLASS_FABRIC;
+  f->fid.fid.context = context;
+  f->fid.fid.ops = &fabric_fi_ops;
+  f->fid.ops = &fabric_ops;
+  *out = &f->fid;
+  return 0;
+}
+
+void provider_cleanup() {}
+
+}  // namespace
+
+fi_provider provider{kVersion, kApiVersion, {}, "mrc", provider_getinfo, provider_fabric, provider_cleanup};
+
+int get_info(uint32_t version, const fi_info* hints, fi_info** out) {
+  if (FI_MAJOR(version) != 1) return -FI_ENODATA;
+  if (hints != nullptr && refused(hints)) return -FI_ENODATA;
+  fi_info* info = fi_allocinfo();
+  if (info == nullptr) return -FI_ENOMEM;
+  fill(*info, hints);
+  fill_domain(*info, hints);
+  *out = info;
+  return 0;
+}
+
+void define_settings() {
+  fi_param_define(&provider, "planes", FI_PARAM_STRING,
+                  "This host's planes, comma-separated: IPv4/IPv6 addresses, interface names, or "
+                  "IPv4 prefixes (198.18.0.0/24) that pick this host's address in them (default: 127.0.0.1)");
+  fi_param_define(&provider, "port", FI_PARAM_INT, "First UDP receive port tried; the next are tried while in use (default: 4791)");
+  fi_param_define(&provider, "ev_port_base", FI_PARAM_INT, "First UDP source port tried for EVs (default: 50000)");
+  fi_param_define(&provider, "slots", FI_PARAM_INT, "Receive slots per link, 2..128 (default: 32)");
+  fi_param_define(&provider, "slot_bytes", FI_PARAM_INT, "Bytes per slot, 1024..1048576 (default: 65536)");
+  fi_param_define(&provider, "unexpected_bytes", FI_PARAM_SIZE_T, "Unexpected-message store per endpoint (default: 268435456)");
+  fi_param_define(&provider, "connect_timeout_ms", FI_PARAM_INT, "Link set-up timeout (default: 10000)");
+}
+
+Settings settings() {
+  Settings s;
+  char* planes = nullptr;
+  if (fi_param_get_str(&provider, "planes", &planes) == 0 && planes != nullptr) s.planes = planes;
+  fi_param_get_int(&provider, "port", &s.port);
+  fi_param_get_int(&provider, "ev_port_base", &s.ev_port_base);
+  fi_param_get_int(&provider, "slots", &s.slots);
+  fi_param_get_int(&provider, "slot_bytes", &s.slot_bytes);
+  fi_param_get_size_t(&provider, "unexpected_bytes", &s.unexpected_bytes);
+  fi_param_get_int(&provider, "connect_timeout_ms", &s.connect_timeout_ms);
+  return s;
+}
+
+void warn(const std::string& message) {
+  FI_WARN(&provider, FI_LOG_CORE, "%s\n", message.c_str());
+}
+
+int no_bind(fid*, fid*, uint64_t) { return -FI_ENOSYS; }
+int no_control(fid*, int, void*) { return -FI_ENOSYS; }
+int no_ops_open(fid*, const char*, uint64_t, void**, void*) { return -FI_ENOSYS; }
+int no_tostr(const fid*, char*, size_t) { return -FI_ENOSYS; }
+int no_ops_set(fid*, const char*, uint64_t, void*, void*) { return -FI_ENOSYS; }
+
+}  // namespace mrc::fabric
+
+extern "C" FI_EXT_INI {
+  mrc::fabric::define_settings();
+  return &mrc::fabric::provider;
+}

@@ -1,0 +1,233 @@
+// The libfabric provider "mrc" (libmrc-fi.so): the objects behind libfabric's fids, and the
+// functions the files of src/fabric share. docs/LIBFABRIC.md says what it offers and how.
+//
+// Every object starts with its libfabric fid, so a fid pointer is the object's pointer. A
+// domain is one mrc::Context (this host's planes), one protection domain and one mrc CQ that
+// all its endpoints' queue pairs complete into, a progress thread, and one lock that guards
+// all provider state of the domain: the application's calls and the progress thread take it in
+// turn. The application's completion queues and counters have their own locks, so reading
+// them waits on no datapath work.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "fabric/link.h"
+#include "fabric/matching.h"
+#include "fabric/wire.h"
+#include "mrc/mrc.hpp"
+
+namespace mrc::fabric {
+
+extern fi_provider provider;
+
+// The provider's settings, from FI_MRC_* environment variables (fi_param_*; `fi_info -e`
+// lists them).
+struct Settings {
+  std::string planes = "127.0.0.1";  // addresses, interface names or IPv4 prefixes, comma-separated
+  int port = 4791;                   // first UDP receive port tried
+  int ev_port_base = 50000;          // first EV source port tried
+  int slots = 32;                    // per link
+  int slot_bytes = 65536;
+  size_t unexpected_bytes = 256u << 20;  // per endpoint
+  int connect_timeout_ms = 10000;
+};
+Settings settings();
+void define_settings();
+
+inline constexpr uint64_t kMaxMessageBytes = 1ull << 30;
+inline constexpr size_t kQueueSize = 1024;
+inline constexpr size_t kInjectBytes = 4096;  // tx and rx operations outstanding per endpoint
+inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE |
+                                  FI_DIRECTED_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM;
+
+// fi_getinfo's answer, or -FI_ENODATA if `hints` ask for what the provider lacks.
+int get_info(uint32_t version, const fi_info* hints, fi_info** out);
+
+struct Fabric {
+  fid_fabric fid{};
+};
+
+struct Eq {
+  fid_eq fid{};
+  std::mutex lock;
+  std::condition_variable changed;
+  struct Event {
+    uint32_t type;
+    std::vector<uint8_t> bytes;
+  };
+  std::deque<Event> events;
+};
+
+struct CqEntry {
+  fi_cq_tagged_entry entry{};
+  uint64_t source = FI_ADDR_NOTAVAIL;
+};
+
+struct Domain;
+
+struct Cq {
+  fid_cq fid{};
+  Domain* domain = nullptr;
+  fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
+  fi_wait_obj wait_obj = FI_WAIT_NONE;
+  int wait_fd = -1;  // FI_WAIT_FD: an eventfd readable while entries wait
+  std::mutex lock;
+  std::condition_variable changed;
+  std::deque<CqEntry> entries;
+  std::deque<fi_cq_err_entry> errors;
+  bool signaled = false;  // fi_cq_signal: wake one sread
+  void push(const CqEntry& e);
+  void push_error(const fi_cq_err_entry& e);
+};
+
+struct Cntr {
+  fid_cntr fid{};
+  std::mutex lock;
+  std::condition_variable changed;
+  uint64_t value = 0;
+  uint64_t errors = 0;
+  void add(uint64_t n, bool error);
+};
+
+struct Av {
+  fid_av fid{};
+  Domain* domain = nullptr;
+  fi_av_type type = FI_AV_TABLE;
+  std::vector<EndpointName> names;  // by fi_addr
+  std::vector<uint8_t> live;
+  // The fi_addr of a name, kAnySource if it is not in the AV.
+  uint64_t find(const EndpointName& name) const;
+};
+
+struct Mr {
+  fid_mr fid{};
+  Domain* domain = nullptr;
+  MemoryRegionInfo info{};
+};
+
+struct Endpoint;
+
+struct Domain {
+  fid_domain fid{};
+  Fabric* fabric = nullptr;
+  Settings config;
+  std::vector<std::string> planes;  // resolved addresses, one per plane
+  std::unique_ptr<Context> context;
+  uint32_t pd = 0;
+  mrc::Cq* cq = nullptr;  // every link's QP completes here
+  std::mutex lock;         // all provider state below and in the endpoints
+  std::vector<Endpoint*> endpoints;
+  std::unordered_map<uint32_t, TxLink*> tx_by_qpn;
+  std::unordered_map<uint32_t, RxLink*> rx_by_qpn;
+  // Closed endpoints and their links, kept until the progress thread's next round: events it
+  // already took from epoll may still name them (their descriptors are closed, so handlers
+  // return at once).
+  std::vector<std::shared_ptr<void>> graveyard;
+  int epoll_fd = -1;
+  int wake_fd = -1;
+  std::atomic<bool> stopping{false};
+  std::thread progress_thread;
+  void progress();  // REQUIRES: lock. Takes the mrc CQ's completions.
+  std::vector<RxLink*> arrivals;  // links with slots arrived in this round of progress()
+  void wake();
+  void watch(int fd, void* tag, bool want_write);
+  void unwatch(int fd);
+};
+
+struct Endpoint {
+  fid_ep fid{};
+  Domain* domain = nullptr;
+  Av* av = nullptr;
+  Eq* eq = nullptr;
+  Cq* tx_cq = nullptr;
+  Cq* rx_cq = nullptr;
+  uint64_t tx_cq_flags = 0;  // the bind flags (FI_SELECTIVE_COMPLETION)
+  uint64_t rx_cq_flags = 0;
+  Cntr* send_cntr = nullptr;
+  Cntr* recv_cntr = nullptr;
+  uint64_t tx_op_flags = 0;  // the info's op_flags, fi_control(FI_SETOPSFLAG)
+  uint64_t rx_op_flags = 0;
+  bool enabled = false;
+  bool directed_recv = false;  // FI_DIRECTED_RECV: receives name their source
+  int listen_fd = -1;
+  WatchTag listen_tag{WatchKind::kListener, this};
+  EndpointName name;
+  Matcher matcher{256u << 20};
+  std::map<std::vector<uint8_t>, std::unique_ptr<TxLink>> tx_links;  // by peer name bytes
+  std::vector<std::unique_ptr<RxLink>> rx_links;
+  std::vector<std::unique_ptr<RxLink>> accepting;  // connections not yet a link
+  size_t tx_outstanding = 0;
+  size_t rx_outstanding = 0;
+};
+
+// Completion queue entries and counters of an endpoint's operations.
+void complete_send(Endpoint& ep, const SendOp& op);
+void fail_send(Endpoint& ep, const SendOp& op, int err);
+// A receive's completion: its entry (an FI_ETRUNC error entry when the message was longer than
+// the buffers, which hold its first bytes) and the receive counter.
+void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m);
+// Delivers a whole unexpected message to a receive that takes it, and drops it from the store.
+void deliver_unexpected(Endpoint& ep, const PostedRecv& r, Unexpected* u);
+
+// Links (link.cc): sending, receiving, credits.
+void pump(TxLink& link);
+void on_tx_completion(TxLink& link, const Completion& c);
+void on_rx_completion(RxLink& link, const Completion& c);
+void drain(RxLink& link);  // takes arrived slots while they can be taken, then returns credits
+void fail_link(TxLink& link, const std::string& why);
+void retry_stalled(Endpoint& ep);
+
+// The connection manager (connect.cc).
+int open_listener(Endpoint& ep);
+TxLink* tx_link_to(Endpoint& ep, uint64_t fi_addr, int* err);
+void on_listener(Endpoint& ep);
+void on_tx_control(TxLink& link, uint32_t events);
+void on_rx_control(RxLink& link, uint32_t events);
+void check_timeouts(Domain& d);  // fails links whose set-up has taken too long
+void close_links(Endpoint& ep);
+
+// Data operations (endpoint_ops.cc), each under the domain's lock.
+ssize_t post_recv(Endpoint& ep, PostedRecv r);
+ssize_t post_send(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint64_t flags);
+ssize_t cancel(Endpoint& ep, void* context);
+
+// Object constructors (one per file).
+int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context);
+int open_eq(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** out, void* context);
+int open_cq(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context);
+int open_cntr(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context);
+int open_av(fid_domain* domain, fi_av_attr* attr, fid_av** out, void* context);
+int open_endpoint(fid_domain* domain, fi_info* info, fid_ep** out, void* context);
+
+// Unsupported-operation stubs that every ops table points at where it offers nothing.
+int no_bind(fid*, fid*, uint64_t);
+int no_control(fid*, int, void*);
+int no_ops_open(fid*, const char*, uint64_t, void**, void*);
+int no_tostr(const fid*, char*, size_t);
+int no_ops_set(fid*, const char*, uint64_t, void*, void*);
+
+// FI_WARN through the provider, for the reasons an error names.
+void warn(const std::string& message);
+
+}  // namespace mrc::fabric

@@ -1,0 +1,77 @@
+// What the libfabric provider puts on an mrc queue pair (docs/LIBFABRIC.md, "Protocol").
+//
+// A message from one endpoint to another travels over a one-way link: a queue pair whose
+// receiver registered a ring of `slots` slots of `slot_bytes` each. The sender copies each
+// fragment, with a SlotHeader in front, into a registered staging slot and writes it, with
+// immediate data, into the receiver's slot of the same index; the immediate names the slot.
+// Write-with-immediate completions arrive in send order (MRC's RQ-MSN ordering), so the
+// receiver walks the ring in order. A slot is the sender's again when the receiver returns a
+// credit: a zero-length write-with-immediate back over the same queue pair, its immediate the
+// number of slots freed with kCreditFlag set. The receiver returns credits once it has copied
+// a fragment out (into the application's buffer or the unexpected store), so a send is
+// complete only when its data is at the receiver's endpoint (FI_DELIVERY_COMPLETE).
+//
+// An endpoint's name (fi_getname) is an EndpointName: the IPv4 or IPv6 address and TCP port
+// of its connection listener, where a link's two ends exchange their queue pairs'
+// ConnectionInfo and ring keys, and a random nonce that tells endpoints at one address apart
+// over time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+
+namespace mrc::fabric {
+
+inline constexpr uint32_t kCreditFlag = 0x80000000u;
+inline constexpr uint32_t kMaxSlots = 128;
+inline constexpr uint32_t kMinSlotBytes = 1024;
+inline constexpr uint32_t kMaxSlotBytes = 1u << 20;
+
+enum FragmentFlags : uint32_t {
+  kTagged = 1u << 0,   // FI_TAGGED (else FI_MSG)
+  kFirst = 1u << 1,    // the message's first fragment
+  kLast = 1u << 2,     // its last
+  kHasData = 1u << 3,  // `data` is remote CQ data (FI_REMOTE_CQ_DATA)
+};
+inline constexpr uint32_t kKnownFlags = kTagged | kFirst | kLast | kHasData;
+
+// In front of every fragment in a slot, in the host's byte order (both ends are mrc hosts of
+// one architecture; the name's magic says so).
+struct SlotHeader {
+  uint32_t flags = 0;
+  uint32_t fragment_bytes = 0;  // payload bytes after this header in the slot
+  uint64_t message_bytes = 0;
+  uint64_t offset = 0;  // of this fragment in the message
+  uint64_t tag = 0;
+  uint64_t data = 0;
+};
+static_assert(sizeof(SlotHeader) == 40);
+
+// Why a slot's header is not one this link can take, or nullopt if it is: the fragment fits
+// its slot and its message, the flags are known, a message over `max_message_bytes` never
+// starts. Anything else is a broken or hostile peer, and the link is dropped.
+std::optional<std::string> check_header(const SlotHeader& h, uint32_t slot_bytes,
+                                        uint64_t max_message_bytes, bool expect_first);
+
+struct EndpointName {
+  char magic[4] = {'m', 'r', 'c', 'F'};
+  uint8_t version = 1;
+  uint8_t family = 0;      // 4 or 6
+  uint16_t port = 0;       // the connection listener's TCP port, network order
+  uint8_t address[16]{};   // IPv4 in the first 4 bytes
+  uint64_t nonce = 0;
+  bool operator==(const EndpointName& o) const { return std::memcmp(this, &o, sizeof o) == 0; }
+};
+static_assert(sizeof(EndpointName) == 32);
+
+// A name from bytes given by the application (fi_av_insert), nullopt if they are not one.
+std::optional<EndpointName> parse_name(const void* bytes, size_t length);
+// "fi_mrc://198.18.0.1:40311/1a2b3c4d5e6f7081"
+std::string to_string(const EndpointName& name);
+std::string to_hex(const EndpointName& name);
+std::optional<EndpointName> name_from_hex(const std::string& hex);
+
+}  // namespace mrc::fabric
