@@ -9,6 +9,8 @@ packages=(build-essential cmake ninja-build ccache pkg-config
           libxdp-dev libbpf-dev python3-scapy                        # AF_XDP backend; RoCEv2 ICRC check
           libssl-dev openssl                                         # secure mode: AES-GCM, HKDF; key files
           tshark                                                     # the Wireshark dissector's test
+          libfabric-dev libfabric-bin                                # libfabric provider (libmrc-fi.so), fi_info, fi_pingpong
+          openmpi-bin libopenmpi-dev python3-mpi4py                  # MPI over the provider (tests/fabric)
           python3-torch libtorch-dev pybind11-dev python3-pytest)    # torch backend (python/)
 missing=()
 for p in "${packages[@]}"; do

@@ -28,6 +28,7 @@ namespace {
 
 constexpr size_t kMaxLine = 4096;
 constexpr size_t kMaxAccepting = 1024;
+constexpr int64_t kClosedGraceMs = 500;
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -283,8 +284,15 @@ void on_tx_control(TxLink& link, uint32_t events) {
   bool closed = false;
   const auto line = read_line(link.control, closed);
   if (line && link.state == TxLink::State::kConnecting) take_answer(link, *line);
-  if (closed && link.state != TxLink::State::kFailed)
-    fail_link(link, "the peer " + peer_text(link.peer) + " closed its end (it exited or closed the endpoint)");
+  if (!closed || link.state == TxLink::State::kFailed) return;
+  if (link.state == TxLink::State::kConnecting) {
+    fail_link(link, "the peer " + peer_text(link.peer) + " closed the connection before the link was set up");
+    return;
+  }
+  // The peer is gone, but credits it returned before it went may still be on their way over
+  // the planes: the link fails (and with it what is still in flight) after a grace period.
+  close_control(d, link.control);
+  link.closed_at_ms = now_ms();
 }
 
 void on_listener(Endpoint& ep) {
@@ -366,6 +374,8 @@ void check_timeouts(Domain& d) {
       if (link->state == TxLink::State::kConnecting && now > link->deadline_ms)
         fail_link(*link, "no answer from " + peer_text(link->peer) + " within FI_MRC_CONNECT_TIMEOUT_MS (" +
                              std::to_string(d.config.connect_timeout_ms) + " ms)");
+      else if (link->closed_at_ms != 0 && now > link->closed_at_ms + kClosedGraceMs)
+        fail_link(*link, "the peer " + peer_text(link->peer) + " closed its end (it exited or closed the endpoint)");
   }
 }
 

@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -62,11 +63,23 @@ ssize_t cq_readerr(fid_cq* fid, fi_cq_err_entry* buf, uint64_t) {
   Cq* cq = reinterpret_cast<Cq*>(fid);
   std::lock_guard lock(cq->lock);
   if (cq->errors.empty()) return -FI_EAGAIN;
-  fi_cq_err_entry e = cq->errors.front();
+  fi_cq_err_entry e = cq->errors.front().first;
+  cq->last_error = std::move(cq->errors.front().second);
   cq->errors.pop_front();
-  // An application of API 1.5 or later may give its own err_data buffer; we carry none.
-  e.err_data = buf->err_data;
-  e.err_data_size = 0;
+  // err_data: the reason as a C string, in the application's buffer if it gave one (API 1.5
+  // and later), else in ours until the next read.
+  const size_t room = buf->err_data_size;
+  void* given = buf->err_data;
+  if (given != nullptr && room > 0) {
+    const size_t n = std::min(room - 1, cq->last_error.size());
+    std::memcpy(given, cq->last_error.data(), n);
+    static_cast<char*>(given)[n] = '\0';
+    e.err_data = given;
+    e.err_data_size = n + 1;
+  } else {
+    e.err_data = cq->last_error.empty() ? nullptr : cq->last_error.data();
+    e.err_data_size = cq->last_error.empty() ? 0 : cq->last_error.size() + 1;
+  }
   *buf = e;
   return 1;
 }
@@ -101,8 +114,8 @@ int cq_signal(fid_cq* fid) {
   return 0;
 }
 
-const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) {
-  const char* text = fi_strerror(prov_errno);
+const char* cq_strerror(fid_cq*, int prov_errno, const void* err_data, char* buf, size_t len) {
+  const char* text = err_data != nullptr ? static_cast<const char*>(err_data) : fi_strerror(prov_errno);
   if (buf != nullptr && len > 0) {
     std::strncpy(buf, text, len - 1);
     buf[len - 1] = '\0';
@@ -140,9 +153,9 @@ void Cq::push(const CqEntry& e) {
   changed.notify_all();
 }
 
-void Cq::push_error(const fi_cq_err_entry& e) {
+void Cq::push_error(const fi_cq_err_entry& e, std::string why) {
   std::lock_guard guard(lock);
-  errors.push_back(e);
+  errors.emplace_back(e, std::move(why));
   if (wait_fd >= 0) {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t r = ::write(wait_fd, &one, sizeof one);

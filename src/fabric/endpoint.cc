@@ -3,7 +3,9 @@
 // operation the provider lacks answers -FI_ENOSYS).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "fabric/provider.h"
 
@@ -13,10 +15,26 @@ namespace {
 Endpoint& of(fid_ep* ep) { return *reinterpret_cast<Endpoint*>(ep); }
 Endpoint& of(fid* f) { return *reinterpret_cast<Endpoint*>(f); }
 
+// Until the credits this endpoint owes its senders are written (at most a second): a sender's
+// last send completes only when they arrive.
+void settle(Endpoint& ep, std::unique_lock<std::mutex>& lock) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    ep.domain->progress();
+    bool owed = false;
+    for (auto& link : ep.rx_links) owed |= !link->broken && (link->credit_writes > 0 || link->freed > 0);
+    if (!owed || std::chrono::steady_clock::now() > until) return;
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    lock.lock();
+  }
+}
+
 int ep_close(fid* f) {
   Endpoint* ep = &of(f);
   Domain& d = *ep->domain;
-  std::lock_guard lock(d.lock);
+  std::unique_lock lock(d.lock);
+  settle(*ep, lock);
   close_links(*ep);
   if (ep->listen_fd >= 0) {
     d.unwatch(ep->listen_fd);

@@ -29,7 +29,7 @@ void complete_send(Endpoint& ep, const SendOp& op) {
   if (ep.send_cntr != nullptr) ep.send_cntr->add(1, false);
 }
 
-void fail_send(Endpoint& ep, const SendOp& op, int err) {
+void fail_send(Endpoint& ep, const SendOp& op, int err, const std::string& why) {
   --ep.tx_outstanding;
   if (ep.tx_cq != nullptr) {
     fi_cq_err_entry e{};
@@ -37,7 +37,7 @@ void fail_send(Endpoint& ep, const SendOp& op, int err) {
     e.flags = op.cq_flags;
     e.err = err;
     e.prov_errno = err;
-    ep.tx_cq->push_error(e);
+    ep.tx_cq->push_error(e, why);
   }
   if (ep.send_cntr != nullptr) ep.send_cntr->add(1, true);
 }
@@ -163,7 +163,7 @@ ssize_t post_send(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint6
   }
   ++ep.tx_outstanding;
   if (link->state == TxLink::State::kFailed) {
-    fail_send(ep, *op, FI_EIO);
+    fail_send(ep, *op, FI_EIO, link->failure);
     return 0;
   }
   link->queue.push_back(std::move(op));

@@ -84,7 +84,7 @@ void fail_link(TxLink& link, const std::string& why) {
   Endpoint& ep = *link.ep;
   for (auto* list : {&link.in_flight, &link.queue})
     for (auto& op : *list)
-      if (op) fail_send(ep, *op, FI_EIO);
+      if (op) fail_send(ep, *op, FI_EIO, why);
   link.in_flight.clear();
   link.queue.clear();
   if (link.control.fd >= 0) {
@@ -126,7 +126,10 @@ void on_rx_completion(RxLink& link, const Completion& c) {
     warn("the link from " + to_string(link.peer) + " failed: " + to_string(c.status));
     return;
   }
-  if (c.opcode != WcOpcode::kRecvRdmaWithImm) return;  // a credit's write (unsignalled) or none
+  if (c.opcode != WcOpcode::kRecvRdmaWithImm) {  // a credit's write
+    --link.credit_writes;
+    return;
+  }
   (void)link.qp->post_recv(0);
   if (c.immediate != (link.next_slot + link.arrived) % link.slots || link.arrived >= link.slots) {
     link.broken = true;
@@ -199,9 +202,10 @@ void drain(RxLink& link) {
     ++link.freed;
   }
   if (link.freed == 0 || link.broken) return;
-  auto sent = link.qp->post_write_imm(~0ull, {}, link.staging_address, link.staging_rkey, kCreditFlag | link.freed,
-                                      /*signaled=*/false);
-  if (sent.ok()) link.freed = 0;  // else: the queue is full; the next round sends them
+  auto sent = link.qp->post_write_imm(~0ull, {}, link.staging_address, link.staging_rkey, kCreditFlag | link.freed);
+  if (!sent.ok()) return;  // the queue is full: the next round sends them
+  link.freed = 0;
+  ++link.credit_writes;
 }
 
 void retry_stalled(Endpoint& ep) {

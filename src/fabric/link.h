@@ -76,6 +76,7 @@ struct TxLink {
   Endpoint* ep = nullptr;
   WatchTag tag{WatchKind::kTxControl, this};
   int64_t deadline_ms = 0;  // kConnecting: when set-up has taken too long (steady clock)
+  int64_t closed_at_ms = 0;  // when the peer closed the TCP connection (0: it has not)
   EndpointName peer;
   uint64_t peer_addr = kAnySource;  // fi_addr the application sends to
   State state = State::kConnecting;
@@ -111,6 +112,7 @@ struct RxLink {
   uint32_t next_slot = 0;
   uint32_t arrived = 0;   // slots written from next_slot on, not yet taken
   uint32_t freed = 0;     // slots taken, not yet credited back
+  uint32_t credit_writes = 0;  // credit writes posted, not yet complete
   bool in_message = false;
   // Where the current message goes: a posted receive, or the unexpected store.
   std::optional<PostedRecv> target;

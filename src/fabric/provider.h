@@ -95,10 +95,13 @@ struct Cq {
   std::mutex lock;
   std::condition_variable changed;
   std::deque<CqEntry> entries;
-  std::deque<fi_cq_err_entry> errors;
+  // Error entries, each with the reason in words (handed out as err_data, which
+  // fi_cq_strerror turns back into text: "the peer fi_mrc://... closed its end ...").
+  std::deque<std::pair<fi_cq_err_entry, std::string>> errors;
+  std::string last_error;  // the text of the entry read last: valid until the next read
   bool signaled = false;  // fi_cq_signal: wake one sread
   void push(const CqEntry& e);
-  void push_error(const fi_cq_err_entry& e);
+  void push_error(const fi_cq_err_entry& e, std::string why = {});
 };
 
 struct Cntr {
@@ -183,7 +186,7 @@ struct Endpoint {
 
 // Completion queue entries and counters of an endpoint's operations.
 void complete_send(Endpoint& ep, const SendOp& op);
-void fail_send(Endpoint& ep, const SendOp& op, int err);
+void fail_send(Endpoint& ep, const SendOp& op, int err, const std::string& why);
 // A receive's completion: its entry (an FI_ETRUNC error entry when the message was longer than
 // the buffers, which hold its first bytes) and the receive counter.
 void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m);

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The mrc libfabric provider as users meet it: libfabric's tools and MPI programs, unchanged,
+# over loopback planes. Usage: fabric_test.sh MODE LIB_DIR [PROGRAM]
+#   info      fi_info lists the provider and its settings, and refuses what it lacks; bad
+#             settings are named (PROGRAM: fi_checks)
+#   pingpong  fi_pingpong, untagged and tagged, every default size, over FI_EP_RDM
+#   openmpi   PROGRAM (tests/fabric/mpi_suite.c) under Open MPI's OFI MTL, 2 and 4 ranks
+#   mpi4py    a python3-mpi4py smoke test under Open MPI over the provider
+# Exits 77 (skipped) when the tool a mode needs is not installed.
+set -euo pipefail
+mode=$1
+export FI_PROVIDER_PATH=$2
+program=${3:-}
+# Own planes and ports, which no other test uses (several processes each take the next ports).
+export FI_MRC_PLANES=127.0.0.151,127.0.0.152,127.0.0.153,127.0.0.154
+export FI_MRC_PORT=22000 FI_MRC_EV_PORT_BASE=22100
+need() { command -v "$1" > /dev/null || { echo "SKIP: $1 not installed ($2)"; exit 77; }; }
+fail() { echo "FAILED: $*"; exit 1; }
+
+case $mode in
+  info)
+    need fi_info "apt install libfabric-bin"
+    out=$(fi_info -p mrc)
+    echo "$out"
+    grep -q "provider: mrc" <<< "$out" || fail "fi_info does not list mrc"
+    grep -q "FI_EP_RDM" <<< "$out" || fail "no RDM endpoint"
+    fi_info -p mrc -t FI_EP_MSG > /dev/null 2>&1 && fail "fi_info offers MSG endpoints"
+    fi_info -p mrc -c FI_ATOMIC > /dev/null 2>&1 && fail "fi_info offers atomics"
+    fi_info -p mrc -e | grep -q FI_MRC_PLANES || fail "fi_info -e does not list FI_MRC_PLANES"
+    # A bad setting is named when the domain opens, not a crash (tests/fabric/fi_checks.c).
+    FI_LOG_LEVEL=warn FI_MRC_PLANES=no-such-interface "$program" badplanes 2>&1 |
+      tee /dev/stderr | grep -q "FI_MRC_PLANES entry 'no-such-interface'" || fail "a bad FI_MRC_PLANES is not named"
+    FI_LOG_LEVEL=warn FI_MRC_SLOTS=1 "$program" badplanes 2>&1 | grep -q "FI_MRC_SLOTS must be" ||
+      fail "a bad FI_MRC_SLOTS is not named"
+    echo "info: ok";;
+  pingpong)
+    need fi_pingpong "apt install libfabric-bin"
+    for m in msg tagged; do
+      port=$((47600 + RANDOM % 300))
+      timeout 120 fi_pingpong -p mrc -e rdm -m $m -B $port > /tmp/fabric-pp.$$ 2>&1 &
+      server=$!
+      sleep 1
+      timeout 120 fi_pingpong -p mrc -e rdm -m $m -P $port 127.0.0.1 | tee /tmp/fabric-ppc.$$
+      wait $server || fail "fi_pingpong server ($m): $(cat /tmp/fabric-pp.$$)"
+      grep -q "^1m " /tmp/fabric-ppc.$$ || fail "fi_pingpong ($m) did not reach 1 MiB"
+    done
+    rm -f /tmp/fabric-pp.$$ /tmp/fabric-ppc.$$
+    echo "pingpong: ok";;
+  openmpi)
+    need mpirun "apt install openmpi-bin"
+    for n in 2 4; do
+      timeout 300 mpirun --allow-run-as-root --oversubscribe -np $n --mca pml cm --mca mtl ofi \
+        --mca mtl_ofi_provider_include mrc -x FI_PROVIDER_PATH -x FI_MRC_PLANES -x FI_MRC_PORT \
+        -x FI_MRC_EV_PORT_BASE "$program" | tee /tmp/fabric-mpi.$$
+      grep -q "$n ranks: all checks passed" /tmp/fabric-mpi.$$ || fail "mpi_suite on $n ranks"
+    done
+    rm -f /tmp/fabric-mpi.$$
+    echo "openmpi: ok";;
+  mpi4py)
+    need mpirun "apt install openmpi-bin"
+    /usr/bin/python3 -c "import mpi4py" 2> /dev/null || { echo "SKIP: apt install python3-mpi4py"; exit 77; }
+    timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml cm --mca mtl ofi \
+      --mca mtl_ofi_provider_include mrc -x FI_PROVIDER_PATH -x FI_MRC_PLANES -x FI_MRC_PORT \
+      -x FI_MRC_EV_PORT_BASE /usr/bin/python3 -c '
+from mpi4py import MPI
+import sys
+c = MPI.COMM_WORLD
+r = c.Get_rank()
+got = c.sendrecv({"rank": r, "data": list(range(1000))}, dest=1 - r, source=1 - r)
+assert got["rank"] == 1 - r and got["data"] == list(range(1000)), got
+total = c.allreduce(r + 1, op=MPI.SUM)
+assert total == 3, total
+if r == 0:
+    print("mpi4py: 2 ranks over", MPI.Get_library_version().splitlines()[0], ": ok")
+' | tee /tmp/fabric-py.$$
+    grep -q "mpi4py: 2 ranks" /tmp/fabric-py.$$ || fail "mpi4py smoke test"
+    rm -f /tmp/fabric-py.$$;;
+  *) echo "usage: $0 info|pingpong|openmpi|mpi4py LIB_DIR [PROGRAM]"; exit 2;;
+esac

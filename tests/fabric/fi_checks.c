@@ -1,0 +1,258 @@
+/* Checks of the mrc libfabric provider through libfabric's own API (FI_PROVIDER_PATH must name
+ * the directory of libmrc-fi.so). Each check prints its name; the first failure exits 1.
+ *
+ *   hints      fi_getinfo refuses what the provider lacks (-FI_ENODATA) and offers RDM
+ *   self       a message to the endpoint's own name
+ *   unexpected messages sent before their receives, taken by tag in another order
+ *   truncate   a message longer than its receive: FI_ETRUNC with the overflow length
+ *   peek       FI_PEEK finds nothing (FI_ENOMSG), then a message; FI_CLAIM takes it
+ *   cancel     a posted receive cancelled: FI_ECANCELED
+ *   badflags   an unknown flag on an operation: -FI_EBADFLAGS; a bad address: error
+ *   vanish     a peer process that exits: the next send completes in error within seconds
+ *   refused    a send to an endpoint that is gone: an error completion
+ * `fi_checks badplanes` expects fi_domain to fail (a bad FI_MRC_* setting in the environment). */
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(cond, ...)                                  \
+  do {                                                    \
+    if (!(cond)) {                                        \
+      fprintf(stderr, "fi_checks: FAILED %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                       \
+      fprintf(stderr, "\n");                              \
+      exit(1);                                            \
+    }                                                     \
+  } while (0)
+
+struct node {
+  struct fi_info* info;
+  struct fid_fabric* fabric;
+  struct fid_domain* domain;
+  struct fid_av* av;
+  struct fid_cq* cq;
+  struct fid_ep* ep;
+  char name[64];
+  size_t name_len;
+};
+
+static struct fi_info* hints_rdm(void) {
+  struct fi_info* h = fi_allocinfo();
+  h->caps = FI_MSG | FI_TAGGED;
+  h->ep_attr->type = FI_EP_RDM;
+  h->fabric_attr->prov_name = strdup("mrc");
+  return h;
+}
+
+static void open_node(struct node* n) {
+  struct fi_info* h = hints_rdm();
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &n->info) == 0, "fi_getinfo");
+  fi_freeinfo(h);
+  CHECK(fi_fabric(n->info->fabric_attr, &n->fabric, NULL) == 0, "fi_fabric");
+  CHECK(fi_domain(n->fabric, n->info, &n->domain, NULL) == 0, "fi_domain");
+  struct fi_av_attr av = {.type = FI_AV_TABLE};
+  CHECK(fi_av_open(n->domain, &av, &n->av, NULL) == 0, "fi_av_open");
+  struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED, .size = 128};
+  CHECK(fi_cq_open(n->domain, &cq, &n->cq, NULL) == 0, "fi_cq_open");
+  CHECK(fi_endpoint(n->domain, n->info, &n->ep, NULL) == 0, "fi_endpoint");
+  CHECK(fi_ep_bind(n->ep, &n->av->fid, 0) == 0, "bind av");
+  CHECK(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq");
+  CHECK(fi_enable(n->ep) == 0, "fi_enable");
+  n->name_len = 1;
+  CHECK(fi_getname(&n->ep->fid, n->name, &n->name_len) == -FI_ETOOSMALL && n->name_len == 32, "getname too small");
+  n->name_len = sizeof n->name;
+  CHECK(fi_getname(&n->ep->fid, n->name, &n->name_len) == 0, "fi_getname");
+}
+
+static void close_node(struct node* n) {
+  fi_close(&n->ep->fid);
+  fi_close(&n->cq->fid);
+  fi_close(&n->av->fid);
+  fi_close(&n->domain->fid);
+  fi_close(&n->fabric->fid);
+  fi_freeinfo(n->info);
+}
+
+/* One completion (or error entry: returns -err) within `seconds`. */
+static int wait_one(struct node* n, struct fi_cq_tagged_entry* e, int seconds) {
+  const time_t end = time(NULL) + seconds;
+  while (time(NULL) <= end) {
+    ssize_t r = fi_cq_read(n->cq, e, 1);
+    if (r == 1) return 0;
+    if (r == -FI_EAVAIL) {
+      struct fi_cq_err_entry err = {0};
+      CHECK(fi_cq_readerr(n->cq, &err, 0) == 1, "readerr");
+      e->op_context = err.op_context;
+      e->len = err.olen;
+      e->tag = err.tag;
+      if (err.err_data != NULL)
+        printf("  error entry: %s\n", fi_cq_strerror(n->cq, err.prov_errno, err.err_data, NULL, 0));
+      return -err.err;
+    }
+    CHECK(r == -FI_EAGAIN, "fi_cq_read: %zd", r);
+    usleep(100);
+  }
+  CHECK(0, "no completion within %d s", seconds);
+  return 0;
+}
+
+static void check_hints(void) {
+  struct fi_info* h = hints_rdm();
+  struct fi_info* out = NULL;
+  h->ep_attr->type = FI_EP_MSG;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == -FI_ENODATA, "MSG endpoints refused");
+  h->ep_attr->type = FI_EP_RDM;
+  h->caps |= FI_ATOMIC;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == -FI_ENODATA, "atomics refused");
+  h->caps = FI_TAGGED;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0, "tagged RDM offered");
+  CHECK(out->ep_attr->type == FI_EP_RDM && (out->caps & FI_TAGGED) && out->domain_attr->cq_data_size >= 4,
+        "offer: RDM, tagged, 4+ bytes of CQ data");
+  fi_freeinfo(out);
+  fi_freeinfo(h);
+  printf("hints: ok\n");
+}
+
+static fi_addr_t insert(struct node* n, const void* name) {
+  fi_addr_t a = FI_ADDR_NOTAVAIL;
+  CHECK(fi_av_insert(n->av, name, 1, &a, 0, NULL) == 1, "fi_av_insert");
+  return a;
+}
+
+static void check_messages(struct node* n) {
+  const fi_addr_t self = insert(n, n->name);
+  char junk[32] = "not an mrc name";
+  fi_addr_t bad = 0;
+  CHECK(fi_av_insert(n->av, junk, 1, &bad, 0, NULL) == 0 && bad == FI_ADDR_NOTAVAIL, "a junk name is refused");
+  struct fi_cq_tagged_entry e;
+  /* unexpected: three tagged messages to self, then receives in reverse tag order. */
+  int out[3] = {10, 11, 12}, in[3] = {0, 0, 0};
+  for (int i = 0; i < 3; ++i) CHECK(fi_tsend(n->ep, &out[i], sizeof(int), NULL, self, 100 + i, &out[i]) == 0, "tsend");
+  for (int i = 0; i < 3; ++i) CHECK(wait_one(n, &e, 5) == 0 && (e.flags & FI_SEND), "send completion");
+  for (int i = 2; i >= 0; --i) {
+    CHECK(fi_trecv(n->ep, &in[i], sizeof(int), NULL, FI_ADDR_UNSPEC, 100 + i, 0, &in[i]) == 0, "trecv");
+    CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &in[i] && e.tag == (uint64_t)(100 + i), "recv by tag");
+    CHECK(in[i] == 10 + i, "unexpected message data");
+  }
+  printf("self, unexpected: ok\n");
+  /* truncate */
+  char big[1000], small[10];
+  memset(big, 'x', sizeof big);
+  CHECK(fi_trecv(n->ep, small, sizeof small, NULL, FI_ADDR_UNSPEC, 7, 0, small) == 0, "trecv small");
+  CHECK(fi_tsend(n->ep, big, sizeof big, NULL, self, 7, big) == 0, "tsend big");
+  int got_trunc = 0, got_send = 0;
+  for (int i = 0; i < 2; ++i) {
+    const int r = wait_one(n, &e, 5);
+    if (r == -FI_ETRUNC) got_trunc = e.op_context == small && e.len == sizeof big - sizeof small;
+    if (r == 0) got_send = e.op_context == big;
+  }
+  CHECK(got_trunc && got_send, "FI_ETRUNC with the overflow length, and the send completes");
+  printf("truncate: ok\n");
+  /* peek, claim */
+  struct fi_context ctx;
+  struct iovec iov = {in, sizeof(int)};
+  struct fi_msg_tagged m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .tag = 55, .context = &ctx};
+  CHECK(fi_trecvmsg(n->ep, &m, FI_PEEK) == 0, "peek");
+  CHECK(wait_one(n, &e, 5) == -FI_ENOMSG, "peek of nothing: FI_ENOMSG");
+  CHECK(fi_tinject(n->ep, &out[1], sizeof(int), self, 55) == 0, "tinject");
+  int r;
+  do {
+    CHECK(fi_trecvmsg(n->ep, &m, FI_PEEK | FI_CLAIM) == 0, "peek+claim");
+  } while ((r = wait_one(n, &e, 5)) == -FI_ENOMSG);
+  CHECK(r == 0 && e.len == sizeof(int) && e.tag == 55, "peek finds the message");
+  in[0] = 0;
+  CHECK(fi_trecvmsg(n->ep, &m, FI_CLAIM) == 0, "claim");
+  CHECK(wait_one(n, &e, 5) == 0 && in[0] == 11, "claimed message received");
+  printf("peek, claim: ok\n");
+  /* cancel */
+  CHECK(fi_trecv(n->ep, in, sizeof(int), NULL, FI_ADDR_UNSPEC, 999, 0, &ctx) == 0, "trecv to cancel");
+  CHECK(fi_cancel(&n->ep->fid, &ctx) == 0, "fi_cancel");
+  CHECK(wait_one(n, &e, 5) == -FI_ECANCELED && e.op_context == &ctx, "FI_ECANCELED");
+  printf("cancel: ok\n");
+  /* bad flags, bad address */
+  struct fi_msg_tagged s = {.msg_iov = &iov, .iov_count = 1, .addr = self, .tag = 1};
+  CHECK(fi_tsendmsg(n->ep, &s, 1ULL << 62) == -FI_EBADFLAGS, "unknown send flag");
+  CHECK(fi_tsend(n->ep, in, sizeof(int), NULL, 12345, 1, NULL) == -FI_EINVAL, "send to an fi_addr not in the AV");
+  printf("badflags: ok\n");
+}
+
+/* A child that opens an endpoint, hands its name over a pipe, takes one message and exits. */
+static void check_vanish(struct node* n) {
+  int names[2], go[2];
+  CHECK(pipe(names) == 0 && pipe(go) == 0, "pipe");
+  const pid_t child = fork();
+  if (child == 0) {
+    struct node c;
+    open_node(&c);
+    CHECK(write(names[1], c.name, 32) == 32, "child: write name");
+    int v = 0;
+    struct fi_cq_tagged_entry e;
+    CHECK(fi_trecv(c.ep, &v, sizeof v, NULL, FI_ADDR_UNSPEC, 1, 0, NULL) == 0, "child: trecv");
+    CHECK(wait_one(&c, &e, 10) == 0 && v == 77, "child: message");
+    if (read(go[0], &v, 1) == 1) close_node(&c); /* closes cleanly when told to, else as a crash */
+    _exit(0);
+  }
+  char name[32];
+  CHECK(read(names[0], name, 32) == 32, "read child's name");
+  const fi_addr_t peer = insert(n, name);
+  int v = 77;
+  struct fi_cq_tagged_entry e;
+  CHECK(fi_tsend(n->ep, &v, sizeof v, NULL, peer, 1, &v) == 0, "send to child");
+  CHECK(wait_one(n, &e, 10) == 0, "send to child completes");
+  CHECK(write(go[1], "c", 1) == 1, "tell the child to close");
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exited cleanly");
+  const time_t start = time(NULL);
+  int r = 0;
+  for (int i = 0; i < 100 && r == 0; ++i) {
+    CHECK(fi_tsend(n->ep, &v, sizeof v, NULL, peer, 1, &v) == 0, "send to a vanished peer is accepted");
+    r = wait_one(n, &e, 30);
+  }
+  CHECK(r != 0, "sends to a vanished peer complete in error");
+  printf("vanish: ok (error %d, %s, after %ld s)\n", -r, fi_strerror(-r), (long)(time(NULL) - start));
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (argc == 2 && strcmp(argv[1], "badplanes") == 0) {
+    /* With a bad FI_MRC_* setting in the environment, the domain must not open. */
+    struct node n;
+    struct fi_info* h = hints_rdm();
+    CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &n.info) == 0, "fi_getinfo");
+    CHECK(fi_fabric(n.info->fabric_attr, &n.fabric, NULL) == 0, "fi_fabric");
+    const int r = fi_domain(n.fabric, n.info, &n.domain, NULL);
+    CHECK(r < 0, "fi_domain opened with a bad setting");
+    printf("badplanes: fi_domain refused: %s\n", fi_strerror(-r));
+    return 0;
+  }
+  check_hints();
+  struct node n;
+  open_node(&n);
+  check_messages(&n);
+  check_vanish(&n);
+  /* refused: an endpoint that is closed. */
+  struct node gone;
+  open_node(&gone);
+  char name[32];
+  memcpy(name, gone.name, 32);
+  close_node(&gone);
+  const fi_addr_t a = insert(&n, name);
+  int v = 1;
+  struct fi_cq_tagged_entry e;
+  CHECK(fi_tsend(n.ep, &v, sizeof v, NULL, a, 1, &v) == 0, "send to a closed endpoint is accepted");
+  CHECK(wait_one(&n, &e, 30) != 0, "a send to a closed endpoint completes in error");
+  printf("refused: ok\n");
+  close_node(&n);
+  printf("fi_checks: all passed\n");
+  return 0;
+}

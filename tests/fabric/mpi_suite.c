@@ -1,0 +1,179 @@
+/* An MPI test set for the mrc libfabric provider: run under Open MPI's OFI MTL or MPICH's
+ * ch4:ofi with the provider selected. Every rank checks what it received, byte for byte, and
+ * the program exits non-zero, naming the check, on the first mismatch.
+ *
+ *   point-to-point: blocking and non-blocking, 0 bytes to 4 MiB, to every other rank and to self
+ *   tags: many tags in flight, received in reverse order; MPI_ANY_TAG and MPI_ANY_SOURCE
+ *   probes: MPI_Probe, MPI_Iprobe, MPI_Mprobe/MPI_Mrecv
+ *   collectives: barrier, bcast, allreduce (small and 8 MiB), allgather, alltoall, reduce
+ *   loop N: `mpi_suite loop N` runs N all-reduces of 1 MiB and checks each (a plane cut during it
+ *   must cost nothing but time) */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size;
+
+static void check(int ok, const char* what) {
+  if (ok) return;
+  fprintf(stderr, "mpi_suite: rank %d: FAILED: %s\n", rank, what);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static unsigned char pattern(int from, int to, size_t i, int salt) {
+  return (unsigned char)(from * 31 + to * 17 + i * 7 + salt * 13);
+}
+
+static void fill(unsigned char* b, size_t n, int from, int to, int salt) {
+  for (size_t i = 0; i < n; ++i) b[i] = pattern(from, to, i, salt);
+}
+
+static int same(const unsigned char* b, size_t n, int from, int to, int salt) {
+  for (size_t i = 0; i < n; ++i)
+    if (b[i] != pattern(from, to, i, salt)) return 0;
+  return 1;
+}
+
+static void point_to_point(void) {
+  static const size_t sizes[] = {0, 1, 7, 64, 1000, 4096, 65536, 65537, 262144, 1 << 20, 4 << 20};
+  unsigned char* out = malloc(4 << 20);
+  unsigned char* in = malloc(4 << 20);
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; ++s) {
+    const size_t n = sizes[s];
+    for (int peer = 0; peer < size; ++peer) {
+      MPI_Request rq[2];
+      MPI_Status st;
+      fill(out, n, rank, peer, (int)s);
+      memset(in, 0, n);
+      MPI_Irecv(in, (int)n, MPI_BYTE, peer, 100 + (int)s, MPI_COMM_WORLD, &rq[0]);
+      MPI_Isend(out, (int)n, MPI_BYTE, peer, 100 + (int)s, MPI_COMM_WORLD, &rq[1]);
+      MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+      MPI_Wait(&rq[0], &st);
+      int count = -1;
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      check(count == (int)n && st.MPI_SOURCE == peer, "point-to-point count and source");
+      check(same(in, n, peer, rank, (int)s), "point-to-point data");
+    }
+  }
+  /* Blocking send/recv around a ring. */
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  fill(out, 100000, rank, next, 99);
+  MPI_Sendrecv(out, 100000, MPI_BYTE, next, 7, in, 100000, MPI_BYTE, prev, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  check(same(in, 100000, prev, rank, 99), "sendrecv ring");
+  free(out);
+  free(in);
+}
+
+static void tags_and_wildcards(void) {
+  enum { kTags = 64 };
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  int out[kTags], in[kTags];
+  MPI_Request rq[2 * kTags];
+  for (int t = 0; t < kTags; ++t) out[t] = rank * 1000 + t;
+  /* Receives posted in reverse tag order: each must get the message of its own tag. */
+  for (int t = 0; t < kTags; ++t) MPI_Irecv(&in[kTags - 1 - t], 1, MPI_INT, prev, kTags - 1 - t, MPI_COMM_WORLD, &rq[t]);
+  for (int t = 0; t < kTags; ++t) MPI_Isend(&out[t], 1, MPI_INT, next, t, MPI_COMM_WORLD, &rq[kTags + t]);
+  MPI_Waitall(2 * kTags, rq, MPI_STATUSES_IGNORE);
+  for (int t = 0; t < kTags; ++t) check(in[t] == prev * 1000 + t, "tag matching");
+  /* Wildcards: everyone sends one message to rank 0, which takes them with ANY_SOURCE/ANY_TAG. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank != 0) {
+    int v = rank * 7;
+    MPI_Send(&v, 1, MPI_INT, 0, 500 + rank, MPI_COMM_WORLD);
+  } else {
+    int seen = 0;
+    for (int i = 1; i < size; ++i) {
+      int v;
+      MPI_Status st;
+      MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+      check(v == st.MPI_SOURCE * 7 && st.MPI_TAG == 500 + st.MPI_SOURCE, "wildcard receive");
+      seen |= 1 << st.MPI_SOURCE;
+    }
+    check(seen == ((1 << size) - 2), "wildcard receives from every rank");
+  }
+}
+
+static void probes(void) {
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  const int n = 12345 + rank;
+  unsigned char* out = malloc((size_t)n);
+  fill(out, (size_t)n, rank, next, 5);
+  MPI_Request rq;
+  MPI_Isend(out, n, MPI_BYTE, next, 42, MPI_COMM_WORLD, &rq);
+  MPI_Status st;
+  MPI_Probe(prev, 42, MPI_COMM_WORLD, &st);
+  int count = 0;
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  check(count == 12345 + prev && st.MPI_SOURCE == prev, "MPI_Probe size and source");
+  unsigned char* in = malloc((size_t)count);
+  MPI_Recv(in, count, MPI_BYTE, prev, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  check(same(in, (size_t)count, prev, rank, 5), "probed message data");
+  MPI_Wait(&rq, MPI_STATUS_IGNORE);
+  /* Iprobe until it arrives, then a matched probe (Mprobe/Mrecv). */
+  int v = rank, got = 0, flag = 0;
+  MPI_Isend(&v, 1, MPI_INT, next, 43, MPI_COMM_WORLD, &rq);
+  while (!flag) MPI_Iprobe(MPI_ANY_SOURCE, 43, MPI_COMM_WORLD, &flag, &st);
+  check(st.MPI_SOURCE == prev, "MPI_Iprobe source");
+  MPI_Message msg;
+  MPI_Mprobe(prev, 43, MPI_COMM_WORLD, &msg, &st);
+  MPI_Mrecv(&got, 1, MPI_INT, &msg, MPI_STATUS_IGNORE);
+  check(got == prev, "MPI_Mrecv data");
+  MPI_Wait(&rq, MPI_STATUS_IGNORE);
+  free(out);
+  free(in);
+}
+
+static void allreduce_check(size_t count, int salt) {
+  double* a = malloc(count * sizeof(double));
+  for (size_t i = 0; i < count; ++i) a[i] = (double)(rank + 1) * (double)((i + (size_t)salt) % 1000);
+  MPI_Allreduce(MPI_IN_PLACE, a, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  const double ranks = (double)size * (size + 1) / 2;
+  for (size_t i = 0; i < count; ++i) check(a[i] == ranks * (double)((i + (size_t)salt) % 1000), "allreduce sum");
+  free(a);
+}
+
+static void collectives(void) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  int root_value = rank == 0 ? 4242 : 0;
+  MPI_Bcast(&root_value, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  check(root_value == 4242, "bcast");
+  allreduce_check(1, 0);
+  allreduce_check(1000, 1);
+  allreduce_check(1 << 20, 2);
+  int* all = malloc(sizeof(int) * (size_t)size);
+  MPI_Allgather(&rank, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+  for (int i = 0; i < size; ++i) check(all[i] == i, "allgather");
+  int* out = malloc(sizeof(int) * (size_t)size);
+  for (int i = 0; i < size; ++i) out[i] = rank * 100 + i;
+  MPI_Alltoall(out, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+  for (int i = 0; i < size; ++i) check(all[i] == i * 100 + rank, "alltoall");
+  long sum = 0, mine = rank + 1;
+  MPI_Reduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, size - 1, MPI_COMM_WORLD);
+  if (rank == size - 1) check(sum == (long)size * (size + 1) / 2, "reduce");
+  free(all);
+  free(out);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (argc == 3 && strcmp(argv[1], "loop") == 0) {
+    const int n = atoi(argv[2]);
+    for (int i = 0; i < n; ++i) {
+      allreduce_check(1 << 17, i);
+      if (rank == 0 && (i + 1) % 50 == 0) printf("mpi_suite: %d all-reduces\n", i + 1), fflush(stdout);
+    }
+  } else {
+    point_to_point();
+    tags_and_wildcards();
+    probes();
+    collectives();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) printf("mpi_suite: %d ranks: all checks passed\n", size);
+  MPI_Finalize();
+  return 0;
+}
