@@ -68,9 +68,11 @@ int ep_bind(fid* f, fid* b, uint64_t flags) {
     case FI_CLASS_AV: ep.av = reinterpret_cast<Av*>(b); return 0;
     case FI_CLASS_EQ: ep.eq = reinterpret_cast<Eq*>(b); return 0;
     case FI_CLASS_CNTR:
-      // FI_WRITE, FI_READ and the remote ones count RMA, which this provider does not offer.
+      // FI_READ and FI_REMOTE_READ would count reads, which MRC does not have.
       if ((flags & FI_SEND) != 0) ep.send_cntr = reinterpret_cast<Cntr*>(b);
       if ((flags & FI_RECV) != 0) ep.recv_cntr = reinterpret_cast<Cntr*>(b);
+      if ((flags & FI_WRITE) != 0) ep.write_cntr = reinterpret_cast<Cntr*>(b);
+      if ((flags & FI_REMOTE_WRITE) != 0) ep.remote_write_cntr = reinterpret_cast<Cntr*>(b);
       return 0;
     default: return -FI_EINVAL;
   }
@@ -238,7 +240,51 @@ fi_ops_msg msg_ops{sizeof(fi_ops_msg), msg_recv, msg_recvv, msg_recvmsg, msg_sen
 fi_ops_tagged tagged_ops{sizeof(fi_ops_tagged), t_recv, t_recvv, t_recvmsg, t_send, t_sendv, t_sendmsg,
                          t_inject, t_senddata, t_injectdata};
 
-// --- RMA, atomics and collectives: not offered (fi_getinfo does not list them) ---
+// --- FI_RMA: writes (MRC has no READ) ---
+
+ssize_t write(fid_ep* e, const iovec* iov, void** desc, size_t count, uint64_t dest, uint64_t addr,
+              uint64_t key, void* context, uint64_t flags, uint64_t data) {
+  if (count > kMaxIov || key > 0xFFFFFFFFull) return -FI_EINVAL;
+  auto op = std::make_unique<SendOp>();
+  op->context = context;
+  op->data = data;
+  op->has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
+  op->buffer = IoList::of(iov, count);
+  op->remote_address = addr;
+  op->rkey = static_cast<uint32_t>(key);
+  return post_write(of(e), std::move(op), desc, dest, flags | of(e).tx_op_flags);
+}
+
+ssize_t rma_write(fid_ep* e, const void* buf, size_t len, void* desc, fi_addr_t dest, uint64_t addr, uint64_t key,
+                  void* ctx) {
+  const iovec v = one(buf, len);
+  return write(e, &v, &desc, 1, dest, addr, key, ctx, 0, 0);
+}
+ssize_t rma_writev(fid_ep* e, const iovec* iov, void** desc, size_t count, fi_addr_t dest, uint64_t addr,
+                   uint64_t key, void* ctx) {
+  return write(e, iov, desc, count, dest, addr, key, ctx, 0, 0);
+}
+ssize_t rma_writemsg(fid_ep* e, const fi_msg_rma* m, uint64_t flags) {
+  if (m->rma_iov_count != 1) return -FI_EINVAL;
+  return write(e, m->msg_iov, m->desc, m->iov_count, m->addr, m->rma_iov[0].addr, m->rma_iov[0].key, m->context,
+               flags, m->data);
+}
+ssize_t rma_inject(fid_ep* e, const void* buf, size_t len, fi_addr_t dest, uint64_t addr, uint64_t key) {
+  const iovec v = one(buf, len);
+  return write(e, &v, nullptr, 1, dest, addr, key, nullptr, FI_INJECT, 0);
+}
+ssize_t rma_writedata(fid_ep* e, const void* buf, size_t len, void* desc, uint64_t data, fi_addr_t dest,
+                      uint64_t addr, uint64_t key, void* ctx) {
+  const iovec v = one(buf, len);
+  return write(e, &v, &desc, 1, dest, addr, key, ctx, FI_REMOTE_CQ_DATA, data);
+}
+ssize_t rma_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi_addr_t dest, uint64_t addr,
+                       uint64_t key) {
+  const iovec v = one(buf, len);
+  return write(e, &v, nullptr, 1, dest, addr, key, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, data);
+}
+
+// --- reads, atomics and collectives: not offered (fi_getinfo does not list them) ---
 
 template <typename F>
 struct Stub;
@@ -249,9 +295,8 @@ struct Stub<R (*)(A...)> {
 #define MRC_STUB(ops, member) Stub<decltype(ops::member)>::call
 
 fi_ops_rma rma_ops{sizeof(fi_ops_rma), MRC_STUB(fi_ops_rma, read), MRC_STUB(fi_ops_rma, readv),
-                   MRC_STUB(fi_ops_rma, readmsg), MRC_STUB(fi_ops_rma, write), MRC_STUB(fi_ops_rma, writev),
-                   MRC_STUB(fi_ops_rma, writemsg), MRC_STUB(fi_ops_rma, inject), MRC_STUB(fi_ops_rma, writedata),
-                   MRC_STUB(fi_ops_rma, injectdata)};
+                   MRC_STUB(fi_ops_rma, readmsg), rma_write, rma_writev, rma_writemsg, rma_inject, rma_writedata,
+                   rma_injectdata};
 fi_ops_atomic atomic_ops{sizeof(fi_ops_atomic), MRC_STUB(fi_ops_atomic, write), MRC_STUB(fi_ops_atomic, writev),
                          MRC_STUB(fi_ops_atomic, writemsg), MRC_STUB(fi_ops_atomic, inject),
                          MRC_STUB(fi_ops_atomic, readwrite), MRC_STUB(fi_ops_atomic, readwritev),

@@ -18,19 +18,30 @@ bool wants_completion(uint64_t bind_flags, uint64_t op_flags) {
 
 }  // namespace
 
-void complete_send(Endpoint& ep, const SendOp& op) {
+namespace {
+
+// Lets go of the registrations a write made for itself, and counts it on its counter.
+void finish(Endpoint& ep, const SendOp& op, bool error) {
   --ep.tx_outstanding;
+  for (uint32_t lkey : op.temporary_lkeys) (void)ep.domain->context->deregister_memory(lkey);
+  Cntr* c = op.rma ? ep.write_cntr : ep.send_cntr;
+  if (c != nullptr) c->add(1, error);
+}
+
+}  // namespace
+
+void complete_send(Endpoint& ep, const SendOp& op) {
+  finish(ep, op, false);
   if (op.completion && ep.tx_cq != nullptr) {
     CqEntry e;
     e.entry.op_context = op.context;
     e.entry.flags = op.cq_flags;
     ep.tx_cq->push(e);
   }
-  if (ep.send_cntr != nullptr) ep.send_cntr->add(1, false);
 }
 
 void fail_send(Endpoint& ep, const SendOp& op, int err, const std::string& why) {
-  --ep.tx_outstanding;
+  finish(ep, op, true);
   if (ep.tx_cq != nullptr) {
     fi_cq_err_entry e{};
     e.op_context = op.context;
@@ -39,7 +50,6 @@ void fail_send(Endpoint& ep, const SendOp& op, int err, const std::string& why) 
     e.prov_errno = err;
     ep.tx_cq->push_error(e, why);
   }
-  if (ep.send_cntr != nullptr) ep.send_cntr->add(1, true);
 }
 
 void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m) {
@@ -144,23 +154,14 @@ ssize_t post_recv(Endpoint& ep, PostedRecv r) {
   return 0;
 }
 
-ssize_t post_send(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint64_t flags) {
-  std::lock_guard lock(ep.domain->lock);
-  if (!ep.enabled) return -FI_EOPBADSTATE;
-  if ((flags & ~kSendFlags) != 0) return -FI_EBADFLAGS;
-  if (op->buffer.bytes > kMaxMessageBytes) return -FI_EMSGSIZE;
-  if ((flags & FI_INJECT) != 0 && op->buffer.bytes > kInjectBytes) return -FI_EMSGSIZE;
-  if (ep.tx_outstanding >= kQueueSize) return -FI_EAGAIN;
+namespace {
+
+// Puts a checked op on the link to `dest`. REQUIRES: the domain's lock.
+ssize_t queue_op(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint64_t flags) {
   int err = 0;
   TxLink* link = tx_link_to(ep, dest, &err);
   if (link == nullptr) return err;
   op->completion = (flags & FI_INJECT) == 0 && wants_completion(ep.tx_cq_flags, flags);
-  op->cq_flags = FI_SEND | (op->tagged ? FI_TAGGED : FI_MSG);
-  if ((flags & FI_INJECT) != 0) {
-    op->owned.resize(op->buffer.bytes);
-    op->buffer.read(0, op->owned.data(), op->owned.size());
-    op->buffer = IoList::of(op->owned.data(), op->owned.size());
-  }
   ++ep.tx_outstanding;
   if (link->state == TxLink::State::kFailed) {
     fail_send(ep, *op, FI_EIO, link->failure);
@@ -169,6 +170,60 @@ ssize_t post_send(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint6
   link->queue.push_back(std::move(op));
   pump(*link);
   return 0;
+}
+
+// An inject's copy of its data, which then stands in for the application's buffers.
+void own_copy(SendOp& op) {
+  op.owned.resize(op.buffer.bytes);
+  op.buffer.read(0, op.owned.data(), op.owned.size());
+  op.buffer = IoList::of(op.owned.data(), op.owned.size());
+}
+
+ssize_t check_op(const Endpoint& ep, const SendOp& op, uint64_t flags) {
+  if (!ep.enabled) return -FI_EOPBADSTATE;
+  if ((flags & ~kSendFlags) != 0) return -FI_EBADFLAGS;
+  if (op.buffer.bytes > kMaxMessageBytes) return -FI_EMSGSIZE;
+  if ((flags & FI_INJECT) != 0 && op.buffer.bytes > kInjectBytes) return -FI_EMSGSIZE;
+  if (ep.tx_outstanding >= kQueueSize) return -FI_EAGAIN;
+  return 0;
+}
+
+}  // namespace
+
+ssize_t post_send(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint64_t flags) {
+  std::lock_guard lock(ep.domain->lock);
+  if (const ssize_t bad = check_op(ep, *op, flags); bad != 0) return bad;
+  op->cq_flags = FI_SEND | (op->tagged ? FI_TAGGED : FI_MSG);
+  if ((flags & FI_INJECT) != 0) own_copy(*op);
+  return queue_op(ep, std::move(op), dest, flags);
+}
+
+ssize_t post_write(Endpoint& ep, std::unique_ptr<SendOp> op, void* const* desc, uint64_t dest, uint64_t flags) {
+  std::lock_guard lock(ep.domain->lock);
+  if (const ssize_t bad = check_op(ep, *op, flags); bad != 0) return bad;
+  op->rma = true;
+  op->cq_flags = FI_WRITE | FI_RMA;
+  const bool inject = (flags & FI_INJECT) != 0;
+  if (inject) own_copy(*op);
+  // Each buffer's lkey: its desc's (an Mr of this domain), else a registration for this write.
+  for (size_t i = 0; i < op->buffer.count; ++i) {
+    const iovec& v = op->buffer.v[i];
+    if (v.iov_len == 0) continue;
+    const Mr* mr = !inject && desc != nullptr ? static_cast<const Mr*>(desc[i]) : nullptr;
+    uint32_t lkey = mr != nullptr ? mr->info.lkey : 0;
+    if (lkey == 0) {
+      auto reg = ep.domain->context->register_memory(ep.domain->pd, v.iov_base, v.iov_len, kAccessLocalWrite);
+      if (!reg.ok()) {
+        for (uint32_t k : op->temporary_lkeys) (void)ep.domain->context->deregister_memory(k);
+        warn("fi_write: cannot register the local buffer: " + reg.error().message);
+        return -FI_ENOMEM;
+      }
+      lkey = reg.value().lkey;
+      op->temporary_lkeys.push_back(lkey);
+    }
+    op->local.push_back(Sge{reinterpret_cast<uint64_t>(v.iov_base), static_cast<uint32_t>(v.iov_len), lkey});
+  }
+  return queue_op(ep, std::move(op), dest, flags);
 }
 
 ssize_t cancel(Endpoint& ep, void* context) {

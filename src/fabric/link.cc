@@ -27,16 +27,36 @@ Registered::~Registered() {
 
 namespace {
 
-// Posts the front message's next fragment into slot `slot`; false if the queue pair is full.
+constexpr uint64_t kRmaWr = ~1ull;  // wr_id of an RMA write (slots' wr_ids are their index)
+
+// Posts the front op's RDMA WRITE; false if the queue pair is full. A write without remote CQ
+// data is then done with the link's slots; one with data goes on to its notice fragment.
+bool post_rma_write(TxLink& link) {
+  SendOp& op = *link.queue.front();
+  auto posted = link.qp->post_write(kRmaWr, op.local, op.remote_address, op.rkey, /*signaled=*/!op.has_data);
+  if (!posted.ok()) {
+    if (posted.error().code != Errc::kResourceExhausted)
+      fail_link(link, "cannot post a write to " + to_string(link.peer) + ": " + posted.error().message);
+    return false;
+  }
+  op.written = true;
+  if (!op.has_data) {
+    link.rma_in_flight.push_back(std::move(link.queue.front()));
+    link.queue.pop_front();
+  }
+  return true;
+}
+
+// Posts the front op's next fragment into slot `slot`; false if the queue pair is full.
 bool post_fragment(TxLink& link, uint32_t slot) {
   SendOp& op = *link.queue.front();
   uint8_t* at = link.staging.bytes + size_t{slot} * link.slot_bytes;
-  const uint64_t total = op.buffer.bytes;
+  const uint64_t total = op.rma ? 0 : op.buffer.bytes;  // a write's notice carries no payload
   const uint64_t chunk = std::min<uint64_t>(link.slot_bytes - sizeof(SlotHeader), total - op.posted_bytes);
   const bool last = op.posted_bytes + chunk == total;
   SlotHeader h;
   h.flags = (op.tagged ? kTagged : 0u) | (op.started ? 0u : kFirst) | (last ? kLast : 0u) |
-            (op.has_data ? kHasData : 0u);
+            (op.has_data ? kHasData : 0u) | (op.rma ? kRmaData : 0u);
   h.fragment_bytes = static_cast<uint32_t>(chunk);
   h.message_bytes = total;
   h.offset = op.posted_bytes;
@@ -66,8 +86,12 @@ bool post_fragment(TxLink& link, uint32_t slot) {
 }  // namespace
 
 void pump(TxLink& link) {
-  while (link.state == TxLink::State::kReady && !link.queue.empty() && link.credits > 0 &&
-         link.staging_busy[link.next_slot] == 0) {
+  while (link.state == TxLink::State::kReady && !link.queue.empty()) {
+    if (link.queue.front()->rma && !link.queue.front()->written) {
+      if (!post_rma_write(link)) return;
+      continue;
+    }
+    if (link.credits == 0 || link.staging_busy[link.next_slot] != 0) return;
     const uint32_t slot = link.next_slot;
     if (!post_fragment(link, slot)) return;
     link.staging_busy[slot] = 1;
@@ -82,9 +106,10 @@ void fail_link(TxLink& link, const std::string& why) {
   link.failure = why;
   warn(why);
   Endpoint& ep = *link.ep;
-  for (auto* list : {&link.in_flight, &link.queue})
+  for (auto* list : {&link.rma_in_flight, &link.in_flight, &link.queue})
     for (auto& op : *list)
       if (op) fail_send(ep, *op, FI_EIO, why);
+  link.rma_in_flight.clear();
   link.in_flight.clear();
   link.queue.clear();
   if (link.control.fd >= 0) {
@@ -97,11 +122,17 @@ void fail_link(TxLink& link, const std::string& why) {
 void on_tx_completion(TxLink& link, const Completion& c) {
   if (link.state == TxLink::State::kFailed) return;
   if (c.status != WcStatus::kSuccess) {
-    fail_link(link, "the link to " + to_string(link.peer) + " failed: " + to_string(c.status));
+    const bool access = c.status == WcStatus::kRemoteAccessError;
+    fail_link(link, "the link to " + to_string(link.peer) + " failed: " + to_string(c.status) +
+                        (access ? " (an RMA write to a key or address range the target has not registered)" : ""));
     return;
   }
   if (c.opcode == WcOpcode::kRdmaWrite) {
     if (c.wr_id < link.slots) link.staging_busy[c.wr_id] = 0;
+    if (c.wr_id == kRmaWr && !link.rma_in_flight.empty()) {  // send completions come in post order
+      complete_send(*link.ep, *link.rma_in_flight.front());
+      link.rma_in_flight.pop_front();
+    }
     pump(link);
     return;
   }
@@ -173,6 +204,19 @@ void finish_message(RxLink& link) {
   link.stored = nullptr;
 }
 
+// A remote write's notice: its CQ data for the target's receive CQ and remote-write counter.
+void remote_write_done(RxLink& link, const SlotHeader& h) {
+  Endpoint& ep = *link.ep;
+  if (ep.remote_write_cntr != nullptr) ep.remote_write_cntr->add(1, false);
+  if (ep.rx_cq == nullptr) return;
+  if (link.known_source == kAnySource && ep.av != nullptr) link.known_source = ep.av->find(link.peer);
+  CqEntry e;
+  e.entry.flags = FI_REMOTE_WRITE | FI_RMA | FI_REMOTE_CQ_DATA;
+  e.entry.data = h.data;
+  e.source = link.known_source;
+  ep.rx_cq->push(e);
+}
+
 // Takes the slot at next_slot; false if the link must wait or broke.
 bool take_slot(RxLink& link) {
   const uint8_t* at = link.ring.bytes + size_t{link.next_slot} * link.slot_bytes;
@@ -182,6 +226,10 @@ bool take_slot(RxLink& link) {
     link.broken = true;
     warn("the link from " + to_string(link.peer) + " sent " + *bad + ": link dropped");
     return false;
+  }
+  if ((h.flags & kRmaData) != 0) {
+    remote_write_done(link, h);
+    return true;
   }
   if ((h.flags & kFirst) != 0 && !start_message(link, h)) return false;
   if (link.target)

@@ -61,6 +61,15 @@ struct SendOp {
   std::vector<uint8_t> owned;  // an inject's copy (buffer then points here)
   uint64_t posted_bytes = 0;
   bool started = false;  // its first fragment is posted
+  // FI_RMA writes: the payload goes straight to (remote_address, rkey) by an RDMA WRITE; with
+  // remote CQ data, a header-only fragment (kRmaData) follows it to tell the target, and the
+  // write completes with that fragment's credit, else with its own local completion.
+  bool rma = false;
+  uint64_t remote_address = 0;
+  uint32_t rkey = 0;
+  std::vector<Sge> local;                // the gather list
+  std::vector<uint32_t> temporary_lkeys;  // registered for this write (no desc given), until it ends
+  bool written = false;                   // the RDMA WRITE is posted
 };
 
 // Connection-manager state of either end: the TCP socket and its unframed bytes.
@@ -94,6 +103,8 @@ struct TxLink {
   // One entry per posted fragment, in slot order, until its credit returns: the op whose last
   // fragment it is, or null.
   std::deque<std::unique_ptr<SendOp>> in_flight;
+  // RMA writes without remote CQ data, posted, until their local completions (in post order).
+  std::deque<std::unique_ptr<SendOp>> rma_in_flight;
   std::string failure;  // kFailed: why
 };
 

@@ -22,8 +22,17 @@ constexpr uint64_t kOpFlags = FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_C
 
 char* dup(const char* s) { return strdup(s); }
 
+// Whether the hints' memory-registration modes allow ours (kMrMode), which RMA needs.
+bool mr_mode_ok(const fi_info* hints) {
+  if (hints == nullptr || hints->domain_attr == nullptr) return true;
+  const int m = hints->domain_attr->mr_mode;
+  return m == FI_MR_BASIC || m == FI_MR_UNSPEC || (m & kMrMode) == kMrMode;
+}
+
 bool refused(const fi_info* hints) {
   if ((hints->caps & ~(kCaps | FI_PRIORITY)) != 0) return true;
+  // Explicit RMA needs our registration modes (old-style FI_MR_UNSPEC and FI_MR_BASIC are ours).
+  if ((hints->caps & (FI_RMA | FI_WRITE | FI_REMOTE_WRITE)) != 0 && !mr_mode_ok(hints)) return true;
   if (hints->addr_format != FI_FORMAT_UNSPEC) return true;
   if (hints->ep_attr != nullptr) {
     const fi_ep_attr& e = *hints->ep_attr;
@@ -49,22 +58,32 @@ bool refused(const fi_info* hints) {
   return false;
 }
 
+// The capabilities offered for `hints`: what they ask (FI_RMA then means writes only, and
+// FI_SEND/FI_RECV and the like are implied), or everything, RMA only where their registration
+// modes allow it.
+uint64_t offered_caps(const fi_info* hints) {
+  if (hints == nullptr || hints->caps == 0) return mr_mode_ok(hints) ? kCaps : kCaps & ~(FI_RMA | FI_WRITE | FI_REMOTE_WRITE);
+  uint64_t caps = hints->caps & kCaps;
+  if ((caps & FI_RMA) != 0 && (caps & (FI_WRITE | FI_REMOTE_WRITE)) == 0) caps |= FI_WRITE | FI_REMOTE_WRITE;
+  return caps;
+}
+
 void fill(fi_info& info, const fi_info* hints) {
-  const uint64_t caps = hints != nullptr && hints->caps != 0 ? (hints->caps & kCaps) : kCaps;
+  const uint64_t caps = offered_caps(hints);
   info.caps = caps;
   info.mode = 0;
   info.addr_format = FI_FORMAT_UNSPEC;
   *info.tx_attr = fi_tx_attr{};
-  info.tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_SEND);
+  info.tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_WRITE);
   info.tx_attr->op_flags = hints != nullptr && hints->tx_attr != nullptr ? hints->tx_attr->op_flags : 0;
   info.tx_attr->msg_order = FI_ORDER_SAS;
   info.tx_attr->comp_order = FI_ORDER_NONE;
   info.tx_attr->inject_size = kInjectBytes;
   info.tx_attr->size = kQueueSize;
   info.tx_attr->iov_limit = kMaxIov;
-  info.tx_attr->rma_iov_limit = 0;
+  info.tx_attr->rma_iov_limit = 1;
   *info.rx_attr = fi_rx_attr{};
-  info.rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV);
+  info.rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV);
   info.rx_attr->op_flags = hints != nullptr && hints->rx_attr != nullptr ? hints->rx_attr->op_flags : 0;
   info.rx_attr->msg_order = FI_ORDER_SAS;
   info.rx_attr->comp_order = FI_ORDER_NONE;
@@ -92,7 +111,7 @@ void fill_domain(fi_info& info, const fi_info* hints) {
   d.data_progress = h != nullptr && h->data_progress != FI_PROGRESS_UNSPEC ? h->data_progress : FI_PROGRESS_AUTO;
   d.resource_mgmt = FI_RM_ENABLED;
   d.av_type = h != nullptr && h->av_type != FI_AV_UNSPEC ? h->av_type : FI_AV_UNSPEC;
-  d.mr_mode = 0;
+  d.mr_mode = (info.caps & FI_RMA) == 0 ? 0 : h != nullptr && h->mr_mode == FI_MR_BASIC ? FI_MR_BASIC : kMrMode;
   d.mr_key_size = 4;
   d.cq_data_size = 8;
   d.cq_cnt = 256;

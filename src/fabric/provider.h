@@ -58,8 +58,12 @@ void define_settings();
 inline constexpr uint64_t kMaxMessageBytes = 1ull << 30;
 inline constexpr size_t kQueueSize = 1024;
 inline constexpr size_t kInjectBytes = 4096;  // tx and rx operations outstanding per endpoint
-inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE |
-                                  FI_DIRECTED_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM;
+inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_RECV | FI_WRITE |
+                                  FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV | FI_LOCAL_COMM |
+                                  FI_REMOTE_COMM;
+// What fi_mr_reg's keys and addresses are: virtual addresses, keys the provider picks, memory
+// that must exist (FI_MR_BASIC's three bits). Local buffers need no registration.
+inline constexpr int kMrMode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 
 // fi_getinfo's answer, or -FI_ENODATA if `hints` ask for what the provider lacks.
 int get_info(uint32_t version, const fi_info* hints, fi_info** out);
@@ -169,6 +173,8 @@ struct Endpoint {
   uint64_t rx_cq_flags = 0;
   Cntr* send_cntr = nullptr;
   Cntr* recv_cntr = nullptr;
+  Cntr* write_cntr = nullptr;         // FI_WRITE: this endpoint's RMA writes
+  Cntr* remote_write_cntr = nullptr;  // FI_REMOTE_WRITE: writes with CQ data that reached it
   uint64_t tx_op_flags = 0;  // the info's op_flags, fi_control(FI_SETOPSFLAG)
   uint64_t rx_op_flags = 0;
   bool enabled = false;
@@ -214,6 +220,8 @@ void close_links(Endpoint& ep);
 ssize_t post_recv(Endpoint& ep, PostedRecv r);
 ssize_t post_send(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint64_t flags);
 ssize_t cancel(Endpoint& ep, void* context);
+// An RMA write (fi_write and its forms): `desc` per iov, or null for none given.
+ssize_t post_write(Endpoint& ep, std::unique_ptr<SendOp> op, void* const* desc, uint64_t dest, uint64_t flags);
 
 // Object constructors (one per file).
 int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context);

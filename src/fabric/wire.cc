@@ -10,6 +10,9 @@ namespace mrc::fabric {
 std::optional<std::string> check_header(const SlotHeader& h, uint32_t slot_bytes,
                                         uint64_t max_message_bytes, bool expect_first) {
   if ((h.flags & ~kKnownFlags) != 0) return "unknown fragment flags";
+  if ((h.flags & kRmaData) != 0 &&
+      (h.flags != (kRmaData | kFirst | kLast | kHasData) || h.message_bytes != 0 || !expect_first))
+    return "a malformed remote-write notice";
   if (h.fragment_bytes > slot_bytes - sizeof(SlotHeader)) return "a fragment larger than its slot";
   if (h.message_bytes > max_message_bytes) return "a message larger than max_msg_size";
   if (h.offset > h.message_bytes || h.fragment_bytes > h.message_bytes - h.offset)

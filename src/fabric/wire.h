@@ -35,8 +35,9 @@ enum FragmentFlags : uint32_t {
   kFirst = 1u << 1,    // the message's first fragment
   kLast = 1u << 2,     // its last
   kHasData = 1u << 3,  // `data` is remote CQ data (FI_REMOTE_CQ_DATA)
+  kRmaData = 1u << 4,  // no message: an RMA write before it carried `data` (fi_writedata)
 };
-inline constexpr uint32_t kKnownFlags = kTagged | kFirst | kLast | kHasData;
+inline constexpr uint32_t kKnownFlags = kTagged | kFirst | kLast | kHasData | kRmaData;
 
 // In front of every fragment in a slot, in the host's byte order (both ends are mrc hosts of
 // one architecture; the name's magic says so).

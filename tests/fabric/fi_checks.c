@@ -10,12 +10,14 @@
  *   badflags   an unknown flag on an operation: -FI_EBADFLAGS; a bad address: error
  *   vanish     a peer process that exits: the next send completes in error within seconds
  *   refused    a send to an endpoint that is gone: an error completion
+ *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), no fi_read, a bad key
  * `fi_checks badplanes` expects fi_domain to fail (a bad FI_MRC_* setting in the environment). */
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,8 +55,10 @@ static struct fi_info* hints_rdm(void) {
   return h;
 }
 
-static void open_node(struct node* n) {
+static void open_node_with(struct node* n, uint64_t caps) {
   struct fi_info* h = hints_rdm();
+  h->caps |= caps;
+  h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_LOCAL;
   CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &n->info) == 0, "fi_getinfo");
   fi_freeinfo(h);
   CHECK(fi_fabric(n->info->fabric_attr, &n->fabric, NULL) == 0, "fi_fabric");
@@ -72,6 +76,8 @@ static void open_node(struct node* n) {
   n->name_len = sizeof n->name;
   CHECK(fi_getname(&n->ep->fid, n->name, &n->name_len) == 0, "fi_getname");
 }
+
+static void open_node(struct node* n) { open_node_with(n, 0); }
 
 static void close_node(struct node* n) {
   fi_close(&n->ep->fid);
@@ -185,6 +191,42 @@ static void check_messages(struct node* n) {
   printf("badflags: ok\n");
 }
 
+/* RMA writes to self: plain, with remote CQ data, and to a key that is not registered. */
+static void check_rma(void) {
+  struct node n;
+  open_node_with(&n, FI_RMA);
+  CHECK((n.info->caps & FI_WRITE) && !(n.info->caps & FI_READ), "RMA means writes only");
+  const fi_addr_t self = insert(&n, n.name);
+  enum { kBytes = 300000 };
+  unsigned char* target = calloc(kBytes, 1);
+  unsigned char* source = malloc(kBytes);
+  for (int i = 0; i < kBytes; ++i) source[i] = (unsigned char)(i * 7 + 3);
+  struct fid_mr* mr = NULL;
+  CHECK(fi_mr_reg(n.domain, target, kBytes, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL) == 0, "fi_mr_reg");
+  const uint64_t key = fi_mr_key(mr);
+  struct fi_cq_tagged_entry e;
+  CHECK(fi_write(n.ep, source, kBytes, NULL, self, (uint64_t)(uintptr_t)target, key, source) == 0, "fi_write");
+  CHECK(wait_one(&n, &e, 10) == 0 && e.op_context == source && (e.flags & FI_WRITE), "write completion");
+  CHECK(memcmp(source, target, kBytes) == 0, "written bytes");
+  memset(target, 0, 64);
+  CHECK(fi_writedata(n.ep, source, 64, NULL, 0xabcd, self, (uint64_t)(uintptr_t)target, key, target) == 0, "writedata");
+  int tx = 0, rx = 0;
+  for (int i = 0; i < 2; ++i) {
+    CHECK(wait_one(&n, &e, 10) == 0, "writedata completions");
+    if (e.flags & FI_REMOTE_WRITE) rx = e.data == 0xabcd && (e.flags & FI_REMOTE_CQ_DATA) && memcmp(target, source, 64) == 0;
+    else tx = e.op_context == target;
+  }
+  CHECK(tx && rx, "writedata: the writer's completion and the target's CQ data, after the bytes");
+  CHECK(fi_read(n.ep, target, 8, NULL, self, (uint64_t)(uintptr_t)source, key, NULL) == -FI_ENOSYS, "no reads");
+  CHECK(fi_write(n.ep, source, 64, NULL, self, (uint64_t)(uintptr_t)target, key + 1000, NULL) == 0, "bad-key write");
+  CHECK(wait_one(&n, &e, 30) != 0, "a write to a key not registered completes in error");
+  fi_close(&mr->fid);
+  close_node(&n);
+  free(target);
+  free(source);
+  printf("rma: ok\n");
+}
+
 /* A child that opens an endpoint, hands its name over a pipe, takes one message and exits. */
 static void check_vanish(struct node* n) {
   int names[2], go[2];
@@ -240,6 +282,7 @@ int main(int argc, char** argv) {
   open_node(&n);
   check_messages(&n);
   check_vanish(&n);
+  check_rma();
   /* refused: an endpoint that is closed. */
   struct node gone;
   open_node(&gone);
