@@ -6,6 +6,9 @@
 #   pingpong  fi_pingpong, untagged and tagged, every default size, over FI_EP_RDM
 #   openmpi   PROGRAM (tests/fabric/mpi_suite.c) under Open MPI's OFI MTL, 2 and 4 ranks
 #   mpi4py    a python3-mpi4py smoke test under Open MPI over the provider
+#   planecut  (root) PROGRAM's all-reduce loop, 2 ranks over 4 planes in a network namespace of
+#             its own, while one plane is cut (nftables drops every datagram to it) and healed:
+#             every all-reduce checked, the job finishes
 # Exits 77 (skipped) when the tool a mode needs is not installed.
 set -euo pipefail
 mode=$1
@@ -75,5 +78,41 @@ if r == 0:
 ' | tee /tmp/fabric-py.$$
     grep -q "mpi4py: 2 ranks" /tmp/fabric-py.$$ || fail "mpi4py smoke test"
     rm -f /tmp/fabric-py.$$;;
-  *) echo "usage: $0 info|pingpong|openmpi|mpi4py LIB_DIR [PROGRAM]"; exit 2;;
+  planecut)
+    need mpirun "apt install openmpi-bin"
+    need nft "apt install nftables"
+    [ "$(id -u)" -eq 0 ] || { echo "SKIP: planecut needs root (a network namespace)"; exit 77; }
+    ns=mrcfi-$$
+    ip netns add $ns || { echo "SKIP: cannot create a network namespace"; exit 77; }
+    trap 'ip netns del $ns 2> /dev/null' EXIT
+    ip -n $ns link set lo up
+    # The planes' addresses on a veth of the namespace (Open MPI's launcher wants an interface
+    # that is not lo; traffic between local addresses still takes lo).
+    ip -n $ns link add mrcfi0 type veth peer name mrcfi1 && ip -n $ns link set mrcfi0 up &&
+      ip -n $ns link set mrcfi1 up || { echo "SKIP: no veth in this kernel"; exit 77; }
+    for p in 0 1 2 3; do ip -n $ns addr add 10.77.$p.1/24 dev mrcfi0; done
+    export FI_MRC_PLANES=10.77.0.1,10.77.1.1,10.77.2.1,10.77.3.1
+    log=/tmp/fabric-cut.$$
+    ip netns exec $ns timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml cm --mca mtl ofi \
+      --mca mtl_ofi_provider_include mrc -x FI_PROVIDER_PATH -x FI_MRC_PLANES -x FI_MRC_PORT \
+      -x FI_MRC_EV_PORT_BASE "$program" loop 1500 > $log 2>&1 &
+    job=$!
+    until grep -q "all-reduces" $log || ! kill -0 $job 2> /dev/null; do sleep 0.2; done
+    before=$(grep -c "all-reduces" $log || true)
+    ip netns exec $ns nft add table inet mrcfi_cut
+    ip netns exec $ns nft add chain inet mrcfi_cut out "{ type filter hook output priority 0; }"
+    ip netns exec $ns nft add rule inet mrcfi_cut out ip daddr 10.77.2.1 counter drop
+    echo "plane 2 cut after $((before * 50)) all-reduces"
+    sleep 4
+    dropped=$(ip netns exec $ns nft list table inet mrcfi_cut | grep -o "packets [0-9]*" | head -1)
+    during=$(( $(grep -c "all-reduces" $log || true) - before ))
+    ip netns exec $ns nft delete table inet mrcfi_cut
+    echo "plane 2 healed: $dropped dropped, $((during * 50)) all-reduces completed while it was cut"
+    wait $job || { cat $log; fail "the MPI job failed through the plane cut"; }
+    tail -3 $log
+    grep -q "2 ranks: all checks passed" $log || fail "the all-reduce loop did not finish"
+    [ "$during" -gt 0 ] || fail "no all-reduce completed while the plane was cut"
+    rm -f $log
+    echo "planecut: ok";;
+  *) echo "usage: $0 info|pingpong|openmpi|mpi4py|planecut LIB_DIR [PROGRAM]"; exit 2;;
 esac
