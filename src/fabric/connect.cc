@@ -54,8 +54,8 @@ socklen_t to_sockaddr(const EndpointName& name, sockaddr_storage& out) {
 
 QpConfig link_qp_config(uint32_t slots) {
   QpConfig c;
-  c.max_recv_wr = 2 * slots + 16;
-  c.max_send_wr = 2 * slots + 16;
+  c.max_recv_wr = slots + 16 + kMaxRendezvous;  // data or credits, and CTSs
+  c.max_send_wr = slots + 16 + kMaxRendezvous;
   c.max_wimm = static_cast<uint16_t>(slots + 16);
   c.max_wimm_dest = static_cast<uint16_t>(slots + 16);
   return c;
@@ -75,10 +75,10 @@ Result<Qp*, Error> new_qp(Domain& d, uint32_t slots, Registered& region, size_t 
 }
 
 // Connects `qp` to the peer's and posts the receives its immediates consume (one per slot,
-// and spares for credits, which come at most one per slot).
+// spares for credits, which come at most one per slot, and one per rendezvous index for CTSs).
 Result<Ok, Error> connect_qp(Qp& qp, const ConnectionInfo& peer, uint32_t slots) {
   if (auto r = qp.connect(peer); !r.ok()) return r;
-  for (uint32_t i = 0; i < slots + 8; ++i)
+  for (uint32_t i = 0; i < slots + 8 + kMaxRendezvous; ++i)
     if (auto r = qp.post_recv(0); !r.ok()) return r;
   return Ok{};
 }
@@ -192,7 +192,7 @@ std::unique_ptr<TxLink> start_link(Endpoint& ep, const EndpointName& peer, uint6
   link->slot_bytes = static_cast<uint32_t>(d.config.slot_bytes);
   link->staging_busy.assign(link->slots, 0);
   link->deadline_ms = now_ms() + d.config.connect_timeout_ms;
-  auto qp = new_qp(d, link->slots, link->staging, size_t{link->slots} * link->slot_bytes);
+  auto qp = new_qp(d, link->slots, link->staging, size_t{link->slots} * link->slot_bytes + kMaxRendezvous * kCtsBytes);
   if (!qp.ok()) {
     link->state = TxLink::State::kFailed;
     link->failure = "cannot create a queue pair to " + peer_text(peer) + ": " + qp.error().message;
@@ -330,7 +330,7 @@ Result<std::string, Error> accept_hello(RxLink& link, const std::string& line) {
   auto info = ConnectionInfo::parse(rest.empty() ? rest : rest.substr(1));
   if (!info.ok()) return Err{info.error()};
   Domain& d = *link.ep->domain;
-  auto qp = new_qp(d, link.slots, link.ring, size_t{link.slots} * link.slot_bytes);
+  auto qp = new_qp(d, link.slots, link.ring, size_t{link.slots} * link.slot_bytes + kMaxRendezvous * kCtsBytes);
   if (!qp.ok()) return Err{qp.error()};
   link.qp = qp.value();
   d.rx_by_qpn[link.qp->qpn()] = &link;

@@ -90,6 +90,9 @@ Result<std::unique_ptr<Context>, Error> open_context(const Settings& s, const st
   o.planes = planes;
   o.port_setting = "FI_MRC_PORT";
   o.ev_port_setting = "FI_MRC_EV_PORT_BASE";
+  // The application's thread that reads a CQ runs the datapath itself (MPI polls its CQ
+  // anyway): no hand-off to another thread on the way, and no thread competing with it.
+  o.caller_progress = true;
   const uint32_t range = ev_source_ports(planes.size());
   for (uint32_t k = 0;; ++k) {
     const uint32_t port = static_cast<uint32_t>(s.port) + k;

@@ -80,6 +80,14 @@ void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m) {
 }
 
 void deliver_unexpected(Endpoint& ep, const PostedRecv& r, Unexpected* u) {
+  if (u->rendezvous_link != nullptr) {  // only announced: answer it now
+    const MessageInfo m{u->arrival.tagged, u->bytes(), u->arrival.tag, u->data, u->has_data, u->arrival.source};
+    RxLink& link = *static_cast<RxLink*>(u->rendezvous_link);
+    const uint32_t index = u->rendezvous_index;
+    ep.matcher.remove(u);
+    begin_rendezvous(link, index, r, m);
+    return;
+  }
   r.buffer.write(0, u->payload.data(), u->payload.size());
   const MessageInfo m{u->arrival.tagged, u->payload.size(), u->arrival.tag, u->data, u->has_data, u->arrival.source};
   ep.matcher.remove(u);
@@ -112,14 +120,19 @@ ssize_t peek_locked(Endpoint& ep, const PostedRecv& r) {
     return 0;
   }
   CqEntry e;
-  e.entry = {r.context, flags | (u->has_data ? FI_REMOTE_CQ_DATA : 0), u->payload.size(), nullptr, u->data,
-             u->arrival.tag};
+  e.entry = {r.context, flags | (u->has_data ? FI_REMOTE_CQ_DATA : 0), u->bytes(), nullptr, u->data, u->arrival.tag};
   e.source = u->arrival.source;
   if ((r.flags & FI_CLAIM) != 0) {
     u->claimed = true;
     u->claim_context = r.context;
   } else if ((r.flags & FI_DISCARD) != 0 && u->complete) {
-    ep.matcher.remove(u);
+    if (u->rendezvous_link != nullptr) {  // the sender still waits: answer with 0 bytes
+      PostedRecv silent = r;
+      silent.silent = true;
+      deliver_unexpected(ep, silent, u);
+    } else {
+      ep.matcher.remove(u);
+    }
   }
   ep.rx_cq->push(e);
   return 0;
@@ -195,6 +208,8 @@ ssize_t post_send(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint6
   if (const ssize_t bad = check_op(ep, *op, flags); bad != 0) return bad;
   op->cq_flags = FI_SEND | (op->tagged ? FI_TAGGED : FI_MSG);
   if ((flags & FI_INJECT) != 0) own_copy(*op);
+  const size_t rendezvous = ep.domain->config.rendezvous_bytes;
+  op->rendezvous = (flags & FI_INJECT) == 0 && rendezvous != 0 && op->buffer.bytes >= rendezvous;
   return queue_op(ep, std::move(op), dest, flags);
 }
 
@@ -205,23 +220,10 @@ ssize_t post_write(Endpoint& ep, std::unique_ptr<SendOp> op, void* const* desc, 
   op->cq_flags = FI_WRITE | FI_RMA;
   const bool inject = (flags & FI_INJECT) != 0;
   if (inject) own_copy(*op);
-  // Each buffer's lkey: its desc's (an Mr of this domain), else a registration for this write.
-  for (size_t i = 0; i < op->buffer.count; ++i) {
-    const iovec& v = op->buffer.v[i];
-    if (v.iov_len == 0) continue;
-    const Mr* mr = !inject && desc != nullptr ? static_cast<const Mr*>(desc[i]) : nullptr;
-    uint32_t lkey = mr != nullptr ? mr->info.lkey : 0;
-    if (lkey == 0) {
-      auto reg = ep.domain->context->register_memory(ep.domain->pd, v.iov_base, v.iov_len, kAccessLocalWrite);
-      if (!reg.ok()) {
-        for (uint32_t k : op->temporary_lkeys) (void)ep.domain->context->deregister_memory(k);
-        warn("fi_write: cannot register the local buffer: " + reg.error().message);
-        return -FI_ENOMEM;
-      }
-      lkey = reg.value().lkey;
-      op->temporary_lkeys.push_back(lkey);
-    }
-    op->local.push_back(Sge{reinterpret_cast<uint64_t>(v.iov_base), static_cast<uint32_t>(v.iov_len), lkey});
+  if (auto bad = gather(*ep.domain, *op, op->buffer.bytes, inject ? nullptr : desc)) {
+    for (uint32_t k : op->temporary_lkeys) (void)ep.domain->context->deregister_memory(k);
+    warn("fi_write: cannot register the local buffer: " + *bad);
+    return -FI_ENOMEM;
   }
   return queue_op(ep, std::move(op), dest, flags);
 }

@@ -47,21 +47,33 @@ bool post_rma_write(TxLink& link) {
   return true;
 }
 
-// Posts the front op's next fragment into slot `slot`; false if the queue pair is full.
-bool post_fragment(TxLink& link, uint32_t slot) {
-  SendOp& op = *link.queue.front();
-  uint8_t* at = link.staging.bytes + size_t{slot} * link.slot_bytes;
-  const uint64_t total = op.rma ? 0 : op.buffer.bytes;  // a write's notice carries no payload
-  const uint64_t chunk = std::min<uint64_t>(link.slot_bytes - sizeof(SlotHeader), total - op.posted_bytes);
-  const bool last = op.posted_bytes + chunk == total;
+// The header of `op`'s next fragment, of `chunk` payload bytes.
+SlotHeader next_header(const SendOp& op, uint64_t chunk, bool last) {
   SlotHeader h;
-  h.flags = (op.tagged ? kTagged : 0u) | (op.started ? 0u : kFirst) | (last ? kLast : 0u) |
-            (op.has_data ? kHasData : 0u) | (op.rma ? kRmaData : 0u);
-  h.fragment_bytes = static_cast<uint32_t>(chunk);
-  h.message_bytes = total;
-  h.offset = op.posted_bytes;
   h.tag = op.tag;
   h.data = op.data;
+  const uint32_t kind = (op.tagged ? kTagged : 0u) | (op.has_data ? kHasData : 0u);
+  if (op.rendezvous) {
+    h.flags = (op.cts ? kFin : kRts | kind) | kFirst | kLast;
+    h.message_bytes = op.cts ? 0 : op.buffer.bytes;
+    h.offset = op.rendezvous_index;
+    return h;
+  }
+  h.flags = kind | (op.started ? 0u : kFirst) | (last ? kLast : 0u) | (op.rma ? kRmaData : 0u);
+  h.fragment_bytes = static_cast<uint32_t>(chunk);
+  h.message_bytes = op.rma ? 0 : op.buffer.bytes;  // a write's notice carries no payload
+  h.offset = op.posted_bytes;
+  return h;
+}
+
+// Posts the next fragment of `from`'s front op into slot `slot`; false if the queue pair is full.
+bool post_fragment(TxLink& link, uint32_t slot, std::deque<std::unique_ptr<SendOp>>& from) {
+  SendOp& op = *from.front();
+  uint8_t* at = link.staging.bytes + size_t{slot} * link.slot_bytes;
+  const uint64_t total = op.rma || op.rendezvous ? 0 : op.buffer.bytes;
+  const uint64_t chunk = std::min<uint64_t>(link.slot_bytes - sizeof(SlotHeader), total - op.posted_bytes);
+  const bool last = op.posted_bytes + chunk == total;
+  const SlotHeader h = next_header(op, chunk, last);
   std::memcpy(at, &h, sizeof h);
   op.buffer.read(op.posted_bytes, at + sizeof h, chunk);
   const Sge sge{reinterpret_cast<uint64_t>(at), static_cast<uint32_t>(sizeof h + chunk), link.staging.mr.lkey};
@@ -74,26 +86,89 @@ bool post_fragment(TxLink& link, uint32_t slot) {
   }
   op.posted_bytes += chunk;
   op.started = true;
-  if (last) {
-    link.in_flight.push_back(std::move(link.queue.front()));
-    link.queue.pop_front();
+  if (op.rendezvous && !op.cts) {  // an RTS: the op waits for its CTS
+    link.awaiting_cts[op.rendezvous_index] = std::move(from.front());
+    from.pop_front();
+    link.in_flight.push_back(nullptr);
+  } else if (last) {
+    link.in_flight.push_back(std::move(from.front()));
+    from.pop_front();
   } else {
     link.in_flight.push_back(nullptr);
   }
   return true;
 }
 
+// A rendezvous index no message of the link holds (awaiting its CTS or its FIN), if any.
+std::optional<uint32_t> free_index(const TxLink& link) {
+  for (uint32_t i = 0; i < kMaxRendezvous; ++i) {
+    if (link.awaiting_cts[i]) continue;
+    bool used = false;
+    for (const auto& op : link.fins) used |= op->rendezvous_index == i;
+    for (const auto& op : link.in_flight) used |= op && op->rendezvous && op->rendezvous_index == i;
+    if (!used) return i;
+  }
+  return std::nullopt;
+}
+
+// The front FIN op's payload, written where its CTS said; false if the queue pair is full.
+bool post_rendezvous_write(TxLink& link) {
+  SendOp& op = *link.fins.front();
+  if (op.cts_bytes > 0) {
+    if (auto bad = gather(*link.ep->domain, op, op.cts_bytes, nullptr)) {
+      fail_link(link, "cannot register a message's buffer: " + *bad);
+      return false;
+    }
+    auto posted = link.qp->post_write(kRmaWr, op.local, op.remote_address, op.rkey, /*signaled=*/false);
+    if (!posted.ok()) {
+      if (posted.error().code != Errc::kResourceExhausted)
+        fail_link(link, "cannot post a write to " + to_string(link.peer) + ": " + posted.error().message);
+      return false;
+    }
+  }
+  op.written = true;
+  return true;
+}
+
+// The receiver's CTS for the message at `index`: it moves to the FIN queue.
+void on_cts(TxLink& link, uint32_t index) {
+  if (index >= kMaxRendezvous || !link.awaiting_cts[index]) {
+    fail_link(link, to_string(link.peer) + " answered a rendezvous message that was not announced");
+    return;
+  }
+  CtsRecord r;
+  std::memcpy(&r, link.staging.bytes + size_t{link.slots} * link.slot_bytes + size_t{index} * kCtsBytes, sizeof r);
+  auto op = std::move(link.awaiting_cts[index]);
+  op->cts = true;
+  op->remote_address = r.address;
+  op->rkey = r.rkey;
+  op->cts_bytes = std::min<uint64_t>(r.length, op->buffer.bytes);
+  link.fins.push_back(std::move(op));
+}
+
 }  // namespace
 
 void pump(TxLink& link) {
-  while (link.state == TxLink::State::kReady && !link.queue.empty()) {
-    if (link.queue.front()->rma && !link.queue.front()->written) {
+  while (link.state == TxLink::State::kReady) {
+    auto& from = !link.fins.empty() ? link.fins : link.queue;  // finishing comes first
+    if (from.empty()) return;
+    SendOp& op = *from.front();
+    if (op.rma && !op.written) {
       if (!post_rma_write(link)) return;
       continue;
     }
+    if (op.rendezvous && op.cts && !op.written) {
+      if (!post_rendezvous_write(link)) return;
+      continue;
+    }
+    if (op.rendezvous && !op.started) {
+      const auto index = free_index(link);
+      if (!index) return;
+      op.rendezvous_index = *index;
+    }
     if (link.credits == 0 || link.staging_busy[link.next_slot] != 0) return;
     const uint32_t slot = link.next_slot;
-    if (!post_fragment(link, slot)) return;
+    if (!post_fragment(link, slot, from)) return;
     link.staging_busy[slot] = 1;
     --link.credits;
     link.next_slot = (slot + 1) % link.slots;
@@ -106,9 +181,13 @@ void fail_link(TxLink& link, const std::string& why) {
   link.failure = why;
   warn(why);
   Endpoint& ep = *link.ep;
-  for (auto* list : {&link.rma_in_flight, &link.in_flight, &link.queue})
+  for (auto* list : {&link.rma_in_flight, &link.in_flight, &link.fins, &link.queue})
     for (auto& op : *list)
       if (op) fail_send(ep, *op, FI_EIO, why);
+  for (auto& op : link.awaiting_cts)
+    if (op) fail_send(ep, *op, FI_EIO, why);
+  for (auto& op : link.awaiting_cts) op.reset();
+  link.fins.clear();
   link.rma_in_flight.clear();
   link.in_flight.clear();
   link.queue.clear();
@@ -137,6 +216,11 @@ void on_tx_completion(TxLink& link, const Completion& c) {
     return;
   }
   (void)link.qp->post_recv(0);
+  if ((c.immediate & kCtsFlag) != 0) {
+    on_cts(link, c.immediate & ~kCtsFlag);
+    pump(link);
+    return;
+  }
   const uint32_t n = c.immediate & ~kCreditFlag;
   if ((c.immediate & kCreditFlag) == 0 || n > link.in_flight.size()) {
     fail_link(link, to_string(link.peer) + " returned credits for slots it was not sent");
@@ -217,6 +301,42 @@ void remote_write_done(RxLink& link, const SlotHeader& h) {
   ep.rx_cq->push(e);
 }
 
+// A rendezvous message's RTS: to the receive that takes it (the CTS goes out), or announced in
+// the unexpected store until one does.
+void take_rts(RxLink& link, const SlotHeader& h) {
+  Endpoint& ep = *link.ep;
+  const auto index = static_cast<uint32_t>(h.offset);
+  if (link.pending[index]) {
+    link.broken = true;
+    warn("the link from " + to_string(link.peer) + " reused a rendezvous index in use: link dropped");
+    return;
+  }
+  if (link.known_source == kAnySource && ep.av != nullptr) link.known_source = ep.av->find(link.peer);
+  const Arrival a{(h.flags & kTagged) != 0, link.known_source, h.tag};
+  const MessageInfo m{a.tagged, h.message_bytes, h.tag, h.data, (h.flags & kHasData) != 0, a.source};
+  if (auto r = ep.matcher.take_posted(a)) {
+    begin_rendezvous(link, index, *r, m);
+    return;
+  }
+  Unexpected* u = ep.matcher.add_rendezvous(a, h.message_bytes, &link, index);
+  u->data = h.data;
+  u->has_data = m.has_data;
+}
+
+// A rendezvous message's FIN: its payload is in place (RC ordering), its receive completes.
+void take_fin(RxLink& link, uint32_t index) {
+  if (!link.pending[index]) {
+    link.broken = true;
+    warn("the link from " + to_string(link.peer) + " finished a rendezvous message never answered: link dropped");
+    return;
+  }
+  RxLink::Pending& p = *link.pending[index];
+  if (p.lkey != 0) (void)link.ep->domain->context->deregister_memory(p.lkey);
+  if (!p.bounce.empty()) p.recv.buffer.write(0, p.bounce.data(), p.bounce.size());
+  if (!p.recv.silent) complete_recv(*link.ep, p.recv, p.message);
+  link.pending[index].reset();
+}
+
 // Takes the slot at next_slot; false if the link must wait or broke.
 bool take_slot(RxLink& link) {
   const uint8_t* at = link.ring.bytes + size_t{link.next_slot} * link.slot_bytes;
@@ -230,6 +350,13 @@ bool take_slot(RxLink& link) {
   if ((h.flags & kRmaData) != 0) {
     remote_write_done(link, h);
     return true;
+  }
+  if ((h.flags & (kRts | kFin)) != 0) {
+    if ((h.flags & kRts) != 0)
+      take_rts(link, h);
+    else
+      take_fin(link, static_cast<uint32_t>(h.offset));
+    return !link.broken;
   }
   if ((h.flags & kFirst) != 0 && !start_message(link, h)) return false;
   if (link.target)
@@ -254,6 +381,61 @@ void drain(RxLink& link) {
   if (!sent.ok()) return;  // the queue is full: the next round sends them
   link.freed = 0;
   ++link.credit_writes;
+}
+
+std::optional<std::string> gather(Domain& d, SendOp& op, uint64_t bytes, void* const* desc) {
+  op.local.clear();
+  for (size_t i = 0; i < op.buffer.count && bytes > 0; ++i) {
+    const iovec& v = op.buffer.v[i];
+    const uint64_t take = std::min<uint64_t>(v.iov_len, bytes);
+    if (take == 0) continue;
+    bytes -= take;
+    const Mr* mr = desc != nullptr ? static_cast<const Mr*>(desc[i]) : nullptr;
+    uint32_t lkey = mr != nullptr ? mr->info.lkey : 0;
+    if (lkey == 0) {
+      auto reg = d.context->register_memory(d.pd, v.iov_base, take, kAccessLocalWrite);
+      if (!reg.ok()) return reg.error().message;
+      lkey = reg.value().lkey;
+      op.temporary_lkeys.push_back(lkey);
+    }
+    op.local.push_back(Sge{reinterpret_cast<uint64_t>(v.iov_base), static_cast<uint32_t>(take), lkey});
+  }
+  return std::nullopt;
+}
+
+void begin_rendezvous(RxLink& link, uint32_t index, const PostedRecv& r, const MessageInfo& m) {
+  Domain& d = *link.ep->domain;
+  RxLink::Pending p{r, m, 0, {}};
+  const bool discard = r.silent || (r.flags & FI_DISCARD) != 0;
+  const uint64_t capacity = discard ? 0 : std::min<uint64_t>(m.bytes, r.buffer.bytes);
+  CtsRecord record;
+  if (capacity > 0) {
+    void* target = r.buffer.v[0].iov_base;
+    if (r.buffer.count > 1) {  // several buffers: one region to write into, copied out at the FIN
+      p.bounce.resize(capacity);
+      target = p.bounce.data();
+    }
+    auto reg = d.context->register_memory(d.pd, target, capacity, kAccessLocalWrite | kAccessRemoteWrite);
+    if (reg.ok()) {
+      p.lkey = reg.value().lkey;
+      record = CtsRecord{reinterpret_cast<uint64_t>(target), capacity, reg.value().rkey, 0};
+    } else {
+      warn("cannot register a receive buffer (" + reg.error().message + "): the message is truncated to 0 bytes");
+    }
+  }
+  uint8_t* at = link.ring.bytes + size_t{link.slots} * link.slot_bytes + size_t{index} * kCtsBytes;
+  std::memcpy(at, &record, sizeof record);
+  const Sge sge{reinterpret_cast<uint64_t>(at), sizeof record, link.ring.mr.lkey};
+  const uint64_t cts_area = link.staging_address + uint64_t{link.slots} * link.slot_bytes;
+  auto sent = link.qp->post_write_imm(~2ull, {&sge, 1}, cts_area + uint64_t{index} * kCtsBytes, link.staging_rkey,
+                                      kCtsFlag | index);
+  if (!sent.ok()) {
+    link.broken = true;
+    warn("cannot answer a rendezvous message from " + to_string(link.peer) + ": " + sent.error().message);
+    return;
+  }
+  ++link.credit_writes;
+  link.pending[index] = std::move(p);
 }
 
 void retry_stalled(Endpoint& ep) {

@@ -5,9 +5,11 @@
 // connection stays open, so a peer that dies is noticed (EOF) even when no data is in flight.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,12 @@ struct SendOp {
   std::vector<Sge> local;                // the gather list
   std::vector<uint32_t> temporary_lkeys;  // registered for this write (no desc given), until it ends
   bool written = false;                   // the RDMA WRITE is posted
+  // Rendezvous (wire.h): announced by an RTS at `rendezvous_index`, then, once the CTS names
+  // where, written (remote_address, rkey, cts_bytes) and finished by a FIN fragment.
+  bool rendezvous = false;
+  uint32_t rendezvous_index = 0;
+  bool cts = false;  // the CTS came: the write and the FIN are next
+  uint64_t cts_bytes = 0;
 };
 
 // Connection-manager state of either end: the TCP socket and its unframed bytes.
@@ -105,6 +113,10 @@ struct TxLink {
   std::deque<std::unique_ptr<SendOp>> in_flight;
   // RMA writes without remote CQ data, posted, until their local completions (in post order).
   std::deque<std::unique_ptr<SendOp>> rma_in_flight;
+  // Rendezvous messages announced, waiting for their CTS, by index; and those whose CTS came,
+  // to be written and finished ahead of the queue.
+  std::array<std::unique_ptr<SendOp>, kMaxRendezvous> awaiting_cts;
+  std::deque<std::unique_ptr<SendOp>> fins;
   std::string failure;  // kFailed: why
 };
 
@@ -130,6 +142,15 @@ struct RxLink {
   uint64_t known_source = kAnySource;  // the sender's fi_addr, once the AV has it
   Unexpected* stored = nullptr;
   MessageInfo message;  // the current message
+  // Rendezvous receives whose CTS is sent, by index: the receive, its message, and the
+  // registration (of its buffer, or of a bounce buffer when it has several) until the FIN.
+  struct Pending {
+    PostedRecv recv;
+    MessageInfo message;
+    uint32_t lkey = 0;
+    std::vector<uint8_t> bounce;
+  };
+  std::vector<std::optional<Pending>> pending = std::vector<std::optional<Pending>>(kMaxRendezvous);
   bool broken = false;
 };
 

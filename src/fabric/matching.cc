@@ -104,6 +104,16 @@ Unexpected* Matcher::add_unexpected(const Arrival& a, uint64_t bytes) {
   return &u;
 }
 
+Unexpected* Matcher::add_rendezvous(const Arrival& a, uint64_t bytes, void* link, uint32_t index) {
+  Unexpected& u = unexpected_.emplace_back();
+  u.arrival = a;
+  u.complete = true;
+  u.rendezvous_link = link;
+  u.rendezvous_index = index;
+  u.rendezvous_bytes = bytes;
+  return &u;
+}
+
 void Matcher::remove(Unexpected* u) {
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (&*it != u) continue;

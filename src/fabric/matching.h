@@ -46,6 +46,7 @@ struct PostedRecv {
   uint64_t tag = 0;
   uint64_t ignore = 0;
   IoList buffer;
+  bool silent = false;  // no completion (a peek's FI_DISCARD of a rendezvous message)
 };
 
 // What a message offers to match on.
@@ -70,6 +71,12 @@ struct Unexpected {
   bool claimed = false;      // FI_PEEK|FI_CLAIM reserved it for a later FI_CLAIM receive
   void* claim_context = nullptr;
   std::optional<PostedRecv> waiting;  // a receive that matched it before its last fragment
+  // A rendezvous message (wire.h) holds no payload here: only where its RTS came from, until a
+  // receive takes it and the CTS goes out.
+  void* rendezvous_link = nullptr;  // the RxLink
+  uint32_t rendezvous_index = 0;
+  uint64_t rendezvous_bytes = 0;
+  uint64_t bytes() const { return rendezvous_link != nullptr ? rendezvous_bytes : payload.size(); }
 };
 
 class Matcher {
@@ -89,6 +96,8 @@ class Matcher {
   Unexpected* find_claimed(void* claim_context);
   // A new unexpected message of `bytes`, or nullptr when it does not fit the budget now.
   Unexpected* add_unexpected(const Arrival& a, uint64_t bytes);
+  // A rendezvous message's announcement: no payload, so it always fits.
+  Unexpected* add_rendezvous(const Arrival& a, uint64_t bytes, void* link, uint32_t index);
   void remove(Unexpected* u);
   uint64_t unexpected_bytes() const { return used_bytes_; }
 

@@ -198,6 +198,8 @@ void define_settings() {
   fi_param_define(&provider, "ev_port_base", FI_PARAM_INT, "First UDP source port tried for EVs (default: 50000)");
   fi_param_define(&provider, "slots", FI_PARAM_INT, "Receive slots per link, 2..128 (default: 32)");
   fi_param_define(&provider, "slot_bytes", FI_PARAM_INT, "Bytes per slot, 1024..1048576 (default: 65536)");
+  fi_param_define(&provider, "rndv_bytes", FI_PARAM_SIZE_T,
+                  "Messages of this many bytes or more are written straight into the receive buffer (rendezvous); 0: never (default: 65536)");
   fi_param_define(&provider, "unexpected_bytes", FI_PARAM_SIZE_T, "Unexpected-message store per endpoint (default: 268435456)");
   fi_param_define(&provider, "connect_timeout_ms", FI_PARAM_INT, "Link set-up timeout (default: 10000)");
 }
@@ -211,6 +213,7 @@ Settings settings() {
   fi_param_get_int(&provider, "slots", &s.slots);
   fi_param_get_int(&provider, "slot_bytes", &s.slot_bytes);
   fi_param_get_size_t(&provider, "unexpected_bytes", &s.unexpected_bytes);
+  fi_param_get_size_t(&provider, "rndv_bytes", &s.rendezvous_bytes);
   fi_param_get_int(&provider, "connect_timeout_ms", &s.connect_timeout_ms);
   return s;
 }

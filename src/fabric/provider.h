@@ -49,6 +49,7 @@ struct Settings {
   int ev_port_base = 50000;          // first EV source port tried
   int slots = 32;                    // per link
   int slot_bytes = 65536;
+  size_t rendezvous_bytes = 65536;   // messages this large or larger go by rendezvous (0: none)
   size_t unexpected_bytes = 256u << 20;  // per endpoint
   int connect_timeout_ms = 10000;
 };
@@ -205,6 +206,11 @@ void on_tx_completion(TxLink& link, const Completion& c);
 void on_rx_completion(RxLink& link, const Completion& c);
 void drain(RxLink& link);  // takes arrived slots while they can be taken, then returns credits
 void fail_link(TxLink& link, const std::string& why);
+// The gather list of `op`'s first `bytes` bytes: each buffer's lkey from `desc` (an Mr of the
+// domain), or a registration for this op when none is given. An error's reason, or nullopt.
+std::optional<std::string> gather(Domain& d, SendOp& op, uint64_t bytes, void* const* desc);
+// Answers a rendezvous message with where `r` takes it (or 0 bytes to discard it).
+void begin_rendezvous(RxLink& link, uint32_t index, const PostedRecv& r, const MessageInfo& m);
 void retry_stalled(Endpoint& ep);
 
 // The connection manager (connect.cc).

@@ -13,6 +13,15 @@ std::optional<std::string> check_header(const SlotHeader& h, uint32_t slot_bytes
   if ((h.flags & kRmaData) != 0 &&
       (h.flags != (kRmaData | kFirst | kLast | kHasData) || h.message_bytes != 0 || !expect_first))
     return "a malformed remote-write notice";
+  if ((h.flags & (kRts | kFin)) != 0) {
+    const uint32_t kind = h.flags & (kRts | kFin | kRmaData);
+    if ((kind != kRts && kind != kFin) || (h.flags & (kFirst | kLast)) != (kFirst | kLast) ||
+        h.fragment_bytes != 0 || h.offset >= kMaxRendezvous || !expect_first ||
+        (kind == kFin && h.message_bytes != 0))
+      return "a malformed rendezvous fragment";
+    if (h.message_bytes > max_message_bytes) return "a message larger than max_msg_size";
+    return std::nullopt;
+  }
   if (h.fragment_bytes > slot_bytes - sizeof(SlotHeader)) return "a fragment larger than its slot";
   if (h.message_bytes > max_message_bytes) return "a message larger than max_msg_size";
   if (h.offset > h.message_bytes || h.fragment_bytes > h.message_bytes - h.offset)

@@ -26,6 +26,9 @@
 namespace mrc::fabric {
 
 inline constexpr uint32_t kCreditFlag = 0x80000000u;
+inline constexpr uint32_t kCtsFlag = 0x40000000u;
+inline constexpr uint32_t kMaxRendezvous = 64;  // rendezvous messages in flight per link
+inline constexpr uint32_t kCtsBytes = 32;       // one CtsRecord's room
 inline constexpr uint32_t kMaxSlots = 128;
 inline constexpr uint32_t kMinSlotBytes = 1024;
 inline constexpr uint32_t kMaxSlotBytes = 1u << 20;
@@ -36,8 +39,10 @@ enum FragmentFlags : uint32_t {
   kLast = 1u << 2,     // its last
   kHasData = 1u << 3,  // `data` is remote CQ data (FI_REMOTE_CQ_DATA)
   kRmaData = 1u << 4,  // no message: an RMA write before it carried `data` (fi_writedata)
+  kRts = 1u << 5,      // a rendezvous message's announcement (offset: its index)
+  kFin = 1u << 6,      // a rendezvous message's payload is written (offset: its index)
 };
-inline constexpr uint32_t kKnownFlags = kTagged | kFirst | kLast | kHasData | kRmaData;
+inline constexpr uint32_t kKnownFlags = kTagged | kFirst | kLast | kHasData | kRmaData | kRts | kFin;
 
 // In front of every fragment in a slot, in the host's byte order (both ends are mrc hosts of
 // one architecture; the name's magic says so).
@@ -50,6 +55,16 @@ struct SlotHeader {
   uint64_t data = 0;
 };
 static_assert(sizeof(SlotHeader) == 40);
+
+// A receiver's answer to an RTS, written into the sender's CTS area (after its staging slots) at
+// the message's index: where to write the payload. length 0: write nothing (a discarded message).
+struct CtsRecord {
+  uint64_t address = 0;
+  uint64_t length = 0;
+  uint32_t rkey = 0;
+  uint32_t unused = 0;
+};
+static_assert(sizeof(CtsRecord) <= kCtsBytes);
 
 // Why a slot's header is not one this link can take, or nullopt if it is: the fragment fits
 // its slot and its message, the flags are known, a message over `max_message_bytes` never
