@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -379,8 +380,30 @@ void check_timeouts(Domain& d) {
   }
 }
 
+namespace {
+
+// FI_MRC_STATS: one line per link on stderr as the endpoint closes.
+void print_stats(const char* direction, const EndpointName& peer, const Qp* qp) {
+  if (qp == nullptr) return;
+  const QpStats s = qp->stats();
+  std::fprintf(stderr,
+               "mrc-fi: link %s %s: data packets sent %llu received %llu, retransmits %llu, timeouts %llu, "
+               "tail probes %llu, losses: fast %llu tail %llu timeout %llu\n",
+               direction, to_string(peer).c_str(), static_cast<unsigned long long>(s.data_packets_sent),
+               static_cast<unsigned long long>(s.data_packets_received), static_cast<unsigned long long>(s.retransmits),
+               static_cast<unsigned long long>(s.timeouts), static_cast<unsigned long long>(s.tail_probes),
+               static_cast<unsigned long long>(s.losses_fast), static_cast<unsigned long long>(s.losses_tail),
+               static_cast<unsigned long long>(s.losses_timeout));
+}
+
+}  // namespace
+
 void close_links(Endpoint& ep) {
   Domain& d = *ep.domain;
+  if (d.config.stats) {
+    for (auto& [key, link] : ep.tx_links) print_stats("to", link->peer, link->qp);
+    for (auto& link : ep.rx_links) print_stats("from", link->peer, link->qp);
+  }
   for (auto& [key, link] : ep.tx_links) {
     close_control(d, link->control);
     if (link->qp != nullptr) d.tx_by_qpn.erase(link->qp->qpn());

@@ -1,12 +1,13 @@
 // Completion queues, counters and event queues of the provider.
 //
 // A CQ holds entries in the tagged format, whatever format the application opened it with, and
-// converts as it is read. Error entries wait in their own queue: while one waits, fi_cq_read
+// converts as it is read (an empty read yields the CPU: see read_from). Error entries wait in their own queue: while one waits, fi_cq_read
 // answers -FI_EAVAIL, so the application reads it with fi_cq_readerr. Every queue is bounded by
 // what feeds it: an endpoint accepts at most fi_tx_attr::size sends and fi_rx_attr::size
 // receives at a time. Reads run progress on the domain first when its lock is free, so an
 // application that polls does the work without waiting for the progress thread.
 #include <sys/eventfd.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,7 +44,14 @@ ssize_t read_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src) {
   try_progress(cq->domain);
   std::lock_guard lock(cq->lock);
   if (!cq->errors.empty()) return -FI_EAVAIL;
-  if (cq->entries.empty()) return -FI_EAGAIN;
+  if (cq->entries.empty()) {
+    // Nothing yet: let another runnable task have the core. An MPI rank polls its CQ without
+    // pause, and where ranks outnumber idle cores the kernel's packet work (veth, softirq) and
+    // the peer rank would otherwise wait for the poller's time slice to end (milliseconds per
+    // message); with a core to spare, sched_yield returns at once.
+    sched_yield();
+    return -FI_EAGAIN;
+  }
   size_t n = 0;
   for (; n < count && !cq->entries.empty(); ++n) {
     store(cq->format, cq->entries.front().entry, static_cast<uint8_t*>(buf) + n * entry_bytes(cq->format));

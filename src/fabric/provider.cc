@@ -202,6 +202,7 @@ void define_settings() {
                   "Messages of this many bytes or more are written straight into the receive buffer (rendezvous); 0: never (default: 65536)");
   fi_param_define(&provider, "unexpected_bytes", FI_PARAM_SIZE_T, "Unexpected-message store per endpoint (default: 268435456)");
   fi_param_define(&provider, "connect_timeout_ms", FI_PARAM_INT, "Link set-up timeout (default: 10000)");
+  fi_param_define(&provider, "stats", FI_PARAM_BOOL, "Print each link's counters on stderr when its endpoint closes (default: no)");
 }
 
 Settings settings() {
@@ -215,6 +216,7 @@ Settings settings() {
   fi_param_get_size_t(&provider, "unexpected_bytes", &s.unexpected_bytes);
   fi_param_get_size_t(&provider, "rndv_bytes", &s.rendezvous_bytes);
   fi_param_get_int(&provider, "connect_timeout_ms", &s.connect_timeout_ms);
+  fi_param_get_bool(&provider, "stats", &s.stats);
   return s;
 }
 

@@ -52,6 +52,7 @@ struct Settings {
   size_t rendezvous_bytes = 65536;   // messages this large or larger go by rendezvous (0: none)
   size_t unexpected_bytes = 256u << 20;  // per endpoint
   int connect_timeout_ms = 10000;
+  int stats = 0;  // print each link's counters when its endpoint closes
 };
 Settings settings();
 void define_settings();
