@@ -80,7 +80,7 @@ void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m) {
 }
 
 void deliver_unexpected(Endpoint& ep, const PostedRecv& r, Unexpected* u) {
-  if (u->rendezvous_link != nullptr) {  // only announced: answer it now
+  if (u->rendezvous) {  // only announced: answer it now
     const MessageInfo m{u->arrival.tagged, u->bytes(), u->arrival.tag, u->data, u->has_data, u->arrival.source};
     RxLink& link = *static_cast<RxLink*>(u->rendezvous_link);
     const uint32_t index = u->rendezvous_index;
@@ -126,7 +126,7 @@ ssize_t peek_locked(Endpoint& ep, const PostedRecv& r) {
     u->claimed = true;
     u->claim_context = r.context;
   } else if ((r.flags & FI_DISCARD) != 0 && u->complete) {
-    if (u->rendezvous_link != nullptr) {  // the sender still waits: answer with 0 bytes
+    if (u->rendezvous) {  // the sender still waits: answer with 0 bytes
       PostedRecv silent = r;
       silent.silent = true;
       deliver_unexpected(ep, silent, u);

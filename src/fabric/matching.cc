@@ -108,6 +108,7 @@ Unexpected* Matcher::add_rendezvous(const Arrival& a, uint64_t bytes, void* link
   Unexpected& u = unexpected_.emplace_back();
   u.arrival = a;
   u.complete = true;
+  u.rendezvous = true;
   u.rendezvous_link = link;
   u.rendezvous_index = index;
   u.rendezvous_bytes = bytes;

@@ -73,10 +73,11 @@ struct Unexpected {
   std::optional<PostedRecv> waiting;  // a receive that matched it before its last fragment
   // A rendezvous message (wire.h) holds no payload here: only where its RTS came from, until a
   // receive takes it and the CTS goes out.
+  bool rendezvous = false;
   void* rendezvous_link = nullptr;  // the RxLink
   uint32_t rendezvous_index = 0;
   uint64_t rendezvous_bytes = 0;
-  uint64_t bytes() const { return rendezvous_link != nullptr ? rendezvous_bytes : payload.size(); }
+  uint64_t bytes() const { return rendezvous ? rendezvous_bytes : payload.size(); }
 };
 
 class Matcher {
