@@ -403,6 +403,8 @@ void close_links(Endpoint& ep) {
   if (d.config.stats) {
     for (auto& [key, link] : ep.tx_links) print_stats("to", link->peer, link->qp);
     for (auto& link : ep.rx_links) print_stats("from", link->peer, link->qp);
+    std::fprintf(stderr, "mrc-fi: links dropped for breaking the protocol: %llu\n",
+                 static_cast<unsigned long long>(d.links_dropped));
   }
   for (auto& [key, link] : ep.tx_links) {
     close_control(d, link->control);

@@ -234,11 +234,17 @@ void on_tx_completion(TxLink& link, const Completion& c) {
   pump(link);
 }
 
+void drop_link(RxLink& link, const std::string& why) {
+  if (link.broken) return;
+  link.broken = true;
+  ++link.ep->domain->links_dropped;
+  warn("the link from " + to_string(link.peer) + " is dropped: " + why);
+}
+
 void on_rx_completion(RxLink& link, const Completion& c) {
   if (link.broken) return;
   if (c.status != WcStatus::kSuccess) {
-    link.broken = true;
-    warn("the link from " + to_string(link.peer) + " failed: " + to_string(c.status));
+    drop_link(link, std::string("it failed: ") + to_string(c.status));
     return;
   }
   if (c.opcode != WcOpcode::kRecvRdmaWithImm) {  // a credit's write
@@ -247,9 +253,7 @@ void on_rx_completion(RxLink& link, const Completion& c) {
   }
   (void)link.qp->post_recv(0);
   if (c.immediate != (link.next_slot + link.arrived) % link.slots || link.arrived >= link.slots) {
-    link.broken = true;
-    warn("the link from " + to_string(link.peer) + " wrote slot " + std::to_string(c.immediate) +
-         " out of order: link dropped");
+    drop_link(link, "it wrote slot " + std::to_string(c.immediate) + " out of order");
     return;
   }
   if (link.arrived++ == 0) link.ep->domain->arrivals.push_back(&link);
@@ -307,8 +311,7 @@ void take_rts(RxLink& link, const SlotHeader& h) {
   Endpoint& ep = *link.ep;
   const auto index = static_cast<uint32_t>(h.offset);
   if (link.pending[index]) {
-    link.broken = true;
-    warn("the link from " + to_string(link.peer) + " reused a rendezvous index in use: link dropped");
+    drop_link(link, "it reused a rendezvous index in use");
     return;
   }
   if (link.known_source == kAnySource && ep.av != nullptr) link.known_source = ep.av->find(link.peer);
@@ -326,8 +329,7 @@ void take_rts(RxLink& link, const SlotHeader& h) {
 // A rendezvous message's FIN: its payload is in place (RC ordering), its receive completes.
 void take_fin(RxLink& link, uint32_t index) {
   if (!link.pending[index]) {
-    link.broken = true;
-    warn("the link from " + to_string(link.peer) + " finished a rendezvous message never answered: link dropped");
+    drop_link(link, "it finished a rendezvous message never answered");
     return;
   }
   RxLink::Pending& p = *link.pending[index];
@@ -343,8 +345,7 @@ bool take_slot(RxLink& link) {
   SlotHeader h;
   std::memcpy(&h, at, sizeof h);
   if (auto bad = check_header(h, link.slot_bytes, kMaxMessageBytes, !link.in_message)) {
-    link.broken = true;
-    warn("the link from " + to_string(link.peer) + " sent " + *bad + ": link dropped");
+    drop_link(link, "it sent " + *bad);
     return false;
   }
   if ((h.flags & kRmaData) != 0) {
@@ -430,8 +431,7 @@ void begin_rendezvous(RxLink& link, uint32_t index, const PostedRecv& r, const M
   auto sent = link.qp->post_write_imm(~2ull, {&sge, 1}, cts_area + uint64_t{index} * kCtsBytes, link.staging_rkey,
                                       kCtsFlag | index);
   if (!sent.ok()) {
-    link.broken = true;
-    warn("cannot answer a rendezvous message from " + to_string(link.peer) + ": " + sent.error().message);
+    drop_link(link, "cannot answer its rendezvous message: " + sent.error().message);
     return;
   }
   ++link.credit_writes;

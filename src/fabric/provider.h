@@ -142,6 +142,7 @@ struct Domain {
   Fabric* fabric = nullptr;
   Settings config;
   std::vector<std::string> planes;  // resolved addresses, one per plane
+  uint64_t links_dropped = 0;       // receiving links dropped for breaking the protocol (FI_MRC_STATS)
   std::unique_ptr<Context> context;
   uint32_t pd = 0;
   mrc::Cq* cq = nullptr;  // every link's QP completes here
@@ -207,6 +208,9 @@ void on_tx_completion(TxLink& link, const Completion& c);
 void on_rx_completion(RxLink& link, const Completion& c);
 void drain(RxLink& link);  // takes arrived slots while they can be taken, then returns credits
 void fail_link(TxLink& link, const std::string& why);
+// Stops taking a sender's slots (a broken or hostile peer): logged and counted; its ring and the
+// buffers of receives it had are never written again by this endpoint.
+void drop_link(RxLink& link, const std::string& why);
 // The gather list of `op`'s first `bytes` bytes: each buffer's lkey from `desc` (an Mr of the
 // domain), or a registration for this op when none is given. An error's reason, or nullopt.
 std::optional<std::string> gather(Domain& d, SendOp& op, uint64_t bytes, void* const* desc);
