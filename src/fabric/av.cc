@@ -27,6 +27,8 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
     if (fi_addr != nullptr) fi_addr[i] = av->names.size() - 1;
     ++inserted;
   }
+  for (Endpoint* ep : av->domain->endpoints)
+    if (ep->av == av) resolve_sources(*ep);
   return inserted;
 }
 

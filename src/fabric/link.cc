@@ -271,6 +271,7 @@ bool start_message(RxLink& link, const SlotHeader& h) {
   } else {
     link.stored = ep.matcher.add_unexpected(a, h.message_bytes);
     if (link.stored == nullptr) return false;
+    link.stored->origin = &link;
     link.stored->data = h.data;
     link.stored->has_data = (h.flags & kHasData) != 0;
   }
@@ -322,6 +323,7 @@ void take_rts(RxLink& link, const SlotHeader& h) {
     return;
   }
   Unexpected* u = ep.matcher.add_rendezvous(a, h.message_bytes, &link, index);
+  u->origin = &link;
   u->data = h.data;
   u->has_data = m.has_data;
 }
@@ -436,6 +438,16 @@ void begin_rendezvous(RxLink& link, uint32_t index, const PostedRecv& r, const M
   }
   ++link.credit_writes;
   link.pending[index] = std::move(p);
+}
+
+void resolve_sources(Endpoint& ep) {
+  if (ep.av == nullptr) return;
+  for (Unexpected& u : ep.matcher.unexpected()) {
+    if (u.arrival.source != kAnySource || u.origin == nullptr) continue;
+    RxLink& link = *static_cast<RxLink*>(const_cast<void*>(u.origin));
+    link.known_source = ep.av->find(link.peer);
+    u.arrival.source = link.known_source;
+  }
 }
 
 void retry_stalled(Endpoint& ep) {

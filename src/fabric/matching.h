@@ -73,6 +73,7 @@ struct Unexpected {
   std::optional<PostedRecv> waiting;  // a receive that matched it before its last fragment
   // A rendezvous message (wire.h) holds no payload here: only where its RTS came from, until a
   // receive takes it and the CTS goes out.
+  const void* origin = nullptr;  // the link it came over (its sender, for a source found later)
   bool rendezvous = false;
   void* rendezvous_link = nullptr;  // the RxLink
   uint32_t rendezvous_index = 0;
@@ -100,6 +101,7 @@ class Matcher {
   // A rendezvous message's announcement: no payload, so it always fits.
   Unexpected* add_rendezvous(const Arrival& a, uint64_t bytes, void* link, uint32_t index);
   void remove(Unexpected* u);
+  std::list<Unexpected>& unexpected() { return unexpected_; }
   uint64_t unexpected_bytes() const { return used_bytes_; }
 
  private:

@@ -217,6 +217,9 @@ std::optional<std::string> gather(Domain& d, SendOp& op, uint64_t bytes, void* c
 // Answers a rendezvous message with where `r` takes it (or 0 bytes to discard it).
 void begin_rendezvous(RxLink& link, uint32_t index, const PostedRecv& r, const MessageInfo& m);
 void retry_stalled(Endpoint& ep);
+// Messages that arrived before their sender was in the AV (MPI adds peers lazily, when it first
+// names one) take their source once it is, so directed receives find them.
+void resolve_sources(Endpoint& ep);
 
 // The connection manager (connect.cc).
 int open_listener(Endpoint& ep);

@@ -9,6 +9,7 @@
  *   cancel     a posted receive cancelled: FI_ECANCELED
  *   badflags   an unknown flag on an operation: -FI_EBADFLAGS; a bad address: error
  *   vanish     a peer process that exits: the next send completes in error within seconds
+ *   late av    a message from a sender not yet in the AV, then a receive directed at it
  *   refused    a send to an endpoint that is gone: an error completion
  *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), no fi_read, a bad key
  * `fi_checks badplanes` expects fi_domain to fail (a bad FI_MRC_* setting in the environment). */
@@ -227,6 +228,30 @@ static void check_rma(void) {
   printf("rma: ok\n");
 }
 
+/* A message that arrives before its sender is in the receiver's AV (MPI adds peers lazily) is
+ * still found by a receive directed at that sender once the sender is inserted, and ahead of the
+ * sender's later messages. */
+static void check_late_av(void) {
+  struct node rx, tx;
+  open_node_with(&rx, FI_DIRECTED_RECV);
+  open_node(&tx);
+  const fi_addr_t to_rx = insert(&tx, rx.name);
+  int first = 1, second = 2222, got = 0;
+  struct fi_cq_tagged_entry e;
+  CHECK(fi_tsend(tx.ep, &first, sizeof first, NULL, to_rx, 5, NULL) == 0, "first send");
+  CHECK(wait_one(&tx, &e, 10) == 0, "first send completes (the message is at the receiver)");
+  const fi_addr_t from_tx = insert(&rx, tx.name);
+  CHECK(fi_tsend(tx.ep, &second, sizeof second, NULL, to_rx, 5, NULL) == 0, "second send");
+  CHECK(wait_one(&tx, &e, 10) == 0, "second send completes");
+  CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, from_tx, 5, 0, NULL) == 0, "directed trecv");
+  CHECK(wait_one(&rx, &e, 10) == 0 && got == 1, "the directed receive takes the first message (got %d)", got);
+  CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, from_tx, 5, 0, NULL) == 0, "directed trecv");
+  CHECK(wait_one(&rx, &e, 10) == 0 && got == 2222, "then the second");
+  close_node(&tx);
+  close_node(&rx);
+  printf("late av: ok\n");
+}
+
 /* A child that opens an endpoint, hands its name over a pipe, takes one message and exits. */
 static void check_vanish(struct node* n) {
   int names[2], go[2];
@@ -281,6 +306,7 @@ int main(int argc, char** argv) {
   struct node n;
   open_node(&n);
   check_messages(&n);
+  check_late_av();
   check_vanish(&n);
   check_rma();
   /* refused: an endpoint that is closed. */
