@@ -14,6 +14,7 @@ namespace mrc::fabric {
 namespace {
 
 constexpr uint32_t kSlot = 4096;
+constexpr uint64_t kPayload = kSlot - 40;  // a full slot's payload
 constexpr uint64_t kMax = 1 << 20;
 
 SlotHeader fragment(uint32_t flags, uint32_t bytes, uint64_t message, uint64_t offset) {
@@ -27,33 +28,37 @@ SlotHeader fragment(uint32_t flags, uint32_t bytes, uint64_t message, uint64_t o
 
 TEST(FabricWire, HeadersOfWellFormedFragmentsPass) {
   EXPECT_FALSE(check_header(fragment(kFirst | kLast, 100, 100, 0), kSlot, kMax, true));
-  EXPECT_FALSE(check_header(fragment(kFirst | kLast | kTagged | kHasData, 0, 0, 0), kSlot, kMax, true));
-  EXPECT_FALSE(check_header(fragment(kFirst, kSlot - 40, 10000, 0), kSlot, kMax, true));
-  EXPECT_FALSE(check_header(fragment(0, kSlot - 40, 10000, kSlot - 40), kSlot, kMax, false));
-  EXPECT_FALSE(check_header(fragment(kLast, 10000 - 2 * (kSlot - 40), 10000, 2 * (kSlot - 40)), kSlot, kMax, false));
-  EXPECT_FALSE(check_header(fragment(kRts | kFirst | kLast | kTagged, 0, 5000000 % kMax, 63), kSlot, kMax, true));
+  EXPECT_FALSE(
+      check_header(fragment(kFirst | kLast | kTagged | kHasData, 0, 0, 0), kSlot, kMax, true));
+  EXPECT_FALSE(check_header(fragment(kFirst, kPayload, 10000, 0), kSlot, kMax, true));
+  EXPECT_FALSE(check_header(fragment(0, kPayload, 10000, kPayload), kSlot, kMax, false));
+  EXPECT_FALSE(
+      check_header(fragment(kLast, 10000 - 2 * kPayload, 10000, 2 * kPayload), kSlot, kMax, false));
+  EXPECT_FALSE(check_header(fragment(kRts | kFirst | kLast | kTagged, 0, 5000000 % kMax, 63), kSlot,
+                            kMax, true));
   EXPECT_FALSE(check_header(fragment(kFin | kFirst | kLast, 0, 0, 5), kSlot, kMax, true));
-  EXPECT_FALSE(check_header(fragment(kRmaData | kFirst | kLast | kHasData, 0, 0, 0), kSlot, kMax, true));
+  EXPECT_FALSE(
+      check_header(fragment(kRmaData | kFirst | kLast | kHasData, 0, 0, 0), kSlot, kMax, true));
 }
 
 TEST(FabricWire, HeadersAPeerCannotSendAreRefusedWithAReason) {
   const std::vector<std::pair<SlotHeader, bool>> bad = {
-      {fragment(1u << 20 | kFirst | kLast, 1, 1, 0), true},           // unknown flag
-      {fragment(kFirst | kLast, kSlot, kSlot, 0), true},              // larger than its slot
-      {fragment(kFirst | kLast, 100, kMax + 1, 0), true},             // over max_msg_size
-      {fragment(kLast, 100, 150, 100), false},                        // past the message's end
-      {fragment(kLast, 100, ~0ull, ~0ull - 50), false},               // offset + bytes wraps
-      {fragment(kFirst, 100, 1000, 0), false},                        // a new message mid-message
-      {fragment(0, 100, 1000, 100), true},                            // no first fragment
-      {fragment(kLast, 100, 1000, 100), false},                       // last that does not end it
-      {fragment(kFirst | kLast, 0, 100, 0), true},                    // first+last that does not end it
+      {fragment(1u << 20 | kFirst | kLast, 1, 1, 0), true},  // unknown flag
+      {fragment(kFirst | kLast, kSlot, kSlot, 0), true},     // larger than its slot
+      {fragment(kFirst | kLast, 100, kMax + 1, 0), true},    // over max_msg_size
+      {fragment(kLast, 100, 150, 100), false},               // past the message's end
+      {fragment(kLast, 100, ~0ull, ~0ull - 50), false},      // offset + bytes wraps
+      {fragment(kFirst, 100, 1000, 0), false},               // a new message mid-message
+      {fragment(0, 100, 1000, 100), true},                   // no first fragment
+      {fragment(kLast, 100, 1000, 100), false},              // last that does not end it
+      {fragment(kFirst | kLast, 0, 100, 0), true},           // first+last that does not end it
       {fragment(kRts | kFirst | kLast, 0, 100, kMaxRendezvous), true},  // index out of range
-      {fragment(kRts | kFirst | kLast, 8, 100, 0), true},             // RTS with payload
-      {fragment(kRts | kFirst, 0, 100, 0), true},                     // RTS without kLast
-      {fragment(kFin | kFirst | kLast, 0, 100, 0), true},             // FIN with a length
-      {fragment(kFin | kRts | kFirst | kLast, 0, 0, 0), true},        // both
-      {fragment(kRts | kFirst | kLast, 0, 100, 0), false},            // RTS mid-message
-      {fragment(kRmaData | kFirst | kLast, 0, 0, 0), true},           // notice without data
+      {fragment(kRts | kFirst | kLast, 8, 100, 0), true},               // RTS with payload
+      {fragment(kRts | kFirst, 0, 100, 0), true},                       // RTS without kLast
+      {fragment(kFin | kFirst | kLast, 0, 100, 0), true},               // FIN with a length
+      {fragment(kFin | kRts | kFirst | kLast, 0, 0, 0), true},          // both
+      {fragment(kRts | kFirst | kLast, 0, 100, 0), false},              // RTS mid-message
+      {fragment(kRmaData | kFirst | kLast, 0, 0, 0), true},             // notice without data
       {fragment(kRmaData | kFirst | kLast | kHasData, 4, 4, 0), true},  // notice with payload
   };
   for (size_t i = 0; i < bad.size(); ++i) {

@@ -9,7 +9,8 @@
 namespace mrc::fabric {
 namespace {
 
-int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uint64_t flags, void*) {
+int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uint64_t flags,
+              void*) {
   Av* av = reinterpret_cast<Av*>(f);
   if ((flags & ~FI_MORE) != 0) return -FI_EBADFLAGS;
   std::lock_guard lock(av->domain->lock);
@@ -32,7 +33,9 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
   return inserted;
 }
 
-int av_insertsvc(fid_av*, const char*, const char*, fi_addr_t*, uint64_t, void*) { return -FI_ENOSYS; }
+int av_insertsvc(fid_av*, const char*, const char*, fi_addr_t*, uint64_t, void*) {
+  return -FI_ENOSYS;
+}
 int av_insertsym(fid_av*, const char*, size_t, const char*, size_t, fi_addr_t*, uint64_t, void*) {
   return -FI_ENOSYS;
 }
@@ -44,6 +47,8 @@ int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) {
   for (size_t i = 0; i < count; ++i) {
     if (fi_addr[i] >= av->names.size() || !av->live[fi_addr[i]]) return -FI_EINVAL;
     av->live[fi_addr[i]] = 0;
+    for (Endpoint* ep : av->domain->endpoints)
+      if (ep->av == av && fi_addr[i] < ep->tx_by_addr.size()) ep->tx_by_addr[fi_addr[i]] = nullptr;
   }
   return 0;
 }
@@ -68,7 +73,9 @@ const char* av_straddr(fid_av*, const void* addr, char* buf, size_t* len) {
   return buf;
 }
 
-int av_set(fid_av*, fi_av_set_attr*, fid_av_set**, void*) { return -FI_ENOSYS; }
+int av_set(fid_av*, fi_av_set_attr*, fid_av_set**, void*) {
+  return -FI_ENOSYS;
+}
 
 int av_close(fid* f) {
   delete reinterpret_cast<Av*>(f);
@@ -76,7 +83,8 @@ int av_close(fid* f) {
 }
 
 fi_ops av_fi_ops{sizeof(fi_ops), av_close, no_bind, no_control, no_ops_open, no_tostr, no_ops_set};
-fi_ops_av av_ops{sizeof(fi_ops_av), av_insert, av_insertsvc, av_insertsym, av_remove, av_lookup, av_straddr, av_set};
+fi_ops_av av_ops{sizeof(fi_ops_av), av_insert, av_insertsvc, av_insertsym,
+                 av_remove,         av_lookup, av_straddr,   av_set};
 
 }  // namespace
 
@@ -90,7 +98,8 @@ int open_av(fid_domain* domain, fi_av_attr* attr, fid_av** out, void* context) {
   if (attr == nullptr) return -FI_EINVAL;
   // A named (shared) AV lives in shared memory between processes; this provider has none.
   if (attr->name != nullptr || (attr->flags & (FI_READ | FI_SYMMETRIC)) != 0) return -FI_ENOSYS;
-  if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP && attr->type != FI_AV_TABLE) return -FI_EINVAL;
+  if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP && attr->type != FI_AV_TABLE)
+    return -FI_EINVAL;
   auto* av = new Av();
   av->domain = reinterpret_cast<Domain*>(domain);
   av->type = attr->type == FI_AV_UNSPEC ? FI_AV_TABLE : attr->type;

@@ -3,7 +3,8 @@
 // Each endpoint listens on a TCP port of its first plane's address; its name carries that
 // address and port. A sender's first message to a peer creates a TxLink: a queue pair, a
 // staging region, and a TCP connection to the peer's listener, over which it sends one line
-//   mrcfi1 hello <sender name hex> <staging address> <staging rkey> <slots> <slot bytes> <ConnectionInfo>
+//   mrcfi1 hello <sender name hex> <staging address> <staging rkey> <slots> <slot bytes>
+//   <ConnectionInfo>
 // The receiver creates the RxLink (queue pair, ring), connects its queue pair and answers
 //   mrcfi1 ok <ring address> <ring rkey> <ConnectionInfo>      or      mrcfi1 error <why>
 // and the sender connects its queue pair and starts sending. The TCP connection stays open for
@@ -32,7 +33,8 @@ constexpr size_t kMaxAccepting = 1024;
 constexpr int64_t kClosedGraceMs = 500;
 
 int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -66,9 +68,11 @@ QpConfig link_qp_config(uint32_t slots) {
 Result<Qp*, Error> new_qp(Domain& d, uint32_t slots, Registered& region, size_t bytes) {
   region.length = bytes;
   region.bytes = static_cast<uint8_t*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
-  if (region.bytes == nullptr) return fail(Errc::kResourceExhausted, "out of memory for a link's slots");
+  if (region.bytes == nullptr)
+    return fail(Errc::kResourceExhausted, "out of memory for a link's slots");
   std::memset(region.bytes, 0, bytes);
-  auto mr = d.context->register_memory(d.pd, region.bytes, bytes, kAccessLocalWrite | kAccessRemoteWrite);
+  auto mr =
+      d.context->register_memory(d.pd, region.bytes, bytes, kAccessLocalWrite | kAccessRemoteWrite);
   if (!mr.ok()) return Err{mr.error()};
   region.mr = mr.value();
   region.context = d.context.get();
@@ -124,7 +128,9 @@ void close_control(Domain& d, Control& c) {
   c.fd = -1;
 }
 
-std::string peer_text(const EndpointName& n) { return to_string(n); }
+std::string peer_text(const EndpointName& n) {
+  return to_string(n);
+}
 
 // The accepted connection `link`, taken out of the endpoint's accepting list.
 std::unique_ptr<RxLink> take_accepted(Endpoint& ep, RxLink* link) {
@@ -176,9 +182,9 @@ namespace {
 
 std::string hello_line(const TxLink& link) {
   std::ostringstream o;
-  o << "mrcfi1 hello " << to_hex(link.ep->name) << ' ' << reinterpret_cast<uint64_t>(link.staging.bytes) << ' '
-    << link.staging.mr.rkey << ' ' << link.slots << ' ' << link.slot_bytes << ' '
-    << link.qp->local_info().to_string() << '\n';
+  o << "mrcfi1 hello " << to_hex(link.ep->name) << ' '
+    << reinterpret_cast<uint64_t>(link.staging.bytes) << ' ' << link.staging.mr.rkey << ' '
+    << link.slots << ' ' << link.slot_bytes << ' ' << link.qp->local_info().to_string() << '\n';
   return o.str();
 }
 
@@ -193,7 +199,8 @@ std::unique_ptr<TxLink> start_link(Endpoint& ep, const EndpointName& peer, uint6
   link->slot_bytes = static_cast<uint32_t>(d.config.slot_bytes);
   link->staging_busy.assign(link->slots, 0);
   link->deadline_ms = now_ms() + d.config.connect_timeout_ms;
-  auto qp = new_qp(d, link->slots, link->staging, size_t{link->slots} * link->slot_bytes + kMaxRendezvous * kCtsBytes);
+  auto qp = new_qp(d, link->slots, link->staging,
+                   size_t{link->slots} * link->slot_bytes + size_t{kMaxRendezvous} * kCtsBytes);
   if (!qp.ok()) {
     link->state = TxLink::State::kFailed;
     link->failure = "cannot create a queue pair to " + peer_text(peer) + ": " + qp.error().message;
@@ -206,7 +213,8 @@ std::unique_ptr<TxLink> start_link(Endpoint& ep, const EndpointName& peer, uint6
   const socklen_t len = to_sockaddr(peer, sa);
   link->control.fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (link->control.fd < 0 ||
-      (connect(link->control.fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 && errno != EINPROGRESS)) {
+      (connect(link->control.fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 &&
+       errno != EINPROGRESS)) {
     link->state = TxLink::State::kFailed;
     link->failure = "cannot connect to " + peer_text(peer) + ": " + std::strerror(errno);
     warn(link->failure);
@@ -224,11 +232,15 @@ TxLink* tx_link_to(Endpoint& ep, uint64_t fi_addr, int* err) {
     *err = -FI_EINVAL;
     return nullptr;
   }
+  if (fi_addr < ep.tx_by_addr.size() && ep.tx_by_addr[fi_addr] != nullptr)
+    return ep.tx_by_addr[fi_addr];
   const EndpointName& peer = ep.av->names[fi_addr];
-  const auto* b = reinterpret_cast<const uint8_t*>(&peer);
-  std::vector<uint8_t> key(b, b + sizeof peer);
+  std::array<uint8_t, sizeof(EndpointName)> key;
+  std::memcpy(key.data(), &peer, sizeof peer);
   auto it = ep.tx_links.find(key);
   if (it == ep.tx_links.end()) it = ep.tx_links.emplace(key, start_link(ep, peer, fi_addr)).first;
+  if (ep.tx_by_addr.size() <= fi_addr) ep.tx_by_addr.resize(fi_addr + 1, nullptr);
+  ep.tx_by_addr[fi_addr] = it->second.get();
   return it->second.get();
 }
 
@@ -242,7 +254,8 @@ void take_answer(TxLink& link, const std::string& line) {
   if (magic != "mrcfi1" || verdict != "ok") {
     const auto at = line.find(verdict);
     fail_link(link, peer_text(link.peer) + " refused the link: " +
-                        (verdict == "error" ? line.substr(at + verdict.size() + 1) : "not an mrc provider"));
+                        (verdict == "error" ? line.substr(at + verdict.size() + 1)
+                                            : "not an mrc provider"));
     return;
   }
   in >> link.ring_address >> link.ring_rkey;
@@ -254,7 +267,8 @@ void take_answer(TxLink& link, const std::string& line) {
     return;
   }
   if (auto r = connect_qp(*link.qp, info.value(), link.slots); !r.ok()) {
-    fail_link(link, "cannot connect the queue pair to " + peer_text(link.peer) + ": " + r.error().message);
+    fail_link(link, "cannot connect the queue pair to " + peer_text(link.peer) + ": " +
+                        r.error().message);
     return;
   }
   link.state = TxLink::State::kReady;
@@ -287,7 +301,8 @@ void on_tx_control(TxLink& link, uint32_t events) {
   if (line && link.state == TxLink::State::kConnecting) take_answer(link, *line);
   if (!closed || link.state == TxLink::State::kFailed) return;
   if (link.state == TxLink::State::kConnecting) {
-    fail_link(link, "the peer " + peer_text(link.peer) + " closed the connection before the link was set up");
+    fail_link(link, "the peer " + peer_text(link.peer) +
+                        " closed the connection before the link was set up");
     return;
   }
   // The peer is gone, but credits it returned before it went may still be on their way over
@@ -319,11 +334,13 @@ namespace {
 Result<std::string, Error> accept_hello(RxLink& link, const std::string& line) {
   std::istringstream in(line);
   std::string magic, verb, name_hex;
-  in >> magic >> verb >> name_hex >> link.staging_address >> link.staging_rkey >> link.slots >> link.slot_bytes;
+  in >> magic >> verb >> name_hex >> link.staging_address >> link.staging_rkey >> link.slots >>
+      link.slot_bytes;
   const auto name = name_from_hex(name_hex);
   if (magic != "mrcfi1" || verb != "hello" || !in || !name)
     return fail(Errc::kInvalidArgument, "not an mrc provider hello");
-  if (link.slots < 2 || link.slots > kMaxSlots || link.slot_bytes < kMinSlotBytes || link.slot_bytes > kMaxSlotBytes)
+  if (link.slots < 2 || link.slots > kMaxSlots || link.slot_bytes < kMinSlotBytes ||
+      link.slot_bytes > kMaxSlotBytes)
     return fail(Errc::kInvalidArgument, "slots or slot size out of range");
   link.peer = *name;
   std::string rest;
@@ -331,14 +348,15 @@ Result<std::string, Error> accept_hello(RxLink& link, const std::string& line) {
   auto info = ConnectionInfo::parse(rest.empty() ? rest : rest.substr(1));
   if (!info.ok()) return Err{info.error()};
   Domain& d = *link.ep->domain;
-  auto qp = new_qp(d, link.slots, link.ring, size_t{link.slots} * link.slot_bytes + kMaxRendezvous * kCtsBytes);
+  auto qp = new_qp(d, link.slots, link.ring,
+                   size_t{link.slots} * link.slot_bytes + size_t{kMaxRendezvous} * kCtsBytes);
   if (!qp.ok()) return Err{qp.error()};
   link.qp = qp.value();
   d.rx_by_qpn[link.qp->qpn()] = &link;
   if (auto r = connect_qp(*link.qp, info.value(), link.slots); !r.ok()) return Err{r.error()};
   std::ostringstream o;
-  o << "mrcfi1 ok " << reinterpret_cast<uint64_t>(link.ring.bytes) << ' ' << link.ring.mr.rkey << ' '
-    << link.qp->local_info().to_string() << '\n';
+  o << "mrcfi1 ok " << reinterpret_cast<uint64_t>(link.ring.bytes) << ' ' << link.ring.mr.rkey
+    << ' ' << link.qp->local_info().to_string() << '\n';
   return o.str();
 }
 
@@ -357,10 +375,12 @@ void on_rx_control(RxLink& link, uint32_t events) {
   if (line && !link.linked) {
     auto answer = accept_hello(link, *line);
     link.linked = answer.ok();
-    link.control.outbox = answer.ok() ? answer.value() : "mrcfi1 error " + answer.error().message + "\n";
-    if (!answer.ok()) warn("refused a link from " + to_string(link.peer) + ": " + answer.error().message);
+    link.control.outbox =
+        answer.ok() ? answer.value() : "mrcfi1 error " + answer.error().message + "\n";
+    if (!answer.ok())
+      warn("refused a link from " + to_string(link.peer) + ": " + answer.error().message);
     if (!flush(d, link.control, &link.tag) || !answer.ok()) closed = true;
-    if (answer.ok()) link.ep->rx_links.push_back(std::move(take_accepted(*link.ep, &link)));
+    if (answer.ok()) link.ep->rx_links.push_back(take_accepted(*link.ep, &link));
   }
   // The link outlives its connection: its last messages may still be in the ring.
   if (closed) close_control(d, link.control);
@@ -373,10 +393,12 @@ void check_timeouts(Domain& d) {
     std::erase_if(ep->accepting, [](const auto& l) { return l->control.fd < 0; });
     for (auto& [key, link] : ep->tx_links)
       if (link->state == TxLink::State::kConnecting && now > link->deadline_ms)
-        fail_link(*link, "no answer from " + peer_text(link->peer) + " within FI_MRC_CONNECT_TIMEOUT_MS (" +
+        fail_link(*link, "no answer from " + peer_text(link->peer) +
+                             " within FI_MRC_CONNECT_TIMEOUT_MS (" +
                              std::to_string(d.config.connect_timeout_ms) + " ms)");
       else if (link->closed_at_ms != 0 && now > link->closed_at_ms + kClosedGraceMs)
-        fail_link(*link, "the peer " + peer_text(link->peer) + " closed its end (it exited or closed the endpoint)");
+        fail_link(*link, "the peer " + peer_text(link->peer) +
+                             " closed its end (it exited or closed the endpoint)");
   }
 }
 
@@ -386,14 +408,17 @@ namespace {
 void print_stats(const char* direction, const EndpointName& peer, const Qp* qp) {
   if (qp == nullptr) return;
   const QpStats s = qp->stats();
-  std::fprintf(stderr,
-               "mrc-fi: link %s %s: data packets sent %llu received %llu, retransmits %llu, timeouts %llu, "
-               "tail probes %llu, losses: fast %llu tail %llu timeout %llu\n",
-               direction, to_string(peer).c_str(), static_cast<unsigned long long>(s.data_packets_sent),
-               static_cast<unsigned long long>(s.data_packets_received), static_cast<unsigned long long>(s.retransmits),
-               static_cast<unsigned long long>(s.timeouts), static_cast<unsigned long long>(s.tail_probes),
-               static_cast<unsigned long long>(s.losses_fast), static_cast<unsigned long long>(s.losses_tail),
-               static_cast<unsigned long long>(s.losses_timeout));
+  std::fprintf(
+      stderr,
+      "mrc-fi: link %s %s: data packets sent %llu received %llu, retransmits %llu, timeouts %llu, "
+      "tail probes %llu, losses: fast %llu tail %llu timeout %llu\n",
+      direction, to_string(peer).c_str(), static_cast<unsigned long long>(s.data_packets_sent),
+      static_cast<unsigned long long>(s.data_packets_received),
+      static_cast<unsigned long long>(s.retransmits), static_cast<unsigned long long>(s.timeouts),
+      static_cast<unsigned long long>(s.tail_probes),
+      static_cast<unsigned long long>(s.losses_fast),
+      static_cast<unsigned long long>(s.losses_tail),
+      static_cast<unsigned long long>(s.losses_timeout));
 }
 
 }  // namespace
@@ -419,6 +444,7 @@ void close_links(Endpoint& ep) {
   for (auto* list : {&ep.rx_links, &ep.accepting})
     for (auto& link : *list) d.graveyard.push_back(std::move(link));
   ep.tx_links.clear();
+  ep.tx_by_addr.clear();
   ep.rx_links.clear();
   ep.accepting.clear();
 }

@@ -1,13 +1,14 @@
 // Completion queues, counters and event queues of the provider.
 //
 // A CQ holds entries in the tagged format, whatever format the application opened it with, and
-// converts as it is read (an empty read yields the CPU: see read_from). Error entries wait in their own queue: while one waits, fi_cq_read
-// answers -FI_EAVAIL, so the application reads it with fi_cq_readerr. Every queue is bounded by
-// what feeds it: an endpoint accepts at most fi_tx_attr::size sends and fi_rx_attr::size
-// receives at a time. Reads run progress on the domain first when its lock is free, so an
-// application that polls does the work without waiting for the progress thread.
-#include <sys/eventfd.h>
+// converts as it is read (an empty read yields the CPU: see read_from). Error entries wait in their
+// own queue: while one waits, fi_cq_read answers -FI_EAVAIL, so the application reads it with
+// fi_cq_readerr. Every queue is bounded by what feeds it: an endpoint accepts at most
+// fi_tx_attr::size sends and fi_rx_attr::size receives at a time. Reads run progress on the domain
+// first when its lock is free, so an application that polls does the work without waiting for the
+// progress thread.
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,10 +28,14 @@ void try_progress(Domain* d) {
 
 size_t entry_bytes(fi_cq_format f) {
   switch (f) {
-    case FI_CQ_FORMAT_MSG: return sizeof(fi_cq_msg_entry);
-    case FI_CQ_FORMAT_DATA: return sizeof(fi_cq_data_entry);
-    case FI_CQ_FORMAT_TAGGED: return sizeof(fi_cq_tagged_entry);
-    default: return sizeof(fi_cq_entry);
+    case FI_CQ_FORMAT_MSG:
+      return sizeof(fi_cq_msg_entry);
+    case FI_CQ_FORMAT_DATA:
+      return sizeof(fi_cq_data_entry);
+    case FI_CQ_FORMAT_TAGGED:
+      return sizeof(fi_cq_tagged_entry);
+    default:
+      return sizeof(fi_cq_entry);
   }
 }
 
@@ -54,7 +59,8 @@ ssize_t read_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src) {
   }
   size_t n = 0;
   for (; n < count && !cq->entries.empty(); ++n) {
-    store(cq->format, cq->entries.front().entry, static_cast<uint8_t*>(buf) + n * entry_bytes(cq->format));
+    store(cq->format, cq->entries.front().entry,
+          static_cast<uint8_t*>(buf) + n * entry_bytes(cq->format));
     if (src != nullptr) src[n] = cq->entries.front().source;
     cq->entries.pop_front();
   }
@@ -65,7 +71,9 @@ ssize_t read_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src) {
   return static_cast<ssize_t>(n);
 }
 
-ssize_t cq_read(fid_cq* cq, void* buf, size_t count) { return read_from(cq, buf, count, nullptr); }
+ssize_t cq_read(fid_cq* cq, void* buf, size_t count) {
+  return read_from(cq, buf, count, nullptr);
+}
 
 ssize_t cq_readerr(fid_cq* fid, fi_cq_err_entry* buf, uint64_t) {
   Cq* cq = reinterpret_cast<Cq*>(fid);
@@ -92,7 +100,8 @@ ssize_t cq_readerr(fid_cq* fid, fi_cq_err_entry* buf, uint64_t) {
   return 1;
 }
 
-ssize_t sread_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src, const void*, int timeout_ms) {
+ssize_t sread_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src, const void*,
+                   int timeout_ms) {
   Cq* cq = reinterpret_cast<Cq*>(fid);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
@@ -123,7 +132,8 @@ int cq_signal(fid_cq* fid) {
 }
 
 const char* cq_strerror(fid_cq*, int prov_errno, const void* err_data, char* buf, size_t len) {
-  const char* text = err_data != nullptr ? static_cast<const char*>(err_data) : fi_strerror(prov_errno);
+  const char* text =
+      err_data != nullptr ? static_cast<const char*>(err_data) : fi_strerror(prov_errno);
   if (buf != nullptr && len > 0) {
     std::strncpy(buf, text, len - 1);
     buf[len - 1] = '\0';
@@ -147,7 +157,8 @@ int cq_control(fid* f, int command, void* arg) {
 }
 
 fi_ops cq_fi_ops{sizeof(fi_ops), cq_close, no_bind, cq_control, no_ops_open, no_tostr, no_ops_set};
-fi_ops_cq cq_ops{sizeof(fi_ops_cq), cq_read, read_from, cq_readerr, cq_sread, sread_from, cq_signal, cq_strerror};
+fi_ops_cq cq_ops{sizeof(fi_ops_cq), cq_read,    read_from, cq_readerr,
+                 cq_sread,          sread_from, cq_signal, cq_strerror};
 
 }  // namespace
 
@@ -248,8 +259,10 @@ int cntr_close(fid* f) {
   return 0;
 }
 
-fi_ops cntr_fi_ops{sizeof(fi_ops), cntr_close, no_bind, no_control, no_ops_open, no_tostr, no_ops_set};
-fi_ops_cntr cntr_ops{sizeof(fi_ops_cntr), cntr_read, cntr_readerr, cntr_add, cntr_set, cntr_wait, cntr_adderr, cntr_seterr};
+fi_ops cntr_fi_ops{sizeof(fi_ops), cntr_close, no_bind,   no_control,
+                   no_ops_open,    no_tostr,   no_ops_set};
+fi_ops_cntr cntr_ops{sizeof(fi_ops_cntr), cntr_read,   cntr_readerr, cntr_add, cntr_set,
+                     cntr_wait,           cntr_adderr, cntr_seterr};
 
 }  // namespace
 
@@ -290,7 +303,8 @@ ssize_t eq_read(fid_eq* f, uint32_t* event, void* buf, size_t len, uint64_t flag
   std::lock_guard lock(eq->lock);
   return eq_read_impl(eq, event, buf, len, flags);
 }
-ssize_t eq_sread(fid_eq* f, uint32_t* event, void* buf, size_t len, int timeout_ms, uint64_t flags) {
+ssize_t eq_sread(fid_eq* f, uint32_t* event, void* buf, size_t len, int timeout_ms,
+                 uint64_t flags) {
   Eq* eq = reinterpret_cast<Eq*>(f);
   std::unique_lock lock(eq->lock);
   const auto ready = [&] { return !eq->events.empty(); };
@@ -300,7 +314,9 @@ ssize_t eq_sread(fid_eq* f, uint32_t* event, void* buf, size_t len, int timeout_
     eq->changed.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
   return eq_read_impl(eq, event, buf, len, flags);
 }
-ssize_t eq_readerr(fid_eq*, fi_eq_err_entry*, uint64_t) { return -FI_EAGAIN; }
+ssize_t eq_readerr(fid_eq*, fi_eq_err_entry*, uint64_t) {
+  return -FI_EAGAIN;
+}
 ssize_t eq_write(fid_eq* f, uint32_t event, const void* buf, size_t len, uint64_t) {
   Eq* eq = reinterpret_cast<Eq*>(f);
   std::lock_guard lock(eq->lock);
@@ -324,7 +340,8 @@ fi_ops_eq eq_ops{sizeof(fi_ops_eq), eq_read, eq_readerr, eq_write, eq_sread, eq_
 }  // namespace
 
 int open_eq(fid_fabric*, fi_eq_attr* attr, fid_eq** out, void* context) {
-  if (attr != nullptr && (attr->wait_obj == FI_WAIT_SET || attr->wait_obj == FI_WAIT_FD)) return -FI_ENOSYS;
+  if (attr != nullptr && (attr->wait_obj == FI_WAIT_SET || attr->wait_obj == FI_WAIT_FD))
+    return -FI_ENOSYS;
   auto* eq = new Eq();
   eq->fid.fid.fclass = FI_CLASS_EQ;
   eq->fid.fid.context = context;

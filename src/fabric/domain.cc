@@ -29,7 +29,8 @@ namespace {
 std::optional<std::string> in_prefix(const std::string& entry) {
   const auto slash = entry.find('/');
   in_addr net{};
-  if (slash == std::string::npos || inet_pton(AF_INET, entry.substr(0, slash).c_str(), &net) != 1) return std::nullopt;
+  if (slash == std::string::npos || inet_pton(AF_INET, entry.substr(0, slash).c_str(), &net) != 1)
+    return std::nullopt;
   const int bits = std::atoi(entry.c_str() + slash + 1);
   if (bits < 1 || bits > 32) return std::nullopt;
   const uint32_t mask = bits == 32 ? ~0u : ~((1u << (32 - bits)) - 1);
@@ -55,7 +56,8 @@ std::optional<std::string> of_interface(const std::string& entry) {
     if (i->ifa_addr == nullptr || entry != i->ifa_name) continue;
     char text[INET6_ADDRSTRLEN];
     if (i->ifa_addr->sa_family == AF_INET)
-      found = inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+      found = inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text,
+                        sizeof text);
   }
   freeifaddrs(list);
   return found;
@@ -69,7 +71,8 @@ Result<std::vector<std::string>, Error> resolve_planes(const std::string& settin
     if (entry.empty()) continue;
     in6_addr any{};
     std::optional<std::string> address;
-    if (inet_pton(AF_INET, entry.c_str(), &any) == 1 || inet_pton(AF_INET6, entry.c_str(), &any) == 1)
+    if (inet_pton(AF_INET, entry.c_str(), &any) == 1 ||
+        inet_pton(AF_INET6, entry.c_str(), &any) == 1)
       address = entry;
     else if (entry.find('/') != std::string::npos)
       address = in_prefix(entry);
@@ -85,7 +88,8 @@ Result<std::vector<std::string>, Error> resolve_planes(const std::string& settin
   return planes;
 }
 
-Result<std::unique_ptr<Context>, Error> open_context(const Settings& s, const std::vector<std::string>& planes) {
+Result<std::unique_ptr<Context>, Error> open_context(const Settings& s,
+                                                     const std::vector<std::string>& planes) {
   ContextOptions o;
   o.planes = planes;
   o.port_setting = "FI_MRC_PORT";
@@ -98,7 +102,9 @@ Result<std::unique_ptr<Context>, Error> open_context(const Settings& s, const st
     const uint32_t port = static_cast<uint32_t>(s.port) + k;
     const uint32_t ev = static_cast<uint32_t>(s.ev_port_base) + k * range;
     if (port > 65535 || ev + range > 65536)
-      return fail(Errc::kAddressInUse, "every UDP port from FI_MRC_PORT and EV range from FI_MRC_EV_PORT_BASE is in use");
+      return fail(
+          Errc::kAddressInUse,
+          "every UDP port from FI_MRC_PORT and EV range from FI_MRC_EV_PORT_BASE is in use");
     o.port = static_cast<uint16_t>(port);
     o.ev_port_base = static_cast<uint16_t>(ev);
     o.seed = (static_cast<uint64_t>(getpid()) << 16) ^ k;
@@ -109,7 +115,8 @@ Result<std::unique_ptr<Context>, Error> open_context(const Settings& s, const st
 
 std::optional<std::string> check(const Settings& s) {
   if (s.slots < 2 || s.slots > static_cast<int>(kMaxSlots)) return "FI_MRC_SLOTS must be 2..128";
-  if (s.slot_bytes < static_cast<int>(kMinSlotBytes) || s.slot_bytes > static_cast<int>(kMaxSlotBytes))
+  if (s.slot_bytes < static_cast<int>(kMinSlotBytes) ||
+      s.slot_bytes > static_cast<int>(kMaxSlotBytes))
     return "FI_MRC_SLOT_BYTES must be 1024..1048576";
   if (s.port < 1 || s.port > 65535 || s.ev_port_base < 1 || s.ev_port_base > 65535)
     return "FI_MRC_PORT and FI_MRC_EV_PORT_BASE must be 1..65535";
@@ -139,9 +146,14 @@ void progress_loop(Domain* d) {
           if (ep.listen_fd >= 0) on_listener(ep);
           break;
         }
-        case WatchKind::kTxControl: on_tx_control(*static_cast<TxLink*>(tag->object), events[i].events); break;
-        case WatchKind::kRxControl: on_rx_control(*static_cast<RxLink*>(tag->object), events[i].events); break;
-        case WatchKind::kCq: break;
+        case WatchKind::kTxControl:
+          on_tx_control(*static_cast<TxLink*>(tag->object), events[i].events);
+          break;
+        case WatchKind::kRxControl:
+          on_rx_control(*static_cast<RxLink*>(tag->object), events[i].events);
+          break;
+        case WatchKind::kCq:
+          break;
       }
     }
     d->progress();
@@ -218,19 +230,33 @@ int domain_close(fid* f) {
   return 0;
 }
 
-int no_scalable_ep(fid_domain*, fi_info*, fid_ep**, void*) { return -FI_ENOSYS; }
-int no_poll_open(fid_domain*, fi_poll_attr*, fid_poll**) { return -FI_ENOSYS; }
-int no_stx(fid_domain*, fi_tx_attr*, fid_stx**, void*) { return -FI_ENOSYS; }
-int no_srx(fid_domain*, fi_rx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
-int no_query_atomic(fid_domain*, fi_datatype, fi_op, fi_atomic_attr*, uint64_t) { return -FI_EOPNOTSUPP; }
-int no_query_collective(fid_domain*, fi_collective_op, fi_collective_attr*, uint64_t) { return -FI_EOPNOTSUPP; }
+int no_scalable_ep(fid_domain*, fi_info*, fid_ep**, void*) {
+  return -FI_ENOSYS;
+}
+int no_poll_open(fid_domain*, fi_poll_attr*, fid_poll**) {
+  return -FI_ENOSYS;
+}
+int no_stx(fid_domain*, fi_tx_attr*, fid_stx**, void*) {
+  return -FI_ENOSYS;
+}
+int no_srx(fid_domain*, fi_rx_attr*, fid_ep**, void*) {
+  return -FI_ENOSYS;
+}
+int no_query_atomic(fid_domain*, fi_datatype, fi_op, fi_atomic_attr*, uint64_t) {
+  return -FI_EOPNOTSUPP;
+}
+int no_query_collective(fid_domain*, fi_collective_op, fi_collective_attr*, uint64_t) {
+  return -FI_EOPNOTSUPP;
+}
 int endpoint2(fid_domain* d, fi_info* info, fid_ep** ep, uint64_t flags, void* context) {
   return flags != 0 ? -FI_EINVAL : open_endpoint(d, info, ep, context);
 }
 
-fi_ops domain_fi_ops{sizeof(fi_ops), domain_close, no_bind, no_control, no_ops_open, no_tostr, no_ops_set};
-fi_ops_domain domain_ops{sizeof(fi_ops_domain), open_av, open_cq, open_endpoint, no_scalable_ep, open_cntr,
-                         no_poll_open, no_stx, no_srx, no_query_atomic, no_query_collective, endpoint2};
+fi_ops domain_fi_ops{sizeof(fi_ops), domain_close, no_bind,   no_control,
+                     no_ops_open,    no_tostr,     no_ops_set};
+fi_ops_domain domain_ops{
+    sizeof(fi_ops_domain), open_av, open_cq, open_endpoint,   no_scalable_ep,      open_cntr,
+    no_poll_open,          no_stx,  no_srx,  no_query_atomic, no_query_collective, endpoint2};
 fi_ops_mr mr_ops{sizeof(fi_ops_mr), mr_reg, mr_regv, mr_regattr};
 
 WatchTag cq_tag{WatchKind::kCq, nullptr};
@@ -250,7 +276,9 @@ void Domain::watch(int fd, void* tag, bool want_write) {
   if (epoll_ctl(epoll_fd, EPOLL_CTL_MOD, fd, &e) != 0) epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &e);
 }
 
-void Domain::unwatch(int fd) { epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr); }
+void Domain::unwatch(int fd) {
+  epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
+}
 
 int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context) {
   if (info != nullptr && info->domain_attr != nullptr && info->domain_attr->name != nullptr &&

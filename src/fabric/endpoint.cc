@@ -12,8 +12,12 @@
 namespace mrc::fabric {
 namespace {
 
-Endpoint& of(fid_ep* ep) { return *reinterpret_cast<Endpoint*>(ep); }
-Endpoint& of(fid* f) { return *reinterpret_cast<Endpoint*>(f); }
+Endpoint& of(fid_ep* ep) {
+  return *reinterpret_cast<Endpoint*>(ep);
+}
+Endpoint& of(fid* f) {
+  return *reinterpret_cast<Endpoint*>(f);
+}
 
 // Until the credits this endpoint owes its senders are written (at most a second): a sender's
 // last send completes only when they arrive.
@@ -22,7 +26,8 @@ void settle(Endpoint& ep, std::unique_lock<std::mutex>& lock) {
   for (;;) {
     ep.domain->progress();
     bool owed = false;
-    for (auto& link : ep.rx_links) owed |= !link->broken && (link->credit_writes > 0 || link->freed > 0);
+    for (auto& link : ep.rx_links)
+      owed |= !link->broken && (link->credit_writes > 0 || link->freed > 0);
     if (!owed || std::chrono::steady_clock::now() > until) return;
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -64,9 +69,14 @@ int ep_bind(fid* f, fid* b, uint64_t flags) {
   std::lock_guard lock(ep.domain->lock);
   if (ep.enabled) return -FI_EOPBADSTATE;
   switch (b->fclass) {
-    case FI_CLASS_CQ: return bind_cq(ep, reinterpret_cast<Cq*>(b), flags);
-    case FI_CLASS_AV: ep.av = reinterpret_cast<Av*>(b); return 0;
-    case FI_CLASS_EQ: ep.eq = reinterpret_cast<Eq*>(b); return 0;
+    case FI_CLASS_CQ:
+      return bind_cq(ep, reinterpret_cast<Cq*>(b), flags);
+    case FI_CLASS_AV:
+      ep.av = reinterpret_cast<Av*>(b);
+      return 0;
+    case FI_CLASS_EQ:
+      ep.eq = reinterpret_cast<Eq*>(b);
+      return 0;
     case FI_CLASS_CNTR:
       // FI_READ and FI_REMOTE_READ would count reads, which MRC does not have.
       if ((flags & FI_SEND) != 0) ep.send_cntr = reinterpret_cast<Cntr*>(b);
@@ -74,7 +84,8 @@ int ep_bind(fid* f, fid* b, uint64_t flags) {
       if ((flags & FI_WRITE) != 0) ep.write_cntr = reinterpret_cast<Cntr*>(b);
       if ((flags & FI_REMOTE_WRITE) != 0) ep.remote_write_cntr = reinterpret_cast<Cntr*>(b);
       return 0;
-    default: return -FI_EINVAL;
+    default:
+      return -FI_EINVAL;
   }
 }
 
@@ -97,15 +108,26 @@ int ep_control(fid* f, int command, void* arg) {
       ((flags & FI_RECV) != 0 ? ep.rx_op_flags : ep.tx_op_flags) = flags & ~(FI_TRANSMIT | FI_RECV);
       return 0;
     }
-    default: return -FI_ENOSYS;
+    default:
+      return -FI_ENOSYS;
   }
 }
 
-ssize_t ep_cancel(fid* f, void* context) { return cancel(of(f), context); }
-int ep_getopt(fid*, int, int, void*, size_t*) { return -FI_ENOPROTOOPT; }
-int ep_setopt(fid*, int, int, const void*, size_t) { return -FI_ENOPROTOOPT; }
-int no_ctx(fid_ep*, int, fi_tx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
-int no_rx_ctx(fid_ep*, int, fi_rx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
+ssize_t ep_cancel(fid* f, void* context) {
+  return cancel(of(f), context);
+}
+int ep_getopt(fid*, int, int, void*, size_t*) {
+  return -FI_ENOPROTOOPT;
+}
+int ep_setopt(fid*, int, int, const void*, size_t) {
+  return -FI_ENOPROTOOPT;
+}
+int no_ctx(fid_ep*, int, fi_tx_attr*, fid_ep**, void*) {
+  return -FI_ENOSYS;
+}
+int no_rx_ctx(fid_ep*, int, fi_rx_attr*, fid_ep**, void*) {
+  return -FI_ENOSYS;
+}
 ssize_t rx_left(fid_ep* e) {
   std::lock_guard lock(of(e).domain->lock);
   return static_cast<ssize_t>(kQueueSize - of(e).rx_outstanding);
@@ -123,23 +145,41 @@ int getname(fid* f, void* addr, size_t* addrlen) {
   std::memcpy(addr, &ep.name, sizeof(EndpointName));
   return 0;
 }
-int setname(fid*, void*, size_t) { return -FI_ENOSYS; }
-int getpeer(fid_ep*, void*, size_t*) { return -FI_ENOSYS; }
-int cm_connect(fid_ep*, const void*, const void*, size_t) { return -FI_ENOSYS; }
-int listen(fid_pep*) { return -FI_ENOSYS; }
-int accept(fid_ep*, const void*, size_t) { return -FI_ENOSYS; }
-int reject(fid_pep*, fid_t, const void*, size_t) { return -FI_ENOSYS; }
-int shutdown(fid_ep*, uint64_t) { return -FI_ENOSYS; }
-int join(fid_ep*, const void*, uint64_t, fid_mc**, void*) { return -FI_ENOSYS; }
+int setname(fid*, void*, size_t) {
+  return -FI_ENOSYS;
+}
+int getpeer(fid_ep*, void*, size_t*) {
+  return -FI_ENOSYS;
+}
+int cm_connect(fid_ep*, const void*, const void*, size_t) {
+  return -FI_ENOSYS;
+}
+int listen(fid_pep*) {
+  return -FI_ENOSYS;
+}
+int accept(fid_ep*, const void*, size_t) {
+  return -FI_ENOSYS;
+}
+int reject(fid_pep*, fid_t, const void*, size_t) {
+  return -FI_ENOSYS;
+}
+int shutdown(fid_ep*, uint64_t) {
+  return -FI_ENOSYS;
+}
+int join(fid_ep*, const void*, uint64_t, fid_mc**, void*) {
+  return -FI_ENOSYS;
+}
 
 fi_ops ep_fi_ops{sizeof(fi_ops), ep_close, ep_bind, ep_control, no_ops_open, no_tostr, no_ops_set};
-fi_ops_ep ep_ops{sizeof(fi_ops_ep), ep_cancel, ep_getopt, ep_setopt, no_ctx, no_rx_ctx, rx_left, tx_left};
-fi_ops_cm cm_ops{sizeof(fi_ops_cm), setname, getname, getpeer, cm_connect, listen, accept, reject, shutdown, join};
+fi_ops_ep ep_ops{sizeof(fi_ops_ep), ep_cancel, ep_getopt, ep_setopt, no_ctx,
+                 no_rx_ctx,         rx_left,   tx_left};
+fi_ops_cm cm_ops{sizeof(fi_ops_cm), setname, getname, getpeer, cm_connect, listen, accept, reject,
+                 shutdown,          join};
 
 // --- FI_MSG and FI_TAGGED: argument forms onto post_send / post_recv ---
 
-ssize_t send(fid_ep* e, const iovec* iov, size_t count, uint64_t dest, void* context, uint64_t flags,
-             bool tagged, uint64_t tag, uint64_t data) {
+ssize_t send(fid_ep* e, const iovec* iov, size_t count, uint64_t dest, void* context,
+             uint64_t flags, bool tagged, uint64_t tag, uint64_t data) {
   if (count > kMaxIov) return -FI_EINVAL;
   auto op = std::make_unique<SendOp>();
   op->context = context;
@@ -165,7 +205,9 @@ ssize_t recv(fid_ep* e, const iovec* iov, size_t count, uint64_t src, void* cont
   return post_recv(of(e), r);
 }
 
-iovec one(const void* buf, size_t len) { return {const_cast<void*>(buf), len}; }
+iovec one(const void* buf, size_t len) {
+  return {const_cast<void*>(buf), len};
+}
 
 ssize_t msg_recv(fid_ep* e, void* buf, size_t len, void*, fi_addr_t src, void* ctx) {
   const iovec v = one(buf, len);
@@ -191,7 +233,8 @@ ssize_t msg_inject(fid_ep* e, const void* buf, size_t len, fi_addr_t dest) {
   const iovec v = one(buf, len);
   return send(e, &v, 1, dest, nullptr, FI_INJECT, false, 0, 0);
 }
-ssize_t msg_senddata(fid_ep* e, const void* buf, size_t len, void*, uint64_t data, fi_addr_t dest, void* ctx) {
+ssize_t msg_senddata(fid_ep* e, const void* buf, size_t len, void*, uint64_t data, fi_addr_t dest,
+                     void* ctx) {
   const iovec v = one(buf, len);
   return send(e, &v, 1, dest, ctx, FI_REMOTE_CQ_DATA, false, 0, data);
 }
@@ -200,22 +243,25 @@ ssize_t msg_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi
   return send(e, &v, 1, dest, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, false, 0, data);
 }
 
-ssize_t t_recv(fid_ep* e, void* buf, size_t len, void*, fi_addr_t src, uint64_t tag, uint64_t ignore, void* ctx) {
+ssize_t t_recv(fid_ep* e, void* buf, size_t len, void*, fi_addr_t src, uint64_t tag,
+               uint64_t ignore, void* ctx) {
   const iovec v = one(buf, len);
   return recv(e, &v, 1, src, ctx, 0, true, tag, ignore);
 }
-ssize_t t_recvv(fid_ep* e, const iovec* iov, void**, size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore,
-                void* ctx) {
+ssize_t t_recvv(fid_ep* e, const iovec* iov, void**, size_t count, fi_addr_t src, uint64_t tag,
+                uint64_t ignore, void* ctx) {
   return recv(e, iov, count, src, ctx, 0, true, tag, ignore);
 }
 ssize_t t_recvmsg(fid_ep* e, const fi_msg_tagged* m, uint64_t flags) {
   return recv(e, m->msg_iov, m->iov_count, m->addr, m->context, flags, true, m->tag, m->ignore);
 }
-ssize_t t_send(fid_ep* e, const void* buf, size_t len, void*, fi_addr_t dest, uint64_t tag, void* ctx) {
+ssize_t t_send(fid_ep* e, const void* buf, size_t len, void*, fi_addr_t dest, uint64_t tag,
+               void* ctx) {
   const iovec v = one(buf, len);
   return send(e, &v, 1, dest, ctx, 0, true, tag, 0);
 }
-ssize_t t_sendv(fid_ep* e, const iovec* iov, void**, size_t count, fi_addr_t dest, uint64_t tag, void* ctx) {
+ssize_t t_sendv(fid_ep* e, const iovec* iov, void**, size_t count, fi_addr_t dest, uint64_t tag,
+                void* ctx) {
   return send(e, iov, count, dest, ctx, 0, true, tag, 0);
 }
 ssize_t t_sendmsg(fid_ep* e, const fi_msg_tagged* m, uint64_t flags) {
@@ -225,20 +271,29 @@ ssize_t t_inject(fid_ep* e, const void* buf, size_t len, fi_addr_t dest, uint64_
   const iovec v = one(buf, len);
   return send(e, &v, 1, dest, nullptr, FI_INJECT, true, tag, 0);
 }
-ssize_t t_senddata(fid_ep* e, const void* buf, size_t len, void*, uint64_t data, fi_addr_t dest, uint64_t tag,
-                   void* ctx) {
+ssize_t t_senddata(fid_ep* e, const void* buf, size_t len, void*, uint64_t data, fi_addr_t dest,
+                   uint64_t tag, void* ctx) {
   const iovec v = one(buf, len);
   return send(e, &v, 1, dest, ctx, FI_REMOTE_CQ_DATA, true, tag, data);
 }
-ssize_t t_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi_addr_t dest, uint64_t tag) {
+ssize_t t_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi_addr_t dest,
+                     uint64_t tag) {
   const iovec v = one(buf, len);
   return send(e, &v, 1, dest, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, true, tag, data);
 }
 
-fi_ops_msg msg_ops{sizeof(fi_ops_msg), msg_recv, msg_recvv, msg_recvmsg, msg_send, msg_sendv, msg_sendmsg,
-                   msg_inject, msg_senddata, msg_injectdata};
-fi_ops_tagged tagged_ops{sizeof(fi_ops_tagged), t_recv, t_recvv, t_recvmsg, t_send, t_sendv, t_sendmsg,
-                         t_inject, t_senddata, t_injectdata};
+fi_ops_msg msg_ops{sizeof(fi_ops_msg), msg_recv,    msg_recvv,  msg_recvmsg,  msg_send,
+                   msg_sendv,          msg_sendmsg, msg_inject, msg_senddata, msg_injectdata};
+fi_ops_tagged tagged_ops{sizeof(fi_ops_tagged),
+                         t_recv,
+                         t_recvv,
+                         t_recvmsg,
+                         t_send,
+                         t_sendv,
+                         t_sendmsg,
+                         t_inject,
+                         t_senddata,
+                         t_injectdata};
 
 // --- FI_RMA: writes (MRC has no READ) ---
 
@@ -255,31 +310,32 @@ ssize_t write(fid_ep* e, const iovec* iov, void** desc, size_t count, uint64_t d
   return post_write(of(e), std::move(op), desc, dest, flags | of(e).tx_op_flags);
 }
 
-ssize_t rma_write(fid_ep* e, const void* buf, size_t len, void* desc, fi_addr_t dest, uint64_t addr, uint64_t key,
-                  void* ctx) {
+ssize_t rma_write(fid_ep* e, const void* buf, size_t len, void* desc, fi_addr_t dest, uint64_t addr,
+                  uint64_t key, void* ctx) {
   const iovec v = one(buf, len);
   return write(e, &v, &desc, 1, dest, addr, key, ctx, 0, 0);
 }
-ssize_t rma_writev(fid_ep* e, const iovec* iov, void** desc, size_t count, fi_addr_t dest, uint64_t addr,
-                   uint64_t key, void* ctx) {
+ssize_t rma_writev(fid_ep* e, const iovec* iov, void** desc, size_t count, fi_addr_t dest,
+                   uint64_t addr, uint64_t key, void* ctx) {
   return write(e, iov, desc, count, dest, addr, key, ctx, 0, 0);
 }
 ssize_t rma_writemsg(fid_ep* e, const fi_msg_rma* m, uint64_t flags) {
   if (m->rma_iov_count != 1) return -FI_EINVAL;
-  return write(e, m->msg_iov, m->desc, m->iov_count, m->addr, m->rma_iov[0].addr, m->rma_iov[0].key, m->context,
-               flags, m->data);
+  return write(e, m->msg_iov, m->desc, m->iov_count, m->addr, m->rma_iov[0].addr, m->rma_iov[0].key,
+               m->context, flags, m->data);
 }
-ssize_t rma_inject(fid_ep* e, const void* buf, size_t len, fi_addr_t dest, uint64_t addr, uint64_t key) {
+ssize_t rma_inject(fid_ep* e, const void* buf, size_t len, fi_addr_t dest, uint64_t addr,
+                   uint64_t key) {
   const iovec v = one(buf, len);
   return write(e, &v, nullptr, 1, dest, addr, key, nullptr, FI_INJECT, 0);
 }
-ssize_t rma_writedata(fid_ep* e, const void* buf, size_t len, void* desc, uint64_t data, fi_addr_t dest,
-                      uint64_t addr, uint64_t key, void* ctx) {
+ssize_t rma_writedata(fid_ep* e, const void* buf, size_t len, void* desc, uint64_t data,
+                      fi_addr_t dest, uint64_t addr, uint64_t key, void* ctx) {
   const iovec v = one(buf, len);
   return write(e, &v, &desc, 1, dest, addr, key, ctx, FI_REMOTE_CQ_DATA, data);
 }
-ssize_t rma_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi_addr_t dest, uint64_t addr,
-                       uint64_t key) {
+ssize_t rma_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi_addr_t dest,
+                       uint64_t addr, uint64_t key) {
   const iovec v = one(buf, len);
   return write(e, &v, nullptr, 1, dest, addr, key, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, data);
 }
@@ -294,34 +350,56 @@ struct Stub<R (*)(A...)> {
 };
 #define MRC_STUB(ops, member) Stub<decltype(ops::member)>::call
 
-fi_ops_rma rma_ops{sizeof(fi_ops_rma), MRC_STUB(fi_ops_rma, read), MRC_STUB(fi_ops_rma, readv),
-                   MRC_STUB(fi_ops_rma, readmsg), rma_write, rma_writev, rma_writemsg, rma_inject, rma_writedata,
+fi_ops_rma rma_ops{sizeof(fi_ops_rma),
+                   MRC_STUB(fi_ops_rma, read),
+                   MRC_STUB(fi_ops_rma, readv),
+                   MRC_STUB(fi_ops_rma, readmsg),
+                   rma_write,
+                   rma_writev,
+                   rma_writemsg,
+                   rma_inject,
+                   rma_writedata,
                    rma_injectdata};
-fi_ops_atomic atomic_ops{sizeof(fi_ops_atomic), MRC_STUB(fi_ops_atomic, write), MRC_STUB(fi_ops_atomic, writev),
-                         MRC_STUB(fi_ops_atomic, writemsg), MRC_STUB(fi_ops_atomic, inject),
-                         MRC_STUB(fi_ops_atomic, readwrite), MRC_STUB(fi_ops_atomic, readwritev),
-                         MRC_STUB(fi_ops_atomic, readwritemsg), MRC_STUB(fi_ops_atomic, compwrite),
-                         MRC_STUB(fi_ops_atomic, compwritev), MRC_STUB(fi_ops_atomic, compwritemsg),
-                         MRC_STUB(fi_ops_atomic, writevalid), MRC_STUB(fi_ops_atomic, readwritevalid),
+fi_ops_atomic atomic_ops{sizeof(fi_ops_atomic),
+                         MRC_STUB(fi_ops_atomic, write),
+                         MRC_STUB(fi_ops_atomic, writev),
+                         MRC_STUB(fi_ops_atomic, writemsg),
+                         MRC_STUB(fi_ops_atomic, inject),
+                         MRC_STUB(fi_ops_atomic, readwrite),
+                         MRC_STUB(fi_ops_atomic, readwritev),
+                         MRC_STUB(fi_ops_atomic, readwritemsg),
+                         MRC_STUB(fi_ops_atomic, compwrite),
+                         MRC_STUB(fi_ops_atomic, compwritev),
+                         MRC_STUB(fi_ops_atomic, compwritemsg),
+                         MRC_STUB(fi_ops_atomic, writevalid),
+                         MRC_STUB(fi_ops_atomic, readwritevalid),
                          MRC_STUB(fi_ops_atomic, compwritevalid)};
-fi_ops_collective collective_ops{sizeof(fi_ops_collective), MRC_STUB(fi_ops_collective, barrier),
-                                 MRC_STUB(fi_ops_collective, broadcast), MRC_STUB(fi_ops_collective, alltoall),
-                                 MRC_STUB(fi_ops_collective, allreduce), MRC_STUB(fi_ops_collective, allgather),
-                                 MRC_STUB(fi_ops_collective, reduce_scatter), MRC_STUB(fi_ops_collective, reduce),
-                                 MRC_STUB(fi_ops_collective, scatter), MRC_STUB(fi_ops_collective, gather),
-                                 MRC_STUB(fi_ops_collective, msg), MRC_STUB(fi_ops_collective, barrier2)};
+fi_ops_collective collective_ops{sizeof(fi_ops_collective),
+                                 MRC_STUB(fi_ops_collective, barrier),
+                                 MRC_STUB(fi_ops_collective, broadcast),
+                                 MRC_STUB(fi_ops_collective, alltoall),
+                                 MRC_STUB(fi_ops_collective, allreduce),
+                                 MRC_STUB(fi_ops_collective, allgather),
+                                 MRC_STUB(fi_ops_collective, reduce_scatter),
+                                 MRC_STUB(fi_ops_collective, reduce),
+                                 MRC_STUB(fi_ops_collective, scatter),
+                                 MRC_STUB(fi_ops_collective, gather),
+                                 MRC_STUB(fi_ops_collective, msg),
+                                 MRC_STUB(fi_ops_collective, barrier2)};
 
 }  // namespace
 
 int open_endpoint(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
-  if (info == nullptr || info->ep_attr == nullptr || info->ep_attr->type != FI_EP_RDM) return -FI_EINVAL;
+  if (info == nullptr || info->ep_attr == nullptr || info->ep_attr->type != FI_EP_RDM)
+    return -FI_EINVAL;
   Domain* d = reinterpret_cast<Domain*>(domain);
   auto ep = std::make_unique<Endpoint>();
   ep->domain = d;
   ep->matcher = Matcher(d->config.unexpected_bytes);
   ep->tx_op_flags = info->tx_attr != nullptr ? info->tx_attr->op_flags : 0;
   ep->rx_op_flags = info->rx_attr != nullptr ? info->rx_attr->op_flags : 0;
-  ep->directed_recv = ((info->caps | (info->rx_attr != nullptr ? info->rx_attr->caps : 0)) & FI_DIRECTED_RECV) != 0;
+  ep->directed_recv =
+      ((info->caps | (info->rx_attr != nullptr ? info->rx_attr->caps : 0)) & FI_DIRECTED_RECV) != 0;
   std::lock_guard lock(d->lock);
   if (const int r = open_listener(*ep); r != 0) return r;
   ep->fid.fid.fclass = FI_CLASS_EP;

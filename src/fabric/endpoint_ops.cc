@@ -9,8 +9,10 @@ namespace mrc::fabric {
 namespace {
 
 constexpr uint64_t kSendFlags = FI_COMPLETION | FI_INJECT | FI_REMOTE_CQ_DATA | FI_INJECT_COMPLETE |
-                                FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MORE | FI_TAGGED | FI_MSG;
-constexpr uint64_t kRecvFlags = FI_COMPLETION | FI_PEEK | FI_CLAIM | FI_DISCARD | FI_MORE | FI_TAGGED | FI_MSG;
+                                FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MORE | FI_TAGGED |
+                                FI_MSG;
+constexpr uint64_t kRecvFlags =
+    FI_COMPLETION | FI_PEEK | FI_CLAIM | FI_DISCARD | FI_MORE | FI_TAGGED | FI_MSG;
 
 bool wants_completion(uint64_t bind_flags, uint64_t op_flags) {
   return (bind_flags & FI_SELECTIVE_COMPLETION) == 0 || (op_flags & FI_COMPLETION) != 0;
@@ -54,7 +56,8 @@ void fail_send(Endpoint& ep, const SendOp& op, int err, const std::string& why) 
 
 void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m) {
   --ep.rx_outstanding;
-  const uint64_t flags = FI_RECV | (m.tagged ? FI_TAGGED : FI_MSG) | (m.has_data ? FI_REMOTE_CQ_DATA : 0);
+  const uint64_t flags =
+      FI_RECV | (m.tagged ? FI_TAGGED : FI_MSG) | (m.has_data ? FI_REMOTE_CQ_DATA : 0);
   const bool truncated = m.bytes > r.buffer.bytes && (r.flags & FI_DISCARD) == 0;
   if (ep.recv_cntr != nullptr) ep.recv_cntr->add(1, truncated);
   if (ep.rx_cq == nullptr) return;
@@ -74,14 +77,16 @@ void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m) {
   }
   if (!wants_completion(ep.rx_cq_flags, r.flags)) return;
   CqEntry e;
-  e.entry = {r.context, flags, m.bytes, r.buffer.count > 0 ? r.buffer.v[0].iov_base : nullptr, m.data, m.tag};
+  e.entry = {r.context, flags, m.bytes, r.buffer.count > 0 ? r.buffer.v[0].iov_base : nullptr,
+             m.data,    m.tag};
   e.source = m.source;
   ep.rx_cq->push(e);
 }
 
 void deliver_unexpected(Endpoint& ep, const PostedRecv& r, Unexpected* u) {
   if (u->rendezvous) {  // only announced: answer it now
-    const MessageInfo m{u->arrival.tagged, u->bytes(), u->arrival.tag, u->data, u->has_data, u->arrival.source};
+    const MessageInfo m{u->arrival.tagged, u->bytes(),  u->arrival.tag,
+                        u->data,           u->has_data, u->arrival.source};
     RxLink& link = *static_cast<RxLink*>(u->rendezvous_link);
     const uint32_t index = u->rendezvous_index;
     ep.matcher.remove(u);
@@ -89,7 +94,8 @@ void deliver_unexpected(Endpoint& ep, const PostedRecv& r, Unexpected* u) {
     return;
   }
   r.buffer.write(0, u->payload.data(), u->payload.size());
-  const MessageInfo m{u->arrival.tagged, u->payload.size(), u->arrival.tag, u->data, u->has_data, u->arrival.source};
+  const MessageInfo m{u->arrival.tagged, u->payload.size(), u->arrival.tag,
+                      u->data,           u->has_data,       u->arrival.source};
   ep.matcher.remove(u);
   complete_recv(ep, r, m);
 }
@@ -120,7 +126,9 @@ ssize_t peek_locked(Endpoint& ep, const PostedRecv& r) {
     return 0;
   }
   CqEntry e;
-  e.entry = {r.context, flags | (u->has_data ? FI_REMOTE_CQ_DATA : 0), u->bytes(), nullptr, u->data, u->arrival.tag};
+  e.entry = {r.context,  flags | (u->has_data ? FI_REMOTE_CQ_DATA : 0),
+             u->bytes(), nullptr,
+             u->data,    u->arrival.tag};
   e.source = u->arrival.source;
   if ((r.flags & FI_CLAIM) != 0) {
     u->claimed = true;
@@ -213,7 +221,8 @@ ssize_t post_send(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint6
   return queue_op(ep, std::move(op), dest, flags);
 }
 
-ssize_t post_write(Endpoint& ep, std::unique_ptr<SendOp> op, void* const* desc, uint64_t dest, uint64_t flags) {
+ssize_t post_write(Endpoint& ep, std::unique_ptr<SendOp> op, void* const* desc, uint64_t dest,
+                   uint64_t flags) {
   std::lock_guard lock(ep.domain->lock);
   if (const ssize_t bad = check_op(ep, *op, flags); bad != 0) return bad;
   op->rma = true;

@@ -33,10 +33,12 @@ constexpr uint64_t kRmaWr = ~1ull;  // wr_id of an RMA write (slots' wr_ids are 
 // data is then done with the link's slots; one with data goes on to its notice fragment.
 bool post_rma_write(TxLink& link) {
   SendOp& op = *link.queue.front();
-  auto posted = link.qp->post_write(kRmaWr, op.local, op.remote_address, op.rkey, /*signaled=*/!op.has_data);
+  auto posted =
+      link.qp->post_write(kRmaWr, op.local, op.remote_address, op.rkey, /*signaled=*/!op.has_data);
   if (!posted.ok()) {
     if (posted.error().code != Errc::kResourceExhausted)
-      fail_link(link, "cannot post a write to " + to_string(link.peer) + ": " + posted.error().message);
+      fail_link(link,
+                "cannot post a write to " + to_string(link.peer) + ": " + posted.error().message);
     return false;
   }
   op.written = true;
@@ -71,14 +73,16 @@ bool post_fragment(TxLink& link, uint32_t slot, std::deque<std::unique_ptr<SendO
   SendOp& op = *from.front();
   uint8_t* at = link.staging.bytes + size_t{slot} * link.slot_bytes;
   const uint64_t total = op.rma || op.rendezvous ? 0 : op.buffer.bytes;
-  const uint64_t chunk = std::min<uint64_t>(link.slot_bytes - sizeof(SlotHeader), total - op.posted_bytes);
+  const uint64_t chunk =
+      std::min<uint64_t>(link.slot_bytes - sizeof(SlotHeader), total - op.posted_bytes);
   const bool last = op.posted_bytes + chunk == total;
   const SlotHeader h = next_header(op, chunk, last);
   std::memcpy(at, &h, sizeof h);
   op.buffer.read(op.posted_bytes, at + sizeof h, chunk);
-  const Sge sge{reinterpret_cast<uint64_t>(at), static_cast<uint32_t>(sizeof h + chunk), link.staging.mr.lkey};
-  auto posted = link.qp->post_write_imm(slot, {&sge, 1}, link.ring_address + uint64_t{slot} * link.slot_bytes,
-                                        link.ring_rkey, slot);
+  const Sge sge{reinterpret_cast<uint64_t>(at), static_cast<uint32_t>(sizeof h + chunk),
+                link.staging.mr.lkey};
+  auto posted = link.qp->post_write_imm(
+      slot, {&sge, 1}, link.ring_address + uint64_t{slot} * link.slot_bytes, link.ring_rkey, slot);
   if (!posted.ok()) {
     if (posted.error().code != Errc::kResourceExhausted)
       fail_link(link, "cannot post to " + to_string(link.peer) + ": " + posted.error().message);
@@ -119,10 +123,12 @@ bool post_rendezvous_write(TxLink& link) {
       fail_link(link, "cannot register a message's buffer: " + *bad);
       return false;
     }
-    auto posted = link.qp->post_write(kRmaWr, op.local, op.remote_address, op.rkey, /*signaled=*/false);
+    auto posted =
+        link.qp->post_write(kRmaWr, op.local, op.remote_address, op.rkey, /*signaled=*/false);
     if (!posted.ok()) {
       if (posted.error().code != Errc::kResourceExhausted)
-        fail_link(link, "cannot post a write to " + to_string(link.peer) + ": " + posted.error().message);
+        fail_link(link,
+                  "cannot post a write to " + to_string(link.peer) + ": " + posted.error().message);
       return false;
     }
   }
@@ -137,7 +143,9 @@ void on_cts(TxLink& link, uint32_t index) {
     return;
   }
   CtsRecord r;
-  std::memcpy(&r, link.staging.bytes + size_t{link.slots} * link.slot_bytes + size_t{index} * kCtsBytes, sizeof r);
+  std::memcpy(&r,
+              link.staging.bytes + size_t{link.slots} * link.slot_bytes + size_t{index} * kCtsBytes,
+              sizeof r);
   auto op = std::move(link.awaiting_cts[index]);
   op->cts = true;
   op->remote_address = r.address;
@@ -202,8 +210,11 @@ void on_tx_completion(TxLink& link, const Completion& c) {
   if (link.state == TxLink::State::kFailed) return;
   if (c.status != WcStatus::kSuccess) {
     const bool access = c.status == WcStatus::kRemoteAccessError;
-    fail_link(link, "the link to " + to_string(link.peer) + " failed: " + to_string(c.status) +
-                        (access ? " (an RMA write to a key or address range the target has not registered)" : ""));
+    fail_link(
+        link,
+        "the link to " + to_string(link.peer) + " failed: " + to_string(c.status) +
+            (access ? " (an RMA write to a key or address range the target has not registered)"
+                    : ""));
     return;
   }
   if (c.opcode == WcOpcode::kRdmaWrite) {
@@ -264,7 +275,8 @@ namespace {
 // Routes a message's first fragment; false if it must wait (no receive, store full).
 bool start_message(RxLink& link, const SlotHeader& h) {
   Endpoint& ep = *link.ep;
-  if (link.known_source == kAnySource && ep.av != nullptr) link.known_source = ep.av->find(link.peer);
+  if (link.known_source == kAnySource && ep.av != nullptr)
+    link.known_source = ep.av->find(link.peer);
   const Arrival a{(h.flags & kTagged) != 0, link.known_source, h.tag};
   if (auto r = ep.matcher.take_posted(a)) {
     link.target = *r;
@@ -276,7 +288,8 @@ bool start_message(RxLink& link, const SlotHeader& h) {
     link.stored->has_data = (h.flags & kHasData) != 0;
   }
   link.in_message = true;
-  link.message = MessageInfo{a.tagged, h.message_bytes, h.tag, h.data, (h.flags & kHasData) != 0, a.source};
+  link.message =
+      MessageInfo{a.tagged, h.message_bytes, h.tag, h.data, (h.flags & kHasData) != 0, a.source};
   return true;
 }
 
@@ -298,7 +311,8 @@ void remote_write_done(RxLink& link, const SlotHeader& h) {
   Endpoint& ep = *link.ep;
   if (ep.remote_write_cntr != nullptr) ep.remote_write_cntr->add(1, false);
   if (ep.rx_cq == nullptr) return;
-  if (link.known_source == kAnySource && ep.av != nullptr) link.known_source = ep.av->find(link.peer);
+  if (link.known_source == kAnySource && ep.av != nullptr)
+    link.known_source = ep.av->find(link.peer);
   CqEntry e;
   e.entry.flags = FI_REMOTE_WRITE | FI_RMA | FI_REMOTE_CQ_DATA;
   e.entry.data = h.data;
@@ -315,9 +329,11 @@ void take_rts(RxLink& link, const SlotHeader& h) {
     drop_link(link, "it reused a rendezvous index in use");
     return;
   }
-  if (link.known_source == kAnySource && ep.av != nullptr) link.known_source = ep.av->find(link.peer);
+  if (link.known_source == kAnySource && ep.av != nullptr)
+    link.known_source = ep.av->find(link.peer);
   const Arrival a{(h.flags & kTagged) != 0, link.known_source, h.tag};
-  const MessageInfo m{a.tagged, h.message_bytes, h.tag, h.data, (h.flags & kHasData) != 0, a.source};
+  const MessageInfo m{a.tagged, h.message_bytes,           h.tag,
+                      h.data,   (h.flags & kHasData) != 0, a.source};
   if (auto r = ep.matcher.take_posted(a)) {
     begin_rendezvous(link, index, *r, m);
     return;
@@ -380,7 +396,8 @@ void drain(RxLink& link) {
     ++link.freed;
   }
   if (link.freed == 0 || link.broken) return;
-  auto sent = link.qp->post_write_imm(~0ull, {}, link.staging_address, link.staging_rkey, kCreditFlag | link.freed);
+  auto sent = link.qp->post_write_imm(~0ull, {}, link.staging_address, link.staging_rkey,
+                                      kCreditFlag | link.freed);
   if (!sent.ok()) return;  // the queue is full: the next round sends them
   link.freed = 0;
   ++link.credit_writes;
@@ -401,7 +418,8 @@ std::optional<std::string> gather(Domain& d, SendOp& op, uint64_t bytes, void* c
       lkey = reg.value().lkey;
       op.temporary_lkeys.push_back(lkey);
     }
-    op.local.push_back(Sge{reinterpret_cast<uint64_t>(v.iov_base), static_cast<uint32_t>(take), lkey});
+    op.local.push_back(
+        Sge{reinterpret_cast<uint64_t>(v.iov_base), static_cast<uint32_t>(take), lkey});
   }
   return std::nullopt;
 }
@@ -418,20 +436,22 @@ void begin_rendezvous(RxLink& link, uint32_t index, const PostedRecv& r, const M
       p.bounce.resize(capacity);
       target = p.bounce.data();
     }
-    auto reg = d.context->register_memory(d.pd, target, capacity, kAccessLocalWrite | kAccessRemoteWrite);
+    auto reg =
+        d.context->register_memory(d.pd, target, capacity, kAccessLocalWrite | kAccessRemoteWrite);
     if (reg.ok()) {
       p.lkey = reg.value().lkey;
       record = CtsRecord{reinterpret_cast<uint64_t>(target), capacity, reg.value().rkey, 0};
     } else {
-      warn("cannot register a receive buffer (" + reg.error().message + "): the message is truncated to 0 bytes");
+      warn("cannot register a receive buffer (" + reg.error().message +
+           "): the message is truncated to 0 bytes");
     }
   }
   uint8_t* at = link.ring.bytes + size_t{link.slots} * link.slot_bytes + size_t{index} * kCtsBytes;
   std::memcpy(at, &record, sizeof record);
   const Sge sge{reinterpret_cast<uint64_t>(at), sizeof record, link.ring.mr.lkey};
   const uint64_t cts_area = link.staging_address + uint64_t{link.slots} * link.slot_bytes;
-  auto sent = link.qp->post_write_imm(~2ull, {&sge, 1}, cts_area + uint64_t{index} * kCtsBytes, link.staging_rkey,
-                                      kCtsFlag | index);
+  auto sent = link.qp->post_write_imm(~2ull, {&sge, 1}, cts_area + uint64_t{index} * kCtsBytes,
+                                      link.staging_rkey, kCtsFlag | index);
   if (!sent.ok()) {
     drop_link(link, "cannot answer its rendezvous message: " + sent.error().message);
     return;

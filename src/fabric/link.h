@@ -54,7 +54,8 @@ struct Registered {
 struct SendOp {
   void* context = nullptr;
   uint64_t cq_flags = 0;  // FI_SEND | FI_MSG or FI_TAGGED, as its completion reports it
-  bool completion = true;  // a CQ entry when done (FI_SELECTIVE_COMPLETION without FI_COMPLETION: none)
+  bool completion =
+      true;  // a CQ entry when done (FI_SELECTIVE_COMPLETION without FI_COMPLETION: none)
   bool tagged = false;
   uint64_t tag = 0;
   uint64_t data = 0;
@@ -69,9 +70,10 @@ struct SendOp {
   bool rma = false;
   uint64_t remote_address = 0;
   uint32_t rkey = 0;
-  std::vector<Sge> local;                // the gather list
-  std::vector<uint32_t> temporary_lkeys;  // registered for this write (no desc given), until it ends
-  bool written = false;                   // the RDMA WRITE is posted
+  std::vector<Sge> local;  // the gather list
+  std::vector<uint32_t>
+      temporary_lkeys;   // registered for this write (no desc given), until it ends
+  bool written = false;  // the RDMA WRITE is posted
   // Rendezvous (wire.h): announced by an RTS at `rendezvous_index`, then, once the CTS names
   // where, written (remote_address, rkey, cts_bytes) and finished by a FIN fragment.
   bool rendezvous = false;
@@ -92,21 +94,21 @@ struct TxLink {
   enum class State { kConnecting, kReady, kFailed };
   Endpoint* ep = nullptr;
   WatchTag tag{WatchKind::kTxControl, this};
-  int64_t deadline_ms = 0;  // kConnecting: when set-up has taken too long (steady clock)
+  int64_t deadline_ms = 0;   // kConnecting: when set-up has taken too long (steady clock)
   int64_t closed_at_ms = 0;  // when the peer closed the TCP connection (0: it has not)
   EndpointName peer;
   uint64_t peer_addr = kAnySource;  // fi_addr the application sends to
   State state = State::kConnecting;
   Control control;
   Qp* qp = nullptr;
-  Registered staging;  // slots x slot_bytes: fragments are built here
+  Registered staging;         // slots x slot_bytes: fragments are built here
   uint64_t ring_address = 0;  // the receiver's ring
   uint32_t ring_rkey = 0;
   uint32_t slots = 0;
   uint32_t slot_bytes = 0;
   uint32_t credits = 0;  // receiver slots free
   uint32_t next_slot = 0;
-  std::vector<uint8_t> staging_busy;  // written, the write not yet complete locally
+  std::vector<uint8_t> staging_busy;          // written, the write not yet complete locally
   std::deque<std::unique_ptr<SendOp>> queue;  // not yet wholly posted (front: being posted)
   // One entry per posted fragment, in slot order, until its credit returns: the op whose last
   // fragment it is, or null.
@@ -133,8 +135,8 @@ struct RxLink {
   uint32_t slots = 0;
   uint32_t slot_bytes = 0;
   uint32_t next_slot = 0;
-  uint32_t arrived = 0;   // slots written from next_slot on, not yet taken
-  uint32_t freed = 0;     // slots taken, not yet credited back
+  uint32_t arrived = 0;        // slots written from next_slot on, not yet taken
+  uint32_t freed = 0;          // slots taken, not yet credited back
   uint32_t credit_writes = 0;  // credit writes posted, not yet complete
   bool in_message = false;
   // Where the current message goes: a posted receive, or the unexpected store.

@@ -30,7 +30,8 @@ size_t IoList::write(size_t at, const void* source, size_t n) const {
       continue;
     }
     const size_t take = std::min(len - at, n - done);
-    std::memcpy(static_cast<uint8_t*>(v[i].iov_base) + at, static_cast<const uint8_t*>(source) + done, take);
+    std::memcpy(static_cast<uint8_t*>(v[i].iov_base) + at,
+                static_cast<const uint8_t*>(source) + done, take);
     done += take;
     at = 0;
   }
@@ -46,7 +47,8 @@ void IoList::read(size_t at, void* target, size_t n) const {
       continue;
     }
     const size_t take = std::min(len - at, n - done);
-    std::memcpy(static_cast<uint8_t*>(target) + done, static_cast<const uint8_t*>(v[i].iov_base) + at, take);
+    std::memcpy(static_cast<uint8_t*>(target) + done,
+                static_cast<const uint8_t*>(v[i].iov_base) + at, take);
     done += take;
     at = 0;
   }

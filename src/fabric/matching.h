@@ -68,7 +68,7 @@ struct Unexpected {
   std::vector<uint8_t> payload;  // the whole message, filled as fragments arrive
   uint64_t received_bytes = 0;
   bool complete = false;
-  bool claimed = false;      // FI_PEEK|FI_CLAIM reserved it for a later FI_CLAIM receive
+  bool claimed = false;  // FI_PEEK|FI_CLAIM reserved it for a later FI_CLAIM receive
   void* claim_context = nullptr;
   std::optional<PostedRecv> waiting;  // a receive that matched it before its last fragment
   // A rendezvous message (wire.h) holds no payload here: only where its RTS came from, until a

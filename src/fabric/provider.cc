@@ -17,10 +17,12 @@ namespace {
 
 constexpr uint32_t kVersion = FI_VERSION(0, 1);
 constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
-constexpr uint64_t kOpFlags = FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
-                              FI_DELIVERY_COMPLETE | FI_MULTICAST;
+constexpr uint64_t kOpFlags =
+    FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MULTICAST;
 
-char* dup(const char* s) { return strdup(s); }
+char* dup(const char* s) {
+  return strdup(s);
+}
 
 // Whether the hints' memory-registration modes allow ours (kMrMode), which RMA needs.
 bool mr_mode_ok(const fi_info* hints) {
@@ -50,10 +52,12 @@ bool refused(const fi_info* hints) {
     const fi_domain_attr& d = *hints->domain_attr;
     if (d.name != nullptr && std::strcmp(d.name, "mrc") != 0) return true;
     if (d.cq_data_size > 8 || d.auth_key_size != 0) return true;
-    if (d.av_type != FI_AV_UNSPEC && d.av_type != FI_AV_MAP && d.av_type != FI_AV_TABLE) return true;
+    if (d.av_type != FI_AV_UNSPEC && d.av_type != FI_AV_MAP && d.av_type != FI_AV_TABLE)
+      return true;
   }
   if (hints->tx_attr != nullptr && (hints->tx_attr->op_flags & ~kOpFlags) != 0) return true;
-  if (hints->rx_attr != nullptr && (hints->rx_attr->op_flags & ~(FI_COMPLETION | FI_MULTICAST)) != 0)
+  if (hints->rx_attr != nullptr &&
+      (hints->rx_attr->op_flags & ~(FI_COMPLETION | FI_MULTICAST)) != 0)
     return true;
   return false;
 }
@@ -62,9 +66,11 @@ bool refused(const fi_info* hints) {
 // FI_SEND/FI_RECV and the like are implied), or everything, RMA only where their registration
 // modes allow it.
 uint64_t offered_caps(const fi_info* hints) {
-  if (hints == nullptr || hints->caps == 0) return mr_mode_ok(hints) ? kCaps : kCaps & ~(FI_RMA | FI_WRITE | FI_REMOTE_WRITE);
+  if (hints == nullptr || hints->caps == 0)
+    return mr_mode_ok(hints) ? kCaps : kCaps & ~(FI_RMA | FI_WRITE | FI_REMOTE_WRITE);
   uint64_t caps = hints->caps & kCaps;
-  if ((caps & FI_RMA) != 0 && (caps & (FI_WRITE | FI_REMOTE_WRITE)) == 0) caps |= FI_WRITE | FI_REMOTE_WRITE;
+  if ((caps & FI_RMA) != 0 && (caps & (FI_WRITE | FI_REMOTE_WRITE)) == 0)
+    caps |= FI_WRITE | FI_REMOTE_WRITE;
   return caps;
 }
 
@@ -75,7 +81,8 @@ void fill(fi_info& info, const fi_info* hints) {
   info.addr_format = FI_FORMAT_UNSPEC;
   *info.tx_attr = fi_tx_attr{};
   info.tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_WRITE);
-  info.tx_attr->op_flags = hints != nullptr && hints->tx_attr != nullptr ? hints->tx_attr->op_flags : 0;
+  info.tx_attr->op_flags =
+      hints != nullptr && hints->tx_attr != nullptr ? hints->tx_attr->op_flags : 0;
   info.tx_attr->msg_order = FI_ORDER_SAS;
   info.tx_attr->comp_order = FI_ORDER_NONE;
   info.tx_attr->inject_size = kInjectBytes;
@@ -83,8 +90,10 @@ void fill(fi_info& info, const fi_info* hints) {
   info.tx_attr->iov_limit = kMaxIov;
   info.tx_attr->rma_iov_limit = 1;
   *info.rx_attr = fi_rx_attr{};
-  info.rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV);
-  info.rx_attr->op_flags = hints != nullptr && hints->rx_attr != nullptr ? hints->rx_attr->op_flags : 0;
+  info.rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_WRITE | FI_SOURCE |
+                               FI_DIRECTED_RECV);
+  info.rx_attr->op_flags =
+      hints != nullptr && hints->rx_attr != nullptr ? hints->rx_attr->op_flags : 0;
   info.rx_attr->msg_order = FI_ORDER_SAS;
   info.rx_attr->comp_order = FI_ORDER_NONE;
   info.rx_attr->size = kQueueSize;
@@ -95,8 +104,10 @@ void fill(fi_info& info, const fi_info* hints) {
   e.protocol = FI_PROTO_UNSPEC;
   e.protocol_version = 1;
   e.max_msg_size = kMaxMessageBytes;
-  const uint64_t tag_format = hints != nullptr && hints->ep_attr != nullptr ? hints->ep_attr->mem_tag_format : 0;
-  e.mem_tag_format = tag_format != 0 ? tag_format : 0xAAAAAAAAAAAAAAAAull;  // every bit: any tag layout
+  const uint64_t tag_format =
+      hints != nullptr && hints->ep_attr != nullptr ? hints->ep_attr->mem_tag_format : 0;
+  e.mem_tag_format =
+      tag_format != 0 ? tag_format : 0xAAAAAAAAAAAAAAAAull;  // every bit: any tag layout
   e.tx_ctx_cnt = 1;
   e.rx_ctx_cnt = 1;
 }
@@ -107,11 +118,16 @@ void fill_domain(fi_info& info, const fi_info* hints) {
   d = fi_domain_attr{};
   d.name = dup("mrc");
   d.threading = h != nullptr && h->threading != FI_THREAD_UNSPEC ? h->threading : FI_THREAD_SAFE;
-  d.control_progress = h != nullptr && h->control_progress != FI_PROGRESS_UNSPEC ? h->control_progress : FI_PROGRESS_AUTO;
-  d.data_progress = h != nullptr && h->data_progress != FI_PROGRESS_UNSPEC ? h->data_progress : FI_PROGRESS_AUTO;
+  d.control_progress = h != nullptr && h->control_progress != FI_PROGRESS_UNSPEC
+                           ? h->control_progress
+                           : FI_PROGRESS_AUTO;
+  d.data_progress =
+      h != nullptr && h->data_progress != FI_PROGRESS_UNSPEC ? h->data_progress : FI_PROGRESS_AUTO;
   d.resource_mgmt = FI_RM_ENABLED;
   d.av_type = h != nullptr && h->av_type != FI_AV_UNSPEC ? h->av_type : FI_AV_UNSPEC;
-  d.mr_mode = (info.caps & FI_RMA) == 0 ? 0 : h != nullptr && h->mr_mode == FI_MR_BASIC ? FI_MR_BASIC : kMrMode;
+  d.mr_mode = (info.caps & FI_RMA) == 0                   ? 0
+              : h != nullptr && h->mr_mode == FI_MR_BASIC ? FI_MR_BASIC
+                                                          : kMrMode;
   d.mr_key_size = 4;
   d.cq_data_size = 8;
   d.cq_cnt = 256;
@@ -146,16 +162,21 @@ int fabric_trywait(fid_fabric*, fid** fids, int count) {
   return 0;
 }
 
-fi_ops fabric_fi_ops{sizeof(fi_ops), fabric_close, no_bind, no_control, no_ops_open, no_tostr, no_ops_set};
+fi_ops fabric_fi_ops{sizeof(fi_ops), fabric_close, no_bind,   no_control,
+                     no_ops_open,    no_tostr,     no_ops_set};
 
-int no_passive_ep(fid_fabric*, fi_info*, fid_pep**, void*) { return -FI_ENOSYS; }
-int no_wait_open(fid_fabric*, fi_wait_attr*, fid_wait**) { return -FI_ENOSYS; }
+int no_passive_ep(fid_fabric*, fi_info*, fid_pep**, void*) {
+  return -FI_ENOSYS;
+}
+int no_wait_open(fid_fabric*, fi_wait_attr*, fid_wait**) {
+  return -FI_ENOSYS;
+}
 int domain2(fid_fabric* f, fi_info* info, fid_domain** d, uint64_t flags, void* context) {
   return flags != 0 ? -FI_EINVAL : open_domain(f, info, d, context);
 }
 
-fi_ops_fabric fabric_ops{sizeof(fi_ops_fabric), open_domain, no_passive_ep, open_eq, no_wait_open,
-                         fabric_trywait, domain2};
+fi_ops_fabric fabric_ops{sizeof(fi_ops_fabric), open_domain,    no_passive_ep, open_eq,
+                         no_wait_open,          fabric_trywait, domain2};
 
 int provider_getinfo(uint32_t version, const char*, const char*, uint64_t, const fi_info* hints,
                      fi_info** info) {
@@ -163,7 +184,8 @@ int provider_getinfo(uint32_t version, const char*, const char*, uint64_t, const
 }
 
 int provider_fabric(fi_fabric_attr* attr, fid_fabric** out, void* context) {
-  if (attr != nullptr && attr->name != nullptr && std::strcmp(attr->name, "mrc") != 0) return -FI_EINVAL;
+  if (attr != nullptr && attr->name != nullptr && std::strcmp(attr->name, "mrc") != 0)
+    return -FI_EINVAL;
   auto* f = new Fabric();
   f->fid.fid.fclass = FI_CLASS_FABRIC;
   f->fid.fid.context = context;
@@ -177,7 +199,8 @@ void provider_cleanup() {}
 
 }  // namespace
 
-fi_provider provider{kVersion, kApiVersion, {}, "mrc", provider_getinfo, provider_fabric, provider_cleanup};
+fi_provider provider{kVersion,        kApiVersion,     {}, "mrc", provider_getinfo,
+                     provider_fabric, provider_cleanup};
 
 int get_info(uint32_t version, const fi_info* hints, fi_info** out) {
   if (FI_MAJOR(version) != 1) return -FI_ENODATA;
@@ -191,18 +214,26 @@ int get_info(uint32_t version, const fi_info* hints, fi_info** out) {
 }
 
 void define_settings() {
-  fi_param_define(&provider, "planes", FI_PARAM_STRING,
-                  "This host's planes, comma-separated: IPv4/IPv6 addresses, interface names, or "
-                  "IPv4 prefixes (198.18.0.0/24) that pick this host's address in them (default: 127.0.0.1)");
-  fi_param_define(&provider, "port", FI_PARAM_INT, "First UDP receive port tried; the next are tried while in use (default: 4791)");
-  fi_param_define(&provider, "ev_port_base", FI_PARAM_INT, "First UDP source port tried for EVs (default: 50000)");
+  fi_param_define(
+      &provider, "planes", FI_PARAM_STRING,
+      "This host's planes, comma-separated: IPv4/IPv6 addresses, interface names, or "
+      "IPv4 prefixes (198.18.0.0/24) that pick this host's address in them (default: 127.0.0.1)");
+  fi_param_define(&provider, "port", FI_PARAM_INT,
+                  "First UDP receive port tried; the next are tried while in use (default: 4791)");
+  fi_param_define(&provider, "ev_port_base", FI_PARAM_INT,
+                  "First UDP source port tried for EVs (default: 50000)");
   fi_param_define(&provider, "slots", FI_PARAM_INT, "Receive slots per link, 2..128 (default: 32)");
-  fi_param_define(&provider, "slot_bytes", FI_PARAM_INT, "Bytes per slot, 1024..1048576 (default: 65536)");
+  fi_param_define(&provider, "slot_bytes", FI_PARAM_INT,
+                  "Bytes per slot, 1024..1048576 (default: 65536)");
   fi_param_define(&provider, "rndv_bytes", FI_PARAM_SIZE_T,
-                  "Messages of this many bytes or more are written straight into the receive buffer (rendezvous); 0: never (default: 65536)");
-  fi_param_define(&provider, "unexpected_bytes", FI_PARAM_SIZE_T, "Unexpected-message store per endpoint (default: 268435456)");
-  fi_param_define(&provider, "connect_timeout_ms", FI_PARAM_INT, "Link set-up timeout (default: 10000)");
-  fi_param_define(&provider, "stats", FI_PARAM_BOOL, "Print each link's counters on stderr when its endpoint closes (default: no)");
+                  "Messages of this many bytes or more are written straight into the receive "
+                  "buffer (rendezvous); 0: never (default: 65536)");
+  fi_param_define(&provider, "unexpected_bytes", FI_PARAM_SIZE_T,
+                  "Unexpected-message store per endpoint (default: 268435456)");
+  fi_param_define(&provider, "connect_timeout_ms", FI_PARAM_INT,
+                  "Link set-up timeout (default: 10000)");
+  fi_param_define(&provider, "stats", FI_PARAM_BOOL,
+                  "Print each link's counters on stderr when its endpoint closes (default: no)");
 }
 
 Settings settings() {
@@ -224,11 +255,21 @@ void warn(const std::string& message) {
   FI_WARN(&provider, FI_LOG_CORE, "%s\n", message.c_str());
 }
 
-int no_bind(fid*, fid*, uint64_t) { return -FI_ENOSYS; }
-int no_control(fid*, int, void*) { return -FI_ENOSYS; }
-int no_ops_open(fid*, const char*, uint64_t, void**, void*) { return -FI_ENOSYS; }
-int no_tostr(const fid*, char*, size_t) { return -FI_ENOSYS; }
-int no_ops_set(fid*, const char*, uint64_t, void*, void*) { return -FI_ENOSYS; }
+int no_bind(fid*, fid*, uint64_t) {
+  return -FI_ENOSYS;
+}
+int no_control(fid*, int, void*) {
+  return -FI_ENOSYS;
+}
+int no_ops_open(fid*, const char*, uint64_t, void**, void*) {
+  return -FI_ENOSYS;
+}
+int no_tostr(const fid*, char*, size_t) {
+  return -FI_ENOSYS;
+}
+int no_ops_set(fid*, const char*, uint64_t, void*, void*) {
+  return -FI_ENOSYS;
+}
 
 }  // namespace mrc::fabric
 

@@ -49,7 +49,7 @@ struct Settings {
   int ev_port_base = 50000;          // first EV source port tried
   int slots = 32;                    // per link
   int slot_bytes = 65536;
-  size_t rendezvous_bytes = 65536;   // messages this large or larger go by rendezvous (0: none)
+  size_t rendezvous_bytes = 65536;       // messages this large or larger go by rendezvous (0: none)
   size_t unexpected_bytes = 256u << 20;  // per endpoint
   int connect_timeout_ms = 10000;
   int stats = 0;  // print each link's counters when its endpoint closes
@@ -105,7 +105,7 @@ struct Cq {
   // fi_cq_strerror turns back into text: "the peer fi_mrc://... closed its end ...").
   std::deque<std::pair<fi_cq_err_entry, std::string>> errors;
   std::string last_error;  // the text of the entry read last: valid until the next read
-  bool signaled = false;  // fi_cq_signal: wake one sread
+  bool signaled = false;   // fi_cq_signal: wake one sread
   void push(const CqEntry& e);
   void push_error(const fi_cq_err_entry& e, std::string why = {});
 };
@@ -142,11 +142,11 @@ struct Domain {
   Fabric* fabric = nullptr;
   Settings config;
   std::vector<std::string> planes;  // resolved addresses, one per plane
-  uint64_t links_dropped = 0;       // receiving links dropped for breaking the protocol (FI_MRC_STATS)
+  uint64_t links_dropped = 0;  // receiving links dropped for breaking the protocol (FI_MRC_STATS)
   std::unique_ptr<Context> context;
   uint32_t pd = 0;
   mrc::Cq* cq = nullptr;  // every link's QP completes here
-  std::mutex lock;         // all provider state below and in the endpoints
+  std::mutex lock;        // all provider state below and in the endpoints
   std::vector<Endpoint*> endpoints;
   std::unordered_map<uint32_t, TxLink*> tx_by_qpn;
   std::unordered_map<uint32_t, RxLink*> rx_by_qpn;
@@ -158,7 +158,7 @@ struct Domain {
   int wake_fd = -1;
   std::atomic<bool> stopping{false};
   std::thread progress_thread;
-  void progress();  // REQUIRES: lock. Takes the mrc CQ's completions.
+  void progress();                // REQUIRES: lock. Takes the mrc CQ's completions.
   std::vector<RxLink*> arrivals;  // links with slots arrived in this round of progress()
   void wake();
   void watch(int fd, void* tag, bool want_write);
@@ -178,7 +178,7 @@ struct Endpoint {
   Cntr* recv_cntr = nullptr;
   Cntr* write_cntr = nullptr;         // FI_WRITE: this endpoint's RMA writes
   Cntr* remote_write_cntr = nullptr;  // FI_REMOTE_WRITE: writes with CQ data that reached it
-  uint64_t tx_op_flags = 0;  // the info's op_flags, fi_control(FI_SETOPSFLAG)
+  uint64_t tx_op_flags = 0;           // the info's op_flags, fi_control(FI_SETOPSFLAG)
   uint64_t rx_op_flags = 0;
   bool enabled = false;
   bool directed_recv = false;  // FI_DIRECTED_RECV: receives name their source
@@ -186,7 +186,9 @@ struct Endpoint {
   WatchTag listen_tag{WatchKind::kListener, this};
   EndpointName name;
   Matcher matcher{256u << 20};
-  std::map<std::vector<uint8_t>, std::unique_ptr<TxLink>> tx_links;  // by peer name bytes
+  std::map<std::array<uint8_t, sizeof(EndpointName)>, std::unique_ptr<TxLink>>
+      tx_links;                     // by peer name
+  std::vector<TxLink*> tx_by_addr;  // the link to each fi_addr, once found (a send's lookup)
   std::vector<std::unique_ptr<RxLink>> rx_links;
   std::vector<std::unique_ptr<RxLink>> accepting;  // connections not yet a link
   size_t tx_outstanding = 0;
@@ -235,7 +237,8 @@ ssize_t post_recv(Endpoint& ep, PostedRecv r);
 ssize_t post_send(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint64_t flags);
 ssize_t cancel(Endpoint& ep, void* context);
 // An RMA write (fi_write and its forms): `desc` per iov, or null for none given.
-ssize_t post_write(Endpoint& ep, std::unique_ptr<SendOp> op, void* const* desc, uint64_t dest, uint64_t flags);
+ssize_t post_write(Endpoint& ep, std::unique_ptr<SendOp> op, void* const* desc, uint64_t dest,
+                   uint64_t flags);
 
 // Object constructors (one per file).
 int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context);

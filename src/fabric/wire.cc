@@ -50,8 +50,9 @@ std::string to_string(const EndpointName& name) {
   char address[INET6_ADDRSTRLEN] = "?";
   inet_ntop(name.family == 4 ? AF_INET : AF_INET6, name.address, address, sizeof address);
   char text[INET6_ADDRSTRLEN + 48];
-  std::snprintf(text, sizeof text, name.family == 4 ? "fi_mrc://%s:%u/%016llx" : "fi_mrc://[%s]:%u/%016llx",
-                address, static_cast<unsigned>(ntohs(name.port)),
+  std::snprintf(text, sizeof text,
+                name.family == 4 ? "fi_mrc://%s:%u/%016llx" : "fi_mrc://[%s]:%u/%016llx", address,
+                static_cast<unsigned>(ntohs(name.port)),
                 static_cast<unsigned long long>(name.nonce));
   return text;
 }

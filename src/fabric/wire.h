@@ -42,7 +42,8 @@ enum FragmentFlags : uint32_t {
   kRts = 1u << 5,      // a rendezvous message's announcement (offset: its index)
   kFin = 1u << 6,      // a rendezvous message's payload is written (offset: its index)
 };
-inline constexpr uint32_t kKnownFlags = kTagged | kFirst | kLast | kHasData | kRmaData | kRts | kFin;
+inline constexpr uint32_t kKnownFlags =
+    kTagged | kFirst | kLast | kHasData | kRmaData | kRts | kFin;
 
 // In front of every fragment in a slot, in the host's byte order (both ends are mrc hosts of
 // one architecture; the name's magic says so).
@@ -75,9 +76,9 @@ std::optional<std::string> check_header(const SlotHeader& h, uint32_t slot_bytes
 struct EndpointName {
   char magic[4] = {'m', 'r', 'c', 'F'};
   uint8_t version = 1;
-  uint8_t family = 0;      // 4 or 6
-  uint16_t port = 0;       // the connection listener's TCP port, network order
-  uint8_t address[16]{};   // IPv4 in the first 4 bytes
+  uint8_t family = 0;     // 4 or 6
+  uint16_t port = 0;      // the connection listener's TCP port, network order
+  uint8_t address[16]{};  // IPv4 in the first 4 bytes
   uint64_t nonce = 0;
   bool operator==(const EndpointName& o) const { return std::memcmp(this, &o, sizeof o) == 0; }
 };
