@@ -103,10 +103,7 @@ int open_av(fid_domain* domain, fi_av_attr* attr, fid_av** out, void* context) {
   auto* av = new Av();
   av->domain = reinterpret_cast<Domain*>(domain);
   av->type = attr->type == FI_AV_UNSPEC ? FI_AV_TABLE : attr->type;
-  av->fid.fid.fclass = FI_CLASS_AV;
-  av->fid.fid.context = context;
-  av->fid.fid.ops = &av_fi_ops;
-  av->fid.ops = &av_ops;
+  init_fid(av->fid, FI_CLASS_AV, context, &av_fi_ops, &av_ops);
   *out = &av->fid;
   return 0;
 }

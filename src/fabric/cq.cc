@@ -199,10 +199,7 @@ int open_cq(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
       return -FI_ENOMEM;
     }
   }
-  cq->fid.fid.fclass = FI_CLASS_CQ;
-  cq->fid.fid.context = context;
-  cq->fid.fid.ops = &cq_fi_ops;
-  cq->fid.ops = &cq_ops;
+  init_fid(cq->fid, FI_CLASS_CQ, context, &cq_fi_ops, &cq_ops);
   *out = &cq->fid;
   return 0;
 }
@@ -276,10 +273,7 @@ int open_cntr(fid_domain*, fi_cntr_attr* attr, fid_cntr** out, void* context) {
   if (attr != nullptr && (attr->events != FI_CNTR_EVENTS_COMP || attr->wait_obj == FI_WAIT_SET))
     return -FI_ENOSYS;
   auto* c = new Cntr();
-  c->fid.fid.fclass = FI_CLASS_CNTR;
-  c->fid.fid.context = context;
-  c->fid.fid.ops = &cntr_fi_ops;
-  c->fid.ops = &cntr_ops;
+  init_fid(c->fid, FI_CLASS_CNTR, context, &cntr_fi_ops, &cntr_ops);
   *out = &c->fid;
   return 0;
 }
@@ -343,10 +337,7 @@ int open_eq(fid_fabric*, fi_eq_attr* attr, fid_eq** out, void* context) {
   if (attr != nullptr && (attr->wait_obj == FI_WAIT_SET || attr->wait_obj == FI_WAIT_FD))
     return -FI_ENOSYS;
   auto* eq = new Eq();
-  eq->fid.fid.fclass = FI_CLASS_EQ;
-  eq->fid.fid.context = context;
-  eq->fid.fid.ops = &eq_fi_ops;
-  eq->fid.ops = &eq_ops;
+  init_fid(eq->fid, FI_CLASS_EQ, context, &eq_fi_ops, &eq_ops);
   *out = &eq->fid;
   return 0;
 }

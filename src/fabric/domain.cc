@@ -310,10 +310,7 @@ int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
   d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   d->watch(d->cq->event_fd(), &cq_tag, false);
   d->watch(d->wake_fd, &wake_tag, false);
-  d->fid.fid.fclass = FI_CLASS_DOMAIN;
-  d->fid.fid.context = context;
-  d->fid.fid.ops = &domain_fi_ops;
-  d->fid.ops = &domain_ops;
+  init_fid(d->fid, FI_CLASS_DOMAIN, context, &domain_fi_ops, &domain_ops);
   d->fid.mr = &mr_ops;
   d->progress_thread = std::thread(progress_loop, d);
   *out = &d->fid;

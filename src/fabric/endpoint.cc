@@ -402,10 +402,7 @@ int open_endpoint(fid_domain* domain, fi_info* info, fid_ep** out, void* context
       ((info->caps | (info->rx_attr != nullptr ? info->rx_attr->caps : 0)) & FI_DIRECTED_RECV) != 0;
   std::lock_guard lock(d->lock);
   if (const int r = open_listener(*ep); r != 0) return r;
-  ep->fid.fid.fclass = FI_CLASS_EP;
-  ep->fid.fid.context = context;
-  ep->fid.fid.ops = &ep_fi_ops;
-  ep->fid.ops = &ep_ops;
+  init_fid(ep->fid, FI_CLASS_EP, context, &ep_fi_ops, &ep_ops);
   ep->fid.cm = &cm_ops;
   ep->fid.msg = &msg_ops;
   ep->fid.tagged = &tagged_ops;

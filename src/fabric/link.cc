@@ -31,16 +31,20 @@ constexpr uint64_t kRmaWr = ~1ull;  // wr_id of an RMA write (slots' wr_ids are 
 
 // Posts the front op's RDMA WRITE; false if the queue pair is full. A write without remote CQ
 // data is then done with the link's slots; one with data goes on to its notice fragment.
+// Posts `op`'s RDMA WRITE (its gather list to remote_address, rkey); false if the queue pair is
+// full or the post failed (the link then failed).
+bool post_write_of(TxLink& link, SendOp& op, bool signaled) {
+  auto posted = link.qp->post_write(kRmaWr, op.local, op.remote_address, op.rkey, signaled);
+  if (posted.ok()) return true;
+  if (posted.error().code != Errc::kResourceExhausted)
+    fail_link(link,
+              "cannot post a write to " + to_string(link.peer) + ": " + posted.error().message);
+  return false;
+}
+
 bool post_rma_write(TxLink& link) {
   SendOp& op = *link.queue.front();
-  auto posted =
-      link.qp->post_write(kRmaWr, op.local, op.remote_address, op.rkey, /*signaled=*/!op.has_data);
-  if (!posted.ok()) {
-    if (posted.error().code != Errc::kResourceExhausted)
-      fail_link(link,
-                "cannot post a write to " + to_string(link.peer) + ": " + posted.error().message);
-    return false;
-  }
+  if (!post_write_of(link, op, /*signaled=*/!op.has_data)) return false;
   op.written = true;
   if (!op.has_data) {
     link.rma_in_flight.push_back(std::move(link.queue.front()));
@@ -123,14 +127,7 @@ bool post_rendezvous_write(TxLink& link) {
       fail_link(link, "cannot register a message's buffer: " + *bad);
       return false;
     }
-    auto posted =
-        link.qp->post_write(kRmaWr, op.local, op.remote_address, op.rkey, /*signaled=*/false);
-    if (!posted.ok()) {
-      if (posted.error().code != Errc::kResourceExhausted)
-        fail_link(link,
-                  "cannot post a write to " + to_string(link.peer) + ": " + posted.error().message);
-      return false;
-    }
+    if (!post_write_of(link, op, /*signaled=*/false)) return false;
   }
   op.written = true;
   return true;

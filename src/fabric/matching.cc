@@ -21,37 +21,39 @@ IoList IoList::of(const void* buffer, size_t length) {
   return of(&one, buffer == nullptr && length == 0 ? 0 : 1);
 }
 
-size_t IoList::write(size_t at, const void* source, size_t n) const {
+namespace {
+
+// Calls copy(iov_byte, list_offset_done, bytes) for each piece of [at, at + n) of `l` that lies
+// in one buffer, in order; returns the bytes the list holds of that range.
+template <typename Copy>
+size_t walk(const IoList& l, size_t at, size_t n, Copy copy) {
   size_t done = 0;
-  for (size_t i = 0; i < count && done < n; ++i) {
-    const size_t len = v[i].iov_len;
+  for (size_t i = 0; i < l.count && done < n; ++i) {
+    const size_t len = l.v[i].iov_len;
     if (at >= len) {
       at -= len;
       continue;
     }
     const size_t take = std::min(len - at, n - done);
-    std::memcpy(static_cast<uint8_t*>(v[i].iov_base) + at,
-                static_cast<const uint8_t*>(source) + done, take);
+    copy(static_cast<uint8_t*>(l.v[i].iov_base) + at, done, take);
     done += take;
     at = 0;
   }
   return done;
 }
 
+}  // namespace
+
+size_t IoList::write(size_t at, const void* source, size_t n) const {
+  const auto* from = static_cast<const uint8_t*>(source);
+  return walk(*this, at, n,
+              [&](uint8_t* to, size_t done, size_t take) { std::memcpy(to, from + done, take); });
+}
+
 void IoList::read(size_t at, void* target, size_t n) const {
-  size_t done = 0;
-  for (size_t i = 0; i < count && done < n; ++i) {
-    const size_t len = v[i].iov_len;
-    if (at >= len) {
-      at -= len;
-      continue;
-    }
-    const size_t take = std::min(len - at, n - done);
-    std::memcpy(static_cast<uint8_t*>(target) + done,
-                static_cast<const uint8_t*>(v[i].iov_base) + at, take);
-    done += take;
-    at = 0;
-  }
+  auto* to = static_cast<uint8_t*>(target);
+  walk(*this, at, n,
+       [&](const uint8_t* from, size_t done, size_t take) { std::memcpy(to + done, from, take); });
 }
 
 bool matches(bool tagged, uint64_t source, uint64_t tag, uint64_t ignore, const Arrival& a) {

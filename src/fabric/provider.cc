@@ -187,10 +187,7 @@ int provider_fabric(fi_fabric_attr* attr, fid_fabric** out, void* context) {
   if (attr != nullptr && attr->name != nullptr && std::strcmp(attr->name, "mrc") != 0)
     return -FI_EINVAL;
   auto* f = new Fabric();
-  f->fid.fid.fclass = FI_CLASS_FABRIC;
-  f->fid.fid.context = context;
-  f->fid.fid.ops = &fabric_fi_ops;
-  f->fid.ops = &fabric_ops;
+  init_fid(f->fid, FI_CLASS_FABRIC, context, &fabric_fi_ops, &fabric_ops);
   *out = &f->fid;
   return 0;
 }

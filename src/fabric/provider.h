@@ -248,6 +248,15 @@ int open_cntr(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* cont
 int open_av(fid_domain* domain, fi_av_attr* attr, fid_av** out, void* context);
 int open_endpoint(fid_domain* domain, fi_info* info, fid_ep** out, void* context);
 
+// Fills a fid's head: its class, the application's context, its fi_ops and its class's ops.
+template <typename Fid, typename Ops>
+void init_fid(Fid& f, size_t fclass, void* context, fi_ops* fid_ops, Ops* ops) {
+  f.fid.fclass = fclass;
+  f.fid.context = context;
+  f.fid.ops = fid_ops;
+  f.ops = ops;
+}
+
 // Unsupported-operation stubs that every ops table points at where it offers nothing.
 int no_bind(fid*, fid*, uint64_t);
 int no_control(fid*, int, void*);
