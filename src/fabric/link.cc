@@ -377,7 +377,7 @@ bool take_slot(RxLink& link) {
   if ((h.flags & kFirst) != 0 && !start_message(link, h)) return false;
   if (link.target)
     link.target->buffer.write(h.offset, at + sizeof h, h.fragment_bytes);
-  else
+  else if (h.fragment_bytes > 0)  // (an empty message's store has no bytes to point at)
     std::memcpy(link.stored->payload.data() + h.offset, at + sizeof h, h.fragment_bytes);
   if (link.stored != nullptr) link.stored->received_bytes += h.fragment_bytes;
   if ((h.flags & kLast) != 0) finish_message(link);
