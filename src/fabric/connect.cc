@@ -435,6 +435,7 @@ void close_links(Endpoint& ep) {
     close_control(d, link->control);
     if (link->qp != nullptr) d.tx_by_qpn.erase(link->qp->qpn());
   }
+  std::erase_if(d.owing, [&](const RxLink* l) { return l->ep == &ep; });
   for (auto* list : {&ep.rx_links, &ep.accepting})
     for (auto& link : *list) {
       close_control(d, link->control);

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "fabric/provider.h"
 
@@ -331,6 +332,7 @@ void Domain::progress() {
     if (n < 64) break;
   }
   // Slots are taken once per round, so the credits for them go back in one write.
+  for (RxLink* link : std::exchange(owing, {})) drain(*link);
   for (RxLink* link : arrivals) drain(*link);
   arrivals.clear();
 }

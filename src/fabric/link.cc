@@ -13,6 +13,7 @@
 // a posted receive or the unexpected store, copies the payload, and completes the message at
 // its last fragment. A first fragment that neither a receive nor the store can take stops the
 // link there; it resumes when a receive is posted or the store drains.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -395,7 +396,11 @@ void drain(RxLink& link) {
   if (link.freed == 0 || link.broken) return;
   auto sent = link.qp->post_write_imm(~0ull, {}, link.staging_address, link.staging_rkey,
                                       kCreditFlag | link.freed);
-  if (!sent.ok()) return;  // the queue is full: the next round sends them
+  if (!sent.ok()) {  // the queue is full: the next round of progress tries again
+    auto& owing = link.ep->domain->owing;
+    if (std::find(owing.begin(), owing.end(), &link) == owing.end()) owing.push_back(&link);
+    return;
+  }
   link.freed = 0;
   ++link.credit_writes;
 }

@@ -160,6 +160,7 @@ struct Domain {
   std::thread progress_thread;
   void progress();                // REQUIRES: lock. Takes the mrc CQ's completions.
   std::vector<RxLink*> arrivals;  // links with slots arrived in this round of progress()
+  std::vector<RxLink*> owing;     // links whose credits found their queue pair's send queue full
   void wake();
   void watch(int fd, void* tag, bool want_write);
   void unwatch(int fd);
