@@ -382,8 +382,12 @@ void on_rx_control(RxLink& link, uint32_t events) {
     if (!flush(d, link.control, &link.tag) || !answer.ok()) closed = true;
     if (answer.ok()) link.ep->rx_links.push_back(take_accepted(*link.ep, &link));
   }
-  // The link outlives its connection: its last messages may still be in the ring.
-  if (closed) close_control(d, link.control);
+  // The link outlives its connection: its last messages may still be in the ring, and are
+  // taken for a grace period before what the sender left unfinished fails (check_timeouts).
+  if (closed) {
+    close_control(d, link.control);
+    if (link.linked) link.closed_at_ms = now_ms();
+  }
 }
 
 void check_timeouts(Domain& d) {
@@ -399,6 +403,13 @@ void check_timeouts(Domain& d) {
       else if (link->closed_at_ms != 0 && now > link->closed_at_ms + kClosedGraceMs)
         fail_link(*link, "the peer " + peer_text(link->peer) +
                              " closed its end (it exited or closed the endpoint)");
+    for (auto& link : ep->rx_links)
+      if (link->closed_at_ms != 0 && now > link->closed_at_ms + kClosedGraceMs) {
+        link->closed_at_ms = 0;
+        drain(*link);
+        abandon(*link, "the sender " + peer_text(link->peer) +
+                           " closed its end before finishing the message");
+      }
   }
 }
 

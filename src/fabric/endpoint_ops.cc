@@ -157,8 +157,9 @@ ssize_t claim_locked(Endpoint& ep, PostedRecv r) {
 
 }  // namespace
 
-ssize_t post_recv(Endpoint& ep, PostedRecv r) {
-  std::lock_guard lock(ep.domain->lock);
+namespace {
+
+ssize_t post_recv_locked(Endpoint& ep, const PostedRecv& r) {
   if (!ep.enabled) return -FI_EOPBADSTATE;
   if ((r.flags & ~kRecvFlags) != 0) return -FI_EBADFLAGS;
   if ((r.flags & FI_PEEK) != 0) return peek_locked(ep, r);
@@ -166,13 +167,34 @@ ssize_t post_recv(Endpoint& ep, PostedRecv r) {
   if ((r.flags & FI_CLAIM) != 0) return claim_locked(ep, r);
   if (Unexpected* u = ep.matcher.find_unexpected(r.tagged, r.source, r.tag, r.ignore)) {
     take(ep, r, u);
-    retry_stalled(ep);  // the store has room again
     return 0;
   }
   ++ep.rx_outstanding;
   ep.matcher.post(r);
-  retry_stalled(ep);
   return 0;
+}
+
+}  // namespace
+
+ssize_t post_recv(Endpoint& ep, PostedRecv r) {
+  std::lock_guard lock(ep.domain->lock);
+  const ssize_t result = post_recv_locked(ep, r);
+  // A link that stopped at a message no receive or the store could take may go on now.
+  retry_stalled(ep);
+  return result;
+}
+
+void fail_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m, const std::string& why) {
+  --ep.rx_outstanding;
+  if (ep.recv_cntr != nullptr) ep.recv_cntr->add(1, true);
+  if (ep.rx_cq == nullptr || r.silent) return;
+  fi_cq_err_entry e{};
+  e.op_context = r.context;
+  e.flags = FI_RECV | (m.tagged ? FI_TAGGED : FI_MSG);
+  e.tag = m.tag;
+  e.err = FI_EIO;
+  e.prov_errno = FI_EIO;
+  ep.rx_cq->push_error(e, why);
 }
 
 namespace {

@@ -472,6 +472,27 @@ void resolve_sources(Endpoint& ep) {
   }
 }
 
+void abandon(RxLink& link, const std::string& why) {
+  Endpoint& ep = *link.ep;
+  if (link.in_message && link.target) fail_recv(ep, *link.target, link.message, why);
+  if (link.in_message && link.stored != nullptr) {
+    if (link.stored->waiting) fail_recv(ep, *link.stored->waiting, link.message, why);
+    ep.matcher.remove(link.stored);
+  }
+  link.in_message = false;
+  link.target.reset();
+  link.stored = nullptr;
+  for (auto& p : link.pending) {
+    if (!p) continue;
+    if (p->lkey != 0) (void)ep.domain->context->deregister_memory(p->lkey);
+    fail_recv(ep, p->recv, p->message, why);
+    p.reset();
+  }
+  // Announced rendezvous messages in the store can never be written now.
+  std::erase_if(ep.matcher.unexpected(),
+                [&](const Unexpected& u) { return u.rendezvous && u.origin == &link; });
+}
+
 void retry_stalled(Endpoint& ep) {
   for (auto& link : ep.rx_links)
     if (link->arrived > 0) drain(*link);

@@ -125,7 +125,8 @@ struct TxLink {
 struct RxLink {
   Endpoint* ep = nullptr;
   WatchTag tag{WatchKind::kRxControl, this};
-  bool linked = false;  // the hello was answered: a link, no longer an accepted connection
+  bool linked = false;       // the hello was answered: a link, no longer an accepted connection
+  int64_t closed_at_ms = 0;  // when the sender closed the TCP connection (0: it has not)
   EndpointName peer;
   Control control;
   Qp* qp = nullptr;

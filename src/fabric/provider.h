@@ -202,6 +202,8 @@ void fail_send(Endpoint& ep, const SendOp& op, int err, const std::string& why);
 // A receive's completion: its entry (an FI_ETRUNC error entry when the message was longer than
 // the buffers, which hold its first bytes) and the receive counter.
 void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m);
+// A receive that took a message its sender will never finish: an error entry naming why.
+void fail_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m, const std::string& why);
 // Delivers a whole unexpected message to a receive that takes it, and drops it from the store.
 void deliver_unexpected(Endpoint& ep, const PostedRecv& r, Unexpected* u);
 
@@ -214,6 +216,9 @@ void fail_link(TxLink& link, const std::string& why);
 // Stops taking a sender's slots (a broken or hostile peer): logged and counted; its ring and the
 // buffers of receives it had are never written again by this endpoint.
 void drop_link(RxLink& link, const std::string& why);
+// The receives a gone sender's unfinished messages had taken fail (the message under way, the
+// rendezvous messages answered but not finished); its unfinished unexpected message is dropped.
+void abandon(RxLink& link, const std::string& why);
 // The gather list of `op`'s first `bytes` bytes: each buffer's lkey from `desc` (an Mr of the
 // domain), or a registration for this op when none is given. An error's reason, or nullopt.
 std::optional<std::string> gather(Domain& d, SendOp& op, uint64_t bytes, void* const* desc);

@@ -10,6 +10,7 @@
  *   badflags   an unknown flag on an operation: -FI_EBADFLAGS; a bad address: error
  *   vanish     a peer process that exits: the next send completes in error within seconds
  *   late av    a message from a sender not yet in the AV, then a receive directed at it
+ *   dies       a sender killed in the middle of a rendezvous message: the receive fails
  *   refused    a send to an endpoint that is gone: an error completion
  *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), no fi_read, a bad key
  * `fi_checks badplanes` expects fi_domain to fail (a bad FI_MRC_* setting in the environment). */
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -289,6 +291,49 @@ static void check_vanish(struct node* n) {
   printf("vanish: ok (error %d, %s, after %ld s)\n", -r, fi_strerror(-r), (long)(time(NULL) - start));
 }
 
+/* A sender that dies in the middle of a rendezvous message: the receive that took it completes
+ * in error within seconds, naming the sender. */
+static void check_sender_dies(struct node* n) {
+  int names[2];
+  CHECK(pipe(names) == 0, "pipe");
+  enum { kBig = 1 << 20 };
+  const pid_t child = fork();
+  if (child == 0) {
+    struct node c;
+    open_node(&c);
+    char name[32];
+    CHECK(read(names[0], name, 32) == 32, "child: read name");
+    const fi_addr_t to = insert(&c, name);
+    char* big = calloc(kBig, 1);
+    CHECK(fi_tsend(c.ep, big, kBig, NULL, to, 77, NULL) == 0, "child: tsend");
+    for (;;) {
+      struct fi_cq_tagged_entry e;
+      (void)fi_cq_read(c.cq, &e, 1); /* progress, until killed */
+      usleep(100);
+    }
+  }
+  CHECK(write(names[1], n->name, 32) == 32, "write name");
+  /* Wait until the announcement is here (a peek finds it), take it, then kill the sender. */
+  char* buf = malloc(kBig);
+  struct fi_context ctx;
+  struct iovec iov = {buf, kBig};
+  struct fi_msg_tagged m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .tag = 77, .context = &ctx};
+  struct fi_cq_tagged_entry e;
+  int r;
+  do {
+    CHECK(fi_trecvmsg(n->ep, &m, FI_PEEK) == 0, "peek");
+  } while ((r = wait_one(n, &e, 10)) == -FI_ENOMSG);
+  CHECK(r == 0 && e.len == kBig, "the announced message is found");
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  CHECK(fi_trecv(n->ep, buf, kBig, NULL, FI_ADDR_UNSPEC, 77, 0, &ctx) == 0, "trecv");
+  const time_t start = time(NULL);
+  r = wait_one(n, &e, 30);
+  CHECK(r != 0 && e.op_context == &ctx, "the receive of a dead sender's message completes in error");
+  printf("sender dies: ok (error %d after %ld s)\n", -r, (long)(time(NULL) - start));
+  free(buf);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (argc == 2 && strcmp(argv[1], "badplanes") == 0) {
@@ -308,6 +353,7 @@ int main(int argc, char** argv) {
   check_messages(&n);
   check_late_av();
   check_vanish(&n);
+  check_sender_dies(&n);
   check_rma();
   /* refused: an endpoint that is closed. */
   struct node gone;
