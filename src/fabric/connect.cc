@@ -55,8 +55,9 @@ socklen_t to_sockaddr(const EndpointName& name, sockaddr_storage& out) {
   return sizeof a;
 }
 
-QpConfig link_qp_config(uint32_t slots) {
+QpConfig link_qp_config(uint32_t slots, uint32_t mtu_bytes) {
   QpConfig c;
+  c.set_mtu(mtu_bytes);
   c.max_recv_wr = slots + 16 + kMaxRendezvous;  // data or credits, and CTSs
   c.max_send_wr = slots + 16 + kMaxRendezvous;
   c.max_wimm = static_cast<uint16_t>(slots + 16);
@@ -76,7 +77,8 @@ Result<Qp*, Error> new_qp(Domain& d, uint32_t slots, Registered& region, size_t 
   if (!mr.ok()) return Err{mr.error()};
   region.mr = mr.value();
   region.context = d.context.get();
-  return d.context->create_qp(d.pd, d.cq, d.cq, link_qp_config(slots));
+  return d.context->create_qp(d.pd, d.cq, d.cq,
+                              link_qp_config(slots, static_cast<uint32_t>(d.config.mtu_bytes)));
 }
 
 // Connects `qp` to the peer's and posts the receives its immediates consume (one per slot,
@@ -184,7 +186,8 @@ std::string hello_line(const TxLink& link) {
   std::ostringstream o;
   o << "mrcfi1 hello " << to_hex(link.ep->name) << ' '
     << reinterpret_cast<uint64_t>(link.staging.bytes) << ' ' << link.staging.mr.rkey << ' '
-    << link.slots << ' ' << link.slot_bytes << ' ' << link.qp->local_info().to_string() << '\n';
+    << link.slots << ' ' << link.slot_bytes << ' ' << link.ep->domain->config.mtu_bytes << ' '
+    << link.qp->local_info().to_string() << '\n';
   return o.str();
 }
 
@@ -334,11 +337,18 @@ namespace {
 Result<std::string, Error> accept_hello(RxLink& link, const std::string& line) {
   std::istringstream in(line);
   std::string magic, verb, name_hex;
+  uint32_t mtu = 0;
   in >> magic >> verb >> name_hex >> link.staging_address >> link.staging_rkey >> link.slots >>
-      link.slot_bytes;
+      link.slot_bytes >> mtu;
   const auto name = name_from_hex(name_hex);
   if (magic != "mrcfi1" || verb != "hello" || !in || !name)
     return fail(Errc::kInvalidArgument, "not an mrc provider hello");
+  const auto own_mtu = static_cast<uint32_t>(link.ep->domain->config.mtu_bytes);
+  if (mtu != own_mtu)
+    return fail(Errc::kInvalidArgument, "the sender sends " + std::to_string(mtu) +
+                                            "-byte packets and this endpoint takes " +
+                                            std::to_string(own_mtu) +
+                                            ": set the same FI_MRC_MTU on every host");
   if (link.slots < 2 || link.slots > kMaxSlots || link.slot_bytes < kMinSlotBytes ||
       link.slot_bytes > kMaxSlotBytes)
     return fail(Errc::kInvalidArgument, "slots or slot size out of range");

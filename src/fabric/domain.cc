@@ -17,12 +17,14 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
 #include <utility>
 
 #include "fabric/provider.h"
+#include "io/netdev.h"
 
 namespace mrc::fabric {
 namespace {
@@ -114,6 +116,24 @@ Result<std::unique_ptr<Context>, Error> open_context(const Settings& s,
   }
 }
 
+// FI_MRC_MTU unset: the largest of 8192, 4096 and 1024 payload bytes that every plane's
+// interface carries with the IP, UDP and MRC headers (4096 where the MTU is not known: IPv6).
+int auto_mtu(const std::vector<std::string>& planes) {
+  uint32_t smallest = ~0u;
+  for (const std::string& p : planes) {
+    in_addr a{};
+    if (inet_pton(AF_INET, p.c_str(), &a) != 1) return 4096;
+    auto nic = io::interface_of(a);
+    if (!nic.ok() || nic.value().mtu == 0) return 4096;
+    smallest = std::min(smallest, nic.value().mtu);
+  }
+  constexpr uint32_t kHeaders = 128;
+  for (const int payload : {8192, 4096}) {
+    if (smallest >= static_cast<uint32_t>(payload) + kHeaders) return payload;
+  }
+  return 1024;
+}
+
 std::optional<std::string> check(const Settings& s) {
   if (s.slots < 2 || s.slots > static_cast<int>(kMaxSlots)) return "FI_MRC_SLOTS must be 2..128";
   if (s.slot_bytes < static_cast<int>(kMinSlotBytes) ||
@@ -122,6 +142,8 @@ std::optional<std::string> check(const Settings& s) {
   if (s.port < 1 || s.port > 65535 || s.ev_port_base < 1 || s.ev_port_base > 65535)
     return "FI_MRC_PORT and FI_MRC_EV_PORT_BASE must be 1..65535";
   if (s.connect_timeout_ms < 1) return "FI_MRC_CONNECT_TIMEOUT_MS must be positive";
+  if (s.mtu_bytes != 0 && (s.mtu_bytes < 256 || s.mtu_bytes > 9000))
+    return "FI_MRC_MTU must be 256..9000 (or unset: from the planes' interfaces)";
   return std::nullopt;
 }
 
@@ -295,6 +317,8 @@ int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
     warn(planes.error().message);
     return -FI_ENODEV;
   }
+  Settings config = s;
+  if (config.mtu_bytes == 0) config.mtu_bytes = auto_mtu(planes.value());
   auto ctx = open_context(s, planes.value());
   if (!ctx.ok()) {
     warn("cannot open the planes " + s.planes + ": " + ctx.error().message);
@@ -302,7 +326,7 @@ int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
   }
   auto* d = new Domain();
   d->fabric = reinterpret_cast<Fabric*>(fabric);
-  d->config = s;
+  d->config = config;
   d->context = std::move(ctx.value());
   d->planes = planes.value();
   d->pd = d->context->alloc_pd();

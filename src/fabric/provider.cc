@@ -219,6 +219,10 @@ void define_settings() {
                   "First UDP receive port tried; the next are tried while in use (default: 4791)");
   fi_param_define(&provider, "ev_port_base", FI_PARAM_INT,
                   "First UDP source port tried for EVs (default: 50000)");
+  fi_param_define(
+      &provider, "mtu", FI_PARAM_INT,
+      "Payload bytes per MRC packet, as QpConfig::mtu_bytes allows (default: 4096); every "
+      "process of a job needs the same, and the planes' MTU must carry it");
   fi_param_define(&provider, "slots", FI_PARAM_INT, "Receive slots per link, 2..128 (default: 32)");
   fi_param_define(&provider, "slot_bytes", FI_PARAM_INT,
                   "Bytes per slot, 1024..1048576 (default: 65536)");
@@ -241,6 +245,7 @@ Settings settings() {
   fi_param_get_int(&provider, "ev_port_base", &s.ev_port_base);
   fi_param_get_int(&provider, "slots", &s.slots);
   fi_param_get_int(&provider, "slot_bytes", &s.slot_bytes);
+  fi_param_get_int(&provider, "mtu", &s.mtu_bytes);
   fi_param_get_size_t(&provider, "unexpected_bytes", &s.unexpected_bytes);
   fi_param_get_size_t(&provider, "rndv_bytes", &s.rendezvous_bytes);
   fi_param_get_int(&provider, "connect_timeout_ms", &s.connect_timeout_ms);

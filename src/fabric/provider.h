@@ -49,6 +49,8 @@ struct Settings {
   int ev_port_base = 50000;          // first EV source port tried
   int slots = 32;                    // per link
   int slot_bytes = 65536;
+  int mtu_bytes =
+      0;  // MRC payload per packet (QpConfig::mtu_bytes), the same on both ends; 0: auto
   size_t rendezvous_bytes = 65536;       // messages this large or larger go by rendezvous (0: none)
   size_t unexpected_bytes = 256u << 20;  // per endpoint
   int connect_timeout_ms = 10000;

@@ -9,6 +9,7 @@
  *   cancel     a posted receive cancelled: FI_ECANCELED
  *   badflags   an unknown flag on an operation: -FI_EBADFLAGS; a bad address: error
  *   vanish     a peer process that exits: the next send completes in error within seconds
+ *   mtu        a link between different FI_MRC_MTU is refused, naming it
  *   late av    a message from a sender not yet in the AV, then a receive directed at it
  *   dies       a sender killed in the middle of a rendezvous message: the receive fails
  *   refused    a send to an endpoint that is gone: an error completion
@@ -334,6 +335,23 @@ static void check_sender_dies(struct node* n) {
   free(buf);
 }
 
+/* Two hosts with different packet sizes: the link is refused, naming the setting. */
+static void check_mtu_mismatch(void) {
+  struct node a, b;
+  setenv("FI_MRC_MTU", "1024", 1);
+  open_node(&a);
+  unsetenv("FI_MRC_MTU");
+  open_node(&b);
+  const fi_addr_t to_b = insert(&a, b.name);
+  int v = 1;
+  struct fi_cq_tagged_entry e;
+  CHECK(fi_tsend(a.ep, &v, sizeof v, NULL, to_b, 1, NULL) == 0, "tsend");
+  CHECK(wait_one(&a, &e, 10) == -FI_EIO, "a link between different FI_MRC_MTU is refused");
+  close_node(&a);
+  close_node(&b);
+  printf("mtu mismatch: ok\n");
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (argc == 2 && strcmp(argv[1], "badplanes") == 0) {
@@ -352,6 +370,7 @@ int main(int argc, char** argv) {
   open_node(&n);
   check_messages(&n);
   check_late_av();
+  check_mtu_mismatch();
   check_vanish(&n);
   check_sender_dies(&n);
   check_rma();
