@@ -13,6 +13,10 @@
 // a posted receive or the unexpected store, copies the payload, and completes the message at
 // its last fragment. A first fragment that neither a receive nor the store can take stops the
 // link there; it resumes when a receive is posted or the store drains.
+//
+// Rendezvous messages (wire.h) post an RTS instead and wait for the receiver's CTS; then their
+// payload is written by RDMA WRITE and a FIN fragment, ahead of the queue, finishes them. RMA
+// writes go straight onto the queue pair in queue order.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -30,10 +34,10 @@ namespace {
 
 constexpr uint64_t kRmaWr = ~1ull;  // wr_id of an RMA write (slots' wr_ids are their index)
 
-// Posts the front op's RDMA WRITE; false if the queue pair is full. A write without remote CQ
-// data is then done with the link's slots; one with data goes on to its notice fragment.
 // Posts `op`'s RDMA WRITE (its gather list to remote_address, rkey); false if the queue pair is
-// full or the post failed (the link then failed).
+// full or the post failed (the link then failed). Unsignalled writes complete nothing (the
+// engine queues completions for signalled ones only), so kRmaWr completions are exactly those of
+// rma_in_flight, in post order.
 bool post_write_of(TxLink& link, SendOp& op, bool signaled) {
   auto posted = link.qp->post_write(kRmaWr, op.local, op.remote_address, op.rkey, signaled);
   if (posted.ok()) return true;
@@ -43,6 +47,8 @@ bool post_write_of(TxLink& link, SendOp& op, bool signaled) {
   return false;
 }
 
+// Posts the front op's RDMA WRITE; false if the queue pair is full. A write without remote CQ
+// data is then done with the link's slots; one with data goes on to its notice fragment.
 bool post_rma_write(TxLink& link) {
   SendOp& op = *link.queue.front();
   if (!post_write_of(link, op, /*signaled=*/!op.has_data)) return false;
