@@ -15,6 +15,15 @@
 #include <string.h>
 
 static int rank, size;
+static const char* phase = "init";  /* named in the report of an MPI error */
+
+static void on_mpi_error(MPI_Comm* comm, int* code, ...) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(*code, text, &len);
+  fprintf(stderr, "mpi_suite: rank %d: FAILED in %s: %s\n", rank, phase, text);
+  MPI_Abort(*comm, 1);
+}
 
 static void check(int ok, const char* what) {
   if (ok) return;
@@ -37,6 +46,7 @@ static int same(const unsigned char* b, size_t n, int from, int to, int salt) {
 }
 
 static void point_to_point(void) {
+  phase = "point-to-point";
   static const size_t sizes[] = {0, 1, 7, 64, 1000, 4096, 65536, 65537, 262144, 1 << 20, 4 << 20};
   unsigned char* out = malloc(4 << 20);
   unsigned char* in = malloc(4 << 20);
@@ -57,6 +67,7 @@ static void point_to_point(void) {
       check(same(in, n, peer, rank, (int)s), "point-to-point data");
     }
   }
+  phase = "sendrecv ring";
   /* Blocking send/recv around a ring. */
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
   fill(out, 100000, rank, next, 99);
@@ -67,6 +78,7 @@ static void point_to_point(void) {
 }
 
 static void tags_and_wildcards(void) {
+  phase = "tags";
   enum { kTags = 64 };
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
   int out[kTags], in[kTags];
@@ -77,6 +89,7 @@ static void tags_and_wildcards(void) {
   for (int t = 0; t < kTags; ++t) MPI_Isend(&out[t], 1, MPI_INT, next, t, MPI_COMM_WORLD, &rq[kTags + t]);
   MPI_Waitall(2 * kTags, rq, MPI_STATUSES_IGNORE);
   for (int t = 0; t < kTags; ++t) check(in[t] == prev * 1000 + t, "tag matching");
+  phase = "wildcards";
   /* Wildcards: everyone sends one message to rank 0, which takes them with ANY_SOURCE/ANY_TAG. */
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank != 0) {
@@ -93,9 +106,12 @@ static void tags_and_wildcards(void) {
     }
     check(seen == ((1 << size) - 2), "wildcard receives from every rank");
   }
+  /* No rank starts the next phase's sends while rank 0's ANY_TAG receives could take them. */
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void probes(void) {
+  phase = "probes";
   const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
   const int n = 12345 + rank;
   unsigned char* out = malloc((size_t)n);
@@ -135,6 +151,7 @@ static void allreduce_check(size_t count, int salt) {
 }
 
 static void collectives(void) {
+  phase = "collectives";
   MPI_Barrier(MPI_COMM_WORLD);
   int root_value = rank == 0 ? 4242 : 0;
   MPI_Bcast(&root_value, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -160,6 +177,9 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Errhandler handler;
+  MPI_Comm_create_errhandler(on_mpi_error, &handler);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, handler);
   if (argc == 3 && strcmp(argv[1], "loop") == 0) {
     const int n = atoi(argv[2]);
     for (int i = 0; i < n; ++i) {
