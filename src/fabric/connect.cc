@@ -192,12 +192,11 @@ std::string hello_line(const TxLink& link) {
 }
 
 // A new link to `peer`: queue pair, staging slots, and the TCP connection under way.
-std::unique_ptr<TxLink> start_link(Endpoint& ep, const EndpointName& peer, uint64_t fi_addr) {
+std::unique_ptr<TxLink> start_link(Endpoint& ep, const EndpointName& peer) {
   Domain& d = *ep.domain;
   auto link = std::make_unique<TxLink>();
   link->ep = &ep;
   link->peer = peer;
-  link->peer_addr = fi_addr;
   link->slots = static_cast<uint32_t>(d.config.slots);
   link->slot_bytes = static_cast<uint32_t>(d.config.slot_bytes);
   link->staging_busy.assign(link->slots, 0);
@@ -241,7 +240,7 @@ TxLink* tx_link_to(Endpoint& ep, uint64_t fi_addr, int* err) {
   std::array<uint8_t, sizeof(EndpointName)> key;
   std::memcpy(key.data(), &peer, sizeof peer);
   auto it = ep.tx_links.find(key);
-  if (it == ep.tx_links.end()) it = ep.tx_links.emplace(key, start_link(ep, peer, fi_addr)).first;
+  if (it == ep.tx_links.end()) it = ep.tx_links.emplace(key, start_link(ep, peer)).first;
   if (ep.tx_by_addr.size() <= fi_addr) ep.tx_by_addr.resize(fi_addr + 1, nullptr);
   ep.tx_by_addr[fi_addr] = it->second.get();
   return it->second.get();

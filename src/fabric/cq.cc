@@ -191,7 +191,6 @@ int open_cq(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
   auto* cq = new Cq();
   cq->domain = reinterpret_cast<Domain*>(domain);
   cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
-  cq->wait_obj = attr->wait_obj;
   if (attr->wait_obj == FI_WAIT_FD || attr->wait_obj == FI_WAIT_UNSPEC) {
     cq->wait_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (cq->wait_fd < 0) {

@@ -386,7 +386,6 @@ bool take_slot(RxLink& link) {
     link.target->buffer.write(h.offset, at + sizeof h, h.fragment_bytes);
   else if (h.fragment_bytes > 0)  // (an empty message's store has no bytes to point at)
     std::memcpy(link.stored->payload.data() + h.offset, at + sizeof h, h.fragment_bytes);
-  if (link.stored != nullptr) link.stored->received_bytes += h.fragment_bytes;
   if ((h.flags & kLast) != 0) finish_message(link);
   return true;
 }

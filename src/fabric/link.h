@@ -97,7 +97,6 @@ struct TxLink {
   int64_t deadline_ms = 0;   // kConnecting: when set-up has taken too long (steady clock)
   int64_t closed_at_ms = 0;  // when the peer closed the TCP connection (0: it has not)
   EndpointName peer;
-  uint64_t peer_addr = kAnySource;  // fi_addr the application sends to
   State state = State::kConnecting;
   Control control;
   Qp* qp = nullptr;

@@ -66,7 +66,6 @@ struct Unexpected {
   uint64_t data = 0;
   bool has_data = false;
   std::vector<uint8_t> payload;  // the whole message, filled as fragments arrive
-  uint64_t received_bytes = 0;
   bool complete = false;
   bool claimed = false;  // FI_PEEK|FI_CLAIM reserved it for a later FI_CLAIM receive
   void* claim_context = nullptr;

@@ -98,7 +98,6 @@ struct Cq {
   fid_cq fid{};
   Domain* domain = nullptr;
   fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
-  fi_wait_obj wait_obj = FI_WAIT_NONE;
   int wait_fd = -1;  // FI_WAIT_FD: an eventfd readable while entries wait
   std::mutex lock;
   std::condition_variable changed;
