@@ -102,7 +102,6 @@ int open_av(fid_domain* domain, fi_av_attr* attr, fid_av** out, void* context) {
     return -FI_EINVAL;
   auto* av = new Av();
   av->domain = reinterpret_cast<Domain*>(domain);
-  av->type = attr->type == FI_AV_UNSPEC ? FI_AV_TABLE : attr->type;
   init_fid(av->fid, FI_CLASS_AV, context, &av_fi_ops, &av_ops);
   *out = &av->fid;
   return 0;

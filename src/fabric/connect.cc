@@ -400,7 +400,11 @@ void on_rx_control(RxLink& link, uint32_t events) {
 }
 
 void check_timeouts(Domain& d) {
+  // The deadlines are hundreds of milliseconds and more: one look every 20 ms is enough, however
+  // often the progress thread wakes.
   const int64_t now = now_ms();
+  if (now - d.timeouts_checked_ms < 20) return;
+  d.timeouts_checked_ms = now;
   for (Endpoint* ep : d.endpoints) {
     // Connections that closed before they became links.
     std::erase_if(ep->accepting, [](const auto& l) { return l->control.fd < 0; });

@@ -226,17 +226,11 @@ int cntr_adderr(fid_cntr* f, uint64_t v) {
   return 0;
 }
 int cntr_set(fid_cntr* f, uint64_t v) {
-  Cntr* c = reinterpret_cast<Cntr*>(f);
-  std::lock_guard lock(c->lock);
-  c->value = v;
-  c->changed.notify_all();
+  reinterpret_cast<Cntr*>(f)->set(v, false);
   return 0;
 }
 int cntr_seterr(fid_cntr* f, uint64_t v) {
-  Cntr* c = reinterpret_cast<Cntr*>(f);
-  std::lock_guard lock(c->lock);
-  c->errors = v;
-  c->changed.notify_all();
+  reinterpret_cast<Cntr*>(f)->set(v, true);
   return 0;
 }
 int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout_ms) {
@@ -265,6 +259,12 @@ fi_ops_cntr cntr_ops{sizeof(fi_ops_cntr), cntr_read,   cntr_readerr, cntr_add, c
 void Cntr::add(uint64_t n, bool error) {
   std::lock_guard guard(lock);
   (error ? errors : value) += n;
+  changed.notify_all();
+}
+
+void Cntr::set(uint64_t n, bool error) {
+  std::lock_guard guard(lock);
+  (error ? errors : value) = n;
   changed.notify_all();
 }
 

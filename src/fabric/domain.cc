@@ -303,7 +303,7 @@ void Domain::unwatch(int fd) {
   epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
 }
 
-int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context) {
+int open_domain(fid_fabric*, fi_info* info, fid_domain** out, void* context) {
   if (info != nullptr && info->domain_attr != nullptr && info->domain_attr->name != nullptr &&
       std::strcmp(info->domain_attr->name, "mrc") != 0)
     return -FI_EINVAL;
@@ -325,7 +325,6 @@ int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
     return ctx.error().code == Errc::kAddressInUse ? -FI_EADDRINUSE : -FI_ENODEV;
   }
   auto* d = new Domain();
-  d->fabric = reinterpret_cast<Fabric*>(fabric);
   d->config = config;
   d->context = std::move(ctx.value());
   d->planes = planes.value();

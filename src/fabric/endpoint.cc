@@ -74,8 +74,7 @@ int ep_bind(fid* f, fid* b, uint64_t flags) {
     case FI_CLASS_AV:
       ep.av = reinterpret_cast<Av*>(b);
       return 0;
-    case FI_CLASS_EQ:
-      ep.eq = reinterpret_cast<Eq*>(b);
+    case FI_CLASS_EQ:  // accepted: the provider raises no events on RDM endpoints
       return 0;
     case FI_CLASS_CNTR:
       // FI_READ and FI_REMOTE_READ would count reads, which MRC does not have.

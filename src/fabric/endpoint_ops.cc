@@ -1,6 +1,5 @@
 // An endpoint's data operations: sends and receives of FI_MSG and FI_TAGGED, peeks and claims,
 // and the completion entries and counters they produce.
-#include <cstdio>
 #include <cstring>
 
 #include "fabric/provider.h"
@@ -18,9 +17,20 @@ bool wants_completion(uint64_t bind_flags, uint64_t op_flags) {
   return (bind_flags & FI_SELECTIVE_COMPLETION) == 0 || (op_flags & FI_COMPLETION) != 0;
 }
 
-}  // namespace
+// An error entry of an operation (`err` is also its provider errno).
+fi_cq_err_entry error_entry(void* context, uint64_t flags, int err) {
+  fi_cq_err_entry e{};
+  e.op_context = context;
+  e.flags = flags;
+  e.err = err;
+  e.prov_errno = err;
+  return e;
+}
 
-namespace {
+// What a receive of the unexpected message `u` reports.
+MessageInfo message_of(const Unexpected& u) {
+  return {u.arrival.tagged, u.bytes(), u.arrival.tag, u.data, u.has_data, u.arrival.source};
+}
 
 // Lets go of the registrations a write made for itself, and counts it on its counter.
 void finish(Endpoint& ep, const SendOp& op, bool error) {
@@ -44,14 +54,7 @@ void complete_send(Endpoint& ep, const SendOp& op) {
 
 void fail_send(Endpoint& ep, const SendOp& op, int err, const std::string& why) {
   finish(ep, op, true);
-  if (ep.tx_cq != nullptr) {
-    fi_cq_err_entry e{};
-    e.op_context = op.context;
-    e.flags = op.cq_flags;
-    e.err = err;
-    e.prov_errno = err;
-    ep.tx_cq->push_error(e, why);
-  }
+  if (ep.tx_cq != nullptr) ep.tx_cq->push_error(error_entry(op.context, op.cq_flags, err), why);
 }
 
 void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m) {
@@ -62,16 +65,12 @@ void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m) {
   if (ep.recv_cntr != nullptr) ep.recv_cntr->add(1, truncated);
   if (ep.rx_cq == nullptr) return;
   if (truncated) {
-    fi_cq_err_entry e{};
-    e.op_context = r.context;
-    e.flags = flags;
+    fi_cq_err_entry e = error_entry(r.context, flags, FI_ETRUNC);
     e.len = r.buffer.bytes;
     e.buf = r.buffer.count > 0 ? r.buffer.v[0].iov_base : nullptr;
     e.data = m.data;
     e.tag = m.tag;
     e.olen = m.bytes - r.buffer.bytes;
-    e.err = FI_ETRUNC;
-    e.prov_errno = FI_ETRUNC;
     ep.rx_cq->push_error(e);
     return;
   }
@@ -84,9 +83,8 @@ void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m) {
 }
 
 void deliver_unexpected(Endpoint& ep, const PostedRecv& r, Unexpected* u) {
+  const MessageInfo m = message_of(*u);
   if (u->rendezvous) {  // only announced: answer it now
-    const MessageInfo m{u->arrival.tagged, u->bytes(),  u->arrival.tag,
-                        u->data,           u->has_data, u->arrival.source};
     RxLink& link = *static_cast<RxLink*>(u->rendezvous_link);
     const uint32_t index = u->rendezvous_index;
     ep.matcher.remove(u);
@@ -94,8 +92,6 @@ void deliver_unexpected(Endpoint& ep, const PostedRecv& r, Unexpected* u) {
     return;
   }
   r.buffer.write(0, u->payload.data(), u->payload.size());
-  const MessageInfo m{u->arrival.tagged, u->payload.size(), u->arrival.tag,
-                      u->data,           u->has_data,       u->arrival.source};
   ep.matcher.remove(u);
   complete_recv(ep, r, m);
 }
@@ -117,12 +113,7 @@ ssize_t peek_locked(Endpoint& ep, const PostedRecv& r) {
   if (ep.rx_cq == nullptr) return -FI_ENOCQ;
   const uint64_t flags = FI_RECV | (r.tagged ? FI_TAGGED : FI_MSG);
   if (u == nullptr) {
-    fi_cq_err_entry e{};
-    e.op_context = r.context;
-    e.flags = flags;
-    e.err = FI_ENOMSG;
-    e.prov_errno = FI_ENOMSG;
-    ep.rx_cq->push_error(e);
+    ep.rx_cq->push_error(error_entry(r.context, flags, FI_ENOMSG));
     return 0;
   }
   CqEntry e;
@@ -188,12 +179,8 @@ void fail_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m, const st
   --ep.rx_outstanding;
   if (ep.recv_cntr != nullptr) ep.recv_cntr->add(1, true);
   if (ep.rx_cq == nullptr || r.silent) return;
-  fi_cq_err_entry e{};
-  e.op_context = r.context;
-  e.flags = FI_RECV | (m.tagged ? FI_TAGGED : FI_MSG);
+  fi_cq_err_entry e = error_entry(r.context, FI_RECV | (m.tagged ? FI_TAGGED : FI_MSG), FI_EIO);
   e.tag = m.tag;
-  e.err = FI_EIO;
-  e.prov_errno = FI_EIO;
   ep.rx_cq->push_error(e, why);
 }
 
@@ -264,14 +251,9 @@ ssize_t cancel(Endpoint& ep, void* context) {
   auto r = ep.matcher.cancel(context);
   if (!r) return -FI_ENOENT;
   --ep.rx_outstanding;
-  if (ep.rx_cq != nullptr) {
-    fi_cq_err_entry e{};
-    e.op_context = context;
-    e.flags = FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG);
-    e.err = FI_ECANCELED;
-    e.prov_errno = FI_ECANCELED;
-    ep.rx_cq->push_error(e);
-  }
+  if (ep.rx_cq != nullptr)
+    ep.rx_cq->push_error(
+        error_entry(context, FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG), FI_ECANCELED));
   return 0;
 }
 

@@ -49,8 +49,8 @@ struct Settings {
   int ev_port_base = 50000;          // first EV source port tried
   int slots = 32;                    // per link
   int slot_bytes = 65536;
-  int mtu_bytes =
-      0;  // MRC payload per packet (QpConfig::mtu_bytes), the same on both ends; 0: auto
+  // MRC payload per packet (QpConfig::mtu_bytes), the same on both ends; 0: from the planes' MTU
+  int mtu_bytes = 0;
   size_t rendezvous_bytes = 65536;       // messages this large or larger go by rendezvous (0: none)
   size_t unexpected_bytes = 256u << 20;  // per endpoint
   int connect_timeout_ms = 10000;
@@ -60,8 +60,8 @@ Settings settings();
 void define_settings();
 
 inline constexpr uint64_t kMaxMessageBytes = 1ull << 30;
-inline constexpr size_t kQueueSize = 1024;
-inline constexpr size_t kInjectBytes = 4096;  // tx and rx operations outstanding per endpoint
+inline constexpr size_t kQueueSize = 1024;    // tx and rx operations outstanding per endpoint
+inline constexpr size_t kInjectBytes = 4096;  // fi_inject's limit (tx_attr->inject_size)
 inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_RECV | FI_WRITE |
                                   FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV | FI_LOCAL_COMM |
                                   FI_REMOTE_COMM;
@@ -118,12 +118,12 @@ struct Cntr {
   uint64_t value = 0;
   uint64_t errors = 0;
   void add(uint64_t n, bool error);
+  void set(uint64_t n, bool error);
 };
 
 struct Av {
   fid_av fid{};
   Domain* domain = nullptr;
-  fi_av_type type = FI_AV_TABLE;
   std::vector<EndpointName> names;  // by fi_addr
   std::vector<uint8_t> live;
   // The fi_addr of a name, kAnySource if it is not in the AV.
@@ -140,7 +140,6 @@ struct Endpoint;
 
 struct Domain {
   fid_domain fid{};
-  Fabric* fabric = nullptr;
   Settings config;
   std::vector<std::string> planes;  // resolved addresses, one per plane
   uint64_t links_dropped = 0;  // receiving links dropped for breaking the protocol (FI_MRC_STATS)
@@ -159,9 +158,10 @@ struct Domain {
   int wake_fd = -1;
   std::atomic<bool> stopping{false};
   std::thread progress_thread;
-  void progress();                // REQUIRES: lock. Takes the mrc CQ's completions.
-  std::vector<RxLink*> arrivals;  // links with slots arrived in this round of progress()
-  std::vector<RxLink*> owing;     // links whose credits found their queue pair's send queue full
+  void progress();                  // REQUIRES: lock. Takes the mrc CQ's completions.
+  std::vector<RxLink*> arrivals;    // links with slots arrived in this round of progress()
+  int64_t timeouts_checked_ms = 0;  // check_timeouts' last look
+  std::vector<RxLink*> owing;       // links whose credits found their queue pair's send queue full
   void wake();
   void watch(int fd, void* tag, bool want_write);
   void unwatch(int fd);
@@ -171,7 +171,6 @@ struct Endpoint {
   fid_ep fid{};
   Domain* domain = nullptr;
   Av* av = nullptr;
-  Eq* eq = nullptr;
   Cq* tx_cq = nullptr;
   Cq* rx_cq = nullptr;
   uint64_t tx_cq_flags = 0;  // the bind flags (FI_SELECTIVE_COMPLETION)
