@@ -29,6 +29,25 @@
 namespace mrc::fabric {
 namespace {
 
+// The text of this host's first IPv4 address (in getifaddrs order) that `wanted` takes, given
+// the interface's name and the address.
+template <typename Wanted>
+std::optional<std::string> first_ipv4(Wanted wanted) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return std::nullopt;
+  std::optional<std::string> found;
+  for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    const in_addr a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr;
+    if (!wanted(i->ifa_name, a)) continue;
+    char text[INET_ADDRSTRLEN];
+    found = inet_ntop(AF_INET, &a, text, sizeof text);
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+// This host's address in the IPv4 prefix `entry` ("198.18.0.0/24").
 std::optional<std::string> in_prefix(const std::string& entry) {
   const auto slash = entry.find('/');
   in_addr net{};
@@ -37,33 +56,14 @@ std::optional<std::string> in_prefix(const std::string& entry) {
   const int bits = std::atoi(entry.c_str() + slash + 1);
   if (bits < 1 || bits > 32) return std::nullopt;
   const uint32_t mask = bits == 32 ? ~0u : ~((1u << (32 - bits)) - 1);
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return std::nullopt;
-  std::optional<std::string> found;
-  for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    const in_addr a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr;
-    if ((ntohl(a.s_addr) & mask) != (ntohl(net.s_addr) & mask)) continue;
-    char text[INET_ADDRSTRLEN];
-    found = inet_ntop(AF_INET, &a, text, sizeof text);
-  }
-  freeifaddrs(list);
-  return found;
+  return first_ipv4([&](const char*, in_addr a) {
+    return (ntohl(a.s_addr) & mask) == (ntohl(net.s_addr) & mask);
+  });
 }
 
+// The IPv4 address of the interface named `entry`.
 std::optional<std::string> of_interface(const std::string& entry) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return std::nullopt;
-  std::optional<std::string> found;
-  for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || entry != i->ifa_name) continue;
-    char text[INET6_ADDRSTRLEN];
-    if (i->ifa_addr->sa_family == AF_INET)
-      found = inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text,
-                        sizeof text);
-  }
-  freeifaddrs(list);
-  return found;
+  return first_ipv4([&](const char* name, in_addr) { return entry == name; });
 }
 
 // FI_MRC_PLANES as the context's plane addresses, or an error naming the entry.
