@@ -39,6 +39,8 @@ TEST(FabricWire, HeadersOfWellFormedFragmentsPass) {
   EXPECT_FALSE(check_header(fragment(kFin | kFirst | kLast, 0, 0, 5), kSlot, kMax, true));
   EXPECT_FALSE(
       check_header(fragment(kRmaData | kFirst | kLast | kHasData, 0, 0, 0), kSlot, kMax, true));
+  EXPECT_FALSE(check_header(fragment(kRead | kFirst | kLast, sizeof(CtsRecord), kMax, 63), kSlot,
+                            kMax, true));
 }
 
 TEST(FabricWire, HeadersAPeerCannotSendAreRefusedWithAReason) {
@@ -58,6 +60,11 @@ TEST(FabricWire, HeadersAPeerCannotSendAreRefusedWithAReason) {
       {fragment(kFin | kFirst | kLast, 0, 100, 0), true},               // FIN with a length
       {fragment(kFin | kRts | kFirst | kLast, 0, 0, 0), true},          // both
       {fragment(kRts | kFirst | kLast, 0, 100, 0), false},              // RTS mid-message
+      {fragment(kRead | kFirst | kLast, sizeof(CtsRecord), 100, 0), false},  // read mid-message
+      {fragment(kRead | kFirst | kLast, 8, 100, 0), true},              // read without its record
+      {fragment(kRead | kFirst | kLast, sizeof(CtsRecord), kMax + 1, 0), true},  // too long
+      {fragment(kRead | kFirst | kLast, sizeof(CtsRecord), 100, kMaxRendezvous), true},  // index
+      {fragment(kRead | kTagged | kFirst | kLast, sizeof(CtsRecord), 100, 0), true},  // tagged
       {fragment(kRmaData | kFirst | kLast, 0, 0, 0), true},             // notice without data
       {fragment(kRmaData | kFirst | kLast | kHasData, 4, 4, 0), true},  // notice with payload
   };
@@ -109,6 +116,15 @@ TEST(FabricMatching, IoListsCopyAcrossBuffersAndTruncate) {
   l.read(2, out, 4);
   EXPECT_EQ(std::string(out, 4), "wxyz");
   EXPECT_EQ(IoList::of(static_cast<const void*>(nullptr), 0).count, 0u);
+  const IoList part = l.slice(1, 5);  // a[1..2], b[0..2]
+  ASSERT_EQ(part.count, 2u);
+  EXPECT_EQ(part.v[0].iov_base, a + 1);
+  EXPECT_EQ(part.v[0].iov_len, 2u);
+  EXPECT_EQ(part.v[1].iov_base, b);
+  EXPECT_EQ(part.v[1].iov_len, 3u);
+  EXPECT_EQ(part.bytes, 5u);
+  EXPECT_EQ(l.slice(6, 10).bytes, 2u);  // as much as the list holds
+  EXPECT_EQ(l.slice(8, 0).count, 0u);   // nothing left: no place
 }
 
 PostedRecv recv_for(bool tagged, uint64_t source, uint64_t tag, uint64_t ignore, void* context) {
@@ -128,19 +144,54 @@ TEST(FabricMatching, OldestMatchingReceiveTakesAMessage) {
   m.post(recv_for(true, 7, 0x20, 0, &c2));              // tag 0x20 from 7 only
   m.post(recv_for(true, kAnySource, 0x20, 0, &c3));
   m.post(recv_for(false, kAnySource, 0, 0, &c4));
-  EXPECT_FALSE(m.take_posted({true, 3, 0x30}));
-  auto r = m.take_posted({true, 3, 0x20});  // not from 7: the third
+  EXPECT_FALSE(m.take_posted({true, 3, 0x30}, 0));
+  auto r = m.take_posted({true, 3, 0x20}, 0);  // not from 7: the third
   ASSERT_TRUE(r);
   EXPECT_EQ(r->context, &c3);
-  r = m.take_posted({true, 7, 0x1A});
+  r = m.take_posted({true, 7, 0x1A}, 0);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->context, &c1);
-  r = m.take_posted({false, 9, 0xFFFF});  // untagged: the tag does not matter
+  r = m.take_posted({false, 9, 0xFFFF}, 0);  // untagged: the tag does not matter
   ASSERT_TRUE(r);
   EXPECT_EQ(r->context, &c4);
   EXPECT_EQ(m.posted(), 1u);
   EXPECT_TRUE(m.cancel(&c2));
   EXPECT_FALSE(m.cancel(&c2));
+  EXPECT_EQ(m.posted(), 0u);
+}
+
+TEST(FabricMatching, AMultiReceiveGivesEachMessageTheNextAlignedPart) {
+  Matcher m(1 << 20);
+  m.set_min_multi_recv(64);
+  std::vector<uint8_t> space(256);
+  int c;
+  PostedRecv multi = recv_for(false, kAnySource, 0, 0, &c);
+  multi.buffer = IoList::of(space.data(), space.size());
+  multi.multi = true;
+  m.post(multi);
+  EXPECT_FALSE(m.take_posted({true, 1, 0}, 10));  // tagged messages are not its kind
+  std::vector<size_t> offsets;
+  for (uint64_t bytes : {41, 0, 48, 100}) {  // used after each: 48, 48, 96, 200 (56 left)
+    auto r = m.take_posted({false, 1, 0}, bytes);
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->part);
+    EXPECT_FALSE(r->multi);
+    EXPECT_EQ(r->context, &c);
+    EXPECT_EQ(r->buffer.bytes, bytes);
+    ASSERT_EQ(r->buffer.count, 1u);  // (an empty part too has its place)
+    offsets.push_back(static_cast<uint8_t*>(r->buffer.v[0].iov_base) - space.data());
+    EXPECT_EQ(r->releases, bytes == 100) << bytes;
+    EXPECT_EQ(r->ends_posting(), bytes == 100) << bytes;
+  }
+  EXPECT_EQ(offsets, (std::vector<size_t>{0, 48, 48, 96}));
+  EXPECT_EQ(m.posted(), 0u);  // released
+  // A message longer than what is left takes the rest (a truncation) and releases it.
+  multi.buffer = IoList::of(space.data(), 100);
+  m.post(multi);
+  auto r = m.take_posted({false, 1, 0}, 1000);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->buffer.bytes, 100u);
+  EXPECT_TRUE(r->releases);
   EXPECT_EQ(m.posted(), 0u);
 }
 

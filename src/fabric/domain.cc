@@ -188,6 +188,7 @@ int mr_close(fid* f) {
   Mr* mr = reinterpret_cast<Mr*>(f);
   {
     std::lock_guard lock(mr->domain->lock);
+    mr->domain->mrs.erase(mr->info.rkey);
     (void)mr->domain->context->deregister_memory(mr->info.lkey);
   }
   delete mr;
@@ -214,6 +215,8 @@ int mr_reg(fid* f, const void* buf, size_t len, uint64_t access, uint64_t, uint6
       return -FI_ENOMEM;
     }
     mr->info = info.value();
+    mr->access = access;
+    d->mrs[mr->info.rkey] = mr;
   }
   mr->fid.fid.fclass = FI_CLASS_MR;
   mr->fid.fid.context = context;
@@ -235,6 +238,19 @@ int mr_regattr(fid* f, const fi_mr_attr* attr, uint64_t flags, fid_mr** mr) {
   return mr_regv(f, attr->mr_iov, attr->iov_count, attr->access, attr->offset, attr->requested_key,
                  flags, mr, attr->context);
 }
+
+}  // namespace
+
+const Mr* readable(const Domain& d, uint32_t key, uint64_t address, uint64_t length) {
+  const auto it = d.mrs.find(key);
+  if (key == 0 || it == d.mrs.end() || (it->second->access & FI_REMOTE_READ) == 0) return nullptr;
+  const MemoryRegionInfo& r = it->second->info;
+  const bool inside = address >= r.address && length <= r.length &&
+                      address - r.address <= r.length - length;  // (no overflow)
+  return inside ? it->second : nullptr;
+}
+
+namespace {
 
 int domain_close(fid* f) {
   Domain* d = reinterpret_cast<Domain*>(f);

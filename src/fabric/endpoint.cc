@@ -77,11 +77,12 @@ int ep_bind(fid* f, fid* b, uint64_t flags) {
     case FI_CLASS_EQ:  // accepted: the provider raises no events on RDM endpoints
       return 0;
     case FI_CLASS_CNTR:
-      // FI_READ and FI_REMOTE_READ would count reads, which MRC does not have.
       if ((flags & FI_SEND) != 0) ep.send_cntr = reinterpret_cast<Cntr*>(b);
       if ((flags & FI_RECV) != 0) ep.recv_cntr = reinterpret_cast<Cntr*>(b);
       if ((flags & FI_WRITE) != 0) ep.write_cntr = reinterpret_cast<Cntr*>(b);
       if ((flags & FI_REMOTE_WRITE) != 0) ep.remote_write_cntr = reinterpret_cast<Cntr*>(b);
+      if ((flags & FI_READ) != 0) ep.read_cntr = reinterpret_cast<Cntr*>(b);
+      if ((flags & FI_REMOTE_READ) != 0) ep.remote_read_cntr = reinterpret_cast<Cntr*>(b);
       return 0;
     default:
       return -FI_EINVAL;
@@ -115,11 +116,21 @@ int ep_control(fid* f, int command, void* arg) {
 ssize_t ep_cancel(fid* f, void* context) {
   return cancel(of(f), context);
 }
-int ep_getopt(fid*, int, int, void*, size_t*) {
-  return -FI_ENOPROTOOPT;
+// FI_OPT_MIN_MULTI_RECV is the one option: what a multi-receive keeps before it is released.
+int ep_getopt(fid* f, int level, int name, void* value, size_t* length) {
+  if (level != FI_OPT_ENDPOINT || name != FI_OPT_MIN_MULTI_RECV) return -FI_ENOPROTOOPT;
+  if (value == nullptr || length == nullptr || *length < sizeof(size_t)) return -FI_ETOOSMALL;
+  std::lock_guard lock(of(f).domain->lock);
+  *static_cast<size_t*>(value) = of(f).matcher.min_multi_recv();
+  *length = sizeof(size_t);
+  return 0;
 }
-int ep_setopt(fid*, int, int, const void*, size_t) {
-  return -FI_ENOPROTOOPT;
+int ep_setopt(fid* f, int level, int name, const void* value, size_t length) {
+  if (level != FI_OPT_ENDPOINT || name != FI_OPT_MIN_MULTI_RECV) return -FI_ENOPROTOOPT;
+  if (value == nullptr || length != sizeof(size_t)) return -FI_EINVAL;
+  std::lock_guard lock(of(f).domain->lock);
+  of(f).matcher.set_min_multi_recv(*static_cast<const size_t*>(value));
+  return 0;
 }
 int no_ctx(fid_ep*, int, fi_tx_attr*, fid_ep**, void*) {
   return -FI_ENOSYS;
@@ -201,6 +212,7 @@ ssize_t recv(fid_ep* e, const iovec* iov, size_t count, uint64_t src, void* cont
   r.tag = tag;
   r.ignore = ignore;
   r.buffer = IoList::of(iov, count);
+  r.multi = (r.flags & FI_MULTI_RECV) != 0;
   return post_recv(of(e), r);
 }
 
@@ -294,7 +306,7 @@ fi_ops_tagged tagged_ops{sizeof(fi_ops_tagged),
                          t_senddata,
                          t_injectdata};
 
-// --- FI_RMA: writes (MRC has no READ) ---
+// --- FI_RMA: writes (RDMA WRITE) and reads (a request the target answers with a write) ---
 
 ssize_t write(fid_ep* e, const iovec* iov, void** desc, size_t count, uint64_t dest, uint64_t addr,
               uint64_t key, void* context, uint64_t flags, uint64_t data) {
@@ -339,7 +351,33 @@ ssize_t rma_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi
   return write(e, &v, nullptr, 1, dest, addr, key, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, data);
 }
 
-// --- reads, atomics and collectives: not offered (fi_getinfo does not list them) ---
+ssize_t read(fid_ep* e, const iovec* iov, size_t count, uint64_t source, uint64_t addr,
+             uint64_t key, void* context, uint64_t flags) {
+  if (count > kMaxIov || key > 0xFFFFFFFFull) return -FI_EINVAL;
+  auto op = std::make_unique<SendOp>();
+  op->context = context;
+  op->buffer = IoList::of(iov, count);
+  op->remote_address = addr;
+  op->rkey = static_cast<uint32_t>(key);
+  return post_read(of(e), std::move(op), source, flags | of(e).tx_op_flags);
+}
+
+ssize_t rma_read(fid_ep* e, void* buf, size_t len, void*, fi_addr_t source, uint64_t addr,
+                 uint64_t key, void* ctx) {
+  const iovec v = one(buf, len);
+  return read(e, &v, 1, source, addr, key, ctx, 0);
+}
+ssize_t rma_readv(fid_ep* e, const iovec* iov, void**, size_t count, fi_addr_t source,
+                  uint64_t addr, uint64_t key, void* ctx) {
+  return read(e, iov, count, source, addr, key, ctx, 0);
+}
+ssize_t rma_readmsg(fid_ep* e, const fi_msg_rma* m, uint64_t flags) {
+  if (m->rma_iov_count != 1) return -FI_EINVAL;
+  return read(e, m->msg_iov, m->iov_count, m->addr, m->rma_iov[0].addr, m->rma_iov[0].key,
+              m->context, flags);
+}
+
+// --- atomics and collectives: not offered (fi_getinfo does not list them) ---
 
 template <typename F>
 struct Stub;
@@ -350,9 +388,9 @@ struct Stub<R (*)(A...)> {
 #define MRC_STUB(ops, member) Stub<decltype(ops::member)>::call
 
 fi_ops_rma rma_ops{sizeof(fi_ops_rma),
-                   MRC_STUB(fi_ops_rma, read),
-                   MRC_STUB(fi_ops_rma, readv),
-                   MRC_STUB(fi_ops_rma, readmsg),
+                   rma_read,
+                   rma_readv,
+                   rma_readmsg,
                    rma_write,
                    rma_writev,
                    rma_writemsg,

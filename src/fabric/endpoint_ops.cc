@@ -11,7 +11,7 @@ constexpr uint64_t kSendFlags = FI_COMPLETION | FI_INJECT | FI_REMOTE_CQ_DATA | 
                                 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MORE | FI_TAGGED |
                                 FI_MSG;
 constexpr uint64_t kRecvFlags =
-    FI_COMPLETION | FI_PEEK | FI_CLAIM | FI_DISCARD | FI_MORE | FI_TAGGED | FI_MSG;
+    FI_COMPLETION | FI_PEEK | FI_CLAIM | FI_DISCARD | FI_MORE | FI_TAGGED | FI_MSG | FI_MULTI_RECV;
 
 bool wants_completion(uint64_t bind_flags, uint64_t op_flags) {
   return (bind_flags & FI_SELECTIVE_COMPLETION) == 0 || (op_flags & FI_COMPLETION) != 0;
@@ -32,11 +32,11 @@ MessageInfo message_of(const Unexpected& u) {
   return {u.arrival.tagged, u.bytes(), u.arrival.tag, u.data, u.has_data, u.arrival.source};
 }
 
-// Lets go of the registrations a write made for itself, and counts it on its counter.
+// Lets go of the registrations a write or read made for itself, and counts it on its counter.
 void finish(Endpoint& ep, const SendOp& op, bool error) {
   --ep.tx_outstanding;
   for (uint32_t lkey : op.temporary_lkeys) (void)ep.domain->context->deregister_memory(lkey);
-  Cntr* c = op.rma ? ep.write_cntr : ep.send_cntr;
+  Cntr* c = op.read ? ep.read_cntr : op.rma ? ep.write_cntr : ep.send_cntr;
   if (c != nullptr) c->add(1, error);
 }
 
@@ -58,9 +58,9 @@ void fail_send(Endpoint& ep, const SendOp& op, int err, const std::string& why) 
 }
 
 void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m) {
-  --ep.rx_outstanding;
-  const uint64_t flags =
-      FI_RECV | (m.tagged ? FI_TAGGED : FI_MSG) | (m.has_data ? FI_REMOTE_CQ_DATA : 0);
+  if (r.ends_posting()) --ep.rx_outstanding;
+  const uint64_t flags = FI_RECV | (m.tagged ? FI_TAGGED : FI_MSG) |
+                         (m.has_data ? FI_REMOTE_CQ_DATA : 0) | (r.releases ? FI_MULTI_RECV : 0);
   const bool truncated = m.bytes > r.buffer.bytes && (r.flags & FI_DISCARD) == 0;
   if (ep.recv_cntr != nullptr) ep.recv_cntr->add(1, truncated);
   if (ep.rx_cq == nullptr) return;
@@ -150,9 +150,28 @@ ssize_t claim_locked(Endpoint& ep, PostedRecv r) {
 
 namespace {
 
+// A multi-receive: posted, then given the unexpected messages it matches, oldest first, while
+// it stays posted (no receive posted before it matches them, or it would have taken them).
+ssize_t post_multi_locked(Endpoint& ep, const PostedRecv& r) {
+  if (r.tagged || (r.flags & (FI_PEEK | FI_CLAIM)) != 0) return -FI_EBADFLAGS;
+  ++ep.rx_outstanding;
+  ep.matcher.post(r);
+  for (Unexpected* u; (u = ep.matcher.find_unexpected(false, r.source, 0, 0)) != nullptr;) {
+    const auto part = ep.matcher.take_posted(u->arrival, u->bytes());
+    if (!part) break;
+    if (u->complete)
+      deliver_unexpected(ep, *part, u);
+    else
+      u->waiting = *part;
+    if (part->releases) break;
+  }
+  return 0;
+}
+
 ssize_t post_recv_locked(Endpoint& ep, const PostedRecv& r) {
   if (!ep.enabled) return -FI_EOPBADSTATE;
   if ((r.flags & ~kRecvFlags) != 0) return -FI_EBADFLAGS;
+  if (r.multi) return ep.rx_outstanding >= kQueueSize ? -FI_EAGAIN : post_multi_locked(ep, r);
   if ((r.flags & FI_PEEK) != 0) return peek_locked(ep, r);
   if (ep.rx_outstanding >= kQueueSize) return -FI_EAGAIN;
   if ((r.flags & FI_CLAIM) != 0) return claim_locked(ep, r);
@@ -176,7 +195,7 @@ ssize_t post_recv(Endpoint& ep, PostedRecv r) {
 }
 
 void fail_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m, const std::string& why) {
-  --ep.rx_outstanding;
+  if (r.ends_posting()) --ep.rx_outstanding;
   if (ep.recv_cntr != nullptr) ep.recv_cntr->add(1, true);
   if (ep.rx_cq == nullptr || r.silent) return;
   fi_cq_err_entry e = error_entry(r.context, FI_RECV | (m.tagged ? FI_TAGGED : FI_MSG), FI_EIO);
@@ -190,7 +209,10 @@ namespace {
 ssize_t queue_op(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint64_t flags) {
   int err = 0;
   TxLink* link = tx_link_to(ep, dest, &err);
-  if (link == nullptr) return err;
+  if (link == nullptr) {  // (nothing queued: the registrations made for it go)
+    for (uint32_t k : op->temporary_lkeys) (void)ep.domain->context->deregister_memory(k);
+    return err;
+  }
   op->completion = (flags & FI_INJECT) == 0 && wants_completion(ep.tx_cq_flags, flags);
   ++ep.tx_outstanding;
   if (link->state == TxLink::State::kFailed) {
@@ -244,6 +266,41 @@ ssize_t post_write(Endpoint& ep, std::unique_ptr<SendOp> op, void* const* desc, 
     return -FI_ENOMEM;
   }
   return queue_op(ep, std::move(op), dest, flags);
+}
+
+namespace {
+
+// Registers where a read's bytes land for the target to write: the buffer itself, or a bounce
+// buffer when it has several pieces. An error's reason, or nullopt.
+std::optional<std::string> register_destination(Domain& d, SendOp& op) {
+  if (op.buffer.bytes == 0) return std::nullopt;
+  void* at = op.buffer.v[0].iov_base;
+  if (op.buffer.count > 1) {
+    op.bounce.resize(op.buffer.bytes);
+    at = op.bounce.data();
+  }
+  auto reg =
+      d.context->register_memory(d.pd, at, op.buffer.bytes, kAccessLocalWrite | kAccessRemoteWrite);
+  if (!reg.ok()) return reg.error().message;
+  op.temporary_lkeys.push_back(reg.value().lkey);
+  op.destination = reinterpret_cast<uint64_t>(at);
+  op.destination_rkey = reg.value().rkey;
+  return std::nullopt;
+}
+
+}  // namespace
+
+ssize_t post_read(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t source, uint64_t flags) {
+  std::lock_guard lock(ep.domain->lock);
+  if ((flags & FI_INJECT) != 0) return -FI_EBADFLAGS;  // a read has no data to copy
+  if (const ssize_t bad = check_op(ep, *op, flags); bad != 0) return bad;
+  op->read = true;
+  op->cq_flags = FI_READ | FI_RMA;
+  if (auto bad = register_destination(*ep.domain, *op)) {
+    warn("fi_read: cannot register the local buffer: " + *bad);
+    return -FI_ENOMEM;
+  }
+  return queue_op(ep, std::move(op), source, flags);
 }
 
 ssize_t cancel(Endpoint& ep, void* context) {

@@ -79,10 +79,27 @@ SlotHeader next_header(const SendOp& op, uint64_t chunk, bool last) {
   return h;
 }
 
-// Posts the next fragment of `from`'s front op into slot `slot`; false if the queue pair is full.
-bool post_fragment(TxLink& link, uint32_t slot, std::deque<std::unique_ptr<SendOp>>& from) {
-  SendOp& op = *from.front();
-  uint8_t* at = link.staging.bytes + size_t{slot} * link.slot_bytes;
+// Builds `op`'s next fragment at `at` (header and payload); returns the payload bytes taken from
+// its buffer and the fragment's length, and whether it is the op's last.
+struct Built {
+  uint64_t chunk = 0;
+  uint32_t length = 0;
+  bool last = true;
+};
+Built build_fragment(const TxLink& link, const SendOp& op, uint8_t* at) {
+  if (op.read) {  // a read request: the header names the target's range, the payload where to
+    SlotHeader h;
+    h.flags = kRead | kFirst | kLast;
+    h.fragment_bytes = sizeof(CtsRecord);
+    h.message_bytes = op.buffer.bytes;
+    h.offset = op.rendezvous_index;
+    h.tag = op.remote_address;
+    h.data = op.rkey;
+    const CtsRecord destination{op.destination, op.buffer.bytes, op.destination_rkey, 0};
+    std::memcpy(at, &h, sizeof h);
+    std::memcpy(at + sizeof h, &destination, sizeof destination);
+    return {0, sizeof h + sizeof destination, true};
+  }
   const uint64_t total = op.rma || op.rendezvous ? 0 : op.buffer.bytes;
   const uint64_t chunk =
       std::min<uint64_t>(link.slot_bytes - sizeof(SlotHeader), total - op.posted_bytes);
@@ -90,8 +107,15 @@ bool post_fragment(TxLink& link, uint32_t slot, std::deque<std::unique_ptr<SendO
   const SlotHeader h = next_header(op, chunk, last);
   std::memcpy(at, &h, sizeof h);
   op.buffer.read(op.posted_bytes, at + sizeof h, chunk);
-  const Sge sge{reinterpret_cast<uint64_t>(at), static_cast<uint32_t>(sizeof h + chunk),
-                link.staging.mr.lkey};
+  return {chunk, static_cast<uint32_t>(sizeof h + chunk), last};
+}
+
+// Posts the next fragment of `from`'s front op into slot `slot`; false if the queue pair is full.
+bool post_fragment(TxLink& link, uint32_t slot, std::deque<std::unique_ptr<SendOp>>& from) {
+  SendOp& op = *from.front();
+  uint8_t* at = link.staging.bytes + size_t{slot} * link.slot_bytes;
+  const auto [chunk, length, last] = build_fragment(link, op, at);
+  const Sge sge{reinterpret_cast<uint64_t>(at), length, link.staging.mr.lkey};
   auto posted = link.qp->post_write_imm(
       slot, {&sge, 1}, link.ring_address + uint64_t{slot} * link.slot_bytes, link.ring_rkey, slot);
   if (!posted.ok()) {
@@ -101,7 +125,7 @@ bool post_fragment(TxLink& link, uint32_t slot, std::deque<std::unique_ptr<SendO
   }
   op.posted_bytes += chunk;
   op.started = true;
-  if (op.rendezvous && !op.cts) {  // an RTS: the op waits for its CTS
+  if ((op.rendezvous && !op.cts) || op.read) {  // an RTS or a read: the op waits for its answer
     link.awaiting_cts[op.rendezvous_index] = std::move(from.front());
     from.pop_front();
     link.in_flight.push_back(nullptr);
@@ -140,7 +164,27 @@ bool post_rendezvous_write(TxLink& link) {
   return true;
 }
 
-// The receiver's CTS for the message at `index`: it moves to the FIN queue.
+// A read's answer: its bytes are in place (written before the answer on the same queue pair).
+void finish_read(TxLink& link, std::unique_ptr<SendOp> op, const CtsRecord& r) {
+  Endpoint& ep = *link.ep;
+  if (r.status != 0) {
+    fail_send(ep, *op, static_cast<int>(r.status),
+              "fi_read from " + to_string(link.peer) + ": the target has no registration of key " +
+                  std::to_string(op->rkey) + " that peers may read covering " +
+                  std::to_string(op->buffer.bytes) + " bytes at " +
+                  std::to_string(op->remote_address));
+    return;
+  }
+  if (r.length != op->buffer.bytes) {
+    fail_send(ep, *op, FI_EIO, to_string(link.peer) + " answered a read with another length");
+    fail_link(link, to_string(link.peer) + " answered a read with another length");
+    return;
+  }
+  if (!op->bounce.empty()) op->buffer.write(0, op->bounce.data(), op->bounce.size());
+  complete_send(ep, *op);
+}
+
+// The receiver's CTS for the message at `index`: it moves to the FIN queue. Or a read's answer.
 void on_cts(TxLink& link, uint32_t index) {
   if (index >= kMaxRendezvous || !link.awaiting_cts[index]) {
     fail_link(link, to_string(link.peer) + " answered a rendezvous message that was not announced");
@@ -151,6 +195,10 @@ void on_cts(TxLink& link, uint32_t index) {
               link.staging.bytes + size_t{link.slots} * link.slot_bytes + size_t{index} * kCtsBytes,
               sizeof r);
   auto op = std::move(link.awaiting_cts[index]);
+  if (op->read) {
+    finish_read(link, std::move(op), r);
+    return;
+  }
   op->cts = true;
   op->remote_address = r.address;
   op->rkey = r.rkey;
@@ -173,7 +221,7 @@ void pump(TxLink& link) {
       if (!post_rendezvous_write(link)) return;
       continue;
     }
-    if (op.rendezvous && !op.started) {
+    if ((op.rendezvous || op.read) && !op.started) {
       const auto index = free_index(link);
       if (!index) return;
       op.rendezvous_index = *index;
@@ -282,7 +330,7 @@ bool start_message(RxLink& link, const SlotHeader& h) {
   if (link.known_source == kAnySource && ep.av != nullptr)
     link.known_source = ep.av->find(link.peer);
   const Arrival a{(h.flags & kTagged) != 0, link.known_source, h.tag};
-  if (auto r = ep.matcher.take_posted(a)) {
+  if (auto r = ep.matcher.take_posted(a, h.message_bytes)) {
     link.target = *r;
   } else {
     link.stored = ep.matcher.add_unexpected(a, h.message_bytes);
@@ -338,7 +386,7 @@ void take_rts(RxLink& link, const SlotHeader& h) {
   const Arrival a{(h.flags & kTagged) != 0, link.known_source, h.tag};
   const MessageInfo m{a.tagged, h.message_bytes,           h.tag,
                       h.data,   (h.flags & kHasData) != 0, a.source};
-  if (auto r = ep.matcher.take_posted(a)) {
+  if (auto r = ep.matcher.take_posted(a, h.message_bytes)) {
     begin_rendezvous(link, index, *r, m);
     return;
   }
@@ -361,6 +409,53 @@ void take_fin(RxLink& link, uint32_t index) {
   link.pending[index].reset();
 }
 
+// Writes `record` into the sender's CTS area at `index`, with an immediate that names it (a
+// rendezvous message's CTS, a read's answer); false if the link was dropped.
+bool answer(RxLink& link, uint32_t index, const CtsRecord& record) {
+  uint8_t* at = link.ring.bytes + size_t{link.slots} * link.slot_bytes + size_t{index} * kCtsBytes;
+  std::memcpy(at, &record, sizeof record);
+  const Sge sge{reinterpret_cast<uint64_t>(at), sizeof record, link.ring.mr.lkey};
+  const uint64_t cts_area = link.staging_address + uint64_t{link.slots} * link.slot_bytes;
+  auto sent = link.qp->post_write_imm(~2ull, {&sge, 1}, cts_area + uint64_t{index} * kCtsBytes,
+                                      link.staging_rkey, kCtsFlag | index);
+  if (!sent.ok()) {
+    drop_link(link, "cannot answer it: " + sent.error().message);
+    return false;
+  }
+  ++link.credit_writes;
+  return true;
+}
+
+// A read request: the bytes, if a registration of this domain lets peers read them, written
+// into the reader's buffer; then the answer, with FI_EACCES if not.
+void serve_read(RxLink& link, const SlotHeader& h, const uint8_t* payload) {
+  Endpoint& ep = *link.ep;
+  CtsRecord destination;
+  std::memcpy(&destination, payload, sizeof destination);
+  if (destination.length != h.message_bytes) {
+    drop_link(link, "it sent a read request whose lengths differ");
+    return;
+  }
+  CtsRecord reply;
+  const Mr* mr = h.data > 0xFFFFFFFFull ? nullptr
+                                         : readable(*ep.domain, static_cast<uint32_t>(h.data),
+                                                    h.tag, h.message_bytes);
+  if (h.message_bytes > 0 && mr == nullptr) {
+    reply.status = FI_EACCES;
+  } else if (h.message_bytes > 0) {
+    const Sge sge{h.tag, static_cast<uint32_t>(h.message_bytes), mr->info.lkey};
+    auto written = link.qp->post_write(~3ull, {&sge, 1}, destination.address, destination.rkey,
+                                       /*signaled=*/false);
+    if (!written.ok()) {
+      drop_link(link, "cannot answer its read: " + written.error().message);
+      return;
+    }
+    reply.length = h.message_bytes;
+  }
+  if (!answer(link, static_cast<uint32_t>(h.offset), reply)) return;
+  if (ep.remote_read_cntr != nullptr) ep.remote_read_cntr->add(1, reply.status != 0);
+}
+
 // Takes the slot at next_slot; false if the link must wait or broke.
 bool take_slot(RxLink& link) {
   const uint8_t* at = link.ring.bytes + size_t{link.next_slot} * link.slot_bytes;
@@ -373,6 +468,10 @@ bool take_slot(RxLink& link) {
   if ((h.flags & kRmaData) != 0) {
     remote_write_done(link, h);
     return true;
+  }
+  if ((h.flags & kRead) != 0) {
+    serve_read(link, h, at + sizeof h);
+    return !link.broken;
   }
   if ((h.flags & (kRts | kFin)) != 0) {
     if ((h.flags & kRts) != 0)
@@ -453,18 +552,12 @@ void begin_rendezvous(RxLink& link, uint32_t index, const PostedRecv& r, const M
            "): the message is truncated to 0 bytes");
     }
   }
-  uint8_t* at = link.ring.bytes + size_t{link.slots} * link.slot_bytes + size_t{index} * kCtsBytes;
-  std::memcpy(at, &record, sizeof record);
-  const Sge sge{reinterpret_cast<uint64_t>(at), sizeof record, link.ring.mr.lkey};
-  const uint64_t cts_area = link.staging_address + uint64_t{link.slots} * link.slot_bytes;
-  auto sent = link.qp->post_write_imm(~2ull, {&sge, 1}, cts_area + uint64_t{index} * kCtsBytes,
-                                      link.staging_rkey, kCtsFlag | index);
-  if (!sent.ok()) {
-    drop_link(link, "cannot answer its rendezvous message: " + sent.error().message);
+  if (answer(link, index, record)) {
+    link.pending[index] = std::move(p);
     return;
   }
-  ++link.credit_writes;
-  link.pending[index] = std::move(p);
+  if (p.lkey != 0) (void)d.context->deregister_memory(p.lkey);
+  fail_recv(*link.ep, r, m, "the link from " + to_string(link.peer) + " was dropped");
 }
 
 void resolve_sources(Endpoint& ep) {

@@ -80,6 +80,13 @@ struct SendOp {
   uint32_t rendezvous_index = 0;
   bool cts = false;  // the CTS came: the write and the FIN are next
   uint64_t cts_bytes = 0;
+  // FI_RMA reads: a request (wire.h) at `rendezvous_index` for (remote_address, rkey), answered
+  // by the target's write into `destination` (the buffer, or `bounce` when it has several
+  // pieces, registered for the peer to write until the read ends) and its answer in the CTS area.
+  bool read = false;
+  uint64_t destination = 0;
+  uint32_t destination_rkey = 0;
+  std::vector<uint8_t> bounce;
 };
 
 // Connection-manager state of either end: the TCP socket and its unframed bytes.

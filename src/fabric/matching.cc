@@ -56,18 +56,42 @@ void IoList::read(size_t at, void* target, size_t n) const {
        [&](const uint8_t* from, size_t done, size_t take) { std::memcpy(to + done, from, take); });
 }
 
+IoList IoList::slice(size_t at, size_t n) const {
+  IoList l;
+  walk(*this, at, n, [&](uint8_t* from, size_t, size_t take) {
+    l.v[l.count++] = {from, take};
+    l.bytes += take;
+  });
+  if (n == 0)  // an empty part still has a place: where its first byte would be
+    walk(*this, at, 1, [&](uint8_t* from, size_t, size_t) { l.v[l.count++] = {from, 0}; });
+  return l;
+}
+
 bool matches(bool tagged, uint64_t source, uint64_t tag, uint64_t ignore, const Arrival& a) {
   if (tagged != a.tagged) return false;
   if (source != kAnySource && source != a.source) return false;
   return !tagged || ((tag | ignore) == (a.tag | ignore));
 }
 
-std::optional<PostedRecv> Matcher::take_posted(const Arrival& a) {
+std::optional<PostedRecv> Matcher::take_posted(const Arrival& a, uint64_t bytes) {
   auto& queue = a.tagged ? tagged_ : untagged_;
   for (auto it = queue.begin(); it != queue.end(); ++it) {
     if (!matches(*it, a)) continue;
     PostedRecv r = *it;
-    queue.erase(it);
+    if (!r.multi) {
+      queue.erase(it);
+      return r;
+    }
+    // The next part: the message's bytes (as many as are left: more is a truncation), and the
+    // buffer is released once what is left falls under the minimum.
+    PostedRecv& whole = *it;
+    const uint64_t left = whole.buffer.bytes - whole.used;
+    r.multi = false;
+    r.part = true;
+    r.buffer = whole.buffer.slice(whole.used, std::min(bytes, left));
+    whole.used += std::min(left, (bytes + 7) & ~uint64_t{7});
+    r.releases = whole.buffer.bytes - whole.used < min_multi_recv_bytes_;
+    if (r.releases) queue.erase(it);
     return r;
   }
   return std::nullopt;

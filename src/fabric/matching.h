@@ -9,6 +9,12 @@
 // in send order (one link per sender, walked in order). Unexpected messages are buffered whole,
 // within a byte budget: a link whose next message does not fit waits (its sender runs out of
 // credits) until receives drain the store, so memory stays bounded whatever the senders do.
+//
+// A multi-receive (FI_MULTI_RECV, untagged) is one posted buffer that takes message after
+// message: each message that matches it gets the next part of the buffer (at 8-byte aligned
+// offsets) as a receive of its own, and the buffer stays posted until less than the endpoint's
+// FI_OPT_MIN_MULTI_RECV bytes are left; the part that leaves it so "releases" it (its
+// completion carries FI_MULTI_RECV).
 #pragma once
 
 #include <sys/uio.h>
@@ -36,6 +42,8 @@ struct IoList {
   size_t write(size_t at, const void* source, size_t n) const;
   // Copies `n` bytes from offset `at` of the list to `target`.
   void read(size_t at, void* target, size_t n) const;
+  // The buffers of [at, at + n) of the list (as much of it as the list holds).
+  IoList slice(size_t at, size_t n) const;
 };
 
 struct PostedRecv {
@@ -47,6 +55,13 @@ struct PostedRecv {
   uint64_t ignore = 0;
   IoList buffer;
   bool silent = false;  // no completion (a peek's FI_DISCARD of a rendezvous message)
+  bool multi = false;   // a multi-receive's whole buffer (posted)
+  uint64_t used = 0;    // multi: bytes of the buffer given to messages
+  bool part = false;    // a part of a multi-receive, taken by one message
+  bool releases = false;  // part: the last one; the buffer is the application's again
+  // Whether its completion (or failure) ends an operation the application posted: not so for a
+  // part of a multi-receive that stays posted.
+  bool ends_posting() const { return !part || releases; }
 };
 
 // What a message offers to match on.
@@ -83,11 +98,14 @@ struct Unexpected {
 class Matcher {
  public:
   explicit Matcher(uint64_t unexpected_budget_bytes) : budget_bytes_(unexpected_budget_bytes) {}
+  void set_min_multi_recv(uint64_t bytes) { min_multi_recv_bytes_ = bytes; }
+  uint64_t min_multi_recv() const { return min_multi_recv_bytes_; }
 
   void post(const PostedRecv& r) { (r.tagged ? tagged_ : untagged_).push_back(r); }
   size_t posted() const { return tagged_.size() + untagged_.size(); }
-  // The oldest posted receive `a` matches, removed from the queue.
-  std::optional<PostedRecv> take_posted(const Arrival& a);
+  // The oldest posted receive `a` (a message of `bytes`) matches, removed from the queue; for a
+  // multi-receive, its next part.
+  std::optional<PostedRecv> take_posted(const Arrival& a, uint64_t bytes);
   // A posted receive by its context (fi_cancel), removed.
   std::optional<PostedRecv> cancel(void* context);
 
@@ -109,6 +127,7 @@ class Matcher {
   std::list<Unexpected> unexpected_;
   uint64_t budget_bytes_;
   uint64_t used_bytes_ = 0;
+  uint64_t min_multi_recv_bytes_ = 64;
 };
 
 }  // namespace mrc::fabric

@@ -1,7 +1,7 @@
 // The provider's entry point (fi_prov_ini), its settings, fi_getinfo and the fabric object.
 //
-// fi_getinfo offers one fi_info: FI_EP_RDM with FI_MSG and FI_TAGGED over this host's mrc
-// planes. Hints that ask for anything else (another endpoint type, capabilities or modes it
+// fi_getinfo offers one fi_info: FI_EP_RDM with FI_MSG (and FI_MULTI_RECV), FI_TAGGED and FI_RMA
+// reads and writes over this host's mrc planes. Hints that ask for anything else (another endpoint type, capabilities or modes it
 // lacks, another address format, a fabric or domain of another name) get -FI_ENODATA, so what
 // the provider cannot do is refused at fi_getinfo, never later. Threading, progress and AV
 // types the hints ask for are echoed: the provider serialises its state behind the domain's
@@ -34,7 +34,7 @@ bool mr_mode_ok(const fi_info* hints) {
 bool refused(const fi_info* hints) {
   if ((hints->caps & ~(kCaps | FI_PRIORITY)) != 0) return true;
   // Explicit RMA needs our registration modes (old-style FI_MR_UNSPEC and FI_MR_BASIC are ours).
-  if ((hints->caps & (FI_RMA | FI_WRITE | FI_REMOTE_WRITE)) != 0 && !mr_mode_ok(hints)) return true;
+  if ((hints->caps & kRmaCaps) != 0 && !mr_mode_ok(hints)) return true;
   if (hints->addr_format != FI_FORMAT_UNSPEC) return true;
   if (hints->ep_attr != nullptr) {
     const fi_ep_attr& e = *hints->ep_attr;
@@ -57,20 +57,18 @@ bool refused(const fi_info* hints) {
   }
   if (hints->tx_attr != nullptr && (hints->tx_attr->op_flags & ~kOpFlags) != 0) return true;
   if (hints->rx_attr != nullptr &&
-      (hints->rx_attr->op_flags & ~(FI_COMPLETION | FI_MULTICAST)) != 0)
+      (hints->rx_attr->op_flags & ~(FI_COMPLETION | FI_MULTICAST | FI_MULTI_RECV)) != 0)
     return true;
   return false;
 }
 
-// The capabilities offered for `hints`: what they ask (FI_RMA then means writes only, and
-// FI_SEND/FI_RECV and the like are implied), or everything, RMA only where their registration
-// modes allow it.
+// The capabilities offered for `hints`: what they ask (FI_RMA alone then means reads and writes
+// both ways, and FI_SEND/FI_RECV and the like are implied), or everything, RMA only where their
+// registration modes allow it.
 uint64_t offered_caps(const fi_info* hints) {
-  if (hints == nullptr || hints->caps == 0)
-    return mr_mode_ok(hints) ? kCaps : kCaps & ~(FI_RMA | FI_WRITE | FI_REMOTE_WRITE);
+  if (hints == nullptr || hints->caps == 0) return mr_mode_ok(hints) ? kCaps : kCaps & ~kRmaCaps;
   uint64_t caps = hints->caps & kCaps;
-  if ((caps & FI_RMA) != 0 && (caps & (FI_WRITE | FI_REMOTE_WRITE)) == 0)
-    caps |= FI_WRITE | FI_REMOTE_WRITE;
+  if ((caps & FI_RMA) != 0 && (caps & (kRmaCaps & ~FI_RMA)) == 0) caps |= kRmaCaps;
   return caps;
 }
 
@@ -80,7 +78,7 @@ void fill(fi_info& info, const fi_info* hints) {
   info.mode = 0;
   info.addr_format = FI_FORMAT_UNSPEC;
   *info.tx_attr = fi_tx_attr{};
-  info.tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_WRITE);
+  info.tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_WRITE | FI_READ);
   info.tx_attr->op_flags =
       hints != nullptr && hints->tx_attr != nullptr ? hints->tx_attr->op_flags : 0;
   info.tx_attr->msg_order = FI_ORDER_SAS;
@@ -90,8 +88,8 @@ void fill(fi_info& info, const fi_info* hints) {
   info.tx_attr->iov_limit = kMaxIov;
   info.tx_attr->rma_iov_limit = 1;
   *info.rx_attr = fi_rx_attr{};
-  info.rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_WRITE | FI_SOURCE |
-                               FI_DIRECTED_RECV);
+  info.rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_WRITE |
+                               FI_REMOTE_READ | FI_MULTI_RECV | FI_SOURCE | FI_DIRECTED_RECV);
   info.rx_attr->op_flags =
       hints != nullptr && hints->rx_attr != nullptr ? hints->rx_attr->op_flags : 0;
   info.rx_attr->msg_order = FI_ORDER_SAS;

@@ -62,9 +62,9 @@ void define_settings();
 inline constexpr uint64_t kMaxMessageBytes = 1ull << 30;
 inline constexpr size_t kQueueSize = 1024;    // tx and rx operations outstanding per endpoint
 inline constexpr size_t kInjectBytes = 4096;  // fi_inject's limit (tx_attr->inject_size)
-inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_RECV | FI_WRITE |
-                                  FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV | FI_LOCAL_COMM |
-                                  FI_REMOTE_COMM;
+inline constexpr uint64_t kRmaCaps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_MULTI_RECV | FI_SEND | FI_RECV | kRmaCaps |
+                                  FI_SOURCE | FI_DIRECTED_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM;
 // What fi_mr_reg's keys and addresses are: virtual addresses, keys the provider picks, memory
 // that must exist (FI_MR_BASIC's three bits). Local buffers need no registration.
 inline constexpr int kMrMode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -134,6 +134,7 @@ struct Mr {
   fid_mr fid{};
   Domain* domain = nullptr;
   MemoryRegionInfo info{};
+  uint64_t access = 0;  // fi_mr_reg's access flags (FI_REMOTE_READ: peers may read it)
 };
 
 struct Endpoint;
@@ -150,6 +151,7 @@ struct Domain {
   std::vector<Endpoint*> endpoints;
   std::unordered_map<uint32_t, TxLink*> tx_by_qpn;
   std::unordered_map<uint32_t, RxLink*> rx_by_qpn;
+  std::unordered_map<uint32_t, const Mr*> mrs;  // by key: what a peer's read may name
   // Closed endpoints and their links, kept until the progress thread's next round: events it
   // already took from epoll may still name them (their descriptors are closed, so handlers
   // return at once).
@@ -179,6 +181,8 @@ struct Endpoint {
   Cntr* recv_cntr = nullptr;
   Cntr* write_cntr = nullptr;         // FI_WRITE: this endpoint's RMA writes
   Cntr* remote_write_cntr = nullptr;  // FI_REMOTE_WRITE: writes with CQ data that reached it
+  Cntr* read_cntr = nullptr;          // FI_READ: this endpoint's RMA reads
+  Cntr* remote_read_cntr = nullptr;   // FI_REMOTE_READ: peers' reads it served
   uint64_t tx_op_flags = 0;           // the info's op_flags, fi_control(FI_SETOPSFLAG)
   uint64_t rx_op_flags = 0;
   bool enabled = false;
@@ -222,6 +226,8 @@ void abandon(RxLink& link, const std::string& why);
 // The gather list of `op`'s first `bytes` bytes: each buffer's lkey from `desc` (an Mr of the
 // domain), or a registration for this op when none is given. An error's reason, or nullopt.
 std::optional<std::string> gather(Domain& d, SendOp& op, uint64_t bytes, void* const* desc);
+// The registration with key `key` that peers may read [address, address + length) of, if any.
+const Mr* readable(const Domain& d, uint32_t key, uint64_t address, uint64_t length);
 // Answers a rendezvous message with where `r` takes it (or 0 bytes to discard it).
 void begin_rendezvous(RxLink& link, uint32_t index, const PostedRecv& r, const MessageInfo& m);
 void retry_stalled(Endpoint& ep);
@@ -245,6 +251,8 @@ ssize_t cancel(Endpoint& ep, void* context);
 // An RMA write (fi_write and its forms): `desc` per iov, or null for none given.
 ssize_t post_write(Endpoint& ep, std::unique_ptr<SendOp> op, void* const* desc, uint64_t dest,
                    uint64_t flags);
+// An RMA read (fi_read and its forms) from `source` into the op's buffer.
+ssize_t post_read(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t source, uint64_t flags);
 
 // Object constructors (one per file).
 int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context);

@@ -13,6 +13,13 @@ std::optional<std::string> check_header(const SlotHeader& h, uint32_t slot_bytes
   if ((h.flags & kRmaData) != 0 &&
       (h.flags != (kRmaData | kFirst | kLast | kHasData) || h.message_bytes != 0 || !expect_first))
     return "a malformed remote-write notice";
+  if ((h.flags & kRead) != 0) {
+    if (h.flags != (kRead | kFirst | kLast) || h.fragment_bytes != sizeof(CtsRecord) ||
+        h.offset >= kMaxRendezvous || !expect_first || h.fragment_bytes > slot_bytes - sizeof h)
+      return "a malformed read request";
+    if (h.message_bytes > max_message_bytes) return "a read larger than max_msg_size";
+    return std::nullopt;
+  }
   if ((h.flags & (kRts | kFin)) != 0) {
     const uint32_t kind = h.flags & (kRts | kFin | kRmaData);
     if ((kind != kRts && kind != kFin) || (h.flags & (kFirst | kLast)) != (kFirst | kLast) ||

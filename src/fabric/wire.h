@@ -11,6 +11,13 @@
 // a fragment out (into the application's buffer or the unexpected store), so a send is
 // complete only when its data is at the receiver's endpoint (FI_DELIVERY_COMPLETE).
 //
+// An RMA read (fi_read) is a request fragment from the reader, naming the target's registered
+// range and the reader's registered buffer (a CtsRecord as its payload); the target writes the
+// bytes into the reader's buffer by RDMA WRITE and then answers in the reader's CTS area at the
+// request's index, as a CTS does, with the bytes read or why not (a key or range the target has
+// not registered for remote reads). The target checks every request against its registrations
+// before it reads a byte.
+//
 // An endpoint's name (fi_getname) is an EndpointName: the IPv4 or IPv6 address and TCP port
 // of its connection listener, where a link's two ends exchange their queue pairs'
 // ConnectionInfo and ring keys, and a random nonce that tells endpoints at one address apart
@@ -41,9 +48,11 @@ enum FragmentFlags : uint32_t {
   kRmaData = 1u << 4,  // no message: an RMA write before it carried `data` (fi_writedata)
   kRts = 1u << 5,      // a rendezvous message's announcement (offset: its index)
   kFin = 1u << 6,      // a rendezvous message's payload is written (offset: its index)
+  kRead = 1u << 7,     // an RMA read request (offset: its index; tag: the target address; data:
+                       // the target key; message_bytes: the length; payload: a CtsRecord)
 };
 inline constexpr uint32_t kKnownFlags =
-    kTagged | kFirst | kLast | kHasData | kRmaData | kRts | kFin;
+    kTagged | kFirst | kLast | kHasData | kRmaData | kRts | kFin | kRead;
 
 // In front of every fragment in a slot, in the host's byte order (both ends are mrc hosts of
 // one architecture; the name's magic says so).
@@ -59,11 +68,13 @@ static_assert(sizeof(SlotHeader) == 40);
 
 // A receiver's answer to an RTS, written into the sender's CTS area (after its staging slots) at
 // the message's index: where to write the payload. length 0: write nothing (a discarded message).
+// The same record names a read's destination in its request, and answers the read (length: the
+// bytes written; status: 0, or the libfabric errno the read fails with).
 struct CtsRecord {
   uint64_t address = 0;
   uint64_t length = 0;
   uint32_t rkey = 0;
-  uint32_t unused = 0;
+  uint32_t status = 0;
 };
 static_assert(sizeof(CtsRecord) <= kCtsBytes);
 

@@ -13,7 +13,11 @@
  *   late av    a message from a sender not yet in the AV, then a receive directed at it
  *   dies       a sender killed in the middle of a rendezvous message: the receive fails
  *   refused    a send to an endpoint that is gone: an error completion
- *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), no fi_read, a bad key
+ *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), a bad key
+ *   read       fi_read into one buffer and into two, of nothing; a key the target did not open to
+ *              reads and a range past its registration: FI_EACCES, and the link still works
+ *   multi      FI_MULTI_RECV: messages (sent before and after it is posted, one a rendezvous
+ *              message) at aligned offsets of one buffer, released when under the minimum
  * `fi_checks badplanes` expects fi_domain to fail (a bad FI_MRC_* setting in the environment). */
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -199,7 +203,8 @@ static void check_messages(struct node* n) {
 static void check_rma(void) {
   struct node n;
   open_node_with(&n, FI_RMA);
-  CHECK((n.info->caps & FI_WRITE) && !(n.info->caps & FI_READ), "RMA means writes only");
+  CHECK((n.info->caps & FI_WRITE) && (n.info->caps & FI_READ) && (n.info->caps & FI_REMOTE_READ),
+        "RMA means reads and writes");
   const fi_addr_t self = insert(&n, n.name);
   enum { kBytes = 300000 };
   unsigned char* target = calloc(kBytes, 1);
@@ -221,7 +226,6 @@ static void check_rma(void) {
     else tx = e.op_context == target;
   }
   CHECK(tx && rx, "writedata: the writer's completion and the target's CQ data, after the bytes");
-  CHECK(fi_read(n.ep, target, 8, NULL, self, (uint64_t)(uintptr_t)source, key, NULL) == -FI_ENOSYS, "no reads");
   CHECK(fi_write(n.ep, source, 64, NULL, self, (uint64_t)(uintptr_t)target, key + 1000, NULL) == 0, "bad-key write");
   CHECK(wait_one(&n, &e, 30) != 0, "a write to a key not registered completes in error");
   fi_close(&mr->fid);
@@ -229,6 +233,118 @@ static void check_rma(void) {
   free(target);
   free(source);
   printf("rma: ok\n");
+}
+
+/* RMA reads between two endpoints: whole, scattered, empty, and refused. */
+static void check_read(void) {
+  struct node a, b;
+  open_node_with(&a, FI_RMA);
+  open_node_with(&b, FI_RMA);
+  const fi_addr_t to_b = insert(&a, b.name);
+  enum { kBytes = 300000 };
+  unsigned char* source = malloc(kBytes);
+  unsigned char* target = calloc(kBytes, 1);
+  for (int i = 0; i < kBytes; ++i) source[i] = (unsigned char)(i * 13 + 5);
+  struct fid_mr *readable = NULL, *write_only = NULL;
+  CHECK(fi_mr_reg(b.domain, source, kBytes, FI_REMOTE_READ, 0, 0, 0, &readable, NULL) == 0, "mr_reg read");
+  CHECK(fi_mr_reg(b.domain, target, kBytes, FI_REMOTE_WRITE, 0, 0, 0, &write_only, NULL) == 0, "mr_reg write");
+  const uint64_t at = (uint64_t)(uintptr_t)source, key = fi_mr_key(readable);
+  unsigned char* into = calloc(kBytes, 1);
+  struct fi_cq_tagged_entry e;
+  CHECK(fi_read(a.ep, into, kBytes, NULL, to_b, at, key, into) == 0, "fi_read");
+  CHECK(wait_one(&a, &e, 10) == 0 && e.op_context == into && (e.flags & FI_READ) && (e.flags & FI_RMA),
+        "read completion");
+  CHECK(memcmp(into, source, kBytes) == 0, "the bytes read");
+  unsigned char part1[100], part2[200];
+  struct iovec iov[2] = {{part1, sizeof part1}, {part2, sizeof part2}};
+  CHECK(fi_readv(a.ep, iov, NULL, 2, to_b, at + 1000, key, part1) == 0, "fi_readv");
+  CHECK(wait_one(&a, &e, 10) == 0 && e.op_context == part1, "readv completion");
+  CHECK(memcmp(part1, source + 1000, 100) == 0 && memcmp(part2, source + 1100, 200) == 0, "the bytes readv scattered");
+  CHECK(fi_read(a.ep, into, 0, NULL, to_b, at, key, &e) == 0, "an empty read");
+  CHECK(wait_one(&a, &e, 10) == 0, "an empty read completes");
+  /* refused: a key only open to writes, a range past the registration, an unknown key */
+  CHECK(fi_read(a.ep, into, 64, NULL, to_b, (uint64_t)(uintptr_t)target, fi_mr_key(write_only), NULL) == 0, "read 1");
+  CHECK(wait_one(&a, &e, 10) == -FI_EACCES, "a key the target did not open to reads: FI_EACCES");
+  CHECK(fi_read(a.ep, into, 64, NULL, to_b, at + kBytes - 32, key, NULL) == 0, "read 2");
+  CHECK(wait_one(&a, &e, 10) == -FI_EACCES, "a range past the registration: FI_EACCES");
+  CHECK(fi_read(a.ep, into, 64, NULL, to_b, at, key + 999, NULL) == 0, "read 3");
+  CHECK(wait_one(&a, &e, 10) == -FI_EACCES, "an unknown key: FI_EACCES");
+  memset(into, 0, 64);
+  CHECK(fi_read(a.ep, into, 64, NULL, to_b, at + 64, key, into) == 0, "read after refusals");
+  CHECK(wait_one(&a, &e, 10) == 0 && memcmp(into, source + 64, 64) == 0, "the link still reads");
+  CHECK(fi_readmsg(a.ep, &(struct fi_msg_rma){.msg_iov = iov, .iov_count = 1, .addr = to_b, .rma_iov_count = 1,
+                                               .rma_iov = &(struct fi_rma_iov){at, 8, key}},
+                   FI_INJECT) == -FI_EBADFLAGS, "an injected read: -FI_EBADFLAGS");
+  fi_close(&readable->fid);
+  fi_close(&write_only->fid);
+  close_node(&a);
+  close_node(&b);
+  free(source);
+  free(target);
+  free(into);
+  printf("read: ok\n");
+}
+
+/* FI_MULTI_RECV on one endpoint, messages to itself. */
+static void check_multi_recv(struct node* n) {
+  const fi_addr_t self = insert(n, n->name);
+  size_t min = 64, len = sizeof min;
+  CHECK(fi_setopt(&n->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof min) == 0, "setopt");
+  min = 0;
+  CHECK(fi_getopt(&n->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, &len) == 0 && min == 64, "getopt");
+  char out[41]; /* parts at 8-byte aligned offsets: 0, 48, 96, ... */
+  memset(out, 'a', sizeof out);
+  struct fi_cq_tagged_entry e;
+  for (int i = 0; i < 2; ++i) { /* two before the buffer is posted: unexpected */
+    out[0] = (char)i;
+    CHECK(fi_send(n->ep, out, sizeof out, NULL, self, NULL) == 0, "send");
+    CHECK(wait_one(n, &e, 5) == 0 && (e.flags & FI_SEND), "send completion");
+  }
+  _Alignas(8) char buffer[256];
+  struct iovec iov = {buffer, sizeof buffer};
+  struct fi_context ctx;
+  struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &ctx};
+  CHECK(fi_recvmsg(n->ep, &m, FI_MULTI_RECV) == 0, "post multi-recv");
+  for (int i = 2; i < 5; ++i) {
+    out[0] = (char)i;
+    CHECK(fi_send(n->ep, out, sizeof out, NULL, self, NULL) == 0, "send");
+  }
+  int received = 0, sends = 0, released_at = -1;
+  while (received < 5 || sends < 3) {
+    CHECK(wait_one(n, &e, 5) == 0, "completion");
+    if (e.flags & FI_SEND) {
+      ++sends;
+      continue;
+    }
+    CHECK((e.flags & FI_RECV) && (e.flags & FI_MSG) && e.op_context == &ctx && e.len == sizeof out,
+          "a part's completion names the multi-receive");
+    CHECK((char*)e.buf == buffer + 48 * received && ((char*)e.buf)[0] == (char)received,
+          "message %d at offset %d: at %d, first byte %d", received, 48 * received,
+          (int)((char*)e.buf - buffer), ((char*)e.buf)[0]);
+    if (e.flags & FI_MULTI_RECV) released_at = received;
+    ++received;
+  }
+  CHECK(released_at == 4, "released with the part that leaves under 64 bytes (at %d)", released_at);
+  /* A rendezvous-sized message into a fresh multi-receive. */
+  enum { kBig = 100000 };
+  char* big = malloc(kBig);
+  char* space = malloc(3 * kBig);
+  for (int i = 0; i < kBig; ++i) big[i] = (char)(i * 3);
+  struct iovec v2 = {space, 3 * kBig};
+  struct fi_msg m2 = {.msg_iov = &v2, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &ctx};
+  CHECK(fi_recvmsg(n->ep, &m2, FI_MULTI_RECV) == 0, "post multi-recv 2");
+  CHECK(fi_send(n->ep, big, kBig, NULL, self, big) == 0, "send big");
+  int got = 0;
+  for (int i = 0; i < 2; ++i) {
+    CHECK(wait_one(n, &e, 10) == 0, "big completions");
+    if (e.flags & FI_RECV)
+      got = e.buf == space && e.len == kBig && !(e.flags & FI_MULTI_RECV) && memcmp(space, big, kBig) == 0;
+  }
+  CHECK(got, "a rendezvous message into a multi-receive");
+  CHECK(fi_cancel(&n->ep->fid, &ctx) == 0 && wait_one(n, &e, 5) == -FI_ECANCELED, "cancel the rest");
+  free(big);
+  free(space);
+  printf("multi: ok\n");
 }
 
 /* A message that arrives before its sender is in the receiver's AV (MPI adds peers lazily) is
@@ -374,6 +490,8 @@ int main(int argc, char** argv) {
   check_vanish(&n);
   check_sender_dies(&n);
   check_rma();
+  check_read();
+  check_multi_recv(&n);
   /* refused: an endpoint that is closed. */
   struct node gone;
   open_node(&gone);
