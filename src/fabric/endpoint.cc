@@ -198,7 +198,7 @@ ssize_t send(fid_ep* e, const iovec* iov, size_t count, uint64_t dest, void* con
   op->data = data;
   op->has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
   op->buffer = IoList::of(iov, count);
-  return post_send(of(e), std::move(op), dest, flags | of(e).tx_op_flags);
+  return post_send(of(e), std::move(op), dest, flags);
 }
 
 ssize_t recv(fid_ep* e, const iovec* iov, size_t count, uint64_t src, void* context, uint64_t flags,
@@ -206,7 +206,7 @@ ssize_t recv(fid_ep* e, const iovec* iov, size_t count, uint64_t src, void* cont
   if (count > kMaxIov) return -FI_EINVAL;
   PostedRecv r;
   r.context = context;
-  r.flags = flags | of(e).rx_op_flags;
+  r.flags = flags;
   r.tagged = tagged;
   r.source = of(e).directed_recv ? src : kAnySource;  // libfabric: ignored without FI_DIRECTED_RECV
   r.tag = tag;
@@ -216,52 +216,62 @@ ssize_t recv(fid_ep* e, const iovec* iov, size_t count, uint64_t src, void* cont
   return post_recv(of(e), r);
 }
 
+// The flags of an operation called without any (every form but the *msg ones): the endpoint's
+// op_flags (fi_tx_attr/fi_rx_attr, FI_SETOPSFLAG) and the form's own. A *msg call's flags are
+// its own alone, as libfabric defines them.
+uint64_t tx_flags(fid_ep* e, uint64_t flags) {
+  return flags | of(e).tx_op_flags;
+}
+uint64_t rx_flags(fid_ep* e, uint64_t flags) {
+  return flags | of(e).rx_op_flags;
+}
+
 iovec one(const void* buf, size_t len) {
   return {const_cast<void*>(buf), len};
 }
 
 ssize_t msg_recv(fid_ep* e, void* buf, size_t len, void*, fi_addr_t src, void* ctx) {
   const iovec v = one(buf, len);
-  return recv(e, &v, 1, src, ctx, 0, false, 0, 0);
+  return recv(e, &v, 1, src, ctx, rx_flags(e, 0), false, 0, 0);
 }
 ssize_t msg_recvv(fid_ep* e, const iovec* iov, void**, size_t count, fi_addr_t src, void* ctx) {
-  return recv(e, iov, count, src, ctx, 0, false, 0, 0);
+  return recv(e, iov, count, src, ctx, rx_flags(e, 0), false, 0, 0);
 }
 ssize_t msg_recvmsg(fid_ep* e, const fi_msg* m, uint64_t flags) {
   return recv(e, m->msg_iov, m->iov_count, m->addr, m->context, flags, false, 0, 0);
 }
 ssize_t msg_send(fid_ep* e, const void* buf, size_t len, void*, fi_addr_t dest, void* ctx) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, ctx, 0, false, 0, 0);
+  return send(e, &v, 1, dest, ctx, tx_flags(e, 0), false, 0, 0);
 }
 ssize_t msg_sendv(fid_ep* e, const iovec* iov, void**, size_t count, fi_addr_t dest, void* ctx) {
-  return send(e, iov, count, dest, ctx, 0, false, 0, 0);
+  return send(e, iov, count, dest, ctx, tx_flags(e, 0), false, 0, 0);
 }
 ssize_t msg_sendmsg(fid_ep* e, const fi_msg* m, uint64_t flags) {
   return send(e, m->msg_iov, m->iov_count, m->addr, m->context, flags, false, 0, m->data);
 }
 ssize_t msg_inject(fid_ep* e, const void* buf, size_t len, fi_addr_t dest) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, nullptr, FI_INJECT, false, 0, 0);
+  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT), false, 0, 0);
 }
 ssize_t msg_senddata(fid_ep* e, const void* buf, size_t len, void*, uint64_t data, fi_addr_t dest,
                      void* ctx) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, ctx, FI_REMOTE_CQ_DATA, false, 0, data);
+  return send(e, &v, 1, dest, ctx, tx_flags(e, FI_REMOTE_CQ_DATA), false, 0, data);
 }
 ssize_t msg_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi_addr_t dest) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, false, 0, data);
+  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT | FI_REMOTE_CQ_DATA), false, 0, data);
 }
 
 ssize_t t_recv(fid_ep* e, void* buf, size_t len, void*, fi_addr_t src, uint64_t tag,
                uint64_t ignore, void* ctx) {
   const iovec v = one(buf, len);
-  return recv(e, &v, 1, src, ctx, 0, true, tag, ignore);
+  return recv(e, &v, 1, src, ctx, rx_flags(e, 0), true, tag, ignore);
 }
 ssize_t t_recvv(fid_ep* e, const iovec* iov, void**, size_t count, fi_addr_t src, uint64_t tag,
                 uint64_t ignore, void* ctx) {
-  return recv(e, iov, count, src, ctx, 0, true, tag, ignore);
+  return recv(e, iov, count, src, ctx, rx_flags(e, 0), true, tag, ignore);
 }
 ssize_t t_recvmsg(fid_ep* e, const fi_msg_tagged* m, uint64_t flags) {
   return recv(e, m->msg_iov, m->iov_count, m->addr, m->context, flags, true, m->tag, m->ignore);
@@ -269,28 +279,28 @@ ssize_t t_recvmsg(fid_ep* e, const fi_msg_tagged* m, uint64_t flags) {
 ssize_t t_send(fid_ep* e, const void* buf, size_t len, void*, fi_addr_t dest, uint64_t tag,
                void* ctx) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, ctx, 0, true, tag, 0);
+  return send(e, &v, 1, dest, ctx, tx_flags(e, 0), true, tag, 0);
 }
 ssize_t t_sendv(fid_ep* e, const iovec* iov, void**, size_t count, fi_addr_t dest, uint64_t tag,
                 void* ctx) {
-  return send(e, iov, count, dest, ctx, 0, true, tag, 0);
+  return send(e, iov, count, dest, ctx, tx_flags(e, 0), true, tag, 0);
 }
 ssize_t t_sendmsg(fid_ep* e, const fi_msg_tagged* m, uint64_t flags) {
   return send(e, m->msg_iov, m->iov_count, m->addr, m->context, flags, true, m->tag, m->data);
 }
 ssize_t t_inject(fid_ep* e, const void* buf, size_t len, fi_addr_t dest, uint64_t tag) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, nullptr, FI_INJECT, true, tag, 0);
+  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT), true, tag, 0);
 }
 ssize_t t_senddata(fid_ep* e, const void* buf, size_t len, void*, uint64_t data, fi_addr_t dest,
                    uint64_t tag, void* ctx) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, ctx, FI_REMOTE_CQ_DATA, true, tag, data);
+  return send(e, &v, 1, dest, ctx, tx_flags(e, FI_REMOTE_CQ_DATA), true, tag, data);
 }
 ssize_t t_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi_addr_t dest,
                      uint64_t tag) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, true, tag, data);
+  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT | FI_REMOTE_CQ_DATA), true, tag, data);
 }
 
 fi_ops_msg msg_ops{sizeof(fi_ops_msg), msg_recv,    msg_recvv,  msg_recvmsg,  msg_send,
@@ -318,17 +328,17 @@ ssize_t write(fid_ep* e, const iovec* iov, void** desc, size_t count, uint64_t d
   op->buffer = IoList::of(iov, count);
   op->remote_address = addr;
   op->rkey = static_cast<uint32_t>(key);
-  return post_write(of(e), std::move(op), desc, dest, flags | of(e).tx_op_flags);
+  return post_write(of(e), std::move(op), desc, dest, flags);
 }
 
 ssize_t rma_write(fid_ep* e, const void* buf, size_t len, void* desc, fi_addr_t dest, uint64_t addr,
                   uint64_t key, void* ctx) {
   const iovec v = one(buf, len);
-  return write(e, &v, &desc, 1, dest, addr, key, ctx, 0, 0);
+  return write(e, &v, &desc, 1, dest, addr, key, ctx, tx_flags(e, 0), 0);
 }
 ssize_t rma_writev(fid_ep* e, const iovec* iov, void** desc, size_t count, fi_addr_t dest,
                    uint64_t addr, uint64_t key, void* ctx) {
-  return write(e, iov, desc, count, dest, addr, key, ctx, 0, 0);
+  return write(e, iov, desc, count, dest, addr, key, ctx, tx_flags(e, 0), 0);
 }
 ssize_t rma_writemsg(fid_ep* e, const fi_msg_rma* m, uint64_t flags) {
   if (m->rma_iov_count != 1) return -FI_EINVAL;
@@ -338,17 +348,17 @@ ssize_t rma_writemsg(fid_ep* e, const fi_msg_rma* m, uint64_t flags) {
 ssize_t rma_inject(fid_ep* e, const void* buf, size_t len, fi_addr_t dest, uint64_t addr,
                    uint64_t key) {
   const iovec v = one(buf, len);
-  return write(e, &v, nullptr, 1, dest, addr, key, nullptr, FI_INJECT, 0);
+  return write(e, &v, nullptr, 1, dest, addr, key, nullptr, tx_flags(e, FI_INJECT), 0);
 }
 ssize_t rma_writedata(fid_ep* e, const void* buf, size_t len, void* desc, uint64_t data,
                       fi_addr_t dest, uint64_t addr, uint64_t key, void* ctx) {
   const iovec v = one(buf, len);
-  return write(e, &v, &desc, 1, dest, addr, key, ctx, FI_REMOTE_CQ_DATA, data);
+  return write(e, &v, &desc, 1, dest, addr, key, ctx, tx_flags(e, FI_REMOTE_CQ_DATA), data);
 }
 ssize_t rma_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi_addr_t dest,
                        uint64_t addr, uint64_t key) {
   const iovec v = one(buf, len);
-  return write(e, &v, nullptr, 1, dest, addr, key, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA, data);
+  return write(e, &v, nullptr, 1, dest, addr, key, nullptr, tx_flags(e, FI_INJECT | FI_REMOTE_CQ_DATA), data);
 }
 
 ssize_t read(fid_ep* e, const iovec* iov, size_t count, uint64_t source, uint64_t addr,
@@ -359,17 +369,17 @@ ssize_t read(fid_ep* e, const iovec* iov, size_t count, uint64_t source, uint64_
   op->buffer = IoList::of(iov, count);
   op->remote_address = addr;
   op->rkey = static_cast<uint32_t>(key);
-  return post_read(of(e), std::move(op), source, flags | of(e).tx_op_flags);
+  return post_read(of(e), std::move(op), source, flags);
 }
 
 ssize_t rma_read(fid_ep* e, void* buf, size_t len, void*, fi_addr_t source, uint64_t addr,
                  uint64_t key, void* ctx) {
   const iovec v = one(buf, len);
-  return read(e, &v, 1, source, addr, key, ctx, 0);
+  return read(e, &v, 1, source, addr, key, ctx, tx_flags(e, 0));
 }
 ssize_t rma_readv(fid_ep* e, const iovec* iov, void**, size_t count, fi_addr_t source,
                   uint64_t addr, uint64_t key, void* ctx) {
-  return read(e, iov, count, source, addr, key, ctx, 0);
+  return read(e, iov, count, source, addr, key, ctx, tx_flags(e, 0));
 }
 ssize_t rma_readmsg(fid_ep* e, const fi_msg_rma* m, uint64_t flags) {
   if (m->rma_iov_count != 1) return -FI_EINVAL;

@@ -6,6 +6,10 @@
 #   pingpong  fi_pingpong, untagged and tagged, every default size, over FI_EP_RDM
 #   openmpi   PROGRAM (tests/fabric/mpi_suite.c) under Open MPI's OFI MTL, 2 and 4 ranks
 #   mpi4py    a python3-mpi4py smoke test under Open MPI over the provider
+#   mpich     PROGRAM (mpi_suite.c's source) built by an MPICH of device ch4:ofi and run with
+#             FI_PROVIDER=mrc, 2 and 4 ranks; the MPICH is $MRC_MPICH_PREFIX, else /opt/mpich-ofi
+#             (Debian's MPICH is ch4:ucx and cannot load a libfabric provider; scripts/
+#             build-mpich-ofi.sh builds one from Debian's source)
 #   planecut  (root) PROGRAM's all-reduce loop, 2 ranks over 4 planes in a network namespace of
 #             its own, while one plane is cut (nftables drops every datagram to it) and healed:
 #             every all-reduce checked, the job finishes (no deadline beyond the test's timeout)
@@ -80,6 +84,27 @@ if r == 0:
 ' | tee /tmp/fabric-py.$$
     grep -q "mpi4py: 2 ranks" /tmp/fabric-py.$$ || fail "mpi4py smoke test"
     rm -f /tmp/fabric-py.$$;;
+  mpich)
+    prefix=${MRC_MPICH_PREFIX:-/opt/mpich-ofi}
+    device=$("$prefix/bin/mpichversion" 2> /dev/null | grep -o "ch4:[a-z]*" | head -1 || true)
+    if [ "$device" != "ch4:ofi" ]; then
+      echo "SKIP: no MPICH of device ch4:ofi at $prefix (found: ${device:-none}); Debian's MPICH is"
+      echo "      ch4:ucx; scripts/build-mpich-ofi.sh builds one, or set MRC_MPICH_PREFIX"
+      exit 77
+    fi
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    # (-Wno-stringop-overflow: gcc 12 misreads MPI_STATUSES_IGNORE in MPICH's prototypes.)
+    "$prefix/bin/mpicc" -O2 -Wno-stringop-overflow -o "$work/mpi_suite" "$program" ||
+      fail "mpicc of $program"
+    for n in 2 4; do
+      # MPIR_CVAR_NOLOCAL: ranks on one host talk over the netmod (the provider), not MPICH's
+      # shared memory.
+      FI_PROVIDER=mrc MPIR_CVAR_NOLOCAL=1 timeout 300 "$prefix/bin/mpiexec" -n $n \
+        "$work/mpi_suite" | tee "$work/out"
+      grep -q "$n ranks: all checks passed" "$work/out" || fail "mpi_suite under MPICH on $n ranks"
+    done
+    echo "mpich: ok";;
   planecut)
     need mpirun "apt install openmpi-bin"
     need nft "apt install nftables"
@@ -117,5 +142,5 @@ if r == 0:
     # bench/mpi_fabric_compare.sh); the test asks that every one is right and the job finishes.
     rm -f $log
     echo "planecut: ok";;
-  *) echo "usage: $0 info|pingpong|openmpi|mpi4py|planecut LIB_DIR [PROGRAM]"; exit 2;;
+  *) echo "usage: $0 info|pingpong|openmpi|mpi4py|mpich|planecut LIB_DIR [PROGRAM]"; exit 2;;
 esac

@@ -6,6 +6,8 @@
  *   tags: many tags in flight, received in reverse order; MPI_ANY_TAG and MPI_ANY_SOURCE
  *   probes: MPI_Probe, MPI_Iprobe, MPI_Mprobe/MPI_Mrecv
  *   collectives: barrier, bcast, allreduce (small and 8 MiB), allgather, alltoall, reduce
+ *   one-sided: MPI_Put, MPI_Get (to 1 MiB) and MPI_Accumulate in fence epochs, and Put/Get under
+ *   MPI_Win_lock (MPICH's ch4:ofi makes them the provider's RMA writes and reads)
  *   loop N: `mpi_suite loop N` runs N all-reduces of 1 MiB and checks each (a plane cut during it
  *   must cost nothing but time) */
 #include <mpi.h>
@@ -173,6 +175,44 @@ static void collectives(void) {
   free(out);
 }
 
+/* Every rank exposes a window; rank r puts into, gets from and accumulates into rank r+1's. */
+static void one_sided(void) {
+  phase = "one-sided";
+  const size_t n = 1 << 20;
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  unsigned char* window = malloc(n);
+  unsigned char* mine = malloc(n);
+  unsigned char* got = malloc(n);
+  fill(window, n, rank, rank, 40);
+  MPI_Win win;
+  MPI_Win_create(window, n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  MPI_Win_fence(0, win);
+  MPI_Get(got, (int)n, MPI_BYTE, next, 0, (int)n, MPI_BYTE, win);
+  MPI_Win_fence(0, win);
+  check(same(got, n, next, next, 40), "MPI_Get of a whole window");
+  fill(mine, n, rank, next, 41);
+  MPI_Put(mine, (int)n, MPI_BYTE, next, 0, (int)n, MPI_BYTE, win);
+  MPI_Win_fence(0, win);
+  check(same(window, n, prev, rank, 41), "MPI_Put of a whole window");
+  int* counts = (int*)window;
+  counts[0] = 0;
+  MPI_Win_fence(0, win);
+  const int one = rank + 1;
+  for (int r = 0; r < size; ++r) MPI_Accumulate(&one, 1, MPI_INT, r, 0, 1, MPI_INT, MPI_SUM, win);
+  MPI_Win_fence(0, win);
+  check(counts[0] == size * (size + 1) / 2, "MPI_Accumulate from every rank");
+  MPI_Win_lock(MPI_LOCK_SHARED, next, 0, win);
+  MPI_Put(mine, 4096, MPI_BYTE, next, 4096, 4096, MPI_BYTE, win);
+  MPI_Win_flush(next, win);
+  MPI_Get(got, 4096, MPI_BYTE, next, 4096, 4096, MPI_BYTE, win);
+  MPI_Win_unlock(next, win);
+  check(memcmp(got, mine, 4096) == 0, "Put, flush, Get under MPI_Win_lock");
+  MPI_Win_free(&win);
+  free(window);
+  free(mine);
+  free(got);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -191,6 +231,7 @@ int main(int argc, char** argv) {
     tags_and_wildcards();
     probes();
     collectives();
+    one_sided();
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) printf("mpi_suite: %d ranks: all checks passed\n", size);
