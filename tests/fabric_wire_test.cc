@@ -54,17 +54,17 @@ TEST(FabricWire, HeadersAPeerCannotSendAreRefusedWithAReason) {
       {fragment(0, 100, 1000, 100), true},                   // no first fragment
       {fragment(kLast, 100, 1000, 100), false},              // last that does not end it
       {fragment(kFirst | kLast, 0, 100, 0), true},           // first+last that does not end it
-      {fragment(kRts | kFirst | kLast, 0, 100, kMaxRendezvous), true},  // index out of range
-      {fragment(kRts | kFirst | kLast, 8, 100, 0), true},               // RTS with payload
-      {fragment(kRts | kFirst, 0, 100, 0), true},                       // RTS without kLast
-      {fragment(kFin | kFirst | kLast, 0, 100, 0), true},               // FIN with a length
-      {fragment(kFin | kRts | kFirst | kLast, 0, 0, 0), true},          // both
-      {fragment(kRts | kFirst | kLast, 0, 100, 0), false},              // RTS mid-message
+      {fragment(kRts | kFirst | kLast, 0, 100, kMaxRendezvous), true},       // index out of range
+      {fragment(kRts | kFirst | kLast, 8, 100, 0), true},                    // RTS with payload
+      {fragment(kRts | kFirst, 0, 100, 0), true},                            // RTS without kLast
+      {fragment(kFin | kFirst | kLast, 0, 100, 0), true},                    // FIN with a length
+      {fragment(kFin | kRts | kFirst | kLast, 0, 0, 0), true},               // both
+      {fragment(kRts | kFirst | kLast, 0, 100, 0), false},                   // RTS mid-message
       {fragment(kRead | kFirst | kLast, sizeof(CtsRecord), 100, 0), false},  // read mid-message
-      {fragment(kRead | kFirst | kLast, 8, 100, 0), true},              // read without its record
-      {fragment(kRead | kFirst | kLast, sizeof(CtsRecord), kMax + 1, 0), true},  // too long
+      {fragment(kRead | kFirst | kLast, 8, 100, 0), true},  // read without its record
+      {fragment(kRead | kFirst | kLast, sizeof(CtsRecord), kMax + 1, 0), true},          // too long
       {fragment(kRead | kFirst | kLast, sizeof(CtsRecord), 100, kMaxRendezvous), true},  // index
-      {fragment(kRead | kTagged | kFirst | kLast, sizeof(CtsRecord), 100, 0), true},  // tagged
+      {fragment(kRead | kTagged | kFirst | kLast, sizeof(CtsRecord), 100, 0), true},     // tagged
       {fragment(kRmaData | kFirst | kLast, 0, 0, 0), true},             // notice without data
       {fragment(kRmaData | kFirst | kLast | kHasData, 4, 4, 0), true},  // notice with payload
   };

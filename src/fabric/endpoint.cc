@@ -358,7 +358,8 @@ ssize_t rma_writedata(fid_ep* e, const void* buf, size_t len, void* desc, uint64
 ssize_t rma_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi_addr_t dest,
                        uint64_t addr, uint64_t key) {
   const iovec v = one(buf, len);
-  return write(e, &v, nullptr, 1, dest, addr, key, nullptr, tx_flags(e, FI_INJECT | FI_REMOTE_CQ_DATA), data);
+  return write(e, &v, nullptr, 1, dest, addr, key, nullptr,
+               tx_flags(e, FI_INJECT | FI_REMOTE_CQ_DATA), data);
 }
 
 ssize_t read(fid_ep* e, const iovec* iov, size_t count, uint64_t source, uint64_t addr,
@@ -397,16 +398,8 @@ struct Stub<R (*)(A...)> {
 };
 #define MRC_STUB(ops, member) Stub<decltype(ops::member)>::call
 
-fi_ops_rma rma_ops{sizeof(fi_ops_rma),
-                   rma_read,
-                   rma_readv,
-                   rma_readmsg,
-                   rma_write,
-                   rma_writev,
-                   rma_writemsg,
-                   rma_inject,
-                   rma_writedata,
-                   rma_injectdata};
+fi_ops_rma rma_ops{sizeof(fi_ops_rma), rma_read,     rma_readv,  rma_readmsg,   rma_write,
+                   rma_writev,         rma_writemsg, rma_inject, rma_writedata, rma_injectdata};
 fi_ops_atomic atomic_ops{sizeof(fi_ops_atomic),
                          MRC_STUB(fi_ops_atomic, write),
                          MRC_STUB(fi_ops_atomic, writev),

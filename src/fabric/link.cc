@@ -437,9 +437,9 @@ void serve_read(RxLink& link, const SlotHeader& h, const uint8_t* payload) {
     return;
   }
   CtsRecord reply;
-  const Mr* mr = h.data > 0xFFFFFFFFull ? nullptr
-                                         : readable(*ep.domain, static_cast<uint32_t>(h.data),
-                                                    h.tag, h.message_bytes);
+  const Mr* mr = h.data > 0xFFFFFFFFull
+                     ? nullptr
+                     : readable(*ep.domain, static_cast<uint32_t>(h.data), h.tag, h.message_bytes);
   if (h.message_bytes > 0 && mr == nullptr) {
     reply.status = FI_EACCES;
   } else if (h.message_bytes > 0) {

@@ -54,10 +54,10 @@ struct PostedRecv {
   uint64_t tag = 0;
   uint64_t ignore = 0;
   IoList buffer;
-  bool silent = false;  // no completion (a peek's FI_DISCARD of a rendezvous message)
-  bool multi = false;   // a multi-receive's whole buffer (posted)
-  uint64_t used = 0;    // multi: bytes of the buffer given to messages
-  bool part = false;    // a part of a multi-receive, taken by one message
+  bool silent = false;    // no completion (a peek's FI_DISCARD of a rendezvous message)
+  bool multi = false;     // a multi-receive's whole buffer (posted)
+  uint64_t used = 0;      // multi: bytes of the buffer given to messages
+  bool part = false;      // a part of a multi-receive, taken by one message
   bool releases = false;  // part: the last one; the buffer is the application's again
   // Whether its completion (or failure) ends an operation the application posted: not so for a
   // part of a multi-receive that stays posted.

@@ -1,11 +1,12 @@
 // The provider's entry point (fi_prov_ini), its settings, fi_getinfo and the fabric object.
 //
 // fi_getinfo offers one fi_info: FI_EP_RDM with FI_MSG (and FI_MULTI_RECV), FI_TAGGED and FI_RMA
-// reads and writes over this host's mrc planes. Hints that ask for anything else (another endpoint type, capabilities or modes it
-// lacks, another address format, a fabric or domain of another name) get -FI_ENODATA, so what
-// the provider cannot do is refused at fi_getinfo, never later. Threading, progress and AV
-// types the hints ask for are echoed: the provider serialises its state behind the domain's
-// lock and progresses on its own thread, which satisfies every threading and progress model.
+// reads and writes over this host's mrc planes. Hints that ask for anything else (another endpoint
+// type, capabilities or modes it lacks, another address format, a fabric or domain of another name)
+// get -FI_ENODATA, so what the provider cannot do is refused at fi_getinfo, never later. Threading,
+// progress and AV types the hints ask for are echoed: the provider serialises its state behind the
+// domain's lock and progresses on its own thread, which satisfies every threading and progress
+// model.
 #include "fabric/provider.h"
 
 #include <rdma/providers/fi_log.h>

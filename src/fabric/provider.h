@@ -63,8 +63,9 @@ inline constexpr uint64_t kMaxMessageBytes = 1ull << 30;
 inline constexpr size_t kQueueSize = 1024;    // tx and rx operations outstanding per endpoint
 inline constexpr size_t kInjectBytes = 4096;  // fi_inject's limit (tx_attr->inject_size)
 inline constexpr uint64_t kRmaCaps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_MULTI_RECV | FI_SEND | FI_RECV | kRmaCaps |
-                                  FI_SOURCE | FI_DIRECTED_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM;
+inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_MULTI_RECV | FI_SEND | FI_RECV |
+                                  kRmaCaps | FI_SOURCE | FI_DIRECTED_RECV | FI_LOCAL_COMM |
+                                  FI_REMOTE_COMM;
 // What fi_mr_reg's keys and addresses are: virtual addresses, keys the provider picks, memory
 // that must exist (FI_MR_BASIC's three bits). Local buffers need no registration.
 inline constexpr int kMrMode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
