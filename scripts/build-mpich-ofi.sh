@@ -3,7 +3,7 @@
 # package, so that MPICH programs can run over the mrc libfabric provider (FI_PROVIDER=mrc).
 # Debian's packaged MPICH is built for ch4:ucx and cannot load a libfabric provider at all.
 #
-#   sudo scripts/build-mpich-ofi.sh [PREFIX]      # default /opt/mpich-ofi; 20-40 min on 2 cores
+#   sudo scripts/build-mpich-ofi.sh [PREFIX]      # default /opt/mpich-ofi; about 7 min on 2 cores
 #
 # Then `ctest -R Fabric.MpichSuite` runs tests/fabric/mpi_suite.c under it (MRC_MPICH_PREFIX
 # names another PREFIX), and docs/LIBFABRIC.md shows how to run programs.
