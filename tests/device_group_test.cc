@@ -5,6 +5,7 @@
 // one CQ per side, through its eventfd; bad thread counts and ports say what to change.
 //
 // Ports: UDP 6100-6199 and EV source ports 41000-47499 and 48000-49499 (no other test uses them).
+// (43900-44187: ApiThreads.ACqWithNotificationOffIsSignalledOnlyWhenTurnedOn.)
 #include "io/device_group.h"
 
 #include <gtest/gtest.h>
@@ -210,6 +211,40 @@ TEST(ApiThreads, SixQpsOverTwoAndThreeThreadsMoveVerifiedData) {
 
 TEST(ApiThreads, CallerDrivenProgressDrivesShardZeroAndTheThreadsTheRest) {
   expect_six_qps_move_verified_data(true, 6140, 48000);
+}
+
+// Notification off: completions arrive (the progress thread places the data) without the CQ's
+// descriptor becoming readable; turned on, it is readable at once; polled empty, it is not.
+TEST(ApiThreads, ACqWithNotificationOffIsSignalledOnlyWhenTurnedOn) {
+  auto c = Context::open(threaded(6160, 43900, 1, false));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  Context& ctx = *c.value();
+  std::vector<uint8_t> src(64 << 10, 0x5A), dst(64 << 10, 0);
+  const uint32_t pd = ctx.alloc_pd();
+  const auto src_mr = ctx.register_memory(pd, src.data(), src.size(), kAccessLocalWrite).value();
+  const auto dst_mr = ctx.register_memory(pd, dst.data(), dst.size(), kAccessRemoteWrite).value();
+  Cq* tx = ctx.create_cq(16);
+  Cq* rx = ctx.create_cq(16);
+  rx->set_notify(false);
+  Qp* a = ctx.create_qp(pd, tx, tx).value();
+  Qp* b = ctx.create_qp(pd, rx, rx).value();
+  ASSERT_TRUE(a->connect(ConnectionInfo::parse(b->local_info().to_string()).value()).ok());
+  ASSERT_TRUE(b->connect(ConnectionInfo::parse(a->local_info().to_string()).value()).ok());
+  ASSERT_TRUE(b->post_recv(7).ok());
+  const Sge sge{src_mr.address, static_cast<uint32_t>(src.size()), src_mr.lkey};
+  ASSERT_TRUE(a->post_write_imm(1, std::span(&sge, 1), dst_mr.address, dst_mr.rkey, 0xBEEF).ok());
+  Completion wc[4];
+  size_t sent = 0;
+  for (int i = 0; i < 500 && sent == 0; ++i) sent = tx->wait(wc, 10);
+  ASSERT_EQ(sent, 1u);  // acknowledged, so the receiver has the write and its completion
+  EXPECT_EQ(b->stats().data_bytes_placed, src.size());
+  EXPECT_FALSE(wait_readable(rx->event_fd(), 50));
+  rx->set_notify(true);
+  EXPECT_TRUE(readable(rx->event_fd()));
+  ASSERT_EQ(rx->poll(wc), 1u);
+  EXPECT_EQ(wc[0].immediate, 0xBEEFu);
+  EXPECT_FALSE(readable(rx->event_fd()));
+  EXPECT_EQ(dst, src);
 }
 
 }  // namespace

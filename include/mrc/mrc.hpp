@@ -108,8 +108,14 @@ class Cq {
  public:
   // Moves up to out.size() completions into `out`; returns how many.
   size_t poll(std::span<Completion> out);
-  // A file descriptor that is readable while completions are waiting (for poll/epoll).
+  // A file descriptor that is readable while completions are waiting (for poll/epoll), while
+  // notification is on.
   int event_fd() const { return event_fd_; }
+  // Notification on (the default) or off. Off, the descriptor is neither written nor read: a
+  // consumer that only polls saves two system calls each time the queue turns non-empty, and
+  // wait() without caller progress sleeps its whole timeout. Turned on again, it signals at once
+  // if completions are waiting, so a waiter that turns it on before it sleeps misses none.
+  void set_notify(bool on);
   // Blocks until at least one completion is waiting or `timeout_ms` passes; returns poll().
   size_t wait(std::span<Completion> out, int timeout_ms);
 
@@ -122,6 +128,8 @@ class Cq {
   // The eventfd (a semaphore) holds 1 for every shard whose queue is non-empty and signalled.
   int event_fd_ = -1;
   std::vector<uint8_t> signalled_;
+  std::atomic<bool> notify_{true};
+  void signal_locked(uint32_t shard);    // REQUIRES: shard's lock
   std::atomic<uint32_t> next_shard_{0};  // where poll() starts, in turn, so no shard starves
   size_t poll_shard(uint32_t s, std::span<Completion> out);
 };

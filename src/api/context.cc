@@ -134,14 +134,9 @@ Context::~Context() {
 // Holding shard `shard`'s lock, after its round: the CQs whose queue there turned non-empty add
 // their 1 to the eventfd (a semaphore), which poll() takes back when that queue is empty again.
 void Context::signal_cqs(uint32_t shard, std::span<const uint32_t> tags) {
-  for (uint32_t tag : tags) {
-    if (tag >= cqs_.size()) continue;
-    Cq& cq = *cqs_[tag];
-    if (cq.signalled_[shard] || cq.queues_[shard]->size() == 0) continue;
-    const uint64_t one = 1;
-    (void)!write(cq.event_fd_, &one, sizeof one);
-    cq.signalled_[shard] = 1;
-  }
+  for (uint32_t tag : tags)
+    if (tag < cqs_.size() && cqs_[tag]->notify_.load(std::memory_order_relaxed))
+      cqs_[tag]->signal_locked(shard);
 }
 
 int Context::planes() const {
@@ -235,6 +230,24 @@ size_t Cq::poll_shard(uint32_t s, std::span<Completion> out) {
     signalled_[s] = 0;
   }
   return n;
+}
+
+void Cq::signal_locked(uint32_t shard) {
+  if (signalled_[shard] || queues_[shard]->size() == 0) return;
+  const uint64_t one = 1;
+  (void)!write(event_fd_, &one, sizeof one);
+  signalled_[shard] = 1;
+}
+
+// A round that saw notification off skipped its signal; turning it on signals what such rounds
+// left waiting (each shard under its lock, so no round falls between the two).
+void Cq::set_notify(bool on) {
+  notify_.store(on, std::memory_order_relaxed);
+  if (!on) return;
+  for (uint32_t s = 0; s < queues_.size(); ++s) {
+    std::lock_guard lock(context_->mutex(s));
+    signal_locked(s);
+  }
 }
 
 size_t Cq::poll(std::span<Completion> out) {

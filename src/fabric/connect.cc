@@ -33,9 +33,7 @@ constexpr size_t kMaxAccepting = 1024;
 constexpr int64_t kClosedGraceMs = 500;
 
 int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return now_ns() / 1000000;
 }
 
 // A sockaddr for `name`'s listener.

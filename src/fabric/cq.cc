@@ -71,8 +71,17 @@ ssize_t read_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src) {
   return static_cast<ssize_t>(n);
 }
 
+// fi_cq_read and fi_cq_readfrom. On a CQ without a wait object the application can only poll,
+// so its reads tell the domain's progress thread to stand by (Domain::polled_ns).
+ssize_t poll_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src) {
+  Cq* cq = reinterpret_cast<Cq*>(fid);
+  if (cq->wait_fd < 0 && cq->domain != nullptr)
+    cq->domain->polled_ns.store(now_ns(), std::memory_order_relaxed);
+  return read_from(fid, buf, count, src);
+}
+
 ssize_t cq_read(fid_cq* cq, void* buf, size_t count) {
-  return read_from(cq, buf, count, nullptr);
+  return poll_from(cq, buf, count, nullptr);
 }
 
 ssize_t cq_readerr(fid_cq* fid, fi_cq_err_entry* buf, uint64_t) {
@@ -157,7 +166,7 @@ int cq_control(fid* f, int command, void* arg) {
 }
 
 fi_ops cq_fi_ops{sizeof(fi_ops), cq_close, no_bind, cq_control, no_ops_open, no_tostr, no_ops_set};
-fi_ops_cq cq_ops{sizeof(fi_ops_cq), cq_read,    read_from, cq_readerr,
+fi_ops_cq cq_ops{sizeof(fi_ops_cq), cq_read,    poll_from, cq_readerr,
                  cq_sread,          sread_from, cq_signal, cq_strerror};
 
 }  // namespace

@@ -147,14 +147,41 @@ std::optional<std::string> check(const Settings& s) {
   return std::nullopt;
 }
 
+WatchTag cq_tag{WatchKind::kCq, nullptr};
+WatchTag wake_tag{WatchKind::kWake, nullptr};
+
+// How long after the application's last poll the progress thread stands by (as io::Device's
+// kCallerHandoff does for the context's own thread).
+constexpr int64_t kPollerHandoffNs = 2000000;
+
+// The context's CQ in the progress thread's epoll set and signalling it, or neither.
+void watch_cq(Domain& d, bool on) {
+  if (on) {
+    d.watch(d.cq->event_fd(), &cq_tag, false);
+    d.cq->set_notify(true);  // (signals at once what came while it was off)
+  } else {
+    d.cq->set_notify(false);
+    d.unwatch(d.cq->event_fd());
+  }
+}
+
+// The progress thread: the connection manager's sockets always; the datapath's completions only
+// while the application does not poll (an application that polls runs them in its CQ reads,
+// and waking this thread for each completion cost more system calls than the message itself).
 void progress_loop(Domain* d) {
   epoll_event events[32];
+  bool watching = true;
   while (!d->stopping.load()) {
     {
       std::lock_guard lock(d->lock);
       d->graveyard.clear();
     }
-    const int n = epoll_wait(d->epoll_fd, events, 32, 100);
+    const int64_t polled_ago = now_ns() - d->polled_ns.load(std::memory_order_relaxed);
+    const bool app_polls = polled_ago < kPollerHandoffNs;
+    if (app_polls == watching) watch_cq(*d, watching = !app_polls);
+    const int timeout_ms =
+        app_polls ? static_cast<int>((kPollerHandoffNs - polled_ago) / 1000000) + 1 : 100;
+    const int n = epoll_wait(d->epoll_fd, events, 32, timeout_ms);
     std::lock_guard lock(d->lock);
     for (int i = 0; i < n; ++i) {
       auto* tag = static_cast<WatchTag*>(events[i].data.ptr);
@@ -179,7 +206,7 @@ void progress_loop(Domain* d) {
           break;
       }
     }
-    d->progress();
+    if (!app_polls) d->progress();
     check_timeouts(*d);
   }
 }
@@ -241,6 +268,12 @@ int mr_regattr(fid* f, const fi_mr_attr* attr, uint64_t flags, fid_mr** mr) {
 
 }  // namespace
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 const Mr* readable(const Domain& d, uint32_t key, uint64_t address, uint64_t length) {
   const auto it = d.mrs.find(key);
   if (key == 0 || it == d.mrs.end() || (it->second->access & FI_REMOTE_READ) == 0) return nullptr;
@@ -297,9 +330,6 @@ fi_ops_domain domain_ops{
     sizeof(fi_ops_domain), open_av, open_cq, open_endpoint,   no_scalable_ep,      open_cntr,
     no_poll_open,          no_stx,  no_srx,  no_query_atomic, no_query_collective, endpoint2};
 fi_ops_mr mr_ops{sizeof(fi_ops_mr), mr_reg, mr_regv, mr_regattr};
-
-WatchTag cq_tag{WatchKind::kCq, nullptr};
-WatchTag wake_tag{WatchKind::kWake, nullptr};
 
 }  // namespace
 

@@ -160,6 +160,10 @@ struct Domain {
   int epoll_fd = -1;
   int wake_fd = -1;
   std::atomic<bool> stopping{false};
+  // When the application last polled a CQ of this domain that has no wait object (steady clock,
+  // ns). While it keeps polling, its reads run the datapath and the progress thread stands by:
+  // it neither takes the lock for rounds nor has the context's CQ signal it (see progress_loop).
+  std::atomic<int64_t> polled_ns{0};
   std::thread progress_thread;
   void progress();                  // REQUIRES: lock. Takes the mrc CQ's completions.
   std::vector<RxLink*> arrivals;    // links with slots arrived in this round of progress()
@@ -227,6 +231,8 @@ void abandon(RxLink& link, const std::string& why);
 // The gather list of `op`'s first `bytes` bytes: each buffer's lkey from `desc` (an Mr of the
 // domain), or a registration for this op when none is given. An error's reason, or nullopt.
 std::optional<std::string> gather(Domain& d, SendOp& op, uint64_t bytes, void* const* desc);
+// The steady clock in nanoseconds.
+int64_t now_ns();
 // The registration with key `key` that peers may read [address, address + length) of, if any.
 const Mr* readable(const Domain& d, uint32_t key, uint64_t address, uint64_t length);
 // Answers a rendezvous message with where `r` takes it (or 0 bytes to discard it).
