@@ -367,7 +367,7 @@ Result<Ok, Error> Qp::post(const SendWr& wr) {
                                            ", sends need RTS (call connect() first)");
   }
   if (!r.ok()) return fail(to_error(r.error()), "post: ");
-  device().wake();
+  device().wake_after_post();
   return Ok{};
 }
 

@@ -187,8 +187,12 @@ bool Device::step(Duration max_wait) {
     busy = round();
     until = std::min(host_->wake_at(), host_->now() + max_wait);
     until = std::min(until, keys_.next_deadline());
+    if (!busy) sleepers_.fetch_add(1);  // (under the lock: see wake_after_post)
   }
-  if (!busy) host_->sleep_until(until);
+  if (!busy) {
+    host_->sleep_until(until);
+    sleepers_.fetch_sub(1);
+  }
   return true;
 }
 

@@ -139,6 +139,13 @@ class Device final : private CompletionNotifier {
   static constexpr Duration kCallerHandoff = Duration::from_ms(2);
   // Makes a sleeping progress thread run a round now (after a post, a state change).
   void wake() { host_->wake(); }
+  // The same after a post made holding lock(), when it can matter: only a thread asleep in this
+  // device's step() needs waking, since one that has not gone to sleep yet runs a round, under
+  // the lock, that finds the post first. (A post costs no system call while the caller drives
+  // progress itself.)
+  void wake_after_post() {
+    if (sleepers_.load() != 0) host_->wake();
+  }
 
  private:
   Device(const DeviceConfig& config, std::mutex* shared_lock, uint64_t psn_seed)
@@ -161,6 +168,9 @@ class Device final : private CompletionNotifier {
   std::thread thread_;
   std::atomic<bool> stopping_{false};  // read by a thread standing by without the lock
   std::atomic<int64_t> caller_round_ns_{INT64_MIN / 2};  // the host clock at the last progress()
+  // Threads between a round that found nothing to do (counted holding the lock) and the end of
+  // the sleep after it.
+  std::atomic<uint32_t> sleepers_{0};
   std::vector<uint32_t>
       ready_;  // tags of the CQs turned non-empty since the last round (one entry per CQ at most)
   std::vector<bool> is_ready_;  // by tag, one per CQ created here
