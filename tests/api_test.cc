@@ -71,6 +71,39 @@ TEST(Api, WriteWithImmediateBetweenTwoContexts) {
   EXPECT_EQ(qb->stats().data_bytes_placed, src.size());
 }
 
+// destroy_qp: only a queue pair of this context, once; the qpn is not given again, and new queue
+// pairs of the same contexts move data.
+TEST(Api, DestroyedQueuePairsAreGoneAndOthersWork) {
+  auto a = Context::open(options(10));
+  auto b = Context::open(options(11));
+  ASSERT_TRUE(a.ok() && b.ok());
+  Context& ca = *a.value();
+  Context& cb = *b.value();
+  std::vector<uint8_t> src(64 << 10, 0x3C), dst(64 << 10, 0);
+  const uint32_t pa = ca.alloc_pd(), pb = cb.alloc_pd();
+  const auto src_mr = ca.register_memory(pa, src.data(), src.size(), kAccessLocalWrite).value();
+  const auto dst_mr = cb.register_memory(pb, dst.data(), dst.size(), kAccessRemoteWrite).value();
+  auto first = connect_pair(ca, pa, cb, pb);
+  const uint32_t old_qpn = first.qb->qpn();
+  EXPECT_FALSE(ca.destroy_qp(first.qb).ok());  // b's, not a's
+  EXPECT_FALSE(ca.destroy_qp(nullptr).ok());
+  ASSERT_TRUE(cb.destroy_qp(first.qb).ok());
+  EXPECT_FALSE(cb.destroy_qp(first.qb).ok());  // gone (the pointer is compared, never followed)
+  auto second = connect_pair(ca, pa, cb, pb);
+  EXPECT_NE(second.qb->qpn(), old_qpn);
+  ASSERT_TRUE(second.qb->post_recv(1).ok());
+  const Sge sge{src_mr.address, static_cast<uint32_t>(src.size()), src_mr.lkey};
+  ASSERT_TRUE(
+      second.qa->post_write_imm(2, std::span(&sge, 1), dst_mr.address, dst_mr.rkey, 9).ok());
+  Completion wc[4];
+  size_t got = 0;
+  for (int i = 0; i < 200 && got == 0; ++i) got = second.cqb->wait(wc, 50);
+  ASSERT_EQ(got, 1u);
+  EXPECT_EQ(wc[0].immediate, 9u);
+  EXPECT_EQ(dst, src);
+  EXPECT_TRUE(ca.destroy_qp(first.qa).ok());  // a queue pair whose peer is gone goes too
+}
+
 // A context with caller-driven progress (ContextOptions::caller_progress): its waits run the
 // datapath; when its caller stops calling, the progress thread answers the peer, both as a
 // receiver (the peer's writes complete though nobody polls here) and as a sender (a post made

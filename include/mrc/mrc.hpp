@@ -174,6 +174,11 @@ class Context {
   Result<Ok, Error> deregister_memory(uint32_t lkey);
   Cq* create_cq(uint32_t capacity);
   Result<Qp*, Error> create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq, const QpConfig& config = {});
+  // Destroys a queue pair and frees what it holds (as ibv_destroy_qp): its outstanding work ends
+  // without completions, completions it already queued stay in their CQs (its qpn is never given
+  // to another queue pair), and packets for it are dropped as for an unknown one. `qp` is invalid
+  // afterwards; one this context did not create is refused.
+  Result<Ok, Error> destroy_qp(Qp* qp);
   // Takes a local plane down or up (as if its link failed), e.g. for demos and tests.
   void set_plane_up(int plane, bool up);
   const io::UdpPlaneStats plane_stats(int plane) const;

@@ -8,6 +8,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "io/device_group.h"
 #include "io/key_exchange.h"
 #include "io/udp_host.h"
+#include "mrc/assert.hpp"
 #include "mrc/mrc.hpp"
 
 namespace mrc {
@@ -201,6 +203,20 @@ Result<Qp*, Error> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
   }
   qps_.push_back(std::move(handle));
   return qps_.back().get();
+}
+
+Result<Ok, Error> Context::destroy_qp(Qp* qp) {
+  std::lock_guard objects(objects_lock_);
+  const auto it = std::find_if(qps_.begin(), qps_.end(),
+                               [&](const auto& handle) { return handle.get() == qp; });
+  if (qp == nullptr || it == qps_.end())
+    return fail(Errc::kInvalidArgument, "destroy_qp: not a queue pair of this context");
+  {
+    std::lock_guard lock(qp->device().lock());
+    MRC_ASSERT(qp->device().endpoint().destroy_qp(qp->qp_->qpn()).ok());  // it exists: created here
+  }
+  qps_.erase(it);
+  return Ok{};
 }
 
 void Context::set_plane_up(int plane, bool up) {

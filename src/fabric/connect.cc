@@ -463,9 +463,16 @@ void close_links(Endpoint& ep) {
       close_control(d, link->control);
       if (link->qp != nullptr) d.rx_by_qpn.erase(link->qp->qpn());
     }
-  for (auto& [key, link] : ep.tx_links) d.graveyard.push_back(std::move(link));
+  // Their queue pairs go now (the engine never reuses a qpn, so completions of theirs still in
+  // the domain's CQ name no other link); the links wait in the graveyard for the progress
+  // thread's next round.
+  const auto bury = [&](auto& link) {
+    if (link->qp != nullptr) (void)d.context->destroy_qp(std::exchange(link->qp, nullptr));
+    d.graveyard.push_back(std::move(link));
+  };
+  for (auto& [key, link] : ep.tx_links) bury(link);
   for (auto* list : {&ep.rx_links, &ep.accepting})
-    for (auto& link : *list) d.graveyard.push_back(std::move(link));
+    for (auto& link : *list) bury(link);
   ep.tx_links.clear();
   ep.tx_by_addr.clear();
   ep.rx_links.clear();
