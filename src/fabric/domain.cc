@@ -229,7 +229,9 @@ int mr_reg(fid* f, const void* buf, size_t len, uint64_t access, uint64_t, uint6
   Domain* d = reinterpret_cast<Domain*>(f);
   if (flags != 0) return -FI_EBADFLAGS;
   uint32_t rights = kAccessLocalWrite;
-  if ((access & (FI_REMOTE_WRITE | FI_REMOTE_READ)) != 0) rights |= kAccessRemoteWrite;
+  // Peers write only what FI_REMOTE_WRITE opens; a read (FI_REMOTE_READ) is served by this end's
+  // own write from the region, which its local key allows.
+  if ((access & FI_REMOTE_WRITE) != 0) rights |= kAccessRemoteWrite;
   std::lock_guard lock(d->lock);
   // A zero-length or null registration (MPI registers such) names nothing; it gets a key of 0.
   auto* mr = new Mr();

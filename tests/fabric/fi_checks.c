@@ -275,6 +275,10 @@ static void check_read(void) {
   CHECK(fi_readmsg(a.ep, &(struct fi_msg_rma){.msg_iov = iov, .iov_count = 1, .addr = to_b, .rma_iov_count = 1,
                                                .rma_iov = &(struct fi_rma_iov){at, 8, key}},
                    FI_INJECT) == -FI_EBADFLAGS, "an injected read: -FI_EBADFLAGS");
+  /* A region opened to reads only is not opened to writes (the write fails the link: last). */
+  CHECK(fi_write(a.ep, into, 64, NULL, to_b, at, key, NULL) == 0, "write to a read-only key");
+  CHECK(wait_one(&a, &e, 30) != 0, "a write to a region opened to reads only completes in error");
+  CHECK(source[0] == (unsigned char)5, "the read-only region is unchanged");
   fi_close(&readable->fid);
   fi_close(&write_only->fid);
   close_node(&a);
