@@ -13,6 +13,7 @@
 #   planecut  (root) PROGRAM's all-reduce loop, 2 ranks over 4 planes in a network namespace of
 #             its own, while one plane is cut (nftables drops every datagram to it) and healed:
 #             every all-reduce checked, the job finishes (no deadline beyond the test's timeout)
+#   mpich-planecut  the same under MPICH (PROGRAM: mpi_suite.c's source, as for mpich)
 # Exits 77 (skipped) when the tool a mode needs is not installed.
 set -euo pipefail
 mode=$1
@@ -23,6 +24,66 @@ export FI_MRC_PLANES=127.0.0.151,127.0.0.152,127.0.0.153,127.0.0.154
 export FI_MRC_PORT=22000 FI_MRC_EV_PORT_BASE=22100
 need() { command -v "$1" > /dev/null || { echo "SKIP: $1 not installed ($2)"; exit 77; }; }
 fail() { echo "FAILED: $*"; exit 1; }
+
+# MPICH of device ch4:ofi ($MRC_MPICH_PREFIX, else /opt/mpich-ofi), or exit 77 naming why; sets
+# prefix, and work (a temporary directory) holding mpi_suite built from PROGRAM (its source).
+mpich_or_skip() {
+  prefix=${MRC_MPICH_PREFIX:-/opt/mpich-ofi}
+  local device
+  device=$("$prefix/bin/mpichversion" 2> /dev/null | grep -o "ch4:[a-z]*" | head -1 || true)
+  if [ "$device" != "ch4:ofi" ]; then
+    echo "SKIP: no MPICH of device ch4:ofi at $prefix (found: ${device:-none}); Debian's MPICH is"
+    echo "      ch4:ucx; scripts/build-mpich-ofi.sh builds one, or set MRC_MPICH_PREFIX"
+    exit 77
+  fi
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"; cleanup_ns' EXIT
+  # (-Wno-stringop-overflow: gcc 12 misreads MPI_STATUSES_IGNORE in MPICH's prototypes.)
+  "$prefix/bin/mpicc" -O2 -Wno-stringop-overflow -o "$work/mpi_suite" "$program" ||
+    fail "mpicc of $program"
+}
+ns=""
+cleanup_ns() { [ -z "$ns" ] || ip netns del "$ns" 2> /dev/null || true; }
+# (root) A namespace of its own with the four planes' addresses on a veth, FI_MRC_PLANES set.
+plane_cut_setup() {
+  need nft "apt install nftables"
+  [ "$(id -u)" -eq 0 ] || { echo "SKIP: the plane cut needs root (a network namespace)"; exit 77; }
+  ns=mrcfi-$$
+  ip netns add $ns || { echo "SKIP: cannot create a network namespace"; exit 77; }
+  [ -n "${work:-}" ] || trap cleanup_ns EXIT
+  ip -n $ns link set lo up
+  # The planes' addresses on a veth of the namespace (Open MPI's launcher wants an interface
+  # that is not lo; traffic between local addresses still takes lo).
+  ip -n $ns link add mrcfi0 type veth peer name mrcfi1 && ip -n $ns link set mrcfi0 up &&
+    ip -n $ns link set mrcfi1 up || { echo "SKIP: no veth in this kernel"; exit 77; }
+  for p in 0 1 2 3; do ip -n $ns addr add 10.77.$p.1/24 dev mrcfi0; done
+  export FI_MRC_PLANES=10.77.0.1,10.77.1.1,10.77.2.1,10.77.3.1
+}
+# LAUNCH... runs mpi_suite's all-reduce loop (2 ranks) in the namespace while plane 2 is cut
+# (nftables drops every datagram to it) for 4 s and healed: every all-reduce checked, the job
+# finishes (no deadline beyond the test's timeout).
+cut_during_loop() {
+  local log=/tmp/fabric-cut.$$ job before during dropped
+  ip netns exec $ns timeout 600 "$@" loop 1500 > $log 2>&1 &
+  job=$!
+  until grep -q "all-reduces" $log || ! kill -0 $job 2> /dev/null; do sleep 0.2; done
+  before=$(grep -c "all-reduces" $log || true)
+  ip netns exec $ns nft add table inet mrcfi_cut
+  ip netns exec $ns nft add chain inet mrcfi_cut out "{ type filter hook output priority 0; }"
+  ip netns exec $ns nft add rule inet mrcfi_cut out ip daddr 10.77.2.1 counter drop
+  echo "plane 2 cut after $((before * 50)) all-reduces"
+  sleep 4
+  dropped=$(ip netns exec $ns nft list table inet mrcfi_cut | grep -o "packets [0-9]*" | head -1)
+  during=$(( $(grep -c "all-reduces" $log || true) - before ))
+  ip netns exec $ns nft delete table inet mrcfi_cut
+  echo "plane 2 healed: $dropped dropped, $((during * 50)) all-reduces completed while it was cut"
+  wait $job || { cat $log; fail "the MPI job failed through the plane cut"; }
+  tail -3 $log
+  grep -q "2 ranks: all checks passed" $log || fail "the all-reduce loop did not finish"
+  # How many completed during the cut depends on the machine's load (a rate, measured by
+  # bench/mpi_fabric_compare.sh); the test asks that every one is right and the job finishes.
+  rm -f $log
+}
 
 case $mode in
   info)
@@ -85,18 +146,7 @@ if r == 0:
     grep -q "mpi4py: 2 ranks" /tmp/fabric-py.$$ || fail "mpi4py smoke test"
     rm -f /tmp/fabric-py.$$;;
   mpich)
-    prefix=${MRC_MPICH_PREFIX:-/opt/mpich-ofi}
-    device=$("$prefix/bin/mpichversion" 2> /dev/null | grep -o "ch4:[a-z]*" | head -1 || true)
-    if [ "$device" != "ch4:ofi" ]; then
-      echo "SKIP: no MPICH of device ch4:ofi at $prefix (found: ${device:-none}); Debian's MPICH is"
-      echo "      ch4:ucx; scripts/build-mpich-ofi.sh builds one, or set MRC_MPICH_PREFIX"
-      exit 77
-    fi
-    work=$(mktemp -d)
-    trap 'rm -rf "$work"' EXIT
-    # (-Wno-stringop-overflow: gcc 12 misreads MPI_STATUSES_IGNORE in MPICH's prototypes.)
-    "$prefix/bin/mpicc" -O2 -Wno-stringop-overflow -o "$work/mpi_suite" "$program" ||
-      fail "mpicc of $program"
+    mpich_or_skip
     for n in 2 4; do
       # MPIR_CVAR_NOLOCAL: ranks on one host talk over the netmod (the provider), not MPICH's
       # shared memory.
@@ -107,40 +157,16 @@ if r == 0:
     echo "mpich: ok";;
   planecut)
     need mpirun "apt install openmpi-bin"
-    need nft "apt install nftables"
-    [ "$(id -u)" -eq 0 ] || { echo "SKIP: planecut needs root (a network namespace)"; exit 77; }
-    ns=mrcfi-$$
-    ip netns add $ns || { echo "SKIP: cannot create a network namespace"; exit 77; }
-    trap 'ip netns del $ns 2> /dev/null' EXIT
-    ip -n $ns link set lo up
-    # The planes' addresses on a veth of the namespace (Open MPI's launcher wants an interface
-    # that is not lo; traffic between local addresses still takes lo).
-    ip -n $ns link add mrcfi0 type veth peer name mrcfi1 && ip -n $ns link set mrcfi0 up &&
-      ip -n $ns link set mrcfi1 up || { echo "SKIP: no veth in this kernel"; exit 77; }
-    for p in 0 1 2 3; do ip -n $ns addr add 10.77.$p.1/24 dev mrcfi0; done
-    export FI_MRC_PLANES=10.77.0.1,10.77.1.1,10.77.2.1,10.77.3.1
-    log=/tmp/fabric-cut.$$
-    ip netns exec $ns timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml cm --mca mtl ofi \
+    plane_cut_setup
+    cut_during_loop mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml cm --mca mtl ofi \
       --mca mtl_ofi_provider_include mrc -x FI_PROVIDER_PATH -x FI_MRC_PLANES -x FI_MRC_PORT \
-      -x FI_MRC_EV_PORT_BASE "$program" loop 1500 > $log 2>&1 &
-    job=$!
-    until grep -q "all-reduces" $log || ! kill -0 $job 2> /dev/null; do sleep 0.2; done
-    before=$(grep -c "all-reduces" $log || true)
-    ip netns exec $ns nft add table inet mrcfi_cut
-    ip netns exec $ns nft add chain inet mrcfi_cut out "{ type filter hook output priority 0; }"
-    ip netns exec $ns nft add rule inet mrcfi_cut out ip daddr 10.77.2.1 counter drop
-    echo "plane 2 cut after $((before * 50)) all-reduces"
-    sleep 4
-    dropped=$(ip netns exec $ns nft list table inet mrcfi_cut | grep -o "packets [0-9]*" | head -1)
-    during=$(( $(grep -c "all-reduces" $log || true) - before ))
-    ip netns exec $ns nft delete table inet mrcfi_cut
-    echo "plane 2 healed: $dropped dropped, $((during * 50)) all-reduces completed while it was cut"
-    wait $job || { cat $log; fail "the MPI job failed through the plane cut"; }
-    tail -3 $log
-    grep -q "2 ranks: all checks passed" $log || fail "the all-reduce loop did not finish"
-    # How many completed during the cut depends on the machine's load (a rate, measured by
-    # bench/mpi_fabric_compare.sh); the test asks that every one is right and the job finishes.
-    rm -f $log
+      -x FI_MRC_EV_PORT_BASE "$program"
     echo "planecut: ok";;
-  *) echo "usage: $0 info|pingpong|openmpi|mpi4py|mpich|planecut LIB_DIR [PROGRAM]"; exit 2;;
+  mpich-planecut)
+    mpich_or_skip
+    plane_cut_setup
+    export FI_PROVIDER=mrc MPIR_CVAR_NOLOCAL=1
+    cut_during_loop "$prefix/bin/mpiexec" -n 2 "$work/mpi_suite"
+    echo "mpich-planecut: ok";;
+  *) echo "usage: $0 info|pingpong|openmpi|mpi4py|mpich|planecut|mpich-planecut LIB_DIR [PROGRAM]"; exit 2;;
 esac
