@@ -63,6 +63,15 @@ bool post_rma_write(TxLink& link) {
 // The header of `op`'s next fragment, of `chunk` payload bytes.
 SlotHeader next_header(const SendOp& op, uint64_t chunk, bool last) {
   SlotHeader h;
+  if (op.read) {  // the target's range; the payload, a CtsRecord, says where the bytes go
+    h.flags = kRead | kFirst | kLast;
+    h.fragment_bytes = sizeof(CtsRecord);
+    h.message_bytes = op.buffer.bytes;
+    h.offset = op.rendezvous_index;
+    h.tag = op.remote_address;
+    h.data = op.rkey;
+    return h;
+  }
   h.tag = op.tag;
   h.data = op.data;
   const uint32_t kind = (op.tagged ? kTagged : 0u) | (op.has_data ? kHasData : 0u);
@@ -87,14 +96,8 @@ struct Built {
   bool last = true;
 };
 Built build_fragment(const TxLink& link, const SendOp& op, uint8_t* at) {
-  if (op.read) {  // a read request: the header names the target's range, the payload where to
-    SlotHeader h;
-    h.flags = kRead | kFirst | kLast;
-    h.fragment_bytes = sizeof(CtsRecord);
-    h.message_bytes = op.buffer.bytes;
-    h.offset = op.rendezvous_index;
-    h.tag = op.remote_address;
-    h.data = op.rkey;
+  if (op.read) {  // a read request: where the target's bytes go
+    const SlotHeader h = next_header(op, 0, true);
     const CtsRecord destination{op.destination, op.buffer.bytes, op.destination_rkey, 0};
     std::memcpy(at, &h, sizeof h);
     std::memcpy(at + sizeof h, &destination, sizeof destination);

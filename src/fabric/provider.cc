@@ -221,8 +221,8 @@ void define_settings() {
                   "First UDP source port tried for EVs (default: 50000)");
   fi_param_define(
       &provider, "mtu", FI_PARAM_INT,
-      "Payload bytes per MRC packet, as QpConfig::mtu_bytes allows (default: 4096); every "
-      "process of a job needs the same, and the planes' MTU must carry it");
+      "Payload bytes per MRC packet, 256..9000 (default: 8192, 4096 or 1024, the largest every "
+      "plane's interface MTU carries); every process of a job needs the same");
   fi_param_define(&provider, "slots", FI_PARAM_INT, "Receive slots per link, 2..128 (default: 32)");
   fi_param_define(&provider, "slot_bytes", FI_PARAM_INT,
                   "Bytes per slot, 1024..1048576 (default: 65536)");
