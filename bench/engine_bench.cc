@@ -347,12 +347,18 @@ class ReceiveRig {
     }
   }
 
-  // A fresh receive window expecting the batch's first PSN again.
+  // A fresh receive window expecting the batch's first PSN again. A secure QP forgets its
+  // secrets at its first RTR (a nonce must not repeat under a key), so later ones get the same
+  // secrets again as keys after RTR: fresh keys and replay window for the same sealed packets.
   void recycle() {
     placed_before_ = qp_->stats().data_packets_received;  // counters survive a reset
     qp_->to_reset();
     (void)qp_->to_init();
     (void)qp_->to_rtr(RtrAttributes{Qpn(0x100), Psn(kFirstPsn)});
+    if (peer_ && qp_->awaiting_keys()) {
+      const SecurityConfig keys = bench_config({}, SecureMode::kAuthenticate).security;
+      (void)qp_->set_keys(keys.send_secret, keys.receive_secret);
+    }
   }
 
   void receive(int k, bool emit_sacks) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/gmac.h"
+#include "core/aes_gcm.h"
 #include "core/key_schedule.h"
 #include "core/packet_protection.h"
 #include "core/replay_window.h"
@@ -80,16 +80,48 @@ TEST(Secure, AesGcmMatchesThePublishedTestVector) {
   EXPECT_FALSE(opener.open(0, aad, text, tag, out));
 }
 
-// The GMAC of authenticate-only packets (core/gmac.h: an AES-NI block under OpenSSL's GCM mode)
+// Both roads through GcmKey, EVP for every packet (a CPU without AES-NI or VAES) and the
+// fastest the CPU has, seal alike and open each other's packets, in both modes, for payloads
+// from empty to a jumbo frame's; a changed tag fails on either.
+TEST(Secure, GcmKeyWithEvpAndWithoutItAgree) {
+  Prng prng(5);
+  for (const SecureMode mode : {SecureMode::kAuthenticate, SecureMode::kEncrypt}) {
+    for (int trial = 0; trial < 60; ++trial) {
+      PacketKeys keys;
+      for (auto& b : keys.key) b = static_cast<uint8_t>(prng.next_u32());
+      for (auto& b : keys.iv) b = static_cast<uint8_t>(prng.next_u32());
+      std::vector<uint8_t> aad(40), plain(trial < 40 ? trial * 7 : prng.below(9000));
+      for (auto& b : aad) b = static_cast<uint8_t>(prng.next_u32());
+      for (auto& b : plain) b = static_cast<uint8_t>(prng.next_u32());
+      std::vector<uint8_t> by_evp = plain, by_fastest = plain;
+      std::array<uint8_t, 16> evp_tag{}, fastest_tag{};
+      const uint64_t nonce = prng.next_u64();
+      GcmKey(keys, mode, true, /*evp_only=*/true).seal(nonce, aad, by_evp, evp_tag);
+      GcmKey(keys, mode, true).seal(nonce, aad, by_fastest, fastest_tag);
+      ASSERT_EQ(by_evp, by_fastest) << "trial " << trial;
+      ASSERT_EQ(evp_tag, fastest_tag) << "trial " << trial;
+      std::vector<uint8_t> out(plain.size());
+      EXPECT_TRUE(GcmKey(keys, mode, false, true).open(nonce, aad, by_fastest, fastest_tag, out));
+      EXPECT_EQ(out, plain);
+      EXPECT_TRUE(GcmKey(keys, mode, false).open(nonce, aad, by_evp, evp_tag, out));
+      EXPECT_EQ(out, plain);
+      evp_tag[trial % 16] ^= 1;
+      EXPECT_FALSE(GcmKey(keys, mode, false, true).open(nonce, aad, by_evp, evp_tag, out));
+      EXPECT_FALSE(GcmKey(keys, mode, false).open(nonce, aad, by_evp, evp_tag, out));
+    }
+  }
+}
+
+// The GMAC of authenticate-only packets (core/aes_gcm.h: an AES-NI block under OpenSSL's GCM mode)
 // gives GCM's tags: McGrew and Viega's test case 1 (all zero, nothing to hash), then against
 // OpenSSL's EVP AES-GCM with everything as associated data, for random keys, nonces and
 // lengths split anywhere; a changed bit anywhere fails verification.
 TEST(Secure, GmacMatchesAesGcmWithoutPlaintext) {
-  if (!Gmac::available()) GTEST_SKIP() << "no AES-NI: GcmKey uses EVP for every packet";
+  if (!AesGcm::available()) GTEST_SKIP() << "no AES-NI: GcmKey uses EVP for every packet";
   const std::array<uint8_t, 16> zero_key{};
   const std::array<uint8_t, 12> zero_nonce{};
   std::array<uint8_t, 16> tag{};
-  Gmac(zero_key).tag(zero_nonce, {}, {}, tag);
+  AesGcm(zero_key).tag(zero_nonce, {}, {}, tag);
   EXPECT_EQ(std::vector<uint8_t>(tag.begin(), tag.end()), hex("58e2fccefa7e3061367f1d57a4e7455a"));
   Prng prng(7);
   EVP_CIPHER_CTX* evp = EVP_CIPHER_CTX_new();
@@ -107,7 +139,7 @@ TEST(Secure, GmacMatchesAesGcmWithoutPlaintext) {
     ASSERT_EQ(EVP_EncryptUpdate(evp, nullptr, &n, data.data(), static_cast<int>(data.size())), 1);
     ASSERT_EQ(EVP_EncryptFinal_ex(evp, unused.data(), &n), 1);
     ASSERT_EQ(EVP_CIPHER_CTX_ctrl(evp, EVP_CTRL_GCM_GET_TAG, 16, expected.data()), 1);
-    Gmac gmac(key);
+    AesGcm gmac(key);
     const std::span<const uint8_t> all(data);
     gmac.tag(nonce, all.first(split), all.subspan(split), tag);
     ASSERT_EQ(tag, expected) << "trial " << trial << ", " << data.size() << " bytes";
@@ -117,6 +149,57 @@ TEST(Secure, GmacMatchesAesGcmWithoutPlaintext) {
     else
       nonce[0] ^= 1;
     EXPECT_FALSE(gmac.verify(nonce, all.first(split), all.subspan(split), expected));
+  }
+  EVP_CIPHER_CTX_free(evp);
+}
+
+// Encrypted packets (core/aes_gcm.h: VAES counter mode under OpenSSL's GCM mode) get EVP's
+// AES-128-GCM ciphertexts and tags: McGrew and Viega's test case 2 (one zero block), then random
+// keys, nonces, associated data and payloads of every length up to a jumbo frame's (across the
+// sixteen-block loop, the four-block tail and partial blocks); opening gives the plaintext back,
+// and a changed bit of ciphertext, associated data or tag fails it.
+TEST(Secure, AesGcmEncryptionMatchesEvp) {
+  if (!AesGcm::encrypts()) GTEST_SKIP() << "no VAES/AVX-512: encrypted packets use EVP";
+  const std::array<uint8_t, 16> zero_key{};
+  const std::array<uint8_t, 12> zero_nonce{};
+  std::vector<uint8_t> block(16, 0);
+  std::array<uint8_t, 16> tag{};
+  AesGcm(zero_key).seal(zero_nonce, {}, block, tag);
+  EXPECT_EQ(block, hex("0388dace60b6a392f328c2b971b2fe78"));
+  EXPECT_EQ(std::vector<uint8_t>(tag.begin(), tag.end()), hex("ab6e47d42cec13bdf53a67b21257bddf"));
+  Prng prng(11);
+  EVP_CIPHER_CTX* evp = EVP_CIPHER_CTX_new();
+  for (int trial = 0; trial < 400; ++trial) {
+    std::array<uint8_t, 16> key{};
+    std::array<uint8_t, 12> nonce{};
+    for (auto& b : key) b = static_cast<uint8_t>(prng.next_u32());
+    for (auto& b : nonce) b = static_cast<uint8_t>(prng.next_u32());
+    std::vector<uint8_t> aad(prng.below(80)), plain(trial < 300 ? trial : prng.below(9100));
+    for (auto& b : aad) b = static_cast<uint8_t>(prng.next_u32());
+    for (auto& b : plain) b = static_cast<uint8_t>(prng.next_u32());
+    std::vector<uint8_t> expected(plain.size() + 16);
+    std::array<uint8_t, 16> expected_tag{};
+    int n = 0;
+    ASSERT_EQ(EVP_EncryptInit_ex(evp, EVP_aes_128_gcm(), nullptr, key.data(), nonce.data()), 1);
+    ASSERT_EQ(EVP_EncryptUpdate(evp, nullptr, &n, aad.data(), static_cast<int>(aad.size())), 1);
+    ASSERT_EQ(
+        EVP_EncryptUpdate(evp, expected.data(), &n, plain.data(), static_cast<int>(plain.size())),
+        1);
+    ASSERT_EQ(EVP_EncryptFinal_ex(evp, expected.data() + n, &n), 1);
+    ASSERT_EQ(EVP_CIPHER_CTX_ctrl(evp, EVP_CTRL_GCM_GET_TAG, 16, expected_tag.data()), 1);
+    expected.resize(plain.size());
+    AesGcm gcm(key);
+    std::vector<uint8_t> text = plain;
+    gcm.seal(nonce, aad, text, tag);
+    ASSERT_EQ(text, expected) << "trial " << trial << ", " << plain.size() << " bytes";
+    ASSERT_EQ(tag, expected_tag) << "trial " << trial << ", " << plain.size() << " bytes";
+    std::vector<uint8_t> opened(text.size(), 0xee);
+    ASSERT_TRUE(gcm.open(nonce, aad, text, tag, opened));
+    EXPECT_EQ(opened, plain);
+    std::vector<uint8_t>& changed = text.empty() ? aad : text;
+    if (!changed.empty()) changed[prng.below(changed.size())] ^= 0x04;
+    if (changed.empty()) tag[prng.below(16)] ^= 0x40;
+    EXPECT_FALSE(gcm.open(nonce, aad, text, tag, opened)) << "trial " << trial;
   }
   EVP_CIPHER_CTX_free(evp);
 }

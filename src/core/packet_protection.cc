@@ -18,11 +18,11 @@ struct GcmKey::Context {
   ~Context() { EVP_CIPHER_CTX_free(ctx); }
 };
 
-GcmKey::GcmKey(const PacketKeys& keys, SecureMode mode, bool sealing)
+GcmKey::GcmKey(const PacketKeys& keys, SecureMode mode, bool sealing, bool evp_only)
     : encrypt_(mode == SecureMode::kEncrypt), iv_(keys.iv) {
   MRC_ASSERT(mode != SecureMode::kOff);
-  if (!encrypt_ && Gmac::available()) {
-    gmac_ = std::make_unique<Gmac>(keys.key);
+  if (!evp_only && (encrypt_ ? AesGcm::encrypts() : AesGcm::available())) {
+    aes_gcm_ = std::make_unique<AesGcm>(keys.key);
     return;
   }
   context_ = std::make_unique<Context>();
@@ -67,8 +67,12 @@ bool GcmKey::run(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<con
 void GcmKey::seal(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<uint8_t> payload,
                   std::span<uint8_t> tag) {
   MRC_ASSERT(tag.size() == wire::kTagBytes);
-  if (gmac_) {
-    gmac_->tag(nonce(nonce_low), aad, payload, tag.first<wire::kTagBytes>());
+  if (aes_gcm_ && encrypt_) {
+    aes_gcm_->seal(nonce(nonce_low), aad, payload, tag.first<wire::kTagBytes>());
+    return;
+  }
+  if (aes_gcm_) {
+    aes_gcm_->tag(nonce(nonce_low), aad, payload, tag.first<wire::kTagBytes>());
     return;
   }
   const bool ok = run(nonce_low, aad, payload, encrypt_ ? payload.data() : nullptr, tag.data(),
@@ -80,8 +84,12 @@ bool GcmKey::open(uint64_t nonce_low, std::span<const uint8_t> aad,
                   std::span<const uint8_t> payload, std::span<const uint8_t> tag,
                   std::span<uint8_t> out) {
   MRC_ASSERT(out.size() == payload.size() && tag.size() == wire::kTagBytes);
-  if (gmac_) {
-    if (!gmac_->verify(nonce(nonce_low), aad, payload, tag.first<wire::kTagBytes>())) return false;
+  if (aes_gcm_ && encrypt_) {
+    return aes_gcm_->open(nonce(nonce_low), aad, payload, tag.first<wire::kTagBytes>(), out);
+  }
+  if (aes_gcm_) {
+    if (!aes_gcm_->verify(nonce(nonce_low), aad, payload, tag.first<wire::kTagBytes>()))
+      return false;
   } else {
     // OpenSSL takes the expected tag through a non-const pointer; it only reads it.
     auto* expected =

@@ -28,7 +28,7 @@
 #include <memory>
 #include <span>
 
-#include "core/gmac.h"
+#include "core/aes_gcm.h"
 #include "core/key_schedule.h"
 #include "core/replay_window.h"
 #include "core/wire/packet.h"
@@ -40,14 +40,16 @@ namespace mrc {
 
 static_assert(kSecureOverheadBytes == wire::kSechBytes + wire::kTagBytes);
 
-// One AES-128-GCM key, ready for per-packet use in one secure mode: for kEncrypt an OpenSSL
-// cipher context keyed once; for kAuthenticate (payloads are associated data) a GMAC of the key
-// (core/gmac.h), or that EVP context on a CPU without AES-NI.
+// One AES-128-GCM key, ready for per-packet use in one secure mode: core/aes_gcm.h's AES-NI
+// GMAC for kAuthenticate (payloads are associated data) and its VAES counter mode for kEncrypt,
+// or, on a CPU without what the mode needs there, an OpenSSL EVP cipher context keyed once.
 class GcmKey {
  public:
   GcmKey() = default;
-  // `sealing`: this key seals (else it opens). REQUIRES: mode != kOff.
-  GcmKey(const PacketKeys& keys, SecureMode mode, bool sealing);
+  // `sealing`: this key seals (else it opens); `evp_only`: EVP for every packet whatever the
+  // CPU has (what a CPU without AES-NI or VAES runs, so tests can check it anywhere).
+  // REQUIRES: mode != kOff.
+  GcmKey(const PacketKeys& keys, SecureMode mode, bool sealing, bool evp_only = false);
   GcmKey(GcmKey&&) noexcept;
   GcmKey& operator=(GcmKey&&) noexcept;
   ~GcmKey();
@@ -67,8 +69,8 @@ class GcmKey {
            uint8_t* out, uint8_t* tag, bool sealing);
 
   struct Context;
-  std::unique_ptr<Context> context_;  // EVP: kEncrypt, or kAuthenticate without AES-NI
-  std::unique_ptr<Gmac> gmac_;        // kAuthenticate with AES-NI
+  std::unique_ptr<Context> context_;  // EVP, where the CPU lacks what AesGcm needs for the mode
+  std::unique_ptr<AesGcm> aes_gcm_;   // AES-NI (kAuthenticate) or VAES (kEncrypt) present
   bool encrypt_ = false;              // the payload is encrypted (kEncrypt)
   std::array<uint8_t, kPacketIvBytes> iv_{};
 };
