@@ -100,11 +100,17 @@ TEST(Secure, GcmKeyWithEvpAndWithoutItAgree) {
       GcmKey(keys, mode, true).seal(nonce, aad, by_fastest, fastest_tag);
       ASSERT_EQ(by_evp, by_fastest) << "trial " << trial;
       ASSERT_EQ(evp_tag, fastest_tag) << "trial " << trial;
+      const bool decrypts = mode == SecureMode::kEncrypt;  // else `out` is left as it was
       std::vector<uint8_t> out(plain.size());
       EXPECT_TRUE(GcmKey(keys, mode, false, true).open(nonce, aad, by_fastest, fastest_tag, out));
-      EXPECT_EQ(out, plain);
+      if (decrypts) {
+        EXPECT_EQ(out, plain);
+      }
+      std::ranges::fill(out, 0);
       EXPECT_TRUE(GcmKey(keys, mode, false).open(nonce, aad, by_evp, evp_tag, out));
-      EXPECT_EQ(out, plain);
+      if (decrypts) {
+        EXPECT_EQ(out, plain);
+      }
       evp_tag[trial % 16] ^= 1;
       EXPECT_FALSE(GcmKey(keys, mode, false, true).open(nonce, aad, by_evp, evp_tag, out));
       EXPECT_FALSE(GcmKey(keys, mode, false).open(nonce, aad, by_evp, evp_tag, out));

@@ -102,9 +102,10 @@ void Endpoint::handle_datagram(Instant now, std::span<const uint8_t> datagram, c
   target->handle(now, packet, meta);
 }
 
-// A secure datagram reaches its QP only opened: verified (ICRC, key epoch, replay window, tag)
-// and, in encrypt mode, decrypted into open_buffer_. Whatever fails is counted here and goes no
-// further, so the QP it names sees nothing of it and sends no answer.
+// A secure datagram reaches its QP only opened: verified (ICRC, key epoch, replay window, tag),
+// its plain headers in open_buffer_ and, in encrypt mode, its payload decrypted there (an
+// authenticated-only payload is read where it arrived). Whatever fails is counted here and goes
+// no further, so the QP it names sees nothing of it and sends no answer.
 void Endpoint::handle_secure(Instant now, std::span<const uint8_t> datagram, const RxMeta& meta) {
   if (datagram.size() < wire::kBthBytes + wire::kIcrcBytes)
     return count(wire::DecodeError::kTooShort);
@@ -126,8 +127,12 @@ void Endpoint::handle_secure(Instant now, std::span<const uint8_t> datagram, con
   if (!opened.ok()) return count(opened.error());
   wire::DecodeOptions options;
   options.verify_icrc = false;
-  const auto decoded = wire::decode(std::span(open_buffer_).first(opened.value()), options);
+  auto decoded = wire::decode(std::span(open_buffer_).first(opened.value().length), options);
   if (!decoded.ok()) return count(decoded.error());
+  if (auto* data = std::get_if<wire::DataPacket>(&decoded.value())) {
+    MRC_ASSERT(data->payload.size() == opened.value().payload.size());
+    data->payload = opened.value().payload;
+  }
   target->handle(now, decoded.value(), meta);
 }
 

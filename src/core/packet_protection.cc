@@ -83,22 +83,14 @@ void GcmKey::seal(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<ui
 bool GcmKey::open(uint64_t nonce_low, std::span<const uint8_t> aad,
                   std::span<const uint8_t> payload, std::span<const uint8_t> tag,
                   std::span<uint8_t> out) {
-  MRC_ASSERT(out.size() == payload.size() && tag.size() == wire::kTagBytes);
-  if (aes_gcm_ && encrypt_) {
-    return aes_gcm_->open(nonce(nonce_low), aad, payload, tag.first<wire::kTagBytes>(), out);
-  }
-  if (aes_gcm_) {
-    if (!aes_gcm_->verify(nonce(nonce_low), aad, payload, tag.first<wire::kTagBytes>()))
-      return false;
-  } else {
-    // OpenSSL takes the expected tag through a non-const pointer; it only reads it.
-    auto* expected =
-        const_cast<uint8_t*>(tag.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-    if (!run(nonce_low, aad, payload, encrypt_ ? out.data() : nullptr, expected, false))
-      return false;
-  }
-  if (!encrypt_ && !payload.empty()) std::memcpy(out.data(), payload.data(), payload.size());
-  return true;
+  MRC_ASSERT((!encrypt_ || out.size() == payload.size()) && tag.size() == wire::kTagBytes);
+  const auto expected = tag.first<wire::kTagBytes>();
+  if (aes_gcm_ && encrypt_) return aes_gcm_->open(nonce(nonce_low), aad, payload, expected, out);
+  if (aes_gcm_) return aes_gcm_->verify(nonce(nonce_low), aad, payload, expected);
+  // OpenSSL takes the expected tag through a non-const pointer; it only reads it.
+  auto* evp_tag =
+      const_cast<uint8_t*>(tag.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  return run(nonce_low, aad, payload, encrypt_ ? out.data() : nullptr, evp_tag, false);
 }
 
 // ---- PacketProtection ------------------------------------------------------------------------
@@ -255,8 +247,8 @@ void PacketProtection::accepted(ReceiveEpoch* epoch, uint64_t counter) {
     receive_[kPrevious] = ReceiveEpoch{};
 }
 
-Result<size_t, SecurityDrop> PacketProtection::open(std::span<const uint8_t> datagram,
-                                                    std::span<uint8_t> plain) {
+Result<PacketProtection::Opened, SecurityDrop> PacketProtection::open(
+    std::span<const uint8_t> datagram, std::span<uint8_t> plain) {
   const Layout l = layout_of(datagram);
   if (l.header == 0) return Err{SecurityDrop::kTruncated};
   MRC_ASSERT(plain.size() >= datagram.size());
@@ -266,14 +258,15 @@ Result<size_t, SecurityDrop> PacketProtection::open(std::span<const uint8_t> dat
   if (!epoch->window.fresh(sech.counter)) return Err{SecurityDrop::kReplay};
   const size_t secure_header = l.header + wire::kSechBytes;
   const size_t payload_end = secure_header + l.payload_bytes();
-  if (!epoch->key.open(nonce_low(sech.epoch, sech.counter), datagram.first(secure_header),
-                       datagram.subspan(secure_header, l.payload_bytes()),
-                       datagram.subspan(payload_end, wire::kTagBytes),
-                       plain.subspan(l.header, l.payload_bytes())))
+  const std::span<const uint8_t> payload = datagram.subspan(secure_header, l.payload_bytes());
+  const std::span<uint8_t> decrypted = plain.subspan(l.header, l.payload_bytes());
+  if (!epoch->key.open(nonce_low(sech.epoch, sech.counter), datagram.first(secure_header), payload,
+                       datagram.subspan(payload_end, wire::kTagBytes), decrypted))
     return Err{SecurityDrop::kBadTag};
   accepted(epoch, sech.counter);
   copy_plain_headers(datagram, l.header, plain);
-  return wire::seal_deferred(plain, l.plain_length - wire::kIcrcBytes);
+  const size_t length = wire::seal_deferred(plain, l.plain_length - wire::kIcrcBytes);
+  return Opened{length, mode_ == SecureMode::kEncrypt ? decrypted : payload};
 }
 
 }  // namespace mrc

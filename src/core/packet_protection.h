@@ -58,8 +58,8 @@ class GcmKey {
   // encrypted in place, in kAuthenticate it is associated data.
   void seal(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<uint8_t> payload,
             std::span<uint8_t> tag);
-  // Opens into `out` (the payload's plaintext; out.size() == payload.size()); false if the tag
-  // does not match (`out` then holds nothing to use).
+  // Verifies; in kEncrypt also decrypts into `out` (out.size() == payload.size()), which holds
+  // nothing to use if it returns false (the tag does not match). kAuthenticate leaves `out` be.
   bool open(uint64_t nonce_low, std::span<const uint8_t> aad, std::span<const uint8_t> payload,
             std::span<const uint8_t> tag, std::span<uint8_t> out);
 
@@ -99,10 +99,17 @@ class PacketProtection {
   // kSecureOverheadBytes, the ICRC field zero. REQUIRES: out.size() >= that.
   size_t seal(std::span<uint8_t> out, size_t plain_length);
 
+  // What open() gives: the plain datagram's length in `plain`, and where its payload is. An
+  // encrypted payload is decrypted into `plain`; an authenticated-only one is not copied: it
+  // stays in the secure datagram, and `plain`'s payload bytes are left unwritten.
+  struct Opened {
+    size_t length = 0;
+    std::span<const uint8_t> payload;
+  };
   // Verifies the secure `datagram` (whose ICRC the caller checked) and writes the plain
-  // datagram into `plain` (S flag cleared, ICRC field zero); returns its length.
+  // datagram's headers (S flag cleared) and ICRC field (zero) into `plain`.
   // REQUIRES: plain.size() >= datagram.size().
-  Result<size_t, SecurityDrop> open(std::span<const uint8_t> datagram, std::span<uint8_t> plain);
+  Result<Opened, SecurityDrop> open(std::span<const uint8_t> datagram, std::span<uint8_t> plain);
 
   uint16_t send_epoch() const { return send_.number; }
   uint16_t receive_epoch() const { return receive_[kCurrent].number; }
