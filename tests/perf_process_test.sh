@@ -91,6 +91,22 @@ print(sum(s["decode_errors"].values()) + s["unknown_qp"])' /tmp/mrc-perf-srv.$$)
 [ "$refused" -ge 1 ] && [ "$refused" -le 200 ] || fail "200 garbage datagrams sent, $refused counted as refused"
 echo "ok: $refused of 200 garbage datagrams refused and counted, the transfer verified"
 
+# --buffer: 16 messages of 256 KiB in flight cycle through 1 MiB on each side (so they share
+# memory, as perftest's do; the server takes the size from the client): every message arrives.
+port=$((port + 1))
+"$MRC" perf --server --oob-port $port --port 4891 --ev-port-base 52000 --json > /tmp/mrc-perf-srv.$$ 2>&1 &
+srv=$!
+out=$("$MRC" perf --client 127.0.0.1 --oob-port $port --port 4892 --ev-port-base 53000 --json \
+  --bytes 67108864 --size 256K --depth 16 --buffer 1M 2>&1); rc=$?
+wait $srv
+[ $rc -eq 0 ] && echo "$out" | grep -q '"ok": true' && echo "$out" | grep -q '"received": 256,' ||
+  { echo "$out" | tail -20; fail "--buffer 1M: rc=$rc"; }
+echo "ok: --buffer 1M, 256 messages of 256 KiB through 1 MiB"
+out=$("$MRC" perf --client 127.0.0.1 --buffer 4K --size 64K 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "must hold at least one message" || fail "small --buffer: rc=$rc $out"
+out=$("$MRC" perf --client 127.0.0.1 --buffer 8M --verify 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "cannot go with --verify" || fail "--buffer with --verify: rc=$rc $out"
+
 out=$("$MRC" perf --client 127.0.0.1 --threads 17 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "threads" || fail "bad thread count: rc=$rc $out"
 

@@ -1,11 +1,13 @@
 // `mrc perf` (see perf.h). One PerfSide per process: a device group (--threads shards, each an
 // engine over its own sockets), queue pairs to the peer, a source ring and a target ring of
 // message slots. Message i goes on QP i % qps into slot i % slots as a WRITE-with-immediate
-// carrying i; with --verify its bytes are a pattern of (seed, i, offset) that the receiver
-// checks before returning a credit (a 0-byte WRITE-with-immediate with the high bit set) that
-// frees the slot for reuse. QP q lives in shard q % threads. The main thread drives shard 0's
-// datapath itself (no lock is contended there); shards 1.. run on their own threads, and the
-// main thread takes a shard's lock to post to, poll or read one of its QPs.
+// carrying i; slot s's bytes are area s % areas of each ring (--buffer: by default every slot
+// has its own area; fewer areas make messages in flight share memory, as perftest's do); with
+// --verify its bytes are a pattern of (seed, i, offset) that the receiver checks before returning a
+// credit (a 0-byte WRITE-with-immediate with the high bit set) that frees the slot for reuse. QP q
+// lives in shard q % threads. The main thread drives shard 0's datapath itself (no lock is
+// contended there); shards 1.. run on their own threads, and the main thread takes a shard's lock
+// to post to, poll or read one of its QPs.
 #include "tools/perf.h"
 
 #include <algorithm>
@@ -273,6 +275,7 @@ class PerfSide {
   std::vector<uint32_t> psns_;         // each QP's initial PSN (Device::initial_psn: unpredictable)
   std::vector<uint8_t> posted_;        // per shard: posted to since its thread was last woken
   uint32_t slots_ = 0;
+  uint32_t areas_ = 0;  // memory areas of slot_bytes_ each; slot s uses area s % areas_
   uint64_t slot_bytes_ = 0;
   std::vector<uint8_t> source_, target_;
   MemoryRegionInfo source_mr_{}, target_mr_{};
@@ -397,8 +400,12 @@ Result<Ok, Error> PerfSide::open() {
   if (auto opened = open_qps(); !opened.ok()) return opened;
   slots_ = std::max<uint32_t>(o_.depth, 1) * 2;
   slot_bytes_ = std::max<uint64_t>(o_.size, 8);
-  source_.resize(slots_ * slot_bytes_);
-  target_.assign(slots_ * slot_bytes_, 0);
+  areas_ =
+      o_.buffer_bytes == 0
+          ? slots_
+          : static_cast<uint32_t>(std::clamp<uint64_t>(o_.buffer_bytes / slot_bytes_, 1, slots_));
+  source_.resize(areas_ * slot_bytes_);
+  target_.assign(areas_ * slot_bytes_, 0);
   for (size_t i = 0; i < source_.size(); ++i) source_[i] = static_cast<uint8_t>(i * 131 + 7);
   slot_busy_.assign(slots_, false);
   source_mr_ =
@@ -483,9 +490,9 @@ Result<Ok, Error> PerfSide::connect(const json& peer) {
     return fail(same.error(), "");
   peer_addr_ = peer["addr"].get<uint64_t>();
   peer_rkey_ = peer["rkey"].get<uint32_t>();
-  if (peer["len"].get<uint64_t>() < slots_ * std::max<uint64_t>(o_.size, 8)) {
+  if (peer["len"].get<uint64_t>() < areas_ * slot_bytes_) {
     return fail(Errc::kInvalidArgument,
-                "peer buffer too small: use the same --size and --depth on both sides");
+                "peer buffer too small: use the same --size, --depth and --buffer on both sides");
   }
   for (size_t q = 0; q < qps_.size(); ++q)
     if (auto connected = connect_qp(q, peer); !connected.ok()) return connected;
@@ -548,7 +555,7 @@ void PerfSide::post_messages() {
     if (slot_busy_[slot] || i - completed_ >= o_.depth) return;
     const size_t q = i % qps_.size();
     QueuePair* qp = qps_[q];
-    uint8_t* src = source_.data() + slot * slot_bytes_;
+    uint8_t* src = source_.data() + (slot % areas_) * slot_bytes_;
     if (o_.verify) fill_pattern(src, i, size_);
     Sge sge{reinterpret_cast<uint64_t>(src), static_cast<uint32_t>(size_), source_mr_.lkey};
     SendWr wr;
@@ -556,7 +563,7 @@ void PerfSide::post_messages() {
     wr.opcode = SendOpcode::kWriteWithImm;
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    wr.remote_addr = peer_addr_ + slot * slot_bytes_;
+    wr.remote_addr = peer_addr_ + (slot % areas_) * slot_bytes_;
     wr.rkey = peer_rkey_;
     wr.immediate = static_cast<uint32_t>(i) & ~kCreditBit;
     {
@@ -593,7 +600,7 @@ void PerfSide::on_receive(const Completion& c, QueuePair* qp) {
   bytes_received_ += c.byte_len;
   if (!o_.verify) return;
   const uint32_t slot = c.immediate % slots_;
-  if (check_pattern(target_.data() + slot * slot_bytes_, c.immediate, c.byte_len)) {
+  if (check_pattern(target_.data() + (slot % areas_) * slot_bytes_, c.immediate, c.byte_len)) {
     bytes_verified_ += c.byte_len;
   } else {
     ++mismatches_;
@@ -980,6 +987,7 @@ int serve_one(const PerfOptions& o) {
   mine.verify = peer["params"]["verify"];
   mine.bidir = peer["params"]["bidir"];
   mine.depth = peer["params"]["depth"];
+  mine.buffer_bytes = peer["params"].value("buffer", uint64_t{0});
   mine.qps = peer["params"].value("qps", 1u);
   PerfSide s(mine, true);
   s.attach_metrics(metrics.get());
@@ -1082,11 +1090,8 @@ int run_client(const PerfOptions& o) {
     return std::fprintf(stderr, "mrc perf: %s\n", reached.error().message.c_str()), 2;
   OobChannel& oob = reached.value();
   json hello = s.hello();
-  hello["params"] = {{"size", o.size},
-                     {"verify", o.verify},
-                     {"bidir", o.bidir},
-                     {"depth", o.depth},
-                     {"qps", o.qps}};
+  hello["params"] = {{"size", o.size},   {"verify", o.verify},       {"bidir", o.bidir},
+                     {"depth", o.depth}, {"buffer", o.buffer_bytes}, {"qps", o.qps}};
   json peer;
   // A runtime failure (1), not a usage error (2): the server went away during the set-up.
   if (!oob.send(hello) || !oob.receive(peer))
@@ -1175,6 +1180,12 @@ void add_test_options(CLI::App& app, PerfOptions& o) {
       ->check(CLI::Range(1u, io::kMaxDeviceThreads));
   app.add_flag("--bidir", o.bidir, "both sides send");
   app.add_flag("--verify", o.verify, "check every byte at the receiver");
+  app.add_option("--buffer", o.buffer_bytes,
+                 "bytes of source and of target memory the messages cycle through, K/M/G suffixes "
+                 "allowed (default: 2 x depth x size, each message in flight its own); smaller, "
+                 "messages in flight share memory as perftest's do (at least --size; not with "
+                 "--verify)")
+      ->transform(CLI::AsSizeValue(false));
   app.add_option("--interval", o.interval_s, "seconds between live report lines (default 1)");
   app.add_flag("--json", o.json, "print the result as JSON");
 }
@@ -1249,6 +1260,12 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
 int run_perf(const PerfOptions& o) {
   if (o.server == !o.connect.empty()) {
     std::fprintf(stderr, "mrc perf: give exactly one of --server or --client ADDRESS\n");
+    return 2;
+  }
+  if (o.buffer_bytes != 0 && (o.buffer_bytes < o.size || o.verify)) {
+    std::fprintf(stderr, "mrc perf: --buffer %s\n",
+                 o.verify ? "cannot go with --verify (messages in flight would share memory)"
+                          : "must hold at least one message (--size)");
     return 2;
   }
   if (o.server) return serve_one(o);
