@@ -10,7 +10,9 @@
 # Variants: the raw UDP ceiling (GSO sends, recvmmsg without GRO: one datagram per receive
 # buffer, as the baseline of bench/compare.sh), the same with UDP_GRO at the receiver, and mrc
 # perf (1 MiB messages, 16 in flight) with EV bursts of 1, of 4 with a SACK per 4 packets, and
-# the datapath's defaults, and with GSO/GRO off; on request (--variants) also mrc's secure mode,
+# the datapath's defaults, and with GSO/GRO off; on request (--variants) also the defaults with
+# the messages cycling through one 1 MiB buffer (mrc_shared: a working set that stays in the
+# cache, as the raw UDP sender's and iperf3's reused buffers do), and mrc's secure mode,
 # authenticated (mrc_auth) and encrypted (mrc_encrypt), with the datapath's defaults and a
 # fresh pre-shared key. Rounds alternate the variants (A B C ... A B C ...), so a slow moment of the
 # shared machine hits all of them; the table gives each variant's median over the rounds.
@@ -28,7 +30,8 @@ usage: bench/datapath_loopback.sh [--rounds N] [--duration S] [--json] [--no-bui
   --json         one JSON object on stdout (else a table)
   --no-build     use build/release as it is
   --variants "V ..."  which variants, in this order (default: $VARIANTS;
-                 also mrc_auth, mrc_encrypt); ratios are to udp_gso and mrc_default where run
+                 also mrc_shared, mrc_auth, mrc_encrypt); ratios are to udp_gso and mrc_default
+                 where run
 EOF
 }
 while [ $# -gt 0 ]; do
@@ -80,7 +83,7 @@ run_mrc() {  # NAME FILE ARGS...
 
 for v in $VARIANTS; do
   case "$v" in
-    udp_gso | udp_gso_gro | mrc_k1 | mrc_k4_ack4 | mrc_default | mrc_no_gso | mrc_auth | mrc_encrypt) ;;
+    udp_gso | udp_gso_gro | mrc_k1 | mrc_k4_ack4 | mrc_default | mrc_no_gso | mrc_shared | mrc_auth | mrc_encrypt) ;;
     *) say "unknown variant $v"; usage >&2; exit 2 ;;
   esac
 done
@@ -98,6 +101,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
       mrc_default) run_mrc "$v" "$f" ;;
       mrc_k4_ack4) run_mrc "$v" "$f" --ev-burst 4 --ack-every 4 ;;
       mrc_no_gso) run_mrc "$v" "$f" --ev-burst 1 --no-gso ;;
+      mrc_shared) run_mrc "$v" "$f" --buffer 1M ;;
       mrc_auth) run_mrc "$v" "$f" --secure auth --key-file "$KEY" ;;
       mrc_encrypt) run_mrc "$v" "$f" --secure encrypt --key-file "$KEY" ;;
     esac
