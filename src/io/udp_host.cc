@@ -607,10 +607,17 @@ bool UdpHost::impair(int p, Instant now, const Route& r, std::span<const uint8_t
   return true;
 }
 
+// The udp backend's one TxBatch may still hold the datagrams of the plane that last sent (its
+// batch stays open across that plane's turns, see transmit): they are sent, and counted as that
+// plane's, before the space for another plane's datagram is handed out.
 std::span<uint8_t> UdpHost::tx_space(int p) {
-  return planes_[p].xdp ? planes_[p].xdp->next() : tx_.next();
+  if (planes_[p].xdp) return planes_[p].xdp->next();
+  if (tx_plane_ != p) flush_open_batch();
+  tx_plane_ = p;
+  return tx_.next();
 }
 
+// REQUIRES: the datagram was written at tx_space(p).
 void UdpHost::tx_add(int p, const Route& r, size_t length, Instant now, TxOutcome& outcome) {
   if (planes_[p].xdp) {
     planes_[p].xdp->add(r.source_port, r.to.u.v4, length, now, outcome);
@@ -627,8 +634,17 @@ void UdpHost::tx_flush(int p, TxOutcome& outcome) {
   }
 }
 
+void UdpHost::flush_open_batch() {
+  if (tx_.size() == 0) return;
+  TxOutcome outcome;
+  tx_.flush(outcome);
+  account(tx_plane_, outcome);
+}
+
 // Sends up to `budget` packets of plane p, batched (TxBatch); returns how many the engine
-// produced (a packet to no known peer, or taken by the impairments, counts as produced).
+// produced (a packet to no known peer, or taken by the impairments, counts as produced). The
+// udp backend's last batch stays open: an EV burst that the budget cut in two continues in the
+// plane's next turn and still leaves as one GSO send (transmit_round_robin flushes at its end).
 size_t UdpHost::transmit(int p, Instant now, size_t budget) {
   if (!planes_[p].stats.up) return 0;
   TxOutcome outcome;
@@ -645,7 +661,7 @@ size_t UdpHost::transmit(int p, Instant now, size_t budget) {
     if (capture_ != nullptr) capture_sent(p, r, space.first(n));
     tx_add(p, r, n, now, outcome);
   }
-  tx_flush(p, outcome);
+  if (planes_[p].xdp) tx_flush(p, outcome);
   account(p, outcome);
   return produced;
 }
@@ -661,6 +677,7 @@ bool UdpHost::transmit_round_robin(Instant now) {
     any |= this_round;
     if (!this_round) break;
   }
+  flush_open_batch();
   first_plane_ = (first_plane_ + 1) % planes();
   return any;
 }

@@ -217,6 +217,7 @@ class UdpHost {
   std::span<uint8_t> tx_space(int plane);
   void tx_add(int plane, const Route& route, size_t length, Instant now, TxOutcome& outcome);
   void tx_flush(int plane, TxOutcome& outcome);
+  void flush_open_batch();  // sends what tx_ holds, counted as tx_plane_'s
   void account(int plane, const TxOutcome& outcome);
   bool release_delayed(Instant now);
   void apply_schedule(Instant now);
@@ -267,6 +268,7 @@ class UdpHost {
   bool busy_thread_ = false;
   void note_round(Instant start, Instant end, bool busy);
   TxBatch tx_;
+  int tx_plane_ = 0;  // the plane whose datagrams tx_ holds, if any
   RxBatch rx_;
   PcapWriter* capture_ = nullptr;
   uint8_t side_opcode_ = 0;
