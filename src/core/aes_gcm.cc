@@ -68,8 +68,8 @@ MRC_VAES_TARGET inline void ctr_x4(const __m512i (&rk)[11], __m512i counters, co
 // OpenSSL's ctr128_f: `blocks` whole blocks of counter mode from the counter block `ivec`,
 // whose last 32 bits count big-endian and wrap (GCM's inc32); `ivec` itself is left as it is.
 // Each 128-bit lane holds one counter block with its counter word byte-swapped, so a 32-bit
-// add counts; the swap is undone on the way into the rounds. Sixteen blocks at a time: four
-// independent registers keep the AES units busy across each round's latency.
+// add counts; the swap is undone on the way into the rounds. Successive registers do not
+// depend on one another, so the core overlaps their rounds.
 MRC_VAES_TARGET void ctr32_vaes(const unsigned char* in, unsigned char* out, size_t blocks,
                                 const void* key, const unsigned char ivec[16]) {
   const auto& k = *static_cast<const RoundKeys*>(key);
@@ -84,24 +84,6 @@ MRC_VAES_TARGET void ctr32_vaes(const unsigned char* in, unsigned char* out, siz
       _mm512_add_epi32(_mm512_shuffle_epi8(first, swap),
                        _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3));
   const __m512i four = _mm512_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4);
-  for (; blocks >= 16; blocks -= 16, in += 256, out += 256) {
-    __m512i b[4];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      b[j] = _mm512_xor_si512(_mm512_shuffle_epi8(counter, swap), rk[0]);
-      counter = _mm512_add_epi32(counter, four);
-    }
-#pragma GCC unroll 9
-    for (int round = 1; round < 10; ++round) {
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) b[j] = _mm512_aesenc_epi128(b[j], rk[round]);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      const __m512i pad = _mm512_aesenclast_epi128(b[j], rk[10]);
-      _mm512_storeu_si512(out + 64 * j, _mm512_xor_si512(pad, _mm512_loadu_si512(in + 64 * j)));
-    }
-  }
   for (; blocks > 0; counter = _mm512_add_epi32(counter, four)) {
     const size_t n = blocks < 4 ? blocks : 4;
     ctr_x4(rk, _mm512_shuffle_epi8(counter, swap), in, out, 16 * n);

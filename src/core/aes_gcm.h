@@ -9,8 +9,7 @@
 //     textbook AES-NI sequence), which is all authenticate-only packets need (GMAC: AES of the
 //     hash key and of the nonce's pad; the rest is GHASH);
 //   - a counter-mode function for encrypted payloads, on CPUs with VAES and AVX-512: four
-//     512-bit registers of four counter blocks each, so sixteen blocks go through each round
-//     at once.
+//     counter blocks per 512-bit register, each AES instruction a round of all four.
 // Tags and ciphertexts are GCM's, byte for byte (tests check them against EVP). available() is
 // false on a CPU without AES-NI, encrypts() on one without VAES; callers then use EVP.
 #pragma once
