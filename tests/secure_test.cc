@@ -90,7 +90,7 @@ TEST(Secure, GcmKeyWithEvpAndWithoutItAgree) {
       PacketKeys keys;
       for (auto& b : keys.key) b = static_cast<uint8_t>(prng.next_u32());
       for (auto& b : keys.iv) b = static_cast<uint8_t>(prng.next_u32());
-      std::vector<uint8_t> aad(40), plain(trial < 40 ? trial * 7 : prng.below(9000));
+      std::vector<uint8_t> aad(40), plain(trial < 40 ? size_t{7} * trial : prng.below(9000));
       for (auto& b : aad) b = static_cast<uint8_t>(prng.next_u32());
       for (auto& b : plain) b = static_cast<uint8_t>(prng.next_u32());
       std::vector<uint8_t> by_evp = plain, by_fastest = plain;

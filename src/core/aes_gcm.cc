@@ -1,6 +1,7 @@
 // AES-128-GCM: AES-NI and VAES functions of our own under OpenSSL's GCM mode (see aes_gcm.h).
 #include "core/aes_gcm.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 #include <openssl/crypto.h>
 #include <openssl/modes.h>
@@ -104,16 +105,24 @@ struct AesGcm::State {
   }
 };
 
+namespace {
+bool leaf7_ecx_bit(unsigned bit) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && ((ecx >> bit) & 1U) != 0;
+}
+}  // namespace
+
 bool AesGcm::available() {
   static const bool aes = __builtin_cpu_supports("aes") != 0;
   return aes;
 }
 
 bool AesGcm::encrypts() {
-  static const bool vaes = available() && __builtin_cpu_supports("vaes") != 0 &&
-                           __builtin_cpu_supports("avx512f") != 0 &&
-                           __builtin_cpu_supports("avx512bw") != 0 &&
-                           __builtin_cpu_supports("avx512vl") != 0;
+  // VAES is CPUID leaf 7's ECX bit 9 (read directly: not every compiler's
+  // __builtin_cpu_supports knows it); the AVX-512 checks include the OS's register state.
+  static const bool vaes =
+      available() && leaf7_ecx_bit(9) && __builtin_cpu_supports("avx512f") != 0 &&
+      __builtin_cpu_supports("avx512bw") != 0 && __builtin_cpu_supports("avx512vl") != 0;
   return vaes;
 }
 
