@@ -98,6 +98,11 @@ MRC_VAES_TARGET void ctr32_vaes(const unsigned char* in, unsigned char* out, siz
   }
 }
 
+bool leaf7_ecx_bit(unsigned bit) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && ((ecx >> bit) & 1U) != 0;
+}
+
 }  // namespace
 
 struct AesGcm::State {
@@ -108,13 +113,6 @@ struct AesGcm::State {
     OPENSSL_cleanse(&keys, sizeof keys);
   }
 };
-
-namespace {
-bool leaf7_ecx_bit(unsigned bit) {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && ((ecx >> bit) & 1U) != 0;
-}
-}  // namespace
 
 bool AesGcm::available() {
   static const bool aes = __builtin_cpu_supports("aes") != 0;

@@ -276,6 +276,7 @@ class PerfSide {
   std::vector<uint8_t> posted_;        // per shard: posted to since its thread was last woken
   uint32_t slots_ = 0;
   uint32_t areas_ = 0;  // memory areas of slot_bytes_ each; slot s uses area s % areas_
+  uint64_t area_offset(uint32_t slot) const { return (slot % areas_) * slot_bytes_; }
   uint64_t slot_bytes_ = 0;
   std::vector<uint8_t> source_, target_;
   MemoryRegionInfo source_mr_{}, target_mr_{};
@@ -555,7 +556,7 @@ void PerfSide::post_messages() {
     if (slot_busy_[slot] || i - completed_ >= o_.depth) return;
     const size_t q = i % qps_.size();
     QueuePair* qp = qps_[q];
-    uint8_t* src = source_.data() + (slot % areas_) * slot_bytes_;
+    uint8_t* src = source_.data() + area_offset(slot);
     if (o_.verify) fill_pattern(src, i, size_);
     Sge sge{reinterpret_cast<uint64_t>(src), static_cast<uint32_t>(size_), source_mr_.lkey};
     SendWr wr;
@@ -563,7 +564,7 @@ void PerfSide::post_messages() {
     wr.opcode = SendOpcode::kWriteWithImm;
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    wr.remote_addr = peer_addr_ + (slot % areas_) * slot_bytes_;
+    wr.remote_addr = peer_addr_ + area_offset(slot);
     wr.rkey = peer_rkey_;
     wr.immediate = static_cast<uint32_t>(i) & ~kCreditBit;
     {
@@ -600,7 +601,7 @@ void PerfSide::on_receive(const Completion& c, QueuePair* qp) {
   bytes_received_ += c.byte_len;
   if (!o_.verify) return;
   const uint32_t slot = c.immediate % slots_;
-  if (check_pattern(target_.data() + (slot % areas_) * slot_bytes_, c.immediate, c.byte_len)) {
+  if (check_pattern(target_.data() + area_offset(slot), c.immediate, c.byte_len)) {
     bytes_verified_ += c.byte_len;
   } else {
     ++mismatches_;
