@@ -4,6 +4,7 @@
 #include "collectives/engines.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace mrc::coll::detail {
 
@@ -44,17 +45,29 @@ struct Cursor {
 
 }  // namespace
 
+namespace {
+
+Result<Ok, Error> post_item(Transport& transport, int peer, const RingItem& item) {
+  return item.lent != nullptr ? transport.post_from(peer, item.lent, item.bytes, item.lkey)
+                              : transport.post(peer, item.bytes);
+}
+
+}  // namespace
+
 Result<Ok, Error> run_ring(Transport& transport, RingJob& job, int next, int previous) {
   const int steps = job.steps();
   const uint64_t chunks = job.chunks();
   MRC_ASSERT(steps >= 1 && next != transport.rank() && previous != transport.rank());
+  const int overwrite_step = job.overwrites_inject_at();
+  std::vector<uint64_t> injected(overwrite_step >= 0 ? chunks : 0);  // chunk -> its message
   Cursor sending, receiving;
   while (sending.chunk < chunks || receiving.chunk < chunks) {
     bool moved = false;
     while (sending.chunk < chunks && sending.step == 0) {  // inject from local data
       uint8_t* slot = transport.send_slot(next);
       if (slot == nullptr) break;
-      auto r = transport.post(next, job.inject(sending.chunk, slot));
+      if (!injected.empty()) injected[sending.chunk] = transport.sent(next);
+      auto r = post_item(transport, next, job.inject(sending.chunk, slot));
       if (!r.ok()) return r;
       sending.advance(steps);
       moved = true;
@@ -64,6 +77,9 @@ Result<Ok, Error> run_ring(Transport& transport, RingJob& job, int next, int pre
       if (!in) break;
       const size_t expected = job.receive_bytes(receiving.step, receiving.chunk);
       if (in->size() != expected) return Err{transport.mismatch(previous, in->size(), expected)};
+      if (receiving.step == overwrite_step &&
+          !transport.write_done(next, injected[receiving.chunk]))
+        break;
       if (receiving.step == steps - 1) {
         job.finish(receiving.chunk, *in);
       } else {
@@ -71,7 +87,8 @@ Result<Ok, Error> run_ring(Transport& transport, RingJob& job, int next, int pre
         if (sending.chunk != receiving.chunk || sending.step != receiving.step + 1) break;
         uint8_t* slot = transport.send_slot(next);
         if (slot == nullptr) break;
-        auto r = transport.post(next, job.forward(receiving.step, receiving.chunk, *in, slot));
+        auto r =
+            post_item(transport, next, job.forward(receiving.step, receiving.chunk, *in, slot));
         if (!r.ok()) return r;
         sending.advance(steps);
       }

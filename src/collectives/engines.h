@@ -45,19 +45,31 @@ struct Segments {
   ByteRange chunk(int part, uint64_t c) const;
 };
 
+// An item a ring job produced: `bytes` in the send slot it was given, or, with `lent` set,
+// `bytes` at `lent` in caller memory lent to the transport under `lkey` (LentMemory).
+struct RingItem {
+  uint32_t bytes = 0;
+  const uint8_t* lent = nullptr;
+  uint32_t lkey = 0;
+};
+
 class RingJob {
  public:
   virtual ~RingJob() = default;
   virtual int steps() const = 0;
   virtual uint64_t chunks() const = 0;
   virtual size_t receive_bytes(int step, uint64_t chunk) const = 0;
-  // Fill `slot` with item (0, chunk); return its length.
-  virtual uint32_t inject(uint64_t chunk, uint8_t* slot) = 0;
-  // Item (step, chunk) arrived: produce item (step + 1, chunk) in `slot`; return its length.
-  virtual uint32_t forward(int step, uint64_t chunk, std::span<const uint8_t> in,
+  // Item (0, chunk), in `slot` or lent memory.
+  virtual RingItem inject(uint64_t chunk, uint8_t* slot) = 0;
+  // Item (step, chunk) arrived: produce item (step + 1, chunk), in `slot` or lent memory.
+  virtual RingItem forward(int step, uint64_t chunk, std::span<const uint8_t> in,
                            uint8_t* slot) = 0;
   // Item (steps - 1, chunk) arrived.
   virtual void finish(uint64_t chunk, std::span<const uint8_t> in) = 0;
+  // The step whose arrival makes the job write over the memory its inject of the same chunk
+  // was sent from (-1: none). run_ring holds that item back until the inject's write has
+  // completed, since a retransmission reads the memory again.
+  virtual int overwrites_inject_at() const { return -1; }
 };
 
 class ChainJob {

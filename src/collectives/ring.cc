@@ -9,8 +9,15 @@
 // reduced at exactly one rank, so all ranks end with bitwise identical results. Each segment is
 // cut into chunks of one staging slot; the steps of chunk c+1 overlap those of chunk c.
 //
+// Bytes that already lie in the caller's buffers are sent from there (the buffers are lent to
+// the transport for the call), not copied into a staging slot first: the inputs a rank injects,
+// the segments it finishes reducing (written into the output and sent from it) and the
+// all-gather's segments. Only partial sums travel through the send slots. Arriving items are
+// still read from the receive slots.
+//
 // In-place use is safe because, for every chunk, a rank reads its input of a segment (inject
-// or reduce) at an earlier step than it writes the output of that segment.
+// or reduce) at an earlier step than it writes the output of that segment, and the one output
+// written over memory an inject was sent from waits until that write has completed.
 #include <algorithm>
 #include <cstring>
 
@@ -22,6 +29,7 @@ namespace mrc::coll {
 namespace {
 
 using detail::ByteRange;
+using detail::RingItem;
 using detail::Segments;
 using detail::wrap;
 
@@ -59,107 +67,139 @@ class SegmentRing : public detail::RingJob {
   int send_shift_;
 };
 
+// Caller memory as the ring jobs send from it: the send buffer, the receive buffer, and their
+// keys (LentMemory).
+struct Buffers {
+  const uint8_t* send = nullptr;
+  uint8_t* recv = nullptr;
+  uint32_t send_lkey = 0;
+  uint32_t recv_lkey = 0;
+  RingItem from_send(const ByteRange& r) const {
+    return {static_cast<uint32_t>(r.bytes), send + r.offset, send_lkey};
+  }
+  RingItem from_recv(const ByteRange& r) const {
+    return {static_cast<uint32_t>(r.bytes), recv + r.offset, recv_lkey};
+  }
+};
+
+// Where the bytes go: the inject sends straight from the send buffer; the partial sums of the
+// reduce-scatter half go through the send slot (they are not the result); the last reduction
+// of a segment is written into the receive buffer and sent from there, and so is every
+// segment of the all-gather half.
 class AllReduceRing final : public SegmentRing {
  public:
-  AllReduceRing(const Segments& s, int rank, const uint8_t* send, uint8_t* recv, DataType type,
-                ReduceOp op)
-      : SegmentRing(s, rank, 2 * (s.parts - 1), 0),
-        send_(send),
-        recv_(recv),
-        type_(type),
-        op_(op) {}
+  AllReduceRing(const Segments& s, int rank, const Buffers& b, DataType type, ReduceOp op)
+      : SegmentRing(s, rank, 2 * (s.parts - 1), 0), b_(b), type_(type), op_(op) {}
 
-  uint32_t inject(uint64_t chunk, uint8_t* slot) override {
-    const ByteRange r = range(send_segment(0), chunk);
-    std::memcpy(slot, send_ + r.offset, r.bytes);
-    return static_cast<uint32_t>(r.bytes);
+  RingItem inject(uint64_t chunk, uint8_t*) override {
+    return b_.from_send(range(send_segment(0), chunk));
   }
-  uint32_t forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) override {
+  RingItem forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) override {
     const ByteRange r = range(receive_segment(step), chunk);
     const int reduce_steps = segments_.parts - 1;
-    if (step < reduce_steps) {
-      const size_t elements = r.bytes / segments_.element_bytes;
-      reduce_pair(type_, op_, slot, send_ + r.offset, in.data(), elements);
-      if (step == reduce_steps - 1) {  // fully reduced here: keep it and start the all-gather
-        finalize_average(type_, op_, slot, elements, segments_.parts);
-        std::memcpy(recv_ + r.offset, slot, r.bytes);
-      }
-    } else {
-      std::memcpy(recv_ + r.offset, in.data(), r.bytes);
-      std::memcpy(slot, in.data(), r.bytes);
+    if (step >= reduce_steps) {
+      std::memcpy(b_.recv + r.offset, in.data(), r.bytes);
+      return b_.from_recv(r);
     }
-    return static_cast<uint32_t>(r.bytes);
+    const size_t elements = r.bytes / segments_.element_bytes;
+    if (step < reduce_steps - 1) {
+      reduce_pair(type_, op_, slot, b_.send + r.offset, in.data(), elements);
+      return {static_cast<uint32_t>(r.bytes)};
+    }
+    // Fully reduced here: keep it and start the all-gather.
+    reduce_pair(type_, op_, b_.recv + r.offset, b_.send + r.offset, in.data(), elements);
+    finalize_average(type_, op_, b_.recv + r.offset, elements, segments_.parts);
+    return b_.from_recv(r);
   }
   void finish(uint64_t chunk, std::span<const uint8_t> in) override {
     const ByteRange r = range(receive_segment(steps_ - 1), chunk);
-    std::memcpy(recv_ + r.offset, in.data(), r.bytes);
+    std::memcpy(b_.recv + r.offset, in.data(), r.bytes);
+  }
+  // In place, this rank's own segment (its inject) comes back reduced at the first step of
+  // the all-gather half.
+  int overwrites_inject_at() const override {
+    return b_.send == b_.recv ? segments_.parts - 1 : -1;
   }
 
  private:
-  const uint8_t* send_;
-  uint8_t* recv_;
+  Buffers b_;
   DataType type_;
   ReduceOp op_;
 };
 
-// Reduce-scatter: segment r ends at rank r, so step k sends segment r-k-1.
+// Reduce-scatter: segment r ends at rank r, so step k sends segment r-k-1. The inject is sent
+// from the send buffer, the partial sums from the send slot.
 class ReduceScatterRing final : public SegmentRing {
  public:
-  ReduceScatterRing(const Segments& s, int rank, const uint8_t* send, uint8_t* recv, DataType type,
-                    ReduceOp op)
-      : SegmentRing(s, rank, s.parts - 1, -1), send_(send), recv_(recv), type_(type), op_(op) {}
+  ReduceScatterRing(const Segments& s, int rank, const Buffers& b, DataType type, ReduceOp op)
+      : SegmentRing(s, rank, s.parts - 1, -1), b_(b), type_(type), op_(op) {}
 
-  uint32_t inject(uint64_t chunk, uint8_t* slot) override {
-    const ByteRange r = range(send_segment(0), chunk);
-    std::memcpy(slot, send_ + r.offset, r.bytes);
-    return static_cast<uint32_t>(r.bytes);
+  RingItem inject(uint64_t chunk, uint8_t*) override {
+    return b_.from_send(range(send_segment(0), chunk));
   }
-  uint32_t forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) override {
+  RingItem forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) override {
     const ByteRange r = range(receive_segment(step), chunk);
-    reduce_pair(type_, op_, slot, send_ + r.offset, in.data(), r.bytes / segments_.element_bytes);
-    return static_cast<uint32_t>(r.bytes);
+    reduce_pair(type_, op_, slot, b_.send + r.offset, in.data(), r.bytes / segments_.element_bytes);
+    return {static_cast<uint32_t>(r.bytes)};
   }
   void finish(uint64_t chunk, std::span<const uint8_t> in) override {
     const ByteRange r = range(rank_, chunk);
-    uint8_t* out = recv_ + (r.offset - segments_.offset(rank_) * segments_.element_bytes);
+    uint8_t* out = b_.recv + (r.offset - segments_.offset(rank_) * segments_.element_bytes);
     const size_t elements = r.bytes / segments_.element_bytes;
-    reduce_pair(type_, op_, out, send_ + r.offset, in.data(), elements);
+    reduce_pair(type_, op_, out, b_.send + r.offset, in.data(), elements);
     finalize_average(type_, op_, out, elements, segments_.parts);
   }
 
  private:
-  const uint8_t* send_;
-  uint8_t* recv_;
+  Buffers b_;
   DataType type_;
   ReduceOp op_;
 };
 
+// All-gather: every item is sent from the receive buffer, where this rank's own block already
+// lies (all_gather copies it there first) and each arriving block is copied.
 class AllGatherRing final : public SegmentRing {
  public:
-  AllGatherRing(const Segments& s, int rank, const uint8_t* send, uint8_t* recv)
-      : SegmentRing(s, rank, s.parts - 1, 0), send_(send), recv_(recv) {}
+  AllGatherRing(const Segments& s, int rank, const Buffers& b)
+      : SegmentRing(s, rank, s.parts - 1, 0), b_(b) {}
 
-  uint32_t inject(uint64_t chunk, uint8_t* slot) override {
-    const ByteRange r = range(rank_, chunk);
-    std::memcpy(slot, send_ + (r.offset - segments_.offset(rank_) * segments_.element_bytes),
-                r.bytes);
-    return static_cast<uint32_t>(r.bytes);
-  }
-  uint32_t forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) override {
+  RingItem inject(uint64_t chunk, uint8_t*) override { return b_.from_recv(range(rank_, chunk)); }
+  RingItem forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t*) override {
     const ByteRange r = range(receive_segment(step), chunk);
-    std::memcpy(recv_ + r.offset, in.data(), r.bytes);
-    std::memcpy(slot, in.data(), r.bytes);
-    return static_cast<uint32_t>(r.bytes);
+    std::memcpy(b_.recv + r.offset, in.data(), r.bytes);
+    return b_.from_recv(r);
   }
   void finish(uint64_t chunk, std::span<const uint8_t> in) override {
     const ByteRange r = range(receive_segment(steps_ - 1), chunk);
-    std::memcpy(recv_ + r.offset, in.data(), r.bytes);
+    std::memcpy(b_.recv + r.offset, in.data(), r.bytes);
   }
 
  private:
-  const uint8_t* send_;
-  uint8_t* recv_;
+  Buffers b_;
 };
+
+// Lends the collective's buffers to the transport and runs the ring over them; returns once
+// every write from them has completed.
+template <typename Job, typename... Args>
+Result<Ok, Error> run_lent_ring(Transport& transport, const Segments& segments, int rank,
+                                Buffers buffers, size_t send_bytes, size_t recv_bytes,
+                                Args... args) {
+  LentMemory lent(transport);
+  if (send_bytes > 0) {
+    auto key = lent.lend(buffers.send, send_bytes);
+    if (!key.ok()) return Err{key.error()};
+    buffers.send_lkey = key.value();
+  }
+  if (recv_bytes > 0) {
+    auto key = lent.lend(buffers.recv, recv_bytes);
+    if (!key.ok()) return Err{key.error()};
+    buffers.recv_lkey = key.value();
+  }
+  Job job(segments, rank, buffers, args...);
+  const int ranks = transport.ranks();
+  return lent.finish(
+      detail::run_ring(transport, job, wrap(rank + 1, ranks), wrap(rank - 1, ranks)));
+}
 
 }  // namespace
 
@@ -179,9 +219,9 @@ Result<Ok, Error> Communicator::all_reduce(const void* send, void* recv, size_t 
     return all_reduce_direct(static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv), count,
                              type, op);
   const Segments segments = make_segments(count, ranks_, type, options_.chunk_bytes);
-  AllReduceRing job(segments, rank_, static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv),
-                    type, op);
-  return detail::run_ring(*transport_, job, wrap(rank_ + 1, ranks_), wrap(rank_ - 1, ranks_));
+  const Buffers buffers{static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)};
+  return run_lent_ring<AllReduceRing>(*transport_, segments, rank_, buffers, bytes, bytes, type,
+                                      op);
 }
 
 Result<Ok, Error> Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count,
@@ -195,9 +235,10 @@ Result<Ok, Error> Communicator::reduce_scatter(const void* send, void* recv, siz
   }
   const Segments segments =
       make_segments(recv_count * static_cast<size_t>(ranks_), ranks_, type, options_.chunk_bytes);
-  ReduceScatterRing job(segments, rank_, static_cast<const uint8_t*>(send),
-                        static_cast<uint8_t*>(recv), type, op);
-  return detail::run_ring(*transport_, job, wrap(rank_ + 1, ranks_), wrap(rank_ - 1, ranks_));
+  const Buffers buffers{static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)};
+  const size_t recv_bytes = recv_count * size_of(type);
+  return run_lent_ring<ReduceScatterRing>(*transport_, segments, rank_, buffers,
+                                          recv_bytes * static_cast<size_t>(ranks_), 0, type, op);
 }
 
 Result<Ok, Error> Communicator::all_gather(const void* send, void* recv, size_t send_count,
@@ -211,9 +252,9 @@ Result<Ok, Error> Communicator::all_gather(const void* send, void* recv, size_t 
   if (ranks_ == 1) return Ok{};
   const Segments segments =
       make_segments(send_count * static_cast<size_t>(ranks_), ranks_, type, options_.chunk_bytes);
-  AllGatherRing job(segments, rank_, static_cast<const uint8_t*>(send),
-                    static_cast<uint8_t*>(recv));
-  return detail::run_ring(*transport_, job, wrap(rank_ + 1, ranks_), wrap(rank_ - 1, ranks_));
+  const Buffers buffers{static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)};
+  return run_lent_ring<AllGatherRing>(*transport_, segments, rank_, buffers, 0,
+                                      block_bytes * static_cast<size_t>(ranks_));
 }
 
 }  // namespace mrc::coll

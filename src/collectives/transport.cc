@@ -162,17 +162,29 @@ uint8_t* Transport::send_slot(int peer) {
 }
 
 Result<Ok, Error> Transport::post(int peer, uint32_t bytes) {
+  MRC_ASSERT(bytes <= options_.chunk_bytes);
+  const size_t offset = (peers_[peer].sent % options_.slots) * size_t{options_.chunk_bytes};
+  return post_sge(
+      peer, Sge{reinterpret_cast<uint64_t>(peers_[peer].send_area + offset), bytes, send_mr_.lkey});
+}
+
+Result<Ok, Error> Transport::post_from(int peer, const uint8_t* data, uint32_t bytes,
+                                       uint32_t lkey) {
+  MRC_ASSERT(bytes <= options_.chunk_bytes);
+  return post_sge(peer, Sge{reinterpret_cast<uint64_t>(data), bytes, lkey});
+}
+
+// Writes message `sent` into the peer's receive slot of the same number.
+Result<Ok, Error> Transport::post_sge(int peer, const Sge& sge) {
   if (failure_) return Err{*failure_};
   Peer& p = peers_[peer];
   const uint32_t slot = static_cast<uint32_t>(p.sent % options_.slots);
-  MRC_ASSERT(bytes <= options_.chunk_bytes);
   MRC_ASSERT(p.sent < p.credits + options_.slots && !p.send_busy[slot]);
   const size_t offset = static_cast<size_t>(slot) * options_.chunk_bytes;
-  const Sge sge{reinterpret_cast<uint64_t>(p.send_area + offset), bytes, send_mr_.lkey};
   const uint32_t immediate = static_cast<uint32_t>(p.sent) & kSequenceMask;
-  auto r =
-      p.qp->post_write_imm(make_wr_id(kKindData, peer, slot), std::span(&sge, bytes > 0 ? 1 : 0),
-                           p.remote_address + offset, p.remote_rkey, immediate);
+  auto r = p.qp->post_write_imm(make_wr_id(kKindData, peer, slot),
+                                std::span(&sge, sge.length > 0 ? 1 : 0), p.remote_address + offset,
+                                p.remote_rkey, immediate);
   if (!r.ok()) {
     record_failure(r.error().code, std::string(operation_) + ": writing to rank " +
                                        std::to_string(peer) + ": " + r.error().message);
@@ -182,6 +194,31 @@ Result<Ok, Error> Transport::post(int peer, uint32_t bytes) {
   ++p.data_writes;
   ++p.sent;
   return Ok{};
+}
+
+// Message m's slot is busy from its post to its completion, and message m + slots can only be
+// posted into a free slot: so m is done once a later message holds its slot or the slot is free.
+bool Transport::write_done(int peer, uint64_t message) const {
+  const Peer& p = peers_[peer];
+  return p.sent > message &&
+         (p.sent > message + options_.slots || !p.send_busy[message % options_.slots]);
+}
+
+Result<uint32_t, Error> Transport::lend(const void* address, size_t bytes) {
+  // Local reads need no access flag; no peer can write into lent memory.
+  auto mr = context_->register_memory(pd_, const_cast<void*>(address), bytes, 0);
+  if (!mr.ok()) return Err{mr.error()};
+  return mr.value().lkey;
+}
+
+void Transport::unlend(uint32_t lkey) {
+  MRC_ASSERT(context_->deregister_memory(lkey).ok());  // lent by lend(): a failure is a bug
+}
+
+Result<uint32_t, Error> LentMemory::lend(const void* address, size_t bytes) {
+  auto lkey = transport_.lend(address, bytes);
+  if (lkey.ok()) lkeys_.push_back(lkey.value());
+  return lkey;
 }
 
 std::optional<std::span<const uint8_t>> Transport::front(int peer) const {

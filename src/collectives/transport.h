@@ -3,14 +3,16 @@
 //
 // Per peer there is one connected queue pair and two staging areas of `slots` x `chunk_bytes`
 // registered memory: a send area (local) and a receive area (the peer writes into it). Message
-// m to a peer is copied into send slot m % slots and written with RDMA WRITE-with-immediate
-// into the peer's receive slot m % slots; the immediate carries m (31 bits), so the receiver
-// checks the stream is in order (mrc delivers WRITE-with-immediate completions in send order).
-// The receiver returns a slot by a 0-byte WRITE-with-immediate "credit" (top bit set, low 16
-// bits = how many slots it frees, so credits coalesce). A sender may write message m only when
-// the peer has freed slot m % slots (m < credits + slots) and its own send slot's previous
-// write has completed. Nothing is ever written outside the registered staging areas, and the
-// memory is fixed at creation: peers x 2 x slots x chunk_bytes.
+// m to a peer is written with RDMA WRITE-with-immediate into the peer's receive slot m % slots,
+// either from the local send slot m % slots or, where the bytes already lie in the caller's
+// memory, straight from there (memory lent for one collective: see LentMemory); the immediate
+// carries m (31 bits), so the receiver checks the stream is in order (mrc delivers
+// WRITE-with-immediate completions in send order). The receiver returns a slot by a 0-byte
+// WRITE-with-immediate "credit" (top bit set, low 16 bits = how many slots it frees, so credits
+// coalesce). A sender may write message m only when the peer has freed slot m % slots (m < credits
+// + slots) and its own send slot's previous write has completed. Nothing is ever written outside
+// the registered staging areas, and the memory is fixed at creation: peers x 2 x slots x
+// chunk_bytes.
 //
 // Waiting: every blocking wait polls the completion queue with a deadline that moves forward
 // whenever something completes; with no progress for `timeout` the operation fails with a
@@ -73,6 +75,12 @@ class Transport {
   // nullptr otherwise. Fill it, then post(peer, bytes).
   uint8_t* send_slot(int peer);
   Result<Ok, Error> post(int peer, uint32_t bytes);
+  // Posts the next message from lent memory instead of the send slot (which send_slot() must
+  // have offered: the slot's turn, the peer's room and the completion tracking are the same).
+  // The bytes must stay unchanged until write_done() says so.
+  Result<Ok, Error> post_from(int peer, const uint8_t* data, uint32_t bytes, uint32_t lkey);
+  // Whether message `message` to `peer` (its index: sent() before it was posted) has completed.
+  bool write_done(int peer, uint64_t message) const;
   // The next message from `peer` in stream order, if it has arrived; release() frees it.
   std::optional<std::span<const uint8_t>> front(int peer) const;
   void release(int peer);
@@ -94,6 +102,10 @@ class Transport {
   // Fails the transport for a peer that sent what this rank did not expect (the streams are out
   // of step for good) and returns the error, naming the operation.
   Error mismatch(int peer, size_t got_bytes, size_t expected_bytes);
+  // Registers caller memory for local reads by this transport's queue pairs (post_from), and
+  // deregisters it: once deregistered, no retransmission can read it any more.
+  Result<uint32_t, Error> lend(const void* address, size_t bytes);
+  void unlend(uint32_t lkey);
 
  private:
   // Why this rank waits on a peer (Peer::waited_on), for wait reports.
@@ -124,6 +136,7 @@ class Transport {
   void on_completion(const Completion& c, SteadyClock::time_point now, bool& progressed);
   static std::string qp_summary(const Qp& qp);
   void on_receive(int peer, const Completion& c);
+  Result<Ok, Error> post_sge(int peer, const Sge& sge);
   void flush_credits(int peer);
   // Checks made while a wait finds nothing to do: another rank's failure, the no-progress
   // timeout, heartbeats, the wait report.
@@ -151,6 +164,30 @@ class Transport {
   WaitReporter reporter_{WaitReports{}, SteadyClock::time_point{}};
   FailureBoard* board_ = nullptr;
   std::optional<Error> failure_;
+};
+
+// Caller memory lent to the transport for one collective, so that the ring can send from it
+// without a copy into a staging slot. finish() waits until every data write has completed (the
+// caller may change the memory once the collective returns); either way the destructor
+// deregisters it.
+class LentMemory {
+ public:
+  explicit LentMemory(Transport& transport) : transport_(transport) {}
+  ~LentMemory() {
+    for (uint32_t lkey : lkeys_) transport_.unlend(lkey);
+  }
+  LentMemory(const LentMemory&) = delete;
+  LentMemory& operator=(const LentMemory&) = delete;
+  // The key of [address, address + bytes) for post_from().
+  Result<uint32_t, Error> lend(const void* address, size_t bytes);
+  // `result` if it failed, else the wait for the writes' completion.
+  Result<Ok, Error> finish(Result<Ok, Error> result) {
+    return result.ok() ? transport_.settle_data() : result;
+  }
+
+ private:
+  Transport& transport_;
+  std::vector<uint32_t> lkeys_;
 };
 
 }  // namespace mrc::coll
