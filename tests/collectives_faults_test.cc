@@ -54,9 +54,15 @@ TEST(CollectivesFaults, AllReduceStaysExactWhileAPlaneGoesDownAndComesBack) {
     const auto input = ramp(rank, kCount);
     std::vector<float> out(kCount);
     for (int iteration = 0; iteration < 200; ++iteration) {
-      std::fill(out.begin(), out.end(), -1.0f);
-      auto r = c.all_reduce(input.data(), out.data(), kCount, DataType::kFloat32, ReduceOp::kSum,
-                            AllReduceAlgorithm::kRing);
+      // Odd iterations in place: the ring then writes the reduced segment over the memory its
+      // inject was sent from, which must wait for that write (retransmissions read it again).
+      const bool in_place = iteration % 2 == 1;
+      if (in_place)
+        out = input;
+      else
+        std::fill(out.begin(), out.end(), -1.0f);
+      auto r = c.all_reduce(in_place ? out.data() : input.data(), out.data(), kCount,
+                            DataType::kFloat32, ReduceOp::kSum, AllReduceAlgorithm::kRing);
       ASSERT_TRUE(r.ok()) << "rank " << rank << " iteration " << iteration << ": "
                           << r.error().message;
       ASSERT_TRUE(out == want)  // integer-valued sums: exact
