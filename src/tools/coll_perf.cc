@@ -357,6 +357,7 @@ Result<std::unique_ptr<Communicator>, Error> open_communicator(const CollPerfOpt
   co.chunk_bytes = o.chunk_kib << 10;
   co.qp.set_mtu(o.mtu_bytes);
   if (o.ack_every != 0) co.qp.ack_every_packets = o.ack_every;
+  co.qp.ev_burst_packets = static_cast<uint16_t>(o.ev_burst);  // 0: the datapath's default
   (void)parse_cc_algorithm(o.cc, co.qp.cc);  // the CLI accepts the three names only
   (void)parse_path_policy(o.path_policy, co.qp.path_policy);  // likewise the policies' names
   if (o.target_delay_us > 0)
@@ -550,6 +551,12 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
          "the receiver SACKs every this many data packets (1..64; default: the datapath's, " +
              std::to_string(io::kUdpDefaultAckEvery) + ")")
       ->check(CLI::Range(1u, 64u));
+  app.add_option("--ev-burst", o.ev_burst,
+                 "new data packets per EV before the next EV (1.." +
+                     std::to_string(kMaxEvBurstPackets) + "; default: the datapath's, " +
+                     std::to_string(io::kUdpDefaultEvBurst) +
+                     "): a burst leaves as one UDP GSO send")
+      ->check(CLI::Range(1u, uint32_t{kMaxEvBurstPackets}));
   app.add_option("--chunk-kib", o.chunk_kib, "staging slot (pipelining chunk) in KiB (default 256)")
       ->check(CLI::Range(1, 65536));
   app.add_option(
