@@ -1,7 +1,7 @@
 // Collective communication over MRC: a group of ranks (processes or threads, on one host or
 // many), each with its own mrc Context over its host's planes and one connected queue pair to
-// every other rank. Every byte moves as RDMA WRITE(-with-immediate) through the transport's
-// registered staging slots (transport.h), so each transfer is sprayed over all planes and a
+// every other rank. Every byte moves as RDMA WRITE(-with-immediate) into the transport's
+// registered receive slots (transport.h), so each transfer is sprayed over all planes and a
 // failed plane is routed around by the engine without the collective noticing.
 //
 // All calls are blocking, made by every rank in the same order with matching arguments (as in
