@@ -181,7 +181,7 @@ class LentMemory {
   // The key of [address, address + bytes) for post_from().
   Result<uint32_t, Error> lend(const void* address, size_t bytes);
   // `result` if it failed, else the wait for the writes' completion.
-  Result<Ok, Error> finish(Result<Ok, Error> result) {
+  Result<Ok, Error> finish(const Result<Ok, Error>& result) {
     return result.ok() ? transport_.settle_data() : result;
   }
 
