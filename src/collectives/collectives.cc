@@ -8,6 +8,8 @@
 //     plus (n-1) chunk latencies.
 //   - reduce: the mirror chain root+1 -> ... -> root, each rank adding its input to the
 //     partial result as it passes through.
+//   Both chains send what already lies in the caller's buffers from there (LentMemory):
+//   broadcast every chunk from the receive buffer, reduce the first rank's input.
 //   - all-to-all: every pair exchanges its block directly, chunk by chunk, all peers at once;
 //     chunk c from a peer is consumed only after this rank has sent its own chunk c to that
 //     peer, which makes in-place use safe.
@@ -40,61 +42,74 @@ struct ChainGeometry {
   size_t length(uint64_t c) const { return std::min(chunk_bytes, bytes - offset(c)); }
 };
 
+// Every rank sends from its receive buffer: the root's holds the message (broadcast copies it
+// there first), and a forwarding rank copies each arriving chunk there before passing it on.
 class BroadcastChain final : public detail::ChainJob {
  public:
-  BroadcastChain(ChainGeometry g, const uint8_t* send, uint8_t* recv)
-      : g_(g), send_(send), recv_(recv) {}
+  BroadcastChain(ChainGeometry g, const detail::LentBuffers& b) : g_(g), b_(b) {}
   uint64_t chunks() const override { return g_.chunks(); }
   size_t receive_bytes(uint64_t c) const override { return g_.length(c); }
-  uint32_t inject(uint64_t c, uint8_t* slot) override {
-    std::memcpy(slot, send_ + g_.offset(c), g_.length(c));
-    return static_cast<uint32_t>(g_.length(c));
+  detail::Item inject(uint64_t c, uint8_t*) override {
+    return b_.from_recv(g_.offset(c), g_.length(c));
   }
-  uint32_t forward(uint64_t c, std::span<const uint8_t> in, uint8_t* slot) override {
-    std::memcpy(recv_ + g_.offset(c), in.data(), in.size());
-    std::memcpy(slot, in.data(), in.size());
-    return static_cast<uint32_t>(in.size());
+  detail::Item forward(uint64_t c, std::span<const uint8_t> in, uint8_t*) override {
+    std::memcpy(b_.recv + g_.offset(c), in.data(), in.size());
+    return b_.from_recv(g_.offset(c), in.size());
   }
   void finish(uint64_t c, std::span<const uint8_t> in) override {
-    std::memcpy(recv_ + g_.offset(c), in.data(), in.size());
+    std::memcpy(b_.recv + g_.offset(c), in.data(), in.size());
   }
 
  private:
   ChainGeometry g_;
-  const uint8_t* send_;
-  uint8_t* recv_;
+  detail::LentBuffers b_;
 };
 
+// The chain's first rank sends its input from the send buffer; the partial sums go through
+// the send slots.
 class ReduceChain final : public detail::ChainJob {
  public:
-  ReduceChain(ChainGeometry g, const uint8_t* send, uint8_t* recv, DataType type, ReduceOp op,
-              int ranks)
-      : g_(g), send_(send), recv_(recv), type_(type), op_(op), ranks_(ranks) {}
+  ReduceChain(ChainGeometry g, const detail::LentBuffers& b, DataType type, ReduceOp op, int ranks)
+      : g_(g), b_(b), type_(type), op_(op), ranks_(ranks) {}
   uint64_t chunks() const override { return g_.chunks(); }
   size_t receive_bytes(uint64_t c) const override { return g_.length(c); }
-  uint32_t inject(uint64_t c, uint8_t* slot) override {
-    std::memcpy(slot, send_ + g_.offset(c), g_.length(c));
-    return static_cast<uint32_t>(g_.length(c));
+  detail::Item inject(uint64_t c, uint8_t*) override {
+    return b_.from_send(g_.offset(c), g_.length(c));
   }
-  uint32_t forward(uint64_t c, std::span<const uint8_t> in, uint8_t* slot) override {
-    reduce_pair(type_, op_, slot, send_ + g_.offset(c), in.data(), in.size() / size_of(type_));
-    return static_cast<uint32_t>(in.size());
+  detail::Item forward(uint64_t c, std::span<const uint8_t> in, uint8_t* slot) override {
+    reduce_pair(type_, op_, slot, b_.send + g_.offset(c), in.data(), in.size() / size_of(type_));
+    return {static_cast<uint32_t>(in.size())};
   }
   void finish(uint64_t c, std::span<const uint8_t> in) override {
-    uint8_t* out = recv_ + g_.offset(c);
+    uint8_t* out = b_.recv + g_.offset(c);
     const size_t elements = in.size() / size_of(type_);
-    reduce_pair(type_, op_, out, send_ + g_.offset(c), in.data(), elements);
+    reduce_pair(type_, op_, out, b_.send + g_.offset(c), in.data(), elements);
     finalize_average(type_, op_, out, elements, ranks_);
   }
 
  private:
   ChainGeometry g_;
-  const uint8_t* send_;
-  uint8_t* recv_;
+  detail::LentBuffers b_;
   DataType type_;
   ReduceOp op_;
   int ranks_;
 };
+
+// Lends `buffers` as given, then runs a Job(geometry, buffers, args...) at chain position
+// `position` (0: it starts the chain; ranks-1: it ends it); returns once every write from the
+// buffers has completed.
+template <typename Job, typename... Args>
+Result<Ok, Error> run_lent_chain(Transport& transport, int position, ChainGeometry geometry,
+                                 detail::LentBuffers buffers, size_t send_bytes, size_t recv_bytes,
+                                 Args... args) {
+  LentMemory lent(transport);
+  auto lent_ok = detail::lend(lent, buffers, send_bytes, recv_bytes);
+  if (!lent_ok.ok()) return lent_ok;
+  Job job(geometry, buffers, args...);
+  const int rank = transport.rank(), ranks = transport.ranks();
+  return lent.finish(detail::run_chain(transport, job, position == 0 ? -1 : wrap(rank - 1, ranks),
+                                       position == ranks - 1 ? -1 : wrap(rank + 1, ranks)));
+}
 
 }  // namespace
 
@@ -170,11 +185,11 @@ Result<Ok, Error> Communicator::broadcast(const void* send, void* recv, size_t c
   const size_t bytes = count * size_of(type);
   if (rank_ == root && send != recv && bytes > 0) std::memmove(recv, send, bytes);
   if (bytes == 0 || ranks_ == 1) return Ok{};
-  BroadcastChain job({bytes, options_.chunk_bytes}, static_cast<const uint8_t*>(send),
-                     static_cast<uint8_t*>(recv));
   const int position = wrap(rank_ - root, ranks_);
-  return detail::run_chain(*transport_, job, position == 0 ? -1 : wrap(rank_ - 1, ranks_),
-                           position == ranks_ - 1 ? -1 : wrap(rank_ + 1, ranks_));
+  // The last rank of the chain only receives: nothing of its own is sent.
+  return run_lent_chain<BroadcastChain>(*transport_, position, {bytes, options_.chunk_bytes},
+                                        {nullptr, static_cast<uint8_t*>(recv)}, 0,
+                                        position == ranks_ - 1 ? 0 : bytes);
 }
 
 Result<Ok, Error> Communicator::reduce(const void* send, void* recv, size_t count, DataType type,
@@ -190,11 +205,12 @@ Result<Ok, Error> Communicator::reduce(const void* send, void* recv, size_t coun
     return Ok{};
   }
   const size_t chunk_bytes = options_.chunk_bytes / size_of(type) * size_of(type);
-  ReduceChain job({bytes, chunk_bytes}, static_cast<const uint8_t*>(send),
-                  static_cast<uint8_t*>(recv), type, op, ranks_);
   const int position = wrap(rank_ - root - 1, ranks_);
-  return detail::run_chain(*transport_, job, position == 0 ? -1 : wrap(rank_ - 1, ranks_),
-                           position == ranks_ - 1 ? -1 : wrap(rank_ + 1, ranks_));
+  // Only the chain's first rank sends from its own memory (its input).
+  return run_lent_chain<ReduceChain>(
+      *transport_, position, {bytes, chunk_bytes},
+      {static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)}, position == 0 ? bytes : 0,
+      0, type, op, ranks_);
 }
 
 Result<Ok, Error> Communicator::all_to_all(const void* send_buffer, void* recv_buffer,

@@ -47,12 +47,26 @@ struct Cursor {
 
 namespace {
 
-Result<Ok, Error> post_item(Transport& transport, int peer, const RingItem& item) {
+Result<Ok, Error> post_item(Transport& transport, int peer, const Item& item) {
   return item.lent != nullptr ? transport.post_from(peer, item.lent, item.bytes, item.lkey)
                               : transport.post(peer, item.bytes);
 }
 
 }  // namespace
+
+Result<Ok, Error> lend(LentMemory& lent, LentBuffers& b, size_t send_bytes, size_t recv_bytes) {
+  if (send_bytes > 0) {
+    auto key = lent.lend(b.send, send_bytes);
+    if (!key.ok()) return Err{key.error()};
+    b.send_lkey = key.value();
+  }
+  if (recv_bytes > 0) {
+    auto key = lent.lend(b.recv, recv_bytes);
+    if (!key.ok()) return Err{key.error()};
+    b.recv_lkey = key.value();
+  }
+  return Ok{};
+}
 
 Result<Ok, Error> run_ring(Transport& transport, RingJob& job, int next, int previous) {
   const int steps = job.steps();
@@ -111,7 +125,7 @@ Result<Ok, Error> run_chain(Transport& transport, ChainJob& job, int previous, i
       uint8_t* slot = next >= 0 ? transport.send_slot(next) : nullptr;
       if (previous < 0) {  // the start of the chain
         if (slot == nullptr) break;
-        auto r = transport.post(next, job.inject(done, slot));
+        auto r = post_item(transport, next, job.inject(done, slot));
         if (!r.ok()) return r;
       } else {
         auto in = transport.front(previous);
@@ -119,7 +133,7 @@ Result<Ok, Error> run_chain(Transport& transport, ChainJob& job, int previous, i
         const size_t expected = job.receive_bytes(done);
         if (in->size() != expected) return Err{transport.mismatch(previous, in->size(), expected)};
         if (next >= 0) {
-          auto r = transport.post(next, job.forward(done, *in, slot));
+          auto r = post_item(transport, next, job.forward(done, *in, slot));
           if (!r.ok()) return r;
         } else {
           job.finish(done, *in);

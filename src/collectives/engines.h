@@ -45,13 +45,31 @@ struct Segments {
   ByteRange chunk(int part, uint64_t c) const;
 };
 
-// An item a ring job produced: `bytes` in the send slot it was given, or, with `lent` set,
-// `bytes` at `lent` in caller memory lent to the transport under `lkey` (LentMemory).
-struct RingItem {
+// An item a job produced: `bytes` in the send slot it was given, or, with `lent` set, `bytes`
+// at `lent` in caller memory lent to the transport under `lkey` (LentMemory).
+struct Item {
   uint32_t bytes = 0;
   const uint8_t* lent = nullptr;
   uint32_t lkey = 0;
 };
+
+// A collective's buffers and their keys while they are lent to the transport.
+struct LentBuffers {
+  const uint8_t* send = nullptr;
+  uint8_t* recv = nullptr;
+  uint32_t send_lkey = 0;
+  uint32_t recv_lkey = 0;
+  Item from_send(size_t offset, size_t bytes) const {
+    return {static_cast<uint32_t>(bytes), send + offset, send_lkey};
+  }
+  Item from_recv(size_t offset, size_t bytes) const {
+    return {static_cast<uint32_t>(bytes), recv + offset, recv_lkey};
+  }
+};
+
+// Lends the first `send_bytes` of b.send and `recv_bytes` of b.recv (0: that buffer is not
+// sent from) and fills in their keys.
+Result<Ok, Error> lend(LentMemory& lent, LentBuffers& b, size_t send_bytes, size_t recv_bytes);
 
 class RingJob {
  public:
@@ -60,10 +78,9 @@ class RingJob {
   virtual uint64_t chunks() const = 0;
   virtual size_t receive_bytes(int step, uint64_t chunk) const = 0;
   // Item (0, chunk), in `slot` or lent memory.
-  virtual RingItem inject(uint64_t chunk, uint8_t* slot) = 0;
+  virtual Item inject(uint64_t chunk, uint8_t* slot) = 0;
   // Item (step, chunk) arrived: produce item (step + 1, chunk), in `slot` or lent memory.
-  virtual RingItem forward(int step, uint64_t chunk, std::span<const uint8_t> in,
-                           uint8_t* slot) = 0;
+  virtual Item forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) = 0;
   // Item (steps - 1, chunk) arrived.
   virtual void finish(uint64_t chunk, std::span<const uint8_t> in) = 0;
   // The step whose arrival makes the job write over the memory its inject of the same chunk
@@ -77,8 +94,8 @@ class ChainJob {
   virtual ~ChainJob() = default;
   virtual uint64_t chunks() const = 0;
   virtual size_t receive_bytes(uint64_t chunk) const = 0;
-  virtual uint32_t inject(uint64_t chunk, uint8_t* slot) = 0;
-  virtual uint32_t forward(uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) = 0;
+  virtual Item inject(uint64_t chunk, uint8_t* slot) = 0;
+  virtual Item forward(uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) = 0;
   virtual void finish(uint64_t chunk, std::span<const uint8_t> in) = 0;
 };
 

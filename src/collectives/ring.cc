@@ -29,7 +29,8 @@ namespace mrc::coll {
 namespace {
 
 using detail::ByteRange;
-using detail::RingItem;
+using detail::Item;
+using detail::LentBuffers;
 using detail::Segments;
 using detail::wrap;
 
@@ -67,20 +68,12 @@ class SegmentRing : public detail::RingJob {
   int send_shift_;
 };
 
-// Caller memory as the ring jobs send from it: the send buffer, the receive buffer, and their
-// keys (LentMemory).
-struct Buffers {
-  const uint8_t* send = nullptr;
-  uint8_t* recv = nullptr;
-  uint32_t send_lkey = 0;
-  uint32_t recv_lkey = 0;
-  RingItem from_send(const ByteRange& r) const {
-    return {static_cast<uint32_t>(r.bytes), send + r.offset, send_lkey};
-  }
-  RingItem from_recv(const ByteRange& r) const {
-    return {static_cast<uint32_t>(r.bytes), recv + r.offset, recv_lkey};
-  }
-};
+Item from_send_range(const LentBuffers& b, const ByteRange& r) {
+  return b.from_send(r.offset, r.bytes);
+}
+Item from_recv_range(const LentBuffers& b, const ByteRange& r) {
+  return b.from_recv(r.offset, r.bytes);
+}
 
 // Where the bytes go: the inject sends straight from the send buffer; the partial sums of the
 // reduce-scatter half go through the send slot (they are not the result); the last reduction
@@ -88,18 +81,18 @@ struct Buffers {
 // segment of the all-gather half.
 class AllReduceRing final : public SegmentRing {
  public:
-  AllReduceRing(const Segments& s, int rank, const Buffers& b, DataType type, ReduceOp op)
+  AllReduceRing(const Segments& s, int rank, const LentBuffers& b, DataType type, ReduceOp op)
       : SegmentRing(s, rank, 2 * (s.parts - 1), 0), b_(b), type_(type), op_(op) {}
 
-  RingItem inject(uint64_t chunk, uint8_t*) override {
-    return b_.from_send(range(send_segment(0), chunk));
+  Item inject(uint64_t chunk, uint8_t*) override {
+    return from_send_range(b_, range(send_segment(0), chunk));
   }
-  RingItem forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) override {
+  Item forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) override {
     const ByteRange r = range(receive_segment(step), chunk);
     const int reduce_steps = segments_.parts - 1;
     if (step >= reduce_steps) {
       std::memcpy(b_.recv + r.offset, in.data(), r.bytes);
-      return b_.from_recv(r);
+      return from_recv_range(b_, r);
     }
     const size_t elements = r.bytes / segments_.element_bytes;
     if (step < reduce_steps - 1) {
@@ -109,7 +102,7 @@ class AllReduceRing final : public SegmentRing {
     // Fully reduced here: keep it and start the all-gather.
     reduce_pair(type_, op_, b_.recv + r.offset, b_.send + r.offset, in.data(), elements);
     finalize_average(type_, op_, b_.recv + r.offset, elements, segments_.parts);
-    return b_.from_recv(r);
+    return from_recv_range(b_, r);
   }
   void finish(uint64_t chunk, std::span<const uint8_t> in) override {
     const ByteRange r = range(receive_segment(steps_ - 1), chunk);
@@ -122,7 +115,7 @@ class AllReduceRing final : public SegmentRing {
   }
 
  private:
-  Buffers b_;
+  LentBuffers b_;
   DataType type_;
   ReduceOp op_;
 };
@@ -131,13 +124,13 @@ class AllReduceRing final : public SegmentRing {
 // from the send buffer, the partial sums from the send slot.
 class ReduceScatterRing final : public SegmentRing {
  public:
-  ReduceScatterRing(const Segments& s, int rank, const Buffers& b, DataType type, ReduceOp op)
+  ReduceScatterRing(const Segments& s, int rank, const LentBuffers& b, DataType type, ReduceOp op)
       : SegmentRing(s, rank, s.parts - 1, -1), b_(b), type_(type), op_(op) {}
 
-  RingItem inject(uint64_t chunk, uint8_t*) override {
-    return b_.from_send(range(send_segment(0), chunk));
+  Item inject(uint64_t chunk, uint8_t*) override {
+    return from_send_range(b_, range(send_segment(0), chunk));
   }
-  RingItem forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) override {
+  Item forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t* slot) override {
     const ByteRange r = range(receive_segment(step), chunk);
     reduce_pair(type_, op_, slot, b_.send + r.offset, in.data(), r.bytes / segments_.element_bytes);
     return {static_cast<uint32_t>(r.bytes)};
@@ -151,7 +144,7 @@ class ReduceScatterRing final : public SegmentRing {
   }
 
  private:
-  Buffers b_;
+  LentBuffers b_;
   DataType type_;
   ReduceOp op_;
 };
@@ -160,14 +153,16 @@ class ReduceScatterRing final : public SegmentRing {
 // lies (all_gather copies it there first) and each arriving block is copied.
 class AllGatherRing final : public SegmentRing {
  public:
-  AllGatherRing(const Segments& s, int rank, const Buffers& b)
+  AllGatherRing(const Segments& s, int rank, const LentBuffers& b)
       : SegmentRing(s, rank, s.parts - 1, 0), b_(b) {}
 
-  RingItem inject(uint64_t chunk, uint8_t*) override { return b_.from_recv(range(rank_, chunk)); }
-  RingItem forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t*) override {
+  Item inject(uint64_t chunk, uint8_t*) override {
+    return from_recv_range(b_, range(rank_, chunk));
+  }
+  Item forward(int step, uint64_t chunk, std::span<const uint8_t> in, uint8_t*) override {
     const ByteRange r = range(receive_segment(step), chunk);
     std::memcpy(b_.recv + r.offset, in.data(), r.bytes);
-    return b_.from_recv(r);
+    return from_recv_range(b_, r);
   }
   void finish(uint64_t chunk, std::span<const uint8_t> in) override {
     const ByteRange r = range(receive_segment(steps_ - 1), chunk);
@@ -175,26 +170,18 @@ class AllGatherRing final : public SegmentRing {
   }
 
  private:
-  Buffers b_;
+  LentBuffers b_;
 };
 
 // Lends the collective's buffers to the transport and runs the ring over them; returns once
 // every write from them has completed.
 template <typename Job, typename... Args>
 Result<Ok, Error> run_lent_ring(Transport& transport, const Segments& segments, int rank,
-                                Buffers buffers, size_t send_bytes, size_t recv_bytes,
+                                LentBuffers buffers, size_t send_bytes, size_t recv_bytes,
                                 Args... args) {
   LentMemory lent(transport);
-  if (send_bytes > 0) {
-    auto key = lent.lend(buffers.send, send_bytes);
-    if (!key.ok()) return Err{key.error()};
-    buffers.send_lkey = key.value();
-  }
-  if (recv_bytes > 0) {
-    auto key = lent.lend(buffers.recv, recv_bytes);
-    if (!key.ok()) return Err{key.error()};
-    buffers.recv_lkey = key.value();
-  }
+  auto lent_ok = detail::lend(lent, buffers, send_bytes, recv_bytes);
+  if (!lent_ok.ok()) return lent_ok;
   Job job(segments, rank, buffers, args...);
   const int ranks = transport.ranks();
   return lent.finish(
@@ -219,7 +206,7 @@ Result<Ok, Error> Communicator::all_reduce(const void* send, void* recv, size_t 
     return all_reduce_direct(static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv), count,
                              type, op);
   const Segments segments = make_segments(count, ranks_, type, options_.chunk_bytes);
-  const Buffers buffers{static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)};
+  const LentBuffers buffers{static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)};
   return run_lent_ring<AllReduceRing>(*transport_, segments, rank_, buffers, bytes, bytes, type,
                                       op);
 }
@@ -235,7 +222,7 @@ Result<Ok, Error> Communicator::reduce_scatter(const void* send, void* recv, siz
   }
   const Segments segments =
       make_segments(recv_count * static_cast<size_t>(ranks_), ranks_, type, options_.chunk_bytes);
-  const Buffers buffers{static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)};
+  const LentBuffers buffers{static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)};
   const size_t recv_bytes = recv_count * size_of(type);
   return run_lent_ring<ReduceScatterRing>(*transport_, segments, rank_, buffers,
                                           recv_bytes * static_cast<size_t>(ranks_), 0, type, op);
@@ -252,7 +239,7 @@ Result<Ok, Error> Communicator::all_gather(const void* send, void* recv, size_t 
   if (ranks_ == 1) return Ok{};
   const Segments segments =
       make_segments(send_count * static_cast<size_t>(ranks_), ranks_, type, options_.chunk_bytes);
-  const Buffers buffers{static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)};
+  const LentBuffers buffers{static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)};
   return run_lent_ring<AllGatherRing>(*transport_, segments, rank_, buffers, 0,
                                       block_bytes * static_cast<size_t>(ranks_));
 }
