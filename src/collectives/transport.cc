@@ -94,7 +94,7 @@ Transport::~Transport() {
     // The keys are this transport's own: a deregistration that fails is a bug, and freeing
     // the memory regardless could let the engine write into it.
     for (const Peer& p : peers_)
-      if (p.qp != nullptr) MRC_ASSERT(context_->deregister_memory(p.receive_mr.lkey).ok());
+      if (p.receive_mr.lkey != 0) MRC_ASSERT(context_->deregister_memory(p.receive_mr.lkey).ok());
     if (memory_ != nullptr) MRC_ASSERT(context_->deregister_memory(send_mr_.lkey).ok());
   }
   ::operator delete(memory_, std::align_val_t(kAlignment));
@@ -213,6 +213,21 @@ Result<uint32_t, Error> Transport::lend(const void* address, size_t bytes) {
 
 void Transport::unlend(uint32_t lkey) {
   MRC_ASSERT(context_->deregister_memory(lkey).ok());  // lent by lend(): a failure is a bug
+}
+
+void Transport::abandon_queue_pairs() {
+  MRC_ASSERT(failure_.has_value());  // every later call returns before it reaches a queue pair
+  for (Peer& p : peers_) {
+    if (p.qp == nullptr) continue;
+    (void)context_->destroy_qp(p.qp);  // fails only for a queue pair it does not know
+    p.qp = nullptr;
+  }
+}
+
+Result<Ok, Error> LentMemory::finish(const Result<Ok, Error>& result) {
+  if (result.ok()) return transport_.settle_data();
+  if (transport_.failed()) transport_.abandon_queue_pairs();
+  return result;
 }
 
 Result<uint32_t, Error> LentMemory::lend(const void* address, size_t bytes) {

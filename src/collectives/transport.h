@@ -103,9 +103,15 @@ class Transport {
   // of step for good) and returns the error, naming the operation.
   Error mismatch(int peer, size_t got_bytes, size_t expected_bytes);
   // Registers caller memory for local reads by this transport's queue pairs (post_from), and
-  // deregisters it: once deregistered, no retransmission can read it any more.
+  // deregisters it (new posts naming the key are refused; see abandon_queue_pairs for those
+  // already posted).
   Result<uint32_t, Error> lend(const void* address, size_t bytes);
   void unlend(uint32_t lkey);
+  // Destroys the queue pairs of a failed transport. Deregistering lent memory does not stop a
+  // posted write from reading it (the engine resolved its address at the post), so a
+  // collective that fails with writes outstanding ends them this way before it returns and its
+  // caller may free the memory. The transport stays failed.
+  void abandon_queue_pairs();
 
  private:
   // Why this rank waits on a peer (Peer::waited_on), for wait reports.
@@ -166,9 +172,10 @@ class Transport {
   std::optional<Error> failure_;
 };
 
-// Caller memory lent to the transport for one collective, so that the ring can send from it
-// without a copy into a staging slot. finish() waits until every data write has completed (the
-// caller may change the memory once the collective returns); either way the destructor
+// Caller memory lent to the transport for one collective, so that rings and chains can send
+// from it without a copy into a staging slot. No write may read it once the collective returns
+// (the caller may change or free it then): finish() waits until every data write has
+// completed, or, after a failure, destroys the failed transport's queue pairs; the destructor
 // deregisters it.
 class LentMemory {
  public:
@@ -180,10 +187,9 @@ class LentMemory {
   LentMemory& operator=(const LentMemory&) = delete;
   // The key of [address, address + bytes) for post_from().
   Result<uint32_t, Error> lend(const void* address, size_t bytes);
-  // `result` if it failed, else the wait for the writes' completion.
-  Result<Ok, Error> finish(const Result<Ok, Error>& result) {
-    return result.ok() ? transport_.settle_data() : result;
-  }
+  // The wait for the writes' completion, or, if `result` failed, `result` once no write can
+  // read the memory any more.
+  Result<Ok, Error> finish(const Result<Ok, Error>& result);
 
  private:
   Transport& transport_;
