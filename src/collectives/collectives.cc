@@ -9,7 +9,8 @@
 //   - reduce: the mirror chain root+1 -> ... -> root, each rank adding its input to the
 //     partial result as it passes through.
 //   Both chains send what already lies in the caller's buffers from there (LentMemory):
-//   broadcast every chunk from the receive buffer, reduce the first rank's input.
+//   broadcast the root's send buffer and each forwarder's receive buffer, reduce the first
+//   rank's input.
 //   - all-to-all: every pair exchanges its block directly, chunk by chunk, all peers at once;
 //     chunk c from a peer is consumed only after this rank has sent its own chunk c to that
 //     peer, which makes in-place use safe.
@@ -42,15 +43,15 @@ struct ChainGeometry {
   size_t length(uint64_t c) const { return std::min(chunk_bytes, bytes - offset(c)); }
 };
 
-// Every rank sends from its receive buffer: the root's holds the message (broadcast copies it
-// there first), and a forwarding rank copies each arriving chunk there before passing it on.
+// The root sends from its send buffer; a forwarding rank copies each arriving chunk into its
+// receive buffer and passes it on from there.
 class BroadcastChain final : public detail::ChainJob {
  public:
   BroadcastChain(ChainGeometry g, const detail::LentBuffers& b) : g_(g), b_(b) {}
   uint64_t chunks() const override { return g_.chunks(); }
   size_t receive_bytes(uint64_t c) const override { return g_.length(c); }
   detail::Item inject(uint64_t c, uint8_t*) override {
-    return b_.from_recv(g_.offset(c), g_.length(c));
+    return b_.from_send(g_.offset(c), g_.length(c));
   }
   detail::Item forward(uint64_t c, std::span<const uint8_t> in, uint8_t*) override {
     std::memcpy(b_.recv + g_.offset(c), in.data(), in.size());
@@ -186,10 +187,11 @@ Result<Ok, Error> Communicator::broadcast(const void* send, void* recv, size_t c
   if (rank_ == root && send != recv && bytes > 0) std::memmove(recv, send, bytes);
   if (bytes == 0 || ranks_ == 1) return Ok{};
   const int position = wrap(rank_ - root, ranks_);
-  // The last rank of the chain only receives: nothing of its own is sent.
-  return run_lent_chain<BroadcastChain>(*transport_, position, {bytes, options_.chunk_bytes},
-                                        {nullptr, static_cast<uint8_t*>(recv)}, 0,
-                                        position == ranks_ - 1 ? 0 : bytes);
+  // The root sends from `send`, a forwarding rank from `recv`, the chain's end nothing.
+  return run_lent_chain<BroadcastChain>(
+      *transport_, position, {bytes, options_.chunk_bytes},
+      {static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)}, position == 0 ? bytes : 0,
+      position == 0 || position == ranks_ - 1 ? 0 : bytes);
 }
 
 Result<Ok, Error> Communicator::reduce(const void* send, void* recv, size_t count, DataType type,
