@@ -424,5 +424,33 @@ TEST(UdpLoopback, AnEvSourcePortSendsTheFlowLabelItIsGiven) {
   close(fd);
 }
 
+// Datagrams waiting on several planes reach the engine in the order they arrived, not plane by
+// plane: read plane after plane, the later datagrams of plane 0 would come first, and the
+// peer's SACKs would report the earlier ones on other planes as missing (false losses).
+TEST(UdpLoopback, DatagramsOfAllPlanesAreHandledInTheirOrderOfArrival) {
+  const UdpHostConfig c = host_config(0, 31, Impairment{});
+  auto host = UdpHost::open(c);
+  ASSERT_TRUE(host.ok()) << host.error().message;
+  UdpHost& h = *host.value();
+  constexpr uint8_t kSide = 0xF7;
+  std::vector<int> seen;
+  h.set_side_channel(kSide, [&](std::span<const uint8_t> d, const SocketAddress&, bool) {
+    if (d.size() == 2) seen.push_back(d[1]);
+  });
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  constexpr std::array<int, 8> kPlaneOfDatagram{3, 0, 2, 1, 0, 3, 1, 2};  // every plane, mixed
+  for (uint8_t i = 0; i < kPlaneOfDatagram.size(); ++i) {
+    const std::array<uint8_t, 2> datagram{kSide, i};
+    const SocketAddress to = c.planes[static_cast<size_t>(kPlaneOfDatagram[i])].socket();
+    ASSERT_EQ(sendto(fd, datagram.data(), datagram.size(), 0, to.get(), to.length()), 2);
+  }
+  close(fd);
+  for (int round = 0; round < 200 && seen.size() < kPlaneOfDatagram.size(); ++round) {
+    if (!h.run_once()) usleep(1000);
+  }
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
 }  // namespace
 }  // namespace mrc::io

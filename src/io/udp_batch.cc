@@ -31,6 +31,11 @@ bool enable_gro(int fd) {
   return setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof on) == 0;
 }
 
+bool enable_arrival_times(int fd) {
+  const int on = 1;
+  return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
+}
+
 TxBatch::TxBatch(size_t max_datagram_bytes, bool gso)
     : buffer_(kMaxGsoBytes + max_datagram_bytes), max_datagram_(max_datagram_bytes), gso_(gso) {}
 
@@ -153,6 +158,7 @@ std::span<const RxDatagram> RxBatch::receive(int fd) {
   for (int i = 0; i < n; ++i) {
     msghdr& h = messages_[i].msg_hdr;
     uint8_t tos = 0;
+    int64_t arrival_ns = 0;
     size_t segment = messages_[i].msg_len;
     for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
       if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) std::memcpy(&tos, CMSG_DATA(c), 1);
@@ -160,6 +166,11 @@ std::span<const RxDatagram> RxBatch::receive(int fd) {
         int tclass = 0;
         std::memcpy(&tclass, CMSG_DATA(c), sizeof tclass);
         tos = static_cast<uint8_t>(tclass);
+      }
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        timespec t{};
+        std::memcpy(&t, CMSG_DATA(c), sizeof t);
+        arrival_ns = static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
       }
       if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
         int size = 0;
@@ -174,7 +185,8 @@ std::span<const RxDatagram> RxBatch::receive(int fd) {
       const size_t length = std::min<size_t>(segment, messages_[i].msg_len - offset);
       out_.push_back(RxDatagram{{base + offset, length},
                                 SocketAddress::from(reinterpret_cast<sockaddr*>(&from_[i])),
-                                tos});
+                                tos,
+                                arrival_ns});
     }
   }
   return out_;

@@ -12,8 +12,8 @@
 //
 // Receive (RxBatch): recvmmsg into buffers of 64 KiB, with UDP_GRO on the socket so that a
 // burst from one source arrives as one buffer with its segment size in a control message; the
-// segments are handed out one by one, each with the sender's address and the IP TOS byte (the
-// traffic class over IPv6).
+// segments are handed out one by one, each with the sender's address, the IP TOS byte (the
+// traffic class over IPv6) and the kernel's receive time (see enable_arrival_times).
 //
 // Bounds: a batch holds at most kMaxGsoSegments datagrams and kMaxGsoBytes bytes; a receive
 // call at most kRxMessages buffers.
@@ -39,6 +39,9 @@ inline constexpr size_t kMaxGsoSegments = 64;
 // Whether this kernel accepts UDP_SEGMENT and UDP_GRO on a UDP socket.
 bool gso_supported(int fd);
 bool enable_gro(int fd);
+// Asks the kernel to stamp each datagram with the time it received it (SO_TIMESTAMPNS), so
+// that datagrams read from several sockets can be put back into their order of arrival.
+bool enable_arrival_times(int fd);
 
 // What a flush did, for the plane's counters.
 struct TxOutcome {
@@ -87,11 +90,14 @@ class TxBatch {
   size_t bytes_ = 0;
 };
 
-// One received datagram: its bytes, its sender and the IP TOS byte it arrived with.
+// One received datagram: its bytes, its sender, the IP TOS byte it arrived with, and when the
+// kernel received it (SO_TIMESTAMPNS, realtime ns; 0 if the socket gave no time). The segments
+// of one GRO buffer share their buffer's time.
 struct RxDatagram {
   std::span<const uint8_t> bytes;
   SocketAddress from;
   uint8_t tos = 0;
+  int64_t arrival_ns = 0;
 };
 
 class RxBatch {
@@ -110,7 +116,7 @@ class RxBatch {
   std::array<mmsghdr, kRxMessages> messages_{};
   std::array<iovec, kRxMessages> iov_{};
   std::array<sockaddr_in6, kRxMessages> from_{};  // either family fits
-  alignas(cmsghdr) std::array<std::array<char, 64>, kRxMessages> control_{};
+  alignas(cmsghdr) std::array<std::array<char, 128>, kRxMessages> control_{};
   uint64_t calls_ = 0;
 };
 

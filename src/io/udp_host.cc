@@ -252,6 +252,7 @@ Result<Ok, Error> UdpHost::open_sockets() {
   wake_event.data.u32 = kWakeToken;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_event);
   planes_.resize(config_.planes.size());
+  if (config_.backend == Backend::kUdp) rx_.resize(config_.planes.size());
   port_flow_labels_.resize(config_.planes.size());
   paths_ = config_.srv6_paths;
   if (!paths_.empty())  // every port starts on path port % paths (srv6.h)
@@ -283,8 +284,9 @@ Result<Ok, Error> UdpHost::open_plane(int p) {
                                     to_string(plane.local) + "): ");
     plane.xdp = std::move(link.value());
     poll_fd = plane.xdp->fd();
-  } else if (config_.gro) {
-    enable_gro(plane.rx_fd);
+  } else {
+    if (config_.gro) enable_gro(plane.rx_fd);
+    enable_arrival_times(plane.rx_fd);
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -474,34 +476,54 @@ Instant UdpHost::now() const {
   return Instant{monotonic_ns() - clock_origin_ns_};
 }
 
-bool UdpHost::receive(int p, Instant now) {
+// One read of every plane, then the datagrams in the order the kernel received them. Reading
+// the planes one after another would hand the engine a whole batch of plane 0 before the
+// earlier datagrams waiting on plane 3; its SACKs would then report those as missing, and the
+// sender would take the reordering, which only this host made, for loss (false losses, and a
+// window cut for each). The xdp backend's frames carry no time: each plane's stay in order.
+bool UdpHost::receive(Instant now) {
+  arrivals_.clear();
+  received_.assign(planes_.size(), {});
+  int planes_with_data = 0;
+  for (int p = 0; p < planes(); ++p) {
+    Plane& plane = planes_[p];
+    const auto datagrams = plane.xdp ? plane.xdp->receive() : rx_[p].receive(plane.rx_fd);
+    if (datagrams.empty()) continue;
+    ++plane.stats.receive_calls;
+    ++planes_with_data;
+    received_[p] = datagrams;
+    for (uint32_t i = 0; i < datagrams.size(); ++i)
+      arrivals_.push_back({datagrams[i].arrival_ns, p, i});
+  }
+  if (planes_with_data > 1)
+    std::stable_sort(arrivals_.begin(), arrivals_.end(), [](const Arrival& a, const Arrival& b) {
+      return a.arrival_ns < b.arrival_ns;
+    });
+  for (const Arrival& a : arrivals_) deliver(a.plane, received_[a.plane][a.index], now);
+  return !arrivals_.empty();
+}
+
+void UdpHost::deliver(int p, const RxDatagram& d, Instant now) {
   Plane& plane = planes_[p];
   const bool xdp = plane.xdp != nullptr;
-  const std::span<const RxDatagram> datagrams =
-      xdp ? plane.xdp->receive() : rx_.receive(plane.rx_fd);
-  if (datagrams.empty()) return false;
-  ++plane.stats.receive_calls;
-  for (const RxDatagram& d : datagrams) {
-    if (!plane.stats.up) {
-      ++plane.stats.impairment_drops;  // a plane that is down receives nothing
-      continue;
-    }
-    RxMeta meta;
-    meta.plane = PlaneId(static_cast<uint8_t>(p));
-    meta.ev = Ev(d.from.port());
-    meta.source = source_token(d.from);
-    meta.ecn_ce = (d.tos & 0x03) == 0x03;
-    meta.icrc_checked = xdp;  // the link checked the RoCEv2 ICRC
-    ++plane.stats.packets_received;
-    plane.stats.bytes_received += d.bytes.size();
-    if (capture_ != nullptr)
-      capture_->write(realtime_ns(), {d.from, plane.local.socket(), d.tos}, d.bytes);
-    if (side_handler_ && !d.bytes.empty() && d.bytes[0] == side_opcode_)
-      side_handler_(d.bytes, d.from, xdp);
-    else
-      endpoint_->handle_datagram(now, d.bytes, meta);
+  if (!plane.stats.up) {
+    ++plane.stats.impairment_drops;  // a plane that is down receives nothing
+    return;
   }
-  return true;
+  RxMeta meta;
+  meta.plane = PlaneId(static_cast<uint8_t>(p));
+  meta.ev = Ev(d.from.port());
+  meta.source = source_token(d.from);
+  meta.ecn_ce = (d.tos & 0x03) == 0x03;
+  meta.icrc_checked = xdp;  // the link checked the RoCEv2 ICRC
+  ++plane.stats.packets_received;
+  plane.stats.bytes_received += d.bytes.size();
+  if (capture_ != nullptr)
+    capture_->write(realtime_ns(), {d.from, plane.local.socket(), d.tos}, d.bytes);
+  if (side_handler_ && !d.bytes.empty() && d.bytes[0] == side_opcode_)
+    side_handler_(d.bytes, d.from, xdp);
+  else
+    endpoint_->handle_datagram(now, d.bytes, meta);
 }
 
 void UdpHost::send_side(uint32_t peer, std::span<const uint8_t> datagram) {
@@ -842,7 +864,7 @@ bool UdpHost::run_once() {
   apply_flaps(now);
   check_links(now);
   bool busy = false;
-  for (int p = 0; p < planes(); ++p) busy |= receive(p, now);
+  busy |= receive(now);
   now = this->now();
   if (endpoint_->next_deadline() <= now) {
     endpoint_->handle_timeout(now);

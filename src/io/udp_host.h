@@ -6,7 +6,9 @@
 //     source port a receiver sees is the EV it echoes back;
 //   - batched I/O (io/udp_batch.h): consecutive datagrams of one EV leave as one UDP GSO
 //     super-datagram, or one sendmmsg where GSO is off; receive sockets use recvmmsg with
-//     UDP_GRO, so a burst arrives as one buffer;
+//     UDP_GRO, so a burst arrives as one buffer; each round reads every plane once and hands
+//     the engine the datagrams in the order the kernel received them (SO_TIMESTAMPNS), so
+//     reading planes one after another makes no reordering of its own;
 //   - an epoll progress loop with nanosecond timeouts (epoll_pwait2) for the engine's deadlines;
 //   - link state: every 20 ms (and at once after a send fails with ENETDOWN/ENETUNREACH) the
 //     interface holding each plane's address is checked; a plane whose interface is down or
@@ -200,7 +202,8 @@ class UdpHost {
   explicit UdpHost(const UdpHostConfig& config);
   Result<Ok, Error> open_sockets();
   Result<Ok, Error> open_plane(int p);
-  bool receive(int plane, Instant now);
+  bool receive(Instant now);
+  void deliver(int plane, const RxDatagram& d, Instant now);
   // RxMeta::source of a datagram from `from`, and back (a reply's address): IPv4 addresses and
   // ports fit in it; an IPv6 sender is kept in reply_cache_ under a hash the token carries.
   uint64_t source_token(const SocketAddress& from);
@@ -268,8 +271,16 @@ class UdpHost {
   bool busy_thread_ = false;
   void note_round(Instant start, Instant end, bool busy);
   TxBatch tx_;
-  int tx_plane_ = 0;  // the plane whose datagrams tx_ holds, if any
-  RxBatch rx_;
+  int tx_plane_ = 0;         // the plane whose datagrams tx_ holds, if any
+  std::vector<RxBatch> rx_;  // one per plane: a plane's datagrams stay put until all are read
+  // receive's scratch: every datagram of a round, by the kernel's arrival time.
+  struct Arrival {
+    int64_t arrival_ns;
+    int plane;
+    uint32_t index;
+  };
+  std::vector<Arrival> arrivals_;
+  std::vector<std::span<const RxDatagram>> received_;
   PcapWriter* capture_ = nullptr;
   uint8_t side_opcode_ = 0;
   SideHandler side_handler_;
