@@ -440,8 +440,8 @@ TEST(UdpLoopback, DatagramsOfAllPlanesAreHandledInTheirOrderOfArrival) {
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   ASSERT_GE(fd, 0);
   constexpr std::array<int, 8> kPlaneOfDatagram{3, 0, 2, 1, 0, 3, 1, 2};  // every plane, mixed
-  for (uint8_t i = 0; i < kPlaneOfDatagram.size(); ++i) {
-    const std::array<uint8_t, 2> datagram{kSide, i};
+  for (size_t i = 0; i < kPlaneOfDatagram.size(); ++i) {
+    const std::array<uint8_t, 2> datagram{kSide, static_cast<uint8_t>(i)};
     const SocketAddress to = c.planes[static_cast<size_t>(kPlaneOfDatagram[i])].socket();
     ASSERT_EQ(sendto(fd, datagram.data(), datagram.size(), 0, to.get(), to.length()), 2);
   }
