@@ -110,6 +110,17 @@ bool Requester::window_allows(PlaneId plane, uint32_t bytes) const {
   return mine + bytes <= share;
 }
 
+// What a new EV burst asks of the window before it starts: room for the whole burst (at most
+// what the work request has left), as a sender avoids the silly window: a window opened by a few
+// packets per plane would otherwise start a burst that it cuts after those few, and each piece
+// leaves as a send of its own. Bursts of one ask for one packet, as before.
+uint32_t Requester::burst_bytes(uint64_t remaining) const {
+  const uint64_t k = std::max<uint16_t>(config_.ev_burst_packets, 1);
+  const uint64_t packets =
+      std::min<uint64_t>(k, (remaining + config_.mtu_bytes - 1) / config_.mtu_bytes);
+  return static_cast<uint32_t>(std::max<uint64_t>(packets, 1) * (config_.mtu_bytes + 64));
+}
+
 void Requester::add_in_flight(const SentPacket& p) {
   in_flight_bytes_ += cost_bytes(p);
   plane_in_flight_bytes_[p.plane.value] += cost_bytes(p);
@@ -162,6 +173,7 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
   const uint64_t remaining = w.total_length - w.bytes_packetized;
   const uint32_t length = static_cast<uint32_t>(std::min<uint64_t>(remaining, config_.mtu_bytes));
   if (!window_allows(plane, length + 64)) return 0;
+  if (!in_burst(plane) && !window_allows(plane, burst_bytes(remaining))) return 0;
   const bool starts_imm_message = w.with_imm &&
                                   w.bytes_packetized % config_.max_message_bytes == 0 &&
                                   w.total_length - w.bytes_packetized <= config_.max_message_bytes;

@@ -156,6 +156,7 @@ class Requester {
   size_t poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   size_t poll_probe(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta);
   bool window_allows(PlaneId plane, uint32_t bytes) const;
+  uint32_t burst_bytes(uint64_t remaining) const;
   void add_in_flight(const SentPacket& p);
   void remove_in_flight(const SentPacket& p);
   void describe_next_packet(SentPacket& p);
