@@ -101,6 +101,39 @@ TEST(EvBurst, ARunEndsWhenItsEvIsMarked) {
   EXPECT_GT(ended_early, 0);
 }
 
+// A window that reopens one packet per SACK: a new burst waits until the window has room for
+// all of it, then leaves whole at one instant (one GSO send in the datapath), instead of one
+// packet per SACK (a send each).
+TEST(EvBurst, ABurstStartsOnlyWhenTheWindowHasRoomForAllOfIt) {
+  QpConfig config = burst_config(4);
+  config.cc = CcAlgorithm::kFixed;
+  config.fixed_window_bytes = 12 * (config.mtu_bytes + 64);
+  config.ack_every_packets = 1;
+  Pair pair(2, config, 1 << 20);
+  Runs runs;
+  std::map<int, std::vector<Instant>> run_start;  // per plane: when each run's first packet left
+  std::map<int, int> split_runs;                  // per plane: runs whose packets left apart
+  pair.filter = [&](int from, std::vector<uint8_t>& bytes, RxMeta&, const TxMeta& tx) {
+    if (from != 0 || !tx.is_data || !first_transmission(bytes)) return true;
+    const int plane = tx.plane.value;
+    if (note_run(runs, tx) == 1) {
+      run_start[plane].push_back(pair.now());
+    } else if (run_start[plane].back() != pair.now()) {
+      ++split_runs[plane];
+    }
+    return true;
+  };
+  ASSERT_TRUE(pair.write(0, 0, 1 << 20, 1).ok());
+  pair.run(Instant{500'000'000});
+  ASSERT_EQ(pair.drain(0, false).size(), 1u);
+  EXPECT_EQ(0, std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), 1 << 20));
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& [plane, r] : runs) {
+    EXPECT_GT(r.size(), 10u) << "plane " << plane;
+    EXPECT_EQ(split_runs[plane], 0) << "plane " << plane;
+  }
+}
+
 TEST(EvBurst, LossesAreRecoveredOnOtherEvs) {
   for (const int k : {1, 4, 16}) {
     SCOPED_TRACE(k);
