@@ -21,6 +21,15 @@ QpConfig burst_config(uint16_t k) {
   return c;
 }
 
+// Bursts of k under a fixed window of `packets` packets, a SACK for every packet.
+QpConfig fixed_window_config(uint16_t k, uint64_t packets) {
+  QpConfig c = burst_config(k);
+  c.cc = CcAlgorithm::kFixed;
+  c.fixed_window_bytes = packets * (c.mtu_bytes + 64);
+  c.ack_every_packets = 1;
+  return c;
+}
+
 // Per plane, the EVs of the new data packets (first transmissions) side 0 sent, in order, as
 // runs (EV, length).
 using Runs = std::map<int, std::vector<std::pair<uint32_t, int>>>;
@@ -73,11 +82,7 @@ TEST(EvBurst, NewDataGoesOutInRunsOfKOnOneEv) {
 TEST(EvBurst, ARunEndsWhenItsEvIsMarked) {
   // A window of 3 packets and a SACK for every packet: a burst spans several round trips, so
   // the echo of a mark comes back while its EV's burst is still going.
-  QpConfig config = burst_config(8);
-  config.cc = CcAlgorithm::kFixed;
-  config.fixed_window_bytes = 3 * (config.mtu_bytes + 64);
-  config.ack_every_packets = 1;
-  Pair pair(1, config, 1 << 20);
+  Pair pair(1, fixed_window_config(8, 3), 1 << 20);
   Runs runs;
   uint64_t marked = 0;
   pair.filter = [&](int from, std::vector<uint8_t>& bytes, RxMeta& rx, const TxMeta& tx) {
@@ -105,11 +110,7 @@ TEST(EvBurst, ARunEndsWhenItsEvIsMarked) {
 // all of it, then leaves whole at one instant (one GSO send in the datapath), instead of one
 // packet per SACK (a send each).
 TEST(EvBurst, ABurstStartsOnlyWhenTheWindowHasRoomForAllOfIt) {
-  QpConfig config = burst_config(4);
-  config.cc = CcAlgorithm::kFixed;
-  config.fixed_window_bytes = 12 * (config.mtu_bytes + 64);
-  config.ack_every_packets = 1;
-  Pair pair(2, config, 1 << 20);
+  Pair pair(2, fixed_window_config(4, 12), 1 << 20);
   Runs runs;
   std::map<int, std::vector<Instant>> run_start;  // per plane: when each run's first packet left
   std::map<int, int> split_runs;                  // per plane: runs whose packets left apart
