@@ -172,8 +172,7 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
   const WorkRequest& w = wr_at(sq_next_send_);
   const uint64_t remaining = w.total_length - w.bytes_packetized;
   const uint32_t length = static_cast<uint32_t>(std::min<uint64_t>(remaining, config_.mtu_bytes));
-  if (!window_allows(plane, length + 64)) return 0;
-  if (!in_burst(plane) && !window_allows(plane, burst_bytes(remaining))) return 0;
+  if (!window_allows(plane, in_burst(plane) ? length + 64 : burst_bytes(remaining))) return 0;
   const bool starts_imm_message = w.with_imm &&
                                   w.bytes_packetized % config_.max_message_bytes == 0 &&
                                   w.total_length - w.bytes_packetized <= config_.max_message_bytes;

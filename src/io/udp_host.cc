@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 #include <optional>
+#include <tuple>
 
 #include "io/port_holder.h"
 #include "util/errno_map.h"
@@ -483,7 +484,6 @@ Instant UdpHost::now() const {
 // window cut for each). The xdp backend's frames carry no time: each plane's stay in order.
 bool UdpHost::receive(Instant now) {
   arrivals_.clear();
-  received_.assign(planes_.size(), {});
   int planes_with_data = 0;
   for (int p = 0; p < planes(); ++p) {
     Plane& plane = planes_[p];
@@ -491,15 +491,16 @@ bool UdpHost::receive(Instant now) {
     if (datagrams.empty()) continue;
     ++plane.stats.receive_calls;
     ++planes_with_data;
-    received_[p] = datagrams;
-    for (uint32_t i = 0; i < datagrams.size(); ++i)
-      arrivals_.push_back({datagrams[i].arrival_ns, p, i});
+    for (const RxDatagram& d : datagrams) arrivals_.push_back({d.arrival_ns, p, &d});
   }
+  // Ties keep each plane's own order (its datagrams lie in order in its batch); std::sort on the
+  // whole key needs no buffer, which a stable sort would allocate every round.
   if (planes_with_data > 1)
-    std::stable_sort(arrivals_.begin(), arrivals_.end(), [](const Arrival& a, const Arrival& b) {
-      return a.arrival_ns < b.arrival_ns;
+    std::sort(arrivals_.begin(), arrivals_.end(), [](const Arrival& a, const Arrival& b) {
+      return std::tie(a.arrival_ns, a.plane, a.datagram) <
+             std::tie(b.arrival_ns, b.plane, b.datagram);
     });
-  for (const Arrival& a : arrivals_) deliver(a.plane, received_[a.plane][a.index], now);
+  for (const Arrival& a : arrivals_) deliver(a.plane, *a.datagram, now);
   return !arrivals_.empty();
 }
 

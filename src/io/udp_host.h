@@ -273,14 +273,14 @@ class UdpHost {
   TxBatch tx_;
   int tx_plane_ = 0;         // the plane whose datagrams tx_ holds, if any
   std::vector<RxBatch> rx_;  // one per plane: a plane's datagrams stay put until all are read
-  // receive's scratch: every datagram of a round, by the kernel's arrival time.
+  // receive's scratch: every datagram of a round (in its plane's batch, valid until the next
+  // round), by the kernel's arrival time.
   struct Arrival {
     int64_t arrival_ns;
     int plane;
-    uint32_t index;
+    const RxDatagram* datagram;
   };
   std::vector<Arrival> arrivals_;
-  std::vector<std::span<const RxDatagram>> received_;
   PcapWriter* capture_ = nullptr;
   uint8_t side_opcode_ = 0;
   SideHandler side_handler_;
