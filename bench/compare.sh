@@ -300,9 +300,16 @@ EOF
   [ "$src_rc" = 0 ] || say "WARNING: $transport server exited $src_rc in $scenario (see $dir/server.err)"
 }
 
-# mrc's data datagram: BTH 12 + METH 4 + TSETH 4 + RETH 16 + 4096 payload + ICRC 4 (the last
-# packet of a message adds ImmDt 4). The raw UDP sender uses the same size.
-MRC_DATAGRAM=4136
+# mrc's payload per packet: what mrc perf picks on these links (8192 bytes where the MTU carries
+# it with 128 bytes of headers, else 4096; io::auto_payload_bytes), or --mtu in --mrc-args. Its
+# data datagram: BTH 12 + METH 4 + TSETH 4 + RETH 16 + payload + ICRC 4 (the last packet of a
+# message adds ImmDt 4). The raw UDP sender uses the same size.
+MRC_PAYLOAD=4096
+[ "${MTU:-0}" -ge 8320 ] && MRC_PAYLOAD=8192
+for ((i = 0; i + 1 < ${#MRC_ARGS[@]}; i++)); do
+  [ "${MRC_ARGS[$i]}" = --mtu ] && MRC_PAYLOAD=${MRC_ARGS[$((i + 1))]}
+done
+MRC_DATAGRAM=$((MRC_PAYLOAD + 40))
 
 # A run whose client failed (an mrc transfer that hung and was killed by `timeout`, say) is kept
 # as DIR-failedN and measured again, at most twice more; the summary lists the failures.
@@ -351,6 +358,7 @@ tcp_congestion_control $TCP_CC
 rate $RATE
 planes $PLANES
 mtu $MTU
+mrc_payload $MRC_PAYLOAD
 queue_ms $QUEUE_MS
 fail_plane $FAIL_PLANE
 fail_at_s $FAIL_AT

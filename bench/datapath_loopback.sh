@@ -10,7 +10,8 @@
 # Variants: the raw UDP ceiling (GSO sends, recvmmsg without GRO: one datagram per receive
 # buffer, as the baseline of bench/compare.sh), the same with UDP_GRO at the receiver, and mrc
 # perf (1 MiB messages, 16 in flight) with EV bursts of 1, of 4 with a SACK per 4 packets, and
-# the datapath's defaults, and with GSO/GRO off; on request (--variants) also the defaults with
+# the datapath's defaults (8192-byte payloads on loopback), and with GSO/GRO off; then both at
+# 4096-byte payloads (udp_gso_4k: 4136-byte datagrams, mrc_4k: --mtu 4096); on request (--variants) also the defaults with
 # the messages cycling through one 1 MiB buffer (mrc_shared: a working set that stays in the
 # cache, as the raw UDP sender's and iperf3's reused buffers do), and mrc's secure mode,
 # authenticated (mrc_auth) and encrypted (mrc_encrypt), with the datapath's defaults and a
@@ -21,7 +22,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 ROUNDS=3 DURATION=4 BUILD=1 JSON=0
-VARIANTS="udp_gso udp_gso_gro mrc_k1 mrc_k4_ack4 mrc_default mrc_no_gso"
+VARIANTS="udp_gso udp_gso_gro mrc_k1 mrc_k4_ack4 mrc_default mrc_no_gso udp_gso_4k mrc_4k"
 usage() {
   cat <<EOF
 usage: bench/datapath_loopback.sh [--rounds N] [--duration S] [--json] [--no-build]
@@ -30,8 +31,8 @@ usage: bench/datapath_loopback.sh [--rounds N] [--duration S] [--json] [--no-bui
   --json         one JSON object on stdout (else a table)
   --no-build     use build/release as it is
   --variants "V ..."  which variants, in this order (default: $VARIANTS;
-                 also mrc_shared, mrc_auth, mrc_encrypt); ratios are to udp_gso and mrc_default
-                 where run
+                 also mrc_shared, mrc_auth, mrc_encrypt); ratios are to udp_gso, mrc_default
+                 and udp_gso_4k where run
 EOF
 }
 while [ $# -gt 0 ]; do
@@ -56,18 +57,19 @@ BLAST=$REPO/build/release/bench/udp_gso_blast
 for b in "$MRC" "$BLAST"; do [ -x "$b" ] || { say "$b is missing (drop --no-build)"; exit 1; }; done
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-DATAGRAM=4136  # mrc's data datagram: headers 36 + 4096 payload + ICRC 4
+# mrc's data datagram: headers 36 + payload + ICRC 4; loopback's MTU carries 8192-byte payloads
+DATAGRAM=8232 DATAGRAM_4K=4136
 
 # Both sides' CPU seconds (user + system) from bash `times` of a subshell.
 cpu_of() { awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$1"; }
 
-run_blast() {  # NAME GRO FILE
+run_blast() {  # NAME GRO FILE [DATAGRAM]
   local gro=() port=$((9100 + RANDOM % 500))
   [ "$2" = 1 ] && gro=(--gro)
   (timeout 60 "$BLAST" recv --bind "127.0.0.1:$port" --idle-ms 500 --max-seconds 60 "${gro[@]}" >"$3.server"; times >"$3.server.times") &
   local server=$!
   sleep 0.3
-  (timeout 60 "$BLAST" send --bind 127.0.0.1 --to "127.0.0.1:$port" --segment "$DATAGRAM" --duration "$DURATION" >"$3.client"; times >"$3.client.times")
+  (timeout 60 "$BLAST" send --bind 127.0.0.1 --to "127.0.0.1:$port" --segment "${4:-$DATAGRAM}" --duration "$DURATION" >"$3.client"; times >"$3.client.times")
   wait "$server"
 }
 
@@ -83,7 +85,7 @@ run_mrc() {  # NAME FILE ARGS...
 
 for v in $VARIANTS; do
   case "$v" in
-    udp_gso | udp_gso_gro | mrc_k1 | mrc_k4_ack4 | mrc_default | mrc_no_gso | mrc_shared | mrc_auth | mrc_encrypt) ;;
+    udp_gso | udp_gso_gro | mrc_k1 | mrc_k4_ack4 | mrc_default | mrc_no_gso | udp_gso_4k | mrc_4k | mrc_shared | mrc_auth | mrc_encrypt) ;;
     *) say "unknown variant $v"; usage >&2; exit 2 ;;
   esac
 done
@@ -101,6 +103,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
       mrc_default) run_mrc "$v" "$f" ;;
       mrc_k4_ack4) run_mrc "$v" "$f" --ev-burst 4 --ack-every 4 ;;
       mrc_no_gso) run_mrc "$v" "$f" --ev-burst 1 --no-gso ;;
+      udp_gso_4k) run_blast "$v" 0 "$f" "$DATAGRAM_4K" ;;
+      mrc_4k) run_mrc "$v" "$f" --mtu 4096 ;;
       mrc_shared) run_mrc "$v" "$f" --buffer 1M ;;
       mrc_auth) run_mrc "$v" "$f" --secure auth --key-file "$KEY" ;;
       mrc_encrypt) run_mrc "$v" "$f" --secure encrypt --key-file "$KEY" ;;
@@ -128,7 +132,7 @@ for v in variants:
     rows[v] = {"gbit_per_s": statistics.median(g for g, _ in got),
                "gbit_per_cpu_s": statistics.median(c for _, c in got),
                "rounds_gbit_per_s": [round(g, 2) for g, _ in got]}
-bases = [b for b in ("udp_gso", "mrc_default") if b in rows]
+bases = [b for b in ("udp_gso", "mrc_default", "udp_gso_4k") if b in rows]
 for v in variants:
     for b in bases:
         rows[v][f"ratio_to_{b}"] = rows[v]["gbit_per_s"] / rows[b]["gbit_per_s"]

@@ -2,13 +2,18 @@
 // addresses, configure() writes the datapath's QP fields and leaves what a QP chose, CQs are
 // reported by tag once each time they turn non-empty, and a device that cannot open says why.
 //
-// Ports: UDP 1091-1098 and EV source ports 63000-65287 (no other test uses them).
+// Ports: UDP 1091-1099 and EV source ports 62600-62999 and 63000-65287 (no other test uses
+// them).
 #include "io/device.h"
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
 #include <vector>
 
+#include "core/wire/packet.h"
+#include "io/netdev.h"
 #include "loopback_device.h"
 
 namespace mrc::io {
@@ -44,6 +49,44 @@ TEST(Device, ConfigureWritesTheDatapathsFieldsAndKeepsChoices) {
   device.value()->configure(chosen);
   EXPECT_EQ(chosen.ev_burst_packets, 1);
   EXPECT_EQ(chosen.nscc.target_delay_ns, 7000);
+}
+
+// A burst left to the datapath leaves as one GSO send: as many packets as fit, at most the
+// default, whatever the payload size (8192-byte payloads: 7).
+TEST(Device, ADefaultBurstFitsOneGsoSend) {
+  for (const uint32_t mtu : {256u, 1024u, 4096u, 7000u, 8192u, 9000u}) {
+    const size_t datagram =
+        mtu + wire::kMaxDataHeaderBytes + wire::kSechBytes + wire::kTagBytes + wire::kIcrcBytes;
+    const size_t burst = default_ev_burst(mtu);
+    EXPECT_GE(burst, 1u) << mtu;
+    EXPECT_LE(burst * datagram, kMaxGsoBytes) << mtu;
+    EXPECT_TRUE(burst == kUdpDefaultEvBurst || (burst + 1) * datagram > kMaxGsoBytes) << mtu;
+  }
+  EXPECT_EQ(default_ev_burst(4096), kUdpDefaultEvBurst);
+  EXPECT_EQ(default_ev_burst(8192), 7);
+  auto device = Device::open(loopback_config(1099, 62600));
+  ASSERT_TRUE(device.ok()) << device.error().message;
+  QpConfig big;
+  big.set_mtu(8192);
+  device.value()->configure(big);
+  EXPECT_EQ(big.ev_burst_packets, 7);
+}
+
+// The payload per packet follows the planes' interfaces: loopback's MTU (65536 unless changed)
+// carries 8192 bytes; an IPv6 plane or an address no interface holds gets 4096.
+TEST(Device, AutoPayloadFollowsThePlanesMtu) {
+  std::ifstream lo("/sys/class/net/lo/mtu");
+  uint32_t lo_mtu = 0;
+  lo >> lo_mtu;
+  ASSERT_GT(lo_mtu, 0u);
+  EXPECT_EQ(smallest_plane_mtu({"127.0.0.1", "127.0.0.2"}), lo_mtu);
+  const uint32_t want = lo_mtu >= 8192 + kPlaneHeaderBytes   ? 8192
+                        : lo_mtu >= 4096 + kPlaneHeaderBytes ? 4096
+                                                             : 1024;
+  EXPECT_EQ(auto_payload_bytes({"127.0.0.1", "127.0.0.2"}), want);
+  EXPECT_EQ(auto_payload_bytes({"127.0.0.1", "::1"}), 4096u);
+  EXPECT_EQ(auto_payload_bytes({"203.0.113.77"}), 4096u);  // TEST-NET-3: held by no interface
+  EXPECT_EQ(smallest_plane_mtu({}), 0u);
 }
 
 TEST(Device, ACqIsReportedOnceEachTimeItTurnsNonEmpty) {

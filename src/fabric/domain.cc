@@ -116,24 +116,6 @@ Result<std::unique_ptr<Context>, Error> open_context(const Settings& s,
   }
 }
 
-// FI_MRC_MTU unset: the largest of 8192, 4096 and 1024 payload bytes that every plane's
-// interface carries with the IP, UDP and MRC headers (4096 where the MTU is not known: IPv6).
-int auto_mtu(const std::vector<std::string>& planes) {
-  uint32_t smallest = ~0u;
-  for (const std::string& p : planes) {
-    in_addr a{};
-    if (inet_pton(AF_INET, p.c_str(), &a) != 1) return 4096;
-    auto nic = io::interface_of(a);
-    if (!nic.ok() || nic.value().mtu == 0) return 4096;
-    smallest = std::min(smallest, nic.value().mtu);
-  }
-  constexpr uint32_t kHeaders = 128;
-  for (const int payload : {8192, 4096}) {
-    if (smallest >= static_cast<uint32_t>(payload) + kHeaders) return payload;
-  }
-  return 1024;
-}
-
 std::optional<std::string> check(const Settings& s) {
   if (s.slots < 2 || s.slots > static_cast<int>(kMaxSlots)) return "FI_MRC_SLOTS must be 2..128";
   if (s.slot_bytes < static_cast<int>(kMinSlotBytes) ||
@@ -366,7 +348,8 @@ int open_domain(fid_fabric*, fi_info* info, fid_domain** out, void* context) {
     return -FI_ENODEV;
   }
   Settings config = s;
-  if (config.mtu_bytes == 0) config.mtu_bytes = auto_mtu(planes.value());
+  if (config.mtu_bytes == 0)
+    config.mtu_bytes = static_cast<int>(io::auto_payload_bytes(planes.value()));
   auto ctx = open_context(s, planes.value());
   if (!ctx.ok()) {
     warn("cannot open the planes " + s.planes + ": " + ctx.error().message);

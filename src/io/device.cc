@@ -52,10 +52,19 @@ Device::~Device() {
 void Device::configure(QpConfig& c, SecureMode secure) const {
   c.ev_port_base = config_.ev_port_base;
   c.ev_ports_per_plane = ev_source_ports_per_plane(config_.planes.size());
-  if (c.ev_burst_packets == 0) c.ev_burst_packets = kUdpDefaultEvBurst;
   if (c.ack_every_packets == 0) c.ack_every_packets = kUdpDefaultAckEvery;
   if (c.nscc.target_delay_ns == 0) c.nscc.target_delay_ns = kUdpDefaultTargetDelayNs;
   if (c.mtu_bytes > max_mtu_bytes(secure)) c.set_mtu(max_mtu_bytes(secure));
+  if (c.ev_burst_packets == 0) c.ev_burst_packets = default_ev_burst(c.mtu_bytes);
+}
+
+// A default burst leaves as one GSO send: kUdpDefaultEvBurst packets, or as many full-sized
+// datagrams as one send carries if fewer (7 of 8192-byte payloads), secure ones included.
+uint16_t default_ev_burst(uint32_t mtu_bytes) {
+  const size_t datagram =
+      mtu_bytes + wire::kMaxDataHeaderBytes + wire::kSechBytes + wire::kTagBytes + wire::kIcrcBytes;
+  const size_t fit = std::max<size_t>(1, kMaxGsoBytes / datagram);
+  return static_cast<uint16_t>(std::min<size_t>(kUdpDefaultEvBurst, fit));
 }
 
 // A packet must fit the datapath's datagram (the xdp backend's frames hold less than UDP), a

@@ -37,6 +37,9 @@ namespace mrc::io {
 // New data packets per EV burst on the UDP datapath when a QP leaves it to the datapath
 // (QpConfig::ev_burst_packets = 0); docs/PROTOCOL.md "Spray granularity" says why this one.
 inline constexpr uint16_t kUdpDefaultEvBurst = 8;
+// The burst a QP that leaves it to the datapath gets: kUdpDefaultEvBurst, or fewer where that
+// many packets of `mtu_bytes` would not leave as one GSO send.
+uint16_t default_ev_burst(uint32_t mtu_bytes);
 // SACK coalescing on the UDP datapath when a QP leaves it to the datapath
 // (QpConfig::ack_every_packets = 0): a SACK per this many data packets. Each SACK is a system
 // call of its own while data leaves in GSO bursts, so the receiver's CPU, not the wire, pays

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -131,6 +132,27 @@ Result<NetInterface, Error> interface_of(in_addr address) {
   out.rx_queues = count_rx_queues(out.name);
   out.driver = driver_of(out.name);
   return out;
+}
+
+uint32_t smallest_plane_mtu(const std::vector<std::string>& planes) {
+  uint32_t smallest = ~0u;
+  for (const std::string& p : planes) {
+    in_addr a{};
+    if (inet_pton(AF_INET, p.c_str(), &a) != 1) return 0;
+    auto nic = interface_of(a);
+    if (!nic.ok() || nic.value().mtu == 0) return 0;
+    smallest = std::min(smallest, nic.value().mtu);
+  }
+  return planes.empty() ? 0 : smallest;
+}
+
+uint32_t auto_payload_bytes(const std::vector<std::string>& planes) {
+  const uint32_t mtu = smallest_plane_mtu(planes);
+  if (mtu == 0) return 4096;
+  for (const uint32_t payload : {8192u, 4096u}) {
+    if (mtu >= payload + kPlaneHeaderBytes) return payload;
+  }
+  return 1024;
 }
 
 Neighbours::Neighbours(std::string ifname, in_addr local)

@@ -35,6 +35,17 @@ struct NetInterface {
 // The interface holding `address`; the error names the address when none does.
 Result<NetInterface, Error> interface_of(in_addr address);
 
+// Room the IP, UDP and MRC headers and the ICRC take in a plane's MTU (with some to spare).
+inline constexpr uint32_t kPlaneHeaderBytes = 128;
+
+// The smallest MTU of the interfaces holding `planes` (IPv4 addresses as text); 0 if one is not
+// known (an IPv6 plane, an address no interface holds).
+uint32_t smallest_plane_mtu(const std::vector<std::string>& planes);
+
+// The MRC payload per packet that every plane's interface carries with the headers: the largest
+// of 8192, 4096 and 1024 bytes; 4096 where an interface's MTU is not known.
+uint32_t auto_payload_bytes(const std::vector<std::string>& planes);
+
 class Neighbours {
  public:
   static constexpr size_t kMaxEntries = 256;

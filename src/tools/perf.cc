@@ -212,6 +212,7 @@ class PerfSide {
     }
   }
   uint64_t slot_bytes() const { return slot_bytes_; }
+  uint32_t mtu_bytes() const { return mtu_; }
   // --pcap: what the capture holds, for the summary ("" without one).
   std::string capture_note() const {
     if (!capture_) return "";
@@ -245,6 +246,8 @@ class PerfSide {
   io::Device& shard_of(size_t q) const {
     return devices_->shard(static_cast<uint32_t>(q % devices_->size()));
   }
+  Result<Ok, Error> choose_mtu();
+  QpConfig qp_config(size_t q, uint32_t mtu_bytes) const;
   Result<Ok, Error> open_qps();
   Result<Ok, Error> connect_qp(size_t q, const json& peer);
   void poll_shard(uint32_t s);
@@ -296,6 +299,7 @@ class PerfSide {
   std::string failure_;
   // Secure mode: the pre-shared key and each QP's key exchange (io/key_exchange.h).
   SecureMode secure_ = SecureMode::kOff;
+  uint32_t mtu_ = 4096;  // payload bytes per packet (choose_mtu, then agreed at connect)
   std::vector<uint8_t> key_;
   std::vector<io::KeyExchange> exchanges_;
   Result<Ok, Error> read_key();
@@ -419,27 +423,51 @@ Result<Ok, Error> PerfSide::open() {
   return Ok{};
 }
 
+// The payload per packet: --mtu, or the largest every plane's interface carries (the peer's
+// hello may lower it: the two sides agree on the smaller). An explicit size must fit too.
+Result<Ok, Error> PerfSide::choose_mtu() {
+  const uint32_t plane_mtu = io::smallest_plane_mtu(o_.planes);
+  if (o_.mtu == 0) {
+    mtu_ = io::auto_payload_bytes(o_.planes);
+  } else if (plane_mtu != 0 && o_.mtu + io::kPlaneHeaderBytes > plane_mtu) {
+    return fail(Errc::kInvalidArgument,
+                "--mtu " + std::to_string(o_.mtu) + " does not fit the planes' interfaces (MTU " +
+                    std::to_string(plane_mtu) + "): at most " +
+                    std::to_string(plane_mtu - io::kPlaneHeaderBytes) + " payload bytes");
+  } else {
+    mtu_ = o_.mtu;
+  }
+  return Ok{};
+}
+
+// QP q's configuration at `mtu_bytes` payload bytes: the datapath's defaults, then what the
+// command line asks for.
+QpConfig PerfSide::qp_config(size_t q, uint32_t mtu_bytes) const {
+  QpConfig c;
+  c.ev_count = static_cast<uint16_t>(o_.ev_count);
+  c.ack_every_packets = o_.ack_every;
+  c.timeout = 12;
+  c.retry_exp = 10;  // tolerate seconds-long scheduling stalls of a busy host (~8 s in all)
+  (void)parse_cc_algorithm(o_.cc, c.cc);                   // the CLI accepts the three names only
+  (void)parse_path_policy(o_.path_policy, c.path_policy);  // likewise the policies' names
+  c.nscc.max_window_bytes = c.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
+  c.nscc.initial_window_bytes =
+      std::min<uint64_t>(c.nscc.initial_window_bytes, c.nscc.max_window_bytes);
+  c.set_mtu(mtu_bytes);
+  shard_of(q).configure(c, secure_);  // keys come at connect
+  if (o_.ev_burst != 0)
+    c.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
+  if (o_.target_delay_us >= 0)
+    c.nscc.target_delay_ns = static_cast<int64_t>(o_.target_delay_us * 1000);
+  return c;
+}
+
 // The QPs, before any thread runs: QP q in shard q % threads, with that shard's EV ports.
 Result<Ok, Error> PerfSide::open_qps() {
-  QpConfig qc;
-  qc.ev_count = static_cast<uint16_t>(o_.ev_count);
-  qc.ack_every_packets = o_.ack_every;
-  qc.timeout = 12;
-  qc.retry_exp = 10;  // tolerate seconds-long scheduling stalls of a busy host (~8 s in all)
-  (void)parse_cc_algorithm(o_.cc, qc.cc);                   // the CLI accepts the three names only
-  (void)parse_path_policy(o_.path_policy, qc.path_policy);  // likewise the policies' names
-  qc.nscc.max_window_bytes = qc.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
-  qc.nscc.initial_window_bytes =
-      std::min<uint64_t>(qc.nscc.initial_window_bytes, qc.nscc.max_window_bytes);
+  if (auto chosen = choose_mtu(); !chosen.ok()) return chosen;
   for (uint32_t q = 0; q < o_.qps; ++q) {
     io::Device& shard = shard_of(q);
-    QpConfig c = qc;
-    shard.configure(c, secure_);  // the datapath's defaults (keys come at connect); then what
-                                  // the command line asks for
-    if (o_.ev_burst != 0)
-      c.ev_burst_packets = static_cast<uint16_t>(std::min<uint32_t>(o_.ev_burst, 0xFFFF));
-    if (o_.target_delay_us >= 0)
-      c.nscc.target_delay_ns = static_cast<int64_t>(o_.target_delay_us * 1000);
+    const QpConfig c = qp_config(q, mtu_);
     if (const std::string invalid = c.validate(shard.planes()); !invalid.empty())
       return fail(Errc::kInvalidArgument, invalid);
     CompletionQueue* cq = cqs_[q % cqs_.size()];
@@ -469,7 +497,7 @@ json PerfSide::hello() const {
           {"port", udp_port()},      {"qps", qps},
           {"rkey", target_mr_.rkey}, {"addr", target_mr_.address},
           {"len", target_.size()},   {"backend", o_.backend},
-          {"secure", o_.secure}};
+          {"secure", o_.secure},     {"mtu", mtu_}};
 }
 
 Result<Ok, Error> PerfSide::connect(const json& peer) {
@@ -495,8 +523,17 @@ Result<Ok, Error> PerfSide::connect(const json& peer) {
     return fail(Errc::kInvalidArgument,
                 "peer buffer too small: use the same --size, --depth and --buffer on both sides");
   }
-  for (size_t q = 0; q < qps_.size(); ++q)
+  // A peer without the field (an older build) sends 4096-byte payloads.
+  const uint32_t agreed = std::min(mtu_, peer.value("mtu", 4096u));
+  for (size_t q = 0; q < qps_.size(); ++q) {
+    if (agreed != mtu_) {
+      std::lock_guard lock(shard_of(q).lock());
+      if (auto set = qps_[q]->set_config(qp_config(q, agreed)); !set.ok())
+        return fail(to_error(set.error()), "queue pair " + std::to_string(q) + ": ");
+    }
     if (auto connected = connect_qp(q, peer); !connected.ok()) return connected;
+  }
+  mtu_ = agreed;
   return Ok{};
 }
 
@@ -851,6 +888,7 @@ json plane_and_ev_summary(PerfSide& side) {
     if (e.security_drops[i] > 0)
       security_drops[to_string(static_cast<SecurityDrop>(i))] = e.security_drops[i];
   return {{"backend", side.backend_description()},
+          {"mtu_bytes", side.mtu_bytes()},
           {"planes", planes},
           {"qps", qps},
           {"active_ev_states", ev_states},
@@ -871,7 +909,9 @@ void print_summary(const json& r) {
   std::printf("latency (post to completion): p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n",
               r["latency_us"]["p50"].get<double>(), r["latency_us"]["p99"].get<double>(),
               r["latency_us"]["p999"].get<double>());
-  std::printf("datapath: %s\n", r["summary"]["backend"].get<std::string>().c_str());
+  std::printf("datapath: %s; %u payload bytes per packet\n",
+              r["summary"]["backend"].get<std::string>().c_str(),
+              r["summary"]["mtu_bytes"].get<uint32_t>());
   std::printf(
       "plane  packets_sent  MB_sent  per_send_call  retransmits  impairment_drops  state\n");
   for (const auto& p : r["summary"]["planes"])
@@ -1218,7 +1258,12 @@ void add_fault_and_transport_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--ev-burst", o.ev_burst,
                  "new data packets per EV before the next EV (1..64; default 0: the datapath's, " +
                      std::to_string(io::kUdpDefaultEvBurst) +
-                     "): a burst leaves as one UDP GSO send");
+                     ", or 7 at payloads above 7 KiB): a burst leaves as one UDP GSO send");
+  app.add_option("--mtu", o.mtu,
+                 "payload bytes per packet, 256-9000 (default: 8192 where every plane's interface "
+                 "carries it with the headers, as a 9000-byte link or loopback does, else 4096 or "
+                 "1024; the two sides use the smaller of their choices)")
+      ->check(CLI::Range(256, 9000));
   app.add_option("--target-delay-us", o.target_delay_us,
                  "NSCC queueing-delay target in microseconds (0: half the learned base RTT; "
                  "default: the UDP datapath's, 50)");

@@ -46,6 +46,7 @@ struct PerfOptions {
   std::string path_policy = "p2c";  // QpConfig::path_policy (core/path_policy.h)
   uint32_t ev_count = 128;
   uint32_t window_kib = 2048;
+  uint32_t mtu = 0;             // QpConfig::mtu_bytes (0: from the planes' interfaces)
   uint32_t ev_burst = 0;        // QpConfig::ev_burst_packets (0: the datapath's default)
   uint32_t ack_every = 0;       // QpConfig::ack_every_packets (0: the datapath's default)
   double target_delay_us = -1;  // NsccConfig::target_delay_ns; < 0: the datapath's default
