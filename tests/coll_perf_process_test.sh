@@ -43,6 +43,19 @@ r1=$!
 wait $r1 || { cat $out.1; fail "tcp store rank 1"; }
 check_json "ranks by hand with a TCP store"
 
+# Ranks whose payload per packet differs (loopback's default is 8192) are refused on both,
+# naming the setting, not left to drop each other's packets.
+dir=/tmp/mrc-coll-perf-store.$$
+"$MRC" allreduce-perf --rank 1 --world-size 2 --store file:$dir -b 64K -e 64K --mtu 4096 $common > $out.1 2>&1 &
+r1=$!
+"$MRC" allreduce-perf --rank 0 --world-size 2 --store file:$dir -b 64K -e 64K $common > $out 2>&1; rc=$?
+wait $r1; rc1=$?
+rm -rf $dir
+[ $rc -ne 0 ] && [ $rc1 -ne 0 ] && grep -q "mtu" $out && grep -q "mtu" $out.1 ||
+  { cat $out $out.1; fail "ranks with different payloads: rc=$rc/$rc1"; }
+grep -q "mtu=8192" $out.1 || { cat $out.1; fail "the default on loopback is not 8192"; }
+echo "ok: ranks with different --mtu refused"
+
 # As under mpirun: rank and size from Open MPI's environment, a file store.
 dir=/tmp/mrc-coll-perf-store.$$
 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=1 "$MRC" allreduce-perf --store file:$dir -b 4K -e 4K $common > $out.1 2>&1 &

@@ -105,7 +105,7 @@ std::string Transport::local_info(int peer) const {
   std::ostringstream out;
   out << p.qp->local_info().to_string() << "|addr=" << p.receive_mr.address
       << "|rkey=" << p.receive_mr.rkey << "|chunk=" << options_.chunk_bytes
-      << "|slots=" << options_.slots;
+      << "|slots=" << options_.slots << "|mtu=" << options_.qp.mtu_bytes;
   return out.str();
 }
 
@@ -113,17 +113,19 @@ Result<Ok, Error> Transport::connect(int peer, const std::string& remote_info) {
   std::vector<std::string> fields;
   std::istringstream in(remote_info);
   for (std::string field; std::getline(in, field, '|');) fields.push_back(field);
-  const std::string expected =
-      "|chunk=" + std::to_string(options_.chunk_bytes) + "|slots=" + std::to_string(options_.slots);
-  if (fields.size() != 5 || fields[1].rfind("addr=", 0) != 0 || fields[2].rfind("rkey=", 0) != 0)
+  const std::string expected = "|chunk=" + std::to_string(options_.chunk_bytes) +
+                               "|slots=" + std::to_string(options_.slots) +
+                               "|mtu=" + std::to_string(options_.qp.mtu_bytes);
+  if (fields.size() != 6 || fields[1].rfind("addr=", 0) != 0 || fields[2].rfind("rkey=", 0) != 0)
     return fail(Errc::kPeerFailed, "rank " + std::to_string(peer) +
                                        " published unreadable connection info '" + remote_info +
                                        "'");
   if (remote_info.find(expected) == std::string::npos)
     return fail(Errc::kInvalidArgument,
                 "rank " + std::to_string(peer) + " uses different staging ('" + fields[3] + "', '" +
-                    fields[4] + "', here" + expected +
-                    "): every rank needs the same chunk size and slot count");
+                    fields[4] + "', '" + fields[5] + "', here" + expected +
+                    "): every rank needs the same chunk size, slot count and payload per packet "
+                    "(mtu)");
   auto info = ConnectionInfo::parse(fields[0]);
   if (!info.ok()) return Err{info.error()};
   Peer& p = peers_[peer];

@@ -155,6 +155,17 @@ uint32_t auto_payload_bytes(const std::vector<std::string>& planes) {
   return 1024;
 }
 
+Result<uint32_t, Error> choose_payload_bytes(uint32_t asked,
+                                             const std::vector<std::string>& planes) {
+  if (asked == 0) return auto_payload_bytes(planes);
+  const uint32_t mtu = smallest_plane_mtu(planes);
+  if (mtu == 0 || asked + kPlaneHeaderBytes <= mtu) return asked;
+  return fail(Errc::kInvalidArgument, std::to_string(asked) +
+                                          "-byte payloads do not fit the planes' interfaces (MTU " +
+                                          std::to_string(mtu) + "): at most " +
+                                          std::to_string(mtu - kPlaneHeaderBytes) + " bytes");
+}
+
 Neighbours::Neighbours(std::string ifname, in_addr local)
     : ifname_(std::move(ifname)), local_(local) {}
 

@@ -46,6 +46,11 @@ uint32_t smallest_plane_mtu(const std::vector<std::string>& planes);
 // of 8192, 4096 and 1024 bytes; 4096 where an interface's MTU is not known.
 uint32_t auto_payload_bytes(const std::vector<std::string>& planes);
 
+// The payload per packet for `asked` bytes (0: auto_payload_bytes); an error, naming the most
+// that fits, if `asked` does not fit the planes' smallest known MTU with the headers.
+Result<uint32_t, Error> choose_payload_bytes(uint32_t asked,
+                                             const std::vector<std::string>& planes);
+
 class Neighbours {
  public:
   static constexpr size_t kMaxEntries = 256;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "io/key_exchange.h"
+#include "io/netdev.h"
 #include "io/srv6.h"
 #include "pytorch/process_group.h"
 
@@ -60,10 +61,12 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
   o.peer_timeout = peer_timeout;
   o.chunk_bytes = chunk_bytes;
   o.slots = slots;
-  TORCH_CHECK(
-      mtu >= 256 && mtu <= 9000, "mrc: MRC_MTU ", mtu,
-      " is not a packet payload size (256-9000; the links' MTU must hold it plus ~90 bytes)");
-  o.mtu_bytes = mtu;
+  TORCH_CHECK(mtu == 0 || (mtu >= 256 && mtu <= 9000), "mrc: MRC_MTU ", mtu,
+              " is not a packet payload size (256-9000, or 0: from the planes' MTU; the links' "
+              "MTU must hold it plus ~90 bytes)");
+  auto payload = mrc::io::choose_payload_bytes(mtu, o.planes);
+  TORCH_CHECK(payload.ok(), "mrc: MRC_MTU: ", payload.ok() ? "" : payload.error().message);
+  o.mtu_bytes = payload.value();
   auto parsed = mrc::io::parse_backend(backend);
   TORCH_CHECK(parsed.ok(), "mrc: MRC_BACKEND: ", parsed.ok() ? "" : parsed.error().message);
   o.backend = parsed.value();
@@ -106,7 +109,7 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init(&create), py::arg("store"), py::arg("rank"), py::arg("size"), py::kw_only(),
            py::arg("planes"), py::arg("port"), py::arg("ev_port_base"),
            py::arg("timeout") = std::chrono::milliseconds(30 * 60 * 1000),
-           py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 4096u,
+           py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 0u,
            py::arg("backend") = "udp", py::arg("peer_timeout") = std::chrono::milliseconds(8000),
            py::arg("threads") = 1u, py::arg("path_policy") = "p2c", py::arg("secure") = "off",
            py::arg("key_file") = "", py::arg("srv6_paths") = "",

@@ -19,6 +19,7 @@
 #include "collectives/communicator.h"
 #include "io/device.h"
 #include "io/key_exchange.h"
+#include "io/netdev.h"
 #include "tools/secure_options.h"
 
 namespace mrc::tools {
@@ -561,8 +562,9 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
       ->check(CLI::Range(1, 65536));
   app.add_option(
          "--mtu", o.mtu_bytes,
-         "payload bytes per packet, 256-9000 (default 4096; the IP MTU must hold it plus ~90 "
-         "bytes of headers: 8192 suits 9000-byte links)")
+         "payload bytes per packet, 256-9000 (default: 8192 where every plane's interface carries "
+         "it with the headers, as a 9000-byte link or loopback does, else 4096 or 1024; every "
+         "rank needs the same)")
       ->check(CLI::Range(256, 9000));
   app.add_option("--backend", o.backend,
                  "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP; root; one rank per "
@@ -637,6 +639,9 @@ int run_coll_perf(CollPerfOptions o) {
   if (o.min_bytes == 0 || o.max_bytes < o.min_bytes)
     return fail("need 0 < --minbytes <= --maxbytes");
   if (o.planes.empty()) return fail("--planes needs at least one address");
+  auto mtu = io::choose_payload_bytes(o.mtu_bytes, o.planes);  // ranks launched here get it
+  if (!mtu.ok()) return fail("--mtu: " + mtu.error().message);
+  o.mtu_bytes = mtu.value();
   if (o.local_ranks > 0) {
     if (o.root >= o.local_ranks) return fail("--root " + std::to_string(o.root) + " is not a rank");
     return launch_local(o, s);

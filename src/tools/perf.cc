@@ -24,6 +24,7 @@
 
 #include "io/device_group.h"
 #include "io/key_exchange.h"
+#include "io/netdev.h"
 #include "tools/metrics.h"
 #include "tools/metrics_server.h"
 #include "tools/oob.h"
@@ -424,19 +425,11 @@ Result<Ok, Error> PerfSide::open() {
 }
 
 // The payload per packet: --mtu, or the largest every plane's interface carries (the peer's
-// hello may lower it: the two sides agree on the smaller). An explicit size must fit too.
+// hello may lower it: the two sides agree on the smaller).
 Result<Ok, Error> PerfSide::choose_mtu() {
-  const uint32_t plane_mtu = io::smallest_plane_mtu(o_.planes);
-  if (o_.mtu == 0) {
-    mtu_ = io::auto_payload_bytes(o_.planes);
-  } else if (plane_mtu != 0 && o_.mtu + io::kPlaneHeaderBytes > plane_mtu) {
-    return fail(Errc::kInvalidArgument,
-                "--mtu " + std::to_string(o_.mtu) + " does not fit the planes' interfaces (MTU " +
-                    std::to_string(plane_mtu) + "): at most " +
-                    std::to_string(plane_mtu - io::kPlaneHeaderBytes) + " payload bytes");
-  } else {
-    mtu_ = o_.mtu;
-  }
+  auto chosen = io::choose_payload_bytes(o_.mtu, o_.planes);
+  if (!chosen.ok()) return fail(chosen.error(), "--mtu: ");
+  mtu_ = chosen.value();
   return Ok{};
 }
 
