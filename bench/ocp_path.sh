@@ -7,7 +7,9 @@
 #   bench/ocp_path.sh --sizes "65536 1048576" --rounds 3
 #
 # mrc_bw: 64 WRITEs in flight, one signalled per 16, 500 per size (devices mrc0/mrc1 on
-# 127.0.0.51-54 and .55-58). mrc perf: 16 messages in flight, 3 s per size. Gbit/s of payload.
+# 127.0.0.51-54 and .55-58). mrc perf: 16 messages in flight, 3 s per size, at the OCP path's
+# 4096-byte payloads (RoCE's largest path MTU, what OCP's verbs set; perf's own default follows
+# the links' MTU, 8192 on loopback). Gbit/s of payload.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -41,10 +43,10 @@ ocp() {  # SIZE -> Gbit/s
   wait "$server" || true
 }
 perf() {  # SIZE -> Gbit/s
-  timeout 30 "$MRC" perf -s --planes "${PLANES[@]}" >/dev/null 2>&1 &
+  timeout 30 "$MRC" perf -s --planes "${PLANES[@]}" --mtu 4096 >/dev/null 2>&1 &
   local server=$!
   sleep 0.4
-  timeout 20 "$MRC" perf -c 127.0.0.1 --planes "${PLANES[@]}" --duration 3 --size "$1" --json 2>/dev/null |
+  timeout 20 "$MRC" perf -c 127.0.0.1 --planes "${PLANES[@]}" --mtu 4096 --duration 3 --size "$1" --json 2>/dev/null |
     /usr/bin/python3 -c 'import json,sys; print(round(json.load(sys.stdin)["sweep"][0]["gbit_per_s"], 2))'
   wait "$server" || true
 }
