@@ -1,5 +1,5 @@
 // Loading a scenario from text in a test: the text goes to a file under the test's temporary
-// directory and through load_scenario, as `mrc sim` reads a file.
+// directory and through load_scenario, as `mrc sim` reads a file, and is removed after.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -23,7 +23,9 @@ inline std::string load_text(const std::string& text, Scenario& s,
   std::fputs(text.c_str(), f);
   std::fclose(f);
   std::string error;
-  return load_scenario(path, s, error) ? "" : error;
+  const bool loaded = load_scenario(path, s, error);
+  std::remove(path.c_str());  // read once; a test leaves nothing behind
+  return loaded ? "" : error;
 }
 
 }  // namespace mrc::sim::test
