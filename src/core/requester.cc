@@ -106,7 +106,7 @@ bool Requester::window_allows(PlaneId plane, uint32_t bytes) const {
     sending +=
         ((usable_planes_ >> p) & 1) && evs_.has_usable(PlaneId(static_cast<uint8_t>(p))) ? 1 : 0;
   }
-  const uint64_t share = window / std::max<uint64_t>(sending, 1) + config_.mtu_bytes + 64;
+  const uint64_t share = window / std::max<uint64_t>(sending, 1) + cost_of(config_.mtu_bytes);
   return mine + bytes <= share;
 }
 
@@ -118,7 +118,7 @@ uint32_t Requester::burst_bytes(uint64_t remaining) const {
   const uint64_t k = std::max<uint16_t>(config_.ev_burst_packets, 1);
   const uint64_t packets =
       std::min<uint64_t>(k, (remaining + config_.mtu_bytes - 1) / config_.mtu_bytes);
-  return static_cast<uint32_t>(std::max<uint64_t>(packets, 1) * (config_.mtu_bytes + 64));
+  return static_cast<uint32_t>(std::max<uint64_t>(packets, 1) * cost_of(config_.mtu_bytes));
 }
 
 void Requester::add_in_flight(const SentPacket& p) {
@@ -172,7 +172,7 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
   const WorkRequest& w = wr_at(sq_next_send_);
   const uint64_t remaining = w.total_length - w.bytes_packetized;
   const uint32_t length = static_cast<uint32_t>(std::min<uint64_t>(remaining, config_.mtu_bytes));
-  if (!window_allows(plane, in_burst(plane) ? length + 64 : burst_bytes(remaining))) return 0;
+  if (!window_allows(plane, in_burst(plane) ? cost_of(length) : burst_bytes(remaining))) return 0;
   const bool starts_imm_message = w.with_imm &&
                                   w.bytes_packetized % config_.max_message_bytes == 0 &&
                                   w.total_length - w.bytes_packetized <= config_.max_message_bytes;

@@ -197,7 +197,10 @@ class Requester {
   Duration rto() const;
   Duration base_probe_timeout() const;
   Duration probe_timeout() const;
-  uint32_t cost_bytes(const SentPacket& p) const { return p.length + 64; }
+  // What a packet of `length` payload bytes counts against the window: its payload and an
+  // allowance for its headers.
+  static constexpr uint32_t cost_of(uint32_t length) { return length + 64; }
+  uint32_t cost_bytes(const SentPacket& p) const { return cost_of(p.length); }
 
   const QpConfig& config_;
   QpStats& stats_;

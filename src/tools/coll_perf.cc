@@ -504,8 +504,7 @@ void rank_from_environment(CollPerfOptions& o) {
   if (o.local_rank < 0) o.local_rank = number("OMPI_COMM_WORLD_LOCAL_RANK");
 }
 
-// Where this rank is and how it reaches the others: ranks, rendezvous, planes, ports, datapath,
-// staging, timeout.
+// Where this rank is and how it reaches the others: ranks, rendezvous, planes, ports, threads.
 void add_rank_options(CLI::App& app, CollPerfOptions& o) {
   app.add_option("--ranks", o.local_ranks, "launch this many ranks as processes on this host")
       ->check(CLI::Range(1, 256));
@@ -534,6 +533,11 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
                  "engine threads per rank (default 1): the rank's queue pairs, one per peer, are "
                  "spread over them, each thread with its own ports")
       ->check(CLI::Range(1u, io::kMaxDeviceThreads));
+}
+
+// How the ranks' queue pairs move the bytes: congestion control, path policy, secure mode, SACKs,
+// bursts, payload, datapath, staging, timeout.
+void add_transport_options(CLI::App& app, CollPerfOptions& o) {
   app.add_option("--cc", o.cc,
                  "congestion control of the ranks' queue pairs: nscc (default), aimd or fixed (a 1 "
                  "MiB window)")
@@ -619,6 +623,7 @@ void add_coll_perf_options(CLI::App& app, CollPerfOptions& o) {
       ->check(CLI::IsMember({"auto", "ring", "direct"}));
   app.add_flag("--json", o.json, "print the result as JSON (rank 0), nothing else on stdout");
   add_rank_options(app, o);
+  add_transport_options(app, o);
 }
 
 int run_coll_perf(CollPerfOptions o) {
