@@ -3,11 +3,11 @@
 // message slots. Message i goes on QP i % qps into slot i % slots as a WRITE-with-immediate
 // carrying i; slot s's bytes are area s % areas of each ring (--buffer: by default every slot
 // has its own area; fewer areas make messages in flight share memory, as perftest's do); with
-// --verify its bytes are a pattern of (seed, i, offset) that the receiver checks before returning a
-// credit (a 0-byte WRITE-with-immediate with the high bit set) that frees the slot for reuse. QP q
-// lives in shard q % threads. The main thread drives shard 0's datapath itself (no lock is
-// contended there); shards 1.. run on their own threads, and the main thread takes a shard's lock
-// to post to, poll or read one of its QPs.
+// --verify its bytes are a pattern of (i, offset) (tools/verify_pattern.h) that the receiver checks
+// before returning a credit (a 0-byte WRITE-with-immediate with the high bit set) that frees the
+// slot for reuse. QP q lives in shard q % threads. The main thread drives shard 0's datapath itself
+// (no lock is contended there); shards 1.. run on their own threads, and the main thread takes a
+// shard's lock to post to, poll or read one of its QPs.
 #include "tools/perf.h"
 
 #include <algorithm>
@@ -29,6 +29,7 @@
 #include "tools/metrics_server.h"
 #include "tools/oob.h"
 #include "tools/secure_options.h"
+#include "tools/verify_pattern.h"
 #include "util/prng.h"
 
 namespace mrc::tools {
@@ -37,26 +38,6 @@ namespace {
 
 using nlohmann::json;
 constexpr uint32_t kCreditBit = 0x80000000u;
-constexpr uint64_t kSeed = 0x6d72632d70657266ULL;
-
-uint64_t pattern_word(uint64_t message, uint64_t word) {
-  return mix64(kSeed ^ (message << 32) ^ word);
-}
-
-void fill_pattern(uint8_t* dst, uint64_t message, uint64_t length) {
-  for (uint64_t w = 0; w * 8 < length; ++w) {
-    const uint64_t v = pattern_word(message, w);
-    std::memcpy(dst + w * 8, &v, std::min<uint64_t>(8, length - w * 8));
-  }
-}
-
-bool check_pattern(const uint8_t* src, uint64_t message, uint64_t length) {
-  for (uint64_t w = 0; w * 8 < length; ++w) {
-    const uint64_t v = pattern_word(message, w);
-    if (std::memcmp(src + w * 8, &v, std::min<uint64_t>(8, length - w * 8)) != 0) return false;
-  }
-  return true;
-}
 
 // "3s", "1500ms", "250us" or "2" (seconds): true if well formed, finite and at most 1e9 s
 // either way (so that its nanoseconds fit an int64_t).
@@ -976,6 +957,18 @@ json result_json(PerfSide& side, Reporter& rep, const char* role, uint64_t size,
       {"capture", side.capture_note()}};
 }
 
+// `check`, called at most once per millisecond (false in between): a wait on the setup
+// connection that read its socket in every datapath round spent a system call per round.
+template <typename Check>
+auto at_most_every_ms(Check check) {
+  return [check, next = Clock::now()]() mutable {
+    const auto now = Clock::now();
+    if (now < next) return false;
+    next = now + std::chrono::milliseconds(1);
+    return check();
+  };
+}
+
 // Steps `side` until `done()`, the deadline, or a queue pair failing; false unless done().
 template <typename Done>
 bool step_until(PerfSide& side, Reporter* rep, Done done, double timeout_s) {
@@ -1035,8 +1028,7 @@ int serve_one(const PerfOptions& o) {
   Reporter rep(s, mine);
   if (mine.bidir) s.start_sending(mine.size, 0);
   json done;
-  step_until(
-      s, &rep, [&] { return oob.try_receive(done) || oob.closed(); }, 1e9);
+  step_until(s, &rep, at_most_every_ms([&] { return oob.try_receive(done) || oob.closed(); }), 1e9);
   if (!s.failure().empty() || !done.contains("sent")) {
     std::fprintf(stderr, "mrc perf: FAILED: %s\n",
                  s.failure().empty() ? "the client went away" : s.failure().c_str());
