@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "util/prng.h"
@@ -21,6 +22,15 @@ namespace {
 std::string temp_path(const char* name) {
   return ::testing::TempDir() + "/mrc-pcap-" + name;
 }
+
+// A capture file removed when the test ends, pass or fail.
+struct ScopedFile {
+  explicit ScopedFile(std::string p) : path(std::move(p)) {}
+  ~ScopedFile() { std::remove(path.c_str()); }
+  ScopedFile(const ScopedFile&) = delete;
+  ScopedFile& operator=(const ScopedFile&) = delete;
+  std::string path;
+};
 
 UdpAddresses addresses(const char* from, uint16_t sport, const char* to, uint16_t dport) {
   UdpAddresses a;
@@ -57,7 +67,8 @@ void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
 }
 
 TEST(Pcap, WhatIsWrittenIsReadBack) {
-  const std::string path = temp_path("roundtrip.pcap");
+  const ScopedFile file(temp_path("roundtrip.pcap"));
+  const std::string& path = file.path;
   {
     auto w = writer(path, 1 << 20);
     for (int i = 0; i < 3; ++i) {
@@ -87,7 +98,8 @@ TEST(Pcap, WhatIsWrittenIsReadBack) {
 }
 
 TEST(Pcap, TheWriterStopsAtItsBudget) {
-  const std::string path = temp_path("budget.pcap");
+  const ScopedFile file(temp_path("budget.pcap"));
+  const std::string& path = file.path;
   auto w = writer(path, uint64_t{3} * (16 + 28 + 100));
   const std::vector<uint8_t> datagram(100, 7);
   int written = 0;
@@ -138,7 +150,8 @@ TEST(Pcap, FindsUdpInTheLinkTypesOthersWrite) {
 }
 
 TEST(Pcap, CutAndCorruptCapturesEndWithAReason) {
-  const std::string path = temp_path("cut.pcap");
+  const ScopedFile file(temp_path("cut.pcap"));
+  const std::string& path = file.path;
   {
     auto w = writer(path, 1 << 20);
     const std::vector<uint8_t> datagram(200, 1);
@@ -163,7 +176,8 @@ TEST(Pcap, CutAndCorruptCapturesEndWithAReason) {
 // past the data (the address sanitizer build checks the latter), every datagram inside it.
 TEST(Pcap, RandomCapturesNeverReadPastTheirBytes) {
   Prng prng(7);
-  const std::string path = temp_path("random.pcap");
+  const ScopedFile file(temp_path("random.pcap"));
+  const std::string& path = file.path;
   for (int round = 0; round < 300; ++round) {
     std::vector<uint8_t> bytes(24 + prng.below(4000));
     for (auto& b : bytes) b = static_cast<uint8_t>(prng.below(256));
