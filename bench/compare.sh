@@ -35,7 +35,7 @@ COMMAND_LINE="bench/compare.sh $*"
 RATE=250mbit PLANES=4 DURATION=10 FAIL_AT=3 FAIL_FOR=2 FAIL_PLANE=2 LOSS=1 UNSHAPED_DURATION=8
 MAX_LOAD=1.0 MAX_WAIT=900 PREFIX=mrccmp INSTALL=1 BUILD=1 TCP_PLANE="" MRC_BIN="" MRC_ARGS=()
 OUT="bench/results/compare-$(date +%F).json" PLOT=docs/img/compare.png RAW="bench/results/raw/$STAMP"
-SCENARIOS="clean cut loss unshaped" TRANSPORTS="mrc mrc_xdp mptcp tcp udp_gso"
+OFFLOADS=off SCENARIOS="clean cut loss unshaped" TRANSPORTS="mrc mrc_xdp mptcp tcp udp_gso"
 
 usage() {
   cat <<EOF
@@ -48,6 +48,10 @@ usage: sudo bench/compare.sh [options]
   --loss PCT           random loss per plane in the 'loss' scenario (default $LOSS)
   --tcp-plane P        plane of single-path TCP (default: the plane that is cut)
   --unshaped-duration S  seconds per transfer on the unshaped path (default $UNSHAPED_DURATION)
+  --offloads           the unshaped path with its segmentation offloads on (testbed.sh offload):
+                       TCP's and UDP's 64 KB super-packets cross the veths whole, as over NICs
+                       with TSO/USO, and raw UDP receives with GRO like mrc (default: off, as
+                       the testbed keeps every link so that loss rules see single packets)
   --scenarios LIST     subset of "clean cut loss unshaped" (default: all)
   --transports LIST    subset of "mrc mrc_xdp mptcp tcp udp_gso" (default: all; mrc_xdp: mrc perf --backend xdp,
                        on the unshaped path only: AF_XDP bypasses the tbf and nftables of the others)
@@ -74,6 +78,7 @@ while [ $# -gt 0 ]; do
     --loss) LOSS=$2; shift 2 ;;
     --tcp-plane) TCP_PLANE=$2; shift 2 ;;
     --unshaped-duration) UNSHAPED_DURATION=$2; shift 2 ;;
+    --offloads) OFFLOADS=on; shift ;;
     --scenarios) SCENARIOS=$2; shift 2 ;;
     --transports) TRANSPORTS=$2; shift 2 ;;
     --max-load) MAX_LOAD=$2; shift 2 ;;
@@ -91,6 +96,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 TCP_PLANE=${TCP_PLANE:-$FAIL_PLANE}
+BLAST_GRO=()
+[ "$OFFLOADS" = off ] || BLAST_GRO=(--gro)
 
 say() { echo "compare.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -250,7 +257,7 @@ run_one() {
       client=$LAST_PID ;;
     udp_gso)
       start_in 0 "$dir/server.times" "$dir/server.json" "$dir/server.err" \
-        timeout -k 5 $((limit + 10)) "$BLAST" recv --bind "$(plane_addr 0 0):9000" --idle-ms 500 --max-seconds "$limit"
+        timeout -k 5 $((limit + 10)) "$BLAST" recv --bind "$(plane_addr 0 0):9000" --idle-ms 500 --max-seconds "$limit" "${BLAST_GRO[@]}"
       server=$LAST_PID; sleep 0.5
       T0=$(now_ns)
       start_in 1 "$dir/client.times" "$dir/client.json" "$dir/client.err" \
@@ -345,7 +352,9 @@ for scenario in $SCENARIOS; do
       for ((p = 0; p < PLANES; p++)); do "${TB[@]}" loss "$p" 0 >/dev/null; done ;;
     unshaped)
       "${TB[@]}" rate 0 0 >/dev/null
+      "${TB[@]}" offload 0 "$OFFLOADS" >/dev/null
       for t in mrc mrc_xdp udp_gso tcp; do run unshaped "$t"; done
+      "${TB[@]}" offload 0 off >/dev/null
       "${TB[@]}" rate 0 "$RATE" >/dev/null ;;
     *) die "unknown scenario '$scenario' (clean cut loss unshaped)" ;;
   esac
@@ -366,6 +375,7 @@ fail_for_s $FAIL_FOR
 loss_percent $LOSS
 tcp_plane $TCP_PLANE
 mrc_datagram $MRC_DATAGRAM
+unshaped_offloads $OFFLOADS
 max_load $MAX_LOAD
 waited_s $WAITED
 EOF

@@ -30,6 +30,9 @@ Subcommands:
   blackhole PLANE           drop the plane's packets silently (links stay up); unblackhole ends it
   unblackhole PLANE
   rate PLANE RATE           shape the plane's links to RATE (tc syntax: 500mbit, 1gbit; 0 = unlimited)
+  offload PLANE on|off      the plane's segmentation offloads (TSO, GSO, UDP GSO; off at up, so
+                            loss rules see single packets): on lets 64 KB super-packets cross
+                            the veths whole, as NICs with segmentation offload carry them
   loss PLANE PERCENT        drop PERCENT of the packets at each receiver (0 = none)
   delay PLANE MS            hold every packet MS milliseconds in each direction (0 = none)
   exec HOST CMD...          run CMD inside HOST's namespace (HOST: 0, h1, or p2-sw0 for a router)
@@ -656,6 +659,19 @@ cmd_blackhole() {  # PLANE on|off
   fi
 }
 
+cmd_offload() {  # PLANE on|off
+  local p=$1 state=$2 end
+  [ "$state" = on ] || [ "$state" = off ] || die "usage: $PROG offload PLANE on|off (not '$state')"
+  need_cmd ethtool ethtool
+  check_plane "$p"
+  check_selection
+  while read -r end; do
+    ip netns exec "${end%%|*}" ethtool -K "${end##*|}" tso "$state" gso "$state" tx-udp-segmentation "$state" >/dev/null 2>&1 ||
+      die "ethtool -K ${end##*|} (namespace ${end%%|*}): cannot turn segmentation offloads $state"
+  done < <(fail_ends "$p" "$SEL_HOST" "$SEL_PATH")
+  done_line offload "$p" "$state" "$(what "$p"): segmentation offloads $state"
+}
+
 cmd_rate() {  # PLANE RATE
   local p=$1 rate=${2:?usage: $PROG rate PLANE RATE} end
   check_plane "$p"
@@ -858,7 +874,7 @@ cmd_exec() {
 
 need_root
 case "$CMD" in
-  up | down | status | fail | repair | blackhole | unblackhole | rate | loss | delay) ;;
+  up | down | status | fail | repair | blackhole | unblackhole | rate | loss | delay | offload) ;;
   exec | addrs) ;;
   *) die "unknown subcommand '$CMD' (see '$PROG help')" ;;
 esac
@@ -904,8 +920,8 @@ case "$CMD" in
       unblackhole) cmd_blackhole "${ARGS[0]}" off ;;
     esac
     ;;
-  rate | loss | delay)
-    case "$CMD" in rate) a=RATE ;; loss) a=PERCENT ;; delay) a=MS ;; esac
+  rate | loss | delay | offload)
+    case "$CMD" in rate) a=RATE ;; loss) a=PERCENT ;; delay) a=MS ;; offload) a=on\|off ;; esac
     nargs 2 "$CMD PLANE $a [--host H | --path K]"
     load_config
     [ "$ROUTING" != srv6 ] || die "'$CMD' is not available on an SRv6 testbed (fail and repair are: --spine S [--leaf L])"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Testbed.PerfVerifiedOverFourPlanes: mrc perf --verify between two network namespaces joined by
 # four 500 Mbit/s planes (scripts/testbed.sh), with plane 2's links taken down and brought back
-# up while the transfer runs. Passes when the client exits 0 having printed "every byte
+# up while the transfer runs, and plane 3's segmentation offloads turned on (`testbed.sh
+# offload`), so that its bursts cross as 64 KB super-packets and arrive through UDP GRO. Passes when the client exits 0 having printed "every byte
 # verified". Needs root and network namespaces; otherwise exits 77, which CTest reports as
 # skipped. The testbed is always taken down, whatever happens.
 #
@@ -30,6 +31,12 @@ server_planes=$("$TESTBED" --prefix "$PREFIX" addrs 0) || fail "testbed addrs 0"
 client_planes=$("$TESTBED" --prefix "$PREFIX" addrs 1) || fail "testbed addrs 1"
 echo "testbed $PREFIX: server $server_planes, client $client_planes"
 
+udp_gso_state() { ip netns exec "$PREFIX-h$1" ethtool -k "h$1p$2" | awk '/^tx-udp-segmentation:/ {print $2}'; }
+[ "$(udp_gso_state 0 3)" = off ] || fail "testbed up left plane 3's segmentation offloads on"
+"$TESTBED" --prefix "$PREFIX" offload 3 sideways >/dev/null 2>&1 && fail "testbed offload accepted 'sideways'"
+"$TESTBED" --prefix "$PREFIX" offload 3 on || fail "testbed offload 3 on"
+[ "$(udp_gso_state 0 3)" = on ] && [ "$(udp_gso_state 1 3)" = on ] || fail "plane 3's offloads are not on at both ends"
+
 timeout 120 ip netns exec "$PREFIX-h0" "$MRC" perf --server --planes "$server_planes" >"$OUT/server" 2>&1 &
 server_pid=$!
 timeout 120 ip netns exec "$PREFIX-h1" "$MRC" perf --client "${server_planes%%,*}" --planes "$client_planes" \
@@ -47,4 +54,6 @@ kill -0 "$client_pid" 2>/dev/null || fail "the transfer ended before plane 2 cam
 echo "plane 2 up at:   $(tail -1 "$OUT/client")"
 
 wait_verified
-echo "PASSED: $((BYTES >> 20)) MiB verified over 4 planes with plane 2 failed and repaired mid-run"
+"$TESTBED" --prefix "$PREFIX" offload 3 off || fail "testbed offload 3 off"
+[ "$(udp_gso_state 1 3)" = off ] || fail "plane 3's offloads are still on after 'offload 3 off'"
+echo "PASSED: $((BYTES >> 20)) MiB verified over 4 planes (plane 3 with offloads) with plane 2 failed and repaired mid-run"
