@@ -8,8 +8,10 @@
 // per system call with UDP GSO (UDP_SEGMENT: one sendmsg carries up to 64 KB, the kernel cuts it
 // into --segment-sized datagrams). There is no reliability, pacing or flow control: it is the
 // most a single UDP sender can push, not a transport. The receiver counts datagrams with
-// recvmmsg (64 per call, no UDP_GRO, so one datagram per skb as mrc receives them) from the
-// first datagram until --idle-ms pass without one (--gro: with UDP_GRO, a burst per buffer). Both
+// recvmmsg (64 per call, no UDP_GRO: on the testbed's links, whose segmentation offloads are off,
+// every datagram is an skb of its own for mrc's GRO socket too) from the first datagram until
+// --idle-ms pass without one (--gro: with UDP_GRO, a burst per buffer, as over links with
+// offloads on: bench/compare.sh --offloads). Both
 // print one JSON line with their counts, rate and CPU time (getrusage). Not linked into the engine;
 // plain POSIX.
 #include <arpa/inet.h>
