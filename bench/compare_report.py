@@ -497,6 +497,10 @@ def plot(path, runs, cut_series, zoom, ctx, capacity, rate, planes):
     axz.set_ylabel("MB delivered since the cut")
     axz.set_title("the first 200 ms after the cut", fontsize=9.5, loc="left")
     axz.legend(fontsize=7, loc="upper left")
+    if not zoom:  # no cut run: say so rather than draw the reference lines alone
+        axz.clear()
+        axz.axis("off")
+        axz.text(0.5, 0.5, "plane-cut scenario not run", ha="center", va="center", transform=axz.transAxes)
 
     axb = fig.add_subplot(gs[1, 1])
     labels = [("clean", "clean"), ("cut", f"plane {fp} cut\n(whole run)"), ("loss", f"{ctx['loss_percent']}% loss")]
@@ -534,7 +538,11 @@ def plot(path, runs, cut_series, zoom, ctx, capacity, rate, planes):
     axc.set_xticks(xs)
     axc.set_xticklabels([TRANSPORT_NAMES[t] for t in names], fontsize=8)
     axc.set_ylabel("Gbit/s  |  Gbit per CPU-second")
-    axc.set_title("one unshaped path: goodput (solid), Gbit per process CPU-second (hatched)", fontsize=9.5, loc="left")
+    offloads = " (segmentation offloads on)" if ctx.get("unshaped_offloads") == "on" else ""
+    axc.set_title(f"one unshaped path{offloads}: goodput (solid), Gbit per process CPU-second (hatched)",
+                  fontsize=9.5, loc="left")
+    if not names:
+        axc.axis("off")
     fig.suptitle(f"mrc vs TCP vs MPTCP on the namespace testbed ({ctx.get('date', '')}, load <= "
                  f"{max((r['load_1min_at_start'] for sc in runs.values() for r in sc.values()), default=0):.2f} at starts)", fontsize=11)
     fig.savefig(path, dpi=90, bbox_inches="tight")
