@@ -119,6 +119,31 @@ out=$("$MRC" perf --client 127.0.0.1 --buffer 4K --size 64K 2>&1); rc=$?
 out=$("$MRC" perf --client 127.0.0.1 --buffer 8M --verify 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "cannot go with --verify" || fail "--buffer with --verify: rc=$rc $out"
 
+# Test parameters out of reach are refused with a message, not an abort: on the client's own
+# command line, and by a server from a client (they arrive over the network, unchecked).
+out=$("$MRC" perf --client 127.0.0.1 --size 5G 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "must be 1 byte to 1 GiB" || fail "--size 5G: rc=$rc $out"
+out=$("$MRC" perf --client 127.0.0.1 --size 256M --depth 128 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "exceed half of this machine's memory" || fail "256M x 128: rc=$rc $out"
+hostile_hello() {  # HELLO EXPECTED_MESSAGE: a raw client that sends one set-up line
+  port=$((port + 1))
+  "$MRC" perf --server --oob-port $port --port 4891 --ev-port-base 52000 > /tmp/mrc-perf-srv.$$ 2>&1 &
+  local srv=$! reply="" src tries=0
+  until exec 3<>"/dev/tcp/127.0.0.1/$port"; do
+    tries=$((tries + 1)); [ $tries -lt 50 ] || fail "the server never listened on $port"; sleep 0.1
+  done 2>/dev/null
+  echo "$1" >&3
+  read -r -t 10 reply <&3
+  exec 3>&-
+  wait $srv; src=$?
+  [ $src -eq 2 ] && grep -q "$2" /tmp/mrc-perf-srv.$$ || fail "hello $1: server rc=$src $(tail -2 /tmp/mrc-perf-srv.$$)"
+  echo "ok: server refused $1 ($2${reply:+; told the client: $reply})"
+}
+hostile_hello '{"params": {"size": "big"}}' "malformed test parameters"
+hostile_hello '{"params": {"size": 1099511627776, "verify": false, "bidir": false, "depth": 16}}' "must be 1 byte to 1 GiB"
+hostile_hello '{"params": {"size": 65536, "verify": false, "bidir": false, "depth": 4294967296}}' "must be 1 to 128"
+hostile_hello '{"params": {"size": 65536, "verify": false, "bidir": false, "depth": 16}, "mrc_perf": 1, "qps": [{"qpn": "x", "psn": 1}], "planes": ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"], "addr": 1, "rkey": 1, "len": 99999999, "port": 4807}' "set-up message is malformed"
+
 # What leaves is what the engine wrote: over 4 planes, whose turns share one send batch, the
 # server receives no datagram more often than the client sent it (captured on both sides; a
 # loss only takes some away). A datagram sent in another's place would be a stale copy.

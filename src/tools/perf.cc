@@ -10,6 +10,8 @@
 // shard's lock to post to, poll or read one of its QPs.
 #include "tools/perf.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -21,6 +23,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "io/device_group.h"
 #include "io/key_exchange.h"
@@ -38,6 +41,36 @@ namespace {
 
 using nlohmann::json;
 constexpr uint32_t kCreditBit = 0x80000000u;
+// The largest message: a work request's length is 32 bits and a queue pair's largest message
+// 2^31 bytes; 1 GiB keeps the two rings of a run within reach of a test machine.
+constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 30;
+
+// Message areas of each ring (source and target): one per slot (2 x depth), or as many as
+// --buffer holds (at least one).
+uint64_t message_areas(const PerfOptions& o) {
+  const uint64_t slots = uint64_t{std::max<uint32_t>(o.depth, 1)} * 2;
+  const uint64_t slot_bytes = std::max<uint64_t>(o.size, 8);
+  return o.buffer_bytes == 0 ? slots : std::clamp<uint64_t>(o.buffer_bytes / slot_bytes, 1, slots);
+}
+
+// Why a run with these parameters cannot start here, or "": the client checks its own, the
+// server the client's (which arrive over the network and are not trusted).
+std::string test_params_error(const PerfOptions& o) {
+  if (o.size < 1 || o.size > kMaxMessageBytes)
+    return "--size must be 1 byte to 1 GiB (was " + std::to_string(o.size) + ")";
+  if (o.depth < 1 || o.depth > 128)
+    return "--depth must be 1 to 128 (was " + std::to_string(o.depth) + ")";
+  if (o.qps < 1 || o.qps > 64) return "--qps must be 1 to 64 (was " + std::to_string(o.qps) + ")";
+  const uint64_t ring_bytes = message_areas(o) * std::max<uint64_t>(o.size, 8);
+  const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
+  const uint64_t memory = pages > 0 && page_bytes > 0 ? uint64_t(pages) * uint64_t(page_bytes) : 0;
+  if (memory != 0 && 2 * ring_bytes > memory / 2)
+    return "message buffers of " + std::to_string(2 * ring_bytes >> 20) +
+           " MiB (source and target, 2 x --depth messages of --size each) exceed half of this "
+           "machine's memory (" +
+           std::to_string(memory >> 20) + " MiB): use a smaller --size or --depth, or --buffer";
+  return "";
+}
 
 // "3s", "1500ms", "250us" or "2" (seconds): true if well formed, finite and at most 1e9 s
 // either way (so that its nanoseconds fit an int64_t).
@@ -387,10 +420,7 @@ Result<Ok, Error> PerfSide::open() {
   if (auto opened = open_qps(); !opened.ok()) return opened;
   slots_ = std::max<uint32_t>(o_.depth, 1) * 2;
   slot_bytes_ = std::max<uint64_t>(o_.size, 8);
-  areas_ =
-      o_.buffer_bytes == 0
-          ? slots_
-          : static_cast<uint32_t>(std::clamp<uint64_t>(o_.buffer_bytes / slot_bytes_, 1, slots_));
+  areas_ = static_cast<uint32_t>(message_areas(o_));
   source_.resize(areas_ * slot_bytes_);
   target_.assign(areas_ * slot_bytes_, 0);
   for (size_t i = 0; i < source_.size(); ++i) source_[i] = static_cast<uint8_t>(i * 131 + 7);
@@ -994,6 +1024,30 @@ bool start_metrics(const PerfOptions& o, std::unique_ptr<MetricsServer>& out) {
   return true;
 }
 
+// The client's test parameters into `mine`; why they are refused, or "". They come over the
+// network: a missing or mistyped field, or a value out of range, is refused, never trusted.
+std::string take_client_params(const json& params, PerfOptions& mine) {
+  const auto number = [&](const char* key, uint64_t fallback, uint64_t& out) {
+    if (!params.contains(key)) return (out = fallback), true;
+    if (!params[key].is_number_unsigned()) return false;
+    out = params[key].get<uint64_t>();
+    return true;
+  };
+  uint64_t size = 0, depth = 0, buffer = 0, qps = 0;
+  if (!params.is_object() || !params.contains("verify") || !params["verify"].is_boolean() ||
+      !params.contains("bidir") || !params["bidir"].is_boolean() || !number("size", 0, size) ||
+      !number("depth", 0, depth) || !number("buffer", 0, buffer) || !number("qps", 1, qps))
+    return "malformed test parameters (another mrc perf version?)";
+  if (depth > 128 || qps > 64) return "--depth must be 1 to 128 and --qps 1 to 64";
+  mine.size = size;
+  mine.depth = static_cast<uint32_t>(depth);
+  mine.qps = static_cast<uint32_t>(qps);
+  mine.buffer_bytes = buffer;
+  mine.verify = params["verify"].get<bool>();
+  mine.bidir = params["bidir"].get<bool>();
+  return test_params_error(mine);
+}
+
 int serve_one(const PerfOptions& o) {
   std::unique_ptr<MetricsServer> metrics;
   if (!start_metrics(o, metrics)) return 2;
@@ -1009,13 +1063,11 @@ int serve_one(const PerfOptions& o) {
   json peer;
   if (!oob.receive(peer) || !peer.contains("params"))
     return std::fprintf(stderr, "mrc perf: client went away or spoke another protocol\n"), 2;
-  PerfOptions mine = o;  // the client's test parameters win
-  mine.size = peer["params"]["size"];
-  mine.verify = peer["params"]["verify"];
-  mine.bidir = peer["params"]["bidir"];
-  mine.depth = peer["params"]["depth"];
-  mine.buffer_bytes = peer["params"].value("buffer", uint64_t{0});
-  mine.qps = peer["params"].value("qps", 1u);
+  PerfOptions mine = o;  // the client's test parameters win, once checked
+  if (const std::string why = take_client_params(peer["params"], mine); !why.empty()) {
+    oob.send({{"error", why}});
+    return std::fprintf(stderr, "mrc perf: refused the client's test: %s\n", why.c_str()), 2;
+  }
   PerfSide s(mine, true);
   s.attach_metrics(metrics.get());
   if (auto opened = s.open(); !opened.ok()) {
@@ -1186,9 +1238,10 @@ void add_test_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--ev-port-base", o.ev_port_base,
                  "first UDP source port used for EVs (default 50000 server; client: past 16 server "
                  "threads' ranges, 55120 with 4 planes)");
-  app.add_option("--size", o.size,
-                 "message size in bytes, K/M/G suffixes (1024-based) allowed (default 1M); with "
-                 "--sweep-sizes the largest")
+  app.add_option(
+         "--size", o.size,
+         "message size in bytes, 1 to 1G, K/M/G suffixes (1024-based) allowed (default 1M); with "
+         "--sweep-sizes the largest")
       ->transform(CLI::AsSizeValue(false));
   app.add_flag("--sweep-sizes", o.sweep_sizes, "run sizes 4 KiB, 8 KiB, ... up to --size");
   app.add_option("--bytes", o.bytes, "bytes to send (per size), K/M/G suffixes allowed")
@@ -1299,8 +1352,17 @@ int run_perf(const PerfOptions& o) {
                           : "must hold at least one message (--size)");
     return 2;
   }
-  if (o.server) return serve_one(o);
-  return run_client(o);
+  if (!o.server)
+    if (const std::string why = test_params_error(o); !why.empty())
+      return std::fprintf(stderr, "mrc perf: %s\n", why.c_str()), 2;
+  // The peer's set-up messages are read as JSON of a known shape; one that is not (another
+  // program on the port, another version) ends the run with a message, not an abort.
+  try {
+    return o.server ? serve_one(o) : run_client(o);
+  } catch (const nlohmann::json::exception& e) {
+    std::fprintf(stderr, "mrc perf: the peer's set-up message is malformed: %s\n", e.what());
+    return 2;
+  }
 }
 
 }  // namespace mrc::tools
