@@ -72,6 +72,8 @@ o=$("$MRC" allreduce-perf --ranks 2 --planes 127.0.0.1,999.0.0.1 --port 5910 --e
 [ $rc -eq 1 ] && echo "$o" | grep -q "999.0.0.1" || fail "bad plane: rc=$rc $o"
 o=$("$MRC" allreduce-perf --ranks 2 -d complex 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$o" | grep -q "unknown --dtype 'complex'" || fail "bad dtype: rc=$rc $o"
+o=$("$MRC" allreduce-perf --ranks 2 -b 64G -e 64G 2>&1); rc=$?  # was: a rank killed by std::bad_alloc
+[ $rc -eq 2 ] && echo "$o" | grep -q "more than half of this machine's memory" || fail "-e 64G: rc=$rc $o"
 "$MRC" allreduce-perf --help | grep -q -- "--coll" || fail "--help"
 rm -f $out $out.1
 echo "all allreduce-perf process tests passed"

@@ -124,7 +124,7 @@ out=$("$MRC" perf --client 127.0.0.1 --buffer 8M --verify 2>&1); rc=$?
 out=$("$MRC" perf --client 127.0.0.1 --size 5G 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "must be 1 byte to 1 GiB" || fail "--size 5G: rc=$rc $out"
 out=$("$MRC" perf --client 127.0.0.1 --size 256M --depth 128 2>&1); rc=$?
-[ $rc -eq 2 ] && echo "$out" | grep -q "exceed half of this machine's memory" || fail "256M x 128: rc=$rc $out"
+[ $rc -eq 2 ] && echo "$out" | grep -q "more than half of this machine's memory" || fail "256M x 128: rc=$rc $out"
 hostile_hello() {  # HELLO EXPECTED_MESSAGE: a raw client that sends one set-up line
   port=$((port + 1))
   "$MRC" perf --server --oob-port $port --port 4891 --ev-port-base 52000 > /tmp/mrc-perf-srv.$$ 2>&1 &

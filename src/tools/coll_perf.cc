@@ -20,6 +20,7 @@
 #include "io/device.h"
 #include "io/key_exchange.h"
 #include "io/netdev.h"
+#include "tools/host_memory.h"
 #include "tools/secure_options.h"
 
 namespace mrc::tools {
@@ -643,6 +644,12 @@ int run_coll_perf(CollPerfOptions o) {
                                           : coll::AllReduceAlgorithm::kAuto;
   if (o.min_bytes == 0 || o.max_bytes < o.min_bytes)
     return fail("need 0 < --minbytes <= --maxbytes");
+  const uint64_t here = o.local_ranks > 0 ? static_cast<uint64_t>(o.local_ranks) : 1;
+  if (std::string why = buffers_too_large(
+          2 * o.max_bytes * here, "-e/--maxbytes: the ranks' send and receive buffers (" +
+                                      std::to_string(here) + " rank(s) here, 2 x maxbytes each)");
+      !why.empty())
+    return fail(why);
   if (o.planes.empty()) return fail("--planes needs at least one address");
   auto mtu = io::choose_payload_bytes(o.mtu_bytes, o.planes);  // ranks launched here get it
   if (!mtu.ok()) return fail("--mtu: " + mtu.error().message);

@@ -28,6 +28,7 @@
 #include "io/device_group.h"
 #include "io/key_exchange.h"
 #include "io/netdev.h"
+#include "tools/host_memory.h"
 #include "tools/metrics.h"
 #include "tools/metrics_server.h"
 #include "tools/oob.h"
@@ -62,13 +63,11 @@ std::string test_params_error(const PerfOptions& o) {
     return "--depth must be 1 to 128 (was " + std::to_string(o.depth) + ")";
   if (o.qps < 1 || o.qps > 64) return "--qps must be 1 to 64 (was " + std::to_string(o.qps) + ")";
   const uint64_t ring_bytes = message_areas(o) * std::max<uint64_t>(o.size, 8);
-  const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
-  const uint64_t memory = pages > 0 && page_bytes > 0 ? uint64_t(pages) * uint64_t(page_bytes) : 0;
-  if (memory != 0 && 2 * ring_bytes > memory / 2)
-    return "message buffers of " + std::to_string(2 * ring_bytes >> 20) +
-           " MiB (source and target, 2 x --depth messages of --size each) exceed half of this "
-           "machine's memory (" +
-           std::to_string(memory >> 20) + " MiB): use a smaller --size or --depth, or --buffer";
+  if (std::string why = buffers_too_large(
+          2 * ring_bytes,
+          "message buffers (source and target, 2 x --depth messages of --size each)");
+      !why.empty())
+    return why + ": use a smaller --size or --depth, or --buffer";
   return "";
 }
 
