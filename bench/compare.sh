@@ -352,9 +352,9 @@ for scenario in $SCENARIOS; do
       for ((p = 0; p < PLANES; p++)); do "${TB[@]}" loss "$p" 0 >/dev/null; done ;;
     unshaped)
       "${TB[@]}" rate 0 0 >/dev/null
-      "${TB[@]}" offload 0 "$OFFLOADS" >/dev/null
+      [ "$OFFLOADS" = off ] || "${TB[@]}" offload 0 on >/dev/null
       for t in mrc mrc_xdp udp_gso tcp; do run unshaped "$t"; done
-      "${TB[@]}" offload 0 off >/dev/null
+      [ "$OFFLOADS" = off ] || "${TB[@]}" offload 0 off >/dev/null
       "${TB[@]}" rate 0 "$RATE" >/dev/null ;;
     *) die "unknown scenario '$scenario' (clean cut loss unshaped)" ;;
   esac

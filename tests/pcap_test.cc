@@ -11,7 +11,6 @@
 #include <cstring>
 #include <fstream>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "util/prng.h"
@@ -19,13 +18,9 @@
 namespace mrc::io {
 namespace {
 
-std::string temp_path(const char* name) {
-  return ::testing::TempDir() + "/mrc-pcap-" + name;
-}
-
-// A capture file removed when the test ends, pass or fail.
+// A capture file under the test's temporary directory, removed when the test ends, pass or fail.
 struct ScopedFile {
-  explicit ScopedFile(std::string p) : path(std::move(p)) {}
+  explicit ScopedFile(const char* name) : path(::testing::TempDir() + "/mrc-pcap-" + name) {}
   ~ScopedFile() { std::remove(path.c_str()); }
   ScopedFile(const ScopedFile&) = delete;
   ScopedFile& operator=(const ScopedFile&) = delete;
@@ -67,7 +62,7 @@ void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
 }
 
 TEST(Pcap, WhatIsWrittenIsReadBack) {
-  const ScopedFile file(temp_path("roundtrip.pcap"));
+  const ScopedFile file("roundtrip.pcap");
   const std::string& path = file.path;
   {
     auto w = writer(path, 1 << 20);
@@ -98,7 +93,7 @@ TEST(Pcap, WhatIsWrittenIsReadBack) {
 }
 
 TEST(Pcap, TheWriterStopsAtItsBudget) {
-  const ScopedFile file(temp_path("budget.pcap"));
+  const ScopedFile file("budget.pcap");
   const std::string& path = file.path;
   auto w = writer(path, uint64_t{3} * (16 + 28 + 100));
   const std::vector<uint8_t> datagram(100, 7);
@@ -150,7 +145,7 @@ TEST(Pcap, FindsUdpInTheLinkTypesOthersWrite) {
 }
 
 TEST(Pcap, CutAndCorruptCapturesEndWithAReason) {
-  const ScopedFile file(temp_path("cut.pcap"));
+  const ScopedFile file("cut.pcap");
   const std::string& path = file.path;
   {
     auto w = writer(path, 1 << 20);
@@ -176,7 +171,7 @@ TEST(Pcap, CutAndCorruptCapturesEndWithAReason) {
 // past the data (the address sanitizer build checks the latter), every datagram inside it.
 TEST(Pcap, RandomCapturesNeverReadPastTheirBytes) {
   Prng prng(7);
-  const ScopedFile file(temp_path("random.pcap"));
+  const ScopedFile file("random.pcap");
   const std::string& path = file.path;
   for (int round = 0; round < 300; ++round) {
     std::vector<uint8_t> bytes(24 + prng.below(4000));

@@ -10,8 +10,6 @@
 // shard's lock to post to, poll or read one of its QPs.
 #include "tools/perf.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -45,6 +43,9 @@ constexpr uint32_t kCreditBit = 0x80000000u;
 // The largest message: a work request's length is 32 bits and a queue pair's largest message
 // 2^31 bytes; 1 GiB keeps the two rings of a run within reach of a test machine.
 constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 30;
+// The largest --depth and --qps, on the command line and from a client alike.
+constexpr uint32_t kMaxDepth = 128;
+constexpr uint32_t kMaxQps = 64;
 
 // Message areas of each ring (source and target): one per slot (2 x depth), or as many as
 // --buffer holds (at least one).
@@ -59,9 +60,11 @@ uint64_t message_areas(const PerfOptions& o) {
 std::string test_params_error(const PerfOptions& o) {
   if (o.size < 1 || o.size > kMaxMessageBytes)
     return "--size must be 1 byte to 1 GiB (was " + std::to_string(o.size) + ")";
-  if (o.depth < 1 || o.depth > 128)
-    return "--depth must be 1 to 128 (was " + std::to_string(o.depth) + ")";
-  if (o.qps < 1 || o.qps > 64) return "--qps must be 1 to 64 (was " + std::to_string(o.qps) + ")";
+  if (o.depth < 1 || o.depth > kMaxDepth)
+    return "--depth must be 1 to " + std::to_string(kMaxDepth) + " (was " +
+           std::to_string(o.depth) + ")";
+  if (o.qps < 1 || o.qps > kMaxQps)
+    return "--qps must be 1 to " + std::to_string(kMaxQps) + " (was " + std::to_string(o.qps) + ")";
   const uint64_t ring_bytes = message_areas(o) * std::max<uint64_t>(o.size, 8);
   if (std::string why = buffers_too_large(
           2 * ring_bytes,
@@ -1037,7 +1040,9 @@ std::string take_client_params(const json& params, PerfOptions& mine) {
       !params.contains("bidir") || !params["bidir"].is_boolean() || !number("size", 0, size) ||
       !number("depth", 0, depth) || !number("buffer", 0, buffer) || !number("qps", 1, qps))
     return "malformed test parameters (another mrc perf version?)";
-  if (depth > 128 || qps > 64) return "--depth must be 1 to 128 and --qps 1 to 64";
+  if (depth > kMaxDepth || qps > kMaxQps)  // before narrowing them to 32 bits
+    return "--depth must be 1 to " + std::to_string(kMaxDepth) + " and --qps 1 to " +
+           std::to_string(kMaxQps);
   mine.size = size;
   mine.depth = static_cast<uint32_t>(depth);
   mine.qps = static_cast<uint32_t>(qps);
@@ -1248,8 +1253,9 @@ void add_test_options(CLI::App& app, PerfOptions& o) {
   app.add_option("--duration", o.duration_s,
                  "seconds to send (default 5 if neither --bytes nor --iterations)");
   app.add_option("--iterations", o.iterations, "messages to send (per size)");
-  app.add_option("--qps", o.qps, "queue pairs (default 1)")->check(CLI::Range(1, 64));
-  app.add_option("--depth", o.depth, "messages in flight (default 16)")->check(CLI::Range(1, 128));
+  app.add_option("--qps", o.qps, "queue pairs (default 1)")->check(CLI::Range(1u, kMaxQps));
+  app.add_option("--depth", o.depth, "messages in flight (default 16)")
+      ->check(CLI::Range(1u, kMaxDepth));
   app.add_option(
          "--threads", o.threads,
          "engine threads (default 1): QP q runs on thread q % THREADS, each thread with its own "
