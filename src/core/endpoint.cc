@@ -49,7 +49,6 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
   schedule_->add();
   qps_.back()->attach(schedule_.get(), static_cast<uint32_t>(qps_.size() - 1), incast_.get());
   qps_.back()->set_local_ports(ports_up_, Instant{0});
-  qps_.back()->set_payload_by_reference(config_.payload_by_reference && !config_.icrc_offload);
   return qps_.back().get();
 }
 
@@ -160,17 +159,14 @@ bool Endpoint::handle_endpoint_packet(Instant now, const wire::Packet& packet, c
   return true;
 }
 
-// Every packet's producer leaves its ICRC field zero; here it is sealed (over the headers and
-// the payload where it lies, for a payload handed out by reference), or left to the datapath
-// with ICRC offload (EndpointConfig::icrc_offload).
+// Every packet's producer leaves its ICRC field zero; here it is sealed, or left to the
+// datapath with ICRC offload (EndpointConfig::icrc_offload).
 size_t Endpoint::poll_transmit(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {
   const size_t n = next_datagram(now, plane, out, meta);
   if (n == 0) return 0;
   ++stats_.datagrams_sent;
   if (config_.icrc_offload) {
     meta.icrc_deferred = true;
-  } else if (!meta.payload.empty()) {
-    wire::seal(out, meta.header_bytes, meta.payload);
   } else {
     wire::seal(out, n - wire::kIcrcBytes);
   }

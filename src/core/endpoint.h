@@ -53,11 +53,6 @@ struct EndpointConfig {
   // destination at a time, and all-to-all traffic pays for it (docs/PROTOCOL.md, "Spray
   // granularity").
   bool burst_turns = false;
-  // Data payloads that lie in one gather element leave by reference (TxMeta::payload), for a
-  // datapath that sends from several pieces (the UDP datapath's iovecs) and so copies each byte
-  // once, into the kernel; not with icrc_offload or a secure QP (both need the bytes in `out`).
-  // Off: every datagram is whole in `out`.
-  bool payload_by_reference = false;
   uint64_t qpn_seed = 0;  // 0: sequential QPNs; else the seed of their random tags (see above)
   // This engine is number qpn_partition of qpn_partitions (1..16) sharing one QPN space.
   uint32_t qpn_partition = 0;

@@ -154,7 +154,6 @@ Result<Ok, QpError> QueuePair::to_rts(const RtsAttributes& attributes) {
   if (state_ != QpState::kRtr) return Err{QpError::kBadTransition};
   requester_.emplace(config_, stats_, *evs_, *cc_);
   requester_->set_usable_planes(usable_planes());
-  requester_->set_payload_by_reference(payload_by_reference_ && !secure());
   requester_->start(attributes.initial_psn, qpn_, remote_.dest_qp);
   requester_->set_completion_queue(send_cq_);
   state_ = QpState::kRts;

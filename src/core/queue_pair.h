@@ -89,8 +89,6 @@ class QueuePair {
   }
 
   void set_local_ports(uint32_t ports_up_mask, Instant now);
-  // EndpointConfig::payload_by_reference; a secure QP seals its packets in `out` and ignores it.
-  void set_payload_by_reference(bool on) { payload_by_reference_ = on; }
   uint32_t usable_planes() const { return local_ports_ & peer_ports_; }
 
   QpStats stats() const;
@@ -139,7 +137,6 @@ class QueuePair {
   Schedule* schedule_ = nullptr;
   uint32_t all_planes_ = 0;
   uint32_t local_ports_ = 0;
-  bool payload_by_reference_ = false;
   uint32_t peer_ports_ = 0;
   uint32_t port_status_request_id_ = 0;
   uint32_t port_status_attempts_ = 0;

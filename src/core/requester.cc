@@ -241,27 +241,6 @@ void Requester::gather(const WorkRequest& w, uint64_t offset, uint32_t length, u
   }
 }
 
-size_t join_payload(std::span<uint8_t> out, size_t length, TxMeta& meta) {
-  const size_t payload = meta.payload.size();
-  if (payload == 0) return length;
-  MRC_ASSERT(meta.header_bytes <= length && out.size() >= length + payload);
-  uint8_t* at = out.data() + meta.header_bytes;
-  std::memmove(at + payload, at, length - meta.header_bytes);
-  std::memcpy(at, meta.payload.data(), payload);
-  meta.payload = {};
-  return length + payload;
-}
-
-std::span<const uint8_t> Requester::in_one_element(const WorkRequest& w, uint64_t offset,
-                                                   uint32_t length) const {
-  uint32_t i = 0;
-  while (i < w.num_sge && offset >= w.sge[i].length) offset -= w.sge[i++].length;
-  if (length == 0 || i == w.num_sge || w.sge[i].ptr == nullptr ||
-      w.sge[i].length - offset < length)
-    return {};
-  return {w.sge[i].ptr + offset, length};
-}
-
 size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_t> out,
                            TxMeta& meta) {
   SentPacket& p = window_.at(psn);
@@ -295,16 +274,12 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   h.immediate = w.immediate;
   const size_t header = wire::write_data_header(h, out);
   MRC_ASSERT(out.size() >= header + p.length + wire::kIcrcBytes);
-  const std::span<const uint8_t> in_place =
-      payload_by_reference_ ? in_one_element(w, p.offset, p.length) : std::span<const uint8_t>{};
-  if (in_place.empty()) gather(w, p.offset, p.length, out.data() + header);
-  const size_t length =  // Endpoint seals
-      wire::seal_deferred(out, header + (in_place.empty() ? p.length : 0));
+  gather(w, p.offset, p.length, out.data() + header);
+  const size_t length = wire::seal_deferred(out, header + p.length);  // Endpoint seals
   const bool recorded = tx_order_.push({psn, p.tx_sequence});
   MRC_ASSERT(recorded);  // callers check tx_order_.full() first
   add_in_flight(p);
   meta = TxMeta{ev.plane, ev.ev, 0, true, static_cast<uint32_t>(header)};
-  meta.payload = in_place;
   evs_.count_sent(slot, p.length);
   ++stats_.data_packets_sent;
   stats_.data_bytes_sent += p.length;

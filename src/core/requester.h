@@ -73,19 +73,7 @@ struct TxMeta {
   // source port names its path, srv6.h) may send it back the way that data came, which a
   // failure that left the data's path alive leaves alive too.
   std::optional<Ev> answers{};
-  // A data packet whose payload stays where it lies, in the sender's memory region
-  // (EndpointConfig::payload_by_reference), as a NIC reads it by DMA: `out` holds the headers
-  // (header_bytes) and then the ICRC, and the datagram is out[0, header_bytes) + payload +
-  // out[header_bytes, length). Empty: the datagram is `out` as it stands. The bytes stay valid
-  // until the engine is next called other than through poll_transmit (a work request completes,
-  // and its memory returns to its owner, only in those calls).
-  std::span<const uint8_t> payload{};
 };
-
-// The datagram of a packet with TxMeta::payload, written whole into `out` (which holds it
-// as poll_transmit left it, `length` bytes); returns its length and clears meta.payload.
-// REQUIRES: out.size() >= length + meta.payload.size().
-size_t join_payload(std::span<uint8_t> out, size_t length, TxMeta& meta);
 
 class Requester {
  public:
@@ -108,9 +96,7 @@ class Requester {
   void on_plane_down(PlaneId plane);
   // Planes whose ports are up at both ends (bit p = plane p); the window is shared among them.
   void set_usable_planes(uint32_t mask) { usable_planes_ = mask; }
-  // A data packet's payload that lies in one gather element of real memory is handed out by
-  // reference (TxMeta::payload) rather than copied into the datagram.
-  void set_payload_by_reference(bool on) { payload_by_reference_ = on; }
+  // Data packets carry their payload's length but not its bytes (EndpointConfig).
   void on_timer(Instant now);
   Instant next_deadline() const;
 
@@ -177,10 +163,6 @@ class Requester {
   size_t transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_t> out, TxMeta& meta);
   uint32_t message_length(const WorkRequest& w, uint64_t offset) const;
   void gather(const WorkRequest& wr, uint64_t offset, uint32_t length, uint8_t* dst) const;
-  // Bytes [offset, offset + length) of `wr` if one gather element of real memory holds them all;
-  // empty otherwise.
-  std::span<const uint8_t> in_one_element(const WorkRequest& wr, uint64_t offset,
-                                          uint32_t length) const;
   size_t write_probe(Instant now, uint16_t slot, std::span<uint8_t> out, TxMeta& meta);
 
   bool ack_one(Psn psn, uint64_t& acked_bytes);
@@ -260,7 +242,6 @@ class Requester {
   uint64_t in_flight_bytes_ = 0;
   std::array<uint64_t, kMaxPlanes> plane_in_flight_bytes_{};
   uint32_t usable_planes_ = 0xFFFFFFFFu;
-  bool payload_by_reference_ = false;
   // Per plane: the planes are separate fabrics whose queues differ by up to a whole buffer,
   // so RACK compares a packet only with later ones on its own plane.
   Instant newest_acked_sent_at_{INT64_MIN / 2};

@@ -47,35 +47,20 @@ bool TxBatch::joins(int fd, const SocketAddress& to, size_t length) const {
          count_ < kMaxGsoSegments && bytes_ + length <= kMaxGsoBytes;
 }
 
-void TxBatch::add(int fd, const SocketAddress& to, size_t length, TxOutcome& out,
-                  std::span<const uint8_t> payload, size_t payload_at) {
-  const size_t datagram = length + payload.size();
-  if (count_ > 0 && !joins(fd, to, datagram)) {
+void TxBatch::add(int fd, const SocketAddress& to, size_t length, TxOutcome& out) {
+  if (count_ > 0 && !joins(fd, to, length)) {
     // The new datagram sits right after the batch: send the batch, then move it to the front.
-    const size_t at = used_;
+    const size_t at = bytes_;
     flush(out);
     std::memmove(buffer_.data(), buffer_.data() + at, length);
   }
   if (count_ == 0) {
     fd_ = fd;
     to_ = to;
-    segment_ = datagram;
+    segment_ = length;
   }
-  uint8_t* written = buffer_.data() + used_;
-  Datagram& d = datagrams_[count_];
-  d.first_iov = iov_count_;
-  if (payload.empty()) {
-    iov_[iov_count_++] = {written, length};
-  } else {
-    iov_[iov_count_++] = {written, payload_at};
-    iov_[iov_count_++] = {const_cast<uint8_t*>(payload.data()), payload.size()};  // read only
-    iov_[iov_count_++] = {written + payload_at, length - payload_at};
-  }
-  d.iovs = iov_count_ - d.first_iov;
-  d.bytes = datagram;
   ++count_;
-  bytes_ += datagram;
-  used_ += length;
+  bytes_ += length;
 }
 
 void TxBatch::flush(TxOutcome& out) {
@@ -87,18 +72,17 @@ void TxBatch::flush(TxOutcome& out) {
   }
   count_ = 0;
   bytes_ = 0;
-  used_ = 0;
-  iov_count_ = 0;
 }
 
 // One sendmsg carrying the whole batch, cut by the kernel into datagrams of segment_ bytes.
 void TxBatch::send_gso(TxOutcome& out) {
+  iovec iov{buffer_.data(), bytes_};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
   msghdr msg{};
   msg.msg_name = to_.get();
   msg.msg_namelen = to_.length();
-  msg.msg_iov = iov_.data();
-  msg.msg_iovlen = iov_count_;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
@@ -127,11 +111,14 @@ void TxBatch::send_gso(TxOutcome& out) {
 // The batch as separate datagrams, in sendmmsg calls of up to kMaxGsoSegments.
 void TxBatch::send_each(TxOutcome& out) {
   std::array<mmsghdr, kMaxGsoSegments> messages{};
+  std::array<iovec, kMaxGsoSegments> iov{};
   for (size_t i = 0; i < count_; ++i) {
+    const size_t offset = i * segment_;
+    iov[i] = {buffer_.data() + offset, std::min(segment_, bytes_ - offset)};
     messages[i].msg_hdr.msg_name = to_.get();
     messages[i].msg_hdr.msg_namelen = to_.length();
-    messages[i].msg_hdr.msg_iov = &iov_[datagrams_[i].first_iov];
-    messages[i].msg_hdr.msg_iovlen = datagrams_[i].iovs;
+    messages[i].msg_hdr.msg_iov = &iov[i];
+    messages[i].msg_hdr.msg_iovlen = 1;
   }
   size_t done = 0;
   while (done < count_) {
@@ -143,7 +130,7 @@ void TxBatch::send_each(TxOutcome& out) {
       ++done;
       continue;
     }
-    for (int i = 0; i < n; ++i) out.bytes += datagrams_[done + static_cast<size_t>(i)].bytes;
+    for (int i = 0; i < n; ++i) out.bytes += iov[done + static_cast<size_t>(i)].iov_len;
     out.packets += static_cast<uint64_t>(n);
     done += static_cast<size_t>(n);
   }

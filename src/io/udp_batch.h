@@ -1,9 +1,6 @@
 // Batched UDP I/O: how one system call carries many MRC datagrams.
 //
-// Send (TxBatch): the engine writes datagrams one after another into one buffer; a data
-// packet's payload may stay in the sender's memory region (TxMeta::payload), and the send's
-// iovec then takes it from there, so that each payload byte is copied once, by the kernel, as
-// a NIC reads it once by DMA. Consecutive
+// Send (TxBatch): the engine writes datagrams one after another into one buffer. Consecutive
 // datagrams from the same socket to the same address, all of one size but a shorter last one,
 // form a batch that leaves as one UDP GSO super-datagram (setsockopt level UDP, UDP_SEGMENT as
 // a control message: the kernel cuts it into datagrams of that size, so the receiver sees the
@@ -24,7 +21,6 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 
 #include <array>
 #include <cstddef>
@@ -69,13 +65,10 @@ class TxBatch {
   // max_datagram_bytes: the largest datagram the engine writes (the space next() offers).
   TxBatch(size_t max_datagram_bytes, bool gso);
   // Where the engine writes the next datagram: right after the batch's datagrams.
-  std::span<uint8_t> next() { return {buffer_.data() + used_, max_datagram_}; }
-  // The datagram just written at next(), `length` bytes, goes from `fd` to `to`; a `payload`
-  // that lies elsewhere (TxMeta::payload) belongs at byte `payload_at` of it and is sent from
-  // where it lies, one piece of the send's iovec. If the datagram cannot join the batch, the
-  // batch is sent first (into `out`) and it starts a new one.
-  void add(int fd, const SocketAddress& to, size_t length, TxOutcome& out,
-           std::span<const uint8_t> payload = {}, size_t payload_at = 0);
+  std::span<uint8_t> next() { return {buffer_.data() + bytes_, max_datagram_}; }
+  // The datagram just written at next(), `length` bytes, goes from `fd` to `to`. If it cannot
+  // join the batch, the batch is sent first (into `out`) and it starts a new one.
+  void add(int fd, const SocketAddress& to, size_t length, TxOutcome& out);
   // Sends what the batch holds.
   void flush(TxOutcome& out);
   bool gso() const { return gso_; }
@@ -87,13 +80,6 @@ class TxBatch {
   void send_gso(TxOutcome& out);
   void send_each(TxOutcome& out);
 
-  // A datagram of the batch: iov_[first_iov, first_iov + iovs), `bytes` long.
-  struct Datagram {
-    size_t first_iov = 0;
-    size_t iovs = 0;
-    size_t bytes = 0;
-  };
-
   std::vector<uint8_t> buffer_;
   size_t max_datagram_;
   bool gso_;
@@ -101,12 +87,7 @@ class TxBatch {
   SocketAddress to_;
   size_t segment_ = 0;  // the batch's datagram size (all but a shorter last one)
   size_t count_ = 0;
-  size_t bytes_ = 0;  // the datagrams' bytes, payloads sent by reference included
-  size_t used_ = 0;   // of buffer_
-  // A datagram is one piece of buffer_, or three: its headers, its payload, its ICRC.
-  std::array<iovec, 3 * kMaxGsoSegments> iov_{};
-  size_t iov_count_ = 0;
-  std::array<Datagram, kMaxGsoSegments> datagrams_{};
+  size_t bytes_ = 0;
 };
 
 // One received datagram: its bytes, its sender, the IP TOS byte it arrived with, and when the

@@ -237,7 +237,6 @@ Result<std::unique_ptr<UdpHost>, Error> UdpHost::open(const UdpHostConfig& confi
   ec.qpn_partitions = config.qpn_partitions;
   ec.icrc_offload = config.backend == Backend::kXdp;  // the xdp link writes the RoCEv2 ICRC
   ec.burst_turns = true;  // a burst leaves as one GSO send (or one run of xdp frames)
-  ec.payload_by_reference = true;  // sent from the memory region (TxBatch's iovecs)
   host->endpoint_ = std::make_unique<Endpoint>(ec);
   auto opened = host->open_sockets();
   if (!opened.ok()) return Err{opened.error()};
@@ -641,23 +640,13 @@ std::span<uint8_t> UdpHost::tx_space(int p) {
   return tx_.next();
 }
 
-// REQUIRES: the datagram was written at tx_space(p); a payload by reference only on the udp
-// backend (the engine hands none out with the xdp backend's ICRC offload).
-void UdpHost::tx_add(int p, const Route& r, size_t length, Instant now, TxOutcome& outcome,
-                     std::span<const uint8_t> payload, size_t payload_at) {
+// REQUIRES: the datagram was written at tx_space(p).
+void UdpHost::tx_add(int p, const Route& r, size_t length, Instant now, TxOutcome& outcome) {
   if (planes_[p].xdp) {
-    MRC_ASSERT(payload.empty());
     planes_[p].xdp->add(r.source_port, r.to.u.v4, length, now, outcome);
   } else {
-    tx_.add(r.fd, r.to, length, outcome, payload, payload_at);
+    tx_.add(r.fd, r.to, length, outcome);
   }
-}
-
-// What reads a datagram's bytes after the engine wrote it (a delay or reorder impairment keeps
-// a copy; a capture writes it out) needs it whole, its payload joined in.
-bool UdpHost::needs_whole_datagrams() const {
-  const Impairment& imp = config_.impairment;
-  return capture_ != nullptr || imp.delay.ns > 0 || imp.reorder > 0;
 }
 
 void UdpHost::tx_flush(int p, TxOutcome& outcome) {
@@ -687,14 +676,13 @@ size_t UdpHost::transmit(int p, Instant now, size_t budget) {
     const std::span<uint8_t> space = tx_space(p);
     if (space.empty()) break;  // every xdp TX frame in flight: the engine keeps its packets
     TxMeta meta;
-    size_t n = endpoint_->poll_transmit(now, PlaneId(static_cast<uint8_t>(p)), space, meta);
+    const size_t n = endpoint_->poll_transmit(now, PlaneId(static_cast<uint8_t>(p)), space, meta);
     if (n == 0) break;
     ++produced;
-    if (!meta.payload.empty() && needs_whole_datagrams()) n = join_payload(space, n, meta);
     Route r;
     if (!route(p, meta, r) || impair(p, now, r, space.first(n))) continue;
     if (capture_ != nullptr) capture_sent(p, r, space.first(n));
-    tx_add(p, r, n, now, outcome, meta.payload, meta.header_bytes);
+    tx_add(p, r, n, now, outcome);
   }
   if (planes_[p].xdp) tx_flush(p, outcome);
   account(p, outcome);

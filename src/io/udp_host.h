@@ -218,9 +218,7 @@ class UdpHost {
   // The backend's send path: where the next datagram is written (empty: no room now), adding
   // the datagram written there, and sending what was added.
   std::span<uint8_t> tx_space(int plane);
-  void tx_add(int plane, const Route& route, size_t length, Instant now, TxOutcome& outcome,
-              std::span<const uint8_t> payload = {}, size_t payload_at = 0);
-  bool needs_whole_datagrams() const;
+  void tx_add(int plane, const Route& route, size_t length, Instant now, TxOutcome& outcome);
   void tx_flush(int plane, TxOutcome& outcome);
   void flush_open_batch();  // sends what tx_ holds, counted as tx_plane_'s
   void account(int plane, const TxOutcome& outcome);

@@ -51,8 +51,6 @@
 // floor(S / x^32) in the low 64-bit half and the low 32 coefficients in 32-bit word 2.
 #include "core/wire/icrc.h"
 
-#include <array>
-
 #include "core/wire/packet.h"
 #include "mrc/assert.hpp"
 
@@ -141,29 +139,6 @@ constexpr uint32_t xpow_mod_reflected(uint32_t n) {
   return v;
 }
 static_assert(xpow_mod_reflected(32) == kPolyReflected, "x^32 mod P");
-
-// a * b mod P: b times each coefficient of a, from x^0 (bit 31) up.
-constexpr uint32_t mul_mod(uint32_t a, uint32_t b) {
-  uint32_t product = 0;
-  for (uint32_t bit = 0x80000000u; bit != 0 && (a & (bit | (bit - 1))) != 0; bit >>= 1) {
-    if (a & bit) product ^= b;
-    b = mul_x(b);
-  }
-  return product;
-}
-
-// reflect32(x^0) and kXPow2[k] = reflect32(x^(2^k) mod P), each the square of the one before:
-// the factors of a shift by any number of bits (icrc32 of two pieces).
-constexpr uint32_t kXPow0 = 0x80000000u;
-constexpr std::array<uint32_t, 64> make_xpow2() {
-  std::array<uint32_t, 64> t{};
-  t[0] = mul_x(kXPow0);
-  for (size_t k = 1; k < t.size(); ++k) t[k] = mul_mod(t[k - 1], t[k - 1]);
-  return t;
-}
-constexpr std::array<uint32_t, 64> kXPow2 = make_xpow2();
-static_assert(kXPow2[5] == xpow_mod_reflected(32) && mul_mod(kXPow0, 0x1234u) == 0x1234u,
-              "x^(2^5) = x^32 mod P; x^0 is the unit");
 
 // Multiplier that turns a 64-bit register half H into H*x^t (mod P); see "Bit order".
 constexpr uint64_t fold_constant(uint32_t t) {
@@ -546,18 +521,6 @@ uint32_t icrc32(std::span<const uint8_t> bytes) {
   if (e == Engine::kClmul && n >= kClmulMinBytes) return crc_clmul(p, n);
 #endif
   return ~update_tables(kInitRegister, p, n);
-}
-
-// By linearity (zlib's crc32_combine): the CRC of A followed by B is the CRC of A moved past
-// |B| zero bytes, i.e. multiplied by x^(8|B|) mod P, xored with the CRC of B; the initial
-// register and final xor cancel out. x^(8|B|) is a product of the table's powers x^(2^k), one
-// per set bit of 8|B| (one alone for a 4096- or 8192-byte payload).
-uint32_t icrc32(std::span<const uint8_t> head, std::span<const uint8_t> tail) {
-  const uint64_t shift_bits = uint64_t{8} * tail.size();
-  uint32_t shift = kXPow0;
-  for (size_t k = 0; k < kXPow2.size(); ++k)
-    if ((shift_bits >> k) & 1) shift = mul_mod(shift, kXPow2[k]);
-  return mul_mod(icrc32(head), shift) ^ icrc32(tail);
 }
 
 }  // namespace mrc::wire

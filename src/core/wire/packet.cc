@@ -544,12 +544,6 @@ size_t seal(std::span<uint8_t> out, size_t length) {
   return length + kIcrcBytes;
 }
 
-size_t seal(std::span<uint8_t> out, size_t length, std::span<const uint8_t> payload) {
-  MRC_ASSERT(length <= out.size() && out.size() - length >= kIcrcBytes);
-  store_be32(out.data() + length, icrc32(out.first(length), payload));
-  return length + kIcrcBytes;
-}
-
 size_t seal_deferred(std::span<uint8_t> out, size_t length) {
   MRC_ASSERT(length <= out.size() && out.size() - length >= kIcrcBytes);
   store_be32(out.data() + length, 0);

@@ -314,9 +314,6 @@ size_t write_data_header(const DataHeader& h, std::span<uint8_t> out);
 // Appends the ICRC over out[0, length) at out[length]; returns length + kIcrcBytes.
 // REQUIRES: out.size() >= length + kIcrcBytes.
 size_t seal(std::span<uint8_t> out, size_t length);
-// Writes at out[length] the ICRC over out[0, length) followed by `payload` (which lies
-// elsewhere: TxMeta::payload); returns length + kIcrcBytes.
-size_t seal(std::span<uint8_t> out, size_t length, std::span<const uint8_t> payload);
 // Reserves the ICRC's place at out[length] (zeros) for a datapath that computes it (ICRC
 // offload); returns length + kIcrcBytes. seal() over the same bytes then yields the packet.
 size_t seal_deferred(std::span<uint8_t> out, size_t length);
@@ -339,8 +336,5 @@ Result<Packet, DecodeError> decode(std::span<const uint8_t> datagram, DecodeOpti
 
 // CRC-32 (IEEE 802.3 polynomial, reflected, as RoCEv2's ICRC) of `bytes`.
 uint32_t icrc32(std::span<const uint8_t> bytes);
-// The same CRC of `head` followed by `tail`, without the two being joined in memory (a header
-// and a payload sent from where it lies, TxMeta::payload).
-uint32_t icrc32(std::span<const uint8_t> head, std::span<const uint8_t> tail);
 
 }  // namespace mrc::wire
