@@ -249,6 +249,20 @@ void run_matrix(const GroupConfig& config) {
 }
 
 // 2 planes per rank: each context binds 2 x 144 EV source ports.
+// chunk_bytes 0: 1 MiB slots while ranks x 2 x slots x chunk stays within 128 MiB, halved
+// beyond, never below 256 KiB.
+TEST(Collectives, AutoChunkBytes) {
+  EXPECT_EQ(auto_chunk_bytes(1, 8), 1u << 20);
+  EXPECT_EQ(auto_chunk_bytes(2, 8), 1u << 20);
+  EXPECT_EQ(auto_chunk_bytes(8, 8), 1u << 20);
+  EXPECT_EQ(auto_chunk_bytes(9, 8), 512u << 10);
+  EXPECT_EQ(auto_chunk_bytes(16, 8), 512u << 10);
+  EXPECT_EQ(auto_chunk_bytes(17, 8), 256u << 10);
+  EXPECT_EQ(auto_chunk_bytes(4096, 8), 256u << 10);
+  EXPECT_EQ(auto_chunk_bytes(2, 64), 512u << 10);
+  EXPECT_EQ(auto_chunk_bytes(2, 1024), 256u << 10);
+}
+
 TEST(Collectives, EveryCollectiveTypeAndOpOnTwoRanks) {
   run_matrix({.ranks = 2, .port = 5800, .ev_port_base = 6000});
 }

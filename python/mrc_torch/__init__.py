@@ -20,7 +20,8 @@ the backend. Environment (read when a group is created):
                       thread for 4 planes) above it
     MRC_THREADS       engine threads per rank (default 1, at most 16): the rank's queue pairs
                       (one per peer) are spread over them, each thread with its own ports
-    MRC_CHUNK_BYTES   staging chunk size (default 262144); MRC_SLOTS staging slots (default 8)
+    MRC_CHUNK_BYTES   staging chunk size (default 0: 1 MiB up to 8 ranks, 512 KiB up to 16,
+                      else 256 KiB, with 8 slots); MRC_SLOTS staging slots (default 8)
     MRC_MTU           payload bytes per packet (default 4096; 8192 suits 9000-byte links)
     MRC_BACKEND       datapath: udp (default) or xdp (AF_XDP; root; one rank per interface)
     MRC_PATH_POLICY   how each queue pair chooses among its GOOD EVs: p2c (default, the learned
@@ -115,7 +116,7 @@ def _create(options, pg_options=None):
         port=_env_int("MRC_PORT", 4791) + slot * threads,
         ev_port_base=_env_int("MRC_EV_PORT_BASE", 20000) + slot * threads * ev_source_ports(len(planes)),
         timeout=timeout,
-        chunk_bytes=_env_int("MRC_CHUNK_BYTES", 256 << 10),
+        chunk_bytes=_env_int("MRC_CHUNK_BYTES", 0),
         slots=_env_int("MRC_SLOTS", 8),
         mtu=_env_int("MRC_MTU", 0),
         backend=os.environ.get("MRC_BACKEND", "udp"),

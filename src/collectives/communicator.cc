@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -62,6 +63,14 @@ const char* to_string(AllReduceAlgorithm algorithm) {
   return "?";
 }
 
+uint32_t auto_chunk_bytes(int ranks, uint32_t slots) {
+  constexpr uint32_t kLargest = 1u << 20, kSmallest = 256u << 10;
+  const uint64_t per_chunk = 2 * uint64_t{std::max(slots, 1u)} * static_cast<uint64_t>(std::max(ranks, 1));
+  uint32_t chunk = kLargest;
+  while (chunk > kSmallest && per_chunk * chunk > kAutoStagingBytes) chunk /= 2;
+  return chunk;
+}
+
 Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
                                                                   const CommOptions& options) {
   if (options.ranks < 1 || options.rank < 0 || options.rank >= options.ranks)
@@ -72,6 +81,8 @@ Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
   c->rank_ = options.rank;
   c->ranks_ = options.ranks;
   c->options_ = options;
+  if (c->options_.chunk_bytes == 0)
+    c->options_.chunk_bytes = auto_chunk_bytes(options.ranks, options.slots);
   c->store_ = &store;
   c->board_ = std::make_unique<FailureBoard>(store, options.prefix + "/failed", options.rank,
                                              options.reports);
@@ -81,7 +92,7 @@ Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
   if (!context.ok()) return fail(context.error(), "rank " + std::to_string(options.rank) + ": ");
   c->context_ = std::move(context.value());
   TransportOptions to;
-  to.chunk_bytes = options.chunk_bytes;
+  to.chunk_bytes = c->options_.chunk_bytes;
   to.slots = options.slots;
   to.timeout = options.timeout;
   to.reports = options.reports;
@@ -92,7 +103,7 @@ Result<std::unique_ptr<Communicator>, Error> Communicator::create(Store& store,
   c->transport_ = std::move(transport.value());
   c->transport_->watch(c->board_.get());
   c->p2p_ = std::make_unique<PointToPoint>(*c->transport_);
-  c->scratch_ = std::make_unique<uint8_t[]>(options.chunk_bytes);
+  c->scratch_ = std::make_unique<uint8_t[]>(c->options_.chunk_bytes);
   auto connected = c->connect_all(store, options);
   if (!connected.ok()) {
     c->closed_ = true;  // nothing to drain; peers may never have connected

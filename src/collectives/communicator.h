@@ -44,6 +44,13 @@
 
 namespace mrc::coll {
 
+// The staging slot size for chunk_bytes 0: 1 MiB while the staging memory stays within
+// kAutoStagingBytes, halved as ranks (or slots) grow, never below 256 KiB. Larger slots keep
+// more bytes in flight per peer (slots x chunk): at 256 KiB, 2 MiB is near the bandwidth-delay
+// product of a loaded loopback or LAN plane (docs/BENCHMARKS.md, "The staging chunk").
+inline constexpr uint64_t kAutoStagingBytes = uint64_t{128} << 20;
+uint32_t auto_chunk_bytes(int ranks, uint32_t slots);
+
 struct CommOptions {
   int rank = 0;
   int ranks = 1;
@@ -51,7 +58,8 @@ struct CommOptions {
   // port and its EV source ports [ev_port_base, ev_port_base + ev_source_ports(planes)).
   // Ranks sharing a host need distinct ports: see rank_ports().
   ContextOptions context;
-  uint32_t chunk_bytes = 256 << 10;  // staging slot size; memory: (ranks-1) x 2 x slots x chunk
+  // Staging slot size; memory: ranks x 2 x slots x chunk. 0: auto_chunk_bytes(ranks, slots).
+  uint32_t chunk_bytes = 0;
   uint32_t slots = 8;                // staging slots per peer and direction (>= 4)
   // all_reduce of at most this many bytes uses the direct algorithm (one round of latency).
   uint64_t direct_max_bytes = 16 << 10;

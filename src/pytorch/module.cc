@@ -109,7 +109,7 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init(&create), py::arg("store"), py::arg("rank"), py::arg("size"), py::kw_only(),
            py::arg("planes"), py::arg("port"), py::arg("ev_port_base"),
            py::arg("timeout") = std::chrono::milliseconds(30 * 60 * 1000),
-           py::arg("chunk_bytes") = 256u << 10, py::arg("slots") = 8u, py::arg("mtu") = 0u,
+           py::arg("chunk_bytes") = 0u, py::arg("slots") = 8u, py::arg("mtu") = 0u,
            py::arg("backend") = "udp", py::arg("peer_timeout") = std::chrono::milliseconds(8000),
            py::arg("threads") = 1u, py::arg("path_policy") = "p2c", py::arg("secure") = "off",
            py::arg("key_file") = "", py::arg("srv6_paths") = "",

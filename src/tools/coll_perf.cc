@@ -266,7 +266,8 @@ void print_header(const CollPerfOptions& o, const Setup& s, int ranks) {
   for (size_t i = 0; i < o.planes.size(); ++i)
     std::printf("%s%s", i ? "," : " ", o.planes[i].c_str());
   std::printf("; %d iters, %d warmup, chunk %u KiB x %u slots, mtu %u%s%s\n", o.iters, o.warmup,
-              o.chunk_kib, o.slots, o.mtu_bytes, s.kind == Kind::kAllReduce ? ", algorithm " : "",
+              o.chunk_kib != 0 ? o.chunk_kib : coll::auto_chunk_bytes(ranks, o.slots) >> 10,
+              o.slots, o.mtu_bytes, s.kind == Kind::kAllReduce ? ", algorithm " : "",
               s.kind == Kind::kAllReduce ? coll::to_string(s.algorithm) : "");
   std::printf("#%75s%38s\n", "out-of-place", "in-place");
   std::printf("#%11s %12s %9s %7s %5s %9s %8s %8s %6s %9s %8s %8s %6s\n", "size", "count", "type",
@@ -563,7 +564,9 @@ void add_transport_options(CLI::App& app, CollPerfOptions& o) {
                      std::to_string(io::kUdpDefaultEvBurst) +
                      "): a burst leaves as one UDP GSO send")
       ->check(CLI::Range(1u, uint32_t{kMaxEvBurstPackets}));
-  app.add_option("--chunk-kib", o.chunk_kib, "staging slot (pipelining chunk) in KiB (default 256)")
+  app.add_option("--chunk-kib", o.chunk_kib,
+                 "staging slot (pipelining chunk) in KiB (default with 8 slots: 1024 up to 8 ranks, "
+                 "512 up to 16, else 256; more slots, smaller chunks)")
       ->check(CLI::Range(1, 65536));
   app.add_option(
          "--mtu", o.mtu_bytes,
