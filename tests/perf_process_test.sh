@@ -139,10 +139,12 @@ hostile_hello() {  # HELLO EXPECTED_MESSAGE: a raw client that sends one set-up 
   [ $src -eq 2 ] && grep -q "$2" /tmp/mrc-perf-srv.$$ || fail "hello $1: server rc=$src $(tail -2 /tmp/mrc-perf-srv.$$)"
   echo "ok: server refused $1 ($2${reply:+; told the client: $reply})"
 }
-hostile_hello '{"params": {"size": "big"}}' "malformed test parameters"
-hostile_hello '{"params": {"size": 1099511627776, "verify": false, "bidir": false, "depth": 16}}' "must be 1 byte to 1 GiB"
-hostile_hello '{"params": {"size": 65536, "verify": false, "bidir": false, "depth": 4294967296}}' "must be 1 to 128"
-hostile_hello '{"params": {"size": 65536, "verify": false, "bidir": false, "depth": 16}, "mrc_perf": 1, "qps": [{"qpn": "x", "psn": 1}], "planes": ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"], "addr": 1, "rkey": 1, "len": 99999999, "port": 4807}' "set-up message is malformed"
+hostile_hello '{"params": {"size": 65536, "verify": true, "bidir": false, "depth": 16}}' "names no mrc perf version"
+hostile_hello '{"params": {"size": 65536, "verify": true, "bidir": false, "depth": 16}, "mrc_perf": 1}' "version 1 and this side 2: run the same mrc build"
+hostile_hello '{"mrc_perf": 2, "params": {"size": "big"}}' "malformed test parameters"
+hostile_hello '{"mrc_perf": 2, "params": {"size": 1099511627776, "verify": false, "bidir": false, "depth": 16}}' "must be 1 byte to 1 GiB"
+hostile_hello '{"mrc_perf": 2, "params": {"size": 65536, "verify": false, "bidir": false, "depth": 4294967296}}' "must be 1 to 128"
+hostile_hello '{"params": {"size": 65536, "verify": false, "bidir": false, "depth": 16}, "mrc_perf": 2, "qps": [{"qpn": "x", "psn": 1}], "planes": ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"], "addr": 1, "rkey": 1, "len": 99999999, "port": 4807}' "set-up message is malformed"
 
 # What leaves is what the engine wrote: over 4 planes, whose turns share one send batch, the
 # server receives no datagram more often than the client sent it (captured on both sides; a

@@ -46,6 +46,20 @@ constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 30;
 // The largest --depth and --qps, on the command line and from a client alike.
 constexpr uint32_t kMaxDepth = 128;
 constexpr uint32_t kMaxQps = 64;
+// The set-up's version, "mrc_perf" in both hellos: the two ends must speak the same one. A
+// change to the set-up messages or to what --verify writes makes a new one (2: the verify
+// pattern of one hash per 64-byte block).
+constexpr int kPerfProtocol = 2;
+
+// Why the peer's hello is of another version ("" if it is of this one).
+std::string protocol_error(const json& peer) {
+  if (!peer.is_object() || !peer.contains("mrc_perf") || !peer["mrc_perf"].is_number_integer())
+    return "the peer's set-up message names no mrc perf version (another program?)";
+  const auto theirs = peer["mrc_perf"].get<int64_t>();
+  if (theirs == kPerfProtocol) return "";
+  return "the peer speaks mrc perf set-up version " + std::to_string(theirs) + " and this side " +
+         std::to_string(kPerfProtocol) + ": run the same mrc build at both ends";
+}
 
 // Message areas of each ring (source and target): one per slot (2 x depth), or as many as
 // --buffer holds (at least one).
@@ -499,7 +513,7 @@ json PerfSide::hello() const {
       qps.back()["key"] = {{"id", offer.key_id}, {"share", offer.share}, {"proof", offer.proof}};
     }
   }
-  return {{"mrc_perf", 1},           {"planes", o_.planes},
+  return {{"mrc_perf", kPerfProtocol}, {"planes", o_.planes},
           {"port", udp_port()},      {"qps", qps},
           {"rkey", target_mr_.rkey}, {"addr", target_mr_.address},
           {"len", target_.size()},   {"backend", o_.backend},
@@ -1067,6 +1081,10 @@ int serve_one(const PerfOptions& o) {
   json peer;
   if (!oob.receive(peer) || !peer.contains("params"))
     return std::fprintf(stderr, "mrc perf: client went away or spoke another protocol\n"), 2;
+  if (const std::string why = protocol_error(peer); !why.empty()) {
+    oob.send({{"error", why}});
+    return std::fprintf(stderr, "mrc perf: refused the client: %s\n", why.c_str()), 2;
+  }
   PerfOptions mine = o;  // the client's test parameters win, once checked
   if (const std::string why = take_client_params(peer["params"], mine); !why.empty()) {
     oob.send({{"error", why}});
@@ -1181,6 +1199,8 @@ int run_client(const PerfOptions& o) {
   if (peer.contains("error"))
     return std::fprintf(stderr, "mrc perf: server: %s\n", peer["error"].get<std::string>().c_str()),
            2;
+  if (const std::string why = protocol_error(peer); !why.empty())
+    return std::fprintf(stderr, "mrc perf: %s\n", why.c_str()), 2;
   if (auto connected = s.connect(peer); !connected.ok())
     return std::fprintf(stderr, "mrc perf: %s\n", connected.error().message.c_str()), 2;
   Reporter rep(s, o);
