@@ -76,7 +76,7 @@ TEST(Api, WriteWithImmediateBetweenTwoContexts) {
 TEST(Api, DestroyedQueuePairsAreGoneAndOthersWork) {
   auto a = Context::open(options(10));
   auto b = Context::open(options(11));
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.error().message : a.error().message);
   Context& ca = *a.value();
   Context& cb = *b.value();
   std::vector<uint8_t> src(64 << 10, 0x3C), dst(64 << 10, 0);
@@ -113,7 +113,7 @@ TEST(Api, CallerDrivenProgressHandsBackToTheThread) {
   caller_options.caller_progress = true;
   auto a = Context::open(caller_options);
   auto b = Context::open(options(6));
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.error().message : a.error().message);
   Context& ca = *a.value();
   Context& cb = *b.value();
   std::vector<uint8_t> src_b(2 << 20), dst_a(2 << 20, 0), src_a(2 << 20), dst_b(2 << 20, 0);
@@ -278,7 +278,7 @@ namespace {
 TEST(Api, QpnsAndInitialPsnsAreUnpredictable) {
   auto a = Context::open(options(8));
   auto b = Context::open(options(9));
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.error().message : a.error().message);
   std::vector<ConnectionInfo> infos[2];
   for (int side = 0; side < 2; ++side) {
     Context& c = side == 0 ? *a.value() : *b.value();
@@ -318,7 +318,7 @@ ContextOptions secure_options(int index, SecureMode mode, uint8_t key_byte) {
 TEST(ApiSecure, EncryptedWriteAndConnectErrors) {
   auto a = Context::open(secure_options(10, SecureMode::kEncrypt, 7));
   auto b = Context::open(secure_options(11, SecureMode::kEncrypt, 7));
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.error().message : a.error().message);
   Context& ca = *a.value();
   Context& cb = *b.value();
   std::vector<uint8_t> src(1 << 20), dst(1 << 20, 0);
