@@ -65,7 +65,8 @@ const char* to_string(AllReduceAlgorithm algorithm) {
 
 uint32_t auto_chunk_bytes(int ranks, uint32_t slots) {
   constexpr uint32_t kLargest = 1u << 20, kSmallest = 256u << 10;
-  const uint64_t per_chunk = 2 * uint64_t{std::max(slots, 1u)} * static_cast<uint64_t>(std::max(ranks, 1));
+  const uint64_t per_chunk =
+      2 * uint64_t{std::max(slots, 1u)} * static_cast<uint64_t>(std::max(ranks, 1));
   uint32_t chunk = kLargest;
   while (chunk > kSmallest && per_chunk * chunk > kAutoStagingBytes) chunk /= 2;
   return chunk;

@@ -60,7 +60,7 @@ struct CommOptions {
   ContextOptions context;
   // Staging slot size; memory: ranks x 2 x slots x chunk. 0: auto_chunk_bytes(ranks, slots).
   uint32_t chunk_bytes = 0;
-  uint32_t slots = 8;                // staging slots per peer and direction (>= 4)
+  uint32_t slots = 8;  // staging slots per peer and direction (>= 4)
   // all_reduce of at most this many bytes uses the direct algorithm (one round of latency).
   uint64_t direct_max_bytes = 16 << 10;
   std::chrono::milliseconds timeout{30000};  // a wait without progress for this long fails

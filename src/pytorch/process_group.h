@@ -49,7 +49,7 @@ struct BackendOptions {
       20000;  // first of this rank's threads * ev_source_ports(planes) source ports
   std::chrono::milliseconds timeout{30 * 60 * 1000};  // no progress for this long fails a call
   std::chrono::milliseconds peer_timeout{8000};  // a peer silent this long is gone (retry_exp_for)
-  uint32_t chunk_bytes = 0;  // 0: coll::auto_chunk_bytes
+  uint32_t chunk_bytes = 0;                      // 0: coll::auto_chunk_bytes
   uint32_t slots = 8;
   uint32_t mtu_bytes = 4096;                // payload per packet (QpConfig::mtu_bytes)
   io::Backend backend = io::Backend::kUdp;  // the datapath (MRC_BACKEND: udp or xdp)

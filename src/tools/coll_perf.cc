@@ -564,9 +564,10 @@ void add_transport_options(CLI::App& app, CollPerfOptions& o) {
                      std::to_string(io::kUdpDefaultEvBurst) +
                      "): a burst leaves as one UDP GSO send")
       ->check(CLI::Range(1u, uint32_t{kMaxEvBurstPackets}));
-  app.add_option("--chunk-kib", o.chunk_kib,
-                 "staging slot (pipelining chunk) in KiB (default with 8 slots: 1024 up to 8 ranks, "
-                 "512 up to 16, else 256; more slots, smaller chunks)")
+  app.add_option(
+         "--chunk-kib", o.chunk_kib,
+         "staging slot (pipelining chunk) in KiB (default with 8 slots: 1024 up to 8 ranks, "
+         "512 up to 16, else 256; more slots, smaller chunks)")
       ->check(CLI::Range(1, 65536));
   app.add_option(
          "--mtu", o.mtu_bytes,

@@ -40,7 +40,7 @@ struct CollPerfOptions {
   std::vector<std::string> planes{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"};
   uint16_t port = 5791;
   uint16_t ev_port_base = 10000;
-  uint32_t chunk_kib = 0;  // 0: coll::auto_chunk_bytes
+  uint32_t chunk_kib = 0;       // 0: coll::auto_chunk_bytes
   uint32_t mtu_bytes = 0;       // payload bytes per packet (QpConfig::mtu_bytes); 0: auto
   std::string backend = "udp";  // ContextOptions::backend: udp or xdp
   std::string srv6_paths;       // ContextOptions::srv6_paths ("200,201"; empty: ECMP mode)

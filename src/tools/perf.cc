@@ -514,10 +514,10 @@ json PerfSide::hello() const {
     }
   }
   return {{"mrc_perf", kPerfProtocol}, {"planes", o_.planes},
-          {"port", udp_port()},      {"qps", qps},
-          {"rkey", target_mr_.rkey}, {"addr", target_mr_.address},
-          {"len", target_.size()},   {"backend", o_.backend},
-          {"secure", o_.secure},     {"mtu", mtu_}};
+          {"port", udp_port()},        {"qps", qps},
+          {"rkey", target_mr_.rkey},   {"addr", target_mr_.address},
+          {"len", target_.size()},     {"backend", o_.backend},
+          {"secure", o_.secure},       {"mtu", mtu_}};
 }
 
 Result<Ok, Error> PerfSide::connect(const json& peer) {
