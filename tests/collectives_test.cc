@@ -248,7 +248,6 @@ void run_matrix(const GroupConfig& config) {
   group.close();
 }
 
-// 2 planes per rank: each context binds 2 x 144 EV source ports.
 // chunk_bytes 0: 1 MiB slots while ranks x 2 x slots x chunk stays within 128 MiB, halved
 // beyond, never below 256 KiB.
 TEST(Collectives, AutoChunkBytes) {
@@ -263,6 +262,7 @@ TEST(Collectives, AutoChunkBytes) {
   EXPECT_EQ(auto_chunk_bytes(2, 1024), 256u << 10);
 }
 
+// 2 planes per rank: each context binds 2 x 144 EV source ports.
 TEST(Collectives, EveryCollectiveTypeAndOpOnTwoRanks) {
   run_matrix({.ranks = 2, .port = 5800, .ev_port_base = 6000});
 }
