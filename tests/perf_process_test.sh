@@ -144,6 +144,7 @@ hostile_hello '{"params": {"size": 65536, "verify": true, "bidir": false, "depth
 hostile_hello '{"mrc_perf": 2, "params": {"size": "big"}}' "malformed test parameters"
 hostile_hello '{"mrc_perf": 2, "params": {"size": 1099511627776, "verify": false, "bidir": false, "depth": 16}}' "must be 1 byte to 1 GiB"
 hostile_hello '{"mrc_perf": 2, "params": {"size": 65536, "verify": false, "bidir": false, "depth": 4294967296}}' "must be 1 to 128"
+hostile_hello '{"mrc_perf": 2, "params": {"size": 65536, "verify": false, "bidir": false, "depth": 16}}' "set-up message is malformed"
 hostile_hello '{"params": {"size": 65536, "verify": false, "bidir": false, "depth": 16}, "mrc_perf": 2, "qps": [{"qpn": "x", "psn": 1}], "planes": ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"], "addr": 1, "rkey": 1, "len": 99999999, "port": 4807}' "set-up message is malformed"
 
 # What leaves is what the engine wrote: over 4 planes, whose turns share one send batch, the

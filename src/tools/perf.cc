@@ -520,9 +520,9 @@ json PerfSide::hello() const {
           {"secure", o_.secure},       {"mtu", mtu_}};
 }
 
+// REQUIRES: protocol_error(peer) is "" (both callers check the version first).
 Result<Ok, Error> PerfSide::connect(const json& peer) {
-  if (!peer.contains("mrc_perf") || peer["qps"].size() != qps_.size() ||
-      peer["planes"].size() != o_.planes.size()) {
+  if (peer.at("qps").size() != qps_.size() || peer.at("planes").size() != o_.planes.size()) {
     return fail(Errc::kInvalidArgument,
                 "peer configuration does not match: both sides need the same number of planes "
                 "(--planes) and QPs (--qps)");
@@ -537,9 +537,9 @@ Result<Ok, Error> PerfSide::connect(const json& peer) {
   (void)parse_secure_mode(peer.value("secure", std::string("off")), theirs);
   if (auto same = io::check_secure_modes(secure_, theirs, peer_name(0)); !same.ok())
     return fail(same.error(), "");
-  peer_addr_ = peer["addr"].get<uint64_t>();
-  peer_rkey_ = peer["rkey"].get<uint32_t>();
-  if (peer["len"].get<uint64_t>() < areas_ * slot_bytes_) {
+  peer_addr_ = peer.at("addr").get<uint64_t>();
+  peer_rkey_ = peer.at("rkey").get<uint32_t>();
+  if (peer.at("len").get<uint64_t>() < areas_ * slot_bytes_) {
     return fail(Errc::kInvalidArgument,
                 "peer buffer too small: use the same --size, --depth and --buffer on both sides");
   }
@@ -559,11 +559,11 @@ Result<Ok, Error> PerfSide::connect(const json& peer) {
 
 // QP q to the peer's QP q, at the ports of the peer's shard that holds it.
 Result<Ok, Error> PerfSide::connect_qp(size_t q, const json& peer) {
-  const json& theirs = peer["qps"][q];
-  const json& planes = theirs.contains("planes") ? theirs["planes"] : peer["planes"];
+  const json& theirs = peer.at("qps").at(q);
+  const json& planes = theirs.contains("planes") ? theirs.at("planes") : peer.at("planes");
   std::vector<io::PlaneAddress> remote;
   for (const auto& text : planes) {
-    auto a = io::parse_plane_address(text.get<std::string>(), peer["port"].get<uint16_t>());
+    auto a = io::parse_plane_address(text.get<std::string>(), peer.at("port").get<uint16_t>());
     if (!a.ok()) return fail(a.error(), "the peer's queue pair " + std::to_string(q) + ": ");
     remote.push_back(a.value());
   }
@@ -576,8 +576,8 @@ Result<Ok, Error> PerfSide::connect_qp(size_t q, const json& peer) {
     return fail(peer_handle.error(), "the peer's queue pair " + std::to_string(q) + ": ");
   auto moved = qp->to_init();
   if (moved.ok())
-    moved = qp->to_rtr(RtrAttributes{Qpn(theirs["qpn"].get<uint32_t>()),
-                                     Psn(theirs["psn"].get<uint32_t>()), peer_handle.value()});
+    moved = qp->to_rtr(RtrAttributes{Qpn(theirs.at("qpn").get<uint32_t>()),
+                                     Psn(theirs.at("psn").get<uint32_t>()), peer_handle.value()});
   if (moved.ok()) moved = qp->to_rts(RtsAttributes{Psn(psns_[q])});
   if (!moved.ok())
     return fail(to_error(moved.error()), "connecting queue pair " + std::to_string(q) + ": ");
@@ -595,10 +595,10 @@ Result<Ok, Error> PerfSide::agree_keys(size_t q, const json& theirs) {
   if (secure_ == SecureMode::kOff) return Ok{};
   if (!theirs.contains("key"))
     return fail(Errc::kInvalidArgument, peer_name(q) + " sent no key exchange");
-  const json& k = theirs["key"];
+  const json& k = theirs.at("key");
   const io::KeyOffer offer{secure_, k.value("id", ""), k.value("share", ""), k.value("proof", "")};
-  return exchanges_[q].finish_for(*qps_[q], psns_[q], offer, theirs["qpn"].get<uint32_t>(),
-                                  theirs["psn"].get<uint32_t>(), peer_name(q));
+  return exchanges_[q].finish_for(*qps_[q], psns_[q], offer, theirs.at("qpn").get<uint32_t>(),
+                                  theirs.at("psn").get<uint32_t>(), peer_name(q));
 }
 
 void PerfSide::start_sending(uint64_t size, uint64_t count) {
