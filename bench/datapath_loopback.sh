@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # bench/datapath_loopback.sh: the UDP datapath where the CPU is the limit: one unshaped loopback
-# plane, mrc perf against raw UDP with GSO (bench/udp_gso_blast, datagrams of mrc's size) in one
-# run, as ratios, in goodput and in Gbit per CPU-second of both processes. No root needed.
+# plane, mrc perf against raw UDP with GSO (bench/udp_gso_blast, datagrams of mrc's size) and
+# kernel TCP (iperf3 over lo, whose 64 KiB MTU is TCP at its strongest) in one run, as ratios, in
+# goodput and in Gbit per CPU-second of both processes. No root needed.
 #
 #   bench/datapath_loopback.sh                       # 3 rounds of every variant, 4 s each
 #   bench/datapath_loopback.sh --rounds 5 --json
 #   bench/datapath_loopback.sh --variants "udp_gso mrc_default mrc_auth mrc_encrypt"
 #
-# Variants: the raw UDP ceiling (GSO sends, recvmmsg without GRO: one datagram per receive
+# Variants: kernel TCP (tcp: one iperf3 stream, 4 s, the receiver's goodput), the raw UDP ceiling (GSO sends, recvmmsg without GRO: one datagram per receive
 # buffer, as the baseline of bench/compare.sh), the same with UDP_GRO at the receiver, and mrc
 # perf (1 MiB messages, 16 in flight) with EV bursts of 1, of 4 with a SACK per 4 packets, and
 # the datapath's defaults (8192-byte payloads on loopback), and with GSO/GRO off; then both at
@@ -22,7 +23,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 ROUNDS=3 DURATION=4 BUILD=1 JSON=0
-VARIANTS="udp_gso udp_gso_gro mrc_k1 mrc_k4_ack4 mrc_default mrc_no_gso udp_gso_4k mrc_4k"
+VARIANTS="tcp udp_gso udp_gso_gro mrc_k1 mrc_k4_ack4 mrc_default mrc_no_gso udp_gso_4k mrc_4k"
 usage() {
   cat <<EOF
 usage: bench/datapath_loopback.sh [--rounds N] [--duration S] [--json] [--no-build]
@@ -31,8 +32,8 @@ usage: bench/datapath_loopback.sh [--rounds N] [--duration S] [--json] [--no-bui
   --json         one JSON object on stdout (else a table)
   --no-build     use build/release as it is
   --variants "V ..."  which variants, in this order (default: $VARIANTS;
-                 also mrc_shared, mrc_auth, mrc_encrypt); ratios are to udp_gso, mrc_default
-                 and udp_gso_4k where run
+                 also mrc_shared, mrc_auth, mrc_encrypt); ratios are to udp_gso, tcp,
+                 mrc_default and udp_gso_4k where run
 EOF
 }
 while [ $# -gt 0 ]; do
@@ -73,6 +74,15 @@ run_blast() {  # NAME GRO FILE [DATAGRAM]
   wait "$server"
 }
 
+run_tcp() {  # FILE
+  local port=$((9700 + RANDOM % 200))
+  (timeout 60 iperf3 --server --one-off --bind 127.0.0.1 --port "$port" >/dev/null 2>&1; times >"$1.server.times") &
+  local server=$!
+  sleep 0.3
+  (timeout 60 iperf3 --client 127.0.0.1 --port "$port" --time "$DURATION" --json >"$1.client"; times >"$1.client.times")
+  wait "$server" || true
+}
+
 run_mrc() {  # NAME FILE ARGS...
   local file=$2 oob=$((18600 + RANDOM % 300))
   shift 2
@@ -85,9 +95,10 @@ run_mrc() {  # NAME FILE ARGS...
 
 for v in $VARIANTS; do
   case "$v" in
-    udp_gso | udp_gso_gro | mrc_k1 | mrc_k4_ack4 | mrc_default | mrc_no_gso | udp_gso_4k | mrc_4k | mrc_shared | mrc_auth | mrc_encrypt) ;;
+    tcp | udp_gso | udp_gso_gro | mrc_k1 | mrc_k4_ack4 | mrc_default | mrc_no_gso | udp_gso_4k | mrc_4k | mrc_shared | mrc_auth | mrc_encrypt) ;;
     *) say "unknown variant $v"; usage >&2; exit 2 ;;
   esac
+  [ "$v" != tcp ] || command -v iperf3 >/dev/null || { say "the tcp variant needs iperf3 (scripts/install-deps.sh)"; exit 1; }
 done
 KEY=$OUT/key
 openssl rand -hex 32 >"$KEY"
@@ -97,6 +108,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     say "round $r/$ROUNDS: $v"
     f=$OUT/$v-$r
     case "$v" in
+      tcp) run_tcp "$f" ;;
       udp_gso) run_blast "$v" 0 "$f" ;;
       udp_gso_gro) run_blast "$v" 1 "$f" ;;
       mrc_k1) run_mrc "$v" "$f" --ev-burst 1 ;;
@@ -119,7 +131,9 @@ out, rounds, as_json, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "
 duration = float(sys.argv[5])
 def one(v, r):
     f = f"{out}/{v}-{r}"
-    if v.startswith("udp"):
+    if v == "tcp":
+        gbit = json.load(open(f + ".client"))["end"]["sum_received"]["bits_per_second"] / 1e9
+    elif v.startswith("udp"):
         d = json.loads(open(f + ".server").read().strip().splitlines()[-1])  # receiver-side rate
         gbit = d["gbit_per_s"]
     else:
@@ -132,7 +146,7 @@ for v in variants:
     rows[v] = {"gbit_per_s": statistics.median(g for g, _ in got),
                "gbit_per_cpu_s": statistics.median(c for _, c in got),
                "rounds_gbit_per_s": [round(g, 2) for g, _ in got]}
-bases = [b for b in ("udp_gso", "mrc_default", "udp_gso_4k") if b in rows]
+bases = [b for b in ("udp_gso", "tcp", "mrc_default", "udp_gso_4k") if b in rows]
 for v in variants:
     for b in bases:
         rows[v][f"ratio_to_{b}"] = rows[v]["gbit_per_s"] / rows[b]["gbit_per_s"]
