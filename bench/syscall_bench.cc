@@ -53,8 +53,8 @@ BENCHMARK(BM_Getppid);
 
 // Arg: how many sockets a round polls (1, or 4 as over four planes).
 void BM_EmptyRecvmmsg(benchmark::State& state) {
-  std::vector<int> fds;
-  for (int i = 0; i < state.range(0); ++i) fds.push_back(bound_udp_socket());
+  std::vector<int> fds(static_cast<size_t>(state.range(0)));
+  for (int& fd : fds) fd = bound_udp_socket();
   for (int fd : fds)
     if (fd < 0) return state.SkipWithError("no UDP socket on 127.0.0.1");
   Receive r;
@@ -66,13 +66,12 @@ BENCHMARK(BM_EmptyRecvmmsg)->Arg(1)->Arg(4);
 
 void BM_EpollWaitNothingReady(benchmark::State& state) {
   const int ep = epoll_create1(0);
-  std::vector<int> fds;
-  for (int i = 0; i < 4; ++i) {
-    fds.push_back(bound_udp_socket());
+  std::array<int, 4> fds{};
+  for (int& fd : fds) {
+    fd = bound_udp_socket();
     epoll_event e{};
     e.events = EPOLLIN;
-    e.data.u32 = static_cast<uint32_t>(i);
-    if (ep < 0 || fds.back() < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fds.back(), &e) != 0)
+    if (ep < 0 || fd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e) != 0)
       return state.SkipWithError("no epoll over UDP sockets");
   }
   std::array<epoll_event, 4> ready{};
