@@ -8,8 +8,9 @@
 #   bench/datapath_loopback.sh --rounds 5 --json
 #   bench/datapath_loopback.sh --variants "udp_gso mrc_default mrc_auth mrc_encrypt"
 #
-# Variants: kernel TCP (tcp: one iperf3 stream, 4 s, the receiver's goodput), the raw UDP ceiling (GSO sends, recvmmsg without GRO: one datagram per receive
-# buffer, as the baseline of bench/compare.sh), the same with UDP_GRO at the receiver, and mrc
+# Variants: kernel TCP (tcp: one iperf3 stream, the receiver's goodput), the raw UDP ceiling
+# (GSO sends, recvmmsg without GRO: one datagram per receive buffer, as the baseline of
+# bench/compare.sh), the same with UDP_GRO at the receiver, and mrc
 # perf (1 MiB messages, 16 in flight) with EV bursts of 1, of 4 with a SACK per 4 packets, and
 # the datapath's defaults (8192-byte payloads on loopback), and with GSO/GRO off; then both at
 # 4096-byte payloads (udp_gso_4k: 4136-byte datagrams, mrc_4k: --mtu 4096); on request (--variants) also the defaults with
