@@ -211,7 +211,7 @@ class UringReceiver {
     for (const double end = now_s() + seconds; now_s() < end;) {
       const bool pending = (flags_ & IORING_SETUP_TASKRUN_FLAG) == 0 ||
                            (IO_URING_READ_ONCE(*ring_.sq.kflags) & IORING_SQ_TASKRUN) != 0;
-      if (pending && (flags_ & (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_DEFER_TASKRUN)) != 0) {
+      if (pending) {  // runs the receives' task work, which posts their completions
         io_uring_get_events(&ring_);
         ++tally.calls;
       }
