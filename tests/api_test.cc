@@ -14,9 +14,7 @@ ContextOptions options(int index) {
   ContextOptions o;
   for (int p = 0; p < 4; ++p) o.planes.push_back("127.0.0." + std::to_string(p + 1));
   o.port = static_cast<uint16_t>(24000 + index);
-  // EV source ports below the kernel's ephemeral range (32768-60999 by default), where another
-  // test's socket could take one: 320 a context (4 planes), 25000-29940 for indexes 0-14.
-  o.ev_port_base = static_cast<uint16_t>(25000 + index * 330);
+  o.ev_port_base = static_cast<uint16_t>(34000 + index * 400);
   return o;
 }
 
