@@ -33,6 +33,11 @@ run_pair --bytes 33554432 --delay-us 100 --reorder 0.2
 run_pair --bytes 134217728 --fail-plane 1@100ms+200ms
 run_pair --bytes 134217728 --flap-plane 2:50ms:150ms
 run_pair --bytes 33554432 --qps 3 --bidir --size 262144
+# Ping-pong: every answer verified; a sweep times every size from 8 B up, after the warm-up.
+run_pair --pingpong --iterations 300
+echo "$LAST_OUT" | grep -q '"timed": 300' || fail "--pingpong did not time 300 exchanges"
+run_pair --pingpong --sweep-sizes --size 64K --iterations 50 --warmup 10
+[ "$(echo "$LAST_OUT" | grep -c '"timed": 50')" -eq 14 ] || fail "--pingpong --sweep-sizes: not 14 sizes of 50"
 # Engine threads: the server's 3 threads listen on 4891-4893 (so the client moves to 4895-4896)
 # and take EV ranges 52000-52959; QP q sits in thread q % 3 there and q % 2 here.
 SERVER_FLAGS="--threads 3" CLIENT_PORT=4895
@@ -123,6 +128,8 @@ out=$("$MRC" perf --client 127.0.0.1 --buffer 8M --verify 2>&1); rc=$?
 # command line, and by a server from a client (they arrive over the network, unchecked).
 out=$("$MRC" perf --client 127.0.0.1 --size 5G 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "must be 1 byte to 1 GiB" || fail "--size 5G: rc=$rc $out"
+out=$("$MRC" perf --client 127.0.0.1 --pingpong --qps 2 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "pingpong runs one queue pair" || fail "--pingpong --qps 2: rc=$rc $out"
 out=$("$MRC" perf --client 127.0.0.1 --size 256M --depth 128 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "more than half of this machine's memory" || fail "256M x 128: rc=$rc $out"
 hostile_hello() {  # HELLO EXPECTED_MESSAGE: a raw client that sends one set-up line
@@ -139,13 +146,13 @@ hostile_hello() {  # HELLO EXPECTED_MESSAGE: a raw client that sends one set-up 
   [ $src -eq 2 ] && grep -q "$2" /tmp/mrc-perf-srv.$$ || fail "hello $1: server rc=$src $(tail -2 /tmp/mrc-perf-srv.$$)"
   echo "ok: server refused $1 ($2${reply:+; told the client: $reply})"
 }
-hostile_hello '{"params": {"size": 65536, "verify": true, "bidir": false, "depth": 16}}' "names no mrc perf version"
-hostile_hello '{"params": {"size": 65536, "verify": true, "bidir": false, "depth": 16}, "mrc_perf": 1}' "version 1 and this side 2: run the same mrc build"
-hostile_hello '{"mrc_perf": 2, "params": {"size": "big"}}' "malformed test parameters"
-hostile_hello '{"mrc_perf": 2, "params": {"size": 1099511627776, "verify": false, "bidir": false, "depth": 16}}' "must be 1 byte to 1 GiB"
-hostile_hello '{"mrc_perf": 2, "params": {"size": 65536, "verify": false, "bidir": false, "depth": 4294967296}}' "must be 1 to 128"
-hostile_hello '{"mrc_perf": 2, "params": {"size": 65536, "verify": false, "bidir": false, "depth": 16}}' "set-up message is malformed"
-hostile_hello '{"params": {"size": 65536, "verify": false, "bidir": false, "depth": 16}, "mrc_perf": 2, "qps": [{"qpn": "x", "psn": 1}], "planes": ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"], "addr": 1, "rkey": 1, "len": 99999999, "port": 4807}' "set-up message is malformed"
+hostile_hello '{"params": {"size": 65536, "verify": true, "bidir": false, "pingpong": false, "depth": 16}}' "names no mrc perf version"
+hostile_hello '{"params": {"size": 65536, "verify": true, "bidir": false, "pingpong": false, "depth": 16}, "mrc_perf": 1}' "version 1 and this side 3: run the same mrc build"
+hostile_hello '{"mrc_perf": 3, "params": {"size": "big"}}' "malformed test parameters"
+hostile_hello '{"mrc_perf": 3, "params": {"size": 1099511627776, "verify": false, "bidir": false, "pingpong": false, "depth": 16}}' "must be 1 byte to 1 GiB"
+hostile_hello '{"mrc_perf": 3, "params": {"size": 65536, "verify": false, "bidir": false, "pingpong": false, "depth": 4294967296}}' "must be 1 to 128"
+hostile_hello '{"mrc_perf": 3, "params": {"size": 65536, "verify": false, "bidir": false, "pingpong": false, "depth": 16}}' "set-up message is malformed"
+hostile_hello '{"params": {"size": 65536, "verify": false, "bidir": false, "pingpong": false, "depth": 16}, "mrc_perf": 3, "qps": [{"qpn": "x", "psn": 1}], "planes": ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"], "addr": 1, "rkey": 1, "len": 99999999, "port": 4807}' "set-up message is malformed"
 
 # What leaves is what the engine wrote: over 4 planes, whose turns share one send batch, the
 # server receives no datagram more often than the client sent it (captured on both sides; a

@@ -54,6 +54,8 @@ kill -0 "$client_pid" 2>/dev/null || fail "the transfer ended before plane 2 cam
 echo "plane 2 up at:   $(tail -1 "$OUT/client")"
 
 wait_verified
+# The datapath saw its plane go down (the interface's link, through rtnetlink's events).
+grep -q "p2  DOWN" "$OUT/client" || fail "the client's live lines never showed plane 2 DOWN"
 "$TESTBED" --prefix "$PREFIX" offload 3 off || fail "testbed offload 3 off"
 [ "$(udp_gso_state 1 3)" = off ] || fail "plane 3's offloads are still on after 'offload 3 off'"
 echo "PASSED: $((BYTES >> 20)) MiB verified over 4 planes (plane 3 with offloads) with plane 2 failed and repaired mid-run"

@@ -23,6 +23,7 @@ Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
   hc.gso = hc.gro = config.gso;
   hc.backend = config.backend;
   hc.srv6_paths = config.srv6_paths;
+  hc.busy_poll = config.busy_poll;
   hc.seed = config.seed;
   std::random_device os_random;  // unpredictable_ids: the OS's entropy, not a seed
   const auto draw = [&] { return (uint64_t{os_random()} << 32) | os_random(); };

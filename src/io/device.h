@@ -59,6 +59,7 @@ struct DeviceConfig {
   bool gso = true;                  // UdpHostConfig::gso and ::gro
   Backend backend = Backend::kUdp;  // UdpHostConfig::backend
   Srv6Paths srv6_paths;             // UdpHostConfig::srv6_paths (empty: ECMP mode)
+  Duration busy_poll{0};            // UdpHostConfig::busy_poll (0: sleep when idle)
   uint64_t seed = 1;
   // QPNs with random tags (EndpointConfig::qpn_seed) and random initial PSNs (initial_psn()),
   // both drawn from the OS, so that neither can be guessed by a sender of forged packets.

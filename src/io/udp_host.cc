@@ -45,6 +45,7 @@ namespace {
 constexpr int kTransmitRounds = 4;
 constexpr size_t kPlaneBurst = 16;
 constexpr uint32_t kWakeToken = 0xFFFF;
+constexpr uint32_t kLinkToken = 0xFFFE;
 constexpr int kUdpNoCheck6Tx = 101;  // linux/udp.h UDP_NO_CHECK6_TX / _RX
 constexpr int kUdpNoCheck6Rx = 102;
 constexpr int kIpv6FlowinfoSend = 33;  // IPV6_FLOWINFO_SEND (linux/in6.h; not in glibc's headers)
@@ -252,6 +253,12 @@ Result<Ok, Error> UdpHost::open_sockets() {
   wake_event.events = EPOLLIN;
   wake_event.data.u32 = kWakeToken;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_event);
+  if (links_.fd() >= 0) {
+    epoll_event link_event{};
+    link_event.events = EPOLLIN;
+    link_event.data.u32 = kLinkToken;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, links_.fd(), &link_event);
+  }
   planes_.resize(config_.planes.size());
   if (config_.backend == Backend::kUdp) rx_.resize(config_.planes.size());
   port_flow_labels_.resize(config_.planes.size());
@@ -482,11 +489,12 @@ Instant UdpHost::now() const {
 // earlier datagrams waiting on plane 3; its SACKs would then report those as missing, and the
 // sender would take the reordering, which only this host made, for loss (false losses, and a
 // window cut for each). The xdp backend's frames carry no time: each plane's stay in order.
-bool UdpHost::receive(Instant now) {
+bool UdpHost::receive(Instant now, uint32_t ready) {
   arrivals_.clear();
   int planes_with_data = 0;
   for (int p = 0; p < planes(); ++p) {
     Plane& plane = planes_[p];
+    if ((ready & (1u << p)) == 0 && plane.xdp == nullptr) continue;  // nothing said it has data
     const auto datagrams = plane.xdp ? plane.xdp->receive() : rx_[p].receive(plane.rx_fd);
     if (datagrams.empty()) continue;
     ++plane.stats.receive_calls;
@@ -573,7 +581,7 @@ void UdpHost::account(int p, const TxOutcome& outcome) {
   s.send_errors += outcome.errors;
   s.send_calls += outcome.calls;
   const int e = outcome.last_errno;
-  if (e == ENETDOWN || e == ENETUNREACH || e == EADDRNOTAVAIL) next_link_check_ = Instant{0};
+  if (e == ENETDOWN || e == ENETUNREACH || e == EADDRNOTAVAIL) link_check_due_ = true;
 }
 
 bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
@@ -759,9 +767,9 @@ bool in_network(const ifaddrs& i, const SocketAddress& address) {
 
 }  // namespace
 
-void UdpHost::check_links(Instant now) {
-  if (now < next_link_check_) return;
-  next_link_check_ = now + Duration::from_ms(20);
+void UdpHost::check_links(Instant now, bool readable) {
+  if (!links_.changed(now, readable) && !link_check_due_) return;
+  link_check_due_ = false;
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return;
   for (int p = 0; p < planes(); ++p) {
@@ -827,21 +835,43 @@ Instant UdpHost::wake_at() const {
 
 void UdpHost::sleep_until(Instant until) {
   const Instant now = this->now();
-  if (busy_thread_ && now < last_busy_ + config_.spin) {
+  const bool busy_polling = now < last_busy_ + config_.busy_poll;
+  if (!busy_polling && busy_thread_ && now < last_busy_ + config_.spin) {
     sched_yield();  // spinning, but a thread that shares this core runs first
     return;
   }
-  const int64_t wait_ns = std::max<int64_t>(until.ns - now.ns, 0);
-  if (wait_ns == 0) return;
+  const int64_t wait_ns = busy_polling ? 0 : std::max<int64_t>(until.ns - now.ns, 0);
+  if (wait_ns == 0 && !busy_polling) return;
   timespec timeout{wait_ns / 1'000'000'000, wait_ns % 1'000'000'000};
-  epoll_event events[kMaxPlanes + 1];
-  const int n = epoll_pwait2(epoll_fd_, events, kMaxPlanes + 1, &timeout, nullptr);
+  epoll_event events[kMaxPlanes + 2];
+  const int n = epoll_pwait2(epoll_fd_, events, kMaxPlanes + 2, &timeout, nullptr);
+  note_ready(events, n);
+}
+
+void UdpHost::note_ready(const epoll_event* events, int n) {
+  if (n < 0) return;  // interrupted: every plane is read next round
+  uint32_t mask = 0;
   for (int i = 0; i < n; ++i) {
-    if (events[i].data.u32 == kWakeToken) {
+    const uint32_t token = events[i].data.u32;
+    if (token == kWakeToken) {
       uint64_t count = 0;
       (void)!read(wake_fd_, &count, sizeof count);
+    } else if (token == kLinkToken) {
+      mask |= kLinkBit;
+    } else {
+      mask |= 1u << token;
     }
   }
+  ready_mask_.fetch_or(mask, std::memory_order_relaxed);
+  ready_known_.store(true, std::memory_order_release);
+}
+
+// Every plane, unless the last sleep said which have data (see ready_mask_).
+uint32_t UdpHost::take_ready_mask() {
+  if (ready_known_.exchange(false, std::memory_order_acquire))
+    return ready_mask_.exchange(0, std::memory_order_relaxed);
+  ready_mask_.store(0, std::memory_order_relaxed);
+  return ~kLinkBit;
 }
 
 void UdpHost::wake() {
@@ -863,9 +893,10 @@ bool UdpHost::run_once() {
   Instant now = start;
   apply_schedule(now);
   apply_flaps(now);
-  check_links(now);
+  const uint32_t ready = take_ready_mask();
+  check_links(now, (ready & kLinkBit) != 0);
   bool busy = false;
-  busy |= receive(now);
+  busy |= receive(now, ready);
   now = this->now();
   if (endpoint_->next_deadline() <= now) {
     endpoint_->handle_timeout(now);

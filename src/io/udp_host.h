@@ -29,7 +29,9 @@
 #pragma once
 
 #include <netinet/in.h>
+#include <sys/epoll.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -40,6 +42,7 @@
 #include <vector>
 
 #include "core/endpoint.h"
+#include "io/link_watch.h"
 #include "io/pcap.h"
 #include "io/socket_address.h"
 #include "io/srv6.h"
@@ -89,6 +92,11 @@ struct UdpHostConfig {
   // thread is busy (its rounds with work took at least half of the last millisecond): a
   // link-bound connection, idle between datagrams, sleeps. 0: always sleep.
   Duration spin{Duration::from_us(100)};
+  // Opt-in busy polling for latency-critical users (as SO_BUSY_POLL, or an RDMA application
+  // polling its CQ): for this long after work, sleep_until() asks epoll without waiting which
+  // sockets have datagrams instead of sleeping, so an arrival is not delayed by waking the
+  // thread. It costs a core while it lasts; bounded by the setting (0: off).
+  Duration busy_poll{0};
   Impairment impairment;
   uint64_t seed = 1;
   uint64_t qpn_seed = 0;  // EndpointConfig::qpn_seed
@@ -202,7 +210,7 @@ class UdpHost {
   explicit UdpHost(const UdpHostConfig& config);
   Result<Ok, Error> open_sockets();
   Result<Ok, Error> open_plane(int p);
-  bool receive(Instant now);
+  bool receive(Instant now, uint32_t ready);  // ready: bit p, read plane p
   void deliver(int plane, const RxDatagram& d, Instant now);
   // RxMeta::source of a datagram from `from`, and back (a reply's address): IPv4 addresses and
   // ports fit in it; an IPv6 sender is kept in reply_cache_ under a hash the token carries.
@@ -225,7 +233,7 @@ class UdpHost {
   bool release_delayed(Instant now);
   void apply_schedule(Instant now);
   void apply_flaps(Instant now);
-  void check_links(Instant now);
+  void check_links(Instant now, bool readable);  // readable: the link watch has events
   void update_plane(int plane);
   void capture_sent(int plane, const Route& route, std::span<uint8_t> datagram);
 
@@ -262,7 +270,17 @@ class UdpHost {
   size_t next_schedule_ = 0;
   Instant next_flap_change_{0};  // no flap changes state before this (unused without flaps)
   int first_plane_ = 0;
-  Instant next_link_check_{0};
+  LinkWatch links_;
+  bool link_check_due_ = false;  // a send failed as if a link were down: read them now
+  // Which planes to read: after a sleep in epoll, the planes it reported (and bit kLinkBit for
+  // the link watch); otherwise every plane. Set by sleep_until, which runs without the device's
+  // lock, taken by receive under it. Epoll is level-triggered, so a plane left unread because
+  // of a stale mask is reported again at the next sleep: a mask can delay a read, never lose it.
+  static constexpr uint32_t kLinkBit = 1u << 31;
+  std::atomic<uint32_t> ready_mask_{0};
+  std::atomic<bool> ready_known_{false};
+  uint32_t take_ready_mask();
+  void note_ready(const epoll_event* events, int n);
   Instant last_busy_{INT64_MIN / 2};
   // How busy the thread is: the time its rounds with work took in the current 1 ms window, and
   // whether they filled at least half of the last one (sleep_until spins only then).

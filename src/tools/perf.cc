@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -20,7 +21,9 @@
 #include <deque>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 
 #include "io/device_group.h"
@@ -46,10 +49,12 @@ constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 30;
 // The largest --depth and --qps, on the command line and from a client alike.
 constexpr uint32_t kMaxDepth = 128;
 constexpr uint32_t kMaxQps = 64;
+// --pingpong's timed exchanges per size when no --iterations, --bytes or --duration is given.
+constexpr uint64_t kDefaultExchanges = 10'000;
 // The set-up's version, "mrc_perf" in both hellos: the two ends must speak the same one. A
 // change to the set-up messages or to what --verify writes makes a new one (2: the verify
-// pattern of one hash per 64-byte block).
-constexpr int kPerfProtocol = 2;
+// pattern of one hash per 64-byte block; 3: the ping-pong mode's parameter).
+constexpr int kPerfProtocol = 3;
 
 // Why the peer's hello is of another version ("" if it is of this one).
 std::string protocol_error(const json& peer) {
@@ -79,6 +84,9 @@ std::string test_params_error(const PerfOptions& o) {
            std::to_string(o.depth) + ")";
   if (o.qps < 1 || o.qps > kMaxQps)
     return "--qps must be 1 to " + std::to_string(kMaxQps) + " (was " + std::to_string(o.qps) + ")";
+  if (o.pingpong && (o.qps != 1 || o.depth != 1 || o.bidir))
+    return "--pingpong runs one queue pair with one message each way at a time: drop --qps, "
+           "--depth and --bidir";
   const uint64_t ring_bytes = message_areas(o) * std::max<uint64_t>(o.size, 8);
   if (std::string why = buffers_too_large(
           2 * ring_bytes,
@@ -209,9 +217,13 @@ class PerfSide {
   // Sender: messages of `size` bytes until `count` are sent (0: until stop_sending()).
   void start_sending(uint64_t size, uint64_t count);
   void stop_sending() { send_limit_ = next_message_; }
-  bool sending_done() const { return next_message_ >= send_limit_ && completed_ == next_message_; }
+  bool sending_done() const {
+    return next_message_ >= send_limit_ && completed_ == next_message_ &&
+           (!o_.pingpong || server_ || pongs_ == next_message_);
+  }
   void step();  // progress + completions + posting
   void attach_metrics(MetricsServer* metrics) { metrics_ = metrics; }
+  bool pingpong() const { return o_.pingpong; }
 
   int planes() const { return devices_->planes(); }
   io::UdpPlaneStats plane_stats(int p) const { return devices_->plane_stats(p); }
@@ -284,6 +296,12 @@ class PerfSide {
   void poll_shard(uint32_t s);
   std::string render() const;
   void post_messages();
+  // Posts message i of size_ bytes from its slot; false if the send queue is full.
+  bool post_message(uint64_t i, uint32_t immediate);
+  // --pingpong: the server answers every message with one of the same size and number; the
+  // client times the exchange and sends the next.
+  void on_ping(const Completion& c, QueuePair* qp);
+  void on_pong(const Completion& c);
   void on_completion(const Completion& c);
   void on_receive(const Completion& c, QueuePair* qp);
   // Frees the peer's slot of `message`; a credit the send queue has no room for waits in
@@ -337,6 +355,9 @@ class PerfSide {
   std::string peer_name(size_t q) const;
   Result<Ok, Error> agree_keys(size_t q, const nlohmann::json& theirs);
   std::map<uint64_t, std::chrono::steady_clock::time_point> posted_at_;
+  uint64_t pongs_ = 0;        // --pingpong client: answers received
+  uint64_t warmup_left_ = 0;  // --pingpong client: exchanges of this size not yet timed
+  std::chrono::steady_clock::time_point ping_at_;
   // A uniform sample (reservoir) of at most kMaxLatencySamples of the latencies seen, so a run of
   // any length keeps bounded memory; the percentiles are exact until then.
   static constexpr size_t kMaxLatencySamples = size_t{1} << 20;
@@ -394,6 +415,7 @@ Result<io::DeviceConfig, Error> device_config(const PerfOptions& o, bool server)
   }
   hc.ev_port_base = static_cast<uint16_t>(ev_base);
   hc.gso = o.gso;
+  hc.busy_poll = Duration{static_cast<int64_t>(o.busy_poll_us * 1e3)};
   auto backend = io::parse_backend(o.backend);
   if (!backend.ok()) return Err{backend.error()};
   hc.backend = backend.value();
@@ -604,35 +626,74 @@ Result<Ok, Error> PerfSide::agree_keys(size_t q, const json& theirs) {
 void PerfSide::start_sending(uint64_t size, uint64_t count) {
   size_ = size;
   send_limit_ = count == 0 ? UINT64_MAX : next_message_ + count;
+  warmup_left_ = o_.warmup;
 }
 
 void PerfSide::post_messages() {
   while (next_message_ < send_limit_) {
     const uint64_t i = next_message_;
+    if (o_.pingpong) {  // one exchange at a time, timed from here to its answer
+      if (i != pongs_) return;
+      ping_at_ = std::chrono::steady_clock::now();
+      if (!post_message(i, static_cast<uint32_t>(i) & ~kCreditBit)) return;
+      continue;
+    }
     const uint32_t slot = static_cast<uint32_t>(i % slots_);
     if (slot_busy_[slot] || i - completed_ >= o_.depth) return;
-    const size_t q = i % qps_.size();
-    QueuePair* qp = qps_[q];
-    uint8_t* src = source_.data() + area_offset(slot);
-    if (o_.verify) fill_pattern(src, i, size_);
-    Sge sge{reinterpret_cast<uint64_t>(src), static_cast<uint32_t>(size_), source_mr_.lkey};
-    SendWr wr;
-    wr.wr_id = i;
-    wr.opcode = SendOpcode::kWriteWithImm;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.remote_addr = peer_addr_ + area_offset(slot);
-    wr.rkey = peer_rkey_;
-    wr.immediate = static_cast<uint32_t>(i) & ~kCreditBit;
-    {
-      std::lock_guard lock(shard_of(q).lock());
-      if (!qp->post_send(wr).ok()) return;  // send queue full: try again after completions
-    }
-    posted_[q % posted_.size()] = 1;
+    if (!post_message(i, static_cast<uint32_t>(i) & ~kCreditBit)) return;
     slot_busy_[slot] = true;
     posted_at_[i] = std::chrono::steady_clock::now();
-    ++next_message_;
   }
+}
+
+bool PerfSide::post_message(uint64_t i, uint32_t immediate) {
+  const uint32_t slot = immediate % slots_;
+  const size_t q = i % qps_.size();
+  QueuePair* qp = qps_[q];
+  uint8_t* src = source_.data() + area_offset(slot);
+  if (o_.verify) fill_pattern(src, immediate, size_);
+  Sge sge{reinterpret_cast<uint64_t>(src), static_cast<uint32_t>(size_), source_mr_.lkey};
+  SendWr wr;
+  wr.wr_id = i;
+  wr.opcode = SendOpcode::kWriteWithImm;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.remote_addr = peer_addr_ + area_offset(slot);
+  wr.rkey = peer_rkey_;
+  wr.immediate = immediate;
+  {
+    std::unique_lock lock(shard_of(q).lock(), std::defer_lock);
+    if (!server_ || !o_.pingpong) lock.lock();  // (the server answers from poll_shard)
+    if (!qp->post_send(wr).ok()) return false;  // send queue full: try again after completions
+  }
+  posted_[q % posted_.size()] = 1;
+  ++next_message_;
+  return true;
+}
+
+void PerfSide::on_ping(const Completion& c, QueuePair* qp) {
+  (void)qp;
+  size_ = c.byte_len;
+  if (!post_message(next_message_, c.immediate) && failure_.empty())
+    failure_ = "queue pair " + std::to_string(c.qpn.value) +
+               ": the send queue had no room for a ping-pong answer";
+}
+
+void PerfSide::on_pong(const Completion& c) {
+  if (c.immediate != static_cast<uint32_t>(pongs_)) {
+    if (failure_.empty())
+      failure_ = "ping-pong answer " + std::to_string(c.immediate) + " arrived while " +
+                 std::to_string(pongs_) + " was awaited";
+    return;
+  }
+  ++pongs_;
+  if (warmup_left_ > 0) {
+    --warmup_left_;
+    return;
+  }
+  note_latency(
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - ping_at_)
+          .count());
 }
 
 void PerfSide::send_credit(QueuePair* qp, uint32_t message) {
@@ -656,14 +717,16 @@ void PerfSide::on_receive(const Completion& c, QueuePair* qp) {
   }
   ++received_;
   bytes_received_ += c.byte_len;
-  if (!o_.verify) return;
-  const uint32_t slot = c.immediate % slots_;
-  if (check_pattern(target_.data() + area_offset(slot), c.immediate, c.byte_len)) {
-    bytes_verified_ += c.byte_len;
-  } else {
-    ++mismatches_;
+  if (o_.verify) {
+    const uint32_t slot = c.immediate % slots_;
+    if (check_pattern(target_.data() + area_offset(slot), c.immediate, c.byte_len)) {
+      bytes_verified_ += c.byte_len;
+    } else {
+      ++mismatches_;
+    }
   }
-  send_credit(qp, c.immediate);
+  if (o_.pingpong) return server_ ? on_ping(c, qp) : on_pong(c);
+  if (o_.verify) send_credit(qp, c.immediate);
 }
 
 void PerfSide::on_completion(const Completion& c) {
@@ -926,7 +989,8 @@ void print_summary(const json& r) {
               static_cast<unsigned long long>(r["size"].get<uint64_t>()),
               r["seconds"].get<double>(), r["gbit_per_s"].get<double>(),
               r["messages_per_s"].get<double>());
-  std::printf("latency (post to completion): p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n",
+  std::printf("latency (%s): p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n",
+              r["latency_measures"].get<std::string>().c_str(),
               r["latency_us"]["p50"].get<double>(), r["latency_us"]["p99"].get<double>(),
               r["latency_us"]["p999"].get<double>());
   std::printf("datapath: %s; %u payload bytes per packet\n",
@@ -991,6 +1055,7 @@ json result_json(PerfSide& side, Reporter& rep, const char* role, uint64_t size,
       {"messages_per_s",
        seconds > 0 ? static_cast<double>(side.messages_sent() + side.messages_received()) / seconds
                    : 0.0},
+      {"latency_measures", side.pingpong() ? "round trip, last size" : "post to completion"},
       {"latency_us",
        {{"p50", percentile(lat, 0.50)},
         {"p99", percentile(lat, 0.99)},
@@ -1051,8 +1116,9 @@ std::string take_client_params(const json& params, PerfOptions& mine) {
   };
   uint64_t size = 0, depth = 0, buffer = 0, qps = 0;
   if (!params.is_object() || !params.contains("verify") || !params["verify"].is_boolean() ||
-      !params.contains("bidir") || !params["bidir"].is_boolean() || !number("size", 0, size) ||
-      !number("depth", 0, depth) || !number("buffer", 0, buffer) || !number("qps", 1, qps))
+      !params.contains("bidir") || !params["bidir"].is_boolean() || !params.contains("pingpong") ||
+      !params["pingpong"].is_boolean() || !number("size", 0, size) || !number("depth", 0, depth) ||
+      !number("buffer", 0, buffer) || !number("qps", 1, qps))
     return "malformed test parameters (another mrc perf version?)";
   if (depth > kMaxDepth || qps > kMaxQps)  // before narrowing them to 32 bits
     return "--depth must be 1 to " + std::to_string(kMaxDepth) + " and --qps 1 to " +
@@ -1063,6 +1129,7 @@ std::string take_client_params(const json& params, PerfOptions& mine) {
   mine.buffer_bytes = buffer;
   mine.verify = params["verify"].get<bool>();
   mine.bidir = params["bidir"].get<bool>();
+  mine.pingpong = params["pingpong"].get<bool>();
   return test_params_error(mine);
 }
 
@@ -1129,14 +1196,18 @@ int serve_one(const PerfOptions& o) {
 }
 
 // Sends at each message size in turn (one size unless --sweep-sizes); one JSON row per size.
-json send_sizes(PerfSide& s, Reporter& rep, const PerfOptions& o) {
+json send_sizes(PerfSide& s, Reporter& rep, const PerfOptions& o, std::FILE* samples) {
   json sweep = json::array();
   std::vector<uint64_t> sizes;
-  for (uint64_t sz = o.sweep_sizes ? 4096 : o.size; sz <= o.size; sz *= 2) sizes.push_back(sz);
+  const uint64_t smallest = std::min<uint64_t>(o.pingpong ? 8 : 4096, o.size);
+  for (uint64_t sz = o.sweep_sizes ? smallest : o.size; sz <= o.size; sz *= 2) sizes.push_back(sz);
   for (uint64_t size : sizes) {
-    const uint64_t count = o.iterations > 0 ? o.iterations
-                           : o.bytes > 0    ? std::max<uint64_t>(1, o.bytes / size)
-                                            : 0;
+    // --pingpong without a count or duration: kDefaultExchanges timed exchanges per size.
+    const uint64_t timed = o.iterations > 0                  ? o.iterations
+                           : o.bytes > 0                     ? std::max<uint64_t>(1, o.bytes / size)
+                           : o.pingpong && o.duration_s <= 0 ? kDefaultExchanges
+                                                             : 0;
+    const uint64_t count = timed > 0 && o.pingpong ? timed + o.warmup : timed;
     const double duration = count == 0 ? (o.duration_s > 0 ? o.duration_s : 5.0) : 1e9;
     const uint64_t before_bytes = s.bytes_sent(), before_msgs = s.messages_sent();
     s.clear_latencies();
@@ -1152,17 +1223,43 @@ json send_sizes(PerfSide& s, Reporter& rep, const PerfOptions& o) {
         1e9);
     const double secs = std::chrono::duration<double>(Clock::now() - start).count();
     const auto& lat = s.latencies_us();
+    if (samples != nullptr)
+      for (double us : lat)
+        std::fprintf(samples, "%llu,%.3f\n", static_cast<unsigned long long>(size), us);
     sweep.push_back(
         {{"size", size},
          {"messages", s.messages_sent() - before_msgs},
          {"seconds", secs},
          {"gbit_per_s", static_cast<double>(s.bytes_sent() - before_bytes) * 8 / secs / 1e9},
          {"messages_per_s", static_cast<double>(s.messages_sent() - before_msgs) / secs},
+         {"timed", lat.size()},
          {"p50_us", percentile(lat, 0.5)},
          {"p99_us", percentile(lat, 0.99)},
-         {"p999_us", percentile(lat, 0.999)}});
+         {"p999_us", percentile(lat, 0.999)},
+         {"max_us", lat.empty() ? 0.0 : *std::max_element(lat.begin(), lat.end())},
+         {"mean_us", lat.empty() ? 0.0
+                                 : std::accumulate(lat.begin(), lat.end(), 0.0) /
+                                       static_cast<double>(lat.size())}});
+    if (!s.failure().empty()) break;
   }
   return sweep;
+}
+
+// The --pingpong table: round trips per message size.
+void print_pingpong(const json& sweep, const PerfOptions& o) {
+  std::printf(
+      "ping-pong: round trips of a WRITE-with-immediate each way, one queue pair, %llu "
+      "untimed exchanges first at each size; microseconds\n",
+      static_cast<unsigned long long>(o.warmup));
+  std::printf("%8s %10s %9s %9s %9s %9s %9s\n", "size", "exchanges", "p50", "p99", "p99.9", "max",
+              "mean");
+  for (const auto& row : sweep)
+    std::printf("%8llu %10llu %9.1f %9.1f %9.1f %9.1f %9.1f\n",
+                static_cast<unsigned long long>(row["size"].get<uint64_t>()),
+                static_cast<unsigned long long>(row["timed"].get<uint64_t>()),
+                row["p50_us"].get<double>(), row["p99_us"].get<double>(),
+                row["p999_us"].get<double>(), row["max_us"].get<double>(),
+                row["mean_us"].get<double>());
 }
 
 // The --sweep-sizes table: one row per message size.
@@ -1179,6 +1276,16 @@ void print_sweep(const json& sweep) {
 }
 
 int run_client(const PerfOptions& o) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> samples(nullptr, &std::fclose);
+  if (!o.samples_file.empty()) {
+    samples.reset(std::fopen(o.samples_file.c_str(), "w"));
+    if (!samples)
+      return std::fprintf(stderr, "mrc perf: --samples %s: %s\n", o.samples_file.c_str(),
+                          std::strerror(errno)),
+             2;
+    std::fprintf(samples.get(), "size_bytes,%s_us\n",
+                 o.pingpong ? "round_trip" : "post_to_completion");
+  }
   std::unique_ptr<MetricsServer> metrics;
   if (!start_metrics(o, metrics)) return 2;
   PerfSide s(o, false);
@@ -1190,8 +1297,9 @@ int run_client(const PerfOptions& o) {
     return std::fprintf(stderr, "mrc perf: %s\n", reached.error().message.c_str()), 2;
   OobChannel& oob = reached.value();
   json hello = s.hello();
-  hello["params"] = {{"size", o.size},   {"verify", o.verify},       {"bidir", o.bidir},
-                     {"depth", o.depth}, {"buffer", o.buffer_bytes}, {"qps", o.qps}};
+  hello["params"] = {{"size", o.size},        {"verify", o.verify},       {"bidir", o.bidir},
+                     {"depth", o.depth},      {"buffer", o.buffer_bytes}, {"qps", o.qps},
+                     {"pingpong", o.pingpong}};
   json peer;
   // A runtime failure (1), not a usage error (2): the server went away during the set-up.
   if (!oob.send(hello) || !oob.receive(peer))
@@ -1204,7 +1312,7 @@ int run_client(const PerfOptions& o) {
   if (auto connected = s.connect(peer); !connected.ok())
     return std::fprintf(stderr, "mrc perf: %s\n", connected.error().message.c_str()), 2;
   Reporter rep(s, o);
-  const json sweep = send_sizes(s, rep, o);
+  const json sweep = send_sizes(s, rep, o, samples.get());
   rep.maybe_report(true);
   if (!s.failure().empty()) {
     std::fprintf(stderr, "mrc perf: FAILED: %s\n", s.failure().c_str());
@@ -1229,7 +1337,11 @@ int run_client(const PerfOptions& o) {
   if (o.json) {
     std::cout << r.dump(2) << "\n";
   } else {
-    if (o.sweep_sizes) print_sweep(sweep);
+    if (o.pingpong) {
+      print_pingpong(sweep, o);
+    } else if (o.sweep_sizes) {
+      print_sweep(sweep);
+    }
     print_summary(r);
     if (o.verify && ok)
       std::printf("every byte verified: %" PRIu64 " bytes written, %" PRIu64
@@ -1264,18 +1376,28 @@ void add_test_options(CLI::App& app, PerfOptions& o) {
                  "threads' ranges, 55120 with 4 planes)");
   app.add_option(
          "--size", o.size,
-         "message size in bytes, 1 to 1G, K/M/G suffixes (1024-based) allowed (default 1M); with "
-         "--sweep-sizes the largest")
+         "message size in bytes, 1 to 1G, K/M/G suffixes (1024-based) allowed (default 1M; with "
+         "--pingpong 8, or 64K with --sweep-sizes); with --sweep-sizes the largest")
       ->transform(CLI::AsSizeValue(false));
-  app.add_flag("--sweep-sizes", o.sweep_sizes, "run sizes 4 KiB, 8 KiB, ... up to --size");
+  app.add_flag("--sweep-sizes", o.sweep_sizes,
+               "run sizes 4 KiB, 8 KiB, ... (with --pingpong 8 B, 16 B, ...) up to --size");
   app.add_option("--bytes", o.bytes, "bytes to send (per size), K/M/G suffixes allowed")
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--duration", o.duration_s,
                  "seconds to send (default 5 if neither --bytes nor --iterations)");
   app.add_option("--iterations", o.iterations, "messages to send (per size)");
   app.add_option("--qps", o.qps, "queue pairs (default 1)")->check(CLI::Range(1u, kMaxQps));
-  app.add_option("--depth", o.depth, "messages in flight (default 16)")
+  app.add_option("--depth", o.depth, "messages in flight (default 16; 1 with --pingpong)")
       ->check(CLI::Range(1u, kMaxDepth));
+  app.add_flag("--pingpong", o.pingpong,
+               "latency: each side writes-with-immediate when it sees the other's, as "
+               "ib_write_lat; round trips per size (p50, p99, p99.9, max); 10000 exchanges per "
+               "size unless --iterations or --duration");
+  app.add_option("--samples", o.samples_file,
+                 "write every timed latency to this CSV file (size_bytes, microseconds), for "
+                 "distributions (at most 2^20 per size: a uniform sample beyond)");
+  app.add_option("--warmup", o.warmup,
+                 "--pingpong: exchanges at each size before timing starts (default 100)");
   app.add_option(
          "--threads", o.threads,
          "engine threads (default 1): QP q runs on thread q % THREADS, each thread with its own "
@@ -1336,6 +1458,10 @@ void add_fault_and_transport_options(CLI::App& app, PerfOptions& o) {
              std::to_string(io::kUdpDefaultAckEvery) + ")")
       ->check(CLI::Range(0u, 64u));
   app.add_flag("!--no-gso", o.gso, "send and receive one datagram per buffer (no UDP GSO/GRO)");
+  app.add_option("--busy-poll-us", o.busy_poll_us,
+                 "after work, poll the sockets for this long instead of sleeping (lower latency "
+                 "for a core's worth of CPU while it lasts; default 0: sleep when idle)")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--backend", o.backend,
                  "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP on the planes' "
                  "interfaces, writing whole "
@@ -1366,7 +1492,10 @@ void add_perf_options(CLI::App& app, PerfOptions& o) {
   add_fault_and_transport_options(app, o);
 }
 
-int run_perf(const PerfOptions& o) {
+int run_perf(const PerfOptions& given) {
+  PerfOptions o = given;  // the defaults that depend on the mode
+  if (o.size == 0) o.size = o.pingpong ? (o.sweep_sizes ? 64 << 10 : 8) : 1 << 20;
+  if (o.depth == 0) o.depth = o.pingpong ? 1 : 16;
   if (o.server == !o.connect.empty()) {
     std::fprintf(stderr, "mrc perf: give exactly one of --server or --client ADDRESS\n");
     return 2;

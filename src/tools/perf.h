@@ -22,14 +22,19 @@ struct PerfOptions {
   // apart at any thread count: a server of T threads uses ports 4791 .. 4791 + T - 1.
   uint16_t port = 0;  // 0: 4791 for the server, 4791 + 16 (kMaxDeviceThreads) for the client
   uint16_t ev_port_base =
-      0;  // 0: 50000 for the server, after 16 server threads' EV ranges for the client
-  uint64_t size = 1 << 20;
+      0;              // 0: 50000 for the server, after 16 server threads' EV ranges for the client
+  uint64_t size = 0;  // 0: 1 MiB, or for --pingpong 8 bytes (64 KiB with --sweep-sizes)
   bool sweep_sizes = false;
+  // --pingpong: each side writes-with-immediate when it sees the other's (ib_write_lat's
+  // pattern); the client times each round trip, after `warmup` exchanges per size.
+  bool pingpong = false;
+  uint64_t warmup = 100;
+  std::string samples_file;  // --samples: every timed latency, as CSV
   uint64_t bytes = 0;
   double duration_s = 0;
   uint64_t iterations = 0;
   uint32_t qps = 1;
-  uint32_t depth = 16;
+  uint32_t depth = 0;         // 0: 16, or 1 with --pingpong
   uint64_t buffer_bytes = 0;  // --buffer: memory the messages cycle through (0: one area each)
   uint32_t threads = 1;       // io::DeviceGroup shards: QP q on shard q % threads
   bool bidir = false;
@@ -51,6 +56,7 @@ struct PerfOptions {
   uint32_t ack_every = 0;       // QpConfig::ack_every_packets (0: the datapath's default)
   double target_delay_us = -1;  // NsccConfig::target_delay_ns; < 0: the datapath's default
   bool gso = true;              // UdpHostConfig::gso and ::gro
+  double busy_poll_us = 0;      // UdpHostConfig::busy_poll (0: sleep when idle)
   std::string backend = "udp";  // UdpHostConfig::backend: udp or xdp
   std::string srv6_paths;       // UdpHostConfig::srv6_paths ("200,201"); empty: ECMP mode
   std::string secure = "off";   // QpConfig::security mode: off, auth or encrypt
