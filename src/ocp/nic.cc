@@ -77,14 +77,30 @@ void signal_channel(mrc_cq* cq) {
                sizeof cq);  // NOLINT(bugprone-sizeof-expression): the pointer is the message
 }
 
-void mrc_context_push(mrc_context* context, ibv_event_type type, mrc_qp* qp, int port) {
+// A port's asynchronous event: to every MRC context (mrc_get_async_event) and every verbs
+// context (ibv_get_async_event) of the device.
+static void push_port_event(Nic& nic, ibv_event_type type, int port) {
   mrc_async_event event{};
   event.event_type = type;
-  if (qp != nullptr)
-    event.element.qp = qp;
-  else
-    event.element.port_num = port;
-  context->push_async(event);
+  event.element.port_num = port;
+  ibv_async_event verbs_event{};
+  verbs_event.event_type = type;
+  verbs_event.element.port_num = port;
+  for (mrc_context* c : nic.contexts) c->async.push(event);
+  for (SoftContext* c : nic.verbs_contexts) c->async.push(verbs_event);
+}
+
+// A QP's: to its MRC context, and to the verbs context that context was created on, which
+// knows the QP as its verbs view.
+static void push_qp_event(mrc_qp* qp, ibv_event_type type) {
+  mrc_async_event event{};
+  event.event_type = type;
+  event.element.qp = qp;
+  qp->context->async.push(event);
+  ibv_async_event verbs_event{};
+  verbs_event.event_type = type;
+  verbs_event.element.qp = &qp->verbs_view;
+  qp->context->device->async.push(verbs_event);
 }
 
 Nic::~Nic() {
@@ -109,8 +125,7 @@ void Nic::after_progress() {
     const bool up = port_up(p);
     if (up == reported_up[p]) continue;
     reported_up[p] = up;
-    for (mrc_context* c : contexts)
-      mrc_context_push(c, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, nullptr, p + 1);
+    push_port_event(*this, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, p + 1);
   }
   for (mrc_context* c : contexts) {
     for (mrc_qp* qp : c->qp_list) {
@@ -118,7 +133,8 @@ void Nic::after_progress() {
         continue;
       qp->fatal_reported = true;
       qp->state = IBV_QPS_ERR;
-      mrc_context_push(c, IBV_EVENT_QP_FATAL, qp, 0);
+      qp->verbs_view.state = IBV_QPS_ERR;
+      push_qp_event(qp, IBV_EVENT_QP_FATAL);
     }
   }
   ctl_after_progress(*this);
@@ -245,10 +261,3 @@ bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid
 }
 
 }  // namespace mrc::ocp
-
-void mrc_context::push_async(const mrc_async_event& event) {
-  std::lock_guard lock(async_mutex);
-  if (async_events.size() >= kMaxAsyncEvents) async_events.pop_front();  // oldest lost first
-  async_events.push_back(event);
-  async_ready.notify_all();
-}
