@@ -75,12 +75,22 @@ std::string find_lib(const RunOptions& options, std::string& error) {
 }
 
 // One mrc device's entry, as the kernel shows a RoCE device with an address per port.
-bool write_device(const std::string& root, const ocp::DeviceSpec& spec, std::string& error) {
+// Its `device` links to a directory named like a PCI function of its own, as a kernel device's
+// links to its PCI device: consumers take the resolved path as the NIC's bus path, merge devices
+// whose paths differ only in the function and slot digits, and tell NICs apart by the rest.
+// Device index i is domain e000 + i / 256, bus i % 256 (no real PCI domain on a host).
+bool write_device(const std::string& root, const ocp::DeviceSpec& spec, size_t device,
+                  std::string& error) {
+  char bus[32];
+  std::snprintf(bus, sizeof bus, "%04zx:%02zx:00.0", 0xe000 + device / 256, device % 256);
   const std::string dir = root + "/" + spec.name;
-  if (!make_dir(dir, error) || !make_dir(dir + "/device", error) ||
-      !write_file(dir + "/node_type", "1: CA\n", error) ||
-      !write_file(dir + "/device/numa_node", "-1\n", error) || !make_dir(dir + "/ports", error))
+  const std::string bus_dir = root + "/.bus/" + bus;
+  if (!make_dir(root + "/.bus", error) || !make_dir(bus_dir, error) ||
+      !write_file(bus_dir + "/numa_node", "-1\n", error) || !make_dir(dir, error) ||
+      !write_file(dir + "/node_type", "1: CA\n", error) || !make_dir(dir + "/ports", error))
     return false;
+  if (symlink(("../.bus/" + std::string(bus)).c_str(), (dir + "/device").c_str()) != 0)
+    return error = error_text("cannot link " + dir + "/device"), false;
   for (size_t p = 1; p <= spec.planes.size(); ++p) {
     const std::string port = dir + "/ports/" + std::to_string(p);
     if (!make_dir(port, error) || !write_file(port + "/link_layer", "Ethernet\n", error) ||
@@ -205,7 +215,8 @@ void add_run_options(CLI::App& app, RunOptions& options) {
   app.footer(
       "Runs the program with lib_mrc.so preloaded and, in a private mount namespace (as root, "
       "else a user namespace), a tmpfs on /sys/class/infiniband holding for each mrc device "
-      "node_type, device/, ports/<p>/link_layer and ports/<p>/gid_attrs/{types,ndevs}/<i>, as a "
+      "node_type, device (a link to a PCI-like directory .bus/e000:<i>:00.0), "
+      "ports/<p>/link_layer and ports/<p>/gid_attrs/{types,ndevs}/<i>, as a "
       "kernel RoCE device has them; real devices' entries stay. The program and its arguments "
       "follow --. Exit status: the program's; 1 if "
       "it cannot be set up (the reason is printed), 127 if the program cannot be run.");
@@ -226,7 +237,7 @@ int run_run(const RunOptions& options) {
   if (!options.no_sysfs) {
     bool ok = enter_namespace(error) && mount_infiniband(error);
     for (size_t i = 0; ok && i < config.devices.size(); ++i)
-      ok = write_device(kInfiniband, config.devices[i], error);
+      ok = write_device(kInfiniband, config.devices[i], i, error);
     if (!ok)
       return std::fprintf(stderr,
                           "mrc run: cannot give the program a /sys/class/infiniband of the mrc "

@@ -5,7 +5,8 @@
 //     environment's MRC_DEVICES / MRC_CONFIG / /etc/mrc/devices.conf, as lib_mrc.so reads it);
 //   - the sysfs view a kernel RDMA device has, in a private mount namespace (as root, or in a
 //     user namespace of the caller's uid otherwise): /sys/class/infiniband/<dev>/ with
-//     node_type, device/ (a directory; what consumers realpath() as the device's bus path),
+//     node_type, device (a link to .bus/e000:<index>:00.0, a directory named like a PCI
+//     function: what consumers realpath() as the device's bus path),
 //     ports/<p>/link_layer ("Ethernet"), ports/<p>/gid_attrs/types/<i> ("IB/RoCE v1" at even
 //     indices, "RoCE v2" at odd) and gid_attrs/ndevs/<i> ("lo"). Entries of real devices stay.
 // Without root or user namespaces the sysfs view cannot be made: mrc run says so and stops,

@@ -22,10 +22,10 @@ chmod 644 "$dir/devices.conf"
 before=$(ls -la /sys/class/infiniband 2>&1 || true)
 
 "$mrc" run --devices "$dir/devices.conf" -- "$view" mrc0 > "$dir/out" 2>&1 || { cat "$dir/out"; fail "mrc0 under mrc run"; }
-grep -q "mrc0: 2 ports, link layer Ethernet, GID 3 RoCE v2, device /sys/class/infiniband/mrc0/device" "$dir/out" ||
+grep -q "mrc0: 2 ports, link layer Ethernet, GID 3 RoCE v2, device /sys/class/infiniband/.bus/e000:00:00.0" "$dir/out" ||
   { cat "$dir/out"; fail "mrc0's view"; }
 "$mrc" run --devices "$dir/devices.conf" -- "$view" mrc1 > "$dir/out" 2>&1 || { cat "$dir/out"; fail "mrc1 under mrc run"; }
-grep -q "mrc1: 1 ports" "$dir/out" || fail "mrc1 has one port"
+grep -q "mrc1: 1 ports, .*device /sys/class/infiniband/.bus/e000:01:00.0" "$dir/out" || fail "mrc1 has one port and its own bus path"
 "$mrc" run --devices "$dir/devices.conf" -- test -e /sys/class/net/lo || fail "/sys/class/net hidden"
 "$mrc" run --devices "$dir/devices.conf" -- sh -c 'case "$LD_PRELOAD" in */lib_mrc.so*) exit 0;; esac; exit 1' ||
   fail "lib_mrc.so is not preloaded"
