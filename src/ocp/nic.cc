@@ -230,32 +230,7 @@ void nic_close(Nic* nic) {
 }
 
 bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid_type* type) {
-  if (port < 1 || port > static_cast<int>(spec.planes.size()) || index < 0 || index > 3)
-    return false;
-  std::memset(gid, 0, sizeof *gid);
-  const io::PlaneAddress& plane = spec.planes[port - 1];
-  if (plane.v6) {  // the address itself (indices 2, 3); link-local: fe80::/64 + its low 64 bits
-    std::memcpy(gid->raw, plane.address6.s6_addr, 16);
-    if (index < 2) {
-      std::memset(gid->raw, 0, 8);
-      gid->raw[0] = 0xfe;
-      gid->raw[1] = 0x80;
-    }
-    if (type != nullptr) *type = index % 2 == 0 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
-    return true;
-  }
-  const uint32_t ip = plane.address.s_addr;  // network order
-  const auto* b = reinterpret_cast<const uint8_t*>(&ip);
-  if (index < 2) {
-    // fe80::/64 with the EUI-64 interface id of a locally administered MAC 02:00:<ipv4>.
-    const uint8_t link_local[16] = {0xfe, 0x80, 0,    0,    0,    0,    0,    0,
-                                    0x00, 0x00, b[0], 0xff, 0xfe, b[1], b[2], b[3]};
-    std::memcpy(gid->raw, link_local, 16);
-  } else {
-    gid->raw[10] = 0xff;
-    gid->raw[11] = 0xff;
-    std::memcpy(gid->raw + 12, b, 4);
-  }
+  if (!plane_gid(spec, port, index, gid->raw)) return false;
   if (type != nullptr) *type = index % 2 == 0 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
   return true;
 }

@@ -74,6 +74,18 @@ std::string find_lib(const RunOptions& options, std::string& error) {
   return "";
 }
 
+// A GID as the kernel writes it in sysfs: eight groups of four hex digits.
+std::string gid_text(const ocp::DeviceSpec& spec, int port, int index) {
+  uint8_t gid[16];
+  if (!ocp::plane_gid(spec, port, index, gid)) return "";
+  char text[48];
+  char* at = text;
+  for (int g = 0; g < 8; ++g)
+    at += std::snprintf(at, text + sizeof text - at,
+                        g == 7 ? "%02x%02x\n" : "%02x%02x:", gid[2 * g], gid[2 * g + 1]);
+  return text;
+}
+
 // One mrc device's entry, as the kernel shows a RoCE device with an address per port.
 // Its `device` links to a directory named like a PCI function of its own, as a kernel device's
 // links to its PCI device: consumers take the resolved path as the NIC's bus path, merge devices
@@ -97,8 +109,11 @@ bool write_device(const std::string& root, const ocp::DeviceSpec& spec, size_t d
         !make_dir(port + "/gid_attrs", error) || !make_dir(port + "/gid_attrs/types", error) ||
         !make_dir(port + "/gid_attrs/ndevs", error))
       return false;
+    if (!make_dir(port + "/gids", error)) return false;
     for (int i = 0; i < 4; ++i) {  // the device's GIDs: RoCEv1/v2, link-local then the plane's
       const std::string index = std::to_string(i);
+      if (!write_file(port + "/gids/" + index, gid_text(spec, static_cast<int>(p), i), error))
+        return false;
       if (!write_file(port + "/gid_attrs/types/" + index, i % 2 == 0 ? "IB/RoCE v1\n" : "RoCE v2\n",
                       error) ||
           !write_file(port + "/gid_attrs/ndevs/" + index, "lo\n", error))
@@ -216,7 +231,7 @@ void add_run_options(CLI::App& app, RunOptions& options) {
       "Runs the program with lib_mrc.so preloaded and, in a private mount namespace (as root, "
       "else a user namespace), a tmpfs on /sys/class/infiniband holding for each mrc device "
       "node_type, device (a link to a PCI-like directory .bus/e000:<i>:00.0), "
-      "ports/<p>/link_layer and ports/<p>/gid_attrs/{types,ndevs}/<i>, as a "
+      "ports/<p>/link_layer and ports/<p>/gids/<i> and ports/<p>/gid_attrs/{types,ndevs}/<i>, as a "
       "kernel RoCE device has them; real devices' entries stay. The program and its arguments "
       "follow --. Exit status: the program's; 1 if "
       "it cannot be set up (the reason is printed), 127 if the program cannot be run.");

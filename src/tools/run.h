@@ -8,7 +8,8 @@
 //     node_type, device (a link to .bus/e000:<index>:00.0, a directory named like a PCI
 //     function: what consumers realpath() as the device's bus path),
 //     ports/<p>/link_layer ("Ethernet"), ports/<p>/gid_attrs/types/<i> ("IB/RoCE v1" at even
-//     indices, "RoCE v2" at odd) and gid_attrs/ndevs/<i> ("lo"). Entries of real devices stay.
+//     indices, "RoCE v2" at odd), gid_attrs/ndevs/<i> ("lo") and gids/<i> (the GIDs
+//     ibv_query_gid gives). Entries of real devices stay.
 // Without root or user namespaces the sysfs view cannot be made: mrc run says so and stops,
 // unless --no-sysfs (preload and configuration only).
 // Exit status: the program's (mrc run execs it); 1 when it cannot be set up, 2 usage, 127 when

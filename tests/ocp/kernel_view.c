@@ -1,6 +1,7 @@
 /* kernel_view: finds an RDMA device the way the MRC NCCL plugin does, with nothing but
  * libibverbs and sysfs: ibv_get_device_list and ibv_open_device, the device's ports and GIDs,
- * then the RoCE type of a GID from /sys/class/infiniband/<dev>/ports/<p>/gid_attrs/types/<i>
+ * then the RoCE type of a GID from /sys/class/infiniband/<dev>/ports/<p>/gid_attrs/types/<i>,
+ * the GID itself from .../ports/<p>/gids/<i> (it must be ibv_query_gid's)
  * and the device's bus path (realpath of /sys/class/infiniband/<dev>/device). Linked against
  * libibverbs only: under `mrc run` it sees mrc's devices as kernel ones (tests/ocp/run_test.sh).
  *
@@ -19,18 +20,19 @@ static int fail(const char* what, const char* name) {
   return 1;
 }
 
-/* The RoCE type the kernel shows for GID `index` of `port`, into `type`. */
-static int gid_type(const char* name, int port, int index, char* type, size_t size) {
+/* A sysfs file of port `port`'s GID `index` ("gid_attrs/types", "gids"), its first line into
+ * `text`. */
+static int gid_file(const char* name, const char* what, int port, int index, char* text,
+                    size_t size) {
   char path[PATH_MAX];
-  snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports/%d/gid_attrs/types/%d", name, port,
-           index);
+  snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports/%d/%s/%d", name, port, what, index);
   int fd = open(path, O_RDONLY);
   if (fd < 0) return -1;
-  ssize_t n = read(fd, type, size - 1);
+  ssize_t n = read(fd, text, size - 1);
   close(fd);
   if (n <= 0) return -1;
-  type[n] = '\0';
-  type[strcspn(type, "\n")] = '\0';
+  text[n] = '\0';
+  text[strcspn(text, "\n")] = '\0';
   return 0;
 }
 
@@ -51,9 +53,16 @@ int main(int argc, char** argv) {
       ibv_query_gid(ctx, 1, 3, &gid) != 0)
     return fail("device, port or GID query failed", name);
   char type[32];
-  if (gid_type(name, 1, 3, type, sizeof type) != 0)
+  if (gid_file(name, "gid_attrs/types", 1, 3, type, sizeof type) != 0)
     return fail("no sysfs GID type of port 1, GID 3", name);
   if (strcmp(type, "RoCE v2") != 0) return fail("GID 3 is not RoCE v2 in sysfs", name);
+  char sysfs_gid[64], queried[64];
+  if (gid_file(name, "gids", 1, 3, sysfs_gid, sizeof sysfs_gid) != 0)
+    return fail("no sysfs GID 3 of port 1", name);
+  for (int g = 0; g < 8; g++)
+    snprintf(queried + 5 * g, sizeof queried - 5 * g,
+             g == 7 ? "%02x%02x" : "%02x%02x:", gid.raw[2 * g], gid.raw[2 * g + 1]);
+  if (strcmp(sysfs_gid, queried) != 0) return fail("sysfs GID 3 is not ibv_query_gid's", name);
   char device[PATH_MAX];
   snprintf(device, sizeof device, "/sys/class/infiniband/%s/device", name);
   char* bus = realpath(device, NULL);
