@@ -137,6 +137,7 @@ int mrc_destroy_context(mrc_context* mrc_ctx) {
     --mrc_ctx->device->mrc_contexts;
     mrc_ctx->magic = kDead;
   }
+  mrc_ctx->async.close();
   delete mrc_ctx;
   return 0;
 }
@@ -272,11 +273,8 @@ void mrc_ack_cq_events(mrc_cq* cq, unsigned int nevents) {
 
 int mrc_get_async_event(mrc_context* mrc_ctx, mrc_async_event* event) {
   if (!valid(mrc_ctx) || event == nullptr) return fail(EINVAL, -1);
-  std::unique_lock lock(mrc_ctx->async_mutex);
-  mrc_ctx->async_ready.wait(lock, [&] { return !mrc_ctx->async_events.empty(); });
-  *event = mrc_ctx->async_events.front();
-  mrc_ctx->async_events.pop_front();
-  return 0;
+  // Destroying the context wakes a waiter, which then fails with EINVAL.
+  return mrc_ctx->async.wait_pop(*event) ? 0 : fail(EINVAL, -1);
 }
 
 void mrc_ack_async_event(mrc_async_event* event) {

@@ -206,4 +206,33 @@ std::optional<DeviceSpec> find_peer(const DeviceConfig& config, uint32_t ipv4) {
   return std::nullopt;
 }
 
+bool plane_gid(const DeviceSpec& spec, int port, int index, uint8_t (&gid)[16]) {
+  if (port < 1 || port > static_cast<int>(spec.planes.size()) || index < 0 || index > 3)
+    return false;
+  std::memset(gid, 0, sizeof gid);
+  const io::PlaneAddress& plane = spec.planes[port - 1];
+  if (plane.v6) {  // the address itself (indices 2, 3); link-local: fe80::/64 + its low 64 bits
+    std::memcpy(gid, plane.address6.s6_addr, 16);
+    if (index < 2) {
+      std::memset(gid, 0, 8);
+      gid[0] = 0xfe;
+      gid[1] = 0x80;
+    }
+    return true;
+  }
+  const uint32_t ip = plane.address.s_addr;  // network order
+  const auto* b = reinterpret_cast<const uint8_t*>(&ip);
+  if (index < 2) {
+    // fe80::/64 with the EUI-64 interface id of a locally administered MAC 02:00:<ipv4>.
+    const uint8_t link_local[16] = {0xfe, 0x80, 0,    0,    0,    0,    0,    0,
+                                    0x00, 0x00, b[0], 0xff, 0xfe, b[1], b[2], b[3]};
+    std::memcpy(gid, link_local, 16);
+  } else {
+    gid[10] = 0xff;
+    gid[11] = 0xff;
+    std::memcpy(gid + 12, b, 4);
+  }
+  return true;
+}
+
 }  // namespace mrc::ocp

@@ -65,6 +65,11 @@ std::optional<DeviceSpec> find_peer(const DeviceConfig& config, uint32_t ipv4);
 std::optional<DeviceSpec> find_peer_by_gid(const DeviceConfig& config, const uint8_t (&gid)[16]);
 // Whether `gid` is IPv4-mapped (::ffff:a.b.c.d); then `ipv4` (network order) is its address.
 bool gid_ipv4(const uint8_t (&gid)[16], uint32_t& ipv4);
+// GID `index` (0-3) of port `port` (1-based) of a device, as its verbs device and sysfs show
+// it: 0/1 link-local (RoCEv1/v2: fe80::/64 with the EUI-64 id of MAC 02:00:<ipv4> for an IPv4
+// plane, the address's low 64 bits for an IPv6 one), 2/3 the plane's address (::ffff:<ipv4>, or
+// the IPv6 address itself). False if there is no such port or index.
+bool plane_gid(const DeviceSpec& spec, int port, int index, uint8_t (&gid)[16]);
 // The address a GID names, as text: "10.0.0.1" for an IPv4-mapped GID, else the IPv6 address.
 std::string gid_text(const uint8_t (&gid)[16]);
 

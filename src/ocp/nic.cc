@@ -77,14 +77,30 @@ void signal_channel(mrc_cq* cq) {
                sizeof cq);  // NOLINT(bugprone-sizeof-expression): the pointer is the message
 }
 
-void mrc_context_push(mrc_context* context, ibv_event_type type, mrc_qp* qp, int port) {
+// A port's asynchronous event: to every MRC context (mrc_get_async_event) and every verbs
+// context (ibv_get_async_event) of the device.
+static void push_port_event(Nic& nic, ibv_event_type type, int port) {
   mrc_async_event event{};
   event.event_type = type;
-  if (qp != nullptr)
-    event.element.qp = qp;
-  else
-    event.element.port_num = port;
-  context->push_async(event);
+  event.element.port_num = port;
+  ibv_async_event verbs_event{};
+  verbs_event.event_type = type;
+  verbs_event.element.port_num = port;
+  for (mrc_context* c : nic.contexts) c->async.push(event);
+  for (SoftContext* c : nic.verbs_contexts) c->async.push(verbs_event);
+}
+
+// A QP's: to its MRC context, and to the verbs context that context was created on, which
+// knows the QP as its verbs view.
+static void push_qp_event(mrc_qp* qp, ibv_event_type type) {
+  mrc_async_event event{};
+  event.event_type = type;
+  event.element.qp = qp;
+  qp->context->async.push(event);
+  ibv_async_event verbs_event{};
+  verbs_event.event_type = type;
+  verbs_event.element.qp = &qp->verbs_view;
+  qp->context->device->async.push(verbs_event);
 }
 
 Nic::~Nic() {
@@ -109,8 +125,7 @@ void Nic::after_progress() {
     const bool up = port_up(p);
     if (up == reported_up[p]) continue;
     reported_up[p] = up;
-    for (mrc_context* c : contexts)
-      mrc_context_push(c, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, nullptr, p + 1);
+    push_port_event(*this, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, p + 1);
   }
   for (mrc_context* c : contexts) {
     for (mrc_qp* qp : c->qp_list) {
@@ -118,7 +133,8 @@ void Nic::after_progress() {
         continue;
       qp->fatal_reported = true;
       qp->state = IBV_QPS_ERR;
-      mrc_context_push(c, IBV_EVENT_QP_FATAL, qp, 0);
+      qp->verbs_view.state = IBV_QPS_ERR;
+      push_qp_event(qp, IBV_EVENT_QP_FATAL);
     }
   }
   ctl_after_progress(*this);
@@ -214,41 +230,9 @@ void nic_close(Nic* nic) {
 }
 
 bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid_type* type) {
-  if (port < 1 || port > static_cast<int>(spec.planes.size()) || index < 0 || index > 3)
-    return false;
-  std::memset(gid, 0, sizeof *gid);
-  const io::PlaneAddress& plane = spec.planes[port - 1];
-  if (plane.v6) {  // the address itself (indices 2, 3); link-local: fe80::/64 + its low 64 bits
-    std::memcpy(gid->raw, plane.address6.s6_addr, 16);
-    if (index < 2) {
-      std::memset(gid->raw, 0, 8);
-      gid->raw[0] = 0xfe;
-      gid->raw[1] = 0x80;
-    }
-    if (type != nullptr) *type = index % 2 == 0 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
-    return true;
-  }
-  const uint32_t ip = plane.address.s_addr;  // network order
-  const auto* b = reinterpret_cast<const uint8_t*>(&ip);
-  if (index < 2) {
-    // fe80::/64 with the EUI-64 interface id of a locally administered MAC 02:00:<ipv4>.
-    const uint8_t link_local[16] = {0xfe, 0x80, 0,    0,    0,    0,    0,    0,
-                                    0x00, 0x00, b[0], 0xff, 0xfe, b[1], b[2], b[3]};
-    std::memcpy(gid->raw, link_local, 16);
-  } else {
-    gid->raw[10] = 0xff;
-    gid->raw[11] = 0xff;
-    std::memcpy(gid->raw + 12, b, 4);
-  }
+  if (!plane_gid(spec, port, index, gid->raw)) return false;
   if (type != nullptr) *type = index % 2 == 0 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
   return true;
 }
 
 }  // namespace mrc::ocp
-
-void mrc_context::push_async(const mrc_async_event& event) {
-  std::lock_guard lock(async_mutex);
-  if (async_events.size() >= kMaxAsyncEvents) async_events.pop_front();  // oldest lost first
-  async_events.push_back(event);
-  async_ready.notify_all();
-}

@@ -44,6 +44,8 @@ enum Magic : uint32_t {
   kMagicCq = 0x4d524336,
   kMagicHint = 0x4d524337,
   kMagicQp = 0x4d524338,
+  kMagicVerbsCq = 0x4d524339,
+  kMagicVerbsChannel = 0x4d52433a,
   kDead = 0xdeadbeef,
 };
 
@@ -104,6 +106,50 @@ struct CcProfile {
 };
 
 class CtlServer;
+struct SoftContext;
+
+// Asynchronous events waiting for a consumer: an MRC context's (mrc_get_async_event) or a verbs
+// context's (ibv_get_async_event). The progress thread pushes (Nic::after_progress); a bounded
+// queue, the oldest event lost first. close() wakes every waiter and waits until they have left,
+// so the owner can be freed while a thread was blocked in a get.
+template <typename Event>
+class AsyncEvents {
+ public:
+  static constexpr size_t kMax = 256;
+  void push(const Event& event) {
+    std::lock_guard lock(mutex_);
+    if (events_.size() >= kMax) events_.pop_front();
+    events_.push_back(event);
+    ready_.notify_all();
+  }
+  // The oldest event; blocks until there is one. False once closed.
+  bool wait_pop(Event& out) {
+    std::unique_lock lock(mutex_);
+    ++waiters_;
+    ready_.wait(lock, [&] { return closed_ || !events_.empty(); });
+    --waiters_;
+    if (closed_) {
+      left_.notify_all();
+      return false;
+    }
+    out = events_.front();
+    events_.pop_front();
+    return true;
+  }
+  void close() {
+    std::unique_lock lock(mutex_);
+    closed_ = true;
+    ready_.notify_all();
+    left_.wait(lock, [&] { return waiters_ == 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_, left_;
+  std::deque<Event> events_;
+  bool closed_ = false;
+  int waiters_ = 0;
+};
 
 // An EV state change as `mrcctl watch` sees it: every QP, every change, whatever the masks.
 struct WatchEvent {
@@ -124,6 +170,7 @@ struct Nic {
   std::vector<uint8_t> key;  // the pre-shared key of a secure device (spec->key_file)
   int opens = 0;
   std::vector<mrc_context*> contexts;
+  std::vector<SoftContext*> verbs_contexts;  // every ibv_open_device of it (async events)
   std::vector<bool> admin_up;     // per port (plane); false = MRC_CTL_PORT_ADMIN_DISABLED
   std::vector<bool> reported_up;  // per port, last state announced as an async event
   std::map<uint64_t, EvProfile> ev_profiles;
@@ -173,7 +220,40 @@ struct SoftContext {
   Nic* nic = nullptr;
   int pds = 0;
   int mrc_contexts = 0;
-  verbs_context vctx;  // ends with the ibv_context handed out
+  int cqs = 0, channels = 0;           // verbs CQs and completion channels (verbs_cq.cc)
+  AsyncEvents<ibv_async_event> async;  // ibv_get_async_event
+  verbs_context vctx;                  // ends with the ibv_context handed out
+};
+
+struct SoftChannel;
+
+// A verbs CQ of an mrc context (ibv_create_cq): a bounded ring of work completions with its own
+// lock, so that whatever reports into it (a verbs QP, under Nic::mutex) calls push() and the
+// application's ibv_poll_cq takes only this lock.
+struct SoftCq {
+  ibv_cq cq;  // first: the handle
+  uint32_t magic = kMagicVerbsCq;
+  SoftContext* owner = nullptr;
+  SoftChannel* channel = nullptr;
+  std::mutex mutex;  // guards what follows
+  std::deque<ibv_wc> entries;
+  size_t capacity = 0;
+  bool overrun = false;  // a push found it full (the completion is lost, as on a NIC)
+  bool armed = false;
+  unsigned events_delivered = 0, events_acked = 0;
+  int users = 0;  // QPs reporting into it
+  // Adds a completion; tells the completion channel if the CQ is armed. False if it was full.
+  bool push(const ibv_wc& wc);
+};
+
+// A completion channel of an mrc context: a pipe carrying SoftCq pointers; `channel.fd` is its
+// read end, which an application may poll().
+struct SoftChannel {
+  ibv_comp_channel channel;  // first: the handle
+  uint32_t magic = kMagicVerbsChannel;
+  SoftContext* owner = nullptr;
+  int write_fd = -1;
+  int cqs = 0;  // guarded by Nic::mutex
 };
 
 struct SoftPd {
@@ -194,6 +274,19 @@ struct SoftMr {
 SoftContext* soft_context(ibv_context* context);
 SoftPd* soft_pd(ibv_pd* pd);
 SoftDevice* soft_device(ibv_device* device);
+SoftCq* soft_cq(ibv_cq* cq);
+SoftChannel* soft_channel(ibv_comp_channel* channel);
+// True if `context` is an mrc context (the object behind it need not be valid further).
+inline bool ours(ibv_context* context) {
+  return soft_context(context) != nullptr;
+}
+// Fills the context's ops (ibv_context_ops: the slots verbs.h's inline functions call) with
+// functions that work or return an errno (verbs_cq.cc, verbs_refused.cc).
+void fill_context_ops(ibv_context_ops& ops);
+void fill_refused_ops(ibv_context_ops& ops, verbs_context& vctx);
+// Prints "mrc: <text>" on stderr, once per distinct text in the process: a verb an mrc device
+// refuses says so once, with what MRC supports instead.
+void say_once(const std::string& text);
 // Opens (or shares) the Nic of device `index`; errno set on failure. A device another process
 // owns is opened controller-only if that process serves its control socket, else refused with
 // EBUSY and a message (once per device and text) naming the process and what to change.
@@ -223,12 +316,8 @@ struct mrc_context {
   int channels = 0, cqs = 0, qps = 0, hints = 0;
   std::vector<mrc_cq*> cq_list;
   std::vector<mrc_qp*> qp_list;
-  // Asynchronous events, bounded; their own lock (the progress thread adds under Nic::mutex).
-  std::mutex async_mutex;
-  std::condition_variable async_ready;
-  std::deque<mrc_async_event> async_events;
-  static constexpr size_t kMaxAsyncEvents = 256;
-  void push_async(const mrc_async_event& event);
+  // Asynchronous events (the progress thread adds under Nic::mutex).
+  mrc::ocp::AsyncEvents<mrc_async_event> async;
 };
 
 struct mrc_comp_channel {
@@ -278,6 +367,9 @@ struct mrc_qp {
   uint64_t ev_profile = 0, cc_profile = 0;
   bool has_ev_profile = false, has_cc_profile = false;
   bool fatal_reported = false;
+  // The QP as a verbs handle of the device's verbs context: the element of its asynchronous
+  // events delivered by ibv_get_async_event (qp_num, qp_context, context, state).
+  ibv_qp verbs_view{};
   // EV states as last seen by the controller's event scan, and the transition count then.
   std::vector<uint8_t> ev_seen;
   uint64_t ev_transitions_seen = 0;

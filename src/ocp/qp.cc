@@ -260,8 +260,24 @@ int transition(mrc_qp& qp, ibv_qp_state to, const ibv_qp_attr* v, int mask) {
     return EINVAL;  // skipped states, SQD/SQE, or a backward move other than RESET/ERR
   }
   qp.state = to;
+  qp.verbs_view.state = to;
   qp.fatal_reported = to == IBV_QPS_ERR;
   return 0;
+}
+
+// The QP as the verbs context's asynchronous events name it (ibv_get_async_event): a handle that
+// carries what a consumer reads from an event's QP (qp_num, qp_context, context, type, state).
+// Verbs calls on it are refused (verbs_refused.cc: its context is an mrc context).
+void init_verbs_view(mrc_qp& qp, const mrc_qp_init_attr& attr) {
+  ibv_qp& v = qp.verbs_view;
+  v.context = &qp.context->device->vctx.context;
+  v.qp_context = attr.qp_context;
+  v.pd = attr.pd;
+  v.qp_num = qp.qp->qpn().value;
+  v.state = IBV_QPS_RESET;
+  v.qp_type = IBV_QPT_RC;
+  pthread_mutex_init(&v.mutex, nullptr);
+  pthread_cond_init(&v.cond, nullptr);
 }
 
 int modify_locked(mrc_qp& qp, ibv_qp_attr* v, int vmask, mrc_qp_attr* m, int mmask) {
@@ -353,6 +369,7 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   qp->qp = created.value();
   qp->init = *attr;
   qp->config = config;
+  init_verbs_view(*qp, *attr);
   ++attr->send_cq->qps;
   ++attr->recv_cq->qps;
   ++pd->users;
@@ -378,6 +395,8 @@ int mrc_destroy_qp(mrc_qp* qp) {
     c->qp_list.erase(std::remove(c->qp_list.begin(), c->qp_list.end(), qp), c->qp_list.end());
     qp->magic = kDead;
   }
+  pthread_mutex_destroy(&qp->verbs_view.mutex);
+  pthread_cond_destroy(&qp->verbs_view.cond);
   delete qp;
   return 0;
 }

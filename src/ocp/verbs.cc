@@ -5,11 +5,13 @@
 // PD that is not ours is handed on to the next definition (libibverbs, found with
 // dlvsym(RTLD_NEXT)), so real RDMA devices keep working beside the software ones.
 //
-// Verbs that take an mrc device but have no MRC meaning (ibv_create_cq, ibv_create_qp, ...:
-// MRC programs use mrc_create_cq / mrc_create_qp) fail with EOPNOTSUPP. ibv_query_port is
-// an inline wrapper in verbs.h that calls through verbs_context::query_port, which we set.
+// ibv_query_port is an inline wrapper in verbs.h that calls through verbs_context::query_port,
+// which we set; the context's other ops slots are filled by verbs_cq.cc (CQs) and
+// verbs_refused.cc (everything an mrc device refuses, with an errno). Verbs CQs, completion
+// channels and asynchronous events are in verbs_cq.cc.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -154,10 +156,15 @@ ibv_context* ibv_open_device(ibv_device* device) {
   ibv_context& c = soft->vctx.context;
   c.device = device;
   c.cmd_fd = -1;
-  c.async_fd = -1;
+  c.async_fd = -1;  // ibv_get_async_event blocks without it (verbs_cq.cc)
   c.num_comp_vectors = 1;
   pthread_mutex_init(&c.mutex, nullptr);
   c.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  // Every slot verbs.h's inline functions call through works or returns an errno.
+  fill_context_ops(c.ops);
+  fill_refused_ops(c.ops, soft->vctx);
+  std::lock_guard lock(nic->mutex);
+  nic->verbs_contexts.push_back(soft);
   return &c;
 }
 
@@ -169,9 +176,13 @@ int ibv_close_device(ibv_context* context) {
   }
   {
     std::lock_guard lock(soft->nic->mutex);
-    if (soft->pds > 0 || soft->mrc_contexts > 0) return fail(EBUSY, -1);
+    if (soft->pds > 0 || soft->mrc_contexts > 0 || soft->cqs > 0 || soft->channels > 0)
+      return fail(EBUSY, -1);
     soft->magic = kDead;
+    auto& list = soft->nic->verbs_contexts;
+    list.erase(std::remove(list.begin(), list.end(), soft), list.end());
   }
+  soft->async.close();  // a thread waiting in ibv_get_async_event returns -1 (EBADF)
   nic_close(soft->nic);
   pthread_mutex_destroy(&context->mutex);
   delete soft;

@@ -1,10 +1,12 @@
 // Protection domains and memory regions of the software verbs device, registered in the
 // engine's MemoryRegionTable (so the keys an application exchanges are the keys every data
-// packet carries), plus the verbs an MRC device refuses and ibv_wc_status_str.
+// packet carries); DMA-BUF and re-registration refused; ibv_wc_status_str.
 #include <dlfcn.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "ocp/objects.h"
 
@@ -19,6 +21,12 @@ void* next_symbol(const char* name, const char* version) {
 }
 #define NEXT(name, version) (reinterpret_cast<decltype(&(name))>(next_symbol(#name, version)))
 
+std::string hex(unsigned v) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%x", v);
+  return text;
+}
+
 int errno_of(MrError e) {
   switch (e) {
     case MrError::kTableFull:
@@ -31,13 +39,21 @@ int errno_of(MrError e) {
 }
 
 ibv_mr* register_region(SoftPd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
-  constexpr unsigned kSupported =
-      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  // REMOTE_ATOMIC is accepted and has no effect: no MRC operation is an atomic, so the right
+  // is never exercised (consumers such as the MRC NCCL plugin ask for it with the others).
+  constexpr unsigned kSupported = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
   const unsigned required = access & ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
-  if ((required & ~kSupported) != 0)
-    return fail<ibv_mr*>(EOPNOTSUPP, nullptr);  // atomics, MW, zero-based, ODP
-  if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))
-    return fail<ibv_mr*>(EINVAL, nullptr);
+  if ((required & ~kSupported) != 0) {  // MW binding, zero-based, on-demand paging, ...
+    say_once("ibv_reg_mr on device " + pd->owner->nic->spec->name + ": access flags 0x" +
+             hex(required & ~kSupported) +
+             " are not supported (mrc devices take LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, "
+             "REMOTE_ATOMIC and the optional RELAXED_ORDERING range)");
+    return fail<ibv_mr*>(EOPNOTSUPP, nullptr);
+  }
+  if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+      !(access & IBV_ACCESS_LOCAL_WRITE))
+    return fail<ibv_mr*>(EINVAL, nullptr);  // as verbs requires
   if (iova != reinterpret_cast<uintptr_t>(addr)) return fail<ibv_mr*>(EOPNOTSUPP, nullptr);
   uint32_t engine_access = 0;
   if (access & IBV_ACCESS_LOCAL_WRITE) engine_access |= kAccessLocalWrite;
@@ -153,25 +169,33 @@ int ibv_dereg_mr(ibv_mr* mr) {
   return 0;
 }
 
-// Verbs objects an MRC device does not have: MRC programs create CQs and QPs with mrc_*.
-ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
-                      int comp_vector) {
-  if (soft_context(context) != nullptr) return fail<ibv_cq*>(EOPNOTSUPP, nullptr);
-  auto next = NEXT(ibv_create_cq, "IBVERBS_1.1");
-  return next != nullptr ? next(context, cqe, cq_context, channel, comp_vector)
-                         : fail<ibv_cq*>(EINVAL, nullptr);
+// DMA-BUF memory (a GPU's): an mrc device moves host memory only. Refused with EOPNOTSUPP, which
+// is what a consumer's probe (the MRC NCCL plugin registers fd -1 to ask) takes as "no DMA-BUF".
+ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+                          int access) {
+  SoftPd* soft = soft_pd(pd);
+  if (soft == nullptr) {
+    auto next = NEXT(ibv_reg_dmabuf_mr, "IBVERBS_1.12");
+    return next != nullptr ? next(pd, offset, length, iova, fd, access)
+                           : fail<ibv_mr*>(EOPNOTSUPP, nullptr);
+  }
+  say_once("ibv_reg_dmabuf_mr on device " + soft->owner->nic->spec->name +
+           ": DMA-BUF memory is not supported (mrc devices register host memory: ibv_reg_mr, "
+           "ibv_reg_mr_iova, ibv_reg_mr_iova2)");
+  return fail<ibv_mr*>(EOPNOTSUPP, nullptr);
 }
 
-ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  if (soft_pd(pd) != nullptr) return fail<ibv_qp*>(EOPNOTSUPP, nullptr);
-  auto next = NEXT(ibv_create_qp, "IBVERBS_1.1");
-  return next != nullptr ? next(pd, attr) : fail<ibv_qp*>(EINVAL, nullptr);
-}
-
-ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
-  if (soft_context(context) != nullptr) return fail<ibv_comp_channel*>(EOPNOTSUPP, nullptr);
-  auto next = NEXT(ibv_create_comp_channel, "IBVERBS_1.0");
-  return next != nullptr ? next(context) : fail<ibv_comp_channel*>(EINVAL, nullptr);
+// Changing a registration in place: not offered (deregister and register again).
+int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  const bool mine =
+      soft_mr(mr) != nullptr || ((flags & IBV_REREG_MR_CHANGE_PD) && soft_pd(pd) != nullptr);
+  if (!mine) {
+    auto next = NEXT(ibv_rereg_mr, "IBVERBS_1.1");
+    return next != nullptr ? next(mr, flags, pd, addr, length, access)
+                           : fail(EINVAL, static_cast<int>(IBV_REREG_MR_ERR_INPUT));
+  }
+  say_once("ibv_rereg_mr: not supported on mrc devices (ibv_dereg_mr, then ibv_reg_mr)");
+  return fail(EOPNOTSUPP, static_cast<int>(IBV_REREG_MR_ERR_INPUT));
 }
 
 const char* ibv_wc_status_str(ibv_wc_status status) {

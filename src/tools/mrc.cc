@@ -4,15 +4,18 @@
 //   (alias coll-perf) [--coll C] [-b -e -f] [--ranks N | --rank R ...]
 //                                                   (see tools/coll_perf.h)
 //   mrc decode FILE.pcap [--port P] [--json] [--brief] [--limit N]   (see tools/decode.h)
+//   mrc run [--devices FILE] [--lib PATH] [--no-sysfs] -- CMD [ARGS]   (see tools/run.h)
 // GCC 12 at -O2 reports a false -Wnull-dereference inside std::string as CLI11's parsing is
 // inlined into main(); nothing here dereferences a null pointer.
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
+#include <string_view>
 
 #include "tools/coll_perf.h"
 #include "tools/decode.h"
 #include "tools/huge_pages.h"
 #include "tools/perf.h"
+#include "tools/run.h"
 #include "tools/sim_cli.h"
 
 int main(int argc, char** argv) {
@@ -57,6 +60,21 @@ int main(int argc, char** argv) {
       "decode", "the MRC packets of a capture (pcap, pcapng), field by field, ICRC checked");
   mrc::tools::DecodeToolOptions decode_options;
   mrc::tools::add_decode_options(*decode, decode_options);
+  CLI::App* run = app.add_subcommand(
+      "run",
+      "run a program as if mrc's devices were kernel RDMA devices: lib_mrc.so preloaded, the "
+      "device configuration, and their /sys/class/infiniband entries (private mount namespace). "
+      "Usage: mrc run [--devices FILE] [--lib PATH] [--no-sysfs] -- CMD [ARGS...]");
+  mrc::tools::RunOptions run_options;
+  mrc::tools::add_run_options(*run, run_options);
+  // `mrc run [options] -- CMD ARGS`: CMD and ARGS are the program's, never parsed here.
+  if (argc > 1 && std::string_view(argv[1]) == "run")
+    for (int i = 2; i < argc; ++i)
+      if (std::string_view(argv[i]) == "--") {
+        run_options.command.assign(argv + i + 1, argv + argc);
+        argc = i;
+        break;
+      }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -73,5 +91,6 @@ int main(int argc, char** argv) {
   if (perf->parsed()) return mrc::tools::run_perf(perf_options);
   if (coll_perf->parsed()) return mrc::tools::run_coll_perf(coll_perf_options);
   if (decode->parsed()) return mrc::tools::run_decode(decode_options);
+  if (run->parsed()) return mrc::tools::run_run(run_options);
   return 0;
 }
