@@ -228,7 +228,7 @@ std::unique_ptr<TxLink> start_link(Endpoint& ep, const EndpointName& peer) {
 }  // namespace
 
 TxLink* tx_link_to(Endpoint& ep, uint64_t fi_addr, int* err) {
-  if (ep.av == nullptr || fi_addr >= ep.av->names.size() || !ep.av->live[fi_addr]) {
+  if (ep.av == nullptr || !ep.av->live(fi_addr)) {
     *err = -FI_EINVAL;
     return nullptr;
   }

@@ -21,6 +21,7 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_prov.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -122,13 +123,22 @@ struct Cntr {
   void set(uint64_t n, bool error);
 };
 
+// An address vector holds each name once, as libfabric's own (util) AV does: inserting a name
+// already present returns its fi_addr and counts one more use, and fi_av_remove takes one use
+// away; the entry goes when none is left. Open MPI inserts peers again (MPI_Intercomm_create), and
+// a second fi_addr for one peer would never match the messages that arrive from it (they take
+// the first).
 struct Av {
   fid_av fid{};
   Domain* domain = nullptr;
   std::vector<EndpointName> names;  // by fi_addr
-  std::vector<uint8_t> live;
+  std::vector<uint32_t> uses;       // by fi_addr: inserts not yet removed (0: removed)
+  std::map<std::array<uint8_t, sizeof(EndpointName)>, uint64_t> by_name;  // the live entries
+  bool live(uint64_t fi_addr) const { return fi_addr < uses.size() && uses[fi_addr] != 0; }
   // The fi_addr of a name, kAnySource if it is not in the AV.
   uint64_t find(const EndpointName& name) const;
+  // The fi_addr of `name`, added if it is not present, with one more use.
+  uint64_t insert(const EndpointName& name);
 };
 
 struct Mr {

@@ -11,6 +11,8 @@
  *   vanish     a peer process that exits: the next send completes in error within seconds
  *   mtu        a link between different FI_MRC_MTU is refused, naming it
  *   late av    a message from a sender not yet in the AV, then a receive directed at it
+ *   av dup     a name inserted again keeps its fi_addr (receives directed at it match); removes
+ *              count inserts
  *   dies       a sender killed in the middle of a rendezvous message: the receive fails
  *   refused    a send to an endpoint that is gone: an error completion
  *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), a bad key
@@ -375,6 +377,46 @@ static void check_late_av(void) {
   printf("late av: ok\n");
 }
 
+/* A peer inserted twice (Open MPI's MPI_Intercomm_create does) keeps one fi_addr, as libfabric's
+ * own AV does: a receive directed at the second insert's fi_addr takes the peer's messages, and the
+ * entry stays until it has been removed as often as inserted. */
+static void check_av_duplicate(void) {
+  struct node rx, tx;
+  open_node_with(&rx, FI_DIRECTED_RECV);
+  open_node(&tx);
+  const fi_addr_t to_rx = insert(&tx, rx.name);
+  struct fi_cq_tagged_entry e;
+  int v = 31, got = 0;
+  CHECK(fi_tsend(tx.ep, &v, sizeof v, NULL, to_rx, 9, NULL) == 0, "first send");
+  CHECK(wait_one(&tx, &e, 10) == 0, "first send completes");
+  const fi_addr_t first = insert(&rx, tx.name);
+  CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, first, 9, 0, NULL) == 0, "trecv from the first insert");
+  CHECK(wait_one(&rx, &e, 10) == 0 && got == 31, "message from the first insert");
+  char both[64];
+  memcpy(both, tx.name, 32);
+  memcpy(both + 32, tx.name, 32);
+  fi_addr_t again[2] = {FI_ADDR_NOTAVAIL, FI_ADDR_NOTAVAIL};
+  CHECK(fi_av_insert(rx.av, both, 2, again, 0, NULL) == 2, "insert the name twice more");
+  CHECK(again[0] == first && again[1] == first, "a name already in the AV keeps its fi_addr (%lu, %lu, %lu)",
+        (unsigned long)first, (unsigned long)again[0], (unsigned long)again[1]);
+  v = 32;
+  CHECK(fi_tsend(tx.ep, &v, sizeof v, NULL, to_rx, 9, NULL) == 0, "second send");
+  CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, again[1], 9, 0, NULL) == 0, "trecv from the later insert");
+  CHECK(wait_one(&rx, &e, 10) == 0 && got == 32, "a receive directed at the later insert takes the message");
+  CHECK(wait_one(&tx, &e, 10) == 0, "second send completes");
+  char back[32];
+  size_t len = sizeof back;
+  CHECK(fi_av_remove(rx.av, again, 2, 0) == 0, "remove two of three inserts");
+  CHECK(fi_av_lookup(rx.av, first, back, &len) == 0 && memcmp(back, tx.name, 32) == 0, "still there");
+  CHECK(fi_av_remove(rx.av, (fi_addr_t[]){first}, 1, 0) == 0, "remove the last insert");
+  len = sizeof back;
+  CHECK(fi_av_lookup(rx.av, first, back, &len) == -FI_EINVAL, "gone after as many removes as inserts");
+  CHECK(fi_av_remove(rx.av, (fi_addr_t[]){first}, 1, 0) == -FI_EINVAL, "a removed entry cannot be removed");
+  close_node(&tx);
+  close_node(&rx);
+  printf("av duplicate: ok\n");
+}
+
 /* A child that opens an endpoint, hands its name over a pipe, takes one message and exits. */
 static void check_vanish(struct node* n) {
   int names[2], go[2];
@@ -490,6 +532,7 @@ int main(int argc, char** argv) {
   open_node(&n);
   check_messages(&n);
   check_late_av();
+  check_av_duplicate();
   check_mtu_mismatch();
   check_vanish(&n);
   check_sender_dies(&n);
