@@ -107,7 +107,13 @@ fi_ops_av av_ops{sizeof(fi_ops_av), av_insert, av_insertsvc, av_insertsym,
 }  // namespace
 
 uint64_t Av::find(const EndpointName& name) const {
-  const auto it = by_name.find(key_of(name));
+  auto it = by_name.find(key_of(name));
+  if (it != by_name.end()) return it->second;
+  // A name fi_getinfo built from node/service (nonce 0) stands for whichever endpoint listens
+  // at its address and port.
+  EndpointName any = name;
+  any.nonce = 0;
+  it = by_name.find(key_of(any));
   return it == by_name.end() ? kAnySource : it->second;
 }
 

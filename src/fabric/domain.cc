@@ -317,6 +317,12 @@ fi_ops_mr mr_ops{sizeof(fi_ops_mr), mr_reg, mr_regv, mr_regattr};
 
 }  // namespace
 
+std::optional<std::string> first_plane(const Settings& s) {
+  auto planes = resolve_planes(s.planes);
+  if (!planes.ok()) return std::nullopt;
+  return planes.value().front();
+}
+
 void Domain::wake() {
   const uint64_t one = 1;
   [[maybe_unused]] ssize_t r = ::write(wake_fd, &one, sizeof one);

@@ -440,8 +440,15 @@ int open_endpoint(fid_domain* domain, fi_info* info, fid_ep** out, void* context
   ep->rx_op_flags = info->rx_attr != nullptr ? info->rx_attr->op_flags : 0;
   ep->directed_recv =
       ((info->caps | (info->rx_attr != nullptr ? info->rx_attr->caps : 0)) & FI_DIRECTED_RECV) != 0;
+  // A source address (fi_getinfo's node/service with FI_SOURCE, or the application's) places
+  // the listener, so that peers given the same node/service reach it.
+  std::optional<EndpointName> source;
+  if (info->src_addr != nullptr) {
+    source = parse_name(info->src_addr, info->src_addrlen, true);
+    if (!source) return -FI_EINVAL;
+  }
   std::lock_guard lock(d->lock);
-  if (const int r = open_listener(*ep); r != 0) return r;
+  if (const int r = open_listener(*ep, source ? &*source : nullptr); r != 0) return r;
   init_fid(ep->fid, FI_CLASS_EP, context, &ep_fi_ops, &ep_ops);
   ep->fid.cm = &cm_ops;
   ep->fid.msg = &msg_ops;

@@ -9,8 +9,11 @@
 // model.
 #include "fabric/provider.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <rdma/providers/fi_log.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace mrc::fabric {
@@ -146,6 +149,85 @@ void fill_domain(fi_info& info, const fi_info* hints) {
   f.api_version = kApiVersion;
 }
 
+// The port a service names (a number or a name from /etc/services), network order; 0 for none.
+std::optional<uint16_t> port_of(const char* service) {
+  if (service == nullptr) return uint16_t{0};
+  addrinfo want{};
+  want.ai_flags = AI_PASSIVE;
+  want.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(nullptr, service, &want, &found) != 0) return std::nullopt;
+  const uint16_t port = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_port;
+  freeaddrinfo(found);
+  return port;
+}
+
+// The mrc name (nonce 0) of `node` at `service`: its first IPv4 address, else its first IPv6 one
+// (the planes are IPv4 unless FI_MRC_PLANES says otherwise); nullopt if it does not resolve.
+std::optional<EndpointName> resolve(const char* node, const char* service) {
+  const auto port = port_of(service);
+  if (!port) return std::nullopt;
+  addrinfo want{};
+  want.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(node, nullptr, &want, &found) != 0) return std::nullopt;
+  std::optional<EndpointName> name;
+  for (int family : {AF_INET, AF_INET6}) {
+    for (addrinfo* a = found; a != nullptr && !name; a = a->ai_next) {
+      if (a->ai_family != family) continue;
+      char text[INET6_ADDRSTRLEN];
+      const void* bytes =
+          family == AF_INET
+              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
+              : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
+      if (inet_ntop(family, bytes, text, sizeof text) != nullptr) name = name_at(text, *port);
+    }
+  }
+  freeaddrinfo(found);
+  return name;
+}
+
+void set_address(void*& addr, size_t& len, const EndpointName& name) {
+  addr = std::malloc(sizeof name);  // fi_freeinfo frees it
+  std::memcpy(addr, &name, sizeof name);
+  len = sizeof name;
+}
+
+// fi_info's src_addr and dest_addr (mrc names, nonce 0, addr_format FI_FORMAT_UNSPEC). With
+// FI_SOURCE, node/service are the source (no node: the first plane, where endpoints listen);
+// else the destination, whichever endpoint listens there (Av::find). Addresses in the hints
+// are taken if they are mrc names. The source is otherwise the first plane at a port the system
+// picks. A node that does not resolve: -FI_ENODATA.
+int fill_addresses(fi_info& info, const char* node, const char* service, uint64_t flags,
+                   const fi_info* hints) {
+  std::optional<EndpointName> source, dest;
+  if (hints != nullptr && hints->src_addr != nullptr) {
+    source = parse_name(hints->src_addr, hints->src_addrlen, true);
+    if (!source) return -FI_ENODATA;
+  }
+  if (hints != nullptr && hints->dest_addr != nullptr) {
+    dest = parse_name(hints->dest_addr, hints->dest_addrlen);
+    if (!dest) return -FI_ENODATA;
+  }
+  const bool named = node != nullptr || service != nullptr;
+  const auto plane = first_plane(settings());
+  if (named && (flags & FI_SOURCE) != 0) {
+    if (node == nullptr && !plane) return -FI_ENODATA;
+    const auto port = port_of(service);
+    source = node != nullptr ? resolve(node, service)
+             : port          ? name_at(*plane, *port)
+                             : std::nullopt;
+    if (!source) return -FI_ENODATA;
+  } else if (named) {
+    dest = resolve(node, service);
+    if (!dest) return -FI_ENODATA;
+  }
+  if (!source && plane) source = name_at(*plane, 0);
+  if (source) set_address(info.src_addr, info.src_addrlen, *source);
+  if (dest) set_address(info.dest_addr, info.dest_addrlen, *dest);
+  return 0;
+}
+
 int fabric_close(fid* f) {
   delete reinterpret_cast<Fabric*>(f);
   return 0;
@@ -177,9 +259,9 @@ int domain2(fid_fabric* f, fi_info* info, fid_domain** d, uint64_t flags, void* 
 fi_ops_fabric fabric_ops{sizeof(fi_ops_fabric), open_domain,    no_passive_ep, open_eq,
                          no_wait_open,          fabric_trywait, domain2};
 
-int provider_getinfo(uint32_t version, const char*, const char*, uint64_t, const fi_info* hints,
-                     fi_info** info) {
-  return get_info(version, hints, info);
+int provider_getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
+                     const fi_info* hints, fi_info** info) {
+  return get_info(version, node, service, flags, hints, info);
 }
 
 int provider_fabric(fi_fabric_attr* attr, fid_fabric** out, void* context) {
@@ -198,7 +280,8 @@ void provider_cleanup() {}
 fi_provider provider{kVersion,        kApiVersion,     {}, "mrc", provider_getinfo,
                      provider_fabric, provider_cleanup};
 
-int get_info(uint32_t version, const fi_info* hints, fi_info** out) {
+int get_info(uint32_t version, const char* node, const char* service, uint64_t flags,
+             const fi_info* hints, fi_info** out) {
   // (An API version after 1.x is one this provider does not know; MPICH asks with version 0.)
   if (FI_MAJOR(version) > 1) return -FI_ENODATA;
   if (hints != nullptr && refused(hints)) return -FI_ENODATA;
@@ -206,6 +289,10 @@ int get_info(uint32_t version, const fi_info* hints, fi_info** out) {
   if (info == nullptr) return -FI_ENOMEM;
   fill(*info, hints);
   fill_domain(*info, hints);
+  if (const int r = fill_addresses(*info, node, service, flags, hints); r != 0) {
+    fi_freeinfo(info);
+    return r;
+  }
   *out = info;
   return 0;
 }

@@ -71,8 +71,16 @@ inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_MULTI_RECV | FI_SEND |
 // that must exist (FI_MR_BASIC's three bits). Local buffers need no registration.
 inline constexpr int kMrMode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 
-// fi_getinfo's answer, or -FI_ENODATA if `hints` ask for what the provider lacks.
-int get_info(uint32_t version, const fi_info* hints, fi_info** out);
+// fi_getinfo's answer, or -FI_ENODATA if `hints` ask for what the provider lacks or `node` does
+// not resolve. node/service name the source address with FI_SOURCE in `flags`, else the
+// destination (provider.cc, fill_addresses).
+int get_info(uint32_t version, const char* node, const char* service, uint64_t flags,
+             const fi_info* hints, fi_info** out);
+// The address of the first plane FI_MRC_PLANES names (where endpoints listen), if it resolves.
+std::optional<std::string> first_plane(const Settings& s);
+// An mrc name for an address's text and a port (network order), nonce 0; nullopt if the text
+// is no IPv4/IPv6 address.
+std::optional<EndpointName> name_at(const std::string& address, uint16_t port);
 
 struct Fabric {
   fid_fabric fid{};
@@ -253,7 +261,9 @@ void retry_stalled(Endpoint& ep);
 void resolve_sources(Endpoint& ep);
 
 // The connection manager (connect.cc).
-int open_listener(Endpoint& ep);
+// The endpoint's TCP listener, at `source` (fi_info's src_addr; port 0: the system's choice), or
+// at the first plane with a port of the system's choice.
+int open_listener(Endpoint& ep, const EndpointName* source);
 TxLink* tx_link_to(Endpoint& ep, uint64_t fi_addr, int* err);
 void on_listener(Endpoint& ep);
 void on_tx_control(TxLink& link, uint32_t events);

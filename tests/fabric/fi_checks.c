@@ -13,6 +13,8 @@
  *   late av    a message from a sender not yet in the AV, then a receive directed at it
  *   av dup     a name inserted again keeps its fi_addr (receives directed at it match); removes
  *              count inserts
+ *   node       fi_getinfo's node/service: src_addr with FI_SOURCE (the endpoint listens there),
+ *              else dest_addr (fi_av_insert takes it); a node that does not resolve: -FI_ENODATA
  *   dies       a sender killed in the middle of a rendezvous message: the receive fails
  *   refused    a send to an endpoint that is gone: an error completion
  *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), a bad key
@@ -65,11 +67,12 @@ static struct fi_info* hints_rdm(void) {
   return h;
 }
 
-static void open_node_with(struct node* n, uint64_t caps) {
+/* An endpoint from fi_getinfo(node, service, flags). */
+static void open_node_at(struct node* n, const char* node, const char* service, uint64_t flags, uint64_t caps) {
   struct fi_info* h = hints_rdm();
   h->caps |= caps;
   h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_LOCAL;
-  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &n->info) == 0, "fi_getinfo");
+  CHECK(fi_getinfo(FI_VERSION(1, 17), node, service, flags, h, &n->info) == 0, "fi_getinfo");
   fi_freeinfo(h);
   CHECK(fi_fabric(n->info->fabric_attr, &n->fabric, NULL) == 0, "fi_fabric");
   CHECK(fi_domain(n->fabric, n->info, &n->domain, NULL) == 0, "fi_domain");
@@ -86,6 +89,8 @@ static void open_node_with(struct node* n, uint64_t caps) {
   n->name_len = sizeof n->name;
   CHECK(fi_getname(&n->ep->fid, n->name, &n->name_len) == 0, "fi_getname");
 }
+
+static void open_node_with(struct node* n, uint64_t caps) { open_node_at(n, NULL, NULL, 0, caps); }
 
 static void open_node(struct node* n) { open_node_with(n, 0); }
 
@@ -417,6 +422,46 @@ static void check_av_duplicate(void) {
   printf("av duplicate: ok\n");
 }
 
+/* fi_getinfo's node and service, as fabtests use them: with FI_SOURCE the server's address (its
+ * endpoint listens there), without it the client's destination, which fi_av_insert takes and which
+ * stands for whichever endpoint listens there (a receive directed at it takes the server's reply). */
+static void check_node_service(void) {
+  struct fi_info* h = hints_rdm();
+  struct fi_info* out = NULL;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), "no-such-host.invalid", "23500", 0, h, &out) == -FI_ENODATA,
+        "a node that does not resolve: -FI_ENODATA");
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0, "fi_getinfo without node");
+  CHECK(out->src_addr != NULL && out->src_addrlen == 32 && out->dest_addr == NULL,
+        "a source address without node, no destination");
+  fi_freeinfo(out);
+  fi_freeinfo(h);
+  struct node server, client;
+  open_node_at(&server, "127.0.0.151", "23500", FI_SOURCE, 0);
+  CHECK(server.info->src_addr != NULL && server.info->src_addrlen == 32 && server.info->dest_addr == NULL,
+        "FI_SOURCE: node/service are the source address");
+  CHECK(((unsigned char)server.name[6] << 8 | (unsigned char)server.name[7]) == 23500,
+        "the endpoint listens at the service's port");
+  open_node_at(&client, "127.0.0.151", "23500", 0, FI_DIRECTED_RECV);
+  CHECK(client.info->dest_addr != NULL && client.info->dest_addrlen == 32, "without FI_SOURCE: the destination");
+  fi_addr_t to_server = FI_ADDR_NOTAVAIL;
+  CHECK(fi_av_insert(client.av, client.info->dest_addr, 1, &to_server, 0, NULL) == 1, "insert dest_addr");
+  struct fi_cq_tagged_entry e;
+  char name[32];
+  CHECK(fi_tsend(client.ep, client.name, 32, NULL, to_server, 3, NULL) == 0, "send the client's name");
+  CHECK(fi_trecv(server.ep, name, 32, NULL, FI_ADDR_UNSPEC, 3, 0, NULL) == 0, "server trecv");
+  CHECK(wait_one(&server, &e, 10) == 0 && memcmp(name, client.name, 32) == 0, "the server has the client's name");
+  CHECK(wait_one(&client, &e, 10) == 0, "the client's send completes");
+  const fi_addr_t to_client = insert(&server, name);
+  int v = 0, reply = 4321;
+  CHECK(fi_trecv(client.ep, &v, sizeof v, NULL, to_server, 4, 0, NULL) == 0, "client trecv from dest_addr");
+  CHECK(fi_tsend(server.ep, &reply, sizeof reply, NULL, to_client, 4, NULL) == 0, "server reply");
+  CHECK(wait_one(&client, &e, 10) == 0 && v == 4321, "the reply matches a receive directed at dest_addr");
+  CHECK(wait_one(&server, &e, 10) == 0, "the reply's send completes");
+  close_node(&client);
+  close_node(&server);
+  printf("node, service: ok\n");
+}
+
 /* A child that opens an endpoint, hands its name over a pipe, takes one message and exits. */
 static void check_vanish(struct node* n) {
   int names[2], go[2];
@@ -533,6 +578,7 @@ int main(int argc, char** argv) {
   check_messages(&n);
   check_late_av();
   check_av_duplicate();
+  check_node_service();
   check_mtu_mismatch();
   check_vanish(&n);
   check_sender_dies(&n);
