@@ -28,17 +28,38 @@ char* dup(const char* s) {
   return strdup(s);
 }
 
-// Whether the hints' memory-registration modes allow ours (kMrMode), which RMA needs.
-bool mr_mode_ok(const fi_info* hints) {
-  if (hints == nullptr || hints->domain_attr == nullptr) return true;
+// The mr_mode answered when RMA is offered under `hints` at API `version`, or nullopt if they do
+// not allow what RMA needs: kMrMode's bits (or FI_MR_BASIC, the same three). The answer never
+// holds a bit the hints did not allow.
+std::optional<int> rma_mr_mode(const fi_info* hints, uint32_t version) {
+  if (hints == nullptr || hints->domain_attr == nullptr) return kMrMode;
   const int m = hints->domain_attr->mr_mode;
-  return m == FI_MR_BASIC || m == FI_MR_UNSPEC || (m & kMrMode) == kMrMode;
+  if (m == FI_MR_BASIC) return FI_MR_BASIC;
+  // FI_MR_UNSPEC (0): before API 1.5 the provider's choice; from 1.5 on, no mode bit allowed.
+  if (m == FI_MR_UNSPEC && FI_VERSION_LT(version, FI_VERSION(1, 5))) return FI_MR_BASIC;
+  if ((m & kMrMode) == kMrMode) return kMrMode;
+  return std::nullopt;
 }
 
-bool refused(const fi_info* hints) {
+bool mr_mode_ok(const fi_info* hints, uint32_t version) {
+  return rma_mr_mode(hints, version).has_value();
+}
+
+// Orders other than FI_ORDER_SAS (MRC's in-order immediate completions give no more: a read is
+// served in the target's progress, so a later write may overtake it), or completion orders.
+bool order_refused(const fi_tx_attr* tx, const fi_rx_attr* rx) {
+  if (tx != nullptr && ((tx->msg_order & ~FI_ORDER_SAS) != 0 || tx->comp_order != FI_ORDER_NONE))
+    return true;
+  return rx != nullptr && ((rx->msg_order & ~FI_ORDER_SAS) != 0 || rx->comp_order != FI_ORDER_NONE);
+}
+
+bool refused(const fi_info* hints, uint32_t version) {
   if ((hints->caps & ~(kCaps | FI_PRIORITY)) != 0) return true;
-  // Explicit RMA needs our registration modes (old-style FI_MR_UNSPEC and FI_MR_BASIC are ours).
-  if ((hints->caps & kRmaCaps) != 0 && !mr_mode_ok(hints)) return true;
+  // Explicit RMA needs our registration modes.
+  if ((hints->caps & kRmaCaps) != 0 && !mr_mode_ok(hints, version)) return true;
+  if (order_refused(hints->tx_attr, hints->rx_attr)) return true;
+  if (hints->tx_attr != nullptr && (hints->tx_attr->caps & ~kCaps) != 0) return true;
+  if (hints->rx_attr != nullptr && (hints->rx_attr->caps & ~kCaps) != 0) return true;
   if (hints->addr_format != FI_FORMAT_UNSPEC) return true;
   if (hints->ep_attr != nullptr) {
     const fi_ep_attr& e = *hints->ep_attr;
@@ -56,6 +77,8 @@ bool refused(const fi_info* hints) {
     const fi_domain_attr& d = *hints->domain_attr;
     if (d.name != nullptr && std::strcmp(d.name, "mrc") != 0) return true;
     if (d.cq_data_size > 8 || d.auth_key_size != 0) return true;
+    // FI_SHARED_AV and the like: a domain offers local and remote communication only.
+    if ((d.caps & ~(FI_LOCAL_COMM | FI_REMOTE_COMM)) != 0) return true;
     if (d.av_type != FI_AV_UNSPEC && d.av_type != FI_AV_MAP && d.av_type != FI_AV_TABLE)
       return true;
   }
@@ -69,15 +92,16 @@ bool refused(const fi_info* hints) {
 // The capabilities offered for `hints`: what they ask (FI_RMA alone then means reads and writes
 // both ways, and FI_SEND/FI_RECV and the like are implied), or everything, RMA only where their
 // registration modes allow it.
-uint64_t offered_caps(const fi_info* hints) {
-  if (hints == nullptr || hints->caps == 0) return mr_mode_ok(hints) ? kCaps : kCaps & ~kRmaCaps;
+uint64_t offered_caps(const fi_info* hints, uint32_t version) {
+  if (hints == nullptr || hints->caps == 0)
+    return mr_mode_ok(hints, version) ? kCaps : kCaps & ~kRmaCaps;
   uint64_t caps = hints->caps & kCaps;
   if ((caps & FI_RMA) != 0 && (caps & (kRmaCaps & ~FI_RMA)) == 0) caps |= kRmaCaps;
   return caps;
 }
 
-void fill(fi_info& info, const fi_info* hints) {
-  const uint64_t caps = offered_caps(hints);
+void fill(fi_info& info, const fi_info* hints, uint32_t version) {
+  const uint64_t caps = offered_caps(hints, version);
   info.caps = caps;
   info.mode = 0;
   info.addr_format = FI_FORMAT_UNSPEC;
@@ -114,7 +138,7 @@ void fill(fi_info& info, const fi_info* hints) {
   e.rx_ctx_cnt = 1;
 }
 
-void fill_domain(fi_info& info, const fi_info* hints) {
+void fill_domain(fi_info& info, const fi_info* hints, uint32_t version) {
   fi_domain_attr& d = *info.domain_attr;
   const fi_domain_attr* h = hints != nullptr ? hints->domain_attr : nullptr;
   d = fi_domain_attr{};
@@ -127,9 +151,7 @@ void fill_domain(fi_info& info, const fi_info* hints) {
       h != nullptr && h->data_progress != FI_PROGRESS_UNSPEC ? h->data_progress : FI_PROGRESS_AUTO;
   d.resource_mgmt = FI_RM_ENABLED;
   d.av_type = h != nullptr && h->av_type != FI_AV_UNSPEC ? h->av_type : FI_AV_UNSPEC;
-  d.mr_mode = (info.caps & FI_RMA) == 0                   ? 0
-              : h != nullptr && h->mr_mode == FI_MR_BASIC ? FI_MR_BASIC
-                                                          : kMrMode;
+  d.mr_mode = (info.caps & FI_RMA) == 0 ? 0 : rma_mr_mode(hints, version).value_or(0);
   d.mr_key_size = 4;
   d.cq_data_size = 8;
   d.cq_cnt = 256;
@@ -284,11 +306,11 @@ int get_info(uint32_t version, const char* node, const char* service, uint64_t f
              const fi_info* hints, fi_info** out) {
   // (An API version after 1.x is one this provider does not know; MPICH asks with version 0.)
   if (FI_MAJOR(version) > 1) return -FI_ENODATA;
-  if (hints != nullptr && refused(hints)) return -FI_ENODATA;
+  if (hints != nullptr && refused(hints, version)) return -FI_ENODATA;
   fi_info* info = fi_allocinfo();
   if (info == nullptr) return -FI_ENOMEM;
-  fill(*info, hints);
-  fill_domain(*info, hints);
+  fill(*info, hints, version);
+  fill_domain(*info, hints, version);
   if (const int r = fill_addresses(*info, node, service, flags, hints); r != 0) {
     fi_freeinfo(info);
     return r;

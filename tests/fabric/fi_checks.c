@@ -1,7 +1,9 @@
 /* Checks of the mrc libfabric provider through libfabric's own API (FI_PROVIDER_PATH must name
  * the directory of libmrc-fi.so). Each check prints its name; the first failure exits 1.
  *
- *   hints      fi_getinfo refuses what the provider lacks (-FI_ENODATA) and offers RDM
+ *   hints      fi_getinfo refuses what the provider lacks (-FI_ENODATA: orders beyond SAS, shared
+ *              AVs, registration modes RMA cannot work with) and offers RDM, its mr_mode within
+ *              the hints'
  *   self       a message to the endpoint's own name
  *   unexpected messages sent before their receives, taken by tag in another order
  *   truncate   a message longer than its receive: FI_ETRUNC with the overflow length
@@ -126,6 +128,58 @@ static int wait_one(struct node* n, struct fi_cq_tagged_entry* e, int seconds) {
   return 0;
 }
 
+/* One change to tagged RDM hints that the provider cannot honour: -FI_ENODATA. */
+static void expect_refused(const char* what, void (*change)(struct fi_info*)) {
+  struct fi_info* h = hints_rdm();
+  struct fi_info* out = NULL;
+  h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  change(h);
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == -FI_ENODATA, "%s refused", what);
+  fi_freeinfo(h);
+}
+static void tx_order_raw(struct fi_info* h) { h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_RAW; }
+static void rx_order_waw(struct fi_info* h) { h->rx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_WAW; }
+static void comp_order_strict(struct fi_info* h) { h->tx_attr->comp_order = FI_ORDER_STRICT; }
+static void shared_av_domain(struct fi_info* h) { h->domain_attr->caps = FI_SHARED_AV; }
+static void shared_av_caps(struct fi_info* h) { h->caps |= FI_SHARED_AV; }
+static void rma_no_mr_mode(struct fi_info* h) {
+  h->caps |= FI_RMA;
+  h->domain_attr->mr_mode = 0; /* from API 1.5: no mode bit allowed */
+}
+static void rma_without_prov_key(struct fi_info* h) {
+  h->caps |= FI_RMA;
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
+}
+
+/* Orders beyond FI_ORDER_SAS, shared AVs and registration modes short of what RMA needs are
+ * refused; an answer's mr_mode holds only bits the hints allowed. */
+static void check_refused_hints(void) {
+  expect_refused("tx msg_order RAW", tx_order_raw);
+  expect_refused("rx msg_order WAW", rx_order_waw);
+  expect_refused("comp_order STRICT", comp_order_strict);
+  expect_refused("domain caps FI_SHARED_AV", shared_av_domain);
+  expect_refused("caps FI_SHARED_AV", shared_av_caps);
+  expect_refused("RMA with mr_mode 0", rma_no_mr_mode);
+  expect_refused("RMA without FI_MR_PROV_KEY", rma_without_prov_key);
+  struct fi_info* h = hints_rdm();
+  struct fi_info* out = NULL;
+  h->tx_attr->msg_order = h->rx_attr->msg_order = FI_ORDER_SAS;
+  const int allowed[] = {0, FI_MR_LOCAL | FI_MR_VIRT_ADDR,
+                         FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT};
+  for (int i = 0; i < 3; ++i) {
+    h->domain_attr->mr_mode = allowed[i];
+    CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0, "SAS offered (mr_mode %#x)", allowed[i]);
+    CHECK((out->domain_attr->mr_mode & ~allowed[i]) == 0, "mr_mode %#x answered for %#x",
+          out->domain_attr->mr_mode, allowed[i]);
+    fi_freeinfo(out);
+  }
+  h->caps |= FI_RMA;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0 && (out->caps & FI_RMA), "RMA offered");
+  CHECK(out->domain_attr->mr_mode == (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY), "RMA's mr_mode");
+  fi_freeinfo(out);
+  fi_freeinfo(h);
+}
+
 static void check_hints(void) {
   struct fi_info* h = hints_rdm();
   struct fi_info* out = NULL;
@@ -140,6 +194,7 @@ static void check_hints(void) {
         "offer: RDM, tagged, 4+ bytes of CQ data");
   fi_freeinfo(out);
   fi_freeinfo(h);
+  check_refused_hints();
   printf("hints: ok\n");
 }
 
