@@ -10,6 +10,7 @@
  *   peek       FI_PEEK finds nothing (FI_ENOMSG), then a message; FI_CLAIM takes it
  *   cancel     a posted receive cancelled: FI_ECANCELED
  *   badflags   an unknown flag on an operation: -FI_EBADFLAGS; a bad address: error
+ *   inject msg fi_tsendmsg/fi_sendmsg with FI_INJECT still complete
  *   vanish     a peer process that exits: the next send completes in error within seconds
  *   mtu        a link between different FI_MRC_MTU is refused, naming it
  *   late av    a message from a sender not yet in the AV, then a receive directed at it
@@ -204,6 +205,31 @@ static fi_addr_t insert(struct node* n, const void* name) {
   return a;
 }
 
+/* FI_INJECT on fi_tsendmsg and fi_sendmsg: the buffer is free at return, and the send still
+ * completes (only the inject calls produce no completion). */
+static void check_inject_msg(struct node* n, fi_addr_t self) {
+  int v = 5, got = 0;
+  struct iovec iov = {&v, sizeof v};
+  struct fi_context ctx;
+  struct fi_cq_tagged_entry e;
+  struct fi_msg_tagged t = {.msg_iov = &iov, .iov_count = 1, .addr = self, .tag = 66, .context = &ctx};
+  CHECK(fi_tsendmsg(n->ep, &t, FI_INJECT) == 0, "tsendmsg FI_INJECT");
+  v = 0;
+  CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &ctx && (e.flags & FI_SEND) && (e.flags & FI_TAGGED),
+        "a tsendmsg with FI_INJECT completes");
+  CHECK(fi_trecv(n->ep, &got, sizeof got, NULL, FI_ADDR_UNSPEC, 66, 0, &got) == 0, "trecv");
+  CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &got && got == 5, "the injected tagged message");
+  v = 6;
+  struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = self, .context = &ctx};
+  CHECK(fi_sendmsg(n->ep, &m, FI_INJECT) == 0, "sendmsg FI_INJECT");
+  v = 0;
+  CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &ctx && (e.flags & FI_SEND) && (e.flags & FI_MSG),
+        "a sendmsg with FI_INJECT completes");
+  CHECK(fi_recv(n->ep, &got, sizeof got, NULL, FI_ADDR_UNSPEC, &got) == 0, "recv");
+  CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &got && got == 6, "the injected message");
+  printf("inject msg: ok\n");
+}
+
 static void check_messages(struct node* n) {
   const fi_addr_t self = insert(n, n->name);
   char junk[32] = "not an mrc name";
@@ -259,6 +285,7 @@ static void check_messages(struct node* n) {
   CHECK(fi_tsendmsg(n->ep, &s, 1ULL << 62) == -FI_EBADFLAGS, "unknown send flag");
   CHECK(fi_tsend(n->ep, in, sizeof(int), NULL, 12345, 1, NULL) == -FI_EINVAL, "send to an fi_addr not in the AV");
   printf("badflags: ok\n");
+  check_inject_msg(n, self);
 }
 
 /* RMA writes to self: plain, with remote CQ data, and to a key that is not registered. */
