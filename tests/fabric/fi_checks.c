@@ -8,7 +8,7 @@
  *   unexpected messages sent before their receives, taken by tag in another order
  *   truncate   a message longer than its receive: FI_ETRUNC with the overflow length
  *   peek       FI_PEEK finds nothing (FI_ENOMSG), then a message; FI_CLAIM takes it
- *   cancel     a posted receive cancelled: FI_ECANCELED
+ *   cancel     a posted receive cancelled: FI_ECANCELED; fi_cq_readerr leaves err_data alone
  *   badflags   an unknown flag on an operation: -FI_EBADFLAGS; a bad address: error
  *   inject msg fi_tsendmsg/fi_sendmsg with FI_INJECT still complete
  *   vanish     a peer process that exits: the next send completes in error within seconds
@@ -230,6 +230,26 @@ static void check_inject_msg(struct node* n, fi_addr_t self) {
   printf("inject msg: ok\n");
 }
 
+/* An error entry without error data (a cancelled receive): fi_cq_readerr sets err_data_size to 0
+ * and writes nothing into the application's err_data buffer. */
+static void check_readerr_without_data(struct node* n) {
+  int in = 0;
+  struct fi_context ctx;
+  CHECK(fi_trecv(n->ep, &in, sizeof in, NULL, FI_ADDR_UNSPEC, 998, 0, &ctx) == 0, "trecv to cancel");
+  CHECK(fi_cancel(&n->ep->fid, &ctx) == 0, "fi_cancel");
+  struct fi_cq_tagged_entry e;
+  ssize_t r;
+  const time_t end = time(NULL) + 5;
+  while ((r = fi_cq_read(n->cq, &e, 1)) == -FI_EAGAIN && time(NULL) <= end) usleep(100);
+  CHECK(r == -FI_EAVAIL, "the cancel's error entry (%zd)", r);
+  char data[64];
+  memset(data, 'Z', sizeof data);
+  struct fi_cq_err_entry err = {.err_data = data, .err_data_size = sizeof data};
+  CHECK(fi_cq_readerr(n->cq, &err, 0) == 1 && err.err == FI_ECANCELED && err.op_context == &ctx, "readerr");
+  CHECK(err.err_data_size == 0, "no error data: err_data_size 0 (%zu)", err.err_data_size);
+  for (size_t i = 0; i < sizeof data; ++i) CHECK(data[i] == 'Z', "err_data's buffer written at %zu", i);
+}
+
 static void check_messages(struct node* n) {
   const fi_addr_t self = insert(n, n->name);
   char junk[32] = "not an mrc name";
@@ -279,6 +299,7 @@ static void check_messages(struct node* n) {
   CHECK(fi_trecv(n->ep, in, sizeof(int), NULL, FI_ADDR_UNSPEC, 999, 0, &ctx) == 0, "trecv to cancel");
   CHECK(fi_cancel(&n->ep->fid, &ctx) == 0, "fi_cancel");
   CHECK(wait_one(n, &e, 5) == -FI_ECANCELED && e.op_context == &ctx, "FI_ECANCELED");
+  check_readerr_without_data(n);
   printf("cancel: ok\n");
   /* bad flags, bad address */
   struct fi_msg_tagged s = {.msg_iov = &iov, .iov_count = 1, .addr = self, .tag = 1};
