@@ -295,7 +295,15 @@ int provider_fabric(fi_fabric_attr* attr, fid_fabric** out, void* context) {
   return 0;
 }
 
-void provider_cleanup() {}
+void provider_cleanup() {
+  stop_all_domains();
+}
+
+// At exit the library's static objects go (before libfabric's fi_fini, which runs later since
+// libfabric was loaded first), so the threads must stop here too.
+[[gnu::destructor]] void at_unload() {
+  stop_all_domains();
+}
 
 }  // namespace
 

@@ -281,6 +281,12 @@ ssize_t post_write(Endpoint& ep, std::unique_ptr<SendOp> op, void* const* desc, 
 // An RMA read (fi_read and its forms) from `source` into the op's buffer.
 ssize_t post_read(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t source, uint64_t flags);
 
+// Stops and joins the threads of every domain still open (each domain's progress thread and its
+// context's device threads), leaving the domains unusable: the provider's cleanup (fi_fini) and
+// the library's destructor run it, since libfabric unloads the provider at exit even while an
+// application left domains open, and threads still running its code would crash the process.
+void stop_all_domains();
+
 // Object constructors (one per file).
 int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context);
 int open_eq(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** out, void* context);

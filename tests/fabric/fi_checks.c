@@ -25,6 +25,8 @@
  *              reads and a range past its registration: FI_EACCES, and the link still works
  *   multi      FI_MULTI_RECV: messages (sent before and after it is posted, one a rendezvous
  *              message) at aligned offsets of one buffer, released when under the minimum
+ *   exit open  processes that exit with their domain open (libfabric unloads the provider) exit
+ *              cleanly
  * `fi_checks badplanes` expects fi_domain to fail (a bad FI_MRC_* setting in the environment). */
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -602,6 +604,32 @@ static void check_vanish(struct node* n) {
   printf("vanish: ok (error %d, %s, after %ld s)\n", -r, fi_strerror(-r), (long)(time(NULL) - start));
 }
 
+/* Processes that exit with their domain, endpoint and links open, while messages are under way:
+ * libfabric unloads the provider at exit (fi_fini), so the provider must have stopped its threads
+ * by then; each process must exit cleanly, never by a signal. Ten of them, since a thread that
+ * outlives the provider's code crashes only when it runs at the wrong moment. */
+static void check_exit_open(void) {
+  for (int round = 0; round < 10; ++round) {
+    const pid_t child = fork();
+    if (child == 0) {
+      struct node c;
+      open_node(&c);
+      const fi_addr_t self = insert(&c, c.name);
+      static char big[200000];
+      struct fi_cq_tagged_entry e;
+      CHECK(fi_tsend(c.ep, big, 8, NULL, self, 1, NULL) == 0, "child: tsend");
+      CHECK(wait_one(&c, &e, 10) == 0, "child: send completes");
+      for (int i = 0; i < 4; ++i) CHECK(fi_tsend(c.ep, big, sizeof big, NULL, self, 2, NULL) == 0, "child: tsend");
+      exit(0); /* without closing anything: libfabric's fi_fini unloads the provider */
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child, "waitpid");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a process that exits with its domain open (round %d): %s %d",
+          round, WIFSIGNALED(status) ? "signal" : "exit status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  }
+  printf("exit open: ok\n");
+}
+
 /* A sender that dies in the middle of a rendezvous message: the receive that took it completes
  * in error within seconds, naming the sender. */
 static void check_sender_dies(struct node* n) {
@@ -676,6 +704,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   check_hints();
+  check_exit_open();
   struct node n;
   open_node(&n);
   check_messages(&n);
