@@ -52,8 +52,19 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
   return inserted;
 }
 
-int av_insertsvc(fid_av*, const char*, const char*, fi_addr_t*, uint64_t, void*) {
-  return -FI_ENOSYS;
+// The endpoint listening at node and service (an endpoint opened from fi_getinfo(node, service,
+// FI_SOURCE)), as fi_getinfo's dest_addr names it.
+int av_insertsvc(fid_av* f, const char* node, const char* service, fi_addr_t* fi_addr,
+                 uint64_t flags, void*) {
+  if ((flags & ~FI_MORE) != 0) return -FI_EBADFLAGS;
+  if (node == nullptr || service == nullptr) return -FI_EINVAL;
+  const auto name = resolve_name(node, service);
+  if (!name || name->port == 0) {
+    if (fi_addr != nullptr) *fi_addr = FI_ADDR_NOTAVAIL;
+    warn(std::string("fi_av_insertsvc: ") + node + ":" + service + " does not resolve");
+    return 0;
+  }
+  return av_insert(f, &*name, 1, fi_addr, flags, nullptr);
 }
 int av_insertsym(fid_av*, const char*, size_t, const char*, size_t, fi_addr_t*, uint64_t, void*) {
   return -FI_ENOSYS;

@@ -184,9 +184,9 @@ std::optional<uint16_t> port_of(const char* service) {
   return port;
 }
 
-// The mrc name (nonce 0) of `node` at `service`: its first IPv4 address, else its first IPv6 one
-// (the planes are IPv4 unless FI_MRC_PLANES says otherwise); nullopt if it does not resolve.
-std::optional<EndpointName> resolve(const char* node, const char* service) {
+}  // namespace
+
+std::optional<EndpointName> resolve_name(const char* node, const char* service) {
   const auto port = port_of(service);
   if (!port) return std::nullopt;
   addrinfo want{};
@@ -208,6 +208,8 @@ std::optional<EndpointName> resolve(const char* node, const char* service) {
   freeaddrinfo(found);
   return name;
 }
+
+namespace {
 
 void set_address(void*& addr, size_t& len, const EndpointName& name) {
   addr = std::malloc(sizeof name);  // fi_freeinfo frees it
@@ -236,12 +238,12 @@ int fill_addresses(fi_info& info, const char* node, const char* service, uint64_
   if (named && (flags & FI_SOURCE) != 0) {
     if (node == nullptr && !plane) return -FI_ENODATA;
     const auto port = port_of(service);
-    source = node != nullptr ? resolve(node, service)
+    source = node != nullptr ? resolve_name(node, service)
              : port          ? name_at(*plane, *port)
                              : std::nullopt;
     if (!source) return -FI_ENODATA;
   } else if (named) {
-    dest = resolve(node, service);
+    dest = resolve_name(node, service);
     if (!dest) return -FI_ENODATA;
   }
   if (!source && plane) source = name_at(*plane, 0);

@@ -76,6 +76,10 @@ inline constexpr int kMrMode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KE
 // destination (provider.cc, fill_addresses).
 int get_info(uint32_t version, const char* node, const char* service, uint64_t flags,
              const fi_info* hints, fi_info** out);
+// The mrc name (nonce 0: whichever endpoint listens there, Av::find) of `node` at `service`: its
+// first IPv4 address, else its first IPv6 one (the planes are IPv4 unless FI_MRC_PLANES says
+// otherwise); nullopt if it does not resolve.
+std::optional<EndpointName> resolve_name(const char* node, const char* service);
 // The address of the first plane FI_MRC_PLANES names (where endpoints listen), if it resolves.
 std::optional<std::string> first_plane(const Settings& s);
 // An mrc name for an address's text and a port (network order), nonce 0; nullopt if the text

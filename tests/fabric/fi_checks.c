@@ -17,7 +17,8 @@
  *   av dup     a name inserted again keeps its fi_addr (receives directed at it match); removes
  *              count inserts
  *   node       fi_getinfo's node/service: src_addr with FI_SOURCE (the endpoint listens there),
- *              else dest_addr (fi_av_insert takes it); a node that does not resolve: -FI_ENODATA
+ *              else dest_addr (fi_av_insert takes it, fi_av_insertsvc gives the same entry); a
+ *              node that does not resolve: -FI_ENODATA
  *   dies       a sender killed in the middle of a rendezvous message: the receive fails
  *   refused    a send to an endpoint that is gone: an error completion
  *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), a bad key
@@ -548,8 +549,12 @@ static void check_node_service(void) {
         "the endpoint listens at the service's port");
   open_node_at(&client, "127.0.0.151", "23500", 0, FI_DIRECTED_RECV);
   CHECK(client.info->dest_addr != NULL && client.info->dest_addrlen == 32, "without FI_SOURCE: the destination");
-  fi_addr_t to_server = FI_ADDR_NOTAVAIL;
+  fi_addr_t to_server = FI_ADDR_NOTAVAIL, by_service = FI_ADDR_NOTAVAIL;
   CHECK(fi_av_insert(client.av, client.info->dest_addr, 1, &to_server, 0, NULL) == 1, "insert dest_addr");
+  CHECK(fi_av_insertsvc(client.av, "127.0.0.151", "23500", &by_service, 0, NULL) == 1 && by_service == to_server,
+        "fi_av_insertsvc names the same entry");
+  CHECK(fi_av_insertsvc(client.av, "no-such-host.invalid", "23500", &by_service, 0, NULL) == 0 &&
+        by_service == FI_ADDR_NOTAVAIL, "fi_av_insertsvc of a node that does not resolve inserts nothing");
   struct fi_cq_tagged_entry e;
   char name[32];
   CHECK(fi_tsend(client.ep, client.name, 32, NULL, to_server, 3, NULL) == 0, "send the client's name");
