@@ -176,6 +176,12 @@ int open_listener(Endpoint& ep, const EndpointName* source) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &got);
   name.port = sa.ss_family == AF_INET ? reinterpret_cast<sockaddr_in&>(sa).sin_port
                                       : reinterpret_cast<sockaddr_in6&>(sa).sin6_port;
+  // A wildcard source (fi_getinfo's FI_SOURCE with a service and no node) listens on every
+  // address; peers are told the first plane's.
+  static constexpr uint8_t kAny[16] = {};
+  if (std::memcmp(name.address, kAny, sizeof kAny) == 0) {
+    if (const auto plane = name_at(first, name.port)) name = *plane;
+  }
   std::random_device random;
   name.nonce = (static_cast<uint64_t>(random()) << 32) ^ random();
   ep.name = name;

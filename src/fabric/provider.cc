@@ -218,7 +218,8 @@ void set_address(void*& addr, size_t& len, const EndpointName& name) {
 }
 
 // fi_info's src_addr and dest_addr (mrc names, nonce 0, addr_format FI_FORMAT_UNSPEC). With
-// FI_SOURCE, node/service are the source (no node: the first plane, where endpoints listen);
+// FI_SOURCE, node/service are the source (no node: the wildcard address at the service's port:
+// the endpoint listens on every address and names the first plane's);
 // else the destination, whichever endpoint listens there (Av::find). Addresses in the hints
 // are taken if they are mrc names. The source is otherwise the first plane at a port the system
 // picks. A node that does not resolve: -FI_ENODATA.
@@ -238,8 +239,11 @@ int fill_addresses(fi_info& info, const char* node, const char* service, uint64_
   if (named && (flags & FI_SOURCE) != 0) {
     if (node == nullptr && !plane) return -FI_ENODATA;
     const auto port = port_of(service);
+    // No node: every address of this host (the wildcard of the first plane's family), so that
+    // a client reaches the endpoint by any name of the host.
+    const bool v6 = plane && plane->find(':') != std::string::npos;
     source = node != nullptr ? resolve_name(node, service)
-             : port          ? name_at(*plane, *port)
+             : port          ? name_at(v6 ? "::" : "0.0.0.0", *port)
                              : std::nullopt;
     if (!source) return -FI_ENODATA;
   } else if (named) {

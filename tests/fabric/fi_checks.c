@@ -569,6 +569,18 @@ static void check_node_service(void) {
   CHECK(wait_one(&server, &e, 10) == 0, "the reply's send completes");
   close_node(&client);
   close_node(&server);
+  /* FI_SOURCE with a service and no node: the endpoint listens on every address of the host and
+   * names its first plane's; a client reaches it by another of the host's addresses. */
+  open_node_at(&server, NULL, "23501", FI_SOURCE, 0);
+  CHECK(((unsigned char)server.name[6] << 8 | (unsigned char)server.name[7]) == 23501 &&
+        memcmp(server.name + 8, "\x7f\x00\x00\x97", 4) == 0, "named by the first plane, at the service's port");
+  open_node_at(&client, "127.0.0.1", "23501", 0, 0);
+  CHECK(fi_av_insert(client.av, client.info->dest_addr, 1, &to_server, 0, NULL) == 1, "insert dest_addr");
+  CHECK(fi_tsend(client.ep, &reply, sizeof reply, NULL, to_server, 5, NULL) == 0, "send by another address");
+  CHECK(fi_trecv(server.ep, &v, sizeof v, NULL, FI_ADDR_UNSPEC, 5, 0, NULL) == 0, "server trecv");
+  CHECK(wait_one(&server, &e, 10) == 0 && v == 4321, "the server takes it");
+  close_node(&client);
+  close_node(&server);
   printf("node, service: ok\n");
 }
 
