@@ -192,7 +192,8 @@ std::optional<EndpointName> resolve_name(const char* node, const char* service) 
   addrinfo want{};
   want.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (getaddrinfo(node, nullptr, &want, &found) != 0) return std::nullopt;
+  // (No node: the loopback addresses, as getaddrinfo gives them for a service alone.)
+  if (getaddrinfo(node, "0", &want, &found) != 0) return std::nullopt;
   std::optional<EndpointName> name;
   for (int family : {AF_INET, AF_INET6}) {
     for (addrinfo* a = found; a != nullptr && !name; a = a->ai_next) {

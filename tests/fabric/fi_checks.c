@@ -540,6 +540,9 @@ static void check_node_service(void) {
   CHECK(out->src_addr != NULL && out->src_addrlen == 32 && out->dest_addr == NULL,
         "a source address without node, no destination");
   fi_freeinfo(out);
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, "23502", 0, h, &out) == 0 && out->dest_addr != NULL &&
+        memcmp((char*)out->dest_addr + 8, "\x7f\x00\x00\x01", 4) == 0, "a service alone: this host's loopback");
+  fi_freeinfo(out);
   fi_freeinfo(h);
   struct node server, client;
   open_node_at(&server, "127.0.0.151", "23500", FI_SOURCE, 0);
