@@ -1,13 +1,33 @@
 // Address vectors: endpoint names (wire.h) by fi_addr. FI_AV_MAP and FI_AV_TABLE alike hand out
 // indices in insertion order (a map's fi_addr is opaque to the application, so an index serves),
-// and a removed entry's index is not reused. Names that are not mrc endpoint names are refused
-// one by one: their fi_addr is FI_ADDR_NOTAVAIL and the count returned leaves them out.
+// and a removed entry's index is not reused. A name already present gets its fi_addr again and
+// one more use (provider.h, Av). Names that are not mrc endpoint names are refused one by one:
+// their fi_addr is FI_ADDR_NOTAVAIL and the count returned leaves them out.
 #include <cstring>
 
 #include "fabric/provider.h"
 
 namespace mrc::fabric {
 namespace {
+
+std::array<uint8_t, sizeof(EndpointName)> key_of(const EndpointName& name) {
+  std::array<uint8_t, sizeof(EndpointName)> key;
+  std::memcpy(key.data(), &name, sizeof name);
+  return key;
+}
+
+// Drops a removed entry from the lookups: its name, the endpoints' cached link to it, and the
+// source their receiving links name (a later insert of the name gets a new fi_addr, which their
+// next message takes).
+void forget(Av& av, uint64_t fi_addr) {
+  av.by_name.erase(key_of(av.names[fi_addr]));
+  for (Endpoint* ep : av.domain->endpoints) {
+    if (ep->av != &av) continue;
+    if (fi_addr < ep->tx_by_addr.size()) ep->tx_by_addr[fi_addr] = nullptr;
+    for (auto& link : ep->rx_links)
+      if (link->known_source == fi_addr) link->known_source = kAnySource;
+  }
+}
 
 int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uint64_t flags,
               void*) {
@@ -23,9 +43,8 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
       warn("fi_av_insert: entry " + std::to_string(i) + " is not an mrc endpoint name");
       continue;
     }
-    av->names.push_back(*name);
-    av->live.push_back(1);
-    if (fi_addr != nullptr) fi_addr[i] = av->names.size() - 1;
+    const uint64_t at = av->insert(*name);
+    if (fi_addr != nullptr) fi_addr[i] = at;
     ++inserted;
   }
   for (Endpoint* ep : av->domain->endpoints)
@@ -33,8 +52,19 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
   return inserted;
 }
 
-int av_insertsvc(fid_av*, const char*, const char*, fi_addr_t*, uint64_t, void*) {
-  return -FI_ENOSYS;
+// The endpoint listening at node and service (an endpoint opened from fi_getinfo(node, service,
+// FI_SOURCE)), as fi_getinfo's dest_addr names it.
+int av_insertsvc(fid_av* f, const char* node, const char* service, fi_addr_t* fi_addr,
+                 uint64_t flags, void*) {
+  if ((flags & ~FI_MORE) != 0) return -FI_EBADFLAGS;
+  if (node == nullptr || service == nullptr) return -FI_EINVAL;
+  const auto name = resolve_name(node, service);
+  if (!name || name->port == 0) {
+    if (fi_addr != nullptr) *fi_addr = FI_ADDR_NOTAVAIL;
+    warn(std::string("fi_av_insertsvc: ") + node + ":" + service + " does not resolve");
+    return 0;
+  }
+  return av_insert(f, &*name, 1, fi_addr, flags, nullptr);
 }
 int av_insertsym(fid_av*, const char*, size_t, const char*, size_t, fi_addr_t*, uint64_t, void*) {
   return -FI_ENOSYS;
@@ -45,10 +75,9 @@ int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) {
   if (flags != 0) return -FI_EBADFLAGS;
   std::lock_guard lock(av->domain->lock);
   for (size_t i = 0; i < count; ++i) {
-    if (fi_addr[i] >= av->names.size() || !av->live[fi_addr[i]]) return -FI_EINVAL;
-    av->live[fi_addr[i]] = 0;
-    for (Endpoint* ep : av->domain->endpoints)
-      if (ep->av == av && fi_addr[i] < ep->tx_by_addr.size()) ep->tx_by_addr[fi_addr[i]] = nullptr;
+    if (!av->live(fi_addr[i])) return -FI_EINVAL;
+    if (--av->uses[fi_addr[i]] != 0) continue;  // inserted more often than removed: stays
+    forget(*av, fi_addr[i]);
   }
   return 0;
 }
@@ -56,7 +85,7 @@ int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) {
 int av_lookup(fid_av* f, fi_addr_t fi_addr, void* addr, size_t* addrlen) {
   Av* av = reinterpret_cast<Av*>(f);
   std::lock_guard lock(av->domain->lock);
-  if (fi_addr >= av->names.size() || !av->live[fi_addr]) return -FI_EINVAL;
+  if (!av->live(fi_addr)) return -FI_EINVAL;
   std::memcpy(addr, &av->names[fi_addr], std::min(*addrlen, sizeof(EndpointName)));
   *addrlen = sizeof(EndpointName);
   return 0;
@@ -89,9 +118,24 @@ fi_ops_av av_ops{sizeof(fi_ops_av), av_insert, av_insertsvc, av_insertsym,
 }  // namespace
 
 uint64_t Av::find(const EndpointName& name) const {
-  for (size_t i = 0; i < names.size(); ++i)
-    if (live[i] && names[i] == name) return i;
-  return kAnySource;
+  auto it = by_name.find(key_of(name));
+  if (it != by_name.end()) return it->second;
+  // A name fi_getinfo built from node/service (nonce 0) stands for whichever endpoint listens
+  // at its address and port.
+  EndpointName any = name;
+  any.nonce = 0;
+  it = by_name.find(key_of(any));
+  return it == by_name.end() ? kAnySource : it->second;
+}
+
+uint64_t Av::insert(const EndpointName& name) {
+  const auto [it, added] = by_name.emplace(key_of(name), names.size());
+  if (added) {
+    names.push_back(name);
+    uses.push_back(0);
+  }
+  ++uses[it->second];
+  return it->second;
 }
 
 int open_av(fid_domain* domain, fi_av_attr* attr, fid_av** out, void* context) {

@@ -145,24 +145,30 @@ std::unique_ptr<RxLink> take_accepted(Endpoint& ep, RxLink* link) {
 
 }  // namespace
 
-int open_listener(Endpoint& ep) {
-  const std::string& first = ep.domain->planes.front();
+std::optional<EndpointName> name_at(const std::string& address, uint16_t port) {
   EndpointName name;
-  sockaddr_storage sa{};
-  if (inet_pton(AF_INET, first.c_str(), name.address) == 1) {
+  if (inet_pton(AF_INET, address.c_str(), name.address) == 1)
     name.family = 4;
-  } else if (inet_pton(AF_INET6, first.c_str(), name.address) == 1) {
+  else if (inet_pton(AF_INET6, address.c_str(), name.address) == 1)
     name.family = 6;
-  } else {
-    return -FI_EINVAL;
-  }
-  name.port = 0;
+  else
+    return std::nullopt;
+  name.port = port;
+  return name;
+}
+
+int open_listener(Endpoint& ep, const EndpointName* source) {
+  const std::string& first = ep.domain->planes.front();
+  const auto at = source != nullptr ? std::optional(*source) : name_at(first, 0);
+  if (!at) return -FI_EINVAL;
+  EndpointName name = *at;
+  sockaddr_storage sa{};
   const socklen_t len = to_sockaddr(name, sa);
   const int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   if (bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || listen(fd, 128) != 0) {
     const int e = errno;
-    warn("cannot listen on " + first + ": " + std::strerror(e));
+    warn("cannot listen on " + to_string(name) + ": " + std::strerror(e));
     close(fd);
     return -e;
   }
@@ -170,6 +176,12 @@ int open_listener(Endpoint& ep) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &got);
   name.port = sa.ss_family == AF_INET ? reinterpret_cast<sockaddr_in&>(sa).sin_port
                                       : reinterpret_cast<sockaddr_in6&>(sa).sin6_port;
+  // A wildcard source (fi_getinfo's FI_SOURCE with a service and no node) listens on every
+  // address; peers are told the first plane's.
+  static constexpr uint8_t kAny[16] = {};
+  if (std::memcmp(name.address, kAny, sizeof kAny) == 0) {
+    if (const auto plane = name_at(first, name.port)) name = *plane;
+  }
   std::random_device random;
   name.nonce = (static_cast<uint64_t>(random()) << 32) ^ random();
   ep.name = name;
@@ -228,7 +240,7 @@ std::unique_ptr<TxLink> start_link(Endpoint& ep, const EndpointName& peer) {
 }  // namespace
 
 TxLink* tx_link_to(Endpoint& ep, uint64_t fi_addr, int* err) {
-  if (ep.av == nullptr || fi_addr >= ep.av->names.size() || !ep.av->live[fi_addr]) {
+  if (ep.av == nullptr || !ep.av->live(fi_addr)) {
     *err = -FI_EINVAL;
     return nullptr;
   }

@@ -92,18 +92,23 @@ ssize_t cq_readerr(fid_cq* fid, fi_cq_err_entry* buf, uint64_t) {
   cq->last_error = std::move(cq->errors.front().second);
   cq->errors.pop_front();
   // err_data: the reason as a C string, in the application's buffer if it gave one (API 1.5
-  // and later), else in ours until the next read.
+  // and later), else in ours until the next read. An entry without a reason (a cancel, a peek
+  // that found nothing) has err_data_size 0 and leaves the application's buffer alone, as
+  // libfabric's own CQs do (its err_data pointer stays as given).
   const size_t room = buf->err_data_size;
   void* given = buf->err_data;
-  if (given != nullptr && room > 0) {
+  if (cq->last_error.empty()) {
+    e.err_data = room > 0 ? given : nullptr;
+    e.err_data_size = 0;
+  } else if (given != nullptr && room > 0) {
     const size_t n = std::min(room - 1, cq->last_error.size());
     std::memcpy(given, cq->last_error.data(), n);
     static_cast<char*>(given)[n] = '\0';
     e.err_data = given;
     e.err_data_size = n + 1;
   } else {
-    e.err_data = cq->last_error.empty() ? nullptr : cq->last_error.data();
-    e.err_data_size = cq->last_error.empty() ? 0 : cq->last_error.size() + 1;
+    e.err_data = cq->last_error.data();
+    e.err_data_size = cq->last_error.size() + 1;
   }
   *buf = e;
   return 1;

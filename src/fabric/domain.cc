@@ -269,17 +269,39 @@ const Mr* readable(const Domain& d, uint32_t key, uint64_t address, uint64_t len
 
 namespace {
 
+// Every open domain, for stop_all_domains. Never destroyed: the library's destructor reads it at
+// exit, after other static objects may be gone.
+struct OpenDomains {
+  std::mutex lock;
+  std::vector<Domain*> all;
+};
+OpenDomains& open_domains() {
+  static auto* o = new OpenDomains();
+  return *o;
+}
+
+// Stops and joins the domain's threads: its progress thread, then (once the closed endpoints
+// its last events might name are gone) the context's device threads, destroying the context.
+// Idempotent.
+void stop_threads(Domain& d) {
+  d.stopping = true;
+  d.wake();
+  if (d.progress_thread.joinable()) d.progress_thread.join();
+  d.graveyard.clear();
+  d.context.reset();
+}
+
 int domain_close(fid* f) {
   Domain* d = reinterpret_cast<Domain*>(f);
   {
     std::lock_guard lock(d->lock);
     if (!d->endpoints.empty()) return -FI_EBUSY;
   }
-  d->stopping = true;
-  d->wake();
-  if (d->progress_thread.joinable()) d->progress_thread.join();
-  d->graveyard.clear();
-  d->context.reset();
+  {
+    std::lock_guard lock(open_domains().lock);
+    std::erase(open_domains().all, d);
+  }
+  stop_threads(*d);
   close(d->epoll_fd);
   close(d->wake_fd);
   delete d;
@@ -316,6 +338,12 @@ fi_ops_domain domain_ops{
 fi_ops_mr mr_ops{sizeof(fi_ops_mr), mr_reg, mr_regv, mr_regattr};
 
 }  // namespace
+
+std::optional<std::string> first_plane(const Settings& s) {
+  auto planes = resolve_planes(s.planes);
+  if (!planes.ok()) return std::nullopt;
+  return planes.value().front();
+}
 
 void Domain::wake() {
   const uint64_t one = 1;
@@ -368,8 +396,21 @@ int open_domain(fid_fabric*, fi_info* info, fid_domain** out, void* context) {
   init_fid(d->fid, FI_CLASS_DOMAIN, context, &domain_fi_ops, &domain_ops);
   d->fid.mr = &mr_ops;
   d->progress_thread = std::thread(progress_loop, d);
+  {
+    std::lock_guard lock(open_domains().lock);
+    open_domains().all.push_back(d);
+  }
   *out = &d->fid;
   return 0;
+}
+
+void stop_all_domains() {
+  std::vector<Domain*> open;
+  {
+    std::lock_guard lock(open_domains().lock);
+    open.swap(open_domains().all);
+  }
+  for (Domain* d : open) stop_threads(*d);
 }
 
 void Domain::progress() {

@@ -188,10 +188,14 @@ fi_ops_cm cm_ops{sizeof(fi_ops_cm), setname, getname, getpeer, cm_connect, liste
 
 // --- FI_MSG and FI_TAGGED: argument forms onto post_send / post_recv ---
 
+// `completion` false: the inject forms (fi_inject, fi_tinject and their data forms), which never
+// produce a CQ entry; a *msg call's FI_INJECT only means the buffer may be reused at return, and
+// its completion follows the usual rules (FI_SELECTIVE_COMPLETION, FI_COMPLETION).
 ssize_t send(fid_ep* e, const iovec* iov, size_t count, uint64_t dest, void* context,
-             uint64_t flags, bool tagged, uint64_t tag, uint64_t data) {
+             uint64_t flags, bool tagged, uint64_t tag, uint64_t data, bool completion = true) {
   if (count > kMaxIov) return -FI_EINVAL;
   auto op = std::make_unique<SendOp>();
+  op->completion = completion;
   op->context = context;
   op->tagged = tagged;
   op->tag = tag;
@@ -252,7 +256,7 @@ ssize_t msg_sendmsg(fid_ep* e, const fi_msg* m, uint64_t flags) {
 }
 ssize_t msg_inject(fid_ep* e, const void* buf, size_t len, fi_addr_t dest) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT), false, 0, 0);
+  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT), false, 0, 0, false);
 }
 ssize_t msg_senddata(fid_ep* e, const void* buf, size_t len, void*, uint64_t data, fi_addr_t dest,
                      void* ctx) {
@@ -261,7 +265,8 @@ ssize_t msg_senddata(fid_ep* e, const void* buf, size_t len, void*, uint64_t dat
 }
 ssize_t msg_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi_addr_t dest) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT | FI_REMOTE_CQ_DATA), false, 0, data);
+  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT | FI_REMOTE_CQ_DATA), false, 0, data,
+              false);
 }
 
 ssize_t t_recv(fid_ep* e, void* buf, size_t len, void*, fi_addr_t src, uint64_t tag,
@@ -290,7 +295,7 @@ ssize_t t_sendmsg(fid_ep* e, const fi_msg_tagged* m, uint64_t flags) {
 }
 ssize_t t_inject(fid_ep* e, const void* buf, size_t len, fi_addr_t dest, uint64_t tag) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT), true, tag, 0);
+  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT), true, tag, 0, false);
 }
 ssize_t t_senddata(fid_ep* e, const void* buf, size_t len, void*, uint64_t data, fi_addr_t dest,
                    uint64_t tag, void* ctx) {
@@ -300,7 +305,8 @@ ssize_t t_senddata(fid_ep* e, const void* buf, size_t len, void*, uint64_t data,
 ssize_t t_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi_addr_t dest,
                      uint64_t tag) {
   const iovec v = one(buf, len);
-  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT | FI_REMOTE_CQ_DATA), true, tag, data);
+  return send(e, &v, 1, dest, nullptr, tx_flags(e, FI_INJECT | FI_REMOTE_CQ_DATA), true, tag, data,
+              false);
 }
 
 fi_ops_msg msg_ops{sizeof(fi_ops_msg), msg_recv,    msg_recvv,  msg_recvmsg,  msg_send,
@@ -318,10 +324,12 @@ fi_ops_tagged tagged_ops{sizeof(fi_ops_tagged),
 
 // --- FI_RMA: writes (RDMA WRITE) and reads (a request the target answers with a write) ---
 
+// `completion` false: fi_inject_write and fi_inject_writedata (see send).
 ssize_t write(fid_ep* e, const iovec* iov, void** desc, size_t count, uint64_t dest, uint64_t addr,
-              uint64_t key, void* context, uint64_t flags, uint64_t data) {
+              uint64_t key, void* context, uint64_t flags, uint64_t data, bool completion = true) {
   if (count > kMaxIov || key > 0xFFFFFFFFull) return -FI_EINVAL;
   auto op = std::make_unique<SendOp>();
+  op->completion = completion;
   op->context = context;
   op->data = data;
   op->has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
@@ -348,7 +356,7 @@ ssize_t rma_writemsg(fid_ep* e, const fi_msg_rma* m, uint64_t flags) {
 ssize_t rma_inject(fid_ep* e, const void* buf, size_t len, fi_addr_t dest, uint64_t addr,
                    uint64_t key) {
   const iovec v = one(buf, len);
-  return write(e, &v, nullptr, 1, dest, addr, key, nullptr, tx_flags(e, FI_INJECT), 0);
+  return write(e, &v, nullptr, 1, dest, addr, key, nullptr, tx_flags(e, FI_INJECT), 0, false);
 }
 ssize_t rma_writedata(fid_ep* e, const void* buf, size_t len, void* desc, uint64_t data,
                       fi_addr_t dest, uint64_t addr, uint64_t key, void* ctx) {
@@ -359,7 +367,7 @@ ssize_t rma_injectdata(fid_ep* e, const void* buf, size_t len, uint64_t data, fi
                        uint64_t addr, uint64_t key) {
   const iovec v = one(buf, len);
   return write(e, &v, nullptr, 1, dest, addr, key, nullptr,
-               tx_flags(e, FI_INJECT | FI_REMOTE_CQ_DATA), data);
+               tx_flags(e, FI_INJECT | FI_REMOTE_CQ_DATA), data, false);
 }
 
 ssize_t read(fid_ep* e, const iovec* iov, size_t count, uint64_t source, uint64_t addr,
@@ -440,8 +448,15 @@ int open_endpoint(fid_domain* domain, fi_info* info, fid_ep** out, void* context
   ep->rx_op_flags = info->rx_attr != nullptr ? info->rx_attr->op_flags : 0;
   ep->directed_recv =
       ((info->caps | (info->rx_attr != nullptr ? info->rx_attr->caps : 0)) & FI_DIRECTED_RECV) != 0;
+  // A source address (fi_getinfo's node/service with FI_SOURCE, or the application's) places
+  // the listener, so that peers given the same node/service reach it.
+  std::optional<EndpointName> source;
+  if (info->src_addr != nullptr) {
+    source = parse_name(info->src_addr, info->src_addrlen, true);
+    if (!source) return -FI_EINVAL;
+  }
   std::lock_guard lock(d->lock);
-  if (const int r = open_listener(*ep); r != 0) return r;
+  if (const int r = open_listener(*ep, source ? &*source : nullptr); r != 0) return r;
   init_fid(ep->fid, FI_CLASS_EP, context, &ep_fi_ops, &ep_ops);
   ep->fid.cm = &cm_ops;
   ep->fid.msg = &msg_ops;

@@ -213,7 +213,7 @@ ssize_t queue_op(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t dest, uint64
     for (uint32_t k : op->temporary_lkeys) (void)ep.domain->context->deregister_memory(k);
     return err;
   }
-  op->completion = (flags & FI_INJECT) == 0 && wants_completion(ep.tx_cq_flags, flags);
+  op->completion = op->completion && wants_completion(ep.tx_cq_flags, flags);
   ++ep.tx_outstanding;
   if (link->state == TxLink::State::kFailed) {
     fail_send(ep, *op, FI_EIO, link->failure);

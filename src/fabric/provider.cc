@@ -9,8 +9,11 @@
 // model.
 #include "fabric/provider.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <rdma/providers/fi_log.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace mrc::fabric {
@@ -25,17 +28,38 @@ char* dup(const char* s) {
   return strdup(s);
 }
 
-// Whether the hints' memory-registration modes allow ours (kMrMode), which RMA needs.
-bool mr_mode_ok(const fi_info* hints) {
-  if (hints == nullptr || hints->domain_attr == nullptr) return true;
+// The mr_mode answered when RMA is offered under `hints` at API `version`, or nullopt if they do
+// not allow what RMA needs: kMrMode's bits (or FI_MR_BASIC, the same three). The answer never
+// holds a bit the hints did not allow.
+std::optional<int> rma_mr_mode(const fi_info* hints, uint32_t version) {
+  if (hints == nullptr || hints->domain_attr == nullptr) return kMrMode;
   const int m = hints->domain_attr->mr_mode;
-  return m == FI_MR_BASIC || m == FI_MR_UNSPEC || (m & kMrMode) == kMrMode;
+  if (m == FI_MR_BASIC) return FI_MR_BASIC;
+  // FI_MR_UNSPEC (0): before API 1.5 the provider's choice; from 1.5 on, no mode bit allowed.
+  if (m == FI_MR_UNSPEC && FI_VERSION_LT(version, FI_VERSION(1, 5))) return FI_MR_BASIC;
+  if ((m & kMrMode) == kMrMode) return kMrMode;
+  return std::nullopt;
 }
 
-bool refused(const fi_info* hints) {
+bool mr_mode_ok(const fi_info* hints, uint32_t version) {
+  return rma_mr_mode(hints, version).has_value();
+}
+
+// Orders other than FI_ORDER_SAS (MRC's in-order immediate completions give no more: a read is
+// served in the target's progress, so a later write may overtake it), or completion orders.
+bool order_refused(const fi_tx_attr* tx, const fi_rx_attr* rx) {
+  if (tx != nullptr && ((tx->msg_order & ~FI_ORDER_SAS) != 0 || tx->comp_order != FI_ORDER_NONE))
+    return true;
+  return rx != nullptr && ((rx->msg_order & ~FI_ORDER_SAS) != 0 || rx->comp_order != FI_ORDER_NONE);
+}
+
+bool refused(const fi_info* hints, uint32_t version) {
   if ((hints->caps & ~(kCaps | FI_PRIORITY)) != 0) return true;
-  // Explicit RMA needs our registration modes (old-style FI_MR_UNSPEC and FI_MR_BASIC are ours).
-  if ((hints->caps & kRmaCaps) != 0 && !mr_mode_ok(hints)) return true;
+  // Explicit RMA needs our registration modes.
+  if ((hints->caps & kRmaCaps) != 0 && !mr_mode_ok(hints, version)) return true;
+  if (order_refused(hints->tx_attr, hints->rx_attr)) return true;
+  if (hints->tx_attr != nullptr && (hints->tx_attr->caps & ~kCaps) != 0) return true;
+  if (hints->rx_attr != nullptr && (hints->rx_attr->caps & ~kCaps) != 0) return true;
   if (hints->addr_format != FI_FORMAT_UNSPEC) return true;
   if (hints->ep_attr != nullptr) {
     const fi_ep_attr& e = *hints->ep_attr;
@@ -53,6 +77,8 @@ bool refused(const fi_info* hints) {
     const fi_domain_attr& d = *hints->domain_attr;
     if (d.name != nullptr && std::strcmp(d.name, "mrc") != 0) return true;
     if (d.cq_data_size > 8 || d.auth_key_size != 0) return true;
+    // FI_SHARED_AV and the like: a domain offers local and remote communication only.
+    if ((d.caps & ~(FI_LOCAL_COMM | FI_REMOTE_COMM)) != 0) return true;
     if (d.av_type != FI_AV_UNSPEC && d.av_type != FI_AV_MAP && d.av_type != FI_AV_TABLE)
       return true;
   }
@@ -66,15 +92,16 @@ bool refused(const fi_info* hints) {
 // The capabilities offered for `hints`: what they ask (FI_RMA alone then means reads and writes
 // both ways, and FI_SEND/FI_RECV and the like are implied), or everything, RMA only where their
 // registration modes allow it.
-uint64_t offered_caps(const fi_info* hints) {
-  if (hints == nullptr || hints->caps == 0) return mr_mode_ok(hints) ? kCaps : kCaps & ~kRmaCaps;
+uint64_t offered_caps(const fi_info* hints, uint32_t version) {
+  if (hints == nullptr || hints->caps == 0)
+    return mr_mode_ok(hints, version) ? kCaps : kCaps & ~kRmaCaps;
   uint64_t caps = hints->caps & kCaps;
   if ((caps & FI_RMA) != 0 && (caps & (kRmaCaps & ~FI_RMA)) == 0) caps |= kRmaCaps;
   return caps;
 }
 
-void fill(fi_info& info, const fi_info* hints) {
-  const uint64_t caps = offered_caps(hints);
+void fill(fi_info& info, const fi_info* hints, uint32_t version) {
+  const uint64_t caps = offered_caps(hints, version);
   info.caps = caps;
   info.mode = 0;
   info.addr_format = FI_FORMAT_UNSPEC;
@@ -111,7 +138,7 @@ void fill(fi_info& info, const fi_info* hints) {
   e.rx_ctx_cnt = 1;
 }
 
-void fill_domain(fi_info& info, const fi_info* hints) {
+void fill_domain(fi_info& info, const fi_info* hints, uint32_t version) {
   fi_domain_attr& d = *info.domain_attr;
   const fi_domain_attr* h = hints != nullptr ? hints->domain_attr : nullptr;
   d = fi_domain_attr{};
@@ -124,9 +151,7 @@ void fill_domain(fi_info& info, const fi_info* hints) {
       h != nullptr && h->data_progress != FI_PROGRESS_UNSPEC ? h->data_progress : FI_PROGRESS_AUTO;
   d.resource_mgmt = FI_RM_ENABLED;
   d.av_type = h != nullptr && h->av_type != FI_AV_UNSPEC ? h->av_type : FI_AV_UNSPEC;
-  d.mr_mode = (info.caps & FI_RMA) == 0                   ? 0
-              : h != nullptr && h->mr_mode == FI_MR_BASIC ? FI_MR_BASIC
-                                                          : kMrMode;
+  d.mr_mode = (info.caps & FI_RMA) == 0 ? 0 : rma_mr_mode(hints, version).value_or(0);
   d.mr_key_size = 4;
   d.cq_data_size = 8;
   d.cq_cnt = 256;
@@ -144,6 +169,92 @@ void fill_domain(fi_info& info, const fi_info* hints) {
   f.name = dup("mrc");
   f.prov_version = kVersion;
   f.api_version = kApiVersion;
+}
+
+// The port a service names (a number or a name from /etc/services), network order; 0 for none.
+std::optional<uint16_t> port_of(const char* service) {
+  if (service == nullptr) return uint16_t{0};
+  addrinfo want{};
+  want.ai_flags = AI_PASSIVE;
+  want.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(nullptr, service, &want, &found) != 0) return std::nullopt;
+  const uint16_t port = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_port;
+  freeaddrinfo(found);
+  return port;
+}
+
+}  // namespace
+
+std::optional<EndpointName> resolve_name(const char* node, const char* service) {
+  const auto port = port_of(service);
+  if (!port) return std::nullopt;
+  addrinfo want{};
+  want.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  // (No node: the loopback addresses, as getaddrinfo gives them for a service alone.)
+  if (getaddrinfo(node, "0", &want, &found) != 0) return std::nullopt;
+  std::optional<EndpointName> name;
+  for (int family : {AF_INET, AF_INET6}) {
+    for (addrinfo* a = found; a != nullptr && !name; a = a->ai_next) {
+      if (a->ai_family != family) continue;
+      char text[INET6_ADDRSTRLEN];
+      const void* bytes =
+          family == AF_INET
+              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
+              : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
+      if (inet_ntop(family, bytes, text, sizeof text) != nullptr) name = name_at(text, *port);
+    }
+  }
+  freeaddrinfo(found);
+  return name;
+}
+
+namespace {
+
+void set_address(void*& addr, size_t& len, const EndpointName& name) {
+  addr = std::malloc(sizeof name);  // fi_freeinfo frees it
+  std::memcpy(addr, &name, sizeof name);
+  len = sizeof name;
+}
+
+// fi_info's src_addr and dest_addr (mrc names, nonce 0, addr_format FI_FORMAT_UNSPEC). With
+// FI_SOURCE, node/service are the source (no node: the wildcard address at the service's port:
+// the endpoint listens on every address and names the first plane's);
+// else the destination, whichever endpoint listens there (Av::find). Addresses in the hints
+// are taken if they are mrc names. The source is otherwise the first plane at a port the system
+// picks. A node that does not resolve: -FI_ENODATA.
+int fill_addresses(fi_info& info, const char* node, const char* service, uint64_t flags,
+                   const fi_info* hints) {
+  std::optional<EndpointName> source, dest;
+  if (hints != nullptr && hints->src_addr != nullptr) {
+    source = parse_name(hints->src_addr, hints->src_addrlen, true);
+    if (!source) return -FI_ENODATA;
+  }
+  if (hints != nullptr && hints->dest_addr != nullptr) {
+    dest = parse_name(hints->dest_addr, hints->dest_addrlen);
+    if (!dest) return -FI_ENODATA;
+  }
+  const bool named = node != nullptr || service != nullptr;
+  const auto plane = first_plane(settings());
+  if (named && (flags & FI_SOURCE) != 0) {
+    if (node == nullptr && !plane) return -FI_ENODATA;
+    const auto port = port_of(service);
+    // No node: every address of this host (the wildcard of the first plane's family), so that
+    // a client reaches the endpoint by any name of the host.
+    const bool v6 = plane && plane->find(':') != std::string::npos;
+    source = node != nullptr ? resolve_name(node, service)
+             : port          ? name_at(v6 ? "::" : "0.0.0.0", *port)
+                             : std::nullopt;
+    if (!source) return -FI_ENODATA;
+  } else if (named) {
+    dest = resolve_name(node, service);
+    if (!dest) return -FI_ENODATA;
+  }
+  if (!source && plane) source = name_at(*plane, 0);
+  if (source) set_address(info.src_addr, info.src_addrlen, *source);
+  if (dest) set_address(info.dest_addr, info.dest_addrlen, *dest);
+  return 0;
 }
 
 int fabric_close(fid* f) {
@@ -177,9 +288,9 @@ int domain2(fid_fabric* f, fi_info* info, fid_domain** d, uint64_t flags, void* 
 fi_ops_fabric fabric_ops{sizeof(fi_ops_fabric), open_domain,    no_passive_ep, open_eq,
                          no_wait_open,          fabric_trywait, domain2};
 
-int provider_getinfo(uint32_t version, const char*, const char*, uint64_t, const fi_info* hints,
-                     fi_info** info) {
-  return get_info(version, hints, info);
+int provider_getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
+                     const fi_info* hints, fi_info** info) {
+  return get_info(version, node, service, flags, hints, info);
 }
 
 int provider_fabric(fi_fabric_attr* attr, fid_fabric** out, void* context) {
@@ -191,21 +302,34 @@ int provider_fabric(fi_fabric_attr* attr, fid_fabric** out, void* context) {
   return 0;
 }
 
-void provider_cleanup() {}
+void provider_cleanup() {
+  stop_all_domains();
+}
+
+// At exit the library's static objects go (before libfabric's fi_fini, which runs later since
+// libfabric was loaded first), so the threads must stop here too.
+[[gnu::destructor]] void at_unload() {
+  stop_all_domains();
+}
 
 }  // namespace
 
 fi_provider provider{kVersion,        kApiVersion,     {}, "mrc", provider_getinfo,
                      provider_fabric, provider_cleanup};
 
-int get_info(uint32_t version, const fi_info* hints, fi_info** out) {
+int get_info(uint32_t version, const char* node, const char* service, uint64_t flags,
+             const fi_info* hints, fi_info** out) {
   // (An API version after 1.x is one this provider does not know; MPICH asks with version 0.)
   if (FI_MAJOR(version) > 1) return -FI_ENODATA;
-  if (hints != nullptr && refused(hints)) return -FI_ENODATA;
+  if (hints != nullptr && refused(hints, version)) return -FI_ENODATA;
   fi_info* info = fi_allocinfo();
   if (info == nullptr) return -FI_ENOMEM;
-  fill(*info, hints);
-  fill_domain(*info, hints);
+  fill(*info, hints, version);
+  fill_domain(*info, hints, version);
+  if (const int r = fill_addresses(*info, node, service, flags, hints); r != 0) {
+    fi_freeinfo(info);
+    return r;
+  }
   *out = info;
   return 0;
 }

@@ -21,6 +21,7 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_prov.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -70,8 +71,20 @@ inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_MULTI_RECV | FI_SEND |
 // that must exist (FI_MR_BASIC's three bits). Local buffers need no registration.
 inline constexpr int kMrMode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 
-// fi_getinfo's answer, or -FI_ENODATA if `hints` ask for what the provider lacks.
-int get_info(uint32_t version, const fi_info* hints, fi_info** out);
+// fi_getinfo's answer, or -FI_ENODATA if `hints` ask for what the provider lacks or `node` does
+// not resolve. node/service name the source address with FI_SOURCE in `flags`, else the
+// destination (provider.cc, fill_addresses).
+int get_info(uint32_t version, const char* node, const char* service, uint64_t flags,
+             const fi_info* hints, fi_info** out);
+// The mrc name (nonce 0: whichever endpoint listens there, Av::find) of `node` at `service`: its
+// first IPv4 address, else its first IPv6 one (the planes are IPv4 unless FI_MRC_PLANES says
+// otherwise); nullopt if it does not resolve.
+std::optional<EndpointName> resolve_name(const char* node, const char* service);
+// The address of the first plane FI_MRC_PLANES names (where endpoints listen), if it resolves.
+std::optional<std::string> first_plane(const Settings& s);
+// An mrc name for an address's text and a port (network order), nonce 0; nullopt if the text
+// is no IPv4/IPv6 address.
+std::optional<EndpointName> name_at(const std::string& address, uint16_t port);
 
 struct Fabric {
   fid_fabric fid{};
@@ -122,13 +135,22 @@ struct Cntr {
   void set(uint64_t n, bool error);
 };
 
+// An address vector holds each name once, as libfabric's own (util) AV does: inserting a name
+// already present returns its fi_addr and counts one more use, and fi_av_remove takes one use
+// away; the entry goes when none is left. Open MPI inserts peers again (MPI_Intercomm_create), and
+// a second fi_addr for one peer would never match the messages that arrive from it (they take
+// the first).
 struct Av {
   fid_av fid{};
   Domain* domain = nullptr;
   std::vector<EndpointName> names;  // by fi_addr
-  std::vector<uint8_t> live;
+  std::vector<uint32_t> uses;       // by fi_addr: inserts not yet removed (0: removed)
+  std::map<std::array<uint8_t, sizeof(EndpointName)>, uint64_t> by_name;  // the live entries
+  bool live(uint64_t fi_addr) const { return fi_addr < uses.size() && uses[fi_addr] != 0; }
   // The fi_addr of a name, kAnySource if it is not in the AV.
   uint64_t find(const EndpointName& name) const;
+  // The fi_addr of `name`, added if it is not present, with one more use.
+  uint64_t insert(const EndpointName& name);
 };
 
 struct Mr {
@@ -243,7 +265,9 @@ void retry_stalled(Endpoint& ep);
 void resolve_sources(Endpoint& ep);
 
 // The connection manager (connect.cc).
-int open_listener(Endpoint& ep);
+// The endpoint's TCP listener, at `source` (fi_info's src_addr; port 0: the system's choice), or
+// at the first plane with a port of the system's choice.
+int open_listener(Endpoint& ep, const EndpointName* source);
 TxLink* tx_link_to(Endpoint& ep, uint64_t fi_addr, int* err);
 void on_listener(Endpoint& ep);
 void on_tx_control(TxLink& link, uint32_t events);
@@ -260,6 +284,12 @@ ssize_t post_write(Endpoint& ep, std::unique_ptr<SendOp> op, void* const* desc, 
                    uint64_t flags);
 // An RMA read (fi_read and its forms) from `source` into the op's buffer.
 ssize_t post_read(Endpoint& ep, std::unique_ptr<SendOp> op, uint64_t source, uint64_t flags);
+
+// Stops and joins the threads of every domain still open (each domain's progress thread and its
+// context's device threads), leaving the domains unusable: the provider's cleanup (fi_fini) and
+// the library's destructor run it, since libfabric unloads the provider at exit even while an
+// application left domains open, and threads still running its code would crash the process.
+void stop_all_domains();
 
 // Object constructors (one per file).
 int open_domain(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context);

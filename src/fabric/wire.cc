@@ -42,13 +42,13 @@ std::optional<std::string> check_header(const SlotHeader& h, uint32_t slot_bytes
   return std::nullopt;
 }
 
-std::optional<EndpointName> parse_name(const void* bytes, size_t length) {
+std::optional<EndpointName> parse_name(const void* bytes, size_t length, bool any_port) {
   if (bytes == nullptr || length < sizeof(EndpointName)) return std::nullopt;
   EndpointName name;
   std::memcpy(&name, bytes, sizeof name);
   const EndpointName blank;
   if (std::memcmp(name.magic, blank.magic, sizeof name.magic) != 0 || name.version != 1 ||
-      (name.family != 4 && name.family != 6) || name.port == 0)
+      (name.family != 4 && name.family != 6) || (name.port == 0 && !any_port))
     return std::nullopt;
   return name;
 }

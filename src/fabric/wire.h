@@ -95,8 +95,9 @@ struct EndpointName {
 };
 static_assert(sizeof(EndpointName) == 32);
 
-// A name from bytes given by the application (fi_av_insert), nullopt if they are not one.
-std::optional<EndpointName> parse_name(const void* bytes, size_t length);
+// A name from bytes given by the application (fi_av_insert), nullopt if they are not one. Port 0
+// is refused unless `any_port` (a source address, fi_info's src_addr: the system picks the port).
+std::optional<EndpointName> parse_name(const void* bytes, size_t length, bool any_port = false);
 // "fi_mrc://198.18.0.1:40311/1a2b3c4d5e6f7081"
 std::string to_string(const EndpointName& name);
 std::string to_hex(const EndpointName& name);

@@ -5,7 +5,8 @@
 #             settings are named (PROGRAM: fi_checks)
 #   pingpong  fi_pingpong, untagged and tagged, every default size, over FI_EP_RDM
 #   openmpi   PROGRAM (tests/fabric/mpi_suite.c) under Open MPI's OFI MTL, 2 and 4 ranks
-#   mpi4py    a python3-mpi4py smoke test under Open MPI over the provider
+#   mpi4py    a python3-mpi4py smoke test under Open MPI over the provider (with an
+#             intercommunicator)
 #   mpich     PROGRAM (mpi_suite.c's source) built by an MPICH of device ch4:ofi and run with
 #             FI_PROVIDER=mrc, 2 and 4 ranks; the MPICH is $MRC_MPICH_PREFIX, else /opt/mpich-ofi
 #             (Debian's MPICH is ch4:ucx and cannot load a libfabric provider; scripts/
@@ -140,6 +141,10 @@ got = c.sendrecv({"rank": r, "data": list(range(1000))}, dest=1 - r, source=1 - 
 assert got["rank"] == 1 - r and got["data"] == list(range(1000)), got
 total = c.allreduce(r + 1, op=MPI.SUM)
 assert total == 3, total
+# An intercommunicator: Open MPI inserts the peer into the AV again (one fi_addr for both).
+inter = c.Split(r, 0).Create_intercomm(0, c, 1 - r, tag=7)
+assert inter.sendrecv(r, dest=0, source=0) == 1 - r
+assert inter.Merge(high=r == 1).allreduce(1) == 2
 if r == 0:
     print("mpi4py: 2 ranks over", MPI.Get_library_version().splitlines()[0], ": ok")
 ' | tee /tmp/fabric-py.$$

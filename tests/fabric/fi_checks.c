@@ -1,16 +1,24 @@
 /* Checks of the mrc libfabric provider through libfabric's own API (FI_PROVIDER_PATH must name
  * the directory of libmrc-fi.so). Each check prints its name; the first failure exits 1.
  *
- *   hints      fi_getinfo refuses what the provider lacks (-FI_ENODATA) and offers RDM
+ *   hints      fi_getinfo refuses what the provider lacks (-FI_ENODATA: orders beyond SAS, shared
+ *              AVs, registration modes RMA cannot work with) and offers RDM, its mr_mode within
+ *              the hints'
  *   self       a message to the endpoint's own name
  *   unexpected messages sent before their receives, taken by tag in another order
  *   truncate   a message longer than its receive: FI_ETRUNC with the overflow length
  *   peek       FI_PEEK finds nothing (FI_ENOMSG), then a message; FI_CLAIM takes it
- *   cancel     a posted receive cancelled: FI_ECANCELED
+ *   cancel     a posted receive cancelled: FI_ECANCELED; fi_cq_readerr leaves err_data alone
  *   badflags   an unknown flag on an operation: -FI_EBADFLAGS; a bad address: error
+ *   inject msg fi_tsendmsg/fi_sendmsg with FI_INJECT still complete
  *   vanish     a peer process that exits: the next send completes in error within seconds
  *   mtu        a link between different FI_MRC_MTU is refused, naming it
  *   late av    a message from a sender not yet in the AV, then a receive directed at it
+ *   av dup     a name inserted again keeps its fi_addr (receives directed at it match); removes
+ *              count inserts
+ *   node       fi_getinfo's node/service: src_addr with FI_SOURCE (the endpoint listens there),
+ *              else dest_addr (fi_av_insert takes it, fi_av_insertsvc gives the same entry); a
+ *              node that does not resolve: -FI_ENODATA
  *   dies       a sender killed in the middle of a rendezvous message: the receive fails
  *   refused    a send to an endpoint that is gone: an error completion
  *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), a bad key
@@ -18,6 +26,8 @@
  *              reads and a range past its registration: FI_EACCES, and the link still works
  *   multi      FI_MULTI_RECV: messages (sent before and after it is posted, one a rendezvous
  *              message) at aligned offsets of one buffer, released when under the minimum
+ *   exit open  processes that exit with their domain open (libfabric unloads the provider) exit
+ *              cleanly
  * `fi_checks badplanes` expects fi_domain to fail (a bad FI_MRC_* setting in the environment). */
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -63,11 +73,12 @@ static struct fi_info* hints_rdm(void) {
   return h;
 }
 
-static void open_node_with(struct node* n, uint64_t caps) {
+/* An endpoint from fi_getinfo(node, service, flags). */
+static void open_node_at(struct node* n, const char* node, const char* service, uint64_t flags, uint64_t caps) {
   struct fi_info* h = hints_rdm();
   h->caps |= caps;
   h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_LOCAL;
-  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &n->info) == 0, "fi_getinfo");
+  CHECK(fi_getinfo(FI_VERSION(1, 17), node, service, flags, h, &n->info) == 0, "fi_getinfo");
   fi_freeinfo(h);
   CHECK(fi_fabric(n->info->fabric_attr, &n->fabric, NULL) == 0, "fi_fabric");
   CHECK(fi_domain(n->fabric, n->info, &n->domain, NULL) == 0, "fi_domain");
@@ -84,6 +95,8 @@ static void open_node_with(struct node* n, uint64_t caps) {
   n->name_len = sizeof n->name;
   CHECK(fi_getname(&n->ep->fid, n->name, &n->name_len) == 0, "fi_getname");
 }
+
+static void open_node_with(struct node* n, uint64_t caps) { open_node_at(n, NULL, NULL, 0, caps); }
 
 static void open_node(struct node* n) { open_node_with(n, 0); }
 
@@ -119,6 +132,58 @@ static int wait_one(struct node* n, struct fi_cq_tagged_entry* e, int seconds) {
   return 0;
 }
 
+/* One change to tagged RDM hints that the provider cannot honour: -FI_ENODATA. */
+static void expect_refused(const char* what, void (*change)(struct fi_info*)) {
+  struct fi_info* h = hints_rdm();
+  struct fi_info* out = NULL;
+  h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  change(h);
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == -FI_ENODATA, "%s refused", what);
+  fi_freeinfo(h);
+}
+static void tx_order_raw(struct fi_info* h) { h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_RAW; }
+static void rx_order_waw(struct fi_info* h) { h->rx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_WAW; }
+static void comp_order_strict(struct fi_info* h) { h->tx_attr->comp_order = FI_ORDER_STRICT; }
+static void shared_av_domain(struct fi_info* h) { h->domain_attr->caps = FI_SHARED_AV; }
+static void shared_av_caps(struct fi_info* h) { h->caps |= FI_SHARED_AV; }
+static void rma_no_mr_mode(struct fi_info* h) {
+  h->caps |= FI_RMA;
+  h->domain_attr->mr_mode = 0; /* from API 1.5: no mode bit allowed */
+}
+static void rma_without_prov_key(struct fi_info* h) {
+  h->caps |= FI_RMA;
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
+}
+
+/* Orders beyond FI_ORDER_SAS, shared AVs and registration modes short of what RMA needs are
+ * refused; an answer's mr_mode holds only bits the hints allowed. */
+static void check_refused_hints(void) {
+  expect_refused("tx msg_order RAW", tx_order_raw);
+  expect_refused("rx msg_order WAW", rx_order_waw);
+  expect_refused("comp_order STRICT", comp_order_strict);
+  expect_refused("domain caps FI_SHARED_AV", shared_av_domain);
+  expect_refused("caps FI_SHARED_AV", shared_av_caps);
+  expect_refused("RMA with mr_mode 0", rma_no_mr_mode);
+  expect_refused("RMA without FI_MR_PROV_KEY", rma_without_prov_key);
+  struct fi_info* h = hints_rdm();
+  struct fi_info* out = NULL;
+  h->tx_attr->msg_order = h->rx_attr->msg_order = FI_ORDER_SAS;
+  const int allowed[] = {0, FI_MR_LOCAL | FI_MR_VIRT_ADDR,
+                         FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT};
+  for (int i = 0; i < 3; ++i) {
+    h->domain_attr->mr_mode = allowed[i];
+    CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0, "SAS offered (mr_mode %#x)", allowed[i]);
+    CHECK((out->domain_attr->mr_mode & ~allowed[i]) == 0, "mr_mode %#x answered for %#x",
+          out->domain_attr->mr_mode, allowed[i]);
+    fi_freeinfo(out);
+  }
+  h->caps |= FI_RMA;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0 && (out->caps & FI_RMA), "RMA offered");
+  CHECK(out->domain_attr->mr_mode == (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY), "RMA's mr_mode");
+  fi_freeinfo(out);
+  fi_freeinfo(h);
+}
+
 static void check_hints(void) {
   struct fi_info* h = hints_rdm();
   struct fi_info* out = NULL;
@@ -133,6 +198,7 @@ static void check_hints(void) {
         "offer: RDM, tagged, 4+ bytes of CQ data");
   fi_freeinfo(out);
   fi_freeinfo(h);
+  check_refused_hints();
   printf("hints: ok\n");
 }
 
@@ -140,6 +206,51 @@ static fi_addr_t insert(struct node* n, const void* name) {
   fi_addr_t a = FI_ADDR_NOTAVAIL;
   CHECK(fi_av_insert(n->av, name, 1, &a, 0, NULL) == 1, "fi_av_insert");
   return a;
+}
+
+/* FI_INJECT on fi_tsendmsg and fi_sendmsg: the buffer is free at return, and the send still
+ * completes (only the inject calls produce no completion). */
+static void check_inject_msg(struct node* n, fi_addr_t self) {
+  int v = 5, got = 0;
+  struct iovec iov = {&v, sizeof v};
+  struct fi_context ctx;
+  struct fi_cq_tagged_entry e;
+  struct fi_msg_tagged t = {.msg_iov = &iov, .iov_count = 1, .addr = self, .tag = 66, .context = &ctx};
+  CHECK(fi_tsendmsg(n->ep, &t, FI_INJECT) == 0, "tsendmsg FI_INJECT");
+  v = 0;
+  CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &ctx && (e.flags & FI_SEND) && (e.flags & FI_TAGGED),
+        "a tsendmsg with FI_INJECT completes");
+  CHECK(fi_trecv(n->ep, &got, sizeof got, NULL, FI_ADDR_UNSPEC, 66, 0, &got) == 0, "trecv");
+  CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &got && got == 5, "the injected tagged message");
+  v = 6;
+  struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = self, .context = &ctx};
+  CHECK(fi_sendmsg(n->ep, &m, FI_INJECT) == 0, "sendmsg FI_INJECT");
+  v = 0;
+  CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &ctx && (e.flags & FI_SEND) && (e.flags & FI_MSG),
+        "a sendmsg with FI_INJECT completes");
+  CHECK(fi_recv(n->ep, &got, sizeof got, NULL, FI_ADDR_UNSPEC, &got) == 0, "recv");
+  CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &got && got == 6, "the injected message");
+  printf("inject msg: ok\n");
+}
+
+/* An error entry without error data (a cancelled receive): fi_cq_readerr sets err_data_size to 0
+ * and writes nothing into the application's err_data buffer. */
+static void check_readerr_without_data(struct node* n) {
+  int in = 0;
+  struct fi_context ctx;
+  CHECK(fi_trecv(n->ep, &in, sizeof in, NULL, FI_ADDR_UNSPEC, 998, 0, &ctx) == 0, "trecv to cancel");
+  CHECK(fi_cancel(&n->ep->fid, &ctx) == 0, "fi_cancel");
+  struct fi_cq_tagged_entry e;
+  ssize_t r;
+  const time_t end = time(NULL) + 5;
+  while ((r = fi_cq_read(n->cq, &e, 1)) == -FI_EAGAIN && time(NULL) <= end) usleep(100);
+  CHECK(r == -FI_EAVAIL, "the cancel's error entry (%zd)", r);
+  char data[64];
+  memset(data, 'Z', sizeof data);
+  struct fi_cq_err_entry err = {.err_data = data, .err_data_size = sizeof data};
+  CHECK(fi_cq_readerr(n->cq, &err, 0) == 1 && err.err == FI_ECANCELED && err.op_context == &ctx, "readerr");
+  CHECK(err.err_data_size == 0, "no error data: err_data_size 0 (%zu)", err.err_data_size);
+  for (size_t i = 0; i < sizeof data; ++i) CHECK(data[i] == 'Z', "err_data's buffer written at %zu", i);
 }
 
 static void check_messages(struct node* n) {
@@ -191,12 +302,14 @@ static void check_messages(struct node* n) {
   CHECK(fi_trecv(n->ep, in, sizeof(int), NULL, FI_ADDR_UNSPEC, 999, 0, &ctx) == 0, "trecv to cancel");
   CHECK(fi_cancel(&n->ep->fid, &ctx) == 0, "fi_cancel");
   CHECK(wait_one(n, &e, 5) == -FI_ECANCELED && e.op_context == &ctx, "FI_ECANCELED");
+  check_readerr_without_data(n);
   printf("cancel: ok\n");
   /* bad flags, bad address */
   struct fi_msg_tagged s = {.msg_iov = &iov, .iov_count = 1, .addr = self, .tag = 1};
   CHECK(fi_tsendmsg(n->ep, &s, 1ULL << 62) == -FI_EBADFLAGS, "unknown send flag");
   CHECK(fi_tsend(n->ep, in, sizeof(int), NULL, 12345, 1, NULL) == -FI_EINVAL, "send to an fi_addr not in the AV");
   printf("badflags: ok\n");
+  check_inject_msg(n, self);
 }
 
 /* RMA writes to self: plain, with remote CQ data, and to a key that is not registered. */
@@ -375,6 +488,105 @@ static void check_late_av(void) {
   printf("late av: ok\n");
 }
 
+/* A peer inserted twice (Open MPI's MPI_Intercomm_create does) keeps one fi_addr, as libfabric's
+ * own AV does: a receive directed at the second insert's fi_addr takes the peer's messages, and the
+ * entry stays until it has been removed as often as inserted. */
+static void check_av_duplicate(void) {
+  struct node rx, tx;
+  open_node_with(&rx, FI_DIRECTED_RECV);
+  open_node(&tx);
+  const fi_addr_t to_rx = insert(&tx, rx.name);
+  struct fi_cq_tagged_entry e;
+  int v = 31, got = 0;
+  CHECK(fi_tsend(tx.ep, &v, sizeof v, NULL, to_rx, 9, NULL) == 0, "first send");
+  CHECK(wait_one(&tx, &e, 10) == 0, "first send completes");
+  const fi_addr_t first = insert(&rx, tx.name);
+  CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, first, 9, 0, NULL) == 0, "trecv from the first insert");
+  CHECK(wait_one(&rx, &e, 10) == 0 && got == 31, "message from the first insert");
+  char both[64];
+  memcpy(both, tx.name, 32);
+  memcpy(both + 32, tx.name, 32);
+  fi_addr_t again[2] = {FI_ADDR_NOTAVAIL, FI_ADDR_NOTAVAIL};
+  CHECK(fi_av_insert(rx.av, both, 2, again, 0, NULL) == 2, "insert the name twice more");
+  CHECK(again[0] == first && again[1] == first, "a name already in the AV keeps its fi_addr (%lu, %lu, %lu)",
+        (unsigned long)first, (unsigned long)again[0], (unsigned long)again[1]);
+  v = 32;
+  CHECK(fi_tsend(tx.ep, &v, sizeof v, NULL, to_rx, 9, NULL) == 0, "second send");
+  CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, again[1], 9, 0, NULL) == 0, "trecv from the later insert");
+  CHECK(wait_one(&rx, &e, 10) == 0 && got == 32, "a receive directed at the later insert takes the message");
+  CHECK(wait_one(&tx, &e, 10) == 0, "second send completes");
+  char back[32];
+  size_t len = sizeof back;
+  CHECK(fi_av_remove(rx.av, again, 2, 0) == 0, "remove two of three inserts");
+  CHECK(fi_av_lookup(rx.av, first, back, &len) == 0 && memcmp(back, tx.name, 32) == 0, "still there");
+  CHECK(fi_av_remove(rx.av, (fi_addr_t[]){first}, 1, 0) == 0, "remove the last insert");
+  len = sizeof back;
+  CHECK(fi_av_lookup(rx.av, first, back, &len) == -FI_EINVAL, "gone after as many removes as inserts");
+  CHECK(fi_av_remove(rx.av, (fi_addr_t[]){first}, 1, 0) == -FI_EINVAL, "a removed entry cannot be removed");
+  close_node(&tx);
+  close_node(&rx);
+  printf("av duplicate: ok\n");
+}
+
+/* fi_getinfo's node and service, as fabtests use them: with FI_SOURCE the server's address (its
+ * endpoint listens there), without it the client's destination, which fi_av_insert takes and which
+ * stands for whichever endpoint listens there (a receive directed at it takes the server's reply). */
+static void check_node_service(void) {
+  struct fi_info* h = hints_rdm();
+  struct fi_info* out = NULL;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), "no-such-host.invalid", "23500", 0, h, &out) == -FI_ENODATA,
+        "a node that does not resolve: -FI_ENODATA");
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0, "fi_getinfo without node");
+  CHECK(out->src_addr != NULL && out->src_addrlen == 32 && out->dest_addr == NULL,
+        "a source address without node, no destination");
+  fi_freeinfo(out);
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, "23502", 0, h, &out) == 0 && out->dest_addr != NULL &&
+        memcmp((char*)out->dest_addr + 8, "\x7f\x00\x00\x01", 4) == 0, "a service alone: this host's loopback");
+  fi_freeinfo(out);
+  fi_freeinfo(h);
+  struct node server, client;
+  open_node_at(&server, "127.0.0.151", "23500", FI_SOURCE, 0);
+  CHECK(server.info->src_addr != NULL && server.info->src_addrlen == 32 && server.info->dest_addr == NULL,
+        "FI_SOURCE: node/service are the source address");
+  CHECK(((unsigned char)server.name[6] << 8 | (unsigned char)server.name[7]) == 23500,
+        "the endpoint listens at the service's port");
+  open_node_at(&client, "127.0.0.151", "23500", 0, FI_DIRECTED_RECV);
+  CHECK(client.info->dest_addr != NULL && client.info->dest_addrlen == 32, "without FI_SOURCE: the destination");
+  fi_addr_t to_server = FI_ADDR_NOTAVAIL, by_service = FI_ADDR_NOTAVAIL;
+  CHECK(fi_av_insert(client.av, client.info->dest_addr, 1, &to_server, 0, NULL) == 1, "insert dest_addr");
+  CHECK(fi_av_insertsvc(client.av, "127.0.0.151", "23500", &by_service, 0, NULL) == 1 && by_service == to_server,
+        "fi_av_insertsvc names the same entry");
+  CHECK(fi_av_insertsvc(client.av, "no-such-host.invalid", "23500", &by_service, 0, NULL) == 0 &&
+        by_service == FI_ADDR_NOTAVAIL, "fi_av_insertsvc of a node that does not resolve inserts nothing");
+  struct fi_cq_tagged_entry e;
+  char name[32];
+  CHECK(fi_tsend(client.ep, client.name, 32, NULL, to_server, 3, NULL) == 0, "send the client's name");
+  CHECK(fi_trecv(server.ep, name, 32, NULL, FI_ADDR_UNSPEC, 3, 0, NULL) == 0, "server trecv");
+  CHECK(wait_one(&server, &e, 10) == 0 && memcmp(name, client.name, 32) == 0, "the server has the client's name");
+  CHECK(wait_one(&client, &e, 10) == 0, "the client's send completes");
+  const fi_addr_t to_client = insert(&server, name);
+  int v = 0, reply = 4321;
+  CHECK(fi_trecv(client.ep, &v, sizeof v, NULL, to_server, 4, 0, NULL) == 0, "client trecv from dest_addr");
+  CHECK(fi_tsend(server.ep, &reply, sizeof reply, NULL, to_client, 4, NULL) == 0, "server reply");
+  CHECK(wait_one(&client, &e, 10) == 0 && v == 4321, "the reply matches a receive directed at dest_addr");
+  CHECK(wait_one(&server, &e, 10) == 0, "the reply's send completes");
+  close_node(&client);
+  close_node(&server);
+  /* FI_SOURCE with a service and no node: the endpoint listens on every address of the host and
+   * names its first plane's; a client reaches it by another of the host's addresses. */
+  open_node_at(&server, NULL, "23501", FI_SOURCE, 0);
+  CHECK(((unsigned char)server.name[6] << 8 | (unsigned char)server.name[7]) == 23501 &&
+        memcmp(server.name + 8, "\x7f\x00\x00\x97", 4) == 0, "named by the first plane, at the service's port");
+  open_node_at(&client, "127.0.0.1", "23501", 0, 0);
+  CHECK(fi_av_insert(client.av, client.info->dest_addr, 1, &to_server, 0, NULL) == 1, "insert dest_addr");
+  CHECK(fi_tsend(client.ep, &reply, sizeof reply, NULL, to_server, 5, NULL) == 0, "send by another address");
+  CHECK(fi_trecv(server.ep, &v, sizeof v, NULL, FI_ADDR_UNSPEC, 5, 0, NULL) == 0, "server trecv");
+  CHECK(wait_one(&server, &e, 10) == 0 && v == 4321, "the server takes it");
+  close_node(&client);
+  close_node(&server);
+  printf("node, service: ok\n");
+}
+
 /* A child that opens an endpoint, hands its name over a pipe, takes one message and exits. */
 static void check_vanish(struct node* n) {
   int names[2], go[2];
@@ -410,6 +622,32 @@ static void check_vanish(struct node* n) {
   }
   CHECK(r != 0, "sends to a vanished peer complete in error");
   printf("vanish: ok (error %d, %s, after %ld s)\n", -r, fi_strerror(-r), (long)(time(NULL) - start));
+}
+
+/* Processes that exit with their domain, endpoint and links open, while messages are under way:
+ * libfabric unloads the provider at exit (fi_fini), so the provider must have stopped its threads
+ * by then; each process must exit cleanly, never by a signal. Ten of them, since a thread that
+ * outlives the provider's code crashes only when it runs at the wrong moment. */
+static void check_exit_open(void) {
+  for (int round = 0; round < 10; ++round) {
+    const pid_t child = fork();
+    if (child == 0) {
+      struct node c;
+      open_node(&c);
+      const fi_addr_t self = insert(&c, c.name);
+      static char big[200000];
+      struct fi_cq_tagged_entry e;
+      CHECK(fi_tsend(c.ep, big, 8, NULL, self, 1, NULL) == 0, "child: tsend");
+      CHECK(wait_one(&c, &e, 10) == 0, "child: send completes");
+      for (int i = 0; i < 4; ++i) CHECK(fi_tsend(c.ep, big, sizeof big, NULL, self, 2, NULL) == 0, "child: tsend");
+      exit(0); /* without closing anything: libfabric's fi_fini unloads the provider */
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child, "waitpid");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a process that exits with its domain open (round %d): %s %d",
+          round, WIFSIGNALED(status) ? "signal" : "exit status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  }
+  printf("exit open: ok\n");
 }
 
 /* A sender that dies in the middle of a rendezvous message: the receive that took it completes
@@ -486,10 +724,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   check_hints();
+  check_exit_open();
   struct node n;
   open_node(&n);
   check_messages(&n);
   check_late_av();
+  check_av_duplicate();
+  check_node_service();
   check_mtu_mismatch();
   check_vanish(&n);
   check_sender_dies(&n);
