@@ -18,6 +18,8 @@ check_json() {  # description; the JSON is in $out
 
 "$MRC" allreduce-perf --ranks 2 -b 1K -e 4M -f 8 --json $common > $out 2>&1 || { cat $out; fail "allreduce 2 ranks exit $?"; }
 check_json "allreduce, 2 ranks, 1K-4M"
+"$MRC" allreduce-perf --ranks 2 -b 8 -e 16K -f 8 --busy-poll-us 300 --json $common > $out 2>&1 || { cat $out; fail "allreduce 2 ranks busy-polling"; }
+check_json "allreduce, 2 ranks, 8-16K, busy-polling"
 "$MRC" allreduce-perf --ranks 3 -b 4 -e 1M -f 32 -d bf16 -o avg --json $common > $out 2>&1 || { cat $out; fail "allreduce 3 ranks"; }
 check_json "allreduce bf16 avg, 3 ranks"
 "$MRC" coll-perf --coll allgather --ranks 3 -b 1K -e 1M -f 32 -d int32 --json $common > $out 2>&1 || { cat $out; fail "allgather"; }

@@ -37,6 +37,10 @@ run_pair --bytes 33554432 --qps 3 --bidir --size 262144
 run_pair --pingpong --iterations 300
 echo "$LAST_OUT" | grep -q '"timed": 300' || fail "--pingpong did not time 300 exchanges"
 run_pair --pingpong --sweep-sizes --size 64K --iterations 50 --warmup 10
+# Busy polling (both sides poll their sockets for 500 us after work instead of sleeping).
+SERVER_FLAGS="--busy-poll-us 500"
+run_pair --pingpong --iterations 200 --busy-poll-us 500
+SERVER_FLAGS=""
 [ "$(echo "$LAST_OUT" | grep -c '"timed": 50')" -eq 14 ] || fail "--pingpong --sweep-sizes: not 14 sizes of 50"
 # Engine threads: the server's 3 threads listen on 4891-4893 (so the client moves to 4895-4896)
 # and take EV ranges 52000-52959; QP q sits in thread q % 3 there and q % 2 here.

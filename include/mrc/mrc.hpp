@@ -60,6 +60,10 @@ struct ContextOptions {
   // one thread that mostly waits on the context (the collectives); off, the progress thread
   // does all the work and the calls only read the queues.
   bool caller_progress = false;
+  // Opt-in busy polling for latency-critical users: for this many microseconds after work, the
+  // datapath asks its sockets without waiting instead of sleeping (lower latency, for a core's
+  // worth of CPU while it lasts). 0: sleep when idle.
+  uint32_t busy_poll_us = 0;
   // Engine threads (1..16). Each runs a shard of the context (io/device_group.h): its own engine,
   // sockets and lock; new QPs are placed on the shards in turn, so several QPs use several cores.
   // Shard s listens on port + s and takes the s-th EV range after ev_port_base, so a context

@@ -105,6 +105,7 @@ Result<std::unique_ptr<Context>, Error> Context::open(const ContextOptions& opti
   dc.ev_port_base = options.ev_port_base;
   dc.impairment = options.impairment;
   dc.gso = options.gso;
+  dc.busy_poll = Duration::from_us(options.busy_poll_us);
   dc.backend = options.backend;
   if (!options.srv6_paths.empty()) {
     auto paths = io::parse_srv6_paths(options.srv6_paths);

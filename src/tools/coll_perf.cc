@@ -367,6 +367,7 @@ Result<std::unique_ptr<Communicator>, Error> open_communicator(const CollPerfOpt
     co.qp.nscc.target_delay_ns = static_cast<int64_t>(o.target_delay_us * 1000);
   co.context.backend = io::parse_backend(o.backend).value();  // the CLI accepts udp and xdp only
   co.context.srv6_paths = o.srv6_paths;
+  co.context.busy_poll_us = o.busy_poll_us;
   (void)parse_secure_mode(o.secure, co.context.secure);  // likewise off, auth, encrypt
   auto key =
       io::preshared_key_for(co.context.secure, o.key_file, "--secure ", "--key-file", "every rank");
@@ -583,6 +584,10 @@ void add_transport_options(CLI::App& app, CollPerfOptions& o) {
   app.add_option("--srv6-paths", o.srv6_paths,
                  "SRv6 uSID path mode: the paths through each plane's fabric as hexadecimal uSIDs, "
                  "e.g. 200,201; needs IPv6 planes, each rank's locator (default: ECMP mode)");
+  app.add_option("--busy-poll-us", o.busy_poll_us,
+                 "after work, poll the sockets for this long instead of sleeping (lower latency "
+                 "for a core's worth of CPU per rank while it lasts; default 0)")
+      ->check(CLI::Range(0u, 1'000'000u));
   app.add_option("--slots", o.slots, "staging slots per peer and direction (default 8)")
       ->check(CLI::Range(4, 1024));
   app.add_option("--direct-max-bytes", o.direct_max_bytes,

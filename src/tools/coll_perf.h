@@ -44,6 +44,7 @@ struct CollPerfOptions {
   uint32_t mtu_bytes = 0;       // payload bytes per packet (QpConfig::mtu_bytes); 0: auto
   std::string backend = "udp";  // ContextOptions::backend: udp or xdp
   std::string srv6_paths;       // ContextOptions::srv6_paths ("200,201"; empty: ECMP mode)
+  uint32_t busy_poll_us = 0;    // ContextOptions::busy_poll_us (0: sleep when idle)
   uint32_t threads = 1;         // ContextOptions::threads
   uint32_t slots = 8;
   std::string cc = "nscc";          // QpConfig::cc: nscc, aimd or fixed
