@@ -23,6 +23,13 @@ bool valid(const mrc_qp* q);
 
 ibv_wc to_ibv_wc(const Completion& c);
 
+// lib_mrc.so exports libibverbs's names: the next definition of `name` (libibverbs's own, for
+// devices that are not mrc's), by `version` where it has one, or null. NEXT(fn, "IBVERBS_1.1")
+// is it as a pointer of fn's type.
+void* next_symbol(const char* name, const char* version);
+#define NEXT(name, version) \
+  (reinterpret_cast<decltype(&(name))>(::mrc::ocp::next_symbol(#name, version)))
+
 // The integer an enum member of a caller's structure holds. A C caller may put any value there;
 // loading it as the enum type would be undefined for values outside the enum's range, so it is
 // read as its underlying integer and compared with the enumerators.

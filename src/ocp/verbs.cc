@@ -20,17 +20,18 @@
 
 #include "ocp/ctl_remote.h"
 #include "ocp/objects.h"
+#include "ocp/ocp_internal.h"
 
 using namespace mrc;
 using namespace mrc::ocp;
 
-namespace {
-
-void* next_symbol(const char* name, const char* version) {
+// The next definition of a libibverbs symbol after lib_mrc.so's own (ocp_internal.h).
+void* mrc::ocp::next_symbol(const char* name, const char* version) {
   void* p = dlvsym(RTLD_NEXT, name, version);
   return p != nullptr ? p : dlsym(RTLD_NEXT, name);
 }
-#define NEXT(name, version) (reinterpret_cast<decltype(&(name))>(next_symbol(#name, version)))
+
+namespace {
 
 std::vector<SoftDevice>& soft_devices() {
   static std::vector<SoftDevice> devices = [] {

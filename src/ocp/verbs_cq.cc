@@ -14,17 +14,12 @@
 #include <set>
 
 #include "ocp/objects.h"
+#include "ocp/ocp_internal.h"
 
 using namespace mrc;
 using namespace mrc::ocp;
 
 namespace {
-
-void* next_symbol(const char* name, const char* version) {
-  void* p = dlvsym(RTLD_NEXT, name, version);
-  return p != nullptr ? p : dlsym(RTLD_NEXT, name);
-}
-#define NEXT(name, version) (reinterpret_cast<decltype(&(name))>(next_symbol(#name, version)))
 
 constexpr int kMaxVerbsCqe = 1 << 20;
 

@@ -12,17 +12,13 @@
 #include <cerrno>
 
 #include "ocp/objects.h"
+#include "ocp/ocp_internal.h"
 
 using namespace mrc;
 using namespace mrc::ocp;
 
 namespace {
 
-void* next_symbol(const char* name, const char* version) {
-  void* p = dlvsym(RTLD_NEXT, name, version);
-  return p != nullptr ? p : dlsym(RTLD_NEXT, name);
-}
-#define NEXT(name, version) (reinterpret_cast<decltype(&(name))>(next_symbol(#name, version)))
 // Hands the call to the next definition, or answers `fallback` if there is none.
 #define FORWARD(name, version, fallback, ...)                  \
   do {                                                         \
