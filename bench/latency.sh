@@ -9,8 +9,8 @@
 # Transports (--transports), each a ping-pong of one message each way at a time, round trips:
 #   mrc1     mrc perf --pingpong over one plane (WRITE-with-immediate each way)
 #   mrc4     the same over four planes (loopback 127.0.0.1-4; testbed planes 0-3)
-#   udp      raw UDP: sockperf ping-pong --full-rtt (sockperf's smallest message is 14 bytes:
-#            sizes below run at 14)
+#   udp      raw UDP: sockperf ping-pong --full-rtt (sockperf's messages are 14 to 65000 bytes
+#            here: sizes outside run at the nearest)
 #   tcp      kernel TCP: sockperf ping-pong --tcp --full-rtt
 #   fi_mrc   fi_pingpong -e rdm -m tagged over the mrc libfabric provider; fi_tcp: over libfabric's tcp
 #            provider (its usec/xfer is half a round trip: reported doubled, a mean only)
@@ -30,6 +30,7 @@ cd "$REPO"
 COMMAND_LINE="bench/latency.sh $*"
 SIZES="8 64 512 4096 65536" ROUNDS=2 EXCHANGES=5000 SECONDS_PER=2 TESTBED=0 JSON=0 PLOT=""
 TRANSPORTS="mrc1 mrc4 udp tcp fi_mrc fi_tcp mpi_mrc mpi_tcp" BUILD=1 INSTALL=1 RAW="" PREFIX=mrclat
+MRC_ARGS=""
 usage() {
   cat <<EOF
 usage: bench/latency.sh [options]
@@ -39,6 +40,7 @@ usage: bench/latency.sh [options]
   --seconds S           sockperf's seconds per size and round (default $SECONDS_PER)
   --transports "T ..."  which (default: $TRANSPORTS)
   --testbed             also over the namespace testbed (root)
+  --mrc-args "..."      more options for both mrc perf ends (e.g. "--busy-poll-us 200")
   --json                one JSON object on stdout (else a table)
   --plot FILE           CDF of the round trips at the smallest size (PNG or SVG)
   --raw DIR             keep raw output there
@@ -54,6 +56,7 @@ while [ $# -gt 0 ]; do
     --seconds) SECONDS_PER=$2; shift 2 ;;
     --transports) TRANSPORTS=$2; shift 2 ;;
     --testbed) TESTBED=1; shift ;;
+    --mrc-args) MRC_ARGS=$2; shift 2 ;;
     --json) JSON=1; shift ;;
     --plot) PLOT=$2; shift 2 ;;
     --raw) RAW=$2; shift 2 ;;
@@ -142,12 +145,14 @@ reap() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 run_mrc() {  # PLANES SIZE OUT
   next_port
-  in_ns 0 timeout 120 "$MRC" perf --server --planes "$(planes 0 "$1")" --oob-port "$PORT" \
-    > "$3.server" 2>&1 &
+  # shellcheck disable=SC2086
+  in_ns 0 timeout 70 "$MRC" perf --server --planes "$(planes 0 "$1")" --oob-port "$PORT" \
+    $MRC_ARGS > "$3.server" 2>&1 &
   local server=$!
   wait_server
-  in_ns 1 timeout 110 "$MRC" perf --client "$(addr 0 0)" --planes "$(planes 1 "$1")" \
-    --oob-port "$PORT" --pingpong --size "$2" --iterations "$EXCHANGES" --json \
+  # shellcheck disable=SC2086
+  in_ns 1 timeout 60 "$MRC" perf --client "$(addr 0 0)" --planes "$(planes 1 "$1")" \
+    --oob-port "$PORT" --pingpong --size "$2" --iterations "$EXCHANGES" --json $MRC_ARGS \
     --samples "$3.samples.csv" > "$3.json" 2> "$3.err" || say "mrc ($1 planes, $2 B) failed: $(tail -1 "$3.err")"
   reap "$server"
 }
@@ -156,6 +161,7 @@ run_sockperf() {  # udp|tcp SIZE OUT
   local tcp=() size=$2
   [ "$1" = tcp ] && tcp=(--tcp)
   [ "$size" -ge 14 ] || size=14
+  [ "$size" -le 65000 ] || size=65000  # sockperf's largest message is under 64 KiB
   next_port
   in_ns 0 timeout 120 sockperf sr -i "$(addr 0 0)" -p "$PORT" "${tcp[@]}" > "$3.server" 2>&1 &
   local server=$!

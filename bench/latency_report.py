@@ -93,7 +93,7 @@ def parse_fi(base, size):
     for line in text.splitlines():
         f = line.split()
         # bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec (bytes may carry a k/m suffix)
-        if len(f) >= 8 and f[1].isdigit():
+        if len(f) >= 8 and f[0][:1].isdigit() and f[2].startswith("="):
             try:
                 return {"mean": 2 * float(f[6])}, []
             except ValueError:
@@ -202,11 +202,14 @@ def plot(samples, path):
         for (w, transport, s), values in sorted(samples.items()):
             if w != where or s != size or not values:
                 continue
+            # The complementary CDF on log axes: the tail (p99, p99.9) is where it can be read.
             v = sorted(values)
-            ax.plot(v, [(i + 1) / len(v) for i in range(len(v))], label=f"{transport} ({len(v)})")
+            n = len(v)
+            ax.plot(v, [(n - i) / n for i in range(n)], label=f"{transport} ({n})")
         ax.set_xscale("log")
+        ax.set_yscale("log")
         ax.set_xlabel("round trip (us, log scale)")
-        ax.set_ylabel("fraction of exchanges")
+        ax.set_ylabel("fraction of exchanges at least this slow")
         ax.set_title(f"{where}, {size}-byte messages")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(loc="lower right")
