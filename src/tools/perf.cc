@@ -1275,17 +1275,25 @@ void print_sweep(const json& sweep) {
                 row["p999_us"].get<double>());
 }
 
-int run_client(const PerfOptions& o) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> samples(nullptr, &std::fclose);
-  if (!o.samples_file.empty()) {
-    samples.reset(std::fopen(o.samples_file.c_str(), "w"));
-    if (!samples)
-      return std::fprintf(stderr, "mrc perf: --samples %s: %s\n", o.samples_file.c_str(),
-                          std::strerror(errno)),
-             2;
-    std::fprintf(samples.get(), "size_bytes,%s_us\n",
-                 o.pingpong ? "round_trip" : "post_to_completion");
+using SamplesFile = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+
+// --samples: the CSV file every timed latency goes to, with its header (null without the option);
+// false if it cannot be written, said on stderr.
+bool open_samples(const PerfOptions& o, SamplesFile& out) {
+  if (o.samples_file.empty()) return true;
+  out.reset(std::fopen(o.samples_file.c_str(), "w"));
+  if (!out) {
+    std::fprintf(stderr, "mrc perf: --samples %s: %s\n", o.samples_file.c_str(),
+                 std::strerror(errno));
+    return false;
   }
+  std::fprintf(out.get(), "size_bytes,%s_us\n", o.pingpong ? "round_trip" : "post_to_completion");
+  return true;
+}
+
+int run_client(const PerfOptions& o) {
+  SamplesFile samples(nullptr, &std::fclose);
+  if (!open_samples(o, samples)) return 2;
   std::unique_ptr<MetricsServer> metrics;
   if (!start_metrics(o, metrics)) return 2;
   PerfSide s(o, false);
