@@ -257,9 +257,10 @@ int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
 
 int mrc_get_cq_event(mrc_comp_channel* channel, mrc_cq** cq, void** cq_context) {
   if (!valid(channel) || cq == nullptr || cq_context == nullptr) return fail(EINVAL, -1);
-  mrc_cq* got = nullptr;
-  const ssize_t n = read(channel->read_fd, &got, sizeof got);
-  if (n != static_cast<ssize_t>(sizeof got)) return n < 0 ? -1 : fail(EIO, -1);
+  uintptr_t raw = 0;  // the channel carries CQ pointers, written whole
+  const ssize_t n = read(channel->read_fd, &raw, sizeof raw);
+  if (n != static_cast<ssize_t>(sizeof raw)) return n < 0 ? -1 : fail(EIO, -1);
+  auto* got = reinterpret_cast<mrc_cq*>(raw);
   *cq = got;
   *cq_context = got->cq_context;
   return 0;

@@ -207,9 +207,10 @@ int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) 
     return next != nullptr ? next(channel, cq, cq_context) : fail(EINVAL, -1);
   }
   if (cq == nullptr || cq_context == nullptr) return fail(EINVAL, -1);
-  SoftCq* got = nullptr;
-  const ssize_t n = read(ch->channel.fd, &got, sizeof got);  // EAGAIN if made non-blocking
-  if (n != static_cast<ssize_t>(sizeof got)) return n < 0 ? -1 : fail(EIO, -1);
+  uintptr_t raw = 0;  // the channel carries SoftCq pointers, written whole
+  const ssize_t n = read(ch->channel.fd, &raw, sizeof raw);  // EAGAIN if made non-blocking
+  if (n != static_cast<ssize_t>(sizeof raw)) return n < 0 ? -1 : fail(EIO, -1);
+  auto* got = reinterpret_cast<SoftCq*>(raw);
   *cq = &got->cq;
   *cq_context = got->cq.cq_context;
   return 0;

@@ -9,6 +9,8 @@
 // inlined into main(); nothing here dereferences a null pointer.
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
 #include <string_view>
 
 #include "tools/coll_perf.h"
@@ -18,7 +20,9 @@
 #include "tools/run.h"
 #include "tools/sim_cli.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_main(int argc, char** argv) {
   CLI::App app{"mrc: an open software implementation of MRC (Multipath Reliable Connection)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("mrc ") + MRC_VERSION,
@@ -93,4 +97,17 @@ int main(int argc, char** argv) {
   if (decode->parsed()) return mrc::tools::run_decode(decode_options);
   if (run->parsed()) return mrc::tools::run_run(run_options);
   return 0;
+}
+
+}  // namespace
+
+// Every tool reports its own errors; what escapes (an allocation that failed, a bug) ends the
+// program with a message instead of std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mrc: %s\n", e.what());
+    return 1;
+  }
 }

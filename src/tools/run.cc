@@ -80,7 +80,7 @@ std::string gid_text(const ocp::DeviceSpec& spec, int port, int index) {
   if (!ocp::plane_gid(spec, port, index, gid)) return "";
   char text[48];
   char* at = text;
-  for (int g = 0; g < 8; ++g)
+  for (size_t g = 0; g < 8; ++g)
     at += std::snprintf(at, text + sizeof text - at,
                         g == 7 ? "%02x%02x\n" : "%02x%02x:", gid[2 * g], gid[2 * g + 1]);
   return text;
