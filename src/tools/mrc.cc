@@ -22,6 +22,18 @@
 
 namespace {
 
+// `mrc run [options] -- CMD ARGS`: CMD and ARGS are the program's, never parsed here; they go
+// to `options.command` and the arguments left for the parser end before "--".
+int take_run_command(int argc, char** argv, mrc::tools::RunOptions& options) {
+  if (argc < 2 || std::string_view(argv[1]) != "run") return argc;
+  for (int i = 2; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--") {
+      options.command.assign(argv + i + 1, argv + argc);
+      return i;
+    }
+  return argc;
+}
+
 int run_main(int argc, char** argv) {
   CLI::App app{"mrc: an open software implementation of MRC (Multipath Reliable Connection)"};
   app.require_subcommand(1);
@@ -71,14 +83,7 @@ int run_main(int argc, char** argv) {
       "Usage: mrc run [--devices FILE] [--lib PATH] [--no-sysfs] -- CMD [ARGS...]");
   mrc::tools::RunOptions run_options;
   mrc::tools::add_run_options(*run, run_options);
-  // `mrc run [options] -- CMD ARGS`: CMD and ARGS are the program's, never parsed here.
-  if (argc > 1 && std::string_view(argv[1]) == "run")
-    for (int i = 2; i < argc; ++i)
-      if (std::string_view(argv[i]) == "--") {
-        run_options.command.assign(argv + i + 1, argv + argc);
-        argc = i;
-        break;
-      }
+  argc = take_run_command(argc, argv, run_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
