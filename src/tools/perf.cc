@@ -300,7 +300,7 @@ class PerfSide {
   bool post_message(uint64_t i, uint32_t immediate);
   // --pingpong: the server answers every message with one of the same size and number; the
   // client times the exchange and sends the next.
-  void on_ping(const Completion& c, QueuePair* qp);
+  void on_ping(const Completion& c);
   void on_pong(const Completion& c);
   void on_completion(const Completion& c);
   void on_receive(const Completion& c, QueuePair* qp);
@@ -671,8 +671,7 @@ bool PerfSide::post_message(uint64_t i, uint32_t immediate) {
   return true;
 }
 
-void PerfSide::on_ping(const Completion& c, QueuePair* qp) {
-  (void)qp;
+void PerfSide::on_ping(const Completion& c) {
   size_ = c.byte_len;
   if (!post_message(next_message_, c.immediate) && failure_.empty())
     failure_ = "queue pair " + std::to_string(c.qpn.value) +
@@ -725,7 +724,7 @@ void PerfSide::on_receive(const Completion& c, QueuePair* qp) {
       ++mismatches_;
     }
   }
-  if (o_.pingpong) return server_ ? on_ping(c, qp) : on_pong(c);
+  if (o_.pingpong) return server_ ? on_ping(c) : on_pong(c);
   if (o_.verify) send_credit(qp, c.immediate);
 }
 
