@@ -244,6 +244,58 @@ TEST(EvSet, ProbesWaitAtLeastAnRtt) {
   EXPECT_EQ(evs.next_probe_at(), now + Duration{4 * rtt.ns});
 }
 
+// Many EVs retired at once (a software receiver that fell behind, a plane cut): the plane's
+// probes together go out as one burst of at most one per EV of the plane, then one per probe
+// interval, the most overdue EV first, so every retired EV is probed in turn. Unbounded, 40
+// retired EVs each probed every 50 us over a 30 us loopback round trip sent ~100k probes a
+// second each way, overflowed the receivers' socket buffers, lost the probes' answers and kept
+// every EV retired.
+TEST(EvSet, APlanesProbesTogetherAreRateLimited) {
+  EvSetConfig config = make_config(2, 64, 8, 1);  // 40 slots per plane
+  EvSet evs(config, 29);
+  const Duration interval = config.probe_interval;
+  const Duration rtt{30'000};
+  const Instant t0{1'000'000};
+  std::vector<uint16_t> retired;
+  for (uint16_t i = 0; i < evs.size(); ++i)
+    if (evs.slot(i).plane == plane(0)) retired.push_back(i);
+  ASSERT_EQ(retired.size(), 40u);
+  for (uint16_t i : retired) evs.on_loss(i, t0);  // the floor of 1 keeps one usable
+  size_t bad = 0;
+  for (uint16_t i : retired) bad += evs.slot(i).state == EvState::kAssumedBad ? 1 : 0;
+  ASSERT_GE(bad, 39u);
+  // Step 1 us at a time for 5 ms; nothing is ever answered (the answers are being lost).
+  std::map<uint16_t, int> per_slot;
+  std::vector<int64_t> sent_at_ns;
+  for (Instant now = t0; now < t0 + Duration{5'000'000}; now = now + Duration{1'000}) {
+    for (uint16_t due = evs.probe_due(plane(0), now); due != EvSet::kNoSlot;
+         due = evs.probe_due(plane(0), now)) {
+      evs.on_probe_sent(due, now, rtt);
+      ++per_slot[due];
+      sent_at_ns.push_back((now - t0).ns);
+    }
+  }
+  // At most a burst of 40 plus one per interval over the 5 ms.
+  const size_t limit = 40 + 5'000'000 / interval.ns;
+  EXPECT_LE(sent_at_ns.size(), limit);
+  EXPECT_GE(sent_at_ns.size(), limit - 2) << "the budget was not used";
+  // Past the burst, consecutive probes are an interval apart.
+  for (size_t i = 40; i < sent_at_ns.size(); ++i)
+    EXPECT_GE(sent_at_ns[i] - sent_at_ns[i - 1], interval.ns) << "probe " << i;
+  // Every retired EV was probed, and none more than twice as often as another.
+  EXPECT_EQ(per_slot.size(), bad);
+  int fewest = INT32_MAX, most = 0;
+  for (const auto& [slot, n] : per_slot) {
+    fewest = std::min(fewest, n);
+    most = std::max(most, n);
+  }
+  EXPECT_LE(most, 2 * fewest + 1);
+  // The other plane's budget is its own.
+  const uint16_t other = *active_slots(evs, plane(1)).begin();
+  evs.on_loss(other, t0 + Duration{5'000'000});
+  EXPECT_EQ(evs.probe_due(plane(1), t0 + Duration{5'000'000} + interval), other);
+}
+
 TEST(EvSet, AnUnansweredProbeResetsTheCount) {
   EvSet evs(make_config(1, 4, 1), 19);
   const uint16_t bad = 2;

@@ -142,5 +142,49 @@ TEST(LossDetection, ASlowReceiverIsNotSentTheWholeWindowAgain) {
   EXPECT_LT(s.retransmits - before.retransmits, packets) << packets << " packets written";
 }
 
+// A receiver late with a whole message (a software endpoint waking up): A's tail timer resends
+// its oldest packets, and the originals' SACK arrives a few microseconds after the resend,
+// sooner than any round trip A has measured, so it is theirs and the resend was spurious. A
+// SACK names only its trigger's copy; without the timing check each of the other packets
+// struck its EV, and on loopback ping-pongs of 64 KiB such strikes retired dozens of EVs.
+TEST(LossDetection, ATailResentJustBeforeTheOriginalsArriveRetiresNoEv) {
+  QpConfig config = small_config();
+  config.ev_loss_strike_uses = 0;  // one strike: each undetected spurious loss retires an EV
+  config.cc = CcAlgorithm::kFixed;  // the whole message in flight at once
+  config.fixed_window_bytes = 1 << 20;
+  Pair pair(1, config, 1 << 20);
+  Duration data_hold{20'000};  // every RTT sample at least 20 us
+  pair.hold = [&](int from, const std::vector<uint8_t>& bytes, const TxMeta&) {
+    const DataInfo d = data_info(bytes);
+    if (from != 0 || !d.data) return Duration{0};
+    return d.retransmit ? Duration{20'000} : data_hold;
+  };
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(pair.write(0, i * (8 << 10), 8 << 10, i + 1).ok());
+    pair.run(Instant{static_cast<int64_t>(1'000'000 * (i + 1))});
+  }
+  ASSERT_EQ(pair.drain(0, false).size(), 4u);
+  const QpStats before = pair.side[0].qp->stats();
+  ASSERT_GE(before.rtt.min_ns, 20'000);
+  // The tail timer fires 1.5 smoothed RTTs after the message leaves; its originals arrive
+  // 6 us after that (a 26 us RTT would be needed for that to be the resend's SACK).
+  data_hold = Duration{before.rtt.smoothed_ns * 3 / 2 + 6'000};
+  const uint64_t offset = 32 << 10;
+  ASSERT_TRUE(pair.write(0, offset, 8 * config.mtu_bytes, 9).ok());
+  pair.run(Instant{20'000'000});
+  ASSERT_EQ(pair.drain(0, false).size(), 1u);
+  EXPECT_EQ(0, std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(),
+                           offset + 8 * config.mtu_bytes));
+  const QpStats s = pair.side[0].qp->stats();
+  ASSERT_GE(s.losses_tail - before.losses_tail, 2u) << "the tail timer did not resend";
+  EXPECT_GE(s.spurious_retransmits - before.spurious_retransmits,
+            s.losses_tail - before.losses_tail);
+  const EvSet* evs = pair.side[0].qp->evs();
+  ASSERT_NE(evs, nullptr);
+  EXPECT_EQ(evs->transitions().to_assumed_bad, evs->transitions().revived)
+      << "an EV stayed retired for a loss that was not one";
+  EXPECT_EQ(s.timeouts, 0u);
+}
+
 }  // namespace
 }  // namespace mrc

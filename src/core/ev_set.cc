@@ -25,7 +25,10 @@ const char* to_string(EvState s) {
 }
 
 EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
-    : config_(config), prng_(seed), plane_probe_at_(config.planes, Instant::never()) {
+    : config_(config),
+      prng_(seed),
+      plane_probe_tat_(config.planes, Instant{0}),
+      plane_probe_at_(config.planes, Instant::never()) {
   MRC_ASSERT(config.planes >= 1 && config.planes <= kMaxPlanes);
   planes_ = static_cast<uint8_t>(config.planes);
   if (config.explicit_evs.empty()) {
@@ -35,6 +38,7 @@ EvSet::EvSet(const EvSetConfig& config, uint64_t seed)
   }
   MRC_ASSERT(order_.size() < (1u << 16));  // rotations index it with 16 bits
   details_.resize(slots_.size());
+  probe_burst_ = std::max<int64_t>(1, static_cast<int64_t>(slots_.size()) / planes_);
   // The policy's seed is derived, not drawn, so the rotation's draws are the same under every
   // policy.
   uint64_t mix = seed ^ 0x9A7B'0C1D'2E3F'4051ULL;
@@ -306,6 +310,9 @@ void EvSet::refresh_probe_times() const {
       plane_probe_at_[s.plane.value] =
           std::min(plane_probe_at_[s.plane.value], details_[i].next_probe_at);
   }
+  for (size_t p = 0; p < plane_probe_at_.size(); ++p)
+    if (plane_probe_at_[p] != Instant::never())
+      plane_probe_at_[p] = std::max(plane_probe_at_[p], probe_gate(p));
   probe_at_ = *std::min_element(plane_probe_at_.begin(), plane_probe_at_.end());
   probe_times_dirty_ = false;
 }
@@ -314,12 +321,15 @@ uint16_t EvSet::probe_due(PlaneId plane, Instant now) {
   if (assumed_bad_ == 0) return kNoSlot;  // the common case, on every packet sent
   refresh_probe_times();
   if (now < plane_probe_at_[plane.value]) return kNoSlot;
-  for (size_t index = 0; index < slots_.size(); ++index) {
+  uint16_t due = kNoSlot;  // the most overdue: with the gate binding, the first due would starve
+  for (size_t index = 0; index < slots_.size(); ++index) {  // the rest
     const Slot& s = slots_[index];
-    if (s.plane == plane && s.state == EvState::kAssumedBad && details_[index].next_probe_at <= now)
-      return static_cast<uint16_t>(index);
+    const Instant at = details_[index].next_probe_at;
+    if (s.plane == plane && s.state == EvState::kAssumedBad && at <= now &&
+        (due == kNoSlot || at < details_[due].next_probe_at))
+      due = static_cast<uint16_t>(index);
   }
-  return kNoSlot;
+  return due;
 }
 
 void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
@@ -336,6 +346,8 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
   }
   s.probe_outstanding = true;
   ++details_[slot].counts.probes_sent;
+  Instant& tat = plane_probe_tat_[s.plane.value];
+  tat = std::max(tat, now) + config_.probe_interval;
   // Back off while the path stays dead, so a dead plane's EVs do not
   // flood it with probes; the first answer brings the interval back.
   // A few lost probes are normal on a lossy path; back off only after kProbesBeforeBackoff.
@@ -349,6 +361,10 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
   const int64_t cap_ns = std::max(config_.probe_interval.ns << 7, 4 * rtt.ns);
   details_[slot].next_probe_at = now + Duration{std::min(interval_ns << backoff, cap_ns)};
   probe_times_dirty_ = true;
+}
+
+Instant EvSet::probe_gate(size_t plane) const {
+  return plane_probe_tat_[plane] + Duration{-(probe_burst_ - 1) * config_.probe_interval.ns};
 }
 
 Instant EvSet::next_probe_at() const {

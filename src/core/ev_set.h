@@ -9,7 +9,12 @@
 //                first (which only SKIPs it), or a timeout: out of rotation at once, replaced by a
 //                GOOD backup of the same plane (planes stay equally loaded), probed in the
 //                background, at most once per RTT (after 3 unanswered probes in a row the
-//                interval doubles with each, up to 128 intervals or 4 RTTs),
+//                interval doubles with each, up to 128 intervals or 4 RTTs). A plane's probes
+//                together are rate-limited (GCRA): a burst of one per EV of the plane, then
+//                one per probe_interval, the most overdue EV first. Unbounded, dozens of EVs
+//                retired at once and each probed every 50 us overflowed a software receiver's
+//                socket buffer; the probes' own answers were lost and every EV stayed retired
+//                (a livelock).
 //                GOOD again after `revive_probes` consecutive answered probes. An EV
 //                that fails many probes in a row is given a fresh random value (a new path).
 //   DENIED       set by the controller; never leaves that state on its own.
@@ -199,7 +204,8 @@ class EvSet {
   // forgotten, and a retired EV is GOOD again at once.
   void revive(uint16_t slot);
 
-  // A slot of `plane` whose background probe is due at `now`, or kNoSlot.
+  // The slot of `plane` whose background probe is most overdue at `now`, or kNoSlot (also
+  // while the plane's probe gap since its last probe has not passed).
   uint16_t probe_due(PlaneId plane, Instant now);
   // `rtt`: the path's smoothed RTT; the next probe of the slot waits at least that long.
   void on_probe_sent(uint16_t slot, Instant now, Duration rtt = Duration{0});
@@ -287,9 +293,15 @@ class EvSet {
       explicit_index_;            // explicit mode: (EV value, slot), sorted
   uint32_t slots_per_plane_ = 0;  // auto mode: active share + backups
   uint32_t port_stride_ = 0;      // auto port mode: ports per plane
-  // Earliest next_probe_at of each plane's ASSUMED_BAD slots and of all: recomputed (one scan)
-  // at the first query after a change, so the per-packet check stays O(1) while EVs are bad.
+  // Earliest time a probe may leave on each plane, and on any: the earliest next_probe_at of
+  // the plane's ASSUMED_BAD slots, not before its gate. Recomputed (one scan) at the first
+  // query after a change, so the per-packet check stays O(1) while EVs are bad.
   void refresh_probe_times() const;
+  // Per plane, the GCRA's theoretical arrival time: a probe may leave once now reaches it less
+  // the burst allowance (probe_burst_ - 1 intervals); each probe moves it one interval on.
+  std::vector<Instant> plane_probe_tat_;
+  Instant probe_gate(size_t plane) const;
+  int64_t probe_burst_ = 1;
   mutable std::vector<Instant> plane_probe_at_;
   mutable Instant probe_at_ = Instant::never();
   mutable bool probe_times_dirty_ = true;

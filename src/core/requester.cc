@@ -327,13 +327,19 @@ size_t Requester::write_probe(Instant now, uint16_t slot, std::span<uint8_t> out
 
 // ---- acknowledgements -----------------------------------------------------------------
 
-bool Requester::ack_one(Psn psn, uint64_t& acked_bytes) {
+bool Requester::ack_one(Psn psn, uint64_t& acked_bytes, Instant now, bool& late_original) {
   SentPacket& p = window_.at(psn);
   if (p.state == SentPacket::State::kAcked) return false;
   if (p.state == SentPacket::State::kLost) {
     on_false_loss(p);
   } else {
     remove_in_flight(p);
+    if (acked_too_soon(p, now)) {
+      late_original = true;
+      ++stats_.spurious_retransmits;
+      const uint16_t slot = evs_.slot_of(p.first_ev);
+      if (slot != EvSet::kNoSlot) evs_.revive(slot);
+    }
   }
   if (++acks_since_false_loss_ >= 1024 && reorder_scale_ > kMinReorderScale) {
     --reorder_scale_;  // forget old reordering slowly
@@ -359,13 +365,15 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
   const Psn cum = stale ? window_.oldest() : sack.cumulative_psn;
   if (sack.mpr > 0) peer_window_psns_ = static_cast<uint32_t>(sack.mpr) * 128;
   uint64_t acked = 0;
-  for (Psn psn = window_.oldest(); psn != cum; psn += 1) ack_one(psn, acked);
+  bool late_original = false;
+  for (Psn psn = window_.oldest(); psn != cum; psn += 1) ack_one(psn, acked, now, late_original);
   const Psn base =
       sack.cumulative_psn + static_cast<uint32_t>(static_cast<int32_t>(sack.sack_offset));
   for (uint64_t bits = sack.bitmap; bits != 0; bits &= bits - 1) {  // the set bits, in order
     const Psn psn = base + static_cast<uint32_t>(std::countr_zero(bits));
-    if (psn.since(cum) >= 0 && window_.contains(psn)) ack_one(psn, acked);
+    if (psn.since(cum) >= 0 && window_.contains(psn)) ack_one(psn, acked, now, late_original);
   }
+  if (late_original) widen_reorder_window();
   const uint16_t echoed = evs_.slot_of(Ev(sack.echoed_entropy));
   if (echoed != EvSet::kNoSlot && sack.skip_mode == wire::SkipMode::kSkipOnce) evs_.on_ecn(echoed);
   if (echoed != EvSet::kNoSlot && sack.skip_mode == wire::SkipMode::kAlwaysSkip)
@@ -390,7 +398,7 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
       if (echoed != EvSet::kNoSlot) evs_.on_rtt(echoed, rtt);
       walk_same_ev(now, trigger, base, sack);
     } else if (t.transmissions > 1 && t.first_ev.value == sack.echoed_entropy &&
-               t.first_timestamp == sack.cc.echoed_timestamp) {
+               t.first_timestamp == sack.cc.echoed_timestamp && !acked_too_soon(t, now)) {
       on_spurious_retransmit(t);
     }
   }
@@ -471,6 +479,15 @@ void Requester::on_spurious_retransmit(const SentPacket& p) {
   widen_reorder_window();
   const uint16_t slot = evs_.slot_of(p.first_ev);
   if (slot != EvSet::kNoSlot) evs_.revive(slot);
+}
+
+// A resent packet acknowledged sooner after its last transmission than any round trip this
+// QP has measured: the acknowledgement is for an earlier copy, which was late, not lost (Linux's
+// RACK ignores such samples likewise). A SACK names only its trigger's copy; this catches the
+// rest, such as the tail a slow receiver had not acknowledged when the tail timer resent it
+// (each of those losses struck an EV, and two strikes retire one).
+bool Requester::acked_too_soon(const SentPacket& p, Instant now) const {
+  return p.transmissions > 1 && stats_.rtt.samples > 0 && (now - p.sent_at).ns < stats_.rtt.min_ns;
 }
 
 // RACK-style: walk transmissions in send order; one sent a reordering window before the newest

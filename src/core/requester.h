@@ -165,7 +165,9 @@ class Requester {
   void gather(const WorkRequest& wr, uint64_t offset, uint32_t length, uint8_t* dst) const;
   size_t write_probe(Instant now, uint16_t slot, std::span<uint8_t> out, TxMeta& meta);
 
-  bool ack_one(Psn psn, uint64_t& acked_bytes);
+  // `late_original`: set when the packet proves a retransmission spurious (acked_too_soon).
+  bool ack_one(Psn psn, uint64_t& acked_bytes, Instant now, bool& late_original);
+  bool acked_too_soon(const SentPacket& p, Instant now) const;
   void walk_same_ev(Instant now, Psn trigger, Psn bitmap_base, const wire::Sack& sack);
   void rack_scan(Instant now);
   void tail_probe_answered(Instant now, const wire::Sack& sack);
