@@ -149,7 +149,7 @@ TEST(LossDetection, ASlowReceiverIsNotSentTheWholeWindowAgain) {
 // struck its EV, and on loopback ping-pongs of 64 KiB such strikes retired dozens of EVs.
 TEST(LossDetection, ATailResentJustBeforeTheOriginalsArriveRetiresNoEv) {
   QpConfig config = small_config();
-  config.ev_loss_strike_uses = 0;  // one strike: each undetected spurious loss retires an EV
+  config.ev_loss_strike_uses = 0;   // one strike: each undetected spurious loss retires an EV
   config.cc = CcAlgorithm::kFixed;  // the whole message in flight at once
   config.fixed_window_bytes = 1 << 20;
   Pair pair(1, config, 1 << 20);

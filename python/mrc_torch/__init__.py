@@ -108,13 +108,15 @@ def _create(options, pg_options=None):
     timeout_s = os.environ.get("MRC_TIMEOUT_S")
     if timeout_s:
         timeout = datetime.timedelta(seconds=float(timeout_s))
+    port, ev_port_base = _C.slot_ports(_env_int("MRC_PORT", 4791), _env_int("MRC_EV_PORT_BASE", 20000),
+                                       len(planes), threads, slot)
     pg = ProcessGroupMrc(
         options.store,
         options.group_rank,
         options.group_size,
         planes=planes,
-        port=_env_int("MRC_PORT", 4791) + slot * threads,
-        ev_port_base=_env_int("MRC_EV_PORT_BASE", 20000) + slot * threads * ev_source_ports(len(planes)),
+        port=port,
+        ev_port_base=ev_port_base,
         timeout=timeout,
         chunk_bytes=_env_int("MRC_CHUNK_BYTES", 0),
         slots=_env_int("MRC_SLOTS", 8),

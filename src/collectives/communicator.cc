@@ -12,6 +12,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "host/port_plan.h"
+
 namespace mrc::coll {
 
 QpConfig CommOptions::default_qp_config() {
@@ -44,11 +46,14 @@ uint8_t retry_exp_for(const QpConfig& qp, std::chrono::milliseconds silence) {
 
 void rank_ports(ContextOptions& context, uint16_t base_port, uint16_t ev_port_base,
                 int local_rank) {
-  const uint32_t threads = std::max<uint32_t>(context.threads, 1);  // each thread its own ports
-  const uint32_t stride = threads * ev_source_ports(std::max<size_t>(context.planes.size(), 1));
-  context.port = static_cast<uint16_t>(base_port + static_cast<uint32_t>(local_rank) * threads);
-  context.ev_port_base =
-      static_cast<uint16_t>(ev_port_base + static_cast<uint32_t>(local_rank) * stride);
+  host::PortPlan plan;
+  plan.port = base_port;
+  plan.ev_port_base = ev_port_base;
+  plan.planes = std::max<size_t>(context.planes.size(), 1);
+  plan.threads = std::max<uint32_t>(context.threads, 1);  // each thread its own ports
+  const auto slot = static_cast<uint32_t>(local_rank);
+  context.port = static_cast<uint16_t>(plan.receive_port(slot));
+  context.ev_port_base = static_cast<uint16_t>(plan.ev_ports(slot).first);
 }
 
 const char* to_string(AllReduceAlgorithm algorithm) {

@@ -159,6 +159,9 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
 // The policy's say over the rotation's choice, then the use counted against a strike.
 uint16_t EvSet::use(PlaneId plane, uint16_t candidate, uint16_t avoid) {
   const uint16_t index = policy_ ? policy_->choose(*this, plane, candidate, avoid) : candidate;
+  // A packet leaves only on a usable EV of the plane it was asked for, whatever the policy.
+  MRC_DASSERT(index == kNoSlot || (index < slots_.size() && slots_[index].plane == plane &&
+                                   usable(slots_[index].state)));
   if (index != kNoSlot && slots_[index].strike_uses > 0) --slots_[index].strike_uses;
   return index;
 }
@@ -194,6 +197,27 @@ void EvSet::set_state(uint16_t slot, EvState state) {
   if (s.active && usable(s.state) != usable(state)) count_usable(s.plane, usable(state) ? 1 : -1);
   s.state = state;
   ++details_[slot].counts.state_changes;
+  MRC_DASSERT(counts_consistent());
+}
+
+// The O(1) counters every packet reads agree with the slots (checked in debug builds, so the
+// simulator's seed sweeps catch a transition that forgot one).
+bool EvSet::counts_consistent() const {
+  uint32_t bad = 0;
+  uint32_t usable_all = 0;
+  std::array<uint32_t, kMaxPlanes> usable_plane{};
+  for (const Slot& s : slots_) {
+    bad += s.state == EvState::kAssumedBad ? 1 : 0;
+    if (s.active && usable(s.state)) {
+      ++usable_all;
+      ++usable_plane[s.plane.value];
+    }
+  }
+  if (bad != assumed_bad_ || usable_all != usable_active_all_) return false;
+  for (uint8_t p = 0; p < planes_; ++p) {
+    if (usable_plane[p] != rotations_[p].usable) return false;
+  }
+  return true;
 }
 
 // Passed over for the rest of this rotation, if GOOD.

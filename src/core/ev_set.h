@@ -244,6 +244,7 @@ class EvSet {
   std::vector<std::pair<uint32_t, uint16_t>>::const_iterator explicit_lower_bound(Ev ev) const;
   Ev fresh_ev(uint16_t slot);
   void set_state(uint16_t slot, EvState state);
+  bool counts_consistent() const;
   // Adds `delta` to the usable-active counts of `plane` (a slot became or stopped being one).
   void count_usable(PlaneId plane, int delta) {
     rotations_[plane.value].usable = static_cast<uint16_t>(rotations_[plane.value].usable + delta);

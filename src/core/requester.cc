@@ -76,6 +76,9 @@ Result<Ok, PostError> Requester::post(const SendWr& wr, const MemoryRegionTable&
   w.with_imm = wr.opcode == SendOpcode::kWriteWithImm;
   w.signaled = wr.signaled;
   ++sq_tail_;
+  // Send queue order: completed <= packetizing <= posted, never more posted than it holds.
+  MRC_DASSERT(sq_head_ <= sq_next_send_ && sq_next_send_ <= sq_tail_);
+  MRC_DASSERT(sq_tail_ - sq_head_ <= sq_capacity_);
   return Ok{};
 }
 
@@ -122,11 +125,18 @@ uint32_t Requester::burst_bytes(uint64_t remaining) const {
 }
 
 void Requester::add_in_flight(const SentPacket& p) {
+  MRC_DASSERT(p.pending());
   in_flight_bytes_ += cost_bytes(p);
   plane_in_flight_bytes_[p.plane.value] += cost_bytes(p);
+  // A plane's share is part of the whole, and the whole lies within the window's packets.
+  MRC_DASSERT(plane_in_flight_bytes_[p.plane.value] <= in_flight_bytes_);
+  MRC_DASSERT(in_flight_bytes_ <= uint64_t{window_.outstanding()} * cost_of(config_.mtu_bytes));
 }
 
 void Requester::remove_in_flight(const SentPacket& p) {
+  // Only what was added leaves: an underflow would open the window without bound.
+  MRC_ASSERT(in_flight_bytes_ >= cost_bytes(p));
+  MRC_ASSERT(plane_in_flight_bytes_[p.plane.value] >= cost_bytes(p));
   in_flight_bytes_ -= cost_bytes(p);
   plane_in_flight_bytes_[p.plane.value] -= cost_bytes(p);
 }
@@ -728,6 +738,8 @@ void Requester::complete_acknowledged() {
     WorkRequest& w = wr_at(sq_head_);
     MRC_ASSERT(w.packetized);
     if (!w.last_psn.before(window_.oldest())) return;
+    // Work requests complete in the order they were posted, each once.
+    MRC_ASSERT(!w.with_imm || wimm_in_flight_ > 0);
     if (w.with_imm) --wimm_in_flight_;
     ++stats_.work_requests_completed;
     if (w.signaled && cq_ != nullptr) {
@@ -742,6 +754,7 @@ void Requester::complete_acknowledged() {
       access_nak_ = false;  // delivered after all
     ++sq_head_;
   }
+  MRC_DASSERT(sq_head_ <= sq_next_send_);
 }
 
 void Requester::flush(WcStatus first, CompletionQueue* cq) {

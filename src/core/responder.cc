@@ -24,6 +24,7 @@ void Responder::start(Psn expected_psn, Qpn self_qp, Qpn dest_qp, uint32_t pd,
   pd_ = pd;
   mrs_ = mrs;
   trigger_psn_ = expected_psn - 1;
+  MRC_ASSERT(mrs_ != nullptr && !wimm_.empty());
 }
 
 bool Responder::post_recv(uint64_t wr_id) {
@@ -105,10 +106,14 @@ void Responder::on_data(Instant now, const wire::DataPacket& packet, const RxMet
     return;
   }
   if (imm) {
+    MRC_ASSERT(slot >= 0 && static_cast<size_t>(slot) < wimm_.size() && !wimm_[slot].valid);
     wimm_[slot] = {true, psn, packet.header.immediate, packet.header.reth.dma_length};
     ++wimm_pending_;
+    MRC_DASSERT(wimm_pending_ <= wimm_.size());
   }
   window_.mark(psn);
+  // Placed once: the same PSN is a duplicate from now on, until the window moves past it.
+  MRC_DASSERT(window_.classify(psn) == ReceiveWindow::Verdict::kDuplicate);
   ++stats_.data_packets_received;
   stats_.data_bytes_placed += packet.payload.size();
   ++stats_.planes[meta.plane.value].packets_received;
@@ -179,6 +184,8 @@ void Responder::send_sack(Instant now, bool probe_response, const Trigger& trigg
   Psn base = cum;
   if (!probe_response && unreported_ > 0 && unreported_high_.since(cum) >= 64)
     base = unreported_high_ - 63;
+  // The bitmap starts at or above the cumulative point and ends inside the window.
+  MRC_DASSERT(base.since(cum) >= 0 && base.since(cum) < 32768);
   s.sack_offset = static_cast<int16_t>(base.since(cum));
   s.bitmap = window_.bitmap(base);
   s.cc.echoed_timestamp = trigger.timestamp;
@@ -244,6 +251,8 @@ void Responder::deliver(CompletionQueue* cq) {
   while (wimm_pending_ > 0 && !rq_.empty() && cq != nullptr && cq->size() < cq->capacity()) {
     PendingWimm& w = wimm_[wimm_head_];
     if (!w.valid || !w.last_psn.before(window_.cumulative())) return;
+    // Delivered in RQ message order, each once, while fewer are pending than slots exist.
+    MRC_DASSERT(wimm_pending_ <= wimm_.size());
     Completion c;
     c.wr_id = rq_.front();
     c.qpn = self_qp_;
@@ -270,6 +279,7 @@ void Responder::flush(CompletionQueue* cq) {
     c.opcode = WcOpcode::kRecvRdmaWithImm;
     if (cq != nullptr) cq->push(c);
   }
+  MRC_DASSERT(rq_.empty());
   for (PendingWimm& w : wimm_) w.valid = false;
   wimm_pending_ = 0;
   unreported_ = 0;

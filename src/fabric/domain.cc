@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "fabric/provider.h"
+#include "host/port_plan.h"
 #include "io/netdev.h"
 
 namespace mrc::fabric {
@@ -100,16 +101,17 @@ Result<std::unique_ptr<Context>, Error> open_context(const Settings& s,
   // The application's thread that reads a CQ runs the datapath itself (MPI polls its CQ
   // anyway): no hand-off to another thread on the way, and no thread competing with it.
   o.caller_progress = true;
-  const uint32_t range = ev_source_ports(planes.size());
+  host::PortPlan plan;  // one engine thread: the k-th try takes slot k
+  plan.port = static_cast<uint32_t>(s.port);
+  plan.ev_port_base = static_cast<uint32_t>(s.ev_port_base);
+  plan.planes = planes.size();
   for (uint32_t k = 0;; ++k) {
-    const uint32_t port = static_cast<uint32_t>(s.port) + k;
-    const uint32_t ev = static_cast<uint32_t>(s.ev_port_base) + k * range;
-    if (port > 65535 || ev + range > 65536)
+    if (!plan.fits(k))
       return fail(
           Errc::kAddressInUse,
           "every UDP port from FI_MRC_PORT and EV range from FI_MRC_EV_PORT_BASE is in use");
-    o.port = static_cast<uint16_t>(port);
-    o.ev_port_base = static_cast<uint16_t>(ev);
+    o.port = static_cast<uint16_t>(plan.receive_port(k));
+    o.ev_port_base = static_cast<uint16_t>(plan.ev_ports(k).first);
     o.seed = (static_cast<uint64_t>(getpid()) << 16) ^ k;
     auto ctx = Context::open(o);
     if (ctx.ok() || ctx.error().code != Errc::kAddressInUse) return ctx;

@@ -1,27 +1,33 @@
 // A device group: N shards, each a device with its own engine, sockets and thread (device_group.h).
 #include "io/device_group.h"
 
+#include "host/port_plan.h"
+
 namespace mrc::io {
 
 Result<DeviceConfig, Error> DeviceGroup::shard_config(const DeviceConfig& config, uint32_t s) {
   DeviceConfig c = config;
   c.shard = s;
   if (s == 0) return c;
-  const uint32_t ev_stride = ev_source_ports(config.planes.size());
-  const uint32_t ev_base = config.ev_port_base + s * ev_stride;
-  if (ev_base + ev_stride - 1 > 65535)
+  // Shard s is thread s of the plan's slot 0 (each plane's address may carry its own port).
+  host::PortPlan plan;
+  plan.ev_port_base = config.ev_port_base;
+  plan.planes = config.planes.size();
+  const host::PortSpan ev = plan.ev_ports(0, s);
+  if (ev.last() > 65535)
     return fail(Errc::kInvalidArgument,
                 "thread " + std::to_string(s) + " would take EV source ports " +
-                    std::to_string(ev_base) + "-" + std::to_string(ev_base + ev_stride - 1) +
+                    std::to_string(ev.first) + "-" + std::to_string(ev.last()) +
                     ", past 65535: lower " + config.ev_port_setting + " or use fewer threads");
-  c.ev_port_base = static_cast<uint16_t>(ev_base);
+  c.ev_port_base = static_cast<uint16_t>(ev.first);
   for (PlaneAddress& a : c.planes) {
-    if (a.port + s > 65535)
-      return fail(Errc::kInvalidArgument, "thread " + std::to_string(s) +
-                                              " would listen on UDP port " +
-                                              std::to_string(a.port + s) + ", past 65535: lower " +
-                                              config.port_setting + " or use fewer threads");
-    a.port = static_cast<uint16_t>(a.port + s);
+    plan.port = a.port;
+    if (plan.receive_port(0, s) > 65535)
+      return fail(Errc::kInvalidArgument,
+                  "thread " + std::to_string(s) + " would listen on UDP port " +
+                      std::to_string(plan.receive_port(0, s)) + ", past 65535: lower " +
+                      config.port_setting + " or use fewer threads");
+    a.port = static_cast<uint16_t>(plan.receive_port(0, s));
   }
   c.seed = config.seed + s;
   return c;

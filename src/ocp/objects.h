@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "host/port_plan.h"
 #include "io/device.h"
 #include "io/udp_host.h"
 #include "mrc.h"
@@ -86,8 +87,10 @@ inline bool ev_unpopulated(const mrc_ctl_ev& ev) {
 }
 // The EV source ports of the device's plane `plane` (0-based).
 inline PortRange plane_ev_ports(const DeviceSpec& spec, int plane) {
-  const uint32_t count = io::ev_source_ports_per_plane(spec.planes.size());
-  return PortRange{spec.ev_port_base + static_cast<uint32_t>(plane) * count, count};
+  host::PortPlan plan;
+  plan.planes = spec.planes.size();
+  const host::PortSpan span = plan.plane_ev_ports(spec.ev_port_base, static_cast<size_t>(plane));
+  return PortRange{span.first, span.count};
 }
 
 // The EV format of EV profiles naming format profile `fmt_id`: 0, or one not found, is the

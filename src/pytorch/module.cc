@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "host/port_plan.h"
 #include "io/key_exchange.h"
 #include "io/netdev.h"
 #include "io/srv6.h"
@@ -49,12 +50,15 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
   TORCH_CHECK(threads >= 1 && threads <= mrc::io::kMaxDeviceThreads, "mrc: MRC_THREADS=", threads,
               ": a rank runs 1 to ", mrc::io::kMaxDeviceThreads, " engine threads");
   o.threads = threads;
-  TORCH_CHECK(static_cast<uint32_t>(port) + threads <= 65536, "mrc: UDP receive ports ", port, "..",
-              port + static_cast<int>(threads) - 1, " go past 65535 (lower MRC_PORT)");
-  const uint32_t ev_ports = threads * mrc::ev_source_ports(planes.size());
-  TORCH_CHECK(static_cast<uint32_t>(ev_port_base) + ev_ports <= 65536, "mrc: EV source ports ",
-              ev_port_base, "..", ev_port_base + static_cast<int>(ev_ports) - 1,
-              " go past 65535 (lower MRC_EV_PORT_BASE)");
+  mrc::host::PortPlan plan;
+  plan.port = static_cast<uint32_t>(port);
+  plan.ev_port_base = static_cast<uint32_t>(ev_port_base);
+  plan.planes = planes.size();
+  plan.threads = threads;
+  plan.port_setting = "MRC_PORT";
+  plan.ev_port_setting = "MRC_EV_PORT_BASE";
+  const auto ports = plan.check();
+  TORCH_CHECK(ports.ok(), "mrc: ", ports.ok() ? "" : ports.error().message);
   o.timeout = timeout;
   TORCH_CHECK(peer_timeout.count() >= 100, "mrc: MRC_PEER_TIMEOUT_S of ", peer_timeout.count(),
               " ms is too short (at least 0.1 s)");
@@ -126,4 +130,18 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("ev_source_ports", &mrc::ev_source_ports, py::arg("planes"),
         "how many UDP source ports a rank with this many planes binds for its EVs");
+  m.def(
+      "slot_ports",
+      [](uint32_t port, uint32_t ev_port_base, size_t planes, uint32_t threads, uint32_t slot) {
+        mrc::host::PortPlan plan;  // host/port_plan.h: the one layout of a host's ports
+        plan.port = port;
+        plan.ev_port_base = ev_port_base;
+        plan.planes = planes;
+        plan.threads = threads;
+        return std::make_pair(plan.receive_port(slot), plan.ev_ports(slot).first);
+      },
+      py::arg("port"), py::arg("ev_port_base"), py::arg("planes"), py::arg("threads"),
+      py::arg("slot"),
+      "the first receive port and first EV source port of process slot `slot` on a host whose "
+      "slots share these bases");
 }

@@ -26,6 +26,7 @@
 #include <numeric>
 #include <string>
 
+#include "host/port_plan.h"
 #include "io/device_group.h"
 #include "io/key_exchange.h"
 #include "io/netdev.h"
@@ -369,11 +370,19 @@ class PerfSide {
 
 // The default UDP port and first EV source port of a side (PerfOptions::port, ev_port_base):
 // the client's start past what a server of the most threads binds on the same addresses.
+host::PortPlan default_ports(size_t planes) {
+  host::PortPlan plan;  // slot 0 the server's, slot 1 the client's
+  plan.port = 4791;
+  plan.ev_port_base = 50000;
+  plan.planes = planes;
+  plan.threads = io::kMaxDeviceThreads;
+  return plan;
+}
 uint16_t default_port(bool server) {
-  return static_cast<uint16_t>(server ? 4791 : 4791 + io::kMaxDeviceThreads);
+  return static_cast<uint16_t>(default_ports(1).receive_port(server ? 0 : 1));
 }
 uint32_t default_ev_port_base(bool server, size_t planes) {
-  return server ? 50000 : 50000 + io::kMaxDeviceThreads * io::ev_source_ports(planes);
+  return default_ports(planes).ev_ports(server ? 0 : 1).first;
 }
 
 uint16_t PerfSide::udp_port() const {

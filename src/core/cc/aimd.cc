@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/cc/nscc.h"
+#include "mrc/assert.hpp"
 
 namespace mrc {
 
@@ -11,7 +12,9 @@ Aimd::Aimd(uint64_t initial, uint64_t min_bytes, uint64_t max_bytes, uint32_t mt
     : window_bytes_(static_cast<double>(initial)),
       min_bytes_(static_cast<double>(min_bytes)),
       max_bytes_(static_cast<double>(max_bytes)),
-      mtu_bytes_(mtu) {}
+      mtu_bytes_(mtu) {
+  MRC_ASSERT(min_bytes > 0 && min_bytes <= max_bytes && initial > 0);
+}
 
 void Aimd::on_ack(const AckSample& s) {
   if (s.rtt.ns > 0) srtt_ns_ = srtt_ns_ == 0 ? s.rtt.ns : (7 * srtt_ns_ + s.rtt.ns) / 8;
@@ -21,12 +24,15 @@ void Aimd::on_ack(const AckSample& s) {
   }
   window_bytes_ += mtu_bytes_ * static_cast<double>(s.acked_bytes) / window_bytes_;
   window_bytes_ = std::min(window_bytes_, max_bytes_);
+  // The window stays positive, finite and at most max: a NaN or zero would stop the QP.
+  MRC_DASSERT(window_bytes_ > 0 && window_bytes_ <= max_bytes_);
 }
 
 void Aimd::decrease(Instant now) {
   if (now - last_decrease_ < Duration{srtt_ns_}) return;
   window_bytes_ = std::max(window_bytes_ / 2, min_bytes_);
   last_decrease_ = now;
+  MRC_DASSERT(window_bytes_ >= min_bytes_ && window_bytes_ <= max_bytes_);
 }
 
 void Aimd::on_timeout(Instant now) {

@@ -23,6 +23,7 @@ Nscc::Nscc(const NsccConfig& config, uint32_t mtu_bytes)
 void Nscc::clamp() {
   // Every update is arithmetic on finite samples; a NaN would pass std::clamp and stop the QP.
   MRC_ASSERT(std::isfinite(window_bytes_));
+  MRC_ASSERT(config_.min_window_bytes > 0 && config_.min_window_bytes <= config_.max_window_bytes);
   window_bytes_ = std::clamp(window_bytes_, static_cast<double>(config_.min_window_bytes),
                              static_cast<double>(config_.max_window_bytes));
 }
