@@ -48,11 +48,14 @@ int poll_cq(ibv_cq* handle, int num_entries, ibv_wc* wc) {
     }
   }
   mrc_cq* backing = cq->backing.load(std::memory_order_acquire);
-  if (backing != nullptr && done < num_entries) {
-    const int more = mrc_poll_cq(backing, num_entries - done, wc + done);
-    if (more > 0) done += more;
+  if (backing == nullptr || done == num_entries) return done;
+  // Empty: a round of the datapath beside the progress thread, which keeps running, since a
+  // verbs program may next wait without calling in (ib_write_lat spins on its buffer).
+  if (backing->ready.load(std::memory_order_acquire) == 0) {
+    cq->owner->nic->device->assist();
+    if (backing->ready.load(std::memory_order_acquire) == 0) return done;
   }
-  return done;
+  return done + poll_completions(*backing, num_entries - done, wc + done);
 }
 
 int req_notify_cq(ibv_cq* handle, int solicited_only) {
