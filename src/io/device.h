@@ -141,6 +141,10 @@ class Device final : private CompletionNotifier {
   // progress thread and that thread's lock (BENCHMARKS.md, "All-reduce").
   void progress(Duration max_wait);
   static constexpr Duration kCallerHandoff = Duration::from_ms(2);
+  // One round of progress beside the thread, which keeps running: for a caller that polls and
+  // then waits elsewhere (perftest's ib_write_lat spins on memory between polls, where a
+  // standing-by thread would leave the peer's WRITE unplaced for kCallerHandoff).
+  void assist() { (void)step(Duration{0}); }
   // Makes a sleeping progress thread run a round now (after a post, a state change).
   void wake() { host_->wake(); }
   // The same after a post made holding lock(), when it can matter: only a thread asleep in this

@@ -75,6 +75,21 @@ ibv_wc to_ibv_wc(const Completion& c) {
   return wc;
 }
 
+int poll_completions(mrc_cq& cq_ref, int num_entries, ibv_wc* wc) {
+  mrc_cq* cq = &cq_ref;  // num_entries >= 0, wc holds them
+  Completion batch[64];
+  int done = 0;
+  std::lock_guard lock(cq->context->nic->mutex);
+  while (done < num_entries) {
+    const size_t want = std::min<size_t>(64, static_cast<size_t>(num_entries - done));
+    const size_t n = cq->queue->poll(std::span<Completion>(batch, want));
+    for (size_t i = 0; i < n; ++i) wc[done++] = to_ibv_wc(batch[i]);
+    if (n < want) break;
+  }
+  cq->ready.store(static_cast<uint32_t>(cq->queue->size()), std::memory_order_release);
+  return done;
+}
+
 }  // namespace mrc::ocp
 
 extern "C" {
@@ -210,17 +225,7 @@ int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
     cq->context->nic->device->progress(mrc::Duration{0});
     if (cq->ready.load(std::memory_order_acquire) == 0) return 0;
   }
-  Completion batch[64];
-  int done = 0;
-  std::lock_guard lock(cq->context->nic->mutex);
-  while (done < num_entries) {
-    const size_t want = std::min<size_t>(64, static_cast<size_t>(num_entries - done));
-    const size_t n = cq->queue->poll(std::span<Completion>(batch, want));
-    for (size_t i = 0; i < n; ++i) wc[done++] = to_ibv_wc(batch[i]);
-    if (n < want) break;
-  }
-  cq->ready.store(static_cast<uint32_t>(cq->queue->size()), std::memory_order_release);
-  return done;
+  return poll_completions(*cq, num_entries, wc);
 }
 
 int mrc_destroy_cq(mrc_cq* cq) {

@@ -117,6 +117,7 @@ void Nic::on_completions(std::span<const uint32_t> tags) {
     if (cq == nullptr) continue;
     cq->ready.store(static_cast<uint32_t>(cq->queue->size()), std::memory_order_release);
     if (cq->armed && cq->channel != nullptr && cq->queue->size() > 0) signal_channel(cq);
+    if (cq->verbs_cq != nullptr && cq->queue->size() > 0) cq->verbs_cq->notify();
   }
 }
 

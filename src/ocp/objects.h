@@ -47,6 +47,7 @@ enum Magic : uint32_t {
   kMagicQp = 0x4d524338,
   kMagicVerbsCq = 0x4d524339,
   kMagicVerbsChannel = 0x4d52433a,
+  kMagicVerbsQp = 0x4d52433b,
   kDead = 0xdeadbeef,
 };
 
@@ -223,12 +224,17 @@ struct SoftContext {
   Nic* nic = nullptr;
   int pds = 0;
   int mrc_contexts = 0;
-  int cqs = 0, channels = 0;           // verbs CQs and completion channels (verbs_cq.cc)
+  int cqs = 0, channels = 0;  // verbs CQs and completion channels (verbs_cq.cc)
+  // The MRC context behind the verbs RC QPs of this context (verbs_qp.cc): created with the
+  // first such QP under qp_mutex, destroyed by ibv_close_device.
+  std::mutex qp_mutex;
+  mrc_context* verbs_mrc = nullptr;
   AsyncEvents<ibv_async_event> async;  // ibv_get_async_event
   verbs_context vctx;                  // ends with the ibv_context handed out
 };
 
 struct SoftChannel;
+struct SoftPd;
 
 // A verbs CQ of an mrc context (ibv_create_cq): a bounded ring of work completions with its own
 // lock, so that whatever reports into it (a verbs QP, under Nic::mutex) calls push() and the
@@ -245,8 +251,38 @@ struct SoftCq {
   bool armed = false;
   unsigned events_delivered = 0, events_acked = 0;
   int users = 0;  // QPs reporting into it
+  // The MRC CQ the verbs RC QPs reporting here complete into (verbs_qp.cc), created with the
+  // first of them under backing_mutex (never taken under Nic::mutex or `mutex`); ibv_poll_cq
+  // drains `entries` first, then it.
+  std::mutex backing_mutex;
+  std::atomic<mrc_cq*> backing{nullptr};
   // Adds a completion; tells the completion channel if the CQ is armed. False if it was full.
   bool push(const ibv_wc& wc);
+  // Under Nic::mutex, when the backing CQ turned non-empty: an event if the CQ is armed.
+  void notify();
+};
+
+// A verbs RC queue pair of an mrc context (ibv_create_qp): an MRC QP of the context's
+// verbs_mrc, reporting into the backing CQs of its verbs CQs. The ibv_qp handle comes first;
+// its `handle` field holds kMagicVerbsQp, which tells it from an MRC QP's verbs view (0 there).
+// Inline sends are copied into `staging`, 2 x max_send_wr slots of max_inline bytes registered
+// with the engine: a slot is rewritten only after 2 x max_send_wr later inline posts, by when
+// the send queue (max_send_wr deep) has retired the request that read it.
+struct SoftQp {
+  ibv_qp qp;  // first: the handle
+  uint32_t magic = kMagicVerbsQp;
+  SoftPd* pd = nullptr;
+  SoftCq* send_cq = nullptr;
+  SoftCq* recv_cq = nullptr;
+  mrc_qp* mrc = nullptr;
+  ibv_qp_cap cap{};  // as granted
+  int sq_sig_all = 0;
+  std::mutex post_mutex;  // guards the staging ring
+  uint32_t max_inline = 0;
+  uint32_t slots = 0;
+  std::unique_ptr<uint8_t[]> staging;
+  uint32_t staging_lkey = 0;
+  uint64_t staged = 0;  // inline requests posted so far
 };
 
 // A completion channel of an mrc context: a pipe carrying SoftCq pointers; `channel.fd` is its
@@ -279,6 +315,7 @@ SoftPd* soft_pd(ibv_pd* pd);
 SoftDevice* soft_device(ibv_device* device);
 SoftCq* soft_cq(ibv_cq* cq);
 SoftChannel* soft_channel(ibv_comp_channel* channel);
+SoftQp* soft_qp(ibv_qp* qp);
 // True if `context` is an mrc context (the object behind it need not be valid further).
 inline bool ours(ibv_context* context) {
   return soft_context(context) != nullptr;
@@ -287,6 +324,14 @@ inline bool ours(ibv_context* context) {
 // functions that work or return an errno (verbs_cq.cc, verbs_refused.cc).
 void fill_context_ops(ibv_context_ops& ops);
 void fill_refused_ops(ibv_context_ops& ops, verbs_context& vctx);
+void fill_qp_ops(ibv_context_ops& ops);  // post_send, post_recv (verbs_qp.cc)
+// The verbs QP calls for a verbs RC QP (verbs_qp.cc); verbs_refused.cc hands them over.
+int verbs_modify_qp(SoftQp& qp, ibv_qp_attr* attr, int mask);
+int verbs_query_qp(SoftQp& qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init);
+int verbs_destroy_qp(SoftQp& qp);
+ibv_qp* verbs_create_qp(SoftPd& pd, ibv_qp_init_attr* attr);
+// ibv_close_device's part: frees the context's verbs_mrc; EBUSY while QPs or CQs use it.
+int close_verbs_qps(SoftContext& context);
 // Prints "mrc: <text>" on stderr, once per distinct text in the process: a verb an mrc device
 // refuses says so once, with what MRC supports instead.
 void say_once(const std::string& text);
@@ -349,6 +394,7 @@ struct mrc_cq {
   std::deque<mrc_ctl_ev_event> ev_events;
   uint32_t ev_dropped = 0;
   uint64_t remote_id = 0;  // an EV event CQ living in the owning process (ctl_remote.h)
+  mrc::ocp::SoftCq* verbs_cq = nullptr;  // the verbs CQ this one backs (verbs_qp.cc), if any
 };
 
 struct mrc_qp_hint {

@@ -22,6 +22,8 @@ bool valid(const mrc_qp_hint* h);
 bool valid(const mrc_qp* q);
 
 ibv_wc to_ibv_wc(const Completion& c);
+// Takes up to num_entries completions of an engine CQ (mrc_poll_cq's part after progress).
+int poll_completions(mrc_cq& cq, int num_entries, ibv_wc* wc);
 
 // lib_mrc.so exports libibverbs's names: the next definition of `name` (libibverbs's own, for
 // devices that are not mrc's), by `version` where it has one, or null. NEXT(fn, "IBVERBS_1.1")

@@ -6,8 +6,9 @@
 // dlvsym(RTLD_NEXT)), so real RDMA devices keep working beside the software ones.
 //
 // ibv_query_port is an inline wrapper in verbs.h that calls through verbs_context::query_port,
-// which we set; the context's other ops slots are filled by verbs_cq.cc (CQs) and
-// verbs_refused.cc (everything an mrc device refuses, with an errno). Verbs CQs, completion
+// which we set; the context's other ops slots are filled by verbs_cq.cc (CQs), verbs_qp.cc
+// (posts to verbs RC QPs) and verbs_refused.cc (everything an mrc device refuses, with an
+// errno). Verbs CQs, completion
 // channels and asynchronous events are in verbs_cq.cc.
 #include <dlfcn.h>
 
@@ -164,6 +165,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
   // Every slot verbs.h's inline functions call through works or returns an errno.
   fill_context_ops(c.ops);
   fill_refused_ops(c.ops, soft->vctx);
+  fill_qp_ops(c.ops);
   std::lock_guard lock(nic->mutex);
   nic->verbs_contexts.push_back(soft);
   return &c;
@@ -175,6 +177,7 @@ int ibv_close_device(ibv_context* context) {
     auto next = NEXT(ibv_close_device, "IBVERBS_1.1");
     return next != nullptr ? next(context) : fail(EINVAL, -1);
   }
+  if (close_verbs_qps(*soft) != 0) return fail(EBUSY, -1);  // verbs RC QPs or their CQs left
   {
     std::lock_guard lock(soft->nic->mutex);
     if (soft->pds > 0 || soft->mrc_contexts > 0 || soft->cqs > 0 || soft->channels > 0)

@@ -3,8 +3,9 @@
 // context next to its MRC objects, and waits for the device's asynchronous events with
 // ibv_get_async_event; verbs.h's ibv_poll_cq and ibv_req_notify_cq are inline functions calling
 // through the context's ops, which fill_context_ops sets. A SoftCq is a ring of ibv_wc that
-// whatever reports into it pushes to (SoftCq::push); the device's asynchronous events come from
-// Nic::after_progress, the same events mrc_get_async_event delivers.
+// whatever reports into it pushes to (SoftCq::push), with an MRC CQ behind it once a verbs RC
+// QP reports into it (verbs_qp.cc; ibv_poll_cq drains both); the device's asynchronous events come
+// from Nic::after_progress, the same events mrc_get_async_event delivers.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -32,17 +33,29 @@ void signal_locked(SoftCq& cq) {
                sizeof p);  // NOLINT(bugprone-sizeof-expression): the pointer is the message
 }
 
+// Completions pushed into the ring first, then those of the backing MRC CQ (the verbs RC QPs'
+// completions, verbs_qp.cc), which also runs a round of the datapath when it is empty.
 int poll_cq(ibv_cq* handle, int num_entries, ibv_wc* wc) {
   SoftCq* cq = soft_cq(handle);
   if (cq == nullptr || num_entries < 0 || (num_entries > 0 && wc == nullptr))
     return fail(EINVAL, -1);
-  std::lock_guard lock(cq->mutex);
   int done = 0;
-  while (done < num_entries && !cq->entries.empty()) {
-    wc[done++] = cq->entries.front();
-    cq->entries.pop_front();
+  {
+    std::lock_guard lock(cq->mutex);
+    while (done < num_entries && !cq->entries.empty()) {
+      wc[done++] = cq->entries.front();
+      cq->entries.pop_front();
+    }
   }
-  return done;
+  mrc_cq* backing = cq->backing.load(std::memory_order_acquire);
+  if (backing == nullptr || done == num_entries) return done;
+  // Empty: a round of the datapath beside the progress thread, which keeps running, since a
+  // verbs program may next wait without calling in (ib_write_lat spins on its buffer).
+  if (backing->ready.load(std::memory_order_acquire) == 0) {
+    cq->owner->nic->device->assist();
+    if (backing->ready.load(std::memory_order_acquire) == 0) return done;
+  }
+  return done + poll_completions(*backing, num_entries - done, wc + done);
 }
 
 int req_notify_cq(ibv_cq* handle, int solicited_only) {
@@ -52,7 +65,10 @@ int req_notify_cq(ibv_cq* handle, int solicited_only) {
   std::lock_guard lock(cq->mutex);
   if (cq->channel == nullptr) return 0;  // nothing to tell: as verbs, no error
   cq->armed = true;
-  if (!cq->entries.empty()) signal_locked(*cq);
+  // Completions already waiting are announced now; later ones of the backing CQ when it turns
+  // non-empty (Nic::on_completions -> SoftCq::notify).
+  mrc_cq* backing = cq->backing.load(std::memory_order_acquire);
+  if (!cq->entries.empty() || (backing != nullptr && backing->ready.load() > 0)) signal_locked(*cq);
   return 0;
 }
 
@@ -69,6 +85,11 @@ bool SoftCq::push(const ibv_wc& wc) {
   entries.push_back(wc);
   if (armed && channel != nullptr) signal_locked(*this);
   return true;
+}
+
+void SoftCq::notify() {
+  std::lock_guard lock(mutex);
+  if (armed && channel != nullptr) signal_locked(*this);
 }
 
 SoftCq* soft_cq(ibv_cq* cq) {
@@ -176,6 +197,13 @@ int ibv_destroy_cq(ibv_cq* handle) {
     std::lock_guard nic_lock(cq->owner->nic->mutex);
     std::lock_guard lock(cq->mutex);
     if (cq->users > 0 || cq->events_delivered != cq->events_acked) return fail(EBUSY, EBUSY);
+  }
+  // No verbs QP reports into it any more: its backing CQ goes first (it takes Nic::mutex).
+  if (mrc_cq* backing = cq->backing.exchange(nullptr); backing != nullptr)
+    if (mrc_destroy_cq(backing) != 0) return fail(EBUSY, EBUSY);
+  {
+    std::lock_guard nic_lock(cq->owner->nic->mutex);
+    std::lock_guard lock(cq->mutex);
     if (cq->channel != nullptr) --cq->channel->cqs;
     --cq->owner->cqs;
     cq->magic = kDead;

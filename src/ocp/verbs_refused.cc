@@ -4,9 +4,10 @@
 // libibverbs's own code, which would call through the provider ops an mrc context does not
 // have (NULL: SIGSEGV). Objects of other devices are handed on to libibverbs (dlvsym
 // RTLD_NEXT). Also the context's ops slots that verbs.h's inline functions call without a check
-// (post_send, post_recv, ...), and the mlx5dv_* symbols a vendor MRC stack brings along, so a
-// consumer built against one (the MRC NCCL plugin) loads with RTLD_NOW.
-// The table of what works and what is refused is in docs/OCP-COMPAT.md ("The verbs edge").
+// (post_send, post_recv, ...: those of a verbs RC QP are verbs_qp.cc's), and the mlx5dv_* symbols a
+// vendor MRC stack brings along, so a consumer built against one (the MRC NCCL plugin) loads with
+// RTLD_NOW. The table of what works and what is refused is in docs/OCP-COMPAT.md ("The verbs
+// edge").
 #include <dlfcn.h>
 
 #include <cerrno>
@@ -38,10 +39,6 @@ bool ours_obj(T* object) {
 void refuse(const char* call, const char* instead) {
   say_once(std::string(call) + ": not supported on mrc devices (" + instead + ")");
 }
-constexpr const char* kUseMrcQp =
-    "MRC queue pairs come from mrc_create_qp, completion queues from ibv_create_cq or "
-    "mrc_create_cq";
-
 // The ops slots verbs.h's inline functions call through without checking them.
 ibv_mw* alloc_mw(ibv_pd*, ibv_mw_type) {
   refuse("ibv_alloc_mw", "memory windows: MRC has none; register memory with ibv_reg_mr");
@@ -51,14 +48,6 @@ int dealloc_mw(ibv_mw*) {
   return fail(EOPNOTSUPP, EOPNOTSUPP);
 }
 int bind_mw(ibv_qp*, ibv_mw*, ibv_mw_bind*) {
-  return fail(EOPNOTSUPP, EOPNOTSUPP);
-}
-int post_send(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
-  if (bad_wr != nullptr) *bad_wr = wr;
-  return fail(EOPNOTSUPP, EOPNOTSUPP);
-}
-int post_recv(ibv_qp*, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  if (bad_wr != nullptr) *bad_wr = wr;
   return fail(EOPNOTSUPP, EOPNOTSUPP);
 }
 int post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
@@ -77,8 +66,6 @@ void fill_refused_ops(ibv_context_ops& ops, verbs_context& vctx) {
   ops.alloc_mw = alloc_mw;
   ops.dealloc_mw = dealloc_mw;
   ops.bind_mw = bind_mw;
-  ops.post_send = post_send;
-  ops.post_recv = post_recv;
   ops.post_srq_recv = post_srq_recv;
   // verbs_context's other slots stay NULL: each inline function of verbs.h that uses one checks
   // it (verbs_get_ctx_op) and fails with EOPNOTSUPP/ENOSYS, or falls back to an exported call
@@ -90,23 +77,28 @@ void fill_refused_ops(ibv_context_ops& ops, verbs_context& vctx) {
 
 extern "C" {
 
-// Queue pairs: MRC QPs are mrc_create_qp's. The asynchronous events of an MRC QP name it by a
-// verbs handle of the mrc context (mrc_qp::verbs_view); verbs calls on that handle land here.
+// Queue pairs: an RC QP on an mrc PD is a verbs RC QP over an MRC QP (verbs_qp.cc). The
+// asynchronous events of an MRC QP name it by a verbs handle of the mrc context
+// (mrc_qp::verbs_view); verbs calls on that handle are refused (mrc_query_qp and the like).
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  if (!ours_pd(pd)) FORWARD(ibv_create_qp, "IBVERBS_1.1", fail<ibv_qp*>(EINVAL, nullptr), pd, attr);
-  refuse("ibv_create_qp", kUseMrcQp);
-  return fail<ibv_qp*>(EOPNOTSUPP, nullptr);
+  SoftPd* soft = soft_pd(pd);
+  if (soft == nullptr)
+    FORWARD(ibv_create_qp, "IBVERBS_1.1", fail<ibv_qp*>(EINVAL, nullptr), pd, attr);
+  return verbs_create_qp(*soft, attr);
 }
 int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) {
   if (!ours_obj(qp)) FORWARD(ibv_query_qp, "IBVERBS_1.1", EINVAL, qp, attr, mask, init);
+  if (SoftQp* soft = soft_qp(qp)) return verbs_query_qp(*soft, attr, mask, init);
   return fail(EOPNOTSUPP, EOPNOTSUPP);  // an MRC QP: mrc_query_qp
 }
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (!ours_obj(qp)) FORWARD(ibv_modify_qp, "IBVERBS_1.1", EINVAL, qp, attr, mask);
+  if (SoftQp* soft = soft_qp(qp)) return verbs_modify_qp(*soft, attr, mask);
   return fail(EOPNOTSUPP, EOPNOTSUPP);  // an MRC QP: mrc_modify_qp
 }
 int ibv_destroy_qp(ibv_qp* qp) {
   if (!ours_obj(qp)) FORWARD(ibv_destroy_qp, "IBVERBS_1.1", EINVAL, qp);
+  if (SoftQp* soft = soft_qp(qp)) return verbs_destroy_qp(*soft);
   return fail(EOPNOTSUPP, EOPNOTSUPP);  // an MRC QP: mrc_destroy_qp
 }
 int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_t flags) {

@@ -4,6 +4,7 @@
  * inline ones that call through the context's ops or verbs_context's slots, on mrc's context,
  * PD, MR, CQ and completion channel, and on objects of kinds mrc never creates (QP, SRQ, AH, MW,
  * XRCD, WQ, ...) given its context, as a consumer holding a QP from an asynchronous event does.
+ * Verbs RC QPs (MRC QPs underneath) are created and driven; what they cannot post is refused.
  * Also what the MRC NCCL plugin asks: REMOTE_ATOMIC registrations, the DMA-BUF probe, verbs
  * CQs, mlx5dv_is_supported, and the device's QP-fatal event through ibv_get_async_event.
  *
@@ -70,12 +71,13 @@ static void check_device(struct ibv_context* dev) {
   EXPECT_NULL(ibv_import_dm(dev, 1), EOPNOTSUPP);
 }
 
-/* Objects of kinds an mrc context never creates: each create fails. */
+/* Objects of kinds an mrc context never creates: each create fails. (An RC QP without CQs is
+ * refused as bad input; RC QPs with CQs are check_verbs_qp's.) */
 static void check_creates_refused(struct ibv_context* dev, struct ibv_pd* pd) {
   struct ibv_qp_init_attr qa;
   memset(&qa, 0, sizeof qa);
   qa.qp_type = IBV_QPT_RC;
-  EXPECT_NULL(ibv_create_qp(pd, &qa), EOPNOTSUPP);
+  EXPECT_NULL(ibv_create_qp(pd, &qa), EINVAL);
   struct ibv_qp_init_attr_ex qx;
   memset(&qx, 0, sizeof qx);
   qx.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
@@ -192,6 +194,60 @@ static void check_cq(struct ibv_context* dev) {
   EXPECT_RET(ibv_destroy_cq(cq), 0);
   EXPECT_RET(ibv_destroy_cq(plain), 0);
   EXPECT_RET(ibv_destroy_comp_channel(ch), 0);
+}
+
+/* A verbs RC QP on an mrc PD (an MRC QP underneath): created with its caps granted (inline data
+ * up to 256 bytes), moved to INIT, queried; what MRC does not move is refused at the post with
+ * EOPNOTSUPP and *bad_wr naming it (SEND, RDMA READ, atomics); other QP types, SRQs and too much
+ * inline data are refused at the create; a CQ in use and the device stay until the QP goes. */
+static void check_verbs_qp(struct ibv_context* dev, struct ibv_pd* pd) {
+  struct ibv_cq* cq = ibv_create_cq(dev, 64, NULL, NULL, 0);
+  CHECK(cq != NULL, "ibv_create_cq");
+  struct ibv_qp_init_attr qa;
+  memset(&qa, 0, sizeof qa);
+  qa.send_cq = qa.recv_cq = cq;
+  qa.cap.max_send_wr = 16;
+  qa.cap.max_recv_wr = 16;
+  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  qa.qp_type = IBV_QPT_UD;
+  EXPECT_NULL(ibv_create_qp(pd, &qa), EOPNOTSUPP);
+  qa.qp_type = IBV_QPT_RC;
+  qa.cap.max_inline_data = 4096;
+  EXPECT_NULL(ibv_create_qp(pd, &qa), EINVAL);
+  qa.cap.max_inline_data = 220;
+  struct ibv_qp* qp = ibv_create_qp(pd, &qa);
+  CHECK(qp != NULL, "ibv_create_qp(RC): errno %d", errno);
+  CHECK(qa.cap.max_inline_data >= 220 && qp->qp_num != 0 && qp->state == IBV_QPS_RESET,
+        "the RC QP's caps and handle");
+  struct ibv_qp_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.qp_state = IBV_QPS_INIT;
+  attr.port_num = 1;
+  attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+  EXPECT_RET(ibv_modify_qp(qp, &attr,
+                           IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+             0);
+  struct ibv_qp_init_attr init;
+  EXPECT_RET(ibv_query_qp(qp, &attr, IBV_QP_STATE, &init), 0);
+  CHECK(attr.qp_state == IBV_QPS_INIT && init.qp_type == IBV_QPT_RC && init.send_cq == cq,
+        "ibv_query_qp");
+  memset(&attr, 0, sizeof attr);
+  attr.qp_state = IBV_QPS_RTS;
+  EXPECT_RET(ibv_modify_qp(qp, &attr, IBV_QP_STATE), EINVAL); /* INIT -> RTS skips RTR */
+  static const enum ibv_wr_opcode refused[] = {IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_READ,
+                                               IBV_WR_ATOMIC_CMP_AND_SWP,
+                                               IBV_WR_ATOMIC_FETCH_AND_ADD};
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; ++i) {
+    struct ibv_send_wr wr, *bad = NULL;
+    memset(&wr, 0, sizeof wr);
+    wr.opcode = refused[i];
+    EXPECT_RET(ibv_post_send(qp, &wr, &bad), EOPNOTSUPP);
+    CHECK(bad == &wr, "*bad_wr names the refused request");
+  }
+  EXPECT_RET(ibv_destroy_cq(cq), EBUSY);
+  EXPECT_RET(ibv_close_device(dev) == 0 ? 0 : errno, EBUSY); /* a QP left */
+  EXPECT_RET(ibv_destroy_qp(qp), 0);
+  EXPECT_RET(ibv_destroy_cq(cq), 0);
 }
 
 /* Verbs calls on objects of kinds mrc never creates, given an mrc context (a QP such as the
@@ -339,6 +395,7 @@ int main(int argc, char** argv) {
   check_creates_refused(dev, pd);
   check_memory(dev, pd);
   check_cq(dev);
+  check_verbs_qp(dev, pd);
   check_foreign_kinds(dev, pd);
   check_foreign_kinds_ex(dev);
   EXPECT_RET(ibv_dealloc_pd(pd), 0);
