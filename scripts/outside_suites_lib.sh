@@ -88,7 +88,7 @@ ft_verdict() {
   local s=$1 c=$2
   if [ "$s" = 124 ] || [ "$c" = 124 ] || [ "$s" = 137 ] || [ "$c" = 137 ]; then echo hang
   elif [ "$s" -ge 128 ] || [ "$c" -ge 128 ]; then echo crash
-  elif [ "$s" = 61 ] && [ "$c" = 61 ] || [ "$s" = 38 ] && [ "$c" = 38 ]; then echo notrun
+  elif { [ "$s" = 61 ] && [ "$c" = 61 ]; } || { [ "$s" = 38 ] && [ "$c" = 38 ]; }; then echo notrun
   elif [ "$s" = 0 ] && [ "$c" = 0 ]; then echo pass
   else echo fail; fi
 }
@@ -125,8 +125,7 @@ ft_one() {
   ft_verdict $s $c
 }
 
-# fabtests_run BIN SET MODE: runs one set in one mode, printing a line per test; fails if a test
-# failed, hung or crashed.
+# fabtests_run BIN SET MODE: runs one set in one mode, printing a line per test.
 fabtests_run() {
   local bin=$1 set=$2 mode=$3 key="fabtests-$2-$3" n=0 kind t v port tsv
   tsv=$(results "$key")
@@ -138,11 +137,10 @@ fabtests_run() {
     n=$((n + 1))
     port=$((port_base + 800 + n % 150))
     v=$(ft_one "$bin" "$kind" "$t" "$mode" "$port" "$log/$key/$n")
-    printf "%-66s %s\n" "$t" "$v"
+    printf "%-60s %-7s %s\n" "$t" "$v" "$log/$key/$n.[sc]"
     printf "%s\t%s\n" "$t" "$v" >> "$tsv"
   done < <(fabtests_list "$bin" "$set")
   unset FI_PROVIDER_PATH
-  ! grep -qE $'\t(fail|hang|crash)$' "$tsv"
 }
 
 # mpi4py_sources: prints the mpi4py source tree (with test/runtests.py), or says why not.
@@ -186,7 +184,6 @@ mpi4py_run() {
     cat "$dir/verdicts.tsv" >> "$tsv"
     printf "  %-24s %s\n" "$m" "$(cut -f2 "$dir/verdicts.tsv" | sort | uniq -c | tr -s ' \n' '  ')"
   done
-  ! grep -qE $'\t(fail|hang|crash)$' "$tsv"
 }
 
 summary_print() { python3 "$here/outside_suites_summary.py" "$work/results"; }
