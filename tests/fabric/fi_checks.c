@@ -37,22 +37,22 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                                                \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
+#define CHECK(cond, ...)                                  \
+  do {                                                    \
+    if (!(cond)) {                                        \
       fprintf(stderr, "fi_checks: FAILED %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fprintf(stderr, "\n");                                            \
-      exit(1);                                                          \
-    }                                                                   \
+      fprintf(stderr, __VA_ARGS__);                       \
+      fprintf(stderr, "\n");                              \
+      exit(1);                                            \
+    }                                                     \
   } while (0)
 
 struct node {
@@ -75,8 +75,7 @@ static struct fi_info* hints_rdm(void) {
 }
 
 /* An endpoint from fi_getinfo(node, service, flags). */
-static void open_node_at(struct node* n, const char* node, const char* service, uint64_t flags,
-                         uint64_t caps) {
+static void open_node_at(struct node* n, const char* node, const char* service, uint64_t flags, uint64_t caps) {
   struct fi_info* h = hints_rdm();
   h->caps |= caps;
   h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_LOCAL;
@@ -93,19 +92,14 @@ static void open_node_at(struct node* n, const char* node, const char* service, 
   CHECK(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq");
   CHECK(fi_enable(n->ep) == 0, "fi_enable");
   n->name_len = 1;
-  CHECK(fi_getname(&n->ep->fid, n->name, &n->name_len) == -FI_ETOOSMALL && n->name_len == 32,
-        "getname too small");
+  CHECK(fi_getname(&n->ep->fid, n->name, &n->name_len) == -FI_ETOOSMALL && n->name_len == 32, "getname too small");
   n->name_len = sizeof n->name;
   CHECK(fi_getname(&n->ep->fid, n->name, &n->name_len) == 0, "fi_getname");
 }
 
-static void open_node_with(struct node* n, uint64_t caps) {
-  open_node_at(n, NULL, NULL, 0, caps);
-}
+static void open_node_with(struct node* n, uint64_t caps) { open_node_at(n, NULL, NULL, 0, caps); }
 
-static void open_node(struct node* n) {
-  open_node_with(n, 0);
-}
+static void open_node(struct node* n) { open_node_with(n, 0); }
 
 static void close_node(struct node* n) {
   fi_close(&n->ep->fid);
@@ -148,21 +142,11 @@ static void expect_refused(const char* what, void (*change)(struct fi_info*)) {
   CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == -FI_ENODATA, "%s refused", what);
   fi_freeinfo(h);
 }
-static void tx_order_raw(struct fi_info* h) {
-  h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_RAW;
-}
-static void rx_order_waw(struct fi_info* h) {
-  h->rx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_WAW;
-}
-static void comp_order_strict(struct fi_info* h) {
-  h->tx_attr->comp_order = FI_ORDER_STRICT;
-}
-static void shared_av_domain(struct fi_info* h) {
-  h->domain_attr->caps = FI_SHARED_AV;
-}
-static void shared_av_caps(struct fi_info* h) {
-  h->caps |= FI_SHARED_AV;
-}
+static void tx_order_raw(struct fi_info* h) { h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_RAW; }
+static void rx_order_waw(struct fi_info* h) { h->rx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_WAW; }
+static void comp_order_strict(struct fi_info* h) { h->tx_attr->comp_order = FI_ORDER_STRICT; }
+static void shared_av_domain(struct fi_info* h) { h->domain_attr->caps = FI_SHARED_AV; }
+static void shared_av_caps(struct fi_info* h) { h->caps |= FI_SHARED_AV; }
 static void rma_no_mr_mode(struct fi_info* h) {
   h->caps |= FI_RMA;
   h->domain_attr->mr_mode = 0; /* from API 1.5: no mode bit allowed */
@@ -185,22 +169,18 @@ static void check_refused_hints(void) {
   struct fi_info* h = hints_rdm();
   struct fi_info* out = NULL;
   h->tx_attr->msg_order = h->rx_attr->msg_order = FI_ORDER_SAS;
-  const int allowed[] = {
-      0, FI_MR_LOCAL | FI_MR_VIRT_ADDR,
-      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT};
+  const int allowed[] = {0, FI_MR_LOCAL | FI_MR_VIRT_ADDR,
+                         FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT};
   for (int i = 0; i < 3; ++i) {
     h->domain_attr->mr_mode = allowed[i];
-    CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0, "SAS offered (mr_mode %#x)",
-          allowed[i]);
+    CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0, "SAS offered (mr_mode %#x)", allowed[i]);
     CHECK((out->domain_attr->mr_mode & ~allowed[i]) == 0, "mr_mode %#x answered for %#x",
           out->domain_attr->mr_mode, allowed[i]);
     fi_freeinfo(out);
   }
   h->caps |= FI_RMA;
-  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0 && (out->caps & FI_RMA),
-        "RMA offered");
-  CHECK(out->domain_attr->mr_mode == (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY),
-        "RMA's mr_mode");
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0 && (out->caps & FI_RMA), "RMA offered");
+  CHECK(out->domain_attr->mr_mode == (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY), "RMA's mr_mode");
   fi_freeinfo(out);
   fi_freeinfo(h);
 }
@@ -209,15 +189,13 @@ static void check_hints(void) {
   struct fi_info* h = hints_rdm();
   struct fi_info* out = NULL;
   h->ep_attr->type = FI_EP_MSG;
-  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == -FI_ENODATA,
-        "MSG endpoints refused");
+  CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == -FI_ENODATA, "MSG endpoints refused");
   h->ep_attr->type = FI_EP_RDM;
   h->caps |= FI_ATOMIC;
   CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == -FI_ENODATA, "atomics refused");
   h->caps = FI_TAGGED;
   CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &out) == 0, "tagged RDM offered");
-  CHECK(out->ep_attr->type == FI_EP_RDM && (out->caps & FI_TAGGED) &&
-            out->domain_attr->cq_data_size >= 4,
+  CHECK(out->ep_attr->type == FI_EP_RDM && (out->caps & FI_TAGGED) && out->domain_attr->cq_data_size >= 4,
         "offer: RDM, tagged, 4+ bytes of CQ data");
   fi_freeinfo(out);
   fi_freeinfo(h);
@@ -238,12 +216,10 @@ static void check_inject_msg(struct node* n, fi_addr_t self) {
   struct iovec iov = {&v, sizeof v};
   struct fi_context ctx;
   struct fi_cq_tagged_entry e;
-  struct fi_msg_tagged t = {
-      .msg_iov = &iov, .iov_count = 1, .addr = self, .tag = 66, .context = &ctx};
+  struct fi_msg_tagged t = {.msg_iov = &iov, .iov_count = 1, .addr = self, .tag = 66, .context = &ctx};
   CHECK(fi_tsendmsg(n->ep, &t, FI_INJECT) == 0, "tsendmsg FI_INJECT");
   v = 0;
-  CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &ctx && (e.flags & FI_SEND) &&
-            (e.flags & FI_TAGGED),
+  CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &ctx && (e.flags & FI_SEND) && (e.flags & FI_TAGGED),
         "a tsendmsg with FI_INJECT completes");
   CHECK(fi_trecv(n->ep, &got, sizeof got, NULL, FI_ADDR_UNSPEC, 66, 0, &got) == 0, "trecv");
   CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &got && got == 5, "the injected tagged message");
@@ -251,9 +227,8 @@ static void check_inject_msg(struct node* n, fi_addr_t self) {
   struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = self, .context = &ctx};
   CHECK(fi_sendmsg(n->ep, &m, FI_INJECT) == 0, "sendmsg FI_INJECT");
   v = 0;
-  CHECK(
-      wait_one(n, &e, 5) == 0 && e.op_context == &ctx && (e.flags & FI_SEND) && (e.flags & FI_MSG),
-      "a sendmsg with FI_INJECT completes");
+  CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &ctx && (e.flags & FI_SEND) && (e.flags & FI_MSG),
+        "a sendmsg with FI_INJECT completes");
   CHECK(fi_recv(n->ep, &got, sizeof got, NULL, FI_ADDR_UNSPEC, &got) == 0, "recv");
   CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &got && got == 6, "the injected message");
   printf("inject msg: ok\n");
@@ -264,8 +239,7 @@ static void check_inject_msg(struct node* n, fi_addr_t self) {
 static void check_readerr_without_data(struct node* n) {
   int in = 0;
   struct fi_context ctx;
-  CHECK(fi_trecv(n->ep, &in, sizeof in, NULL, FI_ADDR_UNSPEC, 998, 0, &ctx) == 0,
-        "trecv to cancel");
+  CHECK(fi_trecv(n->ep, &in, sizeof in, NULL, FI_ADDR_UNSPEC, 998, 0, &ctx) == 0, "trecv to cancel");
   CHECK(fi_cancel(&n->ep->fid, &ctx) == 0, "fi_cancel");
   struct fi_cq_tagged_entry e;
   ssize_t r;
@@ -275,39 +249,31 @@ static void check_readerr_without_data(struct node* n) {
   char data[64];
   memset(data, 'Z', sizeof data);
   struct fi_cq_err_entry err = {.err_data = data, .err_data_size = sizeof data};
-  CHECK(fi_cq_readerr(n->cq, &err, 0) == 1 && err.err == FI_ECANCELED && err.op_context == &ctx,
-        "readerr");
+  CHECK(fi_cq_readerr(n->cq, &err, 0) == 1 && err.err == FI_ECANCELED && err.op_context == &ctx, "readerr");
   CHECK(err.err_data_size == 0, "no error data: err_data_size 0 (%zu)", err.err_data_size);
-  for (size_t i = 0; i < sizeof data; ++i)
-    CHECK(data[i] == 'Z', "err_data's buffer written at %zu", i);
+  for (size_t i = 0; i < sizeof data; ++i) CHECK(data[i] == 'Z', "err_data's buffer written at %zu", i);
 }
 
 static void check_messages(struct node* n) {
   const fi_addr_t self = insert(n, n->name);
   char junk[32] = "not an mrc name";
   fi_addr_t bad = 0;
-  CHECK(fi_av_insert(n->av, junk, 1, &bad, 0, NULL) == 0 && bad == FI_ADDR_NOTAVAIL,
-        "a junk name is refused");
+  CHECK(fi_av_insert(n->av, junk, 1, &bad, 0, NULL) == 0 && bad == FI_ADDR_NOTAVAIL, "a junk name is refused");
   struct fi_cq_tagged_entry e;
   /* unexpected: three tagged messages to self, then receives in reverse tag order. */
   int out[3] = {10, 11, 12}, in[3] = {0, 0, 0};
-  for (int i = 0; i < 3; ++i)
-    CHECK(fi_tsend(n->ep, &out[i], sizeof(int), NULL, self, 100 + i, &out[i]) == 0, "tsend");
-  for (int i = 0; i < 3; ++i)
-    CHECK(wait_one(n, &e, 5) == 0 && (e.flags & FI_SEND), "send completion");
+  for (int i = 0; i < 3; ++i) CHECK(fi_tsend(n->ep, &out[i], sizeof(int), NULL, self, 100 + i, &out[i]) == 0, "tsend");
+  for (int i = 0; i < 3; ++i) CHECK(wait_one(n, &e, 5) == 0 && (e.flags & FI_SEND), "send completion");
   for (int i = 2; i >= 0; --i) {
-    CHECK(fi_trecv(n->ep, &in[i], sizeof(int), NULL, FI_ADDR_UNSPEC, 100 + i, 0, &in[i]) == 0,
-          "trecv");
-    CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &in[i] && e.tag == (uint64_t)(100 + i),
-          "recv by tag");
+    CHECK(fi_trecv(n->ep, &in[i], sizeof(int), NULL, FI_ADDR_UNSPEC, 100 + i, 0, &in[i]) == 0, "trecv");
+    CHECK(wait_one(n, &e, 5) == 0 && e.op_context == &in[i] && e.tag == (uint64_t)(100 + i), "recv by tag");
     CHECK(in[i] == 10 + i, "unexpected message data");
   }
   printf("self, unexpected: ok\n");
   /* truncate */
   char big[1000], small[10];
   memset(big, 'x', sizeof big);
-  CHECK(fi_trecv(n->ep, small, sizeof small, NULL, FI_ADDR_UNSPEC, 7, 0, small) == 0,
-        "trecv small");
+  CHECK(fi_trecv(n->ep, small, sizeof small, NULL, FI_ADDR_UNSPEC, 7, 0, small) == 0, "trecv small");
   CHECK(fi_tsend(n->ep, big, sizeof big, NULL, self, 7, big) == 0, "tsend big");
   int got_trunc = 0, got_send = 0;
   for (int i = 0; i < 2; ++i) {
@@ -320,8 +286,7 @@ static void check_messages(struct node* n) {
   /* peek, claim */
   struct fi_context ctx;
   struct iovec iov = {in, sizeof(int)};
-  struct fi_msg_tagged m = {
-      .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .tag = 55, .context = &ctx};
+  struct fi_msg_tagged m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .tag = 55, .context = &ctx};
   CHECK(fi_trecvmsg(n->ep, &m, FI_PEEK) == 0, "peek");
   CHECK(wait_one(n, &e, 5) == -FI_ENOMSG, "peek of nothing: FI_ENOMSG");
   CHECK(fi_tinject(n->ep, &out[1], sizeof(int), self, 55) == 0, "tinject");
@@ -335,8 +300,7 @@ static void check_messages(struct node* n) {
   CHECK(wait_one(n, &e, 5) == 0 && in[0] == 11, "claimed message received");
   printf("peek, claim: ok\n");
   /* cancel */
-  CHECK(fi_trecv(n->ep, in, sizeof(int), NULL, FI_ADDR_UNSPEC, 999, 0, &ctx) == 0,
-        "trecv to cancel");
+  CHECK(fi_trecv(n->ep, in, sizeof(int), NULL, FI_ADDR_UNSPEC, 999, 0, &ctx) == 0, "trecv to cancel");
   CHECK(fi_cancel(&n->ep->fid, &ctx) == 0, "fi_cancel");
   CHECK(wait_one(n, &e, 5) == -FI_ECANCELED && e.op_context == &ctx, "FI_ECANCELED");
   check_readerr_without_data(n);
@@ -344,8 +308,7 @@ static void check_messages(struct node* n) {
   /* bad flags, bad address */
   struct fi_msg_tagged s = {.msg_iov = &iov, .iov_count = 1, .addr = self, .tag = 1};
   CHECK(fi_tsendmsg(n->ep, &s, 1ULL << 62) == -FI_EBADFLAGS, "unknown send flag");
-  CHECK(fi_tsend(n->ep, in, sizeof(int), NULL, 12345, 1, NULL) == -FI_EINVAL,
-        "send to an fi_addr not in the AV");
+  CHECK(fi_tsend(n->ep, in, sizeof(int), NULL, 12345, 1, NULL) == -FI_EINVAL, "send to an fi_addr not in the AV");
   printf("badflags: ok\n");
   check_inject_msg(n, self);
 }
@@ -365,26 +328,19 @@ static void check_rma(void) {
   CHECK(fi_mr_reg(n.domain, target, kBytes, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL) == 0, "fi_mr_reg");
   const uint64_t key = fi_mr_key(mr);
   struct fi_cq_tagged_entry e;
-  CHECK(fi_write(n.ep, source, kBytes, NULL, self, (uint64_t)(uintptr_t)target, key, source) == 0,
-        "fi_write");
-  CHECK(wait_one(&n, &e, 10) == 0 && e.op_context == source && (e.flags & FI_WRITE),
-        "write completion");
+  CHECK(fi_write(n.ep, source, kBytes, NULL, self, (uint64_t)(uintptr_t)target, key, source) == 0, "fi_write");
+  CHECK(wait_one(&n, &e, 10) == 0 && e.op_context == source && (e.flags & FI_WRITE), "write completion");
   CHECK(memcmp(source, target, kBytes) == 0, "written bytes");
   memset(target, 0, 64);
-  CHECK(fi_writedata(n.ep, source, 64, NULL, 0xabcd, self, (uint64_t)(uintptr_t)target, key,
-                     target) == 0,
-        "writedata");
+  CHECK(fi_writedata(n.ep, source, 64, NULL, 0xabcd, self, (uint64_t)(uintptr_t)target, key, target) == 0, "writedata");
   int tx = 0, rx = 0;
   for (int i = 0; i < 2; ++i) {
     CHECK(wait_one(&n, &e, 10) == 0, "writedata completions");
-    if (e.flags & FI_REMOTE_WRITE)
-      rx = e.data == 0xabcd && (e.flags & FI_REMOTE_CQ_DATA) && memcmp(target, source, 64) == 0;
-    else
-      tx = e.op_context == target;
+    if (e.flags & FI_REMOTE_WRITE) rx = e.data == 0xabcd && (e.flags & FI_REMOTE_CQ_DATA) && memcmp(target, source, 64) == 0;
+    else tx = e.op_context == target;
   }
   CHECK(tx && rx, "writedata: the writer's completion and the target's CQ data, after the bytes");
-  CHECK(fi_write(n.ep, source, 64, NULL, self, (uint64_t)(uintptr_t)target, key + 1000, NULL) == 0,
-        "bad-key write");
+  CHECK(fi_write(n.ep, source, 64, NULL, self, (uint64_t)(uintptr_t)target, key + 1000, NULL) == 0, "bad-key write");
   CHECK(wait_one(&n, &e, 30) != 0, "a write to a key not registered completes in error");
   fi_close(&mr->fid);
   close_node(&n);
@@ -404,30 +360,24 @@ static void check_read(void) {
   unsigned char* target = calloc(kBytes, 1);
   for (int i = 0; i < kBytes; ++i) source[i] = (unsigned char)(i * 13 + 5);
   struct fid_mr *readable = NULL, *write_only = NULL;
-  CHECK(fi_mr_reg(b.domain, source, kBytes, FI_REMOTE_READ, 0, 0, 0, &readable, NULL) == 0,
-        "mr_reg read");
-  CHECK(fi_mr_reg(b.domain, target, kBytes, FI_REMOTE_WRITE, 0, 0, 0, &write_only, NULL) == 0,
-        "mr_reg write");
+  CHECK(fi_mr_reg(b.domain, source, kBytes, FI_REMOTE_READ, 0, 0, 0, &readable, NULL) == 0, "mr_reg read");
+  CHECK(fi_mr_reg(b.domain, target, kBytes, FI_REMOTE_WRITE, 0, 0, 0, &write_only, NULL) == 0, "mr_reg write");
   const uint64_t at = (uint64_t)(uintptr_t)source, key = fi_mr_key(readable);
   unsigned char* into = calloc(kBytes, 1);
   struct fi_cq_tagged_entry e;
   CHECK(fi_read(a.ep, into, kBytes, NULL, to_b, at, key, into) == 0, "fi_read");
-  CHECK(wait_one(&a, &e, 10) == 0 && e.op_context == into && (e.flags & FI_READ) &&
-            (e.flags & FI_RMA),
+  CHECK(wait_one(&a, &e, 10) == 0 && e.op_context == into && (e.flags & FI_READ) && (e.flags & FI_RMA),
         "read completion");
   CHECK(memcmp(into, source, kBytes) == 0, "the bytes read");
   unsigned char part1[100], part2[200];
   struct iovec iov[2] = {{part1, sizeof part1}, {part2, sizeof part2}};
   CHECK(fi_readv(a.ep, iov, NULL, 2, to_b, at + 1000, key, part1) == 0, "fi_readv");
   CHECK(wait_one(&a, &e, 10) == 0 && e.op_context == part1, "readv completion");
-  CHECK(memcmp(part1, source + 1000, 100) == 0 && memcmp(part2, source + 1100, 200) == 0,
-        "the bytes readv scattered");
+  CHECK(memcmp(part1, source + 1000, 100) == 0 && memcmp(part2, source + 1100, 200) == 0, "the bytes readv scattered");
   CHECK(fi_read(a.ep, into, 0, NULL, to_b, at, key, &e) == 0, "an empty read");
   CHECK(wait_one(&a, &e, 10) == 0, "an empty read completes");
   /* refused: a key only open to writes, a range past the registration, an unknown key */
-  CHECK(fi_read(a.ep, into, 64, NULL, to_b, (uint64_t)(uintptr_t)target, fi_mr_key(write_only),
-                NULL) == 0,
-        "read 1");
+  CHECK(fi_read(a.ep, into, 64, NULL, to_b, (uint64_t)(uintptr_t)target, fi_mr_key(write_only), NULL) == 0, "read 1");
   CHECK(wait_one(&a, &e, 10) == -FI_EACCES, "a key the target did not open to reads: FI_EACCES");
   CHECK(fi_read(a.ep, into, 64, NULL, to_b, at + kBytes - 32, key, NULL) == 0, "read 2");
   CHECK(wait_one(&a, &e, 10) == -FI_EACCES, "a range past the registration: FI_EACCES");
@@ -436,14 +386,9 @@ static void check_read(void) {
   memset(into, 0, 64);
   CHECK(fi_read(a.ep, into, 64, NULL, to_b, at + 64, key, into) == 0, "read after refusals");
   CHECK(wait_one(&a, &e, 10) == 0 && memcmp(into, source + 64, 64) == 0, "the link still reads");
-  CHECK(fi_readmsg(a.ep,
-                   &(struct fi_msg_rma){.msg_iov = iov,
-                                        .iov_count = 1,
-                                        .addr = to_b,
-                                        .rma_iov_count = 1,
-                                        .rma_iov = &(struct fi_rma_iov){at, 8, key}},
-                   FI_INJECT) == -FI_EBADFLAGS,
-        "an injected read: -FI_EBADFLAGS");
+  CHECK(fi_readmsg(a.ep, &(struct fi_msg_rma){.msg_iov = iov, .iov_count = 1, .addr = to_b, .rma_iov_count = 1,
+                                               .rma_iov = &(struct fi_rma_iov){at, 8, key}},
+                   FI_INJECT) == -FI_EBADFLAGS, "an injected read: -FI_EBADFLAGS");
   /* A region opened to reads only is not opened to writes (the write fails the link: last). */
   CHECK(fi_write(a.ep, into, 64, NULL, to_b, at, key, NULL) == 0, "write to a read-only key");
   CHECK(wait_one(&a, &e, 30) != 0, "a write to a region opened to reads only completes in error");
@@ -462,12 +407,9 @@ static void check_read(void) {
 static void check_multi_recv(struct node* n) {
   const fi_addr_t self = insert(n, n->name);
   size_t min = 64, len = sizeof min;
-  CHECK(fi_setopt(&n->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof min) == 0,
-        "setopt");
+  CHECK(fi_setopt(&n->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof min) == 0, "setopt");
   min = 0;
-  CHECK(
-      fi_getopt(&n->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, &len) == 0 && min == 64,
-      "getopt");
+  CHECK(fi_getopt(&n->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, &len) == 0 && min == 64, "getopt");
   char out[41]; /* parts at 8-byte aligned offsets: 0, 48, 96, ... */
   memset(out, 'a', sizeof out);
   struct fi_cq_tagged_entry e;
@@ -514,12 +456,10 @@ static void check_multi_recv(struct node* n) {
   for (int i = 0; i < 2; ++i) {
     CHECK(wait_one(n, &e, 10) == 0, "big completions");
     if (e.flags & FI_RECV)
-      got = e.buf == space && e.len == kBig && !(e.flags & FI_MULTI_RECV) &&
-            memcmp(space, big, kBig) == 0;
+      got = e.buf == space && e.len == kBig && !(e.flags & FI_MULTI_RECV) && memcmp(space, big, kBig) == 0;
   }
   CHECK(got, "a rendezvous message into a multi-receive");
-  CHECK(fi_cancel(&n->ep->fid, &ctx) == 0 && wait_one(n, &e, 5) == -FI_ECANCELED,
-        "cancel the rest");
+  CHECK(fi_cancel(&n->ep->fid, &ctx) == 0 && wait_one(n, &e, 5) == -FI_ECANCELED, "cancel the rest");
   free(big);
   free(space);
   printf("multi: ok\n");
@@ -541,8 +481,7 @@ static void check_late_av(void) {
   CHECK(fi_tsend(tx.ep, &second, sizeof second, NULL, to_rx, 5, NULL) == 0, "second send");
   CHECK(wait_one(&tx, &e, 10) == 0, "second send completes");
   CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, from_tx, 5, 0, NULL) == 0, "directed trecv");
-  CHECK(wait_one(&rx, &e, 10) == 0 && got == 1,
-        "the directed receive takes the first message (got %d)", got);
+  CHECK(wait_one(&rx, &e, 10) == 0 && got == 1, "the directed receive takes the first message (got %d)", got);
   CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, from_tx, 5, 0, NULL) == 0, "directed trecv");
   CHECK(wait_one(&rx, &e, 10) == 0 && got == 2222, "then the second");
   close_node(&tx);
@@ -563,35 +502,28 @@ static void check_av_duplicate(void) {
   CHECK(fi_tsend(tx.ep, &v, sizeof v, NULL, to_rx, 9, NULL) == 0, "first send");
   CHECK(wait_one(&tx, &e, 10) == 0, "first send completes");
   const fi_addr_t first = insert(&rx, tx.name);
-  CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, first, 9, 0, NULL) == 0,
-        "trecv from the first insert");
+  CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, first, 9, 0, NULL) == 0, "trecv from the first insert");
   CHECK(wait_one(&rx, &e, 10) == 0 && got == 31, "message from the first insert");
   char both[64];
   memcpy(both, tx.name, 32);
   memcpy(both + 32, tx.name, 32);
   fi_addr_t again[2] = {FI_ADDR_NOTAVAIL, FI_ADDR_NOTAVAIL};
   CHECK(fi_av_insert(rx.av, both, 2, again, 0, NULL) == 2, "insert the name twice more");
-  CHECK(again[0] == first && again[1] == first,
-        "a name already in the AV keeps its fi_addr (%lu, %lu, %lu)", (unsigned long)first,
-        (unsigned long)again[0], (unsigned long)again[1]);
+  CHECK(again[0] == first && again[1] == first, "a name already in the AV keeps its fi_addr (%lu, %lu, %lu)",
+        (unsigned long)first, (unsigned long)again[0], (unsigned long)again[1]);
   v = 32;
   CHECK(fi_tsend(tx.ep, &v, sizeof v, NULL, to_rx, 9, NULL) == 0, "second send");
-  CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, again[1], 9, 0, NULL) == 0,
-        "trecv from the later insert");
-  CHECK(wait_one(&rx, &e, 10) == 0 && got == 32,
-        "a receive directed at the later insert takes the message");
+  CHECK(fi_trecv(rx.ep, &got, sizeof got, NULL, again[1], 9, 0, NULL) == 0, "trecv from the later insert");
+  CHECK(wait_one(&rx, &e, 10) == 0 && got == 32, "a receive directed at the later insert takes the message");
   CHECK(wait_one(&tx, &e, 10) == 0, "second send completes");
   char back[32];
   size_t len = sizeof back;
   CHECK(fi_av_remove(rx.av, again, 2, 0) == 0, "remove two of three inserts");
-  CHECK(fi_av_lookup(rx.av, first, back, &len) == 0 && memcmp(back, tx.name, 32) == 0,
-        "still there");
+  CHECK(fi_av_lookup(rx.av, first, back, &len) == 0 && memcmp(back, tx.name, 32) == 0, "still there");
   CHECK(fi_av_remove(rx.av, (fi_addr_t[]){first}, 1, 0) == 0, "remove the last insert");
   len = sizeof back;
-  CHECK(fi_av_lookup(rx.av, first, back, &len) == -FI_EINVAL,
-        "gone after as many removes as inserts");
-  CHECK(fi_av_remove(rx.av, (fi_addr_t[]){first}, 1, 0) == -FI_EINVAL,
-        "a removed entry cannot be removed");
+  CHECK(fi_av_lookup(rx.av, first, back, &len) == -FI_EINVAL, "gone after as many removes as inserts");
+  CHECK(fi_av_remove(rx.av, (fi_addr_t[]){first}, 1, 0) == -FI_EINVAL, "a removed entry cannot be removed");
   close_node(&tx);
   close_node(&rx);
   printf("av duplicate: ok\n");
@@ -599,8 +531,7 @@ static void check_av_duplicate(void) {
 
 /* fi_getinfo's node and service, as fabtests use them: with FI_SOURCE the server's address (its
  * endpoint listens there), without it the client's destination, which fi_av_insert takes and which
- * stands for whichever endpoint listens there (a receive directed at it takes the server's reply).
- */
+ * stands for whichever endpoint listens there (a receive directed at it takes the server's reply). */
 static void check_node_service(void) {
   struct fi_info* h = hints_rdm();
   struct fi_info* out = NULL;
@@ -611,44 +542,34 @@ static void check_node_service(void) {
         "a source address without node, no destination");
   fi_freeinfo(out);
   CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, "23502", 0, h, &out) == 0 && out->dest_addr != NULL &&
-            memcmp((char*)out->dest_addr + 8, "\x7f\x00\x00\x01", 4) == 0,
-        "a service alone: this host's loopback");
+        memcmp((char*)out->dest_addr + 8, "\x7f\x00\x00\x01", 4) == 0, "a service alone: this host's loopback");
   fi_freeinfo(out);
   fi_freeinfo(h);
   struct node server, client;
   open_node_at(&server, "127.0.0.151", "23500", FI_SOURCE, 0);
-  CHECK(server.info->src_addr != NULL && server.info->src_addrlen == 32 &&
-            server.info->dest_addr == NULL,
+  CHECK(server.info->src_addr != NULL && server.info->src_addrlen == 32 && server.info->dest_addr == NULL,
         "FI_SOURCE: node/service are the source address");
   CHECK(((unsigned char)server.name[6] << 8 | (unsigned char)server.name[7]) == 23500,
         "the endpoint listens at the service's port");
   open_node_at(&client, "127.0.0.151", "23500", 0, FI_DIRECTED_RECV);
-  CHECK(client.info->dest_addr != NULL && client.info->dest_addrlen == 32,
-        "without FI_SOURCE: the destination");
+  CHECK(client.info->dest_addr != NULL && client.info->dest_addrlen == 32, "without FI_SOURCE: the destination");
   fi_addr_t to_server = FI_ADDR_NOTAVAIL, by_service = FI_ADDR_NOTAVAIL;
-  CHECK(fi_av_insert(client.av, client.info->dest_addr, 1, &to_server, 0, NULL) == 1,
-        "insert dest_addr");
-  CHECK(fi_av_insertsvc(client.av, "127.0.0.151", "23500", &by_service, 0, NULL) == 1 &&
-            by_service == to_server,
+  CHECK(fi_av_insert(client.av, client.info->dest_addr, 1, &to_server, 0, NULL) == 1, "insert dest_addr");
+  CHECK(fi_av_insertsvc(client.av, "127.0.0.151", "23500", &by_service, 0, NULL) == 1 && by_service == to_server,
         "fi_av_insertsvc names the same entry");
   CHECK(fi_av_insertsvc(client.av, "no-such-host.invalid", "23500", &by_service, 0, NULL) == 0 &&
-            by_service == FI_ADDR_NOTAVAIL,
-        "fi_av_insertsvc of a node that does not resolve inserts nothing");
+        by_service == FI_ADDR_NOTAVAIL, "fi_av_insertsvc of a node that does not resolve inserts nothing");
   struct fi_cq_tagged_entry e;
   char name[32];
-  CHECK(fi_tsend(client.ep, client.name, 32, NULL, to_server, 3, NULL) == 0,
-        "send the client's name");
+  CHECK(fi_tsend(client.ep, client.name, 32, NULL, to_server, 3, NULL) == 0, "send the client's name");
   CHECK(fi_trecv(server.ep, name, 32, NULL, FI_ADDR_UNSPEC, 3, 0, NULL) == 0, "server trecv");
-  CHECK(wait_one(&server, &e, 10) == 0 && memcmp(name, client.name, 32) == 0,
-        "the server has the client's name");
+  CHECK(wait_one(&server, &e, 10) == 0 && memcmp(name, client.name, 32) == 0, "the server has the client's name");
   CHECK(wait_one(&client, &e, 10) == 0, "the client's send completes");
   const fi_addr_t to_client = insert(&server, name);
   int v = 0, reply = 4321;
-  CHECK(fi_trecv(client.ep, &v, sizeof v, NULL, to_server, 4, 0, NULL) == 0,
-        "client trecv from dest_addr");
+  CHECK(fi_trecv(client.ep, &v, sizeof v, NULL, to_server, 4, 0, NULL) == 0, "client trecv from dest_addr");
   CHECK(fi_tsend(server.ep, &reply, sizeof reply, NULL, to_client, 4, NULL) == 0, "server reply");
-  CHECK(wait_one(&client, &e, 10) == 0 && v == 4321,
-        "the reply matches a receive directed at dest_addr");
+  CHECK(wait_one(&client, &e, 10) == 0 && v == 4321, "the reply matches a receive directed at dest_addr");
   CHECK(wait_one(&server, &e, 10) == 0, "the reply's send completes");
   close_node(&server); /* first: its end of the connection stays in TIME_WAIT */
   close_node(&client);
@@ -659,13 +580,10 @@ static void check_node_service(void) {
    * names its first plane's; a client reaches it by another of the host's addresses. */
   open_node_at(&server, NULL, "23501", FI_SOURCE, 0);
   CHECK(((unsigned char)server.name[6] << 8 | (unsigned char)server.name[7]) == 23501 &&
-            memcmp(server.name + 8, "\x7f\x00\x00\x97", 4) == 0,
-        "named by the first plane, at the service's port");
+        memcmp(server.name + 8, "\x7f\x00\x00\x97", 4) == 0, "named by the first plane, at the service's port");
   open_node_at(&client, "127.0.0.1", "23501", 0, 0);
-  CHECK(fi_av_insert(client.av, client.info->dest_addr, 1, &to_server, 0, NULL) == 1,
-        "insert dest_addr");
-  CHECK(fi_tsend(client.ep, &reply, sizeof reply, NULL, to_server, 5, NULL) == 0,
-        "send by another address");
+  CHECK(fi_av_insert(client.av, client.info->dest_addr, 1, &to_server, 0, NULL) == 1, "insert dest_addr");
+  CHECK(fi_tsend(client.ep, &reply, sizeof reply, NULL, to_server, 5, NULL) == 0, "send by another address");
   CHECK(fi_trecv(server.ep, &v, sizeof v, NULL, FI_ADDR_UNSPEC, 5, 0, NULL) == 0, "server trecv");
   CHECK(wait_one(&server, &e, 10) == 0 && v == 4321, "the server takes it");
   close_node(&client);
@@ -703,13 +621,11 @@ static void check_vanish(struct node* n) {
   const time_t start = time(NULL);
   int r = 0;
   for (int i = 0; i < 100 && r == 0; ++i) {
-    CHECK(fi_tsend(n->ep, &v, sizeof v, NULL, peer, 1, &v) == 0,
-          "send to a vanished peer is accepted");
+    CHECK(fi_tsend(n->ep, &v, sizeof v, NULL, peer, 1, &v) == 0, "send to a vanished peer is accepted");
     r = wait_one(n, &e, 30);
   }
   CHECK(r != 0, "sends to a vanished peer complete in error");
-  printf("vanish: ok (error %d, %s, after %ld s)\n", -r, fi_strerror(-r),
-         (long)(time(NULL) - start));
+  printf("vanish: ok (error %d, %s, after %ld s)\n", -r, fi_strerror(-r), (long)(time(NULL) - start));
 }
 
 /* Processes that exit with their domain, endpoint and links open, while messages are under way:
@@ -727,16 +643,13 @@ static void check_exit_open(void) {
       struct fi_cq_tagged_entry e;
       CHECK(fi_tsend(c.ep, big, 8, NULL, self, 1, NULL) == 0, "child: tsend");
       CHECK(wait_one(&c, &e, 10) == 0, "child: send completes");
-      for (int i = 0; i < 4; ++i)
-        CHECK(fi_tsend(c.ep, big, sizeof big, NULL, self, 2, NULL) == 0, "child: tsend");
+      for (int i = 0; i < 4; ++i) CHECK(fi_tsend(c.ep, big, sizeof big, NULL, self, 2, NULL) == 0, "child: tsend");
       exit(0); /* without closing anything: libfabric's fi_fini unloads the provider */
     }
     int status = 0;
     CHECK(waitpid(child, &status, 0) == child, "waitpid");
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "a process that exits with its domain open (round %d): %s %d", round,
-          WIFSIGNALED(status) ? "signal" : "exit status",
-          WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a process that exits with its domain open (round %d): %s %d",
+          round, WIFSIGNALED(status) ? "signal" : "exit status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
   }
   printf("exit open: ok\n");
 }
@@ -767,8 +680,7 @@ static void check_sender_dies(struct node* n) {
   char* buf = malloc(kBig);
   struct fi_context ctx;
   struct iovec iov = {buf, kBig};
-  struct fi_msg_tagged m = {
-      .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .tag = 77, .context = &ctx};
+  struct fi_msg_tagged m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .tag = 77, .context = &ctx};
   struct fi_cq_tagged_entry e;
   int r;
   do {
@@ -780,8 +692,7 @@ static void check_sender_dies(struct node* n) {
   CHECK(fi_trecv(n->ep, buf, kBig, NULL, FI_ADDR_UNSPEC, 77, 0, &ctx) == 0, "trecv");
   const time_t start = time(NULL);
   r = wait_one(n, &e, 30);
-  CHECK(r != 0 && e.op_context == &ctx,
-        "the receive of a dead sender's message completes in error");
+  CHECK(r != 0 && e.op_context == &ctx, "the receive of a dead sender's message completes in error");
   printf("sender dies: ok (error %d after %ld s)\n", -r, (long)(time(NULL) - start));
   free(buf);
 }
