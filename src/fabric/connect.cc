@@ -166,6 +166,10 @@ int open_listener(Endpoint& ep, const EndpointName* source) {
   const socklen_t len = to_sockaddr(name, sa);
   const int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
+  // An endpoint opened again at the address of one just closed (fi_av_xfer does) must not wait
+  // out the old connections' TIME_WAIT; Linux still refuses two listeners on one port.
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || listen(fd, 128) != 0) {
     const int e = errno;
     warn("cannot listen on " + to_string(name) + ": " + std::strerror(e));

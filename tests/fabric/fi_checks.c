@@ -18,7 +18,8 @@
  *              count inserts
  *   node       fi_getinfo's node/service: src_addr with FI_SOURCE (the endpoint listens there),
  *              else dest_addr (fi_av_insert takes it, fi_av_insertsvc gives the same entry); a
- *              node that does not resolve: -FI_ENODATA
+ *              node that does not resolve: -FI_ENODATA; an endpoint opens again at the address
+ *              of one just closed
  *   dies       a sender killed in the middle of a rendezvous message: the receive fails
  *   refused    a send to an endpoint that is gone: an error completion
  *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), a bad key
@@ -570,7 +571,10 @@ static void check_node_service(void) {
   CHECK(fi_tsend(server.ep, &reply, sizeof reply, NULL, to_client, 4, NULL) == 0, "server reply");
   CHECK(wait_one(&client, &e, 10) == 0 && v == 4321, "the reply matches a receive directed at dest_addr");
   CHECK(wait_one(&server, &e, 10) == 0, "the reply's send completes");
+  close_node(&server); /* first: its end of the connection stays in TIME_WAIT */
   close_node(&client);
+  /* An endpoint opened again at the address of one just closed (fi_av_xfer does so). */
+  open_node_at(&server, "127.0.0.151", "23500", FI_SOURCE, 0);
   close_node(&server);
   /* FI_SOURCE with a service and no node: the endpoint listens on every address of the host and
    * names its first plane's; a client reaches it by another of the host's addresses. */
