@@ -2,8 +2,9 @@
 # What `cmake --install` puts in a prefix works for a program outside the tree:
 # - OCP's API: every OCP header compiles on its own in C and in C++; a C program builds with
 #   `pkg-config mrc-ocp`, links lib_mrc.so and runs (it asks the library for its API version);
-# - the native C++ API: a program builds with `pkg-config mrc` against include/mrc and
-#   libmrc.so, and moves 1 MiB between two contexts over loopback, verified;
+# - the native C++ API: its example (examples/native_write.cc, docs/NATIVE-API.md) builds with
+#   `pkg-config mrc` against include/mrc and libmrc.so, and moves 1 MiB between two contexts
+#   over loopback, verified;
 # - a CMake project builds both against the installed package (find_package(mrc), targets
 #   mrc::ocp and mrc::mrc) and runs them.
 # Usage: install_test.sh BUILD_DIR
@@ -34,63 +35,7 @@ int main(void) {
   return current == 0;
 }
 C
-cat > "$prefix/native.cc" <<'CC'
-// Two contexts on two loopback planes; a 1 MiB write with immediate from one to the other.
-#include <mrc/mrc.hpp>
-
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-
-namespace {
-std::unique_ptr<mrc::Context> open_context(uint16_t& port) {
-  for (;; port += 7) {  // another program may hold a port: take the next
-    mrc::ContextOptions o{.planes = {"127.0.0.1", "127.0.0.2"}};
-    o.port = port;
-    o.ev_port_base = static_cast<uint16_t>(port + 1);
-    auto ctx = mrc::Context::open(o);
-    if (ctx.ok()) return std::move(ctx.value());
-    std::fprintf(stderr, "port %u: %s: %s\n", port, mrc::to_string(ctx.error().code), ctx.error().message.c_str());
-    if (ctx.error().code != mrc::Errc::kAddressInUse || port > 60000) return nullptr;
-  }
-}
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (mrc::Context::open({}).error().code != mrc::Errc::kInvalidArgument) return 1;
-  uint16_t port = static_cast<uint16_t>(argc > 1 ? std::atoi(argv[1]) : 40000);
-  auto a = open_context(port);
-  port = static_cast<uint16_t>(port + 1 + mrc::ev_source_ports(2));
-  auto b = open_context(port);
-  if (!a || !b) return 1;
-  std::vector<uint8_t> src(1 << 20), dst(1 << 20, 0);
-  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
-  const uint32_t pa = a->alloc_pd(), pb = b->alloc_pd();
-  const auto smr = a->register_memory(pa, src.data(), src.size(), mrc::kAccessLocalWrite).value();
-  const auto dmr = b->register_memory(pb, dst.data(), dst.size(), mrc::kAccessRemoteWrite).value();
-  mrc::Cq* ca = a->create_cq(16);
-  mrc::Cq* cb = b->create_cq(16);
-  mrc::Qp* qa = a->create_qp(pa, ca, ca).value();
-  mrc::Qp* qb = b->create_qp(pb, cb, cb).value();
-  if (!qa->connect(mrc::ConnectionInfo::parse(qb->local_info().to_string()).value()).ok() ||
-      !qb->connect(qa->local_info()).ok() || !qb->post_recv(1).ok())
-    return 1;
-  const mrc::Sge sge{smr.address, static_cast<uint32_t>(src.size()), smr.lkey};
-  if (!qa->post_write_imm(2, std::span(&sge, 1), dmr.address, dmr.rkey, 42).ok()) return 1;
-  mrc::Completion wc[2];
-  size_t got = 0;
-  for (int i = 0; i < 600 && got == 0; ++i) got = cb->wait(wc, 50);  // up to 30 s
-  if (got != 1 || wc[0].status != mrc::WcStatus::kSuccess || wc[0].immediate != 42) {
-    std::fprintf(stderr, "no completion for the write (%zu)\n", got);
-    return 1;
-  }
-  if (std::memcmp(src.data(), dst.data(), src.size()) != 0) return 1;
-  std::printf("native API: 1 MiB written over %d planes, verified (%s)\n", a->planes(),
-              mrc::to_string(wc[0].status));
-  return 0;
-}
-CC
+cp "$(dirname "$0")/../examples/native_write.cc" "$prefix/native.cc"  # docs/NATIVE-API.md
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 # shellcheck disable=SC2046
 cc "$prefix/version.c" -o "$prefix/version" $(pkg-config --cflags --libs mrc-ocp) || fail "build with pkg-config mrc-ocp"
