@@ -85,8 +85,10 @@ TEST(CollectivesFaults, AllReduceStaysExactWhileAPlaneGoesDownAndComesBack) {
 GroupConfig error_group(int ranks, std::chrono::milliseconds timeout, uint16_t port,
                         uint16_t ev_port_base) {
   GroupConfig g{.ranks = ranks, .port = port, .ev_port_base = ev_port_base, .timeout = timeout};
-  // Give up on a silent peer within milliseconds, not the default ~8 s.
-  g.qp.timeout = 8;
+  // Give up on a silent peer within a tenth of a second, not the default ~8 s: 4.2 ms ACK
+  // timeouts, 3 linear and 3 doubling retries (~70 ms). (1 ms ones, ~18 ms in all, let a
+  // live rank that the scheduler left waiting on a loaded 2-core host look dead.)
+  g.qp.timeout = 10;
   g.qp.retry_linear = 3;
   g.qp.retry_exp = 3;
   return g;

@@ -32,7 +32,7 @@ PlaneId plane(int p) {
 // The active, usable slots of `plane`, found by asking next() for one full rotation's worth.
 std::set<uint16_t> active_slots(const EvSet& evs, PlaneId p) {
   std::set<uint16_t> out;
-  for (uint16_t i = 0; i < evs.size(); ++i) {
+  for (uint16_t i = 0; i < static_cast<uint16_t>(evs.size()); ++i) {
     const EvSet::Slot& s = evs.slot(i);
     if (s.plane == p && s.active) out.insert(i);
   }
@@ -45,7 +45,7 @@ TEST(EvSet, ActiveEvsAreSplitEvenlyOverPlanes) {
   EXPECT_EQ(evs.usable_active(), 32);
   for (int p = 0; p < 4; ++p) {
     int active = 0, backup = 0;
-    for (uint16_t i = 0; i < evs.size(); ++i) {
+    for (uint16_t i = 0; i < static_cast<uint16_t>(evs.size()); ++i) {
       const EvSet::Slot& s = evs.slot(i);
       if (s.plane != plane(p)) continue;
       EXPECT_EQ(s.state, EvState::kGood);
@@ -57,7 +57,8 @@ TEST(EvSet, ActiveEvsAreSplitEvenlyOverPlanes) {
   }
   // EV values are distinct.
   std::set<uint32_t> values;
-  for (uint16_t i = 0; i < evs.size(); ++i) values.insert(evs.slot(i).ev.value);
+  for (uint16_t i = 0; i < static_cast<uint16_t>(evs.size()); ++i)
+    values.insert(evs.slot(i).ev.value);
   EXPECT_EQ(values.size(), evs.size());
 }
 
@@ -107,8 +108,8 @@ TEST(EvSet, RotationVisitsEveryUsableEvOncePerRotation) {
   EvSet again(make_config(1, 8, 0), 11);
   std::set<std::vector<uint16_t>> orders;
   for (int r = 0; r < 20; ++r) {
-    std::vector<uint16_t> order;
-    for (int i = 0; i < 8; ++i) order.push_back(again.next(plane(0)));
+    std::vector<uint16_t> order(8);
+    for (uint16_t& slot : order) slot = again.next(plane(0));
     orders.insert(order);
   }
   EXPECT_GT(orders.size(), 10u);
@@ -257,7 +258,7 @@ TEST(EvSet, APlanesProbesTogetherAreRateLimited) {
   const Duration rtt{30'000};
   const Instant t0{1'000'000};
   std::vector<uint16_t> retired;
-  for (uint16_t i = 0; i < evs.size(); ++i)
+  for (uint16_t i = 0; i < static_cast<uint16_t>(evs.size()); ++i)
     if (evs.slot(i).plane == plane(0)) retired.push_back(i);
   ASSERT_EQ(retired.size(), 40u);
   for (uint16_t i : retired) evs.on_loss(i, t0);  // the floor of 1 keeps one usable
@@ -354,9 +355,10 @@ TEST(EvSet, DeniedNeverReturnsOnItsOwnAndIsNotProbed) {
 
 TEST(EvSet, SlotOfMapsEchoedEvsBackAndRejectsForeignValues) {
   EvSet evs(make_config(4, 64, 4), 29);
-  for (uint16_t i = 0; i < evs.size(); ++i) EXPECT_EQ(evs.slot_of(evs.slot(i).ev), i);
+  for (uint16_t i = 0; i < static_cast<uint16_t>(evs.size()); ++i)
+    EXPECT_EQ(evs.slot_of(evs.slot(i).ev), i);
   const uint32_t slot_mask = (1u << EvSet::kSlotBits) - 1;
-  for (uint16_t i = 0; i < evs.size(); ++i) {
+  for (uint16_t i = 0; i < static_cast<uint16_t>(evs.size()); ++i) {
     const uint32_t ev = evs.slot(i).ev.value;
     EXPECT_EQ(evs.slot_of(Ev(ev ^ (1u << EvSet::kSlotBits))), EvSet::kNoSlot);  // other high bits
     EXPECT_EQ(evs.slot_of(Ev(ev ^ 0x80000000u)), EvSet::kNoSlot);
@@ -414,7 +416,7 @@ TEST(EvSet, PortModeGivesEachPlaneItsOwnStridedPortRange) {
   c.port_base = 40000;
   c.port_stride = 80;  // the datapath binds 80 ports per plane; a plane uses 8 + 2 of them
   EvSet evs(c, 1);
-  for (uint16_t i = 0; i < evs.size(); ++i) {
+  for (uint16_t i = 0; i < static_cast<uint16_t>(evs.size()); ++i) {
     const EvSet::Slot& s = evs.slot(i);
     const uint32_t first = 40000u + s.plane.value * 80u;
     EXPECT_GE(s.ev.value, first) << "slot " << i;

@@ -100,7 +100,7 @@ TEST(LossDetection, HeldSacksAreNotQueueingDelay) {
     const DataInfo d = data_info(bytes);
     return from == 0 && d.data && d.psn == Psn(77 + 7) ? Duration{50'000} : Duration{0};
   };
-  ASSERT_TRUE(pair.write(0, 0, 8 * config.mtu_bytes, 1).ok());
+  ASSERT_TRUE(pair.write(0, 0, uint64_t{8} * config.mtu_bytes, 1).ok());
   pair.run(Instant{10'000'000});
   ASSERT_EQ(pair.drain(0, false).size(), 1u);
   const auto* nscc = dynamic_cast<const Nscc*>(pair.side[0].qp->congestion());
@@ -170,11 +170,11 @@ TEST(LossDetection, ATailResentJustBeforeTheOriginalsArriveRetiresNoEv) {
   // 6 us after that (a 26 us RTT would be needed for that to be the resend's SACK).
   data_hold = Duration{before.rtt.smoothed_ns * 3 / 2 + 6'000};
   const uint64_t offset = 32 << 10;
-  ASSERT_TRUE(pair.write(0, offset, 8 * config.mtu_bytes, 9).ok());
+  ASSERT_TRUE(pair.write(0, offset, uint64_t{8} * config.mtu_bytes, 9).ok());
   pair.run(Instant{20'000'000});
   ASSERT_EQ(pair.drain(0, false).size(), 1u);
   EXPECT_EQ(0, std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(),
-                           offset + 8 * config.mtu_bytes));
+                           offset + uint64_t{8} * config.mtu_bytes));
   const QpStats s = pair.side[0].qp->stats();
   ASSERT_GE(s.losses_tail - before.losses_tail, 2u) << "the tail timer did not resend";
   EXPECT_GE(s.spurious_retransmits - before.spurious_retransmits,

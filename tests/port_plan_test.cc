@@ -21,6 +21,24 @@ PortPlan plan(size_t planes, uint32_t threads) {
   return p;
 }
 
+// Thread t of `slot`: its receive port and EV ports are new to `receive` and `ev`, and each
+// plane's EV ports are its own share of the thread's range.
+void check_thread(const PortPlan& p, uint32_t slot, uint32_t t, std::set<uint32_t>& receive,
+                  std::set<uint32_t>& ev) {
+  EXPECT_TRUE(receive.insert(p.receive_port(slot, t)).second)
+      << "planes " << p.planes << " slot " << slot << " thread " << t;
+  const PortSpan range = p.ev_ports(slot, t);
+  EXPECT_EQ(range.count, io::ev_source_ports(p.planes));
+  for (uint32_t port = range.first; port <= range.last(); ++port)
+    ASSERT_TRUE(ev.insert(port).second) << "EV port " << port << " twice";
+  for (size_t plane = 0; plane < p.planes; ++plane) {
+    const PortSpan mine = p.plane_ev_ports(range.first, plane);
+    EXPECT_GE(mine.first, range.first);
+    EXPECT_LE(mine.last(), range.last());
+    EXPECT_EQ(mine.count, io::ev_source_ports_per_plane(p.planes));
+  }
+}
+
 TEST(PortPlan, SlotsAndThreadsNeverShareAPort) {
   for (size_t planes : {1u, 2u, 4u, 8u}) {
     for (uint32_t threads : {1u, 3u}) {
@@ -28,21 +46,7 @@ TEST(PortPlan, SlotsAndThreadsNeverShareAPort) {
       std::set<uint32_t> receive;
       std::set<uint32_t> ev;
       for (uint32_t slot = 0; slot < 4; ++slot) {
-        for (uint32_t t = 0; t < threads; ++t) {
-          EXPECT_TRUE(receive.insert(p.receive_port(slot, t)).second)
-              << "planes " << planes << " slot " << slot << " thread " << t;
-          const PortSpan range = p.ev_ports(slot, t);
-          EXPECT_EQ(range.count, io::ev_source_ports(planes));
-          for (uint32_t port = range.first; port <= range.last(); ++port)
-            ASSERT_TRUE(ev.insert(port).second) << "EV port " << port << " twice";
-          // Each plane's EV ports are its own share of the thread's range.
-          for (size_t plane = 0; plane < planes; ++plane) {
-            const PortSpan mine = p.plane_ev_ports(range.first, plane);
-            EXPECT_GE(mine.first, range.first);
-            EXPECT_LE(mine.last(), range.last());
-            EXPECT_EQ(mine.count, io::ev_source_ports_per_plane(planes));
-          }
-        }
+        for (uint32_t t = 0; t < threads; ++t) check_thread(p, slot, t, receive, ev);
         // A slot's spans cover exactly its threads' ports.
         EXPECT_EQ(p.receive_ports(slot).first, p.receive_port(slot, 0));
         EXPECT_EQ(p.receive_ports(slot).last(), p.receive_port(slot, threads - 1));
