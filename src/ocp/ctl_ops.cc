@@ -156,6 +156,7 @@ json op_device(Nic& nic) {
               {"ev_modes", {"auto"}},
               {"ev_max", 256},
               {"ev_ports", nic.spec->ev_port_base},
+              {"busy_poll_us", nic.spec->busy_poll_us},
               {"cc_algorithms", {"uet-1.0-nscc"}}};
 }
 

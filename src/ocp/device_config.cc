@@ -29,6 +29,16 @@ bool parse_u16(const std::string& text, uint16_t& out) {
   return true;
 }
 
+// busy-poll-us=: a whole number of microseconds, 0..kMaxBusyPollUs.
+bool parse_busy_poll_us(const std::string& text, uint32_t& out) {
+  if (text.empty() || text.size() > 7 || text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  const unsigned long v = std::strtoul(text.c_str(), nullptr, 10);
+  if (v > kMaxBusyPollUs) return false;
+  out = static_cast<uint32_t>(v);
+  return true;
+}
+
 // The planes= list of an entry (every plane on the entry's port), checked against its backend
 // and SRv6 paths; returns an error message or "".
 std::string parse_planes(const std::string& planes_text, DeviceSpec& spec) {
@@ -90,6 +100,10 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
     } else if (key == "key-file" && !is_peer) {
       if (value.empty()) return "key-file= needs a path";
       spec.key_file = value;
+    } else if (key == "busy-poll-us" && !is_peer) {
+      if (!parse_busy_poll_us(value, spec.busy_poll_us))
+        return "busy-poll-us=" + value + " is not a whole number of microseconds in 0.." +
+               std::to_string(kMaxBusyPollUs);
     } else if (key == "srv6" && !is_peer) {
       auto paths = io::parse_srv6_paths(value);
       if (!paths.ok()) return "srv6=" + value + ": " + paths.error().message;
@@ -97,7 +111,8 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
     } else {
       return "unknown setting '" + item + "' (known: planes=, port=" +
              (is_peer ? ""
-                      : ", ev-ports=, drop=, backend=, path-policy=, secure=, key-file=, srv6=") +
+                      : ", ev-ports=, drop=, backend=, path-policy=, secure=, key-file=, srv6=, "
+                        "busy-poll-us=") +
              ")";
     }
   }

@@ -10,7 +10,7 @@
 //   <name> planes=<ip>[,<ip>...] [port=<udp port>] [ev-ports=<first source port>]
 //   [drop=<fraction>] [backend=<udp|xdp>] [srv6=<uSID paths, e.g. 200,201>]
 //   [path-policy=<p2c|rules|oblivious|reps|health|hedge>]
-//   [secure=<off|auth|encrypt> key-file=<path>]
+//   [secure=<off|auth|encrypt> key-file=<path>] [busy-poll-us=<0-1000000>]
 //   peer planes=<ip>[,<ip>...] [port=<udp port>]
 // srv6= puts the device in SRv6 uSID path mode (io/srv6.h): its planes are IPv6 locators and each
 // EV's packets go to the container of its path; a peer's GID is its locator.
@@ -44,7 +44,15 @@ struct DeviceSpec {
   SecureMode secure = SecureMode::kOff;
   std::string key_file;
   io::Srv6Paths srv6_paths;  // srv6=: SRv6 uSID path mode (empty: ECMP mode)
+  // busy-poll-us=: for this many microseconds after work the device's datapath asks its sockets
+  // without waiting instead of sleeping (io::DeviceConfig::busy_poll; 0, the default: it sleeps
+  // when idle). At most kMaxBusyPollUs.
+  uint32_t busy_poll_us = 0;
 };
+
+// The largest busy-poll-us= (one second, as `mrc perf --busy-poll-us`): busy polling stays
+// bounded.
+inline constexpr uint32_t kMaxBusyPollUs = 1'000'000;
 
 struct DeviceConfig {
   std::vector<DeviceSpec> devices;

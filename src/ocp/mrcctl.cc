@@ -159,6 +159,8 @@ void print_ports(const json& d) {
         d.value("secure", "?").c_str(), d.value("qps_awaiting_keys", 0), k.value("sent", 0ull),
         k.value("received", 0ull), k.value("refused", 0ull));
   }
+  if (d.value("busy_poll_us", 0u) != 0)
+    std::printf("  busy polling %u us after work\n", d.value("busy_poll_us", 0u));
   for (const json& p : d["planes"])
     std::printf("  port %d  %s:%d  admin %-4s  link %-4s  tx %llu  rx %llu packets\n",
                 p.value("port", 0), p.value("address", "?").c_str(), p.value("udp_port", 0),

@@ -41,6 +41,7 @@ Result<std::unique_ptr<io::Device>, Error> open_device(const DeviceSpec& spec, s
   dc.impairment.drop = spec.drop;
   dc.backend = spec.backend;
   dc.srv6_paths = spec.srv6_paths;
+  dc.busy_poll = Duration::from_us(spec.busy_poll_us);
   // What a library user changes, in the error of a port in use: the device's entry.
   const std::string entry =
       " in " + spec.name + "'s entry of " + device_config().source + ", or open another device";

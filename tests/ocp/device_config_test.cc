@@ -48,6 +48,37 @@ TEST(OcpDeviceConfig, MistakesAreErrorsThatNameTheEntry) {
   }
 }
 
+TEST(OcpDeviceConfig, BusyPollIsOptInAndBounded) {
+  const DeviceConfig c = parse_device_config(
+      "mrc0 planes=127.0.0.1 busy-poll-us=200; mrc1 planes=127.0.0.2 busy-poll-us=1000000; "
+      "mrc2 planes=127.0.0.3 busy-poll-us=0; mrc3 planes=127.0.0.4",
+      "test");
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  ASSERT_EQ(c.devices.size(), 4u);
+  EXPECT_EQ(c.devices[0].busy_poll_us, 200u);
+  EXPECT_EQ(c.devices[1].busy_poll_us, kMaxBusyPollUs);
+  EXPECT_EQ(c.devices[2].busy_poll_us, 0u);
+  EXPECT_EQ(c.devices[3].busy_poll_us, 0u);  // the default: sleep when idle
+  // Past the bound, not a whole number, negative, empty, repeated, or on a peer: an error that
+  // names the source and says what is accepted, and no devices.
+  const std::pair<const char*, const char*> bad[] = {
+      {"mrc0 planes=127.0.0.1 busy-poll-us=1000001", "busy-poll-us=1000001 is not a whole number"},
+      {"mrc0 planes=127.0.0.1 busy-poll-us=99999999999", "in 0..1000000"},
+      {"mrc0 planes=127.0.0.1 busy-poll-us=2.5", "busy-poll-us=2.5 is not"},
+      {"mrc0 planes=127.0.0.1 busy-poll-us=-1", "busy-poll-us=-1 is not"},
+      {"mrc0 planes=127.0.0.1 busy-poll-us=", "busy-poll-us= is not"},
+      {"mrc0 planes=127.0.0.1 busy-poll-us=20us", "busy-poll-us=20us is not"},
+      {"mrc0 planes=127.0.0.1 busy-poll-us=1 busy-poll-us=2", "'busy-poll-us=' is given twice"},
+      {"peer planes=127.0.0.1 busy-poll-us=200", "unknown setting 'busy-poll-us=200'"},
+  };
+  for (const auto& [text, why] : bad) {
+    const DeviceConfig e = parse_device_config(text, "MRC_DEVICES");
+    EXPECT_NE(e.error.find(why), std::string::npos) << text << ": " << e.error;
+    EXPECT_NE(e.error.find("MRC_DEVICES"), std::string::npos) << e.error;
+    EXPECT_TRUE(e.devices.empty()) << text;
+  }
+}
+
 TEST(OcpDeviceConfig, Ipv6PlanesAndSrv6Paths) {
   const DeviceConfig c = parse_device_config(
       "mrc0 planes=fd00:0:100:300::,fd00:1:100:300:: srv6=200,201; "

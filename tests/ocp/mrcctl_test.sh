@@ -13,7 +13,7 @@ export XDG_RUNTIME_DIR=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/owner_lib.sh"
 unset MRC_CTL_SOCKET
 export MRC_CTL_DIR="$XDG_RUNTIME_DIR/mrc"  # root would use /run/mrc otherwise
-export MRC_DEVICES="mrc0 planes=127.0.1.11,127.0.1.12,127.0.1.13 port=36001 ev-ports=36100 drop=0.05;mrc1 planes=127.0.1.14,127.0.1.15,127.0.1.16 port=36001 ev-ports=36500"
+export MRC_DEVICES="mrc0 planes=127.0.1.11,127.0.1.12,127.0.1.13 port=36001 ev-ports=36100 drop=0.05;mrc1 planes=127.0.1.14,127.0.1.15,127.0.1.16 port=36001 ev-ports=36500 busy-poll-us=300"
 dir="$MRC_CTL_DIR"
 out="$XDG_RUNTIME_DIR/out"
 fifo="$XDG_RUNTIME_DIR/stdin"
@@ -48,6 +48,11 @@ start_owner
 grep -q "^mrc0  pid $pid" "$out" || fail "dev lists mrc0 served by $pid"
 grep -q "^mrc1  pid $pid" "$out" || fail "dev lists mrc1"
 [ "$("$mrcctl" --json dev show mrc0 | json 'd[0]["planes"][2]["address"]')" = 127.0.1.13 ] || fail "dev --json"
+# busy-poll-us= reaches the opened device: shown for mrc1, absent (0) for mrc0.
+grep -q "^  busy polling 300 us after work" "$out" || fail "dev shows mrc1's busy polling"
+[ "$(grep -c "busy polling" "$out")" = 1 ] || fail "dev shows busy polling for mrc1 only"
+[ "$("$mrcctl" --json dev show mrc1 | json 'd[0]["busy_poll_us"]')" = 300 ] || fail "busy_poll_us 300"
+[ "$("$mrcctl" --json dev show mrc0 | json 'd[0]["busy_poll_us"]')" = 0 ] || fail "busy_poll_us 0"
 
 # Ports: admin down and up again.
 "$mrcctl" port set mrc0 2 down
