@@ -30,7 +30,7 @@ usage: scripts/outside-suites.sh [OPTIONS]
   --lib DIR             where libmrc-fi.so is (default build/release/lib)
   --planes LIST         FI_MRC_PLANES (default 127.0.0.41,127.0.0.42)
   --port-base N         FI_MRC_PORT; EV ports from N+100, test ports from N+800 (default 48000)
-  --timeout S           bound on one fabtest (default 60)
+  --timeout S           bound on one fabtest (default 120, as runfabtests.sh)
   --test-timeout S      bound on one mpi4py test (default 60)
   --module-timeout S    bound on one mpirun of an mpi4py test module (default 900)
   --work DIR            where sources are unpacked and built (default /tmp/mrc-outside-suites)
@@ -46,7 +46,7 @@ EOF
 
 suites=fabtests,mpi4py sets=quick modes=shipped,oob ft_src="" py_src="" debian=1 ranks=2,3
 baseline=1 lib=$root/build/release/lib planes=127.0.0.41,127.0.0.42 port_base=48000
-timeout_s=60 test_timeout=60 module_timeout=900 py=/usr/bin/python3 work=/tmp/mrc-outside-suites json=""
+timeout_s=120 test_timeout=60 module_timeout=900 py=/usr/bin/python3 work=/tmp/mrc-outside-suites json=""
 while [ $# -gt 0 ]; do
   case $1 in
     --suites) suites=$2; shift 2 ;;

@@ -107,8 +107,10 @@ ft_one() {
     ft_verdict $s $s
     return
   fi
-  local sa=(-B "$port" -s "$server") ca=(-P "$port" -s "$server" "$server")
-  [ "$mode" = oob ] && sa=(-E="$port") ca=(-E="$port" "$server")
+  local sa=(-B "$port" -s "$server") ca=(-P "$port" -s "$server" "$server") killed=0
+  # -b: both sides on one host would bind fabtests' default source port (9228) and the second
+  # get EADDRINUSE (libfabric's tcp;ofi_rxm too), so each takes a port the system picks (-B 0).
+  [ "$mode" = oob ] && sa=(-B 0 -E="$port") ca=(-B 0 -E="$port" "$server")
   timeout -k 5 $((timeout_s + 5)) "${words[@]}" -p mrc "${sa[@]}" > "$out.s" 2>&1 &
   sp=$!
   sleep 1
@@ -118,10 +120,13 @@ ft_one() {
   c=$?
   if [ $c -ne 0 ] && kill -0 $sp 2> /dev/null; then
     sleep 2
-    kill -9 $sp 2> /dev/null
+    # runfabtests kills the server of a failed client: a Fail, not a hang. SIGTERM to timeout
+    # is passed on to the test (and -k ends it), so no server is left behind.
+    kill -0 $sp 2> /dev/null && { kill $sp 2> /dev/null; killed=1; }
   fi
   wait $sp
   s=$?
+  [ $killed = 1 ] && s=1
   ft_verdict $s $c
 }
 
@@ -160,7 +165,7 @@ mpi4py_run() {
   key="mpi4py-${prov%%;*}-$n"
   tsv=$(results "$key")
   : > "$tsv"
-  echo "== mpi4py $(python3 -c 'import mpi4py; print(mpi4py.__version__)') suite, $n ranks," \
+  echo "== mpi4py $("$py" -c 'import mpi4py; print(mpi4py.__version__)') suite, $n ranks," \
     "Open MPI's OFI MTL over $prov (logs: $log/$key)"
   local env=()
   [ "$prov" = mrc ] && env=(-x "FI_PROVIDER_PATH=$lib" -x FI_MRC_PLANES -x FI_MRC_PORT -x FI_MRC_EV_PORT_BASE)

@@ -232,7 +232,9 @@ int fill_addresses(fi_info& info, const char* node, const char* service, uint64_
     if (!source) return -FI_ENODATA;
   }
   if (hints != nullptr && hints->dest_addr != nullptr) {
-    dest = parse_name(hints->dest_addr, hints->dest_addrlen);
+    // Port 0 too: a node without a service gets such a destination, and an application may
+    // give the answer back as hints (fi_multi_ep does, once per endpoint).
+    dest = parse_name(hints->dest_addr, hints->dest_addrlen, true);
     if (!dest) return -FI_ENODATA;
   }
   const bool named = node != nullptr || service != nullptr;

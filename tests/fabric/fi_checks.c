@@ -18,8 +18,8 @@
  *              count inserts
  *   node       fi_getinfo's node/service: src_addr with FI_SOURCE (the endpoint listens there),
  *              else dest_addr (fi_av_insert takes it, fi_av_insertsvc gives the same entry); a
- *              node that does not resolve: -FI_ENODATA; an endpoint opens again at the address
- *              of one just closed
+ *              node that does not resolve: -FI_ENODATA; an answer given back as hints is
+ *              taken; an endpoint opens again at the address of one just closed
  *   dies       a sender killed in the middle of a rendezvous message: the receive fails
  *   refused    a send to an endpoint that is gone: an error completion
  *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), a bad key
@@ -543,6 +543,17 @@ static void check_node_service(void) {
   fi_freeinfo(out);
   CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, "23502", 0, h, &out) == 0 && out->dest_addr != NULL &&
         memcmp((char*)out->dest_addr + 8, "\x7f\x00\x00\x01", 4) == 0, "a service alone: this host's loopback");
+  fi_freeinfo(out);
+  /* A node without a service names no endpoint (port 0); the answer, given back as hints (as
+   * fi_multi_ep does for each endpoint it opens), is still one the provider takes. */
+  CHECK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.151", NULL, 0, h, &out) == 0 && out->dest_addr != NULL,
+        "a node alone: a destination");
+  struct fi_info* again = fi_dupinfo(out);
+  struct fi_info* out2 = NULL;
+  CHECK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.151", NULL, 0, again, &out2) == 0,
+        "fi_getinfo takes its own answer (a destination without a port) as hints");
+  fi_freeinfo(out2);
+  fi_freeinfo(again);
   fi_freeinfo(out);
   fi_freeinfo(h);
   struct node server, client;
