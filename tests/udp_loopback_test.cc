@@ -211,7 +211,9 @@ TEST(UdpLoopback, PlaneFlapWindows) {
 
 // A host's flapping plane follows the flap's windows on the host's clock (only rounds whose
 // start and end fall in one window are checked), the other planes stay up; then a transfer
-// with a plane flapping every 15 ms is verified byte for byte.
+// with a plane flapping every 15 ms is verified byte for byte. The rounds run for 400 ms and
+// on until both states were checked (up to 20 s): on a loaded host a descheduled round can
+// span every 20 ms down window of the first 400 ms.
 TEST(UdpLoopback, PlaneFlapping) {
   Impairment imp;
   imp.flaps = {{1, Duration::from_ms(20), Duration::from_ms(50)}};
@@ -220,7 +222,12 @@ TEST(UdpLoopback, PlaneFlapping) {
     auto host = UdpHost::open(host_config(0, 8, imp));
     ASSERT_TRUE(host.ok()) << host.error().message;
     int checked_down = 0, checked_up = 0;
-    while (host.value()->now() < Instant{0} + Duration::from_ms(400)) {
+    const auto running = [&] {
+      const Instant now = host.value()->now();
+      if (now >= Instant{0} + Duration::from_ms(20'000)) return false;
+      return now < Instant{0} + Duration::from_ms(400) || checked_down == 0 || checked_up == 0;
+    };
+    while (running()) {
       const Duration before = host.value()->now() - Instant{0};
       host.value()->progress(Duration::from_ms(1));
       const bool up = host.value()->plane_stats(1).up;
