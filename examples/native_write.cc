@@ -37,6 +37,26 @@ int fail(const char* what, const mrc::Error& e) {
   return 1;
 }
 
+// Connects two queue pairs: each side's local_info() goes to the peer as one line of text (to
+// the peer), which the peer parses and connects to.
+int connect_pair(mrc::Qp& qa, mrc::Qp& qb) {
+  auto info_a = mrc::ConnectionInfo::parse(qa.local_info().to_string());
+  auto info_b = mrc::ConnectionInfo::parse(qb.local_info().to_string());
+  if (!info_a.ok()) return fail("parse", info_a.error());
+  if (!info_b.ok()) return fail("parse", info_b.error());
+  if (auto r = qa.connect(info_b.value()); !r.ok()) return fail("connect", r.error());
+  if (auto r = qb.connect(info_a.value()); !r.ok()) return fail("connect", r.error());
+  return 0;
+}
+
+// One successful completion from `cq` into `wc` within 30 s (Cq::wait sleeps until one is
+// there), or false.
+bool wait_one(mrc::Cq* cq, mrc::Completion& wc) {
+  size_t got = 0;
+  for (int i = 0; i < 600 && got == 0; ++i) got = cq->wait(std::span(&wc, 1), 50);
+  return got == 1 && wc.status == mrc::WcStatus::kSuccess;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,14 +89,7 @@ int main(int argc, char** argv) {
   if (!qa.ok()) return fail("create_qp", qa.error());
   if (!qb.ok()) return fail("create_qp", qb.error());
 
-  // Connect: each side's local_info() goes to the peer as one line of text (to the peer).
-  const std::string line_a = qa.value()->local_info().to_string();
-  const std::string line_b = qb.value()->local_info().to_string();
-  auto info_a = mrc::ConnectionInfo::parse(line_a);
-  auto info_b = mrc::ConnectionInfo::parse(line_b);
-  if (!info_a.ok() || !info_b.ok()) return 1;
-  if (auto r = qa.value()->connect(info_b.value()); !r.ok()) return fail("connect", r.error());
-  if (auto r = qb.value()->connect(info_a.value()); !r.ok()) return fail("connect", r.error());
+  if (connect_pair(*qa.value(), *qb.value()) != 0) return 1;
 
   // The receiver posts a receive for the immediate; the writer writes into the peer's region.
   if (auto r = qb.value()->post_recv(1); !r.ok()) return fail("post_recv", r.error());
@@ -86,18 +99,14 @@ int main(int argc, char** argv) {
   if (!posted.ok()) return fail("post_write_imm", posted.error());
 
   // Completions: the writer's when the receiver has acknowledged every packet, the
-  // receiver's when the whole message is placed. Cq::wait sleeps until one is there.
-  mrc::Completion wc[2];
-  size_t got = 0;
-  for (int i = 0; i < 600 && got == 0; ++i) got = cb->wait(wc, 50);  // up to 30 s
-  if (got != 1 || wc[0].status != mrc::WcStatus::kSuccess || wc[0].immediate != 42) {
-    std::fprintf(stderr, "no receive completion for the write (%zu)\n", got);
+  // receiver's when the whole message is placed.
+  mrc::Completion wc;
+  if (!wait_one(cb, wc) || wc.immediate != 42) {
+    std::fprintf(stderr, "no receive completion for the write\n");
     return 1;
   }
-  size_t sent = 0;
-  for (int i = 0; i < 600 && sent == 0; ++i) sent = ca->wait(wc, 50);
-  if (sent != 1 || wc[0].status != mrc::WcStatus::kSuccess || wc[0].wr_id != 2) {
-    std::fprintf(stderr, "no send completion for the write (%zu)\n", sent);
+  if (!wait_one(ca, wc) || wc.wr_id != 2) {
+    std::fprintf(stderr, "no send completion for the write\n");
     return 1;
   }
   if (std::memcmp(src.data(), dst.data(), src.size()) != 0) {

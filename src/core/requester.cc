@@ -76,9 +76,8 @@ Result<Ok, PostError> Requester::post(const SendWr& wr, const MemoryRegionTable&
   w.with_imm = wr.opcode == SendOpcode::kWriteWithImm;
   w.signaled = wr.signaled;
   ++sq_tail_;
-  // Send queue order: completed <= packetizing <= posted, never more posted than it holds.
+  // Send queue order: completed <= packetizing <= posted.
   MRC_DASSERT(sq_head_ <= sq_next_send_ && sq_next_send_ <= sq_tail_);
-  MRC_DASSERT(sq_tail_ - sq_head_ <= sq_capacity_);
   return Ok{};
 }
 
@@ -346,9 +345,7 @@ bool Requester::ack_one(Psn psn, uint64_t& acked_bytes, Instant now, bool& late_
     remove_in_flight(p);
     if (acked_too_soon(p, now)) {
       late_original = true;
-      ++stats_.spurious_retransmits;
-      const uint16_t slot = evs_.slot_of(p.first_ev);
-      if (slot != EvSet::kNoSlot) evs_.revive(slot);
+      count_spurious(p);
     }
   }
   if (++acks_since_false_loss_ >= 1024 && reorder_scale_ > kMinReorderScale) {
@@ -485,8 +482,13 @@ void Requester::on_false_loss(const SentPacket& p) {
 // arrived and the retransmission was not needed (the loss was reordering, or its path only
 // slow). As for a false loss: widen the reordering window and give the first EV back.
 void Requester::on_spurious_retransmit(const SentPacket& p) {
-  ++stats_.spurious_retransmits;
   widen_reorder_window();
+  count_spurious(p);
+}
+
+// A retransmission proved unneeded: counted, and the first EV, blamed for the loss, revived.
+void Requester::count_spurious(const SentPacket& p) {
+  ++stats_.spurious_retransmits;
   const uint16_t slot = evs_.slot_of(p.first_ev);
   if (slot != EvSet::kNoSlot) evs_.revive(slot);
 }

@@ -192,6 +192,7 @@ class Requester {
   }
   void on_false_loss(const SentPacket& p);
   void on_spurious_retransmit(const SentPacket& p);
+  void count_spurious(const SentPacket& p);
   void widen_reorder_window();
   void check_suspects(Instant now);
   void complete_acknowledged();

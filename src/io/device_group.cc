@@ -22,12 +22,13 @@ Result<DeviceConfig, Error> DeviceGroup::shard_config(const DeviceConfig& config
   c.ev_port_base = static_cast<uint16_t>(ev.first);
   for (PlaneAddress& a : c.planes) {
     plan.port = a.port;
-    if (plan.receive_port(0, s) > 65535)
-      return fail(Errc::kInvalidArgument,
-                  "thread " + std::to_string(s) + " would listen on UDP port " +
-                      std::to_string(plan.receive_port(0, s)) + ", past 65535: lower " +
-                      config.port_setting + " or use fewer threads");
-    a.port = static_cast<uint16_t>(plan.receive_port(0, s));
+    const uint32_t port = plan.receive_port(0, s);
+    if (port > 65535)
+      return fail(Errc::kInvalidArgument, "thread " + std::to_string(s) +
+                                              " would listen on UDP port " + std::to_string(port) +
+                                              ", past 65535: lower " + config.port_setting +
+                                              " or use fewer threads");
+    a.port = static_cast<uint16_t>(port);
   }
   c.seed = config.seed + s;
   return c;
