@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build ccache pkg-config
           libgtest-dev libgmock-dev libbenchmark-dev
           libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
-          libcpp-httplib-dev libibverbs-dev                          # libibverbs-dev: lib_mrc.so (OCP API)
+          libibverbs-dev                                             # libibverbs-dev: lib_mrc.so (OCP API)
           perftest                                                   # ib_write_bw, ib_write_lat over mrc (Ocp.PerftestOverMrc)
           iproute2 nftables iptables ethtool libnetfilter-queue-dev  # namespace testbed
           libxdp-dev libbpf-dev python3-scapy                        # AF_XDP backend; RoCEv2 ICRC check

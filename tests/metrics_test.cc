@@ -1,9 +1,9 @@
-// Prometheus metrics (src/tools/metrics.h, metrics_server.h): the text parses as the exposition
+// Prometheus metrics (src/host/metrics.h, metrics_server.h): the text parses as the exposition
 // format (HELP and TYPE before samples, families contiguous, no duplicate series, valid names,
 // labels and values), key numbers equal the engine's own counters after transfers with loss,
 // ECN and trimming (tests/pair.h) and over real UDP planes, and the HTTP server serves the
 // published snapshot at /metrics, 404 elsewhere, and reports a port in use.
-#include "tools/metrics.h"
+#include "host/metrics.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -17,10 +17,11 @@
 #include <set>
 #include <sstream>
 
+#include "http_get.h"
 #include "pair.h"
-#include "tools/metrics_server.h"
+#include "host/metrics_server.h"
 
-namespace mrc::tools {
+namespace mrc::host {
 namespace {
 
 using Labels = std::map<std::string, std::string>;
@@ -376,25 +377,6 @@ TEST(Metrics, UdpHostPlanesMatch) {
   }
 }
 
-// A plain HTTP/1.0 GET over a socket; returns the whole response ("" if no connection).
-std::string http_get(uint16_t port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) return close(fd), "";
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size()))
-    return close(fd), "";
-  std::string response;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
-    response.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return response;
-}
-
 TEST(MetricsServer, ServesTheLatestSnapshotAt404Elsewhere) {
   auto started = MetricsServer::start("127.0.0.1", 0);
   ASSERT_TRUE(started.ok()) << started.error().message;
@@ -432,4 +414,4 @@ TEST(MetricsServer, PortInUseIsAClearError) {
 }
 
 }  // namespace
-}  // namespace mrc::tools
+}  // namespace mrc::host

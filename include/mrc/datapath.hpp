@@ -72,7 +72,7 @@ struct UdpPlaneStats {
   uint64_t receive_refused = 0;
   uint64_t unresolved_neighbour = 0;
   bool up = true;
-  // Adds another shard's counts of the same plane (io/device_group.h); `up` stays this one's.
+  // Adds another shard's counts of the same plane (host/host.h); `up` stays this one's.
   UdpPlaneStats& operator+=(const UdpPlaneStats& o);
 };
 

@@ -38,9 +38,11 @@ class CompletionQueue;
 class QueuePair;
 namespace io {
 class Device;
-class DeviceGroup;
 class KeyExchange;
 }  // namespace io
+namespace host {
+class Host;
+}  // namespace host
 
 struct ContextOptions {
   std::vector<std::string> planes;  // this host's address per plane: IPv4[:port], IPv6, [IPv6]:port
@@ -64,7 +66,7 @@ struct ContextOptions {
   // datapath asks its sockets without waiting instead of sleeping (lower latency, for a core's
   // worth of CPU while it lasts). 0: sleep when idle.
   uint32_t busy_poll_us = 0;
-  // Engine threads (1..16). Each runs a shard of the context (io/device_group.h): its own engine,
+  // Engine threads (1..16). Each runs a shard of the context (host/host.h): its own engine,
   // sockets and lock; new QPs are placed on the shards in turn, so several QPs use several cores.
   // Shard s listens on port + s and takes the s-th EV range after ev_port_base, so a context
   // with N threads uses N receive ports per plane and N * ev_source_ports() EV ports. With
@@ -78,6 +80,12 @@ struct ContextOptions {
   SecureMode secure = SecureMode::kOff;
   std::vector<uint8_t> preshared_key;
   uint64_t seed = 1;
+  // Prometheus metrics of the context's engines and planes (docs/METRICS.md) served at
+  // http://metrics_bind:metrics_port/metrics while the context is open, rendered at each scrape
+  // (holding each engine thread's lock for the time it takes). -1: not served; 0: on a free
+  // port (Context::metrics_port() says which).
+  int32_t metrics_port = -1;
+  std::string metrics_bind = "127.0.0.1";
   // What a user of this context changes to move its ports, named when a port is in use (the
   // collectives' tools and the torch backend name their own options or variables).
   std::string port_setting = "ContextOptions::port";
@@ -186,6 +194,8 @@ class Context {
   // Takes a local plane down or up (as if its link failed), e.g. for demos and tests.
   void set_plane_up(int plane, bool up);
   const io::UdpPlaneStats plane_stats(int plane) const;
+  // The TCP port the context's metrics are served on (ContextOptions::metrics_port), 0 if none.
+  uint16_t metrics_port() const;
 
  private:
   friend class Cq;
@@ -198,7 +208,7 @@ class Context {
   std::mutex objects_lock_;  // qps_ (cqs_ grows holding every shard's lock: the shards read it)
   std::vector<std::unique_ptr<Cq>> cqs_;  // by the devices' CQ tag (the same in every shard)
   std::vector<std::unique_ptr<Qp>> qps_;
-  std::unique_ptr<io::DeviceGroup> devices_;  // last: destroyed first, the progress threads with it
+  std::unique_ptr<host::Host> devices_;  // last: destroyed first, the progress threads with it
 };
 
 }  // namespace mrc

@@ -33,6 +33,13 @@ the backend. Environment (read when a group is created):
                       from a key exchange it authenticates
     MRC_SRV6_PATHS    SRv6 uSID path mode (IPv6 planes, each a locator): the paths' uSIDs,
                       e.g. 200,201; each EV's packets go through its path (default: ECMP mode)
+    MRC_BUSY_POLL_US  after work, ask the sockets without sleeping for this long (default 0)
+    MRC_GSO           batched UDP send and receive: on (default) or off
+    MRC_METRICS_PORT  serve the rank's Prometheus metrics at http://MRC_METRICS_BIND:PORT/metrics,
+                      PORT being MRC_METRICS_PORT + the rank's slot (as for MRC_PORT; 0: a free
+                      port); MRC_METRICS_BIND the address (default 127.0.0.1)
+    The variables above from MRC_PLANES to here are host settings: the table every front door of
+    mrc shares (src/host/options.h), each refused with its name when its value is bad.
     MRC_TIMEOUT_S     a call that makes no progress for this long fails (default: the timeout
                       given to init_process_group, 30 min); a wait without progress is
                       reported on stderr after 5 s, 10 s, 20 s, ... saying what it waits for
@@ -77,12 +84,12 @@ def _env_float(name, default):
     return _env_number(name, default, float, "a number")
 
 
-def _planes():
-    text = os.environ.get("MRC_PLANES", DEFAULT_PLANES)
-    planes = [p.strip() for p in text.split(",") if p.strip()]
-    if not planes:
-        raise ValueError("mrc: MRC_PLANES lists no plane address")
-    return planes
+def _host_settings():
+    """The host settings set in the environment: MRC_ and a key of the table every front door
+    of mrc shares (src/host/options.h), such as MRC_PLANES or MRC_METRICS_PORT."""
+    settings = {key: os.environ[var] for key, var in _C.host_settings() if os.environ.get(var, "") != ""}
+    settings.setdefault("planes", DEFAULT_PLANES)
+    return settings
 
 
 def _create(options, pg_options=None):
@@ -97,36 +104,24 @@ def _create(options, pg_options=None):
     world = dist.get_world_size() if dist.is_initialized() else options.group_size
     local_rank = _env_int("LOCAL_RANK", global_rank)
     local_world = max(_env_int("LOCAL_WORLD_SIZE", world), local_rank + 1)
-    planes = _planes()
     slot = _groups_created * local_world + local_rank  # unique per process and group on a host
-    threads = _env_int("MRC_THREADS", 1)
-    if not 1 <= threads <= 16:
-        raise ValueError(f"mrc: MRC_THREADS={threads}: a rank runs 1 to 16 engine threads")
     timeout = options.timeout
     if not isinstance(timeout, datetime.timedelta):
         timeout = datetime.timedelta(seconds=float(timeout))
     timeout_s = os.environ.get("MRC_TIMEOUT_S")
     if timeout_s:
         timeout = datetime.timedelta(seconds=float(timeout_s))
-    port, ev_port_base = _C.slot_ports(_env_int("MRC_PORT", 4791), _env_int("MRC_EV_PORT_BASE", 20000),
-                                       len(planes), threads, slot)
     pg = ProcessGroupMrc(
         options.store,
         options.group_rank,
         options.group_size,
-        planes=planes,
-        port=port,
-        ev_port_base=ev_port_base,
+        host=_host_settings(),
+        slot=slot,
         timeout=timeout,
         chunk_bytes=_env_int("MRC_CHUNK_BYTES", 0),
         slots=_env_int("MRC_SLOTS", 8),
         mtu=_env_int("MRC_MTU", 0),
-        backend=os.environ.get("MRC_BACKEND", "udp"),
-        threads=threads,
         path_policy=os.environ.get("MRC_PATH_POLICY", "p2c"),
-        secure=os.environ.get("MRC_SECURE", "off"),
-        key_file=os.environ.get("MRC_KEY_FILE", ""),
-        srv6_paths=os.environ.get("MRC_SRV6_PATHS", ""),
         peer_timeout=datetime.timedelta(seconds=_env_float("MRC_PEER_TIMEOUT_S", 8.0)),
     )
     _groups_created += 1

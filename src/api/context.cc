@@ -1,4 +1,4 @@
-// The native C++ API (include/mrc/mrc.hpp) on a device group (io/device_group.h): each shard's
+// The native C++ API (include/mrc/mrc.hpp) on a device group (host/host.h): each shard's
 // progress thread runs its datapath under the shard's lock and sleeps without it; API calls
 // take the lock of the shard they touch and wake its thread (or, with caller-driven progress,
 // the CQ calls run shard 0's rounds themselves while its thread stands by). A CQ has a queue in
@@ -14,7 +14,8 @@
 
 #include "core/endpoint.h"
 #include "io/device.h"
-#include "io/device_group.h"
+#include "host/host.h"
+#include "host/options.h"
 #include "io/key_exchange.h"
 #include "io/udp_host.h"
 #include "mrc/assert.hpp"
@@ -89,34 +90,19 @@ Result<ConnectionInfo, Error> ConnectionInfo::parse(const std::string& text) {
 }
 
 Result<std::unique_ptr<Context>, Error> Context::open(const ContextOptions& options) {
-  io::DeviceConfig dc;
-  for (const std::string& text : options.planes) {
-    auto a = io::parse_plane_address(text, options.port);
-    if (!a.ok()) return Err{a.error()};
-    dc.planes.push_back(a.value());
-  }
-  if (dc.planes.empty())
-    return fail(Errc::kInvalidArgument, "a context needs at least one plane address");
-  if (options.secure != SecureMode::kOff &&
-      options.preshared_key.size() < io::kMinPresharedKeyBytes)
-    return fail(Errc::kInvalidArgument,
-                "secure mode needs ContextOptions::preshared_key (at least 16 bytes): the key "
-                "both ends hold");
-  dc.ev_port_base = options.ev_port_base;
-  dc.impairment = options.impairment;
-  dc.gso = options.gso;
-  dc.busy_poll = Duration::from_us(options.busy_poll_us);
-  dc.backend = options.backend;
-  if (!options.srv6_paths.empty()) {
-    auto paths = io::parse_srv6_paths(options.srv6_paths);
-    if (!paths.ok()) return fail(paths.error(), "ContextOptions::srv6_paths: ");
-    dc.srv6_paths = paths.value();
-  }
-  dc.seed = options.seed;
-  dc.port_setting = options.port_setting;
-  dc.ev_port_setting = options.ev_port_setting;
-  auto devices = io::DeviceGroup::open(dc, options.threads);
+  auto dc = host::device_config(options);
+  if (!dc.ok()) return Err{dc.error()};
+  auto devices = host::Host::open(dc.value(), options.threads);
   if (!devices.ok()) return Err{devices.error()};
+  if (options.metrics_port >= 0) {
+    if (options.metrics_port > 65535)
+      return fail(Errc::kInvalidArgument, "ContextOptions::metrics_port " +
+                                              std::to_string(options.metrics_port) +
+                                              " is not a TCP port (-1: off, 0: a free one)");
+    auto served = devices.value()->serve_metrics(
+        options.metrics_bind, static_cast<uint16_t>(options.metrics_port), {});
+    if (!served.ok()) return fail(served.error(), "ContextOptions::metrics_port: ");
+  }
   std::unique_ptr<Context> ctx(new Context());
   ctx->options_ = options;
   ctx->devices_ = std::move(devices.value());
@@ -140,6 +126,10 @@ void Context::signal_cqs(uint32_t shard, std::span<const uint32_t> tags) {
   for (uint32_t tag : tags)
     if (tag < cqs_.size() && cqs_[tag]->notify_.load(std::memory_order_relaxed))
       cqs_[tag]->signal_locked(shard);
+}
+
+uint16_t Context::metrics_port() const {
+  return devices_->metrics_port();
 }
 
 int Context::planes() const {
@@ -287,7 +277,7 @@ size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
                                     std::chrono::steady_clock::now() - start)
                                     .count();
       if (timeout_ms >= 0 && waited_ms >= timeout_ms) return 0;
-      // Shard 0's sleep ends when another shard completes something (DeviceGroup::on_completions).
+      // Shard 0's sleep ends when another shard completes something (Host::on_completions).
       context_->devices_->shard(0).progress(
           Duration::from_ms(timeout_ms < 0 ? 10 : timeout_ms - waited_ms));
       if (const size_t m = poll(out); m > 0) return m;

@@ -1,18 +1,17 @@
 // The domain: this host's planes as one mrc::Context, the provider's progress thread, and
 // memory registration.
 //
-// Planes come from FI_MRC_PLANES. Each entry is an address, the name of an interface (its
-// first address of the family), or an IPv4 prefix that picks this host's address in it, so one
-// setting serves every host of a job. Several processes on a host each need their own UDP
-// ports: the domain tries FI_MRC_PORT and the EV range from FI_MRC_EV_PORT_BASE, then the next
-// ports and the next range, while another process holds them.
+// The host settings (planes, ports, backend, secure mode, metrics, ...) are the table every front
+// door shares (host/options.h), read from FI_MRC_* variables. FI_MRC_PLANES entries may be
+// addresses, interface names or IPv4 prefixes, so one setting serves every host of a job.
+// Several processes on a host each need their own UDP ports: the domain tries FI_MRC_PORT and
+// the EV range from FI_MRC_EV_PORT_BASE, then the next ports and the next range (the next slot),
+// while another process holds them.
 //
 // The progress thread waits (epoll) on the context's completion-queue descriptor, the
 // endpoints' connection listeners and link sockets, and a wake descriptor, and handles each
 // under the domain's lock.
 #include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -20,7 +19,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <sstream>
 #include <utility>
 
 #include "fabric/provider.h"
@@ -30,90 +28,33 @@
 namespace mrc::fabric {
 namespace {
 
-// The text of this host's first IPv4 address (in getifaddrs order) that `wanted` takes, given
-// the interface's name and the address.
-template <typename Wanted>
-std::optional<std::string> first_ipv4(Wanted wanted) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return std::nullopt;
-  std::optional<std::string> found;
-  for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    const in_addr a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr;
-    if (!wanted(i->ifa_name, a)) continue;
-    char text[INET_ADDRSTRLEN];
-    found = inet_ntop(AF_INET, &a, text, sizeof text);
-  }
-  freeifaddrs(list);
-  return found;
-}
+const host::Spelling kSpelling{host::kDoorProvider, "FI_MRC_"};
 
-// This host's address in the IPv4 prefix `entry` ("198.18.0.0/24").
-std::optional<std::string> in_prefix(const std::string& entry) {
-  const auto slash = entry.find('/');
-  in_addr net{};
-  if (slash == std::string::npos || inet_pton(AF_INET, entry.substr(0, slash).c_str(), &net) != 1)
-    return std::nullopt;
-  const int bits = std::atoi(entry.c_str() + slash + 1);
-  if (bits < 1 || bits > 32) return std::nullopt;
-  const uint32_t mask = bits == 32 ? ~0u : ~((1u << (32 - bits)) - 1);
-  return first_ipv4([&](const char*, in_addr a) {
-    return (ntohl(a.s_addr) & mask) == (ntohl(net.s_addr) & mask);
-  });
-}
-
-// The IPv4 address of the interface named `entry`.
-std::optional<std::string> of_interface(const std::string& entry) {
-  return first_ipv4([&](const char* name, in_addr) { return entry == name; });
-}
-
-// FI_MRC_PLANES as the context's plane addresses, or an error naming the entry.
-Result<std::vector<std::string>, Error> resolve_planes(const std::string& setting) {
-  std::vector<std::string> planes;
-  std::istringstream list(setting);
-  for (std::string entry; std::getline(list, entry, ',');) {
-    if (entry.empty()) continue;
-    in6_addr any{};
-    std::optional<std::string> address;
-    if (inet_pton(AF_INET, entry.c_str(), &any) == 1 ||
-        inet_pton(AF_INET6, entry.c_str(), &any) == 1)
-      address = entry;
-    else if (entry.find('/') != std::string::npos)
-      address = in_prefix(entry);
-    else
-      address = of_interface(entry);
-    if (!address)
-      return fail(Errc::kNotFound, "FI_MRC_PLANES entry '" + entry +
-                                       "' is no address, no interface with an IPv4 address, and no "
-                                       "IPv4 prefix holding one of this host's addresses");
-    planes.push_back(*address);
-  }
-  if (planes.empty()) return fail(Errc::kInvalidArgument, "FI_MRC_PLANES names no plane");
-  return planes;
-}
-
-Result<std::unique_ptr<Context>, Error> open_context(const Settings& s,
-                                                     const std::vector<std::string>& planes) {
-  ContextOptions o;
-  o.planes = planes;
-  o.port_setting = "FI_MRC_PORT";
-  o.ev_port_setting = "FI_MRC_EV_PORT_BASE";
+// The context of this process's slot: the first k whose receive port (FI_MRC_PORT + k) and EV
+// range (the k-th after FI_MRC_EV_PORT_BASE) are free, serving metrics on FI_MRC_METRICS_PORT
+// + k if asked.
+Result<std::unique_ptr<Context>, Error> open_context(const Settings& s) {
+  ContextOptions o = s.host.context;
   // The application's thread that reads a CQ runs the datapath itself (MPI polls its CQ
   // anyway): no hand-off to another thread on the way, and no thread competing with it.
   o.caller_progress = true;
   host::PortPlan plan;  // one engine thread: the k-th try takes slot k
-  plan.port = static_cast<uint32_t>(s.port);
-  plan.ev_port_base = static_cast<uint32_t>(s.ev_port_base);
-  plan.planes = planes.size();
+  plan.port = s.host.context.port;
+  plan.ev_port_base = s.host.context.ev_port_base;
+  plan.planes = o.planes.size();
   for (uint32_t k = 0;; ++k) {
-    if (!plan.fits(k))
+    if (!plan.fits(k) || (o.metrics_port > 0 && s.host.context.metrics_port + k > 65535))
       return fail(
           Errc::kAddressInUse,
           "every UDP port from FI_MRC_PORT and EV range from FI_MRC_EV_PORT_BASE is in use");
     o.port = static_cast<uint16_t>(plan.receive_port(k));
     o.ev_port_base = static_cast<uint16_t>(plan.ev_ports(k).first);
+    if (o.metrics_port > 0) o.metrics_port = s.host.context.metrics_port + static_cast<int32_t>(k);
     o.seed = (static_cast<uint64_t>(getpid()) << 16) ^ k;
     auto ctx = Context::open(o);
+    if (ctx.ok() && o.metrics_port >= 0)
+      std::fprintf(stderr, "mrc: libfabric domain: Prometheus metrics at http://%s:%u/metrics\n",
+                   o.metrics_bind.c_str(), ctx.value()->metrics_port());
     if (ctx.ok() || ctx.error().code != Errc::kAddressInUse) return ctx;
   }
 }
@@ -123,8 +64,6 @@ std::optional<std::string> check(const Settings& s) {
   if (s.slot_bytes < static_cast<int>(kMinSlotBytes) ||
       s.slot_bytes > static_cast<int>(kMaxSlotBytes))
     return "FI_MRC_SLOT_BYTES must be 1024..1048576";
-  if (s.port < 1 || s.port > 65535 || s.ev_port_base < 1 || s.ev_port_base > 65535)
-    return "FI_MRC_PORT and FI_MRC_EV_PORT_BASE must be 1..65535";
   if (s.connect_timeout_ms < 1) return "FI_MRC_CONNECT_TIMEOUT_MS must be positive";
   if (s.mtu_bytes != 0 && (s.mtu_bytes < 256 || s.mtu_bytes > 9000))
     return "FI_MRC_MTU must be 256..9000 (or unset: from the planes' interfaces)";
@@ -342,9 +281,8 @@ fi_ops_mr mr_ops{sizeof(fi_ops_mr), mr_reg, mr_regv, mr_regattr};
 }  // namespace
 
 std::optional<std::string> first_plane(const Settings& s) {
-  auto planes = resolve_planes(s.planes);
-  if (!planes.ok()) return std::nullopt;
-  return planes.value().front();
+  if (!s.error.empty() || s.host.context.planes.empty()) return std::nullopt;
+  return s.host.context.planes.front();
 }
 
 void Domain::wake() {
@@ -367,28 +305,29 @@ int open_domain(fid_fabric*, fi_info* info, fid_domain** out, void* context) {
   if (info != nullptr && info->domain_attr != nullptr && info->domain_attr->name != nullptr &&
       std::strcmp(info->domain_attr->name, "mrc") != 0)
     return -FI_EINVAL;
-  const Settings s = settings();
-  if (auto bad = check(s)) {
+  Settings s = settings();
+  if (auto bad = s.error.empty() ? check(s) : s.error) {
     warn(*bad);
     return -FI_EINVAL;
   }
-  auto planes = resolve_planes(s.planes);
-  if (!planes.ok()) {
-    warn(planes.error().message);
-    return -FI_ENODEV;
+  if (auto finished = host::finish(s.host, kSpelling); !finished.ok()) {
+    warn(finished.error().message);
+    return -FI_EINVAL;
   }
+  const std::vector<std::string> planes = s.host.context.planes;
   Settings config = s;
-  if (config.mtu_bytes == 0)
-    config.mtu_bytes = static_cast<int>(io::auto_payload_bytes(planes.value()));
-  auto ctx = open_context(s, planes.value());
+  if (config.mtu_bytes == 0) config.mtu_bytes = static_cast<int>(io::auto_payload_bytes(planes));
+  auto ctx = open_context(s);
   if (!ctx.ok()) {
-    warn("cannot open the planes " + s.planes + ": " + ctx.error().message);
+    std::string list;
+    for (const std::string& p : planes) list += (list.empty() ? "" : ",") + p;
+    warn("cannot open the planes " + list + ": " + ctx.error().message);
     return ctx.error().code == Errc::kAddressInUse ? -FI_EADDRINUSE : -FI_ENODEV;
   }
   auto* d = new Domain();
   d->config = config;
   d->context = std::move(ctx.value());
-  d->planes = planes.value();
+  d->planes = planes;
   d->pd = d->context->alloc_pd();
   d->cq = d->context->create_cq(65536);
   d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);

@@ -10,6 +10,8 @@
 #include "fabric/provider.h"
 
 #include <arpa/inet.h>
+
+#include <cctype>
 #include <netdb.h>
 #include <rdma/providers/fi_log.h>
 
@@ -336,15 +338,32 @@ int get_info(uint32_t version, const char* node, const char* service, uint64_t f
   return 0;
 }
 
+// The fi_param names of the host settings the provider takes ("busy_poll_us" for
+// busy-poll-us), kept for the process's life: libfabric keeps the pointers it is given.
+const std::vector<std::pair<const host::Setting*, std::string>>& host_params() {
+  static const auto* params = [] {
+    auto* list = new std::vector<std::pair<const host::Setting*, std::string>>();
+    for (const host::Setting& h : host::settings()) {
+      if ((h.doors & host::kDoorProvider) == 0) continue;
+      std::string name = host::env_name("", h.key);
+      for (char& c : name) c = static_cast<char>(std::tolower(c));
+      list->emplace_back(&h, name);
+    }
+    return list;
+  }();
+  return *params;
+}
+
 void define_settings() {
-  fi_param_define(
-      &provider, "planes", FI_PARAM_STRING,
-      "This host's planes, comma-separated: IPv4/IPv6 addresses, interface names, or "
-      "IPv4 prefixes (198.18.0.0/24) that pick this host's address in them (default: 127.0.0.1)");
-  fi_param_define(&provider, "port", FI_PARAM_INT,
-                  "First UDP receive port tried; the next are tried while in use (default: 4791)");
-  fi_param_define(&provider, "ev_port_base", FI_PARAM_INT,
-                  "First UDP source port tried for EVs (default: 50000)");
+  static std::vector<std::string> helps;  // (as the names: libfabric keeps the pointers)
+  helps.reserve(host_params().size());
+  for (const auto& [h, name] : host_params()) {
+    helps.push_back(std::string(h->help) + (h->key == "planes" ? " (default: 127.0.0.1)" : "") +
+                    (h->key == "port" || h->key == "ev-port-base"
+                         ? "; the first tried: a process takes the first free slot"
+                         : ""));
+    fi_param_define(&provider, name.c_str(), FI_PARAM_STRING, helps.back().c_str());
+  }
   fi_param_define(
       &provider, "mtu", FI_PARAM_INT,
       "Payload bytes per MRC packet, 256..9000 (default: 8192, 4096 or 1024, the largest every "
@@ -365,10 +384,14 @@ void define_settings() {
 
 Settings settings() {
   Settings s;
-  char* planes = nullptr;
-  if (fi_param_get_str(&provider, "planes", &planes) == 0 && planes != nullptr) s.planes = planes;
-  fi_param_get_int(&provider, "port", &s.port);
-  fi_param_get_int(&provider, "ev_port_base", &s.ev_port_base);
+  s.host.context.planes = {"127.0.0.1"};
+  const host::Spelling spelling{host::kDoorProvider, "FI_MRC_"};
+  for (const auto& [h, name] : host_params()) {
+    char* value = nullptr;
+    if (fi_param_get_str(&provider, name.c_str(), &value) != 0 || value == nullptr) continue;
+    if (auto set = host::set(s.host, h->key, value, spelling); !set.ok() && s.error.empty())
+      s.error = set.error().message;
+  }
   fi_param_get_int(&provider, "slots", &s.slots);
   fi_param_get_int(&provider, "slot_bytes", &s.slot_bytes);
   fi_param_get_int(&provider, "mtu", &s.mtu_bytes);

@@ -36,6 +36,7 @@
 #include "fabric/link.h"
 #include "fabric/matching.h"
 #include "fabric/wire.h"
+#include "host/options.h"
 #include "mrc/mrc.hpp"
 
 namespace mrc::fabric {
@@ -45,10 +46,14 @@ extern fi_provider provider;
 // The provider's settings, from FI_MRC_* environment variables (fi_param_*; `fi_info -e`
 // lists them).
 struct Settings {
-  std::string planes = "127.0.0.1";  // addresses, interface names or IPv4 prefixes, comma-separated
-  int port = 4791;                   // first UDP receive port tried
-  int ev_port_base = 50000;          // first EV source port tried
-  int slots = 32;                    // per link
+  // The host settings every front door of mrc shares (host/options.h), each FI_MRC_ and its
+  // key: FI_MRC_PLANES (addresses, interface names or IPv4 prefixes; default 127.0.0.1),
+  // FI_MRC_PORT and FI_MRC_EV_PORT_BASE (the first tried: a process takes the first slot
+  // whose ports are free), FI_MRC_BACKEND, FI_MRC_SECURE with FI_MRC_KEY_FILE,
+  // FI_MRC_METRICS_PORT (the k-th slot serves on it + k), ...
+  host::Options host;
+  std::string error;  // the first refused host setting, said when a domain opens
+  int slots = 32;     // per link
   int slot_bytes = 65536;
   // MRC payload per packet (QpConfig::mtu_bytes), the same on both ends; 0: from the planes' MTU
   int mtu_bytes = 0;

@@ -1,7 +1,7 @@
 // Where a host's UDP ports go: the one formula for receive ports and EV source ports.
 //
 // Several mrc processes (ranks, libfabric domains, torch process groups) share a host's plane
-// addresses, and each runs one or more engine threads (shards, io/device_group.h). Every
+// addresses, and each runs one or more engine threads (shards, host/host.h). Every
 // thread needs a UDP receive port per plane and a range of EV source ports: in port mode an
 // EV *is* a UDP source port (core/ev_set.h), and the datapath binds one socket per EV.
 // The plan lays them out from two bases:

@@ -65,7 +65,7 @@ struct DeviceConfig {
   // both drawn from the OS, so that neither can be guessed by a sender of forged packets.
   // False: sequential QPNs and PSNs from a fixed sequence (reproducible runs).
   bool unpredictable_ids = true;
-  // The shard's number among a device group's (io/device_group.h), for unique QPNs across them.
+  // The shard's number among a device group's (host/host.h), for unique QPNs across them.
   uint32_t shard = 0, shards = 1;
   std::string port_setting = "--port";             // UdpHostConfig::port_setting
   std::string ev_port_setting = "--ev-port-base";  // UdpHostConfig::ev_port_setting

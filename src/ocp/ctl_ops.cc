@@ -142,7 +142,7 @@ json op_device(Nic& nic) {
   }
   const io::InbandKeys::Counters& offers = nic.device->key_offers();
   return json{{"ok", true},
-              {"secure", to_string(nic.spec->secure)},
+              {"secure", to_string(nic.spec->host.context.secure)},
               {"qps_awaiting_keys", awaiting_keys},
               {"key_offers",
                {{"sent", offers.offers_sent},
@@ -155,8 +155,8 @@ json op_device(Nic& nic) {
               {"ev_fmt_modes", {"udp"}},
               {"ev_modes", {"auto"}},
               {"ev_max", 256},
-              {"ev_ports", nic.spec->ev_port_base},
-              {"busy_poll_us", nic.spec->busy_poll_us},
+              {"ev_ports", nic.spec->host.context.ev_port_base},
+              {"busy_poll_us", nic.spec->host.context.busy_poll_us},
               {"cc_algorithms", {"uet-1.0-nscc"}}};
 }
 

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/srv6.h"
+
 namespace mrc::ocp {
 namespace {
 
@@ -29,30 +31,44 @@ bool parse_u16(const std::string& text, uint16_t& out) {
   return true;
 }
 
-// busy-poll-us=: a whole number of microseconds, 0..kMaxBusyPollUs.
-bool parse_busy_poll_us(const std::string& text, uint32_t& out) {
-  if (text.empty() || text.size() > 7 || text.find_first_not_of("0123456789") != std::string::npos)
-    return false;
-  const unsigned long v = std::strtoul(text.c_str(), nullptr, 10);
-  if (v > kMaxBusyPollUs) return false;
-  out = static_cast<uint32_t>(v);
-  return true;
+const host::Spelling kEntry{host::kDoorEntry, ""};
+
+// A peer's settings: planes= (addresses) and port=; returns an error message or "".
+std::string parse_peer_item(const std::string& key, const std::string& value, DeviceSpec& spec) {
+  if (key == "planes") {
+    std::istringstream list(value);
+    spec.host.context.planes.clear();
+    for (std::string a; std::getline(list, a, ',');) spec.host.context.planes.push_back(a);
+    return "";
+  }
+  if (key == "port")
+    return parse_u16(value, spec.host.context.port) ? ""
+                                                    : "port=" + value + " is not a UDP port (1-65535)";
+  return "unknown setting '" + key + "=" + value + "' (known for a peer: planes=, port=)";
 }
 
-// The planes= list of an entry (every plane on the entry's port), checked against its backend
-// and SRv6 paths; returns an error message or "".
-std::string parse_planes(const std::string& planes_text, DeviceSpec& spec) {
-  std::istringstream list(planes_text);
-  for (std::string a; std::getline(list, a, ',');) {
-    auto parsed = io::parse_plane_address(a, spec.port);
+// A device's: path-policy=, or a host setting (host/options.h); an error message or "".
+std::string parse_device_item(const std::string& key, const std::string& value, DeviceSpec& spec) {
+  if (key == "path-policy")
+    return parse_path_policy(value, spec.path_policy)
+               ? ""
+               : "path-policy=" + value + ": one of " + path_policy_name_list();
+  auto set = host::set(spec.host, key, value, kEntry);
+  return set.ok() ? "" : set.error().message + (host::find_setting(key) ? "" : ", path-policy=");
+}
+
+// The entry's planes as addresses on its port (the port of an address is the entry's), at
+// most 16; an error message or "".
+std::string resolve_planes(DeviceSpec& spec) {
+  for (const std::string& text : spec.host.context.planes) {
+    auto parsed = io::parse_plane_address(text, spec.host.context.port);
     if (!parsed.ok()) return parsed.error().message;
-    parsed.value().port = spec.port;
+    parsed.value().port = spec.host.context.port;
     spec.planes.push_back(parsed.value());
   }
   if (spec.planes.size() > 16) return "at most 16 planes per device";
-  if (auto families = io::check_plane_families(spec.planes, spec.backend, spec.srv6_paths);
-      !families.ok())
-    return families.error().message;
+  if (!spec.host.context.srv6_paths.empty())  // checked by host::check
+    spec.srv6_paths = io::parse_srv6_paths(spec.host.context.srv6_paths).value();
   return "";
 }
 
@@ -64,63 +80,34 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
   is_peer = name == "peer";
   if (!is_peer) spec.name = name;
   if (name.size() >= 64) return "device name '" + name + "' is longer than 63 characters";
-  std::string planes_text;
-  std::vector<std::string> seen;
+  // Keys first: a repeated key would silently overwrite the first (a ',' typed for a ';'
+  // between two devices makes the second device's planes= a repeat of the first's), and that
+  // is what to say of it, before what is wrong with either value.
+  std::vector<std::pair<std::string, std::string>> items;
   for (std::string item; in >> item;) {
     const size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq),
-                      value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    // A repeated key would silently overwrite the first (a ',' typed for a ';' between two
-    // devices makes the second device's planes= a repeat of the first's).
-    if (std::find(seen.begin(), seen.end(), key) != seen.end())
-      return "'" + key + "=' is given twice (entries are separated by ';' or new lines)";
-    seen.push_back(key);
-    if (key == "planes") {
-      planes_text = value;
-    } else if (key == "port") {
-      if (!parse_u16(value, spec.port)) return "port=" + value + " is not a UDP port (1-65535)";
-    } else if (key == "ev-ports" && !is_peer) {
-      if (!parse_u16(value, spec.ev_port_base))
-        return "ev-ports=" + value + " is not a UDP port (1-65535)";
-    } else if (key == "drop" && !is_peer) {
-      char* end = nullptr;
-      spec.drop = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(spec.drop >= 0 && spec.drop < 1))
-        return "drop=" + value + " is not a fraction in [0, 1)";
-    } else if (key == "backend" && !is_peer) {
-      auto backend = io::parse_backend(value);
-      if (!backend.ok()) return "backend=" + value + ": " + backend.error().message;
-      spec.backend = backend.value();
-    } else if (key == "path-policy" && !is_peer) {
-      if (!parse_path_policy(value, spec.path_policy))
-        return "path-policy=" + value + ": one of " + path_policy_name_list();
-    } else if (key == "secure" && !is_peer) {
-      if (!parse_secure_mode(value, spec.secure))
-        return "secure=" + value + ": one of off, auth, encrypt";
-    } else if (key == "key-file" && !is_peer) {
-      if (value.empty()) return "key-file= needs a path";
-      spec.key_file = value;
-    } else if (key == "busy-poll-us" && !is_peer) {
-      if (!parse_busy_poll_us(value, spec.busy_poll_us))
-        return "busy-poll-us=" + value + " is not a whole number of microseconds in 0.." +
-               std::to_string(kMaxBusyPollUs);
-    } else if (key == "srv6" && !is_peer) {
-      auto paths = io::parse_srv6_paths(value);
-      if (!paths.ok()) return "srv6=" + value + ": " + paths.error().message;
-      spec.srv6_paths = paths.value();
-    } else {
-      return "unknown setting '" + item + "' (known: planes=, port=" +
-             (is_peer ? ""
-                      : ", ev-ports=, drop=, backend=, path-policy=, secure=, key-file=, srv6=, "
-                        "busy-poll-us=") +
-             ")";
+    const std::string key = item.substr(0, eq);
+    const host::Setting* setting = host::find_setting(key);  // an older name is the same key
+    const std::string_view same = setting != nullptr ? setting->key : key;
+    for (const auto& seen : items) {
+      const host::Setting* other = host::find_setting(seen.first);
+      if ((other != nullptr ? other->key : std::string_view(seen.first)) == same)
+        return "'" + std::string(same) +
+               "=' is given twice (entries are separated by ';' or new lines)";
     }
+    items.emplace_back(key, eq == std::string::npos ? "" : item.substr(eq + 1));
   }
-  if (planes_text.empty()) return "'" + name + "' needs planes=<ip>[,<ip>...]";
-  if (spec.secure != SecureMode::kOff && spec.key_file.empty())
-    return "secure=" + std::string(to_string(spec.secure)) +
-           " needs key-file=<path> (the pre-shared key both ends hold)";
-  return parse_planes(planes_text, spec);
+  for (const auto& [key, value] : items) {
+    const std::string error =
+        is_peer ? parse_peer_item(key, value, spec) : parse_device_item(key, value, spec);
+    if (!error.empty()) return error;
+  }
+  if (spec.host.context.planes.empty()) return "'" + name + "' needs planes=<ip>[,<ip>...]";
+  if (!is_peer) {
+    auto checked = host::check(spec.host, kEntry);
+    if (!checked.ok()) return checked.error().message;
+  }
+  return resolve_planes(spec);
 }
 
 }  // namespace

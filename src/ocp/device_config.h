@@ -7,11 +7,13 @@
 //   MRC_CONFIG    the path of a configuration file
 //   /etc/mrc/devices.conf
 // Each entry (file line) is
-//   <name> planes=<ip>[,<ip>...] [port=<udp port>] [ev-ports=<first source port>]
-//   [drop=<fraction>] [backend=<udp|xdp>] [srv6=<uSID paths, e.g. 200,201>]
-//   [path-policy=<p2c|rules|oblivious|reps|health|hedge>]
-//   [secure=<off|auth|encrypt> key-file=<path>] [busy-poll-us=<0-1000000>]
+//   <name> planes=<ip>[,<ip>...] [<host setting>=<value> ...] [path-policy=<policy>]
 //   peer planes=<ip>[,<ip>...] [port=<udp port>]
+// A device's host settings are the table every front door of mrc shares (host/options.h):
+// port=, ev-port-base= (also ev-ports=), backend=, gso=, srv6-paths= (also srv6=),
+// busy-poll-us=, secure= with key-file=, drop=, metrics-port=, metrics-bind=; planes= also
+// takes interface names and IPv4 prefixes. path-policy= (p2c, rules, oblivious, reps, health,
+// hedge) is the path policy of the device's QPs.
 // srv6= puts the device in SRv6 uSID path mode (io/srv6.h): its planes are IPv6 locators and each
 // EV's packets go to the container of its path; a peer's GID is its locator.
 // Each key at most once per entry. '#' starts a comment. Device names are what
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "host/options.h"
 #include "io/udp_host.h"
 #include "mrc/config.hpp"
 
@@ -32,26 +35,17 @@ namespace mrc::ocp {
 
 struct DeviceSpec {
   std::string name;  // empty for a peer entry
+  // The planes' receive addresses: host.context.planes, each on host.context.port.
   std::vector<io::PlaneAddress> planes;
-  uint16_t port = 4791;
-  uint16_t ev_port_base = 50000;
-  double drop = 0;  // fraction of sent packets the datapath drops (impairment, for tests and demos)
-  io::Backend backend = io::Backend::kUdp;  // backend=udp|xdp
+  // The device's host settings (host/options.h); a peer's has its planes and port only. The
+  // key file is read when the device opens (host.key_file).
+  host::Options host;
+  io::Srv6Paths srv6_paths;  // host.context.srv6_paths parsed (empty: ECMP mode)
   // path-policy=: the path policy of the device's QPs (QpConfig::path_policy)
   PathPolicyKind path_policy = PathPolicyKind::kP2c;
-  // secure=: every QP of the device in this secure mode, its keys agreed over its own path at
-  // RTR under the pre-shared key in key-file= (io/inband_keys.h; docs/OCP.md "Secure mode").
-  SecureMode secure = SecureMode::kOff;
-  std::string key_file;
-  io::Srv6Paths srv6_paths;  // srv6=: SRv6 uSID path mode (empty: ECMP mode)
-  // busy-poll-us=: for this many microseconds after work the device's datapath asks its sockets
-  // without waiting instead of sleeping (io::DeviceConfig::busy_poll; 0, the default: it sleeps
-  // when idle). At most kMaxBusyPollUs.
-  uint32_t busy_poll_us = 0;
 };
 
-// The largest busy-poll-us= (one second, as `mrc perf --busy-poll-us`): busy polling stays
-// bounded.
+// The largest busy-poll-us= (one second, as every front door's): busy polling stays bounded.
 inline constexpr uint32_t kMaxBusyPollUs = 1'000'000;
 
 struct DeviceConfig {

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "host/metrics.h"
 #include "io/port_holder.h"
 #include "mrc/mrc.hpp"
 #include "ocp/ctl.h"
@@ -35,19 +36,35 @@ std::mutex g_nics_mutex;
 auto& g_nics = *new std::vector<std::unique_ptr<Nic>>();  // index = device index
 
 Result<std::unique_ptr<io::Device>, Error> open_device(const DeviceSpec& spec, std::mutex& lock) {
-  io::DeviceConfig dc;
-  dc.planes = spec.planes;
-  dc.ev_port_base = spec.ev_port_base;
-  dc.impairment.drop = spec.drop;
-  dc.backend = spec.backend;
-  dc.srv6_paths = spec.srv6_paths;
-  dc.busy_poll = Duration::from_us(spec.busy_poll_us);
+  host::Options o = spec.host;
+  o.context.secure = SecureMode::kOff;  // the device's QPs agree their keys in band (nic->key)
   // What a library user changes, in the error of a port in use: the device's entry.
   const std::string entry =
       " in " + spec.name + "'s entry of " + device_config().source + ", or open another device";
-  dc.port_setting = "port=" + entry;
-  dc.ev_port_setting = "ev-ports=" + entry;
-  return io::Device::open(dc, &lock);
+  o.context.port_setting = "port=" + entry;
+  o.context.ev_port_setting = "ev-port-base=" + entry;
+  auto dc = host::device_config(o.context);
+  if (!dc.ok()) return Err{dc.error()};
+  dc.value().planes = spec.planes;  // each on the entry's port
+  return io::Device::open(dc.value(), &lock);
+}
+
+// metrics-port=: the device's Prometheus metrics, rendered at each scrape under its lock.
+Result<Ok, Error> serve_metrics(Nic& nic) {
+  const ContextOptions& c = nic.spec->host.context;
+  if (c.metrics_port < 0) return Ok{};
+  auto server = host::MetricsServer::start(c.metrics_bind, static_cast<uint16_t>(c.metrics_port));
+  if (!server.ok()) return fail(server.error(), "metrics-port=: ");
+  nic.metrics = std::move(server.value());
+  Nic* raw = &nic;
+  nic.metrics->render_on_scrape([raw] {
+    std::lock_guard lock(raw->mutex);
+    return host::render_metrics(raw->device->endpoint(), raw->host,
+                                {{{"device", raw->spec->name}}, false});
+  });
+  std::fprintf(stderr, "mrc: device %s: Prometheus metrics at http://%s:%u/metrics\n",
+               nic.spec->name.c_str(), c.metrics_bind.c_str(), nic.metrics->port());
+  return Ok{};
 }
 
 // Under g_nics_mutex: says why device `index` did not open, unless this very text was said
@@ -168,10 +185,10 @@ Nic* nic_open(int index) {
   }
   auto nic = std::make_unique<Nic>();
   const DeviceSpec& spec = config.devices[index];
-  if (spec.secure != SecureMode::kOff) {
-    auto key = io::read_key_file(spec.key_file);
+  if (spec.host.context.secure != SecureMode::kOff) {
+    auto key = io::read_key_file(spec.host.key_file);
     if (!key.ok()) {
-      say_open_failed(index, "key-file=" + spec.key_file + ": " + key.error().message);
+      say_open_failed(index, "key-file=" + spec.host.key_file + ": " + key.error().message);
       return fail<Nic*>(to_errno(key.error().code), nullptr);
     }
     nic->key = std::move(key.value());
@@ -191,6 +208,10 @@ Nic* nic_open(int index) {
   nic->admin_up.assign(nic->spec->planes.size(), true);
   nic->reported_up.assign(nic->spec->planes.size(), true);
   nic->opens = 1;
+  if (auto served = serve_metrics(*nic); !served.ok()) {
+    say_open_failed(index, served.error().message);
+    return fail<Nic*>(to_errno(served.error().code), nullptr);
+  }
   Nic* raw = nic.get();
   nic->device->on_completions([raw](std::span<const uint32_t> tags) { raw->on_completions(tags); });
   nic->device->on_round([raw] { raw->after_progress(); });

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "host/metrics_server.h"
 #include "host/port_plan.h"
 #include "io/device.h"
 #include "io/udp_host.h"
@@ -90,7 +91,7 @@ inline bool ev_unpopulated(const mrc_ctl_ev& ev) {
 inline PortRange plane_ev_ports(const DeviceSpec& spec, int plane) {
   host::PortPlan plan;
   plan.planes = spec.planes.size();
-  const host::PortSpan span = plan.plane_ev_ports(spec.ev_port_base, static_cast<size_t>(plane));
+  const host::PortSpan span = plan.plane_ev_ports(spec.host.context.ev_port_base, static_cast<size_t>(plane));
   return PortRange{span.first, span.count};
 }
 
@@ -171,6 +172,7 @@ struct Nic {
   std::mutex mutex;
   std::unique_ptr<io::Device> device;
   io::UdpHost* host = nullptr;
+  std::unique_ptr<host::MetricsServer> metrics;  // metrics-port=; after device: stops first
   std::vector<uint8_t> key;  // the pre-shared key of a secure device (spec->key_file)
   int opens = 0;
   std::vector<mrc_context*> contexts;

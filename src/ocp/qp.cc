@@ -165,7 +165,7 @@ int apply_verbs_attrs(mrc_qp& qp, const ibv_qp_attr* v, int mask, QpConfig& next
     // The path MTU asked for, as far as the datapath's datagram carries it (a RoCE NIC's
     // active MTU is at most its port's).
     const Nic& nic = *qp.context->nic;
-    next.set_mtu(std::min(128u << v->path_mtu, nic.device->max_mtu_bytes(nic.spec->secure)));
+    next.set_mtu(std::min(128u << v->path_mtu, nic.device->max_mtu_bytes(nic.spec->host.context.secure)));
   }
   if ((mask & IBV_QP_ACCESS_FLAGS) &&
       (v->qp_access_flags &
@@ -347,9 +347,9 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   config.max_recv_wr = std::max<uint32_t>(cap.max_recv_wr, 1);
   config.max_sge = std::max<uint32_t>({cap.max_send_sge, cap.max_recv_sge, 1});
   const auto planes = static_cast<uint16_t>(nic.spec->planes.size());
-  nic.device->configure(config, nic.spec->secure);
-  config.security.mode = nic.spec->secure;
-  config.security.keys_later = nic.spec->secure != SecureMode::kOff;  // agreed at RTR
+  nic.device->configure(config, nic.spec->host.context.secure);
+  config.security.mode = nic.spec->host.context.secure;
+  config.security.keys_later = nic.spec->host.context.secure != SecureMode::kOff;  // agreed at RTR
   config.path_policy = nic.spec->path_policy;
   config.ev_count =
       static_cast<uint16_t>(config.ev_count / planes * planes);  // an equal share per plane

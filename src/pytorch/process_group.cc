@@ -113,20 +113,11 @@ ProcessGroupMrc::ProcessGroupMrc(const c10::intrusive_ptr<c10d::Store>& store, i
     : c10d::ProcessGroup(rank, size),
       options_(std::move(options)),
       store_(std::make_unique<TorchStore>(store)) {
-  TORCH_CHECK(!options_.planes.empty(), "mrc: no planes given (MRC_PLANES)");
+  TORCH_CHECK(!options_.context.planes.empty(), "mrc: no planes given (MRC_PLANES)");
   coll::CommOptions o;
   o.rank = rank;
   o.ranks = size;
-  o.context.planes = options_.planes;
-  o.context.port = options_.port;
-  o.context.ev_port_base = options_.ev_port_base;
-  o.context.backend = options_.backend;
-  o.context.threads = options_.threads;
-  o.context.secure = options_.secure;
-  o.context.preshared_key = options_.preshared_key;
-  o.context.srv6_paths = options_.srv6_paths;
-  o.context.port_setting = "MRC_PORT";
-  o.context.ev_port_setting = "MRC_EV_PORT_BASE";
+  o.context = options_.context;
   o.chunk_bytes = options_.chunk_bytes;
   o.slots = options_.slots;
   o.qp.set_mtu(options_.mtu_bytes);

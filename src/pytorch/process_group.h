@@ -43,21 +43,15 @@ namespace mrc::torchpg {
 
 // What the Python side (python/mrc_torch/__init__.py) reads from the environment.
 struct BackendOptions {
-  std::vector<std::string> planes;  // this rank's address per plane
-  uint16_t port = 4791;             // this rank's first UDP receive port (one per thread)
-  uint16_t ev_port_base =
-      20000;  // first of this rank's threads * ev_source_ports(planes) source ports
+  // The rank's host settings (host/options.h: planes, ports of its slot, backend, threads,
+  // secure mode, metrics, ...), from the MRC_* variables of the table every front door shares.
+  ContextOptions context;
   std::chrono::milliseconds timeout{30 * 60 * 1000};  // no progress for this long fails a call
   std::chrono::milliseconds peer_timeout{8000};  // a peer silent this long is gone (retry_exp_for)
   uint32_t chunk_bytes = 0;                      // 0: coll::auto_chunk_bytes
   uint32_t slots = 8;
-  uint32_t mtu_bytes = 4096;                // payload per packet (QpConfig::mtu_bytes)
-  io::Backend backend = io::Backend::kUdp;  // the datapath (MRC_BACKEND: udp or xdp)
-  uint32_t threads = 1;                     // engine threads (MRC_THREADS; ContextOptions::threads)
+  uint32_t mtu_bytes = 4096;                          // payload per packet (QpConfig::mtu_bytes)
   PathPolicyKind path_policy = PathPolicyKind::kP2c;  // QpConfig::path_policy (MRC_PATH_POLICY)
-  SecureMode secure = SecureMode::kOff;               // ContextOptions::secure (MRC_SECURE)
-  std::vector<uint8_t> preshared_key;                 // from MRC_KEY_FILE (io::read_key_file)
-  std::string srv6_paths;  // ContextOptions::srv6_paths (MRC_SRV6_PATHS; empty: ECMP mode)
 };
 
 // One plane's counters (io::UdpPlaneStats) for Python.
@@ -134,8 +128,8 @@ class ProcessGroupMrc final : public c10d::ProcessGroup {
 
   // This rank's planes: count, addresses, counters since the group was created, and taking a
   // plane down or up locally (as if its link failed; the peers learn it from the engine).
-  int planes() const { return static_cast<int>(options_.planes.size()); }
-  const std::vector<std::string>& plane_addresses() const { return options_.planes; }
+  int planes() const { return static_cast<int>(options_.context.planes.size()); }
+  const std::vector<std::string>& plane_addresses() const { return options_.context.planes; }
   PlaneCounters plane_stats(int plane) const;
   void set_plane_up(int plane, bool up);
 

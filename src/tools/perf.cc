@@ -27,18 +27,22 @@
 #include <string>
 
 #include "host/port_plan.h"
-#include "io/device_group.h"
+#include "host/host.h"
+#include "host/options.h"
 #include "io/key_exchange.h"
 #include "io/netdev.h"
 #include "tools/host_memory.h"
-#include "tools/metrics.h"
-#include "tools/metrics_server.h"
+#include "host/metrics.h"
+#include "host/metrics_server.h"
 #include "tools/oob.h"
 #include "tools/secure_options.h"
 #include "tools/verify_pattern.h"
 #include "util/prng.h"
 
 namespace mrc::tools {
+
+using host::MetricsOptions;
+using host::MetricsServer;
 
 namespace {
 
@@ -321,7 +325,7 @@ class PerfSide {
   uint32_t polling_shard_ = 0;
   MetricsServer* metrics_ = nullptr;          // --metrics-port: refreshed from step()
   std::unique_ptr<io::PcapWriter> capture_;   // --pcap; outlives the devices, which write into it
-  std::unique_ptr<io::DeviceGroup> devices_;  // shard 0 driven by step(), the others by threads
+  std::unique_ptr<host::Host> devices_;  // shard 0 driven by step(), the others by threads
   uint32_t pd_ = 0;
   std::vector<CompletionQueue*> cqs_;  // one per shard
   std::vector<QueuePair*> qps_;        // QP q in shard q % threads
@@ -408,35 +412,27 @@ namespace {
 // impairments, checked as far as they can be without opening anything (a server checks them
 // before it waits for a client).
 Result<io::DeviceConfig, Error> device_config(const PerfOptions& o, bool server) {
-  io::DeviceConfig hc;
-  const uint16_t port = o.port != 0 ? o.port : default_port(server);
-  for (const std::string& text : o.planes) {
-    auto a = io::parse_plane_address(text, port);
-    if (!a.ok()) return Err{a.error()};
-    hc.planes.push_back(a.value());
-  }
+  ContextOptions c;  // the host settings, converted as every front door's are (host/options.h)
+  c.planes = o.planes;
+  c.port = o.port != 0 ? o.port : default_port(server);
   const uint32_t ev_base =
-      o.ev_port_base != 0 ? o.ev_port_base : default_ev_port_base(server, hc.planes.size());
-  if (ev_base > 65535) {  // the device group checks where the range ends
+      o.ev_port_base != 0 ? o.ev_port_base : default_ev_port_base(server, o.planes.size());
+  if (ev_base > 65535) {  // the host checks where the range ends
     return fail(Errc::kInvalidArgument, "the default EV source ports for " +
-                                            std::to_string(hc.planes.size()) +
+                                            std::to_string(o.planes.size()) +
                                             " planes start past 65535: choose --ev-port-base");
   }
-  hc.ev_port_base = static_cast<uint16_t>(ev_base);
-  hc.gso = o.gso;
-  hc.busy_poll = Duration{static_cast<int64_t>(o.busy_poll_us * 1e3)};
+  c.ev_port_base = static_cast<uint16_t>(ev_base);
+  c.gso = o.gso;
   auto backend = io::parse_backend(o.backend);
   if (!backend.ok()) return Err{backend.error()};
-  hc.backend = backend.value();
-  if (!o.srv6_paths.empty()) {
-    auto paths = io::parse_srv6_paths(o.srv6_paths);
-    if (!paths.ok()) return fail(paths.error(), "--srv6-paths: ");
-    hc.srv6_paths = paths.value();
-  }
-  if (auto families = io::check_plane_families(hc.planes, hc.backend, hc.srv6_paths);
-      !families.ok())
-    return Err{families.error()};
-  auto impaired = impairment_from_options(o, static_cast<int>(hc.planes.size()), hc.impairment);
+  c.backend = backend.value();
+  c.srv6_paths = o.srv6_paths;
+  auto hc = host::device_config(c, host::Spelling{host::kDoorFlag, ""});
+  if (!hc.ok()) return Err{hc.error()};
+  hc.value().busy_poll = Duration{static_cast<int64_t>(o.busy_poll_us * 1e3)};  // (fractions too)
+  auto impaired =
+      impairment_from_options(o, static_cast<int>(o.planes.size()), hc.value().impairment);
   if (!impaired.ok()) return Err{impaired.error()};
   return hc;
 }
@@ -448,7 +444,7 @@ Result<Ok, Error> PerfSide::open() {
   auto config = device_config(o_, server_);
   if (!config.ok()) return Err{config.error()};
   const io::DeviceConfig& hc = config.value();
-  auto devices = io::DeviceGroup::open(hc, o_.threads);
+  auto devices = host::Host::open(hc, o_.threads);
   if (!devices.ok()) return Err{devices.error()};
   devices_ = std::move(devices.value());
   if (!o_.pcap.empty()) {
@@ -806,21 +802,9 @@ void PerfSide::step() {
   if (metrics_ != nullptr) metrics_->maybe_publish([&] { return render(); });
 }
 
-// The metrics text: one engine's as always, or with several shards every series with its thread.
+// The metrics text (host::Host::metrics_text): one engine's, or every shard's with its thread.
 std::string PerfSide::render() const {
-  const MetricsOptions options{{{"role", server_ ? "server" : "client"}}};
-  std::string text;
-  devices_->with_all_locked([&] {
-    if (devices_->size() == 1) {
-      text = render_metrics(devices_->shard(0).endpoint(), &devices_->shard(0).host(), options);
-      return;
-    }
-    std::vector<MetricsSource> sources;
-    for (uint32_t s = 0; s < devices_->size(); ++s)
-      sources.push_back({&devices_->shard(s).endpoint(), &devices_->shard(s).host()});
-    text = render_metrics(sources, options);
-  });
-  return text;
+  return devices_->metrics_text(MetricsOptions{{{"role", server_ ? "server" : "client"}}});
 }
 
 }  // namespace

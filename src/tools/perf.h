@@ -36,7 +36,7 @@ struct PerfOptions {
   uint32_t qps = 1;
   uint32_t depth = 0;         // 0: 16, or 1 with --pingpong
   uint64_t buffer_bytes = 0;  // --buffer: memory the messages cycle through (0: one area each)
-  uint32_t threads = 1;       // io::DeviceGroup shards: QP q on shard q % threads
+  uint32_t threads = 1;       // host::Host shards: QP q on shard q % threads
   bool bidir = false;
   bool verify = false;
   std::vector<std::string> fail_plane;  // "P@T" or "P@T+D"

@@ -17,15 +17,15 @@ TEST(OcpDeviceConfig, ReadsDevicesAndPeers) {
   ASSERT_TRUE(c.error.empty()) << c.error;
   ASSERT_EQ(c.devices.size(), 2u);
   EXPECT_EQ(c.devices[0].name, "mrc0");
-  EXPECT_EQ(c.devices[0].port, 30001);
-  EXPECT_EQ(c.devices[0].ev_port_base, 30100);
-  EXPECT_EQ(c.devices[0].backend, io::Backend::kXdp);
-  EXPECT_EQ(c.devices[1].backend, io::Backend::kUdp);
+  EXPECT_EQ(c.devices[0].host.context.port, 30001);
+  EXPECT_EQ(c.devices[0].host.context.ev_port_base, 30100);
+  EXPECT_EQ(c.devices[0].host.context.backend, io::Backend::kXdp);
+  EXPECT_EQ(c.devices[1].host.context.backend, io::Backend::kUdp);
   EXPECT_EQ(c.devices[0].path_policy, PathPolicyKind::kRules);
   EXPECT_EQ(c.devices[1].path_policy, PathPolicyKind::kP2c);  // the QPs' default
-  EXPECT_EQ(c.devices[0].secure, SecureMode::kOff);
-  EXPECT_EQ(c.devices[1].secure, SecureMode::kEncrypt);
-  EXPECT_EQ(c.devices[1].key_file, "/etc/mrc/key");
+  EXPECT_EQ(c.devices[0].host.context.secure, SecureMode::kOff);
+  EXPECT_EQ(c.devices[1].host.context.secure, SecureMode::kEncrypt);
+  EXPECT_EQ(c.devices[1].host.key_file, "/etc/mrc/key");
   ASSERT_EQ(c.peers.size(), 1u);
   EXPECT_EQ(c.peers[0].planes.size(), 2u);
 }
@@ -55,10 +55,10 @@ TEST(OcpDeviceConfig, BusyPollIsOptInAndBounded) {
       "test");
   ASSERT_TRUE(c.error.empty()) << c.error;
   ASSERT_EQ(c.devices.size(), 4u);
-  EXPECT_EQ(c.devices[0].busy_poll_us, 200u);
-  EXPECT_EQ(c.devices[1].busy_poll_us, kMaxBusyPollUs);
-  EXPECT_EQ(c.devices[2].busy_poll_us, 0u);
-  EXPECT_EQ(c.devices[3].busy_poll_us, 0u);  // the default: sleep when idle
+  EXPECT_EQ(c.devices[0].host.context.busy_poll_us, 200u);
+  EXPECT_EQ(c.devices[1].host.context.busy_poll_us, kMaxBusyPollUs);
+  EXPECT_EQ(c.devices[2].host.context.busy_poll_us, 0u);
+  EXPECT_EQ(c.devices[3].host.context.busy_poll_us, 0u);  // the default: sleep when idle
   // Past the bound, not a whole number, negative, empty, repeated, or on a peer: an error that
   // names the source and says what is accepted, and no devices.
   const std::pair<const char*, const char*> bad[] = {
@@ -75,6 +75,37 @@ TEST(OcpDeviceConfig, BusyPollIsOptInAndBounded) {
     const DeviceConfig e = parse_device_config(text, "MRC_DEVICES");
     EXPECT_NE(e.error.find(why), std::string::npos) << text << ": " << e.error;
     EXPECT_NE(e.error.find("MRC_DEVICES"), std::string::npos) << e.error;
+    EXPECT_TRUE(e.devices.empty()) << text;
+  }
+}
+
+// A device's host settings are the table every front door shares (host/options.h): interface
+// names and prefixes as planes, metrics-port=, gso=, drop=, the older names ev-ports= and srv6=;
+// a setting the OCP devices do not take (threads=) is refused listing those they do.
+TEST(OcpDeviceConfig, TakesTheHostSettingsEveryFrontDoorShares) {
+  const DeviceConfig c = parse_device_config(
+      "mrc0 planes=lo,127.0.0.0/8 metrics-port=9466 metrics-bind=127.0.0.1 gso=off drop=0.01 "
+      "ev-port-base=30100",
+      "test");
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  ASSERT_EQ(c.devices.size(), 1u);
+  const DeviceSpec& d = c.devices[0];
+  ASSERT_EQ(d.planes.size(), 2u);
+  EXPECT_EQ(io::to_string(d.planes[0]), io::to_string(d.planes[1]));  // both 127.0.0.1
+  EXPECT_EQ(d.host.context.planes[0], "127.0.0.1");
+  EXPECT_EQ(d.host.context.metrics_port, 9466);
+  EXPECT_FALSE(d.host.context.gso);
+  EXPECT_DOUBLE_EQ(d.host.context.impairment.drop, 0.01);
+  EXPECT_EQ(d.host.context.ev_port_base, 30100);
+  const std::pair<const char*, const char*> bad[] = {
+      {"mrc0 planes=127.0.0.1 threads=2", "not one this front door takes"},
+      {"mrc0 planes=127.0.0.1 metrics-port=70000", "metrics-port=70000 is not a TCP port"},
+      {"mrc0 planes=no-such-if0", "'no-such-if0' is no address"},
+      {"mrc0 planes=127.0.0.1 ev-ports=1 ev-port-base=2", "ev-port-base="},
+  };
+  for (const auto& [text, why] : bad) {
+    const DeviceConfig e = parse_device_config(text, "MRC_DEVICES");
+    EXPECT_NE(e.error.find(why), std::string::npos) << text << ": " << e.error;
     EXPECT_TRUE(e.devices.empty()) << text;
   }
 }

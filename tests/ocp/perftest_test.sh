@@ -6,7 +6,7 @@
 # MRC does not have, must be refused with a message naming what MRC moves. Skipped (exit 77)
 # where perftest is not installed (apt install perftest) or `mrc run` cannot give a program the
 # mrc devices' sysfs view (neither root nor user namespaces).
-# Loopback 127.0.4.1-4, UDP ports 41001-41800, TCP port 40031.
+# Loopback 127.0.4.1-4, UDP ports 41001-41800, TCP ports 40031 and 41901 (metrics).
 #   perftest_test.sh <mrc>
 set -uo pipefail
 mrc="$1"
@@ -63,4 +63,24 @@ timeout 30 "$mrc" run --devices "$dir/devices.conf" -- ib_read_bw -d mrc1 -p 400
 wait "$server"
 grep -q "RDMA READ is not supported on mrc devices (MRC moves RDMA WRITE" "$dir/read.client" ||
   { cat "$dir/read.client"; fail "ib_read_bw was not told why"; }
-echo "perftest_test: ib_write_bw and ib_write_lat ran over mrc; ib_read_bw was refused"
+# metrics-port= (a host setting every front door shares): the device serves its Prometheus
+# metrics while a program has it open, each series labelled with the device.
+sed 's/^mrc0 .*/& metrics-port=41901/' "$dir/devices.conf" > "$dir/metrics.conf"
+timeout 60 "$mrc" run --devices "$dir/metrics.conf" -- ib_write_bw -d mrc0 -p 40031 -F -n 200 \
+  > "$dir/metrics.server" 2>&1 &
+server=$!
+scrape=""
+for _ in $(seq 50); do
+  sleep 0.2
+  scrape=$(exec 3<>/dev/tcp/127.0.0.1/41901 && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 && cat <&3) 2> /dev/null
+  [ -n "$scrape" ] && break
+done
+timeout 60 "$mrc" run --devices "$dir/metrics.conf" -- ib_write_bw -d mrc1 -p 40031 -F -n 200 \
+  127.0.0.1 > "$dir/metrics.client" 2>&1 || { cat "$dir/metrics.client"; fail "ib_write_bw with metrics"; }
+wait "$server" || { cat "$dir/metrics.server"; fail "ib_write_bw's server with metrics"; }
+grep -q 'mrc_plane_up{device="mrc0",plane="1"} 1' <<< "$scrape" ||
+  { echo "$scrape" | head -20; fail "no metrics of mrc0 at metrics-port=41901"; }
+grep -q "mrc: device mrc0: Prometheus metrics at http://127.0.0.1:41901/metrics" "$dir/metrics.server" ||
+  { cat "$dir/metrics.server"; fail "the device did not say where its metrics are"; }
+
+echo "perftest_test: ib_write_bw and ib_write_lat ran over mrc; ib_read_bw was refused; mrc0 served its metrics"

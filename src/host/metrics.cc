@@ -1,7 +1,7 @@
 // Prometheus text for one engine (see metrics.h and docs/METRICS.md). Each render_* function
 // writes one group of families; MetricsWriter keeps every family contiguous with its HELP and
 // TYPE lines, whatever order the samples come in.
-#include "tools/metrics.h"
+#include "host/metrics.h"
 
 #include <cctype>
 #include <charconv>
@@ -10,7 +10,7 @@
 
 #include "core/wire/packet.h"
 
-namespace mrc::tools {
+namespace mrc::host {
 
 std::string escape_label_value(const std::string& value) {
   std::string out;
@@ -360,4 +360,4 @@ std::string render_metrics(std::span<const MetricsSource> sources, const Metrics
   return w.text();
 }
 
-}  // namespace mrc::tools
+}  // namespace mrc::host

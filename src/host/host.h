@@ -11,6 +11,9 @@
 //     ports, which the QP's connection information carries;
 //   - the impairment and the plane schedule are every shard's, each with its own seed.
 // One thread (threads = 1) is a single device with the ports it always had.
+// The host also serves its Prometheus metrics (host/metrics.h) when asked: rendered at each
+// scrape, holding every shard's lock in turn, so no engine thread does work for a scrape that
+// never comes.
 #pragma once
 
 #include <functional>
@@ -19,15 +22,23 @@
 #include <string>
 #include <vector>
 
+#include "host/metrics.h"
+#include "host/metrics_server.h"
 #include "io/device.h"
 
-namespace mrc::io {
+namespace mrc::host {
 
-class DeviceGroup {
+using io::Device;
+using io::DeviceConfig;
+using io::kMaxDeviceThreads;
+using io::PlaneAddress;
+using io::UdpPlaneStats;
+
+class Host {
  public:
   // Opens `threads` shards (1..kMaxDeviceThreads); the error names the shard that failed and
   // why, and what to change.
-  static Result<std::unique_ptr<DeviceGroup>, Error> open(const DeviceConfig& config,
+  static Result<std::unique_ptr<Host>, Error> open(const DeviceConfig& config,
                                                           uint32_t threads);
   // What shard `s` of a group opened with `config` is opened with: its ports and its seed.
   static Result<DeviceConfig, Error> shard_config(const DeviceConfig& config, uint32_t s);
@@ -59,11 +70,21 @@ class DeviceGroup {
   // Runs `fn` holding every shard's lock, taken in shard order (the one order, so no deadlock).
   void with_all_locked(const std::function<void()>& fn);
 
+  // The metrics text of every shard now, holding their locks: one engine's series, or with
+  // several shards each series with its thread="s".
+  std::string metrics_text(const MetricsOptions& options);
+  // Serves metrics_text() at http://bind:port/metrics (port 0: a free one) until the host is
+  // destroyed; the error names the address and why (a port in use).
+  Result<Ok, Error> serve_metrics(const std::string& bind, uint16_t port, MetricsOptions options);
+  // The port metrics are served on, 0 if they are not.
+  uint16_t metrics_port() const { return metrics_ != nullptr ? metrics_->port() : 0; }
+
  private:
-  DeviceGroup() = default;
+  Host() = default;
   void deregister_in_first(uint32_t shards, uint32_t lkey);
   std::vector<std::unique_ptr<Device>> shards_;
   uint32_t next_shard_ = 0;
+  std::unique_ptr<MetricsServer> metrics_;  // after shards_: stops serving before they close
 };
 
-}  // namespace mrc::io
+}  // namespace mrc::host

@@ -1,4 +1,4 @@
-// Device groups (io/device_group.h) and the native API over several engine threads
+// Device groups (host/host.h) and the native API over several engine threads
 // (ContextOptions::threads): each shard has its own ports, regions and protection domains
 // have the same keys in every shard, QPNs are unique across shards, QPs are placed in turn;
 // two contexts of 2 and 3 threads move verified data over 6 QPs whose completions all reach
@@ -6,7 +6,7 @@
 //
 // Ports: UDP 6100-6199 and EV source ports 41000-47499 and 48000-49499 (no other test uses them).
 // (43900-44187: ApiThreads.ACqWithNotificationOffIsSignalledOnlyWhenTurnedOn.)
-#include "io/device_group.h"
+#include "host/host.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -17,13 +17,16 @@
 #include "loopback_device.h"
 #include "mrc/mrc.hpp"
 
-namespace mrc::io {
+namespace mrc::host {
 namespace {
 
-TEST(DeviceGroup, EachShardHasItsOwnPorts) {
-  auto group = DeviceGroup::open(loopback_config(6100, 41000), 3);
+using io::Backend;
+using io::loopback_config;
+
+TEST(Host, EachShardHasItsOwnPorts) {
+  auto group = Host::open(loopback_config(6100, 41000), 3);
   ASSERT_TRUE(group.ok()) << group.error().message;
-  DeviceGroup& g = *group.value();
+  Host& g = *group.value();
   ASSERT_EQ(g.size(), 3u);
   for (uint32_t s = 0; s < 3; ++s) {
     EXPECT_EQ(g.shard(s).config().planes[0].port, 6100 + s);
@@ -34,10 +37,10 @@ TEST(DeviceGroup, EachShardHasItsOwnPorts) {
   }
 }
 
-TEST(DeviceGroup, RegionsHaveTheSameKeysInEveryShard) {
-  auto group = DeviceGroup::open(loopback_config(6103, 42000), 3);
+TEST(Host, RegionsHaveTheSameKeysInEveryShard) {
+  auto group = Host::open(loopback_config(6103, 42000), 3);
   ASSERT_TRUE(group.ok()) << group.error().message;
-  DeviceGroup& g = *group.value();
+  Host& g = *group.value();
   const uint32_t pd = g.alloc_pd();
   std::vector<uint8_t> a(4096), b(8192);
   const auto ra = g.register_region(pd, a.data(), a.size(), kAccessRemoteWrite);
@@ -67,13 +70,13 @@ TEST(DeviceGroup, RegionsHaveTheSameKeysInEveryShard) {
   EXPECT_EQ(g.shard(0).endpoint().memory().regions_in_use(), 1u);
 }
 
-TEST(DeviceGroup, QpnsAreUniqueAcrossShardsAndQpsArePlacedInTurn) {
+TEST(Host, QpnsAreUniqueAcrossShardsAndQpsArePlacedInTurn) {
   for (bool unpredictable : {false, true}) {
     DeviceConfig c = loopback_config(6106, 43000);
     c.unpredictable_ids = unpredictable;  // false: every shard numbers its QPs 0, 1, ...
-    auto group = DeviceGroup::open(c, 4);
+    auto group = Host::open(c, 4);
     ASSERT_TRUE(group.ok()) << group.error().message;
-    DeviceGroup& g = *group.value();
+    Host& g = *group.value();
     const uint32_t pd = g.alloc_pd();
     std::set<uint32_t> qpns;
     std::vector<uint32_t> placed;
@@ -92,20 +95,20 @@ TEST(DeviceGroup, QpnsAreUniqueAcrossShardsAndQpsArePlacedInTurn) {
   }
 }
 
-TEST(DeviceGroup, BadThreadCountsAndPortsSayWhatToChange) {
-  auto none = DeviceGroup::open(loopback_config(6110, 44200), 0);
+TEST(Host, BadThreadCountsAndPortsSayWhatToChange) {
+  auto none = Host::open(loopback_config(6110, 44200), 0);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().message.find("1 to 16"), std::string::npos) << none.error().message;
-  EXPECT_FALSE(DeviceGroup::open(loopback_config(6110, 44200), kMaxDeviceThreads + 1).ok());
+  EXPECT_FALSE(Host::open(loopback_config(6110, 44200), kMaxDeviceThreads + 1).ok());
   DeviceConfig high = loopback_config(65534, 44200);
   high.port_setting = "--port";
-  auto past = DeviceGroup::open(high, 3);
+  auto past = Host::open(high, 3);
   ASSERT_FALSE(past.ok());
   EXPECT_NE(past.error().message.find("thread 2"), std::string::npos) << past.error().message;
   EXPECT_NE(past.error().message.find("--port"), std::string::npos) << past.error().message;
-  auto taken = DeviceGroup::open(loopback_config(6112, 45100), 1);  // holds 6112
+  auto taken = Host::open(loopback_config(6112, 45100), 1);  // holds 6112
   ASSERT_TRUE(taken.ok());
-  auto clash = DeviceGroup::open(loopback_config(6111, 45400), 2);  // its thread 1 wants 6112
+  auto clash = Host::open(loopback_config(6111, 45400), 2);  // its thread 1 wants 6112
   ASSERT_FALSE(clash.ok());
   EXPECT_NE(clash.error().message.find("thread 1 of 2"), std::string::npos)
       << clash.error().message;
@@ -113,7 +116,7 @@ TEST(DeviceGroup, BadThreadCountsAndPortsSayWhatToChange) {
 }
 
 }  // namespace
-}  // namespace mrc::io
+}  // namespace mrc::host
 
 namespace mrc {
 namespace {

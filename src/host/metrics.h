@@ -13,7 +13,7 @@
 #include "core/endpoint.h"
 #include "io/udp_host.h"
 
-namespace mrc::tools {
+namespace mrc::host {
 
 using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
@@ -29,7 +29,7 @@ std::string render_metrics(Endpoint& endpoint, const io::UdpHost* host,
                            const MetricsOptions& options);
 
 // The exposition of several engines of one process (the shards of a device group,
-// io/device_group.h): every series of source i also carries thread="i".
+// host/host.h): every series of source i also carries thread="i".
 struct MetricsSource {
   Endpoint* endpoint = nullptr;
   const io::UdpHost* host = nullptr;
@@ -64,4 +64,4 @@ class MetricsWriter {
 // A label value with \, " and newline escaped as the format requires.
 std::string escape_label_value(const std::string& value);
 
-}  // namespace mrc::tools
+}  // namespace mrc::host

@@ -1,11 +1,12 @@
-// A device group: N shards, each a device with its own engine, sockets and thread (device_group.h).
-#include "io/device_group.h"
+// A host: N shards, each a device with its own engine, sockets and thread, and its metrics
+// endpoint (host.h).
+#include "host/host.h"
 
 #include "host/port_plan.h"
 
-namespace mrc::io {
+namespace mrc::host {
 
-Result<DeviceConfig, Error> DeviceGroup::shard_config(const DeviceConfig& config, uint32_t s) {
+Result<DeviceConfig, Error> Host::shard_config(const DeviceConfig& config, uint32_t s) {
   DeviceConfig c = config;
   c.shard = s;
   if (s == 0) return c;
@@ -34,13 +35,13 @@ Result<DeviceConfig, Error> DeviceGroup::shard_config(const DeviceConfig& config
   return c;
 }
 
-Result<std::unique_ptr<DeviceGroup>, Error> DeviceGroup::open(const DeviceConfig& config,
+Result<std::unique_ptr<Host>, Error> Host::open(const DeviceConfig& config,
                                                               uint32_t threads) {
   if (threads < 1 || threads > kMaxDeviceThreads)
     return fail(Errc::kInvalidArgument, "threads = " + std::to_string(threads) +
                                             ": a device runs 1 to " +
                                             std::to_string(kMaxDeviceThreads) + " engine threads");
-  std::unique_ptr<DeviceGroup> group(new DeviceGroup());
+  std::unique_ptr<Host> group(new Host());
   DeviceConfig shared = config;
   shared.shards = threads;
   for (uint32_t s = 0; s < threads; ++s) {
@@ -56,7 +57,7 @@ Result<std::unique_ptr<DeviceGroup>, Error> DeviceGroup::open(const DeviceConfig
   return group;
 }
 
-uint32_t DeviceGroup::alloc_pd() {
+uint32_t Host::alloc_pd() {
   uint32_t pd = 0;
   for (auto& shard : shards_) {
     std::lock_guard lock(shard->lock());
@@ -65,7 +66,7 @@ uint32_t DeviceGroup::alloc_pd() {
   return pd;
 }
 
-Result<MemoryRegionInfo, Error> DeviceGroup::register_region(uint32_t pd, void* address,
+Result<MemoryRegionInfo, Error> Host::register_region(uint32_t pd, void* address,
                                                              uint64_t length, uint32_t access) {
   MemoryRegionInfo first{};
   for (uint32_t s = 0; s < size(); ++s) {
@@ -91,14 +92,14 @@ Result<MemoryRegionInfo, Error> DeviceGroup::register_region(uint32_t pd, void* 
 }
 
 // Undoes a registration in shards 0..shards-1 (those it had reached).
-void DeviceGroup::deregister_in_first(uint32_t shards, uint32_t lkey) {
+void Host::deregister_in_first(uint32_t shards, uint32_t lkey) {
   for (uint32_t s = 0; s < shards; ++s) {
     std::lock_guard lock(shards_[s]->lock());
     MRC_ASSERT(shards_[s]->endpoint().memory().deregister(lkey).ok());  // registered above
   }
 }
 
-Result<Ok, Error> DeviceGroup::deregister(uint32_t lkey) {
+Result<Ok, Error> Host::deregister(uint32_t lkey) {
   Result<Ok, Error> result = Ok{};
   for (auto& shard : shards_) {
     std::lock_guard lock(shard->lock());
@@ -108,7 +109,7 @@ Result<Ok, Error> DeviceGroup::deregister(uint32_t lkey) {
   return result;
 }
 
-UdpPlaneStats DeviceGroup::plane_stats(int p) const {
+UdpPlaneStats Host::plane_stats(int p) const {
   UdpPlaneStats sum;
   for (uint32_t s = 0; s < size(); ++s) {
     std::lock_guard lock(shards_[s]->lock());
@@ -121,7 +122,7 @@ UdpPlaneStats DeviceGroup::plane_stats(int p) const {
   return sum;
 }
 
-void DeviceGroup::on_completions(
+void Host::on_completions(
     const std::function<void(uint32_t, std::span<const uint32_t>)>& completions, bool wake_first) {
   for (uint32_t s = 0; s < size(); ++s) {
     Device* first = s != 0 && wake_first ? shards_[0].get() : nullptr;
@@ -132,15 +133,38 @@ void DeviceGroup::on_completions(
   }
 }
 
-void DeviceGroup::start_threads(uint32_t first) {
+void Host::start_threads(uint32_t first) {
   for (uint32_t s = first; s < size(); ++s) shards_[s]->start_thread();
 }
 
-void DeviceGroup::with_all_locked(const std::function<void()>& fn) {
+void Host::with_all_locked(const std::function<void()>& fn) {
   std::vector<std::unique_lock<std::mutex>> locks;
   locks.reserve(shards_.size());
   for (auto& shard : shards_) locks.emplace_back(shard->lock());
   fn();
 }
 
-}  // namespace mrc::io
+std::string Host::metrics_text(const MetricsOptions& options) {
+  std::string text;
+  with_all_locked([&] {
+    if (size() == 1) {
+      text = render_metrics(shards_[0]->endpoint(), &shards_[0]->host(), options);
+      return;
+    }
+    std::vector<MetricsSource> sources;
+    for (auto& shard : shards_) sources.push_back({&shard->endpoint(), &shard->host()});
+    text = render_metrics(sources, options);
+  });
+  return text;
+}
+
+Result<Ok, Error> Host::serve_metrics(const std::string& bind, uint16_t port,
+                                      MetricsOptions options) {
+  auto server = MetricsServer::start(bind, port);
+  if (!server.ok()) return Err{server.error()};
+  metrics_ = std::move(server.value());
+  metrics_->render_on_scrape([this, options = std::move(options)] { return metrics_text(options); });
+  return Ok{};
+}
+
+}  // namespace mrc::host
