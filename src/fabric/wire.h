@@ -1,4 +1,4 @@
-// What the libfabric provider puts on an mrc queue pair (docs/LIBFABRIC.md, "Protocol").
+// What the libfabric provider puts on an mrc queue pair (docs/LIBFABRIC.md, "How it works").
 //
 // A message from one endpoint to another travels over a one-way link: a queue pair whose
 // receiver registered a ring of `slots` slots of `slot_bytes` each. The sender copies each
