@@ -135,7 +135,24 @@ def test_srv6_paths_are_checked(tmp_path):
               " timeout=datetime.timedelta(seconds=10))\n")
     env = rank_env(port=23992, ev_port_base=23993, MRC_PLANES="127.0.0.1", MRC_SRV6_PATHS="zz")
     [(code, output)] = run_ranks([[python(), "-c", script]], env, timeout=60)
-    assert code != 0 and "MRC_SRV6_PATHS: bad SRv6 path 'zz'" in output, output
+    assert code != 0 and "MRC_SRV6_PATHS=zz: bad SRv6 path 'zz'" in output, output
     env = rank_env(port=23994, ev_port_base=23995, MRC_PLANES="127.0.0.1", MRC_SRV6_PATHS="200,201")
     [(code, output)] = run_ranks([[python(), "-c", script]], env, timeout=60)
     assert code != 0 and "is IPv4: SRv6 paths need IPv6 planes" in output, output
+
+
+def test_a_rank_serves_its_metrics_when_asked(tmp_path):
+    # MRC_METRICS_PORT (a host setting every front door shares): the rank serves its engine's
+    # Prometheus metrics on that port + its slot (slot 0 here) and says where.
+    script = ("import datetime, urllib.request, torch.distributed as dist, mrc_torch\n"
+              f"dist.init_process_group('mrc', init_method='file://{tmp_path / 'store'}', rank=0, world_size=1,"
+              " timeout=datetime.timedelta(seconds=10))\n"
+              "text = urllib.request.urlopen('http://127.0.0.1:23997/metrics', timeout=10).read().decode()\n"
+              "print('plane 0 up' if 'mrc_plane_up{plane=\"0\"} 1' in text else text)\n"
+              "dist.destroy_process_group()\n")
+    env = rank_env(port=23996, ev_port_base=23700, MRC_PLANES="127.0.0.1", MRC_METRICS_PORT="23997")
+    [(code, output)] = run_ranks([[python(), "-c", script]], env, timeout=60)
+    assert code == 0 and "plane 0 up" in output, output
+    env = rank_env(port=23996, ev_port_base=23700, MRC_PLANES="127.0.0.1", MRC_METRICS_PORT="http")
+    [(code, output)] = run_ranks([[python(), "-c", script]], env, timeout=60)
+    assert code != 0 and "MRC_METRICS_PORT=http is not a TCP port" in output, output

@@ -100,7 +100,13 @@ case $mode in
     # (Output captured first: grep -q ending a pipeline early would fail it under pipefail.)
     out=$(FI_LOG_LEVEL=warn FI_MRC_PLANES=no-such-interface "$program" badplanes 2>&1)
     echo "$out"
-    grep -q "FI_MRC_PLANES entry 'no-such-interface'" <<< "$out" || fail "a bad FI_MRC_PLANES is not named"
+    grep -q "FI_MRC_PLANES=no-such-interface: 'no-such-interface' is no address" <<< "$out" ||
+      fail "a bad FI_MRC_PLANES is not named"
+    # Every host setting (src/host/options.h) is an FI_MRC_ variable, checked the same way.
+    grep -q FI_MRC_METRICS_PORT <<< "$(fi_info -p mrc -e)" || fail "fi_info -e does not list FI_MRC_METRICS_PORT"
+    out=$(FI_LOG_LEVEL=warn FI_MRC_BUSY_POLL_US=2.5 "$program" badplanes 2>&1)
+    grep -q "FI_MRC_BUSY_POLL_US=2.5 is not a whole number" <<< "$out" ||
+      { echo "$out"; fail "a bad FI_MRC_BUSY_POLL_US is not named"; }
     out=$(FI_LOG_LEVEL=warn FI_MRC_SLOTS=1 "$program" badplanes 2>&1)
     grep -q "FI_MRC_SLOTS must be" <<< "$out" || fail "a bad FI_MRC_SLOTS is not named"
     echo "info: ok";;

@@ -77,8 +77,8 @@ expect_refused() {  # <devices> <text>
   fi
   grep -q -- "$2" "$dir/config.out" || fail "'$1': no '$2' in the error"
 }
-expect_refused "$d0 secure=encrypt;$d1" "secure=encrypt needs key-file=<path>"
-expect_refused "$d0 secure=aes key-file=$dir/k1;$d1" "secure=aes: one of off, auth, encrypt"
+expect_refused "$d0 secure=encrypt;$d1" "secure=encrypt needs key-file=PATH"
+expect_refused "$d0 secure=aes key-file=$dir/k1;$d1" "secure=aes is not off, auth or encrypt"
 expect_refused "$d0 secure=auth key-file=$dir/none;$d1" "key-file=$dir/none"
 chmod 644 "$dir/k2"
 expect_refused "$d0 secure=auth key-file=$dir/k2;$d1 secure=auth key-file=$dir/k2" "chmod 600"
