@@ -3,6 +3,8 @@
 // and RTT.
 #include <gtest/gtest.h>
 
+#include "problem.h"
+
 #include "core/cc/nscc.h"
 
 namespace mrc {
@@ -191,9 +193,9 @@ TEST(Nscc, ReceiverPenaltyMakesATrimARateSignal) {
 TEST(Nscc, IncastPenaltyOutOfRangeIsRefused) {
   QpConfig q;
   q.incast_penalty = 128;
-  EXPECT_NE(q.validate(1).find("incast_penalty"), std::string::npos);
+  EXPECT_NE(problem(q.validate(1)).find("incast_penalty"), std::string::npos);
   q.incast_penalty = 127;
-  EXPECT_EQ(q.validate(1), "");
+  EXPECT_EQ(problem(q.validate(1)), "");
 }
 
 }  // namespace

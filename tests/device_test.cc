@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "problem.h"
+
 #include <fstream>
 #include <string>
 #include <vector>
@@ -42,7 +44,7 @@ TEST(Device, ConfigureWritesTheDatapathsFieldsAndKeepsChoices) {
   EXPECT_EQ(left.ev_ports_per_plane, ev_source_ports(2) / 2);
   EXPECT_EQ(left.ev_burst_packets, kUdpDefaultEvBurst);
   EXPECT_EQ(left.nscc.target_delay_ns, kUdpDefaultTargetDelayNs);
-  EXPECT_EQ(left.validate(2), "");
+  EXPECT_EQ(problem(left.validate(2)), "");
   QpConfig chosen;
   chosen.ev_burst_packets = 1;
   chosen.nscc.target_delay_ns = 7000;

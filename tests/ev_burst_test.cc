@@ -3,6 +3,8 @@
 // bytes arrive intact whatever k is.
 #include <gtest/gtest.h>
 
+#include "problem.h"
+
 #include <map>
 #include <vector>
 
@@ -231,11 +233,11 @@ TEST(EvBurst, BurstTurnsKeepAQpsBurstTogether) {
 TEST(EvBurst, ValidateBoundsTheBurst) {
   QpConfig c = small_config();
   c.ev_burst_packets = 0;  // the datapath's choice
-  EXPECT_EQ(c.validate(2), "");
+  EXPECT_EQ(problem(c.validate(2)), "");
   c.ev_burst_packets = kMaxEvBurstPackets + 1;
-  EXPECT_NE(c.validate(2).find("ev_burst_packets"), std::string::npos);
+  EXPECT_NE(problem(c.validate(2)).find("ev_burst_packets"), std::string::npos);
   c.ev_burst_packets = kMaxEvBurstPackets;
-  EXPECT_EQ(c.validate(2), "");
+  EXPECT_EQ(problem(c.validate(2)), "");
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 // forced onto one EV").
 #include <gtest/gtest.h>
 
+#include "problem.h"
+
 #include <map>
 #include <vector>
 
@@ -124,20 +126,20 @@ TEST(EvList, ConfigValidationSaysWhatIsWrong) {
   QpConfig c;
   c.ev_list = {ev(0, 1), ev(1, 2)};
   c.ev_min_active = 1;
-  EXPECT_EQ(c.validate(2), "");
-  EXPECT_NE(c.validate(1).find("names plane 1"), std::string::npos) << c.validate(1);
+  EXPECT_EQ(problem(c.validate(2)), "");
+  EXPECT_NE(problem(c.validate(1)).find("names plane 1"), std::string::npos) << problem(c.validate(1));
   c.ev_list = {ev(0, 1), ev(1, 1)};
-  EXPECT_NE(c.validate(2).find("an EV belongs to one plane"), std::string::npos) << c.validate(2);
+  EXPECT_NE(problem(c.validate(2)).find("an EV belongs to one plane"), std::string::npos) << problem(c.validate(2));
   c.ev_list = {ev(0, 1), ev(0, 1)};
   c.ev_min_active = 2;
-  EXPECT_NE(c.validate(1).find("ev_min_active"), std::string::npos) << c.validate(1);
+  EXPECT_NE(problem(c.validate(1)).find("ev_min_active"), std::string::npos) << problem(c.validate(1));
   c.ev_list.assign(kMaxExplicitEvs + 1, ev(0, 1));
   c.ev_min_active = 1;
-  EXPECT_NE(c.validate(1).find("ev_list entries"), std::string::npos);
+  EXPECT_NE(problem(c.validate(1)).find("ev_list entries"), std::string::npos);
   // ev_count is not checked against the planes when a list is given.
   c.ev_list = {ev(0, 1), ev(1, 2), ev(2, 3)};
   c.ev_count = 4;
-  EXPECT_EQ(c.validate(3), "");
+  EXPECT_EQ(problem(c.validate(3)), "");
 }
 
 }  // namespace

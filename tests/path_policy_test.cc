@@ -35,14 +35,15 @@ TEST(PathPolicy, QpsDefaultToP2cAndTheRulesHaveNoPolicy) {
 TEST(PathPolicy, NamesParseBothWays) {
   for (PathPolicyKind k : {PathPolicyKind::kRules, PathPolicyKind::kOblivious,
                            PathPolicyKind::kReps, PathPolicyKind::kHealth}) {
-    PathPolicyKind parsed = PathPolicyKind::kRules;
-    ASSERT_TRUE(parse_path_policy(to_string(k), parsed)) << to_string(k);
-    EXPECT_EQ(parsed, k);
+    const auto parsed = parse_path_policy(to_string(k));
+    ASSERT_TRUE(parsed.ok()) << to_string(k);
+    EXPECT_EQ(parsed.value(), k);
   }
-  PathPolicyKind out = PathPolicyKind::kReps;
-  EXPECT_FALSE(parse_path_policy("REPS", out));
-  EXPECT_FALSE(parse_path_policy("", out));
-  EXPECT_EQ(out, PathPolicyKind::kReps);
+  EXPECT_FALSE(parse_path_policy("REPS").ok());
+  const auto empty = parse_path_policy("");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("one of rules, oblivious"), std::string::npos)
+      << empty.error().message;
 }
 
 TEST(PathPolicy, ObliviousHoldsMarksAndDetectedLossesAgainstNoEv) {

@@ -3,6 +3,8 @@
 // and gather-list limits, unsignaled sends, and configuration validation.
 #include <gtest/gtest.h>
 
+#include "problem.h"
+
 #include <cstring>
 #include <functional>
 #include <string>
@@ -399,9 +401,9 @@ struct BadConfig {
 };
 
 TEST(QpState, ConfigValidationNamesTheField) {
-  EXPECT_EQ(QpConfig{}.validate(1), "");
-  EXPECT_EQ(QpConfig{}.validate(4), "");
-  EXPECT_EQ(small_config().validate(16), "");
+  EXPECT_EQ(problem(QpConfig{}.validate(1)), "");
+  EXPECT_EQ(problem(QpConfig{}.validate(4)), "");
+  EXPECT_EQ(problem(small_config().validate(16)), "");
   const BadConfig cases[] = {
       {"planes", [](QpConfig&) {}, 0},
       {"planes", [](QpConfig&) {}, kMaxPlanes + 1},
@@ -439,7 +441,7 @@ TEST(QpState, ConfigValidationNamesTheField) {
   for (const BadConfig& bad : cases) {
     QpConfig c;
     bad.mutate(c);
-    const std::string error = c.validate(bad.planes);
+    const std::string error = problem(c.validate(bad.planes));
     EXPECT_NE(error.find(bad.field), std::string::npos)
         << "expected an error naming " << bad.field << ", got \"" << error << "\"";
   }

@@ -3,6 +3,8 @@
 // counted by the endpoint, and answered with nothing. Also the pieces alone: AES-GCM against a
 // published test vector, HKDF against RFC 5869, the replay window.
 #include <gtest/gtest.h>
+
+#include "problem.h"
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -483,7 +485,7 @@ TEST(Secure, AQpWhoseKeysComeLaterWaitsForThem) {
   QpConfig later = test::small_config();
   later.security.mode = SecureMode::kEncrypt;
   later.security.keys_later = true;
-  ASSERT_EQ(later.validate(1), "");
+  ASSERT_EQ(problem(later.validate(1)), "");
   Pair pair(1, later, 64 * kKiB);
   ASSERT_TRUE(pair.write(0, 0, 8192, 1).ok());
   pair.run(pair.now() + Duration{2'000'000'000});
@@ -546,18 +548,17 @@ TEST(Secure, AReconnectedQpDoesNotReuseItsKeys) {
 TEST(Secure, ConfigurationErrorsNameTheField) {
   QpConfig c = secure_config(SecureMode::kEncrypt);
   c.set_mtu(9000);
-  EXPECT_NE(c.validate(1).find("mtu_bytes (secure mode)"), std::string::npos) << c.validate(1);
+  EXPECT_NE(problem(c.validate(1)).find("mtu_bytes (secure mode)"), std::string::npos) << problem(c.validate(1));
   c = secure_config(SecureMode::kEncrypt);
   c.security.receive_secret.fill(0);
-  EXPECT_NE(c.validate(1).find("traffic secrets"), std::string::npos);
+  EXPECT_NE(problem(c.validate(1)).find("traffic secrets"), std::string::npos);
   c = secure_config(SecureMode::kAuthenticate);
   c.security.rekey_packets = 0;
-  EXPECT_NE(c.validate(1).find("security.rekey_packets"), std::string::npos);
-  EXPECT_EQ(secure_config(SecureMode::kEncrypt).validate(1), "");
-  SecureMode m{};
-  EXPECT_TRUE(parse_secure_mode("encrypt", m));
-  EXPECT_EQ(m, SecureMode::kEncrypt);
-  EXPECT_FALSE(parse_secure_mode("aes", m));
+  EXPECT_NE(problem(c.validate(1)).find("security.rekey_packets"), std::string::npos);
+  EXPECT_EQ(problem(secure_config(SecureMode::kEncrypt).validate(1)), "");
+  ASSERT_TRUE(parse_secure_mode("encrypt").ok());
+  EXPECT_EQ(parse_secure_mode("encrypt").value(), SecureMode::kEncrypt);
+  EXPECT_FALSE(parse_secure_mode("aes").ok());
 }
 
 }  // namespace

@@ -139,7 +139,9 @@ void set_policy(Scenario& s, std::string_view label) {
   }
   const bool watchdog = label.ends_with("_watchdog");
   if (watchdog) label.remove_suffix(sizeof("_watchdog") - 1);
-  ASSERT_TRUE(parse_path_policy(label, s.qp.path_policy)) << label;
+  const auto policy = parse_path_policy(label);
+  ASSERT_TRUE(policy.ok()) << label;
+  s.qp.path_policy = policy.value();
   s.qp.path_watchdog.enabled = watchdog;
   s.qp.path_watchdog.min_epoch_ns = 5'000;  // epochs short enough to switch within a run
 }

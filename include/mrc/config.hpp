@@ -9,19 +9,21 @@
 #include <string_view>
 #include <vector>
 
+#include "mrc/error.hpp"
+#include "mrc/result.hpp"
 #include "mrc/types.hpp"
 
 namespace mrc {
 
 enum class CcAlgorithm : uint8_t { kNscc, kAimd, kFixed };
-// "nscc", "aimd" or "fixed"; false for anything else.
-bool parse_cc_algorithm(std::string_view name, CcAlgorithm& out);
+// "nscc", "aimd" or "fixed"; anything else is an error listing them.
+Result<CcAlgorithm, Error> parse_cc_algorithm(std::string_view name);
 
 // Secure mode (docs/PROTOCOL.md, "Secure packets"): every packet of a QP carries an AES-GCM
 // tag over its headers and payload; kEncrypt also encrypts the payload. kOff: plain MRC.
 enum class SecureMode : uint8_t { kOff, kAuthenticate, kEncrypt };
-// "off", "auth" or "encrypt"; false for anything else.
-bool parse_secure_mode(std::string_view name, SecureMode& out);
+// "off", "auth" or "encrypt"; anything else is an error listing them.
+Result<SecureMode, Error> parse_secure_mode(std::string_view name);
 const char* to_string(SecureMode mode);
 
 // A QP's keys and their use. The two traffic secrets come from connection set-up (a key
@@ -47,8 +49,9 @@ inline constexpr uint32_t kSecureOverheadBytes = 24;
 // rules, a baseline, or a learned policy inside the same state machine (QpConfig's default:
 // p2c).
 enum class PathPolicyKind : uint8_t { kRules, kOblivious, kReps, kHealth, kP2c, kHedge };
-// "rules", "oblivious", "reps", "health", "p2c" or "hedge"; false for anything else.
-bool parse_path_policy(std::string_view name, PathPolicyKind& out);
+// "rules", "oblivious", "reps", "health", "p2c" or "hedge"; anything else is an error listing
+// them.
+Result<PathPolicyKind, Error> parse_path_policy(std::string_view name);
 const char* to_string(PathPolicyKind kind);
 // Every policy's name, in PathPolicyKind order (for a command line's choices), and the same as
 // one list for messages: "rules, oblivious, reps, health, p2c, hedge".
@@ -211,12 +214,9 @@ struct QpConfig {
   // packets (at most 1 GiB) and a minimum congestion window of at least one packet.
   void set_mtu(uint32_t bytes);
 
-  // Returns an empty string if valid, otherwise what is wrong and how to fix it.
-  std::string validate(int planes) const;
-  std::string validate_auto_evs(int planes) const;
-  std::string validate_ev_list(int planes) const;
-  std::string validate_path_policy() const;
-  std::string validate_security() const;
+  // Ok for a configuration a QP over `planes` planes can run with; otherwise an error
+  // (Errc::kInvalidArgument) naming the field, its value and what it must be.
+  Result<Ok, Error> validate(int planes) const;
 
   Duration ack_timeout() const { return Duration{static_cast<int64_t>(1024) << timeout}; }
 };

@@ -16,10 +16,8 @@
 //   cq->wait(...);
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,17 +30,6 @@
 #include "mrc/verbs.hpp"
 
 namespace mrc {
-
-// The engine's and the datapath's objects, which the API holds by pointer only.
-class CompletionQueue;
-class QueuePair;
-namespace io {
-class Device;
-class KeyExchange;
-}  // namespace io
-namespace host {
-class Host;
-}  // namespace host
 
 struct ContextOptions {
   std::vector<std::string> planes;  // this host's address per plane: IPv4[:port], IPv6, [IPv6]:port
@@ -122,7 +109,7 @@ class Cq {
   size_t poll(std::span<Completion> out);
   // A file descriptor that is readable while completions are waiting (for poll/epoll), while
   // notification is on.
-  int event_fd() const { return event_fd_; }
+  int event_fd() const;
   // Notification on (the default) or off. Off, the descriptor is neither written nor read: a
   // consumer that only polls saves two system calls each time the queue turns non-empty, and
   // wait() without caller progress sleeps its whole timeout. Turned on again, it signals at once
@@ -133,17 +120,14 @@ class Cq {
 
  private:
   friend class Context;
-  Context* context_ = nullptr;
-  // One engine queue per shard: a QP completes into the queue of its own shard. Each shard's
-  // queue and its `signalled_` flag are guarded by that shard's lock.
-  std::vector<CompletionQueue*> queues_;
-  // The eventfd (a semaphore) holds 1 for every shard whose queue is non-empty and signalled.
-  int event_fd_ = -1;
-  std::vector<uint8_t> signalled_;
-  std::atomic<bool> notify_{true};
-  void signal_locked(uint32_t shard);    // REQUIRES: shard's lock
-  std::atomic<uint32_t> next_shard_{0};  // where poll() starts, in turn, so no shard starves
-  size_t poll_shard(uint32_t s, std::span<Completion> out);
+  struct State;  // the engine's queues behind it (src/api/context.cc)
+  explicit Cq(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+
+ public:
+  ~Cq();
+  Cq(const Cq&) = delete;
+  Cq& operator=(const Cq&) = delete;
 };
 
 class Qp {
@@ -162,14 +146,14 @@ class Qp {
 
  private:
   friend class Context;
-  Result<Ok, Error> post(const SendWr& wr);
-  Result<Ok, Error> agree_keys(const ConnectionInfo& remote);
-  io::Device& device() const;
-  Context* context_ = nullptr;
-  uint32_t shard_ = 0;  // the context's shard (thread) this QP lives in
-  QueuePair* qp_ = nullptr;
-  uint32_t psn_ = 0;
-  std::shared_ptr<io::KeyExchange> exchange_;  // secure mode: this QP's key exchange
+  struct State;  // the engine's queue pair behind it (src/api/context.cc)
+  explicit Qp(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+
+ public:
+  ~Qp();
+  Qp(const Qp&) = delete;
+  Qp& operator=(const Qp&) = delete;
 };
 
 class Context {
@@ -200,15 +184,9 @@ class Context {
  private:
   friend class Cq;
   friend class Qp;
-  Context() = default;
-  void signal_cqs(uint32_t shard, std::span<const uint32_t> tags);
-  std::mutex& mutex(uint32_t shard) const;
-
-  ContextOptions options_;
-  std::mutex objects_lock_;  // qps_ (cqs_ grows holding every shard's lock: the shards read it)
-  std::vector<std::unique_ptr<Cq>> cqs_;  // by the devices' CQ tag (the same in every shard)
-  std::vector<std::unique_ptr<Qp>> qps_;
-  std::unique_ptr<host::Host> devices_;  // last: destroyed first, the progress threads with it
+  struct State;  // the host's engines and the objects handed out (src/api/context.cc)
+  explicit Context(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace mrc

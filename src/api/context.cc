@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <sstream>
 
 #include "core/endpoint.h"
@@ -23,9 +25,51 @@
 
 namespace mrc {
 
-std::mutex& Context::mutex(uint32_t shard) const {
-  return devices_->shard(shard).lock();
-}
+// What the public classes hold (include/mrc/mrc.hpp keeps them opaque, so no engine or
+// datapath name reaches a user's build).
+struct Context::State {
+  ContextOptions options;
+  std::mutex objects_lock;  // qps (cqs grows holding every shard's lock: the shards read it)
+  std::vector<std::unique_ptr<Cq>> cqs;  // by the devices' CQ tag (the same in every shard)
+  std::vector<std::unique_ptr<Qp>> qps;
+  std::unique_ptr<host::Host> devices;  // last: destroyed first, the progress threads with it
+
+  std::mutex& mutex(uint32_t shard) const { return devices->shard(shard).lock(); }
+  void signal_cqs(uint32_t shard, std::span<const uint32_t> tags);
+};
+
+struct Cq::State {
+  Context::State* context = nullptr;
+  // One engine queue per shard: a QP completes into the queue of its own shard. Each shard's
+  // queue and its `signalled` flag are guarded by that shard's lock.
+  std::vector<CompletionQueue*> queues;
+  // The eventfd (a semaphore) holds 1 for every shard whose queue is non-empty and signalled.
+  int event_fd = -1;
+  std::vector<uint8_t> signalled;
+  std::atomic<bool> notify{true};
+  std::atomic<uint32_t> next_shard{0};  // where poll() starts, in turn, so no shard starves
+
+  void signal_locked(uint32_t shard);  // REQUIRES: shard's lock
+  size_t poll_shard(uint32_t s, std::span<Completion> out);
+};
+
+struct Qp::State {
+  Context::State* context = nullptr;
+  uint32_t shard = 0;  // the context's shard (thread) this QP lives in
+  QueuePair* qp = nullptr;
+  uint32_t psn = 0;
+  std::shared_ptr<io::KeyExchange> exchange;  // secure mode: this QP's key exchange
+
+  io::Device& device() const { return context->devices->shard(shard); }
+  Result<Ok, Error> post(const SendWr& wr);
+  Result<Ok, Error> agree_keys(const ConnectionInfo& remote);
+};
+
+Context::Context(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Cq::Cq(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Cq::~Cq() = default;
+Qp::Qp(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Qp::~Qp() = default;
 
 std::string ConnectionInfo::to_string() const {
   std::ostringstream out;
@@ -51,7 +95,11 @@ bool parse_option(const std::string& field, ConnectionInfo& info) {
     if (parsed.ok()) info.backend = parsed.value();
     return parsed.ok();
   }
-  if (name == "secure") return parse_secure_mode(value, info.secure);
+  if (name == "secure") {
+    auto mode = parse_secure_mode(value);
+    if (mode.ok()) info.secure = mode.value();
+    return mode.ok();
+  }
   std::string* text = name == "key"     ? &info.key_id
                       : name == "share" ? &info.key_share
                       : name == "proof" ? &info.key_proof
@@ -103,67 +151,69 @@ Result<std::unique_ptr<Context>, Error> Context::open(const ContextOptions& opti
         options.metrics_bind, static_cast<uint16_t>(options.metrics_port), {});
     if (!served.ok()) return fail(served.error(), "ContextOptions::metrics_port: ");
   }
-  std::unique_ptr<Context> ctx(new Context());
-  ctx->options_ = options;
-  ctx->devices_ = std::move(devices.value());
-  ctx->devices_->on_completions(
-      [c = ctx.get()](uint32_t shard, std::span<const uint32_t> tags) {
+  auto state = std::make_unique<State>();
+  state->options = options;
+  state->devices = std::move(devices.value());
+  state->devices->on_completions(
+      [c = state.get()](uint32_t shard, std::span<const uint32_t> tags) {
         c->signal_cqs(shard, tags);
       },
       options.caller_progress);
-  ctx->devices_->start_threads(0);
-  return ctx;
+  state->devices->start_threads(0);
+  return std::unique_ptr<Context>(new Context(std::move(state)));
 }
 
 Context::~Context() {
-  devices_.reset();  // stops the progress threads before the CQs' descriptors close
-  for (auto& cq : cqs_) close(cq->event_fd_);
+  state_->devices.reset();  // stops the progress threads before the CQs' descriptors close
+  for (auto& cq : state_->cqs) close(cq->state_->event_fd);
 }
 
 // Holding shard `shard`'s lock, after its round: the CQs whose queue there turned non-empty add
 // their 1 to the eventfd (a semaphore), which poll() takes back when that queue is empty again.
-void Context::signal_cqs(uint32_t shard, std::span<const uint32_t> tags) {
+void Context::State::signal_cqs(uint32_t shard, std::span<const uint32_t> tags) {
   for (uint32_t tag : tags)
-    if (tag < cqs_.size() && cqs_[tag]->notify_.load(std::memory_order_relaxed))
-      cqs_[tag]->signal_locked(shard);
+    if (tag < cqs.size() && cqs[tag]->state_->notify.load(std::memory_order_relaxed))
+      cqs[tag]->state_->signal_locked(shard);
 }
 
 uint16_t Context::metrics_port() const {
-  return devices_->metrics_port();
+  return state_->devices->metrics_port();
 }
 
 int Context::planes() const {
-  return devices_->planes();
+  return state_->devices->planes();
 }
 
 uint32_t Context::alloc_pd() {
-  return devices_->alloc_pd();
+  return state_->devices->alloc_pd();
 }
 
 Result<MemoryRegionInfo, Error> Context::register_memory(uint32_t pd, void* address,
                                                          uint64_t length, uint32_t access) {
-  auto r = devices_->register_region(pd, address, length, access);
+  auto r = state_->devices->register_region(pd, address, length, access);
   if (!r.ok()) return fail(r.error(), "register_memory: ");
   return r.value();
 }
 
 Result<Ok, Error> Context::deregister_memory(uint32_t lkey) {
-  auto r = devices_->deregister(lkey);
+  auto r = state_->devices->deregister(lkey);
   if (!r.ok()) return fail(r.error(), "deregister_memory: ");
   return Ok{};
 }
 
 // Every shard gets a queue for every CQ, so a CQ's tag is the same in all of them.
 Cq* Context::create_cq(uint32_t capacity) {
-  auto cq = std::make_unique<Cq>();
-  cq->context_ = this;
-  cq->event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC | EFD_SEMAPHORE);
-  cq->signalled_.assign(devices_->size(), 0);
+  host::Host& devices = *state_->devices;
+  auto cq_state = std::make_unique<Cq::State>();
+  cq_state->context = state_.get();
+  cq_state->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC | EFD_SEMAPHORE);
+  cq_state->signalled.assign(devices.size(), 0);
+  std::unique_ptr<Cq> cq(new Cq(std::move(cq_state)));
   Cq* handle = cq.get();
-  devices_->with_all_locked([&] {
-    for (uint32_t s = 0; s < devices_->size(); ++s)
-      cq->queues_.push_back(devices_->shard(s).create_cq(capacity));
-    cqs_.push_back(std::move(cq));  // its tag is its index in cqs_
+  devices.with_all_locked([&] {
+    for (uint32_t s = 0; s < devices.size(); ++s)
+      cq->state_->queues.push_back(devices.shard(s).create_cq(capacity));
+    state_->cqs.push_back(std::move(cq));  // its tag is its index in cqs
   });
   return handle;
 }
@@ -172,105 +222,114 @@ Result<Qp*, Error> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
                                       const QpConfig& config) {
   if (send_cq == nullptr || recv_cq == nullptr)
     return fail(Errc::kInvalidArgument, "create_qp: send and receive CQs are required");
-  std::lock_guard objects(objects_lock_);
-  const uint32_t shard = devices_->place_qp();
-  io::Device& device = devices_->shard(shard);
+  std::lock_guard objects(state_->objects_lock);
+  const uint32_t shard = state_->devices->place_qp();
+  io::Device& device = state_->devices->shard(shard);
   std::lock_guard lock(device.lock());
+  const ContextOptions& options = state_->options;
   QpConfig c = config;
-  device.configure(c, options_.secure);  // a secure QP's keys come at connect()
-  const std::string invalid = c.validate(device.planes());
-  if (!invalid.empty()) return fail(Errc::kInvalidArgument, "create_qp: " + invalid);
-  auto qp = device.endpoint().create_qp(c, pd, send_cq->queues_[shard], recv_cq->queues_[shard]);
+  device.configure(c, options.secure);  // a secure QP's keys come at connect()
+  if (auto valid = c.validate(device.planes()); !valid.ok()) return fail(valid.error(), "create_qp: ");
+  auto qp = device.endpoint().create_qp(c, pd, send_cq->state_->queues[shard],
+                                        recv_cq->state_->queues[shard]);
   if (!qp.ok()) return fail(to_error(qp.error()), "create_qp: ");
-  auto handle = std::make_unique<Qp>();
-  handle->context_ = this;
-  handle->shard_ = shard;
-  handle->qp_ = qp.value();
-  handle->psn_ = device.initial_psn().value;
-  if (options_.secure != SecureMode::kOff) {
-    auto exchange = io::KeyExchange::start(options_.secure, options_.preshared_key);
+  auto qp_state = std::make_unique<Qp::State>();
+  qp_state->context = state_.get();
+  qp_state->shard = shard;
+  qp_state->qp = qp.value();
+  qp_state->psn = device.initial_psn().value;
+  if (options.secure != SecureMode::kOff) {
+    auto exchange = io::KeyExchange::start(options.secure, options.preshared_key);
     if (!exchange.ok()) return fail(exchange.error(), "create_qp: ");
-    handle->exchange_ = std::make_shared<io::KeyExchange>(std::move(exchange.value()));
+    qp_state->exchange = std::make_shared<io::KeyExchange>(std::move(exchange.value()));
   }
-  qps_.push_back(std::move(handle));
-  return qps_.back().get();
+  state_->qps.push_back(std::unique_ptr<Qp>(new Qp(std::move(qp_state))));
+  return state_->qps.back().get();
 }
 
 Result<Ok, Error> Context::destroy_qp(Qp* qp) {
-  std::lock_guard objects(objects_lock_);
-  const auto it = std::find_if(qps_.begin(), qps_.end(),
+  std::lock_guard objects(state_->objects_lock);
+  const auto it = std::find_if(state_->qps.begin(), state_->qps.end(),
                                [&](const auto& handle) { return handle.get() == qp; });
-  if (qp == nullptr || it == qps_.end())
+  if (qp == nullptr || it == state_->qps.end())
     return fail(Errc::kInvalidArgument, "destroy_qp: not a queue pair of this context");
   {
-    std::lock_guard lock(qp->device().lock());
-    MRC_ASSERT(qp->device().endpoint().destroy_qp(qp->qp_->qpn()).ok());  // it exists: created here
+    io::Device& device = qp->state_->device();
+    std::lock_guard lock(device.lock());
+    MRC_ASSERT(device.endpoint().destroy_qp(qp->state_->qp->qpn()).ok());  // it exists: created here
   }
-  qps_.erase(it);
+  state_->qps.erase(it);
   return Ok{};
 }
 
 void Context::set_plane_up(int plane, bool up) {
-  for (uint32_t s = 0; s < devices_->size(); ++s) {
+  host::Host& devices = *state_->devices;
+  for (uint32_t s = 0; s < devices.size(); ++s) {
     {
-      std::lock_guard lock(mutex(s));
-      devices_->shard(s).host().set_plane_up(plane, up);
+      std::lock_guard lock(state_->mutex(s));
+      devices.shard(s).host().set_plane_up(plane, up);
     }
-    devices_->shard(s).wake();
+    devices.shard(s).wake();
   }
 }
 
 const io::UdpPlaneStats Context::plane_stats(int plane) const {
-  return devices_->plane_stats(plane);
+  return state_->devices->plane_stats(plane);
 }
 
 // ---- Cq ---------------------------------------------------------------------------------
 
 // Holding shard s's lock: takes what its queue holds, and its 1 back from the eventfd once the
 // queue is empty.
-size_t Cq::poll_shard(uint32_t s, std::span<Completion> out) {
-  std::lock_guard lock(context_->mutex(s));
-  const size_t n = queues_[s]->poll(out);
-  if (queues_[s]->size() == 0 && signalled_[s]) {
+size_t Cq::State::poll_shard(uint32_t s, std::span<Completion> out) {
+  std::lock_guard lock(context->mutex(s));
+  const size_t n = queues[s]->poll(out);
+  if (queues[s]->size() == 0 && signalled[s]) {
     uint64_t count = 0;
-    (void)!read(event_fd_, &count, sizeof count);
-    signalled_[s] = 0;
+    (void)!read(event_fd, &count, sizeof count);
+    signalled[s] = 0;
   }
   return n;
 }
 
-void Cq::signal_locked(uint32_t shard) {
-  if (signalled_[shard] || queues_[shard]->size() == 0) return;
+void Cq::State::signal_locked(uint32_t shard) {
+  if (signalled[shard] || queues[shard]->size() == 0) return;
   const uint64_t one = 1;
-  (void)!write(event_fd_, &one, sizeof one);
-  signalled_[shard] = 1;
+  (void)!write(event_fd, &one, sizeof one);
+  signalled[shard] = 1;
+}
+
+int Cq::event_fd() const {
+  return state_->event_fd;
 }
 
 // A round that saw notification off skipped its signal; turning it on signals what such rounds
 // left waiting (each shard under its lock, so no round falls between the two).
 void Cq::set_notify(bool on) {
-  notify_.store(on, std::memory_order_relaxed);
+  state_->notify.store(on, std::memory_order_relaxed);
   if (!on) return;
-  for (uint32_t s = 0; s < queues_.size(); ++s) {
-    std::lock_guard lock(context_->mutex(s));
-    signal_locked(s);
+  for (uint32_t s = 0; s < state_->queues.size(); ++s) {
+    std::lock_guard lock(state_->context->mutex(s));
+    state_->signal_locked(s);
   }
 }
 
 size_t Cq::poll(std::span<Completion> out) {
-  if (context_->options_.caller_progress) context_->devices_->shard(0).progress(Duration{0});
-  const uint32_t shards = static_cast<uint32_t>(queues_.size());
-  const uint32_t first = shards == 1 ? 0 : next_shard_.fetch_add(1, std::memory_order_relaxed);
+  State& st = *state_;
+  if (st.context->options.caller_progress) st.context->devices->shard(0).progress(Duration{0});
+  const uint32_t shards = static_cast<uint32_t>(st.queues.size());
+  const uint32_t first = shards == 1 ? 0 : st.next_shard.fetch_add(1, std::memory_order_relaxed);
   size_t n = 0;
   for (uint32_t k = 0; k < shards && n < out.size(); ++k)
-    n += poll_shard((first + k) % shards, out.subspan(n));
+    n += st.poll_shard((first + k) % shards, out.subspan(n));
   return n;
 }
 
 size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
   const size_t n = poll(out);
   if (n > 0) return n;
-  if (context_->options_.caller_progress) {  // run rounds until a completion or the deadline
+  Context::State& context = *state_->context;
+  if (context.options.caller_progress) {  // run rounds until a completion or the deadline
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
       const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -278,12 +337,12 @@ size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
                                     .count();
       if (timeout_ms >= 0 && waited_ms >= timeout_ms) return 0;
       // Shard 0's sleep ends when another shard completes something (Host::on_completions).
-      context_->devices_->shard(0).progress(
+      context.devices->shard(0).progress(
           Duration::from_ms(timeout_ms < 0 ? 10 : timeout_ms - waited_ms));
       if (const size_t m = poll(out); m > 0) return m;
     }
   }
-  pollfd p{event_fd_, POLLIN, 0};
+  pollfd p{state_->event_fd, POLLIN, 0};
   ::poll(&p, 1, timeout_ms);
   return poll(out);
 }
@@ -291,27 +350,23 @@ size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
 // ---- Qp ---------------------------------------------------------------------------------
 
 uint32_t Qp::qpn() const {
-  return qp_->qpn().value;
-}
-
-io::Device& Qp::device() const {
-  return context_->devices_->shard(shard_);
+  return state_->qp->qpn().value;
 }
 
 QpState Qp::state() const {
-  std::lock_guard lock(device().lock());
-  return qp_->state();
+  std::lock_guard lock(state_->device().lock());
+  return state_->qp->state();
 }
 
 ConnectionInfo Qp::local_info() const {
   ConnectionInfo info;
   info.qpn = qpn();
-  info.psn = psn_;
-  for (const io::PlaneAddress& a : device().config().planes)
+  info.psn = state_->psn;
+  for (const io::PlaneAddress& a : state_->device().config().planes)
     info.planes.push_back(io::to_string(a));
-  info.backend = context_->options_.backend;
-  if (exchange_) {
-    const io::KeyOffer offer = exchange_->offer(info.qpn, info.psn);
+  info.backend = state_->context->options.backend;
+  if (state_->exchange) {
+    const io::KeyOffer offer = state_->exchange->offer(info.qpn, info.psn);
     info.secure = offer.mode;
     info.key_id = offer.key_id;
     info.key_share = offer.share;
@@ -322,55 +377,58 @@ ConnectionInfo Qp::local_info() const {
 
 // Secure mode: the peer's offer checked and the QP's keys derived before it leaves RESET.
 // REQUIRES: the device's lock.
-Result<Ok, Error> Qp::agree_keys(const ConnectionInfo& remote) {
+Result<Ok, Error> Qp::State::agree_keys(const ConnectionInfo& remote) {
   const std::string peer_name = "queue pair " + std::to_string(remote.qpn) + " at " +
                                 (remote.planes.empty() ? std::string("?") : remote.planes.front());
-  if (!exchange_) return io::check_secure_modes(SecureMode::kOff, remote.secure, peer_name);
+  if (!exchange) return io::check_secure_modes(SecureMode::kOff, remote.secure, peer_name);
   const io::KeyOffer offer{remote.secure, remote.key_id, remote.key_share, remote.key_proof};
-  return exchange_->finish_for(*qp_, psn_, offer, remote.qpn, remote.psn, peer_name);
+  return exchange->finish_for(*qp, psn, offer, remote.qpn, remote.psn, peer_name);
 }
 
 Result<Ok, Error> Qp::connect(const ConnectionInfo& remote) {
+  const ContextOptions& options = state_->context->options;
   std::vector<io::PlaneAddress> addresses;
   for (const std::string& text : remote.planes) {
-    auto a = io::parse_plane_address(text, context_->options_.port);
+    auto a = io::parse_plane_address(text, options.port);
     if (!a.ok()) return fail(a.error(), "connect: ");
     addresses.push_back(a.value());
   }
-  if (remote.backend != context_->options_.backend)
+  if (remote.backend != options.backend)
     return fail(Errc::kInvalidArgument,
                 std::string("connect: the peer uses the ") + io::to_string(remote.backend) +
-                    " backend and this context the " + io::to_string(context_->options_.backend) +
+                    " backend and this context the " + io::to_string(options.backend) +
                     " backend: both ends need the same (their ICRCs differ)");
-  std::lock_guard lock(device().lock());
-  if (static_cast<int>(addresses.size()) != device().planes())
+  io::Device& device = state_->device();
+  QueuePair& qp = *state_->qp;
+  std::lock_guard lock(device.lock());
+  if (static_cast<int>(addresses.size()) != device.planes())
     return fail(Errc::kInvalidArgument,
                 "connect: the peer has " + std::to_string(addresses.size()) +
-                    " planes, this context " + std::to_string(device().planes()) +
+                    " planes, this context " + std::to_string(device.planes()) +
                     ": both ends need the same planes");
-  if (qp_->state() != QpState::kReset)
+  if (qp.state() != QpState::kReset)
     return fail(Errc::kInvalidState, std::string("connect: the queue pair is in ") +
-                                         to_string(qp_->state()) +
+                                         to_string(qp.state()) +
                                          "; connect() needs a new queue pair (RESET)");
-  if (auto agreed = agree_keys(remote); !agreed.ok()) return fail(agreed.error(), "connect: ");
-  const auto peer = device().peer(addresses);
+  if (auto agreed = state_->agree_keys(remote); !agreed.ok())
+    return fail(agreed.error(), "connect: ");
+  const auto peer = device.peer(addresses);
   if (!peer.ok()) return fail(peer.error(), "connect: ");
-  auto moved = qp_->to_init();
-  if (moved.ok())
-    moved = qp_->to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer.value()});
-  if (moved.ok()) moved = qp_->to_rts(RtsAttributes{Psn(psn_)});
+  auto moved = qp.to_init();
+  if (moved.ok()) moved = qp.to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer.value()});
+  if (moved.ok()) moved = qp.to_rts(RtsAttributes{Psn(state_->psn)});
   if (!moved.ok()) return fail(to_error(moved.error()), "connect: ");
   return Ok{};
 }
 
-Result<Ok, Error> Qp::post(const SendWr& wr) {
+Result<Ok, Error> Qp::State::post(const SendWr& wr) {
   Result<Ok, PostError> r = Ok{};
   {
     std::lock_guard lock(device().lock());
-    r = qp_->post_send(wr);
+    r = qp->post_send(wr);
     if (!r.ok() && r.error() == PostError::kQpState)
       return fail(Errc::kInvalidState, std::string("post: the queue pair is in ") +
-                                           to_string(qp_->state()) +
+                                           to_string(qp->state()) +
                                            ", sends need RTS (call connect() first)");
   }
   if (!r.ok()) return fail(to_error(r.error()), "post: ");
@@ -387,7 +445,7 @@ Result<Ok, Error> Qp::post_write(uint64_t wr_id, std::span<const Sge> local, uin
   wr.remote_addr = remote_addr;
   wr.rkey = rkey;
   wr.signaled = signaled;
-  return post(wr);
+  return state_->post(wr);
 }
 
 Result<Ok, Error> Qp::post_write_imm(uint64_t wr_id, std::span<const Sge> local,
@@ -402,19 +460,19 @@ Result<Ok, Error> Qp::post_write_imm(uint64_t wr_id, std::span<const Sge> local,
   wr.rkey = rkey;
   wr.immediate = immediate;
   wr.signaled = signaled;
-  return post(wr);
+  return state_->post(wr);
 }
 
 Result<Ok, Error> Qp::post_recv(uint64_t wr_id) {
-  std::lock_guard lock(device().lock());
-  auto r = qp_->post_recv(wr_id);
+  std::lock_guard lock(state_->device().lock());
+  auto r = state_->qp->post_recv(wr_id);
   if (!r.ok()) return fail(to_error(r.error()), "post_recv: ");
   return Ok{};
 }
 
 QpStats Qp::stats() const {
-  std::lock_guard lock(device().lock());
-  return qp_->stats();
+  std::lock_guard lock(state_->device().lock());
+  return state_->qp->stats();
 }
 
 }  // namespace mrc

@@ -37,7 +37,7 @@ Result<QueuePair*, QpError> Endpoint::create_qp(const QpConfig& config, uint32_t
                                                 CompletionQueue* recv_cq) {
   if (!memory_.pd_valid(pd)) return Err{QpError::kBadProtectionDomain};
   if (send_cq == nullptr || recv_cq == nullptr) return Err{QpError::kNoCompletionQueue};
-  if (!config.validate(config_.planes).empty()) return Err{QpError::kBadConfig};
+  if (!config.validate(config_.planes).ok()) return Err{QpError::kBadConfig};
   if (qps_.size() >= config_.max_queue_pairs) return Err{QpError::kTooManyQps};
   const uint32_t random_bits = 24 - index_bits_ - partition_bits();
   const uint32_t random =

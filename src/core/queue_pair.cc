@@ -63,15 +63,15 @@ QueuePair::QueuePair(Qpn qpn, const QpConfig& config, int planes, uint64_t seed,
       recv_cq_(recv_cq),
       mrs_(mrs) {
   MRC_ASSERT(planes >= 1 && planes <= kMaxPlanes);
-  config_error_ = config_.validate(planes);
+  auto valid = config_.validate(planes);
+  if (!valid.ok()) config_error_ = valid.error().message;
 }
 
 Result<Ok, QpError> QueuePair::set_config(const QpConfig& config) {
   changed();
   if (state_ != QpState::kReset && state_ != QpState::kInit) return Err{QpError::kBadTransition};
-  const std::string error = config.validate(planes_);
-  if (!error.empty()) {
-    config_error_ = error;
+  if (auto valid = config.validate(planes_); !valid.ok()) {
+    config_error_ = valid.error().message;
     return Err{QpError::kBadConfig};
   }
   config_ = config;
@@ -88,9 +88,8 @@ Result<Ok, QpError> QueuePair::set_requester_config(const QpConfig& config) {
   next.timeout = config.timeout;
   next.retry_linear = config.retry_linear;
   next.retry_exp = config.retry_exp;
-  const std::string error = next.validate(planes_);
-  if (!error.empty()) {
-    config_error_ = error;
+  if (auto valid = next.validate(planes_); !valid.ok()) {
+    config_error_ = valid.error().message;
     return Err{QpError::kBadConfig};
   }
   config_ = next;
@@ -102,7 +101,7 @@ Result<Ok, QpError> QueuePair::to_init() {
   changed();
   if (state_ != QpState::kReset) return Err{QpError::kBadTransition};
   // The configuration in force, not the last one offered: a refused set_config changes nothing.
-  if (!config_.validate(planes_).empty()) return Err{QpError::kBadConfig};
+  if (!config_.validate(planes_).ok()) return Err{QpError::kBadConfig};
   state_ = QpState::kInit;
   return Ok{};
 }

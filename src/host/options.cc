@@ -87,7 +87,10 @@ std::string parse_threads(const std::string& text, Options& o) {
 }
 
 std::string parse_secure(const std::string& text, Options& o) {
-  return parse_secure_mode(text, o.context.secure) ? "" : "is not off, auth or encrypt";
+  const auto mode = parse_secure_mode(text);
+  if (!mode.ok()) return "is not off, auth or encrypt";
+  o.context.secure = mode.value();
+  return "";
 }
 
 std::string parse_key_file(const std::string& text, Options& o) {

@@ -49,10 +49,12 @@ std::string parse_peer_item(const std::string& key, const std::string& value, De
 
 // A device's: path-policy=, or a host setting (host/options.h); an error message or "".
 std::string parse_device_item(const std::string& key, const std::string& value, DeviceSpec& spec) {
-  if (key == "path-policy")
-    return parse_path_policy(value, spec.path_policy)
-               ? ""
-               : "path-policy=" + value + ": one of " + path_policy_name_list();
+  if (key == "path-policy") {
+    const auto policy = parse_path_policy(value);
+    if (!policy.ok()) return "path-policy=" + value + ": one of " + path_policy_name_list();
+    spec.path_policy = policy.value();
+    return "";
+  }
   auto set = host::set(spec.host, key, value, kEntry);
   return set.ok() ? "" : set.error().message + (host::find_setting(key) ? "" : ", path-policy=");
 }

@@ -359,7 +359,7 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   if (!created.ok()) {
     if (created.error() == QpError::kBadConfig)
       std::fprintf(stderr, "mrc: create_qp: %s\n",
-                   config.validate(static_cast<int>(planes)).c_str());
+                   config.validate(static_cast<int>(planes)).error().message.c_str());
     return fail<mrc_qp*>(created.error() == QpError::kTooManyQps ? ENOMEM : EINVAL, nullptr);
   }
   cap.max_recv_wr = config.max_recv_wr;

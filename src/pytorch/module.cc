@@ -73,8 +73,10 @@ c10::intrusive_ptr<ProcessGroupMrc> create(const c10::intrusive_ptr<c10d::Store>
   auto payload = mrc::io::choose_payload_bytes(mtu, o.context.planes);
   TORCH_CHECK(payload.ok(), "mrc: MRC_MTU: ", payload.ok() ? "" : payload.error().message);
   o.mtu_bytes = payload.value();
-  TORCH_CHECK(mrc::parse_path_policy(path_policy, o.path_policy),
-              "mrc: MRC_PATH_POLICY=", path_policy, ": one of ", mrc::path_policy_name_list());
+  const auto policy = mrc::parse_path_policy(path_policy);
+  TORCH_CHECK(policy.ok(), "mrc: MRC_PATH_POLICY=", path_policy, ": one of ",
+              mrc::path_policy_name_list());
+  o.path_policy = policy.value();
   return c10::make_intrusive<ProcessGroupMrc>(store, rank, size, std::move(o));
 }
 

@@ -288,8 +288,8 @@ void read_ev_list(Reader& r, const toml::table& t, Scenario& s) {
     q.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(std::min<uint64_t>(plane, 255))),
                                    Ev(static_cast<uint32_t>(value))});
   if (r.ok && !q.ev_list.empty()) {
-    const std::string problem = q.validate(static_cast<int>(s.fabric.planes));
-    if (!problem.empty()) r.fail("qp.ev_list: " + problem);
+    auto valid = q.validate(static_cast<int>(s.fabric.planes));
+    if (!valid.ok()) r.fail("qp.ev_list: " + valid.error().message);
   }
 }
 
@@ -379,7 +379,9 @@ void read_path_policy(Reader& r, const toml::table& t, Scenario& s) {
   std::string policy = to_string(q.path_policy);
   r.get(t, "qp.", "path_policy", policy);
   s.oracle_paths = policy == "oracle";
-  r.require(s.oracle_paths || parse_path_policy(policy, q.path_policy), "qp.path_policy", policy,
+  const auto parsed = parse_path_policy(policy);
+  if (parsed.ok()) q.path_policy = parsed.value();
+  r.require(s.oracle_paths || parsed.ok(), "qp.path_policy", policy,
             "\"rules\", \"oblivious\", \"reps\", \"health\", \"p2c\", \"hedge\" or \"oracle\"");
   if (s.oracle_paths) q.path_policy = PathPolicyKind::kRules;  // the runner installs the oracle
   PathWatchdogConfig& w = q.path_watchdog;
@@ -404,7 +406,9 @@ void read_path_policy(Reader& r, const toml::table& t, Scenario& s) {
 void read_security(Reader& r, const toml::table& t, QpConfig& q) {
   std::string mode = to_string(q.security.mode);
   r.get(t, "qp.", "secure", mode);
-  r.require(parse_secure_mode(mode, q.security.mode), "qp.secure", mode,
+  const auto parsed = parse_secure_mode(mode);
+  if (parsed.ok()) q.security.mode = parsed.value();
+  r.require(parsed.ok(), "qp.secure", mode,
             "\"off\", \"auth\" or \"encrypt\"");
   constexpr double kMaxRekey = double(uint64_t{1} << 40);
   auto rekey = double(q.security.rekey_packets);
@@ -456,7 +460,9 @@ void read_qp(Reader& r, const toml::table* t, Scenario& s) {
   q.nscc.initial_window_bytes = std::min(q.nscc.initial_window_bytes, q.nscc.max_window_bytes);
   read_cc_knobs(r, *t, q);
   read_ev_burst(r, *t, q);
-  r.require(parse_cc_algorithm(cc, q.cc), "qp.cc", cc, "\"nscc\", \"aimd\" or \"fixed\"");
+  const auto parsed_cc = parse_cc_algorithm(cc);
+  if (parsed_cc.ok()) q.cc = parsed_cc.value();
+  r.require(parsed_cc.ok(), "qp.cc", cc, "\"nscc\", \"aimd\" or \"fixed\"");
   read_path_policy(r, *t, s);
   read_security(r, *t, q);
   read_ev_list(r, *t, s);
@@ -1024,8 +1030,8 @@ bool load_scenario_text(std::string_view text, const std::string& source, Scenar
   if (r.ok) read_workload(r, section(r, root, "workload"), s);
   read_faults(r, root, s);
   if (r.ok) {
-    const std::string qp_error = s.qp.validate(static_cast<int>(s.fabric.planes));
-    if (!qp_error.empty()) r.fail("qp: " + qp_error);
+    auto valid = s.qp.validate(static_cast<int>(s.fabric.planes));
+    if (!valid.ok()) r.fail("qp: " + valid.error().message);
   }
   if (!r.ok) error = source + ": " + error;
   return r.ok;

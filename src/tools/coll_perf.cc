@@ -21,7 +21,7 @@
 #include "io/key_exchange.h"
 #include "io/netdev.h"
 #include "tools/host_memory.h"
-#include "tools/secure_options.h"
+#include "tools/host_flags.h"
 
 namespace mrc::tools {
 
@@ -318,8 +318,8 @@ json to_json(const std::vector<Row>& rows, const Setup& s, const CollPerfOptions
           {"iters", o.iters},
           {"warmup", o.warmup},
           {"mtu_bytes", o.mtu_bytes},
-          {"backend", o.backend},
-          {"threads", o.threads},
+          {"backend", io::to_string(o.host.context.backend)},
+          {"threads", o.host.context.threads},
           {"checked", o.check},
           {"rows", out},
           {"wrong", wrong_total},
@@ -354,27 +354,22 @@ Result<std::unique_ptr<Communicator>, Error> open_communicator(const CollPerfOpt
   coll::CommOptions co;
   co.rank = o.rank;
   co.ranks = o.world_size;
-  co.context.planes = o.planes;
-  co.context.threads = o.threads;
+  host::Options h = o.host;  // the host flags, with this tool's planes and ports
+  h.context.planes = o.planes;
+  h.context.port = o.port;
+  h.context.ev_port_base = o.ev_port_base;
+  if (auto finished = host::finish(h, kFlagSpelling); !finished.ok())  // the key, the families
+    return Err{finished.error()};
+  co.context = h.context;
   coll::rank_ports(co.context, o.port, o.ev_port_base, o.local_rank >= 0 ? o.local_rank : o.rank);
   co.chunk_bytes = o.chunk_kib << 10;
   co.qp.set_mtu(o.mtu_bytes);
   if (o.ack_every != 0) co.qp.ack_every_packets = o.ack_every;
   co.qp.ev_burst_packets = static_cast<uint16_t>(o.ev_burst);  // 0: the datapath's default
-  (void)parse_cc_algorithm(o.cc, co.qp.cc);  // the CLI accepts the three names only
-  (void)parse_path_policy(o.path_policy, co.qp.path_policy);  // likewise the policies' names
+  co.qp.cc = parse_cc_algorithm(o.cc).value();  // the CLI accepts the three names only
+  co.qp.path_policy = parse_path_policy(o.path_policy).value();  // likewise the policies' names
   if (o.target_delay_us > 0)
     co.qp.nscc.target_delay_ns = static_cast<int64_t>(o.target_delay_us * 1000);
-  co.context.backend = io::parse_backend(o.backend).value();  // the CLI accepts udp and xdp only
-  co.context.srv6_paths = o.srv6_paths;
-  co.context.busy_poll_us = o.busy_poll_us;
-  (void)parse_secure_mode(o.secure, co.context.secure);  // likewise off, auth, encrypt
-  auto key =
-      io::preshared_key_for(co.context.secure, o.key_file, "--secure ", "--key-file", "every rank");
-  if (!key.ok()) return Err{key.error()};
-  co.context.preshared_key = std::move(key.value());
-  co.context.port_setting = "--port";
-  co.context.ev_port_setting = "--ev-port-base";
   co.slots = o.slots;
   co.direct_max_bytes = o.direct_max_bytes;
   co.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
@@ -532,10 +527,8 @@ void add_rank_options(CLI::App& app, CollPerfOptions& o) {
   app.add_option("--ev-port-base", o.ev_port_base,
                  "first EV source port of local rank 0; each local rank takes the next disjoint "
                  "range (default 10000)");
-  app.add_option("--threads", o.threads,
-                 "engine threads per rank (default 1): the rank's queue pairs, one per peer, are "
-                 "spread over them, each thread with its own ports")
-      ->check(CLI::Range(1u, io::kMaxDeviceThreads));
+  add_host_flags(app, o.host, {"threads"},
+                 "a rank's queue pairs, one per peer, are spread over its threads");
 }
 
 // How the ranks' queue pairs move the bytes: congestion control, path policy, secure mode, SACKs,
@@ -549,7 +542,7 @@ void add_transport_options(CLI::App& app, CollPerfOptions& o) {
                  "how the ranks' queue pairs choose among their GOOD EVs: p2c (default: the "
                  "learned score policy), rules (MRC's own), oblivious, reps, health or hedge")
       ->check(CLI::IsMember(path_policy_names()));
-  add_secure_options(app, o.secure, o.key_file, "every rank");
+  add_host_flags(app, o.host, {"secure", "key-file"}, "every rank alike");
   app.add_option(
          "--target-delay-us", o.target_delay_us,
          "NSCC queueing-delay target in microseconds, 1 or more (default: the collectives', 250)")
@@ -576,18 +569,8 @@ void add_transport_options(CLI::App& app, CollPerfOptions& o) {
          "it with the headers, as a 9000-byte link or loopback does, else 4096 or 1024; every "
          "rank needs the same)")
       ->check(CLI::Range(256, 9000));
-  app.add_option("--backend", o.backend,
-                 "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP; root; one rank per "
-                 "interface, so "
-                 "ranks on separate hosts or namespaces)")
-      ->check(CLI::IsMember({"udp", "xdp"}));
-  app.add_option("--srv6-paths", o.srv6_paths,
-                 "SRv6 uSID path mode: the paths through each plane's fabric as hexadecimal uSIDs, "
-                 "e.g. 200,201; needs IPv6 planes, each rank's locator (default: ECMP mode)");
-  app.add_option("--busy-poll-us", o.busy_poll_us,
-                 "after work, poll the sockets for this long instead of sleeping (lower latency "
-                 "for a core's worth of CPU per rank while it lasts; default 0)")
-      ->check(CLI::Range(0u, 1'000'000u));
+  add_host_flags(app, o.host, {"backend", "gso", "srv6-paths", "busy-poll-us"},
+                 "every rank alike");
   app.add_option("--slots", o.slots, "staging slots per peer and direction (default 8)")
       ->check(CLI::Range(4, 1024));
   app.add_option("--direct-max-bytes", o.direct_max_bytes,

@@ -14,6 +14,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+
+#include "host/options.h"
 #include <string>
 #include <vector>
 
@@ -42,15 +44,12 @@ struct CollPerfOptions {
   uint16_t ev_port_base = 10000;
   uint32_t chunk_kib = 0;       // 0: coll::auto_chunk_bytes
   uint32_t mtu_bytes = 0;       // payload bytes per packet (QpConfig::mtu_bytes); 0: auto
-  std::string backend = "udp";  // ContextOptions::backend: udp or xdp
-  std::string srv6_paths;       // ContextOptions::srv6_paths ("200,201"; empty: ECMP mode)
-  uint32_t busy_poll_us = 0;    // ContextOptions::busy_poll_us (0: sleep when idle)
-  uint32_t threads = 1;         // ContextOptions::threads
+  // The host settings the tool takes as flags (tools/host_flags.h): threads, backend, gso,
+  // srv6-paths, busy-poll-us, secure, key-file; its planes and ports are its own flags above.
+  host::Options host;
   uint32_t slots = 8;
   std::string cc = "nscc";          // QpConfig::cc: nscc, aimd or fixed
   std::string path_policy = "p2c";  // QpConfig::path_policy (core/path_policy.h)
-  std::string secure = "off";       // ContextOptions::secure: off, auth or encrypt
-  std::string key_file;             // ContextOptions::preshared_key (io::read_key_file)
   double target_delay_us = 0;       // NSCC delay target; 0: the datapath's default
   uint32_t ack_every = 0;           // QpConfig::ack_every_packets; 0: the datapath's default
   uint32_t ev_burst = 0;            // QpConfig::ev_burst_packets; 0: the datapath's default

@@ -35,7 +35,7 @@
 #include "host/metrics.h"
 #include "host/metrics_server.h"
 #include "tools/oob.h"
-#include "tools/secure_options.h"
+#include "tools/host_flags.h"
 #include "tools/verify_pattern.h"
 #include "util/prng.h"
 
@@ -394,8 +394,8 @@ uint16_t PerfSide::udp_port() const {
 }
 
 Result<Ok, Error> PerfSide::read_key() {
-  (void)parse_secure_mode(o_.secure, secure_);  // the CLI accepts the three names only
-  auto key = io::preshared_key_for(secure_, o_.key_file, "--secure ", "--key-file", "both sides");
+  secure_ = o_.host.context.secure;
+  auto key = io::preshared_key_for(secure_, o_.host.key_file, "--secure ", "--key-file", "both sides");
   if (!key.ok()) return Err{key.error()};
   key_ = std::move(key.value());
   return Ok{};
@@ -424,13 +424,11 @@ Result<io::DeviceConfig, Error> device_config(const PerfOptions& o, bool server)
   }
   c.ev_port_base = static_cast<uint16_t>(ev_base);
   c.gso = o.gso;
-  auto backend = io::parse_backend(o.backend);
-  if (!backend.ok()) return Err{backend.error()};
-  c.backend = backend.value();
-  c.srv6_paths = o.srv6_paths;
+  c.backend = o.host.context.backend;
+  c.srv6_paths = o.host.context.srv6_paths;
+  c.busy_poll_us = o.host.context.busy_poll_us;
   auto hc = host::device_config(c, host::Spelling{host::kDoorFlag, ""});
   if (!hc.ok()) return Err{hc.error()};
-  hc.value().busy_poll = Duration{static_cast<int64_t>(o.busy_poll_us * 1e3)};  // (fractions too)
   auto impaired =
       impairment_from_options(o, static_cast<int>(o.planes.size()), hc.value().impairment);
   if (!impaired.ok()) return Err{impaired.error()};
@@ -444,7 +442,7 @@ Result<Ok, Error> PerfSide::open() {
   auto config = device_config(o_, server_);
   if (!config.ok()) return Err{config.error()};
   const io::DeviceConfig& hc = config.value();
-  auto devices = host::Host::open(hc, o_.threads);
+  auto devices = host::Host::open(hc, o_.host.context.threads);
   if (!devices.ok()) return Err{devices.error()};
   devices_ = std::move(devices.value());
   if (!o_.pcap.empty()) {
@@ -495,8 +493,8 @@ QpConfig PerfSide::qp_config(size_t q, uint32_t mtu_bytes) const {
   c.ack_every_packets = o_.ack_every;
   c.timeout = 12;
   c.retry_exp = 10;  // tolerate seconds-long scheduling stalls of a busy host (~8 s in all)
-  (void)parse_cc_algorithm(o_.cc, c.cc);                   // the CLI accepts the three names only
-  (void)parse_path_policy(o_.path_policy, c.path_policy);  // likewise the policies' names
+  c.cc = parse_cc_algorithm(o_.cc).value();                   // the CLI accepts the names only
+  c.path_policy = parse_path_policy(o_.path_policy).value();  // likewise the policies' names
   c.nscc.max_window_bytes = c.fixed_window_bytes = static_cast<uint64_t>(o_.window_kib) << 10;
   c.nscc.initial_window_bytes =
       std::min<uint64_t>(c.nscc.initial_window_bytes, c.nscc.max_window_bytes);
@@ -515,8 +513,7 @@ Result<Ok, Error> PerfSide::open_qps() {
   for (uint32_t q = 0; q < o_.qps; ++q) {
     io::Device& shard = shard_of(q);
     const QpConfig c = qp_config(q, mtu_);
-    if (const std::string invalid = c.validate(shard.planes()); !invalid.empty())
-      return fail(Errc::kInvalidArgument, invalid);
+    if (auto valid = c.validate(shard.planes()); !valid.ok()) return Err{valid.error()};
     CompletionQueue* cq = cqs_[q % cqs_.size()];
     qps_.push_back(shard.endpoint().create_qp(c, pd_, cq, cq).value());
     psns_.push_back(shard.initial_psn().value);
@@ -543,8 +540,10 @@ json PerfSide::hello() const {
   return {{"mrc_perf", kPerfProtocol}, {"planes", o_.planes},
           {"port", udp_port()},        {"qps", qps},
           {"rkey", target_mr_.rkey},   {"addr", target_mr_.address},
-          {"len", target_.size()},     {"backend", o_.backend},
-          {"secure", o_.secure},       {"mtu", mtu_}};
+          {"len", target_.size()},
+          {"backend", io::to_string(o_.host.context.backend)},
+          {"secure", to_string(o_.host.context.secure)},
+          {"mtu", mtu_}};
 }
 
 // REQUIRES: protocol_error(peer) is "" (both callers check the version first).
@@ -555,13 +554,14 @@ Result<Ok, Error> PerfSide::connect(const json& peer) {
                 "(--planes) and QPs (--qps)");
   }
   // The backends' ICRCs differ (docs/PROTOCOL.md §1.9): each end would drop all the other sends.
-  if (const std::string theirs = peer.value("backend", std::string("udp")); theirs != o_.backend) {
+  const std::string ours = io::to_string(o_.host.context.backend);
+  if (const std::string theirs = peer.value("backend", std::string("udp")); theirs != ours) {
     return fail(Errc::kInvalidArgument,
-                "the peer uses the " + theirs + " backend and this side the " + o_.backend +
+                "the peer uses the " + theirs + " backend and this side the " + ours +
                     " backend: both ends need the same --backend (their ICRCs differ)");
   }
-  SecureMode theirs = SecureMode::kOff;
-  (void)parse_secure_mode(peer.value("secure", std::string("off")), theirs);
+  const auto parsed = parse_secure_mode(peer.value("secure", std::string("off")));
+  const SecureMode theirs = parsed.ok() ? parsed.value() : SecureMode::kOff;
   if (auto same = io::check_secure_modes(secure_, theirs, peer_name(0)); !same.ok())
     return fail(same.error(), "");
   peer_addr_ = peer.at("addr").get<uint64_t>();
@@ -1398,12 +1398,9 @@ void add_test_options(CLI::App& app, PerfOptions& o) {
                  "distributions (at most 2^20 per size: a uniform sample beyond)");
   app.add_option("--warmup", o.warmup,
                  "--pingpong: exchanges at each size before timing starts (default 100)");
-  app.add_option(
-         "--threads", o.threads,
-         "engine threads (default 1): QP q runs on thread q % THREADS, each thread with its own "
-         "UDP ports "
-         "(--port + t, and the t-th EV range after --ev-port-base); use --qps of THREADS or more")
-      ->check(CLI::Range(1u, io::kMaxDeviceThreads));
+  add_host_flags(app, o.host, {"threads"},
+                 "QP q runs on thread q % THREADS, thread t on --port + t and the t-th EV range "
+                 "after --ev-port-base; use --qps of THREADS or more");
   app.add_flag("--bidir", o.bidir, "both sides send");
   app.add_flag("--verify", o.verify, "check every byte at the receiver");
   app.add_option("--buffer", o.buffer_bytes,
@@ -1458,21 +1455,8 @@ void add_fault_and_transport_options(CLI::App& app, PerfOptions& o) {
              std::to_string(io::kUdpDefaultAckEvery) + ")")
       ->check(CLI::Range(0u, 64u));
   app.add_flag("!--no-gso", o.gso, "send and receive one datagram per buffer (no UDP GSO/GRO)");
-  app.add_option("--busy-poll-us", o.busy_poll_us,
-                 "after work, poll the sockets for this long instead of sleeping (lower latency "
-                 "for a core's worth of CPU while it lasts; default 0: sleep when idle)")
-      ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--backend", o.backend,
-                 "datapath: udp (kernel UDP sockets, default) or xdp (AF_XDP on the planes' "
-                 "interfaces, writing whole "
-                 "RoCEv2 frames; root only; datagrams up to 3798 bytes, or the interface MTU)")
-      ->check(CLI::IsMember({"udp", "xdp"}));
-  app.add_option("--srv6-paths", o.srv6_paths,
-                 "SRv6 uSID path mode: the paths through each plane's fabric as hexadecimal "
-                 "uSIDs, e.g. 200,201 (one spine each); the EV of source port P takes path P % "
-                 "paths. Needs IPv6 "
-                 "planes, each this host's locator block:leaf:host:: (default: ECMP mode)");
-  add_secure_options(app, o.secure, o.key_file, "both sides");
+  add_host_flags(app, o.host, {"busy-poll-us", "backend", "srv6-paths"}, "both sides alike");
+  add_host_flags(app, o.host, {"secure", "key-file"}, "both sides alike");
   app.add_option("--pcap", o.pcap,
                  "write every datagram sent and received to this capture file (pcap; read it with "
                  "mrc decode, tshark)");

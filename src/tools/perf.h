@@ -6,6 +6,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+
+#include "host/options.h"
 #include <string>
 #include <vector>
 
@@ -36,7 +38,6 @@ struct PerfOptions {
   uint32_t qps = 1;
   uint32_t depth = 0;         // 0: 16, or 1 with --pingpong
   uint64_t buffer_bytes = 0;  // --buffer: memory the messages cycle through (0: one area each)
-  uint32_t threads = 1;       // host::Host shards: QP q on shard q % threads
   bool bidir = false;
   bool verify = false;
   std::vector<std::string> fail_plane;  // "P@T" or "P@T+D"
@@ -56,11 +57,11 @@ struct PerfOptions {
   uint32_t ack_every = 0;       // QpConfig::ack_every_packets (0: the datapath's default)
   double target_delay_us = -1;  // NsccConfig::target_delay_ns; < 0: the datapath's default
   bool gso = true;              // UdpHostConfig::gso and ::gro
-  double busy_poll_us = 0;      // UdpHostConfig::busy_poll (0: sleep when idle)
-  std::string backend = "udp";  // UdpHostConfig::backend: udp or xdp
-  std::string srv6_paths;       // UdpHostConfig::srv6_paths ("200,201"); empty: ECMP mode
-  std::string secure = "off";   // QpConfig::security mode: off, auth or encrypt
-  std::string key_file;         // secure mode's pre-shared key (io::read_key_file)
+  // The host settings taken as flags (tools/host_flags.h): threads (QP q on shard q %
+  // threads), busy-poll-us, backend, srv6-paths, secure, key-file. Planes, ports, GSO, drop and
+  // metrics are perf's own flags above and below (a side's default ports, --no-gso, impairments,
+  // a metrics endpoint fed from its loop).
+  host::Options host;
   std::string pcap;             // --pcap: capture every datagram sent and received to this file
   uint64_t pcap_max_mib = 256;  // the capture's budget
   uint16_t metrics_port = 0;    // 0: no Prometheus endpoint
