@@ -47,7 +47,7 @@ expect_refused() {  # MESSAGE ARGS...
   grep -qF -- "$want" "$OUT/refused" || fail "mrc perf $* did not say '$want'"
   rm -f "$OUT/refused"
 }
-expect_refused "--srv6-paths: bad SRv6 path 'zz'" --planes ::1 --srv6-paths zz
+expect_refused "--srv6-paths=zz: bad SRv6 path 'zz'" --planes ::1 --srv6-paths zz
 expect_refused "is IPv4: SRv6 paths need IPv6 planes" --planes 127.0.0.1 --srv6-paths 200
 expect_refused "bad plane address '[fd00::1'" --planes "[fd00::1"
 
@@ -133,7 +133,7 @@ if [ -n "$BW" ] && [ -n "$CTL_SRV6" ]; then
   ip netns exec "$PREFIX-h0" env MRC_CTL_DIR="$OUT/ctl0" MRC_DEVICES="$devices" timeout 30 "$CTL_SRV6" \
     serve mrc0 5 >"$OUT/serve" 2>&1 &
   server_pid=$!
-  sleep 0.5
+  for _ in $(seq 100); do grep -q "serving mrc0" "$OUT/serve" && break; sleep 0.1; done
   p0=$(sid_of 0 0) p1=$(sid_of 1 1)
   ip netns exec "$PREFIX-h1" env MRC_CTL_DIR="$OUT/ctl1" MRC_DEVICES="$devices" timeout 30 "$CTL_SRV6" \
     probe mrc1 "${paths}" "$server_planes" >"$OUT/probe" 2>&1 || { cat "$OUT/probe"; fail "SRv6 EV probes were not all answered"; }

@@ -197,6 +197,8 @@ int main(int argc, char **argv) {
   if (argc == 5 && strcmp(argv[1], "probe") == 0) return run_probe(argv[2], argv[3], argv[4]);
   if (argc == 4 && strcmp(argv[1], "serve") == 0) {
     struct ibv_context *dev = open_named(argv[2]);
+    printf("mrc_ctl_srv6: serving %s\n", argv[2]); /* the device answers probes from now on */
+    fflush(stdout);
     sleep((unsigned)atoi(argv[3]));
     ibv_close_device(dev);
     return 0;
