@@ -100,7 +100,8 @@ void check_all_reduce(Communicator& c, int rank, int ranks) {
     for (ReduceOp op : kAllReduceOps)
       for (size_t count : counts)
         for (AllReduceAlgorithm algorithm :
-             {AllReduceAlgorithm::kRing, AllReduceAlgorithm::kDirect, AllReduceAlgorithm::kAuto})
+             {AllReduceAlgorithm::kRing, AllReduceAlgorithm::kDirect,
+              AllReduceAlgorithm::kRecursiveDoubling, AllReduceAlgorithm::kAuto})
           for (bool in_place : {false, true}) {
             const std::vector<uint8_t> input = make_input(t, op, rank, count);
             Guarded out(input.size());

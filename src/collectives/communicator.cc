@@ -64,6 +64,8 @@ const char* to_string(AllReduceAlgorithm algorithm) {
       return "ring";
     case AllReduceAlgorithm::kDirect:
       return "direct";
+    case AllReduceAlgorithm::kRecursiveDoubling:
+      return "recursive";
   }
   return "?";
 }

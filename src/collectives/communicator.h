@@ -89,6 +89,9 @@ enum class AllReduceAlgorithm : uint8_t {
   kAuto,    // direct up to CommOptions::direct_max_bytes, ring above
   kRing,    // reduce-scatter + all-gather around a ring, pipelined in chunks: bandwidth-optimal
   kDirect,  // every rank sends its vector to every other and reduces locally: one round
+  // log2(n) rounds of one message each way, partners at distance 1, 2, 4, ... (recursive.cc);
+  // ranks past a power of two fold into one below it first
+  kRecursiveDoubling,
 };
 const char* to_string(AllReduceAlgorithm algorithm);
 
@@ -153,6 +156,15 @@ class Communicator {
                                       DataType type, ReduceOp op);
   Result<Ok, Error> direct_round(const uint8_t* send, uint8_t* recv, size_t count, DataType type,
                                  ReduceOp op, uint64_t chunk);
+  Result<Ok, Error> all_reduce_recursive(const uint8_t* send, uint8_t* recv, size_t count,
+                                         DataType type, ReduceOp op);
+  Result<Ok, Error> recursive_chunk(uint8_t* acc, size_t elements, DataType type, ReduceOp op);
+  Result<Ok, Error> exchange_step(int peer, uint8_t* acc, size_t elements, DataType type,
+                                  ReduceOp op, bool send_first);
+  // One message to `peer` copied through a send slot, waiting for a free one.
+  Result<Ok, Error> send_copy(int peer, const uint8_t* data, size_t length);
+  // The next message from `peer`, waiting for it; a length other than `length` is a mismatch.
+  Result<std::span<const uint8_t>, Error> receive_exact(int peer, size_t length);
 
   int rank_ = 0;
   int ranks_ = 1;

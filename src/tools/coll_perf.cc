@@ -612,8 +612,9 @@ void add_coll_perf_options(CLI::App& app, CollPerfOptions& o) {
                  "1: check every output element against a reference (#wrong); 0: skip (default 1)");
   app.add_option(
          "-a,--algorithm", o.algorithm,
-         "all-reduce algorithm: auto (direct up to --direct-max-bytes, else ring), ring, direct")
-      ->check(CLI::IsMember({"auto", "ring", "direct"}));
+         "all-reduce algorithm: auto (direct up to --direct-max-bytes, else ring), ring, direct, "
+         "recursive (recursive doubling: log2(ranks) rounds of one message each way)")
+      ->check(CLI::IsMember({"auto", "ring", "direct", "recursive"}));
   app.add_flag("--json", o.json, "print the result as JSON (rank 0), nothing else on stdout");
   add_rank_options(app, o);
   add_transport_options(app, o);
@@ -633,6 +634,7 @@ int run_coll_perf(CollPerfOptions o) {
   s.op = *coll::parse_reduce_op(o.op);
   s.algorithm = o.algorithm == "ring"     ? coll::AllReduceAlgorithm::kRing
                 : o.algorithm == "direct" ? coll::AllReduceAlgorithm::kDirect
+                : o.algorithm == "recursive" ? coll::AllReduceAlgorithm::kRecursiveDoubling
                                           : coll::AllReduceAlgorithm::kAuto;
   if (o.min_bytes == 0 || o.max_bytes < o.min_bytes)
     return fail("need 0 < --minbytes <= --maxbytes");
