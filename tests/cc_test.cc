@@ -3,9 +3,8 @@
 // and RTT.
 #include <gtest/gtest.h>
 
-#include "problem.h"
-
 #include "core/cc/nscc.h"
+#include "problem.h"
 
 namespace mrc {
 namespace {

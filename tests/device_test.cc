@@ -8,8 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include "problem.h"
-
 #include <fstream>
 #include <string>
 #include <vector>
@@ -17,6 +15,7 @@
 #include "core/wire/packet.h"
 #include "io/netdev.h"
 #include "loopback_device.h"
+#include "problem.h"
 
 namespace mrc::io {
 namespace {

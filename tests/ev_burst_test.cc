@@ -3,13 +3,12 @@
 // bytes arrive intact whatever k is.
 #include <gtest/gtest.h>
 
-#include "problem.h"
-
 #include <map>
 #include <vector>
 
 #include "core/wire/packet.h"
 #include "pair.h"
+#include "problem.h"
 
 namespace mrc {
 namespace {

@@ -5,13 +5,12 @@
 // forced onto one EV").
 #include <gtest/gtest.h>
 
-#include "problem.h"
-
 #include <map>
 #include <vector>
 
 #include "core/ev_set.h"
 #include "mrc/config.hpp"
+#include "problem.h"
 
 namespace mrc {
 namespace {
@@ -127,12 +126,15 @@ TEST(EvList, ConfigValidationSaysWhatIsWrong) {
   c.ev_list = {ev(0, 1), ev(1, 2)};
   c.ev_min_active = 1;
   EXPECT_EQ(problem(c.validate(2)), "");
-  EXPECT_NE(problem(c.validate(1)).find("names plane 1"), std::string::npos) << problem(c.validate(1));
+  EXPECT_NE(problem(c.validate(1)).find("names plane 1"), std::string::npos)
+      << problem(c.validate(1));
   c.ev_list = {ev(0, 1), ev(1, 1)};
-  EXPECT_NE(problem(c.validate(2)).find("an EV belongs to one plane"), std::string::npos) << problem(c.validate(2));
+  EXPECT_NE(problem(c.validate(2)).find("an EV belongs to one plane"), std::string::npos)
+      << problem(c.validate(2));
   c.ev_list = {ev(0, 1), ev(0, 1)};
   c.ev_min_active = 2;
-  EXPECT_NE(problem(c.validate(1)).find("ev_min_active"), std::string::npos) << problem(c.validate(1));
+  EXPECT_NE(problem(c.validate(1)).find("ev_min_active"), std::string::npos)
+      << problem(c.validate(1));
   c.ev_list.assign(kMaxExplicitEvs + 1, ev(0, 1));
   c.ev_min_active = 1;
   EXPECT_NE(problem(c.validate(1)).find("ev_list entries"), std::string::npos);

@@ -4,13 +4,12 @@
 // settings name both, and a context opened with metrics_port serves every shard's metrics.
 //
 // Ports: UDP 6200-6209 and EV source ports 61000-62499 (no other test uses them).
-#include "host/options.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
 
+#include "host/options.h"
 #include "http_get.h"
 
 namespace mrc::host {

@@ -17,9 +17,9 @@
 #include <set>
 #include <sstream>
 
+#include "host/metrics_server.h"
 #include "http_get.h"
 #include "pair.h"
-#include "host/metrics_server.h"
 
 namespace mrc::host {
 namespace {

@@ -3,14 +3,13 @@
 // and gather-list limits, unsignaled sends, and configuration validation.
 #include <gtest/gtest.h>
 
-#include "problem.h"
-
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "pair.h"
+#include "problem.h"
 
 namespace mrc {
 namespace {

@@ -3,8 +3,6 @@
 // counted by the endpoint, and answered with nothing. Also the pieces alone: AES-GCM against a
 // published test vector, HKDF against RFC 5869, the replay window.
 #include <gtest/gtest.h>
-
-#include "problem.h"
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -17,6 +15,7 @@
 #include "core/packet_protection.h"
 #include "core/replay_window.h"
 #include "pair.h"
+#include "problem.h"
 #include "util/hex.h"
 #include "util/prng.h"
 
@@ -548,7 +547,8 @@ TEST(Secure, AReconnectedQpDoesNotReuseItsKeys) {
 TEST(Secure, ConfigurationErrorsNameTheField) {
   QpConfig c = secure_config(SecureMode::kEncrypt);
   c.set_mtu(9000);
-  EXPECT_NE(problem(c.validate(1)).find("mtu_bytes (secure mode)"), std::string::npos) << problem(c.validate(1));
+  EXPECT_NE(problem(c.validate(1)).find("mtu_bytes (secure mode)"), std::string::npos)
+      << problem(c.validate(1));
   c = secure_config(SecureMode::kEncrypt);
   c.security.receive_secret.fill(0);
   EXPECT_NE(problem(c.validate(1)).find("traffic secrets"), std::string::npos);

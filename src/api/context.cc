@@ -15,9 +15,9 @@
 #include <sstream>
 
 #include "core/endpoint.h"
-#include "io/device.h"
 #include "host/host.h"
 #include "host/options.h"
+#include "io/device.h"
 #include "io/key_exchange.h"
 #include "io/udp_host.h"
 #include "mrc/assert.hpp"
@@ -147,8 +147,8 @@ Result<std::unique_ptr<Context>, Error> Context::open(const ContextOptions& opti
       return fail(Errc::kInvalidArgument, "ContextOptions::metrics_port " +
                                               std::to_string(options.metrics_port) +
                                               " is not a TCP port (-1: off, 0: a free one)");
-    auto served = devices.value()->serve_metrics(
-        options.metrics_bind, static_cast<uint16_t>(options.metrics_port), {});
+    auto served = devices.value()->serve_metrics(options.metrics_bind,
+                                                 static_cast<uint16_t>(options.metrics_port), {});
     if (!served.ok()) return fail(served.error(), "ContextOptions::metrics_port: ");
   }
   auto state = std::make_unique<State>();
@@ -229,7 +229,8 @@ Result<Qp*, Error> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
   const ContextOptions& options = state_->options;
   QpConfig c = config;
   device.configure(c, options.secure);  // a secure QP's keys come at connect()
-  if (auto valid = c.validate(device.planes()); !valid.ok()) return fail(valid.error(), "create_qp: ");
+  if (auto valid = c.validate(device.planes()); !valid.ok())
+    return fail(valid.error(), "create_qp: ");
   auto qp = device.endpoint().create_qp(c, pd, send_cq->state_->queues[shard],
                                         recv_cq->state_->queues[shard]);
   if (!qp.ok()) return fail(to_error(qp.error()), "create_qp: ");
@@ -256,7 +257,8 @@ Result<Ok, Error> Context::destroy_qp(Qp* qp) {
   {
     io::Device& device = qp->state_->device();
     std::lock_guard lock(device.lock());
-    MRC_ASSERT(device.endpoint().destroy_qp(qp->state_->qp->qpn()).ok());  // it exists: created here
+    MRC_ASSERT(
+        device.endpoint().destroy_qp(qp->state_->qp->qpn()).ok());  // it exists: created here
   }
   state_->qps.erase(it);
   return Ok{};

@@ -37,8 +37,8 @@ const char* to_string(PathPolicyKind kind) {
 Result<PathPolicyKind, Error> parse_path_policy(std::string_view name) {
   for (int k = 0; k <= static_cast<int>(PathPolicyKind::kHedge); ++k)
     if (name == to_string(static_cast<PathPolicyKind>(k))) return static_cast<PathPolicyKind>(k);
-  return fail(Errc::kInvalidArgument, "'" + std::string(name) +
-                                          "' is no path policy: one of " + path_policy_name_list());
+  return fail(Errc::kInvalidArgument,
+              "'" + std::string(name) + "' is no path policy: one of " + path_policy_name_list());
 }
 
 const std::vector<std::string>& path_policy_names() {
@@ -113,7 +113,8 @@ namespace {
 
 std::string check_fields(const QpConfig& c, int planes) {
   if (planes < 1 || planes > kMaxPlanes) return range_error("planes", planes, 1, kMaxPlanes);
-  if (c.mtu_bytes < 256 || c.mtu_bytes > 9000) return range_error("mtu_bytes", c.mtu_bytes, 256, 9000);
+  if (c.mtu_bytes < 256 || c.mtu_bytes > 9000)
+    return range_error("mtu_bytes", c.mtu_bytes, 256, 9000);
   if (c.max_send_wr < 1 || c.max_send_wr > 65536)
     return range_error("max_send_wr", c.max_send_wr, 1, 65536);
   if (c.max_recv_wr < 1 || c.max_recv_wr > 65536)
@@ -140,7 +141,8 @@ std::string check_fields(const QpConfig& c, int planes) {
     return "max_message_bytes = " + std::to_string(c.max_message_bytes) +
            " must be a multiple of mtu_bytes and at most 2^31";
   if (c.incast_penalty > 127) return range_error("incast_penalty", c.incast_penalty, 0, 127);
-  if (c.incast_window_ns < 0) return range_error("incast_window_ns", c.incast_window_ns, 0, INT64_MAX);
+  if (c.incast_window_ns < 0)
+    return range_error("incast_window_ns", c.incast_window_ns, 0, INT64_MAX);
   if (c.nscc.min_window_bytes < c.mtu_bytes || c.nscc.max_window_bytes < c.nscc.min_window_bytes)
     return "nscc window bounds must satisfy mtu_bytes <= min_window_bytes <= max_window_bytes";
   if (c.fixed_window_bytes < c.mtu_bytes) return "fixed_window_bytes must be at least mtu_bytes";
@@ -158,7 +160,8 @@ std::string check_security(const QpConfig& c) {
   if (c.security.rekey_packets < 1 || c.security.rekey_packets > (uint64_t{1} << 40))
     return range_error("security.rekey_packets", c.security.rekey_packets, 1, uint64_t{1} << 40);
   const auto zero = std::array<uint8_t, kTrafficSecretBytes>{};
-  if (!c.security.keys_later && (c.security.send_secret == zero || c.security.receive_secret == zero))
+  if (!c.security.keys_later &&
+      (c.security.send_secret == zero || c.security.receive_secret == zero))
     return "secure mode needs both traffic secrets (connection set-up derives them; none was "
            "given)";
   return {};
@@ -229,8 +232,8 @@ std::string check_ev_list(const QpConfig& c, int planes) {
     if (!seen) distinct.push_back(e);
   }
   if (c.ev_min_active < 1 || c.ev_min_active > distinct.size())
-    return range_error("ev_min_active (explicit list: at most its distinct EVs)", c.ev_min_active, 1,
-                       distinct.size());
+    return range_error("ev_min_active (explicit list: at most its distinct EVs)", c.ev_min_active,
+                       1, distinct.size());
   return {};
 }
 

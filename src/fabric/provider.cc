@@ -10,11 +10,10 @@
 #include "fabric/provider.h"
 
 #include <arpa/inet.h>
-
-#include <cctype>
 #include <netdb.h>
 #include <rdma/providers/fi_log.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 

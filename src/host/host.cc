@@ -35,8 +35,7 @@ Result<DeviceConfig, Error> Host::shard_config(const DeviceConfig& config, uint3
   return c;
 }
 
-Result<std::unique_ptr<Host>, Error> Host::open(const DeviceConfig& config,
-                                                              uint32_t threads) {
+Result<std::unique_ptr<Host>, Error> Host::open(const DeviceConfig& config, uint32_t threads) {
   if (threads < 1 || threads > kMaxDeviceThreads)
     return fail(Errc::kInvalidArgument, "threads = " + std::to_string(threads) +
                                             ": a device runs 1 to " +
@@ -66,8 +65,8 @@ uint32_t Host::alloc_pd() {
   return pd;
 }
 
-Result<MemoryRegionInfo, Error> Host::register_region(uint32_t pd, void* address,
-                                                             uint64_t length, uint32_t access) {
+Result<MemoryRegionInfo, Error> Host::register_region(uint32_t pd, void* address, uint64_t length,
+                                                      uint32_t access) {
   MemoryRegionInfo first{};
   for (uint32_t s = 0; s < size(); ++s) {
     Device& shard = *shards_[s];
@@ -163,7 +162,8 @@ Result<Ok, Error> Host::serve_metrics(const std::string& bind, uint16_t port,
   auto server = MetricsServer::start(bind, port);
   if (!server.ok()) return Err{server.error()};
   metrics_ = std::move(server.value());
-  metrics_->render_on_scrape([this, options = std::move(options)] { return metrics_text(options); });
+  metrics_->render_on_scrape(
+      [this, options = std::move(options)] { return metrics_text(options); });
   return Ok{};
 }
 

@@ -38,8 +38,7 @@ class Host {
  public:
   // Opens `threads` shards (1..kMaxDeviceThreads); the error names the shard that failed and
   // why, and what to change.
-  static Result<std::unique_ptr<Host>, Error> open(const DeviceConfig& config,
-                                                          uint32_t threads);
+  static Result<std::unique_ptr<Host>, Error> open(const DeviceConfig& config, uint32_t threads);
   // What shard `s` of a group opened with `config` is opened with: its ports and its seed.
   static Result<DeviceConfig, Error> shard_config(const DeviceConfig& config, uint32_t s);
 

@@ -81,7 +81,8 @@ std::string parse_busy_poll(const std::string& text, Options& o) {
 
 std::string parse_threads(const std::string& text, Options& o) {
   const auto v = whole(text, 1, io::kMaxDeviceThreads);
-  if (!v) return "is not a number of engine threads (1.." + std::to_string(io::kMaxDeviceThreads) + ")";
+  if (!v)
+    return "is not a number of engine threads (1.." + std::to_string(io::kMaxDeviceThreads) + ")";
   o.context.threads = static_cast<uint32_t>(*v);
   return "";
 }
@@ -102,7 +103,8 @@ std::string parse_key_file(const std::string& text, Options& o) {
 std::string parse_drop(const std::string& text, Options& o) {
   char* end = nullptr;
   const double drop = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(drop >= 0 && drop < 1)) return "is not a fraction in [0, 1)";
+  if (text.empty() || *end != '\0' || !(drop >= 0 && drop < 1))
+    return "is not a fraction in [0, 1)";
   o.context.impairment.drop = drop;
   return "";
 }
@@ -134,7 +136,8 @@ const Setting kSettings[] = {
     {"ev-port-base", "PORT",
      "first UDP source port of the EVs; each engine thread takes its own range after it "
      "(default 50000)",
-     kTextDoors, [](const std::string& t, Options& o) { return parse_port(t, o.context.ev_port_base); },
+     kTextDoors,
+     [](const std::string& t, Options& o) { return parse_port(t, o.context.ev_port_base); },
      "ev-ports"},
     {"backend", "NAME", "the datapath: udp (kernel sockets, default) or xdp (AF_XDP; root)",
      kTextDoors, parse_backend},
@@ -147,7 +150,8 @@ const Setting kSettings[] = {
     {"busy-poll-us", "US",
      "after work, ask the sockets without sleeping for this long (0..1000000; default 0: sleep)",
      kTextDoors, parse_busy_poll},
-    {"threads", "N", "engine threads, each a shard with its own sockets and ports (1..16; default 1)",
+    {"threads", "N",
+     "engine threads, each a shard with its own sockets and ports (1..16; default 1)",
      kDoorFlag | kDoorTorch, parse_threads},
     {"secure", "MODE",
      "secure mode of every queue pair: off (default), auth (AES-GCM tags) or encrypt", kTextDoors,
@@ -246,14 +250,15 @@ Result<Ok, Error> set(Options& o, std::string_view key, const std::string& text,
                       const Spelling& spelling) {
   const Setting* s = find_setting(key);
   if (s == nullptr || (s->doors & spelling.door) == 0)
-    return fail(Errc::kInvalidArgument, "unknown setting " + spelling.name(key) +
-                                            (s != nullptr ? " (not one this front door takes)" : "") +
-                                            "; known: " + setting_names(spelling));
+    return fail(Errc::kInvalidArgument,
+                "unknown setting " + spelling.name(key) +
+                    (s != nullptr ? " (not one this front door takes)" : "") +
+                    "; known: " + setting_names(spelling));
   if (std::string why = s->parse(text, o); !why.empty()) {
     // The table's own messages read on from the value ("is not a UDP port"); those of the
     // parsers it calls stand alone.
-    const bool reads_on = why.rfind("is ", 0) == 0 || why.rfind("names ", 0) == 0 ||
-                          why.rfind("needs ", 0) == 0;
+    const bool reads_on =
+        why.rfind("is ", 0) == 0 || why.rfind("names ", 0) == 0 || why.rfind("needs ", 0) == 0;
     return fail(Errc::kInvalidArgument, spelling.name(key) +
                                             (spelling.door == kDoorEntry ? "" : "=") + text +
                                             (reads_on ? " " : ": ") + why);
@@ -316,7 +321,8 @@ Result<io::DeviceConfig, Error> device_config(const ContextOptions& o, const Spe
     if (!a.ok()) return Err{a.error()};
     dc.planes.push_back(a.value());
   }
-  if (dc.planes.empty()) return fail(Errc::kInvalidArgument, "a context needs at least one plane address");
+  if (dc.planes.empty())
+    return fail(Errc::kInvalidArgument, "a context needs at least one plane address");
   if (o.secure != SecureMode::kOff && o.preshared_key.size() < io::kMinPresharedKeyBytes)
     return fail(Errc::kInvalidArgument,
                 "secure mode needs a pre-shared key (at least 16 bytes: " +
@@ -333,7 +339,8 @@ Result<io::DeviceConfig, Error> device_config(const ContextOptions& o, const Spe
     if (!paths.ok()) return fail(paths.error(), spelling.name("srv6-paths") + ": ");
     dc.srv6_paths = paths.value();
   }
-  if (auto families = io::check_plane_families(dc.planes, dc.backend, dc.srv6_paths); !families.ok())
+  if (auto families = io::check_plane_families(dc.planes, dc.backend, dc.srv6_paths);
+      !families.ok())
     return Err{families.error()};
   dc.seed = o.seed;
   dc.port_setting = o.port_setting;

@@ -42,8 +42,9 @@ std::string parse_peer_item(const std::string& key, const std::string& value, De
     return "";
   }
   if (key == "port")
-    return parse_u16(value, spec.host.context.port) ? ""
-                                                    : "port=" + value + " is not a UDP port (1-65535)";
+    return parse_u16(value, spec.host.context.port)
+               ? ""
+               : "port=" + value + " is not a UDP port (1-65535)";
   return "unknown setting '" + key + "=" + value + "' (known for a peer: planes=, port=)";
 }
 

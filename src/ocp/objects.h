@@ -91,7 +91,8 @@ inline bool ev_unpopulated(const mrc_ctl_ev& ev) {
 inline PortRange plane_ev_ports(const DeviceSpec& spec, int plane) {
   host::PortPlan plan;
   plan.planes = spec.planes.size();
-  const host::PortSpan span = plan.plane_ev_ports(spec.host.context.ev_port_base, static_cast<size_t>(plane));
+  const host::PortSpan span =
+      plan.plane_ev_ports(spec.host.context.ev_port_base, static_cast<size_t>(plane));
   return PortRange{span.first, span.count};
 }
 

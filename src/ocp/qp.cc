@@ -165,7 +165,8 @@ int apply_verbs_attrs(mrc_qp& qp, const ibv_qp_attr* v, int mask, QpConfig& next
     // The path MTU asked for, as far as the datapath's datagram carries it (a RoCE NIC's
     // active MTU is at most its port's).
     const Nic& nic = *qp.context->nic;
-    next.set_mtu(std::min(128u << v->path_mtu, nic.device->max_mtu_bytes(nic.spec->host.context.secure)));
+    next.set_mtu(
+        std::min(128u << v->path_mtu, nic.device->max_mtu_bytes(nic.spec->host.context.secure)));
   }
   if ((mask & IBV_QP_ACCESS_FLAGS) &&
       (v->qp_access_flags &

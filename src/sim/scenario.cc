@@ -408,8 +408,7 @@ void read_security(Reader& r, const toml::table& t, QpConfig& q) {
   r.get(t, "qp.", "secure", mode);
   const auto parsed = parse_secure_mode(mode);
   if (parsed.ok()) q.security.mode = parsed.value();
-  r.require(parsed.ok(), "qp.secure", mode,
-            "\"off\", \"auth\" or \"encrypt\"");
+  r.require(parsed.ok(), "qp.secure", mode, "\"off\", \"auth\" or \"encrypt\"");
   constexpr double kMaxRekey = double(uint64_t{1} << 40);
   auto rekey = double(q.security.rekey_packets);
   r.number(t, "qp.", "rekey_packets", rekey, 1, kMaxRekey, "1..2^40");

@@ -20,8 +20,8 @@
 #include "io/device.h"
 #include "io/key_exchange.h"
 #include "io/netdev.h"
-#include "tools/host_memory.h"
 #include "tools/host_flags.h"
+#include "tools/host_memory.h"
 
 namespace mrc::tools {
 
@@ -569,8 +569,7 @@ void add_transport_options(CLI::App& app, CollPerfOptions& o) {
          "it with the headers, as a 9000-byte link or loopback does, else 4096 or 1024; every "
          "rank needs the same)")
       ->check(CLI::Range(256, 9000));
-  add_host_flags(app, o.host, {"backend", "gso", "srv6-paths", "busy-poll-us"},
-                 "every rank alike");
+  add_host_flags(app, o.host, {"backend", "gso", "srv6-paths", "busy-poll-us"}, "every rank alike");
   app.add_option("--slots", o.slots, "staging slots per peer and direction (default 8)")
       ->check(CLI::Range(4, 1024));
   app.add_option("--direct-max-bytes", o.direct_max_bytes,
@@ -632,10 +631,10 @@ int run_coll_perf(CollPerfOptions o) {
   if (!type) return fail("unknown --dtype '" + o.dtype + "'");
   s.type = *type;
   s.op = *coll::parse_reduce_op(o.op);
-  s.algorithm = o.algorithm == "ring"     ? coll::AllReduceAlgorithm::kRing
-                : o.algorithm == "direct" ? coll::AllReduceAlgorithm::kDirect
+  s.algorithm = o.algorithm == "ring"        ? coll::AllReduceAlgorithm::kRing
+                : o.algorithm == "direct"    ? coll::AllReduceAlgorithm::kDirect
                 : o.algorithm == "recursive" ? coll::AllReduceAlgorithm::kRecursiveDoubling
-                                          : coll::AllReduceAlgorithm::kAuto;
+                                             : coll::AllReduceAlgorithm::kAuto;
   if (o.min_bytes == 0 || o.max_bytes < o.min_bytes)
     return fail("need 0 < --minbytes <= --maxbytes");
   const uint64_t here = o.local_ranks > 0 ? static_cast<uint64_t>(o.local_ranks) : 1;

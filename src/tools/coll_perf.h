@@ -14,10 +14,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
-#include "host/options.h"
 #include <string>
 #include <vector>
+
+#include "host/options.h"
 
 namespace mrc::tools {
 
@@ -42,8 +42,8 @@ struct CollPerfOptions {
   std::vector<std::string> planes{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"};
   uint16_t port = 5791;
   uint16_t ev_port_base = 10000;
-  uint32_t chunk_kib = 0;       // 0: coll::auto_chunk_bytes
-  uint32_t mtu_bytes = 0;       // payload bytes per packet (QpConfig::mtu_bytes); 0: auto
+  uint32_t chunk_kib = 0;  // 0: coll::auto_chunk_bytes
+  uint32_t mtu_bytes = 0;  // payload bytes per packet (QpConfig::mtu_bytes); 0: auto
   // The host settings the tool takes as flags (tools/host_flags.h): threads, backend, gso,
   // srv6-paths, busy-poll-us, secure, key-file; its planes and ports are its own flags above.
   host::Options host;

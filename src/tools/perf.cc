@@ -26,16 +26,16 @@
 #include <numeric>
 #include <string>
 
-#include "host/port_plan.h"
 #include "host/host.h"
-#include "host/options.h"
-#include "io/key_exchange.h"
-#include "io/netdev.h"
-#include "tools/host_memory.h"
 #include "host/metrics.h"
 #include "host/metrics_server.h"
-#include "tools/oob.h"
+#include "host/options.h"
+#include "host/port_plan.h"
+#include "io/key_exchange.h"
+#include "io/netdev.h"
 #include "tools/host_flags.h"
+#include "tools/host_memory.h"
+#include "tools/oob.h"
 #include "tools/verify_pattern.h"
 #include "util/prng.h"
 
@@ -323,9 +323,9 @@ class PerfSide {
   };
   std::deque<PendingCredit> pending_credits_;  // at most one per slot
   uint32_t polling_shard_ = 0;
-  MetricsServer* metrics_ = nullptr;          // --metrics-port: refreshed from step()
-  std::unique_ptr<io::PcapWriter> capture_;   // --pcap; outlives the devices, which write into it
-  std::unique_ptr<host::Host> devices_;  // shard 0 driven by step(), the others by threads
+  MetricsServer* metrics_ = nullptr;         // --metrics-port: refreshed from step()
+  std::unique_ptr<io::PcapWriter> capture_;  // --pcap; outlives the devices, which write into it
+  std::unique_ptr<host::Host> devices_;      // shard 0 driven by step(), the others by threads
   uint32_t pd_ = 0;
   std::vector<CompletionQueue*> cqs_;  // one per shard
   std::vector<QueuePair*> qps_;        // QP q in shard q % threads
@@ -395,7 +395,8 @@ uint16_t PerfSide::udp_port() const {
 
 Result<Ok, Error> PerfSide::read_key() {
   secure_ = o_.host.context.secure;
-  auto key = io::preshared_key_for(secure_, o_.host.key_file, "--secure ", "--key-file", "both sides");
+  auto key =
+      io::preshared_key_for(secure_, o_.host.key_file, "--secure ", "--key-file", "both sides");
   if (!key.ok()) return Err{key.error()};
   key_ = std::move(key.value());
   return Ok{};
@@ -537,9 +538,12 @@ json PerfSide::hello() const {
       qps.back()["key"] = {{"id", offer.key_id}, {"share", offer.share}, {"proof", offer.proof}};
     }
   }
-  return {{"mrc_perf", kPerfProtocol}, {"planes", o_.planes},
-          {"port", udp_port()},        {"qps", qps},
-          {"rkey", target_mr_.rkey},   {"addr", target_mr_.address},
+  return {{"mrc_perf", kPerfProtocol},
+          {"planes", o_.planes},
+          {"port", udp_port()},
+          {"qps", qps},
+          {"rkey", target_mr_.rkey},
+          {"addr", target_mr_.address},
           {"len", target_.size()},
           {"backend", io::to_string(o_.host.context.backend)},
           {"secure", to_string(o_.host.context.secure)},

@@ -6,11 +6,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
-#include "host/options.h"
 #include <string>
 #include <vector>
 
+#include "host/options.h"
 #include "io/device.h"
 
 namespace mrc::tools {
