@@ -32,8 +32,8 @@ NsccConfig config_with_base_rtt(int64_t base_rtt_ns) {
 TEST(Nscc, GrowsProportionallyBelowTargetDelay) {
   Nscc cc(config_with_base_rtt(10'000), kMtu);
   const uint64_t before = cc.window_bytes();
-  feed(cc, Instant{0}, 100'000, 1'000, 11'000, false);  // delay 1 us, target 5 us
-  EXPECT_GT(cc.window_bytes(), before + 10 * kMtu);     // ~0.2 MTU per ack here
+  feed(cc, Instant{0}, 100'000, 1'000, 11'000, false);         // delay 1 us, target 5 us
+  EXPECT_GT(cc.window_bytes(), before + uint64_t{10} * kMtu);  // ~0.2 MTU per ack here
 }
 
 TEST(Nscc, GrowsSlowlyAboveTargetWithoutEcn) {

@@ -71,12 +71,14 @@ void reconnect(Pair& pair, const std::function<void()>& in_init) {
 
 std::vector<WcStatus> statuses(const std::vector<Completion>& done) {
   std::vector<WcStatus> out;
+  out.reserve(done.size());
   for (const Completion& c : done) out.push_back(c.status);
   return out;
 }
 
 std::vector<uint64_t> wr_ids(const std::vector<Completion>& done) {
   std::vector<uint64_t> out;
+  out.reserve(done.size());
   for (const Completion& c : done) out.push_back(c.wr_id);
   return out;
 }

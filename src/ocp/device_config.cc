@@ -101,7 +101,7 @@ std::string parse_entry(const std::string& entry, DeviceSpec& spec, bool& is_pee
     items.emplace_back(key, eq == std::string::npos ? "" : item.substr(eq + 1));
   }
   for (const auto& [key, value] : items) {
-    const std::string error =
+    std::string error =
         is_peer ? parse_peer_item(key, value, spec) : parse_device_item(key, value, spec);
     if (!error.empty()) return error;
   }
