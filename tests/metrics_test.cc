@@ -399,6 +399,35 @@ TEST(MetricsServer, ServesTheLatestSnapshotAt404Elsewhere) {
   EXPECT_NE(http_get(server.port(), "/metricsx").find("HTTP/1.1 404"), std::string::npos);
 }
 
+// A scraper is the only client the server expects, but it serves one at a time: a client that
+// connects and says nothing is dropped (after 2 s), one that sends garbage or an oversized
+// request gets a 404 or is dropped, and the next scrape is answered either way.
+TEST(MetricsServer, SilentGarbageAndOversizedClientsDoNotStopIt) {
+  auto started = MetricsServer::start("127.0.0.1", 0);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  MetricsServer& server = *started.value();
+  server.render_on_scrape([] { return std::string("mrc_x_total 7\n"); });
+  const auto connect_to = [&] {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(server.port());
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a), 0);
+    return fd;
+  };
+  const int silent = connect_to();
+  EXPECT_NE(http_get(server.port(), "/metrics").find("\r\n\r\nmrc_x_total 7\n"), std::string::npos);
+  close(silent);
+  const int big = connect_to();
+  const std::string junk(64 << 10, 'x');
+  (void)!send(big, junk.data(), junk.size(), MSG_NOSIGNAL);  // the server may close first
+  EXPECT_NE(http_get(server.port(), "/metrics").find("mrc_x_total 7"), std::string::npos);
+  close(big);
+  EXPECT_NE(http_get(server.port(), "GARBAGE").find("HTTP/1.1 404"), std::string::npos);
+  EXPECT_NE(http_get(server.port(), "/metrics").find("mrc_x_total 7"), std::string::npos);
+}
+
 TEST(MetricsServer, PortInUseIsAClearError) {
   auto first = MetricsServer::start("127.0.0.1", 0);
   ASSERT_TRUE(first.ok()) << first.error().message;
