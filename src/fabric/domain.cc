@@ -23,6 +23,7 @@
 
 #include "fabric/provider.h"
 #include "host/port_plan.h"
+#include "io/device.h"
 #include "io/netdev.h"
 
 namespace mrc::fabric {
@@ -73,9 +74,9 @@ std::optional<std::string> check(const Settings& s) {
 WatchTag cq_tag{WatchKind::kCq, nullptr};
 WatchTag wake_tag{WatchKind::kWake, nullptr};
 
-// How long after the application's last poll the progress thread stands by (as io::Device's
-// kCallerHandoff does for the context's own thread).
-constexpr int64_t kPollerHandoffNs = 2000000;
+// How long after the application's last poll the progress thread stands by: the hand-off the
+// device's own progress thread makes to a caller that drives it (io::Device::kCallerHandoff).
+constexpr int64_t kPollerHandoffNs = io::Device::kCallerHandoff.ns;
 
 // The context's CQ in the progress thread's epoll set and signalling it, or neither.
 void watch_cq(Domain& d, bool on) {
