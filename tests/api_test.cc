@@ -176,10 +176,10 @@ TEST(Api, ConnectionInfoCarriesTheBackend) {
   info.psn = 77;
   info.planes = {"127.0.0.1:4791", "127.0.0.2:4791"};
   EXPECT_EQ(info.to_string().find("backend"), std::string::npos);
-  info.backend = io::Backend::kXdp;
+  info.backend = mrc::Backend::kXdp;
   auto parsed = ConnectionInfo::parse(info.to_string());
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
-  EXPECT_EQ(parsed->backend, io::Backend::kXdp);
+  EXPECT_EQ(parsed->backend, mrc::Backend::kXdp);
   EXPECT_EQ(parsed->qpn, 0x123u);
   EXPECT_EQ(parsed->planes, info.planes);
   for (const char* bad :

@@ -20,7 +20,7 @@
 namespace mrc::host {
 namespace {
 
-using io::Backend;
+using mrc::Backend;
 using io::loopback_config;
 
 TEST(Host, EachShardHasItsOwnPorts) {

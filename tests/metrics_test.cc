@@ -365,7 +365,7 @@ TEST(Metrics, UdpHostPlanesMatch) {
   expect_valid(p);
   for (int pl = 0; pl < 2; ++pl) {
     const Labels l = {{"role", "client"}, {"plane", std::to_string(pl)}};
-    const io::UdpPlaneStats& s = host[0]->plane_stats(pl);
+    const mrc::UdpPlaneStats& s = host[0]->plane_stats(pl);
     EXPECT_GT(s.packets_sent, 0u);
     EXPECT_EQ(p.value("mrc_plane_udp_packets_sent_total", l), s.packets_sent);
     EXPECT_EQ(p.value("mrc_plane_udp_sent_bytes_total", l), s.bytes_sent);

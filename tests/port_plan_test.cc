@@ -28,14 +28,14 @@ void check_thread(const PortPlan& p, uint32_t slot, uint32_t t, std::set<uint32_
   EXPECT_TRUE(receive.insert(p.receive_port(slot, t)).second)
       << "planes " << p.planes << " slot " << slot << " thread " << t;
   const PortSpan range = p.ev_ports(slot, t);
-  EXPECT_EQ(range.count, io::ev_source_ports(p.planes));
+  EXPECT_EQ(range.count, mrc::ev_source_ports(p.planes));
   for (uint32_t port = range.first; port <= range.last(); ++port)
     ASSERT_TRUE(ev.insert(port).second) << "EV port " << port << " twice";
   for (size_t plane = 0; plane < p.planes; ++plane) {
     const PortSpan mine = p.plane_ev_ports(range.first, plane);
     EXPECT_GE(mine.first, range.first);
     EXPECT_LE(mine.last(), range.last());
-    EXPECT_EQ(mine.count, io::ev_source_ports_per_plane(p.planes));
+    EXPECT_EQ(mine.count, mrc::ev_source_ports_per_plane(p.planes));
   }
 }
 

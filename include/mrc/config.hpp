@@ -27,7 +27,7 @@ Result<SecureMode, Error> parse_secure_mode(std::string_view name);
 const char* to_string(SecureMode mode);
 
 // A QP's keys and their use. The two traffic secrets come from connection set-up (a key
-// exchange authenticated by a pre-shared key: io/key_exchange.h); each end's send secret is the
+// exchange authenticated by a pre-shared key); each end's send secret is the
 // other end's receive secret. Every `rekey_packets` packets the sender moves to the next key epoch,
 // whose secret follows from the current one; receivers follow on the first packet that
 // verifies under the next epoch's key.
@@ -38,7 +38,7 @@ struct SecurityConfig {
   std::array<uint8_t, kTrafficSecretBytes> receive_secret{};
   uint64_t rekey_packets = uint64_t{1} << 24;
   // The secrets come after RTR, through QueuePair::set_keys (a key exchange over the QP's own
-  // path: io/inband_keys.h); until then the QP sends nothing and accepts nothing.
+  // path); until then the QP sends nothing and accepts nothing.
   bool keys_later = false;
   bool operator==(const SecurityConfig&) const = default;
 };
@@ -116,7 +116,7 @@ struct NsccConfig {
   // Base (unloaded) RTT. 0 = learn it as the minimum RTT observed.
   int64_t base_rtt_ns = 0;
   // Target queueing delay above base RTT. 0 = base_rtt / 2 (learned); the UDP datapath
-  // (io::Device) takes its own default for 0 instead.
+  // takes its own default for 0 instead.
   int64_t target_delay_ns = 0;
   uint64_t max_window_bytes = 4u << 20;
   uint64_t min_window_bytes = 4096;
@@ -166,7 +166,7 @@ struct QpConfig {
   // packets on one EV (retransmissions and control packets always take the next EV). 1 sprays
   // every packet on its own EV; k > 1 lets a datapath send a burst as one batch (UDP GSO: one
   // system call and one socket buffer for k datagrams). Bounded by kMaxEvBurstPackets.
-  // 0: the datapath's choice (io::Device sets its default; the engine, and so the simulator,
+  // 0: the datapath's choice (the UDP datapath sets its default; the engine, and so the simulator,
   // takes 0 as 1).
   uint16_t ev_burst_packets = 0;
   // Non-empty: OCP explicit EV mode. These EVs (and only these) are used, each on its plane,
@@ -193,7 +193,7 @@ struct QpConfig {
   uint8_t retry_exp = 7;
 
   // Receiver SACK coalescing: a SACK every N data packets (1..64), or after ack_delay_ns.
-  // 0: the datapath's choice (io::Device sets its default; the engine, and so the simulator,
+  // 0: the datapath's choice (the UDP datapath sets its default; the engine, and so the simulator,
   // takes 0 as kEngineAckEvery). sack_every() is the value in force.
   uint32_t ack_every_packets = 0;
   uint32_t sack_every() const;

@@ -13,7 +13,7 @@
 #include "mrc/result.hpp"
 #include "mrc/types.hpp"
 
-namespace mrc::io {
+namespace mrc {
 
 struct PlaneEvent {
   Duration at;  // since the host was opened
@@ -72,7 +72,7 @@ struct UdpPlaneStats {
   uint64_t receive_refused = 0;
   uint64_t unresolved_neighbour = 0;
   bool up = true;
-  // Adds another shard's counts of the same plane (host/host.h); `up` stays this one's.
+  // Adds another shard's counts of the same plane (a host's shards); `up` stays this one's.
   UdpPlaneStats& operator+=(const UdpPlaneStats& o);
 };
 
@@ -95,4 +95,4 @@ inline constexpr uint32_t kMaxDeviceThreads = 16;
 inline constexpr size_t kMinPresharedKeyBytes = 16;
 Result<std::vector<uint8_t>, Error> read_key_file(const std::string& path);
 
-}  // namespace mrc::io
+}  // namespace mrc

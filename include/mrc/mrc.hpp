@@ -35,11 +35,11 @@ struct ContextOptions {
   std::vector<std::string> planes;  // this host's address per plane: IPv4[:port], IPv6, [IPv6]:port
   uint16_t port = 4791;             // UDP receive port where an address gives none
   uint16_t ev_port_base = 50000;    // first UDP source port for EVs
-  io::Impairment impairment;        // off by default
+  Impairment impairment;            // off by default
   bool gso = true;                  // batched UDP send and receive (GSO, GRO) where offered
-  // The datapath: io::Backend::kUdp (kernel UDP sockets, default) or kXdp (AF_XDP on the
+  // The datapath: Backend::kUdp (kernel UDP sockets, default) or kXdp (AF_XDP on the
   // planes' interfaces; root only).
-  io::Backend backend = io::Backend::kUdp;
+  Backend backend = Backend::kUdp;
   // SRv6 uSID path mode (docs/PROTOCOL.md §2.2a): the paths through each plane's fabric as
   // hexadecimal uSIDs, "200,201"; the planes are then IPv6 locators. Empty: ECMP mode.
   std::string srv6_paths;
@@ -62,7 +62,7 @@ struct ContextOptions {
   // Secure mode for every QP of the context (QpConfig::security, docs/PROTOCOL.md §1.12):
   // kAuthenticate tags every packet with AES-GCM, kEncrypt encrypts payloads too. The keys come
   // from a key exchange at connect(), authenticated by `preshared_key`, which both ends must hold
-  // (at least 16 bytes; io::read_key_file reads a key file). connect() fails, naming both ends,
+  // (at least 16 bytes; read_key_file reads a key file). connect() fails, naming both ends,
   // when the modes or keys differ.
   SecureMode secure = SecureMode::kOff;
   std::vector<uint8_t> preshared_key;
@@ -79,10 +79,6 @@ struct ContextOptions {
   std::string ev_port_setting = "ContextOptions::ev_port_base";
 };
 
-// How many UDP source ports, from ContextOptions::ev_port_base on, a context with `planes`
-// planes binds for its EVs (contexts on one host need disjoint ranges).
-using io::ev_source_ports;
-
 // What the peer needs to connect to a queue pair.
 struct ConnectionInfo {
   uint32_t qpn = 0;
@@ -90,8 +86,8 @@ struct ConnectionInfo {
   std::vector<std::string> planes;  // "address:port" per plane
   // The peer's datapath: both ends need the same (the backends' ICRCs differ). Written into the
   // text only when not udp, so udp strings are what they always were.
-  io::Backend backend = io::Backend::kUdp;
-  // Secure mode's key exchange (io/key_exchange.h): mode, key id, key share and proof. Written
+  Backend backend = Backend::kUdp;
+  // Secure mode's key exchange: mode, key id, key share and proof. Written
   // into the text only when secure.
   SecureMode secure = SecureMode::kOff;
   std::string key_id{};
@@ -177,7 +173,7 @@ class Context {
   Result<Ok, Error> destroy_qp(Qp* qp);
   // Takes a local plane down or up (as if its link failed), e.g. for demos and tests.
   void set_plane_up(int plane, bool up);
-  const io::UdpPlaneStats plane_stats(int plane) const;
+  const UdpPlaneStats plane_stats(int plane) const;
   // The TCP port the context's metrics are served on (ContextOptions::metrics_port), 0 if none.
   uint16_t metrics_port() const;
 

@@ -75,7 +75,7 @@ std::string ConnectionInfo::to_string() const {
   std::ostringstream out;
   out << "mrc1 qpn=" << qpn << " psn=" << psn << " planes=";
   for (size_t i = 0; i < planes.size(); ++i) out << (i ? "," : "") << planes[i];
-  if (backend != io::Backend::kUdp) out << " backend=" << io::to_string(backend);
+  if (backend != mrc::Backend::kUdp) out << " backend=" << mrc::to_string(backend);
   if (secure != SecureMode::kOff)
     out << " secure=" << mrc::to_string(secure) << " key=" << key_id << " share=" << key_share
         << " proof=" << key_proof;
@@ -91,7 +91,7 @@ bool parse_option(const std::string& field, ConnectionInfo& info) {
   const std::string name = field.substr(0, eq);
   const std::string value = field.substr(eq + 1);
   if (name == "backend") {
-    auto parsed = io::parse_backend(value);
+    auto parsed = mrc::parse_backend(value);
     if (parsed.ok()) info.backend = parsed.value();
     return parsed.ok();
   }
@@ -275,7 +275,7 @@ void Context::set_plane_up(int plane, bool up) {
   }
 }
 
-const io::UdpPlaneStats Context::plane_stats(int plane) const {
+const mrc::UdpPlaneStats Context::plane_stats(int plane) const {
   return state_->devices->plane_stats(plane);
 }
 
@@ -397,8 +397,8 @@ Result<Ok, Error> Qp::connect(const ConnectionInfo& remote) {
   }
   if (remote.backend != options.backend)
     return fail(Errc::kInvalidArgument,
-                std::string("connect: the peer uses the ") + io::to_string(remote.backend) +
-                    " backend and this context the " + io::to_string(options.backend) +
+                std::string("connect: the peer uses the ") + mrc::to_string(remote.backend) +
+                    " backend and this context the " + mrc::to_string(options.backend) +
                     " backend: both ends need the same (their ICRCs differ)");
   io::Device& device = state_->device();
   QueuePair& qp = *state_->qp;

@@ -30,9 +30,9 @@ namespace mrc::host {
 
 using io::Device;
 using io::DeviceConfig;
-using io::kMaxDeviceThreads;
+using mrc::kMaxDeviceThreads;
 using io::PlaneAddress;
-using io::UdpPlaneStats;
+using mrc::UdpPlaneStats;
 
 class Host {
  public:

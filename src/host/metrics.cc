@@ -301,7 +301,7 @@ void render_engine_planes(MetricsWriter& w, Endpoint& e) {
 void render_udp_planes(MetricsWriter& w, const io::UdpHost& host) {
   for (int p = 0; p < host.planes(); ++p) {
     const MetricLabels l = {{"plane", std::to_string(p)}};
-    const io::UdpPlaneStats& s = host.plane_stats(p);
+    const mrc::UdpPlaneStats& s = host.plane_stats(p);
     w.counter("mrc_plane_udp_packets_sent_total", "UDP datagrams sent on the plane.", l,
               s.packets_sent);
     w.counter("mrc_plane_udp_sent_bytes_total", "UDP payload bytes sent on the plane.", l,

@@ -51,7 +51,7 @@ std::string parse_port(const std::string& text, uint16_t& out) {
 }
 
 std::string parse_backend(const std::string& text, Options& o) {
-  auto backend = io::parse_backend(text);
+  auto backend = mrc::parse_backend(text);
   if (!backend.ok()) return backend.error().message;
   o.context.backend = backend.value();
   return "";
@@ -80,9 +80,9 @@ std::string parse_busy_poll(const std::string& text, Options& o) {
 }
 
 std::string parse_threads(const std::string& text, Options& o) {
-  const auto v = whole(text, 1, io::kMaxDeviceThreads);
+  const auto v = whole(text, 1, mrc::kMaxDeviceThreads);
   if (!v)
-    return "is not a number of engine threads (1.." + std::to_string(io::kMaxDeviceThreads) + ")";
+    return "is not a number of engine threads (1.." + std::to_string(mrc::kMaxDeviceThreads) + ")";
   o.context.threads = static_cast<uint32_t>(*v);
   return "";
 }
@@ -323,7 +323,7 @@ Result<io::DeviceConfig, Error> device_config(const ContextOptions& o, const Spe
   }
   if (dc.planes.empty())
     return fail(Errc::kInvalidArgument, "a context needs at least one plane address");
-  if (o.secure != SecureMode::kOff && o.preshared_key.size() < io::kMinPresharedKeyBytes)
+  if (o.secure != SecureMode::kOff && o.preshared_key.size() < mrc::kMinPresharedKeyBytes)
     return fail(Errc::kInvalidArgument,
                 "secure mode needs a pre-shared key (at least 16 bytes: " +
                     (spelling.door == kDoorNative ? std::string("ContextOptions::preshared_key")

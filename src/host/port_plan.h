@@ -41,8 +41,8 @@ struct PortPlan {
   std::string ev_port_setting = "ev_port_base";
 
   // EV source ports of one thread (all planes) and of one plane of it.
-  uint32_t per_thread_ev_ports() const { return io::ev_source_ports(planes); }
-  uint32_t per_plane_ev_ports() const { return io::ev_source_ports_per_plane(planes); }
+  uint32_t per_thread_ev_ports() const { return mrc::ev_source_ports(planes); }
+  uint32_t per_plane_ev_ports() const { return mrc::ev_source_ports_per_plane(planes); }
 
   // Thread `t` of process slot `slot`: its receive port and EV source ports (all planes).
   uint32_t receive_port(uint32_t slot, uint32_t t = 0) const { return port + slot * threads + t; }

@@ -47,32 +47,6 @@ std::string key_id_of(std::span<const uint8_t> key) {
 
 }  // namespace
 
-Result<std::vector<uint8_t>, Error> read_key_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return fail(Errc::kNotFound, "key file " + path +
-                                     ": no such file (make one with: openssl "
-                                     "rand -hex 32 > " +
-                                     path + "; chmod 600 " + path + ")");
-  if (!S_ISREG(st.st_mode) || st.st_size > 4096)
-    return fail(Errc::kInvalidArgument,
-                "key file " + path + ": not a regular file of at most 4096 bytes");
-  if ((st.st_mode & 077) != 0)
-    return fail(Errc::kPermission,
-                "key file " + path + " is readable by others: chmod 600 " + path);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string digits;
-  for (const char c : text.str())
-    if (!std::isspace(static_cast<unsigned char>(c))) digits += c;
-  std::vector<uint8_t> key;
-  if (!from_hex(digits, key) || key.size() < kMinPresharedKeyBytes)
-    return fail(Errc::kInvalidArgument,
-                "key file " + path + ": must hold at least 32 hex digits (openssl rand -hex 32)");
-  return key;
-}
-
 Result<std::vector<uint8_t>, Error> preshared_key_for(SecureMode mode, const std::string& key_file,
                                                       const std::string& mode_setting,
                                                       const std::string& file_setting,

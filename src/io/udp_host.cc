@@ -23,21 +23,6 @@
 
 namespace mrc::io {
 
-UdpPlaneStats& UdpPlaneStats::operator+=(const UdpPlaneStats& o) {
-  packets_sent += o.packets_sent;
-  bytes_sent += o.bytes_sent;
-  packets_received += o.packets_received;
-  bytes_received += o.bytes_received;
-  send_errors += o.send_errors;
-  send_calls += o.send_calls;
-  receive_calls += o.receive_calls;
-  impairment_drops += o.impairment_drops;
-  ev_port_mismatches += o.ev_port_mismatches;
-  receive_refused += o.receive_refused;
-  unresolved_neighbour += o.unresolved_neighbour;
-  return *this;
-}
-
 namespace {
 
 // Per run_once, each plane sends up to kTransmitRounds bursts of kPlaneBurst packets, taking
@@ -172,16 +157,6 @@ Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_
                     "': expected an IPv4 address such as 127.0.0.1[:port] or an IPv6 address "
                     "such as fd00::1 or [fd00::1]:port");
   return a;
-}
-
-const char* to_string(Backend backend) {
-  return backend == Backend::kXdp ? "xdp" : "udp";
-}
-
-Result<Backend, Error> parse_backend(const std::string& text) {
-  if (text == "udp") return Backend::kUdp;
-  if (text == "xdp") return Backend::kXdp;
-  return fail(Errc::kInvalidArgument, "unknown backend '" + text + "': expected udp or xdp");
 }
 
 std::string to_string(const PlaneAddress& a) {
@@ -791,16 +766,6 @@ void UdpHost::apply_schedule(Instant now) {
     set_plane_up(schedule[next_schedule_].plane, schedule[next_schedule_].up);
     ++next_schedule_;
   }
-}
-
-bool PlaneFlap::down_at(Duration t) const {
-  return t >= every && t.ns % every.ns < down_for.ns;
-}
-
-Duration PlaneFlap::next_change(Duration t) const {
-  if (t < every) return every;
-  const Duration period_start{t.ns - t.ns % every.ns};
-  return down_at(t) ? period_start + down_for : period_start + every;
 }
 
 // Recomputes the flapping planes' state only when one can have changed (next_flap_change_),

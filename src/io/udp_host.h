@@ -54,6 +54,14 @@
 
 namespace mrc::io {
 
+// The public datapath vocabulary (include/mrc/datapath.hpp, namespace mrc) under the names the
+// datapath's code has long used.
+using mrc::Backend;
+using mrc::Impairment;
+using mrc::PlaneEvent;
+using mrc::PlaneFlap;
+using mrc::UdpPlaneStats;
+
 struct PlaneAddress {
   in_addr address{};  // IPv4 plane
   uint16_t port = 4791;

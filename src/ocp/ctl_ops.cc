@@ -122,7 +122,7 @@ json op_device(Nic& nic) {
   int qps = 0;
   std::lock_guard lock(nic.mutex);
   for (size_t p = 0; p < nic.spec->planes.size(); ++p) {
-    const io::UdpPlaneStats& st = nic.host->plane_stats(static_cast<int>(p));
+    const mrc::UdpPlaneStats& st = nic.host->plane_stats(static_cast<int>(p));
     planes.push_back({{"port", p + 1},
                       {"address", io::address_text(nic.spec->planes[p].socket())},
                       {"udp_port", nic.spec->planes[p].port},

@@ -43,7 +43,7 @@ std::string check_stev_format(const std::vector<mrc_ctl_ev_fmt_field>& fields) {
 
 std::string stev_device_problem(const Nic& nic) {
   for (size_t p = 0; p < nic.spec->planes.size(); ++p)
-    if (!nic.spec->planes[p].v6 || nic.spec->host.context.backend != io::Backend::kUdp)
+    if (!nic.spec->planes[p].v6 || nic.spec->host.context.backend != mrc::Backend::kUdp)
       return "device " + nic.spec->name + ": plane " + std::to_string(p + 1) + " (port " +
              std::to_string(p + 1) +
              ") has no flow label: STEV EVs need IPv6 planes on the udp backend";

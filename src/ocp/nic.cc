@@ -186,7 +186,7 @@ Nic* nic_open(int index) {
   auto nic = std::make_unique<Nic>();
   const DeviceSpec& spec = config.devices[index];
   if (spec.host.context.secure != SecureMode::kOff) {
-    auto key = io::read_key_file(spec.host.key_file);
+    auto key = mrc::read_key_file(spec.host.key_file);
     if (!key.ok()) {
       say_open_failed(index, "key-file=" + spec.host.key_file + ": " + key.error().message);
       return fail<Nic*>(to_errno(key.error().code), nullptr);

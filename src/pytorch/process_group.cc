@@ -243,7 +243,7 @@ PlaneCounters ProcessGroupMrc::plane_stats(int plane) const {
   check_plane(plane);
   std::lock_guard lock(mutex_);
   TORCH_CHECK(comm_ != nullptr, "mrc: the process group has failed: ", failure_);
-  const io::UdpPlaneStats s = comm_->context().plane_stats(plane);
+  const mrc::UdpPlaneStats s = comm_->context().plane_stats(plane);
   return PlaneCounters{s.packets_sent,   s.bytes_sent,  s.packets_received,
                        s.bytes_received, s.send_errors, s.up};
 }

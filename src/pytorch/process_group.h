@@ -54,7 +54,7 @@ struct BackendOptions {
   PathPolicyKind path_policy = PathPolicyKind::kP2c;  // QpConfig::path_policy (MRC_PATH_POLICY)
 };
 
-// One plane's counters (io::UdpPlaneStats) for Python.
+// One plane's counters (mrc::UdpPlaneStats) for Python.
 struct PlaneCounters {
   uint64_t packets_sent = 0;
   uint64_t bytes_sent = 0;

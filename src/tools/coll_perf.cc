@@ -318,7 +318,7 @@ json to_json(const std::vector<Row>& rows, const Setup& s, const CollPerfOptions
           {"iters", o.iters},
           {"warmup", o.warmup},
           {"mtu_bytes", o.mtu_bytes},
-          {"backend", io::to_string(o.host.context.backend)},
+          {"backend", mrc::to_string(o.host.context.backend)},
           {"threads", o.host.context.threads},
           {"checked", o.check},
           {"rows", out},

@@ -116,7 +116,7 @@ bool parse_seconds(const std::string& t, double& seconds) {
 }
 
 // "2@3s" or "2@1500ms+500ms": plane 2 down at 3 s (and up again 500 ms later).
-Result<Ok, Error> parse_fail_plane(const std::string& text, std::vector<io::PlaneEvent>& out) {
+Result<Ok, Error> parse_fail_plane(const std::string& text, std::vector<mrc::PlaneEvent>& out) {
   auto parse_time = [](const std::string& t, double& seconds) {
     return parse_seconds(t, seconds) && seconds >= 0;
   };
@@ -143,9 +143,9 @@ Result<Ok, Error> parse_fail_plane(const std::string& text, std::vector<io::Plan
 }
 
 // "1:500ms:3s": plane 1 down for 500 ms in every 3 s (down at 3 s, 6 s, ...), for as long as the
-// side runs (io::PlaneFlap: no event list, whatever the length of the run).
+// side runs (mrc::PlaneFlap: no event list, whatever the length of the run).
 Result<Ok, Error> parse_flap_plane(const std::string& text, int planes,
-                                   std::vector<io::PlaneFlap>& out) {
+                                   std::vector<mrc::PlaneFlap>& out) {
   const size_t first = text.find(':');
   const size_t second = first == std::string::npos ? first : text.find(':', first + 1);
   const std::string plane_text = text.substr(0, first);
@@ -160,7 +160,7 @@ Result<Ok, Error> parse_flap_plane(const std::string& text, int planes,
             "': expected PLANE:DOWN_FOR:EVERY, times in s, ms or us, e.g. 1:500ms:3s (plane "
             "1 down for 500 ms every 3 s)");
   }
-  const io::PlaneFlap flap{std::atoi(plane_text.c_str()),
+  const mrc::PlaneFlap flap{std::atoi(plane_text.c_str()),
                            Duration{static_cast<int64_t>(down_for * 1e9)},
                            Duration{static_cast<int64_t>(every * 1e9)}};
   const std::string what = "--flap-plane '" + text + "': ";
@@ -180,14 +180,14 @@ Result<Ok, Error> parse_flap_plane(const std::string& text, int planes,
 }
 
 // The impairments the command line asks for, on a side with `planes` planes.
-Result<Ok, Error> impairment_from_options(const PerfOptions& o, int planes, io::Impairment& imp) {
+Result<Ok, Error> impairment_from_options(const PerfOptions& o, int planes, mrc::Impairment& imp) {
   imp.drop = o.drop;
   imp.delay = Duration{static_cast<int64_t>(o.delay_us * 1000)};
   imp.reorder = o.reorder;
   for (const std::string& f : o.fail_plane) {
     if (auto parsed = parse_fail_plane(f, imp.schedule); !parsed.ok()) return parsed;
   }
-  for (const io::PlaneEvent& e : imp.schedule) {
+  for (const mrc::PlaneEvent& e : imp.schedule) {
     if (e.plane < 0 || e.plane >= planes) {
       return fail(Errc::kInvalidArgument, "--fail-plane: plane " + std::to_string(e.plane) +
                                               " does not exist (planes are 0.." +
@@ -231,7 +231,7 @@ class PerfSide {
   bool pingpong() const { return o_.pingpong; }
 
   int planes() const { return devices_->planes(); }
-  io::UdpPlaneStats plane_stats(int p) const { return devices_->plane_stats(p); }
+  mrc::UdpPlaneStats plane_stats(int p) const { return devices_->plane_stats(p); }
   // The UDP receive port of thread 0's planes: --port, or this side's default.
   uint16_t udp_port() const;
   std::string backend_description() const {
@@ -379,7 +379,7 @@ host::PortPlan default_ports(size_t planes) {
   plan.port = 4791;
   plan.ev_port_base = 50000;
   plan.planes = planes;
-  plan.threads = io::kMaxDeviceThreads;
+  plan.threads = mrc::kMaxDeviceThreads;
   return plan;
 }
 uint16_t default_port(bool server) {
@@ -545,7 +545,7 @@ json PerfSide::hello() const {
           {"rkey", target_mr_.rkey},
           {"addr", target_mr_.address},
           {"len", target_.size()},
-          {"backend", io::to_string(o_.host.context.backend)},
+          {"backend", mrc::to_string(o_.host.context.backend)},
           {"secure", to_string(o_.host.context.secure)},
           {"mtu", mtu_}};
 }
@@ -558,7 +558,7 @@ Result<Ok, Error> PerfSide::connect(const json& peer) {
                 "(--planes) and QPs (--qps)");
   }
   // The backends' ICRCs differ (docs/PROTOCOL.md §1.9): each end would drop all the other sends.
-  const std::string ours = io::to_string(o_.host.context.backend);
+  const std::string ours = mrc::to_string(o_.host.context.backend);
   if (const std::string theirs = peer.value("backend", std::string("udp")); theirs != ours) {
     return fail(Errc::kInvalidArgument,
                 "the peer uses the " + theirs + " backend and this side the " + ours +

@@ -40,7 +40,7 @@ struct PerfOptions {
   bool bidir = false;
   bool verify = false;
   std::vector<std::string> fail_plane;  // "P@T" or "P@T+D"
-  std::vector<std::string> flap_plane;  // "P:DOWN_FOR:EVERY" (io::PlaneFlap)
+  std::vector<std::string> flap_plane;  // "P:DOWN_FOR:EVERY" (mrc::PlaneFlap)
   double drop = 0;
   double delay_us = 0;
   double reorder = 0;

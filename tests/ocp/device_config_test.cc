@@ -19,8 +19,8 @@ TEST(OcpDeviceConfig, ReadsDevicesAndPeers) {
   EXPECT_EQ(c.devices[0].name, "mrc0");
   EXPECT_EQ(c.devices[0].host.context.port, 30001);
   EXPECT_EQ(c.devices[0].host.context.ev_port_base, 30100);
-  EXPECT_EQ(c.devices[0].host.context.backend, io::Backend::kXdp);
-  EXPECT_EQ(c.devices[1].host.context.backend, io::Backend::kUdp);
+  EXPECT_EQ(c.devices[0].host.context.backend, mrc::Backend::kXdp);
+  EXPECT_EQ(c.devices[1].host.context.backend, mrc::Backend::kUdp);
   EXPECT_EQ(c.devices[0].path_policy, PathPolicyKind::kRules);
   EXPECT_EQ(c.devices[1].path_policy, PathPolicyKind::kP2c);  // the QPs' default
   EXPECT_EQ(c.devices[0].host.context.secure, SecureMode::kOff);
