@@ -34,8 +34,8 @@ uint16_t port_of(int fd) {
 }
 
 // A TxBatch behind the link interface, sending from the socket bound to a transmit's source
-// port (as the udp link does), with the transmits formed by a TransmitGather.
-class BatchLink final : public PlaneLink {
+// port (as the udp link does), with the transmits formed as every backend's (TransmitLink).
+class BatchLink final : public TransmitLink {
  public:
   BatchLink(bool gso, std::vector<int> fds) : tx(9000, gso) {
     for (int fd : fds) fd_of[port_of(fd)] = fd;
@@ -52,7 +52,7 @@ class BatchLink final : public PlaneLink {
   void send(const Transmit& t, Instant, TxOutcome& out) override {
     tx.send(fd_of.at(t.source_port), t, out);
   }
-  void flush(TxOutcome&) override {}
+  void kick(TxOutcome&) override {}
   std::span<const uint8_t> as_sent(uint16_t, const SocketAddress&,
                                    std::span<const uint8_t> d) override {
     return d;
@@ -60,10 +60,9 @@ class BatchLink final : public PlaneLink {
   std::span<const RxDatagram> receive() override { return {}; }
 
   TxBatch tx;
-  TransmitGather gather;
   std::map<uint16_t, int> fd_of;
-  void flush_all(TxOutcome& out) { gather.flush(*this, Instant{0}, out); }
-  size_t size() const { return gather.size(); }
+  void flush_all(TxOutcome& out) { flush(Instant{0}, out); }
+  size_t size() const { return open_datagrams(); }
 };
 
 // Writes datagram i (length `length`, bytes derived from i) at the link's space and adds it to
@@ -73,8 +72,8 @@ void add_datagram(BatchLink& link, int fd, const sockaddr_in& to, size_t length,
   const std::span<uint8_t> space = link.space();
   for (size_t b = 0; b < length; ++b)
     space[b] = static_cast<uint8_t>(static_cast<size_t>(i) * 31 + b);
-  link.gather.add(link, port_of(fd), SocketAddress::ipv4(to.sin_addr, ntohs(to.sin_port)), length,
-                  Instant{0}, out);
+  link.add(port_of(fd), SocketAddress::ipv4(to.sin_addr, ntohs(to.sin_port)), length, Instant{0},
+           out);
 }
 
 // Receives until `want` datagrams came (or a bounded number of empty polls).

@@ -1,4 +1,4 @@
-// Transmits formed from written datagrams, the batch contract every backend sends (backend.h).
+// Transmits formed from added datagrams, the batch contract every backend sends (backend.h).
 #include "io/backend.h"
 
 namespace mrc::io {
@@ -9,7 +9,7 @@ bool TransmitGather::joins(uint16_t source_port, const SocketAddress& to, size_t
          open_.bytes + length <= kMaxGsoBytes;
 }
 
-void TransmitGather::add(PlaneLink& link, uint16_t source_port, const SocketAddress& to,
+void TransmitGather::add(TransmitLink& link, uint16_t source_port, const SocketAddress& to,
                          size_t length, Instant now, TxOutcome& out) {
   link.written(length);
   if (open_.count > 0 && !joins(source_port, to, length)) {
@@ -21,10 +21,10 @@ void TransmitGather::add(PlaneLink& link, uint16_t source_port, const SocketAddr
   open_.bytes += length;
 }
 
-void TransmitGather::flush(PlaneLink& link, Instant now, TxOutcome& out) {
+void TransmitGather::flush(TransmitLink& link, Instant now, TxOutcome& out) {
   if (open_.count > 0) link.send(open_, now, out);
   open_.count = 0;
-  link.flush(out);
+  link.kick(out);
 }
 
 }  // namespace mrc::io

@@ -19,6 +19,8 @@
 #include <optional>
 #include <tuple>
 
+#include "io/capture_link.h"
+#include "io/impaired_link.h"
 #include "io/udp_link.h"
 #include "io/xdp_link.h"
 #include "util/errno_map.h"
@@ -101,7 +103,7 @@ Result<Ok, Error> check_plane_families(const std::vector<PlaneAddress>& planes, 
   return Ok{};
 }
 
-UdpHost::UdpHost(const UdpHostConfig& config) : config_(config), prng_(config.impairment.seed) {
+UdpHost::UdpHost(const UdpHostConfig& config) : config_(config) {
   std::sort(config_.impairment.schedule.begin(), config_.impairment.schedule.end(),
             [](const PlaneEvent& a, const PlaneEvent& b) { return a.at < b.at; });
 }
@@ -170,9 +172,15 @@ Result<Ok, Error> UdpHost::open_links() {
   auto links = config_.backend == Backend::kXdp ? open_xdp_links(lc) : open_udp_links(lc);
   if (!links.ok()) return Err{links.error()};
   planes_.resize(config_.planes.size());
+  std::shared_ptr<ImpairmentDraws> draws;
+  if (impairs_datagrams(config_.impairment))
+    draws = std::make_shared<ImpairmentDraws>(config_.impairment);
   for (size_t p = 0; p < planes_.size(); ++p) {
-    planes_[p].local = config_.planes[p];
-    planes_[p].link = std::move(links.value()[p]);
+    Plane& plane = planes_[p];
+    plane.local = config_.planes[p];
+    plane.link = std::make_unique<CaptureLink>(std::move(links.value()[p]), plane.local, capture_);
+    plane.unimpaired = plane.link.get();
+    if (draws) plane.link = std::make_unique<ImpairedLink>(std::move(plane.link), draws);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u32 = static_cast<uint32_t>(p);
@@ -399,26 +407,19 @@ void UdpHost::send_side(uint32_t peer, std::span<const uint8_t> datagram) {
   if (peer >= peers_.size()) return;
   for (int p = 0; p < planes() && static_cast<size_t>(p) < peers_[peer].to.size(); ++p) {
     Plane& plane = planes_[p];
-    const std::span<uint8_t> space = tx_space(p, now());
+    const Instant now = this->now();
+    if (open_plane_ != p) flush_open_batch(now);
+    open_plane_ = p;
+    // Outside the impairments: through the link below them.
+    const std::span<uint8_t> space = plane.unimpaired->space();
     // Best effort, as any datagram: the agreement sends again until it is answered.
     if (!plane.stats.up || space.size() < datagram.size()) continue;
     std::memcpy(space.data(), datagram.data(), datagram.size());
-    const Route r{plane.local.port, peers_[peer].to[p][0]};
-    if (capture_ != nullptr) capture_sent(p, r, space.first(datagram.size()));
     TxOutcome outcome;
-    tx_add(p, r, datagram.size(), now(), outcome);
-    tx_flush(p, now(), outcome);
+    plane.unimpaired->add(plane.local.port, peers_[peer].to[p][0], datagram.size(), now, outcome);
+    plane.unimpaired->flush(now, outcome);
     account(p, outcome);
   }
-}
-
-// A sent datagram as it was on the wire: from the plane's address and the EV's source port, as
-// the link sends it (the xdp link writes the RoCEv2 ICRC the engine left zero).
-void UdpHost::capture_sent(int p, const Route& r, std::span<uint8_t> datagram) {
-  SocketAddress source = planes_[p].local.socket();
-  source.set_port(r.source_port);
-  capture_->write(realtime_ns(), UdpAddresses{source, r.to, kMrcTos},
-                  planes_[p].link->as_sent(r.source_port, r.to, datagram));
 }
 
 void UdpHost::account(int p, const TxOutcome& outcome) {
@@ -467,22 +468,6 @@ bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
   return true;
 }
 
-bool UdpHost::impair(int p, Instant now, const Route& r, std::span<const uint8_t> bytes) {
-  const Impairment& imp = config_.impairment;
-  if (imp.drop > 0 && prng_.chance(imp.drop)) {
-    ++planes_[p].stats.impairment_drops;
-    return true;
-  }
-  Duration hold = imp.delay;
-  if (imp.reorder > 0 && prng_.chance(imp.reorder))
-    hold = hold + Duration{static_cast<int64_t>(
-                      prng_.below(static_cast<uint64_t>(imp.reorder_delay.ns) + 1))};
-  if (hold.ns <= 0) return false;
-  delayed_.push(Delayed{now + hold, delayed_sequence_++, p, r,
-                        std::vector<uint8_t>(bytes.begin(), bytes.end())});
-  return true;
-}
-
 // Only one plane's transmit is open at a time: the open one is sent, and counted as its
 // plane's, before another plane writes (so the datagrams of all planes leave in the order the
 // engine produced them).
@@ -492,18 +477,9 @@ std::span<uint8_t> UdpHost::tx_space(int p, Instant now) {
   return planes_[p].link->space();
 }
 
-// REQUIRES: the datagram was written at tx_space(p).
-void UdpHost::tx_add(int p, const Route& r, size_t length, Instant now, TxOutcome& outcome) {
-  planes_[p].gather.add(*planes_[p].link, r.source_port, r.to, length, now, outcome);
-}
-
-void UdpHost::tx_flush(int p, Instant now, TxOutcome& outcome) {
-  planes_[p].gather.flush(*planes_[p].link, now, outcome);
-}
-
 void UdpHost::flush_open_batch(Instant now) {
   TxOutcome outcome;
-  tx_flush(open_plane_, now, outcome);
+  planes_[open_plane_].link->flush(now, outcome);
   account(open_plane_, outcome);
 }
 
@@ -523,9 +499,8 @@ size_t UdpHost::transmit(int p, Instant now, size_t budget) {
     if (n == 0) break;
     ++produced;
     Route r;
-    if (!route(p, meta, r) || impair(p, now, r, space.first(n))) continue;
-    if (capture_ != nullptr) capture_sent(p, r, space.first(n));
-    tx_add(p, r, n, now, outcome);
+    if (!route(p, meta, r)) continue;
+    planes_[p].link->add(r.source_port, r.to, n, now, outcome);
   }
   account(p, outcome);
   return produced;
@@ -547,25 +522,17 @@ bool UdpHost::transmit_round_robin(Instant now) {
   return any;
 }
 
+// A plane that is down at a datagram's release loses it.
 bool UdpHost::release_delayed(Instant now) {
   bool any = false;
-  while (!delayed_.empty() && delayed_.top().release <= now) {
-    const Delayed& d = delayed_.top();
-    if (planes_[d.plane].stats.up) {
-      TxOutcome outcome;
-      const std::span<uint8_t> space = tx_space(d.plane, now);
-      if (space.size() >= d.bytes.size()) {  // else lost, as a datagram the kernel refused
-        std::memcpy(space.data(), d.bytes.data(), d.bytes.size());
-        if (capture_ != nullptr) capture_sent(d.plane, d.route, space.first(d.bytes.size()));
-        tx_add(d.plane, d.route, d.bytes.size(), now, outcome);
-        tx_flush(d.plane, now, outcome);
-      } else {
-        ++outcome.errors;
-      }
-      account(d.plane, outcome);
-    }
-    delayed_.pop();
-    any = true;
+  for (int p = 0; p < planes(); ++p) {
+    Plane& plane = planes_[p];
+    if (plane.link->next_release() > now) continue;
+    if (open_plane_ != p) flush_open_batch(now);
+    open_plane_ = p;
+    TxOutcome outcome;
+    any |= plane.link->release(now, plane.stats.up, outcome);
+    account(p, outcome);
   }
   return any;
 }
@@ -659,7 +626,7 @@ void UdpHost::apply_flaps(Instant now) {
 
 Instant UdpHost::wake_at() const {
   Instant until = endpoint_->next_deadline();
-  if (!delayed_.empty()) until = std::min(until, delayed_.top().release);
+  for (const Plane& p : planes_) until = std::min(until, p.link->next_release());
   const auto& schedule = config_.impairment.schedule;
   if (next_schedule_ < schedule.size())
     until = std::min(until, Instant{0} + schedule[next_schedule_].at);

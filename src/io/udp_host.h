@@ -13,9 +13,12 @@
 //   - link state: every 20 ms (and at once after a send fails with ENETDOWN/ENETUNREACH) the
 //     interface holding each plane's address is checked; a plane whose interface is down or
 //     not running is reported to the engine as its port going down, and back up when it returns;
-//   - an impairment layer at the I/O boundary, off by default: drop a fraction of packets,
-//     delay and reorder them, take a plane down and up on a schedule or periodically (a flap;
-//     seen by this host's engine as its port going down), so faults can be shown without root.
+//   - impairments, off by default: take a plane down and up on a schedule or periodically (a
+//     flap; seen by this host's engine as its port going down), and drop a fraction of packets,
+//     delay and reorder them (a decorator around each plane's link: io/impaired_link.h), so
+//     faults can be shown without root;
+//   - captures of every datagram sent (a decorator below the impairments: io/capture_link.h)
+//     and received.
 // Two backends move the datagrams (UdpHostConfig::backend), each plane's behind one interface
 // (io/backend.h: PlaneLink, and transmits, the batches it sends), so nothing here depends on
 // which:
@@ -38,7 +41,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,7 +53,6 @@
 #include "io/srv6.h"
 #include "mrc/datapath.hpp"
 #include "mrc/error.hpp"
-#include "util/prng.h"
 
 namespace mrc::io {
 
@@ -170,27 +171,18 @@ class UdpHost {
  private:
   struct Plane {
     PlaneAddress local;
-    bool link_up = true;              // the interface holding the address is up and running
-    bool admin_up = true;             // not taken down by set_plane_up / the impairment schedule
-    bool flap_down = false;           // held down by one of the impairment's flaps (PlaneFlap)
-    std::unique_ptr<PlaneLink> link;  // the backend's
-    TransmitGather gather;            // the transmit open on the link
+    bool link_up = true;     // the interface holding the address is up and running
+    bool admin_up = true;    // not taken down by set_plane_up / the impairment schedule
+    bool flap_down = false;  // held down by one of the impairment's flaps (PlaneFlap)
+    // The backend's link inside its decorators: impairments (if any) around the capture.
+    std::unique_ptr<PlaneLink> link;
+    PlaneLink* unimpaired = nullptr;  // the link below the impairments (the side channel's)
     UdpPlaneStats stats;
   };
   // Where a datagram goes: from which source port (the EV's, or the MRC port), to which address.
   struct Route {
     uint16_t source_port = 0;
     SocketAddress to;
-  };
-  struct Delayed {
-    Instant release;
-    uint64_t sequence;
-    int plane;
-    Route route;
-    std::vector<uint8_t> bytes;
-    bool operator>(const Delayed& o) const {
-      return release != o.release ? release > o.release : sequence > o.sequence;
-    }
   };
 
   explicit UdpHost(const UdpHostConfig& config);
@@ -205,23 +197,16 @@ class UdpHost {
   bool transmit_round_robin(Instant now);
   // Where a packet the engine produced goes; false if nowhere.
   bool route(int plane, const TxMeta& meta, Route& route);
-  // Applies the impairments to a packet about to be sent: true if they took it (dropped, or
-  // held in delayed_ for later).
-  bool impair(int plane, Instant now, const Route& route, std::span<const uint8_t> bytes);
-  // The send path over a plane's link: where the next datagram is written (empty: no room
-  // now; another plane's open transmit is sent first), adding the datagram written there to
-  // the plane's transmit, and sending the transmit.
+  // Where the next datagram on a plane's link is written (empty: no room now); another
+  // plane's open transmit is sent first.
   std::span<uint8_t> tx_space(int plane, Instant now);
-  void tx_add(int plane, const Route& route, size_t length, Instant now, TxOutcome& outcome);
-  void tx_flush(int plane, Instant now, TxOutcome& outcome);
   void flush_open_batch(Instant now);  // sends open_plane_'s transmit, counted as its
   void account(int plane, const TxOutcome& outcome);
-  bool release_delayed(Instant now);
+  bool release_delayed(Instant now);  // the datagrams the impairments held, now due
   void apply_schedule(Instant now);
   void apply_flaps(Instant now);
   void check_links(Instant now, bool readable);  // readable: the link watch has events
   void update_plane(int plane);
-  void capture_sent(int plane, const Route& route, std::span<uint8_t> datagram);
 
   UdpHostConfig config_;
   std::unique_ptr<Endpoint> endpoint_;
@@ -250,9 +235,6 @@ class UdpHost {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   int64_t clock_origin_ns_ = 0;
-  Prng prng_;
-  std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
-  uint64_t delayed_sequence_ = 0;
   size_t next_schedule_ = 0;
   Instant next_flap_change_{0};  // no flap changes state before this (unused without flaps)
   int first_plane_ = 0;

@@ -29,7 +29,7 @@ Result<int, Error> bound_socket(const PlaneAddress& a, int buffer_bytes, bool ze
 // Every plane's link; the error names the address and the system error.
 Result<PlaneLinks, Error> open_udp_links(const LinkConfig& config);
 
-class UdpLink final : public PlaneLink {
+class UdpLink final : public TransmitLink {
  public:
   UdpLink(const PlaneAddress& local, uint16_t first_port, std::shared_ptr<GsoSwitch> gso);
   ~UdpLink() override;
@@ -51,7 +51,7 @@ class UdpLink final : public PlaneLink {
   void send(const Transmit& t, Instant, TxOutcome& out) override {
     tx_.send(fd_for(t.source_port), t, out);
   }
-  void flush(TxOutcome&) override {}  // every send() is a system call of its own
+  void kick(TxOutcome&) override {}  // every send() is a system call of its own
   std::span<const uint8_t> as_sent(uint16_t, const SocketAddress&,
                                    std::span<const uint8_t> datagram) override {
     return datagram;

@@ -203,7 +203,7 @@ void XdpLink::send(const Transmit& t, Instant now, TxOutcome& out) {
     const size_t frame_bytes = write_frame(a, ip_id_++, w.length, {frame, kFrameBytes});
     pending_tx_.push_back(xdp_desc{w.frame, static_cast<uint32_t>(frame_bytes), 0});
     out.bytes += w.length;
-    if (pending_tx_.size() >= kBatch) flush(out);
+    if (pending_tx_.size() >= kBatch) kick(out);
   }
   written_.erase(written_.begin(), written_.begin() + static_cast<ptrdiff_t>(count));
 }
@@ -223,7 +223,7 @@ std::span<const uint8_t> XdpLink::as_sent(uint16_t source_port, const SocketAddr
   return std::span<const uint8_t>(capture_frame_).subspan(kFrameHeaderBytes);
 }
 
-void XdpLink::flush(TxOutcome& out) {
+void XdpLink::kick(TxOutcome& out) {
   const uint32_t n = static_cast<uint32_t>(pending_tx_.size());
   if (n == 0) return;
   uint32_t idx = 0;

@@ -49,7 +49,7 @@ struct XdpLinkStats {
 // names the plane, what failed and the fix.
 Result<PlaneLinks, Error> open_xdp_links(const LinkConfig& config);
 
-class XdpLink final : public PlaneLink {
+class XdpLink final : public TransmitLink {
  public:
   static constexpr uint32_t kFrames = 4096;
   static constexpr uint32_t kFrameBytes = 4096;
@@ -71,7 +71,7 @@ class XdpLink final : public PlaneLink {
   // Keeps `fd` (a UDP socket holding the plane's MRC port) open as long as the link.
   void hold_port(int fd) { port_holder_fd_ = fd; }
 
-  // PlaneLink (backend.h).
+  // PlaneLink and TransmitLink (backend.h).
   int poll_fd() const override { return fd(); }
   bool read_every_round() const override { return true; }
   bool owns_icrc() const override { return true; }
@@ -87,7 +87,7 @@ class XdpLink final : public PlaneLink {
   // to t.to, IPv4; dropped (counted in `out.errors`) if the next hop's MAC is not known yet.
   void send(const Transmit& t, Instant now, TxOutcome& out) override;
   // Hands the frames sent to the kernel.
-  void flush(TxOutcome& out) override;
+  void kick(TxOutcome& out) override;
   std::span<const uint8_t> as_sent(uint16_t source_port, const SocketAddress& to,
                                    std::span<const uint8_t> datagram) override;
   // The datagrams received since the last call, checked (ICRC included); valid until the next
