@@ -37,7 +37,7 @@ uint16_t port_of(int fd) {
 // port (as the udp link does), with the transmits formed as every backend's (TransmitLink).
 class BatchLink final : public TransmitLink {
  public:
-  BatchLink(bool gso, std::vector<int> fds) : tx(9000, gso) {
+  BatchLink(bool gso, const std::vector<int>& fds) : tx(9000, gso) {
     for (int fd : fds) fd_of[port_of(fd)] = fd;
   }
   int poll_fd() const override { return -1; }
