@@ -1,7 +1,8 @@
-// Batched UDP I/O over loopback sockets (io/udp_batch.h): a batch of equal datagrams with a
-// shorter last one arrives as exactly those datagrams, with GSO and GRO, with either alone and
-// with neither; a datagram for another socket or address, or after a shorter one, starts a new
-// send; a whole transfer with EV bursts and impairments arrives intact over UdpHost.
+// Batched UDP I/O over loopback sockets (io/udp_batch.h), with transmits formed as the datapath
+// forms them (TransmitGather, io/backend.h): a transmit of equal datagrams with a shorter last
+// one arrives as exactly those datagrams, with GSO and GRO, with either alone and with neither;
+// a datagram from another source port or for another address, or after a shorter one, starts a
+// new send; a transmit is bounded in datagrams and bytes.
 #include "io/udp_batch.h"
 
 #include <arpa/inet.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
 #include <vector>
 
 namespace mrc::io {
@@ -24,13 +26,54 @@ int bound(uint16_t port) {
   return fd;
 }
 
-// Writes datagram i (length `length`, bytes derived from i) at the batch's next space and adds it.
-void add_datagram(TxBatch& tx, int fd, const sockaddr_in& to, size_t length, uint8_t i,
+uint16_t port_of(int fd) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  return ntohs(sa.sin_port);
+}
+
+// A TxBatch behind the link interface, sending from the socket bound to a transmit's source
+// port (as the udp link does), with the transmits formed as every backend's (TransmitLink).
+class BatchLink final : public TransmitLink {
+ public:
+  BatchLink(bool gso, const std::vector<int>& fds) : tx(9000, gso) {
+    for (int fd : fds) fd_of[port_of(fd)] = fd;
+  }
+  int poll_fd() const override { return -1; }
+  bool read_every_round() const override { return false; }
+  bool owns_icrc() const override { return false; }
+  size_t max_datagram_bytes() const override { return 9000; }
+  std::string description() const override { return "test"; }
+  void add_counters(UdpPlaneStats&) const override {}
+  void prepare_peer(const SocketAddress&) override {}
+  std::span<uint8_t> space() override { return tx.next(); }
+  void written(size_t length) override { tx.written(length); }
+  void send(const Transmit& t, Instant, TxOutcome& out) override {
+    tx.send(fd_of.at(t.source_port), t, out);
+  }
+  void kick(TxOutcome&) override {}
+  std::span<const uint8_t> as_sent(uint16_t, const SocketAddress&,
+                                   std::span<const uint8_t> d) override {
+    return d;
+  }
+  std::span<const RxDatagram> receive() override { return {}; }
+
+  TxBatch tx;
+  std::map<uint16_t, int> fd_of;
+  void flush_all(TxOutcome& out) { flush(Instant{0}, out); }
+  size_t size() const { return open_datagrams(); }
+};
+
+// Writes datagram i (length `length`, bytes derived from i) at the link's space and adds it to
+// the transmit, from the port of `fd`.
+void add_datagram(BatchLink& link, int fd, const sockaddr_in& to, size_t length, uint8_t i,
                   TxOutcome& out) {
-  const std::span<uint8_t> space = tx.next();
+  const std::span<uint8_t> space = link.space();
   for (size_t b = 0; b < length; ++b)
     space[b] = static_cast<uint8_t>(static_cast<size_t>(i) * 31 + b);
-  tx.add(fd, SocketAddress::ipv4(to.sin_addr, ntohs(to.sin_port)), length, out);
+  link.add(port_of(fd), SocketAddress::ipv4(to.sin_addr, ntohs(to.sin_port)), length, Instant{0},
+           out);
 }
 
 // Receives until `want` datagrams came (or a bounded number of empty polls).
@@ -64,11 +107,11 @@ TEST(UdpBatch, EqualDatagramsAndAShorterLastArriveAsSent) {
         ASSERT_TRUE(enable_gro(rx_fd));
       }
       const int tx_fd = bound(0);
-      TxBatch tx(9000, gso && gso_supported(tx_fd));
+      BatchLink tx(gso && gso_supported(tx_fd), {tx_fd});
       TxOutcome out;
       for (uint8_t i = 0; i < 11; ++i) add_datagram(tx, tx_fd, local, i < 10 ? 4136 : 700, i, out);
       EXPECT_EQ(tx.size(), 11u);
-      tx.flush(out);
+      tx.flush_all(out);
       EXPECT_EQ(out.packets, 11u);
       EXPECT_EQ(out.errors, 0u);
       EXPECT_EQ(out.calls, 1u);  // one GSO send, or one sendmmsg
@@ -93,16 +136,16 @@ TEST(UdpBatch, AnotherSocketAddressOrSizeStartsANewSend) {
   sockaddr_in p1{}, p2{};
   getsockname(tx1, reinterpret_cast<sockaddr*>(&p1), &len);
   getsockname(tx2, reinterpret_cast<sockaddr*>(&p2), &len);
-  TxBatch tx(9000, gso_supported(tx1));
+  BatchLink tx(gso_supported(tx1), {tx1, tx2});
   TxOutcome out;
   add_datagram(tx, tx1, a, 1000, 0, out);
   add_datagram(tx, tx1, a, 1000, 1, out);
-  add_datagram(tx, tx2, a, 1000, 2, out);  // another socket (EV): a new send
+  add_datagram(tx, tx2, a, 1000, 2, out);  // another source port (EV): a new send
   add_datagram(tx, tx2, a, 500, 3, out);   // shorter: joins, and closes the batch
   add_datagram(tx, tx2, a, 500, 4, out);   // after a shorter one: a new send
   add_datagram(tx, tx2, b, 500, 5, out);   // another address: a new send
   add_datagram(tx, tx2, b, 800, 6, out);   // longer than the batch's size: a new send
-  tx.flush(out);
+  tx.flush_all(out);
   EXPECT_EQ(out.packets, 7u);
   EXPECT_EQ(out.calls, 5u);
   RxBatch rx;
@@ -128,14 +171,14 @@ TEST(UdpBatch, ABatchIsBoundedInSegmentsAndBytes) {
   getsockname(rx_fd, reinterpret_cast<sockaddr*>(&local), &len);
   enable_gro(rx_fd);
   const int tx_fd = bound(0);
-  TxBatch tx(9000, gso_supported(tx_fd));
+  BatchLink tx(gso_supported(tx_fd), {tx_fd});
   TxOutcome out;
   // 100-byte datagrams: the 64-segment limit binds first; 4136-byte ones: the 64 KiB limit.
   for (uint8_t i = 0; i < 70; ++i) add_datagram(tx, tx_fd, local, 100, i, out);
   EXPECT_EQ(tx.size(), 70u - kMaxGsoSegments);
   for (uint8_t i = 70; i < 90; ++i) add_datagram(tx, tx_fd, local, 4136, i, out);
   EXPECT_LE(tx.size() * 4136, kMaxGsoBytes);
-  tx.flush(out);
+  tx.flush_all(out);
   EXPECT_EQ(out.packets, 90u);
   RxBatch rx;
   const auto got = receive(rx, rx_fd, 90);

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "io/udp_host.h"
+#include "io/socket_address.h"
 
 namespace mrc::io {
 

@@ -3,7 +3,9 @@
 
 #include <arpa/inet.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace mrc::io {
 
@@ -58,6 +60,51 @@ std::string address_text(const SocketAddress& a) {
 std::string to_string(const SocketAddress& a) {
   const std::string address = address_text(a);
   return (a.is_v6() ? "[" + address + "]" : address) + ":" + std::to_string(a.port());
+}
+
+SocketAddress PlaneAddress::socket() const {
+  return v6 ? SocketAddress::ipv6(address6, port) : SocketAddress::ipv4(address, port);
+}
+
+Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_t default_port) {
+  PlaneAddress a;
+  a.port = default_port;
+  std::string host = text;
+  std::optional<std::string> port;  // after the address's ':', if it names one
+  const size_t colon = text.rfind(':');
+  const bool bracketed = !text.empty() && text.front() == '[';
+  if (bracketed) {  // [IPv6]:port or [IPv6]
+    const size_t close = text.find(']');
+    if (close == std::string::npos || (close + 1 < text.size() && text[close + 1] != ':'))
+      return fail(Errc::kInvalidArgument,
+                  "bad plane address '" + text + "': expected [IPv6 address]:port");
+    host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) port = text.substr(close + 2);
+  } else if (colon != std::string::npos && text.find(':') == colon) {  // IPv4:port
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (port) {
+    char* end = nullptr;
+    const long value = std::strtol(port->c_str(), &end, 10);
+    if (port->empty() || *end != '\0' || value < 1 || value > 65535)
+      return fail(Errc::kInvalidArgument,
+                  "bad port in plane address '" + text + "': must be 1..65535");
+    a.port = static_cast<uint16_t>(value);
+  }
+  a.v6 = bracketed || host.find(':') != std::string::npos;
+  const int parsed = a.v6 ? inet_pton(AF_INET6, host.c_str(), &a.address6)
+                          : inet_pton(AF_INET, host.c_str(), &a.address);
+  if (parsed != 1)
+    return fail(Errc::kInvalidArgument,
+                "bad plane address '" + text +
+                    "': expected an IPv4 address such as 127.0.0.1[:port] or an IPv6 address "
+                    "such as fd00::1 or [fd00::1]:port");
+  return a;
+}
+
+std::string to_string(const PlaneAddress& a) {
+  return to_string(a.socket());
 }
 
 }  // namespace mrc::io

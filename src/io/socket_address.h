@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "mrc/error.hpp"
+
 namespace mrc::io {
 
 struct SocketAddress {
@@ -43,5 +45,18 @@ struct SocketAddress {
 std::string to_string(const SocketAddress& a);
 // The address alone: "127.0.0.1", "fd00::1".
 std::string address_text(const SocketAddress& a);
+
+// A plane's address: IPv4 or IPv6, and its MRC port.
+struct PlaneAddress {
+  in_addr address{};  // IPv4 plane
+  uint16_t port = 4791;
+  bool v6 = false;
+  in6_addr address6{};  // IPv6 plane
+  SocketAddress socket() const;
+};
+// Parses "127.0.0.1", "127.0.0.1:4792", "fd00::1", "[fd00::1]:4792" (a missing port takes
+// `default_port`).
+Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_t default_port);
+std::string to_string(const PlaneAddress& a);
 
 }  // namespace mrc::io

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -36,51 +37,31 @@ bool enable_arrival_times(int fd) {
   return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
 }
 
+TxBatch::TxBatch(size_t max_datagram_bytes, std::shared_ptr<GsoSwitch> gso)
+    : buffer_(kMaxGsoBytes + max_datagram_bytes),
+      max_datagram_(max_datagram_bytes),
+      gso_(std::move(gso)) {}
+
 TxBatch::TxBatch(size_t max_datagram_bytes, bool gso)
-    : buffer_(kMaxGsoBytes + max_datagram_bytes), max_datagram_(max_datagram_bytes), gso_(gso) {}
+    : TxBatch(max_datagram_bytes, std::make_shared<GsoSwitch>(GsoSwitch{gso})) {}
 
-// A datagram joins a batch from the same socket to the same address, no longer than its
-// datagrams, while the batch's last datagram is of full size (bytes_ == count_ * segment_: a
-// shorter one ends the batch) and the bounds allow one more.
-bool TxBatch::joins(int fd, const SocketAddress& to, size_t length) const {
-  return bytes_ == count_ * segment_ && fd == fd_ && to == to_ && length <= segment_ &&
-         count_ < kMaxGsoSegments && bytes_ + length <= kMaxGsoBytes;
+void TxBatch::send(int fd, const Transmit& t, TxOutcome& out) {
+  if (t.count == 0 || t.bytes > written_) return;
+  if (!gso_->on || t.count == 1 || !send_gso(fd, t, out)) send_each(fd, t, out);
+  // The datagram written after the transmit (one that did not join it) moves to the front.
+  std::memmove(buffer_.data(), buffer_.data() + t.bytes, written_ - t.bytes);
+  written_ -= t.bytes;
 }
 
-void TxBatch::add(int fd, const SocketAddress& to, size_t length, TxOutcome& out) {
-  if (count_ > 0 && !joins(fd, to, length)) {
-    // The new datagram sits right after the batch: send the batch, then move it to the front.
-    const size_t at = bytes_;
-    flush(out);
-    std::memmove(buffer_.data(), buffer_.data() + at, length);
-  }
-  if (count_ == 0) {
-    fd_ = fd;
-    to_ = to;
-    segment_ = length;
-  }
-  ++count_;
-  bytes_ += length;
-}
-
-void TxBatch::flush(TxOutcome& out) {
-  if (count_ == 0) return;
-  if (gso_ && count_ > 1) {
-    send_gso(out);
-  } else {
-    send_each(out);
-  }
-  count_ = 0;
-  bytes_ = 0;
-}
-
-// One sendmsg carrying the whole batch, cut by the kernel into datagrams of segment_ bytes.
-void TxBatch::send_gso(TxOutcome& out) {
-  iovec iov{buffer_.data(), bytes_};
+// One sendmsg carrying the whole transmit, cut by the kernel into datagrams of its segment
+// size. False: GSO was refused (and is off from now on); the caller sends datagram by datagram.
+bool TxBatch::send_gso(int fd, const Transmit& t, TxOutcome& out) {
+  iovec iov{buffer_.data(), t.bytes};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
+  SocketAddress to = t.to;
   msghdr msg{};
-  msg.msg_name = to_.get();
-  msg.msg_namelen = to_.length();
+  msg.msg_name = to.get();
+  msg.msg_namelen = to.length();
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   msg.msg_control = control;
@@ -89,41 +70,42 @@ void TxBatch::send_gso(TxOutcome& out) {
   c->cmsg_level = SOL_UDP;
   c->cmsg_type = UDP_SEGMENT;
   c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-  const auto segment = static_cast<uint16_t>(segment_);
+  const auto segment = static_cast<uint16_t>(t.segment_bytes);
   std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
   ++out.calls;
-  if (sendmsg(fd_, &msg, 0) >= 0) {
-    out.packets += count_;
-    out.bytes += bytes_;
-    return;
+  if (sendmsg(fd, &msg, 0) >= 0) {
+    out.packets += t.count;
+    out.bytes += t.bytes;
+    return true;
   }
   if (errno == EIO || errno == EINVAL || errno == EOPNOTSUPP) {
     // The device or the route cannot segment (no checksum offload, segment above its MTU):
     // from now on, separate datagrams.
-    gso_ = false;
-    send_each(out);
-    return;
+    gso_->on = false;
+    return false;
   }
-  out.errors += count_;
+  out.errors += t.count;
   out.last_errno = errno;
+  return true;
 }
 
-// The batch as separate datagrams, in sendmmsg calls of up to kMaxGsoSegments.
-void TxBatch::send_each(TxOutcome& out) {
+// The transmit as separate datagrams, in sendmmsg calls of up to kMaxGsoSegments.
+void TxBatch::send_each(int fd, const Transmit& t, TxOutcome& out) {
   std::array<mmsghdr, kMaxGsoSegments> messages{};
   std::array<iovec, kMaxGsoSegments> iov{};
-  for (size_t i = 0; i < count_; ++i) {
-    const size_t offset = i * segment_;
-    iov[i] = {buffer_.data() + offset, std::min(segment_, bytes_ - offset)};
-    messages[i].msg_hdr.msg_name = to_.get();
-    messages[i].msg_hdr.msg_namelen = to_.length();
+  SocketAddress to = t.to;
+  for (size_t i = 0; i < t.count; ++i) {
+    const size_t offset = i * t.segment_bytes;
+    iov[i] = {buffer_.data() + offset, std::min(t.segment_bytes, t.bytes - offset)};
+    messages[i].msg_hdr.msg_name = to.get();
+    messages[i].msg_hdr.msg_namelen = to.length();
     messages[i].msg_hdr.msg_iov = &iov[i];
     messages[i].msg_hdr.msg_iovlen = 1;
   }
   size_t done = 0;
-  while (done < count_) {
+  while (done < t.count) {
     ++out.calls;
-    const int n = sendmmsg(fd_, messages.data() + done, static_cast<unsigned>(count_ - done), 0);
+    const int n = sendmmsg(fd, messages.data() + done, static_cast<unsigned>(t.count - done), 0);
     if (n <= 0) {  // the datagram at `done` was refused: count it lost and go on after it
       out.last_errno = errno;
       ++out.errors;

@@ -1,22 +1,21 @@
 // Batched UDP I/O: how one system call carries many MRC datagrams.
 //
-// Send (TxBatch): the engine writes datagrams one after another into one buffer. Consecutive
-// datagrams from the same socket to the same address, all of one size but a shorter last one,
-// form a batch that leaves as one UDP GSO super-datagram (setsockopt level UDP, UDP_SEGMENT as
-// a control message: the kernel cuts it into datagrams of that size, so the receiver sees the
+// Send (TxBatch): the engine writes datagrams one after another into one buffer. A transmit
+// (backend.h: datagrams from one source port to one address, all of one size but a shorter
+// last one) leaves as one UDP GSO super-datagram (setsockopt level UDP, UDP_SEGMENT as a
+// control message: the kernel cuts it into datagrams of that size, so the receiver sees the
 // same datagrams as from separate sends). The engine's EV bursts (QpConfig::ev_burst_packets)
-// are what makes consecutive datagrams share a socket: each EV is its own source port. A
-// datagram that cannot join sends the batch first and starts the next. Without GSO (turned off,
-// or refused by the kernel or the device: EIO, EINVAL) a batch goes as one sendmmsg of
-// separate datagrams, and after a refusal GSO stays off for that TxBatch.
+// are what makes consecutive datagrams share a source port: each EV is its own. Without GSO
+// (turned off, or refused by the kernel or the device: EIO, EINVAL) a transmit goes as one
+// sendmmsg of separate datagrams, and after a refusal GSO stays off (GsoSwitch).
 //
 // Receive (RxBatch): recvmmsg into buffers of 64 KiB, with UDP_GRO on the socket so that a
 // burst from one source arrives as one buffer with its segment size in a control message; the
 // segments are handed out one by one, each with the sender's address, the IP TOS byte (the
 // traffic class over IPv6) and the kernel's receive time (see enable_arrival_times).
 //
-// Bounds: a batch holds at most kMaxGsoSegments datagrams and kMaxGsoBytes bytes; a receive
-// call at most kRxMessages buffers.
+// Bounds: a transmit holds at most kMaxGsoSegments datagrams and kMaxGsoBytes bytes
+// (backend.h); a receive call at most kRxMessages buffers.
 #pragma once
 
 #include <netinet/in.h>
@@ -25,16 +24,14 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "io/backend.h"
 #include "io/socket_address.h"
 
 namespace mrc::io {
-
-// What one UDP send may carry: the largest UDP payload over IPv4, and the kernel's segment limit.
-inline constexpr size_t kMaxGsoBytes = 65507;
-inline constexpr size_t kMaxGsoSegments = 64;
 
 // Whether this kernel accepts UDP_SEGMENT and UDP_GRO on a UDP socket.
 bool gso_supported(int fd);
@@ -43,61 +40,38 @@ bool enable_gro(int fd);
 // that datagrams read from several sockets can be put back into their order of arrival.
 bool enable_arrival_times(int fd);
 
-// What a flush did, for the plane's counters.
-struct TxOutcome {
-  uint64_t packets = 0;
-  uint64_t bytes = 0;
-  uint64_t errors =
-      0;  // datagrams the kernel refused (EAGAIN, ENOBUFS, ...): lost, recovered by the engine
-  uint64_t calls = 0;  // system calls made
-  int last_errno = 0;
-  void operator+=(const TxOutcome& o) {
-    packets += o.packets;
-    bytes += o.bytes;
-    errors += o.errors;
-    calls += o.calls;
-    if (o.last_errno != 0) last_errno = o.last_errno;
-  }
+// Whether the planes' sends use GSO: one switch the links of a host share, turned off for all
+// when the kernel or a device refuses a GSO send.
+struct GsoSwitch {
+  bool on = true;
 };
 
+// The udp backend's send memory and calls: datagrams written end to end (TransmitGather forms
+// the transmits, backend.h), and a transmit from the front sent as one GSO send.
 class TxBatch {
  public:
   // max_datagram_bytes: the largest datagram the engine writes (the space next() offers).
+  TxBatch(size_t max_datagram_bytes, std::shared_ptr<GsoSwitch> gso);
   TxBatch(size_t max_datagram_bytes, bool gso);
-  // Where the engine writes the next datagram: right after the batch's datagrams.
-  std::span<uint8_t> next() { return {buffer_.data() + bytes_, max_datagram_}; }
-  // The datagram just written at next(), `length` bytes, goes from `fd` to `to`. If it cannot
-  // join the batch, the batch is sent first (into `out`) and it starts a new one.
-  void add(int fd, const SocketAddress& to, size_t length, TxOutcome& out);
-  // Sends what the batch holds.
-  void flush(TxOutcome& out);
-  bool gso() const { return gso_; }
-  void disable_gso() { gso_ = false; }
-  size_t size() const { return count_; }
+  // Where the next datagram is written: right after those written and not yet sent.
+  std::span<uint8_t> next() { return {buffer_.data() + written_, max_datagram_}; }
+  void written(size_t length) { written_ += length; }
+  // Sends the first t.bytes written, from `fd` to t.to, as t.count datagrams of
+  // t.segment_bytes (one GSO sendmsg; one sendmmsg without GSO); what was written after them
+  // moves to the front. REQUIRES: t.bytes <= the bytes written.
+  void send(int fd, const Transmit& t, TxOutcome& out);
+  bool gso() const { return gso_->on; }
+  void disable_gso() { gso_->on = false; }
+  size_t written_bytes() const { return written_; }
 
  private:
-  bool joins(int fd, const SocketAddress& to, size_t length) const;
-  void send_gso(TxOutcome& out);
-  void send_each(TxOutcome& out);
+  bool send_gso(int fd, const Transmit& t, TxOutcome& out);
+  void send_each(int fd, const Transmit& t, TxOutcome& out);
 
   std::vector<uint8_t> buffer_;
   size_t max_datagram_;
-  bool gso_;
-  int fd_ = -1;
-  SocketAddress to_;
-  size_t segment_ = 0;  // the batch's datagram size (all but a shorter last one)
-  size_t count_ = 0;
-  size_t bytes_ = 0;
-};
-
-// One received datagram: its bytes, its sender, the IP TOS byte it arrived with, and when the
-// kernel received it (SO_TIMESTAMPNS, realtime ns; 0 if the socket gave no time). The segments
-// of one GRO buffer share their buffer's time.
-struct RxDatagram {
-  std::span<const uint8_t> bytes;
-  SocketAddress from;
-  uint8_t tos = 0;
-  int64_t arrival_ns = 0;
+  std::shared_ptr<GsoSwitch> gso_;
+  size_t written_ = 0;
 };
 
 class RxBatch {

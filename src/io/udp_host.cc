@@ -1,4 +1,5 @@
-// UDP datapath: sockets, clock, epoll loop and impairments around one engine (udp_host.h).
+// UDP datapath: the clock, epoll loop, peers, impairments and captures around one engine, over
+// each plane's link of either backend (udp_host.h).
 #include "io/udp_host.h"
 
 #include <arpa/inet.h>
@@ -18,7 +19,10 @@
 #include <optional>
 #include <tuple>
 
-#include "io/port_holder.h"
+#include "io/capture_link.h"
+#include "io/impaired_link.h"
+#include "io/udp_link.h"
+#include "io/xdp_link.h"
 #include "util/errno_map.h"
 
 namespace mrc::io {
@@ -31,9 +35,6 @@ constexpr int kTransmitRounds = 4;
 constexpr size_t kPlaneBurst = 16;
 constexpr uint32_t kWakeToken = 0xFFFF;
 constexpr uint32_t kLinkToken = 0xFFFE;
-constexpr int kUdpNoCheck6Tx = 101;  // linux/udp.h UDP_NO_CHECK6_TX / _RX
-constexpr int kUdpNoCheck6Rx = 102;
-constexpr int kIpv6FlowinfoSend = 33;  // IPV6_FLOWINFO_SEND (linux/in6.h; not in glibc's headers)
 constexpr size_t kReplyCacheSlots = 256;
 constexpr uint64_t kV6SourceFlag = uint64_t{1} << 63;
 
@@ -50,65 +51,6 @@ uint64_t realtime_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-Error errno_error(const std::string& what, const PlaneAddress& a) {
-  return system_error(what + " " + to_string(a), errno);
-}
-
-// Why `a` is in use, and how to move: "(process 1234 (mrc_bw) uses this port: stop it, or
-// choose another with --port)".
-std::string in_use_advice(const PlaneAddress& a, const char* what, const std::string& setting) {
-  const pid_t holder = udp_port_holder(a);
-  if (holder == getpid())
-    return std::string(" (this process already uses this ") + what + ": choose another with " +
-           setting + ")";
-  const std::string who = holder != 0 ? describe_process(holder) : "another process";
-  return " (" + who + " uses this " + what + ": stop it, or choose another with " + setting + ")";
-}
-
-// Socket options of an MRC socket: large buffers (FORCE works as root, the plain option up to
-// rmem_max), ECT(0) on what it sends and the TOS / traffic class of what it receives; IPv6 ones
-// send the flow label their destination's sin6_flowinfo carries (0: the kernel's own); SRv6
-// planes send and accept UDP checksum zero (srv6.h).
-void set_options(int fd, bool v6, int buffer_bytes, bool zero_checksum) {
-  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof buffer_bytes) != 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes);
-  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof buffer_bytes) != 0)
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof buffer_bytes);
-  const int on = 1;
-  const int ect0 = 0x02;  // ECN-capable transport
-  if (v6) {
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
-    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof on);
-    setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &ect0, sizeof ect0);
-    setsockopt(fd, IPPROTO_IPV6, kIpv6FlowinfoSend, &on, sizeof on);
-  } else {
-    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on);
-    setsockopt(fd, IPPROTO_IP, IP_TOS, &ect0, sizeof ect0);
-  }
-  if (zero_checksum) {
-    setsockopt(fd, IPPROTO_UDP, kUdpNoCheck6Tx, &on, sizeof on);
-    setsockopt(fd, IPPROTO_UDP, kUdpNoCheck6Rx, &on, sizeof on);
-  }
-}
-
-// A UDP socket bound to `a`; `what` and `setting` name the port in the error of one in use.
-Result<int, Error> bound_socket(const PlaneAddress& a, int buffer_bytes, bool zero_checksum,
-                                const char* what, const std::string& setting) {
-  const int fd = socket(a.v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Err{errno_error("socket for", a)};
-  set_options(fd, a.v6, buffer_bytes, zero_checksum);
-  const SocketAddress sa = a.socket();
-  if (bind(fd, sa.get(), sa.length()) != 0) {
-    const int error = errno;
-    Error e = errno_error("cannot bind", a);
-    close(fd);
-    if (error == EADDRNOTAVAIL) e.message += " (is this address configured on a local interface?)";
-    if (error == EADDRINUSE) e.message += in_use_advice(a, what, setting);
-    return Err{e};
-  }
-  return fd;
-}
-
 // FNV-1a over an IPv6 sender's address and port: the key of its reply_cache_ slot.
 uint32_t sender_hash(const SocketAddress& a) {
   uint32_t h = 2166136261u;
@@ -117,51 +59,6 @@ uint32_t sender_hash(const SocketAddress& a) {
 }
 
 }  // namespace
-
-SocketAddress PlaneAddress::socket() const {
-  return v6 ? SocketAddress::ipv6(address6, port) : SocketAddress::ipv4(address, port);
-}
-
-Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_t default_port) {
-  PlaneAddress a;
-  a.port = default_port;
-  std::string host = text;
-  std::optional<std::string> port;  // after the address's ':', if it names one
-  const size_t colon = text.rfind(':');
-  const bool bracketed = !text.empty() && text.front() == '[';
-  if (bracketed) {  // [IPv6]:port or [IPv6]
-    const size_t close = text.find(']');
-    if (close == std::string::npos || (close + 1 < text.size() && text[close + 1] != ':'))
-      return fail(Errc::kInvalidArgument,
-                  "bad plane address '" + text + "': expected [IPv6 address]:port");
-    host = text.substr(1, close - 1);
-    if (close + 1 < text.size()) port = text.substr(close + 2);
-  } else if (colon != std::string::npos && text.find(':') == colon) {  // IPv4:port
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-  }
-  if (port) {
-    char* end = nullptr;
-    const long value = std::strtol(port->c_str(), &end, 10);
-    if (port->empty() || *end != '\0' || value < 1 || value > 65535)
-      return fail(Errc::kInvalidArgument,
-                  "bad port in plane address '" + text + "': must be 1..65535");
-    a.port = static_cast<uint16_t>(value);
-  }
-  a.v6 = bracketed || host.find(':') != std::string::npos;
-  const int parsed = a.v6 ? inet_pton(AF_INET6, host.c_str(), &a.address6)
-                          : inet_pton(AF_INET, host.c_str(), &a.address);
-  if (parsed != 1)
-    return fail(Errc::kInvalidArgument,
-                "bad plane address '" + text +
-                    "': expected an IPv4 address such as 127.0.0.1[:port] or an IPv6 address "
-                    "such as fd00::1 or [fd00::1]:port");
-  return a;
-}
-
-std::string to_string(const PlaneAddress& a) {
-  return to_string(a.socket());
-}
 
 Result<Ok, Error> check_plane_families(const std::vector<PlaneAddress>& planes, Backend backend,
                                        const Srv6Paths& srv6_paths) {
@@ -181,8 +78,7 @@ Result<Ok, Error> check_plane_families(const std::vector<PlaneAddress>& planes, 
   return Ok{};
 }
 
-UdpHost::UdpHost(const UdpHostConfig& config)
-    : config_(config), prng_(config.impairment.seed), tx_(wire::kMaxDatagramBytes, config.gso) {
+UdpHost::UdpHost(const UdpHostConfig& config) : config_(config) {
   std::sort(config_.impairment.schedule.begin(), config_.impairment.schedule.end(),
             [](const PlaneEvent& a, const PlaneEvent& b) { return a.at < b.at; });
 }
@@ -205,22 +101,23 @@ Result<std::unique_ptr<UdpHost>, Error> UdpHost::open(const UdpHostConfig& confi
       return fail(Errc::kInvalidArgument, "a plane flap needs 0 < down time < period");
   }
   std::unique_ptr<UdpHost> host(new UdpHost(config));
+  auto opened = host->open_links();
+  if (!opened.ok()) return Err{opened.error()};
   EndpointConfig ec;
   ec.planes = static_cast<int>(config.planes.size());
   ec.seed = config.seed;
   ec.qpn_seed = config.qpn_seed;
   ec.qpn_partition = config.qpn_partition;
   ec.qpn_partitions = config.qpn_partitions;
-  ec.icrc_offload = config.backend == Backend::kXdp;  // the xdp link writes the RoCEv2 ICRC
-  ec.burst_turns = true;  // a burst leaves as one GSO send (or one run of xdp frames)
+  ec.icrc_offload = host->planes_[0].link->owns_icrc();  // the link writes the RoCEv2 ICRC
+  ec.burst_turns = true;  // a burst leaves as one transmit (backend.h)
   host->endpoint_ = std::make_unique<Endpoint>(ec);
-  auto opened = host->open_sockets();
-  if (!opened.ok()) return Err{opened.error()};
   host->clock_origin_ns_ = monotonic_ns();
   return host;
 }
 
-Result<Ok, Error> UdpHost::open_sockets() {
+// Every plane's link, each in the epoll set under its plane's index.
+Result<Ok, Error> UdpHost::open_links() {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return Err{system_error("epoll_create1", errno)};
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -234,90 +131,63 @@ Result<Ok, Error> UdpHost::open_sockets() {
     link_event.data.u32 = kLinkToken;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, links_.fd(), &link_event);
   }
-  planes_.resize(config_.planes.size());
-  if (config_.backend == Backend::kUdp) rx_.resize(config_.planes.size());
   port_flow_labels_.resize(config_.planes.size());
   paths_ = config_.srv6_paths;
   if (!paths_.empty())  // every port starts on path port % paths (srv6.h)
-    for (int p = 0; p < planes(); ++p) {
-      const uint32_t first = config_.ev_port_base + p * config_.ev_ports_per_plane;
+    for (size_t p = 0; p < config_.planes.size(); ++p) {
+      const uint32_t first =
+          static_cast<uint32_t>(config_.ev_port_base + p * config_.ev_ports_per_plane);
       auto& ports = port_path_.emplace_back(config_.ev_ports_per_plane);
       for (uint32_t i = 0; i < ports.size(); ++i)
         ports[i] = static_cast<uint16_t>((first + i) % paths_.size());
     }
-  for (int p = 0; p < planes(); ++p)
-    if (auto opened = open_plane(p); !opened.ok()) return opened;
-  return Ok{};
-}
-
-// The receive socket (with xdp, it only holds the port) and the EV sockets or the AF_XDP link.
-Result<Ok, Error> UdpHost::open_plane(int p) {
-  Plane& plane = planes_[p];
-  plane.local = config_.planes[p];
-  const bool srv6 = !config_.srv6_paths.empty();
-  auto rx =
-      bound_socket(plane.local, config_.socket_buffer_bytes, srv6, "port", config_.port_setting);
-  if (!rx.ok()) return Err{rx.error()};
-  plane.rx_fd = rx.value();
-  int poll_fd = plane.rx_fd;
-  if (config_.backend == Backend::kXdp) {
-    auto link = XdpLink::open(plane.local.address, plane.local.port);
-    if (!link.ok())
-      return fail(link.error(), "xdp backend, plane " + std::to_string(p) + " (" +
-                                    to_string(plane.local) + "): ");
-    plane.xdp = std::move(link.value());
-    poll_fd = plane.xdp->fd();
-  } else {
-    if (config_.gro) enable_gro(plane.rx_fd);
-    enable_arrival_times(plane.rx_fd);
-  }
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u32 = static_cast<uint32_t>(p);
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, poll_fd, &ev);
-  if (plane.xdp) return Ok{};
-  for (uint16_t i = 0; i < config_.ev_ports_per_plane; ++i) {
-    PlaneAddress a = plane.local;
-    a.port = static_cast<uint16_t>(config_.ev_port_base + p * config_.ev_ports_per_plane + i);
-    auto tx = bound_socket(a, config_.socket_buffer_bytes, srv6, "EV source port",
-                           config_.ev_port_setting);
-    if (!tx.ok()) return Err{tx.error()};
-    plane.tx_fds.push_back(tx.value());
-    // The kernel refuses GSO for datagrams without a UDP checksum (SRv6 planes).
-    if (tx_.gso() && (srv6 || !gso_supported(tx.value()))) tx_.disable_gso();
+  const LinkConfig lc{config_.planes,  config_.ev_port_base,        config_.ev_ports_per_plane,
+                      !paths_.empty(), config_.socket_buffer_bytes, config_.gso,
+                      config_.gro,     config_.port_setting,        config_.ev_port_setting};
+  auto links = config_.backend == Backend::kXdp ? open_xdp_links(lc) : open_udp_links(lc);
+  if (!links.ok()) return Err{links.error()};
+  planes_.resize(config_.planes.size());
+  std::shared_ptr<ImpairmentDraws> draws;
+  if (impairs_datagrams(config_.impairment))
+    draws = std::make_shared<ImpairmentDraws>(config_.impairment);
+  for (size_t p = 0; p < planes_.size(); ++p) {
+    Plane& plane = planes_[p];
+    plane.local = config_.planes[p];
+    plane.link = std::make_unique<CaptureLink>(std::move(links.value()[p]), plane.local, capture_);
+    plane.unimpaired = plane.link.get();
+    if (draws) plane.link = std::make_unique<ImpairedLink>(std::move(plane.link), draws);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = static_cast<uint32_t>(p);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, planes_[p].link->poll_fd(), &ev);
   }
   return Ok{};
 }
 
+// "udp (GSO/GRO)": the planes share one GSO switch; "xdp: veth0 native copy, veth1 native
+// copy": each plane's interface and mode.
 std::string UdpHost::backend_description() const {
-  if (config_.backend == Backend::kUdp) return tx_.gso() ? "udp (GSO/GRO)" : "udp (no GSO)";
+  if (config_.backend == Backend::kUdp) return "udp (" + planes_[0].link->description() + ")";
   std::string out = "xdp:";
-  for (const Plane& p : planes_)
-    out += " " + p.xdp->interface().name + " " + p.xdp->mode() + (&p == &planes_.back() ? "" : ",");
+  for (size_t p = 0; p < planes_.size(); ++p)
+    out += " " + planes_[p].link->description() + (p + 1 < planes_.size() ? "," : "");
   return out;
 }
 
 UdpPlaneStats UdpHost::plane_stats(int plane) const {
   UdpPlaneStats s = planes_[plane].stats;
-  if (const XdpLink* link = planes_[plane].xdp.get()) {
-    for (uint64_t n : link->counters().rx_refused) s.receive_refused += n;
-    s.unresolved_neighbour = link->counters().tx_no_neighbour;
-  }
+  planes_[plane].link->add_counters(s);
   return s;
 }
 
 size_t UdpHost::max_datagram_bytes() const {
   size_t bytes = wire::kMaxDatagramBytes;
-  for (const Plane& p : planes_)
-    if (p.xdp) bytes = std::min(bytes, p.xdp->max_datagram_bytes());
+  for (const Plane& p : planes_) bytes = std::min(bytes, p.link->max_datagram_bytes());
   return bytes;
 }
 
 UdpHost::~UdpHost() {
-  for (Plane& p : planes_) {
-    if (p.rx_fd >= 0) close(p.rx_fd);
-    for (int fd : p.tx_fds) close(fd);
-  }
+  planes_.clear();  // the links close their sockets
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
 }
@@ -352,10 +222,8 @@ Result<uint32_t, Error> UdpHost::add_peer(const std::vector<PlaneAddress>& plane
   }
   for (size_t i = 0; i < peers_.size(); ++i)
     if (peers_[i].to == peer.to) return static_cast<uint32_t>(i);
-  // The xdp backend writes the next hop's MAC itself: resolve it now, not on the first packets.
   for (size_t p = 0; p < planes_.size() && p < peer.to.size(); ++p)
-    if (planes_[p].xdp)
-      planes_[p].xdp->neighbours().resolve(peer.to[p][0].u.v4.sin_addr, Duration::from_ms(1000));
+    planes_[p].link->prepare_peer(peer.to[p][0]);
   peers_.push_back(std::move(peer));
   return static_cast<uint32_t>(peers_.size() - 1);
 }
@@ -405,7 +273,7 @@ Result<Ok, Error> UdpHost::set_port_flow_label(int plane, uint16_t port, uint32_
     return fail(
         Errc::kInvalidArgument,
         "port " + std::to_string(port) + " is no EV source port of plane " + std::to_string(plane));
-  if (!planes_[plane].local.v6 || planes_[plane].xdp)
+  if (!planes_[plane].local.v6)  // (xdp planes are IPv4: check_plane_families)
     return fail(Errc::kInvalidArgument, "plane " + std::to_string(plane) + " (" +
                                             to_string(planes_[plane].local) +
                                             ") has no flow label: it is not an IPv6 udp plane");
@@ -463,14 +331,14 @@ Instant UdpHost::now() const {
 // the planes one after another would hand the engine a whole batch of plane 0 before the
 // earlier datagrams waiting on plane 3; its SACKs would then report those as missing, and the
 // sender would take the reordering, which only this host made, for loss (false losses, and a
-// window cut for each). The xdp backend's frames carry no time: each plane's stay in order.
+// window cut for each). A link that gives no arrival times (xdp) keeps each plane's order.
 bool UdpHost::receive(Instant now, uint32_t ready) {
   arrivals_.clear();
   int planes_with_data = 0;
   for (int p = 0; p < planes(); ++p) {
     Plane& plane = planes_[p];
-    if ((ready & (1u << p)) == 0 && plane.xdp == nullptr) continue;  // nothing said it has data
-    const auto datagrams = plane.xdp ? plane.xdp->receive() : rx_[p].receive(plane.rx_fd);
+    if ((ready & (1u << p)) == 0 && !plane.link->read_every_round()) continue;  // no data said
+    const auto datagrams = plane.link->receive();
     if (datagrams.empty()) continue;
     ++plane.stats.receive_calls;
     ++planes_with_data;
@@ -489,7 +357,7 @@ bool UdpHost::receive(Instant now, uint32_t ready) {
 
 void UdpHost::deliver(int p, const RxDatagram& d, Instant now) {
   Plane& plane = planes_[p];
-  const bool xdp = plane.xdp != nullptr;
+  const bool icrc_checked = plane.link->owns_icrc();
   if (!plane.stats.up) {
     ++plane.stats.impairment_drops;  // a plane that is down receives nothing
     return;
@@ -499,13 +367,13 @@ void UdpHost::deliver(int p, const RxDatagram& d, Instant now) {
   meta.ev = Ev(d.from.port());
   meta.source = source_token(d.from);
   meta.ecn_ce = (d.tos & 0x03) == 0x03;
-  meta.icrc_checked = xdp;  // the link checked the RoCEv2 ICRC
+  meta.icrc_checked = icrc_checked;  // the link checked the RoCEv2 ICRC
   ++plane.stats.packets_received;
   plane.stats.bytes_received += d.bytes.size();
   if (capture_ != nullptr)
     capture_->write(realtime_ns(), {d.from, plane.local.socket(), d.tos}, d.bytes);
   if (side_handler_ && !d.bytes.empty() && d.bytes[0] == side_opcode_)
-    side_handler_(d.bytes, d.from, xdp);
+    side_handler_(d.bytes, d.from, icrc_checked);
   else
     endpoint_->handle_datagram(now, d.bytes, meta);
 }
@@ -514,39 +382,19 @@ void UdpHost::send_side(uint32_t peer, std::span<const uint8_t> datagram) {
   if (peer >= peers_.size()) return;
   for (int p = 0; p < planes() && static_cast<size_t>(p) < peers_[peer].to.size(); ++p) {
     Plane& plane = planes_[p];
-    const std::span<uint8_t> space = tx_space(p);
+    const Instant now = this->now();
+    if (open_plane_ != p) flush_open_batch(now);
+    open_plane_ = p;
+    // Outside the impairments: through the link below them.
+    const std::span<uint8_t> space = plane.unimpaired->space();
     // Best effort, as any datagram: the agreement sends again until it is answered.
     if (!plane.stats.up || space.size() < datagram.size()) continue;
     std::memcpy(space.data(), datagram.data(), datagram.size());
-    const Route r{plane.xdp ? -1 : plane.rx_fd, plane.local.port, peers_[peer].to[p][0]};
-    if (capture_ != nullptr) capture_sent(p, r, space.first(datagram.size()));
     TxOutcome outcome;
-    tx_add(p, r, datagram.size(), now(), outcome);
-    tx_flush(p, outcome);
+    plane.unimpaired->add(plane.local.port, peers_[peer].to[p][0], datagram.size(), now, outcome);
+    plane.unimpaired->flush(now, outcome);
     account(p, outcome);
   }
-}
-
-// A sent datagram as it was on the wire: from the plane's address and the EV's source port. The
-// xdp backend's link writes the RoCEv2 ICRC into the frame (the engine leaves the field zero),
-// so the capture gets it from the same frame, built here.
-void UdpHost::capture_sent(int p, const Route& r, std::span<uint8_t> datagram) {
-  SocketAddress source = planes_[p].local.socket();
-  source.set_port(r.source_port);
-  const UdpAddresses a{source, r.to, kMrcTos};
-  if (planes_[p].xdp == nullptr || datagram.size() < 16) {
-    capture_->write(realtime_ns(), a, datagram);
-    return;
-  }
-  capture_frame_.resize(kFrameHeaderBytes + datagram.size());
-  std::memcpy(capture_frame_.data() + kFrameHeaderBytes, datagram.data(), datagram.size());
-  FrameAddresses f;
-  f.source_ip = a.source.u.v4.sin_addr;
-  f.destination_ip = a.destination.u.v4.sin_addr;
-  f.source_port = r.source_port;
-  f.destination_port = a.destination.port();
-  write_frame(f, 0, datagram.size(), capture_frame_);
-  capture_->write(realtime_ns(), a, std::span(capture_frame_).subspan(kFrameHeaderBytes));
 }
 
 void UdpHost::account(int p, const TxOutcome& outcome) {
@@ -564,7 +412,6 @@ bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
   if (meta.reply) {  // an answer to a connectionless request: from the MRC port, to its sender's
     if (!reply_address(meta.reply_to, r.to) || r.to.is_v6() != plane.local.v6) return false;
     r.to.set_port(plane.local.port);
-    r.fd = plane.rx_fd;
     r.source_port = plane.local.port;
     return true;
   }
@@ -590,84 +437,46 @@ bool UdpHost::route(int p, const TxMeta& meta, Route& r) {
     // else data of another plane: no path back to follow; the QP's own EV stands
   }
   r.source_port = static_cast<uint16_t>(first_port + port_index);
-  r.fd = plane.xdp ? -1 : plane.tx_fds[port_index];
   r.to = paths_.empty() ? to[0] : to[port_path_[static_cast<size_t>(p)][port_index]];
   if (const auto& labels = port_flow_labels_[static_cast<size_t>(p)]; !labels.empty())
     r.to.u.v6.sin6_flowinfo = htonl(labels[port_index]);  // an IPv6 plane (set_port_flow_label)
   return true;
 }
 
-bool UdpHost::impair(int p, Instant now, const Route& r, std::span<const uint8_t> bytes) {
-  const Impairment& imp = config_.impairment;
-  if (imp.drop > 0 && prng_.chance(imp.drop)) {
-    ++planes_[p].stats.impairment_drops;
-    return true;
-  }
-  Duration hold = imp.delay;
-  if (imp.reorder > 0 && prng_.chance(imp.reorder))
-    hold = hold + Duration{static_cast<int64_t>(
-                      prng_.below(static_cast<uint64_t>(imp.reorder_delay.ns) + 1))};
-  if (hold.ns <= 0) return false;
-  delayed_.push(Delayed{now + hold, delayed_sequence_++, p, r,
-                        std::vector<uint8_t>(bytes.begin(), bytes.end())});
-  return true;
+// Only one plane's transmit is open at a time: the open one is sent, and counted as its
+// plane's, before another plane writes (so the datagrams of all planes leave in the order the
+// engine produced them).
+std::span<uint8_t> UdpHost::tx_space(int p, Instant now) {
+  if (open_plane_ != p) flush_open_batch(now);
+  open_plane_ = p;
+  return planes_[p].link->space();
 }
 
-// The udp backend's one TxBatch may still hold the datagrams of the plane that last sent (its
-// batch stays open across that plane's turns, see transmit): they are sent, and counted as that
-// plane's, before the space for another plane's datagram is handed out.
-std::span<uint8_t> UdpHost::tx_space(int p) {
-  if (planes_[p].xdp) return planes_[p].xdp->next();
-  if (tx_plane_ != p) flush_open_batch();
-  tx_plane_ = p;
-  return tx_.next();
-}
-
-// REQUIRES: the datagram was written at tx_space(p).
-void UdpHost::tx_add(int p, const Route& r, size_t length, Instant now, TxOutcome& outcome) {
-  if (planes_[p].xdp) {
-    planes_[p].xdp->add(r.source_port, r.to.u.v4, length, now, outcome);
-  } else {
-    tx_.add(r.fd, r.to, length, outcome);
-  }
-}
-
-void UdpHost::tx_flush(int p, TxOutcome& outcome) {
-  if (planes_[p].xdp) {
-    planes_[p].xdp->flush(outcome);
-  } else {
-    tx_.flush(outcome);
-  }
-}
-
-void UdpHost::flush_open_batch() {
-  if (tx_.size() == 0) return;
+void UdpHost::flush_open_batch(Instant now) {
   TxOutcome outcome;
-  tx_.flush(outcome);
-  account(tx_plane_, outcome);
+  planes_[open_plane_].link->flush(now, outcome);
+  account(open_plane_, outcome);
 }
 
 // Sends up to `budget` packets of plane p, batched (TxBatch); returns how many the engine
 // produced (a packet to no known peer, or taken by the impairments, counts as produced). The
-// udp backend's last batch stays open: an EV burst that the budget cut in two continues in the
-// plane's next turn and still leaves as one GSO send (transmit_round_robin flushes at its end).
+// last transmit stays open: an EV burst that the budget cut in two continues in the plane's
+// next turn and still leaves as one (transmit_round_robin sends it at its end).
 size_t UdpHost::transmit(int p, Instant now, size_t budget) {
   if (!planes_[p].stats.up) return 0;
   TxOutcome outcome;
   size_t produced = 0;
   while (produced < budget) {
-    const std::span<uint8_t> space = tx_space(p);
-    if (space.empty()) break;  // every xdp TX frame in flight: the engine keeps its packets
+    const std::span<uint8_t> space = tx_space(p, now);
+    if (space.empty()) break;  // no room on the link (xdp frames in flight): the engine waits
     TxMeta meta;
     const size_t n = endpoint_->poll_transmit(now, PlaneId(static_cast<uint8_t>(p)), space, meta);
     if (n == 0) break;
     ++produced;
     Route r;
-    if (!route(p, meta, r) || impair(p, now, r, space.first(n))) continue;
-    if (capture_ != nullptr) capture_sent(p, r, space.first(n));
-    tx_add(p, r, n, now, outcome);
+    if (!route(p, meta, r)) continue;
+    planes_[p].link->add(r.source_port, r.to, n, now, outcome);
   }
-  if (planes_[p].xdp) tx_flush(p, outcome);
   account(p, outcome);
   return produced;
 }
@@ -683,30 +492,22 @@ bool UdpHost::transmit_round_robin(Instant now) {
     any |= this_round;
     if (!this_round) break;
   }
-  flush_open_batch();
+  flush_open_batch(now);
   first_plane_ = (first_plane_ + 1) % planes();
   return any;
 }
 
+// A plane that is down at a datagram's release loses it.
 bool UdpHost::release_delayed(Instant now) {
   bool any = false;
-  while (!delayed_.empty() && delayed_.top().release <= now) {
-    const Delayed& d = delayed_.top();
-    if (planes_[d.plane].stats.up) {
-      TxOutcome outcome;
-      const std::span<uint8_t> space = tx_space(d.plane);
-      if (space.size() >= d.bytes.size()) {  // else lost, as a datagram the kernel refused
-        std::memcpy(space.data(), d.bytes.data(), d.bytes.size());
-        if (capture_ != nullptr) capture_sent(d.plane, d.route, space.first(d.bytes.size()));
-        tx_add(d.plane, d.route, d.bytes.size(), now, outcome);
-        tx_flush(d.plane, outcome);
-      } else {
-        ++outcome.errors;
-      }
-      account(d.plane, outcome);
-    }
-    delayed_.pop();
-    any = true;
+  for (int p = 0; p < planes(); ++p) {
+    Plane& plane = planes_[p];
+    if (plane.link->next_release() > now) continue;
+    if (open_plane_ != p) flush_open_batch(now);
+    open_plane_ = p;
+    TxOutcome outcome;
+    any |= plane.link->release(now, plane.stats.up, outcome);
+    account(p, outcome);
   }
   return any;
 }
@@ -790,7 +591,7 @@ void UdpHost::apply_flaps(Instant now) {
 
 Instant UdpHost::wake_at() const {
   Instant until = endpoint_->next_deadline();
-  if (!delayed_.empty()) until = std::min(until, delayed_.top().release);
+  for (const Plane& p : planes_) until = std::min(until, p.link->next_release());
   const auto& schedule = config_.impairment.schedule;
   if (next_schedule_ < schedule.size())
     until = std::min(until, Instant{0} + schedule[next_schedule_].at);

@@ -13,15 +13,20 @@
 //   - link state: every 20 ms (and at once after a send fails with ENETDOWN/ENETUNREACH) the
 //     interface holding each plane's address is checked; a plane whose interface is down or
 //     not running is reported to the engine as its port going down, and back up when it returns;
-//   - an impairment layer at the I/O boundary, off by default: drop a fraction of packets,
-//     delay and reorder them, take a plane down and up on a schedule or periodically (a flap;
-//     seen by this host's engine as its port going down), so faults can be shown without root.
-// Two backends move the datagrams (UdpHostConfig::backend):
-//   - udp (default, unprivileged): the kernel's UDP sockets, as above;
-//   - xdp: one AF_XDP socket per plane on the interface holding its address (io/xdp_link.h),
-//     whole Ethernet/IPv4/UDP frames written here with the RoCEv2 ICRC, so any packet takes any
-//     source port without a socket per EV. Root (or CAP_BPF, CAP_NET_ADMIN, CAP_NET_RAW) only.
-// The impairments and the link checks work the same over either.
+//   - impairments, off by default: take a plane down and up on a schedule or periodically (a
+//     flap; seen by this host's engine as its port going down), and drop a fraction of packets,
+//     delay and reorder them (a decorator around each plane's link: io/impaired_link.h), so
+//     faults can be shown without root;
+//   - captures of every datagram sent (a decorator below the impairments: io/capture_link.h)
+//     and received.
+// Two backends move the datagrams (UdpHostConfig::backend), each plane's behind one interface
+// (io/backend.h: PlaneLink, and transmits, the batches it sends), so nothing here depends on
+// which:
+//   - udp (default, unprivileged, io/udp_link.h): the kernel's UDP sockets, as above;
+//   - xdp (io/xdp_link.h): one AF_XDP socket per plane on the interface holding its address,
+//     whole Ethernet/IPv4/UDP frames written by the link with the RoCEv2 ICRC, so any packet
+//     takes any source port without a socket per EV. Root (or CAP_BPF, CAP_NET_ADMIN,
+//     CAP_NET_RAW) only.
 // Planes are IPv4 or IPv6 (the udp backend; xdp writes IPv4 frames only). With SRv6 paths
 // (UdpHostConfig::srv6_paths, io/srv6.h) every plane is IPv6 and each EV's packets go to a uSID
 // container naming its path: the EV picks the path, the fabric follows it.
@@ -36,21 +41,18 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/endpoint.h"
+#include "io/backend.h"
 #include "io/link_watch.h"
 #include "io/pcap.h"
 #include "io/socket_address.h"
 #include "io/srv6.h"
-#include "io/udp_batch.h"
-#include "io/xdp_link.h"
 #include "mrc/datapath.hpp"
 #include "mrc/error.hpp"
-#include "util/prng.h"
 
 namespace mrc::io {
 
@@ -61,18 +63,6 @@ using mrc::Impairment;
 using mrc::PlaneEvent;
 using mrc::PlaneFlap;
 using mrc::UdpPlaneStats;
-
-struct PlaneAddress {
-  in_addr address{};  // IPv4 plane
-  uint16_t port = 4791;
-  bool v6 = false;
-  in6_addr address6{};  // IPv6 plane
-  SocketAddress socket() const;
-};
-// Parses "127.0.0.1", "127.0.0.1:4792", "fd00::1", "[fd00::1]:4792" (a missing port takes
-// `default_port`).
-Result<PlaneAddress, Error> parse_plane_address(const std::string& text, uint16_t default_port);
-std::string to_string(const PlaneAddress& a);
 
 // IPv6 planes need the udp backend, SRv6 paths IPv6 planes; the error names the plane.
 Result<Ok, Error> check_plane_families(const std::vector<PlaneAddress>& planes, Backend backend,
@@ -159,7 +149,7 @@ class UdpHost {
   Instant now() const;
   int planes() const { return static_cast<int>(planes_.size()); }
   Backend backend() const { return config_.backend; }
-  // The backend and, for xdp, each plane's interface and XDP mode ("xdp: veth0 native copy").
+  // The backend and its planes' links ("udp (GSO/GRO)", "xdp: veth0 native copy").
   std::string backend_description() const;
   // The largest datagram every plane can carry (the xdp backend's frames are smaller than the
   // UDP limit): QPs on this host must fit their packets in it (Device::configure).
@@ -192,32 +182,19 @@ class UdpHost {
     bool link_up = true;     // the interface holding the address is up and running
     bool admin_up = true;    // not taken down by set_plane_up / the impairment schedule
     bool flap_down = false;  // held down by one of the impairment's flaps (PlaneFlap)
-    int rx_fd = -1;
-    std::vector<int> tx_fds;
-    std::unique_ptr<XdpLink> xdp;  // the xdp backend's link (rx_fd then only holds the port)
+    // The backend's link inside its decorators: impairments (if any) around the capture.
+    std::unique_ptr<PlaneLink> link;
+    PlaneLink* unimpaired = nullptr;  // the link below the impairments (the side channel's)
     UdpPlaneStats stats;
   };
-  // Where a datagram goes: the udp backend's socket (the EV's), or the source port the xdp
-  // backend writes; and the receiver's address.
+  // Where a datagram goes: from which source port (the EV's, or the MRC port), to which address.
   struct Route {
-    int fd = -1;
     uint16_t source_port = 0;
     SocketAddress to;
   };
-  struct Delayed {
-    Instant release;
-    uint64_t sequence;
-    int plane;
-    Route route;
-    std::vector<uint8_t> bytes;
-    bool operator>(const Delayed& o) const {
-      return release != o.release ? release > o.release : sequence > o.sequence;
-    }
-  };
 
   explicit UdpHost(const UdpHostConfig& config);
-  Result<Ok, Error> open_sockets();
-  Result<Ok, Error> open_plane(int p);
+  Result<Ok, Error> open_links();
   bool receive(Instant now, uint32_t ready);  // ready: bit p, read plane p
   void deliver(int plane, const RxDatagram& d, Instant now);
   // RxMeta::source of a datagram from `from`, and back (a reply's address): IPv4 addresses and
@@ -228,22 +205,16 @@ class UdpHost {
   bool transmit_round_robin(Instant now);
   // Where a packet the engine produced goes; false if nowhere.
   bool route(int plane, const TxMeta& meta, Route& route);
-  // Applies the impairments to a packet about to be sent: true if they took it (dropped, or
-  // held in delayed_ for later).
-  bool impair(int plane, Instant now, const Route& route, std::span<const uint8_t> bytes);
-  // The backend's send path: where the next datagram is written (empty: no room now), adding
-  // the datagram written there, and sending what was added.
-  std::span<uint8_t> tx_space(int plane);
-  void tx_add(int plane, const Route& route, size_t length, Instant now, TxOutcome& outcome);
-  void tx_flush(int plane, TxOutcome& outcome);
-  void flush_open_batch();  // sends what tx_ holds, counted as tx_plane_'s
+  // Where the next datagram on a plane's link is written (empty: no room now); another
+  // plane's open transmit is sent first.
+  std::span<uint8_t> tx_space(int plane, Instant now);
+  void flush_open_batch(Instant now);  // sends open_plane_'s transmit, counted as its
   void account(int plane, const TxOutcome& outcome);
-  bool release_delayed(Instant now);
+  bool release_delayed(Instant now);  // the datagrams the impairments held, now due
   void apply_schedule(Instant now);
   void apply_flaps(Instant now);
   void check_links(Instant now, bool readable);  // readable: the link watch has events
   void update_plane(int plane);
-  void capture_sent(int plane, const Route& route, std::span<uint8_t> datagram);
 
   UdpHostConfig config_;
   std::unique_ptr<Endpoint> endpoint_;
@@ -272,9 +243,6 @@ class UdpHost {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   int64_t clock_origin_ns_ = 0;
-  Prng prng_;
-  std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
-  uint64_t delayed_sequence_ = 0;
   size_t next_schedule_ = 0;
   Instant next_flap_change_{0};  // no flap changes state before this (unused without flaps)
   int first_plane_ = 0;
@@ -296,10 +264,11 @@ class UdpHost {
   int64_t busy_ns_ = 0;
   bool busy_thread_ = false;
   void note_round(Instant start, Instant end, bool busy);
-  TxBatch tx_;
-  int tx_plane_ = 0;         // the plane whose datagrams tx_ holds, if any
-  std::vector<RxBatch> rx_;  // one per plane: a plane's datagrams stay put until all are read
-  // receive's scratch: every datagram of a round (in its plane's batch, valid until the next
+  // The one plane whose transmit may be open (TransmitGather): it stays open across that
+  // plane's turns, so an EV burst the turn's budget cut in two still leaves as one, and is sent
+  // before another plane writes.
+  int open_plane_ = 0;
+  // receive's scratch: every datagram of a round (in its plane's link, valid until the next
   // round), by the kernel's arrival time.
   struct Arrival {
     int64_t arrival_ns;
@@ -310,7 +279,6 @@ class UdpHost {
   PcapWriter* capture_ = nullptr;
   uint8_t side_opcode_ = 0;
   SideHandler side_handler_;
-  std::vector<uint8_t> capture_frame_;  // scratch: the xdp backend's frame, for its ICRC
 };
 
 }  // namespace mrc::io

@@ -1,14 +1,18 @@
+// The xdp backend: one plane's AF_XDP socket, UMEM and rings behind PlaneLink (xdp_link.h).
 #include "io/xdp_link.h"
 
 #include <linux/if_xdp.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "core/wire/packet.h"
+#include "io/udp_link.h"
 #include "util/errno_map.h"
 
 namespace mrc::io {
@@ -23,6 +27,26 @@ constexpr const char* kNoXdpSockets =
     " (this kernel has no AF_XDP sockets: CONFIG_XDP_SOCKETS; use --backend udp)";
 
 }  // namespace
+
+Result<PlaneLinks, Error> open_xdp_links(const LinkConfig& config) {
+  PlaneLinks links;
+  for (size_t p = 0; p < config.planes.size(); ++p) {
+    const PlaneAddress& local = config.planes[p];
+    // The port is held by a UDP socket too, so that no other process binds it.
+    auto holder =
+        bound_socket(local, config.socket_buffer_bytes, config.srv6, "port", config.port_setting);
+    if (!holder.ok()) return Err{holder.error()};
+    auto link = XdpLink::open(local.address, local.port);
+    if (!link.ok()) {
+      close(holder.value());
+      return fail(link.error(),
+                  "xdp backend, plane " + std::to_string(p) + " (" + to_string(local) + "): ");
+    }
+    link.value()->hold_port(holder.value());
+    links.push_back(std::move(link.value()));
+  }
+  return links;
+}
 
 XdpLink::XdpLink(NetInterface interface, in_addr local, uint16_t port)
     : interface_(std::move(interface)),
@@ -105,6 +129,17 @@ XdpLink::~XdpLink() {
   if (umem_ != nullptr) xsk_umem__delete(umem_);
   if (umem_area_ != nullptr) munmap(umem_area_, static_cast<size_t>(kFrames) * kFrameBytes);
   program_.reset();  // detaches the program
+  if (port_holder_fd_ >= 0) close(port_holder_fd_);
+}
+
+void XdpLink::add_counters(UdpPlaneStats& stats) const {
+  for (uint64_t n : stats_.rx_refused) stats.receive_refused += n;
+  stats.unresolved_neighbour = stats_.tx_no_neighbour;
+}
+
+// The link writes the next hop's MAC itself: a peer's is resolved now, not on its first packets.
+void XdpLink::prepare_peer(const SocketAddress& to) {
+  neighbours_.resolve(to.u.v4.sin_addr, Duration::from_ms(1000));
 }
 
 int XdpLink::fd() const {
@@ -130,7 +165,7 @@ void XdpLink::reclaim_completions() {
   if (n > 0) xsk_ring_cons__release(&completion_, n);
 }
 
-std::span<uint8_t> XdpLink::next() {
+std::span<uint8_t> XdpLink::space() {
   if (open_frame_ == UINT64_MAX) {
     if (free_tx_.empty()) reclaim_completions();
     if (free_tx_.empty()) return {};
@@ -141,28 +176,54 @@ std::span<uint8_t> XdpLink::next() {
   return {frame + kFrameHeaderBytes, max_datagram_bytes()};
 }
 
-void XdpLink::add(uint16_t source_port, const sockaddr_in& to, size_t length, Instant now,
-                  TxOutcome& out) {
-  FrameAddresses a;
-  if (!neighbours_.lookup(to.sin_addr, now, a.destination_mac)) {
-    ++stats_.tx_no_neighbour;
-    ++out.errors;
-    return;  // the open frame stays open for the next datagram
-  }
-  a.source_mac = interface_.mac;
-  a.source_ip = local_;
-  a.destination_ip = to.sin_addr;
-  a.source_port = source_port;
-  a.destination_port = ntohs(to.sin_port);
-  auto* frame = static_cast<uint8_t*>(umem_area_) + open_frame_;
-  const size_t frame_bytes = write_frame(a, ip_id_++, length, {frame, kFrameBytes});
-  pending_tx_.push_back(xdp_desc{open_frame_, static_cast<uint32_t>(frame_bytes), 0});
+// REQUIRES: space() handed out the frame the datagram was written in.
+void XdpLink::written(size_t length) {
+  written_.push_back(Written{open_frame_, static_cast<uint32_t>(length)});
   open_frame_ = UINT64_MAX;
-  out.bytes += length;
-  if (pending_tx_.size() >= kBatch) flush(out);
 }
 
-void XdpLink::flush(TxOutcome& out) {
+void XdpLink::send(const Transmit& t, Instant now, TxOutcome& out) {
+  const size_t count = std::min(t.count, written_.size());
+  FrameAddresses a;
+  const bool known = neighbours_.lookup(t.to.u.v4.sin_addr, now, a.destination_mac);
+  a.source_mac = interface_.mac;
+  a.source_ip = local_;
+  a.destination_ip = t.to.u.v4.sin_addr;
+  a.source_port = t.source_port;
+  a.destination_port = t.to.port();
+  for (size_t i = 0; i < count; ++i) {
+    const Written w = written_[i];
+    if (!known) {  // the engine resends it; the frame goes back to the free list
+      ++stats_.tx_no_neighbour;
+      ++out.errors;
+      free_tx_.push_back(w.frame);
+      continue;
+    }
+    auto* frame = static_cast<uint8_t*>(umem_area_) + w.frame;
+    const size_t frame_bytes = write_frame(a, ip_id_++, w.length, {frame, kFrameBytes});
+    pending_tx_.push_back(xdp_desc{w.frame, static_cast<uint32_t>(frame_bytes), 0});
+    out.bytes += w.length;
+    if (pending_tx_.size() >= kBatch) kick(out);
+  }
+  written_.erase(written_.begin(), written_.begin() + static_cast<ptrdiff_t>(count));
+}
+
+// The frame the link will write for `datagram`, built here, so a capture has its ICRC.
+std::span<const uint8_t> XdpLink::as_sent(uint16_t source_port, const SocketAddress& to,
+                                          std::span<const uint8_t> datagram) {
+  if (datagram.size() < 16) return datagram;
+  capture_frame_.resize(kFrameHeaderBytes + datagram.size());
+  std::memcpy(capture_frame_.data() + kFrameHeaderBytes, datagram.data(), datagram.size());
+  FrameAddresses f;
+  f.source_ip = local_;
+  f.destination_ip = to.u.v4.sin_addr;
+  f.source_port = source_port;
+  f.destination_port = to.port();
+  write_frame(f, 0, datagram.size(), capture_frame_);
+  return std::span<const uint8_t>(capture_frame_).subspan(kFrameHeaderBytes);
+}
+
+void XdpLink::kick(TxOutcome& out) {
   const uint32_t n = static_cast<uint32_t>(pending_tx_.size());
   if (n == 0) return;
   uint32_t idx = 0;

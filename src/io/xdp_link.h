@@ -1,4 +1,4 @@
-// One plane's AF_XDP link: the `xdp` backend of the UDP datapath (io/udp_host.h).
+// The xdp backend (backend.h): one plane's AF_XDP link in the UDP datapath (io/udp_host.h).
 //
 // An AF_XDP socket on the interface holding the plane's address (queue 0), its UMEM, and the
 // XDP program (io/xdp_program.h) that hands it the packets to the plane's MRC port. The
@@ -13,7 +13,11 @@
 // a larger frame from a peer is dropped by the kernel (XDP_STATISTICS of the socket).
 //
 // Zero copy where the driver offers it (XDP_ZEROCOPY), else copy mode (veth, and most
-// virtual devices). TX is kicked with one sendto per flush; RX is polled from the ring.
+// virtual devices). A transmit goes frame by frame onto the TX ring (a frame to a next hop
+// whose MAC is not known yet is dropped, and counted); the ring is kicked with one sendto per
+// flush, or when kBatch frames wait. RX is polled from the ring every round (epoll's readiness
+// does not cover it). The plane's MRC port is also held by a UDP socket, so that no other
+// process takes it.
 //
 // Bounded: at most kBatch descriptors per send or receive call, and every ring has its size.
 #pragma once
@@ -28,9 +32,9 @@
 #include <string>
 #include <vector>
 
+#include "io/backend.h"
 #include "io/netdev.h"
 #include "io/roce_frame.h"
-#include "io/udp_batch.h"
 #include "io/xdp_program.h"
 #include "mrc/error.hpp"
 
@@ -41,7 +45,11 @@ struct XdpLinkStats {
   std::array<uint64_t, kFrameErrorCount> rx_refused{};  // frames refused, by FrameError
 };
 
-class XdpLink {
+// Every plane's link (each holding its plane's MRC port with a UDP socket too); the error
+// names the plane, what failed and the fix.
+Result<PlaneLinks, Error> open_xdp_links(const LinkConfig& config);
+
+class XdpLink final : public TransmitLink {
  public:
   static constexpr uint32_t kFrames = 4096;
   static constexpr uint32_t kFrameBytes = 4096;
@@ -50,30 +58,41 @@ class XdpLink {
 
   // Opens the link for the plane at `local`:`port`; the error names what failed and the fix.
   static Result<std::unique_ptr<XdpLink>, Error> open(in_addr local, uint16_t port);
-  ~XdpLink();
+  ~XdpLink() override;
   XdpLink(const XdpLink&) = delete;
   XdpLink& operator=(const XdpLink&) = delete;
 
   int fd() const;
-  // The largest datagram a frame carries on this interface (its MTU, and the frame size).
-  size_t max_datagram_bytes() const;
   // "native zero-copy", "native copy" or "generic copy".
   std::string mode() const;
   const NetInterface& interface() const { return interface_; }
   Neighbours& neighbours() { return neighbours_; }
+  const XdpLinkStats& counters() const { return stats_; }
+  // Keeps `fd` (a UDP socket holding the plane's MRC port) open as long as the link.
+  void hold_port(int fd) { port_holder_fd_ = fd; }
 
-  // Where the next datagram goes: a TX frame's datagram area; empty if no frame is free.
-  std::span<uint8_t> next();
-  // The datagram just written at next(), `length` bytes (its ICRC field is filled here), goes
-  // from `source_port` to `to`. Dropped (counted in `out.errors`) if the next hop's MAC is not
-  // known yet.
-  void add(uint16_t source_port, const sockaddr_in& to, size_t length, Instant now, TxOutcome& out);
-  // Hands the added frames to the kernel.
-  void flush(TxOutcome& out);
+  // PlaneLink and TransmitLink (backend.h).
+  int poll_fd() const override { return fd(); }
+  bool read_every_round() const override { return true; }
+  bool owns_icrc() const override { return true; }
+  // The largest datagram a frame carries on this interface (its MTU, and the frame size).
+  size_t max_datagram_bytes() const override;
+  std::string description() const override { return interface_.name + " " + mode(); }
+  void add_counters(UdpPlaneStats& stats) const override;
+  void prepare_peer(const SocketAddress& to) override;
+  // A TX frame's datagram area; empty if no frame is free.
+  std::span<uint8_t> space() override;
+  void written(size_t length) override;
+  // Each datagram of `t` becomes a whole frame (its ICRC field filled here) from t.source_port
+  // to t.to, IPv4; dropped (counted in `out.errors`) if the next hop's MAC is not known yet.
+  void send(const Transmit& t, Instant now, TxOutcome& out) override;
+  // Hands the frames sent to the kernel.
+  void kick(TxOutcome& out) override;
+  std::span<const uint8_t> as_sent(uint16_t source_port, const SocketAddress& to,
+                                   std::span<const uint8_t> datagram) override;
   // The datagrams received since the last call, checked (ICRC included); valid until the next
   // call, which returns their frames to the kernel.
-  std::span<const RxDatagram> receive();
-  const XdpLinkStats& counters() const { return stats_; }
+  std::span<const RxDatagram> receive() override;
 
  private:
   XdpLink(NetInterface interface, in_addr local, uint16_t port);
@@ -95,12 +114,19 @@ class XdpLink {
   xsk_ring_prod tx_{};
   bool zero_copy_ = false;
   std::vector<uint64_t> free_tx_;     // TX frame addresses not in flight
-  uint64_t open_frame_ = UINT64_MAX;  // the frame next() handed out
+  uint64_t open_frame_ = UINT64_MAX;  // the frame space() handed out
+  struct Written {
+    uint64_t frame;
+    uint32_t length;
+  };
+  std::vector<Written> written_;      // datagrams written, in order, not yet sent
   std::vector<xdp_desc> pending_tx_;  // added, not yet flushed
   std::vector<uint64_t> rx_held_;     // frames of the last receive(), returned on the next
   std::vector<RxDatagram> rx_out_;
   uint16_t ip_id_ = 0;
   XdpLinkStats stats_;
+  int port_holder_fd_ = -1;
+  std::vector<uint8_t> capture_frame_;  // as_sent's scratch: a frame, for its ICRC
 };
 
 }  // namespace mrc::io
