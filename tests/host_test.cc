@@ -20,8 +20,8 @@
 namespace mrc::host {
 namespace {
 
-using mrc::Backend;
 using io::loopback_config;
+using mrc::Backend;
 
 TEST(Host, EachShardHasItsOwnPorts) {
   auto group = Host::open(loopback_config(6100, 41000), 3);

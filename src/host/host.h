@@ -30,8 +30,8 @@ namespace mrc::host {
 
 using io::Device;
 using io::DeviceConfig;
-using mrc::kMaxDeviceThreads;
 using io::PlaneAddress;
+using mrc::kMaxDeviceThreads;
 using mrc::UdpPlaneStats;
 
 class Host {

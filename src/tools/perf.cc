@@ -161,8 +161,8 @@ Result<Ok, Error> parse_flap_plane(const std::string& text, int planes,
             "1 down for 500 ms every 3 s)");
   }
   const mrc::PlaneFlap flap{std::atoi(plane_text.c_str()),
-                           Duration{static_cast<int64_t>(down_for * 1e9)},
-                           Duration{static_cast<int64_t>(every * 1e9)}};
+                            Duration{static_cast<int64_t>(down_for * 1e9)},
+                            Duration{static_cast<int64_t>(every * 1e9)}};
   const std::string what = "--flap-plane '" + text + "': ";
   if (flap.plane >= planes) {
     return fail(Errc::kInvalidArgument, what + "plane " + std::to_string(flap.plane) +
