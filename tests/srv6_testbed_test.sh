@@ -66,9 +66,11 @@ client_pid=$!
 
 wait_for_data "$client_pid"
 "$TESTBED" --prefix "$PREFIX" fail 0 --spine 1 --leaf 0 || fail "testbed fail 0 --spine 1 --leaf 0"
+# The cut must land mid-run; the transfer may then end while the spine is still down (a loaded
+# host makes the cut's nft commands slow), which is a cut survived all the same.
+kill -0 "$client_pid" 2>/dev/null || fail "the transfer ended before the spine was cut: the fault did not happen mid-run"
 echo "spine 1 cut from leaf 0 at: $(tail -1 "$OUT/client")"
 sleep 1
-kill -0 "$client_pid" 2>/dev/null || fail "the transfer ended before the spine came back: the fault did not happen mid-run"
 "$TESTBED" --prefix "$PREFIX" repair 0 --spine 1 --leaf 0 || fail "testbed repair"
 echo "spine 1 back at:            $(tail -1 "$OUT/client")"
 
