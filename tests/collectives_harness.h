@@ -20,7 +20,7 @@ struct GroupConfig {
   uint16_t ev_port_base = 6000;
   uint32_t chunk_bytes = 1024;
   uint32_t slots = 4;
-  uint64_t direct_max_bytes = 256;
+  uint64_t small_max_bytes = 256;
   uint32_t threads = 1;  // ContextOptions::threads of every rank
   std::chrono::milliseconds timeout{10000};
   QpConfig qp = CommOptions::default_qp_config();
@@ -35,7 +35,7 @@ inline CommOptions comm_options(const GroupConfig& g, int rank, const std::strin
   rank_ports(o.context, g.port, g.ev_port_base, rank);
   o.chunk_bytes = g.chunk_bytes;
   o.slots = g.slots;
-  o.direct_max_bytes = g.direct_max_bytes;
+  o.small_max_bytes = g.small_max_bytes;
   o.timeout = g.timeout;
   o.prefix = prefix;
   o.qp = g.qp;

@@ -61,8 +61,10 @@ struct CommOptions {
   // Staging slot size; memory: ranks x 2 x slots x chunk. 0: auto_chunk_bytes(ranks, slots).
   uint32_t chunk_bytes = 0;
   uint32_t slots = 8;  // staging slots per peer and direction (>= 4)
-  // all_reduce of at most this many bytes uses the direct algorithm (one round of latency).
-  uint64_t direct_max_bytes = 16 << 10;
+  // kAuto's all_reduce of at most this many bytes uses recursive doubling (log2(ranks) rounds
+  // of latency), larger ones the ring. Measured (BENCHMARKS.md, "Small all-reduce"): recursive
+  // doubling is fastest at 2 and 4 ranks up to 64-128 KiB, the ring from about 1-2 MiB.
+  uint64_t small_max_bytes = 128 << 10;
   std::chrono::milliseconds timeout{30000};  // a wait without progress for this long fails
   WaitReports reports;         // where, and after how long, a wait without progress is reported
   std::string prefix = "mrc";  // store keys; unique per communicator and store
@@ -86,7 +88,7 @@ std::chrono::milliseconds retry_budget(const QpConfig& qp);
 uint8_t retry_exp_for(const QpConfig& qp, std::chrono::milliseconds silence);
 
 enum class AllReduceAlgorithm : uint8_t {
-  kAuto,    // direct up to CommOptions::direct_max_bytes, ring above
+  kAuto,    // recursive doubling up to CommOptions::small_max_bytes, ring above
   kRing,    // reduce-scatter + all-gather around a ring, pipelined in chunks: bandwidth-optimal
   kDirect,  // every rank sends its vector to every other and reduces locally: one round
   // log2(n) rounds of one message each way, partners at distance 1, 2, 4, ... (recursive.cc);

@@ -201,11 +201,11 @@ Result<Ok, Error> Communicator::all_reduce(const void* send, void* recv, size_t 
     if (send != recv) std::memmove(recv, send, bytes);
     return Ok{};
   }
-  if (algorithm == AllReduceAlgorithm::kRecursiveDoubling)
+  if (algorithm == AllReduceAlgorithm::kRecursiveDoubling ||
+      (algorithm == AllReduceAlgorithm::kAuto && bytes <= options_.small_max_bytes))
     return all_reduce_recursive(static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv),
                                 count, type, op);
-  if (algorithm == AllReduceAlgorithm::kDirect ||
-      (algorithm == AllReduceAlgorithm::kAuto && bytes <= options_.direct_max_bytes))
+  if (algorithm == AllReduceAlgorithm::kDirect)
     return all_reduce_direct(static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv), count,
                              type, op);
   const Segments segments = make_segments(count, ranks_, type, options_.chunk_bytes);

@@ -257,9 +257,14 @@ void Transport::release(int peer) {
   flush_credits(peer);
 }
 
-void Transport::flush_credits(int peer) {
+// Slots go back in batches of half the slots (drain() returns the rest): a credit per message
+// would double the messages, and their acknowledgements, of a latency-bound exchange. It cannot
+// stall the sender: while this end keeps consuming, the sender's room is at least the slots
+// less those owed here (fewer than half).
+void Transport::flush_credits(int peer, bool all) {
   Peer& p = peers_[peer];
   if (p.credits_owed == 0 || p.credit_writes >= kMaxCreditWrites || failure_) return;
+  if (!all && p.credits_owed < options_.slots / 2) return;
   const uint32_t count = std::min(p.credits_owed, kMaxCreditsPerMessage);
   auto r = p.qp->post_write_imm(make_wr_id(kKindCredit, peer, 0), {}, p.remote_address,
                                 p.remote_rkey, kCreditBit | count);
@@ -354,9 +359,12 @@ Result<Ok, Error> Transport::progress(bool block) {
     n = cq_->wait(wc, 5);
   }
   bool progressed = false;  // a completion other than a heartbeat's: once per batch
-  for (; n > 0; n = cq_->poll(wc)) {
+  // A poll that returns less than it could has emptied the queue: polling again would only run
+  // another datapath round (caller-driven progress) that finds nothing.
+  for (size_t batch = n; batch > 0;) {
     const auto now = SteadyClock::now();
-    for (size_t i = 0; i < n; ++i) on_completion(wc[i], now, progressed);
+    for (size_t i = 0; i < batch; ++i) on_completion(wc[i], now, progressed);
+    batch = batch == std::size(wc) ? cq_->poll(wc) : 0;
   }
   if (progressed) made_progress(SteadyClock::now());
   if (failure_) return Err{*failure_};
@@ -421,7 +429,7 @@ Result<Ok, Error> Transport::drain() {
     bool idle = true;
     for (int p = 0; p < ranks_; ++p) {
       if (p == rank_) continue;
-      flush_credits(p);
+      flush_credits(p, true);
       const Peer& peer = peers_[p];
       idle = idle && peer.data_writes == 0 && peer.credit_writes == 0 && peer.credits_owed == 0 &&
              peer.heartbeats == 0;

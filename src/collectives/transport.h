@@ -7,9 +7,9 @@
 // either from the local send slot m % slots or, where the bytes already lie in the caller's
 // memory, straight from there (memory lent for one collective: see LentMemory); the immediate
 // carries m (31 bits), so the receiver checks the stream is in order (mrc delivers
-// WRITE-with-immediate completions in send order). The receiver returns a slot by a 0-byte
+// WRITE-with-immediate completions in send order). The receiver returns slots by a 0-byte
 // WRITE-with-immediate "credit" (top bit set, low 16 bits = how many slots it frees, so credits
-// coalesce). A sender may write message m only when the peer has freed slot m % slots (m < credits
+// coalesce), once half the slots are owed (drain() returns the rest). A sender may write message m only when the peer has freed slot m % slots (m < credits
 // + slots) and its own send slot's previous write has completed. Nothing is ever written outside
 // the registered staging areas, and the memory is fixed at creation: peers x 2 x slots x
 // chunk_bytes.
@@ -143,7 +143,7 @@ class Transport {
   static std::string qp_summary(const Qp& qp);
   void on_receive(int peer, const Completion& c);
   Result<Ok, Error> post_sge(int peer, const Sge& sge);
-  void flush_credits(int peer);
+  void flush_credits(int peer, bool all = false);
   // Checks made while a wait finds nothing to do: another rank's failure, the no-progress
   // timeout, heartbeats, the wait report.
   Result<Ok, Error> while_idle(SteadyClock::time_point now);

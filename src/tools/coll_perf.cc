@@ -371,7 +371,7 @@ Result<std::unique_ptr<Communicator>, Error> open_communicator(const CollPerfOpt
   if (o.target_delay_us > 0)
     co.qp.nscc.target_delay_ns = static_cast<int64_t>(o.target_delay_us * 1000);
   co.slots = o.slots;
-  co.direct_max_bytes = o.direct_max_bytes;
+  co.small_max_bytes = o.small_max_bytes;
   co.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   co.prefix = "mrc-coll-perf";
   return Communicator::create(store, co);
@@ -572,8 +572,9 @@ void add_transport_options(CLI::App& app, CollPerfOptions& o) {
   add_host_flags(app, o.host, {"backend", "gso", "srv6-paths", "busy-poll-us"}, "every rank alike");
   app.add_option("--slots", o.slots, "staging slots per peer and direction (default 8)")
       ->check(CLI::Range(4, 1024));
-  app.add_option("--direct-max-bytes", o.direct_max_bytes,
-                 "largest all-reduce that -a auto runs with the direct algorithm (default 16K)")
+  app.add_option("--small-max-bytes", o.small_max_bytes,
+                 "largest all-reduce that -a auto runs with recursive doubling, else the ring "
+                 "(default 128K)")
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--timeout", o.timeout_s,
                  "seconds without progress before a rank gives up with an error (default 30)");
@@ -611,7 +612,7 @@ void add_coll_perf_options(CLI::App& app, CollPerfOptions& o) {
                  "1: check every output element against a reference (#wrong); 0: skip (default 1)");
   app.add_option(
          "-a,--algorithm", o.algorithm,
-         "all-reduce algorithm: auto (direct up to --direct-max-bytes, else ring), ring, direct, "
+         "all-reduce algorithm: auto (recursive up to --small-max-bytes, else ring), ring, direct, "
          "recursive (recursive doubling: log2(ranks) rounds of one message each way)")
       ->check(CLI::IsMember({"auto", "ring", "direct", "recursive"}));
   app.add_flag("--json", o.json, "print the result as JSON (rank 0), nothing else on stdout");

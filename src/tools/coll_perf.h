@@ -53,7 +53,7 @@ struct CollPerfOptions {
   double target_delay_us = 0;       // NSCC delay target; 0: the datapath's default
   uint32_t ack_every = 0;           // QpConfig::ack_every_packets; 0: the datapath's default
   uint32_t ev_burst = 0;            // QpConfig::ev_burst_packets; 0: the datapath's default
-  uint64_t direct_max_bytes = 16 << 10;
+  uint64_t small_max_bytes = 128 << 10;
   double timeout_s = 30;
 };
 
