@@ -104,7 +104,9 @@ class Cq {
   // Moves up to out.size() completions into `out`; returns how many.
   size_t poll(std::span<Completion> out);
   // A file descriptor that is readable while completions are waiting (for poll/epoll), while
-  // notification is on.
+  // notification is on. With caller-driven progress (ContextOptions::caller_progress), where
+  // wait() does not sleep on it, it is written only once it has been asked for here: a consumer
+  // that only polls and waits pays no system call for it.
   int event_fd() const;
   // Notification on (the default) or off. Off, the descriptor is neither written nor read: a
   // consumer that only polls saves two system calls each time the queue turns non-empty, and

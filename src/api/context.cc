@@ -17,6 +17,7 @@
 #include "core/endpoint.h"
 #include "host/host.h"
 #include "host/options.h"
+#include "host/queue_pairs.h"
 #include "io/device.h"
 #include "io/key_exchange.h"
 #include "io/udp_host.h"
@@ -47,6 +48,8 @@ struct Cq::State {
   int event_fd = -1;
   std::vector<uint8_t> signalled;
   std::atomic<bool> notify{true};
+  // With caller progress, whether event_fd() was asked for (wait() does not use it then).
+  mutable std::atomic<bool> fd_wanted{false};
   std::atomic<uint32_t> next_shard{0};  // where poll() starts, in turn, so no shard starves
 
   void signal_locked(uint32_t shard);  // REQUIRES: shard's lock
@@ -55,14 +58,10 @@ struct Cq::State {
 
 struct Qp::State {
   Context::State* context = nullptr;
-  uint32_t shard = 0;  // the context's shard (thread) this QP lives in
-  QueuePair* qp = nullptr;
-  uint32_t psn = 0;
-  std::shared_ptr<io::KeyExchange> exchange;  // secure mode: this QP's key exchange
+  host::HostQp placed;  // its shard (thread), the engine's QP, its PSN and key exchange
 
-  io::Device& device() const { return context->devices->shard(shard); }
+  io::Device& device() const { return context->devices->shard(placed.shard); }
   Result<Ok, Error> post(const SendWr& wr);
-  Result<Ok, Error> agree_keys(const ConnectionInfo& remote);
 };
 
 Context::Context(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -171,9 +170,13 @@ Context::~Context() {
 // Holding shard `shard`'s lock, after its round: the CQs whose queue there turned non-empty add
 // their 1 to the eventfd (a semaphore), which poll() takes back when that queue is empty again.
 void Context::State::signal_cqs(uint32_t shard, std::span<const uint32_t> tags) {
-  for (uint32_t tag : tags)
-    if (tag < cqs.size() && cqs[tag]->state_->notify.load(std::memory_order_relaxed))
+  for (uint32_t tag : tags) {
+    if (tag >= cqs.size()) continue;
+    const Cq::State& cq = *cqs[tag]->state_;
+    if (cq.notify.load(std::memory_order_relaxed) &&
+        (!options.caller_progress || cq.fd_wanted.load(std::memory_order_relaxed)))
       cqs[tag]->state_->signal_locked(shard);
+  }
 }
 
 uint16_t Context::metrics_port() const {
@@ -223,27 +226,18 @@ Result<Qp*, Error> Context::create_qp(uint32_t pd, Cq* send_cq, Cq* recv_cq,
   if (send_cq == nullptr || recv_cq == nullptr)
     return fail(Errc::kInvalidArgument, "create_qp: send and receive CQs are required");
   std::lock_guard objects(state_->objects_lock);
-  const uint32_t shard = state_->devices->place_qp();
-  io::Device& device = state_->devices->shard(shard);
-  std::lock_guard lock(device.lock());
-  const ContextOptions& options = state_->options;
-  QpConfig c = config;
-  device.configure(c, options.secure);  // a secure QP's keys come at connect()
-  if (auto valid = c.validate(device.planes()); !valid.ok())
-    return fail(valid.error(), "create_qp: ");
-  auto qp = device.endpoint().create_qp(c, pd, send_cq->state_->queues[shard],
-                                        recv_cq->state_->queues[shard]);
-  if (!qp.ok()) return fail(to_error(qp.error()), "create_qp: ");
+  host::QpSpec spec;
+  spec.config = config;
+  spec.pd = pd;
+  spec.send_cq = [send_cq](uint32_t shard) { return send_cq->state_->queues[shard]; };
+  spec.recv_cq = [recv_cq](uint32_t shard) { return recv_cq->state_->queues[shard]; };
+  spec.secure = state_->options.secure;
+  spec.preshared_key = state_->options.preshared_key;
+  auto placed = host::create_qp(*state_->devices, spec);
+  if (!placed.ok()) return fail(placed.error(), "create_qp: ");
   auto qp_state = std::make_unique<Qp::State>();
   qp_state->context = state_.get();
-  qp_state->shard = shard;
-  qp_state->qp = qp.value();
-  qp_state->psn = device.initial_psn().value;
-  if (options.secure != SecureMode::kOff) {
-    auto exchange = io::KeyExchange::start(options.secure, options.preshared_key);
-    if (!exchange.ok()) return fail(exchange.error(), "create_qp: ");
-    qp_state->exchange = std::make_shared<io::KeyExchange>(std::move(exchange.value()));
-  }
+  qp_state->placed = std::move(placed.value());
   state_->qps.push_back(std::unique_ptr<Qp>(new Qp(std::move(qp_state))));
   return state_->qps.back().get();
 }
@@ -254,12 +248,7 @@ Result<Ok, Error> Context::destroy_qp(Qp* qp) {
                                [&](const auto& handle) { return handle.get() == qp; });
   if (qp == nullptr || it == state_->qps.end())
     return fail(Errc::kInvalidArgument, "destroy_qp: not a queue pair of this context");
-  {
-    io::Device& device = qp->state_->device();
-    std::lock_guard lock(device.lock());
-    MRC_ASSERT(
-        device.endpoint().destroy_qp(qp->state_->qp->qpn()).ok());  // it exists: created here
-  }
+  host::destroy_qp(*state_->devices, qp->state_->placed);
   state_->qps.erase(it);
   return Ok{};
 }
@@ -301,8 +290,17 @@ void Cq::State::signal_locked(uint32_t shard) {
   signalled[shard] = 1;
 }
 
+// With caller progress the descriptor is signalled from the first time it is asked for: what
+// is waiting already is signalled now (as set_notify(true) does), so its reader misses nothing.
 int Cq::event_fd() const {
-  return state_->event_fd;
+  State& st = *state_;
+  if (st.context->options.caller_progress && !st.fd_wanted.exchange(true) &&
+      st.notify.load(std::memory_order_relaxed))
+    for (uint32_t s = 0; s < st.queues.size(); ++s) {
+      std::lock_guard lock(st.context->mutex(s));
+      st.signal_locked(s);
+    }
+  return st.event_fd;
 }
 
 // A round that saw notification off skipped its signal; turning it on signals what such rounds
@@ -352,23 +350,23 @@ size_t Cq::wait(std::span<Completion> out, int timeout_ms) {
 // ---- Qp ---------------------------------------------------------------------------------
 
 uint32_t Qp::qpn() const {
-  return state_->qp->qpn().value;
+  return state_->placed.qp->qpn().value;
 }
 
 QpState Qp::state() const {
   std::lock_guard lock(state_->device().lock());
-  return state_->qp->state();
+  return state_->placed.qp->state();
 }
 
 ConnectionInfo Qp::local_info() const {
   ConnectionInfo info;
   info.qpn = qpn();
-  info.psn = state_->psn;
+  info.psn = state_->placed.psn.value;
   for (const io::PlaneAddress& a : state_->device().config().planes)
     info.planes.push_back(io::to_string(a));
   info.backend = state_->context->options.backend;
-  if (state_->exchange) {
-    const io::KeyOffer offer = state_->exchange->offer(info.qpn, info.psn);
+  if (state_->placed.exchange) {
+    const io::KeyOffer offer = state_->placed.exchange->offer(info.qpn, info.psn);
     info.secure = offer.mode;
     info.key_id = offer.key_id;
     info.key_share = offer.share;
@@ -377,64 +375,29 @@ ConnectionInfo Qp::local_info() const {
   return info;
 }
 
-// Secure mode: the peer's offer checked and the QP's keys derived before it leaves RESET.
-// REQUIRES: the device's lock.
-Result<Ok, Error> Qp::State::agree_keys(const ConnectionInfo& remote) {
-  const std::string peer_name = "queue pair " + std::to_string(remote.qpn) + " at " +
-                                (remote.planes.empty() ? std::string("?") : remote.planes.front());
-  if (!exchange) return io::check_secure_modes(SecureMode::kOff, remote.secure, peer_name);
-  const io::KeyOffer offer{remote.secure, remote.key_id, remote.key_share, remote.key_proof};
-  return exchange->finish_for(*qp, psn, offer, remote.qpn, remote.psn, peer_name);
-}
-
 Result<Ok, Error> Qp::connect(const ConnectionInfo& remote) {
   const ContextOptions& options = state_->context->options;
-  std::vector<io::PlaneAddress> addresses;
+  host::RemoteQp peer{Qpn(remote.qpn), Psn(remote.psn), {}, {}, {}};
   for (const std::string& text : remote.planes) {
     auto a = io::parse_plane_address(text, options.port);
     if (!a.ok()) return fail(a.error(), "connect: ");
-    addresses.push_back(a.value());
+    peer.planes.push_back(a.value());
   }
   if (remote.backend != options.backend)
     return fail(Errc::kInvalidArgument,
                 std::string("connect: the peer uses the ") + mrc::to_string(remote.backend) +
                     " backend and this context the " + mrc::to_string(options.backend) +
                     " backend: both ends need the same (their ICRCs differ)");
-  io::Device& device = state_->device();
-  QueuePair& qp = *state_->qp;
-  std::lock_guard lock(device.lock());
-  if (static_cast<int>(addresses.size()) != device.planes())
-    return fail(Errc::kInvalidArgument,
-                "connect: the peer has " + std::to_string(addresses.size()) +
-                    " planes, this context " + std::to_string(device.planes()) +
-                    ": both ends need the same planes");
-  if (qp.state() != QpState::kReset)
-    return fail(Errc::kInvalidState, std::string("connect: the queue pair is in ") +
-                                         to_string(qp.state()) +
-                                         "; connect() needs a new queue pair (RESET)");
-  if (auto agreed = state_->agree_keys(remote); !agreed.ok())
-    return fail(agreed.error(), "connect: ");
-  const auto peer = device.peer(addresses);
-  if (!peer.ok()) return fail(peer.error(), "connect: ");
-  auto moved = qp.to_init();
-  if (moved.ok()) moved = qp.to_rtr(RtrAttributes{Qpn(remote.qpn), Psn(remote.psn), peer.value()});
-  if (moved.ok()) moved = qp.to_rts(RtsAttributes{Psn(state_->psn)});
-  if (!moved.ok()) return fail(to_error(moved.error()), "connect: ");
+  peer.offer = io::KeyOffer{remote.secure, remote.key_id, remote.key_share, remote.key_proof};
+  peer.name = host::remote_name(remote.qpn, remote.planes);
+  auto connected = host::connect_qp(*state_->context->devices, state_->placed, peer);
+  if (!connected.ok()) return fail(connected.error(), "connect: ");
   return Ok{};
 }
 
 Result<Ok, Error> Qp::State::post(const SendWr& wr) {
-  Result<Ok, PostError> r = Ok{};
-  {
-    std::lock_guard lock(device().lock());
-    r = qp->post_send(wr);
-    if (!r.ok() && r.error() == PostError::kQpState)
-      return fail(Errc::kInvalidState, std::string("post: the queue pair is in ") +
-                                           to_string(qp->state()) +
-                                           ", sends need RTS (call connect() first)");
-  }
-  if (!r.ok()) return fail(to_error(r.error()), "post: ");
-  device().wake_after_post();
+  auto posted = host::post_send(*context->devices, placed, wr);
+  if (!posted.ok()) return fail(posted.error(), "post: ");
   return Ok{};
 }
 
@@ -466,15 +429,14 @@ Result<Ok, Error> Qp::post_write_imm(uint64_t wr_id, std::span<const Sge> local,
 }
 
 Result<Ok, Error> Qp::post_recv(uint64_t wr_id) {
-  std::lock_guard lock(state_->device().lock());
-  auto r = state_->qp->post_recv(wr_id);
-  if (!r.ok()) return fail(to_error(r.error()), "post_recv: ");
+  auto posted = host::post_recv(*state_->context->devices, state_->placed, wr_id);
+  if (!posted.ok()) return fail(posted.error(), "post_recv: ");
   return Ok{};
 }
 
 QpStats Qp::stats() const {
   std::lock_guard lock(state_->device().lock());
-  return state_->qp->stats();
+  return state_->placed.qp->stats();
 }
 
 }  // namespace mrc

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "host/host.h"
+#include "host/queue_pairs.h"
 #include "host/metrics.h"
 #include "host/metrics_server.h"
 #include "host/options.h"
@@ -328,8 +329,8 @@ class PerfSide {
   std::unique_ptr<host::Host> devices_;      // shard 0 driven by step(), the others by threads
   uint32_t pd_ = 0;
   std::vector<CompletionQueue*> cqs_;  // one per shard
-  std::vector<QueuePair*> qps_;        // QP q in shard q % threads
-  std::vector<uint32_t> psns_;         // each QP's initial PSN (Device::initial_psn: unpredictable)
+  std::vector<host::HostQp> placed_;  // QP q in shard q % threads, its PSN and key exchange
+  std::vector<QueuePair*> qps_;        // placed_[q].qp
   std::vector<uint8_t> posted_;        // per shard: posted to since its thread was last woken
   uint32_t slots_ = 0;
   uint32_t areas_ = 0;  // memory areas of slot_bytes_ each; slot s uses area s % areas_
@@ -355,10 +356,8 @@ class PerfSide {
   SecureMode secure_ = SecureMode::kOff;
   uint32_t mtu_ = 4096;  // payload bytes per packet (choose_mtu, then agreed at connect)
   std::vector<uint8_t> key_;
-  std::vector<io::KeyExchange> exchanges_;
   Result<Ok, Error> read_key();
   std::string peer_name(size_t q) const;
-  Result<Ok, Error> agree_keys(size_t q, const nlohmann::json& theirs);
   std::map<uint64_t, std::chrono::steady_clock::time_point> posted_at_;
   uint64_t pongs_ = 0;        // --pingpong client: answers received
   uint64_t warmup_left_ = 0;  // --pingpong client: exchanges of this size not yet timed
@@ -512,16 +511,17 @@ QpConfig PerfSide::qp_config(size_t q, uint32_t mtu_bytes) const {
 Result<Ok, Error> PerfSide::open_qps() {
   if (auto chosen = choose_mtu(); !chosen.ok()) return chosen;
   for (uint32_t q = 0; q < o_.qps; ++q) {
-    io::Device& shard = shard_of(q);
-    const QpConfig c = qp_config(q, mtu_);
-    if (auto valid = c.validate(shard.planes()); !valid.ok()) return Err{valid.error()};
-    CompletionQueue* cq = cqs_[q % cqs_.size()];
-    qps_.push_back(shard.endpoint().create_qp(c, pd_, cq, cq).value());
-    psns_.push_back(shard.initial_psn().value);
-    if (secure_ == SecureMode::kOff) continue;
-    auto exchange = io::KeyExchange::start(secure_, key_);
-    if (!exchange.ok()) return Err{exchange.error()};
-    exchanges_.push_back(std::move(exchange.value()));
+    host::QpSpec spec;
+    spec.config = qp_config(q, mtu_);
+    spec.pd = pd_;
+    spec.send_cq = spec.recv_cq = [this](uint32_t shard) { return cqs_[shard]; };
+    spec.secure = secure_;
+    spec.preshared_key = key_;
+    spec.shard = q % devices_->size();
+    auto placed = host::create_qp(*devices_, spec);
+    if (!placed.ok()) return fail(placed.error(), "queue pair " + std::to_string(q) + ": ");
+    placed_.push_back(std::move(placed.value()));
+    qps_.push_back(placed_.back().qp);
   }
   return Ok{};
 }
@@ -532,9 +532,10 @@ json PerfSide::hello() const {
     json planes = json::array();  // where the QP's shard listens
     for (const io::PlaneAddress& a : shard_of(i).config().planes)
       planes.push_back(io::to_string(a));
-    qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", psns_[i]}, {"planes", planes}});
-    if (i < exchanges_.size()) {
-      const io::KeyOffer offer = exchanges_[i].offer(qps_[i]->qpn().value, psns_[i]);
+    const uint32_t psn = placed_[i].psn.value;
+    qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", psn}, {"planes", planes}});
+    if (placed_[i].exchange) {
+      const io::KeyOffer offer = placed_[i].exchange->offer(qps_[i]->qpn().value, psn);
       qps.back()["key"] = {{"id", offer.key_id}, {"share", offer.share}, {"proof", offer.proof}};
     }
   }
@@ -588,48 +589,34 @@ Result<Ok, Error> PerfSide::connect(const json& peer) {
   return Ok{};
 }
 
-// QP q to the peer's QP q, at the ports of the peer's shard that holds it.
+// QP q to the peer's QP q, at the ports of the peer's shard that holds it; then its receives.
 Result<Ok, Error> PerfSide::connect_qp(size_t q, const json& peer) {
   const json& theirs = peer.at("qps").at(q);
   const json& planes = theirs.contains("planes") ? theirs.at("planes") : peer.at("planes");
-  std::vector<io::PlaneAddress> remote;
+  host::RemoteQp remote{Qpn(theirs.at("qpn").get<uint32_t>()),
+                        Psn(theirs.at("psn").get<uint32_t>()), {}, {}, peer_name(q)};
   for (const auto& text : planes) {
     auto a = io::parse_plane_address(text.get<std::string>(), peer.at("port").get<uint16_t>());
     if (!a.ok()) return fail(a.error(), "the peer's queue pair " + std::to_string(q) + ": ");
-    remote.push_back(a.value());
+    remote.planes.push_back(a.value());
   }
-  io::Device& shard = shard_of(q);
-  std::lock_guard lock(shard.lock());
-  QueuePair* qp = qps_[q];
-  if (auto keyed = agree_keys(q, theirs); !keyed.ok()) return keyed;
-  const auto peer_handle = shard.peer(remote);
-  if (!peer_handle.ok())
-    return fail(peer_handle.error(), "the peer's queue pair " + std::to_string(q) + ": ");
-  auto moved = qp->to_init();
-  if (moved.ok())
-    moved = qp->to_rtr(RtrAttributes{Qpn(theirs.at("qpn").get<uint32_t>()),
-                                     Psn(theirs.at("psn").get<uint32_t>()), peer_handle.value()});
-  if (moved.ok()) moved = qp->to_rts(RtsAttributes{Psn(psns_[q])});
-  if (!moved.ok())
-    return fail(to_error(moved.error()), "connecting queue pair " + std::to_string(q) + ": ");
+  remote.offer.mode = secure_;  // (connect() checked that the two ends' modes agree)
+  if (secure_ != SecureMode::kOff) {
+    if (!theirs.contains("key"))
+      return fail(Errc::kInvalidArgument, peer_name(q) + " sent no key exchange");
+    const json& k = theirs.at("key");
+    remote.offer = io::KeyOffer{secure_, k.value("id", ""), k.value("share", ""),
+                                k.value("proof", "")};
+  }
+  auto connected = host::connect_qp(*devices_, placed_[q], remote);
+  if (!connected.ok())
+    return fail(connected.error(), "connecting queue pair " + std::to_string(q) + ": ");
   for (uint32_t r = 0; r < 200; ++r) {
-    if (auto posted = qp->post_recv(r); !posted.ok()) {
-      return fail(to_error(posted.error()), "queue pair " + std::to_string(q) +
-                                                ": posting receive " + std::to_string(r) + ": ");
-    }
+    if (auto posted = host::post_recv(*devices_, placed_[q], r); !posted.ok())
+      return fail(posted.error(), "queue pair " + std::to_string(q) + ": posting receive " +
+                                      std::to_string(r) + ": ");
   }
   return Ok{};
-}
-
-// Secure mode: the peer's offer for QP q checked, and the QP's keys set while it is in RESET.
-Result<Ok, Error> PerfSide::agree_keys(size_t q, const json& theirs) {
-  if (secure_ == SecureMode::kOff) return Ok{};
-  if (!theirs.contains("key"))
-    return fail(Errc::kInvalidArgument, peer_name(q) + " sent no key exchange");
-  const json& k = theirs.at("key");
-  const io::KeyOffer offer{secure_, k.value("id", ""), k.value("share", ""), k.value("proof", "")};
-  return exchanges_[q].finish_for(*qps_[q], psns_[q], offer, theirs.at("qpn").get<uint32_t>(),
-                                  theirs.at("psn").get<uint32_t>(), peer_name(q));
 }
 
 void PerfSide::start_sending(uint64_t size, uint64_t count) {

@@ -1,0 +1,66 @@
+// The queue-pair lifecycle on a host's shards (host.h), written once for the front doors that
+// drive engine queue pairs themselves (the native API, `mrc perf`):
+//   - create: the QP goes to a shard (the host's next in turn, or one named), gets the
+//     datapath's settings for what the user left at 0 (Device::configure), is checked against
+//     the shard's planes, and gets an initial PSN and, in secure mode, its key exchange;
+//   - connect: to a peer QP at the peer's planes: the peer's key offer checked and the QP's
+//     keys derived while it is still in RESET, the peer's planes added to the shard's peer
+//     table, then RESET -> INIT -> RTR -> RTS;
+//   - post, and destroy;
+// each under its shard's lock. Errors name what is wrong without the front door's spelling:
+// the caller adds its own prefix ("connect: ", "queue pair 3: ").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "host/host.h"
+#include "io/key_exchange.h"
+
+namespace mrc::host {
+
+// A queue pair as the host placed it.
+struct HostQp {
+  uint32_t shard = 0;
+  QueuePair* qp = nullptr;                    // the engine's, in that shard
+  Psn psn;                                    // this end's initial PSN
+  std::shared_ptr<io::KeyExchange> exchange;  // secure mode only
+};
+
+struct QpSpec {
+  QpConfig config;  // the user's settings; the datapath fills in what is left at 0
+  uint32_t pd = 0;
+  // The completion queues in the QP's shard (a CQ of a multi-shard front door has a queue in
+  // each shard).
+  std::function<CompletionQueue*(uint32_t shard)> send_cq, recv_cq;
+  SecureMode secure = SecureMode::kOff;
+  std::span<const uint8_t> preshared_key;  // secure mode: both ends hold it
+  std::optional<uint32_t> shard;           // where; default: the host's next in turn
+};
+
+// The peer QP, as its connection information says.
+struct RemoteQp {
+  Qpn qpn;
+  Psn psn;
+  std::vector<io::PlaneAddress> planes;  // where its shard listens, one per plane
+  io::KeyOffer offer;                    // its secure mode and, if on, its key offer
+  std::string name;                      // for messages: "queue pair 7 at 127.0.0.1"
+};
+
+// The connection information's peer name: "queue pair N at FIRST-PLANE".
+std::string remote_name(uint32_t qpn, const std::vector<std::string>& planes);
+
+Result<HostQp, Error> create_qp(Host& host, const QpSpec& spec);
+Result<Ok, Error> connect_qp(Host& host, const HostQp& qp, const RemoteQp& remote);
+// Ends any key agreement and removes the QP from its shard's engine.
+void destroy_qp(Host& host, const HostQp& qp);
+// Posts under the shard's lock, then wakes the shard's thread if it sleeps.
+Result<Ok, Error> post_send(Host& host, const HostQp& qp, const SendWr& wr);
+Result<Ok, Error> post_recv(Host& host, const HostQp& qp, uint64_t wr_id);
+
+}  // namespace mrc::host
