@@ -370,6 +370,13 @@ static ncclNet_v8_t* load_plugin(void) {
     fail("%s has no symbol ncclNetPlugin_v8 (NCCL's ext-net v8 interface); it exports%s",
          opt.plugin, found[0] ? found : " no ncclNetPlugin_vN at all");
   }
+  if (net->init == NULL) fail("ncclNetPlugin_v8.init is NULL");
+  return net;
+}
+
+/* The calls NCCL makes, checked once init() has run (a plugin may fill its struct in init, as
+ * the MRC plugin does). */
+static void check_calls(const ncclNet_v8_t* net) {
   const struct {
     const char* name;
     const void* fn;
@@ -390,7 +397,6 @@ static ncclNet_v8_t* load_plugin(void) {
   for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
     if (need[i].fn == NULL) fail("ncclNetPlugin_v8.%s is NULL", need[i].name);
   if (opt.iflush && net->iflush == NULL) fail("--iflush: ncclNetPlugin_v8.iflush is NULL");
-  return net;
 }
 
 static int list_devices(ncclNet_v8_t* net) {
@@ -641,9 +647,10 @@ static int run_rank(int rank) {
   signal(SIGALRM, on_alarm);
   watchdog();
   ncclNet_v8_t* net = load_plugin();
-  g_plugin_name = net->name;
   set_phase("init", -1, -1);
   CALL(net->init(logger), "init");
+  g_plugin_name = net->name;
+  check_calls(net);
   const int ndev = list_devices(net);
   if (opt.dev[rank] >= ndev)
     fail("device %d does not exist: the plugin reports %d (--dev%d)", opt.dev[rank], ndev, rank);
