@@ -640,12 +640,27 @@ static void run_size(ncclNet_v8_t* net, void* send_comm, void* recv_comm, void* 
   }
 }
 
+/* Both ranks must sweep the same sizes the same way (two --rank programs are given theirs). */
+static void check_same_settings(void) {
+  uint64_t mine[4] = {(uint64_t)opt.nsizes, (uint64_t)opt.messages, (uint64_t)opt.inflight, 0};
+  for (int i = 0; i < opt.nsizes; i++) mine[3] = mix(mine[3] ^ (uint64_t)opt.sizes[i]);
+  uint64_t theirs[4];
+  ctl_send(mine, sizeof mine, "its settings");
+  ctl_recv(theirs, sizeof theirs, "its settings");
+  if (memcmp(mine, theirs, sizeof mine) != 0)
+    fail(
+        "rank %d was given other settings: --sizes, --messages and --inflight must be the same "
+        "for both ranks",
+        1 - g_rank);
+}
+
 static int run_rank(int rank) {
   g_rank = rank;
   for (int i = 0; i < opt.nenv[rank]; i++)
     if (putenv((char*)opt.env[rank][i]) != 0) fail("putenv %s", opt.env[rank][i]);
   signal(SIGALRM, on_alarm);
   watchdog();
+  check_same_settings();
   ncclNet_v8_t* net = load_plugin();
   set_phase("init", -1, -1);
   CALL(net->init(logger), "init");
