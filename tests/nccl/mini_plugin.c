@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -430,17 +431,18 @@ static ncclResult_t mini_connect(int dev, void* opaque, void** send_comm,
     h->pending = c;
   }
   if (c->state == 0) { /* connecting */
+    struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+    if (poll(&p, 1, 0) == 0) return ncclSuccess;
     int err = 0;
     socklen_t el = sizeof err;
-    struct sockaddr_storage peer;
-    socklen_t pl = sizeof peer;
-    if (getpeername(c->fd, (struct sockaddr*)&peer, &pl) != 0) {
-      getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-      if (err == 0 && (errno == ENOTCONN)) return ncclSuccess; /* still connecting */
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0) {
       WARN("connect to the listener: %s", strerror(err ? err : errno));
       goto fail;
     }
-    if (send_info(c) != 0) goto fail;
+    if (send_info(c) != 0) {
+      WARN("%s: its QP to the receiver: %s", c->dev->name, strerror(errno));
+      goto fail;
+    }
     c->state = 1;
   }
   const int got = recv_some(c, &c->peer, sizeof c->peer);
