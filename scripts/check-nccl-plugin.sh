@@ -21,7 +21,8 @@
 # mrc1; a device's data path belongs to one process), each with a devices file naming its device
 # and the other's planes as a peer; `mrc run` gives both the sysfs view of both devices.
 # Loopback 127.0.6.1-4, UDP ports 59601-59999; the plugin's set-up socket on `lo`
-# (NCCL_SOCKET_IFNAME, unless set). Exit status: net_harness's (0: every byte verified).
+# (NCCL_SOCKET_IFNAME, unless set). The script's own lines go to stderr, the harness's report to
+# stdout (with `-- --json`, one JSON object). Exit status: net_harness's (0: every byte verified).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=$repo/build/release
@@ -59,7 +60,7 @@ command -v make > /dev/null && command -v "${CC:-cc}" > /dev/null ||
   { echo "check-nccl-plugin: make and a C compiler are needed (apt install build-essential)" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/check-nccl-plugin.XXXXXX)
-if [ "$keep" = 1 ]; then echo "check-nccl-plugin: work directory $work (kept)"; else trap 'rm -rf "$work"' EXIT; fi
+if [ "$keep" = 1 ]; then echo "check-nccl-plugin: work directory $work (kept)" >&2; else trap 'rm -rf "$work"' EXIT; fi
 cp -r "$src" "$work/plugin"
 rm -f "$work"/plugin/src/*.o "$work"/plugin/*.so
 version=$(awk '/define MRC_NCCL_PLUGIN_VERSION_(MAJOR|MINOR|PATCH)/ { v = v (v == "" ? "" : ".") $3 }
@@ -83,7 +84,7 @@ typedef enum { ncclSum = 0, ncclNumOps = 5 } ncclRedOp_t;
 #endif
 EOF
 
-echo "check-nccl-plugin: building the plugin ($src${version:+, $version}) against $repo/include/ocp and $lib/lib_mrc.so"
+echo "check-nccl-plugin: building the plugin ($src${version:+, $version}) against $repo/include/ocp and $lib/lib_mrc.so" >&2
 if ! make -C "$work/plugin" -j2 \
   CPPFLAGS="-Iinclude -I$work/nccl -I$repo/include/ocp -Dmrc_attr=mrc_device_attr -DHAVE_DECL_MLX5DV_REG_DMABUF_MR=0 -DHAVE_DECL_MLX5DV_GET_DATA_DIRECT_SYSFS_PATH=0" \
   LDFLAGS="-shared -L$lib -Wl,-rpath,$lib" LDLIBS="-libverbs -l:lib_mrc.so -ldl -lpthread" \
@@ -109,7 +110,7 @@ peer planes=127.0.6.1,127.0.6.2 port=59601
 CONF
 chmod 755 "$work"
 chmod 644 "$work"/*.conf
-echo "check-nccl-plugin: net_harness over $so under mrc run (rank 0 on mrc0, rank 1 on mrc1)"
+echo "check-nccl-plugin: net_harness over $so under mrc run (rank 0 on mrc0, rank 1 on mrc1)" >&2
 MRC_CTL_SOCKET=off NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
   "$mrc" run --devices "$work/all.conf" -- "$harness" "$so" --dev0 0 --dev1 0 \
   --env0 "MRC_CONFIG=$work/rank0.conf" --env1 "MRC_CONFIG=$work/rank1.conf" "$@"
