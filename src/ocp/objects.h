@@ -52,6 +52,10 @@ enum Magic : uint32_t {
   kDead = 0xdeadbeef,
 };
 
+// Inline data (IBV_SEND_INLINE) a QP may be given, and the size its staging slots round to.
+constexpr uint32_t kMaxInlineData = 256;
+constexpr uint32_t kInlineSlotAlign = 64;
+
 // Controller state of a device (mrc_ctl.h): profiles by id, kept by the Nic.
 struct EvProfile {
   mrc_ctl_profile_state state = MRC_CTL_PROFILE_INIT;
@@ -268,9 +272,7 @@ struct SoftCq {
 // A verbs RC queue pair of an mrc context (ibv_create_qp): an MRC QP of the context's
 // verbs_mrc, reporting into the backing CQs of its verbs CQs. The ibv_qp handle comes first;
 // its `handle` field holds kMagicVerbsQp, which tells it from an MRC QP's verbs view (0 there).
-// Inline sends are copied into `staging`, 2 x max_send_wr slots of max_inline bytes registered
-// with the engine: a slot is rewritten only after 2 x max_send_wr later inline posts, by when
-// the send queue (max_send_wr deep) has retired the request that read it.
+// Inline sends pass through to the MRC QP, which stages them (mrc_qp::staging).
 struct SoftQp {
   ibv_qp qp;  // first: the handle
   uint32_t magic = kMagicVerbsQp;
@@ -280,12 +282,7 @@ struct SoftQp {
   mrc_qp* mrc = nullptr;
   ibv_qp_cap cap{};  // as granted
   int sq_sig_all = 0;
-  std::mutex post_mutex;  // guards the staging ring
-  uint32_t max_inline = 0;
-  uint32_t slots = 0;
-  std::unique_ptr<uint8_t[]> staging;
-  uint32_t staging_lkey = 0;
-  uint64_t staged = 0;  // inline requests posted so far
+  std::mutex post_mutex;  // one ibv_post_send list at a time
 };
 
 // A completion channel of an mrc context: a pipe carrying SoftCq pointers; `channel.fd` is its
@@ -425,4 +422,14 @@ struct mrc_qp {
   // EV states as last seen by the controller's event scan, and the transition count then.
   std::vector<uint8_t> ev_seen;
   uint64_t ev_transitions_seen = 0;
+  // Inline data: each IBV_SEND_INLINE request's bytes are copied at the post into the next slot
+  // of a staging ring registered with the engine (under the Nic's mutex), so the caller's buffer
+  // is free at once. 2 x max_send_wr slots of max_inline bytes: a slot is rewritten only after
+  // 2 x max_send_wr later inline posts, by when the send queue (max_send_wr deep) has retired
+  // the request that read it.
+  uint32_t max_inline = 0;  // granted cap.max_inline_data (a multiple of kInlineSlotAlign)
+  uint32_t inline_slots = 0;
+  std::unique_ptr<uint8_t[]> staging;
+  uint32_t staging_lkey = 0;
+  uint64_t staged = 0;  // inline requests posted so far
 };

@@ -7,11 +7,15 @@
 // destination GID of IBV_QP_AV; its plane list comes from the device configuration.
 // Verbs attributes that the OCP API does not use (port, verbs timeout and retry counts, RNR,
 // RD atomics, alternate path) are accepted and ignored, as OCP's own examples pass them.
+// Inline data (cap.max_inline_data up to kMaxInlineData, IBV_SEND_INLINE) is copied at the post
+// into a staging ring registered with the engine (mrc_qp::staging).
 #include <arpa/inet.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "mrc/mrc.hpp"
 #include "ocp/ctl.h"
@@ -302,26 +306,69 @@ int post_error(PostError e) {
   return e == PostError::kQueueFull ? ENOMEM : EINVAL;
 }
 
+// Registers the QP's inline staging ring with the engine, under the Nic's mutex (none without
+// inline data); `inline_data` is what was asked, at most kMaxInlineData.
+int make_staging(Nic& nic, const SoftPd& pd, mrc_qp& qp, uint32_t inline_data) {
+  if (inline_data == 0) return 0;
+  const uint32_t slot = (inline_data + kInlineSlotAlign - 1) / kInlineSlotAlign * kInlineSlotAlign;
+  const uint32_t slots = 2 * qp.init.cap.max_send_wr;
+  const size_t bytes = static_cast<size_t>(slot) * slots;
+  qp.staging.reset(new (std::nothrow) uint8_t[bytes]);
+  if (!qp.staging) return ENOMEM;
+  auto r = nic.host->endpoint().memory().register_region(pd.engine_pd, qp.staging.get(), bytes,
+                                                         kAccessLocalWrite);
+  if (!r.ok()) return ENOMEM;
+  qp.staging_lkey = r.value().lkey;
+  qp.max_inline = slot;
+  qp.inline_slots = slots;
+  return 0;
+}
+
+// Copies an inline request's gather list into the next staging slot, which `sge` then names.
+int stage_inline(mrc_qp& qp, const ibv_send_wr& wr, Sge& sge) {
+  if (qp.max_inline == 0) return EINVAL;  // the QP was created without inline data
+  uint64_t total = 0;
+  for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
+  if (total > qp.max_inline) return EINVAL;
+  uint8_t* slot = qp.staging.get() + (qp.staged % qp.inline_slots) * qp.max_inline;
+  uint32_t at = 0;
+  for (int i = 0; i < wr.num_sge; ++i) {
+    std::memcpy(slot + at, reinterpret_cast<const void*>(wr.sg_list[i].addr), wr.sg_list[i].length);
+    at += wr.sg_list[i].length;
+  }
+  sge = Sge{reinterpret_cast<uintptr_t>(slot), at, qp.staging_lkey};
+  return 0;
+}
+
+// One work request, under the Nic's mutex.
 int post_one(mrc_qp& qp, const ibv_send_wr& wr) {
   if (wr.opcode != IBV_WR_RDMA_WRITE && wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM) return EINVAL;
-  if (wr.send_flags & IBV_SEND_INLINE) return EINVAL;  // max_inline_data is 0
   if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > qp.init.cap.max_send_sge ||
       (wr.num_sge > 0 && wr.sg_list == nullptr))
     return EINVAL;
   Sge sges[kMaxSge];
-  for (int i = 0; i < wr.num_sge; ++i)
-    sges[i] = Sge{wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
+  uint32_t num_sge = static_cast<uint32_t>(wr.num_sge);
+  const bool inline_data = (wr.send_flags & IBV_SEND_INLINE) != 0 && wr.num_sge > 0;
+  if (inline_data) {
+    if (int e = stage_inline(qp, wr, sges[0])) return e;
+    num_sge = 1;
+  } else {
+    for (int i = 0; i < wr.num_sge; ++i)
+      sges[i] = Sge{wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
+  }
   SendWr s;
   s.wr_id = wr.wr_id;
   s.opcode = wr.opcode == IBV_WR_RDMA_WRITE ? SendOpcode::kWrite : SendOpcode::kWriteWithImm;
   s.sg_list = sges;
-  s.num_sge = static_cast<uint32_t>(wr.num_sge);
+  s.num_sge = num_sge;
   s.remote_addr = wr.wr.rdma.remote_addr;
   s.rkey = wr.wr.rdma.rkey;
   s.immediate = wr.imm_data;
   s.signaled = qp.init.sq_sig_all != 0 || (wr.send_flags & IBV_SEND_SIGNALED) != 0;
   auto r = qp.qp->post_send(s);
-  return r.ok() ? 0 : post_error(r.error());
+  if (!r.ok()) return post_error(r.error());
+  if (inline_data) ++qp.staged;
+  return 0;
 }
 
 }  // namespace
@@ -340,7 +387,8 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
       attr->protocol_version != MRC_PROTOCOL_VERSION_1)
     return fail<mrc_qp*>(EOPNOTSUPP, nullptr);
   if (cap.max_send_wr < 1 || cap.max_send_wr > 65536 || cap.max_recv_wr > 65536 ||
-      cap.max_send_sge > kMaxSge || cap.max_recv_sge > kMaxSge || cap.max_inline_data > 0)
+      cap.max_send_sge > kMaxSge || cap.max_recv_sge > kMaxSge ||
+      cap.max_inline_data > kMaxInlineData)
     return fail<mrc_qp*>(EINVAL, nullptr);
   Nic& nic = *mrc_ctx->nic;
   QpConfig config;
@@ -354,10 +402,17 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   config.path_policy = nic.spec->path_policy;
   config.ev_count =
       static_cast<uint16_t>(config.ev_count / planes * planes);  // an equal share per plane
+  auto qp = std::make_unique<mrc_qp>();
+  qp->init.cap.max_send_wr = cap.max_send_wr;
   std::lock_guard lock(nic.mutex);
+  if (int e = make_staging(nic, *pd, *qp, cap.max_inline_data)) {
+    if (qp->staging_lkey != 0) (void)nic.host->endpoint().memory().deregister(qp->staging_lkey);
+    return fail<mrc_qp*>(e, nullptr);
+  }
   auto created = nic.host->endpoint().create_qp(config, pd->engine_pd, attr->send_cq->queue,
                                                 attr->recv_cq->queue);
   if (!created.ok()) {
+    if (qp->staging_lkey != 0) (void)nic.host->endpoint().memory().deregister(qp->staging_lkey);
     if (created.error() == QpError::kBadConfig)
       std::fprintf(stderr, "mrc: create_qp: %s\n",
                    config.validate(static_cast<int>(planes)).error().message.c_str());
@@ -365,7 +420,7 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   }
   cap.max_recv_wr = config.max_recv_wr;
   cap.max_send_sge = cap.max_recv_sge = config.max_sge;
-  auto* qp = new mrc_qp();
+  cap.max_inline_data = qp->max_inline;
   qp->context = mrc_ctx;
   qp->qp = created.value();
   qp->init = *attr;
@@ -375,8 +430,8 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   ++attr->recv_cq->qps;
   ++pd->users;
   ++mrc_ctx->qps;
-  mrc_ctx->qp_list.push_back(qp);
-  return qp;
+  mrc_ctx->qp_list.push_back(qp.get());
+  return qp.release();
 }
 
 int mrc_destroy_qp(mrc_qp* qp) {
@@ -394,6 +449,7 @@ int mrc_destroy_qp(mrc_qp* qp) {
     if (qp->has_cc_profile) --c->nic->cc_profiles[qp->cc_profile].qps;
     --c->qps;
     c->qp_list.erase(std::remove(c->qp_list.begin(), c->qp_list.end(), qp), c->qp_list.end());
+    if (qp->staging_lkey != 0) (void)c->nic->host->endpoint().memory().deregister(qp->staging_lkey);
     qp->magic = kDead;
   }
   pthread_mutex_destroy(&qp->verbs_view.mutex);

@@ -8,8 +8,9 @@
 //
 // MRC moves RDMA WRITE and WRITE with immediate. SEND, RDMA READ and atomics are refused with
 // EOPNOTSUPP and a message saying so; so are QP types other than RC and shared receive queues.
-// Inline data (IBV_SEND_INLINE, up to kMaxInline bytes) is copied into a registered staging
-// ring at post time (SoftQp), so the caller may reuse its buffer at once, as verbs promises.
+// Inline data (IBV_SEND_INLINE, up to kMaxInlineData bytes) passes through to the MRC QP, which
+// copies it into a registered staging ring at post time, so the caller may reuse its buffer at
+// once, as verbs promises.
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -22,9 +23,6 @@ using namespace mrc;
 using namespace mrc::ocp;
 
 namespace {
-
-constexpr uint32_t kMaxInline = 256;
-constexpr uint32_t kSlotAlign = 64;
 
 const char* opcode_name(ibv_wr_opcode op) {
   switch (op) {
@@ -81,29 +79,11 @@ int check_create(SoftPd& pd, const ibv_qp_init_attr& attr) {
   SoftCq* recv = soft_cq(attr.recv_cq);
   if (send == nullptr || recv == nullptr || send->owner != pd.owner || recv->owner != pd.owner)
     return EINVAL;
-  if (attr.cap.max_inline_data > kMaxInline) {
+  if (attr.cap.max_inline_data > kMaxInlineData) {
     say_once("ibv_create_qp: max_inline_data " + std::to_string(attr.cap.max_inline_data) +
-             " exceeds what mrc devices inline (" + std::to_string(kMaxInline) + " bytes)");
+             " exceeds what mrc devices inline (" + std::to_string(kMaxInlineData) + " bytes)");
     return EINVAL;
   }
-  return 0;
-}
-
-// Registers the QP's inline staging ring with the engine (none without inline data).
-int make_staging(SoftQp& qp) {
-  if (qp.max_inline == 0) return 0;
-  const uint32_t slot = (qp.max_inline + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
-  qp.slots = 2 * qp.cap.max_send_wr;
-  const size_t bytes = static_cast<size_t>(slot) * qp.slots;
-  qp.staging.reset(new (std::nothrow) uint8_t[bytes]);
-  if (!qp.staging) return ENOMEM;
-  Nic& nic = *qp.pd->owner->nic;
-  std::lock_guard lock(nic.mutex);
-  auto r = nic.host->endpoint().memory().register_region(qp.pd->engine_pd, qp.staging.get(), bytes,
-                                                         kAccessLocalWrite);
-  if (!r.ok()) return ENOMEM;
-  qp.staging_lkey = r.value().lkey;
-  qp.max_inline = slot;  // what a slot holds
   return 0;
 }
 
@@ -127,25 +107,7 @@ void fill_handle(SoftQp& s, SoftPd& pd, const ibv_qp_init_attr& attr) {
 
 void release(SoftQp* s) {
   if (s->mrc != nullptr) (void)mrc_destroy_qp(s->mrc);
-  Nic& nic = *s->pd->owner->nic;
-  std::lock_guard lock(nic.mutex);
-  if (s->staging_lkey != 0) (void)nic.host->endpoint().memory().deregister(s->staging_lkey);
   s->magic = kDead;
-}
-
-// Copies an inline request's gather list into the next staging slot; `sge` then names it.
-int stage_inline(SoftQp& qp, const ibv_send_wr& wr, ibv_sge& sge) {
-  uint32_t total = 0;
-  for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
-  if (total > qp.max_inline) return EINVAL;
-  uint8_t* slot = qp.staging.get() + (qp.staged % qp.slots) * qp.max_inline;
-  uint32_t at = 0;
-  for (int i = 0; i < wr.num_sge; ++i) {
-    std::memcpy(slot + at, reinterpret_cast<const void*>(wr.sg_list[i].addr), wr.sg_list[i].length);
-    at += wr.sg_list[i].length;
-  }
-  sge = ibv_sge{reinterpret_cast<uintptr_t>(slot), total, qp.staging_lkey};
-  return 0;
 }
 
 // One work request, under qp.post_mutex. Only RDMA WRITE (with or without immediate) maps
@@ -160,19 +122,9 @@ int post_one(SoftQp& qp, const ibv_send_wr& wr) {
   if (wr.num_sge < 0 || (wr.num_sge > 0 && wr.sg_list == nullptr)) return EINVAL;
   ibv_send_wr one = wr;
   one.next = nullptr;
-  one.send_flags = wr.send_flags & IBV_SEND_SIGNALED;
-  ibv_sge staged{};
-  const bool inline_data = (wr.send_flags & IBV_SEND_INLINE) != 0 && wr.num_sge > 0;
-  if (inline_data) {
-    if (qp.max_inline == 0) return EINVAL;
-    if (int e = stage_inline(qp, wr, staged)) return e;
-    one.sg_list = &staged;
-    one.num_sge = 1;
-  }
+  one.send_flags = wr.send_flags & (IBV_SEND_SIGNALED | IBV_SEND_INLINE);
   ibv_send_wr* bad = nullptr;
-  if (int e = mrc_post_send(qp.mrc, &one, &bad)) return e;
-  if (inline_data) ++qp.staged;
-  return 0;
+  return mrc_post_send(qp.mrc, &one, &bad);
 }
 
 int post_send(ibv_qp* handle, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
@@ -228,7 +180,6 @@ ibv_qp* verbs_create_qp(SoftPd& pd, ibv_qp_init_attr* attr) {
   init.recv_cq = backing_of(*recv, mrc);
   if (init.send_cq == nullptr || init.recv_cq == nullptr) return nullptr;
   init.cap = attr->cap;
-  init.cap.max_inline_data = 0;  // staged here, not by the MRC QP
   init.sq_sig_all = attr->sq_sig_all;
   init.pd = &pd.pd;
   auto* s = new SoftQp();
@@ -242,14 +193,7 @@ ibv_qp* verbs_create_qp(SoftPd& pd, ibv_qp_init_attr* attr) {
     delete s;
     return fail<ibv_qp*>(e, nullptr);
   }
-  s->cap = init.cap;
-  s->max_inline = attr->cap.max_inline_data;
-  if (int e = make_staging(*s)) {
-    release(s);
-    delete s;
-    return fail<ibv_qp*>(e, nullptr);
-  }
-  s->cap.max_inline_data = s->max_inline;
+  s->cap = init.cap;  // as granted, inline data rounded up to a staging slot
   attr->cap = s->cap;
   fill_handle(*s, pd, *attr);
   std::lock_guard lock(pd.owner->nic->mutex);

@@ -6,6 +6,9 @@
  * The receiver checks, on every receive completion, that the immediates arrive in order, that
  * the completion's opcode and flags are right, and that every byte of that message (all the
  * writes posted before the immediate) is already in place: the reliable-connection guarantee.
+ * Then inline data (cap.max_inline_data, IBV_SEND_INLINE): WRITEs with immediate from an
+ * unregistered buffer overwritten right after each post arrive as posted, a send queue's worth
+ * in flight at a time, round the QP's staging ring several times; more than granted is refused.
  *
  *   mrc_integrity <sender device> <receiver device> [messages]
  */
@@ -74,6 +77,94 @@ static void wait_on_channel(struct end *s, struct end *r, const struct peer_info
   CHECK(wc.status == IBV_WC_SUCCESS, "send completion");
 }
 
+/* A QP pair with inline data on the two ends' contexts, PDs and CQs (the main pair idle). */
+static void check_inline(struct end *s, struct end *r) {
+  enum { kDepth = 8, kRounds = 6, kAsk = 100 };
+  struct mrc_qp_init_attr qa;
+  memset(&qa, 0, sizeof qa);
+  qa.send_cq = s->send_cq;
+  qa.recv_cq = s->recv_cq;
+  qa.pd = s->pd;
+  qa.cap.max_send_wr = kDepth;
+  qa.cap.max_recv_wr = 1;
+  qa.cap.max_send_sge = 1;
+  qa.cap.max_inline_data = 257; /* more than mrc devices inline */
+  errno = 0;
+  CHECK(mrc_create_qp(s->ctx, &qa) == NULL && errno == EINVAL, "max_inline_data 257 must be refused");
+  qa.cap.max_inline_data = kAsk;
+  struct end si = *s, ri = *r;
+  si.qp = mrc_create_qp(s->ctx, &qa);
+  CHECK(si.qp != NULL, "mrc_create_qp with max_inline_data %d", kAsk);
+  const uint32_t granted = qa.cap.max_inline_data;
+  CHECK(granted >= kAsk && granted <= 256, "max_inline_data granted: %u", granted);
+  struct mrc_qp_init_attr got;
+  struct ibv_qp_attr v;
+  struct mrc_qp_attr m;
+  CHECK(mrc_query_qp(si.qp, &v, 0, &m, 0, &got) == 0 && got.cap.max_inline_data == granted,
+        "mrc_query_qp reports the granted inline size");
+  memset(&qa, 0, sizeof qa);
+  qa.send_cq = r->send_cq;
+  qa.recv_cq = r->recv_cq;
+  qa.pd = r->pd;
+  qa.cap.max_send_wr = 1;
+  qa.cap.max_recv_wr = kDepth;
+  ri.qp = mrc_create_qp(r->ctx, &qa);
+  CHECK(ri.qp != NULL, "receiving QP");
+  struct peer_info sp, rp;
+  end_info(&si, 0x300, &sp);
+  end_info(&ri, 0x400, &rp);
+  CHECK(end_connect(&si, 0x300, &rp, NULL, 0, 0, 0) == 0 && end_connect(&ri, 0x400, &sp, NULL, 0, 0, 0) == 0,
+        "connect the inline pair");
+  CHECK(post_recvs(ri.qp, kDepth) == 0, "post_recv");
+  memset(r->buf, 0, (size_t)kDepth * 256);
+  uint8_t src[256];
+  uint32_t m_sent = 0, m_done = 0;
+  while (m_done < kDepth * kRounds) {
+    while (m_sent < kDepth * kRounds && m_sent - m_done < kDepth) {
+      const uint32_t len = 1 + (m_sent * 37) % granted, slot = m_sent % kDepth;
+      for (uint32_t i = 0; i < len; i++) src[i] = pattern(m_sent, i);
+      struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)src, .length = len, .lkey = 0};
+      struct ibv_send_wr wr, *bad = NULL;
+      memset(&wr, 0, sizeof wr);
+      wr.wr_id = m_sent;
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+      wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+      wr.imm_data = htonl(m_sent);
+      wr.wr.rdma.remote_addr = rp.addr + (uint64_t)slot * 256;
+      wr.wr.rdma.rkey = rp.rkey;
+      CHECK(mrc_post_send(si.qp, &wr, &bad) == 0, "inline WRITE_WITH_IMM %u (%u bytes)", m_sent, len);
+      memset(src, 0xEE, sizeof src); /* inline: the buffer is the caller's again at once */
+      m_sent++;
+    }
+    struct ibv_wc wc = wait_wc(ri.recv_cq);
+    CHECK(wc.status == IBV_WC_SUCCESS && ntohl(wc.imm_data) == m_done, "inline message %u: %s, immediate %u",
+          m_done, ibv_wc_status_str(wc.status), ntohl(wc.imm_data));
+    const uint32_t len = 1 + (m_done * 37) % granted;
+    const uint8_t *data = r->buf + (size_t)(m_done % kDepth) * 256;
+    for (uint32_t i = 0; i < len; i++)
+      CHECK(data[i] == pattern(m_done, i), "inline message %u byte %u: 0x%02x, expected 0x%02x", m_done, i,
+            data[i], pattern(m_done, i));
+    CHECK(post_recvs(ri.qp, 1) == 0, "post_recv");
+    wc = wait_wc(si.send_cq);
+    CHECK(wc.status == IBV_WC_SUCCESS, "inline send completion: %s", ibv_wc_status_str(wc.status));
+    m_done++;
+  }
+  struct ibv_sge big = {.addr = (uint64_t)(uintptr_t)src, .length = granted + 1, .lkey = 0};
+  struct ibv_send_wr wr, *bad = NULL;
+  memset(&wr, 0, sizeof wr);
+  wr.sg_list = &big;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_INLINE;
+  wr.wr.rdma.remote_addr = rp.addr;
+  wr.wr.rdma.rkey = rp.rkey;
+  CHECK(mrc_post_send(si.qp, &wr, &bad) == EINVAL && bad == &wr, "inline data past max_inline_data must be refused");
+  CHECK(mrc_destroy_qp(si.qp) == 0 && mrc_destroy_qp(ri.qp) == 0, "destroy the inline pair");
+  printf("mrc_integrity: %u inline WRITEs with immediate (1-%u bytes) verified in place\n", m_done, granted);
+}
+
 int main(int argc, char **argv) {
   CHECK(argc >= 3, "usage: mrc_integrity <sender device> <receiver device> [messages]");
   const uint32_t messages = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 2000;
@@ -113,6 +204,7 @@ int main(int argc, char **argv) {
     send_done++;
   }
   wait_on_channel(&s, &r, &ri, messages);
+  check_inline(&s, &r);
   end_close(&s);
   end_close(&r);
   printf("mrc_integrity: %u messages, %llu bytes verified in place, WRITE-with-immediate order kept\n", messages,
