@@ -88,9 +88,9 @@ Result<Ok, Error> post_send(Host& host, const HostQp& qp, const SendWr& wr) {
       return fail(Errc::kInvalidState, std::string("the queue pair is in ") +
                                            to_string(qp.qp->state()) +
                                            ", sends need RTS (call connect() first)");
+    if (posted.ok()) device.post_done();
   }
   if (!posted.ok()) return Err{to_error(posted.error())};
-  device.wake_after_post();
   return Ok{};
 }
 

@@ -59,7 +59,8 @@ Result<HostQp, Error> create_qp(Host& host, const QpSpec& spec);
 Result<Ok, Error> connect_qp(Host& host, const HostQp& qp, const RemoteQp& remote);
 // Ends any key agreement and removes the QP from its shard's engine.
 void destroy_qp(Host& host, const HostQp& qp);
-// Posts under the shard's lock, then wakes the shard's thread if it sleeps.
+// Posts under the shard's lock and sends what it can at once if the shard's thread sleeps
+// (Device::post_done).
 Result<Ok, Error> post_send(Host& host, const HostQp& qp, const SendWr& wr);
 Result<Ok, Error> post_recv(Host& host, const HostQp& qp, uint64_t wr_id);
 

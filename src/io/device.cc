@@ -163,6 +163,12 @@ bool Device::round() {
   return busy;
 }
 
+void Device::post_done() {
+  if (sleepers_.load() == 0) return;
+  (void)round();
+  if (std::min(host_->wake_at(), keys_.next_deadline()) < sleeping_until_) host_->wake();
+}
+
 void Device::start_thread() {
   thread_ = std::thread([this] { loop(); });
 }
@@ -197,7 +203,10 @@ bool Device::step(Duration max_wait) {
     busy = round();
     until = std::min(host_->wake_at(), host_->now() + max_wait);
     until = std::min(until, keys_.next_deadline());
-    if (!busy) sleepers_.fetch_add(1);  // (under the lock: see wake_after_post)
+    if (!busy) {
+      sleepers_.fetch_add(1);  // (under the lock: see post_done)
+      sleeping_until_ = until;
+    }
   }
   if (!busy) {
     host_->sleep_until(until);

@@ -147,13 +147,13 @@ class Device final : private CompletionNotifier {
   void assist() { (void)step(Duration{0}); }
   // Makes a sleeping progress thread run a round now (after a post, a state change).
   void wake() { host_->wake(); }
-  // The same after a post made holding lock(), when it can matter: only a thread asleep in this
-  // device's step() needs waking, since one that has not gone to sleep yet runs a round, under
-  // the lock, that finds the post first. (A post costs no system call while the caller drives
-  // progress itself.)
-  void wake_after_post() {
-    if (sleepers_.load() != 0) host_->wake();
-  }
+  // After a post, holding lock(): run to completion. A thread that has not gone to sleep yet
+  // runs a round, under the lock, that finds the post, and a caller that drives progress runs
+  // the next one itself, so nothing is done. But while the progress thread sleeps, the posting
+  // thread runs the round itself, so its packets leave now instead of after another thread's
+  // wake-up (on this VM about as long as a loopback hop: BENCHMARKS.md, "Latency"); the sleeper
+  // is woken only if the engine now needs attention before it planned to wake.
+  void post_done();
 
  private:
   Device(const DeviceConfig& config, std::mutex* shared_lock, uint64_t psn_seed)
@@ -179,6 +179,7 @@ class Device final : private CompletionNotifier {
   // Threads between a round that found nothing to do (counted holding the lock) and the end of
   // the sleep after it.
   std::atomic<uint32_t> sleepers_{0};
+  Instant sleeping_until_{0};  // when the sleeping thread plans to wake (guarded by the lock)
   std::vector<uint32_t>
       ready_;  // tags of the CQs turned non-empty since the last round (one entry per CQ at most)
   std::vector<bool> is_ready_;  // by tag, one per CQ created here

@@ -520,9 +520,10 @@ int mrc_post_send(mrc_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   int e = 0;
   {
     std::lock_guard lock(qp->context->nic->mutex);
+    ibv_send_wr* const first = wr;
     for (; wr != nullptr && e == 0; wr = e == 0 ? wr->next : wr) e = post_one(*qp, *wr);
+    if (wr != first) qp->context->nic->device->post_done();  // sends now if the thread sleeps
   }
-  qp->context->nic->host->wake();
   if (e == 0) return 0;
   if (bad_wr != nullptr) *bad_wr = wr;
   errno = e;
