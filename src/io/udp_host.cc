@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -335,13 +334,11 @@ Instant UdpHost::now() const {
 // window cut for each). A link that gives no arrival times (xdp) keeps each plane's order.
 bool UdpHost::receive(Instant now, uint32_t ready) {
   arrivals_.clear();
-  emptied_mask_ = 0;
   int planes_with_data = 0;
   for (int p = 0; p < planes(); ++p) {
     Plane& plane = planes_[p];
     if ((ready & (1u << p)) == 0 && !plane.link->read_every_round()) continue;  // no data said
     const auto datagrams = plane.link->receive();
-    if (plane.link->emptied()) emptied_mask_ |= 1u << p;
     if (datagrams.empty()) continue;
     ++plane.stats.receive_calls;
     ++planes_with_data;
@@ -635,23 +632,12 @@ void UdpHost::note_ready(const epoll_event* events, int n) {
   ready_known_.store(true, std::memory_order_release);
 }
 
-// The planes the last sleep said have data (see ready_mask_). With no sleep since the last
-// round (a busy thread, a caller polling), the planes that round did not leave empty
-// (emptied_mask_); one is read as it is, but several are first asked of epoll without waiting:
-// one system call instead of a read of each, which on a latency-bound exchange mostly finds
-// nothing.
+// Every plane, unless the last sleep said which have data (see ready_mask_).
 uint32_t UdpHost::take_ready_mask() {
-  const uint32_t planes_bits = (1u << planes()) - 1;
-  const uint32_t unread = planes_bits & ~emptied_mask_;  // (what a mask-less round reads)
-  if (!ready_known_.load(std::memory_order_acquire) && std::popcount(unread) > 1) {
-    epoll_event events[kMaxPlanes + 2];
-    const timespec now{0, 0};
-    note_ready(events, epoll_pwait2(epoll_fd_, events, kMaxPlanes + 2, &now, nullptr));
-  }
   if (ready_known_.exchange(false, std::memory_order_acquire))
     return ready_mask_.exchange(0, std::memory_order_relaxed);
   ready_mask_.store(0, std::memory_order_relaxed);
-  return unread;
+  return ~kLinkBit;
 }
 
 void UdpHost::wake() {
