@@ -27,11 +27,11 @@
 #include <string>
 
 #include "host/host.h"
-#include "host/queue_pairs.h"
 #include "host/metrics.h"
 #include "host/metrics_server.h"
 #include "host/options.h"
 #include "host/port_plan.h"
+#include "host/queue_pairs.h"
 #include "io/key_exchange.h"
 #include "io/netdev.h"
 #include "tools/host_flags.h"
@@ -329,7 +329,7 @@ class PerfSide {
   std::unique_ptr<host::Host> devices_;      // shard 0 driven by step(), the others by threads
   uint32_t pd_ = 0;
   std::vector<CompletionQueue*> cqs_;  // one per shard
-  std::vector<host::HostQp> placed_;  // QP q in shard q % threads, its PSN and key exchange
+  std::vector<host::HostQp> placed_;   // QP q in shard q % threads, its PSN and key exchange
   std::vector<QueuePair*> qps_;        // placed_[q].qp
   std::vector<uint8_t> posted_;        // per shard: posted to since its thread was last woken
   uint32_t slots_ = 0;
@@ -594,7 +594,10 @@ Result<Ok, Error> PerfSide::connect_qp(size_t q, const json& peer) {
   const json& theirs = peer.at("qps").at(q);
   const json& planes = theirs.contains("planes") ? theirs.at("planes") : peer.at("planes");
   host::RemoteQp remote{Qpn(theirs.at("qpn").get<uint32_t>()),
-                        Psn(theirs.at("psn").get<uint32_t>()), {}, {}, peer_name(q)};
+                        Psn(theirs.at("psn").get<uint32_t>()),
+                        {},
+                        {},
+                        peer_name(q)};
   for (const auto& text : planes) {
     auto a = io::parse_plane_address(text.get<std::string>(), peer.at("port").get<uint16_t>());
     if (!a.ok()) return fail(a.error(), "the peer's queue pair " + std::to_string(q) + ": ");
@@ -605,8 +608,8 @@ Result<Ok, Error> PerfSide::connect_qp(size_t q, const json& peer) {
     if (!theirs.contains("key"))
       return fail(Errc::kInvalidArgument, peer_name(q) + " sent no key exchange");
     const json& k = theirs.at("key");
-    remote.offer = io::KeyOffer{secure_, k.value("id", ""), k.value("share", ""),
-                                k.value("proof", "")};
+    remote.offer =
+        io::KeyOffer{secure_, k.value("id", ""), k.value("share", ""), k.value("proof", "")};
   }
   auto connected = host::connect_qp(*devices_, placed_[q], remote);
   if (!connected.ok())
