@@ -5,7 +5,11 @@
 # "tcp;ofi_rxm" as the baseline for Open MPI's OFI layer. Sources come from the Debian archive
 # (apt-get source, through a private deb-src list) or from --fabtests-src / --mpi4py-src.
 # Every test runs under a timeout: a hang is reported as such, naming the test. Prints a summary
-# per suite (pass / notrun / fail / hang / crash) and, with --json FILE, writes it as JSON.
+# per suite (pass / notrun / n/a / fail / hang / crash, the tests that did not pass with the
+# reason) and, with --json FILE, writes it as JSON. Verdicts are runfabtests.sh's, except that a
+# fabtest whose one side the provider refused (-FI_ENODATA, -FI_ENOSYS) while the other was only
+# left waiting for it in accept() is Notrun (runfabtests.sh: Fail), and one that cannot run in a
+# form with any provider is n/a (outside_suites_lib.sh, ft_verdict).
 # Exit status: 0 if no fabtest failed, hung or crashed and mpi4py over mrc had no failure, hang or
 # crash that the tcp;ofi_rxm run lacks; 1 otherwise; 77 if no suite could run (sources or tools
 # missing); 2 for bad usage.
