@@ -144,6 +144,20 @@ ft_verdict() {
   fi
 }
 
+# ft_await_listener PID PORT: returns once a TCP socket listens on PORT (the server's out-of-band
+# port with -b, its endpoint's as shipped), the server run by the timeout process PID has ended,
+# or 10 s have passed. runfabtests.sh starts the client a second after the server; on a loaded
+# host the server may not listen yet, and the client's connect is refused (a Fail of the harness,
+# not of the test).
+ft_await_listener() {
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [ -n "$(ss -Hltn "sport = :$2" 2> /dev/null)" ] && return 0
+    kill -0 "$1" 2> /dev/null || return 0
+    sleep 0.1
+  done
+}
+
 # ft_one BIN KIND "TEST" MODE PORT OUT: one fabtest; prints "verdict<TAB>reason".
 ft_one() {
   local bin=$1 kind=$2 t=$3 mode=$4 port=$5 out=$6 s c sp cp
@@ -166,6 +180,7 @@ ft_one() {
   timeout -k 5 $((timeout_s + 5)) "${words[@]}" -p mrc "${sa[@]}" > "$out.s" 2>&1 &
   sp=$!
   sleep 1
+  ft_await_listener $sp "$port"
   timeout -k 5 "$timeout_s" "${words[@]}" -p mrc "${ca[@]}" > "$out.c" 2>&1 &
   cp=$!
   wait $cp
