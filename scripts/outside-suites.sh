@@ -42,9 +42,18 @@ usage: scripts/outside-suites.sh [OPTIONS]
   --help                this text
 
 Getting the sources by hand: `apt-get source libfabric mpi4py` (Debian 12: libfabric 1.17.0,
-mpi4py 3.1.4; needs a deb-src line), or the upstream tags v1.17.0 of ofiwg/libfabric and 3.1.4 of
-mpi4py/mpi4py. Building fabtests needs autoconf, automake and libtool (installed with apt-get when
-run as root).
+mpi4py 3.1.4; needs a deb-src line and an archive that serves the tarballs), or the upstream tags
+v1.17.0 of ofiwg/libfabric and 3.1.4 of mpi4py/mpi4py, e.g. from local clones:
+  git --git-dir=LIBFABRIC.git archive v1.17.0 | tar -x -C /tmp/libfabric-1.17.0
+  git --git-dir=MPI4PY.git archive 3.1.4 | tar -x -C /tmp/mpi4py-3.1.4
+then --fabtests-src /tmp/libfabric-1.17.0 --mpi4py-src /tmp/mpi4py-3.1.4 --no-debian. Building
+fabtests needs autoconf, automake and libtool (installed with apt-get when run as root).
+
+Verdicts: runfabtests.sh's (Notrun when both sides end with -FI_ENODATA or both with
+-FI_ENOSYS), except that a fabtest whose client the provider refused while its server only waited
+for it in accept() is Notrun (runfabtests.sh: Fail), and one that no provider can run in a form
+is n/a; a side over --timeout is a hang, one killed by a signal a crash. The summary gives the
+reason of each fabtest that did not pass.
 EOF
 }
 
