@@ -5,7 +5,11 @@
 # "tcp;ofi_rxm" as the baseline for Open MPI's OFI layer. Sources come from the Debian archive
 # (apt-get source, through a private deb-src list) or from --fabtests-src / --mpi4py-src.
 # Every test runs under a timeout: a hang is reported as such, naming the test. Prints a summary
-# per suite (pass / notrun / fail / hang / crash) and, with --json FILE, writes it as JSON.
+# per suite (pass / notrun / n/a / fail / hang / crash, the tests that did not pass with the
+# reason) and, with --json FILE, writes it as JSON. Verdicts are runfabtests.sh's, except that a
+# fabtest whose one side the provider refused (-FI_ENODATA, -FI_ENOSYS) while the other was only
+# left waiting for it in accept() is Notrun (runfabtests.sh: Fail), and one that cannot run in a
+# form with any provider is n/a (outside_suites_lib.sh, ft_verdict).
 # Exit status: 0 if no fabtest failed, hung or crashed and mpi4py over mrc had no failure, hang or
 # crash that the tcp;ofi_rxm run lacks; 1 otherwise; 77 if no suite could run (sources or tools
 # missing); 2 for bad usage.
@@ -38,9 +42,18 @@ usage: scripts/outside-suites.sh [OPTIONS]
   --help                this text
 
 Getting the sources by hand: `apt-get source libfabric mpi4py` (Debian 12: libfabric 1.17.0,
-mpi4py 3.1.4; needs a deb-src line), or the upstream tags v1.17.0 of ofiwg/libfabric and 3.1.4 of
-mpi4py/mpi4py. Building fabtests needs autoconf, automake and libtool (installed with apt-get when
-run as root).
+mpi4py 3.1.4; needs a deb-src line and an archive that serves the tarballs), or the upstream tags
+v1.17.0 of ofiwg/libfabric and 3.1.4 of mpi4py/mpi4py, e.g. from local clones:
+  git --git-dir=LIBFABRIC.git archive v1.17.0 | tar -x -C /tmp/libfabric-1.17.0
+  git --git-dir=MPI4PY.git archive 3.1.4 | tar -x -C /tmp/mpi4py-3.1.4
+then --fabtests-src /tmp/libfabric-1.17.0 --mpi4py-src /tmp/mpi4py-3.1.4 --no-debian. Building
+fabtests needs autoconf, automake and libtool (installed with apt-get when run as root).
+
+Verdicts: runfabtests.sh's (Notrun when both sides end with -FI_ENODATA or both with
+-FI_ENOSYS), except that a fabtest whose client the provider refused while its server only waited
+for it in accept() is Notrun (runfabtests.sh: Fail), and one that no provider can run in a form
+is n/a; a side over --timeout is a hang, one killed by a signal a crash. The summary gives the
+reason of each fabtest that did not pass.
 EOF
 }
 

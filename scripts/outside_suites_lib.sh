@@ -1,9 +1,10 @@
 # shellcheck shell=bash
 # scripts/outside-suites.sh's steps: sources from the Debian archive, fabtests built and run from
 # runfabtests.sh's own test lists with runfabtests.sh's verdicts (a test that both sides end with
-# -FI_ENODATA or -FI_ENOSYS is Notrun; exit 124 from the timeout is a hang, a signal a crash),
-# and mpi4py's suite one module per mpirun under a timeout. Each run writes one TSV of
-# "test<TAB>verdict" lines into $work/results; outside_suites_summary.py reads them.
+# -FI_ENODATA or -FI_ENOSYS is Notrun; exit 124 from the timeout is a hang, a signal a crash) and
+# the cases told apart from its Fail (ft_verdict says which and why), and mpi4py's suite one
+# module per mpirun under a timeout. Each run writes one TSV of "test<TAB>verdict<TAB>reason"
+# lines into $work/results; outside_suites_summary.py reads them.
 # Expects: work, log, lib, server, port_base, timeout_s, test_timeout, module_timeout, debian,
 # ft_src, py_src, py (the Python that has python3-mpi4py).
 
@@ -83,17 +84,81 @@ fabtests_list() {
   esac
 }
 
-# ft_verdict S_RC C_RC: runfabtests.sh's verdict (non-strict), with hangs and crashes told apart.
-ft_verdict() {
-  local s=$1 c=$2
-  if [ "$s" = 124 ] || [ "$c" = 124 ] || [ "$s" = 137 ] || [ "$c" = 137 ]; then echo hang
-  elif [ "$s" -ge 128 ] || [ "$c" -ge 128 ]; then echo crash
-  elif { [ "$s" = 61 ] && [ "$c" = 61 ]; } || { [ "$s" = 38 ] && [ "$c" = 38 ]; }; then echo notrun
-  elif [ "$s" = 0 ] && [ "$c" = 0 ]; then echo pass
-  else echo fail; fi
+# ft_errline FILE...: the first line in which fabtests names a failed call and its error
+# ("fi_getinfo(): common/shared.c:918, ret=-61 (No data available)"), else the last line.
+ft_errline() {
+  local l
+  l=$(grep -h -m1 -E 'ret=-?[0-9]+ \(' "$@" 2> /dev/null | head -1)
+  [ -n "$l" ] || l=$(cat "$@" 2> /dev/null | grep -v '^[[:space:]]*$' | tail -1)
+  echo "${l//$'\t'/ }"
 }
 
-# ft_one BIN KIND "TEST" MODE PORT OUT: one fabtest; prints its verdict.
+# ft_waiting PID: what the fabtest run by the timeout process PID is blocked in: "accept" for
+# accept() (fabtests' out-of-band or socket exchange listening for its peer's first connection),
+# else "system call N", or "gone".
+ft_waiting() {
+  local t sc
+  t=$(ps -o pid= --ppid "$1" 2> /dev/null | head -1 | tr -d ' ')
+  { [ -n "$t" ] && read -r sc _ < "/proc/$t/syscall"; } 2> /dev/null || { echo gone; return; }
+  case "$(uname -m):$sc" in
+    x86_64:43 | x86_64:288 | aarch64:202 | aarch64:242) echo accept ;;
+    *) if [ "$(cat "/proc/$t/wchan" 2> /dev/null)" = inet_csk_accept ]; then echo accept
+       else echo "system call $sc"; fi ;;
+  esac
+}
+
+# ft_verdict S_RC C_RC OUT [STOPPED]: "verdict<TAB>reason" for a test whose server and client
+# exited with S_RC and C_RC (a unit test: its status twice), OUT.s and OUT.c holding their output;
+# STOPPED, what the server was blocked in when it was stopped after its client had ended.
+# runfabtests.sh's verdicts (non-strict): Notrun when both sides end with -FI_ENODATA (61) or both
+# with -FI_ENOSYS (38), Pass when both end with 0, Fail otherwise. Told apart from its Fail: a hang
+# (124 or 137: the timeout's), a crash (another signal), and two cases that are not the provider's:
+# - Notrun when the client ended with -FI_ENODATA or -FI_ENOSYS and the server had only been left
+#   waiting in accept() for the client's first connection (fabtests' out-of-band or socket
+#   exchange, which such a client never reaches, as fi_cm_data's and fi_shared_ctx -e msg's do not
+#   with -b): runfabtests.sh kills the server and says Fail; the reason says so.
+# - n/a when the test cannot run in this form with any provider: both sides exit before calling
+#   libfabric with fabtests' "Source address (-s) is required for this test" (fi_msg_sockets
+#   with -b, which gives no -s).
+ft_verdict() {
+  local s=$1 c=$2 out=$3 stopped=${4:-} e
+  e=$(ft_errline "$out.c" "$out.s")
+  if [ "$s" = 124 ] || [ "$c" = 124 ] || [ "$s" = 137 ] || [ "$c" = 137 ]; then
+    printf 'hang\tnot finished within %s s (server status %s, client %s)\n' "$timeout_s" "$s" "$c"
+  elif [ "$s" -ge 128 ] || [ "$c" -ge 128 ]; then
+    printf 'crash\tkilled by a signal (server status %s, client %s): %s\n' "$s" "$c" "$e"
+  elif { [ "$s" = 61 ] && [ "$c" = 61 ]; } || { [ "$s" = 38 ] && [ "$c" = 38 ]; }; then
+    printf 'notrun\t%s\n' "$e"
+  elif [ "$s" = 0 ] && [ "$c" = 0 ]; then
+    printf 'pass\t\n'
+  elif [ "$s" != 0 ] && [ "$c" != 0 ] &&
+    grep -qs 'Source address (-s) is required for this test' "$out.s" &&
+    grep -qs 'Source address (-s) is required for this test' "$out.c"; then
+    printf 'n/a\tthe test needs -s, which this form does not give; both sides exit before calling libfabric, whatever the provider\n'
+  elif { [ "$c" = 61 ] || [ "$c" = 38 ]; } && [ "$stopped" = accept ]; then
+    printf 'notrun\tclient: %s; the server, left waiting in accept() for the client'"'"'s first (out-of-band) connection, which this client never opens, was stopped (runfabtests.sh: Fail)\n' \
+      "$(ft_errline "$out.c")"
+  else
+    printf 'fail\tserver status %s, client %s%s: %s\n' "$s" "$c" \
+      "${stopped:+ (server stopped after its client ended, in $stopped)}" "$e"
+  fi
+}
+
+# ft_await_listener PID PORT: returns once a TCP socket listens on PORT (the server's out-of-band
+# port with -b, its endpoint's as shipped), the server run by the timeout process PID has ended,
+# or 10 s have passed. runfabtests.sh starts the client a second after the server; on a loaded
+# host the server may not listen yet, and the client's connect is refused (a Fail of the harness,
+# not of the test).
+ft_await_listener() {
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [ -n "$(ss -Hltn "sport = :$2" 2> /dev/null)" ] && return 0
+    kill -0 "$1" 2> /dev/null || return 0
+    sleep 0.1
+  done
+}
+
+# ft_one BIN KIND "TEST" MODE PORT OUT: one fabtest; prints "verdict<TAB>reason".
 ft_one() {
   local bin=$1 kind=$2 t=$3 mode=$4 port=$5 out=$6 s c sp cp
   local -a words
@@ -103,36 +168,42 @@ ft_one() {
   if [ "$kind" != cs ]; then
     timeout -k 5 "$timeout_s" "${words[@]}" -p mrc > "$out.s" 2>&1
     s=$?
+    : > "$out.c"
     if [ "$kind" = neg ]; then [ $s = 61 ] && s=0 || { [ $s -ge 124 ] || s=1; }; fi
-    ft_verdict $s $s
+    ft_verdict $s $s "$out"
     return
   fi
-  local sa=(-B "$port" -s "$server") ca=(-P "$port" -s "$server" "$server") killed=0
+  local sa=(-B "$port" -s "$server") ca=(-P "$port" -s "$server" "$server") stopped=""
   # -b: both sides on one host would bind fabtests' default source port (9228) and the second
   # get EADDRINUSE (libfabric's tcp;ofi_rxm too), so each takes a port the system picks (-B 0).
   [ "$mode" = oob ] && sa=(-B 0 -E="$port") ca=(-B 0 -E="$port" "$server")
   timeout -k 5 $((timeout_s + 5)) "${words[@]}" -p mrc "${sa[@]}" > "$out.s" 2>&1 &
   sp=$!
   sleep 1
+  ft_await_listener $sp "$port"
   timeout -k 5 "$timeout_s" "${words[@]}" -p mrc "${ca[@]}" > "$out.c" 2>&1 &
   cp=$!
   wait $cp
   c=$?
   if [ $c -ne 0 ] && kill -0 $sp 2> /dev/null; then
     sleep 2
-    # runfabtests kills the server of a failed client: a Fail, not a hang. SIGTERM to timeout
-    # is passed on to the test (and -k ends it), so no server is left behind.
-    kill -0 $sp 2> /dev/null && { kill $sp 2> /dev/null; killed=1; }
+    # runfabtests kills the server of a failed client (a Fail, not a hang); what it was blocked
+    # in tells a server left waiting for its client apart. SIGTERM to timeout is passed on to
+    # the test (and -k ends it), so no server is left behind.
+    if kill -0 $sp 2> /dev/null; then
+      stopped=$(ft_waiting $sp)
+      kill $sp 2> /dev/null
+    fi
   fi
   wait $sp
   s=$?
-  [ $killed = 1 ] && s=1
-  ft_verdict $s $c
+  [ -n "$stopped" ] && s=1
+  ft_verdict $s $c "$out" "$stopped"
 }
 
 # fabtests_run BIN SET MODE: runs one set in one mode, printing a line per test.
 fabtests_run() {
-  local bin=$1 set=$2 mode=$3 key="fabtests-$2-$3" n=0 kind t v port tsv
+  local bin=$1 set=$2 mode=$3 key="fabtests-$2-$3" n=0 kind t v why port tsv
   tsv=$(results "$key")
   : > "$tsv"
   echo "== fabtests $set, $mode addresses, provider mrc (logs: $log/$key)"
@@ -141,9 +212,9 @@ fabtests_run() {
   while read -r kind t; do
     n=$((n + 1))
     port=$((port_base + 800 + n % 150))
-    v=$(ft_one "$bin" "$kind" "$t" "$mode" "$port" "$log/$key/$n")
+    IFS=$'\t' read -r v why < <(ft_one "$bin" "$kind" "$t" "$mode" "$port" "$log/$key/$n")
     printf "%-60s %-7s %s\n" "$t" "$v" "$log/$key/$n.[sc]"
-    printf "%s\t%s\n" "$t" "$v" >> "$tsv"
+    printf "%s\t%s\t%s\n" "$t" "$v" "$why" >> "$tsv"
   done < <(fabtests_list "$bin" "$set")
   unset FI_PROVIDER_PATH
 }

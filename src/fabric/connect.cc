@@ -53,9 +53,25 @@ socklen_t to_sockaddr(const EndpointName& name, sockaddr_storage& out) {
   return sizeof a;
 }
 
-QpConfig link_qp_config(uint32_t slots, uint32_t mtu_bytes) {
+// The fewest exponential retries that make `c`'s retry budget at least `ms` (Requester::rto: the
+// ACK timeout for the first retry_linear + 1 tries, then doubling; the collectives' rule,
+// coll::retry_exp_for).
+uint8_t retry_exp_for(const QpConfig& c, int64_t ms) {
+  uint8_t e = 0;
+  for (; e < 20; ++e) {
+    const int64_t tries = c.retry_linear + 1 + ((int64_t{2} << e) - 2);
+    if (c.ack_timeout().ns / 1000 * tries / 1000 >= ms) break;
+  }
+  return e;
+}
+
+QpConfig link_qp_config(uint32_t slots, uint32_t mtu_bytes, int peer_timeout_ms) {
   QpConfig c;
   c.set_mtu(mtu_bytes);
+  // A peer whose datapath acknowledges nothing for FI_MRC_PEER_TIMEOUT_MS is gone. QpConfig's own
+  // budget (about 1.1 s) ends links to ranks that a loaded host merely left unscheduled that long,
+  // and their sends fail with FI_EIO (MPI jobs abort on it).
+  c.retry_exp = retry_exp_for(c, peer_timeout_ms);
   c.max_recv_wr = slots + 16 + kMaxRendezvous;  // data or credits, and CTSs
   c.max_send_wr = slots + 16 + kMaxRendezvous;
   c.max_wimm = static_cast<uint16_t>(slots + 16);
@@ -75,8 +91,9 @@ Result<Qp*, Error> new_qp(Domain& d, uint32_t slots, Registered& region, size_t 
   if (!mr.ok()) return Err{mr.error()};
   region.mr = mr.value();
   region.context = d.context.get();
-  return d.context->create_qp(d.pd, d.cq, d.cq,
-                              link_qp_config(slots, static_cast<uint32_t>(d.config.mtu_bytes)));
+  return d.context->create_qp(
+      d.pd, d.cq, d.cq,
+      link_qp_config(slots, static_cast<uint32_t>(d.config.mtu_bytes), d.config.peer_timeout_ms));
 }
 
 // Connects `qp` to the peer's and posts the receives its immediates consume (one per slot,

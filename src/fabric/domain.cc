@@ -66,6 +66,7 @@ std::optional<std::string> check(const Settings& s) {
       s.slot_bytes > static_cast<int>(kMaxSlotBytes))
     return "FI_MRC_SLOT_BYTES must be 1024..1048576";
   if (s.connect_timeout_ms < 1) return "FI_MRC_CONNECT_TIMEOUT_MS must be positive";
+  if (s.peer_timeout_ms < 1) return "FI_MRC_PEER_TIMEOUT_MS must be positive";
   if (s.mtu_bytes != 0 && (s.mtu_bytes < 256 || s.mtu_bytes > 9000))
     return "FI_MRC_MTU must be 256..9000 (or unset: from the planes' interfaces)";
   return std::nullopt;

@@ -377,6 +377,9 @@ void define_settings() {
                   "Unexpected-message store per endpoint (default: 268435456)");
   fi_param_define(&provider, "connect_timeout_ms", FI_PARAM_INT,
                   "Link set-up timeout (default: 10000)");
+  fi_param_define(&provider, "peer_timeout_ms", FI_PARAM_INT,
+                  "How long a peer may acknowledge nothing sent to it before its link fails "
+                  "(default: 8000)");
   fi_param_define(&provider, "stats", FI_PARAM_BOOL,
                   "Print each link's counters on stderr when its endpoint closes (default: no)");
 }
@@ -397,6 +400,7 @@ Settings settings() {
   fi_param_get_size_t(&provider, "unexpected_bytes", &s.unexpected_bytes);
   fi_param_get_size_t(&provider, "rndv_bytes", &s.rendezvous_bytes);
   fi_param_get_int(&provider, "connect_timeout_ms", &s.connect_timeout_ms);
+  fi_param_get_int(&provider, "peer_timeout_ms", &s.peer_timeout_ms);
   fi_param_get_bool(&provider, "stats", &s.stats);
   return s;
 }

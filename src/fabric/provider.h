@@ -60,6 +60,9 @@ struct Settings {
   size_t rendezvous_bytes = 65536;       // messages this large or larger go by rendezvous (0: none)
   size_t unexpected_bytes = 256u << 20;  // per endpoint
   int connect_timeout_ms = 10000;
+  // How long a peer may acknowledge nothing sent to it before its link fails: the retry budget of
+  // the links' queue pairs (a process a loaded host leaves unscheduled for seconds is not gone).
+  int peer_timeout_ms = 8000;
   int stats = 0;  // print each link's counters when its endpoint closes
 };
 Settings settings();

@@ -12,6 +12,9 @@
  *   badflags   an unknown flag on an operation: -FI_EBADFLAGS; a bad address: error
  *   inject msg fi_tsendmsg/fi_sendmsg with FI_INJECT still complete
  *   vanish     a peer process that exits: the next send completes in error within seconds
+ *   stall      a peer process stopped for 3 s (SIGSTOP) while a message to it is under way, as a
+ *              process starved on a loaded host may be: the message arrives and its send
+ *              completes without error once the peer runs again (FI_MRC_PEER_TIMEOUT_MS)
  *   mtu        a link between different FI_MRC_MTU is refused, naming it
  *   late av    a message from a sender not yet in the AV, then a receive directed at it
  *   av dup     a name inserted again keeps its fi_addr (receives directed at it match); removes
@@ -639,6 +642,60 @@ static void check_vanish(struct node* n) {
   printf("vanish: ok (error %d, %s, after %ld s)\n", -r, fi_strerror(-r), (long)(time(NULL) - start));
 }
 
+/* A peer that stops answering for a while without being gone: a send under way to it while it is
+ * stopped must neither fail then nor after, and arrives once the peer runs again. */
+static void check_stall(struct node* n) {
+  int names[2];
+  CHECK(pipe(names) == 0, "pipe");
+  const pid_t child = fork();
+  if (child == 0) {
+    struct node c;
+    open_node(&c);
+    int v[2] = {0, 0};
+    struct fi_cq_tagged_entry e;
+    CHECK(fi_trecv(c.ep, &v[0], sizeof v[0], NULL, FI_ADDR_UNSPEC, 1, 0, NULL) == 0,
+          "child: trecv");
+    CHECK(fi_trecv(c.ep, &v[1], sizeof v[1], NULL, FI_ADDR_UNSPEC, 2, 0, NULL) == 0,
+          "child: trecv");
+    CHECK(write(names[1], c.name, 32) == 32, "child: write name");
+    for (int i = 0; i < 2; ++i) CHECK(wait_one(&c, &e, 60) == 0, "child: message %d", i + 1);
+    CHECK(v[0] == 1 && v[1] == 2, "child: received %d and %d, not 1 and 2", v[0], v[1]);
+    close_node(&c);
+    _exit(0);
+  }
+  char name[32];
+  CHECK(read(names[0], name, 32) == 32, "read child's name");
+  const fi_addr_t peer = insert(n, name);
+  int one = 1, two = 2;
+  struct fi_cq_tagged_entry e;
+  CHECK(fi_tsend(n->ep, &one, sizeof one, NULL, peer, 1, &one) == 0, "send to child");
+  CHECK(wait_one(n, &e, 30) == 0, "the first send completes (the link is up)");
+  CHECK(kill(child, SIGSTOP) == 0, "stop the child");
+  CHECK(fi_tsend(n->ep, &two, sizeof two, NULL, peer, 2, &two) == 0, "send to the stopped child");
+  /* While the peer is stopped its datapath acknowledges nothing: the send must not fail. */
+  int done = 0;
+  for (const time_t end = time(NULL) + 3; time(NULL) < end;) {
+    const ssize_t r = fi_cq_read(n->cq, &e, 1);
+    if (r == -FI_EAVAIL) {
+      struct fi_cq_err_entry err = {0};
+      CHECK(fi_cq_readerr(n->cq, &err, 0) == 1, "readerr");
+      CHECK(0, "a send to a peer stopped for under 3 s failed: %s",
+            fi_cq_strerror(n->cq, err.prov_errno, err.err_data, NULL, 0));
+    }
+    CHECK(r == 1 || r == -FI_EAGAIN, "fi_cq_read: %zd", r);
+    done += r == 1;
+    usleep(1000);
+  }
+  CHECK(kill(child, SIGCONT) == 0, "let the child go on");
+  if (!done)
+    CHECK(wait_one(n, &e, 60) == 0, "the send to the stopped child completes once it runs");
+  CHECK(e.op_context == &two, "the second send's completion");
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child received both messages");
+  printf("stall: ok\n");
+}
+
 /* Processes that exit with their domain, endpoint and links open, while messages are under way:
  * libfabric unloads the provider at exit (fi_fini), so the provider must have stopped its threads
  * by then; each process must exit cleanly, never by a signal. Ten of them, since a thread that
@@ -748,6 +805,7 @@ int main(int argc, char** argv) {
   check_node_service();
   check_mtu_mismatch();
   check_vanish(&n);
+  check_stall(&n);
   check_sender_dies(&n);
   check_rma();
   check_read();
