@@ -115,6 +115,11 @@ class Cq {
   void set_notify(bool on);
   // Blocks until at least one completion is waiting or `timeout_ms` passes; returns poll().
   size_t wait(std::span<Completion> out, int timeout_ms);
+  // Moves completions already waiting, as poll() does, but never runs the datapath: for a thread
+  // woken by event_fd() while another thread drives progress. (With caller progress, poll() runs
+  // a round and so makes the progress threads stand by for a while: a thread that only answers
+  // the descriptor would leave nobody to write it.)
+  size_t take(std::span<Completion> out);
 
  private:
   friend class Context;
@@ -173,6 +178,10 @@ class Context {
   // to another queue pair), and packets for it are dropped as for an unknown one. `qp` is invalid
   // afterwards; one this context did not create is refused.
   Result<Ok, Error> destroy_qp(Qp* qp);
+  // With caller-driven progress: the caller stops driving the datapath (it is about to block
+  // somewhere other than Cq::wait, e.g. on event_fd() or a condition of its own), so the progress
+  // threads take it over now rather than a couple of milliseconds after its last poll.
+  void hand_back_progress();
   // Takes a local plane down or up (as if its link failed), e.g. for demos and tests.
   void set_plane_up(int plane, bool up);
   const UdpPlaneStats plane_stats(int plane) const;

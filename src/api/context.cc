@@ -179,6 +179,11 @@ void Context::State::signal_cqs(uint32_t shard, std::span<const uint32_t> tags) 
   }
 }
 
+void Context::hand_back_progress() {
+  if (!state_->options.caller_progress) return;
+  for (uint32_t s = 0; s < state_->devices->size(); ++s) state_->devices->shard(s).hand_back();
+}
+
 uint16_t Context::metrics_port() const {
   return state_->devices->metrics_port();
 }
@@ -317,6 +322,11 @@ void Cq::set_notify(bool on) {
 size_t Cq::poll(std::span<Completion> out) {
   State& st = *state_;
   if (st.context->options.caller_progress) st.context->devices->shard(0).progress(Duration{0});
+  return take(out);
+}
+
+size_t Cq::take(std::span<Completion> out) {
+  State& st = *state_;
   const uint32_t shards = static_cast<uint32_t>(st.queues.size());
   const uint32_t first = shards == 1 ? 0 : st.next_shard.fetch_add(1, std::memory_order_relaxed);
   size_t n = 0;

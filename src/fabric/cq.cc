@@ -44,9 +44,9 @@ void store(fi_cq_format f, const fi_cq_tagged_entry& e, uint8_t* out) {
   std::memcpy(out, &e, entry_bytes(f));
 }
 
-ssize_t read_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src) {
+ssize_t read_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src, bool drive = true) {
   Cq* cq = reinterpret_cast<Cq*>(fid);
-  try_progress(cq->domain);
+  if (drive) try_progress(cq->domain);
   std::lock_guard lock(cq->lock);
   if (!cq->errors.empty()) return -FI_EAVAIL;
   if (cq->entries.empty()) {
@@ -118,15 +118,18 @@ ssize_t sread_from(fid_cq* fid, void* buf, size_t count, fi_addr_t* src, const v
                    int timeout_ms) {
   Cq* cq = reinterpret_cast<Cq*>(fid);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    const ssize_t n = read_from(fid, buf, count, src);
+  // The first read runs progress; the waits after it leave the datapath to the threads that
+  // answer the descriptors (Domain::before_blocking), re-reading each millisecond.
+  for (bool first = true;; first = false) {
+    const ssize_t n = read_from(fid, buf, count, src, first);
     if (n != -FI_EAGAIN) return n;
+    if (first && cq->domain != nullptr) cq->domain->before_blocking();
     std::unique_lock lock(cq->lock);
     if (cq->signaled) {
       cq->signaled = false;
       return -FI_EAGAIN;
     }
-    // Short waits: progress runs on the progress thread, and on ours between waits.
+    // Short waits (fi_cq_signal and the deadline are checked between them).
     const auto step = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
     if (timeout_ms >= 0 && std::chrono::steady_clock::now() >= deadline) return -FI_EAGAIN;
     cq->changed.wait_until(lock, timeout_ms >= 0 ? std::min(step, deadline) : step);
@@ -221,8 +224,14 @@ int open_cq(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
 
 namespace {
 
+// A counter has no wait object the application could sleep on but fi_cntr_wait, so its reads
+// are polls: they run progress and tell the progress thread to stand by, as CQ reads do.
 uint64_t cntr_read(fid_cntr* f) {
   Cntr* c = reinterpret_cast<Cntr*>(f);
+  if (c->domain != nullptr) {
+    c->domain->polled_ns.store(now_ns(), std::memory_order_relaxed);
+    try_progress(c->domain);
+  }
   std::lock_guard lock(c->lock);
   return c->value;
 }
@@ -249,6 +258,7 @@ int cntr_seterr(fid_cntr* f, uint64_t v) {
 }
 int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout_ms) {
   Cntr* c = reinterpret_cast<Cntr*>(f);
+  if (c->domain != nullptr) c->domain->before_blocking();
   std::unique_lock lock(c->lock);
   const uint64_t errors = c->errors;
   const auto done = [&] { return c->value >= threshold || c->errors != errors; };
@@ -282,10 +292,11 @@ void Cntr::set(uint64_t n, bool error) {
   changed.notify_all();
 }
 
-int open_cntr(fid_domain*, fi_cntr_attr* attr, fid_cntr** out, void* context) {
+int open_cntr(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context) {
   if (attr != nullptr && (attr->events != FI_CNTR_EVENTS_COMP || attr->wait_obj == FI_WAIT_SET))
     return -FI_ENOSYS;
   auto* c = new Cntr();
+  c->domain = reinterpret_cast<Domain*>(domain);
   init_fid(c->fid, FI_CLASS_CNTR, context, &cntr_fi_ops, &cntr_ops);
   *out = &c->fid;
   return 0;

@@ -131,7 +131,7 @@ void progress_loop(Domain* d) {
           break;
       }
     }
-    if (!app_polls) d->progress();
+    if (!app_polls) d->progress(false);
     check_timeouts(*d);
   }
 }
@@ -225,10 +225,17 @@ OpenDomains& open_domains() {
 
 // Stops and joins the domain's threads: its progress thread, then (once the closed endpoints
 // its last events might name are gone) the context's device threads, destroying the context.
-// Idempotent.
+// Idempotent. Called on the progress thread itself (a process whose exit handlers run there,
+// as a signal handler calling exit() may), the thread cannot be joined: it is left to end with
+// the process, and so is the context whose threads it may still drive.
 void stop_threads(Domain& d) {
   d.stopping = true;
   d.wake();
+  if (d.progress_thread.joinable() && d.progress_thread.get_id() == std::this_thread::get_id()) {
+    d.progress_thread.detach();
+    (void)d.context.release();
+    return;
+  }
   if (d.progress_thread.joinable()) d.progress_thread.join();
   d.graveyard.clear();
   d.context.reset();
@@ -356,10 +363,15 @@ void stop_all_domains() {
   for (Domain* d : open) stop_threads(*d);
 }
 
-void Domain::progress() {
+void Domain::before_blocking() {
+  if (polled_ns.exchange(0, std::memory_order_relaxed) != 0) wake();  // (to watch the CQ again)
+  context->hand_back_progress();
+}
+
+void Domain::progress(bool drive) {
   Completion batch[64];
   for (;;) {
-    const size_t n = cq->poll(batch);
+    const size_t n = drive ? cq->poll(batch) : cq->take(batch);
     for (size_t i = 0; i < n; ++i) {
       const Completion& c = batch[i];
       if (auto tx = tx_by_qpn.find(c.qpn.value); tx != tx_by_qpn.end())

@@ -265,6 +265,8 @@ int fabric_close(fid* f) {
   return 0;
 }
 
+// Success means the application sleeps on the CQs' descriptors next: their domains' datapath
+// goes back to the threads that write them (Domain::before_blocking).
 int fabric_trywait(fid_fabric*, fid** fids, int count) {
   for (int i = 0; i < count; ++i) {
     if (fids[i]->fclass != FI_CLASS_CQ) continue;
@@ -272,6 +274,9 @@ int fabric_trywait(fid_fabric*, fid** fids, int count) {
     std::lock_guard lock(cq->lock);
     if (!cq->entries.empty() || !cq->errors.empty()) return -FI_EAGAIN;
   }
+  for (int i = 0; i < count; ++i)
+    if (fids[i]->fclass == FI_CLASS_CQ && reinterpret_cast<Cq*>(fids[i])->domain != nullptr)
+      reinterpret_cast<Cq*>(fids[i])->domain->before_blocking();
   return 0;
 }
 

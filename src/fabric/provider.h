@@ -135,6 +135,7 @@ struct Cq {
 
 struct Cntr {
   fid_cntr fid{};
+  Domain* domain = nullptr;  // whose progress its reads run
   std::mutex lock;
   std::condition_variable changed;
   uint64_t value = 0;
@@ -195,7 +196,14 @@ struct Domain {
   // it neither takes the lock for rounds nor has the context's CQ signal it (see progress_loop).
   std::atomic<int64_t> polled_ns{0};
   std::thread progress_thread;
-  void progress();                  // REQUIRES: lock. Takes the mrc CQ's completions.
+  // REQUIRES: lock. Takes the mrc CQ's completions, running the datapath first if `drive` (an
+  // application's read: with the context's caller progress its threads then stand by a while);
+  // the progress thread, woken by the CQ's descriptor, takes what is there and drives nothing.
+  void progress(bool drive = true);
+  // An application thread about to block (fi_cntr_wait, fi_cq_sread): what its reads took over
+  // goes back, the CQ's descriptor to the progress thread and the datapath to the context's
+  // threads, so the completion it waits for is not left until their hand-off times out.
+  void before_blocking();
   std::vector<RxLink*> arrivals;    // links with slots arrived in this round of progress()
   int64_t timeouts_checked_ms = 0;  // check_timeouts' last look
   std::vector<RxLink*> owing;       // links whose credits found their queue pair's send queue full

@@ -47,7 +47,12 @@ Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
 Device::~Device() {
   stopping_.store(true);
   host_->wake();
-  if (thread_.joinable()) thread_.join();
+  // Destroyed on its own thread (exit handlers run where a signal landed): that thread cannot be
+  // joined, and ends with the process.
+  if (thread_.joinable() && thread_.get_id() == std::this_thread::get_id())
+    thread_.detach();
+  else if (thread_.joinable())
+    thread_.join();
 }
 
 void Device::configure(QpConfig& c, SecureMode secure) const {
@@ -176,11 +181,19 @@ void Device::start_thread() {
 void Device::loop() {
   while (!stopping_.load(std::memory_order_relaxed)) {
     if (caller_driving()) {
-      std::this_thread::sleep_for(std::chrono::nanoseconds(kCallerHandoff.ns / 2));
+      std::unique_lock standby(standby_lock_);
+      standby_.wait_for(standby, std::chrono::nanoseconds(kCallerHandoff.ns / 2),
+                        [this] { return !caller_driving(); });
       continue;
     }
     if (!step(Duration::from_ms(10))) return;
   }
+}
+
+void Device::hand_back() {
+  if (caller_round_ns_.exchange(INT64_MIN / 2, std::memory_order_relaxed) == INT64_MIN / 2) return;
+  std::lock_guard standby(standby_lock_);  // (a thread between its check and its wait hears it)
+  standby_.notify_one();
 }
 
 bool Device::caller_driving() const {

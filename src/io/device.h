@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -141,6 +142,10 @@ class Device final : private CompletionNotifier {
   // progress thread and that thread's lock (BENCHMARKS.md, "All-reduce").
   void progress(Duration max_wait);
   static constexpr Duration kCallerHandoff = Duration::from_ms(2);
+  // The caller stops driving (it is about to block elsewhere, on something the datapath must
+  // bring): a standing-by thread takes over now instead of kCallerHandoff after the last
+  // progress() call.
+  void hand_back();
   // One round of progress beside the thread, which keeps running: for a caller that polls and
   // then waits elsewhere (perftest's ib_write_lat spins on memory between polls, where a
   // standing-by thread would leave the peer's WRITE unplaced for kCallerHandoff).
@@ -176,6 +181,8 @@ class Device final : private CompletionNotifier {
   std::thread thread_;
   std::atomic<bool> stopping_{false};  // read by a thread standing by without the lock
   std::atomic<int64_t> caller_round_ns_{INT64_MIN / 2};  // the host clock at the last progress()
+  std::mutex standby_lock_;  // a standing-by thread waits on standby_ until hand_back()
+  std::condition_variable standby_;
   // Threads between a round that found nothing to do (counted holding the lock) and the end of
   // the sleep after it.
   std::atomic<uint32_t> sleepers_{0};

@@ -32,6 +32,7 @@
  *              message) at aligned offsets of one buffer, released when under the minimum
  *   exit open  processes that exit with their domain open (libfabric unloads the provider) exit
  *              cleanly
+ *   exit thread a process whose exit() runs on a provider thread (a signal handler) exits cleanly
  * `fi_checks badplanes` expects fi_domain to fail (a bad FI_MRC_* setting in the environment). */
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -43,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -722,6 +724,37 @@ static void check_exit_open(void) {
   printf("exit open: ok\n");
 }
 
+static void exit_now(int sig) {
+  (void)sig;
+  exit(0);
+}
+
+/* A process whose exit runs on one of the provider's threads (a signal handler that calls exit(),
+ * the signal taken by whichever thread does not block it, as fabtests under `timeout` are ended):
+ * the provider's cleanup, run by that thread, must not join it, and the process exits cleanly. */
+static void check_exit_on_thread(void) {
+  for (int round = 0; round < 5; ++round) {
+    const pid_t child = fork();
+    if (child == 0) {
+      signal(SIGTERM, exit_now);
+      struct node c;
+      open_node(&c);
+      sigset_t term;
+      sigemptyset(&term);
+      sigaddset(&term, SIGTERM);
+      CHECK(pthread_sigmask(SIG_BLOCK, &term, NULL) == 0, "child: block SIGTERM");
+      kill(getpid(), SIGTERM); /* taken by a provider thread, which started unblocked */
+      sleep(20);
+      _exit(3);
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child, "waitpid");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a process that exits on a provider thread (round %d): %s %d",
+          round, WIFSIGNALED(status) ? "signal" : "exit status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  }
+  printf("exit on thread: ok\n");
+}
+
 /* A sender that dies in the middle of a rendezvous message: the receive that took it completes
  * in error within seconds, naming the sender. */
 static void check_sender_dies(struct node* n) {
@@ -797,6 +830,7 @@ int main(int argc, char** argv) {
   }
   check_hints();
   check_exit_open();
+  check_exit_on_thread();
   struct node n;
   open_node(&n);
   check_messages(&n);
