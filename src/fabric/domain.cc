@@ -225,14 +225,17 @@ OpenDomains& open_domains() {
 
 // Stops and joins the domain's threads: its progress thread, then (once the closed endpoints
 // its last events might name are gone) the context's device threads, destroying the context.
-// Idempotent. Called on the progress thread itself (a process whose exit handlers run there,
-// as a signal handler calling exit() may), the thread cannot be joined: it is left to end with
-// the process, and so is the context whose threads it may still drive.
+// Idempotent. Called on the domain's progress thread or a device thread (a process whose exit
+// handlers run there, as a signal handler calling exit() may), the threads are left to end with
+// the process, and so is the context: this thread cannot join itself, and may hold the lock the
+// others wait for.
 void stop_threads(Domain& d) {
   d.stopping = true;
   d.wake();
-  if (d.progress_thread.joinable() && d.progress_thread.get_id() == std::this_thread::get_id()) {
-    d.progress_thread.detach();
+  const bool ours = d.progress_thread.joinable() &&
+                    d.progress_thread.get_id() == std::this_thread::get_id();
+  if (ours || io::Device::on_progress_thread()) {
+    if (d.progress_thread.joinable()) d.progress_thread.detach();
     (void)d.context.release();
     return;
   }

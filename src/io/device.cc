@@ -174,8 +174,19 @@ void Device::post_done() {
   if (std::min(host_->wake_at(), keys_.next_deadline()) < sleeping_until_) host_->wake();
 }
 
+namespace {
+thread_local bool device_thread = false;
+}  // namespace
+
 void Device::start_thread() {
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    device_thread = true;
+    loop();
+  });
+}
+
+bool Device::on_progress_thread() {
+  return device_thread;
 }
 
 void Device::loop() {

@@ -134,6 +134,9 @@ class Device final : private CompletionNotifier {
 
   // Runs progress on a thread of its own until the device is destroyed.
   void start_thread();
+  // Whether the calling thread is some device's progress thread (for exit paths, which must not
+  // join the thread they run on, nor wait for a lock it may hold).
+  static bool on_progress_thread();
   // One round of progress, sleeping up to `max_wait` if there was nothing to do: without a
   // thread, the owner's way of running the datapath. With one, a caller that waits anyway may
   // run the datapath itself (caller-driven progress): the thread then stands by, and takes over

@@ -743,6 +743,7 @@ static void check_exit_on_thread(void) {
       sigemptyset(&term);
       sigaddset(&term, SIGTERM);
       CHECK(pthread_sigmask(SIG_BLOCK, &term, NULL) == 0, "child: block SIGTERM");
+      usleep(100000); /* (the threads idle, as in a test ended by `timeout`) */
       kill(getpid(), SIGTERM); /* taken by a provider thread, which started unblocked */
       sleep(20);
       _exit(3);
