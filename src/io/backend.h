@@ -125,6 +125,9 @@ class PlaneLink {
                                            std::span<const uint8_t> datagram) = 0;
 
   virtual std::span<const RxDatagram> receive() = 0;
+  // Whether the last receive() emptied the link (it had fewer datagrams than one call takes):
+  // the host then need not read it again in the very next round (udp_host.h, emptied_mask_).
+  virtual bool emptied() const { return false; }
 };
 
 using PlaneLinks = std::vector<std::unique_ptr<PlaneLink>>;
@@ -199,6 +202,7 @@ class LinkDecorator : public PlaneLink {
     return inner_->as_sent(source_port, to, datagram);
   }
   std::span<const RxDatagram> receive() override { return inner_->receive(); }
+  bool emptied() const override { return inner_->emptied(); }
 
  protected:
   PlaneLink& inner() { return *inner_; }

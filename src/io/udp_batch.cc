@@ -137,6 +137,7 @@ std::span<const RxDatagram> RxBatch::receive(int fd) {
   }
   ++calls_;
   const int n = recvmmsg(fd, messages_.data(), kRxMessages, MSG_DONTWAIT, nullptr);
+  emptied_ = n < kRxMessages;
   for (int i = 0; i < n; ++i) {
     msghdr& h = messages_[i].msg_hdr;
     uint8_t tos = 0;

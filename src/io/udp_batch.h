@@ -83,6 +83,8 @@ class RxBatch {
   // spans stay valid until the next call.
   std::span<const RxDatagram> receive(int fd);
   uint64_t calls() const { return calls_; }
+  // Whether the last receive() took fewer buffers than it offered: the socket was empty then.
+  bool emptied() const { return emptied_; }
 
  private:
   std::vector<uint8_t> buffers_;
@@ -92,6 +94,7 @@ class RxBatch {
   std::array<sockaddr_in6, kRxMessages> from_{};  // either family fits
   alignas(cmsghdr) std::array<std::array<char, 128>, kRxMessages> control_{};
   uint64_t calls_ = 0;
+  bool emptied_ = false;
 };
 
 }  // namespace mrc::io

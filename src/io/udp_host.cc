@@ -334,11 +334,13 @@ Instant UdpHost::now() const {
 // window cut for each). A link that gives no arrival times (xdp) keeps each plane's order.
 bool UdpHost::receive(Instant now, uint32_t ready) {
   arrivals_.clear();
+  emptied_mask_ = 0;
   int planes_with_data = 0;
   for (int p = 0; p < planes(); ++p) {
     Plane& plane = planes_[p];
     if ((ready & (1u << p)) == 0 && !plane.link->read_every_round()) continue;  // no data said
     const auto datagrams = plane.link->receive();
+    if (plane.link->emptied()) emptied_mask_ |= 1u << p;
     if (datagrams.empty()) continue;
     ++plane.stats.receive_calls;
     ++planes_with_data;
@@ -632,12 +634,14 @@ void UdpHost::note_ready(const epoll_event* events, int n) {
   ready_known_.store(true, std::memory_order_release);
 }
 
-// Every plane, unless the last sleep said which have data (see ready_mask_).
+// The planes the last sleep said have data (see ready_mask_); with no sleep since the last
+// round (a busy thread, a caller polling), every plane but those that round left empty
+// (emptied_mask_).
 uint32_t UdpHost::take_ready_mask() {
   if (ready_known_.exchange(false, std::memory_order_acquire))
     return ready_mask_.exchange(0, std::memory_order_relaxed);
   ready_mask_.store(0, std::memory_order_relaxed);
-  return ~kLinkBit;
+  return ~kLinkBit & ~emptied_mask_;
 }
 
 void UdpHost::wake() {

@@ -255,6 +255,11 @@ class UdpHost {
   static constexpr uint32_t kLinkBit = 1u << 31;
   std::atomic<uint32_t> ready_mask_{0};
   std::atomic<bool> ready_known_{false};
+  // The planes the last round read and left empty: with no sleep since, the next round skips
+  // them (a datagram that came meanwhile waits one round: the round after reads every plane,
+  // and a sleep's epoll reports it). On a latency-bound exchange the round after a receive is
+  // the one that sends the answer, and its read would find nothing.
+  uint32_t emptied_mask_ = 0;
   uint32_t take_ready_mask();
   void note_ready(const epoll_event* events, int n);
   Instant last_busy_{INT64_MIN / 2};

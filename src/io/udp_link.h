@@ -58,6 +58,7 @@ class UdpLink final : public TransmitLink {
   }
 
   std::span<const RxDatagram> receive() override { return rx_.receive(rx_fd_); }
+  bool emptied() const override { return rx_.emptied(); }
 
  private:
   // The socket bound to `source_port`: an EV's, else the MRC port's receive socket.
