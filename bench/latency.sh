@@ -140,8 +140,14 @@ planes() {  # SIDE COUNT
 next_port() { PORT=$((PORT + 1)); }
 PORT=$((20000 + RANDOM % 5000))
 wait_server() { sleep "${1:-0.4}"; }
-# Ends a server that outlived its client (a failed run), so the next one finds its ports free.
-reap() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+# Ends a server that outlived its client (a failed run; sockperf's servers always do), so the
+# next one finds its ports free and no idle server shares the cores with later runs. $1 is the
+# subshell of a backgrounded in_ns: its child (timeout, which passes SIGTERM on) goes first.
+reap() {
+  pkill -TERM -P "$1" 2>/dev/null || true
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
 
 run_mrc() {  # PLANES SIZE OUT
   next_port
