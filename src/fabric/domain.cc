@@ -232,8 +232,8 @@ OpenDomains& open_domains() {
 void stop_threads(Domain& d) {
   d.stopping = true;
   d.wake();
-  const bool ours = d.progress_thread.joinable() &&
-                    d.progress_thread.get_id() == std::this_thread::get_id();
+  const bool ours =
+      d.progress_thread.joinable() && d.progress_thread.get_id() == std::this_thread::get_id();
   if (ours || io::Device::on_progress_thread()) {
     if (d.progress_thread.joinable()) d.progress_thread.detach();
     (void)d.context.release();
