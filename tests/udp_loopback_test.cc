@@ -459,8 +459,8 @@ TEST(UdpLoopback, DatagramsOfAllPlanesAreHandledInTheirOrderOfArrival) {
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
-// Rounds with no sleep between them skip the planes a round found empty (UdpHost::kEmptyTrust):
-// a datagram that comes to such a plane meanwhile is still read, by the rounds alone.
+// A round with no sleep since the last skips the planes that round found empty: a datagram that
+// comes to such a plane meanwhile is still read, by the rounds alone.
 TEST(UdpLoopback, ADatagramToAPlaneFoundEmptyIsStillRead) {
   const UdpHostConfig c = host_config(0, 32, Impairment{});
   auto host = UdpHost::open(c);

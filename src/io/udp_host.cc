@@ -334,15 +334,13 @@ Instant UdpHost::now() const {
 // window cut for each). A link that gives no arrival times (xdp) keeps each plane's order.
 bool UdpHost::receive(Instant now, uint32_t ready) {
   arrivals_.clear();
+  emptied_mask_ = 0;
   int planes_with_data = 0;
   for (int p = 0; p < planes(); ++p) {
     Plane& plane = planes_[p];
     if ((ready & (1u << p)) == 0 && !plane.link->read_every_round()) continue;  // no data said
     const auto datagrams = plane.link->receive();
-    if (plane.link->emptied())
-      empty_mask_ |= 1u << p;
-    else
-      empty_mask_ &= ~(1u << p);
+    if (plane.link->emptied()) emptied_mask_ |= 1u << p;
     if (datagrams.empty()) continue;
     ++plane.stats.receive_calls;
     ++planes_with_data;
@@ -636,22 +634,14 @@ void UdpHost::note_ready(const epoll_event* events, int n) {
   ready_known_.store(true, std::memory_order_release);
 }
 
-// The planes the last sleep said have data (see ready_mask_), the others then known empty; with
-// no sleep since the last round (a busy thread, a caller polling), every plane not known empty,
-// and every plane once that knowledge is older than kEmptyTrust.
-uint32_t UdpHost::take_ready_mask(Instant now) {
-  const uint32_t all_planes = (1u << planes()) - 1;
-  if (ready_known_.exchange(false, std::memory_order_acquire)) {
-    const uint32_t ready = ready_mask_.exchange(0, std::memory_order_relaxed);
-    empty_mask_ = all_planes & ~ready;
-    empty_since_ = now;
-    return ready;
-  }
+// The planes the last sleep said have data (see ready_mask_); with no sleep since the last
+// round (a busy thread, a caller polling), every plane but those that round left empty
+// (emptied_mask_).
+uint32_t UdpHost::take_ready_mask() {
+  if (ready_known_.exchange(false, std::memory_order_acquire))
+    return ready_mask_.exchange(0, std::memory_order_relaxed);
   ready_mask_.store(0, std::memory_order_relaxed);
-  if (now < empty_since_ + kEmptyTrust) return all_planes & ~empty_mask_;
-  empty_mask_ = 0;  // (the full read below sets it again)
-  empty_since_ = now;
-  return all_planes;
+  return ~kLinkBit & ~emptied_mask_;
 }
 
 void UdpHost::wake() {
@@ -673,7 +663,7 @@ bool UdpHost::run_once() {
   Instant now = start;
   apply_schedule(now);
   apply_flaps(now);
-  const uint32_t ready = take_ready_mask(now);
+  const uint32_t ready = take_ready_mask();
   check_links(now, (ready & kLinkBit) != 0);
   bool busy = false;
   busy |= receive(now, ready);

@@ -255,16 +255,12 @@ class UdpHost {
   static constexpr uint32_t kLinkBit = 1u << 31;
   std::atomic<uint32_t> ready_mask_{0};
   std::atomic<bool> ready_known_{false};
-  // The planes known to be empty: those a sleep's epoll did not report, and those a read left
-  // empty. Rounds with no sleep since skip them, for at most kEmptyTrust after the last sleep or
-  // full read (empty_since_); a datagram that comes meanwhile waits that long at most, or less:
-  // the next sleep's epoll reports it at once. On a latency-bound exchange the rounds after a
-  // receive (the one that sends the answer, the one before the sleep) then read nothing, over
-  // any number of planes, instead of one empty socket per plane each.
-  static constexpr Duration kEmptyTrust = Duration::from_us(20);
-  uint32_t empty_mask_ = 0;
-  Instant empty_since_{INT64_MIN / 2};
-  uint32_t take_ready_mask(Instant now);
+  // The planes the last round read and left empty: with no sleep since, the next round skips
+  // them (a datagram that came meanwhile waits one round: the round after reads every plane,
+  // and a sleep's epoll reports it). On a latency-bound exchange the round after a receive is
+  // the one that sends the answer, and its read would find nothing.
+  uint32_t emptied_mask_ = 0;
+  uint32_t take_ready_mask();
   void note_ready(const epoll_event* events, int n);
   Instant last_busy_{INT64_MIN / 2};
   // How busy the thread is: the time its rounds with work took in the current 1 ms window, and
