@@ -300,11 +300,17 @@ void on_tx_completion(TxLink& link, const Completion& c) {
   pump(link);
 }
 
+// What the link had begun and can no longer finish fails with the reason (abandon): a receive
+// its message was landing in, a rendezvous message answered, the unexpected store's part of its
+// message. The sender learns of it through its own queue pair, which the dropped link's stops
+// answering.
 void drop_link(RxLink& link, const std::string& why) {
   if (link.broken) return;
   link.broken = true;
   ++link.ep->domain->links_dropped;
-  warn("the link from " + to_string(link.peer) + " is dropped: " + why);
+  const std::string what = "the link from " + to_string(link.peer) + " is dropped: " + why;
+  warn(what);
+  abandon(link, what);
 }
 
 void on_rx_completion(RxLink& link, const Completion& c) {

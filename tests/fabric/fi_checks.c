@@ -24,6 +24,8 @@
  *              node that does not resolve: -FI_ENODATA; an answer given back as hints is
  *              taken; an endpoint opens again at the address of one just closed
  *   dies       a sender killed in the middle of a rendezvous message: the receive fails
+ *   silent     a sender stopped (SIGSTOP) in the middle of a rendezvous message: the link from it
+ *              is dropped after FI_MRC_PEER_TIMEOUT_MS and the receive fails
  *   refused    a send to an endpoint that is gone: an error completion
  *   rma        fi_write, fi_writedata (CQ data at the target after the bytes), a bad key
  *   read       fi_read into one buffer and into two, of nothing; a key the target did not open to
@@ -799,6 +801,56 @@ static void check_sender_dies(struct node* n) {
   free(buf);
 }
 
+/* A sender that stops answering (SIGSTOP, its connection left open) after announcing a
+ * rendezvous message: the receiver's answer goes unacknowledged, its link from the sender is
+ * dropped after FI_MRC_PEER_TIMEOUT_MS, and the receive that took the message fails, naming the
+ * sender, instead of waiting for a FIN that cannot come. */
+static void check_silent_sender(void) {
+  struct node a;
+  setenv("FI_MRC_PEER_TIMEOUT_MS", "500", 1);
+  open_node(&a);
+  unsetenv("FI_MRC_PEER_TIMEOUT_MS");
+  int names[2];
+  CHECK(pipe(names) == 0, "pipe");
+  enum { kBig = 1 << 20 };
+  const pid_t child = fork();
+  if (child == 0) {
+    struct node c;
+    open_node(&c);
+    char name[32];
+    CHECK(read(names[0], name, 32) == 32, "child: read name");
+    const fi_addr_t to = insert(&c, name);
+    char* big = calloc(kBig, 1);
+    CHECK(fi_tsend(c.ep, big, kBig, NULL, to, 79, NULL) == 0, "child: tsend");
+    for (;;) {
+      struct fi_cq_tagged_entry e;
+      (void)fi_cq_read(c.cq, &e, 1); /* progress, until stopped and killed */
+      usleep(100);
+    }
+  }
+  CHECK(write(names[1], a.name, 32) == 32, "write name");
+  char* buf = malloc(kBig);
+  struct fi_context ctx;
+  struct iovec iov = {buf, kBig};
+  struct fi_msg_tagged m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .tag = 79, .context = &ctx};
+  struct fi_cq_tagged_entry e;
+  int r;
+  do {
+    CHECK(fi_trecvmsg(a.ep, &m, FI_PEEK) == 0, "peek");
+  } while ((r = wait_one(&a, &e, 10)) == -FI_ENOMSG);
+  CHECK(r == 0 && e.len == kBig, "the announced message is found");
+  CHECK(kill(child, SIGSTOP) == 0, "stop the sender");
+  CHECK(fi_trecv(a.ep, buf, kBig, NULL, FI_ADDR_UNSPEC, 79, 0, &ctx) == 0, "trecv");
+  const time_t start = time(NULL);
+  r = wait_one(&a, &e, 30);
+  CHECK(r != 0 && e.op_context == &ctx, "the receive of a silent sender's message completes in error");
+  printf("silent sender: ok (error %d after %ld s)\n", -r, (long)(time(NULL) - start));
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  free(buf);
+  close_node(&a);
+}
+
 /* Two hosts with different packet sizes: the link is refused, naming the setting. */
 static void check_mtu_mismatch(void) {
   struct node a, b;
@@ -842,6 +894,7 @@ int main(int argc, char** argv) {
   check_vanish(&n);
   check_stall(&n);
   check_sender_dies(&n);
+  check_silent_sender();
   check_rma();
   check_read();
   check_multi_recv(&n);
