@@ -758,12 +758,13 @@ static void check_exit_on_thread(void) {
   printf("exit on thread: ok\n");
 }
 
-/* A sender that dies in the middle of a rendezvous message: the receive that took it completes
- * in error within seconds, naming the sender. */
-static void check_sender_dies(struct node* n) {
+enum { kRendezvousBytes = 1 << 20 };
+
+/* Forks a process that sends `n` a rendezvous message (kRendezvousBytes, `tag`) and then only
+ * makes progress, until killed; returns its pid once `n` has the announcement (a peek finds it). */
+static pid_t announce_from_child(struct node* n, uint64_t tag) {
   int names[2];
   CHECK(pipe(names) == 0, "pipe");
-  enum { kBig = 1 << 20 };
   const pid_t child = fork();
   if (child == 0) {
     struct node c;
@@ -771,8 +772,8 @@ static void check_sender_dies(struct node* n) {
     char name[32];
     CHECK(read(names[0], name, 32) == 32, "child: read name");
     const fi_addr_t to = insert(&c, name);
-    char* big = calloc(kBig, 1);
-    CHECK(fi_tsend(c.ep, big, kBig, NULL, to, 77, NULL) == 0, "child: tsend");
+    char* big = calloc(kRendezvousBytes, 1);
+    CHECK(fi_tsend(c.ep, big, kRendezvousBytes, NULL, to, tag, NULL) == 0, "child: tsend");
     for (;;) {
       struct fi_cq_tagged_entry e;
       (void)fi_cq_read(c.cq, &e, 1); /* progress, until killed */
@@ -780,74 +781,58 @@ static void check_sender_dies(struct node* n) {
     }
   }
   CHECK(write(names[1], n->name, 32) == 32, "write name");
-  /* Wait until the announcement is here (a peek finds it), take it, then kill the sender. */
-  char* buf = malloc(kBig);
   struct fi_context ctx;
-  struct iovec iov = {buf, kBig};
-  struct fi_msg_tagged m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .tag = 77, .context = &ctx};
+  char* peeked = malloc(kRendezvousBytes);
+  struct iovec iov = {peeked, kRendezvousBytes};
+  struct fi_msg_tagged m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .tag = tag, .context = &ctx};
   struct fi_cq_tagged_entry e;
   int r;
   do {
     CHECK(fi_trecvmsg(n->ep, &m, FI_PEEK) == 0, "peek");
   } while ((r = wait_one(n, &e, 10)) == -FI_ENOMSG);
-  CHECK(r == 0 && e.len == kBig, "the announced message is found");
-  kill(child, SIGKILL);
-  waitpid(child, NULL, 0);
-  CHECK(fi_trecv(n->ep, buf, kBig, NULL, FI_ADDR_UNSPEC, 77, 0, &ctx) == 0, "trecv");
+  CHECK(r == 0 && e.len == kRendezvousBytes, "the announced message is found");
+  free(peeked);
+  return child;
+}
+
+/* Takes the announced message of `tag` from a sender that `stop` (a signal) ended or froze: the
+ * receive completes in error within seconds, naming the sender. */
+static void expect_receive_fails(struct node* n, uint64_t tag, pid_t child, int stop, const char* what) {
+  CHECK(kill(child, stop) == 0, "signal the sender");
+  /* Until it is dead or stopped: a sender still running when the answer goes out could take it
+   * and begin the payload. */
+  CHECK(waitpid(child, NULL, stop == SIGKILL ? 0 : WUNTRACED) == child, "waitpid");
+  char* buf = malloc(kRendezvousBytes);
+  struct fi_context ctx;
+  struct fi_cq_tagged_entry e;
+  CHECK(fi_trecv(n->ep, buf, kRendezvousBytes, NULL, FI_ADDR_UNSPEC, tag, 0, &ctx) == 0, "trecv");
   const time_t start = time(NULL);
-  r = wait_one(n, &e, 30);
-  CHECK(r != 0 && e.op_context == &ctx, "the receive of a dead sender's message completes in error");
-  printf("sender dies: ok (error %d after %ld s)\n", -r, (long)(time(NULL) - start));
+  const int r = wait_one(n, &e, 30);
+  CHECK(r != 0 && e.op_context == &ctx, "the receive of a %s sender's message completes in error", what);
+  printf("%s sender: ok (error %d after %ld s)\n", what, -r, (long)(time(NULL) - start));
+  if (stop != SIGKILL) {
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+  }
   free(buf);
+}
+
+/* A sender that dies in the middle of a rendezvous message: its connection closes, and the
+ * receive that took the message fails. */
+static void check_sender_dies(struct node* n) {
+  expect_receive_fails(n, 77, announce_from_child(n, 77), SIGKILL, "dead");
 }
 
 /* A sender that stops answering (SIGSTOP, its connection left open) after announcing a
  * rendezvous message: the receiver's answer goes unacknowledged, its link from the sender is
- * dropped after FI_MRC_PEER_TIMEOUT_MS, and the receive that took the message fails, naming the
- * sender, instead of waiting for a FIN that cannot come. */
+ * dropped after FI_MRC_PEER_TIMEOUT_MS, and the receive that took the message fails instead of
+ * waiting for a FIN that cannot come. */
 static void check_silent_sender(void) {
   struct node a;
   setenv("FI_MRC_PEER_TIMEOUT_MS", "500", 1);
   open_node(&a);
   unsetenv("FI_MRC_PEER_TIMEOUT_MS");
-  int names[2];
-  CHECK(pipe(names) == 0, "pipe");
-  enum { kBig = 1 << 20 };
-  const pid_t child = fork();
-  if (child == 0) {
-    struct node c;
-    open_node(&c);
-    char name[32];
-    CHECK(read(names[0], name, 32) == 32, "child: read name");
-    const fi_addr_t to = insert(&c, name);
-    char* big = calloc(kBig, 1);
-    CHECK(fi_tsend(c.ep, big, kBig, NULL, to, 79, NULL) == 0, "child: tsend");
-    for (;;) {
-      struct fi_cq_tagged_entry e;
-      (void)fi_cq_read(c.cq, &e, 1); /* progress, until stopped and killed */
-      usleep(100);
-    }
-  }
-  CHECK(write(names[1], a.name, 32) == 32, "write name");
-  char* buf = malloc(kBig);
-  struct fi_context ctx;
-  struct iovec iov = {buf, kBig};
-  struct fi_msg_tagged m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .tag = 79, .context = &ctx};
-  struct fi_cq_tagged_entry e;
-  int r;
-  do {
-    CHECK(fi_trecvmsg(a.ep, &m, FI_PEEK) == 0, "peek");
-  } while ((r = wait_one(&a, &e, 10)) == -FI_ENOMSG);
-  CHECK(r == 0 && e.len == kBig, "the announced message is found");
-  CHECK(kill(child, SIGSTOP) == 0, "stop the sender");
-  CHECK(fi_trecv(a.ep, buf, kBig, NULL, FI_ADDR_UNSPEC, 79, 0, &ctx) == 0, "trecv");
-  const time_t start = time(NULL);
-  r = wait_one(&a, &e, 30);
-  CHECK(r != 0 && e.op_context == &ctx, "the receive of a silent sender's message completes in error");
-  printf("silent sender: ok (error %d after %ld s)\n", -r, (long)(time(NULL) - start));
-  kill(child, SIGKILL);
-  waitpid(child, NULL, 0);
-  free(buf);
+  expect_receive_fails(&a, 79, announce_from_child(&a, 79), SIGSTOP, "silent");
   close_node(&a);
 }
 
