@@ -310,7 +310,9 @@ void EvSet::retire(uint16_t slot, Instant now) {
   details_[slot].next_probe_at = now + config_.probe_interval;
   if (policy_) policy_->on_retired(slot, s.plane);
   refill(s.plane);
-  MRC_ASSERT(assumed_bad_ > 0 && details_[slot].next_probe_at != Instant::never());
+  // Out of rotation, counted, and waiting for its probes (refill took it out of the rotation if
+  // a backup could stand in).
+  MRC_ASSERT(assumed_bad_ > 0 && s.state == EvState::kAssumedBad && !s.probe_outstanding);
 }
 
 // Swaps GOOD backups of `plane` into rotation positions held by unusable active slots.
