@@ -10,6 +10,24 @@
 
 namespace mrc {
 
+namespace {
+// The legal transitions (ev_set.h): SKIP only from GOOD; ASSUMED_BAD only from a usable state
+// (a loss or a timeout); GOOD (a revival, a SKIP spent, an EV allowed again) and DENIED (the
+// controller) from any. In particular DENIED is left only for GOOD, by the controller.
+bool legal_transition(EvState from, EvState to) {
+  switch (to) {
+    case EvState::kSkip:
+      return from == EvState::kGood;
+    case EvState::kAssumedBad:
+      return from == EvState::kGood || from == EvState::kSkip;
+    case EvState::kGood:
+    case EvState::kDenied:
+      return true;
+  }
+  return false;
+}
+}  // namespace
+
 const char* to_string(EvState s) {
   switch (s) {
     case EvState::kGood:
@@ -116,6 +134,7 @@ Ev EvSet::fresh_ev(uint16_t slot) {
 }
 
 void EvSet::reshuffle(PlaneId plane) {
+  MRC_ASSERT(plane.value < planes_);
   const std::span<uint16_t> order = rotation(plane);
   Rotation& r = rotations_[plane.value];
   for (size_t i = order.size(); i > 1; --i) {
@@ -128,6 +147,10 @@ void EvSet::reshuffle(PlaneId plane) {
   }
   r.cursor = 0;
   ++r.round;
+  // A rotation holds only its own plane's slots (refill swaps within a plane).
+  MRC_DASSERT(std::all_of(order.begin(), order.end(), [&](uint16_t i) {
+    return i < slots_.size() && slots_[i].plane == plane && slots_[i].active;
+  }));
 }
 
 uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
@@ -138,6 +161,7 @@ uint16_t EvSet::next(PlaneId plane, uint16_t avoid) {
   // Two passes at most: SKIP slots turn GOOD when passed over, so the second pass can use them.
   for (size_t step = 0; step < 2 * order.size(); ++step) {
     if (r.cursor >= order.size()) reshuffle(plane);
+    MRC_ASSERT(r.cursor < order.size());
     const uint16_t index = order[r.cursor++];
     Slot& s = slots_[index];
     if (s.state == EvState::kSkip) {
@@ -189,14 +213,17 @@ uint16_t EvSet::slot_of(Ev ev) const {
 }
 
 void EvSet::set_state(uint16_t slot, EvState state) {
+  MRC_ASSERT(slot < slots_.size());
   Slot& s = slots_[slot];
   if (s.state == state) return;
+  MRC_ASSERT(legal_transition(s.state, state));
   assumed_bad_ -= s.state == EvState::kAssumedBad ? 1 : 0;
   assumed_bad_ += state == EvState::kAssumedBad ? 1 : 0;
   probe_times_dirty_ |= s.state == EvState::kAssumedBad || state == EvState::kAssumedBad;
   if (s.active && usable(s.state) != usable(state)) count_usable(s.plane, usable(state) ? 1 : -1);
   s.state = state;
   ++details_[slot].counts.state_changes;
+  MRC_ASSERT(assumed_bad_ <= slots_.size() && usable_active_all_ <= slots_.size());
   MRC_DASSERT(counts_consistent());
 }
 
@@ -269,6 +296,8 @@ void EvSet::on_loss(uint16_t slot, Instant now, bool timeout) {
   }
   s.strike_uses = 0;
   retire(slot, now);
+  // A strike past the floor retires the EV; the floor's guard above kept enough in rotation.
+  MRC_ASSERT(s.state == EvState::kAssumedBad && !usable(s.state));
 }
 
 void EvSet::retire(uint16_t slot, Instant now) {
@@ -281,6 +310,9 @@ void EvSet::retire(uint16_t slot, Instant now) {
   details_[slot].next_probe_at = now + config_.probe_interval;
   if (policy_) policy_->on_retired(slot, s.plane);
   refill(s.plane);
+  // Out of rotation, counted, and waiting for its probes (refill took it out of the rotation if
+  // a backup could stand in).
+  MRC_ASSERT(assumed_bad_ > 0 && s.state == EvState::kAssumedBad && !s.probe_outstanding);
 }
 
 // Swaps GOOD backups of `plane` into rotation positions held by unusable active slots.
@@ -299,6 +331,8 @@ void EvSet::refill(PlaneId plane) {
       break;
     }
   }
+  // The plane's rotation keeps its size; its usable slots are at most that many.
+  MRC_ASSERT(rotations_[plane.value].usable <= rotations_[plane.value].size);
 }
 
 void EvSet::on_probe_answered(uint16_t slot) {
@@ -307,6 +341,8 @@ void EvSet::on_probe_answered(uint16_t slot) {
   if (s.state != EvState::kAssumedBad || !s.probe_outstanding) return;
   s.probe_outstanding = false;
   s.failed_probes = 0;
+  // An ASSUMED_BAD slot has fewer successes than revive it (the last one did).
+  MRC_ASSERT(s.probe_successes < std::max<uint8_t>(config_.revive_probes, 1));
   if (++s.probe_successes < config_.revive_probes) return;
   set_state(slot, EvState::kGood);
   details_[slot].next_probe_at = Instant::never();
@@ -369,6 +405,7 @@ void EvSet::on_probe_sent(uint16_t slot, Instant now, Duration rtt) {
     }
   }
   s.probe_outstanding = true;
+  MRC_ASSERT(s.state == EvState::kAssumedBad && slot_of(s.ev) == slot);  // a fresh EV maps back
   ++details_[slot].counts.probes_sent;
   Instant& tat = plane_probe_tat_[s.plane.value];
   tat = std::max(tat, now) + config_.probe_interval;

@@ -95,6 +95,7 @@ Result<MemoryRegionInfo, MrError> MemoryRegionTable::register_region(uint32_t pd
   r.live = true;
   ++in_use_;
   ++pd_refcount_[pd];
+  MRC_ASSERT(in_use_ <= regions_.size() && pd_refcount_[pd] != UINT32_MAX);
   const uint32_t key = (slot << 8) | r.generation;
   return MemoryRegionInfo{key, key, reinterpret_cast<uint64_t>(address), length};
 }
@@ -104,6 +105,8 @@ Result<Ok, MrError> MemoryRegionTable::deregister(uint32_t lkey) {
   if (slot >= regions_.size()) return Err{MrError::kUnknownKey};
   Region& r = regions_[slot];
   if (!r.live || r.generation != (lkey & 0xFF)) return Err{MrError::kUnknownKey};
+  // A live region counts once in its PD's references and in the table's.
+  MRC_ASSERT(in_use_ > 0 && pd_refcount_[r.pd] > 0 && pd_refcount_[r.pd] != UINT32_MAX);
   r.live = false;
   --in_use_;
   --pd_refcount_[r.pd];
@@ -143,8 +146,8 @@ Result<uint8_t*, MrError> MemoryRegionTable::lookup_remote(uint32_t rkey, uint32
   // Remote bytes land inside the registered region (find() checked it; debug builds check
   // again here, the only code between a peer's packet and the application's memory).
   const uint64_t start = reinterpret_cast<uint64_t>(r->base);
-  MRC_DASSERT(r->live && r->pd == pd && va >= start && length <= r->length &&
-              va - start <= r->length - length);
+  MRC_ASSERT(r->live && r->pd == pd && va >= start && length <= r->length &&
+             va - start <= r->length - length);
   return r->base + (va - start);
 }
 
@@ -163,7 +166,11 @@ Result<const uint8_t*, MrError> MemoryRegionTable::lookup_local(uint32_t lkey, u
   const Region* r = find(lkey, pd, address, length, &error);
   if (r == nullptr) return Err{error};
   if (r->kind == RegionKind::kVirtual) return static_cast<const uint8_t*>(nullptr);
-  return r->base + (address - reinterpret_cast<uint64_t>(r->base));
+  // As for remote access: the bytes gathered lie inside the region find() checked.
+  const uint64_t start = reinterpret_cast<uint64_t>(r->base);
+  MRC_ASSERT(r->live && address >= start && length <= r->length &&
+             address - start <= r->length - length);
+  return r->base + (address - start);
 }
 
 }  // namespace mrc

@@ -130,6 +130,7 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
   uint64_t mix = seed_ ^ (static_cast<uint64_t>(qpn_.value) << 32);
   evs_.emplace(ev, Prng::splitmix64(mix));
   cc_ = make_congestion_controller(config_);
+  MRC_ASSERT(cc_ != nullptr && !requester_);  // validate() admitted the algorithm; RTS is next
   responder_.emplace(config_, stats_, control_);
   responder_->set_incast_detector(incast_, schedule_index_);
   responder_->start(attributes.expected_psn, qpn_, attributes.dest_qp, pd_, mrs_);
@@ -151,6 +152,8 @@ Result<Ok, QpError> QueuePair::to_rtr(const RtrAttributes& attributes) {
 Result<Ok, QpError> QueuePair::to_rts(const RtsAttributes& attributes) {
   changed();
   if (state_ != QpState::kRtr) return Err{QpError::kBadTransition};
+  // RTR built the EV set, the congestion controller and the responder the requester shares.
+  MRC_ASSERT(evs_ && cc_ != nullptr && responder_ && !requester_);
   requester_.emplace(config_, stats_, *evs_, *cc_);
   requester_->set_usable_planes(usable_planes());
   requester_->start(attributes.initial_psn, qpn_, remote_.dest_qp);
@@ -183,8 +186,11 @@ void QueuePair::to_error() {
     const WcStatus first =
         requester_->failed() ? requester_->failure_status() : WcStatus::kWrFlushError;
     requester_->flush(first, send_cq_);
+    MRC_ASSERT(requester_->outstanding_work_requests() == 0 && requester_->in_flight_bytes() == 0);
   }
   if (responder_) responder_->flush(recv_cq_);
+  MRC_ASSERT(!responder_ ||
+             (responder_->posted_receives() == 0 && responder_->pending_wimm() == 0));
   responder_pending_ = false;
   for (uint64_t wr_id : early_receives_) {
     Completion c;

@@ -1,6 +1,8 @@
 // Receive window bit ring; see receive_window.h.
 #include "core/receive_window.h"
 
+#include <algorithm>
+
 #include "mrc/assert.hpp"
 
 namespace mrc {
@@ -25,6 +27,7 @@ void ReceiveWindow::reset(Psn initial) {
   for (uint64_t& w : bits_) w = 0;
   cumulative_ = initial;
   out_of_order_ = 0;
+  MRC_DASSERT(std::all_of(bits_.begin(), bits_.end(), [](uint64_t w) { return w == 0; }));
 }
 
 bool ReceiveWindow::test(Psn psn) const {
@@ -46,8 +49,11 @@ void ReceiveWindow::mark(Psn psn) {
     const uint32_t i = psn.value & ring_mask_;
     bits_[i >> 6] |= uint64_t{1} << (i & 63);
     ++out_of_order_;
+    // Every bit set stands for a distinct PSN of (cumulative, cumulative + capacity).
+    MRC_ASSERT(out_of_order_ < capacity_);
     return;
   }
+  const Psn before = cumulative_;
   cumulative_ += 1;
   // Absorb the contiguous run that was waiting above the old cumulative PSN.
   while (out_of_order_ > 0 && test(cumulative_)) {
@@ -59,6 +65,10 @@ void ReceiveWindow::mark(Psn psn) {
   // The ring holds only what lies above the cumulative point, inside the window.
   MRC_DASSERT(out_of_order_ < capacity_);
   MRC_DASSERT(out_of_order_ == 0 || !test(cumulative_));
+  // The cumulative point moved forward, by at most the window (it absorbed only set bits).
+  MRC_ASSERT(cumulative_.since(before) >= 1 &&
+             static_cast<uint32_t>(cumulative_.since(before)) <= capacity_);
+  MRC_ASSERT(psn.before(cumulative_));
 }
 
 uint64_t ReceiveWindow::bitmap(Psn base) const {
@@ -75,6 +85,7 @@ uint64_t ReceiveWindow::bitmap(Psn base) const {
   const size_t word = start >> 6;
   uint64_t ring = bits_[word] >> shift;
   if (shift != 0) ring |= bits_[(word + 1) % bits_.size()] << (64 - shift);
+  MRC_ASSERT(first < 64 && word < bits_.size());
   ring <<= first;  // bit i of `ring` is PSN base + i for i >= first
   const int64_t window_end = static_cast<int64_t>(below) + capacity_;  // in bit positions
   if (window_end < 64) ring &= window_end <= 0 ? 0 : (uint64_t{1} << window_end) - 1;

@@ -35,6 +35,8 @@ void ReplayWindow::accept(uint64_t counter) {
   }
   const uint64_t bit = counter % kPackets;
   bits_[bit / 64] |= uint64_t{1} << (bit % 64);
+  // Accepted once: the same counter is never fresh again.
+  MRC_ASSERT(any_ && counter <= highest_ && !fresh(counter));
 }
 
 }  // namespace mrc

@@ -11,6 +11,24 @@
 
 namespace mrc {
 
+namespace {
+// The in-flight byte counts equal the cost of the window's pending packets, overall and per
+// plane (an O(window) check for debug builds).
+template <typename Cost>
+bool in_flight_matches(const SendWindow& window, uint64_t total,
+                       const std::array<uint64_t, kMaxPlanes>& per_plane, Cost cost) {
+  uint64_t sum = 0;
+  std::array<uint64_t, kMaxPlanes> sums{};
+  for (Psn psn = window.oldest(); psn != window.next(); psn += 1) {
+    const SentPacket& p = window.at(psn);
+    if (!p.pending()) continue;
+    sum += cost(p);
+    sums[p.plane.value] += cost(p);
+  }
+  return sum == total && sums == per_plane;
+}
+}  // namespace
+
 const char* to_string(PostError e) {
   switch (e) {
     case PostError::kQpState:
@@ -76,8 +94,9 @@ Result<Ok, PostError> Requester::post(const SendWr& wr, const MemoryRegionTable&
   w.with_imm = wr.opcode == SendOpcode::kWriteWithImm;
   w.signaled = wr.signaled;
   ++sq_tail_;
-  // Send queue order: completed <= packetizing <= posted.
-  MRC_DASSERT(sq_head_ <= sq_next_send_ && sq_next_send_ <= sq_tail_);
+  // Send queue order: completed <= packetizing <= posted, and the ring holds every request.
+  MRC_ASSERT(sq_head_ <= sq_next_send_ && sq_next_send_ <= sq_tail_);
+  MRC_ASSERT(sq_tail_ - sq_head_ <= sq_.size() && sq_.size() <= sq_capacity_);
   return Ok{};
 }
 
@@ -85,6 +104,7 @@ Result<Ok, PostError> Requester::post(const SendWr& wr, const MemoryRegionTable&
 // up to max_send_wr; the outstanding requests [head, tail) move to their slots in the new ring.
 void Requester::grow_send_queue() {
   std::vector<WorkRequest> bigger(std::min<uint64_t>(sq_.size() * 2, sq_capacity_));
+  MRC_ASSERT(bigger.size() > sq_tail_ - sq_head_);  // post() checked the capacity first
   for (uint64_t seq = sq_head_; seq < sq_tail_; ++seq) bigger[seq % bigger.size()] = wr_at(seq);
   sq_ = std::move(bigger);
 }
@@ -124,12 +144,12 @@ uint32_t Requester::burst_bytes(uint64_t remaining) const {
 }
 
 void Requester::add_in_flight(const SentPacket& p) {
-  MRC_DASSERT(p.pending());
+  MRC_ASSERT(p.pending() && p.length <= config_.mtu_bytes);
   in_flight_bytes_ += cost_bytes(p);
   plane_in_flight_bytes_[p.plane.value] += cost_bytes(p);
   // A plane's share is part of the whole, and the whole lies within the window's packets.
-  MRC_DASSERT(plane_in_flight_bytes_[p.plane.value] <= in_flight_bytes_);
-  MRC_DASSERT(in_flight_bytes_ <= uint64_t{window_.outstanding()} * cost_of(config_.mtu_bytes));
+  MRC_ASSERT(plane_in_flight_bytes_[p.plane.value] <= in_flight_bytes_);
+  MRC_ASSERT(in_flight_bytes_ <= uint64_t{window_.outstanding()} * cost_of(config_.mtu_bytes));
 }
 
 void Requester::remove_in_flight(const SentPacket& p) {
@@ -192,6 +212,7 @@ size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, T
   SentPacket& p = window_.push();
   describe_next_packet(p);
   if (starts_imm_message) ++wimm_in_flight_;
+  MRC_ASSERT(window_.outstanding() <= limit && wimm_in_flight_ <= config_.max_wimm);
   if (window_.outstanding() == 1) on_progress(now);  // the timers start with the first packet
   return transmit(now, psn, slot, out, meta);
 }
@@ -221,6 +242,9 @@ void Requester::describe_next_packet(SentPacket& p) {
   p.offset = w.bytes_packetized;
   p.length = length;
   w.bytes_packetized += length;
+  // A packet is at most one MTU of one message, and never runs past its work request.
+  MRC_ASSERT(length <= config_.mtu_bytes && w.bytes_packetized <= w.total_length);
+  MRC_ASSERT(in_message + length <= message_bytes);
   if (w.bytes_packetized == w.total_length) {
     w.packetized = true;
     w.last_psn = window_.next() - 1;
@@ -252,8 +276,13 @@ void Requester::gather(const WorkRequest& w, uint64_t offset, uint32_t length, u
 
 size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_t> out,
                            TxMeta& meta) {
+  // Only a new packet or one declared lost goes out: a copy in flight is never sent twice.
+  MRC_ASSERT(window_.contains(psn));
   SentPacket& p = window_.at(psn);
+  MRC_ASSERT(p.transmissions == 0 ? p.state == SentPacket::State::kInFlight
+                                  : p.state == SentPacket::State::kLost);
   const EvSet::Slot& ev = evs_.slot(slot);
+  MRC_ASSERT(slot < ev_last_.size() && (ev.state == EvState::kGood || ev.state == EvState::kSkip));
   LastOnEv& last = ev_last_[slot];
   p.prev_psn_on_ev = last.psn;
   p.prev_tx_on_ev = last.tx_sequence;
@@ -272,7 +301,10 @@ size_t Requester::transmit(Instant now, Psn psn, uint16_t slot, std::span<uint8_
   h.bth.opcode = p.opcode;
   h.bth.dest_qp = dest_qp_;
   h.bth.psn = psn;
-  h.bth.retransmit = p.transmissions++ > 0;
+  h.bth.retransmit = p.transmissions > 0;
+  // Saturating: a count that wrapped to 0 would take a retransmission for a first transmission
+  // (its first EV and timestamp overwritten, RACK's clock moved by it).
+  if (p.transmissions < UINT8_MAX) ++p.transmissions;
   h.bth.timestamp_present = true;
   h.bth.ack_request = wire::is_last_of_message(p.opcode);
   h.bth.solicited = wire::has_immediate(p.opcode);
@@ -337,6 +369,7 @@ size_t Requester::write_probe(Instant now, uint16_t slot, std::span<uint8_t> out
 // ---- acknowledgements -----------------------------------------------------------------
 
 bool Requester::ack_one(Psn psn, uint64_t& acked_bytes, Instant now, bool& late_original) {
+  MRC_ASSERT(window_.contains(psn));  // callers bound the wire's PSNs to the window
   SentPacket& p = window_.at(psn);
   if (p.state == SentPacket::State::kAcked) return false;
   if (p.state == SentPacket::State::kLost) {
@@ -420,6 +453,10 @@ void Requester::on_sack(Instant now, const wire::Sack& sack) {
                        sack.skip_mode != wire::SkipMode::kNone, in_flight_bytes_,
                        sack.cc.receiver_cwnd_penalty});
   window_.advance_oldest_to(cum);
+  // Nothing outstanding, nothing in flight; debug builds recount the whole window.
+  MRC_ASSERT(window_.outstanding() > 0 || in_flight_bytes_ == 0);
+  MRC_DASSERT(in_flight_matches(window_, in_flight_bytes_, plane_in_flight_bytes_,
+                                [this](const SentPacket& p) { return cost_bytes(p); }));
   complete_acknowledged();
 }
 
@@ -541,6 +578,7 @@ void Requester::tail_probe_answered(Instant now, const wire::Sack& sack) {
 }
 
 void Requester::declare_lost(Psn psn, uint64_t& counter, Blame blame, Instant now) {
+  MRC_ASSERT(window_.contains(psn));
   SentPacket& p = window_.at(psn);
   MRC_ASSERT(p.state != SentPacket::State::kAcked && p.state != SentPacket::State::kLost);
   remove_in_flight(p);
@@ -603,6 +641,8 @@ WcStatus Requester::failure_status() const {
 void Requester::on_plane_down(PlaneId plane) {
   declare_lost_where([plane](const SentPacket& p) { return p.plane == plane; }, stats_.losses_port,
                      Blame::kNone, Instant{0});
+  // Every packet of the plane that was in flight is now lost: the plane holds none of the window.
+  MRC_ASSERT(plane_in_flight_bytes_[plane.value] == 0);
 }
 
 // ---- timers ------------------------------------------------------------------------------
@@ -686,6 +726,7 @@ void Requester::on_timer(Instant now) {
     evs_.on_timeout(now, Duration{stats_.rtt.smoothed_ns});
     declare_lost_where([](const SentPacket&) { return true; }, stats_.losses_timeout,
                        Blame::kTimeout, now);
+    MRC_ASSERT(in_flight_bytes_ == 0);  // a timeout declares every pending packet lost
     order_retransmits();
     cc_.on_timeout(now);
     last_progress_ = now;
@@ -736,10 +777,14 @@ bool Requester::resend_tail(Instant now) {
 // ---- completion ----------------------------------------------------------------------------
 
 void Requester::complete_acknowledged() {
+  MRC_ASSERT(sq_head_ <= sq_next_send_ && sq_next_send_ <= sq_tail_);
   while (sq_head_ < sq_next_send_) {
     WorkRequest& w = wr_at(sq_head_);
     MRC_ASSERT(w.packetized);
     if (!w.last_psn.before(window_.oldest())) return;
+    // Its packets have all left the window: the next request's end lies after this one's.
+    // (Every request, even an empty one, has a packet of its own.)
+    MRC_ASSERT(sq_head_ + 1 == sq_next_send_ || w.last_psn.before(wr_at(sq_head_ + 1).last_psn));
     // Work requests complete in the order they were posted, each once.
     MRC_ASSERT(!w.with_imm || wimm_in_flight_ > 0);
     if (w.with_imm) --wimm_in_flight_;
@@ -779,6 +824,7 @@ void Requester::flush(WcStatus first, CompletionQueue* cq) {
   plane_in_flight_bytes_.fill(0);
   wimm_in_flight_ = 0;
   window_.reset(window_.next());
+  MRC_ASSERT(outstanding_work_requests() == 0 && window_.outstanding() == 0);
 }
 
 }  // namespace mrc

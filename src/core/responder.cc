@@ -25,10 +25,13 @@ void Responder::start(Psn expected_psn, Qpn self_qp, Qpn dest_qp, uint32_t pd,
   mrs_ = mrs;
   trigger_psn_ = expected_psn - 1;
   MRC_ASSERT(mrs_ != nullptr && !wimm_.empty());
+  MRC_ASSERT(window_.cumulative() == expected_psn && window_.out_of_order() == 0);
 }
 
 bool Responder::post_recv(uint64_t wr_id) {
-  return rq_.push(wr_id);
+  const bool posted = rq_.push(wr_id);
+  MRC_ASSERT(rq_.size() <= config_.max_recv_wr);
+  return posted;
 }
 
 bool Responder::length_ok(const wire::DataPacket& packet) const {
@@ -44,6 +47,9 @@ bool Responder::length_ok(const wire::DataPacket& packet) const {
 
 bool Responder::place(const wire::DataPacket& packet) {
   const wire::Reth& reth = packet.header.reth;
+  // Called only after length_ok(): at most one MTU, within the message the RETH describes.
+  MRC_ASSERT(packet.payload.size() <= config_.mtu_bytes &&
+             packet.payload.size() <= reth.dma_length);
   if (packet.payload.empty()) return true;
   auto placed = mrs_->place(reth.rkey, pd_, reth.virtual_address, packet.payload);
   if (!placed.ok()) {
@@ -68,6 +74,7 @@ bool Responder::place(const wire::DataPacket& packet) {
 int Responder::wimm_slot(uint16_t rq_msn) const {
   const uint16_t offset = static_cast<uint16_t>(rq_msn - next_rq_msn_);
   if (offset >= wimm_.size()) return -1;
+  MRC_ASSERT(wimm_head_ < wimm_.size());
   return static_cast<int>((wimm_head_ + offset) % wimm_.size());
 }
 
@@ -106,10 +113,10 @@ void Responder::on_data(Instant now, const wire::DataPacket& packet, const RxMet
     return;
   }
   if (imm) {
-    MRC_DASSERT(slot >= 0 && static_cast<size_t>(slot) < wimm_.size() && !wimm_[slot].valid);
+    MRC_ASSERT(slot >= 0 && static_cast<size_t>(slot) < wimm_.size() && !wimm_[slot].valid);
     wimm_[slot] = {true, psn, packet.header.immediate, packet.header.reth.dma_length};
     ++wimm_pending_;
-    MRC_DASSERT(wimm_pending_ <= wimm_.size());
+    MRC_ASSERT(wimm_pending_ <= wimm_.size());
   }
   window_.mark(psn);
   // Placed once: the same PSN is a duplicate from now on, until the window moves past it.
@@ -142,6 +149,9 @@ void Responder::note_received(Instant now, const wire::DataPacket& packet, const
   trigger_ev_ = meta.ev.value;
   trigger_timestamp_ = packet.header.bth.timestamp_present ? packet.header.tseth.tx_timestamp : 0;
   trigger_at_ = now;
+  // The unreported range is ordered and holds this packet; a timer is set for it.
+  MRC_ASSERT(unreported_high_.since(unreported_low_) >= 0 && psn.since(unreported_low_) >= 0);
+  MRC_ASSERT(sack_deadline_ != Instant::never());
   if (meta.ecn_ce) ++stats_.ecn_marks_received;
   const bool now_please =
       meta.ecn_ce || packet.header.bth.ack_request || unreported_ >= config_.sack_every();
@@ -164,6 +174,7 @@ bool Responder::may_answer_unsolicited(Instant now) {
     return false;
   }
   if (answer_tokens_-- == kAnswerBurst) answer_refilled_at_ = now;  // the bucket starts to refill
+  MRC_ASSERT(answer_tokens_ < kAnswerBurst);
   return true;
 }
 
@@ -188,6 +199,8 @@ void Responder::send_sack(Instant now, bool probe_response, const Trigger& trigg
   MRC_DASSERT(base.since(cum) >= 0 && base.since(cum) < 32768);
   s.sack_offset = static_cast<int16_t>(base.since(cum));
   s.bitmap = window_.bitmap(base);
+  // The cumulative PSN is the first one missing: a bitmap starting there never reports it.
+  MRC_ASSERT(base != cum || (s.bitmap & 1) == 0);
   s.cc.echoed_timestamp = trigger.timestamp;
   s.cc.out_of_order_count =
       static_cast<uint16_t>(std::min<uint32_t>(window_.out_of_order(), 0x7FFF));
@@ -248,9 +261,15 @@ void Responder::on_timer(Instant now) {
 }
 
 void Responder::deliver(CompletionQueue* cq) {
+  bool delivered = false;
+  Psn previous;
   while (wimm_pending_ > 0 && !rq_.empty() && cq != nullptr && cq->size() < cq->capacity()) {
     PendingWimm& w = wimm_[wimm_head_];
     if (!w.valid || !w.last_psn.before(window_.cumulative())) return;
+    // Completions leave in send order: each message ends after the one delivered before it.
+    MRC_ASSERT(!delivered || previous.before(w.last_psn));
+    delivered = true;
+    previous = w.last_psn;
     Completion c;
     c.wr_id = rq_.front();
     c.qpn = self_qp_;
@@ -258,7 +277,8 @@ void Responder::deliver(CompletionQueue* cq) {
     c.has_immediate = true;
     c.immediate = w.immediate;
     c.byte_len = w.length;
-    cq->push(c);
+    const bool pushed = cq->push(c);
+    MRC_ASSERT(pushed);  // the loop checked for room
     rq_.pop();
     w.valid = false;
     --wimm_pending_;

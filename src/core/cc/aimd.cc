@@ -13,7 +13,10 @@ Aimd::Aimd(uint64_t initial, uint64_t min_bytes, uint64_t max_bytes, uint32_t mt
       min_bytes_(static_cast<double>(min_bytes)),
       max_bytes_(static_cast<double>(max_bytes)),
       mtu_bytes_(mtu) {
-  MRC_ASSERT(min_bytes > 0 && min_bytes <= max_bytes && initial > 0);
+  MRC_ASSERT(min_bytes > 0 && min_bytes <= max_bytes && initial > 0 && mtu > 0);
+  // The window lives in [min, max] from the start, as NSCC's does (QpConfig::validate does not
+  // bound the initial window).
+  window_bytes_ = std::clamp(window_bytes_, min_bytes_, max_bytes_);
 }
 
 void Aimd::on_ack(const AckSample& s) {
@@ -24,20 +27,21 @@ void Aimd::on_ack(const AckSample& s) {
   }
   window_bytes_ += mtu_bytes_ * static_cast<double>(s.acked_bytes) / window_bytes_;
   window_bytes_ = std::min(window_bytes_, max_bytes_);
-  // The window stays positive, finite and at most max: a NaN or zero would stop the QP.
-  MRC_DASSERT(window_bytes_ > 0 && window_bytes_ <= max_bytes_);
+  // The window stays finite and in [min, max]: a NaN or zero would stop the QP.
+  MRC_ASSERT(window_bytes_ >= min_bytes_ && window_bytes_ <= max_bytes_);
 }
 
 void Aimd::decrease(Instant now) {
   if (now - last_decrease_ < Duration{srtt_ns_}) return;
   window_bytes_ = std::max(window_bytes_ / 2, min_bytes_);
   last_decrease_ = now;
-  MRC_DASSERT(window_bytes_ >= min_bytes_ && window_bytes_ <= max_bytes_);
+  MRC_ASSERT(window_bytes_ >= min_bytes_ && window_bytes_ <= max_bytes_);
 }
 
 void Aimd::on_timeout(Instant now) {
   window_bytes_ = min_bytes_;
   last_decrease_ = now;
+  MRC_ASSERT(window_bytes_ > 0);
 }
 
 std::unique_ptr<CongestionController> make_congestion_controller(const QpConfig& config) {

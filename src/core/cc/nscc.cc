@@ -26,6 +26,7 @@ void Nscc::clamp() {
   MRC_ASSERT(config_.min_window_bytes > 0 && config_.min_window_bytes <= config_.max_window_bytes);
   window_bytes_ = std::clamp(window_bytes_, static_cast<double>(config_.min_window_bytes),
                              static_cast<double>(config_.max_window_bytes));
+  MRC_ASSERT(window_bytes_ >= 1 && window_bytes_ <= static_cast<double>(config_.max_window_bytes));
 }
 
 int64_t Nscc::target_delay_ns() const {
@@ -66,6 +67,8 @@ void Nscc::on_ack(const AckSample& s) {
   if (s.rtt.ns > 0)
     smoothed_rtt_ns_ =
         smoothed_rtt_ns_ == 0 ? s.rtt.ns : smoothed_rtt_ns_ + (s.rtt.ns - smoothed_rtt_ns_) / 8;
+  // After a sample, both RTTs are positive and the base one (the minimum, or configured) is set.
+  MRC_ASSERT(s.rtt.ns <= 0 || (base_rtt_ns_ > 0 && smoothed_rtt_ns_ > 0));
   end_of_round(s.now);
   if (s.rtt.ns <= 0 || s.acked_bytes == 0) return;
   const double acked = static_cast<double>(s.acked_bytes);
