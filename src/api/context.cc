@@ -53,6 +53,11 @@ struct Cq::State {
   std::atomic<uint32_t> next_shard{0};  // where poll() starts, in turn, so no shard starves
 
   void signal_locked(uint32_t shard);  // REQUIRES: shard's lock
+  // What is waiting already, signalled: each shard under its lock, so no round falls between.
+  void signal_waiting();
+  // Whether a round signals this CQ: notification on and, with caller progress, the descriptor
+  // asked for (wait() does not sleep on it then).
+  bool rounds_signal() const;
   size_t poll_shard(uint32_t s, std::span<Completion> out);
 };
 
@@ -171,10 +176,7 @@ Context::~Context() {
 // their 1 to the eventfd (a semaphore), which poll() takes back when that queue is empty again.
 void Context::State::signal_cqs(uint32_t shard, std::span<const uint32_t> tags) {
   for (uint32_t tag : tags) {
-    if (tag >= cqs.size()) continue;
-    const Cq::State& cq = *cqs[tag]->state_;
-    if (cq.notify.load(std::memory_order_relaxed) &&
-        (!options.caller_progress || cq.fd_wanted.load(std::memory_order_relaxed)))
+    if (tag < cqs.size() && cqs[tag]->state_->rounds_signal())
       cqs[tag]->state_->signal_locked(shard);
   }
 }
@@ -301,22 +303,27 @@ int Cq::event_fd() const {
   State& st = *state_;
   if (st.context->options.caller_progress && !st.fd_wanted.exchange(true) &&
       st.notify.load(std::memory_order_relaxed))
-    for (uint32_t s = 0; s < st.queues.size(); ++s) {
-      std::lock_guard lock(st.context->mutex(s));
-      st.signal_locked(s);
-    }
+    st.signal_waiting();
   return st.event_fd;
+}
+
+void Cq::State::signal_waiting() {
+  for (uint32_t s = 0; s < queues.size(); ++s) {
+    std::lock_guard lock(context->mutex(s));
+    signal_locked(s);
+  }
+}
+
+bool Cq::State::rounds_signal() const {
+  return notify.load(std::memory_order_relaxed) &&
+         (!context->options.caller_progress || fd_wanted.load(std::memory_order_relaxed));
 }
 
 // A round that saw notification off skipped its signal; turning it on signals what such rounds
 // left waiting (each shard under its lock, so no round falls between the two).
 void Cq::set_notify(bool on) {
   state_->notify.store(on, std::memory_order_relaxed);
-  if (!on) return;
-  for (uint32_t s = 0; s < state_->queues.size(); ++s) {
-    std::lock_guard lock(state_->context->mutex(s));
-    state_->signal_locked(s);
-  }
+  if (on) state_->signal_waiting();
 }
 
 size_t Cq::poll(std::span<Completion> out) {

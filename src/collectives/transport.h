@@ -10,10 +10,9 @@
 // WRITE-with-immediate completions in send order). The receiver returns slots by a 0-byte
 // WRITE-with-immediate "credit" (top bit set, low 16 bits = how many slots it frees, so credits
 // coalesce), once half the slots are owed (drain() returns the rest). A sender may write message m
-// only when the peer has freed slot m % slots (m < credits
-// + slots) and its own send slot's previous write has completed. Nothing is ever written outside
-// the registered staging areas, and the memory is fixed at creation: peers x 2 x slots x
-// chunk_bytes.
+// only when the peer has freed slot m % slots (m < credits + slots) and its own send slot's
+// previous write has completed. Nothing is ever written outside the registered staging areas,
+// and the memory is fixed at creation: peers x 2 x slots x chunk_bytes.
 //
 // Waiting: every blocking wait polls the completion queue with a deadline that moves forward
 // whenever something completes; with no progress for `timeout` the operation fails with a

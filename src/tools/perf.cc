@@ -255,9 +255,9 @@ class PerfSide {
   // Calls fn(qp) for every QP, holding its shard's lock.
   template <typename Fn>
   void for_each_qp(Fn fn) {
-    for (size_t q = 0; q < qps_.size(); ++q) {
+    for (size_t q = 0; q < placed_.size(); ++q) {
       std::lock_guard lock(shard_of(q).lock());
-      fn(*qps_[q]);
+      fn(*placed_[q].qp);
     }
   }
   uint64_t slot_bytes() const { return slot_bytes_; }
@@ -330,7 +330,6 @@ class PerfSide {
   uint32_t pd_ = 0;
   std::vector<CompletionQueue*> cqs_;  // one per shard
   std::vector<host::HostQp> placed_;   // QP q in shard q % threads, its PSN and key exchange
-  std::vector<QueuePair*> qps_;        // placed_[q].qp
   std::vector<uint8_t> posted_;        // per shard: posted to since its thread was last woken
   uint32_t slots_ = 0;
   uint32_t areas_ = 0;  // memory areas of slot_bytes_ each; slot s uses area s % areas_
@@ -521,21 +520,21 @@ Result<Ok, Error> PerfSide::open_qps() {
     auto placed = host::create_qp(*devices_, spec);
     if (!placed.ok()) return fail(placed.error(), "queue pair " + std::to_string(q) + ": ");
     placed_.push_back(std::move(placed.value()));
-    qps_.push_back(placed_.back().qp);
   }
   return Ok{};
 }
 
 json PerfSide::hello() const {
   json qps = json::array();
-  for (size_t i = 0; i < qps_.size(); ++i) {
+  for (size_t i = 0; i < placed_.size(); ++i) {
     json planes = json::array();  // where the QP's shard listens
     for (const io::PlaneAddress& a : shard_of(i).config().planes)
       planes.push_back(io::to_string(a));
     const uint32_t psn = placed_[i].psn.value;
-    qps.push_back({{"qpn", qps_[i]->qpn().value}, {"psn", psn}, {"planes", planes}});
+    const uint32_t qpn = placed_[i].qp->qpn().value;
+    qps.push_back({{"qpn", qpn}, {"psn", psn}, {"planes", planes}});
     if (placed_[i].exchange) {
-      const io::KeyOffer offer = placed_[i].exchange->offer(qps_[i]->qpn().value, psn);
+      const io::KeyOffer offer = placed_[i].exchange->offer(qpn, psn);
       qps.back()["key"] = {{"id", offer.key_id}, {"share", offer.share}, {"proof", offer.proof}};
     }
   }
@@ -553,7 +552,7 @@ json PerfSide::hello() const {
 
 // REQUIRES: protocol_error(peer) is "" (both callers check the version first).
 Result<Ok, Error> PerfSide::connect(const json& peer) {
-  if (peer.at("qps").size() != qps_.size() || peer.at("planes").size() != o_.planes.size()) {
+  if (peer.at("qps").size() != placed_.size() || peer.at("planes").size() != o_.planes.size()) {
     return fail(Errc::kInvalidArgument,
                 "peer configuration does not match: both sides need the same number of planes "
                 "(--planes) and QPs (--qps)");
@@ -577,10 +576,10 @@ Result<Ok, Error> PerfSide::connect(const json& peer) {
   }
   // A peer without the field (an older build) sends 4096-byte payloads.
   const uint32_t agreed = std::min(mtu_, peer.value("mtu", 4096u));
-  for (size_t q = 0; q < qps_.size(); ++q) {
+  for (size_t q = 0; q < placed_.size(); ++q) {
     if (agreed != mtu_) {
       std::lock_guard lock(shard_of(q).lock());
-      if (auto set = qps_[q]->set_config(qp_config(q, agreed)); !set.ok())
+      if (auto set = placed_[q].qp->set_config(qp_config(q, agreed)); !set.ok())
         return fail(to_error(set.error()), "queue pair " + std::to_string(q) + ": ");
     }
     if (auto connected = connect_qp(q, peer); !connected.ok()) return connected;
@@ -647,8 +646,8 @@ void PerfSide::post_messages() {
 
 bool PerfSide::post_message(uint64_t i, uint32_t immediate) {
   const uint32_t slot = immediate % slots_;
-  const size_t q = i % qps_.size();
-  QueuePair* qp = qps_[q];
+  const size_t q = i % placed_.size();
+  QueuePair* qp = placed_[q].qp;
   uint8_t* src = source_.data() + area_offset(slot);
   if (o_.verify) fill_pattern(src, immediate, size_);
   Sge sge{reinterpret_cast<uint64_t>(src), static_cast<uint32_t>(size_), source_mr_.lkey};
@@ -729,8 +728,8 @@ void PerfSide::on_receive(const Completion& c, QueuePair* qp) {
 
 void PerfSide::on_completion(const Completion& c) {
   QueuePair* qp = nullptr;
-  for (QueuePair* q : qps_)
-    if (q->qpn() == c.qpn) qp = q;
+  for (const host::HostQp& q : placed_)
+    if (q.qp->qpn() == c.qpn) qp = q.qp;
   if (c.status != WcStatus::kSuccess) {
     ++send_errors_;
     if (failure_.empty())
