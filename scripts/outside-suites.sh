@@ -31,6 +31,7 @@ usage: scripts/outside-suites.sh [OPTIONS]
   --no-debian           do not try `apt-get source` for sources not given
   --ranks LIST          mpi4py's rank counts (default 2,3)
   --no-baseline         skip mpi4py over tcp;ofi_rxm
+  --mpi4py-modules LIST only these test modules (e.g. test_util_pkl5,test_comm; default all)
   --lib DIR             where libmrc-fi.so is (default build/release/lib)
   --planes LIST         FI_MRC_PLANES (default 127.0.0.41,127.0.0.42)
   --port-base N         FI_MRC_PORT; EV ports from N+100, test ports from N+800 (default 48000)
@@ -58,7 +59,7 @@ EOF
 }
 
 suites=fabtests,mpi4py sets=quick modes=shipped,oob ft_src="" py_src="" debian=1 ranks=2,3
-baseline=1 lib=$root/build/release/lib planes=127.0.0.41,127.0.0.42 port_base=48000
+baseline=1 py_modules="" lib=$root/build/release/lib planes=127.0.0.41,127.0.0.42 port_base=48000
 timeout_s=120 test_timeout=60 module_timeout=900 py=/usr/bin/python3 work=/tmp/mrc-outside-suites json=""
 while [ $# -gt 0 ]; do
   case $1 in
@@ -70,6 +71,7 @@ while [ $# -gt 0 ]; do
     --no-debian) debian=0; shift ;;
     --ranks) ranks=$2; shift 2 ;;
     --no-baseline) baseline=0; shift ;;
+    --mpi4py-modules) py_modules=$2; shift 2 ;;
     --lib) lib=$2; shift 2 ;;
     --planes) planes=$2; shift 2 ;;
     --port-base) port_base=$2; shift 2 ;;

@@ -240,7 +240,15 @@ mpi4py_run() {
     "Open MPI's OFI MTL over $prov (logs: $log/$key)"
   local env=()
   [ "$prov" = mrc ] && env=(-x "FI_PROVIDER_PATH=$lib" -x FI_MRC_PLANES -x FI_MRC_PORT -x FI_MRC_EV_PORT_BASE)
-  for m in $(cd "$src/test" && ls test_*.py | sed 's/\.py$//'); do
+  local modules
+  modules=$(cd "$src/test" && ls test_*.py | sed 's/\.py$//')
+  if [ -n "$py_modules" ]; then
+    for m in ${py_modules//,/ }; do
+      grep -qx "$m" <<< "$modules" || { echo "  no module $m in $src/test" >&2; return 1; }
+    done
+    modules=${py_modules//,/ }
+  fi
+  for m in $modules; do
     dir=$log/$key/$m
     rm -rf "$dir" && mkdir -p "$dir"
     local attempt=0 left=0

@@ -121,12 +121,17 @@ def _read(path):
     return listed, started, ended, skipped, failed
 
 
+def _listed(ranks):
+    """The tests an attempt listed: any rank's list (a rank killed early may have written none)."""
+    return max((r[0] for r in ranks.values()), key=len, default=[])
+
+
 def verdicts(outdir):
     tried = _attempts(outdir)
     for attempt in sorted(tried):
         ranks = tried[attempt]
         hung = any(os.path.getsize(p) for p in glob.glob(os.path.join(outdir, "stuck.*.%d" % attempt)))
-        for name in ranks.get(0, ([],))[0]:
+        for name in _listed(ranks):
             rs = ranks.values()
             if not any(name in r[1] for r in rs):
                 continue  # not reached: a later attempt lists it again
@@ -149,7 +154,7 @@ def left(outdir):
     started = set().union(*(r[1] for r in last.values()))
     if not started:
         return -1  # no progress: give up
-    return len([n for n in last.get(0, ([],))[0] if n not in started])
+    return len([n for n in _listed(last) if n not in started])
 
 
 if __name__ == "__main__":
