@@ -284,12 +284,16 @@ def plot(rounds, path, context):
     if not present:
         print("no samples to plot", file=sys.stderr)
         return
-    fig, axes = plt.subplots(1, len(present), figsize=(5.2 * len(present), 4.4), squeeze=False)
+    cols = min(2, len(present))
+    rows = (len(present) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 4.4 * rows), squeeze=False)
+    for ax in axes.flat[len(present):]:
+        ax.set_visible(False)
     titles = {"idle": "idle", "bulk": "beside a bulk transfer",
               "loss": f"{context.get('loss_percent', '?')} % loss on every plane",
               "cut": f"plane {context.get('cut_plane', '?')} cut for {context.get('cut_for', '?')} s"}
     colors = {"mrc": "tab:blue", "tcp": "tab:red"}
-    for ax, scenario in zip(axes[0], present):
+    for ax, scenario in zip(axes.flat, present):
         for transport in TRANSPORTS:
             pooled = [v for r in rounds if r["scenario"] == scenario and r["transport"] == transport
                       for v in r["samples"]]
