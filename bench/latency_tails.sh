@@ -13,9 +13,11 @@
 #         it; their goodput is reported (has the bulk filled the links?)
 #   loss  --loss % random loss on every plane (scripts/testbed.sh loss P PCT), both ping-pongs
 #   cut   a plane failed (links down, scripts/testbed.sh fail) --cut-at s into the ping-pong's
-#         timed exchanges (seen as its packets on the plane) and repaired --cut-for s later: for mrc plane --cut-plane (default 0,
-#         one of its four), for TCP plane 0, the one it uses; the slowest exchange and the
-#         exchanges slower than 5 ms
+#         timed exchanges (seen as its packets on the plane) and repaired --cut-for s later:
+#         for mrc plane --cut-plane (default 0, one of its four), for TCP plane 0, the one it
+#         uses; the slowest exchanges (with when each began) and how many took over 5 ms
+# Also reported: the fault commands' times, and the ping-pong QPs' retransmissions, tail
+# resends and timeouts at both mrc ends (mrc perf --json of client and server).
 # Every round trip is a sample (mrc perf --samples, sockperf --full-log); the report pools each
 # scenario's samples over the rounds and gives p50, p99, p99.9 and max, the ratios the targets use
 # (mrc under bulk / mrc idle at p99, mrc / TCP under bulk at p99) and whether each target is met:
