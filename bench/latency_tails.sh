@@ -237,7 +237,7 @@ run_mrc() {  # SCENARIO OUT
   PIDS+=("$server" ${bulk_server:+"$bulk_server"} ${bulk:+"$bulk"})
   sleep 0.4
   now > "$out.start"
-  if [ "$scenario" = cut ]; then cut_in_background "$CUT_PLANE" "$out" 0; cut=$!; fi
+  if [ "$scenario" = cut ]; then cut_in_background "$CUT_PLANE" "$out" 0; cut=$!; PIDS+=("$cut"); fi
   mrc_pingpong "$seconds" "$out"
   now > "$out.end"
   [ -z "$cut" ] || wait "$cut" || true
@@ -267,7 +267,7 @@ run_tcp() {  # SCENARIO OUT
   PIDS+=("$server" ${bulk_server:+"$bulk_server"} ${bulk:+"$bulk"})
   sleep 0.4
   now > "$out.start"
-  if [ "$scenario" = cut ]; then cut_in_background 0 "$out" "$SOCKPERF_WARMUP"; cut=$!; fi
+  if [ "$scenario" = cut ]; then cut_in_background 0 "$out" "$SOCKPERF_WARMUP"; cut=$!; PIDS+=("$cut"); fi
   tcp_pingpong "$seconds" "$out"
   now > "$out.end"
   [ -z "$cut" ] || wait "$cut" || true

@@ -48,6 +48,19 @@ def tcp_rows(base):
     return read_sockperf_log(base + ".log.csv")
 
 
+def tcp_unfinished_us(base):
+    """How long sockperf's last exchange had waited, unanswered, when its run ended (a lower
+    bound of its round trip, which its log leaves out): its run minus the 0.4 s warm-up, the
+    measured part (which ends at the last answer) and the 0.05 s it always leaves at the end."""
+    try:
+        text = open(base + ".txt", errors="replace").read()
+        total = float(re.search(r"\[Total Run\] RunTime=([0-9.]+)", text).group(1))
+        valid = float(re.search(r"\[Valid Duration\] RunTime=([0-9.]+)", text).group(1))
+    except (OSError, AttributeError, ValueError):
+        return 0.0
+    return max(0.0, (total - 0.4 - valid - 0.05) * 1e6)
+
+
 COUNTERS = ("retransmits", "spurious_retransmits", "losses_tail", "losses_timeout", "timeouts",
             "tail_probes", "ev_probes")
 
@@ -128,11 +141,19 @@ def load(raw):
         if f:  # seconds from the traffic seen on the cut plane
             zero = f.pop("traffic_start", None) or float(open(path).read().split()[0])
             r["faults"] = {k: round(v - zero, 3) for k, v in f.items()}
+            try:  # when the ping-pong's client returned
+                r["faults"]["client_done"] = round(float(open(base + ".end").read().split()[0]) - zero, 3)
+            except (OSError, ValueError, IndexError):
+                pass
         if transport == "mrc":
             r["samples"] = mrc_samples(base)
             r["counters"] = mrc_counters(base)
         else:
             r["samples"] = [rtt for _, rtt in tcp_rows(base)]
+            waited = tcp_unfinished_us(base)
+            if waited > SLOW_US:  # counted as a sample of that (lower-bound) length
+                r["samples"].append(waited)
+                r["unfinished_us"] = round(waited, 1)
         if r["faults"]:
             r["slow"] = slow_exchanges(r, base)
         rounds.append(r)
@@ -153,7 +174,7 @@ def round_row(r):
         row["bulk_gbit_per_s"] = r["bulk_gbit_per_s"]
     if r["faults"] is not None:
         row["faults_s"] = r["faults"]
-    for k in ("counters", "slow"):
+    for k in ("counters", "slow", "unfinished_us"):
         if r.get(k):
             row[k] = r[k]
     return row
@@ -243,6 +264,13 @@ def print_table(table, tgt, rounds, context):
               f"{f.get('fail_start', 0):.2f}-{f.get('fail_done', 0):.2f} s and repaired "
               f"{f.get('repair_start', 0):.2f}-{f.get('repair_done', 0):.2f} s after its ping-pong "
               f"traffic was seen (when the command started and returned)")
+        if f.get("repair_done", 0) > f.get("client_done", 1e9):
+            print(f"  WARNING: the repair ended after the ping-pong's client had ({f['client_done']:.2f} s): "
+                  f"the fault commands were slow (a busy machine or a held testbed lock); "
+                  f"run it again or give --cut-for, --seconds more room")
+        if r.get("unfinished_us"):
+            print(f"  sockperf's last exchange was still unanswered when it stopped, after "
+                  f"{r['unfinished_us'] / 1000:.1f} ms: counted as an exchange that long (at least)")
         slow = sorted(r.get("slow", []), key=lambda x: -x["us"])
         if slow:
             shown = ", ".join(f"{x['us'] / 1000:.1f} ms at {x['at_s']:.2f} s" for x in slow[:8])
