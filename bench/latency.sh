@@ -76,19 +76,9 @@ for t in $TRANSPORTS; do
 done
 [ "$TESTBED" = 0 ] || [ "$(id -u)" = 0 ] || die "--testbed needs root (network namespaces)"
 PY=/usr/bin/python3  # Debian's, for python3-matplotlib
-if [ "$INSTALL" = 1 ]; then
-  mapfile -t deps < <(grep -v '^[[:space:]]*\(#\|$\)' bench/latency-deps.txt | awk '{print $1}')
-  missing=()
-  for p in "${deps[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    [ "$(id -u)" = 0 ] || die "missing ${missing[*]}: install them (apt-get) or run as root"
-    say "installing ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-fi
+# shellcheck source=bench/latency_lib.sh
+. bench/latency_lib.sh
+[ "$INSTALL" = 0 ] || install_deps bench/latency-deps.txt
 if [ "$BUILD" = 1 ]; then
   say "building mrc and the libfabric provider (release preset)"
   cmake --preset release >/dev/null
@@ -140,15 +130,6 @@ planes() {  # SIDE COUNT
 next_port() { PORT=$((PORT + 1)); }
 PORT=$((20000 + RANDOM % 5000))
 wait_server() { sleep "${1:-0.4}"; }
-# Ends a server that outlived its client (a failed run; sockperf's servers always do), so the
-# next one finds its ports free and no idle server shares the cores with later runs. $1 is the
-# subshell of a backgrounded in_ns: its child (timeout, which passes SIGTERM on) goes first.
-reap() {
-  pkill -TERM -P "$1" 2>/dev/null || true
-  kill "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-}
-
 run_mrc() {  # PLANES SIZE OUT
   next_port
   # shellcheck disable=SC2086
@@ -172,13 +153,8 @@ run_sockperf() {  # udp|tcp SIZE OUT
   in_ns 0 timeout 120 sockperf sr -i "$(addr 0 0)" -p "$PORT" "${tcp[@]}" > "$3.server" 2>&1 &
   local server=$!
   wait_server
-  local tries=0
-  until in_ns 1 timeout 110 sockperf pp -i "$(addr 0 0)" -p "$PORT" "${tcp[@]}" -m "$size" \
-    -t "$SECONDS_PER" --full-rtt --full-log "$3.log.csv" > "$3.txt" 2>&1; do
-    tries=$((tries + 1))  # a server that was not listening yet refuses the connection
-    [ $tries -lt 5 ] || { say "sockperf $1 $2 B failed: $(tail -1 "$3.txt")"; break; }
-    sleep 0.5
-  done
+  sockperf_client "sockperf $1 $2 B" "$3.txt" in_ns 1 timeout 110 sockperf pp -i "$(addr 0 0)" \
+    -p "$PORT" "${tcp[@]}" -m "$size" -t "$SECONDS_PER" --full-rtt --full-log "$3.log.csv"
   reap "$server"
 }
 

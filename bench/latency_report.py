@@ -52,19 +52,24 @@ def parse_mrc(base):
              "max": row["max_us"], "mean": row["mean_us"], "samples": row["timed"]}, samples)
 
 
-def parse_sockperf(base):
-    samples = []
-    log = base + ".log.csv"
-    if os.path.exists(log):  # packet, tx time (s), rx time (s), round trip (us) with --full-rtt
-        with open(log) as f:
+def read_sockperf_log(path):
+    """sockperf's --full-log with --full-rtt: [(transmit time in s from its start, round trip in us)]."""
+    rows = []
+    if os.path.exists(path):  # packet, tx time (s), rx time (s), round trip (us)
+        with open(path) as f:
             for line in f:
                 parts = line.strip().split(",")
                 if len(parts) != 4:
                     continue
                 try:
-                    samples.append(float(parts[3]))
+                    rows.append((float(parts[1]), float(parts[3])))
                 except ValueError:
                     continue
+    return rows
+
+
+def parse_sockperf(base):
+    samples = [rtt for _, rtt in read_sockperf_log(base + ".log.csv")]
     if samples:
         return stats_of(samples), samples
     try:
@@ -188,6 +193,25 @@ def print_table(table):
           "shows their ratio to the tcp peer (x)")
 
 
+def ccdf_line(ax, values, label, **style):
+    """One distribution as its complementary CDF: on log axes the tail (p99, p99.9) is where it
+    can be read. The label gets the sample count."""
+    v = sorted(values)
+    n = len(v)
+    ax.plot(v, [(n - i) / n for i in range(n)], label=f"{label} ({n})", **style)
+
+
+def ccdf_axes(ax, title, legend="lower right"):
+    """Log axes, labels, grid and legend (where: matplotlib's loc) of a panel of ccdf_line()s."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("round trip (us, log scale)")
+    ax.set_ylabel("fraction of exchanges at least this slow")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc=legend)
+
+
 def plot(samples, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -202,17 +226,8 @@ def plot(samples, path):
         for (w, transport, s), values in sorted(samples.items()):
             if w != where or s != size or not values:
                 continue
-            # The complementary CDF on log axes: the tail (p99, p99.9) is where it can be read.
-            v = sorted(values)
-            n = len(v)
-            ax.plot(v, [(n - i) / n for i in range(n)], label=f"{transport} ({n})")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("round trip (us, log scale)")
-        ax.set_ylabel("fraction of exchanges at least this slow")
-        ax.set_title(f"{where}, {size}-byte messages")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(loc="lower right")
+            ccdf_line(ax, values, transport)
+        ccdf_axes(ax, f"{where}, {size}-byte messages")
     fig.tight_layout()
     fig.savefig(path)
     print(f"plot: {path}", file=sys.stderr)
