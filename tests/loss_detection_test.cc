@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <vector>
 
 #include "core/cc/nscc.h"
 #include "core/wire/packet.h"
@@ -184,6 +186,43 @@ TEST(LossDetection, ATailResentJustBeforeTheOriginalsArriveRetiresNoEv) {
   EXPECT_EQ(evs->transitions().to_assumed_bad, evs->transitions().revived)
       << "an EV stayed retired for a loss that was not one";
   EXPECT_EQ(s.timeouts, 0u);
+}
+
+// Plane 0 drops A's data silently (a failed direction of a link, which no link state reports).
+// Small writes, one at a time: each copy that left by plane 0 is lost, and with nothing new to
+// send its resend must leave by another plane. Resent on plane 0 again (the plane the harness
+// polls first), each copy waited out a doubled tail timer until the plane's EVs were retired or
+// the RTO fired.
+TEST(LossDetection, ATailResendLeavesByAnotherPlane) {
+  QpConfig config = small_config();
+  Pair pair(4, config, 1 << 20);
+  std::map<uint32_t, std::vector<uint8_t>> planes_of;  // PSN -> the planes of its copies
+  bool cut = false;
+  pair.filter = [&](int from, std::vector<uint8_t>& bytes, RxMeta&, const TxMeta& tx) {
+    const DataInfo d = data_info(bytes);
+    if (cut && from == 0 && d.data) planes_of[d.psn.value].push_back(tx.plane.value);
+    return !(cut && from == 0 && d.data && tx.plane.value == 0);
+  };
+  ASSERT_TRUE(pair.write(0, 0, 64 << 10, 1000).ok());  // RTT samples over all four planes first
+  pair.run(Instant{1'000'000});
+  ASSERT_EQ(pair.drain(0, false).size(), 1u);
+  cut = true;
+  for (uint64_t i = 0; i < 200; ++i) {
+    ASSERT_TRUE(pair.write(0, i * 64, 64, i + 1).ok());
+    pair.run(pair.now() + Duration{5'000'000});
+    ASSERT_EQ(pair.drain(0, false).size(), 1u) << "write " << i << " did not complete";
+  }
+  EXPECT_EQ(0, std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), 200 * 64));
+  size_t lost_on_0 = 0;
+  for (const auto& [psn, planes] : planes_of) {
+    for (size_t k = 0; k + 1 < planes.size(); ++k) {
+      if (planes[k] != 0) continue;
+      ++lost_on_0;
+      EXPECT_NE(planes[k + 1], 0) << "PSN " << psn << " was resent on the plane that lost it";
+    }
+  }
+  EXPECT_GE(lost_on_0, 1u) << "no copy left by plane 0: the test tests nothing";
+  EXPECT_EQ(pair.side[0].qp->stats().timeouts, 0u);
 }
 
 }  // namespace

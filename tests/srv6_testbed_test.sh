@@ -131,18 +131,21 @@ if [ -n "$BW" ]; then
   ocp="; OCP's write sweep over srv6= devices finished"
 fi
 if [ -n "$BW" ] && [ -n "$CTL_SRV6" ]; then
-  # Probes first (replies come to the device port, so nothing else may hold it in h1).
-  ip netns exec "$PREFIX-h0" env MRC_CTL_DIR="$OUT/ctl0" MRC_DEVICES="$devices" timeout 30 "$CTL_SRV6" \
-    serve mrc0 5 >"$OUT/serve" 2>&1 &
+  # Probes first (replies come to the device port, so nothing else may hold it in h1). The
+  # counters are read before the serving device opens and it serves until the probe is done:
+  # reading them can take seconds on a loaded host.
+  p0=$(sid_of 0 0) p1=$(sid_of 1 1)
+  ip netns exec "$PREFIX-h0" env MRC_CTL_DIR="$OUT/ctl0" MRC_DEVICES="$devices" timeout 60 "$CTL_SRV6" \
+    serve mrc0 60 >"$OUT/serve" 2>&1 &
   server_pid=$!
   for _ in $(seq 100); do grep -q "serving mrc0" "$OUT/serve" && break; sleep 0.1; done
-  p0=$(sid_of 0 0) p1=$(sid_of 1 1)
   ip netns exec "$PREFIX-h1" env MRC_CTL_DIR="$OUT/ctl1" MRC_DEVICES="$devices" timeout 30 "$CTL_SRV6" \
     probe mrc1 "${paths}" "$server_planes" >"$OUT/probe" 2>&1 || { cat "$OUT/probe"; fail "SRv6 EV probes were not all answered"; }
   grep "mrc_ctl_srv6:" "$OUT/probe"
-  [ "$(sid_of 0 0)" -gt "$p0" ] && [ "$(sid_of 1 1)" -gt "$p1" ] || fail "the probes did not go through the spines their EVs name"
+  kill "$server_pid" 2>/dev/null
   wait "$server_pid"
   server_pid=""
+  [ "$(sid_of 0 0)" -gt "$p0" ] && [ "$(sid_of 1 1)" -gt "$p1" ] || fail "the probes did not go through the spines their EVs name"
   s00=$(sid_of 0 0) s01=$(sid_of 0 1)
   ip netns exec "$PREFIX-h0" env MRC_CTL_DIR="$OUT/ctl0" MRC_DEVICES="$devices" timeout 60 "$BW" \
     -d mrc0 -p 40052 --srv6-evs 1:201,2:200,2:201 >"$OUT/bw-server2" 2>&1 &

@@ -124,10 +124,7 @@ bool Requester::window_allows(PlaneId plane, uint32_t bytes) const {
   const uint64_t mine = plane_in_flight_bytes_[plane.value];
   if (mine == 0) return true;
   uint64_t sending = 0;
-  for (int p = 0; p < evs_.planes(); ++p) {
-    sending +=
-        ((usable_planes_ >> p) & 1) && evs_.has_usable(PlaneId(static_cast<uint8_t>(p))) ? 1 : 0;
-  }
+  for (int p = 0; p < evs_.planes(); ++p) sending += can_send_on(PlaneId(static_cast<uint8_t>(p)));
   const uint64_t share = window / std::max<uint64_t>(sending, 1) + cost_of(config_.mtu_bytes);
   return mine + bytes <= share;
 }
@@ -183,6 +180,7 @@ size_t Requester::poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t>
       continue;
     }
     SentPacket& p = window_.at(psn);
+    if (resend_elsewhere(p, plane)) return 0;  // another plane's poll takes it this round
     if (!window_allows(plane, cost_bytes(p)) || tx_order_.full()) return 0;
     const uint16_t slot = evs_.next(plane, p.ev_slot);
     if (slot == EvSet::kNoSlot) return 0;
@@ -192,6 +190,25 @@ size_t Requester::poll_retransmit(Instant now, PlaneId plane, std::span<uint8_t>
     return transmit(now, psn, slot, out, meta);
   }
   return 0;
+}
+
+// Whether `plane` can carry a packet: its port up at both ends and one of its EVs usable.
+bool Requester::can_send_on(PlaneId plane) const {
+  return ((usable_planes_ >> plane.value) & 1) && evs_.has_usable(plane);
+}
+
+// A resend with nothing new to send (a tail, a latency-bound exchange) leaves by another plane
+// than the copy it replaces, where another can carry it: the plane that lost one copy (cut
+// silently, a spine down) is the likeliest to lose the next, and each lost copy of a tail costs
+// a tail timer that doubles. With new data queued the resend goes by whichever plane asks
+// first, as recovery in a bulk transfer must not wait for another plane's share of the window.
+bool Requester::resend_elsewhere(const SentPacket& p, PlaneId plane) const {
+  if (p.plane != plane || !nothing_new_to_send()) return false;
+  for (int q = 0; q < evs_.planes(); ++q) {
+    const PlaneId other(static_cast<uint8_t>(q));
+    if (other != plane && can_send_on(other)) return true;
+  }
+  return false;
 }
 
 size_t Requester::poll_new(Instant now, PlaneId plane, std::span<uint8_t> out, TxMeta& meta) {

@@ -174,6 +174,8 @@ class Requester {
   bool resend_tail(Instant now);
   void order_retransmits();
   bool nothing_new_to_send() const { return sq_next_send_ == sq_tail_; }
+  bool can_send_on(PlaneId plane) const;
+  bool resend_elsewhere(const SentPacket& p, PlaneId plane) const;
   static constexpr size_t kMaxTailResend = 8;  // packets resent per tail timer (resend_tail)
   // What a loss is held against: nothing (a trim, a plane that went down), the packet's EV, or
   // its EV as a timeout (which a path policy cannot excuse; see ev_set.h).

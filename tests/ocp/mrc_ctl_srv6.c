@@ -18,7 +18,7 @@
  *     - connectionless EV probes on the SRv6 EV of every uSID on every plane (one per path),
  *       to the peer's locator on that plane: every one answered, on its plane.
  *   mrc_ctl_srv6 serve <device> <seconds>
- *     - holds the device open (its endpoint answers probes) for that long.
+ *     - holds the device open (its endpoint answers probes) for that long, or until it is killed.
  */
 #include <arpa/inet.h>
 #include <unistd.h>
