@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -635,23 +634,14 @@ void UdpHost::note_ready(const epoll_event* events, int n) {
   ready_known_.store(true, std::memory_order_release);
 }
 
-// The planes the last sleep said have data (see ready_mask_). With no sleep since the last
-// round (a busy thread, a caller polling), the planes that round did not leave empty
-// (emptied_mask_): one is read as it is, several are first asked of epoll without waiting, one
-// system call instead of a read of each, which on a latency-bound exchange mostly finds
-// nothing. (Level-triggered: asking takes nothing from a later sleep.)
+// The planes the last sleep said have data (see ready_mask_); with no sleep since the last
+// round (a busy thread, a caller polling), every plane but those that round left empty
+// (emptied_mask_).
 uint32_t UdpHost::take_ready_mask() {
-  const uint32_t planes_bits = (1u << planes()) - 1;
-  const uint32_t unread = planes_bits & ~emptied_mask_;
-  if (!ready_known_.load(std::memory_order_acquire) && std::popcount(unread) > 1) {
-    epoll_event events[kMaxPlanes + 2];
-    const timespec zero{0, 0};
-    note_ready(events, epoll_pwait2(epoll_fd_, events, kMaxPlanes + 2, &zero, nullptr));
-  }
   if (ready_known_.exchange(false, std::memory_order_acquire))
     return ready_mask_.exchange(0, std::memory_order_relaxed);
   ready_mask_.store(0, std::memory_order_relaxed);
-  return unread;
+  return ~kLinkBit & ~emptied_mask_;
 }
 
 void UdpHost::wake() {
