@@ -212,7 +212,8 @@ TEST(LossDetection, ATailResendLeavesByAnotherPlane) {
     pair.run(pair.now() + Duration{5'000'000});
     ASSERT_EQ(pair.drain(0, false).size(), 1u) << "write " << i << " did not complete";
   }
-  EXPECT_EQ(0, std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), 200 * 64));
+  EXPECT_EQ(0,
+            std::memcmp(pair.side[0].source.data(), pair.side[1].target.data(), size_t{200} * 64));
   size_t lost_on_0 = 0;
   for (const auto& [psn, planes] : planes_of) {
     for (size_t k = 0; k + 1 < planes.size(); ++k) {
