@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/latency_tails.sh: ping-pong latency tails on the namespace testbed (4 shaped planes) under
-# load, loss and a plane cut, mrc beside kernel TCP in the same run (issue 60, part 2).
+# load, loss and a plane cut, mrc beside kernel TCP in the same run.
 #
 #   sudo bench/latency_tails.sh --mrc /path/to/mrc                  # every scenario, 2 rounds
 #   sudo bench/latency_tails.sh --scenarios "idle cut" --rounds 1 --json --plot tails.png
@@ -220,8 +220,27 @@ cut_in_background() {  # PLANE OUT WARMUP
   ) &
 }
 
+# What both transports do once their servers (and bulk transfer) run: the ping-pong PINGPONG
+# (a function of SECONDS and OUT) timed between OUT.start and OUT.end, the cut of CUT_PLANE
+# beside it in the cut scenario (WARMUP: the client's seconds before it measures), then every
+# process of the run ended; BULK_ERR names why a bulk client failed.
+measure() {  # SCENARIO OUT SECONDS CUT_PLANE WARMUP PINGPONG SERVER BULK BULK_SERVER BULK_ERR
+  local cut=""
+  now > "$2.start"
+  if [ "$1" = cut ]; then cut_in_background "$4" "$2" "$5"; cut=$!; PIDS+=("$cut"); fi
+  "$6" "$3" "$2"
+  now > "$2.end"
+  [ -z "$cut" ] || wait "$cut" || true
+  if [ -n "$8" ]; then
+    wait "$8" || say "bulk client failed: $(tail -1 "${10}")"
+    reap "$9"
+  fi
+  reap "$7"
+  PIDS=()
+}
+
 run_mrc() {  # SCENARIO OUT
-  local scenario=$1 out=$2 seconds=$SECONDS_PER server bulk_server="" bulk="" cut=""
+  local scenario=$1 out=$2 seconds=$SECONDS_PER server bulk_server="" bulk=""
   next_port
   [ "$scenario" = cut ] && seconds=$CUT_SECONDS
   if [ "$scenario" = bulk ]; then
@@ -236,21 +255,12 @@ run_mrc() {  # SCENARIO OUT
   server=$!
   PIDS+=("$server" ${bulk_server:+"$bulk_server"} ${bulk:+"$bulk"})
   sleep 0.4
-  now > "$out.start"
-  if [ "$scenario" = cut ]; then cut_in_background "$CUT_PLANE" "$out" 0; cut=$!; PIDS+=("$cut"); fi
-  mrc_pingpong "$seconds" "$out"
-  now > "$out.end"
-  [ -z "$cut" ] || wait "$cut" || true
-  if [ -n "$bulk" ]; then
-    wait "$bulk" || say "mrc bulk client failed: $(tail -1 "$out.bulk.err")"
-    reap "$bulk_server"
-  fi
-  reap "$server"
-  PIDS=()
+  measure "$scenario" "$out" "$seconds" "$CUT_PLANE" 0 mrc_pingpong "$server" "$bulk" \
+    "$bulk_server" "$out.bulk.err"
 }
 
 run_tcp() {  # SCENARIO OUT
-  local scenario=$1 out=$2 seconds=$SECONDS_PER server bulk_server="" bulk="" cut=""
+  local scenario=$1 out=$2 seconds=$SECONDS_PER server bulk_server="" bulk=""
   next_port
   [ "$scenario" = cut ] && seconds=$CUT_SECONDS
   if [ "$scenario" = bulk ]; then
@@ -266,17 +276,8 @@ run_tcp() {  # SCENARIO OUT
   server=$!
   PIDS+=("$server" ${bulk_server:+"$bulk_server"} ${bulk:+"$bulk"})
   sleep 0.4
-  now > "$out.start"
-  if [ "$scenario" = cut ]; then cut_in_background 0 "$out" "$SOCKPERF_WARMUP"; cut=$!; PIDS+=("$cut"); fi
-  tcp_pingpong "$seconds" "$out"
-  now > "$out.end"
-  [ -z "$cut" ] || wait "$cut" || true
-  if [ -n "$bulk" ]; then
-    wait "$bulk" || say "iperf3 client failed: $(tail -1 "$out.iperf.err")"
-    reap "$bulk_server"
-  fi
-  reap "$server"
-  PIDS=()
+  measure "$scenario" "$out" "$seconds" 0 "$SOCKPERF_WARMUP" tcp_pingpong "$server" "$bulk" \
+    "$bulk_server" "$out.iperf.err"
 }
 
 set_loss() {  # PERCENT (0: none) on every plane

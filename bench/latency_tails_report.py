@@ -5,8 +5,8 @@ Reads the raw directory bench/latency_tails.sh wrote (files SCENARIO.TRANSPORT.r
 mrc or tcp): mrc perf's --json and --samples, sockperf's --full-log, the bulk transfers' JSON (mrc
 perf's, iperf3's) and the cut's fault times. Per scenario and transport, every round's round trips
 pooled: p50, p99, p99.9 and max in microseconds, the exchanges slower than 5 ms; each round's own
-figures in the JSON. The targets of issue 60 (part 2) are judged on the pooled samples. Parsing and
-the CDF panels are bench/latency_report.py's.
+figures in the JSON. The tail targets (docs/BENCHMARKS.md, "Latency tails") are judged on the
+pooled samples. Parsing and the CDF panels are bench/latency_report.py's.
 """
 import argparse
 import glob
@@ -204,7 +204,7 @@ def summarize(rounds):
 
 
 def targets(table, context):
-    """Each target of issue 60 (part 2) that this run's scenarios can judge."""
+    """Each tail target that this run's scenarios can judge."""
     out = []
 
     def get(scenario, transport, field):
