@@ -88,12 +88,21 @@ def run(testdir, module, outdir, attempt, test_timeout):
     runtests.import_package(options, "mpi4py")
     from mpi4py import MPI
 
+    # The tests earlier attempts started. Only earlier ones: this attempt's files are being
+    # written by the other ranks already, and a rank that starts late would otherwise leave out
+    # the tests they began, run a different list from theirs and so wait in a collective forever.
     seen = set()
-    for ranks in _attempts(outdir).values():
-        for r in ranks.values():
-            seen |= r[1]
+    for earlier, ranks in _attempts(outdir).items():
+        if earlier < int(attempt):
+            for r in ranks.values():
+                seen |= r[1]
     suite = unittest.TestSuite(t for t in _tests(runtests.load_tests(options, [])) if t.id() not in seen)
     rank = MPI.COMM_WORLD.Get_rank()
+    # Every rank must run the same tests in the same order, or a collective waits forever.
+    ids = [t.id() for t in _tests(suite)]
+    if len(set(map(tuple, MPI.COMM_WORLD.allgather(ids)))) != 1:
+        sys.stderr.write("rank %d: the ranks' test lists differ\n" % rank)
+        return 2
     stuck = open(os.path.join(outdir, "stuck.%d.%s" % (rank, attempt)), "w")
     with open(os.path.join(outdir, "rank.%d.%s" % (rank, attempt)), "w") as log:
         for t in _tests(suite):
