@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -90,9 +91,14 @@ int check() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "frames") return frames();
-  if (mode == "check") return check();
-  std::fprintf(stderr, "usage: roce_icrc_tool frames|check\n");
-  return 2;
+  try {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "frames") return frames();
+    if (mode == "check") return check();
+    std::fprintf(stderr, "usage: roce_icrc_tool frames|check\n");
+    return 2;
+  } catch (const std::exception& e) {  // an allocation that failed: a message, not terminate
+    std::fprintf(stderr, "roce_icrc_tool: %s\n", e.what());
+    return 1;
+  }
 }
