@@ -19,7 +19,6 @@
 #include "collectives/communicator.h"
 #include "io/device.h"
 #include "io/netdev.h"
-#include "secure/key_exchange.h"
 #include "tools/host_flags.h"
 #include "tools/host_memory.h"
 
