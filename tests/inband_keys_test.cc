@@ -1,7 +1,7 @@
-// In-band key agreement (io/inband_keys.h): two ends agree on matching keys however offers are
+// In-band key agreement (secure/inband_keys.h): two ends agree on matching keys however offers are
 // lost or late, the exchange ends, refused offers change nothing, and a failed agreement says
 // why and names the peer. The ends exchange datagrams in memory, on a clock of the test's own.
-#include "io/inband_keys.h"
+#include "secure/inband_keys.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "core/wire/packet.h"
 #include "util/prng.h"
 
-namespace mrc::io {
+namespace mrc::secure {
 namespace {
 
 constexpr uint32_t kQpnA = 0x10001, kQpnB = 0x20002;
@@ -178,4 +178,4 @@ TEST(InbandKeys, RefusedAndReplayedOffersChangeNothing) {
 }
 
 }  // namespace
-}  // namespace mrc::io
+}  // namespace mrc::secure

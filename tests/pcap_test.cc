@@ -1,9 +1,7 @@
-// io/pcap.h: what the writer writes the reader reads back (addresses, ports, TOS, bytes, time);
-// the reader finds UDP datagrams in the link types and formats other tools write; and a capture
-// is untrusted input: cut, corrupted or random files end the reading with a reason or skip
-// records, never read past the data.
-#include "io/pcap.h"
-
+// io/pcap_file.h and wire/pcap.h: what the writer writes the reader reads back (addresses, ports,
+// TOS, bytes, time); the reader finds UDP datagrams in the link types and formats other tools
+// write; and a capture is untrusted input: cut, corrupted or random files end the reading with a
+// reason or skip records, never read past the data.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "io/pcap_file.h"
 #include "util/prng.h"
 
 namespace mrc::io {
@@ -44,8 +43,8 @@ std::unique_ptr<PcapWriter> writer(const std::string& path, uint64_t budget) {
   return std::move(w.value());
 }
 
-std::unique_ptr<PcapReader> reader(const std::string& path) {
-  auto r = PcapReader::open(path);
+std::unique_ptr<wire::PcapReader> reader(const std::string& path) {
+  auto r = open_pcap(path);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
   return r.ok() ? std::move(r.value()) : nullptr;
 }
@@ -76,7 +75,7 @@ TEST(Pcap, WhatIsWrittenIsReadBack) {
   }
   auto r = reader(path);
   ASSERT_NE(r, nullptr);
-  CapturedDatagram d;
+  wire::CapturedDatagram d;
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(r->next(d)) << r->error();
     EXPECT_EQ(d.number, static_cast<uint64_t>(i + 1));
@@ -113,35 +112,35 @@ TEST(Pcap, FindsUdpInTheLinkTypesOthersWrite) {
   std::vector<uint8_t> eth(12, 0);
   eth.insert(eth.end(), {0x81, 0x00, 0x00, 0x05, 0x08, 0x00});
   eth.insert(eth.end(), ip.begin(), ip.end());
-  CapturedDatagram d;
-  ASSERT_TRUE(find_udp(1, eth, d));
+  wire::CapturedDatagram d;
+  ASSERT_TRUE(wire::find_udp(1, eth, d));
   EXPECT_EQ(d.destination, "10.0.0.2:4791");
   EXPECT_EQ(std::string(d.datagram.begin(), d.datagram.end()), "hello");
   std::vector<uint8_t> sll(14, 0);
   sll.insert(sll.end(), {0x08, 0x00});
   sll.insert(sll.end(), ip.begin(), ip.end());
-  EXPECT_TRUE(find_udp(113, sll, d));
+  EXPECT_TRUE(wire::find_udp(113, sll, d));
   std::vector<uint8_t> sll2 = {0x08, 0x00};
   sll2.resize(20, 0);
   sll2.insert(sll2.end(), ip.begin(), ip.end());
-  EXPECT_TRUE(find_udp(276, sll2, d));
+  EXPECT_TRUE(wire::find_udp(276, sll2, d));
   std::vector<uint8_t> v6 = {0x60, 0, 0, 0, 0, 13, 17, 64};
   v6.resize(40, 0);
   v6[23] = 1;
   v6[39] = 2;
   v6.insert(v6.end(), {0x12, 0x34, 0x12, 0xB7, 0, 13, 0, 0, 'h', 'e', 'l', 'l', 'o'});
-  ASSERT_TRUE(find_udp(101, v6, d));
+  ASSERT_TRUE(wire::find_udp(101, v6, d));
   EXPECT_TRUE(d.ipv6);
   EXPECT_EQ(d.destination, "[::2]:4791");
   std::vector<uint8_t> fragment = ip;
   fragment[6] = 0x20;  // more fragments
-  EXPECT_FALSE(find_udp(101, fragment, d));
+  EXPECT_FALSE(wire::find_udp(101, fragment, d));
   std::vector<uint8_t> tcp = ip;
   tcp[9] = 6;
-  EXPECT_FALSE(find_udp(101, tcp, d));
+  EXPECT_FALSE(wire::find_udp(101, tcp, d));
   std::vector<uint8_t> long_udp = ip;
   long_udp[25] = 200;  // the UDP length runs past the IP packet
-  EXPECT_FALSE(find_udp(101, long_udp, d));
+  EXPECT_FALSE(wire::find_udp(101, long_udp, d));
 }
 
 TEST(Pcap, CutAndCorruptCapturesEndWithAReason) {
@@ -158,13 +157,13 @@ TEST(Pcap, CutAndCorruptCapturesEndWithAReason) {
   write_file(path, bytes);
   auto r = reader(path);
   ASSERT_NE(r, nullptr);
-  CapturedDatagram d;
+  wire::CapturedDatagram d;
   int n = 0;
   while (r->next(d)) ++n;
   EXPECT_EQ(n, 3);
   EXPECT_NE(r->error().find("runs past the end"), std::string::npos) << r->error();
   write_file(path, {1, 2, 3});
-  EXPECT_FALSE(PcapReader::open(path).ok());
+  EXPECT_FALSE(open_pcap(path).ok());
 }
 
 // Random bytes behind a valid pcap or pcapng header, and random files: no crash, no reading
@@ -183,9 +182,9 @@ TEST(Pcap, RandomCapturesNeverReadPastTheirBytes) {
       std::memcpy(bytes.data() + 8, &order, 4);
     }
     write_file(path, bytes);
-    auto r = PcapReader::open(path);
+    auto r = open_pcap(path);
     if (!r.ok()) continue;
-    CapturedDatagram d;
+    wire::CapturedDatagram d;
     int guard = 0;
     while (r.value()->next(d) && ++guard < 100000) {
       ASSERT_LE(d.datagram.size(), bytes.size());

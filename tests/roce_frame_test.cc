@@ -1,6 +1,6 @@
-// io/roce_frame: whole frames round-trip, and hostile frames are refused with their reason.
+// wire/roce_frame: whole frames round-trip, and hostile frames are refused with their reason.
 // (Agreement with an independent RoCEv2 ICRC: tests/roce_icrc_check.py.)
-#include "io/roce_frame.h"
+#include "wire/roce_frame.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include "core/wire/packet.h"
 #include "util/prng.h"
 
-namespace mrc::io {
+namespace mrc::wire {
 namespace {
 
 struct Built {
@@ -106,4 +106,4 @@ TEST(RoceFrame, RandomBytesNeverCrash) {
 }
 
 }  // namespace
-}  // namespace mrc::io
+}  // namespace mrc::wire

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""mrc's RoCEv2 ICRC (src/io/roce_frame) against scapy's RoCE layer, in both directions.
+"""mrc's RoCEv2 ICRC (src/wire/roce_frame) against scapy's RoCE layer, in both directions.
 
 1. Frames mrc writes around real MRC packets: scapy recomputes each one's ICRC and must find
    the one mrc wrote.

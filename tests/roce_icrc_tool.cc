@@ -1,4 +1,4 @@
-// Helper of tests/roce_icrc_check.py: io/roce_frame against an independent RoCEv2 ICRC.
+// Helper of tests/roce_icrc_check.py: wire/roce_frame against an independent RoCEv2 ICRC.
 //   roce_icrc_tool frames   prints whole frames (hex, one per line) around real MRC packets
 //                           (data of several sizes, an ACK, a SACK), as the AF_XDP backend
 //                           writes them
@@ -6,12 +6,13 @@
 #include <arpa/inet.h>
 
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "core/wire/packet.h"
-#include "io/roce_frame.h"
+#include "wire/roce_frame.h"
 
 namespace {
 
@@ -35,16 +36,16 @@ std::vector<uint8_t> unhex(const std::string& text) {
 }
 
 void print_frame(const wire::Packet& packet, uint16_t ip_id) {
-  std::vector<uint8_t> frame(io::kFrameHeaderBytes + wire::kMaxDatagramBytes);
-  const size_t n = wire::encode(packet, std::span(frame).subspan(io::kFrameHeaderBytes), true);
-  io::FrameAddresses a;
+  std::vector<uint8_t> frame(wire::kFrameHeaderBytes + wire::kMaxDatagramBytes);
+  const size_t n = wire::encode(packet, std::span(frame).subspan(wire::kFrameHeaderBytes), true);
+  wire::FrameAddresses a;
   a.destination_mac = {0x02, 0, 0, 0, 0, 0x02};
   a.source_mac = {0x02, 0, 0, 0, 0, 0x01};
   inet_pton(AF_INET, "198.18.0.1", &a.source_ip);
   inet_pton(AF_INET, "198.18.0.2", &a.destination_ip);
   a.source_port = static_cast<uint16_t>(50000 + ip_id);
   a.destination_port = 4791;
-  const size_t length = io::write_frame(a, ip_id, n, frame);
+  const size_t length = wire::write_frame(a, ip_id, n, frame);
   std::cout << hex(std::span(frame).first(length)) << "\n";
 }
 
@@ -81,8 +82,8 @@ int check() {
   std::string line;
   while (std::getline(std::cin, line)) {
     std::vector<uint8_t> frame = unhex(line);
-    auto parsed = io::parse_frame(frame);
-    std::cout << (parsed.ok() ? "ok" : io::to_string(parsed.error())) << "\n";
+    auto parsed = wire::parse_frame(frame);
+    std::cout << (parsed.ok() ? "ok" : wire::to_string(parsed.error())) << "\n";
   }
   return 0;
 }
@@ -90,9 +91,14 @@ int check() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "frames") return frames();
-  if (mode == "check") return check();
-  std::fprintf(stderr, "usage: roce_icrc_tool frames|check\n");
-  return 2;
+  try {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "frames") return frames();
+    if (mode == "check") return check();
+    std::fprintf(stderr, "usage: roce_icrc_tool frames|check\n");
+    return 2;
+  } catch (const std::exception& e) {  // an allocation that failed: a message, not terminate
+    std::fprintf(stderr, "roce_icrc_tool: %s\n", e.what());
+    return 1;
+  }
 }

@@ -478,7 +478,7 @@ TEST(Secure, ASecurePacketForAPlainQpIsDropped) {
   EXPECT_EQ(qp_counters(plain.side[1].qp), before);
 }
 
-// A keys_later QP (keys agreed over its own path after RTR, io/inband_keys.h) sends nothing
+// A keys_later QP (keys agreed over its own path after RTR, secure/inband_keys.h) sends nothing
 // and opens nothing until set_keys; then the transfer runs as any secure one's.
 TEST(Secure, AQpWhoseKeysComeLaterWaitsForThem) {
   QpConfig later = test::small_config();

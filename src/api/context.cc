@@ -19,10 +19,10 @@
 #include "host/options.h"
 #include "host/queue_pairs.h"
 #include "io/device.h"
-#include "io/key_exchange.h"
 #include "io/udp_host.h"
 #include "mrc/assert.hpp"
 #include "mrc/mrc.hpp"
+#include "secure/key_exchange.h"
 
 namespace mrc {
 
@@ -383,7 +383,7 @@ ConnectionInfo Qp::local_info() const {
     info.planes.push_back(io::to_string(a));
   info.backend = state_->context->options.backend;
   if (state_->placed.exchange) {
-    const io::KeyOffer offer = state_->placed.exchange->offer(info.qpn, info.psn);
+    const secure::KeyOffer offer = state_->placed.exchange->offer(info.qpn, info.psn);
     info.secure = offer.mode;
     info.key_id = offer.key_id;
     info.key_share = offer.share;
@@ -405,7 +405,7 @@ Result<Ok, Error> Qp::connect(const ConnectionInfo& remote) {
                 std::string("connect: the peer uses the ") + mrc::to_string(remote.backend) +
                     " backend and this context the " + mrc::to_string(options.backend) +
                     " backend: both ends need the same (their ICRCs differ)");
-  peer.offer = io::KeyOffer{remote.secure, remote.key_id, remote.key_share, remote.key_proof};
+  peer.offer = secure::KeyOffer{remote.secure, remote.key_id, remote.key_share, remote.key_proof};
   peer.name = host::remote_name(remote.qpn, remote.planes);
   auto connected = host::connect_qp(*state_->context->devices, state_->placed, peer);
   if (!connected.ok()) return fail(connected.error(), "connect: ");

@@ -13,8 +13,7 @@
 #include <sstream>
 
 #include "host/port_plan.h"
-#include "io/key_exchange.h"
-#include "io/srv6.h"
+#include "wire/srv6.h"
 
 namespace mrc::host {
 namespace {
@@ -65,7 +64,7 @@ std::string parse_switch(const std::string& text, bool& out) {
 
 std::string parse_srv6_paths(const std::string& text, Options& o) {
   if (!text.empty()) {
-    auto paths = io::parse_srv6_paths(text);
+    auto paths = wire::parse_srv6_paths(text);
     if (!paths.ok()) return paths.error().message;
   }
   o.context.srv6_paths = text;
@@ -280,12 +279,25 @@ Result<Ok, Error> finish(Options& o, const Spelling& spelling) {
   if (auto checked = check(o, spelling); !checked.ok()) return checked;
   ContextOptions& c = o.context;
   if (c.secure != SecureMode::kOff && c.preshared_key.empty()) {
-    auto key = io::preshared_key_for(c.secure, o.key_file, spelling.name("secure"),
-                                     spelling.name("key-file"), "both ends");
+    auto key = preshared_key_for(c.secure, o.key_file, spelling.name("secure"),
+                                 spelling.name("key-file"), "both ends");
     if (!key.ok()) return Err{key.error()};
     c.preshared_key = std::move(key.value());
   }
   return Ok{};
+}
+
+Result<std::vector<uint8_t>, Error> preshared_key_for(SecureMode mode, const std::string& key_file,
+                                                      const std::string& mode_setting,
+                                                      const std::string& file_setting,
+                                                      const std::string& holders) {
+  if (mode == SecureMode::kOff) return std::vector<uint8_t>{};
+  if (key_file.empty())
+    return fail(Errc::kInvalidArgument,
+                mode_setting + to_string(mode) + " needs " + file_setting +
+                    " FILE, the pre-shared key that " + holders +
+                    " must hold (make one with: openssl rand -hex 32 > FILE; chmod 600 FILE)");
+  return read_key_file(key_file);
 }
 
 Result<Ok, Error> check(Options& o, const Spelling& spelling) {
@@ -335,7 +347,7 @@ Result<io::DeviceConfig, Error> device_config(const ContextOptions& o, const Spe
   dc.busy_poll = Duration::from_us(o.busy_poll_us);
   dc.backend = o.backend;
   if (!o.srv6_paths.empty()) {
-    auto paths = io::parse_srv6_paths(o.srv6_paths);
+    auto paths = wire::parse_srv6_paths(o.srv6_paths);
     if (!paths.ok()) return fail(paths.error(), spelling.name("srv6-paths") + ": ");
     dc.srv6_paths = paths.value();
   }

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "io/device.h"
 #include "mrc/mrc.hpp"
@@ -87,6 +88,15 @@ Result<Ok, Error> finish(Options& o, const Spelling& spelling);
 // that reads the key when its host opens (the OCP devices read one configuration for every
 // device, opened or not).
 Result<Ok, Error> check(Options& o, const Spelling& spelling);
+
+// The pre-shared key secure mode `mode` needs, read from `key_file` (empty when the mode is
+// off). `mode_setting` and `file_setting` are how the user set them ("--secure ", "--key-file";
+// "MRC_SECURE=", "MRC_KEY_FILE"), for the message when no file was given; `holders` says who
+// must hold the same key ("both sides", "every rank").
+Result<std::vector<uint8_t>, Error> preshared_key_for(SecureMode mode, const std::string& key_file,
+                                                      const std::string& mode_setting,
+                                                      const std::string& file_setting,
+                                                      const std::string& holders);
 
 // The datapath configuration (a shard's, before host.h gives each shard its ports) of a
 // context opened with `o`; the one conversion from options to io::DeviceConfig.

@@ -26,12 +26,12 @@ Result<HostQp, Error> create_qp(Host& host, const QpSpec& spec) {
   if (!created.ok()) return Err{to_error(created.error())};
   HostQp qp{shard, created.value(), device.initial_psn(), nullptr};
   if (spec.secure != SecureMode::kOff) {
-    auto exchange = io::KeyExchange::start(spec.secure, spec.preshared_key);
+    auto exchange = secure::KeyExchange::start(spec.secure, spec.preshared_key);
     if (!exchange.ok()) {
       MRC_ASSERT(device.endpoint().destroy_qp(qp.qp->qpn()).ok());  // created just above
       return Err{exchange.error()};
     }
-    qp.exchange = std::make_shared<io::KeyExchange>(std::move(exchange.value()));
+    qp.exchange = std::make_shared<secure::KeyExchange>(std::move(exchange.value()));
   }
   return qp;
 }
@@ -41,7 +41,8 @@ namespace {
 // Secure mode: the peer's offer checked and the QP's keys derived before it leaves RESET; a
 // plain QP checks that the peer is plain too. REQUIRES: the shard's lock.
 Result<Ok, Error> agree_keys(const HostQp& qp, const RemoteQp& remote) {
-  if (!qp.exchange) return io::check_secure_modes(SecureMode::kOff, remote.offer.mode, remote.name);
+  if (!qp.exchange)
+    return secure::check_secure_modes(SecureMode::kOff, remote.offer.mode, remote.name);
   return qp.exchange->finish_for(*qp.qp, qp.psn.value, remote.offer, remote.qpn.value,
                                  remote.psn.value, remote.name);
 }

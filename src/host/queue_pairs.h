@@ -20,16 +20,16 @@
 #include <vector>
 
 #include "host/host.h"
-#include "io/key_exchange.h"
+#include "secure/key_exchange.h"
 
 namespace mrc::host {
 
 // A queue pair as the host placed it.
 struct HostQp {
   uint32_t shard = 0;
-  QueuePair* qp = nullptr;                    // the engine's, in that shard
-  Psn psn;                                    // this end's initial PSN
-  std::shared_ptr<io::KeyExchange> exchange;  // secure mode only
+  QueuePair* qp = nullptr;                        // the engine's, in that shard
+  Psn psn;                                        // this end's initial PSN
+  std::shared_ptr<secure::KeyExchange> exchange;  // secure mode only
 };
 
 struct QpSpec {
@@ -48,7 +48,7 @@ struct RemoteQp {
   Qpn qpn;
   Psn psn;
   std::vector<io::PlaneAddress> planes;  // where its shard listens, one per plane
-  io::KeyOffer offer;                    // its secure mode and, if on, its key offer
+  secure::KeyOffer offer;                // its secure mode and, if on, its key offer
   std::string name;                      // for messages: "queue pair 7 at 127.0.0.1"
 };
 

@@ -81,7 +81,7 @@ struct LinkConfig {
   std::vector<PlaneAddress> planes;
   uint16_t ev_port_base = 50000;  // plane p's EV source ports: base + p * n, n = ports per plane
   uint16_t ev_ports_per_plane = 40;
-  bool srv6 = false;  // SRv6 planes: UDP checksums zero (io/srv6.h)
+  bool srv6 = false;  // SRv6 planes: UDP checksums zero (wire/srv6.h)
   int socket_buffer_bytes = 8 << 20;
   bool gso = true;
   bool gro = true;

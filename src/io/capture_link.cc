@@ -3,7 +3,7 @@
 
 #include <ctime>
 
-#include "io/roce_frame.h"
+#include "wire/roce_frame.h"
 
 namespace mrc::io {
 namespace {
@@ -22,7 +22,7 @@ void CaptureLink::add(uint16_t source_port, const SocketAddress& to, size_t leng
   if (capture_ != nullptr && length <= written_at_.size()) {
     SocketAddress source = local_;
     source.set_port(source_port);
-    capture_->write(realtime_ns(), UdpAddresses{source, to, kMrcTos},
+    capture_->write(realtime_ns(), UdpAddresses{source, to, wire::kMrcTos},
                     inner().as_sent(source_port, to, written_at_.first(length)));
   }
   inner().add(source_port, to, length, now, out);

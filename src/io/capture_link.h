@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "io/backend.h"
-#include "io/pcap.h"
+#include "io/pcap_file.h"
 
 namespace mrc::io {
 

@@ -39,8 +39,10 @@ Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
   device->host_ = std::move(host.value());
   Device* raw = device.get();
   device->host_->set_side_channel(
-      kKeyOfferOpcode, [raw](std::span<const uint8_t> d, const SocketAddress& from,
-                             bool icrc_checked) { raw->on_key_offer(d, from, icrc_checked); });
+      secure::kKeyOfferOpcode,
+      [raw](std::span<const uint8_t> d, const SocketAddress& from, bool icrc_checked) {
+        raw->on_key_offer(d, from, icrc_checked);
+      });
   return device;
 }
 
@@ -123,7 +125,7 @@ Result<Ok, Error> Device::agree_keys(const QueuePair& qp, std::span<const uint8_
 // fails now, with both named, rather than after its retries.
 void Device::on_key_offer(std::span<const uint8_t> datagram, const SocketAddress& from,
                           bool icrc_checked) {
-  const auto offer = decode_key_offer(datagram, icrc_checked);
+  const auto offer = secure::decode_key_offer(datagram, icrc_checked);
   QueuePair* qp = offer ? endpoint().qp(Qpn(offer->dest_qpn)) : nullptr;
   const bool connected =
       qp != nullptr && (qp->state() == QpState::kRtr || qp->state() == QpState::kRts);
@@ -142,8 +144,9 @@ void Device::on_key_offer(std::span<const uint8_t> datagram, const SocketAddress
 // Sends what the agreements have to send and hands their outcomes to the QPs.
 void Device::run_key_agreements() {
   keys_.on_timer(host_->now());
-  for (const InbandKeys::Outgoing& o : keys_.take_outgoing()) host_->send_side(o.peer, o.datagram);
-  for (const InbandKeys::Outcome& o : keys_.take_outcomes()) {
+  for (const secure::InbandKeys::Outgoing& o : keys_.take_outgoing())
+    host_->send_side(o.peer, o.datagram);
+  for (const secure::InbandKeys::Outcome& o : keys_.take_outcomes()) {
     QueuePair* qp = endpoint().qp(Qpn(o.qpn));
     if (qp == nullptr) continue;
     if (o.agreed) {

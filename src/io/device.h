@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "core/endpoint.h"
-#include "io/inband_keys.h"
 #include "io/udp_host.h"
 #include "mrc/error.hpp"
+#include "secure/inband_keys.h"
 #include "util/prng.h"
 
 namespace mrc::io {
@@ -59,7 +59,7 @@ struct DeviceConfig {
   Impairment impairment;
   bool gso = true;                  // UdpHostConfig::gso and ::gro
   Backend backend = Backend::kUdp;  // UdpHostConfig::backend
-  Srv6Paths srv6_paths;             // UdpHostConfig::srv6_paths (empty: ECMP mode)
+  wire::Srv6Paths srv6_paths;       // UdpHostConfig::srv6_paths (empty: ECMP mode)
   Duration busy_poll{0};            // UdpHostConfig::busy_poll (0: sleep when idle)
   uint64_t seed = 1;
   // QPNs with random tags (EndpointConfig::qpn_seed) and random initial PSNs (initial_psn()),
@@ -116,7 +116,7 @@ class Device final : private CompletionNotifier {
   void on_completions(std::function<void(std::span<const uint32_t>)> completions);
   void on_round(std::function<void()> round);
 
-  // In-band key agreement (io/inband_keys.h) for a secure QP whose keys come later
+  // In-band key agreement (secure/inband_keys.h) for a secure QP whose keys come later
   // (SecurityConfig::keys_later: the OCP device, whose users carry no key offers), connected to
   // `peer_qpn` at the peer handle `peer`, under the pre-shared `key`. When it ends the QP has
   // its keys (QueuePair::set_keys), or is moved to ERROR and on_key_failure's callback gets the
@@ -127,7 +127,7 @@ class Device final : private CompletionNotifier {
                                Qpn peer_qpn, const std::string& peer_name);
   void forget_keys(Qpn qpn) { keys_.stop(qpn.value); }
   // KEY OFFERs sent, received and refused (malformed, for no agreement, not verified).
-  const InbandKeys::Counters& key_offers() const { return keys_.counters(); }
+  const secure::InbandKeys::Counters& key_offers() const { return keys_.counters(); }
   void on_key_failure(std::function<void(Qpn, const std::string&)> failed) {
     key_failed_ = std::move(failed);
   }
@@ -195,7 +195,7 @@ class Device final : private CompletionNotifier {
   std::vector<bool> is_ready_;  // by tag, one per CQ created here
   std::function<void(std::span<const uint32_t>)> completions_;
   std::function<void()> round_;
-  InbandKeys keys_;
+  secure::InbandKeys keys_;
   std::function<void(Qpn, const std::string&)> key_failed_;
   Prng psns_;                   // initial PSNs (unpredictable_ids)
   uint32_t next_psn_ = 0x1000;  // initial PSNs otherwise

@@ -29,7 +29,7 @@ std::string read_line(const std::string& path) {
   return line;
 }
 
-bool parse_mac(const std::string& text, MacAddress& mac) {
+bool parse_mac(const std::string& text, wire::MacAddress& mac) {
   unsigned b[6];
   if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6)
     return false;
@@ -73,7 +73,7 @@ uint32_t next_hop(const std::string& ifname, uint32_t destination) {
 }
 
 // The kernel's complete neighbour entry for `address` on `ifname`.
-bool arp_entry(const std::string& ifname, uint32_t address, MacAddress& mac) {
+bool arp_entry(const std::string& ifname, uint32_t address, wire::MacAddress& mac) {
   std::ifstream in("/proc/net/arp");
   std::string line;
   std::getline(in, line);  // header
@@ -204,7 +204,7 @@ void Neighbours::make_kernel_resolve(const Entry& e) {
   close(fd);
 }
 
-bool Neighbours::lookup(in_addr destination, Instant now, MacAddress& mac) {
+bool Neighbours::lookup(in_addr destination, Instant now, wire::MacAddress& mac) {
   Entry& e = entry(destination.s_addr);
   if (!e.known && now - e.last_try >= kRetryInterval) {
     e.last_try = now;
@@ -227,7 +227,7 @@ bool Neighbours::resolve(in_addr destination, Duration timeout) {
   return false;
 }
 
-void Neighbours::learn(in_addr source, const MacAddress& mac) {
+void Neighbours::learn(in_addr source, const wire::MacAddress& mac) {
   // Per received frame: most come from the peer the last one came from.
   if (last_learned_ < entries_.size() && entries_[last_learned_].address == source.s_addr &&
       entries_[last_learned_].mac == mac)

@@ -17,16 +17,16 @@
 #include <string>
 #include <vector>
 
-#include "io/roce_frame.h"
 #include "mrc/error.hpp"
 #include "mrc/types.hpp"
+#include "wire/roce_frame.h"
 
 namespace mrc::io {
 
 struct NetInterface {
   std::string name;
   int index = 0;
-  MacAddress mac{};
+  wire::MacAddress mac{};
   uint32_t mtu = 0;
   uint32_t rx_queues = 1;
   std::string driver;  // as `ethtool -i` names it ("veth", "mlx5_core", ...); empty if unknown
@@ -59,16 +59,16 @@ class Neighbours {
   Neighbours(std::string ifname, in_addr local);
   // The MAC of the next hop to `destination`, if known; otherwise asks the kernel (at most once
   // per kRetryInterval for that destination) and returns false.
-  bool lookup(in_addr destination, Instant now, MacAddress& mac);
+  bool lookup(in_addr destination, Instant now, wire::MacAddress& mac);
   // Blocks up to `timeout` for the next hop to `destination` to resolve (connection set-up).
   bool resolve(in_addr destination, Duration timeout);
   // A frame from `source` arrived from `mac`.
-  void learn(in_addr source, const MacAddress& mac);
+  void learn(in_addr source, const wire::MacAddress& mac);
 
  private:
   struct Entry {
     uint32_t address = 0;  // network byte order
-    MacAddress mac{};
+    wire::MacAddress mac{};
     bool known = false;
     Instant last_try{INT64_MIN / 2};
   };

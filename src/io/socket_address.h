@@ -1,7 +1,7 @@
 // A UDP socket address of either IP family, as the kernel takes it (sockaddr_in or
 // sockaddr_in6), so the datapath's sends, receives and peer tables need not know which family
 // a plane uses. Plane addresses are IPv4 (a plane per local address, ECMP on the UDP source
-// port) or IPv6 (also the family SRv6 planes need: io/srv6.h).
+// port) or IPv6 (also the family SRv6 planes need: wire/srv6.h).
 #pragma once
 
 #include <netinet/in.h>

@@ -61,7 +61,7 @@ uint32_t sender_hash(const SocketAddress& a) {
 }  // namespace
 
 Result<Ok, Error> check_plane_families(const std::vector<PlaneAddress>& planes, Backend backend,
-                                       const Srv6Paths& srv6_paths) {
+                                       const wire::Srv6Paths& srv6_paths) {
   for (size_t p = 0; p < planes.size(); ++p) {
     const PlaneAddress& a = planes[p];
     const std::string plane = "plane " + std::to_string(p) + " (" + to_string(a) + ")";
@@ -73,8 +73,9 @@ Result<Ok, Error> check_plane_families(const std::vector<PlaneAddress>& planes, 
       return fail(Errc::kInvalidArgument,
                   plane + " is IPv4: SRv6 paths need IPv6 planes (the host's locators)");
   }
-  if (srv6_paths.size() > kSrv6MaxPaths)
-    return fail(Errc::kInvalidArgument, "at most " + std::to_string(kSrv6MaxPaths) + " SRv6 paths");
+  if (srv6_paths.size() > wire::kSrv6MaxPaths)
+    return fail(Errc::kInvalidArgument,
+                "at most " + std::to_string(wire::kSrv6MaxPaths) + " SRv6 paths");
   return Ok{};
 }
 
@@ -193,10 +194,10 @@ UdpHost::~UdpHost() {
 }
 
 Result<std::vector<SocketAddress>, Error> UdpHost::path_addresses(const PlaneAddress& a, int plane,
-                                                                  const Srv6Paths& paths) {
+                                                                  const wire::Srv6Paths& paths) {
   std::vector<SocketAddress> out;
   for (const auto& path : paths) {
-    auto to = srv6_destination(a.address6, path);
+    auto to = wire::srv6_destination(a.address6, path);
     if (!to.ok()) return fail(to.error(), "peer of plane " + std::to_string(plane) + ": ");
     out.push_back(SocketAddress::ipv6(to.value(), a.port));
   }
@@ -242,10 +243,11 @@ Result<Ok, Error> UdpHost::set_port_path(int plane, uint16_t port,
     return fail(
         Errc::kInvalidArgument,
         "port " + std::to_string(port) + " is no EV source port of plane " + std::to_string(plane));
-  if (path.empty() || path.size() > kSrv6MaxPathUsids ||
+  if (path.empty() || path.size() > wire::kSrv6MaxPathUsids ||
       std::find(path.begin(), path.end(), 0) != path.end())
-    return fail(Errc::kInvalidArgument,
-                "an SRv6 path is 1 to " + std::to_string(kSrv6MaxPathUsids) + " non-zero uSIDs");
+    return fail(
+        Errc::kInvalidArgument,
+        "an SRv6 path is 1 to " + std::to_string(wire::kSrv6MaxPathUsids) + " non-zero uSIDs");
   auto index = static_cast<size_t>(std::find(paths_.begin(), paths_.end(), path) - paths_.begin());
   if (index == paths_.size()) {  // a new path: every peer's destinations on it, or nothing
     if (paths_.size() >= kMaxSrv6Paths)

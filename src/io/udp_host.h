@@ -28,7 +28,7 @@
 //     takes any source port without a socket per EV. Root (or CAP_BPF, CAP_NET_ADMIN,
 //     CAP_NET_RAW) only.
 // Planes are IPv4 or IPv6 (the udp backend; xdp writes IPv4 frames only). With SRv6 paths
-// (UdpHostConfig::srv6_paths, io/srv6.h) every plane is IPv6 and each EV's packets go to a uSID
+// (UdpHostConfig::srv6_paths, wire/srv6.h) every plane is IPv6 and each EV's packets go to a uSID
 // container naming its path: the EV picks the path, the fabric follows it.
 // Single-threaded: progress() does all the work; callers post work between calls.
 #pragma once
@@ -48,11 +48,11 @@
 #include "core/endpoint.h"
 #include "io/backend.h"
 #include "io/link_watch.h"
-#include "io/pcap.h"
+#include "io/pcap_file.h"
 #include "io/socket_address.h"
-#include "io/srv6.h"
 #include "mrc/datapath.hpp"
 #include "mrc/error.hpp"
+#include "wire/srv6.h"
 
 namespace mrc::io {
 
@@ -66,7 +66,7 @@ using mrc::UdpPlaneStats;
 
 // IPv6 planes need the udp backend, SRv6 paths IPv6 planes; the error names the plane.
 Result<Ok, Error> check_plane_families(const std::vector<PlaneAddress>& planes, Backend backend,
-                                       const Srv6Paths& srv6_paths);
+                                       const wire::Srv6Paths& srv6_paths);
 
 struct UdpHostConfig {
   std::vector<PlaneAddress> planes;
@@ -75,10 +75,10 @@ struct UdpHostConfig {
   // per plane. Must match QpConfig::ev_port_base of every QP on this host.
   uint16_t ev_port_base = 50000;
   uint16_t ev_ports_per_plane = 40;
-  // SRv6 uSID path mode (io/srv6.h): empty, the EVs are ECMP entropy only; else every plane is
+  // SRv6 uSID path mode (wire/srv6.h): empty, the EVs are ECMP entropy only; else every plane is
   // IPv6, a peer's plane address is its locator, and the EV of source port P takes path
   // P % paths (its uSIDs inserted after the locator's block). UDP checksums are zero then.
-  Srv6Paths srv6_paths;
+  wire::Srv6Paths srv6_paths;
   int socket_buffer_bytes = 8 << 20;
   // Batched send and receive (UDP GSO and GRO) where the kernel offers them; off: one datagram
   // per sendmmsg entry and per receive buffer.
@@ -163,7 +163,7 @@ class UdpHost {
   // RoCEv2 ICRC its link writes. The writer must outlive the capture.
   void set_capture(PcapWriter* capture) { capture_ = capture; }
   // A side channel beside the engine's datagrams (the in-band key agreement's KEY OFFERs,
-  // io/inband_keys.h): received datagrams whose first byte is `opcode` go to `handler` instead
+  // secure/inband_keys.h): received datagrams whose first byte is `opcode` go to `handler` instead
   // of the endpoint (`icrc_checked`: the xdp link checked the RoCEv2 ICRC, which then stands
   // where the UDP datapath's CRC would), and send_side sends one to a peer's MRC port on every
   // plane that is up, from this host's MRC port, through the backend (the xdp link writes its
@@ -225,15 +225,15 @@ class UdpHost {
     std::vector<PlaneAddress> planes;
     std::vector<std::vector<SocketAddress>> to;
   };
-  // Peer p's destinations on its plane `plane` for each path of `paths` (srv6_destination).
+  // Peer p's destinations on its plane `plane` for each path of `paths` (wire::srv6_destination).
   // The index of EV source `port` among `plane`'s ports, if it is one of them.
   std::optional<uint32_t> port_index(int plane, uint16_t port) const;
   static Result<std::vector<SocketAddress>, Error> path_addresses(const PlaneAddress& a, int plane,
-                                                                  const Srv6Paths& paths);
+                                                                  const wire::Srv6Paths& paths);
   std::vector<Peer> peers_;
   // SRv6 paths (config_.srv6_paths, then those set_port_path added), and per plane the index
   // into it of each EV source port's path (plane p's port first_port + i: port_path_[p][i]).
-  Srv6Paths paths_;
+  wire::Srv6Paths paths_;
   std::vector<std::vector<uint16_t>> port_path_;
   // Per plane, each EV source port's flow label (empty: none set on the plane).
   std::vector<std::vector<uint32_t>> port_flow_labels_;

@@ -63,7 +63,7 @@ Result<std::unique_ptr<XdpLink>, Error> XdpLink::open(in_addr local, uint16_t po
                                         " receive queues and the xdp backend binds one: "
                                         "`ethtool -L " +
                                         ifc.name + " combined 1`");
-  if (ifc.mtu < kIpv4HeaderBytes + kUdpHeaderBytes + 256)
+  if (ifc.mtu < wire::kIpv4HeaderBytes + wire::kUdpHeaderBytes + 256)
     return fail(Errc::kUnsupported,
                 ifc.name + "'s MTU (" + std::to_string(ifc.mtu) + ") is too small for MRC packets");
   std::unique_ptr<XdpLink> link(new XdpLink(ifc, local, port));
@@ -153,8 +153,8 @@ std::string XdpLink::mode() const {
 // A received frame lands XDP_PACKET_HEADROOM (256) bytes into its UMEM frame: that much less
 // than kFrameBytes is what a frame can be, in either direction.
 size_t XdpLink::max_datagram_bytes() const {
-  return std::min<size_t>(kFrameBytes - XDP_PACKET_HEADROOM - kFrameHeaderBytes,
-                          interface_.mtu - kIpv4HeaderBytes - kUdpHeaderBytes);
+  return std::min<size_t>(kFrameBytes - XDP_PACKET_HEADROOM - wire::kFrameHeaderBytes,
+                          interface_.mtu - wire::kIpv4HeaderBytes - wire::kUdpHeaderBytes);
 }
 
 void XdpLink::reclaim_completions() {
@@ -173,7 +173,7 @@ std::span<uint8_t> XdpLink::space() {
     free_tx_.pop_back();
   }
   auto* frame = static_cast<uint8_t*>(umem_area_) + open_frame_;
-  return {frame + kFrameHeaderBytes, max_datagram_bytes()};
+  return {frame + wire::kFrameHeaderBytes, max_datagram_bytes()};
 }
 
 // REQUIRES: space() handed out the frame the datagram was written in.
@@ -184,7 +184,7 @@ void XdpLink::written(size_t length) {
 
 void XdpLink::send(const Transmit& t, Instant now, TxOutcome& out) {
   const size_t count = std::min(t.count, written_.size());
-  FrameAddresses a;
+  wire::FrameAddresses a;
   const bool known = neighbours_.lookup(t.to.u.v4.sin_addr, now, a.destination_mac);
   a.source_mac = interface_.mac;
   a.source_ip = local_;
@@ -200,7 +200,7 @@ void XdpLink::send(const Transmit& t, Instant now, TxOutcome& out) {
       continue;
     }
     auto* frame = static_cast<uint8_t*>(umem_area_) + w.frame;
-    const size_t frame_bytes = write_frame(a, ip_id_++, w.length, {frame, kFrameBytes});
+    const size_t frame_bytes = wire::write_frame(a, ip_id_++, w.length, {frame, kFrameBytes});
     pending_tx_.push_back(xdp_desc{w.frame, static_cast<uint32_t>(frame_bytes), 0});
     out.bytes += w.length;
     if (pending_tx_.size() >= kBatch) kick(out);
@@ -212,15 +212,15 @@ void XdpLink::send(const Transmit& t, Instant now, TxOutcome& out) {
 std::span<const uint8_t> XdpLink::as_sent(uint16_t source_port, const SocketAddress& to,
                                           std::span<const uint8_t> datagram) {
   if (datagram.size() < 16) return datagram;
-  capture_frame_.resize(kFrameHeaderBytes + datagram.size());
-  std::memcpy(capture_frame_.data() + kFrameHeaderBytes, datagram.data(), datagram.size());
-  FrameAddresses f;
+  capture_frame_.resize(wire::kFrameHeaderBytes + datagram.size());
+  std::memcpy(capture_frame_.data() + wire::kFrameHeaderBytes, datagram.data(), datagram.size());
+  wire::FrameAddresses f;
   f.source_ip = local_;
   f.destination_ip = to.u.v4.sin_addr;
   f.source_port = source_port;
   f.destination_port = to.port();
-  write_frame(f, 0, datagram.size(), capture_frame_);
-  return std::span<const uint8_t>(capture_frame_).subspan(kFrameHeaderBytes);
+  wire::write_frame(f, 0, datagram.size(), capture_frame_);
+  return std::span<const uint8_t>(capture_frame_).subspan(wire::kFrameHeaderBytes);
 }
 
 void XdpLink::kick(TxOutcome& out) {
@@ -272,12 +272,12 @@ std::span<const RxDatagram> XdpLink::receive() {
   for (uint32_t i = 0; i < n; ++i) {
     const xdp_desc* d = xsk_ring_cons__rx_desc(&rx_, idx + i);
     rx_held_.push_back(d->addr & ~static_cast<uint64_t>(kFrameBytes - 1));
-    auto parsed = parse_frame({static_cast<uint8_t*>(umem_area_) + d->addr, d->len});
+    auto parsed = wire::parse_frame({static_cast<uint8_t*>(umem_area_) + d->addr, d->len});
     if (!parsed.ok()) {
       ++stats_.rx_refused[static_cast<size_t>(parsed.error())];
       continue;
     }
-    const FrameAddresses& a = parsed->addresses;
+    const wire::FrameAddresses& a = parsed->addresses;
     neighbours_.learn(a.source_ip, a.source_mac);
     RxDatagram out;
     out.bytes = parsed->datagram;

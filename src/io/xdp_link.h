@@ -2,7 +2,7 @@
 //
 // An AF_XDP socket on the interface holding the plane's address (queue 0), its UMEM, and the
 // XDP program (io/xdp_program.h) that hands it the packets to the plane's MRC port. The
-// datapath writes whole frames (io/roce_frame.h): Ethernet, IPv4 and UDP headers of its own,
+// datapath writes whole frames (wire/roce_frame.h): Ethernet, IPv4 and UDP headers of its own,
 // so any packet can carry any source port (an EV needs no socket), and the RoCEv2 ICRC a
 // hardware RoCE NIC checks. The engine runs with ICRC offload: it leaves the ICRC field to the
 // link, which fills it on send and checks it on receive (RxMeta::icrc_checked).
@@ -34,15 +34,15 @@
 
 #include "io/backend.h"
 #include "io/netdev.h"
-#include "io/roce_frame.h"
 #include "io/xdp_program.h"
 #include "mrc/error.hpp"
+#include "wire/roce_frame.h"
 
 namespace mrc::io {
 
 struct XdpLinkStats {
   uint64_t tx_no_neighbour = 0;  // a send to a next hop whose MAC is not known yet
-  std::array<uint64_t, kFrameErrorCount> rx_refused{};  // frames refused, by FrameError
+  std::array<uint64_t, wire::kFrameErrorCount> rx_refused{};  // frames refused, by wire::FrameError
 };
 
 // Every plane's link (each holding its plane's MRC port with a UDP socket too); the error

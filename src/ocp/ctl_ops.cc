@@ -140,7 +140,7 @@ json op_device(Nic& nic) {
       awaiting_keys += connected && qp->qp->awaiting_keys() ? 1 : 0;
     }
   }
-  const io::InbandKeys::Counters& offers = nic.device->key_offers();
+  const secure::InbandKeys::Counters& offers = nic.device->key_offers();
   return json{{"ok", true},
               {"secure", to_string(nic.spec->host.context.secure)},
               {"qps_awaiting_keys", awaiting_keys},
@@ -236,10 +236,10 @@ json qp_evs(const mrc_qp& q) {
                    {"losses", st.losses},
                    {"probes_sent", st.probes_sent},
                    {"probes_answered", st.probes_answered}});
-    // SRv6 mode: the path the EV's source port takes (io/srv6.h, ev_srv6.h)
+    // SRv6 mode: the path the EV's source port takes (wire/srv6.h, ev_srv6.h)
     const Nic& nic = *q.context->nic;
     const auto path = nic.host->port_path(s.plane.value, static_cast<uint16_t>(s.ev.value));
-    if (!path.empty()) evs.back()["path"] = io::to_string(io::Srv6Paths{path});
+    if (!path.empty()) evs.back()["path"] = wire::to_string(wire::Srv6Paths{path});
   }
   return evs;
 }

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "io/srv6.h"
+#include "wire/srv6.h"
 
 namespace mrc::ocp {
 namespace {
@@ -71,7 +71,7 @@ std::string resolve_planes(DeviceSpec& spec) {
   }
   if (spec.planes.size() > 16) return "at most 16 planes per device";
   if (!spec.host.context.srv6_paths.empty())  // checked by host::check
-    spec.srv6_paths = io::parse_srv6_paths(spec.host.context.srv6_paths).value();
+    spec.srv6_paths = wire::parse_srv6_paths(spec.host.context.srv6_paths).value();
   return "";
 }
 

@@ -14,7 +14,7 @@
 // busy-poll-us=, secure= with key-file=, drop=, metrics-port=, metrics-bind=; planes= also
 // takes interface names and IPv4 prefixes. path-policy= (p2c, rules, oblivious, reps, health,
 // hedge) is the path policy of the device's QPs.
-// srv6= puts the device in SRv6 uSID path mode (io/srv6.h): its planes are IPv6 locators and each
+// srv6= puts the device in SRv6 uSID path mode (wire/srv6.h): its planes are IPv6 locators and each
 // EV's packets go to the container of its path; a peer's GID is its locator.
 // Each key at most once per entry. '#' starts a comment. Device names are what
 // ibv_get_device_list() shows; port k of a device (1-based) is its plane k. A peer is found by any
@@ -40,7 +40,7 @@ struct DeviceSpec {
   // The device's host settings (host/options.h); a peer's has its planes and port only. The
   // key file is read when the device opens (host.key_file).
   host::Options host;
-  io::Srv6Paths srv6_paths;  // host.context.srv6_paths parsed (empty: ECMP mode)
+  wire::Srv6Paths srv6_paths;  // host.context.srv6_paths parsed (empty: ECMP mode)
   // path-policy=: the path policy of the device's QPs (QpConfig::path_policy)
   PathPolicyKind path_policy = PathPolicyKind::kP2c;
 };

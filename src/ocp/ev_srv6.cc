@@ -9,9 +9,9 @@
 #include <set>
 #include <span>
 
-#include "io/srv6.h"
 #include "mrc/datapath.hpp"
 #include "ocp/objects.h"
+#include "wire/srv6.h"
 
 namespace mrc::ocp {
 
@@ -19,7 +19,7 @@ namespace {
 
 constexpr uint32_t kMaxFormatFieldBits = 32;  // an EV field (mrc_ctl_ev_field) is 32 bits
 
-// The default path of a port no EV is bound to (io/srv6.h: port % paths).
+// The default path of a port no EV is bound to (wire/srv6.h: port % paths).
 const std::vector<uint16_t>& own_path(const Nic& nic, uint16_t port) {
   return nic.spec->srv6_paths[port % nic.spec->srv6_paths.size()];
 }
@@ -76,7 +76,7 @@ std::string check_srv6_format(const std::vector<mrc_ctl_ev_fmt_field>& fields) {
     return "fields of " + std::to_string(width) +
            " bits: an SRv6 EV here is one address (128 bits); an SRH segment after it is not "
            "sent by this device";
-  if (width < io::kSrv6BlockBits + io::kSrv6UsidBits || width % io::kSrv6UsidBits != 0)
+  if (width < wire::kSrv6BlockBits + wire::kSrv6UsidBits || width % wire::kSrv6UsidBits != 0)
     return "fields of " + std::to_string(width) +
            " bits: an SRv6 EV is the 32-bit block and whole 16-bit uSIDs (48 to 128 bits)";
   return {};
@@ -95,7 +95,7 @@ std::string srv6_device_problem(const Nic& nic) {
 int srv6_plane_of(const Nic& nic, const mrc_ctl_ev& ev) {
   for (size_t p = 0; p < nic.spec->planes.size(); ++p)
     if (nic.spec->planes[p].v6 &&
-        std::memcmp(ev.val, nic.spec->planes[p].address6.s6_addr, io::kSrv6BlockBits / 8) == 0)
+        std::memcmp(ev.val, nic.spec->planes[p].address6.s6_addr, wire::kSrv6BlockBits / 8) == 0)
       return static_cast<int>(p);
   return -1;
 }
@@ -112,7 +112,7 @@ Result<std::vector<uint16_t>, Error> srv6_ev_path(const Nic& nic, const mrc_ctl_
     if (ev.val[i] != 0)
       return fail(Errc::kInvalidArgument,
                   "EV bytes 16-31 (an SRH segment) must be zero: this device sends no SRH");
-  return io::srv6_ev_path(ev_address(ev), nic.spec->planes[ev.port - 1u].address6);
+  return wire::srv6_ev_path(ev_address(ev), nic.spec->planes[ev.port - 1u].address6);
 }
 
 namespace {
@@ -164,8 +164,8 @@ Result<Ok, Error> srv6_bind_all(Nic& nic, const std::vector<mrc_ctl_ev>& evs) {
 
 mrc_ctl_ev srv6_ev_of_port(const Nic& nic, int plane, uint16_t port) {
   mrc_ctl_ev ev{};
-  const in6_addr a = io::srv6_ev_address(nic.spec->planes[static_cast<size_t>(plane)].address6,
-                                         nic.host->port_path(plane, port));
+  const in6_addr a = wire::srv6_ev_address(nic.spec->planes[static_cast<size_t>(plane)].address6,
+                                           nic.host->port_path(plane, port));
   std::memcpy(ev.val, a.s6_addr, sizeof a.s6_addr);
   ev.port = static_cast<uint8_t>(plane + 1);
   return ev;

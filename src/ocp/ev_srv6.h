@@ -3,7 +3,7 @@
 // In format mode UDP an EV is one of the device's EV source ports. In mode SRV6 it is an
 // address, as mrc_ctl.h says (val[0..15]; val[16..31], an SRH segment, stays zero: the udp
 // datapath sends no SRH): the plane's locator block (32 bits), then the uSIDs of the path
-// (io/srv6.h), then zeros. Its port is its plane, whose locator must carry that block.
+// (wire/srv6.h), then zeros. Its port is its plane, whose locator must carry that block.
 //
 // The engine's EVs stay source ports, so each SRv6 EV a profile names is bound to one EV
 // source port of its plane (Nic::srv6_ports): a port already on that path and bound to no

@@ -227,7 +227,7 @@ int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
   return 0;
 }
 
-// A secure device's QP agrees its keys with the peer QP from RTR on (io/inband_keys.h); it
+// A secure device's QP agrees its keys with the peer QP from RTR on (secure/inband_keys.h); it
 // sends and accepts nothing until then, and a failed agreement moves it to ERROR.
 int start_key_agreement(mrc_qp& qp, uint32_t peer, const ibv_qp_attr& v) {
   Nic& nic = *qp.context->nic;

@@ -18,7 +18,6 @@
 
 #include "collectives/communicator.h"
 #include "io/device.h"
-#include "io/key_exchange.h"
 #include "io/netdev.h"
 #include "tools/host_flags.h"
 #include "tools/host_memory.h"

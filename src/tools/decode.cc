@@ -1,6 +1,7 @@
-// `mrc decode` (see decode.h): a capture read with io::PcapReader, each chosen datagram decoded
-// by the engine's own codec (wire::decode, the ICRC left to this tool), described header by
-// header as ordered JSON, and printed from that description as text or JSON.
+// `mrc decode` (see decode.h): a capture opened by io::open_pcap and read with wire::PcapReader,
+// each chosen datagram decoded by the engine's own codec (wire::decode, the ICRC left to this
+// tool), described header by header as ordered JSON, and printed from that description as text
+// or JSON.
 #include "tools/decode.h"
 
 #include <algorithm>
@@ -13,11 +14,11 @@
 
 #include "core/packet_protection.h"
 #include "core/wire/packet.h"
-#include "io/inband_keys.h"
-#include "io/pcap.h"
-#include "io/roce_frame.h"
+#include "io/pcap_file.h"
+#include "secure/inband_keys.h"
 #include "util/bytes.h"
 #include "util/hex.h"
+#include "wire/roce_frame.h"
 
 namespace mrc::tools {
 
@@ -174,8 +175,8 @@ json describe_secure(const json& headers, std::span<const uint8_t> g) {
 }
 
 // A KEY OFFER (PROTOCOL.md §1.13, the in-band key agreement's): its BTH and KOETH.
-json describe_key_offer(const io::KeyOfferPacket& k) {
-  json bth = {{"opcode", hex(io::kKeyOfferOpcode, 2)},
+json describe_key_offer(const secure::KeyOfferPacket& k) {
+  json bth = {{"opcode", hex(secure::kKeyOfferOpcode, 2)},
               {"name", "KEY_OFFER"},
               {"dest_qp", hex(k.dest_qpn, 6)},
               {"psn", 0}};
@@ -189,16 +190,16 @@ json describe_key_offer(const io::KeyOfferPacket& k) {
 // Which ICRC the datagram `g` carries: the UDP datapath's CRC-32 over the datagram, or the RoCEv2
 // ICRC over the masked IPv4/UDP headers (checked on a frame rebuilt around the captured packet,
 // when `g` is the whole of it).
-std::string icrc_status(const io::CapturedDatagram& d, std::span<const uint8_t> g) {
+std::string icrc_status(const wire::CapturedDatagram& d, std::span<const uint8_t> g) {
   if (g.size() < wire::kBthBytes + wire::kIcrcBytes) return "absent";
   const size_t covered = g.size() - wire::kIcrcBytes;
   if (wire::icrc32(g.first(covered)) == load_be32(g.data() + covered)) return "ok (udp)";
   if (g.size() == d.datagram.size() && !d.ipv6 && d.ip_packet.size() >= 28 &&
       (d.ip_packet[0] & 0x0F) == 5) {
-    std::vector<uint8_t> frame(io::kEthernetHeaderBytes, 0);
+    std::vector<uint8_t> frame(wire::kEthernetHeaderBytes, 0);
     frame[12] = 0x08;
     frame.insert(frame.end(), d.ip_packet.begin(), d.ip_packet.end());
-    if (io::parse_frame(frame).ok()) return "ok (RoCEv2)";
+    if (wire::parse_frame(frame).ok()) return "ok (RoCEv2)";
   }
   return "bad";
 }
@@ -264,7 +265,7 @@ size_t first_segment(std::span<const uint8_t> g) {
 
 // One MRC datagram `g` of the captured datagram `d` (all of it, or segment `segment` of a GSO
 // super-datagram) as a packet description.
-json describe_datagram(const io::CapturedDatagram& d, std::span<const uint8_t> g,
+json describe_datagram(const wire::CapturedDatagram& d, std::span<const uint8_t> g,
                        const std::string& icrc, int segment) {
   json p;
   p["record"] = d.number;
@@ -275,7 +276,7 @@ json describe_datagram(const io::CapturedDatagram& d, std::span<const uint8_t> g
   p["length"] = g.size();
   p["tos"] = d.tos;
   p["icrc"] = icrc;
-  if (const auto offer = io::decode_key_offer(g)) {
+  if (const auto offer = secure::decode_key_offer(g)) {
     p["headers"] = describe_key_offer(*offer);
     return p;
   }
@@ -292,12 +293,12 @@ json describe_datagram(const io::CapturedDatagram& d, std::span<const uint8_t> g
 
 // The captured datagram's MRC packets (several if it is a GSO super-datagram), or none if it is
 // not one to show: not to a --port, and not MRC with a good ICRC.
-json examine(const io::CapturedDatagram& d, const DecodeToolOptions& o) {
+json examine(const wire::CapturedDatagram& d, const DecodeToolOptions& o) {
   const bool chosen =
       std::find(o.ports.begin(), o.ports.end(), d.destination_port) != o.ports.end();
   const std::string icrc = icrc_status(d, d.datagram);
   std::vector<uint8_t> view;
-  const bool decodes = decode_view(d.datagram, view).ok() || io::decode_key_offer(d.datagram);
+  const bool decodes = decode_view(d.datagram, view).ok() || secure::decode_key_offer(d.datagram);
   json out = json::array();
   if (decodes && icrc != "bad") {
     out.push_back(describe_datagram(d, d.datagram, icrc, -1));
@@ -326,7 +327,7 @@ void count(Summary& s, const json& p) {
   }
 }
 
-json summary_json(const Summary& s, const io::PcapReader& r) {
+json summary_json(const Summary& s, const wire::PcapReader& r) {
   return {{"records", r.records()}, {"mrc_packets", s.packets}, {"undecodable", s.undecodable},
           {"bad_icrc", s.bad_icrc}, {"other_udp", s.other_udp}, {"not_udp", r.skipped()},
           {"by_opcode", s.opcodes}};
@@ -351,15 +352,15 @@ void add_decode_options(CLI::App& app, DecodeToolOptions& o) {
 }
 
 int run_decode(const DecodeToolOptions& o) {
-  auto opened = io::PcapReader::open(o.path);
+  auto opened = io::open_pcap(o.path);
   if (!opened.ok()) {
     std::fprintf(stderr, "mrc decode: %s\n", opened.error().message.c_str());
     return 1;
   }
-  io::PcapReader& reader = *opened.value();
+  wire::PcapReader& reader = *opened.value();
   Summary s;
   json packets = json::array();
-  io::CapturedDatagram d;
+  wire::CapturedDatagram d;
   while (reader.next(d)) {
     const json found = examine(d, o);
     if (found.empty()) ++s.other_udp;

@@ -32,8 +32,8 @@
 #include "host/options.h"
 #include "host/port_plan.h"
 #include "host/queue_pairs.h"
-#include "io/key_exchange.h"
 #include "io/netdev.h"
+#include "secure/key_exchange.h"
 #include "tools/host_flags.h"
 #include "tools/host_memory.h"
 #include "tools/oob.h"
@@ -351,7 +351,7 @@ class PerfSide {
   uint64_t mismatches_ = 0;
   uint64_t send_errors_ = 0;
   std::string failure_;
-  // Secure mode: the pre-shared key and each QP's key exchange (io/key_exchange.h).
+  // Secure mode: the pre-shared key and each QP's key exchange (secure/key_exchange.h).
   SecureMode secure_ = SecureMode::kOff;
   uint32_t mtu_ = 4096;  // payload bytes per packet (choose_mtu, then agreed at connect)
   std::vector<uint8_t> key_;
@@ -394,7 +394,7 @@ uint16_t PerfSide::udp_port() const {
 Result<Ok, Error> PerfSide::read_key() {
   secure_ = o_.host.context.secure;
   auto key =
-      io::preshared_key_for(secure_, o_.host.key_file, "--secure ", "--key-file", "both sides");
+      host::preshared_key_for(secure_, o_.host.key_file, "--secure ", "--key-file", "both sides");
   if (!key.ok()) return Err{key.error()};
   key_ = std::move(key.value());
   return Ok{};
@@ -534,7 +534,7 @@ json PerfSide::hello() const {
     const uint32_t qpn = placed_[i].qp->qpn().value;
     qps.push_back({{"qpn", qpn}, {"psn", psn}, {"planes", planes}});
     if (placed_[i].exchange) {
-      const io::KeyOffer offer = placed_[i].exchange->offer(qpn, psn);
+      const secure::KeyOffer offer = placed_[i].exchange->offer(qpn, psn);
       qps.back()["key"] = {{"id", offer.key_id}, {"share", offer.share}, {"proof", offer.proof}};
     }
   }
@@ -566,7 +566,7 @@ Result<Ok, Error> PerfSide::connect(const json& peer) {
   }
   const auto parsed = parse_secure_mode(peer.value("secure", std::string("off")));
   const SecureMode theirs = parsed.ok() ? parsed.value() : SecureMode::kOff;
-  if (auto same = io::check_secure_modes(secure_, theirs, peer_name(0)); !same.ok())
+  if (auto same = secure::check_secure_modes(secure_, theirs, peer_name(0)); !same.ok())
     return fail(same.error(), "");
   peer_addr_ = peer.at("addr").get<uint64_t>();
   peer_rkey_ = peer.at("rkey").get<uint32_t>();
@@ -608,7 +608,7 @@ Result<Ok, Error> PerfSide::connect_qp(size_t q, const json& peer) {
       return fail(Errc::kInvalidArgument, peer_name(q) + " sent no key exchange");
     const json& k = theirs.at("key");
     remote.offer =
-        io::KeyOffer{secure_, k.value("id", ""), k.value("share", ""), k.value("proof", "")};
+        secure::KeyOffer{secure_, k.value("id", ""), k.value("share", ""), k.value("proof", "")};
   }
   auto connected = host::connect_qp(*devices_, placed_[q], remote);
   if (!connected.ok())

@@ -118,7 +118,7 @@ TEST(OcpDeviceConfig, Ipv6PlanesAndSrv6Paths) {
   ASSERT_TRUE(c.error.empty()) << c.error;
   ASSERT_EQ(c.devices.size(), 1u);
   EXPECT_TRUE(c.devices[0].planes[0].v6);
-  EXPECT_EQ(c.devices[0].srv6_paths, (io::Srv6Paths{{0x200}, {0x201}}));
+  EXPECT_EQ(c.devices[0].srv6_paths, (wire::Srv6Paths{{0x200}, {0x201}}));
   // A peer is found by its GID: its IPv6 address as it is, an IPv4 one mapped.
   uint8_t gid[16] = {0xfd, 0, 0, 1, 0x01, 0x01, 0x03, 0x01};
   const auto peer = find_peer_by_gid(c, gid);

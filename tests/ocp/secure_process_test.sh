@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Secure mode on the OCP device (secure= and key-file= in MRC_DEVICES; keys agreed in-band at
-# RTR, io/inband_keys.h): data arrives intact in both modes, in one process and across two; a
+# RTR, secure/inband_keys.h): data arrives intact in both modes, in one process and across two; a
 # key or a mode that differs fails both ends within the agreement's timeout, each naming the
 # other; a configuration without a usable key file is refused at open, naming what to fix.
 # With mrcctl, also what `mrcctl dev` shows of a device whose agreement is failing.

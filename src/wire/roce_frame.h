@@ -28,7 +28,7 @@
 
 #include "mrc/error.hpp"
 
-namespace mrc::io {
+namespace mrc::wire {
 
 inline constexpr size_t kEthernetHeaderBytes = 14;
 inline constexpr size_t kIpv4HeaderBytes = 20;
@@ -87,4 +87,4 @@ struct ParsedFrame {
 // restored.
 Result<ParsedFrame, FrameError> parse_frame(std::span<uint8_t> frame);
 
-}  // namespace mrc::io
+}  // namespace mrc::wire

@@ -1,23 +1,17 @@
 // The key exchange of secure QPs (see key_exchange.h): X25519 through OpenSSL's EVP_PKEY,
 // proofs with HMAC-SHA256, traffic secrets from core/key_schedule.h.
-#include "io/key_exchange.h"
+#include "secure/key_exchange.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
-#include <sys/stat.h>
-
-#include <algorithm>
-#include <cctype>
-#include <fstream>
-#include <sstream>
 
 #include "core/key_schedule.h"
 #include "core/queue_pair.h"
 #include "util/hex.h"
 
-namespace mrc::io {
+namespace mrc::secure {
 namespace {
 
 constexpr size_t kPublicBytes = 32;
@@ -46,19 +40,6 @@ std::string key_id_of(std::span<const uint8_t> key) {
 }
 
 }  // namespace
-
-Result<std::vector<uint8_t>, Error> preshared_key_for(SecureMode mode, const std::string& key_file,
-                                                      const std::string& mode_setting,
-                                                      const std::string& file_setting,
-                                                      const std::string& holders) {
-  if (mode == SecureMode::kOff) return std::vector<uint8_t>{};
-  if (key_file.empty())
-    return fail(Errc::kInvalidArgument,
-                mode_setting + to_string(mode) + " needs " + file_setting +
-                    " FILE, the pre-shared key that " + holders +
-                    " must hold (make one with: openssl rand -hex 32 > FILE; chmod 600 FILE)");
-  return read_key_file(key_file);
-}
 
 Result<Ok, Error> check_secure_modes(SecureMode local, SecureMode peer,
                                      const std::string& peer_name) {
@@ -205,4 +186,4 @@ Result<Ok, Error> KeyExchange::finish_for(QueuePair& qp, uint32_t psn, const Key
   return Ok{};
 }
 
-}  // namespace mrc::io
+}  // namespace mrc::secure

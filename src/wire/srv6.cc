@@ -1,5 +1,5 @@
 // SRv6 uSID containers: paths parsed, destinations built (srv6.h).
-#include "io/srv6.h"
+#include "wire/srv6.h"
 
 #include <arpa/inet.h>
 
@@ -11,7 +11,7 @@
 
 #include "util/bytes.h"
 
-namespace mrc::io {
+namespace mrc::wire {
 
 namespace {
 
@@ -133,4 +133,4 @@ Result<std::vector<uint16_t>, Error> srv6_ev_path(const in6_addr& ev, const in6_
   return path;
 }
 
-}  // namespace mrc::io
+}  // namespace mrc::wire

@@ -1,12 +1,12 @@
-// Packet capture files, both ways: a writer of what a datapath sends and receives, and a reader
-// of the captures other tools write, down to each UDP datagram.
+// Packet capture files' formats, both ways: the records a writer of what a datapath sends and
+// receives makes, and a reader of the captures other tools write, down to each UDP datagram.
+// No I/O here: the file is written and read by io/pcap_file.h.
 //
-// The writer makes a classic pcap file (nanosecond timestamps, link type RAW: each record an
-// IPv4 or IPv6 packet), so tcpdump, tshark and `mrc decode` read it. A datagram is written with the
-// IPv4 and UDP headers it had or would have had on the wire (addresses, ports and TOS from the
-// datapath; checksums: IPv4 computed, UDP zero, as RoCEv2 NICs send; with IPv6, the final
-// destination: an SRv6 plane's container is rewritten on the way). It stops writing at a
-// byte budget and says so, so a capture of a long run stays bounded.
+// The writer's format is a classic pcap file (nanosecond timestamps, link type RAW: each record
+// an IPv4 or IPv6 packet), so tcpdump, tshark and `mrc decode` read it. A datagram is written
+// with the IPv4 and UDP headers it had or would have had on the wire (addresses, ports and TOS
+// from the datapath; checksums: IPv4 computed, UDP zero, as RoCEv2 NICs send; with IPv6, the
+// final destination: an SRv6 plane's container is rewritten on the way).
 //
 // The reader takes classic pcap (either byte order, micro- or nanosecond stamps) and pcapng
 // (section, interface and enhanced/simple packet blocks; per-interface link type and time
@@ -16,55 +16,49 @@
 // checked before it is used, and a malformed record is skipped with a reason, never read past.
 #pragma once
 
-#include <netinet/in.h>
-
+#include <array>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "io/socket_address.h"
 #include "mrc/error.hpp"
+#include "mrc/result.hpp"
 
-namespace mrc::io {
+namespace mrc::wire {
 
-// One UDP datagram's addresses as a capture holds them (source and destination of one family).
-struct UdpAddresses {
-  SocketAddress source;
-  SocketAddress destination;
-  uint8_t tos = 0;
+// ---- the writer's format ----
+
+inline constexpr size_t kPcapFileHeaderBytes = 24;
+inline constexpr size_t kPcapRecordHeaderBytes = 16;
+// The largest record the writer's files hold: an IP packet of at most 65535 bytes.
+inline constexpr size_t kPcapMaxRecordBytes = 65535;
+// The IP and UDP headers of a record: IPv4 28 bytes, IPv6 48.
+inline constexpr size_t kPcapMaxHeaderBytes = 48;
+
+// The file header: classic pcap, nanosecond stamps, link type RAW, in this machine's byte order.
+std::array<uint8_t, kPcapFileHeaderBytes> pcap_file_header();
+// A record's header: its time (nanoseconds since the Unix epoch) and length, captured whole.
+std::array<uint8_t, kPcapRecordHeaderBytes> pcap_record_header(uint64_t unix_ns, uint32_t length);
+
+// What a record's IP and UDP headers say of one datagram.
+struct UdpHeaderFields {
+  bool v6 = false;
+  std::span<const uint8_t> source;  // the address's bytes as on the wire: 4 (IPv4) or 16 (IPv6)
+  std::span<const uint8_t> destination;
+  uint16_t source_port = 0;
+  uint16_t destination_port = 0;
+  uint8_t tos = 0;     // IPv4 TOS or IPv6 traffic class
+  uint16_t ip_id = 0;  // IPv4 identification
 };
+// Writes the IP and UDP headers of a datagram of `datagram_bytes` into `out`; returns their
+// length (IPv4: 28 bytes, IPv6: 48).
+size_t write_udp_headers(const UdpHeaderFields& fields, size_t datagram_bytes,
+                         std::span<uint8_t, kPcapMaxHeaderBytes> out);
 
-class PcapWriter {
- public:
-  // Creates (truncates) `path`; at most `max_bytes` of records are written.
-  static Result<std::unique_ptr<PcapWriter>, Error> open(const std::string& path,
-                                                         uint64_t max_bytes);
-  ~PcapWriter();
-  PcapWriter(const PcapWriter&) = delete;
-  PcapWriter& operator=(const PcapWriter&) = delete;
-
-  // Appends one datagram at `unix_ns` (nanoseconds since the Unix epoch). False once the
-  // budget is spent (the datagram is not written) or after a write error. Any thread.
-  bool write(uint64_t unix_ns, const UdpAddresses& addresses, std::span<const uint8_t> datagram);
-  uint64_t records() const;
-  uint64_t dropped() const;  // datagrams not written: past the budget, or after a write error
-  bool full() const { return dropped() > 0; }
-
- private:
-  PcapWriter(std::FILE* file, uint64_t max_bytes) : file_(file), max_bytes_(max_bytes) {}
-  size_t headers(const UdpAddresses& a, size_t datagram_bytes, uint8_t* out);
-  mutable std::mutex mutex_;  // the engine threads of a device group share one capture
-  std::FILE* file_;
-  uint64_t max_bytes_;
-  uint64_t bytes_ = 0;
-  uint64_t records_ = 0;
-  uint64_t dropped_ = 0;
-  uint16_t ip_id_ = 0;
-};
+// ---- the reader ----
 
 // A record's UDP datagram, found by PcapReader::next.
 struct CapturedDatagram {
@@ -82,7 +76,9 @@ struct CapturedDatagram {
 
 class PcapReader {
  public:
-  static Result<std::unique_ptr<PcapReader>, Error> open(const std::string& path);
+  // The capture whose bytes are `file` (a whole file, read from `path`, which the errors name).
+  static Result<std::unique_ptr<PcapReader>, Error> parse(std::vector<uint8_t> file,
+                                                          const std::string& path);
 
   // The next record that holds a whole UDP datagram; false at the end of the file. Records
   // that hold something else (other protocols, fragments, truncated captures) are skipped and
@@ -120,4 +116,4 @@ class PcapReader {
 // Finds the UDP datagram in one captured frame of `link_type`; false if it holds none.
 bool find_udp(uint32_t link_type, std::span<const uint8_t> frame, CapturedDatagram& out);
 
-}  // namespace mrc::io
+}  // namespace mrc::wire

@@ -1,5 +1,5 @@
 // In-band key agreement (see inband_keys.h): KEY OFFER datagrams and the exchange per QP.
-#include "io/inband_keys.h"
+#include "secure/inband_keys.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 #include "util/bytes.h"
 #include "util/hex.h"
 
-namespace mrc::io {
+namespace mrc::secure {
 
 namespace {
 
@@ -191,4 +191,4 @@ Instant InbandKeys::next_deadline() const {
   return next;
 }
 
-}  // namespace mrc::io
+}  // namespace mrc::secure

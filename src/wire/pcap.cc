@@ -1,19 +1,17 @@
-// Capture files (see pcap.h): the classic pcap writer, and a reader of pcap and pcapng down to
-// each record's UDP datagram. Formats: the libpcap file format and the pcapng specification
-// (IETF draft-ietf-opsawg-pcapng); link-layer header types as tcpdump.org lists them.
-#include "io/pcap.h"
+// Capture files' formats (see pcap.h): the classic pcap writer's records, and a reader of pcap
+// and pcapng down to each record's UDP datagram. Formats: the libpcap file format and the
+// pcapng specification (IETF draft-ietf-opsawg-pcapng); link-layer header types as tcpdump.org
+// lists them.
+#include "wire/pcap.h"
 
 #include <arpa/inet.h>
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <utility>
 
 #include "util/bytes.h"
-#include "util/errno_map.h"
 
-namespace mrc::io {
+namespace mrc::wire {
 
 namespace {
 
@@ -37,14 +35,10 @@ uint16_t ipv4_checksum(const uint8_t* header) {
 
 // "a.b.c.d:port" or "[v6]:port", as io::to_string(SocketAddress) writes an address.
 std::string address_text(int family, const uint8_t* address, uint16_t port) {
-  if (family == AF_INET6) {
-    in6_addr v6{};
-    std::memcpy(v6.s6_addr, address, 16);
-    return to_string(SocketAddress::ipv6(v6, port));
-  }
-  in_addr v4{};
-  std::memcpy(&v4, address, 4);
-  return to_string(SocketAddress::ipv4(v4, port));
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(family, address, text, sizeof text);
+  const std::string host = text;
+  return (family == AF_INET6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 // The UDP header at `udp` (within `ip`, which ends where the IP packet says it ends).
@@ -97,98 +91,61 @@ bool take_ethertype(uint16_t type, std::span<const uint8_t> bytes, CapturedDatag
 
 // ---- writer ----------------------------------------------------------------------------------
 
-Result<std::unique_ptr<PcapWriter>, Error> PcapWriter::open(const std::string& path,
-                                                            uint64_t max_bytes) {
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) return Err{system_error("cannot create " + path, errno)};
+std::array<uint8_t, kPcapFileHeaderBytes> pcap_file_header() {
   const uint32_t header[6] = {kMagicNano, 2u | 4u << 16, 0, 0, 65535 + 28, kLinkRaw};
-  if (std::fwrite(header, sizeof header, 1, file) != 1) {
-    std::fclose(file);
-    return Err{system_error("cannot write " + path, errno)};
-  }
-  return std::unique_ptr<PcapWriter>(new PcapWriter(file, max_bytes));
+  std::array<uint8_t, kPcapFileHeaderBytes> out{};
+  std::memcpy(out.data(), header, sizeof header);
+  return out;
 }
 
-PcapWriter::~PcapWriter() {
-  if (file_ != nullptr) std::fclose(file_);
+std::array<uint8_t, kPcapRecordHeaderBytes> pcap_record_header(uint64_t unix_ns, uint32_t length) {
+  const uint32_t record[4] = {static_cast<uint32_t>(unix_ns / 1'000'000'000),
+                              static_cast<uint32_t>(unix_ns % 1'000'000'000), length, length};
+  std::array<uint8_t, kPcapRecordHeaderBytes> out{};
+  std::memcpy(out.data(), record, sizeof record);
+  return out;
 }
 
-uint64_t PcapWriter::records() const {
-  std::lock_guard lock(mutex_);
-  return records_;
-}
-
-uint64_t PcapWriter::dropped() const {
-  std::lock_guard lock(mutex_);
-  return dropped_;
-}
-
-// The IP and UDP headers a datagram had on the wire (IPv4: 28 bytes, IPv6: 48); returns their
-// length.
-size_t PcapWriter::headers(const UdpAddresses& a, size_t datagram_bytes, uint8_t* out) {
+size_t write_udp_headers(const UdpHeaderFields& fields, size_t datagram_bytes,
+                         std::span<uint8_t, kPcapMaxHeaderBytes> out) {
+  uint8_t* const h = out.data();
   const auto udp_length = static_cast<uint16_t>(8 + datagram_bytes);
   size_t ip = 20;
-  if (a.source.is_v6()) {
+  if (fields.v6) {
     ip = 40;
-    std::memset(out, 0, ip);
-    store_be32(out, 6u << 28 | static_cast<uint32_t>(a.tos) << 20);
-    store_be16(out + 4, udp_length);
-    out[6] = IPPROTO_UDP;
-    out[7] = 64;
-    std::memcpy(out + 8, a.source.bytes(), 16);
-    std::memcpy(out + 24, a.destination.bytes(), 16);
+    std::memset(h, 0, ip);
+    store_be32(h, 6u << 28 | static_cast<uint32_t>(fields.tos) << 20);
+    store_be16(h + 4, udp_length);
+    h[6] = IPPROTO_UDP;
+    h[7] = 64;
+    std::memcpy(h + 8, fields.source.data(), 16);
+    std::memcpy(h + 24, fields.destination.data(), 16);
   } else {
-    std::memset(out, 0, ip);
-    out[0] = 0x45;
-    out[1] = a.tos;
-    store_be16(out + 2, static_cast<uint16_t>(ip + udp_length));
-    store_be16(out + 4, ip_id_++);
-    out[6] = 0x40;  // don't fragment
-    out[8] = 64;
-    out[9] = IPPROTO_UDP;
-    std::memcpy(out + 12, a.source.bytes(), 4);
-    std::memcpy(out + 16, a.destination.bytes(), 4);
-    store_be16(out + 10, ipv4_checksum(out));
+    std::memset(h, 0, ip);
+    h[0] = 0x45;
+    h[1] = fields.tos;
+    store_be16(h + 2, static_cast<uint16_t>(ip + udp_length));
+    store_be16(h + 4, fields.ip_id);
+    h[6] = 0x40;  // don't fragment
+    h[8] = 64;
+    h[9] = IPPROTO_UDP;
+    std::memcpy(h + 12, fields.source.data(), 4);
+    std::memcpy(h + 16, fields.destination.data(), 4);
+    store_be16(h + 10, ipv4_checksum(h));
   }
-  store_be16(out + ip, a.source.port());
-  store_be16(out + ip + 2, a.destination.port());
-  store_be16(out + ip + 4, udp_length);
-  store_be16(out + ip + 6, 0);
+  store_be16(h + ip, fields.source_port);
+  store_be16(h + ip + 2, fields.destination_port);
+  store_be16(h + ip + 4, udp_length);
+  store_be16(h + ip + 6, 0);
   return ip + 8;
-}
-
-bool PcapWriter::write(uint64_t unix_ns, const UdpAddresses& a, std::span<const uint8_t> datagram) {
-  std::lock_guard lock(mutex_);
-  uint8_t header_bytes[48];
-  const size_t header_length = headers(a, datagram.size(), header_bytes);
-  const size_t length = header_length + datagram.size();
-  if (file_ == nullptr || length > 65535 || bytes_ + 16 + length > max_bytes_) {
-    ++dropped_;
-    return false;
-  }
-  const uint32_t record[4] = {static_cast<uint32_t>(unix_ns / 1'000'000'000),
-                              static_cast<uint32_t>(unix_ns % 1'000'000'000),
-                              static_cast<uint32_t>(length), static_cast<uint32_t>(length)};
-  if (std::fwrite(record, sizeof record, 1, file_) != 1 ||
-      std::fwrite(header_bytes, header_length, 1, file_) != 1 ||
-      (!datagram.empty() && std::fwrite(datagram.data(), datagram.size(), 1, file_) != 1)) {
-    std::fclose(file_);
-    file_ = nullptr;
-    ++dropped_;
-    return false;
-  }
-  bytes_ += 16 + length;
-  ++records_;
-  return true;
 }
 
 // ---- reader ----------------------------------------------------------------------------------
 
-Result<std::unique_ptr<PcapReader>, Error> PcapReader::open(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Err{system_error("cannot open " + path, errno)};
+Result<std::unique_ptr<PcapReader>, Error> PcapReader::parse(std::vector<uint8_t> file,
+                                                             const std::string& path) {
   std::unique_ptr<PcapReader> r(new PcapReader());
-  r->file_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  r->file_ = std::move(file);
   if (r->file_.size() < 24)
     return fail(Errc::kInvalidArgument, path + ": too short for a capture file");
   uint32_t magic = 0;
@@ -377,4 +334,4 @@ bool find_udp(uint32_t link_type, std::span<const uint8_t> frame, CapturedDatagr
   }
 }
 
-}  // namespace mrc::io
+}  // namespace mrc::wire

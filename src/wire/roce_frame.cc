@@ -1,11 +1,11 @@
-#include "io/roce_frame.h"
+#include "wire/roce_frame.h"
 
 #include <cstring>
 
 #include "core/wire/packet.h"
 #include "util/bytes.h"
 
-namespace mrc::io {
+namespace mrc::wire {
 namespace {
 
 // Offsets inside a frame.
@@ -151,4 +151,4 @@ const char* to_string(FrameError error) {
   return "?";
 }
 
-}  // namespace mrc::io
+}  // namespace mrc::wire

@@ -11,6 +11,10 @@
 // derive_traffic_secrets), over a transcript of both offers in an order both see the same (the
 // smaller public key first). The ephemeral keys give forward secrecy: a pre-shared key that
 // leaks later does not open recorded traffic.
+//
+// No I/O, but randomness of its own (OpenSSL's generator), which is why this is not part of the
+// sans-IO engine: the host layer (host/queue_pairs.h), `mrc perf` and the in-band agreement
+// (secure/inband_keys.h) run it and carry the offers.
 #pragma once
 
 #include <array>
@@ -29,9 +33,10 @@ namespace mrc {
 class QueuePair;
 }  // namespace mrc
 
-namespace mrc::io {
+namespace mrc::secure {
 
-// read_key_file and kMinPresharedKeyBytes: include/mrc/datapath.hpp.
+// read_key_file and kMinPresharedKeyBytes: include/mrc/datapath.hpp; the pre-shared key a
+// host's secure mode needs, read from its key file: host::preshared_key_for (host/options.h).
 
 // What one end of a QP publishes; every field is text for the out-of-band channel.
 struct KeyOffer {
@@ -40,15 +45,6 @@ struct KeyOffer {
   std::string share;   // 96 hex digits: X25519 public key (32 bytes) | nonce (16 bytes)
   std::string proof;   // 64 hex digits: HMAC-SHA256(key, mode | qpn | psn | share)
 };
-
-// The pre-shared key secure mode `mode` needs, read from `key_file` (empty when the mode is
-// off). `mode_setting` and `file_setting` are how the user set them ("--secure ", "--key-file";
-// "MRC_SECURE=", "MRC_KEY_FILE"), for the message when no file was given; `holders` says who
-// must hold the same key ("both sides", "every rank").
-Result<std::vector<uint8_t>, Error> preshared_key_for(SecureMode mode, const std::string& key_file,
-                                                      const std::string& mode_setting,
-                                                      const std::string& file_setting,
-                                                      const std::string& holders);
 
 // Both ends must ask for the same secure mode; the error names both.
 Result<Ok, Error> check_secure_modes(SecureMode local, SecureMode peer,
@@ -86,4 +82,4 @@ class KeyExchange {
   std::array<uint8_t, 16> nonce_{};
 };
 
-}  // namespace mrc::io
+}  // namespace mrc::secure

@@ -29,6 +29,9 @@
 // checksum zero (UDP_NO_CHECK6_TX; received with UDP_NO_CHECK6_RX), as RoCEv2 does: the ICRC
 // covers the datagram end to end. The kernel refuses UDP GSO without a checksum, so these
 // planes send batches with sendmmsg.
+//
+// This file is the addresses' arithmetic and no I/O: the datapath that sends to them and maps
+// ports to paths is io/udp_host.h and io/udp_link.h; the controller's SRv6 EVs, ocp/ev_srv6.h.
 #pragma once
 
 #include <netinet/in.h>
@@ -40,7 +43,7 @@
 #include "mrc/error.hpp"
 #include "mrc/result.hpp"
 
-namespace mrc::io {
+namespace mrc::wire {
 
 // The fabric's block: the destination's first 32 bits (the kernel's next-csid default, lblen
 // 32), and 16-bit uSIDs (nflen 16).
@@ -71,4 +74,4 @@ in6_addr srv6_ev_address(const in6_addr& locator, const std::vector<uint16_t>& p
 // this plane's), no uSID, a uSID after the end of the container, more than kSrv6MaxPathUsids.
 Result<std::vector<uint16_t>, Error> srv6_ev_path(const in6_addr& ev, const in6_addr& locator);
 
-}  // namespace mrc::io
+}  // namespace mrc::wire

@@ -1,6 +1,6 @@
 // Key agreement over a secure QP's own path, for devices whose users have no out-of-band
 // channel to carry key offers: the OCP verbs device, whose applications exchange QPNs, PSNs and
-// GIDs and nothing more. The offers are io/key_exchange.h's (ephemeral X25519 shares proved by
+// GIDs and nothing more. The offers are secure/key_exchange.h's (ephemeral X25519 shares proved by
 // HMAC under the pre-shared key), carried in KEY OFFER datagrams (docs/PROTOCOL.md §1.13) from
 // the MRC port to the peer's; the QP waits for its keys meanwhile (SecurityConfig::keys_later).
 //
@@ -16,6 +16,9 @@
 // proof) is dropped and remembered, and if no offer has verified after `timeout`, the agreement
 // fails with what the refused offers said, naming the peer. Each end's keys rest on its own fresh
 // share, so a replayed old offer cannot make an end reuse a key.
+//
+// Sans-IO: time comes in, datagrams and outcomes go out. io::Device (io/device.h) runs it, sending
+// and receiving the datagrams through its UdpHost's side channel.
 #pragma once
 
 #include <cstdint>
@@ -26,10 +29,10 @@
 #include <utility>
 #include <vector>
 
-#include "io/key_exchange.h"
 #include "mrc/types.hpp"
+#include "secure/key_exchange.h"
 
-namespace mrc::io {
+namespace mrc::secure {
 
 inline constexpr uint8_t kKeyOfferOpcode = 0xDF;       // BTH opcode of a KEY OFFER datagram
 inline constexpr size_t kKeyOfferBytes = 12 + 96 + 4;  // BTH, KOETH, ICRC
@@ -128,4 +131,4 @@ class InbandKeys {
   Counters counters_;
 };
 
-}  // namespace mrc::io
+}  // namespace mrc::secure
