@@ -22,7 +22,7 @@ if ! git rev-parse --verify -q "$base" >/dev/null; then
   echo "lint: no $base to compare with: clang-tidy skipped"
   exit 0
 fi
-mapfile -t touched < <(git diff --name-only --diff-filter=AM "$base" -- '*.cc' | grep -E '^(src|tests|bench|tools)/' | grep -v '^src/pytorch/' || true)
+mapfile -t touched < <(git diff --name-only --diff-filter=AMR "$base" -- '*.cc' | grep -E '^(src|tests|bench|tools)/' | grep -v '^src/pytorch/' || true)
 # Only what this build compiles has compile commands: an optional target whose library is not
 # installed here (bench/uring_receive without liburing-dev) is named and left out.
 changed=()
