@@ -7,6 +7,8 @@
 #include <cstring>
 #include <optional>
 
+#include "wire/pcap.h"
+
 namespace mrc::io {
 
 SocketAddress SocketAddress::ipv4(in_addr address, uint16_t port) {
@@ -58,8 +60,7 @@ std::string address_text(const SocketAddress& a) {
 }
 
 std::string to_string(const SocketAddress& a) {
-  const std::string address = address_text(a);
-  return (a.is_v6() ? "[" + address + "]" : address) + ":" + std::to_string(a.port());
+  return wire::address_text(a.family(), a.bytes(), a.port());
 }
 
 SocketAddress PlaneAddress::socket() const {

@@ -13,6 +13,14 @@
 
 namespace mrc::wire {
 
+std::string address_text(int family, const uint8_t* address, uint16_t port) {
+  char text[INET6_ADDRSTRLEN] = {};
+  const bool known = family == AF_INET || family == AF_INET6;
+  if (known) inet_ntop(family, address, text, sizeof text);
+  const std::string host = known ? text : "?";
+  return (family == AF_INET6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 namespace {
 
 constexpr uint32_t kMagicMicro = 0xA1B2C3D4;
@@ -31,14 +39,6 @@ uint16_t ipv4_checksum(const uint8_t* header) {
   for (int i = 0; i < 20; i += 2) sum += load_be16(header + i);
   while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
   return static_cast<uint16_t>(~sum);
-}
-
-// "a.b.c.d:port" or "[v6]:port", as io::to_string(SocketAddress) writes an address.
-std::string address_text(int family, const uint8_t* address, uint16_t port) {
-  char text[INET6_ADDRSTRLEN] = {};
-  inet_ntop(family, address, text, sizeof text);
-  const std::string host = text;
-  return (family == AF_INET6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 // The UDP header at `udp` (within `ip`, which ends where the IP packet says it ends).

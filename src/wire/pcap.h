@@ -39,6 +39,10 @@ inline constexpr size_t kPcapMaxRecordBytes = 65535;
 inline constexpr size_t kPcapMaxHeaderBytes = 48;
 
 // The file header: classic pcap, nanosecond stamps, link type RAW, in this machine's byte order.
+// "a.b.c.d:port" or "[v6]:port" (family AF_INET or AF_INET6; another gives "?:port"): how mrc
+// writes an address and port everywhere (io::to_string(SocketAddress) too).
+std::string address_text(int family, const uint8_t* address, uint16_t port);
+
 std::array<uint8_t, kPcapFileHeaderBytes> pcap_file_header();
 // A record's header: its time (nanoseconds since the Unix epoch) and length, captured whole.
 std::array<uint8_t, kPcapRecordHeaderBytes> pcap_record_header(uint64_t unix_ns, uint32_t length);
