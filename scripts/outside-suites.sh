@@ -30,7 +30,9 @@ usage: scripts/outside-suites.sh [OPTIONS]
   --mpi4py-src DIR      an mpi4py source tree (holding test/runtests.py)
   --no-debian           do not try `apt-get source` for sources not given
   --ranks LIST          mpi4py's rank counts (default 2,3)
-  --no-baseline         skip mpi4py over tcp;ofi_rxm
+  --no-baseline         skip mpi4py over tcp;ofi_rxm (--mpi4py-over mrc)
+  --mpi4py-over LIST    the providers mpi4py's suite runs over: mrc and/or tcp (libfabric's
+                        tcp;ofi_rxm, the baseline) (default mrc,tcp)
   --mpi4py-modules LIST only these test modules (e.g. test_util_pkl5,test_comm; default all)
   --lib DIR             where libmrc-fi.so is (default build/release/lib)
   --planes LIST         FI_MRC_PLANES (default 127.0.0.41,127.0.0.42)
@@ -59,7 +61,7 @@ EOF
 }
 
 suites=fabtests,mpi4py sets=quick modes=shipped,oob ft_src="" py_src="" debian=1 ranks=2,3
-baseline=1 py_modules="" lib=$root/build/release/lib planes=127.0.0.41,127.0.0.42 port_base=48000
+py_over=mrc,tcp py_modules="" lib=$root/build/release/lib planes=127.0.0.41,127.0.0.42 port_base=48000
 timeout_s=120 test_timeout=60 module_timeout=900 py=/usr/bin/python3 work=/tmp/mrc-outside-suites json=""
 while [ $# -gt 0 ]; do
   case $1 in
@@ -70,7 +72,8 @@ while [ $# -gt 0 ]; do
     --mpi4py-src) py_src=$2; shift 2 ;;
     --no-debian) debian=0; shift ;;
     --ranks) ranks=$2; shift 2 ;;
-    --no-baseline) baseline=0; shift ;;
+    --no-baseline) py_over=mrc; shift ;;
+    --mpi4py-over) py_over=$2; shift 2 ;;
     --mpi4py-modules) py_modules=$2; shift 2 ;;
     --lib) lib=$2; shift 2 ;;
     --planes) planes=$2; shift 2 ;;
@@ -83,6 +86,9 @@ while [ $# -gt 0 ]; do
     --help | -h) usage; exit 0 ;;
     *) echo "outside-suites: unknown option '$1' (--help lists them)" >&2; exit 2 ;;
   esac
+done
+for p in ${py_over//,/ }; do
+  [[ "$p" =~ ^(mrc|tcp)$ ]] || { echo "outside-suites: --mpi4py-over takes mrc and/or tcp, not '$p'" >&2; exit 2; }
 done
 for n in "$port_base" "$timeout_s" "$test_timeout" "$module_timeout"; do
   [[ "$n" =~ ^[0-9]+$ ]] || { echo "outside-suites: '$n' is not a number" >&2; exit 2; }
@@ -116,8 +122,8 @@ fi
 if [[ ",$suites," == *,mpi4py,* ]]; then
   if py_dir=$(mpi4py_sources); then
     for n in ${ranks//,/ }; do
-      mpi4py_run "$py_dir" mrc "$n"
-      [ $baseline -eq 0 ] || mpi4py_run "$py_dir" "tcp;ofi_rxm" "$n"
+      [[ ",$py_over," != *,mrc,* ]] || mpi4py_run "$py_dir" mrc "$n"
+      [[ ",$py_over," != *,tcp,* ]] || mpi4py_run "$py_dir" "tcp;ofi_rxm" "$n"
       ran=1
     done
   else
