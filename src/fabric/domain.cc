@@ -67,6 +67,7 @@ std::optional<std::string> check(const Settings& s) {
     return "FI_MRC_SLOT_BYTES must be 1024..1048576";
   if (s.connect_timeout_ms < 1) return "FI_MRC_CONNECT_TIMEOUT_MS must be positive";
   if (s.peer_timeout_ms < 1) return "FI_MRC_PEER_TIMEOUT_MS must be positive";
+  if (s.stall_report_ms < 0) return "FI_MRC_STALL_REPORT_MS must be 0 (off) or positive";
   if (s.mtu_bytes != 0 && (s.mtu_bytes < 256 || s.mtu_bytes > 9000))
     return "FI_MRC_MTU must be 256..9000 (or unset: from the planes' interfaces)";
   return std::nullopt;
@@ -133,6 +134,7 @@ void progress_loop(Domain* d) {
     }
     if (!app_polls) d->progress(false);
     check_timeouts(*d);
+    report_stalls(*d);
   }
 }
 

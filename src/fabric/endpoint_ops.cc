@@ -35,6 +35,7 @@ MessageInfo message_of(const Unexpected& u) {
 // Lets go of the registrations a write or read made for itself, and counts it on its counter.
 void finish(Endpoint& ep, const SendOp& op, bool error) {
   --ep.tx_outstanding;
+  ++ep.completions;
   for (uint32_t lkey : op.temporary_lkeys) (void)ep.domain->context->deregister_memory(lkey);
   Cntr* c = op.read ? ep.read_cntr : op.rma ? ep.write_cntr : ep.send_cntr;
   if (c != nullptr) c->add(1, error);
@@ -59,6 +60,7 @@ void fail_send(Endpoint& ep, const SendOp& op, int err, const std::string& why) 
 
 void complete_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m) {
   if (r.ends_posting()) --ep.rx_outstanding;
+  ++ep.completions;
   const uint64_t flags = FI_RECV | (m.tagged ? FI_TAGGED : FI_MSG) |
                          (m.has_data ? FI_REMOTE_CQ_DATA : 0) | (r.releases ? FI_MULTI_RECV : 0);
   const bool truncated = m.bytes > r.buffer.bytes && (r.flags & FI_DISCARD) == 0;
@@ -196,6 +198,7 @@ ssize_t post_recv(Endpoint& ep, PostedRecv r) {
 
 void fail_recv(Endpoint& ep, const PostedRecv& r, const MessageInfo& m, const std::string& why) {
   if (r.ends_posting()) --ep.rx_outstanding;
+  ++ep.completions;
   if (ep.recv_cntr != nullptr) ep.recv_cntr->add(1, true);
   if (ep.rx_cq == nullptr || r.silent) return;
   fi_cq_err_entry e = error_entry(r.context, FI_RECV | (m.tagged ? FI_TAGGED : FI_MSG), FI_EIO);
@@ -308,6 +311,7 @@ ssize_t cancel(Endpoint& ep, void* context) {
   auto r = ep.matcher.cancel(context);
   if (!r) return -FI_ENOENT;
   --ep.rx_outstanding;
+  ++ep.completions;
   if (ep.rx_cq != nullptr)
     ep.rx_cq->push_error(
         error_entry(context, FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG), FI_ECANCELED));

@@ -103,6 +103,12 @@ class Matcher {
 
   void post(const PostedRecv& r) { (r.tagged ? tagged_ : untagged_).push_back(r); }
   size_t posted() const { return tagged_.size() + untagged_.size(); }
+  // Every posted receive, tagged ones first, each kind oldest first.
+  template <typename Fn>
+  void for_each_posted(Fn&& fn) const {
+    for (const PostedRecv& r : tagged_) fn(r);
+    for (const PostedRecv& r : untagged_) fn(r);
+  }
   // The oldest posted receive `a` (a message of `bytes`) matches, removed from the queue; for a
   // multi-receive, its next part.
   std::optional<PostedRecv> take_posted(const Arrival& a, uint64_t bytes);

@@ -387,6 +387,10 @@ void define_settings() {
                   "(default: 8000)");
   fi_param_define(&provider, "stats", FI_PARAM_BOOL,
                   "Print each link's counters on stderr when its endpoint closes (default: no)");
+  fi_param_define(&provider, "stall_report_ms", FI_PARAM_INT,
+                  "Write an endpoint's state (posted receives, unexpected messages, links) on "
+                  "stderr when it has operations outstanding and none completed for this long; "
+                  "0: never (default: 0)");
 }
 
 Settings settings() {
@@ -407,6 +411,7 @@ Settings settings() {
   fi_param_get_int(&provider, "connect_timeout_ms", &s.connect_timeout_ms);
   fi_param_get_int(&provider, "peer_timeout_ms", &s.peer_timeout_ms);
   fi_param_get_bool(&provider, "stats", &s.stats);
+  fi_param_get_int(&provider, "stall_report_ms", &s.stall_report_ms);
   return s;
 }
 

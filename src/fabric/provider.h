@@ -64,6 +64,9 @@ struct Settings {
   // the links' queue pairs (a process a loaded host leaves unscheduled for seconds is not gone).
   int peer_timeout_ms = 8000;
   int stats = 0;  // print each link's counters when its endpoint closes
+  // Report an endpoint's state on stderr when it has operations outstanding and none completed
+  // for this long (stall_report.cc); 0: never.
+  int stall_report_ms = 0;
 };
 Settings settings();
 void define_settings();
@@ -212,6 +215,13 @@ struct Domain {
   void unwatch(int fd);
 };
 
+// FI_MRC_STALL_REPORT_MS's watch of an endpoint (stall_report.cc).
+struct EndpointWatch {
+  uint64_t completions_seen = 0;  // Endpoint::completions at the last look that saw a change
+  int64_t since_ns = 0;           // when it changed (steady clock)
+  bool reported = false;          // this stall has been reported
+};
+
 struct Endpoint {
   fid_ep fid{};
   Domain* domain = nullptr;
@@ -241,6 +251,8 @@ struct Endpoint {
   std::vector<std::unique_ptr<RxLink>> accepting;  // connections not yet a link
   size_t tx_outstanding = 0;
   size_t rx_outstanding = 0;
+  uint64_t completions = 0;  // operations ended (completed or failed), for the stall watch
+  EndpointWatch watch;
 };
 
 // Completion queue entries and counters of an endpoint's operations.
@@ -289,6 +301,9 @@ void on_listener(Endpoint& ep);
 void on_tx_control(TxLink& link, uint32_t events);
 void on_rx_control(RxLink& link, uint32_t events);
 void check_timeouts(Domain& d);  // fails links whose set-up has taken too long
+// FI_MRC_STALL_REPORT_MS: each endpoint that has waited that long with nothing completed has its
+// state written to stderr (stall_report.cc). REQUIRES: the domain's lock.
+void report_stalls(Domain& d);
 void close_links(Endpoint& ep);
 
 // Data operations (endpoint_ops.cc), each under the domain's lock.

@@ -16,6 +16,8 @@
  *              process starved on a loaded host may be: the message arrives and its send
  *              completes without error once the peer runs again (FI_MRC_PEER_TIMEOUT_MS)
  *   mtu        a link between different FI_MRC_MTU is refused, naming it
+ *   stall report with FI_MRC_STALL_REPORT_MS, an endpoint whose receive waits while a message of
+ *              another tag waits unexpected writes its state on stderr once, naming both
  *   late av    a message from a sender not yet in the AV, then a receive directed at it
  *   av dup     a name inserted again keeps its fi_addr (receives directed at it match); removes
  *              count inserts
@@ -853,6 +855,57 @@ static void check_mtu_mismatch(void) {
   printf("mtu mismatch: ok\n");
 }
 
+/* FI_MRC_STALL_REPORT_MS: a receive for tag 7 waits while a message of tag 5 sits unexpected;
+ * nothing completes for a second, so the endpoint's state goes to stderr, once, naming both. Run
+ * in a child whose stderr is a pipe. */
+static void check_stall_report(void) {
+  int err[2];
+  CHECK(pipe(err) == 0, "pipe");
+  const pid_t child = fork();
+  if (child == 0) {
+    dup2(err[1], 2);
+    close(err[0]);
+    setenv("FI_MRC_STALL_REPORT_MS", "200", 1);
+    struct node c;
+    open_node(&c);
+    const fi_addr_t self = insert(&c, c.name);
+    int five = 5, got5 = 0, got7 = 0;
+    struct fi_cq_tagged_entry e;
+    CHECK(fi_tsend(c.ep, &five, sizeof five, NULL, self, 5, &five) == 0, "child: tsend");
+    CHECK(wait_one(&c, &e, 10) == 0 && e.op_context == &five, "child: the send completes");
+    CHECK(fi_trecv(c.ep, &got7, sizeof got7, NULL, FI_ADDR_UNSPEC, 7, 0, &got7) == 0, "trecv 7");
+    for (const time_t end = time(NULL) + 2; time(NULL) < end;) {
+      CHECK(fi_cq_read(c.cq, &e, 1) == -FI_EAGAIN, "child: nothing completes while stalled");
+      usleep(1000);
+    }
+    CHECK(fi_trecv(c.ep, &got5, sizeof got5, NULL, FI_ADDR_UNSPEC, 5, 0, &got5) == 0, "trecv 5");
+    CHECK(wait_one(&c, &e, 10) == 0 && got5 == 5, "child: the unexpected message is taken");
+    close_node(&c);
+    _exit(0);
+  }
+  close(err[1]);
+  static char text[65536];
+  size_t used = 0;
+  ssize_t r;
+  while (used < sizeof text - 1 && (r = read(err[0], text + used, sizeof text - 1 - used)) > 0)
+    used += (size_t)r;
+  text[used] = 0;
+  close(err[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's checks passed:\n%s", text);
+  const char* first = strstr(text, "mrc-fi: stall report, endpoint fi_mrc://");
+  CHECK(first != NULL, "a stall report on stderr; got:\n%s", text);
+  CHECK(strstr(first + 20, "stall report") == NULL, "one report per stall; got:\n%s", text);
+  CHECK(strstr(text, "0 sends and 1 receives outstanding") != NULL, "the counts; got:\n%s", text);
+  CHECK(strstr(text, "tagged from any tag 0x0000000000000007") != NULL,
+        "the posted receive; got:\n%s", text);
+  CHECK(strstr(text, "unexpected messages: 1,") != NULL &&
+            strstr(text, "tagged from 0 tag 0x0000000000000005, 4 bytes") != NULL,
+        "the unexpected message; got:\n%s", text);
+  printf("stall report: ok\n");
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (argc == 2 && strcmp(argv[1], "badplanes") == 0) {
@@ -876,6 +929,7 @@ int main(int argc, char** argv) {
   check_av_duplicate();
   check_node_service();
   check_mtu_mismatch();
+  check_stall_report();
   check_vanish(&n);
   check_stall(&n);
   check_sender_dies(&n);
