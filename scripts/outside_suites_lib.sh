@@ -239,7 +239,10 @@ mpi4py_run() {
   echo "== mpi4py $("$py" -c 'import mpi4py; print(mpi4py.__version__)') suite, $n ranks," \
     "Open MPI's OFI MTL over $prov (logs: $log/$key)"
   local env=()
-  [ "$prov" = mrc ] && env=(-x "FI_PROVIDER_PATH=$lib" -x FI_MRC_PLANES -x FI_MRC_PORT -x FI_MRC_EV_PORT_BASE)
+  # Over mrc, a rank whose endpoint waits half a test's bound with nothing completed writes the
+  # provider's state into the run's log (FI_MRC_STALL_REPORT_MS): what each side of a hang waited for.
+  [ "$prov" = mrc ] && env=(-x "FI_PROVIDER_PATH=$lib" -x FI_MRC_PLANES -x FI_MRC_PORT -x FI_MRC_EV_PORT_BASE
+    -x "FI_MRC_STALL_REPORT_MS=${FI_MRC_STALL_REPORT_MS:-$((test_timeout * 500))}")
   local modules
   modules=$(cd "$src/test" && ls test_*.py | sed 's/\.py$//')
   if [ -n "$py_modules" ]; then
