@@ -2,9 +2,12 @@
 // own progress thread; connect by exchanging ConnectionInfo; writes with immediate waited for
 // through the CQ's file descriptor; errors that say what to fix.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
+#include "io/pcap_file.h"
 #include "mrc/mrc.hpp"
 
 namespace mrc {
@@ -75,6 +78,69 @@ TEST(Api, WriteWithImmediateBetweenTwoContexts) {
   EXPECT_EQ(wc[2].status, WcStatus::kSuccess);
   EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), src.size()));
   EXPECT_EQ(qb->stats().data_bytes_placed, src.size());
+}
+
+// ContextOptions::pcap: every datagram the context sent and received is in the file ("%p": the
+// process id), a write's data packets both ways (data out, SACKs in); a path that cannot be
+// created and a budget out of range are refused, naming the option.
+TEST(Api, PcapCapturesTheContextsDatagrams) {
+  const std::string pattern = ::testing::TempDir() + "mrc-api-capture-%p.pcap";
+  const std::string path =
+      ::testing::TempDir() + "mrc-api-capture-" + std::to_string(getpid()) + ".pcap";
+  {
+    ContextOptions oa = options(13);  // ports no other test takes: 24013, EVs 39200-39599
+    oa.pcap = pattern;
+    ContextOptions ob = options(13);
+    ob.port = 24016;
+    ob.ev_port_base = 39600;
+    auto a = Context::open(oa);
+    auto b = Context::open(ob);
+    ASSERT_TRUE(a.ok() && b.ok()) << open_error(a, b);
+    Context& ca = *a.value();
+    Context& cb = *b.value();
+    std::vector<uint8_t> src(200000, 7), dst(200000, 0);
+    const uint32_t pa = ca.alloc_pd(), pb = cb.alloc_pd();
+    const auto src_mr = ca.register_memory(pa, src.data(), src.size(), kAccessLocalWrite).value();
+    const auto dst_mr = cb.register_memory(pb, dst.data(), dst.size(), kAccessRemoteWrite).value();
+    auto [cqa, cqb, qa, qb] = connect_pair(ca, pa, cb, pb);
+    const Sge sge{src_mr.address, static_cast<uint32_t>(src.size()), src_mr.lkey};
+    ASSERT_TRUE(qa->post_write(1, std::span(&sge, 1), dst_mr.address, dst_mr.rkey).ok());
+    Completion wc[1];
+    size_t got = 0;
+    for (int i = 0; i < 200 && got == 0; ++i) got = cqa->wait(wc, 50);
+    ASSERT_EQ(got, 1u);
+    ASSERT_EQ(wc[0].status, WcStatus::kSuccess);
+  }  // the contexts close: the capture is complete
+  auto reader = io::open_pcap(path);
+  ASSERT_TRUE(reader.ok()) << reader.error().message;
+  wire::CapturedDatagram d;
+  size_t out = 0, in = 0;
+  while (reader.value()->next(d)) {
+    // A receives on port 24013 and sends from its EV ports 39200..; B receives on 24016.
+    if (d.destination_port == 24016) ++out;  // to B: the write's data packets
+    if (d.destination_port == 24013 || (d.destination_port >= 39200 && d.destination_port < 39600))
+      ++in;  // from B: its acknowledgements
+  }
+  EXPECT_TRUE(reader.value()->error().empty()) << reader.value()->error();
+  EXPECT_GE(out, 200000u / 8192u) << "data packets to the peer";
+  EXPECT_GE(in, 1u) << "acknowledgements from the peer";
+  std::remove(path.c_str());
+
+  ContextOptions nowhere = options(13);
+  nowhere.pcap = "/nonexistent-directory/capture.pcap";
+  auto refused = Context::open(nowhere);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("ContextOptions::pcap: cannot create "
+                                         "/nonexistent-directory/capture.pcap"),
+            std::string::npos)
+      << refused.error().message;
+  ContextOptions no_budget = options(13);
+  no_budget.pcap = path;
+  no_budget.pcap_max_mib = 0;
+  auto zero = Context::open(no_budget);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message.find("ContextOptions::pcap_max_mib 0"), std::string::npos)
+      << zero.error().message;
 }
 
 // destroy_qp: only a queue pair of this context, once; the qpn is not given again, and new queue

@@ -64,6 +64,9 @@ TEST(HostOptions, BadValuesNameTheSettingAsTheFrontDoorSpellsIt) {
             std::string::npos);
   EXPECT_NE(error_of(o, "drop", "1", kFlag).find("is not a fraction in [0, 1)"), std::string::npos);
   EXPECT_NE(error_of(o, "gso", "maybe", kFlag).find("is neither on nor off"), std::string::npos);
+  EXPECT_EQ(error_of(o, "pcap-max-mib", "0", kProvider),
+            "FI_MRC_PCAP_MAX_MIB=0 is not a number of MiB in 1..1048576");
+  EXPECT_EQ(error_of(o, "pcap", "", kFlag), "--pcap= needs the path of the capture file to write");
   // Nothing was set by a refused value.
   EXPECT_EQ(o.context.port, 4791);
   EXPECT_EQ(o.context.threads, 1u);
@@ -82,6 +85,10 @@ TEST(HostOptions, UnknownSettingsListWhatTheFrontDoorTakes) {
   EXPECT_FALSE(set(o, "threads", "2", kProvider).ok());
   EXPECT_TRUE(set(o, "threads", "2", kTorch).ok());
   EXPECT_NE(setting_names(kProvider).find("FI_MRC_METRICS_PORT"), std::string::npos);
+  ASSERT_TRUE(set(o, "pcap", "/tmp/run-%p.pcap", kTorch).ok());
+  ASSERT_TRUE(set(o, "pcap-max-mib", "16", kFlag).ok());
+  EXPECT_EQ(o.context.pcap, "/tmp/run-%p.pcap");
+  EXPECT_EQ(o.context.pcap_max_mib, 16u);
   EXPECT_EQ(setting_names(kProvider).find("FI_MRC_THREADS"), std::string::npos);
 }
 

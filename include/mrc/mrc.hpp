@@ -73,6 +73,12 @@ struct ContextOptions {
   // port (Context::metrics_port() says which).
   int32_t metrics_port = -1;
   std::string metrics_bind = "127.0.0.1";
+  // A capture of every datagram the context sends and receives, written to this pcap file while
+  // the context is open (`mrc decode` and Wireshark read it). "%p" in the path becomes the
+  // process id, so the processes of a job can share one setting; a process that opens several
+  // contexts gives each its own path. Empty: no capture.
+  std::string pcap;
+  uint64_t pcap_max_mib = 256;  // the capture's budget; datagrams past it are counted, not written
   // What a user of this context changes to move its ports, named when a port is in use (the
   // collectives' tools and the torch backend name their own options or variables).
   std::string port_setting = "ContextOptions::port";

@@ -38,6 +38,9 @@ the backend. Environment (read when a group is created):
     MRC_METRICS_PORT  serve the rank's Prometheus metrics at http://MRC_METRICS_BIND:PORT/metrics,
                       PORT being MRC_METRICS_PORT + the rank's slot (as for MRC_PORT; 0: a free
                       port); MRC_METRICS_BIND the address (default 127.0.0.1)
+    MRC_PCAP          write every datagram the rank sends and receives to this pcap file (%p:
+                      the process id, so each rank writes its own); MRC_PCAP_MAX_MIB its budget
+                      (default 256)
     The variables above from MRC_PLANES to here are host settings: the table every front door of
     mrc shares (src/host/options.h), each refused with its name when its value is bad.
     MRC_TIMEOUT_S     a call that makes no progress for this long fails (default: the timeout

@@ -155,6 +155,14 @@ Result<std::unique_ptr<Context>, Error> Context::open(const ContextOptions& opti
                                                  static_cast<uint16_t>(options.metrics_port), {});
     if (!served.ok()) return fail(served.error(), "ContextOptions::metrics_port: ");
   }
+  if (!options.pcap.empty()) {
+    if (options.pcap_max_mib < 1 || options.pcap_max_mib > (uint64_t{1} << 20))
+      return fail(Errc::kInvalidArgument, "ContextOptions::pcap_max_mib " +
+                                              std::to_string(options.pcap_max_mib) +
+                                              " is not a number of MiB in 1..1048576");
+    auto captured = devices.value()->capture(options.pcap, options.pcap_max_mib << 20);
+    if (!captured.ok()) return fail(captured.error(), "ContextOptions::pcap: ");
+  }
   auto state = std::make_unique<State>();
   state->options = options;
   state->devices = std::move(devices.value());

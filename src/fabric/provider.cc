@@ -362,10 +362,14 @@ void define_settings() {
   static std::vector<std::string> helps;  // (as the names: libfabric keeps the pointers)
   helps.reserve(host_params().size());
   for (const auto& [h, name] : host_params()) {
-    helps.push_back(std::string(h->help) + (h->key == "planes" ? " (default: 127.0.0.1)" : "") +
-                    (h->key == "port" || h->key == "ev-port-base"
-                         ? "; the first tried: a process takes the first free slot"
-                         : ""));
+    std::string help = std::string(h->help) + (h->key == "planes" ? " (default: 127.0.0.1)" : "") +
+                       (h->key == "port" || h->key == "ev-port-base"
+                            ? "; the first tried: a process takes the first free slot"
+                            : "");
+    // libfabric prints a help text as a format: a '%' of the text ("%p") is written '%%'.
+    for (size_t at = help.find('%'); at != std::string::npos; at = help.find('%', at + 2))
+      help.insert(at, 1, '%');
+    helps.push_back(std::move(help));
     fi_param_define(&provider, name.c_str(), FI_PARAM_STRING, helps.back().c_str());
   }
   fi_param_define(

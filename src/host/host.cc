@@ -2,6 +2,8 @@
 // endpoint (host.h).
 #include "host/host.h"
 
+#include <unistd.h>
+
 #include "host/port_plan.h"
 
 namespace mrc::host {
@@ -155,6 +157,32 @@ std::string Host::metrics_text(const MetricsOptions& options) {
     text = render_metrics(sources, options);
   });
   return text;
+}
+
+Result<Ok, Error> Host::capture(const std::string& path, uint64_t max_bytes) {
+  std::string file = path;
+  for (size_t at = file.find("%p"); at != std::string::npos; at = file.find("%p", at))
+    file.replace(at, 2, std::to_string(getpid()));
+  auto writer = io::PcapWriter::open(file, max_bytes);
+  if (!writer.ok()) return Err{writer.error()};
+  for (auto& shard : shards_) {
+    std::lock_guard lock(shard->lock());
+    shard->host().set_capture(writer.value().get());
+  }
+  capture_ = std::move(writer.value());  // (an earlier one goes now: no shard writes to it)
+  capture_path_ = file;
+  capture_max_bytes_ = max_bytes;
+  return Ok{};
+}
+
+std::string Host::capture_note(const std::string& budget_setting) const {
+  if (!capture_) return "";
+  std::string note =
+      "capture: " + std::to_string(capture_->records()) + " datagrams in " + capture_path_;
+  if (capture_->full())
+    note += " (then " + std::to_string(capture_->dropped()) + " not written: " + budget_setting +
+            " " + std::to_string(capture_max_bytes_ >> 20) + " reached)";
+  return note;
 }
 
 Result<Ok, Error> Host::serve_metrics(const std::string& bind, uint16_t port,

@@ -25,6 +25,7 @@
 #include "host/metrics.h"
 #include "host/metrics_server.h"
 #include "io/device.h"
+#include "io/pcap_file.h"
 
 namespace mrc::host {
 
@@ -78,9 +79,21 @@ class Host {
   // The port metrics are served on, 0 if they are not.
   uint16_t metrics_port() const { return metrics_ != nullptr ? metrics_->port() : 0; }
 
+  // Writes every datagram each shard sends and receives to the pcap file at `path` ("%p" in it
+  // becomes the process id) until the host is destroyed, at most `max_bytes` of records; the
+  // error names the file and why.
+  Result<Ok, Error> capture(const std::string& path, uint64_t max_bytes);
+  // What the capture holds, for a summary ("" without one): "capture: N datagrams in PATH",
+  // and how many were not written once `budget_setting` (how the front door spells the budget)
+  // was reached.
+  std::string capture_note(const std::string& budget_setting) const;
+
  private:
   Host() = default;
   void deregister_in_first(uint32_t shards, uint32_t lkey);
+  std::unique_ptr<io::PcapWriter> capture_;  // before shards_: outlives them (they write into it)
+  std::string capture_path_;
+  uint64_t capture_max_bytes_ = 0;
   std::vector<std::unique_ptr<Device>> shards_;
   uint32_t next_shard_ = 0;
   std::unique_ptr<MetricsServer> metrics_;  // after shards_: stops serving before they close

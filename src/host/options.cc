@@ -116,6 +116,19 @@ std::string parse_metrics_port(const std::string& text, Options& o) {
   return "";
 }
 
+std::string parse_pcap(const std::string& text, Options& o) {
+  if (text.empty()) return "needs the path of the capture file to write";
+  o.context.pcap = text;
+  return "";
+}
+
+std::string parse_pcap_max_mib(const std::string& text, Options& o) {
+  const auto v = whole(text, 1, uint64_t{1} << 20);
+  if (!v) return "is not a number of MiB in 1..1048576";
+  o.context.pcap_max_mib = *v;
+  return "";
+}
+
 std::string parse_metrics_bind(const std::string& text, Options& o) {
   in_addr a{};
   if (inet_pton(AF_INET, text.c_str(), &a) != 1) return "is not an IPv4 address";
@@ -164,6 +177,12 @@ const Setting kSettings[] = {
      kTextDoors, parse_metrics_port},
     {"metrics-bind", "ADDRESS", "the IPv4 address metrics are served on (default 127.0.0.1)",
      kTextDoors, parse_metrics_bind},
+    {"pcap", "PATH",
+     "write every datagram sent and received to this pcap file (%p: the process id; read it "
+     "with mrc decode, tshark; default: no capture)",
+     kDoorFlag | kDoorProvider | kDoorTorch, parse_pcap},
+    {"pcap-max-mib", "MIB", "stop capturing after this many MiB (1..1048576; default 256)",
+     kDoorFlag | kDoorProvider | kDoorTorch, parse_pcap_max_mib},
 };
 
 // This host's first IPv4 address (in getifaddrs order) that `wanted` takes, given the

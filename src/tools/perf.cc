@@ -263,15 +263,7 @@ class PerfSide {
   uint64_t slot_bytes() const { return slot_bytes_; }
   uint32_t mtu_bytes() const { return mtu_; }
   // --pcap: what the capture holds, for the summary ("" without one).
-  std::string capture_note() const {
-    if (!capture_) return "";
-    std::string note =
-        "capture: " + std::to_string(capture_->records()) + " datagrams in " + o_.pcap;
-    if (capture_->full())
-      note += " (then " + std::to_string(capture_->dropped()) + " not written: --pcap-max-mib " +
-              std::to_string(o_.pcap_max_mib) + " reached)";
-    return note;
-  }
+  std::string capture_note() const { return devices_->capture_note("--pcap-max-mib"); }
   // The engines' endpoint counters (datagrams that reached no QP: malformed, bad ICRC, unknown
   // QPN), summed over the shards, each read under its shard's lock.
   EndpointStats endpoint_stats() const {
@@ -324,9 +316,8 @@ class PerfSide {
   };
   std::deque<PendingCredit> pending_credits_;  // at most one per slot
   uint32_t polling_shard_ = 0;
-  MetricsServer* metrics_ = nullptr;         // --metrics-port: refreshed from step()
-  std::unique_ptr<io::PcapWriter> capture_;  // --pcap; outlives the devices, which write into it
-  std::unique_ptr<host::Host> devices_;      // shard 0 driven by step(), the others by threads
+  MetricsServer* metrics_ = nullptr;     // --metrics-port: refreshed from step()
+  std::unique_ptr<host::Host> devices_;  // shard 0 driven by step(), the others by threads
   uint32_t pd_ = 0;
   std::vector<CompletionQueue*> cqs_;  // one per shard
   std::vector<host::HostQp> placed_;   // QP q in shard q % threads, its PSN and key exchange
@@ -444,15 +435,10 @@ Result<Ok, Error> PerfSide::open() {
   auto devices = host::Host::open(hc, o_.host.context.threads);
   if (!devices.ok()) return Err{devices.error()};
   devices_ = std::move(devices.value());
-  if (!o_.pcap.empty()) {
-    auto writer = io::PcapWriter::open(o_.pcap, o_.pcap_max_mib << 20);
-    if (!writer.ok()) return fail(writer.error(), "--pcap: ");
-    capture_ = std::move(writer.value());
-    for (uint32_t s = 0; s < devices_->size(); ++s) {
-      std::lock_guard lock(devices_->shard(s).lock());
-      devices_->shard(s).host().set_capture(capture_.get());
-    }
-  }
+  const ContextOptions& c = o_.host.context;
+  if (!c.pcap.empty())
+    if (auto captured = devices_->capture(c.pcap, c.pcap_max_mib << 20); !captured.ok())
+      return fail(captured.error(), "--pcap: ");
   pd_ = devices_->alloc_pd();
   for (uint32_t s = 0; s < devices_->size(); ++s)
     cqs_.push_back(devices_->shard(s).create_cq(1 << 16));
@@ -1450,12 +1436,7 @@ void add_fault_and_transport_options(CLI::App& app, PerfOptions& o) {
   app.add_flag("!--no-gso", o.gso, "send and receive one datagram per buffer (no UDP GSO/GRO)");
   add_host_flags(app, o.host, {"busy-poll-us", "backend", "srv6-paths"}, "both sides alike");
   add_host_flags(app, o.host, {"secure", "key-file"}, "both sides alike");
-  app.add_option("--pcap", o.pcap,
-                 "write every datagram sent and received to this capture file (pcap; read it with "
-                 "mrc decode, tshark)");
-  app.add_option("--pcap-max-mib", o.pcap_max_mib,
-                 "stop capturing after this many MiB (default 256)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  add_host_flags(app, o.host, {"pcap", "pcap-max-mib"});
   app.add_option("--metrics-port", o.metrics_port,
                  "serve Prometheus metrics at http://BIND:PORT/metrics (default 0: off)");
   app.add_option("--metrics-bind", o.metrics_bind,

@@ -61,9 +61,7 @@ struct PerfOptions {
   // metrics are perf's own flags above and below (a side's default ports, --no-gso, impairments,
   // a metrics endpoint fed from its loop).
   host::Options host;
-  std::string pcap;             // --pcap: capture every datagram sent and received to this file
-  uint64_t pcap_max_mib = 256;  // the capture's budget
-  uint16_t metrics_port = 0;    // 0: no Prometheus endpoint
+  uint16_t metrics_port = 0;  // 0: no Prometheus endpoint
   std::string metrics_bind = "127.0.0.1";
 };
 
