@@ -14,7 +14,8 @@ std::string remote_name(uint32_t qpn, const std::vector<std::string>& planes) {
 }
 
 Result<HostQp, Error> create_qp(Host& host, const QpSpec& spec) {
-  const uint32_t shard = spec.shard.value_or(host.place_qp());
+  // Not value_or(place_qp()): its argument would take a turn even when the shard is named.
+  const uint32_t shard = spec.shard.has_value() ? *spec.shard : host.place_qp();
   if (shard >= host.size())
     return fail(Errc::kInvalidArgument, "shard " + std::to_string(shard) + " of " +
                                             std::to_string(host.size()) + " does not exist");
