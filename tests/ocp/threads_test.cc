@@ -176,7 +176,7 @@ void drain(mrc_cq* cq, int count, Check check) {
 // Received messages of a round: each in its slot with its pattern, named by its immediate, on
 // the QP of its pair; every (pair, slot) once.
 void check_received(Side& to, int from_id, int round) {
-  std::vector<int> seen(kPairs * kSlots, 0);
+  std::vector<int> seen(static_cast<size_t>(kPairs) * kSlots, 0);
   drain(to.recv_cq, kPairs * kSlots, [&](const ibv_wc& wc) {
     ASSERT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
     ASSERT_EQ(wc.byte_len, kBytes);
