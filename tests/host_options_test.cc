@@ -56,6 +56,8 @@ TEST(HostOptions, BadValuesNameTheSettingAsTheFrontDoorSpellsIt) {
             "FI_MRC_BUSY_POLL_US=2.5 is not a whole number of microseconds in 0..1000000");
   EXPECT_EQ(error_of(o, "threads", "17", kTorch),
             "MRC_THREADS=17 is not a number of engine threads (1..16)");
+  EXPECT_EQ(error_of(o, "threads", "0", kEntry),
+            "threads=0 is not a number of engine threads (1..16)");
   EXPECT_NE(error_of(o, "backend", "rdma", kFlag).find("--backend=rdma: "), std::string::npos);
   EXPECT_NE(error_of(o, "planes", "no-such-interface0", kTorch)
                 .find("MRC_PLANES=no-such-interface0: 'no-such-interface0' is no address"),
@@ -77,12 +79,13 @@ TEST(HostOptions, UnknownSettingsListWhatTheFrontDoorTakes) {
   const std::string colour = error_of(o, "colour", "blue", kEntry);
   EXPECT_NE(colour.find("unknown setting colour="), std::string::npos) << colour;
   EXPECT_NE(colour.find("known: planes=, port=, ev-port-base="), std::string::npos) << colour;
-  // threads is a setting, but not one the OCP devices or the provider take.
-  const std::string threads = error_of(o, "threads", "2", kEntry);
+  // threads is a setting, but not one the provider takes.
+  const std::string threads = error_of(o, "threads", "2", kProvider);
   EXPECT_NE(threads.find("not one this front door takes"), std::string::npos) << threads;
-  EXPECT_EQ(threads.find("threads=", threads.find("threads=") + 1), std::string::npos)
+  EXPECT_EQ(threads.find("FI_MRC_THREADS", threads.find("FI_MRC_THREADS") + 1),
+            std::string::npos)
       << threads;  // named once: not among those listed
-  EXPECT_FALSE(set(o, "threads", "2", kProvider).ok());
+  EXPECT_TRUE(set(o, "threads", "2", kEntry).ok());
   EXPECT_TRUE(set(o, "threads", "2", kTorch).ok());
   EXPECT_NE(setting_names(kProvider).find("FI_MRC_METRICS_PORT"), std::string::npos);
   ASSERT_TRUE(set(o, "pcap", "/tmp/run-%p.pcap", kTorch).ok());

@@ -27,6 +27,13 @@ Endpoint::Endpoint(const EndpointConfig& config)
 
 static_assert(kMaxPlanes <= 16);  // Endpoint::ports_up_
 
+uint32_t Endpoint::qpn_partition_of(Qpn qpn, uint32_t partitions, uint32_t max_queue_pairs) {
+  const auto index_bits =
+      static_cast<uint32_t>(std::bit_width(kFirstQpn + std::max<uint32_t>(max_queue_pairs, 1) - 1));
+  const auto partition_bits = static_cast<uint32_t>(std::bit_width(partitions - 1));
+  return (qpn.value >> index_bits) & ((1u << partition_bits) - 1);
+}
+
 CompletionQueue* Endpoint::create_cq(uint32_t capacity) {
   cqs_.push_back(std::make_unique<CompletionQueue>(std::max<uint32_t>(capacity, 1)));
   return cqs_.back().get();

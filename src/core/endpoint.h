@@ -62,6 +62,10 @@ struct EndpointConfig {
 class Endpoint {
  public:
   static constexpr uint32_t kFirstQpn = 0x100;
+  // The partition (EndpointConfig::qpn_partition) a QPN of an engine of `partitions` partitions
+  // and `max_queue_pairs` names: for a peer that knows a QP's number but not which of a host's
+  // engines holds it (the OCP device's RTR, whose peer is a GID and a QPN).
+  static uint32_t qpn_partition_of(Qpn qpn, uint32_t partitions, uint32_t max_queue_pairs);
 
   explicit Endpoint(const EndpointConfig& config);
 

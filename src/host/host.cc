@@ -37,7 +37,8 @@ Result<DeviceConfig, Error> Host::shard_config(const DeviceConfig& config, uint3
   return c;
 }
 
-Result<std::unique_ptr<Host>, Error> Host::open(const DeviceConfig& config, uint32_t threads) {
+Result<std::unique_ptr<Host>, Error> Host::open(const DeviceConfig& config, uint32_t threads,
+                                                std::mutex* first_lock) {
   if (threads < 1 || threads > kMaxDeviceThreads)
     return fail(Errc::kInvalidArgument, "threads = " + std::to_string(threads) +
                                             ": a device runs 1 to " +
@@ -48,7 +49,7 @@ Result<std::unique_ptr<Host>, Error> Host::open(const DeviceConfig& config, uint
   for (uint32_t s = 0; s < threads; ++s) {
     auto c = shard_config(shared, s);
     if (!c.ok()) return Err{c.error()};
-    auto device = Device::open(c.value());
+    auto device = Device::open(c.value(), s == 0 ? first_lock : nullptr);
     if (!device.ok())
       return threads == 1 ? Err{device.error()}
                           : fail(device.error(), "thread " + std::to_string(s) + " of " +
@@ -110,6 +111,16 @@ Result<Ok, Error> Host::deregister(uint32_t lkey) {
   return result;
 }
 
+bool Host::dealloc_pd(uint32_t pd) {
+  for (uint32_t s = 0; s < size(); ++s) {
+    std::lock_guard lock(shards_[s]->lock());
+    const bool freed = shards_[s]->endpoint().memory().dealloc_pd(pd);
+    if (s == 0 && !freed) return false;
+    MRC_ASSERT(freed);  // shard 0 had no region in it, so neither has any other
+  }
+  return true;
+}
+
 UdpPlaneStats Host::plane_stats(int p) const {
   UdpPlaneStats sum;
   for (uint32_t s = 0; s < size(); ++s) {
@@ -132,6 +143,10 @@ void Host::on_completions(
       if (first != nullptr) first->wake();
     });
   }
+}
+
+void Host::on_round(const std::function<void(uint32_t)>& round) {
+  for (uint32_t s = 0; s < size(); ++s) shards_[s]->on_round([round, s] { round(s); });
 }
 
 void Host::start_threads(uint32_t first) {

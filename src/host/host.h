@@ -38,8 +38,10 @@ using mrc::UdpPlaneStats;
 class Host {
  public:
   // Opens `threads` shards (1..kMaxDeviceThreads); the error names the shard that failed and
-  // why, and what to change.
-  static Result<std::unique_ptr<Host>, Error> open(const DeviceConfig& config, uint32_t threads);
+  // why, and what to change. `first_lock`: the lock shard 0 runs under, if the owner guards its
+  // own objects with it (the OCP device); null: shard 0's own.
+  static Result<std::unique_ptr<Host>, Error> open(const DeviceConfig& config, uint32_t threads,
+                                                   std::mutex* first_lock = nullptr);
   // What shard `s` of a group opened with `config` is opened with: its ports and its seed.
   static Result<DeviceConfig, Error> shard_config(const DeviceConfig& config, uint32_t s);
 
@@ -59,12 +61,17 @@ class Host {
   Result<MemoryRegionInfo, Error> register_region(uint32_t pd, void* address, uint64_t length,
                                                   uint32_t access);
   Result<Ok, Error> deregister(uint32_t lkey);
+  // False (and nothing freed) while a region uses the domain: regions are in every shard alike,
+  // so every shard answers the same.
+  bool dealloc_pd(uint32_t pd);
 
   // Hooks every shard's completion events: `completions(s, tags)` is called holding shard s's
   // lock. With `wake_first`, a round of another shard that completed something also wakes
   // shard 0, for a caller that drives shard 0 itself and sleeps in its progress().
   void on_completions(const std::function<void(uint32_t, std::span<const uint32_t>)>& completions,
                       bool wake_first);
+  // Hooks the end of every shard's rounds: `round(s)` is called holding shard s's lock.
+  void on_round(const std::function<void(uint32_t)>& round);
   // Starts the progress threads of shards `first`.. (1: shard 0 is driven by its owner).
   void start_threads(uint32_t first);
   // Runs `fn` holding every shard's lock, taken in shard order (the one order, so no deadlock).

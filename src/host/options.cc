@@ -164,7 +164,7 @@ const Setting kSettings[] = {
      kTextDoors, parse_busy_poll},
     {"threads", "N",
      "engine threads, each a shard with its own sockets and ports (1..16; default 1)",
-     kDoorFlag | kDoorTorch, parse_threads},
+     kDoorFlag | kDoorEntry | kDoorTorch, parse_threads},
     {"secure", "MODE",
      "secure mode of every queue pair: off (default), auth (AES-GCM tags) or encrypt", kTextDoors,
      parse_secure},

@@ -7,7 +7,9 @@
 //     keys derived while it is still in RESET, the peer's planes added to the shard's peer
 //     table, then RESET -> INIT -> RTR -> RTS;
 //   - post, and destroy;
-// each under its shard's lock. Errors name what is wrong without the front door's spelling:
+// each under its shard's lock. A front door with a connect flow of its own (the OCP device's
+// verbs state machine, its keys agreed in band) creates, posts and destroys here and takes the
+// peer from add_peer. Errors name what is wrong without the front door's spelling:
 // the caller adds its own prefix ("connect: ", "queue pair 3: ").
 #pragma once
 
@@ -40,7 +42,10 @@ struct QpSpec {
   std::function<CompletionQueue*(uint32_t shard)> send_cq, recv_cq;
   SecureMode secure = SecureMode::kOff;
   std::span<const uint8_t> preshared_key;  // secure mode: both ends hold it
-  std::optional<uint32_t> shard;           // where; default: the host's next in turn
+  // Secure mode with the keys agreed over the QP's own path after it connects
+  // (io::Device::agree_keys, the OCP device): no key exchange here, the QP waits for its keys.
+  bool keys_in_band = false;
+  std::optional<uint32_t> shard;  // where; default: the host's next in turn
 };
 
 // The peer QP, as its connection information says.
@@ -56,6 +61,18 @@ struct RemoteQp {
 std::string remote_name(uint32_t qpn, const std::vector<std::string>& planes);
 
 Result<HostQp, Error> create_qp(Host& host, const QpSpec& spec);
+// Where the QP `qpn` of a peer host of `threads` shards listens, given where its shard 0 listens
+// (`planes`, one per plane): its shard's ports (port_plan.h), the shard read from the QPN
+// (Endpoint::qpn_partition_of). For a front door whose peer names a QP by number only (the OCP
+// device: a GID and a QPN).
+std::vector<io::PlaneAddress> qp_planes(std::vector<io::PlaneAddress> planes, Qpn qpn,
+                                        uint32_t threads);
+// The handle of the peer with `planes` in `shard`'s peer table (added if new), after checking
+// that it has as many planes as this host; `name` names it in the error. REQUIRES: the shard's
+// lock.
+Result<uint32_t, Error> add_peer(Host& host, uint32_t shard,
+                                 const std::vector<io::PlaneAddress>& planes,
+                                 const std::string& name);
 Result<Ok, Error> connect_qp(Host& host, const HostQp& qp, const RemoteQp& remote);
 // Ends any key agreement and removes the QP from its shard's engine.
 void destroy_qp(Host& host, const HostQp& qp);

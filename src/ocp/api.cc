@@ -1,8 +1,9 @@
 // The OCP MRC application API (mrc.h) except queue pairs: version and device queries, MRC
 // contexts, completion channels, CQs (poll, notify, events and their acknowledgements), QP
-// hints and asynchronous events. CQs are engine completion queues; a completion becomes a
-// struct ibv_wc here. Every call validates its handles and arguments and answers misuse with
-// errno (EINVAL, EBUSY, ENOMEM, ...), never by crashing.
+// hints and asynchronous events. A CQ is an engine completion queue in every shard of the
+// device (a QP completes into its own shard's); a completion becomes a struct ibv_wc here. Every
+// call validates its handles and arguments and answers misuse with errno (EINVAL, EBUSY, ENOMEM,
+// ...), never by crashing.
 #include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
@@ -75,18 +76,34 @@ ibv_wc to_ibv_wc(const Completion& c) {
   return wc;
 }
 
-int poll_completions(mrc_cq& cq_ref, int num_entries, ibv_wc* wc) {
-  mrc_cq* cq = &cq_ref;  // num_entries >= 0, wc holds them
+// Takes up to num_entries completions of shard s's queue of `cq`, holding that shard's lock.
+static int poll_shard(mrc_cq& cq, uint32_t s, int num_entries, ibv_wc* wc) {
   Completion batch[64];
   int done = 0;
-  std::lock_guard lock(cq->context->nic->mutex);
+  CompletionQueue& queue = *cq.queues[s];
+  std::lock_guard lock(cq.context->nic->shard(s).lock());
   while (done < num_entries) {
     const size_t want = std::min<size_t>(64, static_cast<size_t>(num_entries - done));
-    const size_t n = cq->queue->poll(std::span<Completion>(batch, want));
+    const size_t n = queue.poll(std::span<Completion>(batch, want));
     for (size_t i = 0; i < n; ++i) wc[done++] = to_ibv_wc(batch[i]);
     if (n < want) break;
   }
-  cq->ready.store(static_cast<uint32_t>(cq->queue->size()), std::memory_order_release);
+  cq.ready[s].store(static_cast<uint32_t>(queue.size()), std::memory_order_release);
+  return done;
+}
+
+// Shard by shard, from the one after where the last call started (no shard starves), those
+// with completions waiting; one shard's queue is read whatever its count says.
+int poll_completions(mrc_cq& cq, int num_entries, ibv_wc* wc) {
+  const auto shards = static_cast<uint32_t>(cq.queues.size());
+  if (shards == 1) return poll_shard(cq, 0, num_entries, wc);
+  const uint32_t first = cq.next_shard.fetch_add(1, std::memory_order_relaxed);
+  int done = 0;
+  for (uint32_t k = 0; k < shards && done < num_entries; ++k) {
+    const uint32_t s = (first + k) % shards;
+    if (cq.ready[s].load(std::memory_order_acquire) > 0)
+      done += poll_shard(cq, s, num_entries - done, wc + done);
+  }
   return done;
 }
 
@@ -135,7 +152,7 @@ mrc_context* mrc_create_context(ibv_context* vcontext, mrc_context_attr* context
   auto* c = new mrc_context();
   c->device = soft;
   c->nic = soft->nic;
-  std::lock_guard lock(c->nic->mutex);
+  auto locks = c->nic->lock_all();
   ++soft->mrc_contexts;
   c->nic->contexts.push_back(c);
   return c;
@@ -144,7 +161,7 @@ mrc_context* mrc_create_context(ibv_context* vcontext, mrc_context_attr* context
 int mrc_destroy_context(mrc_context* mrc_ctx) {
   if (!valid(mrc_ctx)) return fail(EINVAL, -1);
   {
-    std::lock_guard lock(mrc_ctx->nic->mutex);
+    auto locks = mrc_ctx->nic->lock_all();
     if (mrc_ctx->channels + mrc_ctx->cqs + mrc_ctx->qps + mrc_ctx->hints > 0)
       return fail(EBUSY, -1);
     auto& list = mrc_ctx->nic->contexts;
@@ -166,7 +183,7 @@ int mrc_create_comp_channel(mrc_context* mrc_ctx, mrc_comp_channel** channel) {
   ch->context = mrc_ctx;
   ch->read_fd = fds[0];
   ch->write_fd = fds[1];
-  std::lock_guard lock(mrc_ctx->nic->mutex);
+  auto locks = mrc_ctx->nic->lock_all();
   ++mrc_ctx->channels;
   *channel = ch;
   return 0;
@@ -181,7 +198,7 @@ int mrc_get_comp_channel_fd(mrc_comp_channel* channel, int* fd) {
 int mrc_destroy_comp_channel(mrc_comp_channel* channel) {
   if (!valid(channel)) return fail(EINVAL, -1);
   {
-    std::lock_guard lock(channel->context->nic->mutex);
+    auto locks = channel->context->nic->lock_all();
     if (channel->cqs > 0) return fail(EBUSY, -1);
     --channel->context->channels;
     channel->magic = kDead;
@@ -204,10 +221,12 @@ mrc_cq* mrc_create_cq(mrc_context* mrc_ctx, int cqe, void* cq_context, mrc_comp_
   cq->context = mrc_ctx;
   cq->channel = channel;
   cq->cq_context = cq_context;
-  std::lock_guard lock(mrc_ctx->nic->mutex);
-  cq->queue = mrc_ctx->nic->device->create_cq(static_cast<uint32_t>(cqe));
-  cq->tag = static_cast<uint32_t>(mrc_ctx->nic->cqs_by_tag.size());
-  mrc_ctx->nic->cqs_by_tag.push_back(cq);
+  Nic& nic = *mrc_ctx->nic;
+  auto locks = nic.lock_all();  // every shard makes its queue: the same tag everywhere
+  for (uint32_t s = 0; s < nic.shards(); ++s)
+    cq->queues.push_back(nic.shard(s).create_cq(static_cast<uint32_t>(cqe)));
+  cq->tag = static_cast<uint32_t>(nic.cqs_by_tag.size());
+  nic.cqs_by_tag.push_back(cq);
   if (channel != nullptr) ++channel->cqs;
   ++mrc_ctx->cqs;
   mrc_ctx->cq_list.push_back(cq);
@@ -221,9 +240,13 @@ int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
   // soft-RoCE poll does), and the progress thread stands by while pollers keep it going. A
   // poller that only yielded shared the cores with the progress threads, and runs fell into a
   // mode of a third of the rate for their whole length (BENCHMARKS.md, "The OCP path").
-  if (cq->ready.load(std::memory_order_acquire) == 0) {
-    cq->context->nic->device->progress(mrc::Duration{0});
-    if (cq->ready.load(std::memory_order_acquire) == 0) return 0;
+  // With several shards the poller leaves the rounds to their threads: driving them all in turn
+  // from one thread would undo what the threads are for.
+  if (!cq->any_ready()) {
+    Nic& nic = *cq->context->nic;
+    if (nic.shards() > 1) return 0;
+    nic.shard(0).progress(mrc::Duration{0});
+    if (!cq->any_ready()) return 0;
   }
   return poll_completions(*cq, num_entries, wc);
 }
@@ -235,12 +258,13 @@ int mrc_destroy_cq(mrc_cq* cq) {
     if (const int e = remote_destroy_ev_cq(*c->nic, cq->remote_id); e != 0 && e != EIO)
       return fail(e, -1);
   {
-    std::lock_guard lock(c->nic->mutex);
+    auto locks = c->nic->lock_all();
+    std::lock_guard events(c->nic->events_mutex);
     if (cq->qps > 0 || cq->events_delivered != cq->events_acked) return fail(EBUSY, -1);
     if (cq->channel != nullptr) --cq->channel->cqs;
     --c->cqs;
     c->cq_list.erase(std::remove(c->cq_list.begin(), c->cq_list.end(), cq), c->cq_list.end());
-    if (cq->queue != nullptr) c->nic->cqs_by_tag[cq->tag] = nullptr;
+    if (!cq->queues.empty()) c->nic->cqs_by_tag[cq->tag] = nullptr;
     cq->magic = kDead;
     // The engine keeps its (now unused) ring: Endpoint has no CQ removal.
   }
@@ -251,12 +275,18 @@ int mrc_destroy_cq(mrc_cq* cq) {
 int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
   (void)solicited_only;  // every MRC receive completion counts as solicited
   if (!valid(cq) || cq->channel == nullptr) return fail(EINVAL, -1);
-  std::lock_guard lock(cq->context->nic->mutex);
-  cq->armed = true;
-  // Completions already waiting are announced now; later ones when the CQ next turns non-empty
-  // (Nic::on_completions). EV event CQs are announced after each round (ctl_after_progress).
-  if (cq->queue != nullptr && cq->queue->size() > 0) signal_channel(cq);
-  cq->context->nic->host->wake();
+  Nic& nic = *cq->context->nic;
+  {
+    auto locks = nic.lock_all();  // no round runs: no queue changes under the check below
+    std::lock_guard events(nic.events_mutex);
+    cq->armed = true;
+    // Completions already waiting are announced now; later ones when a queue next turns
+    // non-empty (Nic::on_completions). EV event CQs after each round (ctl_after_progress).
+    const bool waiting = std::any_of(cq->queues.begin(), cq->queues.end(),
+                                     [](const CompletionQueue* q) { return q->size() > 0; });
+    if (waiting) signal_channel(cq);
+  }
+  for (uint32_t s = 0; s < nic.shards(); ++s) nic.shard(s).wake();
   return 0;
 }
 
@@ -273,7 +303,7 @@ int mrc_get_cq_event(mrc_comp_channel* channel, mrc_cq** cq, void** cq_context) 
 
 void mrc_ack_cq_events(mrc_cq* cq, unsigned int nevents) {
   if (!valid(cq)) return;
-  std::lock_guard lock(cq->context->nic->mutex);
+  std::lock_guard events(cq->context->nic->events_mutex);
   cq->events_acked = std::min(cq->events_acked + nevents, cq->events_delivered);
 }
 
@@ -292,7 +322,7 @@ mrc_qp_hint* mrc_create_qp_hint(mrc_context* mrc_ctx, mrc_qp_hint_init_attr* ini
   const mrc_qp_hint_attr& a = init_attr->attr;
   if (a.num_qps_per_peer < 0 || a.num_send_peers < 0 || a.num_remote_recv_peers < 0)
     return fail<mrc_qp_hint*>(EINVAL, nullptr);
-  std::lock_guard lock(mrc_ctx->nic->mutex);
+  auto locks = mrc_ctx->nic->lock_all();
   if (mrc_ctx->hints >= static_cast<int>(kMaxQpHints)) return fail<mrc_qp_hint*>(ENOMEM, nullptr);
   auto* h = new mrc_qp_hint();
   h->context = mrc_ctx;
@@ -304,7 +334,7 @@ mrc_qp_hint* mrc_create_qp_hint(mrc_context* mrc_ctx, mrc_qp_hint_init_attr* ini
 int mrc_destroy_qp_hint(mrc_qp_hint* qp_hint) {
   if (!valid(qp_hint)) return fail(EINVAL, -1);
   {
-    std::lock_guard lock(qp_hint->context->nic->mutex);
+    auto locks = qp_hint->context->nic->lock_all();
     if (qp_hint->qps > 0) return fail(EBUSY, -1);
     --qp_hint->context->hints;
     qp_hint->magic = kDead;
@@ -315,7 +345,7 @@ int mrc_destroy_qp_hint(mrc_qp_hint* qp_hint) {
 
 int mrc_query_qp_hint(mrc_qp_hint* qp_hint, mrc_qp_hint_attr* attr, int mask) {
   if (!valid(qp_hint) || attr == nullptr || (mask & ~kHintMask) != 0) return fail(EINVAL, -1);
-  std::lock_guard lock(qp_hint->context->nic->mutex);
+  auto locks = qp_hint->context->nic->lock_all();
   if (mask & MRC_QP_HINT_NUM_QPS_PER_PEER) attr->num_qps_per_peer = qp_hint->attr.num_qps_per_peer;
   if (mask & MRC_QP_HINT_NUM_SEND_PEERS) attr->num_send_peers = qp_hint->attr.num_send_peers;
   if (mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS)
@@ -329,7 +359,7 @@ int mrc_modify_qp_hint(mrc_qp_hint* qp_hint, mrc_qp_hint_attr* attr, int mask) {
   if (!valid(qp_hint) || attr == nullptr || (mask & ~kHintMask) != 0) return fail(EINVAL, -1);
   if (attr->num_qps_per_peer < 0 || attr->num_send_peers < 0 || attr->num_remote_recv_peers < 0)
     return fail(EINVAL, -1);
-  std::lock_guard lock(qp_hint->context->nic->mutex);
+  auto locks = qp_hint->context->nic->lock_all();
   if (mask & MRC_QP_HINT_NUM_QPS_PER_PEER) qp_hint->attr.num_qps_per_peer = attr->num_qps_per_peer;
   if (mask & MRC_QP_HINT_NUM_SEND_PEERS) qp_hint->attr.num_send_peers = attr->num_send_peers;
   if (mask & MRC_QP_HINT_NUM_REMOTE_RECV_PEERS)

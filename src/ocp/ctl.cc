@@ -85,10 +85,11 @@ EvProfile& profile0(Nic& nic) {
   return p;
 }
 
-// The congestion control a QP of this device has without a CC profile (io::Device::configure).
-QpConfig default_cc(const Nic& nic) {
+// The congestion control a QP of this device has without a CC profile (io::Device::configure:
+// the same in every shard).
+QpConfig default_cc(Nic& nic) {
   QpConfig c;
-  nic.device->configure(c);
+  nic.shard(0).configure(c);
   return c;
 }
 
@@ -128,10 +129,13 @@ mrc_ctl_ev_state to_ctl(EvState s) {
   return MRC_CTL_EV_UNKNOWN;
 }
 
-mrc_ctl_ev port_ev(const EvSet::Slot& s) {
+// A slot of a QP in a shard whose EV source ports are `offset` past the device's, as the
+// controller names it: by the device's port for the slot.
+mrc_ctl_ev port_ev(const EvSet::Slot& s, int offset) {
   mrc_ctl_ev ev{};
-  ev.val[0] = static_cast<uint8_t>(s.ev.value >> 8);
-  ev.val[1] = static_cast<uint8_t>(s.ev.value);
+  const auto port = static_cast<uint16_t>(static_cast<int>(s.ev.value) - offset);
+  ev.val[0] = static_cast<uint8_t>(port >> 8);
+  ev.val[1] = static_cast<uint8_t>(port);
   ev.port = static_cast<uint8_t>(s.plane.value + 1);
   return ev;
 }
@@ -170,17 +174,21 @@ bool packed_evs(const Nic& nic, const EvProfile& p) {
   return srv6_evs(nic, p) || stev_evs(nic, p);
 }
 
-// An engine EV as the controller sees it: a source port, or in mode SRV6 an address.
-mrc_ctl_ev make_ev(const Nic& nic, const EvProfile& p, const EvSet::Slot& s) {
+// An engine EV of a QP in shard `shard` as the controller sees it: the device's source port for
+// it, or in mode SRV6 an address (SRV6 and STEV EVs: one shard only).
+mrc_ctl_ev make_ev(Nic& nic, const EvProfile& p, uint32_t shard, const EvSet::Slot& s) {
   const auto port = static_cast<uint16_t>(s.ev.value);
   if (srv6_evs(nic, p)) return srv6_ev_of_port(nic, s.plane.value, port);
   if (stev_evs(nic, p)) return stev_ev_of_port(nic, s.plane.value, port);
-  return port_ev(s);
+  return port_ev(s, nic.ev_port_offset(shard));
 }
 
-// The slot of a controller EV in a QP's EVs, or kNoSlot.
-uint16_t find_slot(Nic& nic, const EvProfile& p, const EvSet& evs, const mrc_ctl_ev& ev) {
-  if (!srv6_evs(nic, p)) return find_port_slot(evs, ev_source_port(ev), ev.port);  // UDP, STEV
+// The slot of a controller EV in the EVs of a QP in shard `shard`, or kNoSlot.
+uint16_t find_slot(Nic& nic, const EvProfile& p, uint32_t shard, const EvSet& evs,
+                   const mrc_ctl_ev& ev) {
+  if (!srv6_evs(nic, p))  // UDP, STEV: the port in the QP's shard
+    return find_port_slot(
+        evs, static_cast<uint16_t>(ev_source_port(ev) + nic.ev_port_offset(shard)), ev.port);
   const auto port = srv6_ev_port(nic, ev, false);
   return port.ok() ? find_port_slot(evs, port.value(), ev.port) : EvSet::kNoSlot;
 }
@@ -283,7 +291,7 @@ int ev_modify_state(Nic& nic, uint64_t id, EvProfile& p, const mrc_ctl_ev_op_ent
   std::erase_if(p.evs, [&](const mrc_ctl_ev_op_entry& x) { return same_ev(x.ev, e.ev); });
   if (deny) p.evs.push_back(e);
   for_each_profile_qp(nic, id, [&](mrc_qp& qp) {
-    const uint16_t slot = find_slot(nic, p, *qp.qp->evs(), e.ev);
+    const uint16_t slot = find_slot(nic, p, qp.placed.shard, *qp.qp->evs(), e.ev);
     if (slot != EvSet::kNoSlot) qp.qp->evs()->set_denied(slot, deny);
   });
   return 0;
@@ -311,13 +319,15 @@ int ev_replace(const Nic& nic, EvProfile& p, const mrc_ctl_ev_op_entry& e) {
   return 0;
 }
 
-int ev_query_state(Nic& nic, const EvSet* evs, const EvProfile& p, mrc_ctl_ev_op_entry& e) {
-  if (evs == nullptr) {
+// `qp`: a connected QP of the profile, or null.
+int ev_query_state(Nic& nic, const mrc_qp* qp, const EvProfile& p, mrc_ctl_ev_op_entry& e) {
+  if (qp == nullptr) {
     if (!has_list(p) || !listed(p, e.ev) || is_unpopulated(e.ev)) return ENOENT;
     e.state = listed_state(p, e.ev);
     return 0;
   }
-  const uint16_t slot = find_slot(nic, p, *evs, e.ev);
+  const EvSet* evs = qp->qp->evs();
+  const uint16_t slot = find_slot(nic, p, qp->placed.shard, *evs, e.ev);
   if (slot == EvSet::kNoSlot) return ENOENT;
   e.state = to_ctl(evs->slot(slot).state);
   return 0;
@@ -325,8 +335,10 @@ int ev_query_state(Nic& nic, const EvSet* evs, const EvProfile& p, mrc_ctl_ev_op
 
 // The EV array: an explicit profile's list (copies included, states from a connected QP if
 // there is one); an AUTO profile's EVs as a connected QP of the profile uses them.
-int ev_query_array(Nic& nic, const EvSet* evs, const EvProfile& p, mrc_ctl_ev_profile_attr& a) {
+int ev_query_array(Nic& nic, const mrc_qp* qp, const EvProfile& p, mrc_ctl_ev_profile_attr& a) {
   auto& op = a.ev_op;
+  const EvSet* evs = qp != nullptr ? qp->qp->evs() : nullptr;
+  const uint32_t shard = qp != nullptr ? qp->placed.shard : 0;
   const bool exp = has_list(p);
   const int n = exp              ? static_cast<int>(p.list.size())
                 : evs != nullptr ? static_cast<int>(evs->size())
@@ -338,14 +350,15 @@ int ev_query_array(Nic& nic, const EvSet* evs, const EvProfile& p, mrc_ctl_ev_pr
   for (int i = 0; i < n; ++i) {
     if (exp) {
       const mrc_ctl_ev& ev = p.list[static_cast<size_t>(i)];
-      const uint16_t slot =
-          evs != nullptr && !is_unpopulated(ev) ? find_slot(nic, p, *evs, ev) : EvSet::kNoSlot;
+      const uint16_t slot = evs != nullptr && !is_unpopulated(ev)
+                                ? find_slot(nic, p, shard, *evs, ev)
+                                : EvSet::kNoSlot;
       const mrc_ctl_ev_state state =
           slot != EvSet::kNoSlot ? to_ctl(evs->slot(slot).state) : listed_state(p, ev);
       op.entries[i] = mrc_ctl_ev_op_entry{ev, {}, state, 0};
     } else {
       const EvSet::Slot& s = evs->slot(static_cast<uint16_t>(i));
-      op.entries[i] = mrc_ctl_ev_op_entry{make_ev(nic, p, s), {}, to_ctl(s.state), 0};
+      op.entries[i] = mrc_ctl_ev_op_entry{make_ev(nic, p, shard, s), {}, to_ctl(s.state), 0};
     }
   }
   op.entry_count = n;
@@ -366,15 +379,15 @@ int ev_op(Nic& nic, uint64_t id, EvProfile& p, mrc_ctl_ev_profile_attr& a, bool 
     }
     return 0;
   }
-  const EvSet* evs = nullptr;
-  for_each_profile_qp(nic, id, [&](mrc_qp& qp) { evs = evs != nullptr ? evs : qp.qp->evs(); });
+  const mrc_qp* first = nullptr;  // the first connected QP of the profile
+  for_each_profile_qp(nic, id, [&](mrc_qp& qp) { first = first != nullptr ? first : &qp; });
   if (raw(op.op) == MRC_CTL_EV_OP_QUERY_EV_STATE) {
     for (int i = 0; i < op.entry_count; ++i)
-      if (int e = ev_query_state(nic, evs, p, op.entries[i])) return e;
+      if (int e = ev_query_state(nic, first, p, op.entries[i])) return e;
     return 0;
   }
   if (raw(op.op) != MRC_CTL_EV_OP_QUERY_EV_ARRAY) return EINVAL;
-  return ev_query_array(nic, evs, p, a);
+  return ev_query_array(nic, first, p, a);
 }
 
 // EV field rules of a GEN profile: set while OFFLINE (checked against ev_gen.h's rules and the
@@ -677,6 +690,7 @@ int cc_modify0(int mask) {
              : 0;
 }
 
+// REQUIRES: Nic::events_mutex (every shard's round reports).
 void push_ev_event(Nic& nic, uint64_t profile, const mrc_ctl_ev& ev, mrc_ctl_ev_state state) {
   for (mrc_context* c : nic.contexts)
     for (mrc_cq* cq : c->cq_list) {
@@ -695,6 +709,7 @@ void push_ev_event(Nic& nic, uint64_t profile, const mrc_ctl_ev& ev, mrc_ctl_ev_
     }
 }
 
+// REQUIRES: Nic::events_mutex.
 void log_watch_event(Nic& nic, const mrc_qp& qp, uint64_t profile, const mrc_ctl_ev& ev,
                      mrc_ctl_ev_state state) {
   if (nic.watch_log.size() >= Nic::kWatchLog) nic.watch_log.pop_front();
@@ -705,6 +720,7 @@ void log_watch_event(Nic& nic, const mrc_qp& qp, uint64_t profile, const mrc_ctl
   }
 }
 
+// REQUIRES: the QP's shard lock.
 void scan_qp(Nic& nic, mrc_qp& qp) {
   const EvSet* evs = qp.qp->evs();
   if (evs == nullptr) return;
@@ -713,7 +729,7 @@ void scan_qp(Nic& nic, mrc_qp& qp) {
   if (total == qp.ev_transitions_seen && qp.ev_seen.size() == evs->size()) return;
   qp.ev_transitions_seen = total;
   const uint64_t id = qp.has_ev_profile ? qp.ev_profile : 0;
-  const EvProfile& profile = id == 0 ? profile0(nic) : nic.ev_profiles[id];
+  const EvProfile& profile = nic.ev_profiles.at(id);  // in use, so it exists (0: since open)
   const int mask = profile.event_mask;
   qp.ev_seen.resize(evs->size(), static_cast<uint8_t>(EvState::kGood));
   for (size_t k = 0; k < evs->size(); ++k) {
@@ -727,7 +743,8 @@ void scan_qp(Nic& nic, mrc_qp& qp) {
         (state == MRC_CTL_EV_GOOD && qp.ev_seen[i] == static_cast<uint8_t>(EvState::kAssumedBad) &&
          (mask & MRC_CTL_EV_GOOD));
     qp.ev_seen[i] = now;
-    const mrc_ctl_ev ev = make_ev(nic, profile, evs->slot(i));
+    const mrc_ctl_ev ev = make_ev(nic, profile, qp.placed.shard, evs->slot(i));
+    std::lock_guard events(nic.events_mutex);
     if (report) push_ev_event(nic, id, ev, state);
     log_watch_event(nic, qp, id, ev, state);
   }
@@ -823,7 +840,7 @@ int probe_target(Nic& nic, const mrc_ctl_ep_req& r, ProbeTarget& out) {
   } else {
     addresses[plane] = to;
   }
-  const auto peer = nic.peer_handle(addresses);
+  const auto peer = nic.shard(0).peer(addresses);  // probes are shard 0's
   if (!peer.ok()) return EINVAL;
   out = ProbeTarget{peer.value(), PlaneId(static_cast<uint8_t>(plane)), Ev(port)};
   return 0;
@@ -836,7 +853,7 @@ int probe_send(Nic& nic, const mrc_ctl_ep_req* req, int n, std::vector<ProbeTarg
   targets.assign(static_cast<size_t>(n), {});
   for (int i = 0; i < n; ++i)
     if (int e = probe_target(nic, req[i], targets[i])) return e;
-  EvProber& prober = nic.host->endpoint().prober();
+  EvProber& prober = nic.shard(0).endpoint().prober();
   prober.forget();  // answers of an earlier, timed-out batch are of no use now
   for (int i = 0; i < n; ++i) {
     const ProbeTarget& t = targets[static_cast<size_t>(i)];
@@ -852,7 +869,7 @@ int probe_send(Nic& nic, const mrc_ctl_ep_req* req, int n, std::vector<ProbeTarg
 void probe_collect(Nic& nic, const std::vector<ProbeTarget>& targets, const mrc_ctl_ep_req* req,
                    uint32_t batch, mrc_ctl_ep_rsp* rsp, int& got, bool forget) {
   std::lock_guard lock(nic.mutex);
-  EvProber& prober = nic.host->endpoint().prober();
+  EvProber& prober = nic.shard(0).endpoint().prober();
   while (got < static_cast<int>(targets.size())) {
     const auto a = prober.take_answer();
     if (!a) break;
@@ -871,7 +888,7 @@ int probe_batch(Nic& nic, const mrc_ctl_ep_req* req, int n, uint32_t timeout_ns,
   const uint32_t batch = ++nic.probe_batch & 0xffff;
   std::vector<ProbeTarget> targets;
   if (int e = probe_send(nic, req, n, targets, batch)) return e;
-  nic.host->wake();
+  nic.shard(0).wake();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
   for (;;) {
     const bool late = std::chrono::steady_clock::now() >= deadline;
@@ -889,9 +906,15 @@ int probe_batch(Nic& nic, const mrc_ctl_ep_req* req, int n, uint32_t timeout_ns,
 
 namespace mrc::ocp {
 
-void ctl_after_progress(Nic& nic) {
+void ctl_open(Nic& nic) {
+  profile0(nic);
+}
+
+void ctl_after_progress(Nic& nic, uint32_t s) {
   for (mrc_context* c : nic.contexts) {
-    for (mrc_qp* qp : c->qp_list) scan_qp(nic, *qp);
+    for (mrc_qp* qp : c->qp_list)
+      if (qp->placed.shard == s) scan_qp(nic, *qp);
+    std::lock_guard events(nic.events_mutex);
     for (mrc_cq* cq : c->cq_list)
       if (cq->ev_cq && cq->armed && cq->channel != nullptr && !cq->ev_events.empty()) {
         cq->armed = false;
@@ -903,7 +926,7 @@ void ctl_after_progress(Nic& nic) {
   }
 }
 
-int ctl_apply_ev_profile(Nic& nic, uint64_t id, QpConfig& config) {
+int ctl_apply_ev_profile(Nic& nic, uint64_t id, uint32_t s, QpConfig& config) {
   if (id == 0) profile0(nic);
   auto it = nic.ev_profiles.find(id);
   if (it == nic.ev_profiles.end() || it->second.state != MRC_CTL_PROFILE_ONLINE) return EINVAL;
@@ -912,9 +935,10 @@ int ctl_apply_ev_profile(Nic& nic, uint64_t id, QpConfig& config) {
     const bool srv6 = srv6_evs(nic, it->second);
     for (const mrc_ctl_ev& ev : it->second.list) {
       // An SRv6 EV's port was bound when the profile went ONLINE (bind_packed_list); a STEV or
-      // UDP EV names its port in its first two bytes.
-      auto bound =
-          srv6 ? srv6_ev_port(nic, ev, false) : Result<uint16_t, Error>(ev_source_port(ev));
+      // UDP EV names its port in its first two bytes, the device's: the QP's shard has its own.
+      auto bound = srv6 ? srv6_ev_port(nic, ev, false)
+                        : Result<uint16_t, Error>(
+                              static_cast<uint16_t>(ev_source_port(ev) + nic.ev_port_offset(s)));
       const uint16_t port = bound.ok() ? bound.value() : 0;
       config.ev_list.push_back(ExplicitEv{PlaneId(static_cast<uint8_t>(ev.port - 1)), Ev(port)});
     }
@@ -975,7 +999,7 @@ void ctl_qp_connected(Nic& nic, mrc_qp& qp) {
   if (evs == nullptr) return;
   const EvProfile& p = id == 0 ? profile0(nic) : nic.ev_profiles[id];
   for (const mrc_ctl_ev_op_entry& e : p.evs) {
-    const uint16_t slot = find_slot(nic, p, *evs, e.ev);
+    const uint16_t slot = find_slot(nic, p, qp.placed.shard, *evs, e.ev);
     if (slot != EvSet::kNoSlot) evs->set_denied(slot, true);
   }
 }
@@ -1045,7 +1069,7 @@ int mrc_ctl_query_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_attr
   Nic& nic = *context->nic;
   if (port_num < 1 || port_num > nic.spec->planes.size()) return fail(EINVAL, -1);
   if (nic.remote()) return forwarded(remote_port(nic, false, port_num, attr, attr_mask));
-  std::lock_guard lock(nic.mutex);
+  auto locks = nic.lock_all();
   attr->port_admin_state =
       nic.admin_up[port_num - 1] ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED;
   return 0;
@@ -1063,12 +1087,12 @@ int mrc_ctl_modify_port(mrc_context* context, uint8_t port_num, mrc_ctl_port_att
       raw(attr->port_admin_state) != MRC_CTL_PORT_ADMIN_DISABLED)
     return fail(EINVAL, -1);
   {
-    std::lock_guard lock(nic.mutex);
+    auto locks = nic.lock_all();
     const bool up = attr->port_admin_state == MRC_CTL_PORT_ADMIN_ENABLED;
     nic.admin_up[port_num - 1] = up;
-    nic.host->set_plane_up(port_num - 1, up);
+    for (uint32_t s = 0; s < nic.shards(); ++s) nic.shard(s).host().set_plane_up(port_num - 1, up);
   }
-  nic.host->wake();
+  for (uint32_t s = 0; s < nic.shards(); ++s) nic.shard(s).wake();
   return 0;
 }
 
@@ -1077,7 +1101,7 @@ int mrc_ctl_modify_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id,
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   if (mrc_ctx->nic->remote())
     return forwarded(remote_ev_fmt_profile(*mrc_ctx->nic, true, id, attr, mask));
-  std::lock_guard lock(mrc_ctx->nic->mutex);
+  auto locks = mrc_ctx->nic->lock_all();
   auto& profiles = mrc_ctx->nic->ev_fmt_profiles;
   EvFmtProfile changed = profiles.contains(id) ? profiles[id] : EvFmtProfile{};
   const int e = fmt_modify(*mrc_ctx->nic, id, changed, *attr, mask);
@@ -1091,7 +1115,7 @@ int mrc_ctl_query_ev_fmt_profile(mrc_context* mrc_ctx, uint64_t id,
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   if (mrc_ctx->nic->remote())
     return forwarded(remote_ev_fmt_profile(*mrc_ctx->nic, false, id, attr, mask));
-  std::lock_guard lock(mrc_ctx->nic->mutex);
+  auto locks = mrc_ctx->nic->lock_all();
   auto it = mrc_ctx->nic->ev_fmt_profiles.find(id);
   if (it == mrc_ctx->nic->ev_fmt_profiles.end()) return fail(EINVAL, -1);
   attr->profile_state = attr->cur_profile_state = it->second.state;
@@ -1113,7 +1137,7 @@ int mrc_ctl_modify_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_prof
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   Nic& nic = *mrc_ctx->nic;
   if (nic.remote()) return forwarded(remote_ev_profile(nic, true, id, attr, mask));
-  std::lock_guard lock(nic.mutex);
+  auto locks = nic.lock_all();
   const bool fresh = id != 0 && !nic.ev_profiles.contains(id);
   EvProfile& stored = id == 0 ? profile0(nic) : nic.ev_profiles[id];
   EvProfile changed = stored;
@@ -1137,7 +1161,7 @@ int mrc_ctl_query_ev_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_ev_profi
     return fail(EINVAL, -1);
   Nic& nic = *mrc_ctx->nic;
   if (nic.remote()) return forwarded(remote_ev_profile(nic, false, id, attr, mask));
-  std::lock_guard lock(nic.mutex);
+  auto locks = nic.lock_all();
   if (id != 0 && nic.ev_profiles.find(id) == nic.ev_profiles.end()) return fail(EINVAL, -1);
   EvProfile& p = id == 0 ? profile0(nic) : nic.ev_profiles[id];
   attr->profile_state = attr->cur_profile_state = p.state;
@@ -1158,7 +1182,7 @@ int mrc_ctl_modify_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_prof
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   if (mrc_ctx->nic->remote())
     return forwarded(remote_cc_profile(*mrc_ctx->nic, true, id, attr, mask));
-  std::lock_guard lock(mrc_ctx->nic->mutex);
+  auto locks = mrc_ctx->nic->lock_all();
   auto& profiles = mrc_ctx->nic->cc_profiles;
   const bool fresh = id != 0 && !profiles.contains(id);
   const int e = id == 0 ? cc_modify0(mask) : cc_modify(profiles[id], *attr, mask);
@@ -1171,7 +1195,7 @@ int mrc_ctl_query_cc_profile(mrc_context* mrc_ctx, uint64_t id, mrc_ctl_cc_profi
   if (!ok_ctx(mrc_ctx) || attr == nullptr) return fail(EINVAL, -1);
   if (mrc_ctx->nic->remote())
     return forwarded(remote_cc_profile(*mrc_ctx->nic, false, id, attr, mask));
-  std::lock_guard lock(mrc_ctx->nic->mutex);
+  auto locks = mrc_ctx->nic->lock_all();
   if (id == 0) cc_profile0(*mrc_ctx->nic);
   auto it = mrc_ctx->nic->cc_profiles.find(id);
   if (it == mrc_ctx->nic->cc_profiles.end()) return fail(EINVAL, -1);
@@ -1200,7 +1224,7 @@ mrc_cq* mrc_ctl_create_ev_event_cq(mrc_context* mrc_ctx, int cqe, void* cq_conte
   cq->cq_context = cq_context;
   cq->ev_cq = true;
   cq->ev_capacity = static_cast<uint32_t>(cqe);
-  std::lock_guard lock(mrc_ctx->nic->mutex);
+  auto locks = mrc_ctx->nic->lock_all();
   if (channel != nullptr) ++channel->cqs;
   ++mrc_ctx->cqs;
   mrc_ctx->cq_list.push_back(cq);
@@ -1216,7 +1240,7 @@ int mrc_ctl_poll_ev_event(mrc_cq* ev_cq, int num_entries, mrc_ctl_ev_event* ev_e
         remote_poll_ev_cq(*ev_cq->context->nic, ev_cq->remote_id, num_entries, ev_event, got);
     return e != 0 ? -e : got;
   }
-  std::lock_guard lock(ev_cq->context->nic->mutex);
+  std::lock_guard events(ev_cq->context->nic->events_mutex);
   int n = 0;
   for (; n < num_entries && !ev_cq->ev_events.empty(); ++n) {
     ev_event[n] = ev_cq->ev_events.front();

@@ -120,9 +120,11 @@ const char* engine_state_name(EvState s) {
 json op_device(Nic& nic) {
   json planes = json::array();
   int qps = 0;
-  std::lock_guard lock(nic.mutex);
+  auto locks = nic.lock_all();
   for (size_t p = 0; p < nic.spec->planes.size(); ++p) {
-    const mrc::UdpPlaneStats& st = nic.host->plane_stats(static_cast<int>(p));
+    mrc::UdpPlaneStats st = nic.shard(0).host().plane_stats(static_cast<int>(p));
+    for (uint32_t s = 1; s < nic.shards(); ++s)
+      st += nic.shard(s).host().plane_stats(static_cast<int>(p));
     planes.push_back({{"port", p + 1},
                       {"address", io::address_text(nic.spec->planes[p].socket())},
                       {"udp_port", nic.spec->planes[p].port},
@@ -140,7 +142,13 @@ json op_device(Nic& nic) {
       awaiting_keys += connected && qp->qp->awaiting_keys() ? 1 : 0;
     }
   }
-  const secure::InbandKeys::Counters& offers = nic.device->key_offers();
+  secure::InbandKeys::Counters offers{};
+  for (uint32_t s = 0; s < nic.shards(); ++s) {
+    const secure::InbandKeys::Counters& one = nic.shard(s).key_offers();
+    offers.offers_sent += one.offers_sent;
+    offers.offers_received += one.offers_received;
+    offers.offers_refused += one.offers_refused;
+  }
   return json{{"ok", true},
               {"secure", to_string(nic.spec->host.context.secure)},
               {"qps_awaiting_keys", awaiting_keys},
@@ -183,7 +191,7 @@ json op_ev_profiles(Nic& nic, mrc_context& ctx) {
   mrc_ctl_ev_profile_attr attr{};
   (void)mrc_ctl_query_ev_profile(&ctx, 0, &attr, 0);  // profile 0 exists from its first use
   json list = json::array();
-  std::lock_guard lock(nic.mutex);
+  auto locks = nic.lock_all();
   for (const auto& [id, p] : nic.ev_profiles) {
     json denied = json::array();
     for (const mrc_ctl_ev_op_entry& e : p.evs)
@@ -221,14 +229,16 @@ json op_ev_profiles(Nic& nic, mrc_context& ctx) {
   return json{{"ok", true}, {"profiles", list}};
 }
 
+// A QP's EVs, each named by the device's source port for it (its shard's ports are offset).
 json qp_evs(const mrc_qp& q) {
   json evs = json::array();
   const EvSet& set = *q.qp->evs();
+  const int offset = q.context->nic->ev_port_offset(q.placed.shard);
   for (size_t k = 0; k < set.size(); ++k) {
     const auto i = static_cast<uint16_t>(k);  // an EV set holds at most 65535 slots
     const EvSet::Slot& s = set.slot(i);
     const EvStats st = set.stats(i);
-    evs.push_back({{"ev", s.ev.value},
+    evs.push_back({{"ev", static_cast<int>(s.ev.value) - offset},
                    {"port", s.plane.value + 1},
                    {"state", engine_state_name(s.state)},
                    {"active", s.active},
@@ -236,9 +246,10 @@ json qp_evs(const mrc_qp& q) {
                    {"losses", st.losses},
                    {"probes_sent", st.probes_sent},
                    {"probes_answered", st.probes_answered}});
-    // SRv6 mode: the path the EV's source port takes (wire/srv6.h, ev_srv6.h)
-    const Nic& nic = *q.context->nic;
-    const auto path = nic.host->port_path(s.plane.value, static_cast<uint16_t>(s.ev.value));
+    // SRv6 mode: the path the EV's source port takes in the QP's shard (wire/srv6.h, ev_srv6.h)
+    const auto path = q.context->nic->shard(q.placed.shard)
+                          .host()
+                          .port_path(s.plane.value, static_cast<uint16_t>(s.ev.value));
     if (!path.empty()) evs.back()["path"] = wire::to_string(wire::Srv6Paths{path});
   }
   return evs;
@@ -251,7 +262,7 @@ json op_ev_states(Nic& nic, const json& req) {
       !get_uint(req, "qpn", 0xffffff, qpn, false))
     return refuse(EINVAL, "\"profile\" and \"qpn\" are unsigned integers");
   json qps = json::array();
-  std::lock_guard lock(nic.mutex);
+  auto locks = nic.lock_all();
   for (mrc_context* c : nic.contexts)
     for (mrc_qp* q : c->qp_list) {
       const uint64_t id = q->has_ev_profile ? q->ev_profile : 0;
@@ -304,7 +315,7 @@ json op_cc_profiles(Nic& nic, mrc_context& ctx) {
   mrc_ctl_cc_profile_attr attr{};
   (void)mrc_ctl_query_cc_profile(&ctx, 0, &attr, 0);  // profile 0 exists from its first use
   json list = json::array();
-  std::lock_guard lock(nic.mutex);
+  auto locks = nic.lock_all();
   for (const auto& [id, p] : nic.cc_profiles) {
     json entry{{"id", id},
                {"state", profile_state_name(p.state)},
@@ -330,13 +341,14 @@ json op_cc_profiles(Nic& nic, mrc_context& ctx) {
 // The destination of a probe: the peer address, on the EV's plane, of QP `qpn` (0: the first
 // connected QP whose EV set holds the EV).
 bool probe_dest(Nic& nic, uint64_t qpn, const mrc_ctl_ev& ev, mrc_ctl_ep_req& r) {
-  std::lock_guard lock(nic.mutex);
+  auto locks = nic.lock_all();
   for (mrc_context* c : nic.contexts)
     for (mrc_qp* q : c->qp_list) {
       if ((qpn != 0 && q->qp->qpn().value != qpn) || q->qp->evs() == nullptr) continue;
-      bool holds = false;
+      bool holds = false;  // the EV's port in the QP's shard
+      const int port = ev_source_port(ev) + nic.ev_port_offset(q->placed.shard);
       for (uint16_t i = 0; i < q->qp->evs()->size() && !holds; ++i)
-        holds = q->qp->evs()->slot(i).ev.value == ev_source_port(ev) &&
+        holds = static_cast<int>(q->qp->evs()->slot(i).ev.value) == port &&
                 q->qp->evs()->slot(i).plane.value + 1 == ev.port;
       uint32_t ip = 0;
       std::memcpy(&ip, q->vattr.ah_attr.grh.dgid.raw + 12, 4);

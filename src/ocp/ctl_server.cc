@@ -149,7 +149,7 @@ bool CtlServer::Impl::read_client(Client& c) {
     const auto response = ctl_handle(nic, ctx, line, session);
     const bool watch = session.watch;
     if (watch && !c.watching) {
-      std::lock_guard lock(nic.mutex);
+      std::lock_guard events(nic.events_mutex);
       c.seen = nic.watch_seq;  // events from now on
     }
     c.watching |= watch;
@@ -169,7 +169,7 @@ void CtlServer::Impl::send_watch_events() {
   (void)!read(nic.watch_wake_fd, &count, sizeof count);
   std::vector<WatchEvent> events;
   {
-    std::lock_guard lock(nic.mutex);
+    std::lock_guard events_lock(nic.events_mutex);
     events.assign(nic.watch_log.begin(), nic.watch_log.end());
   }
   for (Client& c : clients) {
@@ -227,7 +227,8 @@ std::unique_ptr<CtlServer> CtlServer::start(Nic& nic) {
   if (impl->listen_fd < 0) return nullptr;
   impl->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   {
-    std::lock_guard lock(nic.mutex);
+    auto locks = nic.lock_all();
+    std::lock_guard events(nic.events_mutex);
     nic.watch_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     nic.contexts.push_back(&impl->ctx);  // so EV event CQs of remote controllers get events
   }
@@ -247,7 +248,8 @@ CtlServer::~CtlServer() {
   unlink(impl_->path.c_str());
   close(impl_->listen_fd);
   close(impl_->stop_fd);
-  std::lock_guard lock(impl_->nic.mutex);
+  auto locks = impl_->nic.lock_all();
+  std::lock_guard events(impl_->nic.events_mutex);
   auto& contexts = impl_->nic.contexts;
   contexts.erase(std::remove(contexts.begin(), contexts.end(), &impl_->ctx), contexts.end());
   close(impl_->nic.watch_wake_fd);

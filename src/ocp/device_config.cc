@@ -33,8 +33,13 @@ bool parse_u16(const std::string& text, uint16_t& out) {
 
 const host::Spelling kEntry{host::kDoorEntry, ""};
 
-// A peer's settings: planes= (addresses) and port=; returns an error message or "".
+// A peer's settings: planes= (addresses), port= and threads= (its device's); returns an error
+// message or "".
 std::string parse_peer_item(const std::string& key, const std::string& value, DeviceSpec& spec) {
+  if (key == "threads") {
+    auto set = host::set(spec.host, key, value, kEntry);
+    return set.ok() ? "" : set.error().message;
+  }
   if (key == "planes") {
     std::istringstream list(value);
     spec.host.context.planes.clear();
@@ -45,7 +50,7 @@ std::string parse_peer_item(const std::string& key, const std::string& value, De
     return parse_u16(value, spec.host.context.port)
                ? ""
                : "port=" + value + " is not a UDP port (1-65535)";
-  return "unknown setting '" + key + "=" + value + "' (known for a peer: planes=, port=)";
+  return "unknown setting '" + key + "=" + value + "' (known for a peer: planes=, port=, threads=)";
 }
 
 // A device's: path-policy=, or a host setting (host/options.h); an error message or "".

@@ -53,7 +53,7 @@ uint16_t free_port(Nic& nic, int plane, const std::vector<uint16_t>& path,
     const auto port = static_cast<uint16_t>(range.first + i);
     if (used.count(port) != 0) continue;
     if (chosen == 0) chosen = port;
-    if (nic.host->port_path(plane, port) == path) {
+    if (nic.shard(0).host().port_path(plane, port) == path) {
       chosen = port;
       break;
     }
@@ -83,6 +83,10 @@ std::string check_srv6_format(const std::vector<mrc_ctl_ev_fmt_field>& fields) {
 }
 
 std::string srv6_device_problem(const Nic& nic) {
+  if (nic.spec->host.context.threads > 1)  // a path is bound to one engine's source port
+    return "device " + nic.spec->name +
+           " runs threads=" + std::to_string(nic.spec->host.context.threads) +
+           ": SRv6 EVs of the controller need threads=1";
   if (!nic.spec->srv6_paths.empty()) return {};
   for (size_t p = 0; p < nic.spec->planes.size(); ++p)
     if (!nic.spec->planes[p].v6)
@@ -135,7 +139,7 @@ Result<uint16_t, Error> ev_port_for(Nic& nic, const mrc_ctl_ev& ev, bool bind,
                 "plane " + std::to_string(ev.port) + " of device " + nic.spec->name + " has " +
                     std::to_string(plane_ev_ports(*nic.spec, plane).count) +
                     " EV source ports, all bound to other SRv6 EVs");
-  if (auto set = nic.host->set_port_path(plane, port, path.value()); !set.ok())
+  if (auto set = nic.shard(0).host().set_port_path(plane, port, path.value()); !set.ok())
     return Err{set.error()};
   nic.srv6_ports[key] = port;
   return port;
@@ -154,8 +158,10 @@ Result<Ok, Error> srv6_bind_all(Nic& nic, const std::vector<mrc_ctl_ev>& evs) {
     auto port = ev_port_for(nic, ev, true, evs);  // evs's earlier bindings are in use
     if (port.ok()) continue;
     for (const auto& [key, p] : nic.srv6_ports)  // undo: the new bindings' ports as they were
-      if (before.count(key) == 0) (void)nic.host->set_port_path(key.first, p, own_path(nic, p));
-    for (const auto& [key, p] : before) (void)nic.host->set_port_path(key.first, p, key.second);
+      if (before.count(key) == 0)
+        (void)nic.shard(0).host().set_port_path(key.first, p, own_path(nic, p));
+    for (const auto& [key, p] : before)
+      (void)nic.shard(0).host().set_port_path(key.first, p, key.second);
     nic.srv6_ports = before;
     return Err{port.error()};
   }
@@ -165,7 +171,7 @@ Result<Ok, Error> srv6_bind_all(Nic& nic, const std::vector<mrc_ctl_ev>& evs) {
 mrc_ctl_ev srv6_ev_of_port(const Nic& nic, int plane, uint16_t port) {
   mrc_ctl_ev ev{};
   const in6_addr a = wire::srv6_ev_address(nic.spec->planes[static_cast<size_t>(plane)].address6,
-                                           nic.host->port_path(plane, port));
+                                           nic.shard(0).host().port_path(plane, port));
   std::memcpy(ev.val, a.s6_addr, sizeof a.s6_addr);
   ev.port = static_cast<uint8_t>(plane + 1);
   return ev;

@@ -42,6 +42,10 @@ std::string check_stev_format(const std::vector<mrc_ctl_ev_fmt_field>& fields) {
 }
 
 std::string stev_device_problem(const Nic& nic) {
+  if (nic.spec->host.context.threads > 1)  // a label is put on one engine's source port
+    return "device " + nic.spec->name +
+           " runs threads=" + std::to_string(nic.spec->host.context.threads) +
+           ": STEV EVs of the controller need threads=1";
   for (size_t p = 0; p < nic.spec->planes.size(); ++p)
     if (!nic.spec->planes[p].v6 || nic.spec->host.context.backend != mrc::Backend::kUdp)
       return "device " + nic.spec->name + ": plane " + std::to_string(p + 1) + " (port " +
@@ -89,14 +93,14 @@ Result<Ok, Error> stev_bind_all(Nic& nic, uint64_t id, const std::vector<mrc_ctl
     wanted[key] = stev_label(ev);
   }
   for (const auto& [key, label] : wanted)
-    if (auto set = nic.host->set_port_flow_label(key.first, key.second, label); !set.ok())
+    if (auto set = nic.shard(0).host().set_port_flow_label(key.first, key.second, label); !set.ok())
       return Err{set.error()};
   return Ok{};
 }
 
 mrc_ctl_ev stev_ev_of_port(const Nic& nic, int plane, uint16_t port) {
   mrc_ctl_ev ev{};
-  const uint32_t label = nic.host->port_flow_label(plane, port);
+  const uint32_t label = nic.shard(0).host().port_flow_label(plane, port);
   ev.val[0] = static_cast<uint8_t>(port >> 8);
   ev.val[1] = static_cast<uint8_t>(port);
   ev.val[2] = static_cast<uint8_t>(label >> 8);

@@ -1,8 +1,9 @@
-// The software NIC behind an opened mrc verbs device: one io::Device (engine, UDP datapath,
-// progress thread, peers) per device and process, shared by every ibv_open_device() of it and
-// running under the Nic's mutex. After each round the thread delivers what an application
-// waits for outside the CQs: completion-channel events for armed CQs that turned non-empty,
-// asynchronous events (a QP entering ERROR, a port going down or up) and EV events.
+// The software NIC behind an opened mrc verbs device: one host::Host per device and process
+// (`threads=` shards, each an engine, UDP datapath, progress thread and peer table under its
+// own lock; shard 0's is the Nic's mutex), shared by every ibv_open_device() of it. After each
+// round a shard's thread delivers what an application waits for outside the CQs, for its own
+// QPs and queues: completion-channel events for armed CQs that turned non-empty there,
+// asynchronous events (a QP entering ERROR; shard 0: a port going down or up) and EV events.
 // Each opened device is also served to other processes on its control socket (ctl_server.h)
 // unless MRC_CTL_SOCKET=off.
 // A device is one process's: its UDP ports are bound by the owner, so a second process's open
@@ -35,7 +36,7 @@ std::mutex g_nics_mutex;
 // Never destroyed: at exit() the progress threads simply end with the process.
 auto& g_nics = *new std::vector<std::unique_ptr<Nic>>();  // index = device index
 
-Result<std::unique_ptr<io::Device>, Error> open_device(const DeviceSpec& spec, std::mutex& lock) {
+Result<std::unique_ptr<host::Host>, Error> open_host(const DeviceSpec& spec, std::mutex& lock) {
   host::Options o = spec.host;
   o.context.secure = SecureMode::kOff;  // the device's QPs agree their keys in band (nic->key)
   // What a library user changes, in the error of a port in use: the device's entry.
@@ -46,24 +47,19 @@ Result<std::unique_ptr<io::Device>, Error> open_device(const DeviceSpec& spec, s
   auto dc = host::device_config(o.context);
   if (!dc.ok()) return Err{dc.error()};
   dc.value().planes = spec.planes;  // each on the entry's port
-  return io::Device::open(dc.value(), &lock);
+  return host::Host::open(dc.value(), o.context.threads, &lock);
 }
 
-// metrics-port=: the device's Prometheus metrics, rendered at each scrape under its lock.
+// metrics-port=: the device's Prometheus metrics, rendered at each scrape holding every shard's
+// lock.
 Result<Ok, Error> serve_metrics(Nic& nic) {
   const ContextOptions& c = nic.spec->host.context;
   if (c.metrics_port < 0) return Ok{};
-  auto server = host::MetricsServer::start(c.metrics_bind, static_cast<uint16_t>(c.metrics_port));
-  if (!server.ok()) return fail(server.error(), "metrics-port=: ");
-  nic.metrics = std::move(server.value());
-  Nic* raw = &nic;
-  nic.metrics->render_on_scrape([raw] {
-    std::lock_guard lock(raw->mutex);
-    return host::render_metrics(raw->device->endpoint(), raw->host,
-                                {{{"device", raw->spec->name}}, false});
-  });
+  auto served = nic.host->serve_metrics(c.metrics_bind, static_cast<uint16_t>(c.metrics_port),
+                                        {{{"device", nic.spec->name}}, false});
+  if (!served.ok()) return fail(served.error(), "metrics-port=: ");
   std::fprintf(stderr, "mrc: device %s: Prometheus metrics at http://%s:%u/metrics\n",
-               nic.spec->name.c_str(), c.metrics_bind.c_str(), nic.metrics->port());
+               nic.spec->name.c_str(), c.metrics_bind.c_str(), nic.host->metrics_port());
   return Ok{};
 }
 
@@ -125,22 +121,35 @@ Nic::~Nic() {
   if (remote_fd >= 0) close(remote_fd);
 }
 
-bool Nic::port_up(int plane) const {
-  return host->plane_stats(plane).up;
+std::vector<std::unique_lock<std::mutex>> Nic::lock_all() {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.emplace_back(mutex);
+  for (uint32_t s = 1; s < shards(); ++s) locks.emplace_back(host->shard(s).lock());
+  return locks;
 }
 
-void Nic::on_completions(std::span<const uint32_t> tags) {
+bool Nic::port_up(int plane) const {
+  return host->shard(0).host().plane_stats(plane).up;  // the shards' planes go down together
+}
+
+void Nic::on_completions(uint32_t s, std::span<const uint32_t> tags) {
   for (uint32_t tag : tags) {
     mrc_cq* cq = tag < cqs_by_tag.size() ? cqs_by_tag[tag] : nullptr;
     if (cq == nullptr) continue;
-    cq->ready.store(static_cast<uint32_t>(cq->queue->size()), std::memory_order_release);
-    if (cq->armed && cq->channel != nullptr && cq->queue->size() > 0) signal_channel(cq);
-    if (cq->verbs_cq != nullptr && cq->queue->size() > 0) cq->verbs_cq->notify();
+    const auto waiting = static_cast<uint32_t>(cq->queues[s]->size());
+    cq->ready[s].store(waiting, std::memory_order_release);
+    if (waiting == 0) continue;
+    {
+      std::lock_guard events(events_mutex);
+      if (cq->armed && cq->channel != nullptr) signal_channel(cq);
+    }
+    if (cq->verbs_cq != nullptr) cq->verbs_cq->notify();
   }
 }
 
-void Nic::after_progress() {
-  for (int p = 0; p < static_cast<int>(reported_up.size()); ++p) {
+// Shard 0: the ports' events. Every shard: its QPs that entered ERROR, and EV events.
+void Nic::after_progress(uint32_t s) {
+  for (int p = 0; s == 0 && p < static_cast<int>(reported_up.size()); ++p) {
     const bool up = port_up(p);
     if (up == reported_up[p]) continue;
     reported_up[p] = up;
@@ -148,7 +157,8 @@ void Nic::after_progress() {
   }
   for (mrc_context* c : contexts) {
     for (mrc_qp* qp : c->qp_list) {
-      if (qp->fatal_reported || qp->qp->state() != QpState::kError || qp->state == IBV_QPS_ERR)
+      if (qp->placed.shard != s || qp->fatal_reported || qp->qp->state() != QpState::kError ||
+          qp->state == IBV_QPS_ERR)
         continue;
       qp->fatal_reported = true;
       qp->state = IBV_QPS_ERR;
@@ -156,7 +166,21 @@ void Nic::after_progress() {
       push_qp_event(qp, IBV_EVENT_QP_FATAL);
     }
   }
-  ctl_after_progress(*this);
+  ctl_after_progress(*this, s);
+}
+
+// Hooks every shard's rounds and key failures to the Nic and starts the progress threads.
+static void start(Nic& nic) {
+  Nic* raw = &nic;
+  nic.host->on_completions(
+      [raw](uint32_t s, std::span<const uint32_t> tags) { raw->on_completions(s, tags); }, false);
+  nic.host->on_round([raw](uint32_t s) { raw->after_progress(s); });
+  for (uint32_t s = 0; s < nic.shards(); ++s)
+    nic.shard(s).on_key_failure([raw](Qpn qpn, const std::string& why) {
+      std::fprintf(stderr, "mrc: device %s, queue pair %u: %s\n", raw->spec->name.c_str(),
+                   qpn.value, why.c_str());
+    });
+  nic.host->start_threads(0);
 }
 
 // Under g_nics_mutex: a Nic without a host, whose controller calls go over `fd` (ctl_remote.h).
@@ -193,35 +217,29 @@ Nic* nic_open(int index) {
     }
     nic->key = std::move(key.value());
   }
-  auto device = open_device(spec, nic->mutex);
-  if (!device.ok()) {
+  auto opened = open_host(spec, nic->mutex);
+  if (!opened.ok()) {
     // Owned by another process that serves its controller: a controller-only device.
-    const bool in_use = device.error().code == Errc::kAddressInUse;
+    const bool in_use = opened.error().code == Errc::kAddressInUse;
     const int fd = in_use ? ctl_connect(ctl_socket_path(config.devices[index].name)) : -1;
     if (fd >= 0) return open_remote(index, fd);
-    say_open_failed(index, device.error().message);
-    return fail<Nic*>(to_errno(device.error().code), nullptr);
+    say_open_failed(index, opened.error().message);
+    return fail<Nic*>(to_errno(opened.error().code), nullptr);
   }
   nic->spec = &config.devices[index];
-  nic->device = std::move(device.value());
-  nic->host = &nic->device->host();
+  nic->host = std::move(opened.value());
   nic->admin_up.assign(nic->spec->planes.size(), true);
   nic->reported_up.assign(nic->spec->planes.size(), true);
   nic->opens = 1;
+  ctl_open(*nic);
   if (auto served = serve_metrics(*nic); !served.ok()) {
     say_open_failed(index, served.error().message);
     return fail<Nic*>(to_errno(served.error().code), nullptr);
   }
-  Nic* raw = nic.get();
-  nic->device->on_completions([raw](std::span<const uint32_t> tags) { raw->on_completions(tags); });
-  nic->device->on_round([raw] { raw->after_progress(); });
-  nic->device->on_key_failure([raw](Qpn qpn, const std::string& why) {
-    std::fprintf(stderr, "mrc: device %s, queue pair %u: %s\n", raw->spec->name.c_str(), qpn.value,
-                 why.c_str());
-  });
-  nic->device->start_thread();
+  start(*nic);
   const char* serve = std::getenv("MRC_CTL_SOCKET");
   if (serve == nullptr || std::strcmp(serve, "off") != 0) nic->ctl_server = CtlServer::start(*nic);
+  Nic* raw = nic.get();
   g_nics[index] = std::move(nic);
   return raw;
 }
@@ -249,7 +267,7 @@ void nic_close(Nic* nic) {
   }
   if (!doomed) return;
   doomed->ctl_server.reset();  // no controller request in flight past this point
-  doomed->device.reset();      // stops the progress thread
+  doomed->host.reset();        // stops the progress threads
 }
 
 bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid_type* type) {

@@ -3,15 +3,20 @@
 //     ibv_device), SoftContext (an opened device: an ibv_context inside a verbs_context),
 //     SoftPd and SoftMr;
 //   - the OCP MRC objects: mrc_context, mrc_comp_channel, mrc_cq, mrc_qp_hint, mrc_qp.
-// Every opened device in a process shares one Nic: the engine (core::Endpoint) on its UDP
-// datapath (io::UdpHost) and a progress thread. Nic::mutex guards the engine and every object
-// hanging off it; the progress thread holds it only while working, as src/api does.
+// Every opened device in a process shares one Nic: a host (host/host.h) of `threads=` shards,
+// each an engine (core::Endpoint) on its UDP datapath (io::UdpHost) with its progress thread and
+// its lock. A QP lives in one shard; a CQ has a queue in every shard. Locks (Nic says which
+// guards what): every shard's lock, taken in shard order (Nic::lock_all), guards the OCP objects;
+// one shard's lock guards that shard's engine and its QPs and lets its progress thread read the
+// objects; Nic::events_mutex, taken last, guards what every shard's round writes. With one shard
+// Nic::mutex is that shard's lock, and the one lock of the device.
 // Handles carry a magic number so a stale or foreign pointer is refused (EINVAL), not followed.
 #pragma once
 
 #include <infiniband/verbs.h>
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -25,8 +30,10 @@
 #include <thread>
 #include <vector>
 
+#include "host/host.h"
 #include "host/metrics_server.h"
 #include "host/port_plan.h"
+#include "host/queue_pairs.h"
 #include "io/device.h"
 #include "io/udp_host.h"
 #include "mrc.h"
@@ -172,24 +179,33 @@ struct WatchEvent {
 
 struct Nic {
   const DeviceSpec* spec = nullptr;
-  // The engine, datapath, progress thread and peers (io/device.h), running under `mutex`, which
-  // also guards the objects below; null for a controller-only device. `host` is its datapath.
+  // The shards (host/host.h), null for a controller-only device. Shard 0 runs under `mutex`.
+  // What guards what:
+  //   - lock_all() (every shard's lock, shard 0's = `mutex` first): the members below but the
+  //     event ones, and every OCP object of the device (contexts and their lists, CQs, hints,
+  //     PDs, MRs, profiles); a writer holds it, a reader holds at least one shard's lock;
+  //   - a QP's shard lock (held by lock_all too): its engine QP and the mrc_qp's state fields,
+  //     which that shard's progress thread updates (fatal events, EV scans); a CQ's queue in a
+  //     shard, likewise;
+  //   - events_mutex, taken after any shard lock and with nothing taken under it: CQs' arming
+  //     and event counts, EV event queues, the watch log.
+  // Shard 0 (under `mutex` alone) also holds the device's port state and runs its EV probes.
   std::mutex mutex;
-  std::unique_ptr<io::Device> device;
-  io::UdpHost* host = nullptr;
-  std::unique_ptr<host::MetricsServer> metrics;  // metrics-port=; after device: stops first
+  std::unique_ptr<host::Host> host;
+  std::mutex events_mutex;
   std::vector<uint8_t> key;  // the pre-shared key of a secure device (spec->key_file)
   int opens = 0;
   std::vector<mrc_context*> contexts;
   std::vector<SoftContext*> verbs_contexts;  // every ibv_open_device of it (async events)
   std::vector<bool> admin_up;     // per port (plane); false = MRC_CTL_PORT_ADMIN_DISABLED
-  std::vector<bool> reported_up;  // per port, last state announced as an async event
-  std::map<uint64_t, EvProfile> ev_profiles;
+  std::vector<bool> reported_up;  // per port, last state announced (under `mutex`: shard 0's)
+  std::map<uint64_t, EvProfile> ev_profiles;  // profile 0 made at open: rounds read, never add
   std::map<uint64_t, EvFmtProfile> ev_fmt_profiles;
   std::map<uint64_t, CcProfile> cc_profiles;
   // SRv6 EVs (ev_srv6.h): the EV source port bound to each (plane, path) an EV named.
   std::map<std::pair<int, std::vector<uint16_t>>, uint16_t> srv6_ports;
-  // EV state changes for watchers of the control socket: the newest kWatchLog, numbered.
+  // EV state changes for watchers of the control socket: the newest kWatchLog, numbered
+  // (events_mutex).
   static constexpr size_t kWatchLog = 1024;
   std::deque<WatchEvent> watch_log;
   uint64_t watch_seq = 0;
@@ -211,13 +227,24 @@ struct Nic {
   bool remote() const { return host == nullptr; }
 
   ~Nic();
-  void after_progress();  // under mutex, after each round: async and EV events
-  void on_completions(std::span<const uint32_t> tags);  // under mutex: CQs that turned non-empty
-  bool port_up(int plane) const;
-  Result<uint32_t, Error> peer_handle(const std::vector<io::PlaneAddress>& planes) {
-    return device->peer(planes);
+  // Every shard's lock, in shard order (Host::with_all_locked's): `mutex` alone with one shard
+  // or none (a controller-only device).
+  std::vector<std::unique_lock<std::mutex>> lock_all();
+  uint32_t shards() const { return host != nullptr ? host->size() : 1; }
+  io::Device& shard(uint32_t s) { return host->shard(s); }
+  const io::Device& shard(uint32_t s) const { return host->shard(s); }
+  // What to add to an EV source port of shard 0's ranges (the device's, as the controller names
+  // EVs) for the same EV slot in shard `s`'s ranges.
+  int ev_port_offset(uint32_t s) const {
+    return host->shard(s).config().ev_port_base - host->shard(0).config().ev_port_base;
   }
-  // Every mrc_cq of the device's engine CQs, by the device's tag (null once destroyed).
+  // Called by shard s's progress thread holding its lock, after each round: async and EV events.
+  void after_progress(uint32_t s);
+  // Likewise, with the CQs whose queue in shard s turned non-empty.
+  void on_completions(uint32_t s, std::span<const uint32_t> tags);
+  bool port_up(int plane) const;  // shard 0's link state; REQUIRES `mutex`
+  // Every mrc_cq of the device's engine CQs, by the devices' tag, the same in every shard (null
+  // once destroyed).
   std::vector<mrc_cq*> cqs_by_tag;
 };
 
@@ -244,7 +271,7 @@ struct SoftChannel;
 struct SoftPd;
 
 // A verbs CQ of an mrc context (ibv_create_cq): a bounded ring of work completions with its own
-// lock, so that whatever reports into it (a verbs QP, under Nic::mutex) calls push() and the
+// lock, so that whatever reports into it (a verbs QP, under a shard's lock) calls push() and the
 // application's ibv_poll_cq takes only this lock.
 struct SoftCq {
   ibv_cq cq;  // first: the handle
@@ -259,13 +286,14 @@ struct SoftCq {
   unsigned events_delivered = 0, events_acked = 0;
   int users = 0;  // QPs reporting into it
   // The MRC CQ the verbs RC QPs reporting here complete into (verbs_qp.cc), created with the
-  // first of them under backing_mutex (never taken under Nic::mutex or `mutex`); ibv_poll_cq
+  // first of them under backing_mutex (never taken under a shard's lock or `mutex`); ibv_poll_cq
   // drains `entries` first, then it.
   std::mutex backing_mutex;
   std::atomic<mrc_cq*> backing{nullptr};
   // Adds a completion; tells the completion channel if the CQ is armed. False if it was full.
   bool push(const ibv_wc& wc);
-  // Under Nic::mutex, when the backing CQ turned non-empty: an event if the CQ is armed.
+  // Under a shard's lock, when the backing CQ's queue there turned non-empty: an event if the
+  // CQ is armed.
   void notify();
 };
 
@@ -292,7 +320,7 @@ struct SoftChannel {
   uint32_t magic = kMagicVerbsChannel;
   SoftContext* owner = nullptr;
   int write_fd = -1;
-  int cqs = 0;  // guarded by Nic::mutex
+  int cqs = 0;  // guarded by Nic::lock_all
 };
 
 struct SoftPd {
@@ -343,7 +371,7 @@ void nic_close(Nic* nic);
 // The answer to a data-path call (ibv_alloc_pd, mrc_create_cq) on a controller-only device:
 // EBUSY, and once per device a message naming the owning process and what to do instead.
 int refuse_data_path(Nic& nic);
-// Writes a completion-channel event for `cq` and disarms it (under Nic::mutex).
+// Writes a completion-channel event for `cq` and disarms it. REQUIRES: Nic::events_mutex.
 void signal_channel(mrc_cq* cq);
 // The GID of `port` (1-based) at `index` (0-3: link-local RoCEv1/v2, IPv4 RoCEv1/v2).
 bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid_type* type);
@@ -364,7 +392,7 @@ struct mrc_context {
   int channels = 0, cqs = 0, qps = 0, hints = 0;
   std::vector<mrc_cq*> cq_list;
   std::vector<mrc_qp*> qp_list;
-  // Asynchronous events (the progress thread adds under Nic::mutex).
+  // Asynchronous events (a shard's progress thread adds under its lock).
   mrc::ocp::AsyncEvents<mrc_async_event> async;
 };
 
@@ -378,23 +406,31 @@ struct mrc_comp_channel {
 struct mrc_cq {
   uint32_t magic = mrc::ocp::kMagicCq;
   mrc_context* context = nullptr;
-  mrc::CompletionQueue* queue = nullptr;  // engine CQ (nullptr for an EV event CQ)
-  uint32_t tag = 0;                       // the engine CQ's tag in its device (Nic::cqs_by_tag)
+  // The engine CQ in each shard (a QP completes into its shard's); none for an EV event CQ.
+  std::vector<mrc::CompletionQueue*> queues;
+  uint32_t tag = 0;  // the engine CQs' tag in their devices (Nic::cqs_by_tag)
   mrc_comp_channel* channel = nullptr;
   void* cq_context = nullptr;
-  bool armed = false;
-  // Completions waiting, as of the last progress round or poll: lets mrc_poll_cq() on an
-  // empty CQ return without taking Nic::mutex (a spinning poller would starve the engine).
-  std::atomic<uint32_t> ready{0};
-  unsigned events_delivered = 0, events_acked = 0;  // guarded by Nic::mutex
+  bool armed = false;  // Nic::events_mutex
+  // Completions waiting in each shard's queue, as of its last progress round or poll: lets
+  // mrc_poll_cq() on an empty CQ return without a lock (a spinning poller would starve the
+  // engine).
+  std::array<std::atomic<uint32_t>, mrc::kMaxDeviceThreads> ready{};
+  std::atomic<uint32_t> next_shard{0};              // where the next poll starts, in turn
+  unsigned events_delivered = 0, events_acked = 0;  // Nic::events_mutex
   int qps = 0;
-  // EV event CQ: bounded queue and count of events that did not fit.
+  // EV event CQ: bounded queue and count of events that did not fit (Nic::events_mutex).
   bool ev_cq = false;
   uint32_t ev_capacity = 0;
   std::deque<mrc_ctl_ev_event> ev_events;
   uint32_t ev_dropped = 0;
   uint64_t remote_id = 0;  // an EV event CQ living in the owning process (ctl_remote.h)
   mrc::ocp::SoftCq* verbs_cq = nullptr;  // the verbs CQ this one backs (verbs_qp.cc), if any
+  bool any_ready() const {
+    for (const auto& r : ready)
+      if (r.load(std::memory_order_acquire) > 0) return true;
+    return false;
+  }
 };
 
 struct mrc_qp_hint {
@@ -407,7 +443,8 @@ struct mrc_qp_hint {
 struct mrc_qp {
   uint32_t magic = mrc::ocp::kMagicQp;
   mrc_context* context = nullptr;
-  mrc::QueuePair* qp = nullptr;
+  mrc::host::HostQp placed;      // its shard and engine QP (host/queue_pairs.h)
+  mrc::QueuePair* qp = nullptr;  // placed.qp, the name every use reads
   mrc_qp_init_attr init{};
   mrc::QpConfig config;  // in force or to be applied at the next transition
   ibv_qp_state state = IBV_QPS_RESET;
@@ -423,7 +460,7 @@ struct mrc_qp {
   std::vector<uint8_t> ev_seen;
   uint64_t ev_transitions_seen = 0;
   // Inline data: each IBV_SEND_INLINE request's bytes are copied at the post into the next slot
-  // of a staging ring registered with the engine (under the Nic's mutex), so the caller's buffer
+  // of a staging ring registered with the host (under the QP's shard lock), so the caller's buffer
   // is free at once. 2 x max_send_wr slots of max_inline bytes: a slot is rewritten only after
   // 2 x max_send_wr later inline posts, by when the send queue (max_send_wr deep) has retired
   // the request that read it.

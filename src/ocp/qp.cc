@@ -9,6 +9,9 @@
 // RD atomics, alternate path) are accepted and ignored, as OCP's own examples pass them.
 // Inline data (cap.max_inline_data up to kMaxInlineData, IBV_SEND_INLINE) is copied at the post
 // into a staging ring registered with the engine (mrc_qp::staging).
+// A QP is created, posted to and destroyed through the host's queue pairs (host/queue_pairs.h),
+// which place it in a shard; its own verbs state machine and in-band key agreement stay here.
+// Locks (objects.h): modify and query hold every shard's lock, posts the QP's shard's only.
 #include <arpa/inet.h>
 
 #include <cerrno>
@@ -104,7 +107,7 @@ int check_groups(ibv_qp_state state, int mask) {
 int stage_profiles(mrc_qp& qp, const mrc_qp_attr& a, int mask, QpConfig& next) {
   Nic& nic = *qp.context->nic;
   if (mask & MRC_QP_EV_PROFILE_ID)
-    if (int e = ctl_apply_ev_profile(nic, a.profile.ev_profile_id, next)) return e;
+    if (int e = ctl_apply_ev_profile(nic, a.profile.ev_profile_id, qp.placed.shard, next)) return e;
   if (mask & MRC_QP_CC_PROFILE_ID)
     if (int e = ctl_apply_cc_profile(nic, a.profile.cc_profile_id, next)) return e;
   if ((mask & MRC_QP_HINT) && a.qp_hint != nullptr &&
@@ -168,9 +171,9 @@ int apply_verbs_attrs(mrc_qp& qp, const ibv_qp_attr* v, int mask, QpConfig& next
     if (qp.state != IBV_QPS_RESET && qp.state != IBV_QPS_INIT) return EINVAL;
     // The path MTU asked for, as far as the datapath's datagram carries it (a RoCE NIC's
     // active MTU is at most its port's).
-    const Nic& nic = *qp.context->nic;
-    next.set_mtu(
-        std::min(128u << v->path_mtu, nic.device->max_mtu_bytes(nic.spec->host.context.secure)));
+    Nic& nic = *qp.context->nic;
+    next.set_mtu(std::min(128u << v->path_mtu,
+                          nic.shard(qp.placed.shard).max_mtu_bytes(nic.spec->host.context.secure)));
   }
   if ((mask & IBV_QP_ACCESS_FLAGS) &&
       (v->qp_access_flags &
@@ -193,8 +196,9 @@ void remember_verbs_attrs(mrc_qp& qp, const ibv_qp_attr* v, int mask) {
 }
 
 // The peer's planes from the destination GID: an IPv4-mapped RoCEv2 GID names an IPv4 plane,
-// any other GID an IPv6 plane (an SRv6 device's peer: its locator).
-int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
+// any other GID an IPv6 plane (an SRv6 device's peer: its locator); at the ports of the shard
+// that holds the peer QP, if the peer runs several threads (its entry's threads=).
+int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, Qpn peer_qpn, uint32_t& handle) {
   const ibv_gid& gid = ah.grh.dgid;
   if (!ah.is_global) {
     std::fprintf(stderr, "mrc: modify_qp(RTR): the destination needs a RoCEv2 GID (is_global=1)\n");
@@ -211,14 +215,9 @@ int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
                                                 : device_config().source.c_str());
     return EINVAL;
   }
-  if (peer->planes.size() != nic.spec->planes.size()) {
-    std::fprintf(
-        stderr,
-        "mrc: modify_qp(RTR): peer %s has %zu planes, device %s has %zu: both ends need the same\n",
-        text, peer->planes.size(), nic.spec->name.c_str(), nic.spec->planes.size());
-    return EINVAL;
-  }
-  const auto added = nic.peer_handle(peer->planes);
+  const auto planes = host::qp_planes(peer->planes, peer_qpn, peer->host.context.threads);
+  const auto added = host::add_peer(*nic.host, qp.placed.shard, planes,
+                                    "peer " + address + " of device " + nic.spec->name);
   if (!added.ok()) {
     std::fprintf(stderr, "mrc: modify_qp(RTR): %s\n", added.error().message.c_str());
     return EINVAL;
@@ -232,8 +231,9 @@ int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, uint32_t& handle) {
 int start_key_agreement(mrc_qp& qp, uint32_t peer, const ibv_qp_attr& v) {
   Nic& nic = *qp.context->nic;
   if (!qp.qp->secure()) return 0;
-  const auto started = nic.device->agree_keys(*qp.qp, nic.key, peer, Qpn(v.dest_qp_num),
-                                              "the peer at " + gid_text(v.ah_attr.grh.dgid.raw));
+  const auto started = nic.shard(qp.placed.shard)
+                           .agree_keys(*qp.qp, nic.key, peer, Qpn(v.dest_qp_num),
+                                       "the peer at " + gid_text(v.ah_attr.grh.dgid.raw));
   if (started.ok()) return 0;
   std::fprintf(stderr, "mrc: modify_qp(RTR): %s\n", started.error().message.c_str());
   qp.qp->to_reset();  // back to INIT, where the failed call found it
@@ -246,14 +246,14 @@ int transition(mrc_qp& qp, ibv_qp_state to, const ibv_qp_attr* v, int mask) {
   if (to == IBV_QPS_ERR || to == IBV_QPS_RESET) {
     if (to == IBV_QPS_ERR) qp.qp->to_error();
     if (to == IBV_QPS_RESET) qp.qp->to_reset();
-    qp.context->nic->device->forget_keys(qp.qp->qpn());  // an agreement under way ends
+    qp.context->nic->shard(qp.placed.shard).forget_keys(qp.qp->qpn());  // an agreement ends
   } else if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) {
     if (!qp.qp->to_init().ok()) return EINVAL;
   } else if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
     constexpr int kNeeded = IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
     if ((mask & kNeeded) != kNeeded) return EINVAL;
     uint32_t peer = 0;
-    if (int e = resolve_peer(qp, v->ah_attr, peer)) return e;
+    if (int e = resolve_peer(qp, v->ah_attr, Qpn(v->dest_qp_num), peer)) return e;
     RtrAttributes rtr{Qpn(v->dest_qp_num), Psn(v->rq_psn), peer};
     if (!qp.qp->to_rtr(rtr).ok()) return EINVAL;
     if (int e = start_key_agreement(qp, peer, *v)) return e;
@@ -302,12 +302,36 @@ int modify_locked(mrc_qp& qp, ibv_qp_attr* v, int vmask, mrc_qp_attr* m, int mma
   return 0;
 }
 
+// What the host creates for mrc_create_qp (host/queue_pairs.h): the capabilities asked for, the
+// entry's path policy and an equal share of EVs per plane; the datapath fills in the rest. The
+// shard is the host's next in turn (placement under every shard's lock: calls may race); a
+// secure device's QPs agree their keys in band, at RTR.
+host::QpSpec qp_spec(Nic& nic, const SoftPd& pd, const mrc_qp_init_attr& attr) {
+  const ibv_qp_cap& cap = attr.cap;
+  host::QpSpec spec;
+  QpConfig& config = spec.config;
+  config.max_send_wr = cap.max_send_wr;
+  config.max_recv_wr = std::max<uint32_t>(cap.max_recv_wr, 1);
+  config.max_sge = std::max<uint32_t>({cap.max_send_sge, cap.max_recv_sge, 1});
+  config.path_policy = nic.spec->path_policy;
+  const auto planes = static_cast<uint16_t>(nic.spec->planes.size());
+  config.ev_count = static_cast<uint16_t>(config.ev_count / planes * planes);
+  spec.pd = pd.engine_pd;
+  spec.send_cq = [cq = attr.send_cq](uint32_t s) { return cq->queues[s]; };
+  spec.recv_cq = [cq = attr.recv_cq](uint32_t s) { return cq->queues[s]; };
+  spec.secure = nic.spec->host.context.secure;
+  spec.keys_in_band = true;
+  auto locks = nic.lock_all();
+  spec.shard = nic.host->place_qp();
+  return spec;
+}
+
 int post_error(PostError e) {
   return e == PostError::kQueueFull ? ENOMEM : EINVAL;
 }
 
-// Registers the QP's inline staging ring with the engine, under the Nic's mutex (none without
-// inline data); `inline_data` is what was asked, at most kMaxInlineData.
+// Registers the QP's inline staging ring with the host (in every shard, as every region; none
+// without inline data); `inline_data` is what was asked, at most kMaxInlineData.
 int make_staging(Nic& nic, const SoftPd& pd, mrc_qp& qp, uint32_t inline_data) {
   if (inline_data == 0) return 0;
   const uint32_t slot = (inline_data + kInlineSlotAlign - 1) / kInlineSlotAlign * kInlineSlotAlign;
@@ -315,8 +339,7 @@ int make_staging(Nic& nic, const SoftPd& pd, mrc_qp& qp, uint32_t inline_data) {
   const size_t bytes = static_cast<size_t>(slot) * slots;
   qp.staging.reset(new (std::nothrow) uint8_t[bytes]);
   if (!qp.staging) return ENOMEM;
-  auto r = nic.host->endpoint().memory().register_region(pd.engine_pd, qp.staging.get(), bytes,
-                                                         kAccessLocalWrite);
+  auto r = nic.host->register_region(pd.engine_pd, qp.staging.get(), bytes, kAccessLocalWrite);
   if (!r.ok()) return ENOMEM;
   qp.staging_lkey = r.value().lkey;
   qp.max_inline = slot;
@@ -340,7 +363,7 @@ int stage_inline(mrc_qp& qp, const ibv_send_wr& wr, Sge& sge) {
   return 0;
 }
 
-// One work request, under the Nic's mutex.
+// One work request, holding the QP's shard lock.
 int post_one(mrc_qp& qp, const ibv_send_wr& wr) {
   if (wr.opcode != IBV_WR_RDMA_WRITE && wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM) return EINVAL;
   if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > qp.init.cap.max_send_sge ||
@@ -391,40 +414,25 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
       cap.max_inline_data > kMaxInlineData)
     return fail<mrc_qp*>(EINVAL, nullptr);
   Nic& nic = *mrc_ctx->nic;
-  QpConfig config;
-  config.max_send_wr = cap.max_send_wr;
-  config.max_recv_wr = std::max<uint32_t>(cap.max_recv_wr, 1);
-  config.max_sge = std::max<uint32_t>({cap.max_send_sge, cap.max_recv_sge, 1});
-  const auto planes = static_cast<uint16_t>(nic.spec->planes.size());
-  nic.device->configure(config, nic.spec->host.context.secure);
-  config.security.mode = nic.spec->host.context.secure;
-  config.security.keys_later = nic.spec->host.context.secure != SecureMode::kOff;  // agreed at RTR
-  config.path_policy = nic.spec->path_policy;
-  config.ev_count =
-      static_cast<uint16_t>(config.ev_count / planes * planes);  // an equal share per plane
   auto qp = std::make_unique<mrc_qp>();
   qp->init.cap.max_send_wr = cap.max_send_wr;
-  std::lock_guard lock(nic.mutex);
-  if (int e = make_staging(nic, *pd, *qp, cap.max_inline_data)) {
-    if (qp->staging_lkey != 0) (void)nic.host->endpoint().memory().deregister(qp->staging_lkey);
-    return fail<mrc_qp*>(e, nullptr);
+  if (int e = make_staging(nic, *pd, *qp, cap.max_inline_data)) return fail<mrc_qp*>(e, nullptr);
+  auto placed = host::create_qp(*nic.host, qp_spec(nic, *pd, *attr));
+  if (!placed.ok()) {
+    if (qp->staging_lkey != 0) (void)nic.host->deregister(qp->staging_lkey);
+    const bool full = placed.error().code == Errc::kResourceExhausted;
+    if (!full) std::fprintf(stderr, "mrc: create_qp: %s\n", placed.error().message.c_str());
+    return fail<mrc_qp*>(full ? ENOMEM : EINVAL, nullptr);
   }
-  auto created = nic.host->endpoint().create_qp(config, pd->engine_pd, attr->send_cq->queue,
-                                                attr->recv_cq->queue);
-  if (!created.ok()) {
-    if (qp->staging_lkey != 0) (void)nic.host->endpoint().memory().deregister(qp->staging_lkey);
-    if (created.error() == QpError::kBadConfig)
-      std::fprintf(stderr, "mrc: create_qp: %s\n",
-                   config.validate(static_cast<int>(planes)).error().message.c_str());
-    return fail<mrc_qp*>(created.error() == QpError::kTooManyQps ? ENOMEM : EINVAL, nullptr);
-  }
-  cap.max_recv_wr = config.max_recv_wr;
-  cap.max_send_sge = cap.max_recv_sge = config.max_sge;
+  auto locks = nic.lock_all();
+  qp->placed = placed.value();
+  qp->qp = qp->placed.qp;
+  qp->config = qp->qp->config();  // as the datapath completed it
+  cap.max_recv_wr = qp->config.max_recv_wr;
+  cap.max_send_sge = cap.max_recv_sge = qp->config.max_sge;
   cap.max_inline_data = qp->max_inline;
   qp->context = mrc_ctx;
-  qp->qp = created.value();
   qp->init = *attr;
-  qp->config = config;
   init_verbs_view(*qp, *attr);
   ++attr->send_cq->qps;
   ++attr->recv_cq->qps;
@@ -437,21 +445,21 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
 int mrc_destroy_qp(mrc_qp* qp) {
   if (!valid(qp)) return fail(EINVAL, -1);
   mrc_context* c = qp->context;
+  Nic& nic = *c->nic;
   {
-    std::lock_guard lock(c->nic->mutex);
-    c->nic->device->forget_keys(qp->qp->qpn());
-    MRC_ASSERT(c->nic->host->endpoint().destroy_qp(qp->qp->qpn()).ok());  // valid(qp): it exists
+    auto locks = nic.lock_all();  // out of every list before its shard's rounds stop seeing it
     --qp->init.send_cq->qps;
     --qp->init.recv_cq->qps;
     --soft_pd(qp->init.pd)->users;
     if (qp->mattr.qp_hint != nullptr) --qp->mattr.qp_hint->qps;
-    if (qp->has_ev_profile) --c->nic->ev_profiles[qp->ev_profile].qps;
-    if (qp->has_cc_profile) --c->nic->cc_profiles[qp->cc_profile].qps;
+    if (qp->has_ev_profile) --nic.ev_profiles[qp->ev_profile].qps;
+    if (qp->has_cc_profile) --nic.cc_profiles[qp->cc_profile].qps;
     --c->qps;
     c->qp_list.erase(std::remove(c->qp_list.begin(), c->qp_list.end(), qp), c->qp_list.end());
-    if (qp->staging_lkey != 0) (void)c->nic->host->endpoint().memory().deregister(qp->staging_lkey);
     qp->magic = kDead;
   }
+  host::destroy_qp(*nic.host, qp->placed);  // an agreement under way ends with it
+  if (qp->staging_lkey != 0) (void)nic.host->deregister(qp->staging_lkey);
   pthread_mutex_destroy(&qp->verbs_view.mutex);
   pthread_cond_destroy(&qp->verbs_view.cond);
   delete qp;
@@ -461,12 +469,13 @@ int mrc_destroy_qp(mrc_qp* qp) {
 int mrc_modify_qp(mrc_qp* qp, ibv_qp_attr* vattr, int vattr_mask, mrc_qp_attr* mrc_attr,
                   int mrc_attr_mask) {
   if (!valid(qp)) return fail(EINVAL, -1);
+  Nic& nic = *qp->context->nic;
   int e = 0;
   {
-    std::lock_guard lock(qp->context->nic->mutex);
+    auto locks = nic.lock_all();
     e = modify_locked(*qp, vattr, vattr_mask, mrc_attr, mrc_attr_mask);
   }
-  qp->context->nic->host->wake();
+  nic.shard(qp->placed.shard).wake();
   return e == 0 ? 0 : fail(e, -1);
 }
 
@@ -475,7 +484,7 @@ int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* vattr, int vattr_mask, mrc_qp_attr* mr
   (void)vattr_mask;
   (void)mrc_attr_mask;  // everything is cheap to fill: all fields are returned
   if (!valid(qp)) return fail(EINVAL, -1);
-  std::lock_guard lock(qp->context->nic->mutex);
+  auto locks = qp->context->nic->lock_all();
   qp->state = engine_state(*qp);
   if (vattr != nullptr) {
     *vattr = qp->vattr;
@@ -519,10 +528,11 @@ int mrc_post_send(mrc_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   }
   int e = 0;
   {
-    std::lock_guard lock(qp->context->nic->mutex);
+    io::Device& device = qp->context->nic->shard(qp->placed.shard);
+    std::lock_guard lock(device.lock());
     ibv_send_wr* const first = wr;
     for (; wr != nullptr && e == 0; wr = e == 0 ? wr->next : wr) e = post_one(*qp, *wr);
-    if (wr != first) qp->context->nic->device->post_done();  // sends now if the thread sleeps
+    if (wr != first) device.post_done();  // sends now if the thread sleeps
   }
   if (e == 0) return 0;
   if (bad_wr != nullptr) *bad_wr = wr;
@@ -535,7 +545,7 @@ int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     if (bad_wr != nullptr) *bad_wr = wr;
     return fail(EINVAL, -1);
   }
-  std::lock_guard lock(qp->context->nic->mutex);
+  std::lock_guard lock(qp->context->nic->shard(qp->placed.shard).lock());
   for (; wr != nullptr; wr = wr->next) {
     int e = 0;
     if (wr->num_sge < 0 ||

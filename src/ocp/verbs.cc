@@ -166,7 +166,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
   fill_context_ops(c.ops);
   fill_refused_ops(c.ops, soft->vctx);
   fill_qp_ops(c.ops);
-  std::lock_guard lock(nic->mutex);
+  auto locks = nic->lock_all();
   nic->verbs_contexts.push_back(soft);
   return &c;
 }
@@ -179,7 +179,7 @@ int ibv_close_device(ibv_context* context) {
   }
   if (close_verbs_qps(*soft) != 0) return fail(EBUSY, -1);  // verbs RC QPs or their CQs left
   {
-    std::lock_guard lock(soft->nic->mutex);
+    auto locks = soft->nic->lock_all();
     if (soft->pds > 0 || soft->mrc_contexts > 0 || soft->cqs > 0 || soft->channels > 0)
       return fail(EBUSY, -1);
     soft->magic = kDead;

@@ -50,10 +50,12 @@ int poll_cq(ibv_cq* handle, int num_entries, ibv_wc* wc) {
   mrc_cq* backing = cq->backing.load(std::memory_order_acquire);
   if (backing == nullptr || done == num_entries) return done;
   // Empty: a round of the datapath beside the progress thread, which keeps running, since a
-  // verbs program may next wait without calling in (ib_write_lat spins on its buffer).
-  if (backing->ready.load(std::memory_order_acquire) == 0) {
-    cq->owner->nic->device->assist();
-    if (backing->ready.load(std::memory_order_acquire) == 0) return done;
+  // verbs program may next wait without calling in (ib_write_lat spins on its buffer). With
+  // several shards their threads run the rounds (as for mrc_poll_cq).
+  if (!backing->any_ready()) {
+    Nic& nic = *cq->owner->nic;
+    if (nic.shards() == 1) nic.shard(0).assist();
+    if (!backing->any_ready()) return done;
   }
   return done + poll_completions(*backing, num_entries - done, wc + done);
 }
@@ -68,7 +70,7 @@ int req_notify_cq(ibv_cq* handle, int solicited_only) {
   // Completions already waiting are announced now; later ones of the backing CQ when it turns
   // non-empty (Nic::on_completions -> SoftCq::notify).
   mrc_cq* backing = cq->backing.load(std::memory_order_acquire);
-  if (!cq->entries.empty() || (backing != nullptr && backing->ready.load() > 0)) signal_locked(*cq);
+  if (!cq->entries.empty() || (backing != nullptr && backing->any_ready())) signal_locked(*cq);
   return 0;
 }
 
@@ -134,7 +136,7 @@ ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
   ch->channel.context = context;
   ch->channel.fd = fds[0];
   ch->write_fd = fds[1];
-  std::lock_guard lock(soft->nic->mutex);
+  auto locks = soft->nic->lock_all();
   ++soft->channels;
   return &ch->channel;
 }
@@ -146,7 +148,7 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
     return next != nullptr ? next(channel) : EINVAL;
   }
   {
-    std::lock_guard lock(ch->owner->nic->mutex);
+    auto locks = ch->owner->nic->lock_all();
     if (ch->cqs > 0) return fail(EBUSY, EBUSY);
     --ch->owner->channels;
     ch->magic = kDead;
@@ -181,7 +183,7 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
   cq->cq.cqe = cqe;
   pthread_mutex_init(&cq->cq.mutex, nullptr);
   pthread_cond_init(&cq->cq.cond, nullptr);
-  std::lock_guard lock(soft->nic->mutex);
+  auto locks = soft->nic->lock_all();
   ++soft->cqs;
   if (ch != nullptr) ++ch->cqs;
   return &cq->cq;
@@ -194,15 +196,16 @@ int ibv_destroy_cq(ibv_cq* handle) {
     return next != nullptr ? next(handle) : EINVAL;
   }
   {
-    std::lock_guard nic_lock(cq->owner->nic->mutex);
+    auto locks = cq->owner->nic->lock_all();
     std::lock_guard lock(cq->mutex);
     if (cq->users > 0 || cq->events_delivered != cq->events_acked) return fail(EBUSY, EBUSY);
   }
-  // No verbs QP reports into it any more: its backing CQ goes first (it takes Nic::mutex).
+  // No verbs QP reports into it any more: its backing CQ goes first (it takes every shard's
+  // lock).
   if (mrc_cq* backing = cq->backing.exchange(nullptr); backing != nullptr)
     if (mrc_destroy_cq(backing) != 0) return fail(EBUSY, EBUSY);
   {
-    std::lock_guard nic_lock(cq->owner->nic->mutex);
+    auto locks = cq->owner->nic->lock_all();
     std::lock_guard lock(cq->mutex);
     if (cq->channel != nullptr) --cq->channel->cqs;
     --cq->owner->cqs;

@@ -1,6 +1,7 @@
-// Protection domains and memory regions of the software verbs device, registered in the
-// engine's MemoryRegionTable (so the keys an application exchanges are the keys every data
-// packet carries); DMA-BUF and re-registration refused; ibv_wc_status_str.
+// Protection domains and memory regions of the software verbs device, made by the host in every
+// shard's engine MemoryRegionTable alike (host/host.h: the same ids and keys everywhere, so the
+// keys an application exchanges are the keys every data packet carries, whichever shard its QP
+// is in); DMA-BUF and re-registration refused; ibv_wc_status_str.
 #include <dlfcn.h>
 
 #include <cerrno>
@@ -22,15 +23,9 @@ std::string hex(unsigned v) {
   return text;
 }
 
-int errno_of(MrError e) {
-  switch (e) {
-    case MrError::kTableFull:
-      return ENOMEM;
-    case MrError::kNullAddress:
-      return EFAULT;
-    default:
-      return EINVAL;
-  }
+// The host's error of a registration (core/verb_errors.cc: an MrError's code) as verbs says it.
+int errno_of(const Error& e) {
+  return e.code == Errc::kResourceExhausted ? ENOMEM : EINVAL;  // ENOMEM: the table is full
 }
 
 ibv_mr* register_region(SoftPd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
@@ -54,11 +49,11 @@ ibv_mr* register_region(SoftPd* pd, void* addr, size_t length, uint64_t iova, un
   if (access & IBV_ACCESS_LOCAL_WRITE) engine_access |= kAccessLocalWrite;
   if (access & IBV_ACCESS_REMOTE_WRITE) engine_access |= kAccessRemoteWrite;
   if (access & IBV_ACCESS_REMOTE_READ) engine_access |= kAccessRemoteRead;
+  if (addr == nullptr && length > 0) return fail<ibv_mr*>(EFAULT, nullptr);
   Nic* nic = pd->owner->nic;
-  std::lock_guard lock(nic->mutex);
-  auto r =
-      nic->host->endpoint().memory().register_region(pd->engine_pd, addr, length, engine_access);
+  auto r = nic->host->register_region(pd->engine_pd, addr, length, engine_access);
   if (!r.ok()) return fail<ibv_mr*>(errno_of(r.error()), nullptr);
+  auto locks = nic->lock_all();
   auto* mr = new SoftMr();
   std::memset(&mr->mr, 0, sizeof mr->mr);
   mr->pd = pd;
@@ -94,8 +89,8 @@ ibv_pd* ibv_alloc_pd(ibv_context* context) {
   auto* pd = new SoftPd();
   pd->owner = soft;
   pd->pd.context = context;
-  std::lock_guard lock(soft->nic->mutex);
-  pd->engine_pd = soft->nic->host->endpoint().memory().alloc_pd();
+  pd->engine_pd = soft->nic->host->alloc_pd();
+  auto locks = soft->nic->lock_all();
   pd->pd.handle = pd->engine_pd;
   ++soft->pds;
   return &pd->pd;
@@ -109,9 +104,12 @@ int ibv_dealloc_pd(ibv_pd* pd) {
   }
   Nic* nic = soft->owner->nic;
   {
-    std::lock_guard lock(nic->mutex);
-    if (soft->users > 0 || !nic->host->endpoint().memory().dealloc_pd(soft->engine_pd))
-      return EBUSY;
+    auto locks = nic->lock_all();
+    if (soft->users > 0) return EBUSY;
+  }
+  if (!nic->host->dealloc_pd(soft->engine_pd)) return EBUSY;
+  {
+    auto locks = nic->lock_all();
     --soft->owner->pds;
     soft->magic = kDead;
   }
@@ -154,9 +152,9 @@ int ibv_dereg_mr(ibv_mr* mr) {
     return next != nullptr ? next(mr) : EINVAL;
   }
   Nic* nic = soft->pd->owner->nic;
+  if (!nic->host->deregister(mr->lkey).ok()) return EINVAL;
   {
-    std::lock_guard lock(nic->mutex);
-    if (!nic->host->endpoint().memory().deregister(mr->lkey).ok()) return EINVAL;
+    auto locks = nic->lock_all();
     --soft->pd->users;
     soft->magic = kDead;
   }

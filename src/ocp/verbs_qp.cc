@@ -55,7 +55,7 @@ mrc_cq* backing_of(SoftCq& cq, mrc_context* mrc) {
   b = mrc_create_cq(mrc, static_cast<int>(cq.capacity), nullptr, nullptr, 0);
   if (b == nullptr) return nullptr;
   {
-    std::lock_guard nic_lock(cq.owner->nic->mutex);
+    auto locks = cq.owner->nic->lock_all();  // every shard's round reads it
     b->verbs_cq = &cq;
   }
   cq.backing.store(b, std::memory_order_release);
@@ -196,7 +196,7 @@ ibv_qp* verbs_create_qp(SoftPd& pd, ibv_qp_init_attr* attr) {
   s->cap = init.cap;  // as granted, inline data rounded up to a staging slot
   attr->cap = s->cap;
   fill_handle(*s, pd, *attr);
-  std::lock_guard lock(pd.owner->nic->mutex);
+  auto locks = pd.owner->nic->lock_all();
   ++send->users;
   ++recv->users;
   return &s->qp;
@@ -232,7 +232,7 @@ int verbs_query_qp(SoftQp& qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* in
 int verbs_destroy_qp(SoftQp& qp) {
   release(&qp);
   {
-    std::lock_guard lock(qp.pd->owner->nic->mutex);
+    auto locks = qp.pd->owner->nic->lock_all();
     --qp.send_cq->users;
     --qp.recv_cq->users;
   }

@@ -80,8 +80,7 @@ TEST(OcpDeviceConfig, BusyPollIsOptInAndBounded) {
 }
 
 // A device's host settings are the table every front door shares (host/options.h): interface
-// names and prefixes as planes, metrics-port=, gso=, drop=, the older names ev-ports= and srv6=;
-// a setting the OCP devices do not take (threads=) is refused listing those they do.
+// names and prefixes as planes, metrics-port=, gso=, drop=, the older names ev-ports= and srv6=.
 TEST(OcpDeviceConfig, TakesTheHostSettingsEveryFrontDoorShares) {
   const DeviceConfig c = parse_device_config(
       "mrc0 planes=lo,127.0.0.0/8 metrics-port=9466 metrics-bind=127.0.0.1 gso=off drop=0.01 "
@@ -98,10 +97,36 @@ TEST(OcpDeviceConfig, TakesTheHostSettingsEveryFrontDoorShares) {
   EXPECT_DOUBLE_EQ(d.host.context.impairment.drop, 0.01);
   EXPECT_EQ(d.host.context.ev_port_base, 30100);
   const std::pair<const char*, const char*> bad[] = {
-      {"mrc0 planes=127.0.0.1 threads=2", "not one this front door takes"},
       {"mrc0 planes=127.0.0.1 metrics-port=70000", "metrics-port=70000 is not a TCP port"},
       {"mrc0 planes=no-such-if0", "'no-such-if0' is no address"},
       {"mrc0 planes=127.0.0.1 ev-ports=1 ev-port-base=2", "ev-port-base="},
+  };
+  for (const auto& [text, why] : bad) {
+    const DeviceConfig e = parse_device_config(text, "MRC_DEVICES");
+    EXPECT_NE(e.error.find(why), std::string::npos) << text << ": " << e.error;
+    EXPECT_TRUE(e.devices.empty()) << text;
+  }
+}
+
+// threads= (a device's engine threads) with the range and port checks every front door has; a
+// peer entry says its device's, so that its QPs of every shard can be reached.
+TEST(OcpDeviceConfig, ThreadsForDevicesAndPeers) {
+  const DeviceConfig c = parse_device_config(
+      "mrc0 planes=127.0.0.1 threads=4; mrc1 planes=127.0.0.2; peer planes=10.0.0.1 threads=2",
+      "test");
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  ASSERT_EQ(c.devices.size(), 2u);
+  EXPECT_EQ(c.devices[0].host.context.threads, 4u);
+  EXPECT_EQ(c.devices[1].host.context.threads, 1u);  // the default: one engine thread
+  ASSERT_EQ(c.peers.size(), 1u);
+  EXPECT_EQ(c.peers[0].host.context.threads, 2u);
+  const std::pair<const char*, const char*> bad[] = {
+      {"mrc0 planes=127.0.0.1 threads=0", "threads=0 is not a number of engine threads (1..16)"},
+      {"mrc0 planes=127.0.0.1 threads=17", "threads=17 is not"},
+      {"mrc0 planes=127.0.0.1 threads=two", "threads=two is not"},
+      {"mrc0 planes=127.0.0.1 port=65535 threads=2", "65535"},
+      {"mrc0 planes=127.0.0.1 threads=2 threads=2", "'threads=' is given twice"},
+      {"peer planes=10.0.0.1 threads=0", "threads=0 is not"},
   };
   for (const auto& [text, why] : bad) {
     const DeviceConfig e = parse_device_config(text, "MRC_DEVICES");
