@@ -153,6 +153,14 @@ void Host::start_threads(uint32_t first) {
   for (uint32_t s = first; s < size(); ++s) shards_[s]->start_thread();
 }
 
+void Host::stop_threads() {
+  for (auto& shard : shards_) shard->stop_thread();
+}
+
+Host::~Host() {
+  stop_threads();
+}
+
 void Host::with_all_locked(const std::function<void()>& fn) {
   std::vector<std::unique_lock<std::mutex>> locks;
   locks.reserve(shards_.size());

@@ -40,6 +40,9 @@ class Host {
   // Opens `threads` shards (1..kMaxDeviceThreads); the error names the shard that failed and
   // why, and what to change. `first_lock`: the lock shard 0 runs under, if the owner guards its
   // own objects with it (the OCP device); null: shard 0's own.
+  // Stops every shard's thread before any shard closes: a round's hooks may touch another shard
+  // (a completion waking shard 0, an owner's hook reading shard 0's planes).
+  ~Host();
   static Result<std::unique_ptr<Host>, Error> open(const DeviceConfig& config, uint32_t threads,
                                                    std::mutex* first_lock = nullptr);
   // What shard `s` of a group opened with `config` is opened with: its ports and its seed.
@@ -74,6 +77,9 @@ class Host {
   void on_round(const std::function<void(uint32_t)>& round);
   // Starts the progress threads of shards `first`.. (1: shard 0 is driven by its owner).
   void start_threads(uint32_t first);
+  // Stops every shard's progress thread (Device::stop_thread): after it, no hook runs. For an
+  // owner whose hooks reach the host through a pointer it is about to clear.
+  void stop_threads();
   // Runs `fn` holding every shard's lock, taken in shard order (the one order, so no deadlock).
   void with_all_locked(const std::function<void()>& fn);
 

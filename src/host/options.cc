@@ -180,9 +180,9 @@ const Setting kSettings[] = {
     {"pcap", "PATH",
      "write every datagram sent and received to this pcap file (%p: the process id; read it "
      "with mrc decode, tshark; default: no capture)",
-     kDoorFlag | kDoorProvider | kDoorTorch, parse_pcap},
+     kTextDoors, parse_pcap},
     {"pcap-max-mib", "MIB", "stop capturing after this many MiB (1..1048576; default 256)",
-     kDoorFlag | kDoorProvider | kDoorTorch, parse_pcap_max_mib},
+     kTextDoors, parse_pcap_max_mib},
 };
 
 // This host's first IPv4 address (in getifaddrs order) that `wanted` takes, given the

@@ -47,6 +47,10 @@ Result<std::unique_ptr<Device>, Error> Device::open(const DeviceConfig& config,
 }
 
 Device::~Device() {
+  stop_thread();
+}
+
+void Device::stop_thread() {
   stopping_.store(true);
   host_->wake();
   // Destroyed on its own thread (exit handlers run where a signal landed): that thread cannot be

@@ -132,8 +132,11 @@ class Device final : private CompletionNotifier {
     key_failed_ = std::move(failed);
   }
 
-  // Runs progress on a thread of its own until the device is destroyed.
+  // Runs progress on a thread of its own until stop_thread() or the device is destroyed.
   void start_thread();
+  // Ends the progress thread (if any) after its round and waits for it (unless called on it):
+  // no hook of the device runs after it returns. Once stopped, it is not started again.
+  void stop_thread();
   // Whether the calling thread is some device's progress thread (for exit paths, which must not
   // join the thread they run on, nor wait for a lock it may hold).
   static bool on_progress_thread();

@@ -66,6 +66,12 @@ bool PcapWriter::write(uint64_t unix_ns, const UdpAddresses& a, std::span<const 
   }
   bytes_ += wire::kPcapRecordHeaderBytes + length;
   ++records_;
+  // On disk at least every kFlushInterval of capture time, so the file can be read while the
+  // program runs (as tcpdump -U's), without a system call per datagram.
+  if (unix_ns - flushed_ns_ >= kFlushIntervalNs) {
+    std::fflush(file_);
+    flushed_ns_ = unix_ns;
+  }
   return true;
 }
 

@@ -35,7 +35,9 @@ class PcapWriter {
   PcapWriter& operator=(const PcapWriter&) = delete;
 
   // Appends one datagram at `unix_ns` (nanoseconds since the Unix epoch). False once the
-  // budget is spent (the datagram is not written) or after a write error. Any thread.
+  // budget is spent (the datagram is not written) or after a write error. Any thread. What is
+  // written reaches the file at least every 100 ms of capture time (the first datagram at once),
+  // and all of it when the writer closes.
   bool write(uint64_t unix_ns, const UdpAddresses& addresses, std::span<const uint8_t> datagram);
   uint64_t records() const;
   uint64_t dropped() const;  // datagrams not written: past the budget, or after a write error
@@ -50,6 +52,8 @@ class PcapWriter {
   uint64_t records_ = 0;
   uint64_t dropped_ = 0;
   uint16_t ip_id_ = 0;
+  static constexpr uint64_t kFlushIntervalNs = 100'000'000;
+  uint64_t flushed_ns_ = 0;  // capture time of the last flush (0: none yet, so the first flushes)
 };
 
 // Reads the capture file at `path` (pcap or pcapng) for wire::PcapReader.

@@ -11,18 +11,17 @@
 //   peer planes=<ip>[,<ip>...] [port=<udp port>] [threads=<its device's threads=>]
 // A device's host settings are the table every front door of mrc shares (host/options.h):
 // port=, ev-port-base= (also ev-ports=), backend=, gso=, srv6-paths= (also srv6=),
-// busy-poll-us=, threads=, secure= with key-file=, drop=, metrics-port=, metrics-bind=; planes=
-// also takes interface names and IPv4 prefixes. path-policy= (p2c, rules, oblivious, reps, health,
-// hedge) is the path policy of the device's QPs. threads= (1..16) runs the device on that many
-// engine threads (host/host.h shards): shard s listens on port= + s, so a peer entry of a host
-// whose device runs several says threads= too (a QP's number tells its shard).
-// A peer's planes and port are its shard 0's.
-// srv6= puts the device in SRv6 uSID path mode (wire/srv6.h): its planes are IPv6 locators and each
-// EV's packets go to the container of its path; a peer's GID is its locator.
-// Each key at most once per entry. '#' starts a comment. Device names are what
-// ibv_get_device_list() shows; port k of a device (1-based) is its plane k. A peer is found by any
-// of its plane addresses: local devices are peers too, so two processes on one host just use two
-// devices of one configuration.
+// busy-poll-us=, threads=, secure= with key-file=, drop=, metrics-port=, metrics-bind=, pcap=,
+// pcap-max-mib=; planes= also takes interface names and IPv4 prefixes. path-policy= (p2c, rules,
+// oblivious, reps, health, hedge) is the path policy of the device's QPs. threads= (1..16) runs the
+// device on that many engine threads (host/host.h shards): shard s listens on port= + s, so a peer
+// entry of a host whose device runs several says threads= too (a QP's number tells its shard). A
+// peer's planes and port are its shard 0's. srv6= puts the device in SRv6 uSID path mode
+// (wire/srv6.h): its planes are IPv6 locators and each EV's packets go to the container of its
+// path; a peer's GID is its locator. Each key at most once per entry. '#' starts a comment. Device
+// names are what ibv_get_device_list() shows; port k of a device (1-based) is its plane k. A peer
+// is found by any of its plane addresses: local devices are peers too, so two processes on one host
+// just use two devices of one configuration.
 #pragma once
 
 #include <cstdint>

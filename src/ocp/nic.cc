@@ -50,6 +50,15 @@ Result<std::unique_ptr<host::Host>, Error> open_host(const DeviceSpec& spec, std
   return host::Host::open(dc.value(), o.context.threads, &lock);
 }
 
+// pcap=: every datagram the device's shards send and receive, in one capture file.
+Result<Ok, Error> start_capture(Nic& nic) {
+  const ContextOptions& c = nic.spec->host.context;
+  if (c.pcap.empty()) return Ok{};
+  auto captured = nic.host->capture(c.pcap, c.pcap_max_mib << 20);
+  if (!captured.ok()) return fail(captured.error(), "pcap=: ");
+  return Ok{};
+}
+
 // metrics-port=: the device's Prometheus metrics, rendered at each scrape holding every shard's
 // lock.
 Result<Ok, Error> serve_metrics(Nic& nic) {
@@ -236,6 +245,10 @@ Nic* nic_open(int index) {
     say_open_failed(index, served.error().message);
     return fail<Nic*>(to_errno(served.error().code), nullptr);
   }
+  if (auto captured = start_capture(*nic); !captured.ok()) {
+    say_open_failed(index, captured.error().message);
+    return fail<Nic*>(to_errno(captured.error().code), nullptr);
+  }
   start(*nic);
   const char* serve = std::getenv("MRC_CTL_SOCKET");
   if (serve == nullptr || std::strcmp(serve, "off") != 0) nic->ctl_server = CtlServer::start(*nic);
@@ -267,7 +280,10 @@ void nic_close(Nic* nic) {
   }
   if (!doomed) return;
   doomed->ctl_server.reset();  // no controller request in flight past this point
-  doomed->host.reset();        // stops the progress threads
+  // The threads stop while `host` still points at the host: their last round's hooks read it
+  // (reset() clears the pointer before the host's destructor would stop them).
+  doomed->host->stop_threads();
+  doomed->host.reset();
 }
 
 bool port_gid(const DeviceSpec& spec, int port, int index, ibv_gid* gid, ibv_gid_type* type) {

@@ -7,9 +7,14 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -433,3 +438,23 @@ TEST(OcpThreadsSrv6, Srv6AndStevFormatsNeedOneThread) {
 }
 
 }  // namespace
+
+// pcap= (mrc0's entry, "%p": this process): the device's datagrams go to a capture file, which
+// the writer puts on disk as they come (the first at once), so it is readable while it runs.
+TEST_F(OcpThreads, PcapEntryCapturesTheDevicesDatagrams) {
+  post_recvs(b_, 1);
+  post_write(a_, 0, b_, 0, 0, true);
+  drain(b_.recv_cq, 1, [](const ibv_wc&) {});
+  drain(a_.send_cq, 1, [](const ibv_wc&) {});
+  const char* dir = std::getenv("MRC_TEST_PCAP_DIR");
+  ASSERT_NE(dir, nullptr) << "MRC_TEST_PCAP_DIR (the ctest environment) not set";
+  const std::string path = std::string(dir) + "/ocp-threads-" + std::to_string(getpid()) + ".pcap";
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in.good()) << "no capture at " << path;
+  const std::vector<unsigned char> bytes{std::istreambuf_iterator<char>(in), {}};
+  ASSERT_GE(bytes.size(), 24u + 16u + 28u) << "a pcap header and one UDP record";
+  uint32_t magic = 0;
+  std::memcpy(&magic, bytes.data(), 4);
+  EXPECT_TRUE(magic == 0xA1B2C3D4u || magic == 0xA1B23C4Du) << std::hex << magic;
+  std::remove(path.c_str());  // (the device's writer keeps its open file)
+}
