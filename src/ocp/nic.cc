@@ -282,7 +282,7 @@ void nic_close(Nic* nic) {
   doomed->ctl_server.reset();  // no controller request in flight past this point
   // The threads stop while `host` still points at the host: their last round's hooks read it
   // (reset() clears the pointer before the host's destructor would stop them).
-  doomed->host->stop_threads();
+  if (doomed->host != nullptr) doomed->host->stop_threads();  // (null: a controller-only device)
   doomed->host.reset();
 }
 
