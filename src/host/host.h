@@ -14,6 +14,8 @@
 // The host also serves its Prometheus metrics (host/metrics.h) when asked: rendered at each
 // scrape, holding every shard's lock in turn, so no engine thread does work for a scrape that
 // never comes.
+// And it captures, when asked, every shard's datagrams into one pcap file (capture()). It stops
+// every shard's thread before it closes any shard, since a round's hooks may reach another.
 #pragma once
 
 #include <functional>
