@@ -426,9 +426,11 @@ struct mrc_cq {
   uint32_t ev_dropped = 0;
   uint64_t remote_id = 0;  // an EV event CQ living in the owning process (ctl_remote.h)
   mrc::ocp::SoftCq* verbs_cq = nullptr;  // the verbs CQ this one backs (verbs_qp.cc), if any
+  // Whether a shard's queue has completions waiting: the device's shards only (an empty poll
+  // spins on this, so it reads one counter with one shard, not kMaxDeviceThreads).
   bool any_ready() const {
-    for (const auto& r : ready)
-      if (r.load(std::memory_order_acquire) > 0) return true;
+    for (size_t s = 0; s < queues.size(); ++s)
+      if (ready[s].load(std::memory_order_acquire) > 0) return true;
     return false;
   }
 };
