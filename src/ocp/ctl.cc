@@ -152,7 +152,8 @@ template <typename F>
 void for_each_profile_qp(Nic& nic, uint64_t id, F&& f) {
   for (mrc_context* c : nic.contexts)
     for (mrc_qp* qp : c->qp_list)
-      if ((qp->has_ev_profile ? qp->ev_profile : 0) == id && qp->qp->evs() != nullptr) f(*qp);
+      if ((qp->has_ev_profile ? qp->ev_profile : 0) == id && qp->placed.qp->evs() != nullptr)
+        f(*qp);
 }
 
 // The EV format of a profile's EVs: format profile 0 is the device's own (UDP source ports).
@@ -291,8 +292,8 @@ int ev_modify_state(Nic& nic, uint64_t id, EvProfile& p, const mrc_ctl_ev_op_ent
   std::erase_if(p.evs, [&](const mrc_ctl_ev_op_entry& x) { return same_ev(x.ev, e.ev); });
   if (deny) p.evs.push_back(e);
   for_each_profile_qp(nic, id, [&](mrc_qp& qp) {
-    const uint16_t slot = find_slot(nic, p, qp.placed.shard, *qp.qp->evs(), e.ev);
-    if (slot != EvSet::kNoSlot) qp.qp->evs()->set_denied(slot, deny);
+    const uint16_t slot = find_slot(nic, p, qp.placed.shard, *qp.placed.qp->evs(), e.ev);
+    if (slot != EvSet::kNoSlot) qp.placed.qp->evs()->set_denied(slot, deny);
   });
   return 0;
 }
@@ -326,7 +327,7 @@ int ev_query_state(Nic& nic, const mrc_qp* qp, const EvProfile& p, mrc_ctl_ev_op
     e.state = listed_state(p, e.ev);
     return 0;
   }
-  const EvSet* evs = qp->qp->evs();
+  const EvSet* evs = qp->placed.qp->evs();
   const uint16_t slot = find_slot(nic, p, qp->placed.shard, *evs, e.ev);
   if (slot == EvSet::kNoSlot) return ENOENT;
   e.state = to_ctl(evs->slot(slot).state);
@@ -337,7 +338,7 @@ int ev_query_state(Nic& nic, const mrc_qp* qp, const EvProfile& p, mrc_ctl_ev_op
 // there is one); an AUTO profile's EVs as a connected QP of the profile uses them.
 int ev_query_array(Nic& nic, const mrc_qp* qp, const EvProfile& p, mrc_ctl_ev_profile_attr& a) {
   auto& op = a.ev_op;
-  const EvSet* evs = qp != nullptr ? qp->qp->evs() : nullptr;
+  const EvSet* evs = qp != nullptr ? qp->placed.qp->evs() : nullptr;
   const uint32_t shard = qp != nullptr ? qp->placed.shard : 0;
   const bool exp = has_list(p);
   const int n = exp              ? static_cast<int>(p.list.size())
@@ -713,7 +714,8 @@ void push_ev_event(Nic& nic, uint64_t profile, const mrc_ctl_ev& ev, mrc_ctl_ev_
 void log_watch_event(Nic& nic, const mrc_qp& qp, uint64_t profile, const mrc_ctl_ev& ev,
                      mrc_ctl_ev_state state) {
   if (nic.watch_log.size() >= Nic::kWatchLog) nic.watch_log.pop_front();
-  nic.watch_log.push_back(WatchEvent{++nic.watch_seq, qp.qp->qpn().value, profile, ev, state});
+  nic.watch_log.push_back(
+      WatchEvent{++nic.watch_seq, qp.placed.qp->qpn().value, profile, ev, state});
   if (nic.watch_wake_fd >= 0) {
     const uint64_t one = 1;
     (void)!write(nic.watch_wake_fd, &one, sizeof one);
@@ -722,7 +724,7 @@ void log_watch_event(Nic& nic, const mrc_qp& qp, uint64_t profile, const mrc_ctl
 
 // REQUIRES: the QP's shard lock.
 void scan_qp(Nic& nic, mrc_qp& qp) {
-  const EvSet* evs = qp.qp->evs();
+  const EvSet* evs = qp.placed.qp->evs();
   if (evs == nullptr) return;
   const EvTransitions& t = evs->transitions();
   const uint64_t total = t.to_assumed_bad + t.revived + t.to_denied + t.replaced;
@@ -995,7 +997,7 @@ int ctl_apply_cc_profile(Nic& nic, uint64_t id, QpConfig& config) {
 
 void ctl_qp_connected(Nic& nic, mrc_qp& qp) {
   const uint64_t id = qp.has_ev_profile ? qp.ev_profile : 0;
-  EvSet* evs = qp.qp->evs();
+  EvSet* evs = qp.placed.qp->evs();
   if (evs == nullptr) return;
   const EvProfile& p = id == 0 ? profile0(nic) : nic.ev_profiles[id];
   for (const mrc_ctl_ev_op_entry& e : p.evs) {

@@ -137,9 +137,9 @@ json op_device(Nic& nic) {
   for (mrc_context* c : nic.contexts) {
     qps += static_cast<int>(c->qp_list.size());
     for (const mrc_qp* qp : c->qp_list) {
-      const QpState s = qp->qp->state();
+      const QpState s = qp->placed.qp->state();
       const bool connected = s == QpState::kRtr || s == QpState::kRts;
-      awaiting_keys += connected && qp->qp->awaiting_keys() ? 1 : 0;
+      awaiting_keys += connected && qp->placed.qp->awaiting_keys() ? 1 : 0;
     }
   }
   secure::InbandKeys::Counters offers{};
@@ -232,7 +232,7 @@ json op_ev_profiles(Nic& nic, mrc_context& ctx) {
 // A QP's EVs, each named by the device's source port for it (its shard's ports are offset).
 json qp_evs(const mrc_qp& q) {
   json evs = json::array();
-  const EvSet& set = *q.qp->evs();
+  const EvSet& set = *q.placed.qp->evs();
   const int offset = q.context->nic->ev_port_offset(q.placed.shard);
   for (size_t k = 0; k < set.size(); ++k) {
     const auto i = static_cast<uint16_t>(k);  // an EV set holds at most 65535 slots
@@ -266,14 +266,14 @@ json op_ev_states(Nic& nic, const json& req) {
   for (mrc_context* c : nic.contexts)
     for (mrc_qp* q : c->qp_list) {
       const uint64_t id = q->has_ev_profile ? q->ev_profile : 0;
-      if ((by_profile && id != profile) || (by_qpn && q->qp->qpn().value != qpn)) continue;
-      if (q->qp->evs() == nullptr || qps.size() >= 64)
+      if ((by_profile && id != profile) || (by_qpn && q->placed.qp->qpn().value != qpn)) continue;
+      if (q->placed.qp->evs() == nullptr || qps.size() >= 64)
         continue;  // not connected yet; at most 64 QPs
       uint32_t ip = 0;
       std::memcpy(&ip, q->vattr.ah_attr.grh.dgid.raw + 12, 4);
-      qps.push_back({{"qpn", q->qp->qpn().value},
+      qps.push_back({{"qpn", q->placed.qp->qpn().value},
                      {"profile", id},
-                     {"state", to_string(q->qp->state())},
+                     {"state", to_string(q->placed.qp->state())},
                      {"peer", io::address_text(io::SocketAddress::ipv4(in_addr{ip}, 0))},
                      {"dest_qpn", q->vattr.dest_qp_num},
                      {"evs", qp_evs(*q)}});
@@ -344,12 +344,13 @@ bool probe_dest(Nic& nic, uint64_t qpn, const mrc_ctl_ev& ev, mrc_ctl_ep_req& r)
   auto locks = nic.lock_all();
   for (mrc_context* c : nic.contexts)
     for (mrc_qp* q : c->qp_list) {
-      if ((qpn != 0 && q->qp->qpn().value != qpn) || q->qp->evs() == nullptr) continue;
+      if ((qpn != 0 && q->placed.qp->qpn().value != qpn) || q->placed.qp->evs() == nullptr)
+        continue;
       bool holds = false;  // the EV's port in the QP's shard
       const int port = ev_source_port(ev) + nic.ev_port_offset(q->placed.shard);
-      for (uint16_t i = 0; i < q->qp->evs()->size() && !holds; ++i)
-        holds = static_cast<int>(q->qp->evs()->slot(i).ev.value) == port &&
-                q->qp->evs()->slot(i).plane.value + 1 == ev.port;
+      for (uint16_t i = 0; i < q->placed.qp->evs()->size() && !holds; ++i)
+        holds = static_cast<int>(q->placed.qp->evs()->slot(i).ev.value) == port &&
+                q->placed.qp->evs()->slot(i).plane.value + 1 == ev.port;
       uint32_t ip = 0;
       std::memcpy(&ip, q->vattr.ah_attr.grh.dgid.raw + 12, 4);
       const auto peer = find_peer(device_config(), ip);

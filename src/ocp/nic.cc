@@ -166,8 +166,8 @@ void Nic::after_progress(uint32_t s) {
   }
   for (mrc_context* c : contexts) {
     for (mrc_qp* qp : c->qp_list) {
-      if (qp->placed.shard != s || qp->fatal_reported || qp->qp->state() != QpState::kError ||
-          qp->state == IBV_QPS_ERR)
+      if (qp->placed.shard != s || qp->fatal_reported ||
+          qp->placed.qp->state() != QpState::kError || qp->state == IBV_QPS_ERR)
         continue;
       qp->fatal_reported = true;
       qp->state = IBV_QPS_ERR;

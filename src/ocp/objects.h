@@ -445,8 +445,7 @@ struct mrc_qp_hint {
 struct mrc_qp {
   uint32_t magic = mrc::ocp::kMagicQp;
   mrc_context* context = nullptr;
-  mrc::host::HostQp placed;      // its shard and engine QP (host/queue_pairs.h)
-  mrc::QueuePair* qp = nullptr;  // placed.qp, the name every use reads
+  mrc::host::HostQp placed;  // its shard and engine QP (host/queue_pairs.h)
   mrc_qp_init_attr init{};
   mrc::QpConfig config;  // in force or to be applied at the next transition
   ibv_qp_state state = IBV_QPS_RESET;

@@ -42,7 +42,7 @@ constexpr int kRtsGroup = MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_
 constexpr int kKnownMrc = kInitGroup | kRtrGroup | kRtsGroup | MRC_QP_VENDOR_CFG;
 
 ibv_qp_state engine_state(const mrc_qp& qp) {
-  switch (qp.qp->state()) {
+  switch (qp.placed.qp->state()) {
     case QpState::kReset:
       return IBV_QPS_RESET;
     case QpState::kInit:
@@ -60,19 +60,19 @@ ibv_qp_state engine_state(const mrc_qp& qp) {
 // Hands the staged configuration to the engine if the QP's state still allows it.
 int push_config(mrc_qp& qp, const QpConfig& next) {
   Result<Ok, QpError> r = Ok{};
-  switch (qp.qp->state()) {
+  switch (qp.placed.qp->state()) {
     case QpState::kReset:
     case QpState::kInit:
-      r = qp.qp->set_config(next);
+      r = qp.placed.qp->set_config(next);
       break;
     case QpState::kRtr:
-      r = qp.qp->set_requester_config(next);
+      r = qp.placed.qp->set_requester_config(next);
       break;
     default:
       return EINVAL;
   }
   if (!r.ok()) {
-    std::fprintf(stderr, "mrc: modify_qp: %s\n", qp.qp->config_error().c_str());
+    std::fprintf(stderr, "mrc: modify_qp: %s\n", qp.placed.qp->config_error().c_str());
     return EINVAL;
   }
   qp.config = next;
@@ -230,37 +230,37 @@ int resolve_peer(mrc_qp& qp, const ibv_ah_attr& ah, Qpn peer_qpn, uint32_t& hand
 // sends and accepts nothing until then, and a failed agreement moves it to ERROR.
 int start_key_agreement(mrc_qp& qp, uint32_t peer, const ibv_qp_attr& v) {
   Nic& nic = *qp.context->nic;
-  if (!qp.qp->secure()) return 0;
+  if (!qp.placed.qp->secure()) return 0;
   const auto started = nic.shard(qp.placed.shard)
-                           .agree_keys(*qp.qp, nic.key, peer, Qpn(v.dest_qp_num),
+                           .agree_keys(*qp.placed.qp, nic.key, peer, Qpn(v.dest_qp_num),
                                        "the peer at " + gid_text(v.ah_attr.grh.dgid.raw));
   if (started.ok()) return 0;
   std::fprintf(stderr, "mrc: modify_qp(RTR): %s\n", started.error().message.c_str());
-  qp.qp->to_reset();  // back to INIT, where the failed call found it
-  (void)qp.qp->to_init();
+  qp.placed.qp->to_reset();  // back to INIT, where the failed call found it
+  (void)qp.placed.qp->to_init();
   return to_errno(started.error().code);
 }
 
 int transition(mrc_qp& qp, ibv_qp_state to, const ibv_qp_attr* v, int mask) {
   const ibv_qp_state from = qp.state;
   if (to == IBV_QPS_ERR || to == IBV_QPS_RESET) {
-    if (to == IBV_QPS_ERR) qp.qp->to_error();
-    if (to == IBV_QPS_RESET) qp.qp->to_reset();
-    qp.context->nic->shard(qp.placed.shard).forget_keys(qp.qp->qpn());  // an agreement ends
+    if (to == IBV_QPS_ERR) qp.placed.qp->to_error();
+    if (to == IBV_QPS_RESET) qp.placed.qp->to_reset();
+    qp.context->nic->shard(qp.placed.shard).forget_keys(qp.placed.qp->qpn());  // an agreement ends
   } else if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) {
-    if (!qp.qp->to_init().ok()) return EINVAL;
+    if (!qp.placed.qp->to_init().ok()) return EINVAL;
   } else if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
     constexpr int kNeeded = IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
     if ((mask & kNeeded) != kNeeded) return EINVAL;
     uint32_t peer = 0;
     if (int e = resolve_peer(qp, v->ah_attr, Qpn(v->dest_qp_num), peer)) return e;
     RtrAttributes rtr{Qpn(v->dest_qp_num), Psn(v->rq_psn), peer};
-    if (!qp.qp->to_rtr(rtr).ok()) return EINVAL;
+    if (!qp.placed.qp->to_rtr(rtr).ok()) return EINVAL;
     if (int e = start_key_agreement(qp, peer, *v)) return e;
     ctl_qp_connected(*qp.context->nic, qp);
   } else if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
     if (!(mask & IBV_QP_SQ_PSN)) return EINVAL;
-    if (!qp.qp->to_rts(RtsAttributes{Psn(v->sq_psn)}).ok()) return EINVAL;
+    if (!qp.placed.qp->to_rts(RtsAttributes{Psn(v->sq_psn)}).ok()) return EINVAL;
   } else if (from != to || (to != IBV_QPS_INIT && to != IBV_QPS_RTR && to != IBV_QPS_RTS)) {
     return EINVAL;  // skipped states, SQD/SQE, or a backward move other than RESET/ERR
   }
@@ -278,7 +278,7 @@ void init_verbs_view(mrc_qp& qp, const mrc_qp_init_attr& attr) {
   v.context = &qp.context->device->vctx.context;
   v.qp_context = attr.qp_context;
   v.pd = attr.pd;
-  v.qp_num = qp.qp->qpn().value;
+  v.qp_num = qp.placed.qp->qpn().value;
   v.state = IBV_QPS_RESET;
   v.qp_type = IBV_QPT_RC;
   pthread_mutex_init(&v.mutex, nullptr);
@@ -388,7 +388,7 @@ int post_one(mrc_qp& qp, const ibv_send_wr& wr) {
   s.rkey = wr.wr.rdma.rkey;
   s.immediate = wr.imm_data;
   s.signaled = qp.init.sq_sig_all != 0 || (wr.send_flags & IBV_SEND_SIGNALED) != 0;
-  auto r = qp.qp->post_send(s);
+  auto r = qp.placed.qp->post_send(s);
   if (!r.ok()) return post_error(r.error());
   if (inline_data) ++qp.staged;
   return 0;
@@ -426,8 +426,7 @@ mrc_qp* mrc_create_qp(mrc_context* mrc_ctx, mrc_qp_init_attr* attr) {
   }
   auto locks = nic.lock_all();
   qp->placed = placed.value();
-  qp->qp = qp->placed.qp;
-  qp->config = qp->qp->config();  // as the datapath completed it
+  qp->config = qp->placed.qp->config();  // as the datapath completed it
   cap.max_recv_wr = qp->config.max_recv_wr;
   cap.max_send_sge = cap.max_recv_sge = qp->config.max_sge;
   cap.max_inline_data = qp->max_inline;
@@ -516,7 +515,7 @@ int mrc_query_qp(mrc_qp* qp, ibv_qp_attr* vattr, int vattr_mask, mrc_qp_attr* mr
 
 int mrc_get_qpn(mrc_qp* qp, uint32_t* qpn) {
   if (!valid(qp) || qpn == nullptr) return fail(EINVAL, -1);
-  *qpn = qp->qp->qpn().value;
+  *qpn = qp->placed.qp->qpn().value;
   return 0;
 }
 
@@ -551,7 +550,7 @@ int mrc_post_recv(mrc_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     if (wr->num_sge < 0 ||
         static_cast<uint32_t>(wr->num_sge) > std::max<uint32_t>(qp->init.cap.max_recv_sge, 1)) {
       e = EINVAL;
-    } else if (auto r = qp->qp->post_recv(wr->wr_id); !r.ok()) {
+    } else if (auto r = qp->placed.qp->post_recv(wr->wr_id); !r.ok()) {
       e = post_error(r.error());
     }
     if (e != 0) {
